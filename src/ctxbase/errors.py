@@ -1,0 +1,51 @@
+"""Exceptions raised by ctxbase. Every error that concerns one input names that input's field."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConflictError",
+    "CtxbaseError",
+    "NotFoundError",
+    "StorageError",
+    "ValidationError",
+]
+
+
+class CtxbaseError(Exception):
+    """Base class of every ctxbase error; `code` is stable and used by the REST layer."""
+
+    code = "error"
+
+
+class ValidationError(CtxbaseError, ValueError):
+    """Bad input. `field` names the offending field (dotted path for nested input)."""
+
+    code = "invalid"
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class NotFoundError(CtxbaseError, LookupError):
+    """The item does not exist in this project (or is not visible to the caller)."""
+
+    code = "not_found"
+
+    def __init__(self, kind: str, item_id: str) -> None:
+        self.kind = kind
+        self.item_id = item_id
+        super().__init__(f"{kind} {item_id!r} not found")
+
+
+class ConflictError(CtxbaseError):
+    """The operation is not allowed in the item's current state."""
+
+    code = "conflict"
+
+
+class StorageError(CtxbaseError):
+    """The storage backend failed or is unusable (bad path, schema newer than this code)."""
+
+    code = "storage"

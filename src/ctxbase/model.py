@@ -1,0 +1,239 @@
+"""The data model: projects hold sessions and tasks; events, entities, relations and state facts.
+
+Every record carries its project id: the storage keys every row by project first, so a
+distributed database can shard by project.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from enum import IntEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .errors import ValidationError
+
+__all__ = [
+    "BUILTIN_EVENT_TYPES",
+    "EVENT_GRAPH_RELATIONS",
+    "Entity",
+    "Event",
+    "Priority",
+    "Relation",
+    "SessionInfo",
+    "StateFact",
+    "TaskInfo",
+    "check_id",
+    "event_id_for",
+    "event_priority",
+    "is_event_type",
+    "make_entity_id",
+    "register_event_type",
+    "relation_id_for",
+]
+
+_ID_RE = re.compile(r"^[A-Za-z0-9_.:@/\-]{1,200}$")
+
+
+def check_id(field: str, value: str) -> str:
+    """Ids are short printable strings; anything else is refused with the field's name."""
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        raise ValidationError(
+            field, f"must be 1-200 characters of letters, digits and _.:@/- (got {value!r})"
+        )
+    return value
+
+
+class Priority(IntEnum):
+    """Capture priority: high events are never dropped, low ones may be under backpressure."""
+
+    LOW = 0
+    NORMAL = 1
+    HIGH = 2
+
+
+BUILTIN_EVENT_TYPES: dict[str, Priority] = {
+    "user_message": Priority.HIGH,
+    "assistant_message": Priority.NORMAL,
+    "system": Priority.NORMAL,
+    "model_call": Priority.NORMAL,
+    "tool_invocation": Priority.NORMAL,
+    "tool_result": Priority.HIGH,
+    "internal_thought": Priority.LOW,
+}
+_event_types: dict[str, Priority] = dict(BUILTIN_EVENT_TYPES)
+_event_types_lock = threading.Lock()
+
+# Relations the event graph maintains by itself.
+EVENT_GRAPH_RELATIONS = ("NEXT", "CAUSED_BY", "REFERS_TO")
+
+
+def register_event_type(name: str, priority: Priority = Priority.NORMAL) -> None:
+    """Allow a new event type (e.g. "plan_step") with its capture priority."""
+    if not re.match(r"^[a-z][a-z0-9_]{0,63}$", name or ""):
+        raise ValidationError("type", f"event type names are lower_snake_case (got {name!r})")
+    with _event_types_lock:
+        _event_types[name] = Priority(priority)
+
+
+def is_event_type(name: str) -> bool:
+    return name in _event_types
+
+
+def event_priority(name: str) -> Priority:
+    return _event_types.get(name, Priority.NORMAL)
+
+
+def _digest(parts: list[Any]) -> str:
+    raw = json.dumps(parts, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
+
+
+def event_id_for(
+    project_id: str,
+    session_id: str,
+    type: str,
+    text: str | None,
+    data: Any,
+    parent_event_ids: list[str],
+) -> str:
+    """Deterministic id: a retried hook produces the same id, so nothing is written twice."""
+    return "ev_" + _digest([project_id, session_id, type, text, data, sorted(parent_event_ids)])
+
+
+def relation_id_for(project_id: str, from_id: str, type: str, to_id: str) -> str:
+    return "rel_" + _digest([project_id, from_id, type, to_id])
+
+
+def make_entity_id(type: str, key: str) -> str:
+    """A stable entity id from its type and natural key (path#symbol, table name, title...)."""
+    return f"{type}:{_digest([type, key])[:20]}"
+
+
+def _check_unit_interval(field: str, value: float) -> float:
+    if not 0.0 <= value <= 1.0:
+        raise ValidationError(field, f"must be between 0 and 1 (got {value})")
+    return value
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class Event(_Record):
+    """One thing that happened in an agent run: a message, a model call, a tool result..."""
+
+    id: str = ""
+    project_id: str
+    session_id: str
+    task_id: str | None = None
+    agent_id: str = "agent"
+    agent_role: str | None = None
+    type: str
+    text: str | None = None
+    data: Any = None
+    ts: float = Field(default_factory=time.time)
+    parent_event_ids: list[str] = Field(default_factory=list)
+    refers_to: list[str] = Field(default_factory=list)
+    importance: float = 0.5
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    active: bool = True
+    seq: int | None = None  # order within the session, assigned by the store
+
+    @field_validator("importance")
+    @classmethod
+    def _importance_range(cls, v: float) -> float:
+        return _check_unit_interval("importance", v)
+
+
+class Entity(_Record):
+    """A typed, anchored unit worth remembering: a document, a code symbol, a SQL table..."""
+
+    id: str
+    project_id: str
+    type: str
+    name: str
+    text: str = ""
+    properties: dict[str, Any] = Field(default_factory=dict)
+    version: int = 1
+    latest: bool = True
+    active: bool = True
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+
+
+class Relation(_Record):
+    """A typed, directed edge between two nodes (events or entities) with its provenance."""
+
+    id: str = ""
+    project_id: str
+    from_id: str
+    type: str
+    to_id: str
+    confidence: float = 1.0
+    source: str
+    created_at: float = Field(default_factory=time.time)
+    valid_from: float = Field(default_factory=time.time)
+    valid_to: float | None = None
+    properties: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("confidence")
+    @classmethod
+    def _confidence_range(cls, v: float) -> float:
+        return _check_unit_interval("confidence", v)
+
+    @field_validator("source")
+    @classmethod
+    def _source_present(cls, v: str) -> str:
+        if not v or not v.strip():
+            raise ValidationError(
+                "source", 'is required: "human", a model name, or "auto:<rule>"'
+            )
+        return v
+
+    @field_validator("type")
+    @classmethod
+    def _type_form(cls, v: str) -> str:
+        if not re.match(r"^[A-Z][A-Z0-9_]{0,63}$", v or ""):
+            raise ValidationError("type", f"relation types are UPPER_SNAKE_CASE (got {v!r})")
+        return v
+
+
+class SessionInfo(_Record):
+    project_id: str
+    session_id: str
+    status: str = "active"
+    title: str | None = None
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskInfo(_Record):
+    project_id: str
+    task_id: str
+    session_id: str
+    parent_task_id: str | None = None
+    title: str = ""
+    status: str = "created"
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class StateFact(_Record):
+    """One versioned key -> value fact, scoped to a task, a session or the whole project."""
+
+    project_id: str
+    scope: str = "task"  # "task" | "session" | "project"
+    scope_id: str = ""
+    key: str
+    value: Any = None
+    version: int = 1
+    cause: str | None = None
+    updated_at: float = Field(default_factory=time.time)

@@ -1,0 +1,109 @@
+"""What gets indexed for an event or an entity: its search units (whole, or chunks).
+
+A short text is one unit; a long one (a document, a big tool output) is cut into token-sized,
+overlapping chunks, each its own unit that points back to its owner.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+from ..model import Entity, Event
+from ..store.base import SearchItem
+from .tokenize import index_terms
+
+__all__ = ["default_chunker", "entity_items", "event_items", "event_search_text"]
+
+# Below this many characters a text is indexed whole (cheaper than counting tokens).
+_WHOLE_TEXT_CHARS = 1200
+
+
+def event_search_text(event: Event) -> str:
+    """The text a search sees for an event: speaker, body, attachments and data."""
+    parts: list[str] = []
+    speaker = event.metadata.get("speaker")
+    body = event.text or ""
+    if speaker:
+        body = f"{speaker}: {body}"
+    parts.append(body)
+    caption = event.metadata.get("image_caption")
+    if caption:
+        parts.append(f"[image: {caption}]")
+    if event.data is not None and not event.text:
+        parts.append(json.dumps(event.data, ensure_ascii=False))
+    return "\n".join(p for p in parts if p)
+
+
+def _chunked(
+    text: str, chunker: Callable[[str], list[tuple[str, int, int]]] | None
+) -> list[tuple[str, int, int]]:
+    if len(text) <= _WHOLE_TEXT_CHARS or chunker is None:
+        return [(text, 0, len(text))]
+    return chunker(text) or [(text, 0, len(text))]
+
+
+def default_chunker(text: str) -> list[tuple[str, int, int]]:
+    from .chunking import chunk_text
+
+    return [(c.text, c.start, c.end) for c in chunk_text(text)]
+
+
+def event_items(
+    event: Event, chunker: Callable[[str], list[tuple[str, int, int]]] | None = default_chunker
+) -> list[SearchItem]:
+    text = event_search_text(event)
+    pieces = _chunked(text, chunker)
+    items: list[SearchItem] = []
+    for n, (piece, _start, _end) in enumerate(pieces):
+        items.append(
+            SearchItem(
+                item_id=event.id if len(pieces) == 1 else f"{event.id}#{n}",
+                owner_id=event.id,
+                kind="event" if len(pieces) == 1 else "chunk",
+                type=event.type,
+                text=piece,
+                terms=" ".join(index_terms(piece)),
+                ts=event.ts,
+                session_id=event.session_id,
+                agent_id=event.agent_id,
+                agent_role=event.agent_role,
+                path=event.metadata.get("path"),
+                importance=event.importance,
+            )
+        )
+    return items
+
+
+def entity_items(
+    entity: Entity, chunker: Callable[[str], list[tuple[str, int, int]]] | None = default_chunker
+) -> list[SearchItem]:
+    head = entity.name
+    title = entity.properties.get("title")
+    if title and title != head:
+        head = f"{head} {title}"
+    text = f"{head}\n{entity.text}" if entity.text else head
+    pieces = _chunked(text, chunker)
+    line_start = entity.properties.get("line_start")
+    line_end = entity.properties.get("line_end")
+    items: list[SearchItem] = []
+    for n, (piece, _start, _end) in enumerate(pieces):
+        items.append(
+            SearchItem(
+                item_id=entity.id if len(pieces) == 1 else f"{entity.id}#{n}",
+                owner_id=entity.id,
+                kind="entity" if len(pieces) == 1 else "chunk",
+                type=entity.type,
+                text=piece,
+                terms=" ".join(index_terms(piece)),
+                ts=entity.updated_at,
+                session_id=entity.properties.get("session_id"),
+                agent_id=entity.properties.get("agent_id"),
+                path=entity.properties.get("path"),
+                line_start=int(line_start) if line_start is not None else None,
+                line_end=int(line_end) if line_end is not None else None,
+                latest=entity.latest,
+                importance=float(entity.properties.get("importance", 0.5)),
+            )
+        )
+    return items

@@ -1,0 +1,321 @@
+"""The storage protocol: what every backend (SQLite, PostgreSQL) provides.
+
+Retrieval, assembly and the service talk to a `Store` only; dialect differences stay inside
+the backend modules. Everything is keyed by project id first.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ForgetReport",
+    "ItemFilter",
+    "KeywordHit",
+    "SearchItem",
+    "StateChange",
+    "Store",
+    "VectorRow",
+]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class SearchItem:
+    """One retrievable unit (a whole event, an entity, or a chunk of either).
+
+    `terms` is the space-joined keyword-index terms (see retrieve.tokenize); `owner_id` is the
+    event or entity the unit belongs to, so forgetting the owner removes its units.
+    """
+
+    item_id: str
+    owner_id: str
+    kind: str  # "event" | "entity" | "chunk"
+    type: str  # event type or entity type
+    text: str
+    terms: str
+    ts: float
+    session_id: str | None = None
+    agent_id: str | None = None
+    agent_role: str | None = None
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    latest: bool = True
+    importance: float = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class ItemFilter:
+    """Structured filters applied before any ranking (the first layer of dual-layer search)."""
+
+    session_ids: tuple[str, ...] | None = None
+    agent_ids: tuple[str, ...] | None = None
+    agent_roles: tuple[str, ...] | None = None
+    types: tuple[str, ...] | None = None
+    kinds: tuple[str, ...] | None = None
+    owner_ids: tuple[str, ...] | None = None
+    path_prefix: str | None = None
+    line_from: int | None = None  # keep items whose line range overlaps [line_from, line_to]
+    line_to: int | None = None
+    since: float | None = None
+    until: float | None = None
+    latest_only: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordHit:
+    item_id: str
+    score: float  # higher is better (negated FTS rank)
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRow:
+    item_id: str
+    vector: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    """One entry of a state fact's history: the old and new value, when, and why."""
+
+    key: str
+    scope: str
+    scope_id: str
+    version: int
+    old_value: Any
+    new_value: Any
+    cause: str | None
+    ts: float
+    deleted: bool = False
+
+
+@dataclass
+class ForgetReport:
+    """What a hard forget removed, per table."""
+
+    removed: dict[str, int] = field(default_factory=dict)
+
+    def add(self, table: str, n: int) -> None:
+        if n:
+            self.removed[table] = self.removed.get(table, 0) + n
+
+    @property
+    def total(self) -> int:
+        return sum(self.removed.values())
+
+
+class Store(ABC):
+    """A storage backend. Methods are thread-safe; writes are transactional per call."""
+
+    url: str
+
+    # -- lifecycle ---------------------------------------------------------------------
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def schema_version(self) -> int: ...
+
+    # -- projects, sessions, tasks -----------------------------------------------------
+    @abstractmethod
+    def ensure_project(self, project_id: str) -> None: ...
+
+    @abstractmethod
+    def list_projects(self) -> list[str]: ...
+
+    @abstractmethod
+    def upsert_session(self, session: SessionInfo) -> None: ...
+
+    @abstractmethod
+    def get_session(self, project_id: str, session_id: str) -> SessionInfo | None: ...
+
+    @abstractmethod
+    def list_sessions(self, project_id: str) -> list[SessionInfo]: ...
+
+    @abstractmethod
+    def upsert_task(self, task: TaskInfo) -> None: ...
+
+    @abstractmethod
+    def get_task(self, project_id: str, task_id: str) -> TaskInfo | None: ...
+
+    @abstractmethod
+    def list_tasks(self, project_id: str, session_id: str | None = None) -> list[TaskInfo]: ...
+
+    # -- events ------------------------------------------------------------------------
+    @abstractmethod
+    def write_events(
+        self, events: Sequence[Event], items: Sequence[Sequence[SearchItem]]
+    ) -> list[Event]:
+        """Insert events (ignoring ids already stored or forgotten) with their search items.
+
+        Assigns `seq` within each session and adds the event-graph edges (NEXT from the
+        session's previous event, CAUSED_BY to each parent, REFERS_TO to each reference), all
+        in one transaction. Returns the events actually inserted, with `seq` set.
+        """
+
+    @abstractmethod
+    def existing_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
+        """Which of these ids are stored events or entities in the project (active or not)."""
+
+    @abstractmethod
+    def get_events(
+        self, project_id: str, ids: Sequence[str], include_inactive: bool = False
+    ) -> list[Event]: ...
+
+    @abstractmethod
+    def list_events(
+        self,
+        project_id: str,
+        session_id: str | None = None,
+        *,
+        last_n: int | None = None,
+        types: Sequence[str] | None = None,
+        task_id: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        include_inactive: bool = False,
+    ) -> list[Event]:
+        """Events in session order (seq ascending); `last_n` keeps the newest n."""
+
+    @abstractmethod
+    def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
+        """Soft delete (False) or restore (True) events or entities; returns rows changed."""
+
+    # -- entities and relations ----------------------------------------------------------
+    @abstractmethod
+    def upsert_entity(self, entity: Entity, items: Sequence[SearchItem]) -> Entity: ...
+
+    @abstractmethod
+    def get_entities(
+        self, project_id: str, ids: Sequence[str], include_inactive: bool = False
+    ) -> list[Entity]: ...
+
+    @abstractmethod
+    def list_entities(
+        self,
+        project_id: str,
+        *,
+        type: str | None = None,
+        name: str | None = None,
+        latest_only: bool = True,
+        limit: int | None = None,
+    ) -> list[Entity]: ...
+
+    @abstractmethod
+    def upsert_relations(self, relations: Sequence[Relation]) -> list[Relation]: ...
+
+    @abstractmethod
+    def close_relation(self, project_id: str, relation_id: str, at: float) -> bool: ...
+
+    @abstractmethod
+    def list_relations(
+        self,
+        project_id: str,
+        node_ids: Sequence[str] | None = None,
+        *,
+        direction: str = "both",  # "out" (from node), "in" (to node), "both"
+        types: Sequence[str] | None = None,
+        include_closed: bool = False,
+        min_confidence: float = 0.0,
+    ) -> list[Relation]: ...
+
+    # -- search index --------------------------------------------------------------------
+    @abstractmethod
+    def keyword_search(
+        self, project_id: str, match: str, flt: ItemFilter | None, limit: int
+    ) -> list[KeywordHit]:
+        """BM25 over the items' terms; `match` is an FTS query built by retrieve.tokenize."""
+
+    @abstractmethod
+    def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]: ...
+
+    @abstractmethod
+    def filter_item_ids(self, project_id: str, flt: ItemFilter) -> set[str]: ...
+
+    @abstractmethod
+    def count_items(self, project_id: str) -> int: ...
+
+    # -- vectors -------------------------------------------------------------------------
+    @abstractmethod
+    def pending_embeddings(
+        self, model: str, limit: int, project_id: str | None = None
+    ) -> list[tuple[str, str, str]]:
+        """(project_id, item_id, text) of active items with no vector for `model`."""
+
+    @abstractmethod
+    def put_vectors(
+        self, model: str, rows: Sequence[tuple[str, str, npt.NDArray[np.float32]]]
+    ) -> int:
+        """Store (project_id, item_id, vector) rows for `model`; returns rows written."""
+
+    @abstractmethod
+    def iter_vectors(
+        self, project_id: str, model: str, batch: int = 4096
+    ) -> Iterator[list[VectorRow]]: ...
+
+    @abstractmethod
+    def vector_search(
+        self,
+        project_id: str,
+        model: str,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        allowed_ids: set[str] | None = None,
+    ) -> list[tuple[str, float]] | None:
+        """Nearest items by cosine if the backend has a native index, else None (the caller
+        then searches the vectors itself)."""
+
+    @abstractmethod
+    def index_generation(self, project_id: str) -> int:
+        """A number that changes whenever the project's items or vectors change (cache key)."""
+
+    # -- state ---------------------------------------------------------------------------
+    @abstractmethod
+    def set_state(self, fact: StateFact) -> StateFact:
+        """Write a fact; bumps its version and records the change in the history."""
+
+    @abstractmethod
+    def delete_state(
+        self, project_id: str, scope: str, scope_id: str, key: str, cause: str | None
+    ) -> bool: ...
+
+    @abstractmethod
+    def get_state(
+        self, project_id: str, scope: str, scope_id: str, key: str | None = None
+    ) -> list[StateFact]: ...
+
+    @abstractmethod
+    def state_history(
+        self, project_id: str, scope: str, scope_id: str, key: str | None = None
+    ) -> list[StateChange]: ...
+
+    # -- traces --------------------------------------------------------------------------
+    @abstractmethod
+    def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None: ...
+
+    # -- forget --------------------------------------------------------------------------
+    @abstractmethod
+    def forget(
+        self,
+        project_id: str,
+        *,
+        event_ids: Sequence[str] = (),
+        entity_ids: Sequence[str] = (),
+        session_id: str | None = None,
+        whole_project: bool = False,
+    ) -> ForgetReport:
+        """Hard forget: remove rows, index entries, vectors and edges touching them."""

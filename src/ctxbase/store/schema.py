@@ -1,0 +1,114 @@
+"""Schema migrations for every backend, from one place.
+
+Each migration is a list of statements in a neutral dialect with a few placeholders that
+backends fill in ({json}, {blob}, {float}); statements that only make sense for one backend
+(FTS5 tables, tsvector columns, vector indexes) come from the backend's `extra_migrations`.
+Every table's primary key starts with project_id, so a distributed PostgreSQL can shard all
+tables by project with co-location.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MIGRATIONS", "TABLES", "render"]
+
+# Tables in the order a whole-project copy or forget walks them (children last).
+TABLES = (
+    "projects",
+    "sessions",
+    "tasks",
+    "events",
+    "entities",
+    "relations",
+    "items",
+    "item_vectors",
+    "state",
+    "state_history",
+    "traces",
+    "tombstones",
+)
+
+_V1 = [
+    """CREATE TABLE IF NOT EXISTS projects (
+        project_id TEXT NOT NULL,
+        created_at {float} NOT NULL,
+        settings {json},
+        generation BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (project_id))""",
+    """CREATE TABLE IF NOT EXISTS sessions (
+        project_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        status TEXT NOT NULL, title TEXT,
+        created_at {float} NOT NULL, updated_at {float} NOT NULL,
+        metadata {json}, last_seq BIGINT NOT NULL DEFAULT 0, last_event_id TEXT,
+        PRIMARY KEY (project_id, session_id))""",
+    """CREATE TABLE IF NOT EXISTS tasks (
+        project_id TEXT NOT NULL, task_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        parent_task_id TEXT, title TEXT, status TEXT NOT NULL,
+        created_at {float} NOT NULL, updated_at {float} NOT NULL, metadata {json},
+        PRIMARY KEY (project_id, task_id))""",
+    """CREATE TABLE IF NOT EXISTS events (
+        project_id TEXT NOT NULL, event_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        task_id TEXT, seq BIGINT NOT NULL, agent_id TEXT NOT NULL, agent_role TEXT,
+        type TEXT NOT NULL, text TEXT, data {json}, ts {float} NOT NULL,
+        importance {float} NOT NULL, metadata {json}, active SMALLINT NOT NULL DEFAULT 1,
+        PRIMARY KEY (project_id, event_id))""",
+    "CREATE INDEX IF NOT EXISTS events_session_seq ON events (project_id, session_id, seq)",
+    "CREATE INDEX IF NOT EXISTS events_ts ON events (project_id, ts)",
+    """CREATE TABLE IF NOT EXISTS entities (
+        project_id TEXT NOT NULL, entity_id TEXT NOT NULL, type TEXT NOT NULL,
+        name TEXT NOT NULL, text TEXT, properties {json}, version BIGINT NOT NULL,
+        latest SMALLINT NOT NULL DEFAULT 1, active SMALLINT NOT NULL DEFAULT 1,
+        created_at {float} NOT NULL, updated_at {float} NOT NULL,
+        PRIMARY KEY (project_id, entity_id))""",
+    "CREATE INDEX IF NOT EXISTS entities_type_name ON entities (project_id, type, name)",
+    """CREATE TABLE IF NOT EXISTS relations (
+        project_id TEXT NOT NULL, relation_id TEXT NOT NULL, from_id TEXT NOT NULL,
+        type TEXT NOT NULL, to_id TEXT NOT NULL, confidence {float} NOT NULL,
+        source TEXT NOT NULL, created_at {float} NOT NULL, valid_from {float} NOT NULL,
+        valid_to {float}, properties {json},
+        PRIMARY KEY (project_id, relation_id))""",
+    "CREATE INDEX IF NOT EXISTS relations_from ON relations (project_id, from_id, type)",
+    "CREATE INDEX IF NOT EXISTS relations_to ON relations (project_id, to_id, type)",
+    """CREATE TABLE IF NOT EXISTS items (
+        project_id TEXT NOT NULL, item_id TEXT NOT NULL, owner_id TEXT NOT NULL,
+        kind TEXT NOT NULL, type TEXT NOT NULL, text TEXT NOT NULL, terms TEXT NOT NULL,
+        ts {float} NOT NULL, session_id TEXT, agent_id TEXT, agent_role TEXT, path TEXT,
+        line_start BIGINT, line_end BIGINT, latest SMALLINT NOT NULL DEFAULT 1,
+        importance {float} NOT NULL DEFAULT 0.5, active SMALLINT NOT NULL DEFAULT 1,
+        embedded_model TEXT,
+        PRIMARY KEY (project_id, item_id))""",
+    "CREATE INDEX IF NOT EXISTS items_owner ON items (project_id, owner_id)",
+    "CREATE INDEX IF NOT EXISTS items_pending ON items (embedded_model, active)",
+    """CREATE TABLE IF NOT EXISTS item_vectors (
+        project_id TEXT NOT NULL, item_id TEXT NOT NULL, model TEXT NOT NULL,
+        dim INTEGER NOT NULL, vec {blob} NOT NULL,
+        PRIMARY KEY (project_id, item_id, model))""",
+    """CREATE TABLE IF NOT EXISTS state (
+        project_id TEXT NOT NULL, scope TEXT NOT NULL, scope_id TEXT NOT NULL,
+        key TEXT NOT NULL, value {json}, version BIGINT NOT NULL, cause TEXT,
+        updated_at {float} NOT NULL,
+        PRIMARY KEY (project_id, scope, scope_id, key))""",
+    """CREATE TABLE IF NOT EXISTS state_history (
+        project_id TEXT NOT NULL, scope TEXT NOT NULL, scope_id TEXT NOT NULL,
+        key TEXT NOT NULL, version BIGINT NOT NULL, old_value {json}, new_value {json},
+        cause TEXT, ts {float} NOT NULL, deleted SMALLINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (project_id, scope, scope_id, key, version))""",
+    """CREATE TABLE IF NOT EXISTS traces (
+        project_id TEXT NOT NULL, context_id TEXT NOT NULL, created_at {float} NOT NULL,
+        trace {json} NOT NULL,
+        PRIMARY KEY (project_id, context_id))""",
+    # Hashes of hard-forgotten ids: a stale retry of a forgotten event must not bring it back.
+    """CREATE TABLE IF NOT EXISTS tombstones (
+        project_id TEXT NOT NULL, hashed_id TEXT NOT NULL,
+        PRIMARY KEY (project_id, hashed_id))""",
+    """CREATE TABLE IF NOT EXISTS api_keys (
+        key_id TEXT NOT NULL, key_hash TEXT NOT NULL, name TEXT, role TEXT NOT NULL,
+        projects {json} NOT NULL, created_at {float} NOT NULL, revoked_at {float},
+        PRIMARY KEY (key_id))""",
+]
+
+# version -> statements; append new versions, never edit a released one.
+MIGRATIONS: dict[int, list[str]] = {1: _V1}
+
+
+def render(statement: str, *, json: str, blob: str, float_: str) -> str:
+    return statement.format(json=json, blob=blob, float=float_)
