@@ -32,6 +32,6 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def open(path: str | None = None, **options: Any) -> ContextBase:  # noqa: A001
+def open(path: str | None = None, **options: Any) -> ContextBase:
     """Open a context base on a SQLite file (default ./ctxbase.db) or a postgresql:// URL."""
     return ContextBase(path, **options)

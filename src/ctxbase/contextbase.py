@@ -7,6 +7,7 @@ Retrieval and assembly are mixed in from their own layers (see retrieve/ and ass
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
 import time
 import weakref
@@ -14,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .capture.bus import BusConfig, BusStats, CaptureBus
-from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event, check_text
+from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event, check_json, check_text
 from .capture.hooks import plan_message_events
 from .errors import NotFoundError, ValidationError
 from .model import (
@@ -29,10 +30,12 @@ from .model import (
 )
 from .retrieve import graph
 from .retrieve.embed.base import Embedder
+from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedding_worker import EmbeddingWorker
 from .retrieve.indexing import entity_items, event_items
 from .store import open_store
-from .store.base import ForgetReport, Store
+from .retrieve.search import Searcher, SearchResponse
+from .store.base import ForgetReport, ItemFilter, Store
 
 __all__ = ["ContextBase"]
 
@@ -43,10 +46,8 @@ _atexit_registered = False
 
 def _close_all_at_exit() -> None:
     for base in list(_open_bases):
-        try:
+        with contextlib.suppress(Exception):  # exiting: try the next one regardless
             base.close()
-        except Exception:  # exiting: nothing better to do than try the next one
-            pass
 
 
 class ContextBase:
@@ -66,11 +67,11 @@ class ContextBase:
         self.project = check_id("project", project)
         self.max_content_bytes = max_content_bytes
         self._embedder_spec = embedder
-        self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) \
-            else None
+        self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) else None
         self._embedding_worker: EmbeddingWorker | None = None
         self._background_embedding = background_embedding
         self._worker_lock = threading.Lock()
+        self._searcher: Searcher | None = None
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
         global _atexit_registered
@@ -161,8 +162,10 @@ class ContextBase:
         missing = set(wanted) - self._bus.pending_ids()
         if missing:
             missing -= self.store.existing_ids(event.project_id, sorted(missing))
-        for field, ids in (("parent_event_ids", event.parent_event_ids),
-                           ("refers_to", event.refers_to)):
+        for field, ids in (
+            ("parent_event_ids", event.parent_event_ids),
+            ("refers_to", event.refers_to),
+        ):
             for i, pid in enumerate(ids):
                 if pid in missing:
                     raise ValidationError(
@@ -189,8 +192,9 @@ class ContextBase:
         `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
         task_id, parent_event_ids, refers_to, importance, metadata, ts.
         """
-        event = self._build(project, {"type": type, "session_id": session_id, "text": text,
-                                      **fields})
+        event = self._build(
+            project, {"type": type, "session_id": session_id, "text": text, **fields}
+        )
         self._check_parents(event)
         return self._bus.submit(event, event_priority(event.type))
 
@@ -204,8 +208,9 @@ class ContextBase:
         **fields: Any,
     ) -> Event:
         """Capture synchronously: the event is stored when this returns (with its seq)."""
-        event = self._build(project, {"type": type, "session_id": session_id, "text": text,
-                                      **fields})
+        event = self._build(
+            project, {"type": type, "session_id": session_id, "text": text, **fields}
+        )
         self._check_parents(event)
         return self.record_events([event])[0]
 
@@ -216,8 +221,10 @@ class ContextBase:
         self._bus.flush()  # keep session order: queued events go first
         self._write_events(events)
         stored = {
-            e.id: e for e in self.store.get_events(
-                events[0].project_id if events else self.project, [e.id for e in events],
+            e.id: e
+            for e in self.store.get_events(
+                events[0].project_id if events else self.project,
+                [e.id for e in events],
                 include_inactive=True,
             )
         }
@@ -287,8 +294,10 @@ class ContextBase:
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
         info = SessionInfo(
-            project_id=self._pid(project), session_id=check_id("session_id", session_id),
-            title=title, metadata=dict(metadata or {}),
+            project_id=self._pid(project),
+            session_id=check_id("session_id", session_id),
+            title=title,
+            metadata=dict(metadata or {}),
         )
         existing = self.store.get_session(info.project_id, session_id)
         if existing is not None:
@@ -344,7 +353,11 @@ class ContextBase:
         return self._visible(pid, graph.downstream(self.store, pid, event_id))
 
     def neighbourhood(
-        self, node_id: str, k: int = 1, *, project: str | None = None,
+        self,
+        node_id: str,
+        k: int = 1,
+        *,
+        project: str | None = None,
         types: Sequence[str] | None = None,
     ) -> list[graph.GraphHit]:
         return graph.neighbourhood(self.store, self._pid(project), node_id, k, types)
@@ -367,11 +380,18 @@ class ContextBase:
             raise ValidationError("type", "an entity needs a type")
         if not name or not isinstance(name, str):
             raise ValidationError("name", "an entity needs a name")
+        check_text("type", type)
+        check_text("name", name)
+        check_json("properties", dict(properties or {}))
         body = check_text("text", text) or ""
         eid = check_id("id", id) if id is not None else make_entity_id(type, name)
         old = self.store.get_entities(pid, [eid], include_inactive=True)
         entity = Entity(
-            id=eid, project_id=pid, type=type, name=name, text=body,
+            id=eid,
+            project_id=pid,
+            type=type,
+            name=name,
+            text=body,
             properties=dict(properties or {}),
             version=version if version is not None else (old[0].version if old else 1),
             created_at=old[0].created_at if old else time.time(),
@@ -387,8 +407,13 @@ class ContextBase:
         return found[0]
 
     def list_entities(
-        self, *, type: str | None = None, name: str | None = None, latest_only: bool = True,
-        project: str | None = None, limit: int | None = None,
+        self,
+        *,
+        type: str | None = None,
+        name: str | None = None,
+        latest_only: bool = True,
+        project: str | None = None,
+        limit: int | None = None,
     ) -> list[Entity]:
         return self.store.list_entities(
             self._pid(project), type=type, name=name, latest_only=latest_only, limit=limit
@@ -410,10 +435,16 @@ class ContextBase:
         pid = self._pid(project)
         check_id("from_id", from_id)
         check_id("to_id", to_id)
+        check_json("properties", dict(properties or {}))
         try:
             rel = Relation(
-                project_id=pid, from_id=from_id, type=type, to_id=to_id,
-                confidence=confidence, source=source, properties=dict(properties or {}),
+                project_id=pid,
+                from_id=from_id,
+                type=type,
+                to_id=to_id,
+                confidence=confidence,
+                source=source,
+                properties=dict(properties or {}),
             )
         except Exception as exc:
             raise _as_validation(exc) from exc
@@ -433,14 +464,50 @@ class ContextBase:
         return self.store.close_relation(self._pid(project), relation_id, at or time.time())
 
     def relationships(
-        self, node_id: str | None = None, *, direction: str = "both",
-        types: Sequence[str] | None = None, include_closed: bool = False,
+        self,
+        node_id: str | None = None,
+        *,
+        direction: str = "both",
+        types: Sequence[str] | None = None,
+        include_closed: bool = False,
         project: str | None = None,
     ) -> list[Relation]:
         return self.store.list_relations(
-            self._pid(project), None if node_id is None else [node_id], direction=direction,
-            types=types, include_closed=include_closed,
+            self._pid(project),
+            None if node_id is None else [node_id],
+            direction=direction,
+            types=types,
+            include_closed=include_closed,
         )
+
+    # -- retrieval -----------------------------------------------------------------------
+    @property
+    def searcher(self) -> Searcher:
+        with self._worker_lock:
+            if self._searcher is None:
+                self._searcher = Searcher(self.store, self.embedder)
+            return self._searcher
+
+    def search(
+        self,
+        query: str,
+        *,
+        project: str | None = None,
+        preset: str = "hybrid",
+        config: SearchConfig | None = None,
+        filters: ItemFilter | None = None,
+        **overrides: Any,
+    ) -> SearchResponse:
+        """Find the stored events, chunks and entities that matter for `query`.
+
+        `preset` names a SearchConfig preset (keyword, semantic, hybrid, hybrid_graph);
+        keyword arguments override its fields (e.g. top_k=5). `filters` restricts the
+        candidates before ranking (session, agent, type, path, lines, time, latest only).
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise ValidationError("query", "must be a non-empty string")
+        cfg = config if config is not None else get_preset(preset, **overrides)
+        return self.searcher.search(self._pid(project), query, cfg, filters)
 
     # -- forget --------------------------------------------------------------------------
     def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:
@@ -463,12 +530,16 @@ class ContextBase:
         """Hard forget: rows, index entries, vectors and edges go; a stale retry of a
         forgotten event is ignored. Returns what was removed per table."""
         if not (event_ids or entity_ids or session_id or whole_project):
-            raise ValidationError("forget", "name event_ids, entity_ids, session_id or "
-                                  "whole_project=True")
+            raise ValidationError(
+                "forget", "name event_ids, entity_ids, session_id or whole_project=True"
+            )
         self.flush()
         return self.store.forget(
-            self._pid(project), event_ids=list(event_ids), entity_ids=list(entity_ids),
-            session_id=session_id, whole_project=whole_project,
+            self._pid(project),
+            event_ids=list(event_ids),
+            entity_ids=list(entity_ids),
+            session_id=session_id,
+            whole_project=whole_project,
         )
 
 

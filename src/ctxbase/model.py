@@ -42,7 +42,7 @@ _ID_RE = re.compile(r"^[A-Za-z0-9_.:@/\-]{1,200}$")
 
 def check_id(field: str, value: str) -> str:
     """Ids are short printable strings; anything else is refused with the field's name."""
-    if not isinstance(value, str) or not _ID_RE.match(value):
+    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
         raise ValidationError(
             field, f"must be 1-200 characters of letters, digits and _.:@/- (got {value!r})"
         )
@@ -75,7 +75,7 @@ EVENT_GRAPH_RELATIONS = ("NEXT", "CAUSED_BY", "REFERS_TO")
 
 def register_event_type(name: str, priority: Priority = Priority.NORMAL) -> None:
     """Allow a new event type (e.g. "plan_step") with its capture priority."""
-    if not re.match(r"^[a-z][a-z0-9_]{0,63}$", name or ""):
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", name):
         raise ValidationError("type", f"event type names are lower_snake_case (got {name!r})")
     with _event_types_lock:
         _event_types[name] = Priority(priority)
@@ -191,15 +191,13 @@ class Relation(_Record):
     @classmethod
     def _source_present(cls, v: str) -> str:
         if not v or not v.strip():
-            raise ValidationError(
-                "source", 'is required: "human", a model name, or "auto:<rule>"'
-            )
+            raise ValidationError("source", 'is required: "human", a model name, or "auto:<rule>"')
         return v
 
     @field_validator("type")
     @classmethod
     def _type_form(cls, v: str) -> str:
-        if not re.match(r"^[A-Z][A-Z0-9_]{0,63}$", v or ""):
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,63}", v or ""):
             raise ValidationError("type", f"relation types are UPPER_SNAKE_CASE (got {v!r})")
         return v
 

@@ -66,6 +66,7 @@ class _Slot:
     priority: Priority
     agg_key: tuple[str, str, str, str] | None
     last_ts: float
+    merged_ids: tuple[str, ...] = ()
 
 
 class CaptureBus:
@@ -85,6 +86,8 @@ class CaptureBus:
         self._tickets = 0  # last ticket handed out
         self._done = 0  # every ticket <= this is written (or deliberately discarded)
         self._pending_done: set[int] = set()
+        # ids of LOW events merged into a queued one -> that event's id (while it waits)
+        self._merged: dict[str, str] = {}
         self._stats = BusStats()
         self._closed = False
         self._writing = False
@@ -101,6 +104,9 @@ class CaptureBus:
                 raise CaptureError("the capture bus is closed")
             self._stats.submitted += 1
             if priority == Priority.LOW:
+                if event.id in self._merged:  # a retry of an event already merged
+                    self._stats.duplicates += 1
+                    return self._merged[event.id]
                 merged = self._try_aggregate(event, now)
                 if merged is not None:
                     return merged
@@ -138,6 +144,8 @@ class CaptureBus:
         if not self._queue:
             return None
         tail = self._queue[-1]
+        if event.id == tail.event.id:  # a retry of the waiting event: the writer dedups it
+            return None
         key = (event.project_id, event.session_id, event.agent_id, event.type)
         if (
             tail.agg_key != key
@@ -157,6 +165,8 @@ class CaptureBus:
             }
         )
         tail.last_ts = now
+        tail.merged_ids = (*tail.merged_ids, event.id)
+        self._merged[event.id] = tail.event.id
         self._stats.aggregated += 1
         return tail.event.id
 
@@ -177,8 +187,11 @@ class CaptureBus:
                 if remaining is not None and remaining <= 0:
                     raise CaptureError(
                         f"flush timed out with {target - self._done} events unwritten"
-                        + (f" (last error: {self._stats.last_error})" if self._stats.last_error
-                           else "")
+                        + (
+                            f" (last error: {self._stats.last_error})"
+                            if self._stats.last_error
+                            else ""
+                        )
                     )
                 self._cond.wait(0.05 if remaining is None else min(remaining, 0.05))
 
@@ -211,8 +224,12 @@ class CaptureBus:
                 # Linger briefly so bursts are written together (and LOW ones aggregate).
                 if len(self._queue) < cfg.batch_size and not self._closed and cfg.linger_s > 0:
                     self._cond.wait(cfg.linger_s)
-                batch = [self._queue.popleft() for _ in range(min(cfg.batch_size,
-                                                                  len(self._queue)))]
+                batch = [
+                    self._queue.popleft() for _ in range(min(cfg.batch_size, len(self._queue)))
+                ]
+                for slot in batch:
+                    for merged_id in slot.merged_ids:
+                        self._merged.pop(merged_id, None)
                 self._stats.queue_depth = len(self._queue)
                 self._cond.notify_all()  # room for waiting producers
             self._write_with_retry(batch)

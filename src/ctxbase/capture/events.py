@@ -16,7 +16,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ..errors import ValidationError
 from ..model import Event, check_id, event_id_for, is_event_type
 
-__all__ = ["DEFAULT_MAX_CONTENT_BYTES", "build_event", "check_text"]
+__all__ = ["DEFAULT_MAX_CONTENT_BYTES", "build_event", "check_json", "check_text"]
 
 DEFAULT_MAX_CONTENT_BYTES = 1_000_000
 
@@ -39,6 +39,16 @@ def check_text(field: str, value: Any) -> str | None:
             field, f"is not valid UTF-8 (lone surrogate at character {exc.start})"
         ) from exc
     return value
+
+
+def check_json(field: str, value: Any) -> str:
+    """A value stored as JSON must serialise, and its text must be valid Unicode."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from exc
+    check_text(field, text)
+    return text
 
 
 def build_event(
@@ -77,10 +87,13 @@ def build_event(
         raise ValidationError("data", f"must be JSON-serialisable: {exc}") from exc
     if data_json is not None:
         check_text("data", data_json)
-    size = len((body or "").encode("utf-8")) + len((data_json or "").encode("utf-8"))
+    text_size = len((body or "").encode("utf-8"))
+    data_size = len((data_json or "").encode("utf-8"))
+    size = text_size + data_size
     if size > max_content_bytes:
         raise ValidationError(
-            "text", f"content is {size} bytes, over the limit of {max_content_bytes} bytes"
+            "data" if data_size > text_size else "text",
+            f"content is {size} bytes, over the limit of {max_content_bytes} bytes",
         )
     parents = list(dict.fromkeys(parent_event_ids))
     for i, pid in enumerate(parents):
@@ -90,11 +103,14 @@ def build_event(
         check_id(f"refers_to[{i}]", rid)
     if not isinstance(importance, int | float) or not 0.0 <= float(importance) <= 1.0:
         raise ValidationError("importance", f"must be between 0 and 1 (got {importance!r})")
+    if agent_role is not None:
+        check_text("agent_role", agent_role)
     meta = dict(metadata or {})
     try:
-        json.dumps(meta, ensure_ascii=False)
+        meta_json = json.dumps(meta, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ValidationError("metadata", f"must be JSON-serialisable: {exc}") from exc
+    check_text("metadata", meta_json)
     eid = event_id_for(project_id, session_id, type, body, data, parents)
     try:
         return Event(

@@ -3,7 +3,7 @@
 The mapping is deterministic, so calling it again with the same (or a longer) list after
 every turn writes only the new messages: the earlier ones get the same ids and are skipped.
 
-Causality: a user message follows the assistant message before it; an assistant message is
+Causality: a user or system message follows the message before it; an assistant message is
 caused by the tool results since the previous assistant message (or else by the message just
 before it); each tool call becomes a `tool_invocation` caused by the assistant message that
 made it; a `tool` message becomes a `tool_result` caused by the invocation with its call id.
@@ -58,7 +58,6 @@ def plan_message_events(
     assistant_role: str | None = None,
 ) -> list[PlannedEvent]:
     planned: list[PlannedEvent] = []
-    last_assistant: int | None = None
     last_index: int | None = None
     tool_results_since_assistant: list[int] = []
     invocation_by_call: dict[str, int] = {}
@@ -70,12 +69,20 @@ def plan_message_events(
         text = _content_text(msg.get("content"), where)
         name = msg.get("name")
         if role == "system" or role == "developer":
-            planned.append(PlannedEvent("system", text or "", agent_id="system"))
+            # The previous message is a parent, so a repeated identical message (the same
+            # reminder, "continue" twice) gets its own id instead of merging with the first.
+            parents = [last_index] if last_index is not None else []
+            planned.append(PlannedEvent("system", text or "", agent_id="system", parents=parents))
         elif role == "user":
-            parents = [last_assistant] if last_assistant is not None else []
+            parents = [last_index] if last_index is not None else []
             planned.append(
-                PlannedEvent("user_message", text or "", agent_id=str(name or user_id),
-                             agent_role="user", parents=parents)
+                PlannedEvent(
+                    "user_message",
+                    text or "",
+                    agent_id=str(name or user_id),
+                    agent_role="user",
+                    parents=parents,
+                )
             )
         elif role == "assistant":
             if tool_results_since_assistant:
@@ -96,7 +103,6 @@ def plan_message_events(
                 )
             )
             me = len(planned) - 1
-            last_assistant = me
             tool_results_since_assistant = []
             for i, call in enumerate(tool_calls):
                 if not isinstance(call, Mapping):
@@ -104,10 +110,11 @@ def plan_message_events(
                 fn = call.get("function") or {}
                 call_id = str(call.get("id") or f"{n}.{i}")
                 args = fn.get("arguments")
+                shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
                 planned.append(
                     PlannedEvent(
                         "tool_invocation",
-                        f"{fn.get('name', 'tool')}({args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)})",
+                        f"{fn.get('name', 'tool')}({shown})",
                         data={"tool": fn.get("name"), "arguments": args, "call_id": call_id},
                         agent_id=str(name or assistant_id),
                         agent_role=assistant_role,
@@ -116,10 +123,11 @@ def plan_message_events(
                 )
                 invocation_by_call[call_id] = len(planned) - 1
         elif role == "tool":
-            call_id = msg.get("tool_call_id")
-            if call_id is None:
+            raw_call_id = msg.get("tool_call_id")
+            if raw_call_id is None:
                 raise ValidationError(f"{where}.tool_call_id", "is required for role 'tool'")
-            parent = invocation_by_call.get(str(call_id))
+            call_id = str(raw_call_id)
+            parent = invocation_by_call.get(call_id)
             if parent is None:
                 raise ValidationError(
                     f"{where}.tool_call_id", f"{call_id!r} matches no earlier tool call"

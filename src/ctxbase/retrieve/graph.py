@@ -70,14 +70,16 @@ def _walk(
 
 def upstream(store: Store, project_id: str, node_id: str, max_hops: int = 50) -> list[GraphHit]:
     """Everything that caused this node, nearest first (follows CAUSED_BY outward)."""
-    return _walk(store, project_id, [node_id], direction="out", types=["CAUSED_BY"],
-                 max_hops=max_hops)
+    return _walk(
+        store, project_id, [node_id], direction="out", types=["CAUSED_BY"], max_hops=max_hops
+    )
 
 
 def downstream(store: Store, project_id: str, node_id: str, max_hops: int = 50) -> list[GraphHit]:
     """Everything this node caused, nearest first (follows CAUSED_BY inward)."""
-    return _walk(store, project_id, [node_id], direction="in", types=["CAUSED_BY"],
-                 max_hops=max_hops)
+    return _walk(
+        store, project_id, [node_id], direction="in", types=["CAUSED_BY"], max_hops=max_hops
+    )
 
 
 def neighbourhood(
@@ -104,6 +106,13 @@ def expand(
 ) -> list[GraphHit]:
     """Graph expansion for retrieval: neighbours of the top hits above per-type thresholds."""
     return _walk(
-        store, project_id, seeds, direction="both", types=types, max_hops=hops,
-        thresholds=thresholds, default_threshold=default_threshold, max_nodes=max_nodes,
+        store,
+        project_id,
+        seeds,
+        direction="both",
+        types=types,
+        max_hops=hops,
+        thresholds=thresholds,
+        default_threshold=default_threshold,
+        max_nodes=max_nodes,
     )

@@ -30,13 +30,14 @@ def open_store(url: str | None = None) -> Store:
     target = url or os.environ.get("CTXBASE_DB") or DEFAULT_DB_PATH
     if target.startswith(("postgresql://", "postgres://")):
         try:
-            from .postgres import PostgresStore
+            from .postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
         except ImportError as exc:  # the extra is not installed
             raise StorageError(
                 "PostgreSQL support needs the postgres extra: pip install 'ctxbase[postgres]'"
                 f" ({exc})"
             ) from exc
-        return PostgresStore(target)
+        store: Store = PostgresStore(target)
+        return store
     if target.startswith("sqlite:///"):
         target = target[len("sqlite:///") :]
     elif "://" in target:

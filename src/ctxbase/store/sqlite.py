@@ -15,7 +15,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,15 @@ _EVENT_COLS = (
 _ITEM_COLS = (
     "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
     "path, line_start, line_end, latest, importance"
+)
+
+
+# A soft-deleted event or entity is hidden from every read, so are the edges touching it.
+_NO_SOFT_DELETED_END = (
+    " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = relations.project_id"
+    " AND e.event_id IN (relations.from_id, relations.to_id) AND e.active = 0)"
+    " AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.project_id = relations.project_id"
+    " AND n.entity_id IN (relations.from_id, relations.to_id) AND n.active = 0)"
 )
 
 
@@ -153,10 +162,8 @@ class SQLiteStore(Store):
     def close(self) -> None:
         with self._conns_lock:
             for conn in self._all_conns:
-                try:
+                with suppress(sqlite3.Error):
                     conn.close()
-                except sqlite3.Error:
-                    pass
             self._all_conns.clear()
         self._closed = True
 
@@ -368,8 +375,16 @@ class SQLiteStore(Store):
             conn.execute(
                 "INSERT INTO sessions(project_id, session_id, status, created_at, updated_at, "
                 "metadata, last_seq, last_event_id) VALUES (?,?,?,?,?,?,?,?)",
-                (event.project_id, event.session_id, "active", event.ts, event.ts, "{}", 1,
-                 event.id),
+                (
+                    event.project_id,
+                    event.session_id,
+                    "active",
+                    event.ts,
+                    event.ts,
+                    "{}",
+                    1,
+                    event.id,
+                ),
             )
             return 1, None
         seq = int(row[0]) + 1
@@ -562,9 +577,7 @@ class SQLiteStore(Store):
                 "SELECT created_at FROM entities WHERE project_id=? AND entity_id=?",
                 (entity.project_id, entity.id),
             ).fetchone()
-            stored = entity.model_copy(
-                update={"created_at": old[0] if old else entity.created_at}
-            )
+            stored = entity.model_copy(update={"created_at": old[0] if old else entity.created_at})
             conn.execute(
                 "INSERT OR REPLACE INTO entities(project_id, entity_id, type, name, text, "
                 "properties, version, latest, active, created_at, updated_at) "
@@ -711,6 +724,7 @@ class SQLiteStore(Store):
         if min_confidence > 0:
             extra += " AND confidence>=?"
             extra_args.append(min_confidence)
+        extra += _NO_SOFT_DELETED_END
         found: dict[str, Relation] = {}
         with self._read() as conn:
             if node_ids is None:
@@ -865,8 +879,7 @@ class SQLiteStore(Store):
             ).fetchall()
         for i in range(0, len(rows), batch):
             yield [
-                VectorRow(r[0], np.frombuffer(r[1], dtype=np.float32))
-                for r in rows[i : i + batch]
+                VectorRow(r[0], np.frombuffer(r[1], dtype=np.float32)) for r in rows[i : i + batch]
             ]
 
     def vector_search(
@@ -910,8 +923,14 @@ class SQLiteStore(Store):
             conn.execute(
                 "INSERT INTO state_history(project_id, scope, scope_id, key, version, old_value,"
                 " new_value, cause, ts, deleted) VALUES (?,?,?,?,?,?,?,?,?,0)",
-                (*key, version, old[0] if old else None, _dumps(stored.value), stored.cause,
-                 stored.updated_at),
+                (
+                    *key,
+                    version,
+                    old[0] if old else None,
+                    _dumps(stored.value),
+                    stored.cause,
+                    stored.updated_at,
+                ),
             )
         return stored
 
@@ -952,8 +971,14 @@ class SQLiteStore(Store):
             rows = conn.execute(sql + " ORDER BY key", args).fetchall()
         return [
             StateFact(
-                project_id=r[0], scope=r[1], scope_id=r[2], key=r[3], value=_loads(r[4]),
-                version=r[5], cause=r[6], updated_at=r[7],
+                project_id=r[0],
+                scope=r[1],
+                scope_id=r[2],
+                key=r[3],
+                value=_loads(r[4]),
+                version=r[5],
+                cause=r[6],
+                updated_at=r[7],
             )
             for r in rows
         ]
@@ -972,8 +997,7 @@ class SQLiteStore(Store):
         with self._read() as conn:
             rows = conn.execute(sql + " ORDER BY key, version", args).fetchall()
         return [
-            StateChange(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7],
-                        bool(r[8]))
+            StateChange(r[0], r[1], r[2], r[3], _loads(r[4]), _loads(r[5]), r[6], r[7], bool(r[8]))
             for r in rows
         ]
 
@@ -1042,6 +1066,12 @@ class SQLiteStore(Store):
         report = ForgetReport()
         with self._write() as conn:
             if whole_project:
+                forgotten_events = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT event_id FROM events WHERE project_id=?", (project_id,)
+                    ).fetchall()
+                ]
                 rowids = [
                     r[0]
                     for r in conn.execute(
@@ -1057,13 +1087,28 @@ class SQLiteStore(Store):
                         ).rowcount,
                     )
                 for table in (
-                    "items", "item_vectors", "relations", "events", "entities", "state",
-                    "state_history", "traces", "tasks", "sessions", "tombstones", "projects",
+                    "items",
+                    "item_vectors",
+                    "relations",
+                    "events",
+                    "entities",
+                    "state",
+                    "state_history",
+                    "traces",
+                    "tasks",
+                    "sessions",
+                    "projects",
                 ):
                     n = conn.execute(
                         f"DELETE FROM {table} WHERE project_id=?", (project_id,)
                     ).rowcount
                     report.add(table, n)
+                # Tombstones stay (they hold only hashes): a stale retry must not come back.
+                conn.executemany(
+                    "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
+                    [(project_id, tombstone_hash(eid)) for eid in forgotten_events],
+                )
+                self._purge_fts(conn, report)
                 return report
             ev_ids = list(dict.fromkeys(event_ids))
             if session_id is not None:
@@ -1114,8 +1159,15 @@ class SQLiteStore(Store):
                     ).rowcount
                     report.add(table, n)
             self._fix_session_tails(conn, project_id)
+            self._purge_fts(conn, report)
             self._bump(conn, project_id)
         return report
+
+    def _purge_fts(self, conn: sqlite3.Connection, report: ForgetReport) -> None:
+        # FTS5 only marks deleted rows in its index; their terms stay in the index segments
+        # until a merge. Forgetting must not leave them there: rebuild the segments now.
+        if report.removed.get("item_fts"):
+            conn.execute("INSERT INTO item_fts(item_fts) VALUES ('optimize')")
 
     def _fix_session_tails(self, conn: sqlite3.Connection, project_id: str) -> None:
         # A forgotten last event must not stay as the NEXT anchor of its session.
@@ -1137,38 +1189,77 @@ class _nullcontext:
 
 def _session(row: Sequence[Any]) -> SessionInfo:
     return SessionInfo(
-        project_id=row[0], session_id=row[1], status=row[2], title=row[3], created_at=row[4],
-        updated_at=row[5], metadata=_loads(row[6]) or {},
+        project_id=row[0],
+        session_id=row[1],
+        status=row[2],
+        title=row[3],
+        created_at=row[4],
+        updated_at=row[5],
+        metadata=_loads(row[6]) or {},
     )
 
 
 def _task(row: Sequence[Any]) -> TaskInfo:
     return TaskInfo(
-        project_id=row[0], task_id=row[1], session_id=row[2], parent_task_id=row[3],
-        title=row[4] or "", status=row[5], created_at=row[6], updated_at=row[7],
+        project_id=row[0],
+        task_id=row[1],
+        session_id=row[2],
+        parent_task_id=row[3],
+        title=row[4] or "",
+        status=row[5],
+        created_at=row[6],
+        updated_at=row[7],
         metadata=_loads(row[8]) or {},
     )
 
 
 def _entity(row: Sequence[Any]) -> Entity:
     return Entity(
-        project_id=row[0], id=row[1], type=row[2], name=row[3], text=row[4] or "",
-        properties=_loads(row[5]) or {}, version=row[6], latest=bool(row[7]),
-        active=bool(row[8]), created_at=row[9], updated_at=row[10],
+        project_id=row[0],
+        id=row[1],
+        type=row[2],
+        name=row[3],
+        text=row[4] or "",
+        properties=_loads(row[5]) or {},
+        version=row[6],
+        latest=bool(row[7]),
+        active=bool(row[8]),
+        created_at=row[9],
+        updated_at=row[10],
     )
 
 
 def _relation(row: Sequence[Any]) -> Relation:
     return Relation(
-        project_id=row[0], id=row[1], from_id=row[2], type=row[3], to_id=row[4],
-        confidence=row[5], source=row[6], created_at=row[7], valid_from=row[8],
-        valid_to=row[9], properties=_loads(row[10]) or {},
+        project_id=row[0],
+        id=row[1],
+        from_id=row[2],
+        type=row[3],
+        to_id=row[4],
+        confidence=row[5],
+        source=row[6],
+        created_at=row[7],
+        valid_from=row[8],
+        valid_to=row[9],
+        properties=_loads(row[10]) or {},
     )
 
 
 def _item(row: Sequence[Any]) -> SearchItem:
     return SearchItem(
-        item_id=row[0], owner_id=row[1], kind=row[2], type=row[3], text=row[4], terms=row[5],
-        ts=row[6], session_id=row[7], agent_id=row[8], agent_role=row[9], path=row[10],
-        line_start=row[11], line_end=row[12], latest=bool(row[13]), importance=row[14],
+        item_id=row[0],
+        owner_id=row[1],
+        kind=row[2],
+        type=row[3],
+        text=row[4],
+        terms=row[5],
+        ts=row[6],
+        session_id=row[7],
+        agent_id=row[8],
+        agent_role=row[9],
+        path=row[10],
+        line_start=row[11],
+        line_end=row[12],
+        latest=bool(row[13]),
+        importance=row[14],
     )

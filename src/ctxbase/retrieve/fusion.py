@@ -1,0 +1,125 @@
+"""Pure scoring functions: rank fusion, time decay, dynamic top-k, near-duplicate removal."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+__all__ = [
+    "dedupe_near_identical",
+    "dynamic_top_k",
+    "normalise_scores",
+    "rrf_fuse",
+    "time_decay",
+    "weighted_fuse",
+]
+
+
+def rrf_fuse(
+    rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = 60
+) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion: sum of weight / (k + rank) over the rankings."""
+    fused: dict[str, float] = {}
+    for name, ranked in rankings.items():
+        w = weights.get(name, 1.0)
+        if w == 0:
+            continue
+        for rank, item in enumerate(ranked, start=1):
+            fused[item] = fused.get(item, 0.0) + w / (k + rank)
+    return fused
+
+
+def normalise_scores(scores: Mapping[str, float]) -> dict[str, float]:
+    """Min-max to [0, 1]; a single score (or all equal) becomes 1."""
+    if not scores:
+        return {}
+    lo, hi = min(scores.values()), max(scores.values())
+    if hi - lo < 1e-12:
+        return dict.fromkeys(scores, 1.0)
+    return {k: (v - lo) / (hi - lo) for k, v in scores.items()}
+
+
+def weighted_fuse(
+    scores: Mapping[str, Mapping[str, float]], weights: Mapping[str, float]
+) -> dict[str, float]:
+    """Sum of weight * min-max-normalised score per method."""
+    fused: dict[str, float] = {}
+    for name, method_scores in scores.items():
+        w = weights.get(name, 1.0)
+        for item, s in normalise_scores(method_scores).items():
+            fused[item] = fused.get(item, 0.0) + w * s
+    return fused
+
+
+def time_decay(age_seconds: float, half_life_days: float | None) -> float:
+    """Exponential decay factor in (0, 1]: 0.5 after one half-life; 1 when disabled."""
+    if not half_life_days or age_seconds <= 0:
+        return 1.0
+    return math.pow(0.5, age_seconds / (half_life_days * 86400.0))
+
+
+def dynamic_top_k(
+    scored: Sequence[tuple[str, float]],
+    *,
+    min_k: int,
+    max_k: int,
+    token_allowance: int | None = None,
+    tokens_of: Callable[[str], int] | None = None,
+    relative_cutoff: float = 0.5,
+) -> list[tuple[str, float]]:
+    """Keep between min_k and max_k results: past min_k, stop when the score falls below
+    `relative_cutoff` of the best, or when the token allowance would be exceeded."""
+    out: list[tuple[str, float]] = []
+    used = 0
+    best = scored[0][1] if scored else 0.0
+    for item, score in scored:
+        if len(out) >= max_k:
+            break
+        cost = tokens_of(item) if (token_allowance is not None and tokens_of) else 0
+        if len(out) >= min_k:
+            if best > 0 and score < best * relative_cutoff:
+                break
+            if token_allowance is not None and used + cost > token_allowance:
+                break
+        out.append((item, score))
+        used += cost
+    return out
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _shingles(text: str) -> set[str]:
+    words = _WORD.findall(text.lower())
+    if len(words) <= 3:  # Chinese runs are single "words": fall back to character bigrams
+        joined = "".join(words)
+        return {joined[i : i + 2] for i in range(max(1, len(joined) - 1))}
+    return {" ".join(words[i : i + 2]) for i in range(len(words) - 1)}
+
+
+def dedupe_near_identical(
+    ranked: Sequence[tuple[str, float]],
+    text_of: Callable[[str], str],
+    threshold: float = 0.9,
+) -> tuple[list[tuple[str, float]], dict[str, str]]:
+    """Drop results whose text is near-identical (Jaccard of word bigrams >= threshold) to a
+    better one. Returns the kept results and {dropped: kept_instead}."""
+    kept: list[tuple[str, float]] = []
+    kept_shingles: list[tuple[str, set[str]]] = []
+    dropped: dict[str, str] = {}
+    for item, score in ranked:
+        sh = _shingles(text_of(item))
+        dup_of = None
+        for other, osh in kept_shingles:
+            if sh and osh:
+                inter = len(sh & osh)
+                if inter and inter / len(sh | osh) >= threshold:
+                    dup_of = other
+                    break
+        if dup_of is not None:
+            dropped[item] = dup_of
+            continue
+        kept.append((item, score))
+        kept_shingles.append((item, sh))
+    return kept, dropped

@@ -1,0 +1,299 @@
+"""Hybrid search: structured filter -> keyword + vector candidates -> fusion -> graph
+expansion -> decay, importance, de-duplication -> top-k.
+
+Every candidate keeps the scores that placed it, so assembly can explain its choices.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from ..store.base import ItemFilter, SearchItem, Store
+from . import graph
+from .config import SearchConfig
+from .embed.base import Embedder
+from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
+from .tokenize import fts_match_expression, query_terms
+from .vector_index import VectorIndex
+
+__all__ = ["Candidate", "SearchResponse", "Searcher"]
+
+
+@dataclass
+class Candidate:
+    """One search unit with how it was found and scored."""
+
+    item: SearchItem
+    score: float = 0.0
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    semantic_rank: int | None = None
+    similarity: float | None = None
+    graph_via: str | None = None  # "<RELATION> from <node id>"
+    graph_confidence: float | None = None
+    dropped: str | None = None  # why it was not returned ("duplicate of ..", "top_k")
+
+    @property
+    def item_id(self) -> str:
+        return self.item.item_id
+
+    def explain(self) -> dict[str, object]:
+        return {
+            "id": self.item.item_id,
+            "owner_id": self.item.owner_id,
+            "score": round(self.score, 6),
+            "keyword_rank": self.keyword_rank,
+            "similarity": None if self.similarity is None else round(self.similarity, 4),
+            "graph_via": self.graph_via,
+            "dropped": self.dropped,
+        }
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    results: list[Candidate]
+    considered: list[Candidate] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class Searcher:
+    """Runs searches over one store with one embedder (or none: keyword only)."""
+
+    def __init__(self, store: Store, embedder: Embedder | None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.vectors = VectorIndex(store)
+
+    def search(
+        self,
+        project_id: str,
+        query: str,
+        config: SearchConfig,
+        flt: ItemFilter | None = None,
+        *,
+        now: float | None = None,
+    ) -> SearchResponse:
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        if config.latest_only and (flt is None or not flt.latest_only):
+            flt = _with_latest(flt)
+        allowed: set[str] | None = None
+        if flt is not None and _restricts(flt):
+            allowed = self.store.filter_item_ids(project_id, flt)
+        timings["filter"] = _ms(t0)
+
+        rankings: dict[str, list[str]] = {}
+        raw_scores: dict[str, dict[str, float]] = {}
+        cands: dict[str, Candidate] = {}
+        items: dict[str, SearchItem] = {}
+
+        if config.keyword:
+            t = time.perf_counter()
+            match = fts_match_expression(query_terms(query), "or")
+            hits = (
+                self.store.keyword_search(project_id, match, flt, config.candidates)
+                if match
+                else []
+            )
+            rankings["keyword"] = [h.item_id for h in hits]
+            raw_scores["keyword"] = {h.item_id: h.score for h in hits}
+            for rank, h in enumerate(hits, start=1):
+                c = cands.setdefault(h.item_id, Candidate(_placeholder(h.item_id)))
+                c.keyword_rank, c.keyword_score = rank, h.score
+            timings["keyword"] = _ms(t)
+
+        if config.semantic and self.embedder is not None:
+            t = time.perf_counter()
+            qvec = self.embedder.embed_query(query)
+            timings["embed_query"] = _ms(t)
+            t = time.perf_counter()
+            hits_v = self.vectors.search(
+                project_id, self.embedder.name, qvec, config.candidates, allowed
+            )
+            hits_v = [(i, s) for i, s in hits_v if s >= config.min_similarity]
+            rankings["semantic"] = [i for i, _ in hits_v]
+            raw_scores["semantic"] = dict(hits_v)
+            for rank, (item_id, sim) in enumerate(hits_v, start=1):
+                c = cands.setdefault(item_id, Candidate(_placeholder(item_id)))
+                c.semantic_rank, c.similarity = rank, sim
+            timings["vector"] = _ms(t)
+
+        weights = {"keyword": config.keyword_weight, "semantic": config.semantic_weight}
+        if config.fusion == "rrf":
+            fused = rrf_fuse(rankings, weights, config.rrf_k)
+        else:
+            fused = weighted_fuse(raw_scores, weights)
+
+        if cands:
+            for it in self.store.get_items(project_id, list(cands)):
+                items[it.item_id] = it
+        # Items missing here were forgotten or hidden between the index read and now.
+        # (and superseded versions are dropped here for the vector side, which has no filter).
+        cands = {
+            k: c
+            for k, c in cands.items()
+            if k in items and (items[k].latest or not config.latest_only)
+        }
+        for k, c in cands.items():
+            c.item = items[k]
+            c.score = fused.get(k, 0.0)
+
+        if config.graph_hops > 0 or config.session_window > 0:
+            t = time.perf_counter()
+            self._expand(project_id, config, cands, allowed)
+            timings["graph"] = _ms(t)
+
+        now = time.time() if now is None else now
+        for c in cands.values():
+            if config.time_decay_half_life_days:
+                c.score *= time_decay(now - c.item.ts, config.time_decay_half_life_days)
+            if config.importance_weight:
+                c.score *= (
+                    1.0
+                    - config.importance_weight
+                    + config.importance_weight * 2 * c.item.importance
+                )
+
+        ranked = sorted(cands.values(), key=lambda c: (-c.score, c.item.ts, c.item_id))
+        pairs = [(c.item_id, c.score) for c in ranked]
+        if config.dedupe_threshold is not None:
+            pairs, dups = dedupe_near_identical(
+                pairs, lambda i: cands[i].item.text, config.dedupe_threshold
+            )
+            for dup, better in dups.items():
+                cands[dup].dropped = f"near-duplicate of {better}"
+        if config.dynamic_top_k is not None:
+            lo, hi = config.dynamic_top_k
+            from ..assemble.tokens import get_token_counter
+
+            counter = get_token_counter()
+            kept: list[tuple[str, float]] = dynamic_top_k(
+                pairs,
+                min_k=lo,
+                max_k=hi,
+                token_allowance=config.token_allowance,
+                tokens_of=lambda i: counter.count(cands[i].item.text),
+            )
+        else:
+            kept = pairs[: config.top_k]
+        kept_ids = {i for i, _ in kept}
+        for c in ranked:
+            if c.item_id not in kept_ids and c.dropped is None:
+                c.dropped = "below top_k"
+        timings["total"] = _ms(t0)
+        return SearchResponse(
+            query=query,
+            results=[cands[i] for i, _ in kept],
+            considered=ranked,
+            timings_ms=timings,
+        )
+
+    def _expand(
+        self,
+        project_id: str,
+        config: SearchConfig,
+        cands: dict[str, Candidate],
+        allowed: set[str] | None,
+    ) -> None:
+        seeds = sorted(cands.values(), key=lambda c: -c.score)[: config.graph_seeds]
+        if not seeds:
+            return
+        seed_score = {c.item.owner_id: c.score for c in seeds}
+        new_nodes: dict[str, tuple[float, str, float]] = {}  # owner -> (score, via, conf)
+        if config.graph_hops > 0:
+            hits = graph.expand(
+                self.store,
+                project_id,
+                list(seed_score),
+                hops=config.graph_hops,
+                types=config.graph_types,
+                thresholds=config.relation_thresholds,
+                max_nodes=config.graph_seeds * 20,
+            )
+            for h in hits:
+                if h.via is None:
+                    continue
+                s = config.graph_weight * seed_score.get(h.seed_id, 0.0) * h.confidence / h.hops
+                prev = new_nodes.get(h.node_id)
+                if prev is None or s > prev[0]:
+                    new_nodes[h.node_id] = (s, f"{h.via.type} from {h.seed_id}", h.confidence)
+        if config.session_window > 0:
+            for owner, s0 in seed_score.items():
+                for nb, dist in self._session_neighbours(project_id, owner, config.session_window):
+                    s = config.graph_weight * s0 / (dist + 1)
+                    prev = new_nodes.get(nb)
+                    if prev is None or s > prev[0]:
+                        new_nodes[nb] = (s, f"NEXT±{dist} from {owner}", 1.0)
+        if not new_nodes:
+            return
+        by_owner: dict[str, list[SearchItem]] = {}
+        owner_items = self.store.filter_item_ids(project_id, ItemFilter(owner_ids=tuple(new_nodes)))
+        for it in self.store.get_items(project_id, sorted(owner_items)):
+            by_owner.setdefault(it.owner_id, []).append(it)
+        for owner, (s, via, conf) in new_nodes.items():
+            for it in by_owner.get(owner, [])[:1]:
+                if allowed is not None and it.item_id not in allowed:
+                    continue
+                c = cands.get(it.item_id)
+                if c is None:
+                    cands[it.item_id] = Candidate(it, score=s, graph_via=via, graph_confidence=conf)
+                else:
+                    c.score += s
+                    c.graph_via = c.graph_via or via
+                    c.graph_confidence = conf
+
+    def _session_neighbours(
+        self, project_id: str, owner_id: str, window: int
+    ) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for direction in ("out", "in"):
+            frontier = owner_id
+            for dist in range(1, window + 1):
+                rels = self.store.list_relations(
+                    project_id, [frontier], direction=direction, types=["NEXT"]
+                )
+                step = [
+                    r.to_id if direction == "out" else r.from_id
+                    for r in rels
+                    if (r.from_id if direction == "out" else r.to_id) == frontier
+                ]
+                if not step:
+                    break
+                frontier = step[0]
+                out.append((frontier, dist))
+        return out
+
+
+def _placeholder(item_id: str) -> SearchItem:
+    return SearchItem(item_id, item_id, "event", "", "", "", 0.0)
+
+
+def _with_latest(flt: ItemFilter | None) -> ItemFilter:
+    from dataclasses import replace
+
+    return ItemFilter(latest_only=True) if flt is None else replace(flt, latest_only=True)
+
+
+def _restricts(flt: ItemFilter) -> bool:
+    return any(
+        v is not None
+        for v in (
+            flt.session_ids,
+            flt.agent_ids,
+            flt.agent_roles,
+            flt.types,
+            flt.kinds,
+            flt.owner_ids,
+            flt.path_prefix,
+            flt.line_from,
+            flt.line_to,
+            flt.since,
+            flt.until,
+        )
+    )
+
+
+def _ms(t: float) -> float:
+    return round((time.perf_counter() - t) * 1000.0, 3)

@@ -1,0 +1,227 @@
+"""Text to keyword-index terms for BM25 over SQLite FTS5.
+
+Why this exists: FTS5's built-in ``unicode61`` tokenizer splits on anything that is not a
+letter or digit, so a run of Chinese characters with no spaces, such as ``我们用缓存加速查询``,
+becomes ONE token. A query for ``缓存`` then never matches that document. Instead of relying
+on the FTS5 tokenizer, the store indexes the terms produced here, joined by spaces, into a
+column whose tokenizer only splits on whitespace, and builds MATCH expressions from
+:func:`query_terms` with :func:`fts_match_expression`.
+
+What a term is:
+
+* Chinese runs are segmented with jieba in search mode, so both ``中华人民共和国`` and its
+  sub-words (``人民``, ``共和国``) are indexed; particles and other stop words are dropped.
+* Other words are lowercased; English stop words are dropped and plain ASCII words are
+  Snowball-stemmed (``caching`` -> ``cach``), so ``cache`` and ``caching`` meet.
+* Identifiers (``snake_case``, ``camelCase``, ``dotted.names``, ``kebab-case``) yield the
+  whole identifier (lowercased, unstemmed) followed by their parts.
+* Numbers are kept; full-width letters and digits are folded to half-width (NFKC).
+* Punctuation, symbols and emoji are dropped. No term contains whitespace.
+
+The jieba tokenizer is private to this module (not jieba's global one), built on first use
+under a lock, with jieba's log output silenced. Domain words can be added with
+:func:`add_words`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+import threading
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from functools import lru_cache
+from typing import Any, Literal
+
+__all__ = [
+    "CHINESE_STOP_WORDS",
+    "ENGLISH_STOP_WORDS",
+    "MAX_TERM_LENGTH",
+    "add_words",
+    "fts_match_expression",
+    "index_terms",
+    "query_terms",
+]
+
+# Longer "words" are almost always base64 blobs or minified data; they only bloat the index.
+MAX_TERM_LENGTH = 64
+
+_ENGLISH_STOP_WORDS_TEXT = """
+    a about above after again against all am an and any are aren as at be because been
+    before being below between both but by can cannot could couldn d did didn do does doesn
+    doing don down during each few for from further had hadn has hasn have haven having he
+    her here hers herself him himself his how i if in into is isn it its itself just ll m
+    me more most mustn my myself no nor not now o of off on once only or other our ours
+    ourselves out over own re s same shan she should shouldn so some such t than that the
+    their theirs them themselves then there these they this those through to too under
+    until up ve very was wasn we were weren what when where which while who whom why will
+    with won would wouldn y you your yours yourself yourselves
+"""
+ENGLISH_STOP_WORDS: frozenset[str] = frozenset(_ENGLISH_STOP_WORDS_TEXT.split())
+
+# Particles, copulas, conjunctions, pronouns and fillers: frequent, carry no topic.
+_CHINESE_STOP_WORDS_TEXT = """
+    的 了 吗 呢 吧 啊 呀 哦 嗯 哈 啦 么 嘛 是 在 和 与 及 或 也 都 就 而 且 把 被 让 给
+    着 过 之 其 这 那 哪 个 我 你 您 他 她 它 们 我们 你们 他们 她们 它们 咱们 自己 这个 那个
+    这些 那些 这里 那里 这样 那样 什么 怎么 为 为了 对 对于 从 向 于 以 及其 并 并且 但 但是
+    而且 或者 还是 如果 因为 所以 因此 然后 就是 只是 可以 已经 一个 一些 有 没有 不 很 还
+    又 再 更 最 得 地 将 等 等等 该 此 每 各 啥
+"""
+CHINESE_STOP_WORDS: frozenset[str] = frozenset(_CHINESE_STOP_WORDS_TEXT.split())
+
+# Han ideographs (incl. extensions and compatibility forms) plus kana. jieba segments Han;
+# it yields kana one character at a time, which still makes Japanese text findable.
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+# A word character that is not CJK (letters of other scripts, digits, underscore).
+_WORD_CHAR = rf"[^\W{_CJK_CHARS}]"
+_TOKEN_PATTERN = re.compile(
+    rf"(?P<cjk>[{_CJK_CHARS}]+)|(?P<word>{_WORD_CHAR}+(?:[.\-]{_WORD_CHAR}+)*)"
+)
+_IDENTIFIER_SEPARATORS = re.compile(r"[._\-]+")
+# camelCase parts: "HTTPServer" -> HTTP, Server; "base64Encode" -> base64, Encode.
+_CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
+_CAMEL_BOUNDARY = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]{2}|[0-9][A-Z]")
+_ASCII_LETTERS = re.compile(r"[a-z]+")
+
+_jieba_lock = threading.Lock()
+_jieba_tokenizer: Any = None
+_stemmer_state = threading.local()
+
+
+def _segmenter() -> Any:
+    """The module's own jieba tokenizer, built once (loading the dictionary takes ~1 s)."""
+    global _jieba_tokenizer
+    tokenizer = _jieba_tokenizer
+    if tokenizer is not None:
+        return tokenizer
+    with _jieba_lock:
+        if _jieba_tokenizer is None:
+            jieba = importlib.import_module("jieba")
+            # jieba sets its logger to DEBUG on import and reports dictionary loading on
+            # stderr; raise the level after the import so those lines stay quiet.
+            logging.getLogger("jieba").setLevel(logging.WARNING)
+            fresh = jieba.Tokenizer()
+            fresh.initialize()
+            _jieba_tokenizer = fresh
+        return _jieba_tokenizer
+
+
+def add_words(words: Iterable[str]) -> None:
+    """Teach the segmenter domain words (e.g. ``向量数据库``) so they are indexed whole.
+
+    Only affects text tokenized afterwards: re-index documents that contain the words.
+    Words with whitespace are ignored (jieba cannot match across it).
+    """
+    tokenizer = _segmenter()
+    with _jieba_lock:
+        for word in words:
+            cleaned = unicodedata.normalize("NFKC", word).strip()
+            if cleaned and not any(ch.isspace() for ch in cleaned):
+                tokenizer.add_word(cleaned)
+
+
+def _stemmer() -> Any:
+    # Snowball stemmer objects keep per-call state, so each thread gets its own.
+    stemmer = getattr(_stemmer_state, "stemmer", None)
+    if stemmer is None:
+        snowballstemmer = importlib.import_module("snowballstemmer")
+        stemmer = snowballstemmer.stemmer("english")
+        _stemmer_state.stemmer = stemmer
+    return stemmer
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    stemmed: str = _stemmer().stemWord(word)
+    return stemmed
+
+
+def _plain_word_term(word: str) -> str | None:
+    """Lowercased, stop-word-filtered, stemmed form of one simple word (None = drop)."""
+    lowered = word.lower()
+    if not lowered or lowered in ENGLISH_STOP_WORDS or len(lowered) > MAX_TERM_LENGTH:
+        return None
+    if _ASCII_LETTERS.fullmatch(lowered):
+        return _stem(lowered)
+    return lowered
+
+
+def _identifier_parts(word: str) -> list[str]:
+    """Split an identifier on separators, then on camelCase boundaries."""
+    parts: list[str] = []
+    for piece in _IDENTIFIER_SEPARATORS.split(word):
+        if not piece:
+            continue
+        if piece.isascii() and _CAMEL_BOUNDARY.search(piece):
+            parts.extend(_CAMEL_PART.findall(piece))
+        else:
+            parts.append(piece)
+    return parts
+
+
+def _word_terms(word: str) -> Iterator[str]:
+    if not any(char.isalnum() for char in word):
+        return  # bare "_" or "__": nothing a query could mean
+    parts = _identifier_parts(word)
+    if parts == [word]:
+        term = _plain_word_term(word)
+        if term is not None:
+            yield term
+        return
+    # A compound is kept whole (unstemmed) so exact identifier queries rank it first.
+    whole = word.lower()
+    if len(whole) <= MAX_TERM_LENGTH:
+        yield whole
+    for part in parts:
+        term = _plain_word_term(part)
+        if term is not None:
+            yield term
+
+
+def _cjk_terms(run: str) -> Iterator[str]:
+    for word in _segmenter().cut_for_search(run):
+        cleaned = word.strip()
+        if cleaned and cleaned not in CHINESE_STOP_WORDS:
+            yield cleaned
+
+
+def _normalise(text: str) -> str:
+    # NFKC folds full-width forms ("ＡＢＣ１２３" -> "ABC123") and ligatures.
+    return unicodedata.normalize("NFKC", text)
+
+
+def index_terms(text: str) -> list[str]:
+    """Terms to index a document by, in text order and with repeats (BM25 counts them)."""
+    terms: list[str] = []
+    for match in _TOKEN_PATTERN.finditer(_normalise(text)):
+        cjk_run = match.group("cjk")
+        if cjk_run is not None:
+            terms.extend(_cjk_terms(cjk_run))
+        else:
+            terms.extend(_word_terms(match.group("word")))
+    return terms
+
+
+def query_terms(text: str) -> list[str]:
+    """Terms of a query: the same normalisation as documents, deduplicated, order kept."""
+    return list(dict.fromkeys(index_terms(text)))
+
+
+def _quote_fts_term(term: str) -> str:
+    # Inside an FTS5 string every character is literal except '"', which is doubled.
+    return '"' + term.replace("\x00", "").replace('"', '""') + '"'
+
+
+def fts_match_expression(terms: Sequence[str], mode: Literal["or", "and"] = "or") -> str | None:
+    """An FTS5 MATCH expression over ``terms``, each quoted; None when there is no term.
+
+    Quoting makes user text safe: operators (AND, NEAR), column filters (``col:``),
+    prefixes (``*``) and parentheses inside a term are matched literally.
+    """
+    if mode not in ("or", "and"):
+        raise ValueError(f"mode must be 'or' or 'and', not {mode!r}")
+    quoted = [_quote_fts_term(term) for term in dict.fromkeys(terms) if term.strip()]
+    if not quoted:
+        return None
+    return f" {mode.upper()} ".join(quoted)

