@@ -1,17 +1,20 @@
 """ctxbase: a context base for LLM agents.
 
-    import ctxbase
-    cb = ctxbase.open("memory.db", project="shop")
-    cb.capture("user_message", session_id="s1", text="把预算控制在5万以内")
+import ctxbase
+cb = ctxbase.open("memory.db", project="shop")
+cb.capture("user_message", session_id="s1", text="把预算控制在5万以内")
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .contextbase import ContextBase
 from .errors import ConflictError, CtxbaseError, NotFoundError, StorageError, ValidationError
 from .model import Entity, Event, Priority, Relation, register_event_type
+
+if TYPE_CHECKING:
+    from .serve.sdk import AsyncClient, Client
 
 __all__ = [
     "ConflictError",
@@ -25,6 +28,8 @@ __all__ = [
     "StorageError",
     "ValidationError",
     "__version__",
+    "connect",
+    "connect_async",
     "open",
     "register_event_type",
 ]
@@ -35,3 +40,18 @@ __version__ = "0.1.0"
 def open(path: str | None = None, **options: Any) -> ContextBase:
     """Open a context base on a SQLite file (default ./ctxbase.db) or a postgresql:// URL."""
     return ContextBase(path, **options)
+
+
+def connect(url: str, *, api_key: str | None = None, **options: Any) -> Client:
+    """A context base on a ctxbase server, with the methods of `open` (needs the server
+    extras: pip install 'ctxbase[server]')."""
+    from .serve.sdk import connect as _connect
+
+    return _connect(url, api_key=api_key, **options)
+
+
+def connect_async(url: str, *, api_key: str | None = None, **options: Any) -> AsyncClient:
+    """The asyncio version of `connect`: the same methods, awaited."""
+    from .serve.sdk import connect_async as _connect_async
+
+    return _connect_async(url, api_key=api_key, **options)

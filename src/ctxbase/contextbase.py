@@ -12,7 +12,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event, check_json, check_text
@@ -29,13 +29,19 @@ from .model import (
     make_entity_id,
 )
 from .retrieve import graph
-from .retrieve.embed.base import Embedder
 from .retrieve.config import SearchConfig, get_preset
+from .retrieve.embed.base import Embedder
 from .retrieve.embedding_worker import EmbeddingWorker
-from .retrieve.indexing import entity_items, event_items
-from .store import open_store
+from .retrieve.indexing import entity_items, event_items, event_search_text
 from .retrieve.search import Searcher, SearchResponse
+from .store import open_store
 from .store.base import ForgetReport, ItemFilter, Store
+
+if TYPE_CHECKING:
+    from .assemble.assembler import Assembler
+    from .assemble.loop import Outcome
+    from .assemble.manager import ContextManager
+    from .assemble.trace import AssembledContext
 
 __all__ = ["ContextBase"]
 
@@ -62,6 +68,7 @@ class ContextBase:
         background_embedding: bool = True,
         bus_config: BusConfig | None = None,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        policies: Any = None,
     ) -> None:
         self.store: Store = store if isinstance(store, Store) else open_store(store)
         self.project = check_id("project", project)
@@ -72,6 +79,8 @@ class ContextBase:
         self._background_embedding = background_embedding
         self._worker_lock = threading.Lock()
         self._searcher: Searcher | None = None
+        self._assembler: Assembler | None = None
+        self._policies = policies
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
         global _atexit_registered
@@ -150,10 +159,55 @@ class ContextBase:
 
     # -- capture -----------------------------------------------------------------------
     def _write_events(self, events: Sequence[Event]) -> int:
-        written = self.store.write_events(events, [event_items(e) for e in events])
+        contexts = self._contexts(events)
+        written = self.store.write_events(
+            events, [event_items(e, context=contexts.get(e.id)) for e in events]
+        )
         if written:
             self._after_write()
         return len(written)
+
+    def _contexts(self, events: Sequence[Event]) -> dict[str, str]:
+        """The text each event follows: its first causal parent, else the previous event of
+        its session (in this batch, or the last one stored)."""
+        in_batch = {e.id: event_search_text(e) for e in events}
+        last_in_session: dict[tuple[str, str], str] = {}
+        wanted: dict[str, str] = {}  # event id -> id of the event it follows
+        need_tail: dict[str, tuple[str, str]] = {}  # event id -> (project, session)
+        for e in events:
+            key = (e.project_id, e.session_id)
+            if e.parent_event_ids:
+                wanted[e.id] = e.parent_event_ids[0]
+            elif key in last_in_session:
+                wanted[e.id] = last_in_session[key]
+            else:
+                need_tail[e.id] = key
+            last_in_session[key] = e.id
+        tails: dict[tuple[str, str], str] = {}
+        for key in set(need_tail.values()):
+            last = self.store.list_events(key[0], key[1], last_n=1)
+            if last:
+                tails[key] = event_search_text(last[0])
+        missing = [w for w in wanted.values() if w not in in_batch]
+        fetched: dict[str, str] = {}
+        if missing:
+            by_project: dict[str, list[str]] = {}
+            project_of = {e.id: e.project_id for e in events}
+            for eid, w in wanted.items():
+                if w in missing:
+                    by_project.setdefault(project_of[eid], []).append(w)
+            for pid, ids in by_project.items():
+                for ev in self.store.get_events(pid, ids):
+                    fetched[ev.id] = event_search_text(ev)
+        out: dict[str, str] = {}
+        for eid, w in wanted.items():
+            text = in_batch.get(w) or fetched.get(w)
+            if text:
+                out[eid] = text
+        for eid, key in need_tail.items():
+            if key in tails:
+                out[eid] = tails[key]
+        return out
 
     def _check_parents(self, event: Event) -> None:
         wanted = [*event.parent_event_ids, *event.refers_to]
@@ -508,6 +562,59 @@ class ContextBase:
             raise ValidationError("query", "must be a non-empty string")
         cfg = config if config is not None else get_preset(preset, **overrides)
         return self.searcher.search(self._pid(project), query, cfg, filters)
+
+    # -- assembly ------------------------------------------------------------------------
+    @property
+    def assembler(self) -> Assembler:
+        from .assemble.assembler import Assembler
+
+        with self._worker_lock:
+            if self._assembler is None:
+                self._assembler = Assembler(self, self._policies)
+            return self._assembler
+
+    def assemble_context(
+        self,
+        *,
+        agent_role: str,
+        user_intent: str,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        max_tokens: int | None = None,
+        task_id: str | None = None,
+        debug: bool = False,
+    ) -> AssembledContext:
+        """The context for one agent turn: messages, structured payload and a context_id."""
+        return self.assembler.assemble(
+            project_id=self._pid(project_id),
+            session_id=session_id,
+            agent_role=agent_role,
+            user_intent=user_intent,
+            max_tokens=max_tokens,
+            task_id=task_id,
+            debug=debug,
+        )
+
+    def context_manager(self, **options: Any) -> ContextManager:
+        """Seed 003's layered manager (sessions, tasks, state, messages) over this base."""
+        from .assemble.manager import ContextManager
+
+        return ContextManager(self, **options)
+
+    def get_trace(self, context_id: str, *, project: str | None = None) -> dict[str, Any]:
+        """The stored trace of an assembly: policy, candidates, inclusions, drops, tokens."""
+        from .assemble.trace import get_trace
+
+        return get_trace(self, context_id, project=self._pid(project))
+
+    def record_outcome(
+        self, context_id: str, answer: str, produced: Sequence[Any] = (), **options: Any
+    ) -> Outcome:
+        """Close the loop: store the model's answer and what it produced, linked to the
+        context it was given (GENERATES / MODIFIES)."""
+        from .assemble.loop import record_outcome
+
+        return record_outcome(self, context_id, answer, produced, **options)
 
     # -- forget --------------------------------------------------------------------------
     def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:

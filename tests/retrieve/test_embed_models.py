@@ -130,7 +130,11 @@ def test_usem_shapes_norm_and_ranking(usem: UsemEmbedder) -> None:
     assert matrix.shape == (2, 512)
     assert matrix.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, rtol=1e-4)
-    np.testing.assert_array_equal(usem.embed_documents(["a passage"])[0], matrix[0])
+    # Batch composition changes float summation order only.
+    np.testing.assert_allclose(usem.embed_documents(["a passage"])[0], matrix[0], atol=1e-5)
+    np.testing.assert_array_equal(
+        usem.embed_documents(["a passage"]), usem.embed_documents(["a passage"])
+    )
     # Symmetric model: a query is embedded exactly like a document.
     np.testing.assert_allclose(usem.embed_query("a passage"), matrix[0], atol=1e-6)
     for query, relevant, irrelevant in (ENGLISH_CASE, CHINESE_CASE):

@@ -1,14 +1,37 @@
-"""Semantic anchoring, parsing half: text in, typed units and references out (no storage).
+"""Semantic anchoring: parsers (text in, typed units and references out, no storage) and the
+integration half that stores them as typed entities and weaves their relations.
 
 Each parser is a pure function returning a `ParseResult`; none of them raises on bad input.
+`ingest_path` anchors a repository or a folder of documents, `anchor_message` the code blocks
+of an event, `anchor_document` an uploaded document; `weave` holds the relation rules and
+`signing` the HMAC-signed metadata.
 """
 
+from .anchoring import AnchorReport, anchor_document, anchor_message, upsert_requirement
 from .documents import clean_text, detect_version, key_terms, parse_markdown
+from .entities import (
+    EntitySpec,
+    entity_types,
+    register_entity_type,
+    register_relation_type,
+    relation_types,
+    upsert_versioned,
+)
 from .fenced import CodeBlock, extract_code_blocks, guess_language, normalize_language, parse_code
 from .files import FileVerdict, detect_file, language_for_path
+from .ingest import IngestReport, ingest_path
 from .parsed import ParsedReference, ParsedUnit, ParseResult
 from .plaintext import chunk_text
 from .python_code import module_name_for_path, parse_python
+from .signing import (
+    filter_signed,
+    project_key,
+    sign_entity,
+    sign_relation,
+    verify_entity,
+    verify_relation,
+    verify_results,
+)
 from .sql import normalize_dialect, parse_sql
 from .treesitter_code import (
     GrammarUnavailableError,
@@ -16,20 +39,31 @@ from .treesitter_code import (
     parse_treesitter,
     treesitter_available,
 )
+from .weave import SymbolIndex, find_mentions, weave_event, weave_requirement, weave_text
 
 __all__ = [
+    "AnchorReport",
     "CodeBlock",
+    "EntitySpec",
     "FileVerdict",
     "GrammarUnavailableError",
+    "IngestReport",
     "ParseResult",
     "ParsedReference",
     "ParsedUnit",
+    "SymbolIndex",
+    "anchor_document",
+    "anchor_message",
     "chunk_text",
     "clean_text",
     "detect_file",
     "detect_version",
+    "entity_types",
     "extract_code_blocks",
+    "filter_signed",
+    "find_mentions",
     "guess_language",
+    "ingest_path",
     "key_terms",
     "language_for_path",
     "module_name_for_path",
@@ -41,5 +75,19 @@ __all__ = [
     "parse_python",
     "parse_sql",
     "parse_treesitter",
+    "project_key",
+    "register_entity_type",
+    "register_relation_type",
+    "relation_types",
+    "sign_entity",
+    "sign_relation",
     "treesitter_available",
+    "upsert_requirement",
+    "upsert_versioned",
+    "verify_entity",
+    "verify_relation",
+    "verify_results",
+    "weave_event",
+    "weave_requirement",
+    "weave_text",
 ]

@@ -84,6 +84,12 @@ DEFAULT_POLICIES_PATH = Path(__file__).resolve().parent.parent / "presets" / "po
 DEFAULT_REFERENCE_TRIGGERS: tuple[str, ...] = (
     "刚才",
     "刚刚",
+    # "刚写的接口", "刚生成的代码": 刚 + a verb of making points back as surely as 刚才.
+    "刚写",
+    "刚生成",
+    "刚改",
+    "刚加",
+    "刚做",
     "上一个",
     "上个",
     "上次",

@@ -57,27 +57,23 @@ def _budget_recall(
     budget: int,
     categories: Sequence[int],
 ) -> dict[str, Any]:
-    """Evidence recall when retrieved memory is packed into `budget` tokens, best first."""
-    from ..assemble.tokens import get_token_counter
+    """Evidence recall when the assembler's retrieved-memory section is capped at `budget`
+    tokens (labels included), and the tokens it actually injects."""
+    from ..assemble.assembler import memory_section_for
+    from .store_retriever import _project_id
 
-    counter = get_token_counter()
     recalls: list[float] = []
     tokens: list[int] = []
     for conv in conversations:
-        text_of = {t.dia_id: f"{t.speaker}: {t.text}" for t in conv.turns}
+        dia_of = engine.dia_ids(conv.conv_id)
         for q in conv.questions:
             if q.category not in categories or not q.evidence:
                 continue
-            ranked = engine.search(conv.conv_id, q.question, 50, config)
-            used = 0
-            packed: list[str] = []
-            for dia in ranked:
-                cost = counter.count(text_of[dia]) + 4  # label and separator per item
-                if used + cost > budget:
-                    continue
-                packed.append(dia)
-                used += cost
-            recalls.append(recall_at_k(packed, q.evidence, len(packed) or 1))
+            owners, used = memory_section_for(
+                engine.cb, _project_id(conv.conv_id), q.question, budget, config=config
+            )
+            packed = [dia_of[o] for o in owners if o in dia_of]
+            recalls.append(recall_at_k(packed, q.evidence, max(1, len(packed))))
             tokens.append(used)
     return {
         "budget_tokens": budget,
@@ -87,8 +83,9 @@ def _budget_recall(
     }
 
 
-def _emit(report: BenchmarkReport, engine: SharedEngine, extra: dict[str, Any],
-          json_out: str | None) -> None:
+def _emit(
+    report: BenchmarkReport, engine: SharedEngine, extra: dict[str, Any], json_out: str | None
+) -> None:
     print(render_table(report))
     print(
         f"\nwrite {engine.write_s:.2f} s, embedding {engine.embed_s:.2f} s for {engine.events} "
@@ -96,8 +93,11 @@ def _emit(report: BenchmarkReport, engine: SharedEngine, extra: dict[str, Any],
     )
     best = "ctxbase" if any(r.name == "ctxbase" for r in report.results) else "bm25"
     figures = report.to_json(best)
-    figures["ingest"] = {"write_s": round(engine.write_s, 3), "embed_s": round(engine.embed_s, 3),
-                         "events": engine.events}
+    figures["ingest"] = {
+        "write_s": round(engine.write_s, 3),
+        "embed_s": round(engine.embed_s, 3),
+        "events": engine.events,
+    }
     figures["preset"] = BEST_PRESET
     figures.update(extra)
     for key, value in extra.items():
@@ -136,11 +136,16 @@ def run_memory_bench(args: argparse.Namespace) -> int:
         mset = load_memory_set(path)
         engine = SharedEngine(db=args.db, embedder=args.embedder, progress=_progress)
         try:
-            print(f"\n== {mset.name} ({mset.language}): {mset.event_count} events, "
-                  f"{mset.question_count} queries")
+            print(
+                f"\n== {mset.name} ({mset.language}): {mset.event_count} events, "
+                f"{mset.question_count} queries"
+            )
             report = run_benchmark(
-                list(mset.conversations), standard_retrievers(engine), ks,
-                categories=MEMORY_SET_CATEGORIES, progress=_progress,
+                list(mset.conversations),
+                standard_retrievers(engine),
+                ks,
+                categories=MEMORY_SET_CATEGORIES,
+                progress=_progress,
             )
             _emit(report, engine, {}, None)
             combined[mset.name] = report.to_json(

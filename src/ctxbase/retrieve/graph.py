@@ -36,6 +36,7 @@ def _walk(
     thresholds: Mapping[str, float] | None = None,
     default_threshold: float = 0.0,
     max_nodes: int = 10_000,
+    exclude_types: Sequence[str] = (),
 ) -> list[GraphHit]:
     best: dict[str, GraphHit] = {s: GraphHit(s, 0, 1.0, None, s) for s in seeds}
     frontier = list(dict.fromkeys(seeds))
@@ -46,6 +47,8 @@ def _walk(
         in_frontier = set(frontier)
         nxt: list[str] = []
         for rel in rels:
+            if rel.type in exclude_types:
+                continue
             limit = (thresholds or {}).get(rel.type, default_threshold)
             if rel.confidence < limit:
                 continue
@@ -103,6 +106,7 @@ def expand(
     thresholds: Mapping[str, float] | None = None,
     default_threshold: float = 0.0,
     max_nodes: int = 200,
+    exclude_types: Sequence[str] = (),
 ) -> list[GraphHit]:
     """Graph expansion for retrieval: neighbours of the top hits above per-type thresholds."""
     return _walk(
@@ -115,4 +119,5 @@ def expand(
         thresholds=thresholds,
         default_threshold=default_threshold,
         max_nodes=max_nodes,
+        exclude_types=exclude_types,
     )

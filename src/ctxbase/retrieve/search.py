@@ -6,13 +6,15 @@ Every candidate keeps the scores that placed it, so assembly can explain its cho
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from ..store.base import ItemFilter, SearchItem, Store
 from . import graph
 from .config import SearchConfig
-from .embed.base import Embedder
+from .embed.base import Embedder, FloatVector, embed_queries
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
@@ -61,10 +63,44 @@ class SearchResponse:
 class Searcher:
     """Runs searches over one store with one embedder (or none: keyword only)."""
 
-    def __init__(self, store: Store, embedder: Embedder | None) -> None:
+    def __init__(
+        self, store: Store, embedder: Embedder | None, query_cache_size: int = 1024
+    ) -> None:
         self.store = store
         self.embedder = embedder
         self.vectors = VectorIndex(store)
+        # Agents repeat queries (every turn re-asks for context); embedding is the slow part.
+        self._query_vectors: OrderedDict[str, FloatVector] = OrderedDict()
+        self._query_cache_size = query_cache_size
+        self._cache_lock = threading.Lock()
+
+    def query_vector(self, query: str) -> FloatVector:
+        assert self.embedder is not None
+        with self._cache_lock:
+            cached = self._query_vectors.get(query)
+            if cached is not None:
+                self._query_vectors.move_to_end(query)
+                return cached
+        vec = self.embedder.embed_query(query)
+        self._remember(query, vec)
+        return vec
+
+    def warm_queries(self, queries: list[str]) -> None:
+        """Embed many queries in one batch (cheaper than one by one) into the cache."""
+        if self.embedder is None or not queries:
+            return
+        todo = list(dict.fromkeys(q for q in queries if q not in self._query_vectors))
+        for start in range(0, len(todo), 64):
+            part = todo[start : start + 64]
+            for q, vec in zip(part, embed_queries(self.embedder, part), strict=True):
+                self._remember(q, vec)
+
+    def _remember(self, query: str, vec: FloatVector) -> None:
+        with self._cache_lock:
+            self._query_vectors[query] = vec
+            self._query_vectors.move_to_end(query)
+            while len(self._query_vectors) > self._query_cache_size:
+                self._query_vectors.popitem(last=False)
 
     def search(
         self,
@@ -106,7 +142,7 @@ class Searcher:
 
         if config.semantic and self.embedder is not None:
             t = time.perf_counter()
-            qvec = self.embedder.embed_query(query)
+            qvec = self.query_vector(query)
             timings["embed_query"] = _ms(t)
             t = time.perf_counter()
             hits_v = self.vectors.search(
@@ -211,6 +247,7 @@ class Searcher:
                 types=config.graph_types,
                 thresholds=config.relation_thresholds,
                 max_nodes=config.graph_seeds * 20,
+                exclude_types=config.graph_exclude_types,
             )
             for h in hits:
                 if h.via is None:

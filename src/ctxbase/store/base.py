@@ -7,7 +7,7 @@ the backend modules. Everything is keyed by project id first.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
 
 __all__ = [
     "SCHEMA_VERSION",
+    "ApiKeyRecord",
     "ForgetReport",
     "ItemFilter",
     "KeywordHit",
@@ -98,6 +99,19 @@ class StateChange:
     cause: str | None
     ts: float
     deleted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKeyRecord:
+    """A stored API key: only the sha256 of its secret is kept."""
+
+    key_id: str
+    key_hash: str
+    name: str | None
+    role: str  # "read" | "write" | "admin"
+    projects: tuple[str, ...]  # "*" means every project
+    created_at: float
+    revoked_at: float | None = None
 
 
 @dataclass
@@ -319,3 +333,37 @@ class Store(ABC):
         whole_project: bool = False,
     ) -> ForgetReport:
         """Hard forget: remove rows, index entries, vectors and edges touching them."""
+
+    # -- bulk copy (migrate-data) ----------------------------------------------------------
+    @abstractmethod
+    def export_rows(
+        self, project_id: str, table: str, batch: int = 1000
+    ) -> Iterator[list[dict[str, Any]]]:
+        """The project's rows of one table of schema.TABLES, in batches, keyed by the names of
+        schema.COLUMNS[table]; JSON columns as Python values, item_vectors.vec as float32."""
+
+    @abstractmethod
+    def import_rows(self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Insert exported rows of the project, keeping rows already present (and the keyword
+        index in step for items); returns the rows inserted."""
+
+    @abstractmethod
+    def count_rows(self, project_id: str, table: str) -> int:
+        """How many rows of one table belong to the project (active or not)."""
+
+    # -- API keys (global, not keyed by project) -------------------------------------------
+    # Not abstract: a backend without them can still serve the embedded API.
+    def create_api_key(self, key: ApiKeyRecord) -> None:
+        """Store a new key; StorageError if the key id exists."""
+        raise NotImplementedError(f"{type(self).__name__} does not store API keys")
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        raise NotImplementedError(f"{type(self).__name__} does not store API keys")
+
+    def list_api_keys(self) -> list[ApiKeyRecord]:
+        """Every key, revoked ones included, oldest first."""
+        raise NotImplementedError(f"{type(self).__name__} does not store API keys")
+
+    def revoke_api_key(self, key_id: str, at: float) -> bool:
+        """Set revoked_at (once); False when the key does not exist or is already revoked."""
+        raise NotImplementedError(f"{type(self).__name__} does not store API keys")

@@ -1,15 +1,23 @@
 """Schema migrations for every backend, from one place.
 
 Each migration is a list of statements in a neutral dialect with a few placeholders that
-backends fill in ({json}, {blob}, {float}); statements that only make sense for one backend
-(FTS5 tables, tsvector columns, vector indexes) come from the backend's `extra_migrations`.
+backends fill in ({json}, {blob}, {float}, {vector}); statements that only make sense for one
+backend (FTS5 tables, tsvector columns, vector indexes) come from the backend's own list.
 Every table's primary key starts with project_id, so a distributed PostgreSQL can shard all
 tables by project with co-location.
 """
 
 from __future__ import annotations
 
-__all__ = ["MIGRATIONS", "TABLES", "render"]
+__all__ = [
+    "COLUMNS",
+    "GLOBAL_TABLES",
+    "JSON_COLUMNS",
+    "MIGRATIONS",
+    "TABLES",
+    "VERSION_TABLE",
+    "render",
+]
 
 # Tables in the order a whole-project copy or forget walks them (children last).
 TABLES = (
@@ -80,7 +88,7 @@ _V1 = [
     "CREATE INDEX IF NOT EXISTS items_pending ON items (embedded_model, active)",
     """CREATE TABLE IF NOT EXISTS item_vectors (
         project_id TEXT NOT NULL, item_id TEXT NOT NULL, model TEXT NOT NULL,
-        dim INTEGER NOT NULL, vec {blob} NOT NULL,
+        dim INTEGER NOT NULL, vec {vector} NOT NULL,
         PRIMARY KEY (project_id, item_id, model))""",
     """CREATE TABLE IF NOT EXISTS state (
         project_id TEXT NOT NULL, scope TEXT NOT NULL, scope_id TEXT NOT NULL,
@@ -109,6 +117,58 @@ _V1 = [
 # version -> statements; append new versions, never edit a released one.
 MIGRATIONS: dict[int, list[str]] = {1: _V1}
 
+# The version table, the same in every backend: one row, key 'schema_version'.
+VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
 
-def render(statement: str, *, json: str, blob: str, float_: str) -> str:
-    return statement.format(json=json, blob=blob, float=float_)
+# Tables that are not keyed by project (a distributed database keeps them as reference tables).
+GLOBAL_TABLES = ("meta", "api_keys")
+
+# Columns of each project-keyed table in a neutral order: what a copy between backends moves.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "projects": ("project_id", "created_at", "settings", "generation"),
+    "sessions": (
+        "project_id", "session_id", "status", "title", "created_at", "updated_at",
+        "metadata", "last_seq", "last_event_id",
+    ),
+    "tasks": (
+        "project_id", "task_id", "session_id", "parent_task_id", "title", "status",
+        "created_at", "updated_at", "metadata",
+    ),
+    "events": (
+        "project_id", "event_id", "session_id", "task_id", "seq", "agent_id", "agent_role",
+        "type", "text", "data", "ts", "importance", "metadata", "active",
+    ),
+    "entities": (
+        "project_id", "entity_id", "type", "name", "text", "properties", "version", "latest",
+        "active", "created_at", "updated_at",
+    ),
+    "relations": (
+        "project_id", "relation_id", "from_id", "type", "to_id", "confidence", "source",
+        "created_at", "valid_from", "valid_to", "properties",
+    ),
+    "items": (
+        "project_id", "item_id", "owner_id", "kind", "type", "text", "terms", "ts",
+        "session_id", "agent_id", "agent_role", "path", "line_start", "line_end", "latest",
+        "importance", "active", "embedded_model",
+    ),
+    "item_vectors": ("project_id", "item_id", "model", "dim", "vec"),
+    "state": (
+        "project_id", "scope", "scope_id", "key", "value", "version", "cause", "updated_at",
+    ),
+    "state_history": (
+        "project_id", "scope", "scope_id", "key", "version", "old_value", "new_value",
+        "cause", "ts", "deleted",
+    ),
+    "traces": ("project_id", "context_id", "created_at", "trace"),
+    "tombstones": ("project_id", "hashed_id"),
+}  # fmt: skip
+
+# Columns holding JSON: exported as Python values, stored as each backend's JSON type.
+JSON_COLUMNS = frozenset(
+    {"settings", "metadata", "data", "properties", "value", "old_value", "new_value", "trace"}
+)
+
+
+def render(statement: str, *, json: str, blob: str, float_: str, vector: str | None = None) -> str:
+    """Fill the dialect placeholders; `vector` (the embedding column type) defaults to blob."""
+    return statement.format(json=json, blob=blob, float=float_, vector=vector or blob)

@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -25,6 +25,7 @@ from ..errors import StorageError
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, relation_id_for
 from .base import (
     SCHEMA_VERSION,
+    ApiKeyRecord,
     ForgetReport,
     ItemFilter,
     KeywordHit,
@@ -33,7 +34,7 @@ from .base import (
     Store,
     VectorRow,
 )
-from .schema import MIGRATIONS, render
+from .schema import COLUMNS, JSON_COLUMNS, MIGRATIONS, render
 
 __all__ = ["SQLiteStore", "tombstone_hash"]
 
@@ -728,7 +729,9 @@ class SQLiteStore(Store):
         found: dict[str, Relation] = {}
         with self._read() as conn:
             if node_ids is None:
-                rows = conn.execute(base + extra, (project_id, *extra_args)).fetchall()
+                rows = conn.execute(
+                    base + extra + " ORDER BY created_at, relation_id", (project_id, *extra_args)
+                ).fetchall()
                 return [_relation(r) for r in rows]
             cols = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
             for part in _chunks(list(dict.fromkeys(node_ids))):
@@ -1163,6 +1166,50 @@ class SQLiteStore(Store):
             self._bump(conn, project_id)
         return report
 
+    # -- bulk copy -----------------------------------------------------------------------
+    def export_rows(
+        self, project_id: str, table: str, batch: int = 1000
+    ) -> Iterator[list[dict[str, Any]]]:
+        cols = _columns(table)
+        with self._read() as conn:
+            cur = conn.execute(
+                f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=? ORDER BY rowid",
+                (project_id,),
+            )
+            while rows := cur.fetchmany(batch):
+                yield [_export_row(cols, r) for r in rows]
+
+    def import_rows(self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        cols = _columns(table)
+        if any(r["project_id"] != project_id for r in rows):
+            raise ValueError(f"import_rows({project_id!r}, {table!r}) got another project's row")
+        inserted = 0
+        with self._write() as conn:
+            for r in rows:
+                values = [_import_value(c, r.get(c)) for c in cols]
+                cur = conn.execute(
+                    f"INSERT OR IGNORE INTO {table}({', '.join(cols)}) "
+                    f"VALUES ({_placeholders(len(cols))})",
+                    values,
+                )
+                if cur.rowcount and table == "items":
+                    conn.execute(
+                        "INSERT INTO item_fts(rowid, terms) VALUES (?, ?)",
+                        (cur.lastrowid, r["terms"]),
+                    )
+                inserted += max(cur.rowcount, 0)
+            if table != "projects":
+                self._bump(conn, project_id)
+        return inserted
+
+    def count_rows(self, project_id: str, table: str) -> int:
+        _columns(table)
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT count(*) FROM {table} WHERE project_id=?", (project_id,)
+            ).fetchone()
+        return int(row[0])
+
     def _purge_fts(self, conn: sqlite3.Connection, report: ForgetReport) -> None:
         # FTS5 only marks deleted rows in its index; their terms stay in the index segments
         # until a merge. Forgetting must not leave them there: rebuild the segments now.
@@ -1178,6 +1225,51 @@ class SQLiteStore(Store):
             (project_id,),
         )
 
+    # -- API keys --------------------------------------------------------------------------
+    def create_api_key(self, key: ApiKeyRecord) -> None:
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO api_keys(key_id, key_hash, name, role, projects, created_at, "
+                    "revoked_at) VALUES (?,?,?,?,?,?,?)",
+                    (
+                        key.key_id,
+                        key.key_hash,
+                        key.name,
+                        key.role,
+                        _dumps(list(key.projects)),
+                        key.created_at,
+                        key.revoked_at,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StorageError(f"API key {key.key_id!r} already exists") from exc
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT key_id, key_hash, name, role, projects, created_at, revoked_at "
+                "FROM api_keys WHERE key_id=?",
+                (key_id,),
+            ).fetchone()
+        return None if row is None else _api_key(row)
+
+    def list_api_keys(self) -> list[ApiKeyRecord]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT key_id, key_hash, name, role, projects, created_at, revoked_at "
+                "FROM api_keys ORDER BY created_at, key_id"
+            ).fetchall()
+        return [_api_key(r) for r in rows]
+
+    def revoke_api_key(self, key_id: str, at: float) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE api_keys SET revoked_at=? WHERE key_id=? AND revoked_at IS NULL",
+                (at, key_id),
+            )
+        return cur.rowcount > 0
+
 
 class _nullcontext:
     def __enter__(self) -> None:
@@ -1185,6 +1277,34 @@ class _nullcontext:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def _columns(table: str) -> tuple[str, ...]:
+    try:
+        return COLUMNS[table]
+    except KeyError:
+        raise ValueError(f"unknown table {table!r} (one of {', '.join(COLUMNS)})") from None
+
+
+def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for col, value in zip(cols, row, strict=True):
+        if col in JSON_COLUMNS:
+            value = _loads(value)
+        elif col == "vec":
+            value = np.frombuffer(value, dtype=np.float32).copy()
+        out[col] = value
+    return out
+
+
+def _import_value(col: str, value: Any) -> Any:
+    if col in JSON_COLUMNS:
+        return _dumps(value)
+    if col == "vec":
+        return np.asarray(value, dtype=np.float32).tobytes()
+    if isinstance(value, bool):
+        return int(value)
+    return value
 
 
 def _session(row: Sequence[Any]) -> SessionInfo:
@@ -1262,4 +1382,16 @@ def _item(row: Sequence[Any]) -> SearchItem:
         line_end=row[12],
         latest=bool(row[13]),
         importance=row[14],
+    )
+
+
+def _api_key(row: Sequence[Any]) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        key_id=row[0],
+        key_hash=row[1],
+        name=row[2],
+        role=row[3],
+        projects=tuple(_loads(row[4]) or ()),
+        created_at=row[5],
+        revoked_at=row[6],
     )

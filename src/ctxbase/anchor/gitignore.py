@@ -1,0 +1,222 @@
+"""Which files of a folder to ingest: `git ls-files` in a repository, else a .gitignore walk.
+
+The walk understands the common .gitignore forms: comments, `!` negation, a trailing `/` for
+directories only, patterns anchored by a leading or inner `/`, `*`, `?`, `[...]` and `**`;
+each folder's .gitignore applies below it and the last matching rule wins, as in git.
+Tool and dependency folders (.git, node_modules, __pycache__, virtual environments, caches)
+are always skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "ALWAYS_SKIPPED_DIRS",
+    "GitInfo",
+    "IgnoreRule",
+    "compile_gitignore",
+    "git_info",
+    "is_ignored",
+    "list_files",
+    "walk_files",
+]
+
+ALWAYS_SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+        ".idea",
+        ".vscode",
+    }
+)
+_GIT_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True)
+class IgnoreRule:
+    base: str  # folder of the .gitignore, relative to the walk root ("" at the top)
+    regex: re.Pattern[str]
+    negate: bool
+    dir_only: bool
+
+
+def _translate(body: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if body.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif body.startswith("/**", i) and i + 3 == len(body):
+            out.append("/.*")
+            i += 3
+        elif body.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif char == "*":
+            out.append("[^/]*")
+            i += 1
+        elif char == "?":
+            out.append("[^/]")
+            i += 1
+        elif char == "[":
+            close = body.find("]", i + 2)
+            if close == -1:
+                out.append(re.escape(char))
+                i += 1
+                continue
+            inner = body[i + 1 : close]
+            if inner.startswith("!"):
+                inner = "^" + inner[1:]
+            out.append("[" + inner.replace("\\", "\\\\") + "]")
+            i = close + 1
+        elif char == "\\" and i + 1 < len(body):
+            out.append(re.escape(body[i + 1]))
+            i += 2
+        else:
+            out.append(re.escape(char))
+            i += 1
+    return "".join(out)
+
+
+def compile_gitignore(text: str, base: str = "") -> list[IgnoreRule]:
+    """The rules of one .gitignore file located in folder `base`."""
+    rules: list[IgnoreRule] = []
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        if negate:
+            line = line[1:]
+        elif line.startswith("\\"):
+            line = line[1:]  # `\#file` or `\!file`
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        if not line:
+            continue
+        anchored = "/" in line
+        line = line.lstrip("/")
+        prefix = "" if anchored else "(?:.*/)?"
+        regex = re.compile(f"^{prefix}{_translate(line)}$")
+        rules.append(IgnoreRule(base, regex, negate, dir_only))
+    return rules
+
+
+def is_ignored(rules: list[IgnoreRule], rel_path: str, is_dir: bool) -> bool:
+    """Whether the last rule matching `rel_path` (relative to the walk root) ignores it."""
+    ignored = False
+    for rule in rules:
+        if rule.dir_only and not is_dir:
+            continue
+        if rule.base:
+            if not rel_path.startswith(rule.base + "/"):
+                continue
+            sub = rel_path[len(rule.base) + 1 :]
+        else:
+            sub = rel_path
+        if rule.regex.match(sub):
+            ignored = not rule.negate
+    return ignored
+
+
+def _skipped_dir(directory: Path, name: str) -> bool:
+    if name in ALWAYS_SKIPPED_DIRS or name.endswith(".egg-info"):
+        return True
+    return (directory / name / "pyvenv.cfg").is_file()  # a virtual environment by any name
+
+
+def walk_files(root: Path) -> list[str]:
+    """Files under `root` (relative posix paths, sorted) not ignored by any .gitignore."""
+    found: list[str] = []
+    rules: list[IgnoreRule] = []
+    for current, dirs, files in os.walk(root):
+        here = Path(current)
+        rel_dir = here.relative_to(root).as_posix()
+        rel_dir = "" if rel_dir == "." else rel_dir
+        ignore_file = here / ".gitignore"
+        if ignore_file.is_file():
+            with contextlib.suppress(OSError):  # an unreadable .gitignore ignores nothing
+                rules.extend(compile_gitignore(ignore_file.read_text("utf-8", "replace"), rel_dir))
+        kept_dirs = []
+        for name in sorted(dirs):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if _skipped_dir(here, name) or is_ignored(rules, rel, True):
+                continue
+            if (here / name).is_symlink():
+                continue  # avoid cycles and files outside the tree
+            kept_dirs.append(name)
+        dirs[:] = kept_dirs
+        for name in files:
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if not is_ignored(rules, rel, False):
+                found.append(rel)
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class GitInfo:
+    toplevel: Path
+    commit: str | None
+
+
+def _git(args: list[str], cwd: Path) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None  # no git here: the caller walks the folder instead
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", "surrogateescape")
+
+
+def git_info(folder: Path) -> GitInfo | None:
+    """The repository holding `folder` and its HEAD commit, or None outside a repository."""
+    top = _git(["rev-parse", "--show-toplevel"], folder)
+    if not top or not top.strip():
+        return None
+    head = _git(["rev-parse", "HEAD"], folder)  # None in a repository without commits
+    return GitInfo(Path(top.strip()), head.strip() if head and head.strip() else None)
+
+
+def list_files(root: Path) -> tuple[list[str], GitInfo | None]:
+    """Files to ingest under `root`, relative to it, and the repository info if any."""
+    info = git_info(root)
+    if info is not None:
+        listed = _git(["ls-files", "-co", "--exclude-standard", "-z"], root)
+        if listed is not None:
+            files: set[str] = set()
+            for rel in listed.split("\0"):
+                if not rel:
+                    continue
+                parts = rel.split("/")
+                if any(p in ALWAYS_SKIPPED_DIRS or p.endswith(".egg-info") for p in parts[:-1]):
+                    continue
+                if (root / rel).is_file():  # tracked but deleted files are listed too
+                    files.add(rel)
+            return sorted(files), info
+    return walk_files(root), info

@@ -1,0 +1,647 @@
+"""Ingest a repository or a folder of documents: anchor every file, weave the edges.
+
+`ingest_path(cb, path)` lists the files (`git ls-files -co --exclude-standard` in a git
+repository, else a .gitignore-aware walk), anchors each one with the parser its language
+needs (Python via ast, SQL via sqlglot, Markdown by headings, JavaScript/TypeScript/Go/Java
+via tree-sitter or a regex outline, anything else as plain-text chunks) and weaves the
+edges between the units (see weave.py).
+
+Incremental: each file has a `file` entity holding its content hash, the units it produced
+(id -> content hash and place hash) and its parser references. An unchanged file is skipped
+without parsing; in a changed file only units whose content changed are re-upserted (and so
+re-embedded); a unit that only moved (same text, new line range) is rewritten with its
+vector carried over. A changed unit keeps its previous version (see entities.py).
+
+Units that disappear from a file, and files that disappear from the tree, are soft-deleted:
+they vanish from every read but their history and edges can be restored, and a unit that
+comes back is simply re-activated; `ContextBase.forget` removes them for good when needed.
+
+Bad input never stops an ingest: binary, too large, undecodable and empty files are skipped,
+code that does not parse is anchored as plain text, each with its reason in the report. A
+file's entity is written last, after its units: if anything fails in between, the file
+still has its old hash and is redone by the next ingest, so nothing stays half-written.
+
+Paths are stored relative to the repository top (or, outside git, to the folder given, or
+to its parent when the folder is itself a Python package, so module names come out right).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..model import Entity, make_entity_id
+from ..retrieve.indexing import entity_items
+from .entities import (
+    EntitySpec,
+    read_vectors,
+    restore_vectors,
+    specs_from_result,
+    upsert_versioned,
+    write_entity,
+)
+from .files import detect_file
+from .gitignore import list_files
+from .parsed import ParseResult
+from .weave import Link, StoredRef, SymbolIndex, find_mentions, links_for_refs, write_links
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+
+__all__ = [
+    "ANCHOR_VERSION",
+    "FileOutcome",
+    "IngestReport",
+    "ProgressCallback",
+    "anchor_file_text",
+    "ingest_path",
+]
+
+# Bump when anchoring changes, so the next ingest redoes every file.
+ANCHOR_VERSION = "1"
+DEFAULT_MAX_FILE_BYTES = 1_000_000
+_BATCH_FILES = 100
+_CODE_PARSERS = frozenset({"javascript", "typescript", "tsx", "go", "java"})
+_PROSE = frozenset({"text", "rst", "asciidoc"})
+
+ProgressCallback = Callable[[int, int, str], None]  # (files done, files total, path)
+
+
+@dataclass
+class FileOutcome:
+    path: str
+    status: str  # new, changed, unchanged, skipped, deleted, error
+    reason: str | None = None
+    parser: str | None = None
+    units: int = 0
+    written: int = 0
+    moved: int = 0
+    removed: int = 0
+
+
+@dataclass
+class IngestReport:
+    """What an ingest did; `written_ids` are the units re-upserted with new content."""
+
+    root: str
+    project: str
+    git_commit: str | None = None
+    files_total: int = 0
+    files_new: int = 0
+    files_changed: int = 0
+    files_unchanged: int = 0
+    files_skipped: int = 0
+    files_deleted: int = 0
+    files_failed: int = 0
+    files_fallback: int = 0
+    units_total: int = 0
+    units_written: int = 0
+    units_moved: int = 0
+    units_removed: int = 0
+    versions_kept: int = 0
+    relations_written: int = 0
+    relations_closed: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    fallbacks: list[tuple[str, str]] = field(default_factory=list)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    written_ids: list[str] = field(default_factory=list)
+    files: list[FileOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def summary(self) -> str:
+        return (
+            f"{self.files_total} files: {self.files_new} new, {self.files_changed} changed, "
+            f"{self.files_unchanged} unchanged, {self.files_skipped} skipped, "
+            f"{self.files_deleted} deleted, {self.files_failed} failed; "
+            f"{self.units_written} units written, {self.units_moved} moved, "
+            f"{self.units_removed} removed; {self.relations_written} relations "
+            f"in {self.seconds:.2f}s"
+        )
+
+
+@dataclass
+class _Plan:
+    path: str
+    file_id: str
+    data_hash: str
+    outcome: FileOutcome
+    old: Entity | None
+    specs: list[EntitySpec] = field(default_factory=list)
+    refs: list[StoredRef] = field(default_factory=list)
+    contains: list[tuple[str, str]] = field(default_factory=list)
+    mention_texts: list[tuple[str, str]] = field(default_factory=list)
+    properties: dict[str, Any] = field(default_factory=dict)
+
+
+def _file_id(path: str) -> str:
+    return make_entity_id("file", path)
+
+
+def _parse(text: str, path: str, language: str) -> ParseResult:
+    from .documents import parse_markdown
+    from .plaintext import plain_text_result
+    from .python_code import parse_python
+    from .sql import parse_sql
+    from .treesitter_code import parse_outline
+
+    try:
+        if language == "python":
+            return parse_python(text, path)
+        if language == "sql":
+            return parse_sql(text, path=path)
+        if language == "markdown":
+            return parse_markdown(text, path)
+        if language in _CODE_PARSERS:
+            return parse_outline(text, language, path)
+    except Exception as error:  # parsers should not raise; if one does, keep the text
+        reason = f"{type(error).__name__} in the {language} parser: {error}; plain text"
+        return plain_text_result(text, path, language, (reason,))
+    return plain_text_result(text, path, language)
+
+
+def anchor_file_text(
+    text: str, path: str, language: str, *, git_commit: str | None = None
+) -> tuple[ParseResult, list[EntitySpec], list[StoredRef], list[tuple[str, str]]]:
+    """Parse one file's text into entity specs, references and parent->child pairs (pure)."""
+    from .documents import key_terms
+    from .fenced import parse_code
+
+    result = _parse(text, path, language)
+    prose = language in ("markdown", *_PROSE)
+    base: dict[str, Any] = {"path": path, "file_id": _file_id(path)}
+    if git_commit and not prose:
+        base["git_commit"] = git_commit
+    chunk_type = "section" if prose or language == "unknown" else "code"
+    specs = specs_from_result(
+        result,
+        key=path,
+        source_text=text,
+        base_properties=base,
+        skip_kinds=("code_block",),
+        clean=prose,
+        chunk_type=chunk_type,
+    )
+    if language in _PROSE and specs:
+        specs.insert(0, _text_document_spec(text, path, base))
+    for i, spec in enumerate(specs):
+        if spec.type == "document":
+            terms = key_terms(text, 10)
+            headings = [s.properties.get("heading") for s in specs if s.type == "section"]
+            outline = "; ".join(str(h) for h in headings if h)[:800]
+            title = spec.properties.get("title") or spec.name
+            summary = f"{title}\nKey terms: {', '.join(terms)}\nSections: {outline}".strip()
+            props = {**spec.properties, "key_terms": terms, "source_path": path}
+            specs[i] = replace(spec, text=summary, properties=props)
+    by_qualname = {s.qualname: s for s in specs}
+    # Typed units inside a document's code blocks (a CREATE TABLE in a design note).
+    for unit in result.units_of("code_block"):
+        block = parse_code(unit.text, unit.language if unit.language != "text" else None)
+        if block.fallback or block.parser == "plain_text":
+            continue
+        key = f"{path}#{unit.qualname}"
+        extra = specs_from_result(
+            block,
+            key=key,
+            source_text=unit.text,
+            base_properties={**base, "in_document": True},
+            line_offset=unit.start_line,
+            skip_kinds=("module", "document", "section", "text_chunk"),
+        )
+        specs.extend(extra)
+    root = next((s for s in specs if s.parent_qualname is None), None)
+    refs: list[StoredRef] = []
+    folder = posixpath.dirname(path)
+    for ref in result.references:
+        owner = by_qualname.get(ref.from_qualname) or root
+        if owner is None:
+            continue
+        refs.append(StoredRef(owner.id, owner.type, ref.kind, ref.target, ref.confidence, folder))
+    for spec in specs:
+        if spec.properties.get("in_document"):
+            for kind, key in (("tables_read", "reads_table"), ("tables_written", "writes_table")):
+                for table in spec.properties.get(kind, []) or []:
+                    refs.append(StoredRef(spec.id, spec.type, key, str(table), 1.0))
+    contains: list[tuple[str, str]] = []
+    for spec in specs:
+        parent = by_qualname.get(spec.parent_qualname or "")
+        if parent is not None and parent.id != spec.id:
+            contains.append((parent.id, spec.id))
+        elif spec.parent_qualname is None or parent is None:
+            contains.append((_file_id(path), spec.id))
+    return result, specs, refs, contains
+
+
+def _text_document_spec(text: str, path: str, base: dict[str, Any]) -> EntitySpec:
+    from .documents import detect_version
+    from .entities import unit_entity_id
+
+    first = next((line.strip() for line in text.splitlines() if line.strip()), path)
+    title = first[:120]
+    props = {
+        **base,
+        "kind": "document",
+        "symbol": "document",
+        "title": title,
+        "version": detect_version(title, text),
+        "line_start": 1,
+        "line_end": max(len(text.splitlines()), 1),
+        "parser": "plain_text",
+    }
+    return EntitySpec(
+        id=unit_entity_id("document", path, "document"),
+        type="document",
+        name=title,
+        text="",
+        qualname="document",
+        kind="document",
+        properties=props,
+    )
+
+
+def _read(full: Path, rel: str, max_bytes: int) -> tuple[bytes | None, str | None]:
+    try:
+        size = full.stat().st_size
+        if size > max_bytes:
+            return None, f"{size} bytes is over the {max_bytes} limit"
+        return full.read_bytes(), None
+    except OSError as error:
+        return None, f"unreadable: {error.strerror or error}"
+
+
+def _base_and_prefix(root: Path, toplevel: Path | None) -> tuple[Path, str]:
+    """The folder stored paths are relative to, and the ingested folder's path within it."""
+    folder = root if root.is_dir() else root.parent
+    if toplevel is not None:
+        base = toplevel.resolve()
+    elif (folder / "__init__.py").is_file():
+        base = folder.parent
+    else:
+        base = folder
+    prefix = folder.relative_to(base).as_posix()
+    return base, "" if prefix == "." else prefix
+
+
+def ingest_path(
+    cb: ContextBase,
+    path: str | os.PathLike[str],
+    *,
+    project: str | None = None,
+    progress: ProgressCallback | None = None,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    keep_history: bool = True,
+    sign_key: bytes | None = None,
+) -> IngestReport:
+    """Anchor every file under `path` (or that one file) and weave their edges."""
+    started = time.perf_counter()
+    pid = cb._pid(project)
+    root = Path(path).resolve()
+    if root.is_dir():
+        listed, git = list_files(root)
+    else:
+        listed, git = [root.name], None
+        from .gitignore import git_info
+
+        git = git_info(root.parent)
+    base, prefix = _base_and_prefix(root, git.toplevel if git else None)
+    commit = git.commit if git else None
+    rels = [posixpath.join(prefix, rel) if prefix else rel for rel in listed]
+    report = IngestReport(root=str(root), project=pid, git_commit=commit, files_total=len(rels))
+
+    in_scope = {
+        str(e.properties.get("path")): e
+        for e in cb.store.list_entities(pid, type="file", latest_only=False)
+        if _within(str(e.properties.get("path")), prefix, root.is_dir(), rels)
+    }
+    all_refs: list[StoredRef] = []
+    contains: list[tuple[str, str]] = []
+    mention_texts: list[tuple[str, str]] = []
+    changed_from: set[str] = set()
+    done = 0
+
+    def tick(rel: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, len(rels), rel)
+
+    for start in range(0, len(rels), _BATCH_FILES):
+        batch = rels[start : start + _BATCH_FILES]
+        plans = [_plan(base / rel, rel, in_scope.get(rel), commit, max_file_bytes) for rel in batch]
+        _apply(cb, pid, plans, report, keep_history, sign_key, tick)
+        for plan in plans:
+            failed = plan.outcome.status == "error"
+            # A file that failed keeps what it had: its new units may not all be stored.
+            props = (plan.old.properties if plan.old else {}) if failed else plan.properties
+            all_refs.extend(StoredRef.from_json(r) for r in props.get("refs", []))
+            contains.extend((a, b) for a, b in props.get("contains", []))
+            if plan.outcome.status in ("new", "changed"):
+                mention_texts.extend(plan.mention_texts)
+                changed_from.update(plan.properties.get("units", {}))
+                changed_from.add(plan.file_id)
+    listed_set = set(rels)
+    for rel, entity in in_scope.items():
+        if rel not in listed_set and entity.active:
+            units = list(entity.properties.get("units", {}))
+            cb.store.set_active(pid, [*units, entity.id], False)
+            report.files_deleted += 1
+            report.units_removed += len(units)
+            report.files.append(FileOutcome(rel, "deleted", removed=len(units)))
+    _weave(cb, pid, all_refs, contains, mention_texts, changed_from, report, sign_key)
+    cb._after_write()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _within(path: str, prefix: str, is_dir: bool, rels: Sequence[str]) -> bool:
+    if not is_dir:
+        return path in rels
+    return not prefix or path == prefix or path.startswith(prefix + "/")
+
+
+def _plan(full: Path, rel: str, old: Entity | None, commit: str | None, max_bytes: int) -> _Plan:
+    """Read, classify and (when changed) parse one file; writes nothing."""
+    file_id = _file_id(rel)
+    data, reason = _read(full, rel, max_bytes)
+    outcome = FileOutcome(rel, "skipped", reason)
+    if data is None:
+        return _Plan(rel, file_id, "", outcome, old, properties=_skip_props(rel, reason, old))
+    data_hash = hashlib.sha256(data).hexdigest()[:32] + ":" + ANCHOR_VERSION
+    if old is not None and old.active and old.properties.get("content_hash") == data_hash:
+        status = str(old.properties.get("status") or "text")
+        props = dict(old.properties)
+        outcome = FileOutcome(
+            rel, "unchanged" if status == "text" else "skipped", old.properties.get("reason")
+        )
+        outcome.units = len(props.get("units", {}))
+        outcome.parser = props.get("parser")
+        return _Plan(rel, file_id, data_hash, outcome, old, properties=props)
+    verdict = detect_file(rel, data, max_bytes)
+    if not verdict.ok or verdict.text is None or not verdict.text.strip():
+        why = verdict.reason or "no text"
+        props = _skip_props(rel, why, old, data_hash)
+        return _Plan(
+            rel, file_id, data_hash, FileOutcome(rel, "skipped", why), old, properties=props
+        )
+    try:
+        result, specs, refs, pairs = anchor_file_text(
+            verdict.text, rel, verdict.language, git_commit=commit
+        )
+    except Exception as error:  # keep going: one bad file must not stop an ingest
+        outcome = FileOutcome(rel, "error", f"{type(error).__name__}: {error}")
+        return _Plan(rel, file_id, data_hash, outcome, old)
+    status = "new" if old is None or not old.properties.get("units") else "changed"
+    outcome = FileOutcome(rel, status, parser=result.parser, units=len(specs))
+    if result.fallback and result.warnings:
+        outcome.reason = result.warnings[0]
+    props = {
+        "path": rel,
+        "content_hash": data_hash,
+        "status": "text",
+        "language": verdict.language,
+        "encoding": verdict.encoding,
+        "size": verdict.size,
+        "parser": result.parser,
+        "fallback": result.fallback,
+        "warnings": list(result.warnings[:5]),
+        "git_commit": commit,
+        "units": {s.id: [s.unit_hash, s.place_hash] for s in specs},
+        "refs": [r.to_json() for r in refs],
+        "contains": [list(p) for p in pairs],
+    }
+    mentions = [(s.id, s.text) for s in specs if s.type in ("section", "document") and s.text]
+    return _Plan(rel, file_id, data_hash, outcome, old, specs, refs, pairs, mentions, props)
+
+
+def _skip_props(
+    rel: str, reason: str | None, old: Entity | None, data_hash: str = ""
+) -> dict[str, Any]:
+    return {
+        "path": rel,
+        "content_hash": data_hash,
+        "status": "skipped",
+        "reason": reason,
+        "units": {},
+        "refs": [],
+        "contains": [],
+        "previous_units": list((old.properties.get("units") or {}) if old else {}),
+    }
+
+
+def _apply(
+    cb: ContextBase,
+    pid: str,
+    plans: Sequence[_Plan],
+    report: IngestReport,
+    keep_history: bool,
+    sign_key: bytes | None,
+    on_done: Callable[[str], None] | None = None,
+) -> None:
+    """Write a batch of planned files: changed units, removed units, then the file entity."""
+    rewrites: list[str] = []
+    for plan in plans:
+        old_units = (plan.old.properties.get("units") or {}) if plan.old is not None else {}
+        for spec in plan.specs:
+            if spec.id in old_units and list(old_units[spec.id]) != [
+                spec.unit_hash,
+                spec.place_hash,
+            ]:
+                rewrites.append(spec.id)
+    # The file entity is rewritten too; its search unit (the path) keeps its vector.
+    rewrites += [p.file_id for p in plans if p.old is not None and p.outcome.status != "unchanged"]
+    vectors: dict[str, Any] = {}
+    if rewrites:
+        olds = cb.store.get_entities(pid, rewrites, include_inactive=True)
+        vectors = read_vectors(cb, pid, [it.item_id for e in olds for it in entity_items(e)])
+    for plan in plans:
+        _apply_one(cb, pid, plan, report, keep_history, sign_key, vectors)
+        if on_done is not None:
+            on_done(plan.path)
+
+
+def _apply_one(
+    cb: ContextBase,
+    pid: str,
+    plan: _Plan,
+    report: IngestReport,
+    keep_history: bool,
+    sign_key: bytes | None,
+    vectors: dict[str, Any],
+) -> None:
+    outcome = plan.outcome
+    report.files.append(outcome)
+    if outcome.status == "unchanged":
+        report.files_unchanged += 1
+        report.units_total += outcome.units
+        return
+    if outcome.status == "error":
+        report.files_failed += 1
+        report.errors.append((plan.path, outcome.reason or "error"))
+        return
+    if outcome.status == "skipped":
+        report.files_skipped += 1
+        report.skipped.append((plan.path, outcome.reason or "skipped"))
+        if plan.old is not None and plan.old.properties.get("content_hash") == plan.data_hash:
+            return  # skipped before for the same content: nothing to write
+    try:
+        _write_plan(cb, pid, plan, report, keep_history, sign_key, vectors)
+    except Exception as error:  # the file entity is not updated: redone next time
+        report.files_failed += 1
+        report.errors.append((plan.path, f"{type(error).__name__}: {error}"))
+        outcome.status = "error"
+        outcome.reason = str(error)
+        return
+    if outcome.status == "new":
+        report.files_new += 1
+    elif outcome.status == "changed":
+        report.files_changed += 1
+    if outcome.status in ("new", "changed"):
+        report.units_total += outcome.units
+        if plan.properties.get("fallback") and outcome.reason:
+            # A parser gave up (plain text for a YAML file is not a failure).
+            report.files_fallback += 1
+            report.fallbacks.append((plan.path, outcome.reason))
+
+
+def _write_plan(
+    cb: ContextBase,
+    pid: str,
+    plan: _Plan,
+    report: IngestReport,
+    keep_history: bool,
+    sign_key: bytes | None,
+    vectors: dict[str, Any],
+) -> None:
+    old_units: dict[str, Any] = dict(plan.old.properties.get("units") or {}) if plan.old else {}
+    outcome = plan.outcome
+    for spec in plan.specs:
+        previous = old_units.get(spec.id)
+        if previous is not None and list(previous) == [spec.unit_hash, spec.place_hash]:
+            continue  # unchanged unit: re-upserting it would throw its vector away
+        wrote = upsert_versioned(
+            cb,
+            spec,
+            project=pid,
+            keep_history=keep_history,
+            sign_key=sign_key,
+            notify=False,
+            prefetched=vectors,
+        )
+        if not wrote.changed:
+            continue
+        if previous is not None and previous[0] == spec.unit_hash:
+            outcome.moved += 1
+            report.units_moved += 1
+        else:
+            outcome.written += 1
+            report.units_written += 1
+            report.written_ids.append(spec.id)
+            if wrote.archived_id is not None:
+                report.versions_kept += 1
+    gone = [uid for uid in old_units if uid not in {s.id for s in plan.specs}]
+    gone += [u for u in plan.properties.get("previous_units", []) if u not in gone]
+    if gone:
+        cb.store.set_active(pid, gone, False)
+        outcome.removed += len(gone)
+        report.units_removed += len(gone)
+    file_entity = Entity(
+        id=plan.file_id,
+        project_id=pid,
+        type="file",
+        name=plan.path,
+        text=_file_summary(plan),
+        properties={k: v for k, v in plan.properties.items() if k != "previous_units"},
+        version=1,
+        created_at=plan.old.created_at if plan.old is not None else time.time(),
+    )
+    if sign_key is not None:
+        from .signing import signed_entity
+
+        file_entity = signed_entity(file_entity, sign_key)
+    write_entity(cb, file_entity, notify=False)
+    if plan.old is not None and (plan.old.name, plan.old.text) == (
+        file_entity.name,
+        file_entity.text,
+    ):
+        kept = {i: vectors[i] for i in _item_ids(file_entity) if i in vectors}
+        restore_vectors(cb, pid, kept)
+
+
+def _file_summary(plan: _Plan) -> str:
+    """What a file holds, in a few lines: a search unit for "which file does X"."""
+    if not plan.specs:
+        return ""
+    language = plan.properties.get("language") or "text"
+    root = plan.specs[0]
+    doc = str(root.properties.get("docstring") or root.properties.get("title") or "")
+    names = [
+        str(s.properties.get("title") or s.name)
+        for s in plan.specs
+        if s.kind in ("class", "function", "table", "view", "section")
+        and s.parent_qualname in (None, root.qualname)
+    ]
+    lines = [f"{language} file {plan.path}", doc.split("\n", 1)[0]]
+    if names:
+        lines.append("Defines: " + ", ".join(dict.fromkeys(names)))
+    return "\n".join(line for line in lines if line)[:800]
+
+
+def _item_ids(entity: Entity) -> list[str]:
+    return [item.item_id for item in entity_items(entity)]
+
+
+def _weave(
+    cb: ContextBase,
+    pid: str,
+    refs: Iterable[StoredRef],
+    contains: Iterable[tuple[str, str]],
+    mention_texts: Iterable[tuple[str, str]],
+    changed_from: set[str],
+    report: IngestReport,
+    sign_key: bytes | None,
+) -> None:
+    """Write the edges the rules find now; close ingest edges of changed files that no rule
+    produces any more."""
+    index = SymbolIndex.from_store(cb.store, pid)
+    links: list[Link] = list(links_for_refs(refs, index))
+    links.extend(Link(a, "CONTAINS", b, 1.0, "contains") for a, b in contains)
+    for node_id, text in mention_texts:
+        for m in find_mentions(text, index):
+            if m.entity_id != node_id and m.confidence >= 0.6:
+                props = {"matched": m.matched}
+                links.append(
+                    Link(node_id, "REFERENCES", m.entity_id, m.confidence, "mentions", props)
+                )
+    sources = sorted({link.from_id for link in links} | changed_from)
+    existing = {
+        (r.from_id, r.type, r.to_id): r
+        for r in cb.store.list_relations(pid, sources, direction="out")
+        if r.properties.get("by") == "ingest"
+    }
+    wanted: dict[tuple[str, str, str], Link] = {}
+    for link in links:
+        key = (link.from_id, link.type, link.to_id)
+        if key not in wanted or link.confidence > wanted[key].confidence:
+            wanted[key] = link
+    fresh = [
+        link
+        for key, link in wanted.items()
+        if key not in existing or abs(existing[key].confidence - link.confidence) > 1e-9
+    ]
+    written = write_links(
+        cb, fresh, project=pid, extra_properties={"by": "ingest"}, sign_key=sign_key
+    )
+    report.relations_written = len(written)
+    now = time.time()
+    for key, rel in existing.items():
+        stale = key not in wanted and rel.from_id in changed_from
+        if stale and cb.store.close_relation(pid, rel.id, now):
+            report.relations_closed += 1

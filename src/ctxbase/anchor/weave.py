@@ -1,0 +1,496 @@
+"""Relationship weaving without a model: rules that turn names into typed, scored edges.
+
+Every edge carries `source="auto:<rule>"` and a confidence that says how good the match was:
+
+- `mentions`: text (an event, a document, a requirement) REFERENCES a named entity:
+  exact qualified name 0.95, dotted suffix 0.9, distinctive bare identifier 0.85, table 0.8,
+  a word in backticks 0.75, an ambiguous name (2-3 owners) 0.6 each.
+- `calls`, `imports`, `inherits`: code CALLS / IMPORTS / INHERITS code: 0.95 resolved
+  exactly, 0.9 through a package re-export, 0.6 by a distinctive last name only.
+- `test_calls`, `test_imports`: a test VALIDATES the code it calls or imports (as above).
+- `sql_table`: a SQL statement REFERENCES a table it reads or writes that is defined
+  elsewhere: 0.8 (0.9 schema-qualified). `foreign_key`: table REFERENCES table, 0.9.
+- `cites`: a document REFERENCES the file it links to, 0.9.
+- `cites_document`: a requirement FOLLOWS a document it names: 0.9 title, 0.85 path.
+- `session_code`: a requirement GENERATES code produced in its session, 0.7.
+- `contains`: a file or a parent unit CONTAINS its units, 1.0.
+- `version` (entities.py): the newest version MODIFIES the previous one, 1.0.
+
+Names are matched as whole identifiers (ASCII word boundaries, so Chinese text around them
+does not matter); common words are not names: a bare word matches only when it is
+distinctive (snake_case, CamelCase, digits) or written in backticks, and a plain-word table
+name (`orders`) only next to "table"/"表" or a SQL keyword.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..model import Entity, Relation
+from ..store.base import Store
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+
+__all__ = [
+    "Link",
+    "Mention",
+    "StoredRef",
+    "SymbolIndex",
+    "find_mentions",
+    "is_distinctive",
+    "links_for_refs",
+    "weave_event",
+    "weave_requirement",
+    "weave_text",
+    "write_links",
+]
+
+_IDENT = re.compile(
+    r"(?<![A-Za-z0-9_.$])([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?![A-Za-z0-9_])"
+)
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:py|pyi|sql|md|txt|rst|ts|tsx|js|go|java|"
+    r"ya?ml|toml|json))(?![\w/])"
+)
+_TABLE_CONTEXT = re.compile(
+    r"(?:\b(?:from|join|into|update|table|tables)\s+[`\"\[]?$)|(?:表\s*$)", re.IGNORECASE
+)
+_TABLE_AFTER = re.compile(r"^[`\"\]]?\s*(?:(?:table|tables)\b|表|数据表)", re.IGNORECASE)
+_GENERIC = frozenset(
+    {
+        "self",
+        "cls",
+        "main",
+        "run",
+        "get",
+        "set",
+        "put",
+        "open",
+        "close",
+        "start",
+        "stop",
+        "setup",
+        "setUp",
+        "tearDown",
+        "to_dict",
+        "from_dict",
+        "to_json",
+        "from_json",
+        "kwargs",
+        "args",
+        "None",
+        "True",
+        "False",
+        "e.g",
+        "i.e",
+    }
+)
+_CODE_TYPES = frozenset({"code", "test_case"})
+_MENTIONABLE_KINDS = frozenset({"module", "class", "function", "method"})
+
+
+def is_distinctive(name: str) -> bool:
+    """A bare identifier specific enough to name one thing (not an ordinary word)."""
+    if len(name) < 4 or name in _GENERIC or (name.startswith("__") and name.endswith("__")):
+        return False
+    core = name.strip("_")
+    if "_" in core:
+        return True
+    has_inner_upper = any(c.isupper() for c in core[1:])
+    has_lower = any(c.islower() for c in core)
+    return (has_inner_upper and has_lower) or any(c.isdigit() for c in core[1:])
+
+
+@dataclass(frozen=True)
+class Mention:
+    entity_id: str
+    confidence: float
+    matched: str
+    how: str  # "qualified", "suffix", "bare", "backticked", "table", "path", "title"
+
+
+@dataclass(frozen=True)
+class Link:
+    """An edge to write: `source` is `auto:<rule>`."""
+
+    from_id: str
+    type: str
+    to_id: str
+    confidence: float
+    rule: str
+    properties: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def source(self) -> str:
+        return f"auto:{self.rule}"
+
+
+@dataclass
+class SymbolIndex:
+    """Names of the project's latest entities, for matching code references and mentions."""
+
+    qualified: dict[str, list[str]] = field(default_factory=dict)
+    suffixes: dict[str, list[str]] = field(default_factory=dict)
+    bare: dict[str, list[str]] = field(default_factory=dict)
+    tables: dict[str, list[str]] = field(default_factory=dict)
+    paths: dict[str, list[str]] = field(default_factory=dict)
+    basenames: dict[str, list[str]] = field(default_factory=dict)
+    titles: dict[str, list[str]] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
+    places: dict[str, tuple[str | None, int | None]] = field(default_factory=dict)
+    symbols: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_entities(cls, entities: Iterable[Entity]) -> SymbolIndex:
+        index = cls()
+        for entity in entities:
+            index.add(entity)
+        return index
+
+    @classmethod
+    def from_store(cls, store: Store, project_id: str) -> SymbolIndex:
+        return cls.from_entities(store.list_entities(project_id, latest_only=True))
+
+    def add(self, entity: Entity) -> None:
+        props = entity.properties
+        eid = entity.id
+        self.types[eid] = entity.type
+        kind = str(props.get("kind") or "")
+        self.kinds[eid] = kind
+        path = props.get("path")
+        line = props.get("line_start")
+        self.places[eid] = (
+            path if isinstance(path, str) else None,
+            line if isinstance(line, int) else None,
+        )
+        if entity.type in _CODE_TYPES and kind in _MENTIONABLE_KINDS:
+            symbol = str(props.get("symbol") or entity.name)
+            _push(self.qualified, symbol, eid)
+            self.symbols[eid] = symbol
+            parts = symbol.split(".")
+            for start in range(1, len(parts) - 1):
+                _push(self.suffixes, ".".join(parts[start:]), eid)
+            if kind != "module":
+                _push(self.bare, parts[-1].split("#")[0], eid)
+        elif entity.type == "table":
+            name = entity.name.lower()
+            _push(self.tables, name, eid)
+            if "." in name:
+                _push(self.tables, name.rsplit(".", 1)[-1], eid)
+        elif entity.type == "file" and isinstance(path, str):
+            _push(self.paths, path, eid)
+            _push(self.basenames, posixpath.basename(path), eid)
+        elif entity.type == "document":
+            title = props.get("title")
+            if isinstance(title, str) and len(title.strip()) >= 4:
+                _push(self.titles, title.strip().lower(), eid)
+
+    # -- code references -------------------------------------------------------------------
+    def resolve(self, target: str) -> list[tuple[str, float, str]]:
+        """(entity id, match confidence, how) for a dotted target from a parser."""
+        exact = self.qualified.get(target)
+        if exact:
+            return [(eid, 0.95 if len(exact) == 1 else 0.6, "qualified") for eid in exact[:3]]
+        head, _, last = target.rpartition(".")
+        last = last.split("#")[0]
+        owners = self.bare.get(last, [])
+        if head and owners:
+            # `pkg.name` where the package re-exports `name` from one of its modules.
+            prefix = head + "."
+            via = [e for e in owners if self._symbol_startswith(e, prefix)]
+            if len(via) == 1:
+                return [(via[0], 0.9, "reexport")]
+        if is_distinctive(last) and len(owners) == 1:
+            return [(owners[0], 0.6, "bare")]
+        return []
+
+    def _symbol_startswith(self, eid: str, prefix: str) -> bool:
+        return self.symbols.get(eid, "").startswith(prefix)
+
+    def table(self, name: str) -> list[str]:
+        return self.tables.get(name.lower(), [])
+
+
+def _push(mapping: dict[str, list[str]], key: str, value: str) -> None:
+    bucket = mapping.setdefault(key, [])
+    if value not in bucket:
+        bucket.append(value)
+
+
+def _scored(ids: Sequence[str], unique: float) -> list[tuple[str, float]]:
+    if len(ids) == 1:
+        return [(ids[0], unique)]
+    if len(ids) <= 3:
+        return [(eid, 0.6) for eid in ids]
+    return []  # a name that many things carry says nothing
+
+
+def find_mentions(text: str, index: SymbolIndex) -> list[Mention]:
+    """Entities a text names, best match per entity, strongest first."""
+    best: dict[str, Mention] = {}
+
+    def offer(eid: str, conf: float, matched: str, how: str) -> None:
+        current = best.get(eid)
+        if current is None or conf > current.confidence:
+            best[eid] = Mention(eid, conf, matched, how)
+
+    for match in _PATH.finditer(text):
+        token = match.group(1).lstrip("./")
+        for eid in index.paths.get(token, []):
+            offer(eid, 0.9, token, "path")
+        if "/" not in token:
+            for eid, conf in _scored(index.basenames.get(token, []), 0.8):
+                offer(eid, conf, token, "path")
+    lowered = text.lower()
+    for title, ids in index.titles.items():
+        if title in lowered:
+            for eid, conf in _scored(ids, 0.9):
+                offer(eid, conf, title, "title")
+    for match in _IDENT.finditer(text):
+        token = match.group(1)
+        start, end = match.span(1)
+        ticked = start > 0 and text[start - 1] == "`" and text[end : end + 1] == "`"
+        if "." in token:
+            exact = index.qualified.get(token)
+            if exact:
+                for eid, conf in _scored(exact, 0.95):
+                    offer(eid, conf, token, "qualified")
+                continue
+            suffix = index.suffixes.get(token)
+            if suffix:
+                for eid, conf in _scored(suffix, 0.9):
+                    offer(eid, conf, token, "suffix")
+                continue
+            table = index.table(token)
+            if table:
+                for eid, conf in _scored(table, 0.9):
+                    offer(eid, conf, token, "table")
+            continue
+        owners = index.bare.get(token, [])
+        if owners and is_distinctive(token):
+            for eid, conf in _scored(owners, 0.85):
+                offer(eid, conf, token, "bare")
+        elif owners and ticked and len(token) >= 4 and token not in _GENERIC:
+            for eid, conf in _scored(owners, 0.75):
+                offer(eid, conf, token, "backticked")
+        tables = index.table(token)
+        if tables and (
+            is_distinctive(token)
+            or ticked
+            or _TABLE_CONTEXT.search(text[max(0, start - 20) : start])
+            or _TABLE_AFTER.match(text[end : end + 12])
+        ):
+            for eid, conf in _scored(tables, 0.8):
+                offer(eid, conf, token, "table")
+    return sorted(best.values(), key=lambda m: (-m.confidence, m.entity_id))
+
+
+# -- code references -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredRef:
+    """A parser reference kept with its file, so edges can be re-woven when targets appear."""
+
+    from_id: str
+    from_type: str
+    kind: str
+    target: str
+    confidence: float
+    base: str | None = None  # the citing document's folder, to resolve relative links
+
+    def to_json(self) -> list[Any]:
+        return [self.from_id, self.from_type, self.kind, self.target, self.confidence, self.base]
+
+    @classmethod
+    def from_json(cls, raw: Sequence[Any]) -> StoredRef:
+        return cls(str(raw[0]), str(raw[1]), str(raw[2]), str(raw[3]), float(raw[4]), raw[5])
+
+
+_CODE_EDGES = {"calls": "CALLS", "imports": "IMPORTS", "inherits": "INHERITS"}
+
+
+def links_for_refs(refs: Iterable[StoredRef], index: SymbolIndex) -> list[Link]:
+    """Edges for parser references whose targets exist in the project."""
+    links: list[Link] = []
+    for ref in refs:
+        if ref.kind in _CODE_EDGES:
+            scale = 1.0 if ref.confidence >= 0.8 else ref.confidence / 0.8
+            for eid, conf, how in index.resolve(ref.target):
+                if eid == ref.from_id:
+                    continue
+                score = round(conf * scale, 3)
+                props = {"target": ref.target, "match": how}
+                links.append(Link(ref.from_id, _CODE_EDGES[ref.kind], eid, score, ref.kind, props))
+                tested = index.kinds.get(eid) in ("function", "method", "class")
+                from_test = ref.from_type == "test_case" or _is_test_module(ref, index)
+                if from_test and tested and ref.kind in ("calls", "imports"):
+                    rule = f"test_{ref.kind}"
+                    links.append(Link(ref.from_id, "VALIDATES", eid, score, rule, props))
+        elif ref.kind in ("reads_table", "writes_table", "references_table"):
+            qualified = "." in ref.target
+            for eid in index.table(ref.target)[:3]:
+                if eid == ref.from_id or _same_place(index, ref.from_id, eid):
+                    continue
+                if ref.kind == "references_table":
+                    links.append(Link(ref.from_id, "REFERENCES", eid, 0.9, "foreign_key"))
+                else:
+                    conf = 0.9 if qualified else 0.8
+                    props = {"table": ref.target, "access": ref.kind.split("_")[0]}
+                    links.append(Link(ref.from_id, "REFERENCES", eid, conf, "sql_table", props))
+        elif ref.kind == "cites":
+            target = ref.target.split("#", 1)[0]
+            if not target or "://" in target or target.startswith("mailto:"):
+                continue
+            path = posixpath.normpath(posixpath.join(ref.base or "", target))
+            for eid in index.paths.get(path, [])[:1]:
+                links.append(Link(ref.from_id, "REFERENCES", eid, 0.9, "cites", {"link": target}))
+    return links
+
+
+def _is_test_module(ref: StoredRef, index: SymbolIndex) -> bool:
+    from .entities import is_test_path
+
+    path, _ = index.places.get(ref.from_id, (None, None))
+    return index.kinds.get(ref.from_id) == "module" and is_test_path(path)
+
+
+def _same_place(index: SymbolIndex, a: str, b: str) -> bool:
+    """A CREATE TABLE statement and the table it defines sit at the same file and line."""
+    pa, pb = index.places.get(a), index.places.get(b)
+    return pa is not None and pa == pb and pa[0] is not None
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+def write_links(
+    cb: ContextBase,
+    links: Iterable[Link],
+    *,
+    project: str | None = None,
+    extra_properties: Mapping[str, Any] | None = None,
+    sign_key: bytes | None = None,
+) -> list[Relation]:
+    """Upsert the edges (one per from/type/to: the highest confidence wins)."""
+    from .signing import SIGNATURE_PROPERTY, sign_relation
+
+    pid = cb._pid(project)
+    best: dict[tuple[str, str, str], Link] = {}
+    for link in links:
+        key = (link.from_id, link.type, link.to_id)
+        if key not in best or link.confidence > best[key].confidence:
+            best[key] = link
+    relations: list[Relation] = []
+    for link in best.values():
+        rel = Relation(
+            project_id=pid,
+            from_id=link.from_id,
+            type=link.type,
+            to_id=link.to_id,
+            confidence=max(0.0, min(1.0, link.confidence)),
+            source=link.source,
+            properties={**dict(link.properties), **dict(extra_properties or {})},
+        )
+        if sign_key is not None:
+            signed = {**rel.properties, SIGNATURE_PROPERTY: sign_relation(rel, sign_key)}
+            rel = rel.model_copy(update={"properties": signed})
+        relations.append(rel)
+    return cb.store.upsert_relations(relations) if relations else []
+
+
+def weave_text(
+    cb: ContextBase,
+    node_id: str,
+    text: str,
+    *,
+    project: str | None = None,
+    index: SymbolIndex | None = None,
+    exclude: Iterable[str] = (),
+    min_confidence: float = 0.6,
+) -> list[Relation]:
+    """`node_id` REFERENCES every entity its text names (rule `mentions`)."""
+    pid = cb._pid(project)
+    idx = index if index is not None else SymbolIndex.from_store(cb.store, pid)
+    skip = {node_id, *exclude}
+    links = [
+        Link(node_id, "REFERENCES", m.entity_id, m.confidence, "mentions", {"matched": m.matched})
+        for m in find_mentions(text, idx)
+        if m.entity_id not in skip and m.confidence >= min_confidence
+    ]
+    return write_links(cb, links, project=pid)
+
+
+def weave_event(
+    cb: ContextBase,
+    event_id: str,
+    *,
+    project: str | None = None,
+    index: SymbolIndex | None = None,
+) -> list[Relation]:
+    """Edges from a stored event to the entities its text names."""
+    event = cb.get_event(event_id, project=project)
+    return weave_text(cb, event.id, event.text or "", project=event.project_id, index=index)
+
+
+def weave_requirement(
+    cb: ContextBase,
+    requirement_id: str,
+    *,
+    project: str | None = None,
+    index: SymbolIndex | None = None,
+) -> list[Relation]:
+    """A requirement FOLLOWS the documents it names, GENERATES its session's code and
+    REFERENCES the other entities it names."""
+    pid = cb._pid(project)
+    req = cb.get_entity(requirement_id, project=pid)
+    idx = index if index is not None else SymbolIndex.from_store(cb.store, pid)
+    text = f"{req.name}\n{req.text}"
+    links: list[Link] = []
+    for m in find_mentions(text, idx):
+        if m.entity_id == req.id:
+            continue
+        etype = idx.types.get(m.entity_id)
+        if etype == "document" and m.how == "title":
+            links.append(Link(req.id, "FOLLOWS", m.entity_id, m.confidence, "cites_document"))
+        elif etype == "file" and m.how == "path":
+            docs = _documents_of_file(cb, pid, m.entity_id)
+            for doc in docs:
+                links.append(Link(req.id, "FOLLOWS", doc, 0.85, "cites_document"))
+            links.append(Link(req.id, "REFERENCES", m.entity_id, m.confidence, "mentions"))
+        else:
+            links.append(Link(req.id, "REFERENCES", m.entity_id, m.confidence, "mentions"))
+    session = req.properties.get("session_id")
+    if isinstance(session, str):
+        links.extend(session_code_links(cb, pid, [req], session))
+    return write_links(cb, links, project=pid)
+
+
+def session_code_links(
+    cb: ContextBase, project_id: str, requirements: Sequence[Entity], session_id: str
+) -> list[Link]:
+    """Requirements of a session GENERATES the code anchored from that session."""
+    code = [
+        e
+        for etype in ("code", "sql", "table", "test_case")
+        for e in cb.store.list_entities(project_id, type=etype)
+        if e.properties.get("session_id") == session_id
+    ]
+    return [
+        Link(req.id, "GENERATES", c.id, 0.7, "session_code", {"session_id": session_id})
+        for req in requirements
+        for c in code
+        if req.properties.get("session_id") == session_id
+    ]
+
+
+def _documents_of_file(cb: ContextBase, project_id: str, file_id: str) -> list[str]:
+    rels = cb.store.list_relations(project_id, [file_id], direction="out", types=["CONTAINS"])
+    found = cb.store.get_entities(project_id, [r.to_id for r in rels])
+    return [e.id for e in found if e.type == "document"]

@@ -1,0 +1,701 @@
+"""Budgeted prompt assembly: four context layers, per-role policies, a trace for every prompt.
+
+The prompt order is fixed: system instructions -> known state -> current task -> retrieved
+memory -> recent history -> latest user input. The policy chosen for the agent's role and
+intent (policy.py) says which strategies fill the memory layer, the view (a planner sees every
+task's state, an executor only its subtask's), the relation thresholds, the budget shares and
+the time limit. Budgeting (budget.py) decides what fits; the latest input is never cut.
+
+Memory scores share one scale in [0, 1] so strategies mix: referenced code ~1.0, failing
+tests and their logs ~0.95, what a relation leads to gets the parent's score times the edge's
+confidence times 0.9, semantic hits 0.8 times their score relative to the best hit, the
+project baseline 0.2-0.3.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConflictError, NotFoundError, ValidationError
+from ..model import Event, TaskInfo
+from ..retrieve.config import SearchConfig, get_preset
+from .budget import (
+    BudgetAllocation,
+    BudgetItem,
+    BudgetTooSmall,
+    allocate_budget,
+    compress_extractive,
+    fit_to_tokens,
+)
+from .lifecycle import Status
+from .policy import (
+    ErrorDrivenRepair,
+    MultiAgentConsensus,
+    Policy,
+    PolicyFile,
+    PolicySelection,
+    PolicySet,
+    ProjectScopeFallback,
+    RecentWindow,
+    ReferencedCodeFirst,
+    SemanticRecall,
+    Strategy,
+    load_default_policies,
+    load_policies,
+)
+from .state import CURRENT_TASK_KEY, LLMConfig, Scope, get_facts, message_statuses, render_fact
+from .strategies import (
+    Gatherer,
+    MemoryCandidate,
+    error_driven_repair,
+    event_failed,
+    label_for,
+    project_scope_fallback,
+    referenced_code_first,
+    semantic_recall,
+)
+from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_messages, get_token_counter
+from .trace import AssembledContext, build_messages, build_result, log_trace
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "memory_section_for"]
+
+log = logging.getLogger("ctxbase.assemble")
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are the {role} agent of project {project}. Answer from the context below: 'Known "
+    "facts' are confirmed and override older messages; retrieved items are labelled with "
+    "their source and id."
+)
+_HISTORY_TYPES = ("user_message", "assistant_message", "tool_result", "system")
+_HEADERS = {
+    "state": "Known facts:",
+    "task": "Current task:",
+    "memory": "Retrieved context (labelled by source):",
+}
+_SUMMARY_HEADER = "Earlier conversation (summary):"
+# Per-message chat overhead (3) plus the role (1); also covers the separators of layer items.
+_ITEM_OVERHEAD = 4
+_OPTIONAL_ORDER = (
+    "referenced_code_first",
+    "semantic_recall",
+    "project_scope_fallback",
+    "error_driven_repair",
+    "multi_agent_consensus",
+)
+
+
+def _policy_source(
+    policies: PolicySet | PolicyFile | str | os.PathLike[str] | None,
+) -> PolicySet | PolicyFile:
+    if policies is None:
+        return load_default_policies()
+    if isinstance(policies, PolicySet | PolicyFile):
+        return policies
+    text = os.fspath(policies)
+    if "\n" not in text and Path(text).is_file():
+        return PolicyFile(text)  # reloads on change, no restart
+    return load_policies(text)
+
+
+def _llm_summary(
+    llm: LLMConfig, texts: Sequence[str], max_tokens: int, counter: TokenCounter
+) -> str:
+    import httpx
+
+    prompt = (
+        f"Summarise this conversation in at most {max_tokens} tokens. Keep facts, "
+        "numbers, names and decisions. Answer with the summary only."
+    )
+    headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
+    response = httpx.post(
+        f"{llm.base_url.rstrip('/')}/chat/completions",
+        json={
+            "model": llm.model,
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            "messages": [
+                {"role": "system", "content": prompt},
+                {"role": "user", "content": "\n".join(texts)},
+            ],
+        },
+        headers=headers,
+        timeout=llm.timeout_s,
+    )
+    response.raise_for_status()
+    content = response.json()["choices"][0]["message"]["content"]
+    return fit_to_tokens(str(content).strip(), max_tokens, counter)
+
+
+def _memory_items(
+    cands: Mapping[str, MemoryCandidate], counter: TokenCounter, max_item_tokens: int
+) -> list[BudgetItem]:
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.owner_id))
+    return [
+        BudgetItem(
+            c.owner_id,
+            c.item_text(counter, max_item_tokens),
+            c.score,
+            source=",".join(c.strategies),
+        )
+        for c in ranked
+    ]
+
+
+def _important(e: Event) -> bool:
+    return bool(e.metadata.get("important")) or e.importance >= 0.7
+
+
+def _role_of(e: Event) -> str:
+    return {"user_message": "user", "assistant_message": "assistant"}.get(e.type, "system")
+
+
+def _history_text(e: Event) -> str:
+    text = e.text or ""
+    return (
+        text
+        if e.type in ("user_message", "assistant_message")
+        else (f"{label_for(e.type, e.id)}\n{text}")
+    )
+
+
+class Assembler:
+    """Assembles prompts for one context base under a set of policies.
+
+    `policies` is a PolicySet, a PolicyFile (reloaded when the file changes), a path to a
+    YAML file (watched the same way), YAML text, or None for the shipped defaults.
+    `llm` (or the CTXBASE_LLM_* environment) makes older history summaries abstractive;
+    without it they are extractive.
+    """
+
+    def __init__(
+        self,
+        cb: ContextBase,
+        policies: PolicySet | PolicyFile | str | os.PathLike[str] | None = None,
+        *,
+        counter: TokenCounter | None = None,
+        llm: LLMConfig | None = None,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        max_item_tokens: int = 600,
+    ) -> None:
+        self.cb = cb
+        self._policies = _policy_source(policies)
+        self.counter = counter if counter is not None else get_token_counter()
+        self.llm = llm if llm is not None else LLMConfig.from_env()
+        self.system_prompt = system_prompt
+        self.max_item_tokens = max_item_tokens
+
+    @property
+    def policies(self) -> PolicySet:
+        src = self._policies
+        return src.current() if isinstance(src, PolicyFile) else src
+
+    def assemble(
+        self,
+        *,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        agent_role: str,
+        user_intent: str,
+        max_tokens: int | None = None,
+        task_id: str | None = None,
+        debug: bool = False,
+    ) -> AssembledContext:
+        """Assemble the prompt for `agent_role` answering `user_intent` (see module doc).
+
+        Raises BudgetTooSmall when the latest input alone (with its message framing) exceeds
+        `max_tokens`; other layers shrink or vanish when the budget is tight. Archived
+        sessions are refused.
+        """
+        t0 = time.perf_counter()
+        if not isinstance(user_intent, str) or not user_intent.strip():
+            raise ValidationError("user_intent", "must be a non-empty string")
+        if not agent_role or not isinstance(agent_role, str):
+            raise ValidationError("agent_role", "must be a non-empty string")
+        pid = self.cb.project if project_id is None else project_id
+        session = None
+        if session_id is not None:
+            session = self.cb.store.get_session(pid, session_id)
+            if session is None:
+                raise NotFoundError("session", session_id)
+            if session.status == Status.ARCHIVED:
+                raise ConflictError(f"session {session_id!r} is archived; assemble in a live one")
+        if task_id is None and session is not None:
+            current = session.metadata.get(CURRENT_TASK_KEY)
+            task_id = str(current) if current else None
+        task = self.cb.store.get_task(pid, task_id) if task_id else None
+        if task_id and task is None:
+            raise NotFoundError("task", task_id)
+        events = self.cb.store.list_events(pid, session_id, last_n=500) if session_id else []
+        failing = next((e for e in reversed(events) if e.type == "tool_result"), None)
+        failing = failing if failing is not None and event_failed(failing) else None
+        selection = self.policies.select(
+            pid, agent_role, user_intent, has_error=failing is not None
+        )
+        policy = selection.policy
+        limit = policy.max_tokens if max_tokens is None else max_tokens
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+            raise ValidationError("max_tokens", f"must be a positive integer (got {limit!r})")
+        deadline = t0 + policy.assemble_timeout_ms / 1000.0
+        notes: list[str] = []
+
+        statuses = message_statuses(self.cb, session_id, project=pid) if session_id else {}
+        window = policy.strategy("recent_window")
+        if not isinstance(window, RecentWindow) or not window.enabled:
+            window = RecentWindow()
+            notes.append("recent_window not in the policy; history uses its defaults")
+        hist, hist_dropped, input_event = self._history(
+            events, statuses, task_id, policy.view, user_intent
+        )
+        exclude = {e.id for e in hist} | ({input_event} if input_event else set())
+        g = Gatherer(
+            self.cb,
+            pid,
+            policy,
+            session_id=session_id,
+            intent=user_intent,
+            exclude=exclude,
+            task_id=task_id,
+        )
+        timings: dict[str, float] = {"prepare": _ms(t0)}
+        ran, skipped = self._run(
+            g, selection, agent_role, failing, len(hist), deadline, timings, consensus=True
+        )
+        if skipped:
+            notes.append(
+                f"assemble_timeout_ms={policy.assemble_timeout_ms} exceeded after "
+                f"{_ms(t0)} ms; skipped optional strategies: {', '.join(skipped)}"
+            )
+        notes.extend(g.notes)
+
+        t = time.perf_counter()
+        items, roles, hist_notes = self._layer_items(
+            pid, session_id, task, policy, agent_role, g, hist, window, limit, user_intent
+        )
+        notes.extend(hist_notes)
+        alloc, messages = self._fit(items, roles, policy.budget.as_mapping(), limit, user_intent)
+        timings["budget"] = _ms(t)
+        timings["total"] = _ms(t0)
+        context_id = f"ctx_{uuid.uuid4().hex[:20]}"
+        request = {
+            "project_id": pid,
+            "session_id": session_id,
+            "task_id": task_id,
+            "agent_role": agent_role,
+            "intent": user_intent,
+            "max_tokens": limit,
+            "has_error": failing is not None,
+        }
+        ctx = build_result(
+            self.cb,
+            context_id=context_id,
+            request=request,
+            policy=policy.name,
+            policy_source=self.policies.source,
+            view=policy.view,
+            reasons=selection.reasons,
+            ran=ran,
+            skipped=skipped,
+            cands=g.cands,
+            considered=g.considered,
+            dropped=[*g.dropped, *hist_dropped],
+            relations=g.relations,
+            alloc=alloc,
+            messages=messages,
+            notes=notes,
+            timings=timings,
+            counter=self.counter,
+        )
+        self.cb.store.put_trace(pid, context_id, ctx.trace)
+        log_trace(ctx.trace, full=debug)
+        return ctx
+
+    # -- gathering -------------------------------------------------------------------------
+    def _run(
+        self,
+        g: Gatherer,
+        selection: PolicySelection,
+        role: str,
+        failing: Event | None,
+        session_messages: int,
+        deadline: float,
+        timings: dict[str, float],
+        *,
+        consensus: bool,
+    ) -> tuple[list[str], list[str]]:
+        by_name: dict[str, Strategy] = {s.name: s for s in selection.strategies}
+        listed = selection.policy.strategy("multi_agent_consensus")
+        if (
+            consensus
+            and isinstance(listed, MultiAgentConsensus)
+            and listed.enabled
+            and listed.name not in by_name
+            and self._alias_of(g, listed, role)
+        ):
+            by_name[listed.name] = listed  # e.g. test_gen shares the tester's policy
+        ran = ["recent_window"] if "recent_window" in by_name else []
+        skipped: list[str] = []
+        for name in _OPTIONAL_ORDER:
+            s = by_name.get(name)
+            if s is None or (name == "multi_agent_consensus" and not consensus):
+                continue
+            if time.perf_counter() > deadline:
+                skipped.append(name)
+                continue
+            t = time.perf_counter()
+            if isinstance(s, ReferencedCodeFirst):
+                referenced_code_first(g, s)
+            elif isinstance(s, SemanticRecall):
+                semantic_recall(g, s)
+            elif isinstance(s, ProjectScopeFallback):
+                project_scope_fallback(g, s, session_messages)
+            elif isinstance(s, ErrorDrivenRepair):
+                error_driven_repair(g, s, failing)
+            elif isinstance(s, MultiAgentConsensus):
+                self._consensus(g, s, role, failing, session_messages, deadline)
+            ran.append(name)
+            timings[name] = _ms(t)
+        return ran, skipped
+
+    def _alias_of(self, g: Gatherer, s: MultiAgentConsensus, role: str) -> bool:
+        """True when `role` is one of the consensus agents under another name: it selects
+        the same policy as one of them. The match is noted in the trace."""
+        for agent in s.agents:
+            if self.policies.select(g.pid, agent, g.intent).policy.name == g.policy.name:
+                g.notes.append(
+                    f"multi_agent_consensus: role {role!r} acts as agent {agent!r} "
+                    f"(both select policy {g.policy.name!r})"
+                )
+                return True
+        return False
+
+    def _consensus(
+        self,
+        g: Gatherer,
+        s: MultiAgentConsensus,
+        role: str,
+        failing: Event | None,
+        session_messages: int,
+        deadline: float,
+    ) -> None:
+        """Keep the items that at least `consensus_threshold` of the agents' views include."""
+        views: dict[str, set[str]] = {}
+        for agent in s.agents:
+            sel = self.policies.select(g.pid, agent, g.intent, has_error=failing is not None)
+            if agent.casefold() == role.casefold() or sel.policy.name == g.policy.name:
+                views[agent] = set(g.cands)
+                continue
+            sub = Gatherer(
+                self.cb,
+                g.pid,
+                sel.policy,
+                session_id=g.session_id,
+                intent=g.intent,
+                exclude=g.exclude,
+                task_id=g.task_id,
+                record=False,
+            )
+            self._run(sub, sel, agent, failing, session_messages, deadline, {}, consensus=False)
+            views[agent] = set(sub.cands)
+        before = len(g.cands)
+        for oid in list(g.cands):
+            n = sum(oid in v for v in views.values())
+            if n / len(views) < s.consensus_threshold:
+                del g.cands[oid]
+                g.drop(
+                    oid,
+                    "consensus",
+                    f"in {n} of {len(views)} agent views (< {s.consensus_threshold})",
+                )
+        g.notes.append(
+            f"{s.name}: views of {', '.join(views)} agree on {len(g.cands)} of {before} items"
+        )
+
+    # -- layers ----------------------------------------------------------------------------
+    def _history(
+        self,
+        events: Sequence[Event],
+        statuses: Mapping[str, Status],
+        task_id: str | None,
+        view: str,
+        intent: str,
+    ) -> tuple[list[Event], list[dict[str, Any]], str | None]:
+        """The session's messages in scope, minus retracted and expired ones and the input."""
+        dropped: list[dict[str, Any]] = []
+        user_seqs = [e.seq or 0 for e in events if e.type == "user_message"]
+        last_user = max(user_seqs, default=-1)
+        input_event = next(
+            (
+                e.id
+                for e in reversed(events)
+                if e.type == "user_message" and (e.text or "").strip() == intent.strip()
+            ),
+            None,
+        )
+        kept: list[Event] = []
+        for e in events:
+            if e.type not in _HISTORY_TYPES or e.id == input_event:
+                continue
+            if (
+                task_id is not None
+                and e.task_id != task_id
+                and (view == "subtask" or e.task_id is not None)
+            ):
+                continue  # another task's message: switch_task scoped it out
+            status = statuses.get(e.id, Status.ACTIVE)
+            if status != Status.ACTIVE:
+                reason = "retracted" if status == Status.EXPIRED else str(status)
+                dropped.append(
+                    {"id": e.id, "layer": "history", "reason": reason, "detail": "message status"}
+                )
+            elif (
+                e.type == "tool_result" and e.metadata.get("per_turn") and (e.seq or 0) < last_user
+            ):
+                dropped.append(
+                    {
+                        "id": e.id,
+                        "layer": "history",
+                        "reason": "expired",
+                        "detail": "per-turn tool result; a later turn began",
+                    }
+                )
+            else:
+                kept.append(e)
+        return kept, dropped, input_event
+
+    def _layer_items(
+        self,
+        pid: str,
+        session_id: str | None,
+        task: TaskInfo | None,
+        policy: Policy,
+        role: str,
+        g: Gatherer,
+        hist: list[Event],
+        window: RecentWindow,
+        limit: int,
+        intent: str,
+    ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
+        counter, notes = self.counter, list[str]()
+        system = self.system_prompt.format(role=role, project=pid)
+        items: dict[str, list[BudgetItem]] = {
+            "system": [BudgetItem("system", system, 1.0, required=True, source="policy")],
+            "state": self._state_items(pid, session_id, task, policy.view),
+            "task": self._task_items(pid, session_id, task, policy.view),
+            "memory": _memory_items(g.cands, counter, self.max_item_tokens),
+        }
+        roles: dict[str, str] = {}
+        # History: the newest messages whole; older important ones compressed into one item.
+        in_window = hist[-window.max_messages :]
+        outside = (
+            [e for e in hist[: -window.max_messages] if _important(e)]
+            if len(hist) > window.max_messages
+            else []
+        )
+        room = max(0, limit - counter.count(intent) - 7)
+        quota = int(room * policy.budget.history)
+        if window.max_tokens is not None:
+            quota = min(quota, window.max_tokens)
+        whole: list[Event] = []
+        used = 0
+        for e in reversed(in_window):
+            cost = counter.count(_history_text(e)) + _ITEM_OVERHEAD
+            if used + cost > quota:
+                break
+            whole.insert(0, e)
+            used += cost
+        older = [e for e in in_window[: len(in_window) - len(whole)] if _important(e)]
+        to_compress = outside + older
+        if to_compress:
+            reserve = quota // 4
+            while whole and used > quota - reserve:
+                gone = whole.pop(0)
+                used -= counter.count(_history_text(gone)) + _ITEM_OVERHEAD
+                if _important(gone):
+                    to_compress.append(gone)
+            summary = self._summarize(
+                [e.text or "" for e in to_compress],
+                max(0, quota - used - _ITEM_OVERHEAD - 8),
+                notes,
+            )
+            if summary:
+                text = f"{_SUMMARY_HEADER} {summary}"
+                items.setdefault("history", []).append(
+                    BudgetItem(
+                        "summary",
+                        text,
+                        0.5,
+                        source="compressed:" + ",".join(e.id for e in to_compress),
+                    )
+                )
+                roles["summary"] = "system"
+        kept = {e.id for e in whole}
+        compressed = {e.id for e in to_compress}
+        n = len(in_window)
+        for i, e in enumerate(in_window):
+            if e.id in compressed:
+                continue
+            # Whole recent messages first, newest first; the rest may use spare tokens.
+            score = 1.0 + i / max(n, 1) if e.id in kept else 0.1 + 0.1 * i / max(n, 1)
+            items.setdefault("history", []).append(
+                BudgetItem(e.id, _history_text(e), score, source=e.type)
+            )
+            roles[e.id] = _role_of(e)
+        if len(hist) > window.max_messages:
+            notes.append(
+                f"recent_window: {len(hist) - window.max_messages} older messages "
+                f"outside the window ({len(outside)} important, compressed)"
+            )
+        return items, roles, notes
+
+    def _summarize(self, texts: list[str], max_tokens: int, notes: list[str]) -> str:
+        if max_tokens <= 0 or not texts:
+            return ""
+        if self.llm is not None:
+            try:
+                return _llm_summary(self.llm, texts, max_tokens, self.counter)
+            except Exception as exc:  # any endpoint failure: the extractive summary still works
+                notes.append(f"LLM summary failed ({type(exc).__name__}); used extractive")
+        return compress_extractive(texts, max_tokens, self.counter)
+
+    def _state_items(
+        self, pid: str, session_id: str | None, task: TaskInfo | None, view: str
+    ) -> list[BudgetItem]:
+        scopes: list[tuple[Scope, str, float]] = []
+        if task is not None:
+            scopes.append(("task", task.task_id, 1.0))
+        if view == "global" or task is None:
+            if session_id:
+                scopes.append(("session", session_id, 0.8))
+            scopes.append(("project", pid, 0.6))
+        if view == "global" and session_id:  # planners see the facts of every task
+            for other in self.cb.store.list_tasks(pid, session_id):
+                if task is None or other.task_id != task.task_id:
+                    scopes.append(("task", other.task_id, 0.4))
+        items: list[BudgetItem] = []
+        seen: set[str] = set()
+        for scope, scope_id, weight in scopes:
+            facts = get_facts(self.cb, scope=scope, scope_id=scope_id, project=pid)
+            for key, fact in sorted(facts.items(), key=lambda kv: -kv[1].updated_at):
+                if scope != "task" or weight == 1.0:
+                    if key in seen:
+                        continue  # the narrower scope already said it
+                    seen.add(key)
+                line = "- " + render_fact(key, fact.value)
+                if weight == 0.4:
+                    line += f" (task {scope_id})"
+                items.append(
+                    BudgetItem(
+                        f"state:{scope}:{scope_id}:{key}", line, weight, source=f"state:{scope}"
+                    )
+                )
+        return items
+
+    def _task_items(
+        self, pid: str, session_id: str | None, task: TaskInfo | None, view: str
+    ) -> list[BudgetItem]:
+        items: list[BudgetItem] = []
+        if task is not None:
+            text = f"- goal: {task.metadata.get('goal') or task.title}"
+            if task.metadata.get("background"):
+                text += f"\n- background: {task.metadata['background']}"
+            items.append(BudgetItem(f"task:{task.task_id}", text, 1.0, source="task"))
+        if view == "global" and session_id:
+            for other in self.cb.store.list_tasks(pid, session_id):
+                if task is None or other.task_id != task.task_id:
+                    items.append(
+                        BudgetItem(
+                            f"task:{other.task_id}",
+                            f"- {other.status} task: {other.title}",
+                            0.3,
+                            source="task",
+                        )
+                    )
+        return items
+
+    # -- budget and result -----------------------------------------------------------------
+    def _fit(
+        self,
+        items: dict[str, list[BudgetItem]],
+        roles: Mapping[str, str],
+        shares: Mapping[str, float],
+        limit: int,
+        intent: str,
+    ) -> tuple[BudgetAllocation, list[dict[str, str]]]:
+        """Allocate, render, count the real messages; shrink until they fit `limit`."""
+        counter = self.counter
+        input_tokens = counter.count(intent)
+        base = REPLY_PRIMING_TOKENS + _ITEM_OVERHEAD
+        if input_tokens + base > limit:
+            raise BudgetTooSmall(limit, input_tokens + base)
+        frame = base + _ITEM_OVERHEAD  # the system message
+        frame += sum(
+            _ITEM_OVERHEAD + counter.count(_HEADERS[n]) + 1 for n in _HEADERS if items.get(n)
+        )
+        budget = max(input_tokens, limit - frame)
+        for _ in range(8):
+            alloc = allocate_budget(
+                budget,
+                shares,
+                counter,
+                items,
+                latest_input=intent,
+                item_overhead_tokens=_ITEM_OVERHEAD,
+            )
+            messages = build_messages(alloc, roles, _HEADERS)
+            over = count_messages(messages, counter) - limit
+            if over <= 0:
+                return alloc, messages
+            budget = max(input_tokens, budget - over)
+        # Unreachable in practice (each round removes the overflow); the input alone fits.
+        alloc = allocate_budget(input_tokens, shares, counter, {}, latest_input=intent)
+        return alloc, build_messages(alloc, roles, _HEADERS)
+
+
+def _ms(t: float) -> float:
+    return round((time.perf_counter() - t) * 1000.0, 3)
+
+
+def memory_section_for(
+    cb: ContextBase,
+    project: str | None,
+    query: str,
+    budget_tokens: int,
+    *,
+    config: SearchConfig | None = None,
+    max_item_tokens: int = 600,
+) -> tuple[list[str], int]:
+    """The retrieved-memory section for `query` packed into `budget_tokens`, as the
+    assembler packs it (labels, per-item overhead, header): (included owner ids, tokens).
+
+    Candidates come from one search (`config`, default the "hybrid_graph" preset), scored
+    as semantic_recall scores them; the benchmark measures evidence recall with it.
+    """
+    counter = get_token_counter()
+    pid = cb.project if project is None else project
+    policy = load_default_policies().default
+    g = Gatherer(cb, pid, policy, session_id=None, intent=query, exclude=set(), record=False)
+    g.search(query, config or get_preset("hybrid_graph"), None, "semantic_recall", 0.0, 0.8)
+    frame = _ITEM_OVERHEAD + counter.count(_HEADERS["memory"]) + 1
+    if budget_tokens <= frame:
+        return [], 0
+    items = _memory_items(g.cands, counter, max_item_tokens)
+    alloc = allocate_budget(
+        budget_tokens - frame,
+        {"memory": 1.0},
+        counter,
+        {"memory": items},
+        item_overhead_tokens=_ITEM_OVERHEAD,
+    )
+    included = alloc.layers["memory"].included
+    if not included:
+        return [], 0
+    return [inc.item.id for inc in included], frame + alloc.layers["memory"].tokens

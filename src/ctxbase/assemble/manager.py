@@ -1,0 +1,450 @@
+"""`ContextManager`: seed 003's four layers (session, task, state, message) behind one API.
+
+Business code never touches message arrays: it creates sessions, switches tasks, records
+messages and facts, and asks for the prompt. Every status change is an explicit call checked
+by `lifecycle.transition`; each session and task keeps a log of its changes (when, from, to,
+why) in its metadata, and message statuses are versioned state records (see state.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConflictError, NotFoundError, ValidationError
+from ..model import SessionInfo, StateFact, TaskInfo, check_id
+from ..store.base import StateChange
+from .budget import compress_extractive
+from .facts import FactExtractor
+from .lifecycle import ContextKind, Status, transition
+from .state import (
+    CURRENT_TASK_KEY,
+    LLMConfig,
+    Scope,
+    default_extractor,
+    expire_message_record,
+    extract_into_state,
+    fact_history,
+    get_facts,
+    message_statuses,
+    rollback_fact,
+    set_fact,
+)
+from .tokens import get_token_counter
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+    from .assembler import Assembler
+
+__all__ = ["MESSAGE_EVENT_TYPES", "ROLE_EVENT_TYPES", "ContextManager"]
+
+log = logging.getLogger("ctxbase.assemble")
+
+ROLE_EVENT_TYPES: dict[str, str] = {
+    "user": "user_message",
+    "assistant": "assistant_message",
+    "tool": "tool_result",
+    "system": "system",
+}
+MESSAGE_EVENT_TYPES: tuple[str, ...] = tuple(ROLE_EVENT_TYPES.values())
+_STATUS_LOG_LIMIT = 50
+_ARCHIVE_SUMMARY_TOKENS = 300
+
+
+def _logged(metadata: Mapping[str, Any], old: str, new: str, cause: str) -> dict[str, Any]:
+    out = dict(metadata)
+    entries = list(out.get("status_log", []))[-(_STATUS_LOG_LIMIT - 1) :]
+    entries.append({"ts": time.time(), "from": old, "to": new, "cause": cause})
+    out["status_log"] = entries
+    return out
+
+
+class ContextManager:
+    """Sessions, tasks, state and messages of one project, with explicit lifecycles."""
+
+    def __init__(
+        self,
+        cb: ContextBase,
+        *,
+        project: str | None = None,
+        assembler: Assembler | None = None,
+        extractor: FactExtractor | None = None,
+        llm: LLMConfig | None = None,
+        extract_facts: bool = True,
+        default_role: str = "assistant",
+    ) -> None:
+        self.cb = cb
+        self.project = cb.project if project is None else check_id("project", project)
+        self._assembler = assembler
+        self._llm = llm
+        self.extractor = extractor if extractor is not None else default_extractor(llm)
+        self.extract_facts = extract_facts
+        self.default_role = default_role
+
+    @property
+    def assembler(self) -> Assembler:
+        if self._assembler is None:
+            from .assembler import Assembler
+
+            self._assembler = Assembler(self.cb, llm=self._llm)
+        return self._assembler
+
+    # -- sessions --------------------------------------------------------------------------
+    def create_session(
+        self, user_id: str = "user", *, session_id: str | None = None, title: str | None = None
+    ) -> str:
+        """Create a session (created -> active) and return its id."""
+        sid = check_id("session_id", session_id or f"s_{uuid.uuid4().hex[:16]}")
+        if self.cb.store.get_session(self.project, sid) is not None:
+            raise ConflictError(f"session {sid!r} already exists")
+        metadata = _logged({"user_id": user_id, CURRENT_TASK_KEY: None}, "", "created", "create")
+        new = transition(Status.CREATED, Status.ACTIVE, ContextKind.SESSION)
+        metadata = _logged(metadata, Status.CREATED, new, "create_session")
+        self.cb.store.upsert_session(
+            SessionInfo(
+                project_id=self.project,
+                session_id=sid,
+                status=new.value,
+                title=title,
+                metadata=metadata,
+            )
+        )
+        return sid
+
+    def session(self, session_id: str) -> SessionInfo:
+        info = self.cb.store.get_session(self.project, session_id)
+        if info is None:
+            raise NotFoundError("session", session_id)
+        return info
+
+    def session_status(self, session_id: str) -> Status:
+        return Status(self.session(session_id).status)
+
+    def _move_session(self, session_id: str, target: Status, cause: str) -> SessionInfo:
+        info = self.session(session_id)
+        new = transition(info.status, target, ContextKind.SESSION)
+        updated = info.model_copy(
+            update={
+                "status": new.value,
+                "updated_at": time.time(),
+                "metadata": _logged(info.metadata, info.status, new, cause),
+            }
+        )
+        self.cb.store.upsert_session(updated)
+        log.debug("session %s %s -> %s (%s)", session_id, info.status, new.value, cause)
+        return updated
+
+    def suspend_session(self, session_id: str, *, cause: str = "suspend") -> None:
+        self._move_session(session_id, Status.SUSPENDED, cause)
+
+    def resume_session(self, session_id: str, *, cause: str = "resume") -> None:
+        self._move_session(session_id, Status.ACTIVE, cause)
+
+    def expire_session(self, session_id: str, *, cause: str = "expired") -> None:
+        self._move_session(session_id, Status.EXPIRED, cause)
+
+    def archive_session(self, session_id: str, *, cause: str = "archive") -> str:
+        """Archive the session and its tasks; returns an extractive summary of its messages.
+
+        The summary is kept in the session's metadata ("archive_summary") for audits; the
+        archive is final, so every later write to the session is refused.
+        """
+        info = self.session(session_id)
+        transition(info.status, Status.ARCHIVED, ContextKind.SESSION)  # fail before any write
+        for task in self.cb.store.list_tasks(self.project, session_id):
+            if task.status != Status.ARCHIVED:
+                self._move_task(task, Status.ARCHIVED, cause)
+        events = self.cb.store.list_events(
+            self.project, session_id, types=["user_message", "assistant_message"]
+        )
+        hidden = message_statuses(self.cb, session_id, project=self.project)
+        texts = [e.text or "" for e in events if e.id not in hidden]
+        summary = compress_extractive(texts, _ARCHIVE_SUMMARY_TOKENS, get_token_counter())
+        updated = self._move_session(session_id, Status.ARCHIVED, cause)
+        metadata = {**updated.metadata, "archive_summary": summary}
+        self.cb.store.upsert_session(updated.model_copy(update={"metadata": metadata}))
+        return summary
+
+    def _writable(self, session_id: str) -> SessionInfo:
+        info = self.session(session_id)
+        if info.status in (Status.ARCHIVED, Status.EXPIRED):
+            raise ConflictError(f"session {session_id!r} is {info.status}; it takes no writes")
+        return info
+
+    # -- tasks -----------------------------------------------------------------------------
+    def current_task(self, session_id: str) -> TaskInfo | None:
+        task_id = self.session(session_id).metadata.get(CURRENT_TASK_KEY)
+        return None if not task_id else self.cb.store.get_task(self.project, str(task_id))
+
+    def task(self, task_id: str) -> TaskInfo:
+        found = self.cb.store.get_task(self.project, task_id)
+        if found is None:
+            raise NotFoundError("task", task_id)
+        return found
+
+    def _move_task(self, task: TaskInfo, target: Status, cause: str) -> TaskInfo:
+        new = transition(task.status, target, ContextKind.TASK)
+        updated = task.model_copy(
+            update={
+                "status": new.value,
+                "updated_at": time.time(),
+                "metadata": _logged(task.metadata, task.status, new, cause),
+            }
+        )
+        self.cb.store.upsert_task(updated)
+        log.debug("task %s %s -> %s (%s)", task.task_id, task.status, new.value, cause)
+        return updated
+
+    def set_task_status(self, task_id: str, status: Status | str, *, cause: str = "") -> None:
+        """Move a task explicitly (e.g. to expired when its goal is abandoned)."""
+        self._move_task(self.task(task_id), Status(status), cause or f"set {status}")
+
+    def switch_task(
+        self,
+        session_id: str,
+        goal: str,
+        *,
+        task_id: str | None = None,
+        parent_task_id: str | None = None,
+        background: str | None = None,
+    ) -> str:
+        """Suspend the current task and make another current: a new one for `goal`, or the
+        suspended task `task_id` resumed. Messages and state are then scoped to it."""
+        info = self._writable(session_id)
+        current = self.current_task(session_id)
+        if task_id is not None and current is not None and current.task_id == task_id:
+            return task_id
+        target = self.cb.store.get_task(self.project, task_id) if task_id else None
+        if target is not None and target.session_id != session_id:
+            raise ConflictError(f"task {task_id!r} belongs to session {target.session_id!r}")
+        if current is not None and current.status == Status.ACTIVE:
+            self._move_task(current, Status.SUSPENDED, f"switch to {task_id or goal!r}")
+        if target is not None:
+            target = self._move_task(target, Status.ACTIVE, "resumed by switch_task")
+        else:
+            if not goal or not goal.strip():
+                raise ValidationError("goal", "a new task needs a goal")
+            tid = check_id("task_id", task_id or f"t_{uuid.uuid4().hex[:16]}")
+            metadata: dict[str, Any] = {"goal": goal}
+            if background:
+                metadata["background"] = background
+            created = TaskInfo(
+                project_id=self.project,
+                task_id=tid,
+                session_id=session_id,
+                parent_task_id=parent_task_id,
+                title=goal,
+                metadata=_logged(metadata, "", "created", "switch_task"),
+            )
+            self.cb.store.upsert_task(created)
+            target = self._move_task(created, Status.ACTIVE, "switch_task")
+        meta = {**info.metadata, CURRENT_TASK_KEY: target.task_id}
+        self.cb.store.upsert_session(
+            info.model_copy(update={"metadata": meta, "updated_at": time.time()})
+        )
+        return target.task_id
+
+    # -- state -----------------------------------------------------------------------------
+    def _scope_id(self, session_id: str, scope: Scope) -> str:
+        if scope == "project":
+            return self.project
+        if scope == "session":
+            return session_id
+        task = self.current_task(session_id)
+        # Without a task the session holds task-scoped facts: nothing is lost.
+        return task.task_id if task is not None else session_id
+
+    def _effective_scope(self, session_id: str, scope: Scope) -> Scope:
+        if scope == "task" and self.current_task(session_id) is None:
+            return "session"
+        return scope
+
+    def set_state(
+        self,
+        session_id: str,
+        key: str,
+        value: Any,
+        *,
+        scope: Scope = "task",
+        cause: str | None = None,
+    ) -> StateFact:
+        """Record a confirmed fact in the current task (or the session / project)."""
+        self._writable(session_id)
+        eff = self._effective_scope(session_id, scope)
+        return set_fact(
+            self.cb,
+            key,
+            value,
+            scope=eff,
+            scope_id=self._scope_id(session_id, eff),
+            cause=cause or "set_state",
+            project=self.project,
+        )
+
+    def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any:
+        """A fact's value: the task's, else the session's, else the project's (or one scope)."""
+        scopes: Sequence[Scope] = ("task", "session", "project") if scope is None else (scope,)
+        for sc in scopes:
+            eff = self._effective_scope(session_id, sc)
+            facts = get_facts(
+                self.cb, scope=eff, scope_id=self._scope_id(session_id, eff), project=self.project
+            )
+            if key in facts:
+                return facts[key].value
+        return None
+
+    def state_history(
+        self, session_id: str, key: str | None = None, *, scope: Scope = "task"
+    ) -> list[StateChange]:
+        eff = self._effective_scope(session_id, scope)
+        return fact_history(
+            self.cb, key, scope=eff, scope_id=self._scope_id(session_id, eff), project=self.project
+        )
+
+    def rollback_state(
+        self, session_id: str, key: str, to_version: int, *, scope: Scope = "task"
+    ) -> StateFact | None:
+        """Restore the value a fact had at `to_version` (recorded as a new version)."""
+        self._writable(session_id)
+        eff = self._effective_scope(session_id, scope)
+        return rollback_fact(
+            self.cb,
+            key,
+            to_version,
+            scope=eff,
+            scope_id=self._scope_id(session_id, eff),
+            project=self.project,
+        )
+
+    # -- messages --------------------------------------------------------------------------
+    def add_message(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        task_id: str | None = None,
+        *,
+        per_turn: bool = False,
+        important: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+        refers_to: Sequence[str] = (),
+        agent_role: str | None = None,
+        today: date | None = None,
+    ) -> str:
+        """Record a message as an event of the current (or given) task; returns its id.
+
+        A user message starts a new turn: per-turn tool results of earlier turns expire
+        (explicitly, with that cause), and facts it states are extracted into the state.
+        """
+        self._writable(session_id)
+        event_type = ROLE_EVENT_TYPES.get(role)
+        if event_type is None:
+            raise ValidationError("role", f"must be one of {', '.join(ROLE_EVENT_TYPES)}")
+        if task_id is None:
+            task = self.current_task(session_id)
+            task_id = task.task_id if task is not None else None
+        meta = dict(metadata or {})
+        if per_turn:
+            meta["per_turn"] = True
+        if important:
+            meta["important"] = True
+        last = self.cb.store.list_events(self.project, session_id, last_n=1)
+        if role == "user":
+            self._expire_per_turn(session_id)
+        event = self.cb.record(
+            event_type,
+            session_id=session_id,
+            project=self.project,
+            text=content,
+            task_id=task_id,
+            agent_role=agent_role,
+            # Threading on the previous message keeps repeated texts ("ok") distinct events.
+            parent_event_ids=[last[-1].id] if last else [],
+            refers_to=list(refers_to),
+            importance=0.9 if important else 0.5,
+            metadata=meta,
+        )
+        if role == "user" and self.extract_facts:
+            scope: Scope = "task" if task_id else "session"
+            extract_into_state(
+                self.cb,
+                content,
+                scope=scope,
+                scope_id=task_id or session_id,
+                extractor=self.extractor,
+                today=today,
+                project=self.project,
+            )
+        return event.id
+
+    def _expire_per_turn(self, session_id: str) -> None:
+        statuses = message_statuses(self.cb, session_id, project=self.project)
+        stale = [
+            e.id
+            for e in self.cb.store.list_events(self.project, session_id, types=["tool_result"])
+            if e.metadata.get("per_turn") and statuses.get(e.id, Status.ACTIVE) == Status.ACTIVE
+        ]
+        if stale:
+            expire_message_record(
+                self.cb,
+                session_id,
+                stale,
+                project=self.project,
+                cause="per-turn tool result: the next turn began",
+            )
+
+    def expire_message(self, session_id: str, message_id: str, *, cause: str = "retracted") -> None:
+        """Retract a message: it never appears in an assembled prompt again."""
+        self.session(session_id)
+        found = self.cb.store.get_events(self.project, [message_id], include_inactive=True)
+        if not found or found[0].session_id != session_id:
+            raise NotFoundError("message", message_id)
+        expire_message_record(self.cb, session_id, [message_id], cause=cause, project=self.project)
+
+    def message_status(self, session_id: str, message_id: str) -> Status:
+        return message_statuses(self.cb, session_id, project=self.project).get(
+            message_id, Status.ACTIVE
+        )
+
+    def get_prompt_messages(
+        self,
+        session_id: str,
+        max_tokens: int = 3000,
+        *,
+        agent_role: str | None = None,
+        user_input: str | None = None,
+    ) -> list[dict[str, str]]:
+        """The assembled prompt for the session's current task (see `Assembler.assemble`).
+
+        The latest input is `user_input`, or else the newest user message of the task.
+        """
+        info = self.session(session_id)
+        if info.status == Status.ARCHIVED:
+            raise ConflictError(f"session {session_id!r} is archived")
+        task = self.current_task(session_id)
+        intent = user_input
+        if intent is None:
+            users = self.cb.store.list_events(
+                self.project,
+                session_id,
+                types=["user_message"],
+                task_id=task.task_id if task else None,
+            )
+            hidden = message_statuses(self.cb, session_id, project=self.project)
+            users = [u for u in users if u.id not in hidden]
+            if not users:
+                raise ValidationError("user_input", "the session has no user message yet")
+            intent = users[-1].text or ""
+        ctx = self.assembler.assemble(
+            project_id=self.project,
+            session_id=session_id,
+            agent_role=agent_role or self.default_role,
+            user_intent=intent,
+            max_tokens=max_tokens,
+            task_id=task.task_id if task else None,
+        )
+        return [dict(m) for m in ctx.messages]

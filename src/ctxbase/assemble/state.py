@@ -1,0 +1,301 @@
+"""The state layer: confirmed facts (key -> value), versioned, scoped to a task by default.
+
+Facts live in the store's state table: every change keeps the old value, the new value, the
+time and the cause (`Store.set_state` / `state_history`), so any fact can be rolled back to
+an earlier version. Facts are extracted from user messages by the offline rule extractor, or
+by an OpenAI-compatible model when one is configured (explicitly, or through the
+CTXBASE_LLM_BASE_URL / CTXBASE_LLM_MODEL / CTXBASE_LLM_API_KEY environment variables).
+
+Message statuses (active / expired / archived) are state records too, in the scope
+``message`` keyed by session: events are immutable, and a status record keeps the history of
+who retracted what, when and why.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import NotFoundError, ValidationError
+from ..model import StateFact
+from ..store.base import StateChange
+from .facts import (
+    ExtractedFact,
+    FactExtractionError,
+    FactExtractor,
+    LLMFactExtractor,
+    RuleFactExtractor,
+)
+from .lifecycle import ContextKind, Status, transition
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+
+__all__ = [
+    "CURRENT_TASK_KEY",
+    "MESSAGE_SCOPE",
+    "SCOPES",
+    "LLMConfig",
+    "Scope",
+    "default_extractor",
+    "expire_message_record",
+    "extract_into_state",
+    "fact_history",
+    "get_facts",
+    "message_statuses",
+    "render_fact",
+    "rollback_fact",
+    "set_fact",
+]
+
+log = logging.getLogger("ctxbase.assemble")
+
+Scope = Literal["task", "session", "project"]
+SCOPES: tuple[str, ...] = ("task", "session", "project")
+MESSAGE_SCOPE = "message"
+# Session metadata key naming the task messages and state are scoped to.
+CURRENT_TASK_KEY = "current_task_id"
+# A question ("那时间呢") is not a fact; it only steers the next answer.
+_NOT_STATE_KEYS = frozenset({"followup"})
+
+
+class LLMConfig(BaseModel):
+    """An OpenAI-compatible chat endpoint used for fact extraction and history summaries."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    base_url: str = Field(min_length=1)
+    model: str = Field(min_length=1)
+    api_key: str | None = None
+    timeout_s: float = Field(default=20.0, gt=0)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> LLMConfig | None:
+        """The endpoint named by CTXBASE_LLM_BASE_URL and CTXBASE_LLM_MODEL, or None."""
+        source = os.environ if env is None else env
+        base_url = source.get("CTXBASE_LLM_BASE_URL", "").strip()
+        model = source.get("CTXBASE_LLM_MODEL", "").strip()
+        if not base_url or not model:
+            return None
+        return cls(base_url=base_url, model=model, api_key=source.get("CTXBASE_LLM_API_KEY"))
+
+
+def _check_scope(scope: str) -> None:
+    if scope not in SCOPES:
+        raise ValidationError("scope", f"must be one of {', '.join(SCOPES)} (got {scope!r})")
+
+
+def set_fact(
+    cb: ContextBase,
+    key: str,
+    value: Any,
+    *,
+    scope_id: str,
+    scope: Scope = "task",
+    cause: str | None = None,
+    project: str | None = None,
+) -> StateFact:
+    """Write one fact; the store bumps its version and records old and new value."""
+    _check_scope(scope)
+    if not key or not isinstance(key, str):
+        raise ValidationError("key", "a fact needs a non-empty key")
+    pid = cb.project if project is None else project
+    fact = StateFact(project_id=pid, scope=scope, scope_id=scope_id, key=key, value=value)
+    stored = cb.store.set_state(fact.model_copy(update={"cause": cause}))
+    log.debug(
+        "state %s/%s %s = %r (v%d, cause %r)", scope, scope_id, key, value, stored.version, cause
+    )
+    return stored
+
+
+def get_facts(
+    cb: ContextBase, *, scope_id: str, scope: Scope = "task", project: str | None = None
+) -> dict[str, StateFact]:
+    """The current facts of one scope, by key."""
+    _check_scope(scope)
+    pid = cb.project if project is None else project
+    return {f.key: f for f in cb.store.get_state(pid, scope, scope_id)}
+
+
+def fact_history(
+    cb: ContextBase,
+    key: str | None = None,
+    *,
+    scope_id: str,
+    scope: Scope = "task",
+    project: str | None = None,
+) -> list[StateChange]:
+    """Every change of the scope's facts (or of one key), oldest first per key."""
+    _check_scope(scope)
+    pid = cb.project if project is None else project
+    return cb.store.state_history(pid, scope, scope_id, key)
+
+
+def rollback_fact(
+    cb: ContextBase,
+    key: str,
+    to_version: int,
+    *,
+    scope_id: str,
+    scope: Scope = "task",
+    cause: str | None = None,
+    project: str | None = None,
+) -> StateFact | None:
+    """Make the value the fact had at `to_version` current again, as a new version.
+
+    Returns the new fact, or None when the fact did not exist at that version (it is then
+    deleted). History is never rewritten: the rollback is one more recorded change.
+    """
+    changes = [c for c in fact_history(cb, key, scope_id=scope_id, scope=scope, project=project)]
+    target = next((c for c in changes if c.version == to_version), None)
+    if target is None:
+        versions = ", ".join(str(c.version) for c in changes) or "none"
+        raise NotFoundError("state version", f"{key}@v{to_version} (versions: {versions})")
+    why = cause or f"rollback to v{to_version}"
+    pid = cb.project if project is None else project
+    if target.deleted:
+        cb.store.delete_state(pid, scope, scope_id, key, why)
+        return None
+    return set_fact(
+        cb, key, target.new_value, scope_id=scope_id, scope=scope, cause=why, project=project
+    )
+
+
+def default_extractor(llm: LLMConfig | None = None) -> FactExtractor:
+    """The LLM extractor when an endpoint is configured (argument or environment), else rules."""
+    config = llm if llm is not None else LLMConfig.from_env()
+    if config is None:
+        return RuleFactExtractor()
+    return LLMFactExtractor(
+        config.base_url, config.model, config.api_key, timeout_s=config.timeout_s
+    )
+
+
+def extract_into_state(
+    cb: ContextBase,
+    text: str,
+    *,
+    scope_id: str,
+    scope: Scope = "task",
+    extractor: FactExtractor | None = None,
+    today: date | None = None,
+    cause: str | None = None,
+    project: str | None = None,
+) -> list[StateFact]:
+    """Extract facts from one user message and write them to the scope.
+
+    When the LLM extractor fails (endpoint down, an answer that is not JSON), the rule
+    extractor is used instead and the failure is logged: a message is never lost for that.
+    """
+    known = get_facts(cb, scope_id=scope_id, scope=scope, project=project)
+    previous = [
+        ExtractedFact(
+            k, f.value if isinstance(f.value, dict) else {"value": f.value}, 1.0, (0, 0), "state"
+        )
+        for k, f in known.items()
+    ]
+    chosen = extractor if extractor is not None else default_extractor()
+    try:
+        found = chosen.extract(text, previous=previous, today=today)
+    except FactExtractionError as exc:
+        log.warning(
+            "fact extraction by %s failed (%s); using the rules", type(chosen).__name__, exc
+        )
+        found = RuleFactExtractor().extract(text, previous=previous, today=today)
+    written: list[StateFact] = []
+    for fact in found:
+        if fact.key in _NOT_STATE_KEYS:
+            continue
+        if fact.key in known and known[fact.key].value == fact.value:
+            continue  # restating a fact is not a change
+        why = cause or f"extracted by {fact.rule}: {text[fact.span[0] : fact.span[1]]!r}"
+        written.append(
+            set_fact(
+                cb, fact.key, fact.value, scope_id=scope_id, scope=scope, cause=why, project=project
+            )
+        )
+    return written
+
+
+def _money(value: Mapping[str, Any]) -> str | None:
+    op = value.get("op")
+    currency = f" {value['currency']}" if value.get("currency") else ""
+    if "amount" in value:
+        return f"{op or '='} {value['amount']}{currency}".strip()
+    if "min" in value or "max" in value:
+        return f"between {value.get('min')} and {value.get('max')}{currency}"
+    return None
+
+
+def render_fact(key: str, value: Any) -> str:
+    """One fact as a line for the prompt: "budget <= 50000 CNY", "deadline <= 2025-06-06"."""
+    if isinstance(value, Mapping):
+        money = _money(value)
+        if money is not None:
+            return f"{key} {money}"
+        if "date" in value or "expression" in value:
+            when = value.get("date") or value.get("expression")
+            return f"{key} {value.get('op') or '='} {when}"
+        if set(value) == {"value"}:
+            return f"{key}: {value['value']}"
+    if isinstance(value, str):
+        return f"{key}: {value}"
+    return f"{key}: {json.dumps(value, ensure_ascii=False, sort_keys=True)}"
+
+
+# -- message statuses -----------------------------------------------------------------------
+
+
+def message_statuses(
+    cb: ContextBase, session_id: str, *, project: str | None = None
+) -> dict[str, Status]:
+    """Recorded statuses of a session's messages; a message without a record is active."""
+    pid = cb.project if project is None else project
+    out: dict[str, Status] = {}
+    for fact in cb.store.get_state(pid, MESSAGE_SCOPE, session_id):
+        try:
+            out[fact.key] = Status(fact.value)
+        except ValueError:
+            continue
+    return out
+
+
+def expire_message_record(
+    cb: ContextBase,
+    session_id: str,
+    message_ids: Sequence[str],
+    *,
+    cause: str,
+    target: Status = Status.EXPIRED,
+    project: str | None = None,
+) -> list[str]:
+    """Move messages to `target` (expired or archived); returns the ids changed.
+
+    The lifecycle decides what is legal: expiring an expired message raises
+    `IllegalTransition`, as does anything after the archive.
+    """
+    pid = cb.project if project is None else project
+    statuses = message_statuses(cb, session_id, project=pid)
+    changed: list[str] = []
+    for mid in message_ids:
+        current = statuses.get(mid, Status.ACTIVE)
+        new = transition(current, target, ContextKind.MESSAGE)
+        cb.store.set_state(
+            StateFact(
+                project_id=pid,
+                scope=MESSAGE_SCOPE,
+                scope_id=session_id,
+                key=mid,
+                value=new.value,
+                cause=cause,
+            )
+        )
+        log.debug("message %s %s -> %s (%s)", mid, current.value, new.value, cause)
+        changed.append(mid)
+    return changed

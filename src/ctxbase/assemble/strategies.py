@@ -1,0 +1,447 @@
+"""Memory-layer strategies: how each policy strategy finds candidates for the prompt.
+
+A `Gatherer` collects the candidates of one assembly, merged by owner (an entity or an event)
+across strategies, with what it dropped and why (retracted, expired, threshold, top_k,
+consensus) and every relation it looked at. The strategies are seed 000's: referenced code
+first, semantic recall, the project baseline, error-driven repair; multi-agent consensus is
+run by the assembler, which can build the other agents' views.
+
+Scores share one scale in [0, 1] so strategies mix: referenced code ~1.0, failing tests and
+their logs ~0.95, what a relation leads to gets the parent's score times the edge's
+confidence times 0.9, semantic hits 0.8 times their score relative to the best hit, the
+project baseline 0.2-0.3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..model import Entity, Event
+from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
+from ..retrieve.config import PRESETS, SearchConfig, get_preset
+from ..retrieve.search import Candidate
+from ..store.base import ItemFilter
+from .budget import fit_to_tokens
+from .lifecycle import Status
+from .policy import (
+    ErrorDrivenRepair,
+    Policy,
+    ProjectScopeFallback,
+    ReferencedCodeFirst,
+    SemanticRecall,
+)
+from .state import message_statuses
+from .tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+
+__all__ = [
+    "CODE_TYPES",
+    "Gatherer",
+    "MemoryCandidate",
+    "error_driven_repair",
+    "event_failed",
+    "label_for",
+    "project_scope_fallback",
+    "referenced_code_first",
+    "semantic_recall",
+]
+
+CODE_TYPES = frozenset({"code", "sql", "test_case", "function", "class", "method", "script"})
+_TEST_TYPES = frozenset({"test_case", "test"})
+_LABEL_WORDS = {
+    "user_message": "message",
+    "assistant_message": "message",
+    "tool_result": "tool result",
+    "tool_invocation": "tool call",
+    "test_case": "test case",
+}
+_SEMANTIC_EDGES = ("REFERENCES", "GENERATES", "FOLLOWS", "MODIFIES", "VALIDATES")
+
+
+def label_for(type_: str, owner_id: str, name: str = "") -> str:
+    """The source label of a memory item: "[document doc_101] Redis 规范", "[tool result ev_1]"."""
+    head = f"[{_LABEL_WORDS.get(type_, type_.replace('_', ' '))} {owner_id}]"
+    return f"{head} {name}" if name else head
+
+
+def event_failed(event: Event) -> bool:
+    """A tool result that reports a failure (metadata error, or a non-zero exit code)."""
+    meta = event.metadata
+    code = meta.get("exit_code")
+    return bool(meta.get("error")) or (code is not None and code != 0)
+
+
+@dataclass
+class MemoryCandidate:
+    """One candidate of the memory layer, merged across the strategies that found it."""
+
+    owner_id: str
+    kind: str  # "entity" | "event"
+    type: str
+    name: str
+    text: str
+    score: float
+    strategies: list[str] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    explain: dict[str, object] | None = None
+    session_id: str | None = None
+    partial: bool = False  # only the passages of a long entity that a search matched
+
+    def item_text(self, counter: TokenCounter, max_item_tokens: int) -> str:
+        body = (
+            self.text
+            if counter.count(self.text) <= max_item_tokens
+            else (fit_to_tokens(self.text, max_item_tokens, counter) + " …")
+        )
+        return f"{label_for(self.type, self.owner_id, self.name)}\n{body}"
+
+
+def _entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCandidate:
+    return MemoryCandidate(
+        e.id, "entity", e.type, e.name, e.text or e.name, score, [strategy], [reason]
+    )
+
+
+def _event_cand(e: Event, score: float, strategy: str, reason: str) -> MemoryCandidate:
+    return MemoryCandidate(
+        e.id,
+        "event",
+        e.type,
+        "",
+        e.text or "",
+        score,
+        [strategy],
+        [reason],
+        session_id=e.session_id,
+    )
+
+
+class Gatherer:
+    """The memory candidates of one assembly, with what was dropped and which edges followed."""
+
+    def __init__(
+        self,
+        cb: ContextBase,
+        pid: str,
+        policy: Policy,
+        *,
+        session_id: str | None,
+        intent: str,
+        exclude: set[str],
+        task_id: str | None = None,
+        record: bool = True,
+    ) -> None:
+        self.cb, self.pid, self.policy = cb, pid, policy
+        self.session_id, self.task_id, self.intent = session_id, task_id, intent
+        self.exclude, self.record = exclude, record
+        self.cands: dict[str, MemoryCandidate] = {}
+        self.dropped: list[dict[str, Any]] = []
+        self.considered: list[dict[str, Any]] = []
+        self.relations: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self._statuses: dict[str, dict[str, Status]] = {}
+        self._hidden: dict[str, str | None] = {}
+
+    def drop(self, owner_id: str, reason: str, detail: str = "") -> None:
+        if self.record:
+            self.dropped.append(
+                {"id": owner_id, "layer": "memory", "reason": reason, "detail": detail}
+            )
+
+    def _hidden_reason(self, e: Event) -> str | None:
+        if e.id not in self._hidden:
+            statuses = self._statuses.get(e.session_id)
+            if statuses is None:
+                statuses = message_statuses(self.cb, e.session_id, project=self.pid)
+                self._statuses[e.session_id] = statuses
+            status = statuses.get(e.id, Status.ACTIVE)
+            reason: str | None = None
+            if status != Status.ACTIVE:
+                reason = "retracted" if status == Status.EXPIRED else str(status)
+            elif e.type == "tool_result" and e.metadata.get("per_turn"):
+                later = self.cb.store.list_events(
+                    self.pid, e.session_id, types=["user_message"], since=e.ts
+                )
+                if any(u.seq is not None and e.seq is not None and u.seq > e.seq for u in later):
+                    reason = "expired"
+            self._hidden[e.id] = reason
+        return self._hidden[e.id]
+
+    def add(self, cand: MemoryCandidate, event: Event | None = None) -> bool:
+        if cand.owner_id in self.exclude:
+            return False  # already in the history layer or the latest input
+        if event is not None:
+            if (
+                self.task_id is not None
+                and event.session_id == self.session_id
+                and event.task_id not in (None, self.task_id)
+            ):
+                # switch_task scoped this session's other tasks out; search must not undo it
+                self.drop(cand.owner_id, "other task", f"message of task {event.task_id}")
+                return False
+            hidden = self._hidden_reason(event)
+            if hidden is not None:
+                self.drop(
+                    cand.owner_id,
+                    hidden,
+                    "message status"
+                    if hidden != "expired"
+                    else "per-turn tool result; a later turn began",
+                )
+                return False
+        old = self.cands.get(cand.owner_id)
+        if old is None:
+            self.cands[cand.owner_id] = cand
+            return True
+        if old.partial and cand.partial and cand.text not in old.text:
+            old.text += "\n…\n" + cand.text
+        old.score = max(old.score, cand.score)
+        old.strategies.extend(s for s in cand.strategies if s not in old.strategies)
+        old.reasons.extend(cand.reasons)
+        old.explain = old.explain or cand.explain
+        return True
+
+    def nodes(self, ids: Sequence[str]) -> dict[str, Entity | Event]:
+        out: dict[str, Entity | Event] = {
+            e.id: e for e in self.cb.store.get_entities(self.pid, ids)
+        }
+        rest = [i for i in ids if i not in out]
+        if rest:
+            out.update({e.id: e for e in self.cb.store.get_events(self.pid, rest)})
+        return out
+
+    def add_node(self, node: Entity | Event, score: float, strategy: str, reason: str) -> bool:
+        if isinstance(node, Entity):
+            return self.add(_entity_cand(node, score, strategy, reason))
+        return self.add(_event_cand(node, score, strategy, reason), node)
+
+    def follow(
+        self,
+        seeds: Mapping[str, float],
+        types: Sequence[str],
+        strategy: str,
+        *,
+        hops: int = 1,
+        want: frozenset[str] | None = None,
+    ) -> list[str]:
+        """Follow edges of `types` from the seeds, both directions, under the policy's
+        per-type confidence thresholds; returns the nodes reached."""
+        reached: list[str] = []
+        frontier = dict(seeds)
+        seen = set(seeds)
+        for _ in range(hops):
+            if not frontier:
+                break
+            rels = self.cb.store.list_relations(self.pid, list(frontier), types=list(types))
+            nxt: dict[str, float] = {}
+            for rel in rels:
+                src = rel.from_id if rel.from_id in frontier else rel.to_id
+                other = rel.to_id if src == rel.from_id else rel.from_id
+                floor = self.policy.threshold_for(rel.type)
+                entry: dict[str, Any] = {
+                    "from": rel.from_id,
+                    "to": rel.to_id,
+                    "type": rel.type,
+                    "confidence": rel.confidence,
+                    "source": rel.source,
+                    "strategy": strategy,
+                    "followed": rel.confidence >= floor,
+                }
+                if not entry["followed"]:
+                    detail = f"confidence {rel.confidence} below {floor} for {rel.type}"
+                    entry["detail"] = detail
+                    self.relations.append(entry)
+                    self.drop(other, "threshold", detail)
+                    continue
+                self.relations.append(entry)
+                score = frontier[src] * rel.confidence * 0.9
+                if other not in seen and score > nxt.get(other, 0.0):
+                    nxt[other] = score
+            found = self.nodes(list(nxt))
+            for nid, score in nxt.items():
+                node = found.get(nid)
+                if node is None or (want is not None and node.type not in want):
+                    continue
+                seen.add(nid)
+                if self.add_node(node, score, strategy, f"{strategy}: linked to a seed"):
+                    reached.append(nid)
+            frontier = {n: s for n, s in nxt.items() if n in found}
+        return reached
+
+    def search(
+        self,
+        query: str,
+        config: SearchConfig,
+        flt: ItemFilter | None,
+        strategy: str,
+        min_score: float,
+        weight: float,
+    ) -> None:
+        resp = self.cb.search(query, project=self.pid, config=config, filters=flt)
+        best = max((c.score for c in resp.results), default=0.0) or 1.0
+        owners = self.nodes(list(dict.fromkeys(c.item.owner_id for c in resp.results)))
+        for c in resp.results:
+            rel = c.score / best
+            self._consider(c, strategy, rel)
+            if rel < min_score:
+                self.drop(
+                    c.item.owner_id,
+                    "threshold",
+                    f"{strategy}: relative score {rel:.3f} below {min_score}",
+                )
+                continue
+            node = owners.get(c.item.owner_id)
+            if node is None:
+                continue
+            if isinstance(node, Entity):
+                cand = _entity_cand(node, weight * rel, strategy, f"{strategy}: search hit")
+                if c.item.kind == "chunk":  # a long entity: keep the passages that matched
+                    cand.text, cand.partial = c.item.text, True
+                cand.explain = c.explain()
+                self.add(cand)
+            else:
+                ev = _event_cand(node, weight * rel, strategy, f"{strategy}: search hit")
+                ev.explain = c.explain()
+                self.add(ev, node)
+        for c in resp.considered:
+            if c.dropped:
+                self._consider(c, strategy, None)
+                self.drop(
+                    c.item.owner_id, "top_k" if "top_k" in c.dropped else "duplicate", c.dropped
+                )
+
+    def _consider(self, c: Candidate, strategy: str, relative: float | None) -> None:
+        if self.record:
+            self.considered.append({**c.explain(), "strategy": strategy, "relative": relative})
+
+
+# -- strategies ---------------------------------------------------------------------------------
+
+
+def _recent_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Entity]:
+    found = [e for t in types for e in g.cb.store.list_entities(g.pid, type=t, limit=500)]
+    order = {t: i for i, t in enumerate(types)}
+    found.sort(key=lambda e: (order.get(e.type, 99), -e.updated_at, e.id))
+    return found[:limit]
+
+
+def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
+    folded = g.intent.casefold()
+    types = ["sql", "code"] if ("sql" in folded or "查询语句" in folded) else ["code", "sql"]
+    if any(w in folded for w in ("test", "测试", "用例")):
+        types.append("test_case")
+    ranked: list[str] = []
+    why: dict[str, str] = {}
+    if g.session_id:  # what this session pointed at, newest first
+        for ev in reversed(g.cb.store.list_events(g.pid, g.session_id, last_n=50)):
+            for ref in ev.refers_to:
+                if ref not in why:
+                    ranked.append(ref)
+                    why[ref] = f"referenced by {ev.id} in this session"
+    chosen = [e for e in g.cb.store.get_entities(g.pid, ranked) if e.type in types]
+    for e in _recent_entities(g, types, s.max_items):
+        if e.id not in why:
+            chosen.append(e)
+            why[e.id] = f"most recent {e.type} of the project"
+    seeds: dict[str, float] = {}
+    for i, e in enumerate(chosen[: s.max_items]):
+        seeds[e.id] = 1.0 - 0.02 * i
+        g.add(_entity_cand(e, seeds[e.id], s.name, f"{s.name}: {why[e.id]}"))
+    if not seeds:
+        g.notes.append(f"{s.name}: no code or SQL entity to point back at")
+        return
+    # The events that referenced the code come with it (where it was produced or discussed).
+    rels = g.cb.store.list_relations(g.pid, list(seeds), direction="in", types=["REFERS_TO"])
+    by_entity: dict[str, list[str]] = {}
+    for rel in rels:
+        by_entity.setdefault(rel.to_id, []).append(rel.from_id)
+    events = {e.id: e for e in g.cb.store.get_events(g.pid, [r.from_id for r in rels])}
+    for eid, refs in by_entity.items():
+        newest = sorted((events[r] for r in refs if r in events), key=lambda e: -e.ts)[:2]
+        for ev in newest:
+            g.add(_event_cand(ev, seeds[eid] * 0.9, s.name, f"{s.name}: referenced {eid}"), ev)
+    g.follow(seeds, _SEMANTIC_EDGES, s.name, hops=2)
+
+
+def semantic_recall(g: Gatherer, s: SemanticRecall) -> None:
+    overrides: dict[str, Any] = {
+        "top_k": min(s.top_k, g.policy.top_k),
+        "relation_thresholds": {**SEARCH_THRESHOLDS, **g.policy.relation_thresholds},
+    }
+    preset = s.search_preset
+    if preset not in PRESETS and preset == "default":
+        preset, overrides["graph_hops"] = "hybrid", 1  # one hop along trusted edges
+    g.search(g.intent, get_preset(preset, **overrides), None, s.name, s.min_score, 0.8)
+
+
+def project_scope_fallback(g: Gatherer, s: ProjectScopeFallback, session_messages: int) -> None:
+    if session_messages >= s.fallback_depth and len(g.cands) >= g.policy.top_k:
+        g.notes.append(f"{s.name}: the session has enough context; not widened")
+        return
+    others = tuple(
+        x.session_id for x in g.cb.store.list_sessions(g.pid) if x.session_id != g.session_id
+    )
+    if others:  # first what other sessions of the project said about this
+        cfg = get_preset("hybrid", top_k=s.fallback_depth)
+        g.search(g.intent, cfg, ItemFilter(session_ids=others), s.name, 0.0, 0.3)
+    docs = _recent_entities(g, ["document", "requirement"], 2 * s.fallback_depth)
+    for i, e in enumerate(docs):
+        g.add(_entity_cand(e, 0.3 - 0.005 * i, s.name, f"{s.name}: project {e.type}"))
+    for i, e in enumerate(_recent_entities(g, ["code", "sql"], s.fallback_depth)):
+        g.add(_entity_cand(e, 0.25 - 0.005 * i, s.name, f"{s.name}: recent project {e.type}"))
+
+
+def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None) -> None:
+    def code_ids() -> list[str]:
+        ranked = sorted(g.cands.values(), key=lambda c: -c.score)
+        return [
+            c.owner_id
+            for c in ranked
+            if c.kind == "entity" and c.type in CODE_TYPES and c.type not in _TEST_TYPES
+        ][:3]
+
+    if failing is not None:
+        g.add(_event_cand(failing, 0.96, s.name, f"{s.name}: the last tool result failed"), failing)
+        refs = g.nodes(failing.refers_to)
+        for node in refs.values():
+            g.add_node(node, 0.94, s.name, f"{s.name}: referenced by the failing run")
+    ids = code_ids()
+    if not ids:
+        cfg = get_preset("hybrid", top_k=3)
+        g.search(g.intent, cfg, ItemFilter(types=("code", "sql")), s.name, 0.0, 0.9)
+        ids = code_ids() or [e.id for e in _recent_entities(g, ["code", "sql"], 3)]
+    if not ids:
+        g.notes.append(f"{s.name}: no code to repair found")
+        return
+    for node in g.nodes(ids).values():
+        g.add_node(node, 0.92, s.name, f"{s.name}: code under repair")
+    tests = g.follow(dict.fromkeys(ids, 1.05), ["VALIDATES"], s.name, want=_TEST_TYPES)
+    if s.include_logs and tests:
+        rels = g.cb.store.list_relations(g.pid, tests, direction="in", types=["REFERS_TO"])
+        runs = [
+            e
+            for e in g.cb.store.get_events(g.pid, [r.from_id for r in rels])
+            if e.type == "tool_result"
+        ]
+        for test_id in tests:
+            mine = [e for e in runs if test_id in e.refers_to]
+            mine.sort(key=lambda e: (not event_failed(e), -e.ts))
+            failures = sum(event_failed(e) for e in mine)
+            if failures > s.max_retry:
+                g.notes.append(
+                    f"{s.name}: {test_id} failed {failures} times, more than "
+                    f"max_retry={s.max_retry}; escalate instead of retrying"
+                )
+            for ev in mine[: s.max_retry + 1]:
+                score = 0.93 if event_failed(ev) else 0.5
+                g.add(_event_cand(ev, score, s.name, f"{s.name}: run of {test_id}"), ev)
+    if not s.include_test_cases:
+        for t in tests:
+            if t in g.cands and g.cands[t].strategies == [s.name]:
+                del g.cands[t]
+    # What the code was built from: its requirement and the documents that govern it.
+    g.follow(dict.fromkeys(ids, 0.95), ["GENERATES", "FOLLOWS", "REFERENCES"], s.name, hops=2)

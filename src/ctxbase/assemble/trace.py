@@ -1,0 +1,354 @@
+"""Assembly results and their traces: what went into a prompt, what was left out, and why.
+
+Every assembly gets a context id and a stored trace (`Store.put_trace`) in the shape
+`diff.py` documents, extended with the request, the policy's reasons, every candidate
+considered with its scores, the relations followed, timings and notes. `get_trace` reads one
+back, `diff_contexts` compares two, `explain_trace` renders one for people; the same text is
+logged at DEBUG on the "ctxbase.assemble" logger when an assembly runs in debug mode.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NotFoundError
+from .budget import LAYER_ORDER, BudgetAllocation
+from .diff import TraceDiff, diff_traces
+from .tokens import REPLY_PRIMING_TOKENS, TokenCounter
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+    from .strategies import MemoryCandidate
+
+__all__ = [
+    "LOGGER_NAME",
+    "AssembledContext",
+    "build_messages",
+    "build_result",
+    "diff_contexts",
+    "explain_trace",
+    "get_trace",
+    "log_trace",
+]
+
+LOGGER_NAME = "ctxbase.assemble"
+log = logging.getLogger(LOGGER_NAME)
+
+# Entity types that are code (the payload's code_snippets); every other entity is a document.
+_CODE_TYPES = frozenset({"code", "sql", "test_case", "function", "class", "method", "script"})
+# Edges of the event graph itself: ordering, not meaning; kept out of the payload.
+_ORDER_EDGES = frozenset({"NEXT", "CAUSED_BY"})
+
+
+@dataclass(frozen=True)
+class AssembledContext:
+    """One assembled prompt, its structured payload (seed 000's response) and its trace."""
+
+    context_id: str
+    messages: list[dict[str, str]]
+    documents: list[dict[str, Any]]
+    code_snippets: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    relationships: list[dict[str, Any]]
+    tokens_by_layer: dict[str, int]
+    total_tokens: int
+    max_tokens: int
+    policy: str
+    strategies: tuple[str, ...]
+    trace: dict[str, Any] = field(repr=False)
+
+    @property
+    def included_ids(self) -> list[str]:
+        """Ids of every memory and history item in the prompt, in prompt order."""
+        out: list[str] = []
+        for layer in self.trace.get("layers", {}).values():
+            out.extend(str(item["id"]) for item in layer.get("items", ()))
+        return out
+
+    def payload(self) -> dict[str, Any]:
+        """The `POST /context/assemble` answer: messages plus the structured context."""
+        return {
+            "context_id": self.context_id,
+            "messages": self.messages,
+            "documents": self.documents,
+            "code_snippets": self.code_snippets,
+            "events": self.events,
+            "relationships": self.relationships,
+            "tokens_by_layer": self.tokens_by_layer,
+            "total_tokens": self.total_tokens,
+            "policy": self.policy,
+            "strategies": list(self.strategies),
+        }
+
+
+def get_trace(cb: ContextBase, context_id: str, *, project: str | None = None) -> dict[str, Any]:
+    """The stored trace of an assembly; NotFoundError when there is none."""
+    trace = cb.store.get_trace(cb.project if project is None else project, context_id)
+    if trace is None:
+        raise NotFoundError("context", context_id)
+    return trace
+
+
+def diff_contexts(
+    cb: ContextBase, before_id: str, after_id: str, *, project: str | None = None
+) -> TraceDiff:
+    """Compare two stored assemblies (render the result with `diff.render_diff`)."""
+    return diff_traces(
+        get_trace(cb, before_id, project=project), get_trace(cb, after_id, project=project)
+    )
+
+
+def _short(text: str, width: int = 70) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def explain_trace(trace: Mapping[str, Any]) -> str:
+    """A readable account of one assembly: policy and why, layers, inclusions, drops."""
+    lines = [
+        f"context {trace.get('context_id')} for role {trace.get('agent_role')!r}, "
+        f"{trace.get('total_tokens')}/{trace.get('max_tokens')} tokens",
+        f"policy {trace.get('policy')!r} from {trace.get('policy_source')}, "
+        f"view {trace.get('view')}, strategies: {', '.join(trace.get('strategies', ())) or '-'}",
+    ]
+    lines.extend(f"  why: {reason}" for reason in trace.get("reasons", ()))
+    for name, layer in trace.get("layers", {}).items():
+        lines.append(f"layer {name}: {layer.get('tokens', 0)} tokens")
+        for item in layer.get("items", ()):
+            cut = " (cut)" if item.get("truncated") else ""
+            score = item.get("score")
+            shown = "-" if score is None else f"{score:.3f}"
+            lines.append(
+                f"  + {item.get('id')} [{item.get('source')}] {shown}{cut}: "
+                f"{_short(item.get('text', ''))}"
+            )
+    for dropped in trace.get("dropped", ()):
+        lines.append(
+            f"  - {dropped.get('id')} ({dropped.get('layer', '?')}): {dropped.get('reason')}"
+            f" {dropped.get('detail', '')}".rstrip()
+        )
+    for rel in trace.get("relations", ()):
+        state = "followed" if rel.get("followed") else "not followed"
+        lines.append(
+            f"  ~ {rel.get('from')} -{rel.get('type')}-> {rel.get('to')} "
+            f"conf {rel.get('confidence')}: {state} {rel.get('detail', '')}".rstrip()
+        )
+    lines.extend(f"note: {note}" for note in trace.get("notes", ()))
+    timings: Mapping[str, Any] = trace.get("timings_ms", {})
+    if timings:
+        lines.append("timings ms: " + ", ".join(f"{k}={v}" for k, v in timings.items()))
+    return "\n".join(lines)
+
+
+def log_trace(trace: Mapping[str, Any], *, full: bool) -> None:
+    """Log an assembly at DEBUG: one line, or the whole explanation in debug mode."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    if full:
+        log.debug("%s", explain_trace(trace))
+        return
+    layers: Mapping[str, Any] = trace.get("layers", {})
+    per_layer: Sequence[str] = [f"{k}={v.get('tokens', 0)}" for k, v in layers.items()]
+    log.debug(
+        "assembled %s: policy %s, %s tokens (%s), %d dropped",
+        trace.get("context_id"),
+        trace.get("policy"),
+        trace.get("total_tokens"),
+        ", ".join(per_layer),
+        len(trace.get("dropped", ())),
+    )
+
+
+def build_messages(
+    alloc: BudgetAllocation, roles: Mapping[str, str], headers: Mapping[str, str]
+) -> list[dict[str, str]]:
+    """The OpenAI-style messages of an allocation, in the fixed layer order."""
+    messages: list[dict[str, str]] = []
+    for name in LAYER_ORDER:
+        layer = alloc.layers.get(name)
+        if layer is None or not layer.included:
+            continue
+        if name == "history":
+            for inc in layer.included:
+                messages.append({"role": roles.get(inc.item.id, "system"), "content": inc.text})
+            continue
+        joiner = "\n\n" if name == "memory" else "\n"
+        body = joiner.join(inc.text for inc in layer.included)
+        header = headers.get(name)
+        messages.append({"role": "system", "content": f"{header}\n{body}" if header else body})
+    messages.append({"role": "user", "content": alloc.input_text})
+    return messages
+
+
+def _layer_tokens(
+    alloc: BudgetAllocation, messages: Sequence[Mapping[str, str]], counter: TokenCounter
+) -> dict[str, int]:
+    # Walk the messages the way build_messages wrote them, so the layers add up to the total.
+    out: dict[str, int] = {"overhead": REPLY_PRIMING_TOKENS}
+    index = 0
+    for name in LAYER_ORDER:
+        layer = alloc.layers.get(name)
+        n = (
+            0
+            if layer is None or not layer.included
+            else (len(layer.included) if name == "history" else 1)
+        )
+        out[name] = sum(
+            3 + counter.count(m["role"]) + counter.count(m["content"])
+            for m in messages[index : index + n]
+        )
+        index += n
+    last = messages[-1]
+    out["input"] = 3 + counter.count(last["role"]) + counter.count(last["content"])
+    return out
+
+
+def _item(inc_id: str, source: str, score: float, text: str, truncated: bool) -> dict[str, Any]:
+    return {
+        "id": inc_id,
+        "source": source,
+        "score": round(score, 6),
+        "text": text,
+        "truncated": truncated,
+    }
+
+
+def build_result(
+    cb: ContextBase,
+    *,
+    context_id: str,
+    request: Mapping[str, Any],
+    policy: str,
+    policy_source: str,
+    view: str,
+    reasons: Sequence[str],
+    ran: Sequence[str],
+    skipped: Sequence[str],
+    cands: Mapping[str, MemoryCandidate],
+    considered: Sequence[Mapping[str, Any]],
+    dropped: Sequence[Mapping[str, Any]],
+    relations: Sequence[Mapping[str, Any]],
+    alloc: BudgetAllocation,
+    messages: list[dict[str, str]],
+    notes: Sequence[str],
+    timings: Mapping[str, float],
+    counter: TokenCounter,
+) -> AssembledContext:
+    """The payload and the trace of one assembly."""
+    pid = str(request["project_id"])
+    layers: dict[str, Any] = {}
+    for name in LAYER_ORDER:
+        layer = alloc.layers.get(name)
+        if layer is None:
+            continue
+        layers[name] = {
+            "tokens": layer.tokens,
+            "quota": layer.quota,
+            "extra": layer.extra,
+            "items": [
+                _item(i.item.id, i.item.source, i.item.score, i.text, i.truncated)
+                for i in layer.included
+            ],
+        }
+    layers["input"] = {
+        "tokens": alloc.input_tokens,
+        "items": [_item("input", "user", 1.0, alloc.input_text, False)],
+    }
+    tokens = _layer_tokens(alloc, messages, counter)
+    documents: list[dict[str, Any]] = []
+    code: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    memory = alloc.layers.get("memory")
+    included = [] if memory is None else list(memory.included)
+    for inc in included:
+        cand = cands[inc.item.id]
+        entry = {
+            "id": cand.owner_id,
+            "type": cand.type,
+            "name": cand.name,
+            "content": inc.text.split("\n", 1)[1] if "\n" in inc.text else "",
+            "score": round(cand.score, 6),
+            "strategies": list(cand.strategies),
+            "truncated": inc.truncated,
+        }
+        if cand.kind == "event":
+            events.append(entry)
+        else:
+            (code if cand.type in _CODE_TYPES else documents).append(entry)
+    ids = [inc.item.id for inc in included]
+    relationships: list[dict[str, Any]] = []
+    if ids:
+        wanted = set(ids)
+        for rel in cb.store.list_relations(pid, ids):
+            if rel.type in _ORDER_EDGES or not {rel.from_id, rel.to_id} <= wanted:
+                continue
+            relationships.append(
+                {
+                    "id": rel.id,
+                    "from": rel.from_id,
+                    "to": rel.to_id,
+                    "type": rel.type,
+                    "confidence": rel.confidence,
+                    "source": rel.source,
+                }
+            )
+    # A strategy may drop what another one brings in: only what stayed out is "dropped".
+    all_dropped = [d for d in dropped if d.get("layer") != "memory" or d["id"] not in cands]
+    for d in alloc.dropped:
+        all_dropped.append(
+            {"id": d.item.id, "layer": d.layer, "reason": d.reason, "detail": d.detail}
+        )
+    candidates = [
+        {
+            "id": c.owner_id,
+            "kind": c.kind,
+            "type": c.type,
+            "score": round(c.score, 6),
+            "strategies": list(c.strategies),
+            "reasons": list(c.reasons),
+            "explain": c.explain,
+            "included": c.owner_id in set(ids),
+        }
+        for c in sorted(cands.values(), key=lambda c: -c.score)
+    ]
+    total = sum(tokens.values())
+    trace: dict[str, Any] = {
+        "context_id": context_id,
+        **request,
+        "created_at": time.time(),
+        "policy": policy,
+        "policy_source": policy_source,
+        "view": view,
+        "strategies": list(ran),
+        "skipped_strategies": list(skipped),
+        "timed_out": bool(skipped),
+        "reasons": list(reasons),
+        "layers": layers,
+        "tokens_by_layer": tokens,
+        "total_tokens": total,
+        "candidates": candidates,
+        "search_considered": list(considered),
+        "dropped": all_dropped,
+        "relations": list(relations),
+        "relationships": relationships,
+        "notes": list(notes),
+        "timings_ms": dict(timings),
+    }
+    return AssembledContext(
+        context_id=context_id,
+        messages=messages,
+        documents=documents,
+        code_snippets=code,
+        events=events,
+        relationships=relationships,
+        tokens_by_layer=tokens,
+        total_tokens=total,
+        max_tokens=int(request["max_tokens"]),
+        policy=policy,
+        strategies=tuple(ran),
+        trace=trace,
+    )

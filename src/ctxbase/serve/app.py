@@ -1,0 +1,172 @@
+"""The FastAPI application: `create_app(settings)`.
+
+The service is a thin layer: each route parses its input, calls one library function on
+the shared ContextBase and maps errors to HTTP (errors.py). The lifespan opens the
+ContextBase and closes it at shutdown, which flushes the capture queue.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+try:
+    import fastapi  # noqa: F401  # fail early with the install hint
+except ImportError as exc:
+    from ._deps import INSTALL_HINT
+
+    raise ImportError(f"the ctxbase service needs fastapi: {INSTALL_HINT}") from exc
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError as PydanticValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .. import __version__
+from ..contextbase import ContextBase
+from ..errors import CtxbaseError
+from .auth import RateLimiter
+from .cache import AssembleCache
+from .errors import RateLimitedError, error_body
+from .logs import LOGGER_NAME
+from .metrics import Metrics
+from .middleware import ServiceMiddleware
+from .routes_capture import router as capture_router
+from .routes_context import router as context_router
+from .routes_graph import router as graph_router
+from .routes_ops import router as ops_router
+from .runtime import Runtime
+from .settings import ENV_SETTINGS, ServerSettings
+
+__all__ = ["create_app", "create_app_from_env"]
+
+log = logging.getLogger(LOGGER_NAME)
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    parts = [p for p in loc if p not in ("body", "query", "path", "header")] or ["body"]
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out
+
+
+def _validation_response(errors: list[Any]) -> JSONResponse:
+    first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+    field = _field(tuple(first.get("loc", ("body",))))
+    msg = str(first.get("msg", "invalid"))
+    body = {"error": {"code": "invalid", "message": f"{field}: {msg}", "field": field}}
+    return JSONResponse(body, status_code=422)
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(CtxbaseError)
+    async def _ctxbase_error(request: Request, exc: CtxbaseError) -> JSONResponse:
+        status, body = error_body(exc)
+        headers = {}
+        if isinstance(exc, RateLimitedError):
+            headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+        return JSONResponse(body, status_code=status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _request_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return _validation_response(list(exc.errors()))
+
+    @app.exception_handler(PydanticValidationError)
+    async def _model_invalid(request: Request, exc: PydanticValidationError) -> JSONResponse:
+        return _validation_response(list(exc.errors()))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
+            exc.status_code, "http_error"
+        )
+        field = "body" if exc.status_code == 413 else None
+        body = {"error": {"code": code, "message": str(exc.detail), "field": field}}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.error("unhandled error", exc_info=exc)
+        body = {"error": {"code": "internal", "message": "internal server error", "field": None}}
+        return JSONResponse(body, status_code=500)
+
+
+def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = None) -> FastAPI:
+    """The service over `settings.db` (or over `cb`, which the caller then owns)."""
+    settings = settings or ServerSettings()
+    runtime_box: dict[str, Runtime] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        base = cb or ContextBase(
+            settings.db,
+            embedder=settings.embedder,
+            background_embedding=settings.background_embedding,
+            policies=settings.policies,
+        )
+        rt = Runtime(
+            settings=settings,
+            cb=base,
+            limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst),
+            cache=AssembleCache(settings.assemble_cache_ttl_s, settings.assemble_cache_size),
+            metrics=metrics,
+        )
+        _register_gauges(rt)
+        if settings.embedder is not None:
+            await run_in_threadpool(lambda: base.embedding_worker)  # load the model now
+        app.state.runtime = runtime_box["rt"] = rt
+        log.info("serving %s (auth %s)", base.store.url, "off" if settings.no_auth else "on")
+        try:
+            yield
+        finally:
+            if cb is None:
+                await run_in_threadpool(base.close)  # flushes the capture queue
+            log.info("stopped")
+
+    app = FastAPI(
+        title="ctxbase",
+        version=__version__,
+        description="A shared context base for LLM agents: capture, entities, relations, "
+        "search, assembled context and traces, per project.",
+        lifespan=lifespan,
+    )
+    metrics = Metrics()
+    app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes)
+    _install_error_handlers(app)
+    for router in (ops_router, capture_router, graph_router, context_router):
+        app.include_router(router)
+    return app
+
+
+def _register_gauges(rt: Runtime) -> None:
+    m = rt.metrics
+    cb = rt.cb
+    m.gauge(
+        "ctxbase_capture_queue_depth",
+        "Events waiting in the capture queue.",
+        lambda: cb.capture_stats().queue_depth,
+    )
+    m.gauge(
+        "ctxbase_capture_dropped_low_priority",
+        "Low-priority events dropped under backpressure since start.",
+        lambda: cb.capture_stats().dropped_low_priority,
+    )
+    m.gauge(
+        "ctxbase_embed_backlog",
+        "Stored items still waiting for a vector (capped at 5000).",
+        lambda: 0 if cb.embedding_worker is None else cb.embedding_worker.backlog(),
+    )
+    m.gauge("ctxbase_assemble_cache_entries", "Cached assemblies.", lambda: len(rt.cache))
+
+
+def create_app_from_env() -> FastAPI:
+    """Factory for worker processes: settings come as JSON in $CTXBASE_SERVE_SETTINGS."""
+    raw = os.environ.get(ENV_SETTINGS)
+    return create_app(ServerSettings.model_validate(json.loads(raw)) if raw else None)

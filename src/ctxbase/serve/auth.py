@@ -1,0 +1,110 @@
+"""Who is calling and what they may touch: principals, project visibility, rate limits.
+
+A project the key is not scoped to is answered exactly like a project that does not exist
+(404), so a key never learns whether another project exists.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..errors import NotFoundError
+from ..store.base import ApiKeyRecord, Store
+from .errors import AuthenticationError, PermissionDeniedError, RateLimitedError
+from .keys import ALL_PROJECTS, role_allows, verify_key
+
+__all__ = ["LOCAL_PRINCIPAL", "Principal", "RateLimiter", "authenticate", "hidden_project"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """The caller of one request: a verified key, or the local user in --no-auth mode."""
+
+    key_id: str | None
+    role: str
+    projects: frozenset[str] | None  # None: every project
+
+    @classmethod
+    def from_key(cls, record: ApiKeyRecord) -> Principal:
+        everything = ALL_PROJECTS in record.projects
+        return cls(record.key_id, record.role, None if everything else frozenset(record.projects))
+
+    def sees(self, project_id: str) -> bool:
+        return self.projects is None or project_id in self.projects
+
+    def check(self, project_id: str, needed: str) -> None:
+        """Raise 404 for an invisible project, 403 when the role is too weak."""
+        if not self.sees(project_id):
+            raise hidden_project(project_id)
+        if not role_allows(self.role, needed):
+            raise PermissionDeniedError(
+                f"this key has role {self.role!r}; the operation needs {needed!r}"
+            )
+
+
+LOCAL_PRINCIPAL = Principal(key_id=None, role="admin", projects=None)
+
+
+def hidden_project(project_id: str) -> NotFoundError:
+    # The same answer whether the project exists or not.
+    return NotFoundError("project", project_id)
+
+
+def authenticate(store: Store, authorization: str | None, api_key: str | None) -> Principal:
+    """The principal of a request from its `Authorization: Bearer` or `X-API-Key` header."""
+    token = api_key
+    if token is None and authorization:
+        scheme, _, value = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise AuthenticationError("the Authorization header must be 'Bearer <api key>'")
+        token = value.strip()
+    if not token:
+        raise AuthenticationError(
+            "missing API key: send 'Authorization: Bearer cb_...' (create one with "
+            "'ctxbase keys create')"
+        )
+    record = verify_key(store, token)
+    if record is None:
+        raise AuthenticationError("invalid or revoked API key")
+    return Principal.from_key(record)
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    at: float
+
+
+@dataclass
+class RateLimiter:
+    """A token bucket per key: `rate` requests per second, bursts up to `burst`."""
+
+    rate: float
+    burst: int
+    _buckets: dict[str, _Bucket] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    limited: int = 0
+
+    def take(self, key: str) -> None:
+        """Spend one token of `key`, or raise RateLimitedError with the wait needed."""
+        if self.rate <= 0:
+            return
+        now = time.monotonic()
+        with self._lock:
+            b = self._buckets.get(key)
+            if b is None:
+                b = self._buckets[key] = _Bucket(float(self.burst), now)
+            b.tokens = min(float(self.burst), b.tokens + (now - b.at) * self.rate)
+            b.at = now
+            if b.tokens >= 1.0:
+                b.tokens -= 1.0
+                return
+            self.limited += 1
+            wait = (1.0 - b.tokens) / self.rate
+        raise RateLimitedError(
+            f"rate limit of {self.rate:g} requests/s (burst {self.burst}) exceeded; "
+            f"retry in {wait:.2f} s",
+            retry_after=wait,
+        )

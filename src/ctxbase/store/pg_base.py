@@ -1,0 +1,225 @@
+"""Connections, transactions and schema of the PostgreSQL backend (see postgres.py).
+
+psycopg, psycopg_pool and pgvector are optional dependencies, imported here only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import StorageError
+from . import pg_sql as q
+from .base import SCHEMA_VERSION, ForgetReport
+from .schema import MIGRATIONS, VERSION_TABLE, render
+
+try:
+    import psycopg
+    from pgvector.psycopg import register_vector
+    from psycopg.rows import TupleRow
+    from psycopg.types.json import Jsonb
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # the optional extra is missing
+    raise StorageError(
+        f"PostgreSQL support needs the postgres extra: pip install 'ctxbase[postgres]' ({exc})"
+    ) from exc
+
+__all__ = ["CROSS_PROJECT", "Conn", "PgBase", "as_array", "jsonb", "text"]
+
+Conn = psycopg.Connection[TupleRow]
+
+# pg_advisory_xact_lock keys: schema changes and index creation are serialised across
+# processes (concurrent CREATE ... IF NOT EXISTS of one name can collide).
+_MIGRATE_LOCK = 0x637478_6D6967
+_INDEX_LOCK = 0x637478_696478
+
+# Marks the deliberate cross-project reads (listing projects, the embedding worker's queue).
+CROSS_PROJECT = "/* cross-project */ "
+
+
+def jsonb(value: Any) -> Jsonb | None:
+    return None if value is None else Jsonb(value, dumps=q.clean_json)
+
+
+def as_array(value: Any) -> npt.NDArray[np.float32]:
+    """A loaded `vector` value (pgvector's Vector or an array) as float32."""
+    if hasattr(value, "to_numpy"):
+        value = value.to_numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def text(value: str | None) -> str | None:
+    return q.clean_text(value)
+
+
+class PgBase:
+    """The pool, the transaction helper, statement observation and the project locks."""
+
+    url: str
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 8,
+        on_statement: Callable[[str], None] | None = None,
+    ) -> None:
+        self.url = url
+        self._on_statement = on_statement  # sees every SQL text sent (for audits and tests)
+        self._known_dims: set[int] = set()
+        self._dims_lock = threading.Lock()
+        self._stats: dict[str, tuple[int, int, float]] = {}  # project -> (gen, n, avgdl)
+        self._closed = False
+        try:
+            with psycopg.connect(url, autocommit=False) as conn:
+                self._migrate(conn)
+        except psycopg.Error as exc:
+            raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
+        self._pool: ConnectionPool[Conn] = ConnectionPool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            configure=self._configure,
+            open=True,
+            name="ctxbase",
+        )
+
+    # -- connections ---------------------------------------------------------------------
+    @staticmethod
+    def _configure(conn: Conn) -> None:
+        register_vector(conn)
+        # Filtered HNSW searches keep scanning until they have enough rows, best first.
+        conn.execute("SET hnsw.iterative_scan = strict_order")
+        conn.execute("SET hnsw.ef_search = 100")
+        conn.commit()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Conn]:
+        """One transaction on a pooled connection (committed on success)."""
+        if self._closed:
+            raise StorageError("the store is closed")
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL error: {exc}") from exc
+
+    def _x(self, conn: Conn, sql: str, args: Sequence[Any] = ()) -> psycopg.Cursor[TupleRow]:
+        if self._on_statement is not None:
+            self._on_statement(sql)
+        return conn.execute(sql, args)
+
+    def _many(self, conn: Conn, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not rows:
+            return
+        if self._on_statement is not None:
+            self._on_statement(sql)
+        with conn.cursor() as cur:
+            cur.executemany(sql, rows)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    # -- schema --------------------------------------------------------------------------
+    def _migrate(self, conn: Conn) -> None:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
+            conn.execute(VERSION_TABLE)
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            current = int(row[0]) if row else 0
+            if current > SCHEMA_VERSION:
+                raise StorageError(
+                    f"database schema version {current} is newer than this ctxbase "
+                    f"({SCHEMA_VERSION}); upgrade ctxbase"
+                )
+            for version in sorted(MIGRATIONS):
+                if version <= current:
+                    continue
+                for stmt in q.PRE_MIGRATIONS.get(version, []):
+                    conn.execute(stmt)
+                for stmt in MIGRATIONS[version]:
+                    sql = render(
+                        stmt, json="JSONB", blob="BYTEA", float_="DOUBLE PRECISION", vector="vector"
+                    )
+                    conn.execute(sql)
+                for stmt in q.POST_MIGRATIONS.get(version, []):
+                    conn.execute(stmt)
+                conn.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', %s) "
+                    "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                    (str(version),),
+                )
+
+    def schema_version(self) -> int:
+        with self._tx() as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    # -- projects, sessions, tasks ---------------------------------------------------------
+    def _ensure(self, conn: Conn, project_id: str) -> None:
+        self._x(
+            conn,
+            "INSERT INTO projects(project_id, created_at, settings) VALUES (%s, %s, %s) "
+            "ON CONFLICT (project_id) DO NOTHING",
+            (project_id, time.time(), jsonb({})),
+        )
+
+    def _lock(self, conn: Conn, project_ids: Sequence[str], *, ensure: bool, bump: bool) -> None:
+        """Take the projects' row locks in a fixed order (see the module docs)."""
+        for pid in sorted(set(project_ids)):
+            if ensure:
+                self._ensure(conn, pid)
+            if bump:
+                self._x(
+                    conn,
+                    "UPDATE projects SET generation = generation + 1 WHERE project_id = %s",
+                    (pid,),
+                )
+            else:
+                self._x(
+                    conn,
+                    "SELECT 1 FROM projects WHERE project_id = %s FOR NO KEY UPDATE",
+                    (pid,),
+                )
+
+    # -- shared by writes and forget ------------------------------------------------------
+    def _delete_items_of(
+        self, conn: Conn, project_id: str, owner_ids: Sequence[str], report: ForgetReport
+    ) -> None:
+        if not owner_ids:
+            return
+        item_ids = [
+            r[0]
+            for r in self._x(
+                conn,
+                "DELETE FROM items WHERE project_id=%s AND owner_id = ANY(%s) RETURNING item_id",
+                (project_id, list(owner_ids)),
+            ).fetchall()
+        ]
+        report.add("items", len(item_ids))
+        if item_ids:
+            cur = self._x(
+                conn,
+                "DELETE FROM item_vectors WHERE project_id=%s AND item_id = ANY(%s)",
+                (project_id, item_ids),
+            )
+            report.add("item_vectors", cur.rowcount)
+
+    def _ensure_hnsw(self, dim: int) -> None:
+        """Create the dimension's HNSW index once (serialised: concurrent CREATE INDEX IF NOT
+        EXISTS of one name can collide)."""
+        if dim in self._known_dims or dim > q.HNSW_MAX_DIM:
+            return
+        with self._dims_lock, self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_INDEX_LOCK,))
+            conn.execute(q.hnsw_index_sql(dim))
+            self._known_dims.add(dim)

@@ -1,0 +1,210 @@
+"""Keyword and vector search of the PostgreSQL backend (a mixin of PostgresStore).
+
+Keywords: BM25 with SQLite FTS5's formula over the verbatim terms in items.tsv (see pg_sql).
+Vectors: pgvector, one partial HNSW expression index per dimension (cosine), created the
+first time a vector of that dimension is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from . import pg_sql as q
+from .base import ItemFilter, KeywordHit, SearchItem, VectorRow
+from .pg_base import CROSS_PROJECT, Conn, PgBase, as_array
+
+__all__ = ["PgSearch"]
+
+
+class PgSearch(PgBase):
+    # -- search index --------------------------------------------------------------------
+    def _doc_stats(self, conn: Conn, project_id: str) -> tuple[int, float]:
+        """(active items, mean terms per item), cached until the project's generation moves."""
+        row = self._x(
+            conn, "SELECT generation FROM projects WHERE project_id=%s", (project_id,)
+        ).fetchone()
+        gen = int(row[0]) if row else 0
+        cached = self._stats.get(project_id)
+        if cached is not None and cached[0] == gen:
+            return cached[1], cached[2]
+        row = self._x(
+            conn,
+            "SELECT count(*), coalesce(sum(nterms), 0) FROM items WHERE project_id=%s AND active=1",
+            (project_id,),
+        ).fetchone()
+        n = int(row[0]) if row else 0
+        avgdl = max(float(row[1]) / n, 1.0) if row and n else 1.0
+        self._stats[project_id] = (gen, n, avgdl)
+        return n, avgdl
+
+    def keyword_search(
+        self, project_id: str, match: str, flt: ItemFilter | None, limit: int
+    ) -> list[KeywordHit]:
+        terms, mode = q.match_terms(match)
+        if not terms:
+            return []
+        lexemes = [q.tsquery_lexeme(t) for t in terms]
+        tsquery = (" & " if mode == "and" else " | ").join(lexemes)
+        where, fargs = q.filter_sql(flt)
+        with self._tx() as conn:
+            n, avgdl = self._doc_stats(conn, project_id)
+            rows = self._x(
+                conn,
+                q.keyword_sql(where),
+                (lexemes, *fargs, project_id, tsquery, n, avgdl, int(limit)),
+            ).fetchall()
+        return [KeywordHit(r[0], float(r[1])) for r in rows]
+
+    def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]:
+        uniq = list(dict.fromkeys(ids))
+        if not uniq:
+            return []
+        with self._tx() as conn:
+            rows = self._x(
+                conn,
+                f"SELECT {q.ITEM_COLS} FROM items WHERE project_id=%s AND active=1 "
+                "AND item_id = ANY(%s)",
+                (project_id, uniq),
+            ).fetchall()
+        found = {r[0]: q.item_row(r) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    def filter_item_ids(self, project_id: str, flt: ItemFilter) -> set[str]:
+        where, args = q.filter_sql(flt)
+        with self._tx() as conn:
+            rows = self._x(
+                conn,
+                f"SELECT i.item_id FROM items i WHERE i.project_id=%s AND i.active=1{where}",
+                (project_id, *args),
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def count_items(self, project_id: str) -> int:
+        with self._tx() as conn:
+            row = self._x(
+                conn, "SELECT count(*) FROM items WHERE project_id=%s AND active=1", (project_id,)
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    # -- vectors -------------------------------------------------------------------------
+    def pending_embeddings(
+        self, model: str, limit: int, project_id: str | None = None
+    ) -> list[tuple[str, str, str]]:
+        sql = (
+            "SELECT project_id, item_id, text FROM items WHERE active=1 "
+            "AND (embedded_model IS NULL OR embedded_model <> %s)"
+        )
+        args: list[Any] = [model]
+        if project_id is not None:
+            sql += " AND project_id=%s"
+            args.append(project_id)
+        else:
+            sql = CROSS_PROJECT + sql  # the embedding worker serves every project
+        with self._tx() as conn:
+            rows = self._x(conn, sql + " LIMIT %s", (*args, int(limit))).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def put_vectors(
+        self, model: str, rows: Sequence[tuple[str, str, npt.NDArray[np.float32]]]
+    ) -> int:
+        if not rows:
+            return 0
+        arrays = [(p, i, np.asarray(v, dtype=np.float32)) for p, i, v in rows]
+        for dim in sorted({int(a.shape[0]) for _, _, a in arrays}):
+            self._ensure_hnsw(dim)
+        written = 0
+        by_project: dict[str, list[tuple[str, npt.NDArray[np.float32]]]] = {}
+        for pid, item_id, arr in arrays:
+            by_project.setdefault(pid, []).append((item_id, arr))
+        with self._tx() as conn:
+            self._lock(conn, list(by_project), ensure=False, bump=True)
+            for pid in sorted(by_project):
+                wanted = dict(by_project[pid])
+                present = {
+                    r[0]
+                    for r in self._x(
+                        conn,
+                        "SELECT item_id FROM items WHERE project_id=%s AND item_id = ANY(%s)",
+                        (pid, list(wanted)),
+                    ).fetchall()
+                }  # an item forgotten while it was being embedded gets no vector
+                ids = [i for i in wanted if i in present]
+                if not ids:
+                    continue
+                self._x(
+                    conn,
+                    "DELETE FROM item_vectors WHERE project_id=%s AND item_id = ANY(%s) "
+                    "AND model<>%s",
+                    (pid, ids, model),
+                )
+                self._many(
+                    conn,
+                    "INSERT INTO item_vectors(project_id, item_id, model, dim, vec) "
+                    "VALUES (%s,%s,%s,%s,%s) ON CONFLICT (project_id, item_id, model) "
+                    "DO UPDATE SET dim=EXCLUDED.dim, vec=EXCLUDED.vec",
+                    [(pid, i, model, int(wanted[i].shape[0]), wanted[i]) for i in ids],
+                )
+                self._x(
+                    conn,
+                    "UPDATE items SET embedded_model=%s WHERE project_id=%s AND item_id = ANY(%s)",
+                    (model, pid, ids),
+                )
+                written += len(ids)
+        return written
+
+    def iter_vectors(
+        self, project_id: str, model: str, batch: int = 4096
+    ) -> Iterator[list[VectorRow]]:
+        sql = (
+            "SELECT v.item_id, v.vec FROM item_vectors v JOIN items i "
+            "ON i.project_id = v.project_id AND i.item_id = v.item_id "
+            "WHERE v.project_id=%s AND v.model=%s AND i.active=1"
+        )
+        with self._tx() as conn:
+            if self._on_statement is not None:
+                self._on_statement(sql)
+            with conn.cursor(name="ctxbase_vectors") as cur:
+                cur.execute(sql, (project_id, model))
+                while rows := cur.fetchmany(batch):
+                    yield [VectorRow(r[0], as_array(r[1])) for r in rows]
+
+    def vector_search(
+        self,
+        project_id: str,
+        model: str,
+        query: npt.NDArray[np.float32],
+        limit: int,
+        allowed_ids: set[str] | None = None,
+    ) -> list[tuple[str, float]] | None:
+        vec = np.asarray(query, dtype=np.float32).ravel()
+        dim = int(vec.shape[0])
+        if limit <= 0 or dim == 0 or (allowed_ids is not None and not allowed_ids):
+            return []
+        # The ORDER BY expression must be the indexed one, `vec::vector(dim)`, to use HNSW.
+        sql = (
+            f"SELECT v.item_id, v.vec::vector({dim}) <=> %s AS distance "
+            "FROM item_vectors v JOIN items i "
+            "ON i.project_id = v.project_id AND i.item_id = v.item_id "
+            f"WHERE v.project_id=%s AND v.model=%s AND v.dim = {dim} AND i.active = 1"
+        )
+        args: list[Any] = [vec, project_id, model]
+        if allowed_ids is not None:
+            sql += " AND v.item_id = ANY(%s)"
+            args.append(sorted(allowed_ids))
+        sql += " ORDER BY distance LIMIT %s"
+        args.append(int(limit))
+        with self._tx() as conn:
+            rows = self._x(conn, sql, args).fetchall()
+        # A zero vector has no cosine (NaN distance): it matches nothing.
+        return [(r[0], 1.0 - float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]
+
+    def index_generation(self, project_id: str) -> int:
+        with self._tx() as conn:
+            row = self._x(
+                conn, "SELECT generation FROM projects WHERE project_id=%s", (project_id,)
+            ).fetchone()
+        return int(row[0]) if row else 0

@@ -1,0 +1,281 @@
+"""SQL pieces of the PostgreSQL backend: schema extras, keyword queries, row conversion.
+
+Kept apart from postgres.py so the store class stays readable; nothing here opens a
+connection. The keyword index stores the exact terms the SQLite backend indexes (see
+`TERMS_TSVECTOR`), so both backends match the same documents for the same query.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import StorageError
+from ..model import Entity, Relation, SessionInfo, TaskInfo
+from .base import ItemFilter, SearchItem
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "EVENT_COLS",
+    "HNSW_MAX_DIM",
+    "ITEM_COLS",
+    "POST_MIGRATIONS",
+    "PRE_MIGRATIONS",
+    "clean_json",
+    "clean_text",
+    "entity_row",
+    "filter_sql",
+    "hnsw_index_sql",
+    "item_row",
+    "keyword_sql",
+    "match_terms",
+    "relation_row",
+    "session_row",
+    "task_row",
+    "tsquery_lexeme",
+]
+
+# Okapi BM25 constants, the same as SQLite FTS5's bm25().
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+# pgvector's HNSW indexes `vector` columns of at most 2000 dimensions.
+HNSW_MAX_DIM = 2000
+
+# Terms are at most 64 characters for words; this bound only guards tsvector's lexeme limit.
+_MAX_LEXEME_CHARS = 500
+
+# to_tsvector() would re-parse the terms with PostgreSQL's own parser, which splits
+# identifiers (user_id -> user, id) and URLs differently from the SQLite index. Casting
+# "'term':position ..." text to tsvector keeps every term verbatim, with positions (for term
+# frequencies) and without any stemming or stop words: the same terms FTS5 sees.
+TERMS_TSVECTOR = """CREATE OR REPLACE FUNCTION ctxbase_terms_tsvector(terms TEXT)
+RETURNS tsvector LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+    SELECT coalesce(string_agg(
+        '''' || replace(replace(left(t, 500), '\\', '\\\\'), '''', '''''')
+        || ''':' || least(n, 16383), ' '), '')::tsvector
+    FROM unnest(string_to_array(terms, ' ')) WITH ORDINALITY AS u(t, n)
+    WHERE t <> ''
+$fn$"""
+
+# Statements run before / after the shared schema of a version.
+PRE_MIGRATIONS: dict[int, list[str]] = {1: ["CREATE EXTENSION IF NOT EXISTS vector"]}
+POST_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        TERMS_TSVECTOR,
+        "ALTER TABLE items ADD COLUMN IF NOT EXISTS tsv tsvector "
+        "GENERATED ALWAYS AS (ctxbase_terms_tsvector(terms)) STORED",
+        # Document length for BM25 (FTS5 counts tokens the same way).
+        "ALTER TABLE items ADD COLUMN IF NOT EXISTS nterms INTEGER "
+        "GENERATED ALWAYS AS (cardinality(string_to_array(terms, ' '))) STORED",
+        "CREATE INDEX IF NOT EXISTS items_tsv ON items USING gin (tsv)",
+    ]
+}
+
+
+def hnsw_index_sql(dim: int) -> str:
+    """A partial expression index for one dimension: `vector` columns of mixed dimension
+    cannot be indexed as a whole, `vec::vector(dim)` over the rows `WHERE dim = dim` can."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS item_vectors_hnsw_{dim} ON item_vectors "
+        f"USING hnsw ((vec::vector({dim})) vector_cosine_ops) WHERE dim = {dim}"
+    )
+
+
+EVENT_COLS = (
+    "event_id, session_id, task_id, seq, agent_id, agent_role, type, text, data, ts, "
+    "importance, metadata, active, project_id"
+)
+ITEM_COLS = (
+    "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
+    "path, line_start, line_end, latest, importance"
+)
+
+
+def clean_text(value: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL characters: they become U+FFFD."""
+    if value is None or "\x00" not in value:
+        return value
+    return value.replace("\x00", "\ufffd")
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v) for v in value]
+    return value
+
+
+def clean_json(value: Any) -> str:
+    """JSON text for a jsonb column (jsonb refuses \\u0000 inside strings)."""
+    text = json.dumps(value, ensure_ascii=False)
+    if "\\u0000" in text:
+        text = json.dumps(_scrub(value), ensure_ascii=False)
+    return text
+
+
+_QUOTED = re.compile(r'"((?:[^"]|"")*)"')
+
+
+def match_terms(match: str) -> tuple[list[str], str]:
+    """Terms and mode ("or"/"and") of an FTS5 MATCH string built by
+    retrieve.tokenize.fts_match_expression: quoted terms joined by OR (or by AND)."""
+    terms = [m.group(1).replace('""', '"') for m in _QUOTED.finditer(match)]
+    words = _QUOTED.sub(" ", match).split()
+    ops = {w for w in words if w in ("OR", "AND")}
+    if len(ops) > 1:
+        raise StorageError(f"keyword query {match!r} mixes AND and OR")
+    # A bare word (hand-written query) is a term; FTS5 syntax beyond AND/OR is not supported.
+    terms += [w for w in words if w not in ("OR", "AND")]
+    terms = [clean_text(t) or "" for t in dict.fromkeys(terms)]
+    return [t[:_MAX_LEXEME_CHARS] for t in terms if t.strip()], ("and" if ops == {"AND"} else "or")
+
+
+def tsquery_lexeme(term: str) -> str:
+    """One verbatim lexeme in tsquery syntax (quoted, so operators inside are literal)."""
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def filter_sql(flt: ItemFilter | None, alias: str = "i") -> tuple[str, list[Any]]:
+    """ItemFilter as ` AND ...` conditions on the items table (same meaning as SQLite's)."""
+    if flt is None:
+        return "", []
+    sql = ""
+    args: list[Any] = []
+    for col, values in (
+        ("session_id", flt.session_ids),
+        ("agent_id", flt.agent_ids),
+        ("agent_role", flt.agent_roles),
+        ("type", flt.types),
+        ("kind", flt.kinds),
+        ("owner_id", flt.owner_ids),
+    ):
+        if values is not None:
+            sql += f" AND {alias}.{col} = ANY(%s)"
+            args.append(list(values))
+    if flt.path_prefix is not None:
+        sql += f" AND starts_with({alias}.path, %s)"
+        args.append(flt.path_prefix)
+    for cond, value in (
+        ("line_end >= %s", flt.line_from),
+        ("line_start <= %s", flt.line_to),
+        ("ts >= %s", flt.since),
+        ("ts <= %s", flt.until),
+    ):
+        if value is not None:
+            sql += f" AND {alias}.{cond}"
+            args.append(value)
+    if flt.latest_only:
+        sql += f" AND {alias}.latest = 1"
+    return sql, args
+
+
+def keyword_sql(where: str) -> str:
+    """BM25 over the matching items, computed like FTS5's bm25() (see module docs).
+
+    Parameters, in order: per-term tsquery texts, the filter's arguments, project id, the
+    whole tsquery, document count, average document length, limit. Document frequencies
+    come from the project's matching active items before the structured filter, as FTS5's
+    come from the whole index; the filter only decides which items are returned. The
+    document count may lag behind (it is cached per index generation, and concurrent writes
+    commit between statements), so it is never taken below a term's document frequency.
+    """
+    return f"""WITH q AS (
+    SELECT n, t::tsquery AS tq FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n)
+), m AS (
+    SELECT i.item_id, i.tsv, i.nterms, (TRUE{where}) AS ok FROM items i
+    WHERE i.project_id = %s AND i.active = 1 AND i.tsv @@ %s::tsquery
+), tf AS (
+    SELECT m.item_id, m.nterms, m.ok, ts_rank_cd('{{1,1,1,1}}', m.tsv, q.tq, 0) AS f,
+        count(*) OVER (PARTITION BY q.n) AS df
+    FROM m JOIN q ON m.tsv @@ q.tq
+)
+SELECT item_id, sum(
+    greatest(ln((greatest(%s, df) - df + 0.5) / (df + 0.5)), 1e-6)
+    * f * {BM25_K1 + 1} / (f + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * nterms / %s))
+) AS score
+FROM tf WHERE ok GROUP BY item_id ORDER BY score DESC, item_id LIMIT %s"""
+
+
+def session_row(row: Sequence[Any]) -> SessionInfo:
+    return SessionInfo(
+        project_id=row[0],
+        session_id=row[1],
+        status=row[2],
+        title=row[3],
+        created_at=row[4],
+        updated_at=row[5],
+        metadata=row[6] or {},
+    )
+
+
+def task_row(row: Sequence[Any]) -> TaskInfo:
+    return TaskInfo(
+        project_id=row[0],
+        task_id=row[1],
+        session_id=row[2],
+        parent_task_id=row[3],
+        title=row[4] or "",
+        status=row[5],
+        created_at=row[6],
+        updated_at=row[7],
+        metadata=row[8] or {},
+    )
+
+
+def entity_row(row: Sequence[Any]) -> Entity:
+    return Entity(
+        project_id=row[0],
+        id=row[1],
+        type=row[2],
+        name=row[3],
+        text=row[4] or "",
+        properties=row[5] or {},
+        version=row[6],
+        latest=bool(row[7]),
+        active=bool(row[8]),
+        created_at=row[9],
+        updated_at=row[10],
+    )
+
+
+def relation_row(row: Sequence[Any]) -> Relation:
+    return Relation(
+        project_id=row[0],
+        id=row[1],
+        from_id=row[2],
+        type=row[3],
+        to_id=row[4],
+        confidence=row[5],
+        source=row[6],
+        created_at=row[7],
+        valid_from=row[8],
+        valid_to=row[9],
+        properties=row[10] or {},
+    )
+
+
+def item_row(row: Sequence[Any]) -> SearchItem:
+    return SearchItem(
+        item_id=row[0],
+        owner_id=row[1],
+        kind=row[2],
+        type=row[3],
+        text=row[4],
+        terms=row[5],
+        ts=row[6],
+        session_id=row[7],
+        agent_id=row[8],
+        agent_role=row[9],
+        path=row[10],
+        line_start=row[11],
+        line_end=row[12],
+        latest=bool(row[13]),
+        importance=row[14],
+    )

@@ -1,0 +1,634 @@
+"""PostgreSQL backend: psycopg 3 with a connection pool, pgvector and full-text search.
+
+Behaviour follows the SQLite backend (the reference); the differences are listed in
+docs/citus.md. Design:
+
+* Every write runs in one transaction that first locks the project's row (in sorted order
+  when a call spans projects), so writers of one project queue like SQLite writers do, the
+  per-session `seq` and NEXT edges stay gap-free, and no two writers can deadlock. Readers
+  never wait (MVCC).
+* Keywords: items.tsv is a stored generated tsvector of the very terms SQLite's FTS5 indexes
+  (verbatim lexemes, see pg_sql.TERMS_TSVECTOR) with a GIN index; ranking is BM25 with FTS5's
+  formula computed in SQL, document statistics taken per project.
+* Vectors: item_vectors.vec is an unconstrained `vector` with its dimension in `dim`; each
+  dimension gets a partial HNSW expression index (cosine) when first stored, and searches use
+  it with pgvector's iterative scans so project, model and id filters still return k rows.
+* Every statement on a project table filters by project_id (Citus can distribute all tables
+  by project with co-location); the two deliberate cross-project reads carry the comment
+  `/* cross-project */`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
+from . import pg_sql as q
+from .base import ForgetReport, SearchItem, Store
+from .pg_admin import PgAdmin
+from .pg_base import CROSS_PROJECT, Conn, jsonb, text
+from .pg_search import PgSearch
+from .sqlite import tombstone_hash
+
+__all__ = ["PostgresStore"]
+
+
+class PostgresStore(PgSearch, PgAdmin, Store):
+    """Store in a PostgreSQL database with the pgvector extension.
+
+    `PostgresStore(url, min_size=1, max_size=8, on_statement=None)`: pool bounds, and a
+    callable that sees every SQL text sent (audits, tests).
+    """
+
+    def ensure_project(self, project_id: str) -> None:
+        with self._tx() as conn:
+            self._ensure(conn, project_id)
+
+    def list_projects(self) -> list[str]:
+        with self._tx() as conn:
+            rows = self._x(
+                conn, CROSS_PROJECT + "SELECT project_id FROM projects ORDER BY project_id"
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    _SESSION_SELECT = (
+        "SELECT project_id, session_id, status, title, created_at, updated_at, metadata "
+        "FROM sessions "
+    )
+
+    def upsert_session(self, session: SessionInfo) -> None:
+        with self._tx() as conn:
+            self._lock(conn, [session.project_id], ensure=True, bump=False)
+            self._x(
+                conn,
+                "INSERT INTO sessions(project_id, session_id, status, title, created_at, "
+                "updated_at, metadata) VALUES (%s,%s,%s,%s,%s,%s,%s) "
+                "ON CONFLICT (project_id, session_id) DO UPDATE SET status=EXCLUDED.status, "
+                "title=EXCLUDED.title, updated_at=EXCLUDED.updated_at, "
+                "metadata=EXCLUDED.metadata",
+                (
+                    session.project_id,
+                    session.session_id,
+                    session.status,
+                    text(session.title),
+                    session.created_at,
+                    session.updated_at,
+                    jsonb(session.metadata),
+                ),
+            )
+
+    def get_session(self, project_id: str, session_id: str) -> SessionInfo | None:
+        with self._tx() as conn:
+            row = self._x(
+                conn,
+                self._SESSION_SELECT + "WHERE project_id=%s AND session_id=%s",
+                (project_id, session_id),
+            ).fetchone()
+        return q.session_row(row) if row else None
+
+    def list_sessions(self, project_id: str) -> list[SessionInfo]:
+        with self._tx() as conn:
+            rows = self._x(
+                conn,
+                self._SESSION_SELECT + "WHERE project_id=%s ORDER BY created_at, session_id",
+                (project_id,),
+            ).fetchall()
+        return [q.session_row(r) for r in rows]
+
+    def upsert_task(self, task: TaskInfo) -> None:
+        with self._tx() as conn:
+            self._lock(conn, [task.project_id], ensure=True, bump=False)
+            self._x(
+                conn,
+                "INSERT INTO tasks(project_id, task_id, session_id, parent_task_id, title,"
+                " status, created_at, updated_at, metadata) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)"
+                " ON CONFLICT (project_id, task_id) DO UPDATE SET session_id=EXCLUDED.session_id,"
+                " parent_task_id=EXCLUDED.parent_task_id, title=EXCLUDED.title,"
+                " status=EXCLUDED.status, updated_at=EXCLUDED.updated_at,"
+                " metadata=EXCLUDED.metadata",
+                (
+                    task.project_id,
+                    task.task_id,
+                    task.session_id,
+                    task.parent_task_id,
+                    text(task.title),
+                    task.status,
+                    task.created_at,
+                    task.updated_at,
+                    jsonb(task.metadata),
+                ),
+            )
+
+    _TASK_SELECT = (
+        "SELECT project_id, task_id, session_id, parent_task_id, title, status, created_at, "
+        "updated_at, metadata FROM tasks "
+    )
+
+    def get_task(self, project_id: str, task_id: str) -> TaskInfo | None:
+        with self._tx() as conn:
+            row = self._x(
+                conn,
+                self._TASK_SELECT + "WHERE project_id=%s AND task_id=%s",
+                (project_id, task_id),
+            ).fetchone()
+        return q.task_row(row) if row else None
+
+    def list_tasks(self, project_id: str, session_id: str | None = None) -> list[TaskInfo]:
+        sql = self._TASK_SELECT + "WHERE project_id=%s"
+        args: list[Any] = [project_id]
+        if session_id is not None:
+            sql += " AND session_id=%s"
+            args.append(session_id)
+        with self._tx() as conn:
+            rows = self._x(conn, sql + " ORDER BY created_at, task_id", args).fetchall()
+        return [q.task_row(r) for r in rows]
+
+    # -- events ------------------------------------------------------------------------
+    def write_events(
+        self, events: Sequence[Event], items: Sequence[Sequence[SearchItem]]
+    ) -> list[Event]:
+        if len(events) != len(items):
+            raise ValueError("write_events needs one list of search items per event")
+        if not events:
+            return []
+        by_project: dict[str, list[int]] = {}
+        for n, e in enumerate(events):
+            by_project.setdefault(e.project_id, []).append(n)
+        done: dict[int, Event] = {}
+        with self._tx() as conn:
+            self._lock(conn, list(by_project), ensure=True, bump=True)
+            for pid in sorted(by_project):
+                fresh = self._fresh_events(conn, pid, by_project[pid], events)
+                stored = self._insert_events(conn, pid, [(events[n], items[n]) for n in fresh])
+                done.update(zip(fresh, stored, strict=True))
+        return [done[n] for n in sorted(done)]
+
+    def _fresh_events(
+        self, conn: Conn, project_id: str, idx: Sequence[int], events: Sequence[Event]
+    ) -> list[int]:
+        """Positions of the events not yet stored, not forgotten and not repeated."""
+        ids = list(dict.fromkeys(events[n].id for n in idx))
+        stored = {
+            r[0]
+            for r in self._x(
+                conn,
+                "SELECT event_id FROM events WHERE project_id=%s AND event_id = ANY(%s)",
+                (project_id, ids),
+            ).fetchall()
+        }
+        hashes = {tombstone_hash(i): i for i in ids}
+        forgotten = {
+            hashes[r[0]]
+            for r in self._x(
+                conn,
+                "SELECT hashed_id FROM tombstones WHERE project_id=%s AND hashed_id = ANY(%s)",
+                (project_id, list(hashes)),
+            ).fetchall()
+        }
+        seen = stored | forgotten
+        fresh: list[int] = []
+        for n in idx:
+            if events[n].id not in seen:
+                seen.add(events[n].id)
+                fresh.append(n)
+        return fresh
+
+    def _insert_events(
+        self, conn: Conn, project_id: str, pairs: Sequence[tuple[Event, Sequence[SearchItem]]]
+    ) -> list[Event]:
+        # Session tails: (last_seq, last_event_id, created now), locked for the transaction.
+        tails: dict[str, list[Any]] = {}
+        for sid in sorted({e.session_id for e, _ in pairs}):
+            row = self._x(
+                conn,
+                "SELECT last_seq, last_event_id FROM sessions WHERE project_id=%s "
+                "AND session_id=%s FOR UPDATE",
+                (project_id, sid),
+            ).fetchone()
+            tails[sid] = [int(row[0]), row[1], False] if row else [0, None, True]
+        stored_events: list[Event] = []
+        event_rows: list[tuple[Any, ...]] = []
+        edges: list[tuple[Any, ...]] = []
+        new_sessions: list[tuple[Any, ...]] = []
+        all_items: list[SearchItem] = []
+        touched: dict[str, float] = {}
+        for event, event_items in pairs:
+            tail = tails[event.session_id]
+            seq, prev_id = tail[0] + 1, tail[1]
+            if tail[2] and seq == 1:
+                new_sessions.append((project_id, event.session_id, "active", event.ts, event.ts))
+            else:
+                touched[event.session_id] = max(event.ts, time.time())
+            tail[0], tail[1] = seq, event.id
+            stored = event.model_copy(update={"seq": seq})
+            stored_events.append(stored)
+            event_rows.append(
+                (
+                    stored.id,
+                    stored.session_id,
+                    stored.task_id,
+                    seq,
+                    stored.agent_id,
+                    text(stored.agent_role),
+                    stored.type,
+                    text(stored.text),
+                    jsonb(stored.data),
+                    stored.ts,
+                    stored.importance,
+                    jsonb(stored.metadata),
+                    1 if stored.active else 0,
+                    project_id,
+                )
+            )
+            links: list[tuple[str, str, str]] = []
+            if prev_id:
+                links.append((prev_id, "NEXT", stored.id))
+            links += [(stored.id, "CAUSED_BY", p) for p in stored.parent_event_ids]
+            links += [(stored.id, "REFERS_TO", r) for r in stored.refers_to]
+            for from_id, rtype, to_id in links:
+                rel = Relation(
+                    project_id=project_id,
+                    from_id=from_id,
+                    type=rtype,
+                    to_id=to_id,
+                    source="auto:capture",
+                    created_at=stored.ts,
+                    valid_from=stored.ts,
+                )
+                edges.append(self._relation_args(rel))
+            all_items.extend(event_items)
+        self._many(
+            conn,
+            "INSERT INTO sessions(project_id, session_id, status, created_at, updated_at, "
+            "metadata) VALUES (%s,%s,%s,%s,%s,'{}'::jsonb) "
+            "ON CONFLICT (project_id, session_id) DO NOTHING",
+            new_sessions,
+        )
+        # Like SQLite: a session's updated_at moves with every event after its first.
+        self._many(
+            conn,
+            "UPDATE sessions SET last_seq=%s, last_event_id=%s, "
+            "updated_at=coalesce(%s, updated_at) WHERE project_id=%s AND session_id=%s",
+            [(t[0], t[1], touched.get(sid), project_id, sid) for sid, t in tails.items()],
+        )
+        self._many(
+            conn,
+            f"INSERT INTO events({q.EVENT_COLS}) VALUES ({','.join(['%s'] * 14)})",
+            event_rows,
+        )
+        self._many(conn, self._RELATION_UPSERT, edges)
+        self._insert_items(conn, project_id, all_items)
+        return stored_events
+
+    def _insert_items(self, conn: Conn, project_id: str, items: Sequence[SearchItem]) -> None:
+        if not items:
+            return
+        # A re-indexed item loses its old vector (its text may have changed).
+        self._x(
+            conn,
+            "DELETE FROM item_vectors WHERE project_id=%s AND item_id = ANY(%s)",
+            (project_id, [it.item_id for it in items]),
+        )
+        cols = [c.strip() for c in q.ITEM_COLS.split(",")]
+        updates = ", ".join(f"{c}=EXCLUDED.{c}" for c in cols[1:])
+        self._many(
+            conn,
+            f"INSERT INTO items({q.ITEM_COLS}, project_id) VALUES ({','.join(['%s'] * 16)}) "
+            f"ON CONFLICT (project_id, item_id) DO UPDATE SET {updates}, active=1, "
+            "embedded_model=NULL",
+            [
+                (
+                    it.item_id,
+                    it.owner_id,
+                    it.kind,
+                    it.type,
+                    text(it.text),
+                    text(it.terms),
+                    it.ts,
+                    it.session_id,
+                    it.agent_id,
+                    text(it.agent_role),
+                    text(it.path),
+                    it.line_start,
+                    it.line_end,
+                    1 if it.latest else 0,
+                    it.importance,
+                    project_id,
+                )
+                for it in items
+            ],
+        )
+
+    def existing_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
+        uniq = list(dict.fromkeys(ids))
+        if not uniq:
+            return set()
+        with self._tx() as conn:
+            rows = self._x(
+                conn,
+                "SELECT event_id FROM events WHERE project_id=%s AND event_id = ANY(%s) "
+                "UNION SELECT entity_id FROM entities WHERE project_id=%s "
+                "AND entity_id = ANY(%s)",
+                (project_id, uniq, project_id, uniq),
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def _events(self, conn: Conn, rows: Sequence[Sequence[Any]]) -> list[Event]:
+        if not rows:
+            return []
+        pid = rows[0][13]
+        links: dict[str, list[tuple[str, str]]] = {}
+        for from_id, rtype, to_id in self._x(
+            conn,
+            "SELECT from_id, type, to_id FROM relations WHERE project_id=%s "
+            "AND from_id = ANY(%s) AND type IN ('CAUSED_BY','REFERS_TO') "
+            "ORDER BY created_at, to_id",
+            (pid, [r[0] for r in rows]),
+        ).fetchall():
+            links.setdefault(from_id, []).append((rtype, to_id))
+        out = []
+        for row in rows:
+            rels = links.get(row[0], [])
+            out.append(
+                Event(
+                    id=row[0],
+                    session_id=row[1],
+                    task_id=row[2],
+                    seq=row[3],
+                    agent_id=row[4],
+                    agent_role=row[5],
+                    type=row[6],
+                    text=row[7],
+                    data=row[8],
+                    ts=row[9],
+                    importance=row[10],
+                    metadata=row[11] or {},
+                    active=bool(row[12]),
+                    project_id=row[13],
+                    parent_event_ids=[t for r, t in rels if r == "CAUSED_BY"],
+                    refers_to=[t for r, t in rels if r == "REFERS_TO"],
+                )
+            )
+        return out
+
+    def get_events(
+        self, project_id: str, ids: Sequence[str], include_inactive: bool = False
+    ) -> list[Event]:
+        uniq = list(dict.fromkeys(ids))
+        if not uniq:
+            return []
+        sql = f"SELECT {q.EVENT_COLS} FROM events WHERE project_id=%s AND event_id = ANY(%s)"
+        if not include_inactive:
+            sql += " AND active=1"
+        with self._tx() as conn:
+            rows = self._x(conn, sql, (project_id, uniq)).fetchall()
+            found = {e.id: e for e in self._events(conn, rows)}
+        return [found[i] for i in ids if i in found]
+
+    def list_events(
+        self,
+        project_id: str,
+        session_id: str | None = None,
+        *,
+        last_n: int | None = None,
+        types: Sequence[str] | None = None,
+        task_id: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        include_inactive: bool = False,
+    ) -> list[Event]:
+        sql = f"SELECT {q.EVENT_COLS} FROM events WHERE project_id=%s"
+        args: list[Any] = [project_id]
+        for cond, value in (
+            ("session_id=%s", session_id),
+            ("type = ANY(%s)", list(types) if types else None),
+            ("task_id=%s", task_id),
+            ("ts>=%s", since),
+            ("ts<=%s", until),
+        ):
+            if value is not None:
+                sql += f" AND {cond}"
+                args.append(value)
+        if not include_inactive:
+            sql += " AND active=1"
+        order = "seq" if session_id is not None else "ts, seq"
+        if last_n is not None:
+            desc = "seq DESC" if session_id is not None else "ts DESC, seq DESC"
+            sql = f"SELECT * FROM ({sql} ORDER BY {desc} LIMIT %s) AS last ORDER BY {order}"
+            args.append(int(last_n))
+        else:
+            sql += f" ORDER BY {order}"
+        with self._tx() as conn:
+            return self._events(conn, self._x(conn, sql, args).fetchall())
+
+    def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
+        flag = 1 if active else 0
+        uniq = list(dict.fromkeys(ids))
+        changed = 0
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=False, bump=True)
+            for table, col in (("events", "event_id"), ("entities", "entity_id")):
+                cur = self._x(
+                    conn,
+                    f"UPDATE {table} SET active=%s WHERE project_id=%s AND {col} = ANY(%s) "
+                    "AND active<>%s",
+                    (flag, project_id, uniq, flag),
+                )
+                changed += cur.rowcount
+            self._x(
+                conn,
+                "UPDATE items SET active=%s WHERE project_id=%s AND owner_id = ANY(%s)",
+                (flag, project_id, uniq),
+            )
+        return changed
+
+    # -- entities and relations ----------------------------------------------------------
+    _ENTITY_SELECT = (
+        "SELECT project_id, entity_id, type, name, text, properties, version, latest, active, "
+        "created_at, updated_at FROM entities "
+    )
+
+    def upsert_entity(self, entity: Entity, items: Sequence[SearchItem]) -> Entity:
+        with self._tx() as conn:
+            pid = entity.project_id
+            self._lock(conn, [pid], ensure=True, bump=True)
+            # Re-creating a forgotten entity is deliberate (unlike a stale event retry).
+            self._x(
+                conn,
+                "DELETE FROM tombstones WHERE project_id=%s AND hashed_id=%s",
+                (pid, tombstone_hash(entity.id)),
+            )
+            row = self._x(
+                conn,
+                "INSERT INTO entities(project_id, entity_id, type, name, text, properties, "
+                "version, latest, active, created_at, updated_at) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+                "ON CONFLICT (project_id, entity_id) DO UPDATE SET type=EXCLUDED.type, "
+                "name=EXCLUDED.name, text=EXCLUDED.text, properties=EXCLUDED.properties, "
+                "version=EXCLUDED.version, latest=EXCLUDED.latest, active=EXCLUDED.active, "
+                "updated_at=EXCLUDED.updated_at RETURNING created_at",
+                (
+                    pid,
+                    entity.id,
+                    text(entity.type),
+                    text(entity.name),
+                    text(entity.text),
+                    jsonb(entity.properties),
+                    entity.version,
+                    1 if entity.latest else 0,
+                    1 if entity.active else 0,
+                    entity.created_at,
+                    entity.updated_at,
+                ),
+            ).fetchone()
+            stored = entity.model_copy(update={"created_at": row[0] if row else entity.created_at})
+            # Replace the entity's search units wholesale: stale chunks must not linger.
+            self._delete_items_of(conn, pid, [entity.id], ForgetReport())
+            self._insert_items(conn, pid, items)
+        return stored
+
+    def get_entities(
+        self, project_id: str, ids: Sequence[str], include_inactive: bool = False
+    ) -> list[Entity]:
+        uniq = list(dict.fromkeys(ids))
+        if not uniq:
+            return []
+        sql = self._ENTITY_SELECT + "WHERE project_id=%s AND entity_id = ANY(%s)"
+        if not include_inactive:
+            sql += " AND active=1"
+        with self._tx() as conn:
+            rows = self._x(conn, sql, (project_id, uniq)).fetchall()
+        found = {r[1]: q.entity_row(r) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    def list_entities(
+        self,
+        project_id: str,
+        *,
+        type: str | None = None,
+        name: str | None = None,
+        latest_only: bool = True,
+        limit: int | None = None,
+    ) -> list[Entity]:
+        sql = self._ENTITY_SELECT + "WHERE project_id=%s AND active=1"
+        args: list[Any] = [project_id]
+        if type is not None:
+            sql += " AND type=%s"
+            args.append(type)
+        if name is not None:
+            sql += " AND name=%s"
+            args.append(name)
+        if latest_only:
+            sql += " AND latest=1"
+        sql += " ORDER BY type, name, version"
+        if limit is not None:
+            sql += " LIMIT %s"
+            args.append(int(limit))
+        with self._tx() as conn:
+            return [q.entity_row(r) for r in self._x(conn, sql, args).fetchall()]
+
+    # Re-asserting a closed relation opens a new validity period; an open one keeps its own.
+    _RELATION_UPSERT = (
+        "INSERT INTO relations(project_id, relation_id, from_id, type, to_id, confidence, "
+        "source, created_at, valid_from, valid_to, properties) "
+        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
+        "ON CONFLICT (project_id, relation_id) DO UPDATE SET from_id=EXCLUDED.from_id, "
+        "type=EXCLUDED.type, to_id=EXCLUDED.to_id, confidence=EXCLUDED.confidence, "
+        "source=EXCLUDED.source, valid_from=CASE WHEN relations.valid_to IS NULL "
+        "THEN relations.valid_from ELSE EXCLUDED.valid_from END, "
+        "valid_to=EXCLUDED.valid_to, properties=EXCLUDED.properties"
+    )
+
+    @staticmethod
+    def _relation_args(rel: Relation) -> tuple[Any, ...]:
+        return (
+            rel.project_id,
+            relation_id_for(rel.project_id, rel.from_id, rel.type, rel.to_id),
+            rel.from_id,
+            rel.type,
+            rel.to_id,
+            rel.confidence,
+            text(rel.source),
+            rel.created_at,
+            rel.valid_from,
+            rel.valid_to,
+            jsonb(rel.properties),
+        )
+
+    def upsert_relations(self, relations: Sequence[Relation]) -> list[Relation]:
+        out: list[Relation] = []
+        if not relations:
+            return out
+        with self._tx() as conn:
+            self._lock(conn, [r.project_id for r in relations], ensure=True, bump=False)
+            for rel in relations:
+                args = self._relation_args(rel)
+                row = self._x(
+                    conn, self._RELATION_UPSERT + " RETURNING created_at, valid_from", args
+                ).fetchone()
+                assert row is not None
+                out.append(
+                    rel.model_copy(
+                        update={"id": args[1], "created_at": row[0], "valid_from": row[1]}
+                    )
+                )
+        return out
+
+    def close_relation(self, project_id: str, relation_id: str, at: float) -> bool:
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=False, bump=False)
+            cur = self._x(
+                conn,
+                "UPDATE relations SET valid_to=%s WHERE project_id=%s AND relation_id=%s "
+                "AND valid_to IS NULL",
+                (at, project_id, relation_id),
+            )
+            return cur.rowcount > 0
+
+    def list_relations(
+        self,
+        project_id: str,
+        node_ids: Sequence[str] | None = None,
+        *,
+        direction: str = "both",
+        types: Sequence[str] | None = None,
+        include_closed: bool = False,
+        min_confidence: float = 0.0,
+    ) -> list[Relation]:
+        if direction not in ("out", "in", "both"):
+            raise ValueError(f"direction must be 'out', 'in' or 'both' (got {direction!r})")
+        sql = (
+            "SELECT r.project_id, r.relation_id, r.from_id, r.type, r.to_id, r.confidence, "
+            "r.source, r.created_at, r.valid_from, r.valid_to, r.properties FROM relations r "
+            "WHERE r.project_id=%s"
+        )
+        args: list[Any] = [project_id]
+        if node_ids is not None:
+            nodes = list(dict.fromkeys(node_ids))
+            if direction == "both":
+                sql += " AND (r.from_id = ANY(%s) OR r.to_id = ANY(%s))"
+                args += [nodes, nodes]
+            else:
+                sql += f" AND r.{'from_id' if direction == 'out' else 'to_id'} = ANY(%s)"
+                args.append(nodes)
+        if types:
+            sql += " AND r.type = ANY(%s)"
+            args.append(list(types))
+        if not include_closed:
+            sql += " AND r.valid_to IS NULL"
+        if min_confidence > 0:
+            sql += " AND r.confidence>=%s"
+            args.append(min_confidence)
+        # A soft-deleted event or entity is hidden from every read, so are its edges.
+        sql += (
+            " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = %s"
+            " AND e.event_id IN (r.from_id, r.to_id) AND e.active = 0)"
+            " AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.project_id = %s"
+            " AND n.entity_id IN (r.from_id, r.to_id) AND n.active = 0)"
+        )
+        args += [project_id, project_id]
+        with self._tx() as conn:
+            rows = self._x(conn, sql + " ORDER BY r.created_at, r.relation_id", args).fetchall()
+        return [q.relation_row(r) for r in rows]

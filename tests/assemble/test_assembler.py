@@ -1,0 +1,297 @@
+"""Assembly: layer order, labels, strategies, policies, budgets (property-based), limits."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ctxbase
+from ctxbase import ContextBase
+from ctxbase.assemble.assembler import Assembler, memory_section_for
+from ctxbase.assemble.budget import BudgetTooSmall
+from ctxbase.assemble.facts import RuleFactExtractor
+from ctxbase.assemble.manager import ContextManager
+from ctxbase.assemble.policy import PolicyError
+from ctxbase.assemble.tokens import count_messages, get_token_counter
+from ctxbase.errors import ConflictError
+
+
+@pytest.fixture
+def cb(tmp_path: Path) -> Iterator[ContextBase]:
+    base = ctxbase.open(str(tmp_path / "x.db"), project="p", embedder="hash")
+    yield base
+    base.close()
+
+
+def _text(messages: list[dict[str, str]]) -> str:
+    return "\n".join(m["content"] for m in messages)
+
+
+def _seed(cb: ContextBase) -> tuple[ContextManager, str]:
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    sid = cm.create_session(session_id="s1")
+    cm.switch_task(sid, "订单接口加缓存")
+    cm.add_message(sid, "user", "把预算控制在5万以内")
+    cm.add_message(sid, "assistant", "好的，记下了预算。")
+    cb.upsert_entity("document", "Redis 缓存规范", "缓存过期时间必须是整数秒。", id="doc_1")
+    cb.wait_for_embeddings()
+    return cm, sid
+
+
+def test_layers_come_in_the_fixed_order_with_labels(cb: ContextBase) -> None:
+    _, sid = _seed(cb)
+    ctx = Assembler(cb).assemble(
+        session_id=sid, agent_role="planner", user_intent="Redis 缓存规范怎么要求过期时间"
+    )
+    contents = [m["content"] for m in ctx.messages]
+    starts = ["You are the planner agent", "Known facts:", "Current task:", "Retrieved context"]
+    positions = [next(i for i, c in enumerate(contents) if c.startswith(s)) for s in starts]
+    assert positions == sorted(positions) == [0, 1, 2, 3]
+    assert [m["role"] for m in ctx.messages[4:-1]] == ["user", "assistant"]
+    assert ctx.messages[-1] == {"role": "user", "content": "Redis 缓存规范怎么要求过期时间"}
+    assert "[document doc_1] Redis 缓存规范" in contents[3]
+    assert [d["id"] for d in ctx.documents] == ["doc_1"]
+    assert ctx.total_tokens == count_messages(ctx.messages, get_token_counter())
+    assert sum(ctx.tokens_by_layer.values()) == ctx.total_tokens
+
+
+texts = st.text(alphabet=st.sampled_from(list("abc xyz缓存订单接口。.\n0123")), max_size=300)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    budget=st.integers(min_value=20, max_value=1500),
+    messages=st.lists(texts, min_size=0, max_size=8),
+    docs=st.lists(texts.filter(lambda t: t.strip() != ""), min_size=0, max_size=4),
+    intent=st.text(alphabet=st.sampled_from(list("缓存订单abc ")), min_size=1, max_size=12).filter(
+        lambda t: t.strip() != ""
+    ),
+)
+def test_assembled_tokens_never_exceed_max_tokens(
+    budget: int, messages: list[str], docs: list[str], intent: str
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        cb = ctxbase.open(
+            str(Path(tmp) / "x.db"), project="p", embedder="hash", background_embedding=False
+        )
+        with cb:
+            cm = ContextManager(cb, extractor=RuleFactExtractor())
+            sid = cm.create_session(session_id="s")
+            for i, text in enumerate(messages):
+                if text.strip():
+                    cm.add_message(
+                        sid, "user" if i % 2 == 0 else "assistant", text, important=i == 0
+                    )
+            for i, text in enumerate(docs):
+                cb.upsert_entity("document", f"d{i}", text)
+            cb.wait_for_embeddings()
+            counter = get_token_counter()
+            try:
+                ctx = Assembler(cb).assemble(
+                    session_id=sid, agent_role="coder", user_intent=intent, max_tokens=budget
+                )
+            except BudgetTooSmall:
+                assert counter.count(intent) + 7 > budget
+                return
+            assert count_messages(ctx.messages, counter) == ctx.total_tokens <= budget
+            assert ctx.messages[-1] == {"role": "user", "content": intent}
+
+
+def test_an_input_larger_than_the_budget_is_a_clear_error(cb: ContextBase) -> None:
+    with pytest.raises(BudgetTooSmall, match="max_tokens is 20"):
+        Assembler(cb).assemble(agent_role="coder", user_intent="订单 " * 50, max_tokens=20)
+    tiny = Assembler(cb).assemble(agent_role="coder", user_intent="hi", max_tokens=12)
+    assert tiny.messages[-1]["content"] == "hi" and tiny.total_tokens <= 12
+
+
+def test_archived_sessions_are_refused(cb: ContextBase) -> None:
+    cm, sid = _seed(cb)
+    cm.archive_session(sid)
+    with pytest.raises(ConflictError, match="archived"):
+        Assembler(cb).assemble(session_id=sid, agent_role="coder", user_intent="继续")
+
+
+def test_referenced_code_first_brings_the_sql_and_where_it_was_said(cb: ContextBase) -> None:
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    sid = cm.create_session(session_id="s")
+    cb.upsert_entity("sql", "orders_by_user", "SELECT * FROM orders WHERE user_id = ?", id="sql_1")
+    cb.upsert_entity("code", "unrelated_helper", "def helper(): pass", id="code_9")
+    said = cm.add_message(sid, "assistant", "查询语句如下", refers_to=["sql_1"])
+    for i in range(3):
+        cm.add_message(sid, "user", f"别的话题 {i}")
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb).assemble(
+        session_id=sid, agent_role="coder", user_intent="把刚才的 SQL 改成支持分页"
+    )
+    assert "referenced_code_first" in ctx.strategies
+    assert ctx.code_snippets[0]["id"] == "sql_1"
+    ids = ctx.included_ids
+    assert said in ids
+    first = next(c for c in ctx.trace["candidates"] if c["id"] == "sql_1")
+    assert any("referenced by" in r for r in first["reasons"])
+
+
+def test_relation_thresholds_are_applied_per_type(cb: ContextBase) -> None:
+    cb.upsert_entity("code", "pay", "def pay(): ...", id="code_1")
+    cb.upsert_entity("document", "sure spec", "支付规范", id="doc_sure")
+    cb.upsert_entity("document", "weak spec", "旧的支付说明", id="doc_weak")
+    cb.upsert_relationship("doc_sure", "REFERENCES", "code_1", source="human", confidence=0.9)
+    cb.upsert_relationship("doc_weak", "REFERENCES", "code_1", source="human", confidence=0.5)
+    cb.wait_for_embeddings()
+    only_refs = "version: 1\npolicies:\n  - name: r\n    strategy: referenced_code_first\n"
+    ctx = Assembler(cb, only_refs).assemble(agent_role="coder", user_intent="the previous one")
+    assert "doc_sure" in ctx.included_ids and "doc_weak" not in ctx.included_ids
+    rels = {(r["from"], r["followed"]) for r in ctx.trace["relations"]}
+    assert ("doc_sure", True) in rels and ("doc_weak", False) in rels
+    weak = [d for d in ctx.trace["dropped"] if d["id"] == "doc_weak"]
+    assert weak and weak[0]["reason"] == "threshold" and "0.85" in weak[0]["detail"]
+
+
+def test_error_driven_repair_follows_validates_to_the_failing_log(cb: ContextBase) -> None:
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    sid = cm.create_session(session_id="s")
+    cb.upsert_entity("code", "list_orders", "@cache(expire='300')", id="code_1")
+    cb.upsert_entity("test_case", "test_cache", "assert ttl == 300", id="test_1")
+    cb.upsert_relationship("code_1", "VALIDATES", "test_1", source="human")
+    log_id = cm.add_message(
+        sid, "tool", "FAILED test_cache: ttl is -1", refers_to=["test_1"], metadata={"exit_code": 1}
+    )
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb).assemble(session_id=sid, agent_role="coder", user_intent="看下怎么回事")
+    assert ctx.trace["has_error"] is True  # the last tool result failed
+    assert "error_driven_repair" in ctx.strategies
+    assert {"code_1", "test_1"} <= {c["id"] for c in ctx.code_snippets}
+    assert log_id in ctx.included_ids
+    assert any(r["type"] == "VALIDATES" for r in ctx.relationships)
+
+
+def test_views_planner_sees_every_task_executor_only_its_own(cb: ContextBase) -> None:
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    sid = cm.create_session(session_id="s")
+    cm.switch_task(sid, "预算")
+    cm.set_state(sid, "budget", "5万")
+    cm.switch_task(sid, "排期")
+    cm.set_state(sid, "deadline", "月底")
+    planner = Assembler(cb).assemble(session_id=sid, agent_role="planner", user_intent="汇总")
+    executor = Assembler(cb).assemble(session_id=sid, agent_role="executor", user_intent="汇总")
+    assert "budget: 5万" in _text(planner.messages)
+    assert "deadline: 月底" in _text(planner.messages)
+    assert "budget" not in _text(executor.messages)
+    assert "deadline: 月底" in _text(executor.messages)
+
+
+def test_project_scope_fallback_widens_to_other_sessions_and_entities(cb: ContextBase) -> None:
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    other = cm.create_session(session_id="old")
+    said = cm.add_message(other, "user", "订单导出要支持 CSV 格式")
+    cb.upsert_entity("document", "导出规范", "导出文件用 UTF-8 编码", id="doc_export")
+    now = cm.create_session(session_id="new")
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb).assemble(session_id=now, agent_role="planner", user_intent="订单导出格式")
+    assert said in ctx.included_ids and "doc_export" in ctx.included_ids
+    assert "project_scope_fallback" in ctx.strategies
+
+
+def test_timeout_stops_optional_strategies_and_says_so(cb: ContextBase) -> None:
+    yaml_text = """
+version: 1
+policies:
+  - name: hurried
+    match: {default: true}
+    assemble_timeout_ms: 1
+    strategies:
+      - {name: semantic_recall}
+      - {name: project_scope_fallback}
+      - {name: recent_window}
+"""
+    cb.upsert_entity("document", "d", "some text", id="doc")
+    ctx = Assembler(cb, yaml_text).assemble(
+        agent_role="x", user_intent="text " * 2000, max_tokens=10000
+    )
+    assert ctx.trace["timed_out"] is True
+    assert ctx.trace["skipped_strategies"]
+    assert any("assemble_timeout_ms=1 exceeded" in n for n in ctx.trace["notes"])
+
+
+def test_multi_agent_consensus_drops_what_one_view_alone_brings(cb: ContextBase) -> None:
+    yaml_text = """
+version: 1
+policies:
+  - name: coder
+    match: {agent_roles: [coder]}
+    strategies:
+      - {name: project_scope_fallback, fallback_depth: 3, only_without_reference: false}
+      - {name: multi_agent_consensus, agents: [coder, tester], consensus_threshold: 1.0}
+  - name: tester
+    match: {agent_roles: [tester]}
+    strategies:
+      - {name: referenced_code_first}
+  - name: default
+    match: {default: true}
+"""
+    cb.upsert_entity("code", "shared", "def shared(): ...", id="code_shared")
+    cb.upsert_entity("document", "only coder", "文档", id="doc_solo")
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb, yaml_text).assemble(agent_role="coder", user_intent="the previous code")
+    assert "code_shared" in ctx.included_ids
+    assert "doc_solo" not in ctx.included_ids
+    solo = next(d for d in ctx.trace["dropped"] if d["id"] == "doc_solo")
+    assert solo["reason"] == "consensus"
+
+
+def test_policy_file_typos_are_clear_and_edits_reload(cb: ContextBase, tmp_path: Path) -> None:
+    with pytest.raises(PolicyError, match="did you mean 'semantic_recall'"):
+        Assembler(cb, "version: 1\npolicies:\n  - name: a\n    strategy: semantic_recal\n")
+    with pytest.raises(PolicyError, match="did you mean 'strategies'"):
+        Assembler(cb, "version: 1\npolicies:\n  - name: a\n    strategis: []\n")
+    path = tmp_path / "policies.yaml"
+    path.write_text("version: 1\npolicies:\n  - name: first\n    match: {default: true}\n")
+    assembler = Assembler(cb, str(path))
+    assert assembler.assemble(agent_role="x", user_intent="hi").policy == "first"
+    path.write_text("version: 1\npolicies:\n  - name: second\n    match: {default: true}\n  ")
+    assert assembler.assemble(agent_role="x", user_intent="hi").policy == "second"
+
+
+def test_debug_mode_logs_the_trace(cb: ContextBase, caplog: pytest.LogCaptureFixture) -> None:
+    _seed(cb)
+    with caplog.at_level(logging.DEBUG, logger="ctxbase.assemble"):
+        ctx = Assembler(cb).assemble(agent_role="coder", user_intent="缓存规范", debug=True)
+    logged = "\n".join(r.getMessage() for r in caplog.records if r.name == "ctxbase.assemble")
+    assert f"context {ctx.context_id}" in logged
+    assert "policy 'coder'" in logged and "layer memory" in logged
+
+
+def test_older_important_history_is_compressed(cb: ContextBase) -> None:
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    sid = cm.create_session(session_id="s")
+    cm.add_message(sid, "user", "截止日期是6月30日，这一点很重要。", important=True)
+    for i in range(30):
+        cm.add_message(
+            sid,
+            "assistant" if i % 2 else "user",
+            f"第{i}轮闲聊，关于天气和午饭吃什么的一些很长的讨论内容。" * 3,
+        )
+    ctx = Assembler(cb).assemble(
+        session_id=sid, agent_role="assistant", user_intent="继续", max_tokens=700
+    )
+    summary = [m for m in ctx.messages if m["content"].startswith("Earlier conversation")]
+    assert summary and "6月30日" in summary[0]["content"]
+    assert ctx.messages[-2]["content"].startswith("第29轮")  # the newest kept whole
+    assert ctx.total_tokens <= 700
+
+
+def test_memory_section_for_packs_like_the_assembler(cb: ContextBase) -> None:
+    for i in range(20):
+        cb.upsert_entity("document", f"doc{i}", f"订单缓存第{i}条规则：" + "内容" * 40)
+    cb.wait_for_embeddings()
+    ids, tokens = memory_section_for(cb, "p", "订单缓存规则", 300)
+    assert ids and 0 < tokens <= 300
+    more, more_tokens = memory_section_for(cb, "p", "订单缓存规则", 1200)
+    assert len(more) > len(ids) and more_tokens <= 1200
+    assert memory_section_for(cb, "p", "订单缓存规则", 5) == ([], 0)

@@ -1,0 +1,139 @@
+"""ContextManager: seed 003's operations, explicit lifecycles, task scoping and expiry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import ctxbase
+from ctxbase import ContextBase
+from ctxbase.assemble.assembler import Assembler
+from ctxbase.assemble.facts import RuleFactExtractor
+from ctxbase.assemble.lifecycle import IllegalTransition, Status
+from ctxbase.assemble.manager import ContextManager
+from ctxbase.assemble.trace import get_trace
+from ctxbase.errors import ConflictError
+
+
+@pytest.fixture
+def cb(tmp_path: Path) -> Iterator[ContextBase]:
+    base = ctxbase.open(str(tmp_path / "x.db"), project="p", embedder="hash")
+    yield base
+    base.close()
+
+
+@pytest.fixture
+def cm(cb: ContextBase) -> ContextManager:
+    return ContextManager(cb, extractor=RuleFactExtractor())
+
+
+def _text(messages: list[dict[str, str]]) -> str:
+    return "\n".join(m["content"] for m in messages)
+
+
+def test_session_lifecycle_is_explicit_and_logged(cm: ContextManager) -> None:
+    sid = cm.create_session("alice")
+    assert cm.session_status(sid) == Status.ACTIVE
+    cm.suspend_session(sid)
+    cm.resume_session(sid)
+    log = cm.session(sid).metadata["status_log"]
+    assert [(e["from"], e["to"]) for e in log] == [
+        ("", "created"),
+        ("created", "active"),
+        ("active", "suspended"),
+        ("suspended", "active"),
+    ]
+    cm.add_message(sid, "user", "我们聊聊活动方案")
+    summary = cm.archive_session(sid)
+    assert "活动方案" in summary
+    assert cm.session_status(sid) == Status.ARCHIVED
+    with pytest.raises(IllegalTransition, match="archived -> active"):
+        cm.resume_session(sid)
+    with pytest.raises(ConflictError, match="archived"):
+        cm.add_message(sid, "user", "还在吗")
+    with pytest.raises(ConflictError, match="archived"):
+        cm.get_prompt_messages(sid)
+
+
+def test_switch_task_suspends_the_old_one_and_scopes_messages_and_state(
+    cm: ContextManager,
+) -> None:
+    sid = cm.create_session()
+    plan = cm.switch_task(sid, "写一个618活动方案")
+    cm.add_message(sid, "user", "把预算控制在5万以内")
+    cm.add_message(sid, "assistant", "好的，活动方案预算5万以内。")
+    assert cm.get_state(sid, "budget") == {"op": "<=", "amount": 50000, "currency": "CNY"}
+
+    logs = cm.switch_task(sid, "查看昨天的日志")
+    assert cm.task(plan).status == Status.SUSPENDED
+    assert cm.task(logs).status == Status.ACTIVE
+    assert cm.get_state(sid, "budget") is None  # the new task has its own facts
+    cm.add_message(sid, "user", "昨天的错误日志有哪些")
+    prompt = cm.get_prompt_messages(sid, 1500)
+    assert "活动方案预算" not in _text(prompt)
+    assert prompt[-1] == {"role": "user", "content": "昨天的错误日志有哪些"}
+    assert "Current task:\n- goal: 查看昨天的日志" in _text(prompt)
+
+    assert cm.switch_task(sid, "", task_id=plan) == plan  # resume
+    assert cm.task(plan).status == Status.ACTIVE
+    assert cm.task(logs).status == Status.SUSPENDED
+    assert cm.get_state(sid, "budget") is not None
+    with pytest.raises(IllegalTransition):
+        cm.set_task_status(plan, "active")
+
+
+def test_state_is_known_to_the_next_turn(cm: ContextManager) -> None:
+    sid = cm.create_session()
+    cm.switch_task(sid, "活动策划")
+    cm.add_message(sid, "user", "把预算控制在5万以内")
+    cm.add_message(sid, "assistant", "明白。")
+    cm.add_message(sid, "user", "那时间呢")
+    prompt = cm.get_prompt_messages(sid, 1000)
+    roles = [m["role"] for m in prompt]
+    assert roles[0] == "system" and roles[-1] == "user"
+    facts = next(m["content"] for m in prompt if m["content"].startswith("Known facts:"))
+    assert "budget <= 50000 CNY" in facts
+    assert prompt.index(next(m for m in prompt if m["content"] == facts)) < len(prompt) - 2
+    assert prompt[-1]["content"] == "那时间呢"
+    assert cm.state_history(sid, "budget")[0].new_value["amount"] == 50000
+
+
+def test_state_rollback_through_the_manager(cm: ContextManager) -> None:
+    sid = cm.create_session()
+    cm.set_state(sid, "color", "blue")  # no task: kept at session scope
+    cm.set_state(sid, "color", "red")
+    cm.rollback_state(sid, "color", 1)
+    assert cm.get_state(sid, "color") == "blue"
+    assert [c.new_value for c in cm.state_history(sid, "color")] == ["blue", "red", "blue"]
+
+
+def test_expired_message_never_appears_again(cb: ContextBase, cm: ContextManager) -> None:
+    sid = cm.create_session()
+    wrong = cm.add_message(sid, "user", "收货地址是北京市海淀区")
+    cm.add_message(sid, "assistant", "好的")
+    cm.expire_message(sid, wrong)
+    assert cm.message_status(sid, wrong) == Status.EXPIRED
+    with pytest.raises(IllegalTransition):
+        cm.expire_message(sid, wrong)
+    cm.add_message(sid, "user", "地址写在哪了")
+    ctx = Assembler(cb).assemble(session_id=sid, agent_role="assistant", user_intent="地址写在哪了")
+    assert "海淀" not in _text(ctx.messages)
+    dropped = get_trace(cb, ctx.context_id)["dropped"]
+    assert {"id": wrong, "reason": "retracted"}.items() <= next(
+        d for d in dropped if d["id"] == wrong
+    ).items()
+
+
+def test_per_turn_tool_results_expire_after_the_next_turn(cm: ContextManager) -> None:
+    sid = cm.create_session()
+    cm.add_message(sid, "user", "查下库存")
+    tool = cm.add_message(sid, "tool", "SKU-42 库存 17 件", per_turn=True)
+    this_turn = cm.get_prompt_messages(sid, 800)
+    assert "SKU-42 库存 17 件" in _text(this_turn)
+    assert f"[tool result {tool}]" in _text(this_turn)
+    cm.add_message(sid, "assistant", "还有17件。")
+    cm.add_message(sid, "user", "帮我写首诗")
+    assert cm.message_status(sid, tool) == Status.EXPIRED
+    assert "SKU-42" not in _text(cm.get_prompt_messages(sid, 800))

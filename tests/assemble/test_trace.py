@@ -1,0 +1,58 @@
+"""Traces: stored per context id, in diff.py's shape, explainable and comparable."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import ctxbase
+from ctxbase import ContextBase
+from ctxbase.assemble.assembler import Assembler
+from ctxbase.assemble.diff import diff_messages, render_diff
+from ctxbase.assemble.trace import diff_contexts, explain_trace, get_trace
+from ctxbase.errors import NotFoundError
+
+
+@pytest.fixture
+def cb(tmp_path: Path) -> Iterator[ContextBase]:
+    base = ctxbase.open(str(tmp_path / "x.db"), project="p", embedder="hash")
+    yield base
+    base.close()
+
+
+def test_trace_is_stored_with_policy_candidates_and_tokens(cb: ContextBase) -> None:
+    cb.upsert_entity("document", "缓存规范", "缓存过期时间必须是整数秒", id="doc_1")
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb).assemble(agent_role="coder", user_intent="缓存过期时间怎么设")
+    trace = get_trace(cb, ctx.context_id)
+    assert trace["context_id"] == ctx.context_id and trace["policy"] == "coder"
+    assert trace["strategies"] == list(ctx.strategies)
+    assert any("role 'coder'" in r for r in trace["reasons"])
+    assert list(trace["layers"]) == ["system", "state", "task", "memory", "history", "input"]
+    doc = next(c for c in trace["candidates"] if c["id"] == "doc_1")
+    assert doc["included"] and doc["explain"]["owner_id"] == "doc_1"
+    assert "similarity" in doc["explain"]
+    assert trace["tokens_by_layer"] == ctx.tokens_by_layer
+    assert trace["total_tokens"] == ctx.total_tokens
+    assert "policy 'coder'" in explain_trace(trace)
+    with pytest.raises(NotFoundError):
+        get_trace(cb, "ctx_missing")
+
+
+def test_diff_of_two_assemblies_shows_what_moved(cb: ContextBase) -> None:
+    assembler = Assembler(cb)
+    before = assembler.assemble(agent_role="planner", user_intent="缓存规范")
+    cb.upsert_entity("document", "缓存规范", "缓存过期时间必须是整数秒", id="doc_new")
+    cb.wait_for_embeddings()
+    after = assembler.assemble(agent_role="planner", user_intent="缓存规范")
+    diff = diff_contexts(cb, before.context_id, after.context_id)
+    assert "doc_new" in {ref.id for ref in diff.added}
+    assert diff.total_token_delta == (
+        after.trace["layers"]["memory"]["tokens"] - before.trace["layers"]["memory"]["tokens"]
+    )
+    report = render_diff(diff)
+    assert "+ doc_new [memory]" in report
+    messages = diff_messages(before.messages, after.messages)
+    assert any("doc_new" in m["content"] for _, m in messages.added)

@@ -1,0 +1,45 @@
+"""Builders shared by the storage contract tests: events and entities with their search items,
+made the way ContextBase makes them (deterministic ids, retrieve.indexing items)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxbase.model import Entity, Event, event_id_for, make_entity_id
+from ctxbase.retrieve.indexing import entity_items, event_items
+from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
+from ctxbase.store.base import SearchItem, Store
+
+
+def make_event(project_id: str, session_id: str, text: str, **fields: Any) -> Event:
+    fields.setdefault("type", "user_message")
+    parents = list(fields.get("parent_event_ids", []))
+    eid = event_id_for(project_id, session_id, fields["type"], text, fields.get("data"), parents)
+    return Event(id=eid, project_id=project_id, session_id=session_id, text=text, **fields)
+
+
+def write(store: Store, *events: Event) -> list[Event]:
+    return store.write_events(list(events), [event_items(e) for e in events])
+
+
+def add_entity(store: Store, project_id: str, type: str, name: str, text: str, **kw: Any) -> Entity:
+    entity = Entity(id=make_entity_id(type, name), project_id=project_id, type=type, name=name,
+                    text=text, **kw)  # fmt: skip
+    return store.upsert_entity(entity, entity_items(entity))
+
+
+def match(query: str, mode: str = "or") -> str:
+    expr = fts_match_expression(query_terms(query), "and" if mode == "and" else "or")
+    assert expr is not None, query
+    return expr
+
+
+def item(project_id: str, item_id: str, text: str, **kw: Any) -> SearchItem:
+    """A bare search item (for entities' chunks or direct index tests)."""
+    from ctxbase.retrieve.tokenize import index_terms
+
+    kw.setdefault("owner_id", item_id)
+    kw.setdefault("kind", "event")
+    kw.setdefault("type", "note")
+    kw.setdefault("ts", 1000.0)
+    return SearchItem(item_id=item_id, text=text, terms=" ".join(index_terms(text)), **kw)

@@ -1,0 +1,141 @@
+"""The storage contract, part 3: hard forget (by event, entity, session, project) with its
+report, tombstones, and copying a project between backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from contract_helpers import add_entity, make_event, match, write
+
+from ctxbase.model import Relation, SessionInfo, StateFact, TaskInfo
+from ctxbase.store.base import Store
+from ctxbase.store.postgres import PostgresStore
+from ctxbase.store.schema import TABLES
+from ctxbase.store.sqlite import SQLiteStore
+from ctxbase.store.transfer import copy_project
+
+
+def _populate(store: Store, project_id: str) -> dict[str, list[str]]:
+    store.upsert_session(SessionInfo(project_id=project_id, session_id="s1", title="one"))
+    store.upsert_task(TaskInfo(project_id=project_id, task_id="t1", session_id="s1"))
+    s1 = [make_event(project_id, "s1", f"会话一 step {i} alpha", ts=10.0 + i) for i in range(3)]
+    s2 = [make_event(project_id, "s2", f"session two beta {i}", ts=20.0 + i) for i in range(2)]
+    write(store, *s1, *s2)
+    ent = add_entity(store, project_id, "document", "spec.md", "gamma spec text")
+    store.upsert_relations([
+        Relation(project_id=project_id, from_id=ent.id, type="MENTIONS", to_id=s2[0].id,
+                 source="human"),
+    ])  # fmt: skip
+    store.set_state(StateFact(project_id=project_id, scope="session", scope_id="s1", key="k",
+                              value=1))  # fmt: skip
+    store.set_state(StateFact(project_id=project_id, scope="project", key="k", value=2))
+    store.put_trace(project_id, "ctx", {"a": 1})
+    ids = [e.id for e in s1 + s2] + [ent.id]
+    store.put_vectors("m", [(project_id, i, np.ones(4, dtype=np.float32)) for i in ids])
+    return {"s1": [e.id for e in s1], "s2": [e.id for e in s2], "entity": [ent.id]}
+
+
+def test_forget_events_removes_rows_index_vectors_edges(store: Store, project_id: str) -> None:
+    ids = _populate(store, project_id)
+    gone = ids["s2"][0]
+    report = store.forget(project_id, event_ids=[gone])
+    assert report.removed["events"] == 1
+    assert report.removed["items"] == 1
+    assert report.removed["item_vectors"] == 1
+    assert report.removed["relations"] == 2  # NEXT to the next event and the MENTIONS edge
+    assert store.get_events(project_id, [gone], include_inactive=True) == []
+    assert store.existing_ids(project_id, [gone]) == set()
+    assert [h.item_id for h in store.keyword_search(project_id, match("beta"), None, 9)] == [
+        ids["s2"][1]
+    ]
+    assert all(gone not in (r.from_id, r.to_id) for r in store.list_relations(project_id))
+    # A stale retry of the forgotten event is ignored (tombstone).
+    retry = make_event(project_id, "s2", "session two beta 0", ts=20.0)
+    assert retry.id == gone and write(store, retry) == []
+
+
+def test_forget_last_event_moves_the_session_tail(store: Store, project_id: str) -> None:
+    ids = _populate(store, project_id)
+    store.forget(project_id, event_ids=[ids["s1"][-1]])
+    (new,) = write(store, make_event(project_id, "s1", "after forget"))
+    nexts = store.list_relations(project_id, [new.id], direction="in", types=["NEXT"])
+    assert [r.from_id for r in nexts] == [ids["s1"][1]]
+
+
+def test_forget_entity(store: Store, project_id: str) -> None:
+    ids = _populate(store, project_id)
+    report = store.forget(project_id, entity_ids=ids["entity"])
+    assert report.removed["entities"] == 1 and report.removed["relations"] == 1
+    assert store.get_entities(project_id, ids["entity"], include_inactive=True) == []
+    assert store.keyword_search(project_id, match("gamma"), None, 5) == []
+    # Entities may be created again on purpose.
+    again = add_entity(store, project_id, "document", "spec.md", "gamma again")
+    assert store.get_entities(project_id, [again.id])
+
+
+def test_forget_session(store: Store, project_id: str) -> None:
+    ids = _populate(store, project_id)
+    report = store.forget(project_id, session_id="s1")
+    assert report.removed["events"] == 3
+    assert report.removed["sessions"] == 1 and report.removed["tasks"] == 1
+    assert report.removed["state"] == 1 and report.removed["state_history"] == 1
+    assert store.list_events(project_id, "s1", include_inactive=True) == []
+    assert store.get_session(project_id, "s1") is None
+    assert store.get_state(project_id, "project", "", "k")  # other scopes stay
+    assert len(store.list_events(project_id, "s2")) == 2
+    assert write(store, make_event(project_id, "s1", "会话一 step 0 alpha", ts=10.0)) == []
+    assert {e.id for e in store.list_events(project_id)} == set(ids["s2"])
+
+
+def test_forget_whole_project(store: Store, project_id: str) -> None:
+    ids = _populate(store, project_id)
+    report = store.forget(project_id, whole_project=True)
+    for table in ("events", "entities", "items", "item_vectors", "relations", "sessions",
+                  "tasks", "state", "state_history", "traces", "projects"):  # fmt: skip
+        assert report.removed.get(table, 0) > 0, table
+    assert report.removed["events"] == 5
+    assert project_id not in store.list_projects()
+    assert store.count_items(project_id) == 0
+    assert store.list_relations(project_id) == []
+    assert store.get_trace(project_id, "ctx") is None
+    assert write(store, make_event(project_id, "s2", "session two beta 1", ts=21.0)) == []
+    assert ids["s2"][1] not in store.existing_ids(project_id, ids["s2"])
+
+
+def _snapshot(store: Store, project_id: str) -> dict[str, object]:
+    return {
+        "events": [e.model_dump() for e in store.list_events(project_id, include_inactive=True)],
+        "entities": [e.model_dump() for e in store.list_entities(project_id)],
+        "relations": [r.model_dump() for r in store.list_relations(project_id)],
+        "sessions": [s.model_dump() for s in store.list_sessions(project_id)],
+        "state": store.state_history(project_id, "session", "s1"),
+        "trace": store.get_trace(project_id, "ctx"),
+        "vectors": sorted(r.item_id for b in store.iter_vectors(project_id, "m") for r in b),
+        "keyword": sorted(
+            h.item_id for h in store.keyword_search(project_id, match("alpha"), None, 9)
+        ),
+    }
+
+
+@pytest.mark.parametrize("direction", ["sqlite->postgres", "postgres->sqlite"])
+def test_copy_project_between_backends(
+    tmp_path: Path, pg_url: str, project_id: str, direction: str
+) -> None:
+    lite = SQLiteStore(str(tmp_path / "copy.db"))
+    pg = PostgresStore(pg_url, max_size=2)
+    src, dst = (lite, pg) if direction == "sqlite->postgres" else (pg, lite)
+    try:
+        _populate(src, project_id)
+        src.set_active(project_id, [src.list_events(project_id, "s2")[0].id], False)
+        counts = copy_project(src, dst, project_id, batch=2)
+        assert set(counts) == set(TABLES)
+        assert all(s == d for s, d in counts.values()), counts
+        assert counts["events"] == (5, 5) and counts["items"][0] == 6
+        assert _snapshot(dst, project_id) == _snapshot(src, project_id)
+        # The copy continues where the source stopped: the next event gets seq 4.
+        assert write(dst, make_event(project_id, "s1", "next one"))[0].seq == 4
+    finally:
+        lite.close()
+        pg.close()

@@ -1,0 +1,67 @@
+"""A real ctxbase server (uvicorn on a free local port, in a thread) with API keys, shared by
+the module's tests; each test gets fresh project ids so tests stay independent."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ctxbase.serve.keys import create_key
+from ctxbase.serve.server import BackgroundServer
+from ctxbase.serve.settings import ServerSettings
+from ctxbase.store import open_store
+
+
+@dataclass
+class Live:
+    url: str
+    db: str
+    server: BackgroundServer
+
+    def key(self, *projects: str, role: str = "write") -> str:
+        """A new key, created the way `ctxbase keys create` does: in the database."""
+        store = open_store(self.db)
+        try:
+            return create_key(store, projects=list(projects), role=role, name="test").key
+        finally:
+            store.close()
+
+    def client(self, key: str | None) -> httpx.Client:
+        headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+def start(tmp: Path, **overrides: object) -> BackgroundServer:
+    fields: dict[str, object] = {
+        "db": str(tmp / "serve.db"),
+        "port": 0,
+        "embedder": "hash",
+        "rate_limit_per_s": 0,
+    }
+    fields.update(overrides)
+    return BackgroundServer(ServerSettings.model_validate(fields)).start()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    tmp = tmp_path_factory.mktemp("serve")
+    server = start(tmp)
+    try:
+        yield Live(server.url, server.settings.db, server)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pid() -> str:
+    return f"p-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def other_pid() -> str:
+    return f"q-{uuid.uuid4().hex[:10]}"

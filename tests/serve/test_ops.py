@@ -1,0 +1,87 @@
+"""Operations: health, readiness, Prometheus metrics, JSON logs, graceful shutdown."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from conftest import Live, start
+from ctxbase.serve.logs import LOGGER_NAME, JsonFormatter
+from ctxbase.store import open_store
+
+
+def test_metrics_expose_latency_queue_and_backlog(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid))
+    for _ in range(3):
+        c.get(f"/v1/projects/{pid}/sessions")
+    c.post("/v1/context/assemble", json={"project_id": pid, "agent_role": "qa", "user_intent": "x"})
+    text = c.get("/metrics").text
+    sessions = 'method="GET",route="/v1/projects/{project_id}/sessions",status="200"'
+    count = [
+        line
+        for line in text.splitlines()
+        if line.startswith(f"ctxbase_http_request_duration_seconds_count{{{sessions}}}")
+    ]
+    assert count and int(count[0].split()[-1]) >= 3
+    assert f'ctxbase_http_request_duration_seconds_bucket{{{sessions},le="+Inf"}}' in text
+    for gauge in (
+        "ctxbase_capture_queue_depth",
+        "ctxbase_capture_dropped_low_priority",
+        "ctxbase_embed_backlog",
+        "ctxbase_assemble_total",
+    ):
+        assert f"\n{gauge} " in text, gauge
+    # ids never become label values: one series per route template
+    assert pid not in text
+
+
+def test_readyz_reports_the_store(live: Live) -> None:
+    c = live.client(None)
+    assert c.get("/healthz").status_code == 200
+    r = c.get("/readyz")
+    assert r.status_code == 200 and r.json()["status"] == "ready"
+
+
+def test_json_logs_carry_request_and_context_ids(
+    live: Live, pid: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    c = live.client(live.key(pid))
+    with caplog.at_level(logging.INFO, logger=LOGGER_NAME):
+        r = c.post(
+            "/v1/context/assemble",
+            json={"project_id": pid, "agent_role": "qa", "user_intent": "hello"},
+            headers={"X-Request-ID": "req-abc-123"},
+        )
+    assert r.headers["x-request-id"] == "req-abc-123"
+    records = [rec for rec in caplog.records if getattr(rec, "request_id", None) == "req-abc-123"]
+    assert len(records) == 1
+    line = json.loads(JsonFormatter().format(records[0]))
+    assert line["context_id"] == r.json()["context_id"]
+    assert line["status"] == 200 and line["path"] == "/v1/context/assemble"
+    assert line["key_id"] and line["duration_ms"] > 0
+    other = c.get("/healthz")
+    assert len(other.headers["x-request-id"]) == 32  # generated when not sent
+
+
+def test_shutdown_flushes_the_capture_queue(tmp_path: Path, pid: str) -> None:
+    server = start(tmp_path)
+    live = Live(server.url, server.settings.db, server)
+    c = live.client(live.key(pid))
+    ids = []
+    for i in range(200):
+        r = c.post(
+            f"/v1/projects/{pid}/events/queue",
+            json={"type": "user_message", "session_id": "s", "text": f"queued {i}"},
+        )
+        assert r.status_code == 202
+        ids.append(r.json()["id"])
+    server.stop()
+    store = open_store(live.db)
+    try:
+        stored = store.get_events(pid, ids)
+    finally:
+        store.close()
+    assert len(stored) == 200

@@ -1,0 +1,178 @@
+"""Every route of the REST API against a real server, with real HTTP."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import Live
+from ctxbase.model import event_id_for
+
+
+def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
+    admin = live.key(pid, role="admin")
+    c = live.client(admin)
+    base = f"/v1/projects/{pid}"
+
+    assert c.get("/healthz").json() == {"status": "ok"}
+    ready = c.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["schema_version"] >= 1
+
+    # sessions and tasks
+    r = c.put(f"{base}/sessions/s1", json={"title": "day 1", "metadata": {"k": 1}})
+    assert r.status_code == 200 and r.json()["title"] == "day 1"
+    assert c.get(f"{base}/sessions/s1").json()["metadata"] == {"k": 1}
+    assert [s["session_id"] for s in c.get(f"{base}/sessions").json()] == ["s1"]
+    r = c.put(f"{base}/tasks/t1", json={"session_id": "s1", "title": "cache orders"})
+    assert r.status_code == 200 and r.json()["task_id"] == "t1"
+    assert c.get(f"{base}/tasks/t1").json()["title"] == "cache orders"
+    assert [t["task_id"] for t in c.get(f"{base}/tasks", params={"session_id": "s1"}).json()] == [
+        "t1"
+    ]
+
+    # events: single (stored), queued, batch, messages
+    text = "订单查询接口加上Redis缓存，预算控制在5万以内"
+    r = c.post(f"{base}/events", json={"type": "user_message", "session_id": "s1", "text": text})
+    assert r.status_code == 201
+    e1 = r.json()
+    assert e1["seq"] == 1
+    assert e1["id"] == event_id_for(pid, "s1", "user_message", text, None, [])
+    r = c.post(
+        f"{base}/events/queue",
+        json={
+            "type": "assistant_message",
+            "session_id": "s1",
+            "text": "Plan: cache the slow SQL in Redis for 5 minutes",
+            "parent_event_ids": [e1["id"]],
+        },
+    )
+    assert r.status_code == 202
+    e2 = r.json()["id"]
+    assert c.post(f"{base}/flush").status_code == 204
+    r = c.post(
+        f"{base}/events/batch",
+        json={
+            "events": [
+                {"type": "tool_invocation", "session_id": "s1", "data": {"tool": "pytest"}},
+                {"type": "tool_result", "session_id": "s1", "text": "2 passed"},
+            ]
+        },
+    )
+    assert r.status_code == 200
+    batch = r.json()
+    assert [e["seq"] for e in batch["events"]] == [3, 4] and batch["ids"][1] == batch["events"][1][
+        "id"
+    ]
+    r = c.post(
+        f"{base}/messages",
+        json={"session_id": "s2", "messages": [{"role": "user", "content": "hello"}], "sync": True},
+    )
+    assert len(r.json()["ids"]) == 1
+    assert c.get(f"{base}/events/{e2}").json()["parent_event_ids"] == [e1["id"]]
+    last = c.get(f"{base}/events", params={"session_id": "s1", "n": 2}).json()
+    assert [e["seq"] for e in last] == [3, 4]
+    assert [e["id"] for e in c.get(f"{base}/events/{e2}/causes").json()] == [e1["id"]]
+    assert e2 in [e["id"] for e in c.get(f"{base}/events/{e1['id']}/effects").json()]
+
+    # entities and relations
+    doc = c.post(
+        f"{base}/entities",
+        json={"type": "document", "name": "Redis 规范 V3.2", "text": "缓存必须设置过期时间"},
+    ).json()
+    code = c.post(
+        f"{base}/entities",
+        json={"type": "code", "name": "orders.py#list_orders", "text": "def list_orders(): ..."},
+    ).json()
+    assert c.get(f"{base}/entities/{doc['id']}").json()["name"] == "Redis 规范 V3.2"
+    assert {e["id"] for e in c.get(f"{base}/entities", params={"type": "code"}).json()} == {
+        code["id"]
+    }
+    rel = c.post(
+        f"{base}/relations",
+        json={
+            "from_id": doc["id"],
+            "type": "REFERENCES",
+            "to_id": code["id"],
+            "source": "human",
+            "confidence": 0.95,
+        },
+    ).json()
+    again = c.post(
+        f"{base}/relations",
+        json={"from_id": doc["id"], "type": "REFERENCES", "to_id": code["id"], "source": "human"},
+    ).json()
+    assert again["id"] == rel["id"]  # an upsert, never a duplicate edge
+    rels = c.get(f"{base}/relations", params={"node_id": doc["id"], "direction": "out"}).json()
+    assert [x["to_id"] for x in rels] == [code["id"]]
+    hood = c.get(f"{base}/neighbourhood", params={"node_id": doc["id"], "k": 1}).json()
+    assert code["id"] in {h["node_id"] for h in hood}
+
+    # search, assembly, trace, outcome
+    r = c.post(f"{base}/search", json={"query": "Redis 缓存", "preset": "keyword"})
+    owners = [h["item"]["owner_id"] for h in r.json()["results"]]
+    assert doc["id"] in owners and e1["id"] in owners
+    r = c.post(
+        "/v1/context/assemble",
+        json={"project_id": pid, "agent_role": "code_gen", "user_intent": "给订单接口加缓存"},
+    )
+    assert r.status_code == 200
+    ctx = r.json()
+    assert ctx["context_id"] == r.headers["x-context-id"]
+    assert ctx["messages"][-1] == {"role": "user", "content": "给订单接口加缓存"}
+    trace = c.get(f"/v1/traces/{ctx['context_id']}").json()
+    assert trace["context_id"] == ctx["context_id"] and trace["agent_role"] == "code_gen"
+    r = c.post(
+        f"{base}/contexts/{ctx['context_id']}/outcome",
+        json={
+            "answer": "added @cache(expire=300)",
+            "session_id": "s1",
+            "produced": [{"type": "code", "name": "orders.py#cached", "text": "@cache"}],
+        },
+    )
+    assert r.status_code == 200 and r.json()["entities"][0]["name"] == "orders.py#cached"
+
+    # state with history and rollback
+    q = {"scope": "session", "scope_id": "s1"}
+    assert (
+        c.put(f"{base}/state", params={**q, "key": "budget"}, json={"value": 50000}).json()[
+            "version"
+        ]
+        == 1
+    )
+    c.put(f"{base}/state", params={**q, "key": "budget"}, json={"value": 80000, "cause": "user"})
+    assert c.get(f"{base}/state", params=q).json()["budget"]["value"] == 80000
+    hist = c.get(f"{base}/state/history", params={**q, "key": "budget"}).json()
+    assert [(h["old_value"], h["new_value"]) for h in hist] == [(None, 50000), (50000, 80000)]
+    back = c.post(
+        f"{base}/state/rollback", params={**q, "key": "budget"}, json={"to_version": 1}
+    ).json()
+    assert back["fact"]["value"] == 50000 and back["fact"]["version"] == 3
+    assert c.delete(f"{base}/state", params={**q, "key": "budget"}).json() == {"deleted": True}
+    assert c.get(f"{base}/state", params=q).json() == {}
+
+    # close a relation, soft delete, restore, forget
+    assert c.post(f"{base}/relations/{rel['id']}/close", json={}).json() == {"closed": True}
+    refs = {"node_id": doc["id"], "direction": "out", "types": ["REFERENCES"]}
+    assert c.get(f"{base}/relations", params=refs).json() == []
+    closed = c.get(f"{base}/relations", params={**refs, "include_closed": True}).json()
+    assert [x["valid_to"] is not None for x in closed] == [True]
+    assert c.post(f"{base}/soft-delete", json={"ids": [code["id"]]}).json() == {"changed": 1}
+    assert c.get(f"{base}/entities/{code['id']}").status_code == 404
+    assert c.post(f"{base}/restore", json={"ids": [code["id"]]}).json() == {"changed": 1}
+    assert c.get(f"{base}/entities/{code['id']}").status_code == 200
+    r = c.post(f"{base}/forget", json={"event_ids": [e1["id"]]})
+    assert r.json()["removed"]["events"] == 1
+    assert c.get(f"{base}/events/{e1['id']}").status_code == 404
+
+    assert pid in c.get("/v1/projects").json()["projects"]
+    stats = c.get("/v1/capture/stats").json()
+    assert stats["written"] >= 1 and stats["queue_depth"] == 0
+    assert "ctxbase_http_request_duration_seconds_bucket" in c.get("/metrics").text
+
+    # every operation of the OpenAPI schema has answered with a 2xx at least once
+    spec = c.get("/openapi.json").json()
+    metrics = c.get("/metrics").text
+    answered = set(re.findall(r'method="(\w+)",route="([^"]+)",status="2\d\d"', metrics))
+    operations = {(m.upper(), p) for p, ops in spec["paths"].items() for m in ops}
+    normalised = {(m, re.sub(r":path}", "}", p)) for m, p in answered}
+    missing = operations - normalised - {("GET", "/openapi.json")}
+    assert not missing, f"routes never exercised: {sorted(missing)}"
