@@ -205,6 +205,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
     p.add_argument("--limit", type=int, help="only the first N conversations")
     p.add_argument("--budget", type=int, help="cap retrieved memory at this many tokens")
+    p.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep conversations a previous run stored completely in --db (skip re-embedding)",
+    )
     p.set_defaults(func=cmd_bench_locomo)
     p = bench.add_parser("memory", help="retrieval recall on a memory set (bench/data/*.json)")
     p.add_argument("--data", required=True, action="append", help="memory-set JSON (repeatable)")

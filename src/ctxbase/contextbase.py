@@ -167,7 +167,7 @@ class ContextBase:
             self._after_write()
         return len(written)
 
-    def _contexts(self, events: Sequence[Event]) -> dict[str, str]:
+    def _contexts(self, events: Sequence[Event]) -> dict[str, tuple[str, str]]:
         """The text each event follows: its first causal parent, else the previous event of
         its session (in this batch, or the last one stored)."""
         in_batch = {e.id: event_search_text(e) for e in events}
@@ -183,11 +183,11 @@ class ContextBase:
             else:
                 need_tail[e.id] = key
             last_in_session[key] = e.id
-        tails: dict[tuple[str, str], str] = {}
+        tails: dict[tuple[str, str], tuple[str, str]] = {}
         for key in set(need_tail.values()):
             last = self.store.list_events(key[0], key[1], last_n=1)
             if last:
-                tails[key] = event_search_text(last[0])
+                tails[key] = (last[0].id, event_search_text(last[0]))
         missing = [w for w in wanted.values() if w not in in_batch]
         fetched: dict[str, str] = {}
         if missing:
@@ -199,11 +199,11 @@ class ContextBase:
             for pid, ids in by_project.items():
                 for ev in self.store.get_events(pid, ids):
                     fetched[ev.id] = event_search_text(ev)
-        out: dict[str, str] = {}
+        out: dict[str, tuple[str, str]] = {}
         for eid, w in wanted.items():
             text = in_batch.get(w) or fetched.get(w)
             if text:
-                out[eid] = text
+                out[eid] = (w, text)
         for eid, key in need_tail.items():
             if key in tails:
                 out[eid] = tails[key]

@@ -113,7 +113,9 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
     conversations = load_locomo(args.data)
     if args.limit:
         conversations = conversations[: args.limit]
-    engine = SharedEngine(db=args.db, embedder=args.embedder, progress=_progress)
+    engine = SharedEngine(
+        db=args.db, embedder=args.embedder, progress=_progress, reuse=bool(args.reuse)
+    )
     try:
         t0 = time.perf_counter()
         report = run_benchmark(conversations, standard_retrievers(engine), ks, progress=_progress)

@@ -102,13 +102,18 @@ def dedupe_near_identical(
     ranked: Sequence[tuple[str, float]],
     text_of: Callable[[str], str],
     threshold: float = 0.9,
+    limit: int | None = None,
 ) -> tuple[list[tuple[str, float]], dict[str, str]]:
     """Drop results whose text is near-identical (Jaccard of word bigrams >= threshold) to a
-    better one. Returns the kept results and {dropped: kept_instead}."""
+    better one. Returns the kept results and {dropped: kept_instead}. With `limit`, only the
+    first `limit` distinct results are checked; the rest follow unchecked (quadratic cost)."""
     kept: list[tuple[str, float]] = []
     kept_shingles: list[tuple[str, set[str]]] = []
     dropped: dict[str, str] = {}
-    for item, score in ranked:
+    for n, (item, score) in enumerate(ranked):
+        if limit is not None and len(kept) >= limit:
+            kept.extend(ranked[n:])
+            break
         sh = _shingles(text_of(item))
         dup_of = None
         for other, osh in kept_shingles:

@@ -74,12 +74,12 @@ def context_terms(context: str | None) -> list[str]:
 def event_items(
     event: Event,
     chunker: Callable[[str], list[tuple[str, int, int]]] | None = default_chunker,
-    context: str | None = None,
+    context: tuple[str, str] | None = None,
 ) -> list[SearchItem]:
-    """Search units of an event; `context` is the text of the event it follows."""
+    """Search units of an event; `context` is (id, text) of the event it follows."""
     text = event_search_text(event)
     pieces = _chunked(text, chunker)
-    extra = context_terms(context) if len(pieces) == 1 else []
+    extra = context_terms(context[1]) if context and len(pieces) == 1 else []
     items: list[SearchItem] = []
     for n, (piece, _start, _end) in enumerate(pieces):
         items.append(
@@ -89,7 +89,9 @@ def event_items(
                 kind="event" if len(pieces) == 1 else "chunk",
                 type=event.type,
                 text=piece,
-                terms=" ".join(index_terms(piece) + extra),
+                terms=" ".join(index_terms(piece)),
+                context_terms=" ".join(extra),
+                context_id=context[0] if extra and context else None,
                 ts=event.ts,
                 session_id=event.session_id,
                 agent_id=event.agent_id,

@@ -135,9 +135,6 @@ class Searcher:
             )
             rankings["keyword"] = [h.item_id for h in hits]
             raw_scores["keyword"] = {h.item_id: h.score for h in hits}
-            for rank, h in enumerate(hits, start=1):
-                c = cands.setdefault(h.item_id, Candidate(_placeholder(h.item_id)))
-                c.keyword_rank, c.keyword_score = rank, h.score
             timings["keyword"] = _ms(t)
 
         if config.semantic and self.embedder is not None:
@@ -151,9 +148,6 @@ class Searcher:
             hits_v = [(i, s) for i, s in hits_v if s >= config.min_similarity]
             rankings["semantic"] = [i for i, _ in hits_v]
             raw_scores["semantic"] = dict(hits_v)
-            for rank, (item_id, sim) in enumerate(hits_v, start=1):
-                c = cands.setdefault(item_id, Candidate(_placeholder(item_id)))
-                c.semantic_rank, c.similarity = rank, sim
             timings["vector"] = _ms(t)
 
         weights = {"keyword": config.keyword_weight, "semantic": config.semantic_weight}
@@ -162,19 +156,26 @@ class Searcher:
         else:
             fused = weighted_fuse(raw_scores, weights)
 
-        if cands:
-            for it in self.store.get_items(project_id, list(cands)):
-                items[it.item_id] = it
-        # Items missing here were forgotten or hidden between the index read and now.
-        # (and superseded versions are dropped here for the vector side, which has no filter).
-        cands = {
-            k: c
-            for k, c in cands.items()
-            if k in items and (items[k].latest or not config.latest_only)
-        }
-        for k, c in cands.items():
-            c.item = items[k]
-            c.score = fused.get(k, 0.0)
+        # Only the best fused ids are read back in full: the tail cannot reach the top k.
+        pool = sorted(fused, key=lambda k: -fused[k])[: 4 * config.top_k + config.graph_seeds + 20]
+        for stored in self.store.get_items(project_id, pool) if pool else []:
+            items[stored.item_id] = stored
+        kw_rank = {k: n for n, k in enumerate(rankings.get("keyword", []), start=1)}
+        sem_rank = {k: n for n, k in enumerate(rankings.get("semantic", []), start=1)}
+        for k in pool:
+            it = items.get(k)
+            # Missing: forgotten or hidden since the index read. Superseded versions are
+            # dropped here for the vector side, which has no filter of its own.
+            if it is None or (config.latest_only and not it.latest):
+                continue
+            cands[k] = Candidate(
+                it,
+                score=fused.get(k, 0.0),
+                keyword_rank=kw_rank.get(k),
+                keyword_score=raw_scores.get("keyword", {}).get(k),
+                semantic_rank=sem_rank.get(k),
+                similarity=raw_scores.get("semantic", {}).get(k),
+            )
 
         if config.graph_hops > 0 or config.session_window > 0:
             t = time.perf_counter()
@@ -195,8 +196,9 @@ class Searcher:
         ranked = sorted(cands.values(), key=lambda c: (-c.score, c.item.ts, c.item_id))
         pairs = [(c.item_id, c.score) for c in ranked]
         if config.dedupe_threshold is not None:
+            wanted = config.dynamic_top_k[1] if config.dynamic_top_k else config.top_k
             pairs, dups = dedupe_near_identical(
-                pairs, lambda i: cands[i].item.text, config.dedupe_threshold
+                pairs, lambda i: cands[i].item.text, config.dedupe_threshold, limit=wanted
             )
             for dup, better in dups.items():
                 cands[dup].dropped = f"near-duplicate of {better}"
@@ -257,8 +259,12 @@ class Searcher:
                 if prev is None or s > prev[0]:
                     new_nodes[h.node_id] = (s, f"{h.via.type} from {h.seed_id}", h.confidence)
         if config.session_window > 0:
-            for owner, s0 in seed_score.items():
-                for nb, dist in self._session_neighbours(project_id, owner, config.session_window):
+            neighbours = self._session_neighbours(
+                project_id, list(seed_score), config.session_window
+            )
+            for owner, found in neighbours.items():
+                s0 = seed_score[owner]
+                for nb, dist in found:
                     s = config.graph_weight * s0 / (dist + 1)
                     prev = new_nodes.get(nb)
                     if prev is None or s > prev[0]:
@@ -282,29 +288,29 @@ class Searcher:
                     c.graph_confidence = conf
 
     def _session_neighbours(
-        self, project_id: str, owner_id: str, window: int
-    ) -> list[tuple[str, int]]:
-        out: list[tuple[str, int]] = []
-        for direction in ("out", "in"):
-            frontier = owner_id
-            for dist in range(1, window + 1):
-                rels = self.store.list_relations(
-                    project_id, [frontier], direction=direction, types=["NEXT"]
-                )
-                step = [
-                    r.to_id if direction == "out" else r.from_id
-                    for r in rels
-                    if (r.from_id if direction == "out" else r.to_id) == frontier
-                ]
-                if not step:
-                    break
-                frontier = step[0]
-                out.append((frontier, dist))
+        self, project_id: str, owners: list[str], window: int
+    ) -> dict[str, list[tuple[str, int]]]:
+        """For each owner, the events up to `window` steps before and after it in its session
+        (one batched relation lookup per step for all owners)."""
+        out: dict[str, list[tuple[str, int]]] = {o: [] for o in owners}
+        left = {o: o for o in owners}
+        right = {o: o for o in owners}
+        for dist in range(1, window + 1):
+            nodes = {n for n in (*left.values(), *right.values()) if n}
+            if not nodes:
+                break
+            rels = self.store.list_relations(
+                project_id, sorted(nodes), direction="both", types=["NEXT"]
+            )
+            after = {r.from_id: r.to_id for r in rels}
+            before = {r.to_id: r.from_id for r in rels}
+            for o in owners:
+                lo = before.get(left[o]) if left[o] else None
+                hi = after.get(right[o]) if right[o] else None
+                left[o] = lo or ""
+                right[o] = hi or ""
+                out[o] += [(n, dist) for n in (lo, hi) if n]
         return out
-
-
-def _placeholder(item_id: str) -> SearchItem:
-    return SearchItem(item_id, item_id, "event", "", "", "", 0.0)
 
 
 def _with_latest(flt: ItemFilter | None) -> ItemFilter:

@@ -13,6 +13,7 @@ from ..assemble import state as facts
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
 from ..store.base import ItemFilter
+from .cache import Cached
 from .deps import Caller, ReadProject, Rt, WriteProject
 from .schemas import (
     AssembleIn,
@@ -99,8 +100,8 @@ def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
         body.include_trace,
         rt.cb.store.index_generation(pid),
     )
-    raw = rt.cache.get(pid, key)
-    if raw is None:
+
+    def compute() -> Cached:
         ctx = rt.cb.assemble_context(
             project_id=pid,
             agent_role=body.agent_role,
@@ -110,17 +111,17 @@ def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
             task_id=body.task_id,
             debug=body.debug,
         )
-        rt.metrics.inc("ctxbase_assemble_total")
         out: dict[str, Any] = {**ctx.payload(), "max_tokens": ctx.max_tokens}
         if body.include_trace:
             out["trace"] = ctx.trace
         raw = json.dumps(out, ensure_ascii=False, default=str).encode("utf-8")
-        rt.cache.put(pid, key, raw)
-        context_id = ctx.context_id
-    else:
-        rt.metrics.inc("ctxbase_assemble_cache_hits_total")
-        context_id = json.loads(raw[: raw.index(b",")] + b"}")["context_id"]
-    return Response(raw, media_type="application/json", headers={"X-Context-ID": context_id})
+        return Cached(ctx.context_id, raw)
+
+    cached, hit = rt.cache.get_or_compute(pid, key, compute)
+    rt.metrics.inc("ctxbase_assemble_cache_hits_total" if hit else "ctxbase_assemble_total")
+    return Response(
+        cached.body, media_type="application/json", headers={"X-Context-ID": cached.context_id}
+    )
 
 
 @router.get("/v1/traces/{context_id}", response_model=dict[str, Any], tags=["context"])

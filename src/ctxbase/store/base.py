@@ -54,6 +54,10 @@ class SearchItem:
     line_end: int | None = None
     latest: bool = True
     importance: float = 0.5
+    # Terms of the event this one follows, indexed with it (see retrieve.indexing); kept
+    # apart so that hiding or forgetting that event also removes its words from here.
+    context_terms: str = ""
+    context_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

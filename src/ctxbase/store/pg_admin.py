@@ -164,6 +164,13 @@ class PgAdmin(PgBase):
                 ]
             nodes = list(dict.fromkeys(ev_ids + list(entity_ids)))
             self._delete_items_of(conn, project_id, nodes, report)
+            # Their words must not linger in the items that were indexed with them.
+            self._x(
+                conn,
+                "UPDATE items SET context_terms='', context_id=NULL, context_hidden=0 "
+                "WHERE project_id=%s AND context_id = ANY(%s)",
+                (project_id, list(nodes)),
+            )
             if nodes:
                 for sql in (
                     "DELETE FROM relations WHERE project_id=%s "

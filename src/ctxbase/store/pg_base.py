@@ -98,6 +98,9 @@ class PgBase:
         # Filtered HNSW searches keep scanning until they have enough rows, best first.
         conn.execute("SET hnsw.iterative_scan = strict_order")
         conn.execute("SET hnsw.ef_search = 100")
+        # psycopg prepares repeated statements; a generic plan ignores the project's size
+        # and the vector filters, and may skip the HNSW index. Plan every execution.
+        conn.execute("SET plan_cache_mode = force_custom_plan")
         conn.commit()
 
     @contextmanager

@@ -61,16 +61,23 @@ RETURNS tsvector LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
     WHERE t <> ''
 $fn$"""
 
+# What the keyword index holds for an item: its own terms plus its live context's (the
+# words of the event it follows, unless that event is hidden).
+INDEXED_TERMS = (
+    "(terms || CASE WHEN context_hidden = 0 AND context_terms <> '' "
+    "THEN ' ' || context_terms ELSE '' END)"
+)
+
 # Statements run before / after the shared schema of a version.
 PRE_MIGRATIONS: dict[int, list[str]] = {1: ["CREATE EXTENSION IF NOT EXISTS vector"]}
 POST_MIGRATIONS: dict[int, list[str]] = {
     1: [
         TERMS_TSVECTOR,
         "ALTER TABLE items ADD COLUMN IF NOT EXISTS tsv tsvector "
-        "GENERATED ALWAYS AS (ctxbase_terms_tsvector(terms)) STORED",
+        f"GENERATED ALWAYS AS (ctxbase_terms_tsvector({INDEXED_TERMS})) STORED",
         # Document length for BM25 (FTS5 counts tokens the same way).
         "ALTER TABLE items ADD COLUMN IF NOT EXISTS nterms INTEGER "
-        "GENERATED ALWAYS AS (cardinality(string_to_array(terms, ' '))) STORED",
+        f"GENERATED ALWAYS AS (cardinality(string_to_array({INDEXED_TERMS}, ' '))) STORED",
         "CREATE INDEX IF NOT EXISTS items_tsv ON items USING gin (tsv)",
     ]
 }
@@ -91,8 +98,9 @@ EVENT_COLS = (
 )
 ITEM_COLS = (
     "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
-    "path, line_start, line_end, latest, importance"
+    "path, line_start, line_end, latest, importance, context_terms, context_id"
 )
+
 
 
 def clean_text(value: str | None) -> str | None:
@@ -278,4 +286,6 @@ def item_row(row: Sequence[Any]) -> SearchItem:
         line_end=row[12],
         latest=bool(row[13]),
         importance=row[14],
+        context_terms=row[15] or "",
+        context_id=row[16],
     )

@@ -295,7 +295,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         updates = ", ".join(f"{c}=EXCLUDED.{c}" for c in cols[1:])
         self._many(
             conn,
-            f"INSERT INTO items({q.ITEM_COLS}, project_id) VALUES ({','.join(['%s'] * 16)}) "
+            f"INSERT INTO items({q.ITEM_COLS}, project_id) VALUES ({','.join(['%s'] * 18)}) "
             f"ON CONFLICT (project_id, item_id) DO UPDATE SET {updates}, active=1, "
             "embedded_model=NULL",
             [
@@ -315,6 +315,8 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                     it.line_end,
                     1 if it.latest else 0,
                     it.importance,
+                    text(it.context_terms),
+                    it.context_id,
                     project_id,
                 )
                 for it in items
@@ -441,6 +443,12 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 conn,
                 "UPDATE items SET active=%s WHERE project_id=%s AND owner_id = ANY(%s)",
                 (flag, project_id, uniq),
+            )
+            # Items indexed with the words of a hidden event stop matching on them.
+            self._x(
+                conn,
+                "UPDATE items SET context_hidden=%s WHERE project_id=%s AND context_id = ANY(%s)",
+                (1 - flag, project_id, uniq),
             )
         return changed
 

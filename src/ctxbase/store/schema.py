@@ -83,6 +83,8 @@ _V1 = [
         line_start BIGINT, line_end BIGINT, latest SMALLINT NOT NULL DEFAULT 1,
         importance {float} NOT NULL DEFAULT 0.5, active SMALLINT NOT NULL DEFAULT 1,
         embedded_model TEXT,
+        context_terms TEXT NOT NULL DEFAULT '', context_id TEXT,
+        context_hidden SMALLINT NOT NULL DEFAULT 0,
         PRIMARY KEY (project_id, item_id))""",
     "CREATE INDEX IF NOT EXISTS items_owner ON items (project_id, owner_id)",
     "CREATE INDEX IF NOT EXISTS items_pending ON items (embedded_model, active)",
@@ -149,7 +151,8 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "items": (
         "project_id", "item_id", "owner_id", "kind", "type", "text", "terms", "ts",
         "session_id", "agent_id", "agent_role", "path", "line_start", "line_end", "latest",
-        "importance", "active", "embedded_model",
+        "importance", "active", "embedded_model", "context_terms", "context_id",
+        "context_hidden",
     ),
     "item_vectors": ("project_id", "item_id", "model", "dim", "vec"),
     "state": (

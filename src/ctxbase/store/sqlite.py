@@ -52,8 +52,15 @@ _EVENT_COLS = (
 )
 _ITEM_COLS = (
     "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
-    "path, line_start, line_end, latest, importance"
+    "path, line_start, line_end, latest, importance, context_terms, context_id"
 )
+
+
+def indexed_terms(terms: str, context_terms: str, context_hidden: int) -> str:
+    """What the keyword index holds for an item: its own terms plus its live context's."""
+    if context_terms and not context_hidden:
+        return f"{terms} {context_terms}"
+    return terms
 
 
 # A soft-deleted event or entity is hidden from every read, so are the edges touching it.
@@ -411,7 +418,7 @@ class SQLiteStore(Store):
                     (project_id, it.item_id),
                 )
             cur = conn.execute(
-                f"INSERT INTO items({_ITEM_COLS}, project_id) VALUES ({_placeholders(16)})",
+                f"INSERT INTO items({_ITEM_COLS}, project_id) VALUES ({_placeholders(18)})",
                 (
                     it.item_id,
                     it.owner_id,
@@ -428,12 +435,44 @@ class SQLiteStore(Store):
                     it.line_end,
                     1 if it.latest else 0,
                     it.importance,
+                    it.context_terms,
+                    it.context_id,
                     project_id,
                 ),
             )
             conn.execute(
-                "INSERT INTO item_fts(rowid, terms) VALUES (?, ?)", (cur.lastrowid, it.terms)
+                "INSERT INTO item_fts(rowid, terms) VALUES (?, ?)",
+                (cur.lastrowid, indexed_terms(it.terms, it.context_terms, 0)),
             )
+
+    def _set_context_state(
+        self, conn: sqlite3.Connection, project_id: str, ids: Sequence[str], hidden: int | None
+    ) -> None:
+        """Items indexed with the words of `ids`: hide (1) or show (0) those words, or drop
+        them for good (None)."""
+        for part in _chunks(list(ids)):
+            ph = _placeholders(len(part))
+            rows = conn.execute(
+                f"SELECT rowid, terms, context_terms FROM items WHERE project_id=? "
+                f"AND context_id IN ({ph})",
+                (project_id, *part),
+            ).fetchall()
+            for rowid, terms, context_terms in rows:
+                if hidden is None:
+                    conn.execute(
+                        "UPDATE items SET context_terms='', context_id=NULL, context_hidden=0 "
+                        "WHERE rowid=?",
+                        (rowid,),
+                    )
+                    context_terms, flag = "", 0
+                else:
+                    conn.execute("UPDATE items SET context_hidden=? WHERE rowid=?", (hidden, rowid))
+                    flag = hidden
+                conn.execute("DELETE FROM item_fts WHERE rowid=?", (rowid,))
+                conn.execute(
+                    "INSERT INTO item_fts(rowid, terms) VALUES (?, ?)",
+                    (rowid, indexed_terms(terms, context_terms, flag)),
+                )
 
     def _is_tombstoned(self, conn: sqlite3.Connection, project_id: str, item_id: str) -> bool:
         row = conn.execute(
@@ -557,6 +596,7 @@ class SQLiteStore(Store):
                     f"UPDATE items SET active=? WHERE project_id=? AND owner_id IN ({ph})",
                     (flag, project_id, *part),
                 )
+            self._set_context_state(conn, project_id, list(dict.fromkeys(ids)), 1 - flag)
             self._bump(conn, project_id)
         return changed
 
@@ -1124,6 +1164,7 @@ class SQLiteStore(Store):
                 ]
             node_ids = list(dict.fromkeys(ev_ids + list(entity_ids)))
             self._delete_items_of(conn, project_id, node_ids, report)
+            self._set_context_state(conn, project_id, node_ids, None)
             for part in _chunks(node_ids):
                 ph = _placeholders(len(part))
                 for col in ("from_id", "to_id"):
@@ -1195,7 +1236,14 @@ class SQLiteStore(Store):
                 if cur.rowcount and table == "items":
                     conn.execute(
                         "INSERT INTO item_fts(rowid, terms) VALUES (?, ?)",
-                        (cur.lastrowid, r["terms"]),
+                        (
+                            cur.lastrowid,
+                            indexed_terms(
+                                r["terms"],
+                                r.get("context_terms") or "",
+                                int(r.get("context_hidden") or 0),
+                            ),
+                        ),
                     )
                 inserted += max(cur.rowcount, 0)
             if table != "projects":
@@ -1350,7 +1398,9 @@ def _entity(row: Sequence[Any]) -> Entity:
 
 
 def _relation(row: Sequence[Any]) -> Relation:
-    return Relation(
+    # Rows were validated on the way in; skipping validation on the way out keeps graph
+    # walks cheap.
+    return Relation.model_construct(
         project_id=row[0],
         id=row[1],
         from_id=row[2],
@@ -1382,6 +1432,8 @@ def _item(row: Sequence[Any]) -> SearchItem:
         line_end=row[12],
         latest=bool(row[13]),
         importance=row[14],
+        context_terms=row[15] or "",
+        context_id=row[16],
     )
 
 
