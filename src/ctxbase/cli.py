@@ -126,6 +126,35 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate_data(args: argparse.Namespace) -> int:
+    from .store import open_store
+    from .store.transfer import copy_project
+
+    src = open_store(args.source)
+    dst = open_store(args.target)
+    try:
+        counts = copy_project(
+            src,
+            dst,
+            args.project,
+            progress=lambda table, n: print(f"  {table}: {n} rows", file=sys.stderr),
+        )
+    finally:
+        src.close()
+        dst.close()
+    bad = {t: c for t, c in counts.items() if c[0] != c[1]}
+    for table, (n_src, n_dst) in counts.items():
+        mark = "" if n_src == n_dst else "   <-- differs"
+        print(f"{table:<14} source {n_src:>8}  destination {n_dst:>8}{mark}")
+    if bad:
+        print(
+            "error: row counts differ (the destination already held rows of this project?)",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 def cmd_bench_locomo(args: argparse.Namespace) -> int:
     from .evaluation.bench_cli import run_locomo_bench
 
@@ -197,6 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("migrate", help="create or upgrade the schema; prints its version")
     p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("migrate-data", help="copy a project between databases, verifying counts")
+    p.add_argument("--from", dest="source", required=True, help="source path or URL")
+    p.add_argument("--to", dest="target", required=True, help="destination path or URL")
+    p.set_defaults(func=cmd_migrate_data)
 
     bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
     p = bench.add_parser("locomo", help="retrieval recall on a LoCoMo-format file")
