@@ -232,6 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="target", required=True, help="destination path or URL")
     p.set_defaults(func=cmd_migrate_data)
 
+    from .serve.cli_commands import add_subcommands
+
+    add_subcommands(sub)  # serve, keys
+
     bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
     p = bench.add_parser("locomo", help="retrieval recall on a LoCoMo-format file")
     p.add_argument("--data", required=True, help="LoCoMo JSON file")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -55,8 +56,14 @@ def test_json_logs_carry_request_and_context_ids(
             json={"project_id": pid, "agent_role": "qa", "user_intent": "hello"},
             headers={"X-Request-ID": "req-abc-123"},
         )
-    assert r.headers["x-request-id"] == "req-abc-123"
-    records = [rec for rec in caplog.records if getattr(rec, "request_id", None) == "req-abc-123"]
+        assert r.headers["x-request-id"] == "req-abc-123"
+        # the line is written once the response has gone out: give it a moment
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            records = [r for r in caplog.records if getattr(r, "request_id", "") == "req-abc-123"]
+            if records:
+                break
+            time.sleep(0.01)
     assert len(records) == 1
     line = json.loads(JsonFormatter().format(records[0]))
     assert line["context_id"] == r.json()["context_id"]

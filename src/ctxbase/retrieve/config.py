@@ -51,6 +51,8 @@ class SearchConfig(BaseModel):
     )
     # neighbours in session order (the turns around a hit) scored as graph hits
     session_window: int = Field(default=0, ge=0, le=10)
+    # A query that names exactly one actor (agent id or role) favours that actor's events.
+    actor_boost: float = Field(default=1.3, ge=1.0, le=5.0)
     time_decay_half_life_days: float | None = Field(default=None, gt=0)
     importance_weight: float = Field(default=0.0, ge=0, le=1)
     dedupe_threshold: float | None = Field(default=0.9, gt=0, le=1)
@@ -72,8 +74,9 @@ class SearchConfig(BaseModel):
 
 
 PRESETS: dict[str, SearchConfig] = {
-    "keyword": SearchConfig(semantic=False),
-    "semantic": SearchConfig(keyword=False),
+    # Single-method presets stay plain: they are also the benchmark's baselines.
+    "keyword": SearchConfig(semantic=False, actor_boost=1.0),
+    "semantic": SearchConfig(keyword=False, actor_boost=1.0),
     "hybrid": SearchConfig(),
     # The turns around a hit often hold its question or its answer: score them too.
     "hybrid_graph": SearchConfig(graph_hops=1, session_window=2),

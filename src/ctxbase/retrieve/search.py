@@ -6,9 +6,11 @@ Every candidate keeps the scores that placed it, so assembly can explain its cho
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..store.base import ItemFilter, SearchItem, Store
@@ -19,7 +21,7 @@ from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, 
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
-__all__ = ["Candidate", "SearchResponse", "Searcher"]
+__all__ = ["Candidate", "SearchResponse", "Searcher", "named_actor"]
 
 
 @dataclass
@@ -182,6 +184,13 @@ class Searcher:
             self._expand(project_id, config, cands, allowed)
             timings["graph"] = _ms(t)
 
+        if config.actor_boost != 1.0:
+            actor = named_actor(query, cands.values())
+            if actor is not None:
+                for c in cands.values():
+                    if actor in (c.item.agent_id, c.item.agent_role):
+                        c.score *= config.actor_boost
+
         now = time.time() if now is None else now
         for c in cands.values():
             if config.time_decay_half_life_days:
@@ -311,6 +320,25 @@ class Searcher:
                 right[o] = hi or ""
                 out[o] += [(n, dist) for n in (lo, hi) if n]
         return out
+
+
+def _mentions(query: str, name: str) -> bool:
+    if name.isascii():
+        return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", query) is not None
+    return name in query
+
+
+def named_actor(query: str, candidates: Iterable[Candidate]) -> str | None:
+    """The one agent id or role among the candidates that the query names, if exactly one.
+
+    "What did the tester report?" or "What does Melanie like?" are about one actor's events.
+    """
+    q = query.casefold()
+    actors = {
+        a for c in candidates for a in (c.item.agent_id, c.item.agent_role) if a and len(a) >= 3
+    }
+    named = {a for a in actors if _mentions(q, a.casefold())}
+    return named.pop() if len(named) == 1 else None
 
 
 def _with_latest(flt: ItemFilter | None) -> ItemFilter:

@@ -17,6 +17,7 @@ import numpy.typing as npt
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
 
 __all__ = [
+    "OWN_TERMS_WEIGHT",
     "SCHEMA_VERSION",
     "ApiKeyRecord",
     "ForgetReport",
@@ -29,6 +30,10 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 1
+
+# Keyword score = BM25(own + context terms) + OWN_TERMS_WEIGHT * BM25(own terms): a word an
+# item says itself counts for more than one it only follows. Every backend ranks this way.
+OWN_TERMS_WEIGHT = 0.5
 
 
 @dataclass(frozen=True, slots=True)

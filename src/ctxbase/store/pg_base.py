@@ -75,7 +75,8 @@ class PgBase:
         self._on_statement = on_statement  # sees every SQL text sent (for audits and tests)
         self._known_dims: set[int] = set()
         self._dims_lock = threading.Lock()
-        self._stats: dict[str, tuple[int, int, float]] = {}  # project -> (gen, n, avgdl)
+        # project -> (gen, n, mean indexed terms, mean own terms)
+        self._stats: dict[str, tuple[int, int, float, float]] = {}
         self._closed = False
         try:
             with psycopg.connect(url, autocommit=False) as conn:

@@ -1,6 +1,7 @@
 """Keyword and vector search of the PostgreSQL backend (a mixin of PostgresStore).
 
-Keywords: BM25 with SQLite FTS5's formula over the verbatim terms in items.tsv (see pg_sql).
+Keywords: BM25 with SQLite FTS5's formula over the verbatim terms in items.tsv (own plus
+context terms) and items.tsv_own (own terms, weighed again), see pg_sql.keyword_sql.
 Vectors: pgvector, one partial HNSW expression index per dimension (cosine), created the
 first time a vector of that dimension is stored.
 """
@@ -22,24 +23,26 @@ __all__ = ["PgSearch"]
 
 class PgSearch(PgBase):
     # -- search index --------------------------------------------------------------------
-    def _doc_stats(self, conn: Conn, project_id: str) -> tuple[int, float]:
-        """(active items, mean terms per item), cached until the project's generation moves."""
+    def _doc_stats(self, conn: Conn, project_id: str) -> tuple[int, float, float]:
+        """(active items, mean indexed terms per item, mean own terms per item), cached until
+        the project's generation moves."""
         row = self._x(
             conn, "SELECT generation FROM projects WHERE project_id=%s", (project_id,)
         ).fetchone()
         gen = int(row[0]) if row else 0
         cached = self._stats.get(project_id)
         if cached is not None and cached[0] == gen:
-            return cached[1], cached[2]
+            return cached[1], cached[2], cached[3]
         row = self._x(
             conn,
-            "SELECT count(*), coalesce(sum(nterms), 0) FROM items WHERE project_id=%s AND active=1",
+            "SELECT count(*), coalesce(sum(nterms), 0), coalesce(sum(nterms_own), 0) "
+            "FROM items WHERE project_id=%s AND active=1",
             (project_id,),
         ).fetchone()
         n = int(row[0]) if row else 0
-        avgdl = max(float(row[1]) / n, 1.0) if row and n else 1.0
-        self._stats[project_id] = (gen, n, avgdl)
-        return n, avgdl
+        avg, avg_own = (float(row[1]) / n, float(row[2]) / n) if row and n else (0.0, 0.0)
+        self._stats[project_id] = (gen, n, avg, avg_own)
+        return n, avg, avg_own
 
     def keyword_search(
         self, project_id: str, match: str, flt: ItemFilter | None, limit: int
@@ -51,7 +54,9 @@ class PgSearch(PgBase):
         tsquery = (" & " if mode == "and" else " | ").join(lexemes)
         where, fargs = q.filter_sql(flt)
         with self._tx() as conn:
-            n, avgdl = self._doc_stats(conn, project_id)
+            n, avg, avg_own = self._doc_stats(conn, project_id)
+            # FTS5 normalises by the whole row's length (both columns) against its mean.
+            avgdl = max(avg + avg_own, 1.0)
             rows = self._x(
                 conn,
                 q.keyword_sql(where),

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import StorageError
 from ..model import Entity, Relation, SessionInfo, TaskInfo
-from .base import ItemFilter, SearchItem
+from .base import OWN_TERMS_WEIGHT, ItemFilter, SearchItem
 
 __all__ = [
     "BM25_B",
@@ -68,16 +68,28 @@ INDEXED_TERMS = (
     "THEN ' ' || context_terms ELSE '' END)"
 )
 
+
+def _term_count(terms: str) -> str:
+    """Number of terms in a space-joined terms expression (FTS5 counts tokens the same way)."""
+    return f"cardinality(array_remove(string_to_array({terms}, ' '), ''))"
+
+
 # Statements run before / after the shared schema of a version.
 PRE_MIGRATIONS: dict[int, list[str]] = {1: ["CREATE EXTENSION IF NOT EXISTS vector"]}
 POST_MIGRATIONS: dict[int, list[str]] = {
     1: [
         TERMS_TSVECTOR,
+        # The two keyword columns: indexed (own plus live context terms), and own terms
+        # only, which ranking weighs again (OWN_TERMS_WEIGHT); matching uses `tsv` alone.
         "ALTER TABLE items ADD COLUMN IF NOT EXISTS tsv tsvector "
         f"GENERATED ALWAYS AS (ctxbase_terms_tsvector({INDEXED_TERMS})) STORED",
-        # Document length for BM25 (FTS5 counts tokens the same way).
+        "ALTER TABLE items ADD COLUMN IF NOT EXISTS tsv_own tsvector "
+        "GENERATED ALWAYS AS (ctxbase_terms_tsvector(terms)) STORED",
+        # Column lengths for BM25.
         "ALTER TABLE items ADD COLUMN IF NOT EXISTS nterms INTEGER "
-        f"GENERATED ALWAYS AS (cardinality(string_to_array({INDEXED_TERMS}, ' '))) STORED",
+        f"GENERATED ALWAYS AS ({_term_count(INDEXED_TERMS)}) STORED",
+        "ALTER TABLE items ADD COLUMN IF NOT EXISTS nterms_own INTEGER "
+        f"GENERATED ALWAYS AS ({_term_count('terms')}) STORED",
         "CREATE INDEX IF NOT EXISTS items_tsv ON items USING gin (tsv)",
     ]
 }
@@ -100,7 +112,6 @@ ITEM_COLS = (
     "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
     "path, line_start, line_end, latest, importance, context_terms, context_id"
 )
-
 
 
 def clean_text(value: str | None) -> str | None:
@@ -185,28 +196,38 @@ def filter_sql(flt: ItemFilter | None, alias: str = "i") -> tuple[str, list[Any]
 
 
 def keyword_sql(where: str) -> str:
-    """BM25 over the matching items, computed like FTS5's bm25() (see module docs).
+    """BM25 over the matching items, computed like FTS5's `bm25(fts, 1.0, OWN_TERMS_WEIGHT)`
+    over the two columns (indexed terms, own terms).
+
+    Per query term: one idf, from the items matching the term in either column (own terms
+    are part of the indexed ones, so: matching `tsv`); a term frequency summed over the
+    columns with their weights, f = tf(indexed) + OWN_TERMS_WEIGHT * tf(own); and FTS5's
+    length normalisation by the whole row, nterms + nterms_own, against the mean row length.
 
     Parameters, in order: per-term tsquery texts, the filter's arguments, project id, the
-    whole tsquery, document count, average document length, limit. Document frequencies
-    come from the project's matching active items before the structured filter, as FTS5's
-    come from the whole index; the filter only decides which items are returned. The
-    document count may lag behind (it is cached per index generation, and concurrent writes
-    commit between statements), so it is never taken below a term's document frequency.
+    whole tsquery, document count, mean row length (both columns), limit. Document
+    frequencies come from the project's matching active items before the structured filter,
+    as FTS5's come from the whole index; the filter only decides which items are returned.
+    The document count may lag behind (it is cached per index generation, and concurrent
+    writes commit between statements), so it is never taken below a term's document
+    frequency.
     """
     return f"""WITH q AS (
     SELECT n, t::tsquery AS tq FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n)
 ), m AS (
-    SELECT i.item_id, i.tsv, i.nterms, (TRUE{where}) AS ok FROM items i
+    SELECT i.item_id, i.tsv, i.tsv_own, i.nterms + i.nterms_own AS dl, (TRUE{where}) AS ok
+    FROM items i
     WHERE i.project_id = %s AND i.active = 1 AND i.tsv @@ %s::tsquery
 ), tf AS (
-    SELECT m.item_id, m.nterms, m.ok, ts_rank_cd('{{1,1,1,1}}', m.tsv, q.tq, 0) AS f,
+    SELECT m.item_id, m.dl, m.ok,
+        ts_rank_cd('{{1,1,1,1}}', m.tsv, q.tq, 0)
+        + {OWN_TERMS_WEIGHT} * ts_rank_cd('{{1,1,1,1}}', m.tsv_own, q.tq, 0) AS f,
         count(*) OVER (PARTITION BY q.n) AS df
     FROM m JOIN q ON m.tsv @@ q.tq
 )
 SELECT item_id, sum(
     greatest(ln((greatest(%s, df) - df + 0.5) / (df + 0.5)), 1e-6)
-    * f * {BM25_K1 + 1} / (f + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * nterms / %s))
+    * f * {BM25_K1 + 1} / (f + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * dl / %s))
 ) AS score
 FROM tf WHERE ok GROUP BY item_id ORDER BY score DESC, item_id LIMIT %s"""
 

@@ -8,8 +8,9 @@ docs/citus.md. Design:
   per-session `seq` and NEXT edges stay gap-free, and no two writers can deadlock. Readers
   never wait (MVCC).
 * Keywords: items.tsv is a stored generated tsvector of the very terms SQLite's FTS5 indexes
-  (verbatim lexemes, see pg_sql.TERMS_TSVECTOR) with a GIN index; ranking is BM25 with FTS5's
-  formula computed in SQL, document statistics taken per project.
+  (verbatim lexemes, see pg_sql.TERMS_TSVECTOR) with a GIN index, and items.tsv_own the
+  item's own terms alone; ranking is FTS5's two-column weighted BM25 computed in SQL,
+  document statistics taken per project.
 * Vectors: item_vectors.vec is an unconstrained `vector` with its dimension in `dim`; each
   dimension gets a partial HNSW expression index (cosine) when first stored, and searches use
   it with pgvector's iterative scans so project, model and id filters still return k rows.

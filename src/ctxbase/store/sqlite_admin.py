@@ -1,0 +1,400 @@
+"""State, traces, forget, bulk copy and API keys of the SQLite backend (a mixin)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import StorageError
+from ..model import StateFact
+from .base import ApiKeyRecord, ForgetReport, StateChange
+from .schema import COLUMNS, JSON_COLUMNS
+from .sqlite_base import (
+    SQLiteBase,
+    api_key_row,
+    chunks,
+    dumps,
+    indexed_terms,
+    loads,
+    placeholders,
+    tombstone_hash,
+)
+
+__all__ = ["SQLiteAdmin"]
+
+
+class SQLiteAdmin(SQLiteBase):
+    # -- state ---------------------------------------------------------------------------
+    def set_state(self, fact: StateFact) -> StateFact:
+        with self._write() as conn:
+            self._ensure_project(conn, fact.project_id)
+            key = (fact.project_id, fact.scope, fact.scope_id, fact.key)
+            old = conn.execute(
+                "SELECT value FROM state WHERE project_id=? AND scope=? AND scope_id=? AND key=?",
+                key,
+            ).fetchone()
+            last = conn.execute(
+                "SELECT max(version) FROM state_history WHERE project_id=? AND scope=? "
+                "AND scope_id=? AND key=?",
+                key,
+            ).fetchone()
+            version = int(last[0] or 0) + 1
+            stored = fact.model_copy(update={"version": version})
+            conn.execute(
+                "INSERT OR REPLACE INTO state(project_id, scope, scope_id, key, value, version, "
+                "cause, updated_at) VALUES (?,?,?,?,?,?,?,?)",
+                (*key, dumps(stored.value), version, stored.cause, stored.updated_at),
+            )
+            conn.execute(
+                "INSERT INTO state_history(project_id, scope, scope_id, key, version, old_value,"
+                " new_value, cause, ts, deleted) VALUES (?,?,?,?,?,?,?,?,?,0)",
+                (
+                    *key,
+                    version,
+                    old[0] if old else None,
+                    dumps(stored.value),
+                    stored.cause,
+                    stored.updated_at,
+                ),
+            )
+        return stored
+
+    def delete_state(
+        self, project_id: str, scope: str, scope_id: str, key: str, cause: str | None
+    ) -> bool:
+        with self._write() as conn:
+            k = (project_id, scope, scope_id, key)
+            old = conn.execute(
+                "SELECT value, version FROM state WHERE project_id=? AND scope=? AND scope_id=? "
+                "AND key=?",
+                k,
+            ).fetchone()
+            if not old:
+                return False
+            conn.execute(
+                "DELETE FROM state WHERE project_id=? AND scope=? AND scope_id=? AND key=?", k
+            )
+            conn.execute(
+                "INSERT INTO state_history(project_id, scope, scope_id, key, version, old_value,"
+                " new_value, cause, ts, deleted) VALUES (?,?,?,?,?,?,NULL,?,?,1)",
+                (*k, int(old[1]) + 1, old[0], cause, time.time()),
+            )
+        return True
+
+    def get_state(
+        self, project_id: str, scope: str, scope_id: str, key: str | None = None
+    ) -> list[StateFact]:
+        sql = (
+            "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at "
+            "FROM state WHERE project_id=? AND scope=? AND scope_id=?"
+        )
+        args: list[Any] = [project_id, scope, scope_id]
+        if key is not None:
+            sql += " AND key=?"
+            args.append(key)
+        with self._read() as conn:
+            rows = conn.execute(sql + " ORDER BY key", args).fetchall()
+        return [
+            StateFact(
+                project_id=r[0],
+                scope=r[1],
+                scope_id=r[2],
+                key=r[3],
+                value=loads(r[4]),
+                version=r[5],
+                cause=r[6],
+                updated_at=r[7],
+            )
+            for r in rows
+        ]
+
+    def state_history(
+        self, project_id: str, scope: str, scope_id: str, key: str | None = None
+    ) -> list[StateChange]:
+        sql = (
+            "SELECT key, scope, scope_id, version, old_value, new_value, cause, ts, deleted "
+            "FROM state_history WHERE project_id=? AND scope=? AND scope_id=?"
+        )
+        args: list[Any] = [project_id, scope, scope_id]
+        if key is not None:
+            sql += " AND key=?"
+            args.append(key)
+        with self._read() as conn:
+            rows = conn.execute(sql + " ORDER BY key, version", args).fetchall()
+        return [
+            StateChange(r[0], r[1], r[2], r[3], loads(r[4]), loads(r[5]), r[6], r[7], bool(r[8]))
+            for r in rows
+        ]
+
+    # -- traces --------------------------------------------------------------------------
+    def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
+        with self._write() as conn:
+            self._ensure_project(conn, project_id)
+            conn.execute(
+                "INSERT OR REPLACE INTO traces(project_id, context_id, created_at, trace) "
+                "VALUES (?,?,?,?)",
+                (project_id, context_id, time.time(), dumps(trace)),
+            )
+
+    def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT trace FROM traces WHERE project_id=? AND context_id=?",
+                (project_id, context_id),
+            ).fetchone()
+        return dict(loads(row[0])) if row else None
+
+    # -- forget --------------------------------------------------------------------------
+    def forget(
+        self,
+        project_id: str,
+        *,
+        event_ids: Sequence[str] = (),
+        entity_ids: Sequence[str] = (),
+        session_id: str | None = None,
+        whole_project: bool = False,
+    ) -> ForgetReport:
+        report = ForgetReport()
+        with self._write() as conn:
+            if whole_project:
+                forgotten_events = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT event_id FROM events WHERE project_id=?", (project_id,)
+                    ).fetchall()
+                ]
+                rowids = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT rowid FROM items WHERE project_id=?", (project_id,)
+                    ).fetchall()
+                ]
+                for rp in chunks(rowids):
+                    report.add(
+                        "item_fts",
+                        conn.execute(
+                            f"DELETE FROM item_fts WHERE rowid IN ({placeholders(len(rp))})",
+                            tuple(rp),
+                        ).rowcount,
+                    )
+                for table in (
+                    "items",
+                    "item_vectors",
+                    "relations",
+                    "events",
+                    "entities",
+                    "state",
+                    "state_history",
+                    "traces",
+                    "tasks",
+                    "sessions",
+                    "projects",
+                ):
+                    n = conn.execute(
+                        f"DELETE FROM {table} WHERE project_id=?", (project_id,)
+                    ).rowcount
+                    report.add(table, n)
+                # Tombstones stay (they hold only hashes): a stale retry must not come back.
+                conn.executemany(
+                    "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
+                    [(project_id, tombstone_hash(eid)) for eid in forgotten_events],
+                )
+                self._purge_fts(conn, report)
+                return report
+            ev_ids = list(dict.fromkeys(event_ids))
+            if session_id is not None:
+                ev_ids += [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT event_id FROM events WHERE project_id=? AND session_id=?",
+                        (project_id, session_id),
+                    ).fetchall()
+                ]
+            node_ids = list(dict.fromkeys(ev_ids + list(entity_ids)))
+            self._delete_items_of(conn, project_id, node_ids, report)
+            self._set_context_state(conn, project_id, node_ids, None)
+            for part in chunks(node_ids):
+                ph = placeholders(len(part))
+                for col in ("from_id", "to_id"):
+                    n = conn.execute(
+                        f"DELETE FROM relations WHERE project_id=? AND {col} IN ({ph})",
+                        (project_id, *part),
+                    ).rowcount
+                    report.add("relations", n)
+                n = conn.execute(
+                    f"DELETE FROM events WHERE project_id=? AND event_id IN ({ph})",
+                    (project_id, *part),
+                ).rowcount
+                report.add("events", n)
+                n = conn.execute(
+                    f"DELETE FROM entities WHERE project_id=? AND entity_id IN ({ph})",
+                    (project_id, *part),
+                ).rowcount
+                report.add("entities", n)
+            for eid in ev_ids:
+                conn.execute(
+                    "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
+                    (project_id, tombstone_hash(eid)),
+                )
+            if session_id is not None:
+                for table in ("tasks", "sessions"):
+                    n = conn.execute(
+                        f"DELETE FROM {table} WHERE project_id=? AND session_id=?",
+                        (project_id, session_id),
+                    ).rowcount
+                    report.add(table, n)
+                for table in ("state", "state_history"):
+                    n = conn.execute(
+                        f"DELETE FROM {table} WHERE project_id=? AND scope='session' "
+                        "AND scope_id=?",
+                        (project_id, session_id),
+                    ).rowcount
+                    report.add(table, n)
+            self._fix_session_tails(conn, project_id)
+            self._purge_fts(conn, report)
+            self._bump(conn, project_id)
+        return report
+
+    # -- bulk copy -----------------------------------------------------------------------
+    def export_rows(
+        self, project_id: str, table: str, batch: int = 1000
+    ) -> Iterator[list[dict[str, Any]]]:
+        cols = _columns(table)
+        with self._read() as conn:
+            cur = conn.execute(
+                f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=? ORDER BY rowid",
+                (project_id,),
+            )
+            while rows := cur.fetchmany(batch):
+                yield [_export_row(cols, r) for r in rows]
+
+    def import_rows(self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        cols = _columns(table)
+        if any(r["project_id"] != project_id for r in rows):
+            raise ValueError(f"import_rows({project_id!r}, {table!r}) got another project's row")
+        inserted = 0
+        with self._write() as conn:
+            for r in rows:
+                values = [_import_value(c, r.get(c)) for c in cols]
+                cur = conn.execute(
+                    f"INSERT OR IGNORE INTO {table}({', '.join(cols)}) "
+                    f"VALUES ({placeholders(len(cols))})",
+                    values,
+                )
+                if cur.rowcount and table == "items":
+                    conn.execute(
+                        "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
+                        (
+                            cur.lastrowid,
+                            indexed_terms(
+                                r["terms"],
+                                r.get("context_terms") or "",
+                                int(r.get("context_hidden") or 0),
+                            ),
+                            r["terms"],
+                        ),
+                    )
+                inserted += max(cur.rowcount, 0)
+            if table != "projects":
+                self._bump(conn, project_id)
+        return inserted
+
+    def count_rows(self, project_id: str, table: str) -> int:
+        _columns(table)
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT count(*) FROM {table} WHERE project_id=?", (project_id,)
+            ).fetchone()
+        return int(row[0])
+
+    def _purge_fts(self, conn: sqlite3.Connection, report: ForgetReport) -> None:
+        # FTS5 only marks deleted rows in its index; their terms stay in the index segments
+        # until a merge. Forgetting must not leave them there: rebuild the segments now.
+        if report.removed.get("item_fts"):
+            conn.execute("INSERT INTO item_fts(item_fts) VALUES ('optimize')")
+
+    def _fix_session_tails(self, conn: sqlite3.Connection, project_id: str) -> None:
+        # A forgotten last event must not stay as the NEXT anchor of its session.
+        conn.execute(
+            "UPDATE sessions SET last_event_id = (SELECT e.event_id FROM events e "
+            "WHERE e.project_id = sessions.project_id AND e.session_id = sessions.session_id "
+            "ORDER BY e.seq DESC LIMIT 1) WHERE project_id=?",
+            (project_id,),
+        )
+
+    # -- API keys --------------------------------------------------------------------------
+    def create_api_key(self, key: ApiKeyRecord) -> None:
+        with self._write() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO api_keys(key_id, key_hash, name, role, projects, created_at, "
+                    "revoked_at) VALUES (?,?,?,?,?,?,?)",
+                    (
+                        key.key_id,
+                        key.key_hash,
+                        key.name,
+                        key.role,
+                        dumps(list(key.projects)),
+                        key.created_at,
+                        key.revoked_at,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StorageError(f"API key {key.key_id!r} already exists") from exc
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT key_id, key_hash, name, role, projects, created_at, revoked_at "
+                "FROM api_keys WHERE key_id=?",
+                (key_id,),
+            ).fetchone()
+        return None if row is None else api_key_row(row)
+
+    def list_api_keys(self) -> list[ApiKeyRecord]:
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT key_id, key_hash, name, role, projects, created_at, revoked_at "
+                "FROM api_keys ORDER BY created_at, key_id"
+            ).fetchall()
+        return [api_key_row(r) for r in rows]
+
+    def revoke_api_key(self, key_id: str, at: float) -> bool:
+        with self._write() as conn:
+            cur = conn.execute(
+                "UPDATE api_keys SET revoked_at=? WHERE key_id=? AND revoked_at IS NULL",
+                (at, key_id),
+            )
+        return cur.rowcount > 0
+
+
+def _columns(table: str) -> tuple[str, ...]:
+    try:
+        return COLUMNS[table]
+    except KeyError:
+        raise ValueError(f"unknown table {table!r} (one of {', '.join(COLUMNS)})") from None
+
+
+def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for col, value in zip(cols, row, strict=True):
+        if col in JSON_COLUMNS:
+            value = loads(value)
+        elif col == "vec":
+            value = np.frombuffer(value, dtype=np.float32).copy()
+        out[col] = value
+    return out
+
+
+def _import_value(col: str, value: Any) -> Any:
+    if col in JSON_COLUMNS:
+        return dumps(value)
+    if col == "vec":
+        return np.asarray(value, dtype=np.float32).tobytes()
+    if isinstance(value, bool):
+        return int(value)
+    return value

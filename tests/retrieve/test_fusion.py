@@ -1,0 +1,75 @@
+"""Pure scoring functions: fusion, decay, dynamic top-k, near-duplicates."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ctxbase.retrieve.fusion import (
+    dedupe_near_identical,
+    dynamic_top_k,
+    normalise_scores,
+    rrf_fuse,
+    time_decay,
+    weighted_fuse,
+)
+
+
+def test_rrf_rewards_agreement_and_respects_weights() -> None:
+    fused = rrf_fuse({"kw": ["a", "b", "c"], "sem": ["b", "a", "d"]}, {"kw": 1.0, "sem": 1.0}, 20)
+    assert fused["a"] == pytest.approx(fused["b"])
+    assert fused["a"] > fused["c"] > 0
+    tilted = rrf_fuse({"kw": ["a", "b"], "sem": ["b", "a"]}, {"kw": 1.0, "sem": 0.5}, 20)
+    assert tilted["a"] > tilted["b"]
+    assert "x" not in rrf_fuse({"kw": ["x"]}, {"kw": 0.0}, 20)
+
+
+def test_weighted_fuse_normalises_each_method() -> None:
+    fused = weighted_fuse({"kw": {"a": 10.0, "b": 5.0}, "sem": {"a": 0.1, "b": 0.9}}, {})
+    assert fused["a"] == pytest.approx(1.0) and fused["b"] == pytest.approx(1.0)
+    assert normalise_scores({"x": 3.0}) == {"x": 1.0}
+
+
+def test_time_decay_halves_per_half_life() -> None:
+    assert time_decay(0, 7) == 1.0
+    assert time_decay(7 * 86400, 7) == pytest.approx(0.5)
+    assert time_decay(14 * 86400, 7) == pytest.approx(0.25)
+    assert time_decay(10**9, None) == 1.0
+
+
+def test_dynamic_top_k_stops_at_score_drop_and_token_allowance() -> None:
+    scored = [("a", 1.0), ("b", 0.9), ("c", 0.8), ("d", 0.3), ("e", 0.29)]
+    assert [i for i, _ in dynamic_top_k(scored, min_k=2, max_k=5)] == ["a", "b", "c"]
+    assert len(dynamic_top_k(scored, min_k=4, max_k=5)) == 4
+    tokens = {"a": 100, "b": 100, "c": 100, "d": 10, "e": 10}
+    kept = dynamic_top_k(scored, min_k=1, max_k=5, token_allowance=250, tokens_of=tokens.get)
+    assert [i for i, _ in kept] == ["a", "b"]
+
+
+@given(
+    st.lists(st.floats(min_value=0, max_value=1), min_size=0, max_size=30),
+    st.integers(1, 5),
+    st.integers(0, 10),
+)
+def test_dynamic_top_k_bounds(scores: list[float], lo: int, extra: int) -> None:
+    scored = sorted(((str(i), s) for i, s in enumerate(scores)), key=lambda x: -x[1])
+    kept = dynamic_top_k(scored, min_k=lo, max_k=lo + extra)
+    assert len(kept) <= lo + extra
+    assert len(kept) >= min(lo, len(scored))
+
+
+def test_dedupe_drops_near_identical_text_in_english_and_chinese() -> None:
+    texts = {
+        "a": "the cache key for recent orders expires after ten minutes",
+        "b": "the cache key for recent orders expires after ten minutes!",
+        "c": "tests for the payment service are failing",
+        "d": "把预算控制在5万以内",
+        "e": "把预算控制在5万以内。",
+    }
+    ranked = [(k, 1.0 - n / 10) for n, k in enumerate(texts)]
+    kept, dropped = dedupe_near_identical(ranked, texts.__getitem__, 0.8)
+    assert [k for k, _ in kept] == ["a", "c", "d"]
+    assert dropped == {"b": "a", "e": "d"}
+    limited, _ = dedupe_near_identical(ranked, texts.__getitem__, 0.8, limit=1)
+    assert [k for k, _ in limited][:1] == ["a"] and len(limited) == 5

@@ -1,0 +1,130 @@
+"""Hybrid search over a real store, on every backend (the `cb` fixture is parametrised)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxbase import ContextBase, ValidationError
+from ctxbase.retrieve.config import PRESETS, SearchConfig, get_preset
+from ctxbase.retrieve.indexing import entity_items
+from ctxbase.store.base import ItemFilter
+
+
+def _seed(cb: ContextBase) -> dict[str, str]:
+    ids: dict[str, str] = {}
+
+    def rec(key: str, session: str, text: str, agent: str = "user", **kw: object) -> None:
+        ids[key] = cb.record("user_message", session_id=session, text=text, agent_id=agent, **kw).id  # type: ignore[arg-type]
+
+    rec("budget", "s1", "把预算控制在5万以内，尽快上线", agent="alice")
+    rec("cache", "s1", "订单查询太慢，给最近30天的订单加上Redis缓存", agent="alice")
+    rec("ack", "s1", "好的，我先看一下慢SQL", agent="coder")
+    rec("answer", "s1", "是的，上周已经做完了", agent="coder")
+    rec("hike", "s2", "Did you go hiking at the lake last weekend?", agent="bob")
+    rec("yes", "s2", "Yes, we swam the whole afternoon.", agent="carol")
+    rec("pottery", "s2", "Carol started pottery classes on Tuesdays.", agent="bob")
+    rec("tests", "s3", "The payment tests fail with a timeout in CI.", agent="tester")
+    cb.wait_for_embeddings()
+    return ids
+
+
+def _owners(cb: ContextBase, query: str, **kw: object) -> list[str]:
+    return [c.item.owner_id for c in cb.search(query, **kw).results]  # type: ignore[arg-type]
+
+
+def test_chinese_keyword_search_finds_segmented_words(cb: ContextBase) -> None:
+    ids = _seed(cb)
+    assert _owners(cb, "缓存", preset="keyword")[0] == ids["cache"]
+    assert _owners(cb, "预算是多少", preset="keyword")[0] == ids["budget"]
+
+
+def test_an_event_is_found_by_the_words_of_the_turn_it_answers(cb: ContextBase) -> None:
+    ids = _seed(cb)
+    # "swam the whole afternoon" never says "hiking": its predecessor does.
+    found = _owners(cb, "hiking", preset="keyword", top_k=5)
+    assert ids["hike"] in found and ids["yes"] in found
+
+
+def test_hiding_the_context_event_hides_its_words_from_the_next_one(cb: ContextBase) -> None:
+    ids = _seed(cb)
+    cb.soft_delete([ids["hike"]])
+    assert ids["yes"] not in _owners(cb, "hiking", preset="keyword", top_k=5)
+    assert ids["yes"] in _owners(cb, "swam afternoon", preset="keyword", top_k=5)
+    cb.restore([ids["hike"]])
+    assert ids["yes"] in _owners(cb, "hiking", preset="keyword", top_k=5)
+    cb.forget(event_ids=[ids["hike"]])
+    assert _owners(cb, "hiking", preset="keyword", top_k=5) == []
+
+
+def test_filters_apply_before_ranking(cb: ContextBase) -> None:
+    ids = _seed(cb)
+    only_s2 = _owners(cb, "订单 lake tests", filters=ItemFilter(session_ids=("s2",)))
+    assert only_s2 and all(o in (ids["hike"], ids["yes"], ids["pottery"]) for o in only_s2)
+    by_agent = _owners(cb, "tests timeout", filters=ItemFilter(agent_ids=("tester",)))
+    assert by_agent == [ids["tests"]]
+    nothing = _owners(cb, "缓存", filters=ItemFilter(types=("tool_result",)))
+    assert nothing == []
+
+
+def test_semantic_search_uses_vectors(cb: ContextBase) -> None:
+    ids = _seed(cb)
+    resp = cb.search("Carol started pottery classes on Tuesdays.", preset="semantic", top_k=3)
+    assert resp.results[0].item.owner_id == ids["pottery"]
+    assert resp.results[0].similarity is not None and resp.results[0].similarity > 0.9
+
+
+def test_session_window_brings_neighbours_and_explains_why(cb: ContextBase) -> None:
+    ids = _seed(cb)
+    cfg = get_preset("hybrid_graph", top_k=8)
+    resp = cb.search("Redis 缓存", config=cfg)
+    by_owner = {c.item.owner_id: c for c in resp.results}
+    assert ids["cache"] in by_owner
+    neighbour = by_owner.get(ids["ack"])
+    assert neighbour is not None and neighbour.graph_via and "NEXT" in neighbour.graph_via
+
+
+def test_graph_expansion_follows_entity_relations_above_threshold(cb: ContextBase) -> None:
+    spec = cb.upsert_entity("document", "redis-cache-spec", "缓存键 orders:recent，TTL 10 分钟")
+    code = cb.upsert_entity("code", "zqx_loader", "def zqx_loader(): ...")
+    weak = cb.upsert_entity("document", "unrelated-note", "meeting notes about holidays")
+    cb.upsert_relationship(code.id, "FOLLOWS", spec.id, source="human", confidence=0.9)
+    cb.upsert_relationship(code.id, "REFERENCES", weak.id, source="auto:test", confidence=0.5)
+    cb.wait_for_embeddings()
+    cfg = get_preset("hybrid_graph", top_k=10, semantic=False)
+    found = {c.item.owner_id: c for c in cb.search("zqx_loader", config=cfg).results}
+    assert spec.id in found and "FOLLOWS" in (found[spec.id].graph_via or "")
+    assert weak.id not in found  # REFERENCES needs 0.85 by default
+
+
+def test_latest_only_hides_superseded_versions(cb: ContextBase) -> None:
+    first = cb.upsert_entity("document", "spec", "cache TTL is 5 minutes", id="doc:spec@1")
+    superseded = first.model_copy(update={"latest": False})
+    cb.store.upsert_entity(superseded, entity_items(superseded))
+    cb.upsert_entity("document", "spec", "cache TTL is 10 minutes", id="doc:spec@2")
+    assert _owners(cb, "cache TTL minutes", preset="keyword") == ["doc:spec@2"]
+    every = get_preset("keyword", latest_only=False)
+    assert sorted(_owners(cb, "cache TTL minutes", config=every)) == ["doc:spec@1", "doc:spec@2"]
+
+
+def test_actor_named_in_the_query_is_preferred(cb: ContextBase) -> None:
+    for n in range(3):
+        cb.record("user_message", session_id="s", text=f"I like painting, day {n}", agent_id="amy")
+        cb.record("user_message", session_id="s", text=f"I like painting too, {n}", agent_id="ben")
+    cb.wait_for_embeddings()
+    top = cb.search("What does ben like?", preset="hybrid", top_k=3).results
+    assert all(c.item.agent_id == "ben" for c in top)
+
+
+def test_presets_and_bad_queries() -> None:
+    assert set(PRESETS) == {"keyword", "semantic", "hybrid", "hybrid_graph"}
+    assert get_preset("hybrid", top_k=3).top_k == 3
+    with pytest.raises(ValidationError):
+        get_preset("nope")
+    with pytest.raises(ValueError):
+        SearchConfig(keyword=False, semantic=False)
+
+
+def test_empty_query_is_refused(cb: ContextBase) -> None:
+    with pytest.raises(ValidationError) as err:
+        cb.search("   ")
+    assert err.value.field == "query"
