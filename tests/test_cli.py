@@ -1,0 +1,118 @@
+"""The `ctxbase` command end to end on a real SQLite file (fast "hash" embedder)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ctxbase.cli import main
+
+
+def _run(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_demo_prints_the_causal_chain_and_an_assembled_context(tmp_path: Path, capsys: Any) -> None:
+    code, out, _ = _run(capsys, "--db", str(tmp_path / "d.db"), "--embedder", "hash", "demo")
+    assert code == 0
+    assert "causal chain of the tool result" in out
+    assert "<- tool_invocation" in out and "<- user_message" in out
+    assert "assembled context" in out and "run_sql" in out
+
+
+def test_capture_events_chain_search_forget(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "c.db"), "--project", "p", "--embedder", "hash"]
+    code, first, _ = _run(capsys, *base, "capture", "--session", "s1", "--text", "订单查询要加缓存")
+    assert code == 0
+    first_id = first.strip()
+    code, second, _ = _run(
+        capsys,
+        *base,
+        "capture",
+        "--session",
+        "s1",
+        "--type",
+        "tool_result",
+        "--text",
+        "缓存命中率 12%",
+        "--parent",
+        first_id,
+    )
+    second_id = second.strip()
+    code, out, _ = _run(capsys, *base, "events", "s1", "--json")
+    assert [e["id"] for e in json.loads(out)] == [first_id, second_id]
+    code, out, _ = _run(capsys, *base, "chain", second_id)
+    assert code == 0 and "订单查询要加缓存" in out
+    code, out, _ = _run(capsys, *base, "search", "缓存", "--preset", "keyword", "--json")
+    assert {r["owner_id"] for r in json.loads(out)} == {first_id, second_id}
+    code, out, _ = _run(capsys, *base, "forget", "--session", "s1")
+    assert code == 0 and json.loads(out)["removed"]["events"] == 2
+    code, _, err = _run(capsys, *base, "chain", second_id)
+    assert code == 3 and "not found" in err
+
+
+def test_bad_input_exits_2_with_the_field(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "c.db"), "--embedder", "none"]
+    code, _, err = _run(
+        capsys, *base, "capture", "--session", "s1", "--type", "nope", "--text", "x"
+    )
+    assert code == 2 and "type" in err
+    code, _, err = _run(
+        capsys, *base, "capture", "--session", "s1", "--text", "x", "--parent", "ev_missing"
+    )
+    assert code == 2 and "parent_event_ids[0]" in err
+
+
+def test_assemble_and_trace(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "a.db"), "--project", "p", "--embedder", "hash"]
+    _run(capsys, *base, "capture", "--session", "s1", "--text", "The Redis TTL is 10 minutes")
+    code, out, _ = _run(
+        capsys, *base, "assemble", "what is the Redis TTL?", "--role", "coder", "--json"
+    )
+    payload = json.loads(out)
+    assert code == 0 and payload["context_id"]
+    assert any("10 minutes" in str(m.get("content")) for m in payload["messages"])
+    code, out, _ = _run(capsys, *base, "trace", payload["context_id"])
+    assert code == 0 and "policy" in out
+
+
+def test_migrate_and_migrate_data(tmp_path: Path, capsys: Any) -> None:
+    src = str(tmp_path / "src.db")
+    dst = str(tmp_path / "dst.db")
+    _run(
+        capsys,
+        "--db",
+        src,
+        "--project",
+        "p",
+        "--embedder",
+        "none",
+        "capture",
+        "--session",
+        "s",
+        "--text",
+        "hello",
+    )
+    code, out, _ = _run(capsys, "--db", src, "migrate")
+    assert code == 0 and "schema version 1" in out
+    code, out, _ = _run(capsys, "--project", "p", "migrate-data", "--from", src, "--to", dst)
+    assert code == 0 and "events" in out
+    code, out, _ = _run(
+        capsys, "--db", dst, "--project", "p", "--embedder", "none", "events", "s", "--json"
+    )
+    assert [e["text"] for e in json.loads(out)] == ["hello"]
+
+
+def test_the_installed_entry_point_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbase.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0 and "assemble" in done.stdout
