@@ -10,10 +10,11 @@ import numpy as np
 
 from ..errors import StorageError
 from ..model import StateFact
-from .base import ApiKeyRecord, ForgetReport, StateChange
+from .base import ApiKeyRecord, ForgetReport
 from .pg_base import Conn, PgBase, as_array, jsonb, text
-from .schema import COLUMNS, JSON_COLUMNS
-from .sqlite import tombstone_hash
+from .rows import next_version, tombstone_hash
+from .schema import FORGET_TABLES, JSON_COLUMNS
+from .shared import table_columns
 
 __all__ = ["PgAdmin"]
 
@@ -27,7 +28,7 @@ class PgAdmin(PgBase):
             self._lock(conn, [fact.project_id], ensure=True, bump=False)
             old = self._x(conn, f"SELECT value FROM state {where}", key).fetchone()
             last = self._x(conn, f"SELECT max(version) FROM state_history {where}", key).fetchone()
-            version = int(last[0] or 0) + 1 if last else 1
+            version = next_version(last)
             stored = fact.model_copy(update={"version": version})
             self._x(
                 conn,
@@ -72,50 +73,6 @@ class PgAdmin(PgBase):
             )
         return True
 
-    def get_state(
-        self, project_id: str, scope: str, scope_id: str, key: str | None = None
-    ) -> list[StateFact]:
-        sql = (
-            "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at "
-            "FROM state WHERE project_id=%s AND scope=%s AND scope_id=%s"
-        )
-        args: list[Any] = [project_id, scope, scope_id]
-        if key is not None:
-            sql += " AND key=%s"
-            args.append(key)
-        with self._tx() as conn:
-            rows = self._x(conn, sql + " ORDER BY key", args).fetchall()
-        return [
-            StateFact(
-                project_id=r[0],
-                scope=r[1],
-                scope_id=r[2],
-                key=r[3],
-                value=r[4],
-                version=r[5],
-                cause=r[6],
-                updated_at=r[7],
-            )
-            for r in rows
-        ]
-
-    def state_history(
-        self, project_id: str, scope: str, scope_id: str, key: str | None = None
-    ) -> list[StateChange]:
-        sql = (
-            "SELECT key, scope, scope_id, version, old_value, new_value, cause, ts, deleted "
-            "FROM state_history WHERE project_id=%s AND scope=%s AND scope_id=%s"
-        )
-        args: list[Any] = [project_id, scope, scope_id]
-        if key is not None:
-            sql += " AND key=%s"
-            args.append(key)
-        with self._tx() as conn:
-            rows = self._x(conn, sql + " ORDER BY key, version", args).fetchall()
-        return [
-            StateChange(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], bool(r[8])) for r in rows
-        ]
-
     # -- traces --------------------------------------------------------------------------
     def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
         with self._tx() as conn:
@@ -127,15 +84,6 @@ class PgAdmin(PgBase):
                 "created_at=EXCLUDED.created_at, trace=EXCLUDED.trace",
                 (project_id, context_id, time.time(), jsonb(trace)),
             )
-
-    def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None:
-        with self._tx() as conn:
-            row = self._x(
-                conn,
-                "SELECT trace FROM traces WHERE project_id=%s AND context_id=%s",
-                (project_id, context_id),
-            ).fetchone()
-        return dict(row[0]) if row else None
 
     def forget(
         self,
@@ -214,19 +162,7 @@ class PgAdmin(PgBase):
                 conn, "SELECT event_id FROM events WHERE project_id=%s", (project_id,)
             ).fetchall()
         ]
-        for table in (
-            "items",
-            "item_vectors",
-            "relations",
-            "events",
-            "entities",
-            "state",
-            "state_history",
-            "traces",
-            "tasks",
-            "sessions",
-            "projects",
-        ):
+        for table in FORGET_TABLES:
             cur = self._x(conn, f"DELETE FROM {table} WHERE project_id=%s", (project_id,))
             report.add(table, cur.rowcount)
         # Tombstones stay (they hold only hashes): a stale retry must not come back.
@@ -245,7 +181,7 @@ class PgAdmin(PgBase):
     def export_rows(
         self, project_id: str, table: str, batch: int = 1000
     ) -> Iterator[list[dict[str, Any]]]:
-        cols = _columns(table)
+        cols = table_columns(table)
         sql = f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=%s"
         with self._tx() as conn:
             if self._on_statement is not None:
@@ -256,7 +192,7 @@ class PgAdmin(PgBase):
                     yield [_export_row(cols, r) for r in rows]
 
     def import_rows(self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
-        cols = _columns(table)
+        cols = table_columns(table)
         if any(r["project_id"] != project_id for r in rows):
             raise ValueError(f"import_rows({project_id!r}, {table!r}) got another project's row")
         if table == "item_vectors":
@@ -280,16 +216,7 @@ class PgAdmin(PgBase):
         ).fetchone()
         return int(row[0]) if row else 0
 
-    def count_rows(self, project_id: str, table: str) -> int:
-        _columns(table)
-        with self._tx() as conn:
-            return self._count(conn, project_id, table)
-
     # -- API keys (a global table: a reference table under Citus) ---------------------------
-    _KEY_SELECT = (
-        "SELECT key_id, key_hash, name, role, projects, created_at, revoked_at FROM api_keys "
-    )
-
     def create_api_key(self, key: ApiKeyRecord) -> None:
         with self._tx() as conn:
             row = self._x(
@@ -310,16 +237,6 @@ class PgAdmin(PgBase):
         if row is None:
             raise StorageError(f"API key {key.key_id!r} already exists")
 
-    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
-        with self._tx() as conn:
-            row = self._x(conn, self._KEY_SELECT + "WHERE key_id=%s", (key_id,)).fetchone()
-        return None if row is None else _api_key(row)
-
-    def list_api_keys(self) -> list[ApiKeyRecord]:
-        with self._tx() as conn:
-            rows = self._x(conn, self._KEY_SELECT + "ORDER BY created_at, key_id").fetchall()
-        return [_api_key(r) for r in rows]
-
     def revoke_api_key(self, key_id: str, at: float) -> bool:
         with self._tx() as conn:
             cur = self._x(
@@ -328,13 +245,6 @@ class PgAdmin(PgBase):
                 (at, key_id),
             )
             return cur.rowcount > 0
-
-
-def _columns(table: str) -> tuple[str, ...]:
-    try:
-        return COLUMNS[table]
-    except KeyError:
-        raise ValueError(f"unknown table {table!r} (one of {', '.join(COLUMNS)})") from None
 
 
 def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
@@ -354,15 +264,3 @@ def _import_value(col: str, value: Any) -> Any:
     if isinstance(value, str):
         return text(value)
     return value
-
-
-def _api_key(row: Sequence[Any]) -> ApiKeyRecord:
-    return ApiKeyRecord(
-        key_id=row[0],
-        key_hash=row[1],
-        name=row[2],
-        role=row[3],
-        projects=tuple(row[4] or ()),
-        created_at=row[5],
-        revoked_at=row[6],
-    )

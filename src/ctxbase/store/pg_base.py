@@ -9,15 +9,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import StorageError
 from . import pg_sql as q
-from .base import SCHEMA_VERSION, ForgetReport
-from .schema import MIGRATIONS, VERSION_TABLE, render
+from .base import ForgetReport
+from .dialect import Dialect
+from .pg_sql import CROSS_PROJECT
+from .schema import MIGRATIONS, VERSION_TABLE, pending_migrations, render
+from .shared import SharedReads
 
 try:
     import psycopg
@@ -39,9 +42,6 @@ Conn = psycopg.Connection[TupleRow]
 _MIGRATE_LOCK = 0x637478_6D6967
 _INDEX_LOCK = 0x637478_696478
 
-# Marks the deliberate cross-project reads (listing projects, the embedding worker's queue).
-CROSS_PROJECT = "/* cross-project */ "
-
 
 def jsonb(value: Any) -> Jsonb | None:
     return None if value is None else Jsonb(value, dumps=q.clean_json)
@@ -58,9 +58,10 @@ def text(value: str | None) -> str | None:
     return q.clean_text(value)
 
 
-class PgBase:
+class PgBase(SharedReads):
     """The pool, the transaction helper, statement observation and the project locks."""
 
+    _dialect: ClassVar[Dialect] = q.PG
     url: str
 
     def __init__(
@@ -128,6 +129,14 @@ class PgBase:
         with conn.cursor() as cur:
             cur.executemany(sql, rows)
 
+    def _fetch_all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        with self._tx() as conn:
+            return self._x(conn, sql, args).fetchall()
+
+    def _fetch_one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        with self._tx() as conn:
+            return self._x(conn, sql, args).fetchone()
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
@@ -140,14 +149,7 @@ class PgBase:
             conn.execute(VERSION_TABLE)
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             current = int(row[0]) if row else 0
-            if current > SCHEMA_VERSION:
-                raise StorageError(
-                    f"database schema version {current} is newer than this ctxbase "
-                    f"({SCHEMA_VERSION}); upgrade ctxbase"
-                )
-            for version in sorted(MIGRATIONS):
-                if version <= current:
-                    continue
+            for version in pending_migrations(current):
                 for stmt in q.PRE_MIGRATIONS.get(version, []):
                     conn.execute(stmt)
                 for stmt in MIGRATIONS[version]:

@@ -16,7 +16,9 @@ import numpy.typing as npt
 
 from . import pg_sql as q
 from .base import ItemFilter, KeywordHit, SearchItem, VectorRow
-from .pg_base import CROSS_PROJECT, Conn, PgBase, as_array
+from .dialect import filter_sql
+from .pg_base import Conn, PgBase, as_array
+from .rows import item_row
 
 __all__ = ["PgSearch"]
 
@@ -52,7 +54,7 @@ class PgSearch(PgBase):
             return []
         lexemes = [q.tsquery_lexeme(t) for t in terms]
         tsquery = (" & " if mode == "and" else " | ").join(lexemes)
-        where, fargs = q.filter_sql(flt)
+        where, fargs = filter_sql(q.PG, flt)
         with self._tx() as conn:
             n, avg, avg_own = self._doc_stats(conn, project_id)
             # FTS5 normalises by the whole row's length (both columns) against its mean.
@@ -75,44 +77,10 @@ class PgSearch(PgBase):
                 "AND item_id = ANY(%s)",
                 (project_id, uniq),
             ).fetchall()
-        found = {r[0]: q.item_row(r) for r in rows}
+        found = {r[0]: item_row(r) for r in rows}
         return [found[i] for i in ids if i in found]
 
-    def filter_item_ids(self, project_id: str, flt: ItemFilter) -> set[str]:
-        where, args = q.filter_sql(flt)
-        with self._tx() as conn:
-            rows = self._x(
-                conn,
-                f"SELECT i.item_id FROM items i WHERE i.project_id=%s AND i.active=1{where}",
-                (project_id, *args),
-            ).fetchall()
-        return {r[0] for r in rows}
-
-    def count_items(self, project_id: str) -> int:
-        with self._tx() as conn:
-            row = self._x(
-                conn, "SELECT count(*) FROM items WHERE project_id=%s AND active=1", (project_id,)
-            ).fetchone()
-        return int(row[0]) if row else 0
-
     # -- vectors -------------------------------------------------------------------------
-    def pending_embeddings(
-        self, model: str, limit: int, project_id: str | None = None
-    ) -> list[tuple[str, str, str]]:
-        sql = (
-            "SELECT project_id, item_id, text FROM items WHERE active=1 "
-            "AND (embedded_model IS NULL OR embedded_model <> %s)"
-        )
-        args: list[Any] = [model]
-        if project_id is not None:
-            sql += " AND project_id=%s"
-            args.append(project_id)
-        else:
-            sql = CROSS_PROJECT + sql  # the embedding worker serves every project
-        with self._tx() as conn:
-            rows = self._x(conn, sql + " LIMIT %s", (*args, int(limit))).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
-
     def put_vectors(
         self, model: str, rows: Sequence[tuple[str, str, npt.NDArray[np.float32]]]
     ) -> int:
@@ -206,10 +174,3 @@ class PgSearch(PgBase):
             rows = self._x(conn, sql, args).fetchall()
         # A zero vector has no cosine (NaN distance): it matches nothing.
         return [(r[0], 1.0 - float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]
-
-    def index_generation(self, project_id: str) -> int:
-        with self._tx() as conn:
-            row = self._x(
-                conn, "SELECT generation FROM projects WHERE project_id=%s", (project_id,)
-            ).fetchone()
-        return int(row[0]) if row else 0

@@ -1,4 +1,4 @@
-"""SQL pieces of the PostgreSQL backend: schema extras, keyword queries, row conversion.
+"""SQL pieces of the PostgreSQL backend: schema extras, keyword queries, the dialect.
 
 Kept apart from postgres.py so the store class stays readable; nothing here opens a
 connection. The keyword index stores the exact terms the SQLite backend indexes (see
@@ -13,30 +13,31 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import StorageError
-from ..model import Entity, Relation, SessionInfo, TaskInfo
-from .base import OWN_TERMS_WEIGHT, ItemFilter, SearchItem
+from .base import OWN_TERMS_WEIGHT
+from .dialect import Dialect
+from .rows import EVENT_COLS, ITEM_COLS
 
 __all__ = [
     "BM25_B",
     "BM25_K1",
+    "CROSS_PROJECT",
     "EVENT_COLS",
     "HNSW_MAX_DIM",
     "ITEM_COLS",
+    "PG",
     "POST_MIGRATIONS",
     "PRE_MIGRATIONS",
+    "PgDialect",
     "clean_json",
     "clean_text",
-    "entity_row",
-    "filter_sql",
     "hnsw_index_sql",
-    "item_row",
     "keyword_sql",
     "match_terms",
-    "relation_row",
-    "session_row",
-    "task_row",
     "tsquery_lexeme",
 ]
+
+# Marks the deliberate cross-project reads (listing projects, the embedding worker's queue).
+CROSS_PROJECT = "/* cross-project */ "
 
 # Okapi BM25 constants, the same as SQLite FTS5's bm25().
 BM25_K1 = 1.2
@@ -104,16 +105,6 @@ def hnsw_index_sql(dim: int) -> str:
     )
 
 
-EVENT_COLS = (
-    "event_id, session_id, task_id, seq, agent_id, agent_role, type, text, data, ts, "
-    "importance, metadata, active, project_id"
-)
-ITEM_COLS = (
-    "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
-    "path, line_start, line_end, latest, importance, context_terms, context_id"
-)
-
-
 def clean_text(value: str | None) -> str | None:
     """PostgreSQL text cannot hold NUL characters: they become U+FFFD."""
     if value is None or "\x00" not in value:
@@ -161,40 +152,6 @@ def tsquery_lexeme(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def filter_sql(flt: ItemFilter | None, alias: str = "i") -> tuple[str, list[Any]]:
-    """ItemFilter as ` AND ...` conditions on the items table (same meaning as SQLite's)."""
-    if flt is None:
-        return "", []
-    sql = ""
-    args: list[Any] = []
-    for col, values in (
-        ("session_id", flt.session_ids),
-        ("agent_id", flt.agent_ids),
-        ("agent_role", flt.agent_roles),
-        ("type", flt.types),
-        ("kind", flt.kinds),
-        ("owner_id", flt.owner_ids),
-    ):
-        if values is not None:
-            sql += f" AND {alias}.{col} = ANY(%s)"
-            args.append(list(values))
-    if flt.path_prefix is not None:
-        sql += f" AND starts_with({alias}.path, %s)"
-        args.append(flt.path_prefix)
-    for cond, value in (
-        ("line_end >= %s", flt.line_from),
-        ("line_start <= %s", flt.line_to),
-        ("ts >= %s", flt.since),
-        ("ts <= %s", flt.until),
-    ):
-        if value is not None:
-            sql += f" AND {alias}.{cond}"
-            args.append(value)
-    if flt.latest_only:
-        sql += f" AND {alias}.latest = 1"
-    return sql, args
-
-
 def keyword_sql(where: str) -> str:
     """BM25 over the matching items, computed like FTS5's `bm25(fts, 1.0, OWN_TERMS_WEIGHT)`
     over the two columns (indexed terms, own terms).
@@ -232,81 +189,20 @@ SELECT item_id, sum(
 FROM tf WHERE ok GROUP BY item_id ORDER BY score DESC, item_id LIMIT %s"""
 
 
-def session_row(row: Sequence[Any]) -> SessionInfo:
-    return SessionInfo(
-        project_id=row[0],
-        session_id=row[1],
-        status=row[2],
-        title=row[3],
-        created_at=row[4],
-        updated_at=row[5],
-        metadata=row[6] or {},
-    )
+class PgDialect(Dialect):
+    """psycopg's `%s` placeholders, JSON decoded by the driver, `= ANY(%s)` arrays."""
+
+    placeholder = "%s"
+    cross_project = CROSS_PROJECT
+
+    def load(self, value: Any) -> Any:
+        return value
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(?)", [list(values)]
+
+    def starts_with(self, column: str, prefix: str) -> tuple[str, list[Any]]:
+        return f"starts_with({column}, ?)", [prefix]
 
 
-def task_row(row: Sequence[Any]) -> TaskInfo:
-    return TaskInfo(
-        project_id=row[0],
-        task_id=row[1],
-        session_id=row[2],
-        parent_task_id=row[3],
-        title=row[4] or "",
-        status=row[5],
-        created_at=row[6],
-        updated_at=row[7],
-        metadata=row[8] or {},
-    )
-
-
-def entity_row(row: Sequence[Any]) -> Entity:
-    return Entity(
-        project_id=row[0],
-        id=row[1],
-        type=row[2],
-        name=row[3],
-        text=row[4] or "",
-        properties=row[5] or {},
-        version=row[6],
-        latest=bool(row[7]),
-        active=bool(row[8]),
-        created_at=row[9],
-        updated_at=row[10],
-    )
-
-
-def relation_row(row: Sequence[Any]) -> Relation:
-    return Relation(
-        project_id=row[0],
-        id=row[1],
-        from_id=row[2],
-        type=row[3],
-        to_id=row[4],
-        confidence=row[5],
-        source=row[6],
-        created_at=row[7],
-        valid_from=row[8],
-        valid_to=row[9],
-        properties=row[10] or {},
-    )
-
-
-def item_row(row: Sequence[Any]) -> SearchItem:
-    return SearchItem(
-        item_id=row[0],
-        owner_id=row[1],
-        kind=row[2],
-        type=row[3],
-        text=row[4],
-        terms=row[5],
-        ts=row[6],
-        session_id=row[7],
-        agent_id=row[8],
-        agent_role=row[9],
-        path=row[10],
-        line_start=row[11],
-        line_end=row[12],
-        latest=bool(row[13]),
-        importance=row[14],
-        context_terms=row[15] or "",
-        context_id=row[16],
-    )
+PG = PgDialect()

@@ -29,9 +29,9 @@ from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_
 from . import pg_sql as q
 from .base import ForgetReport, SearchItem, Store
 from .pg_admin import PgAdmin
-from .pg_base import CROSS_PROJECT, Conn, jsonb, text
+from .pg_base import Conn, jsonb, text
 from .pg_search import PgSearch
-from .sqlite import tombstone_hash
+from .rows import check_direction, entity_row, event_edges, event_row, relation_row, tombstone_hash
 
 __all__ = ["PostgresStore"]
 
@@ -46,18 +46,6 @@ class PostgresStore(PgSearch, PgAdmin, Store):
     def ensure_project(self, project_id: str) -> None:
         with self._tx() as conn:
             self._ensure(conn, project_id)
-
-    def list_projects(self) -> list[str]:
-        with self._tx() as conn:
-            rows = self._x(
-                conn, CROSS_PROJECT + "SELECT project_id FROM projects ORDER BY project_id"
-            ).fetchall()
-        return [r[0] for r in rows]
-
-    _SESSION_SELECT = (
-        "SELECT project_id, session_id, status, title, created_at, updated_at, metadata "
-        "FROM sessions "
-    )
 
     def upsert_session(self, session: SessionInfo) -> None:
         with self._tx() as conn:
@@ -79,24 +67,6 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                     jsonb(session.metadata),
                 ),
             )
-
-    def get_session(self, project_id: str, session_id: str) -> SessionInfo | None:
-        with self._tx() as conn:
-            row = self._x(
-                conn,
-                self._SESSION_SELECT + "WHERE project_id=%s AND session_id=%s",
-                (project_id, session_id),
-            ).fetchone()
-        return q.session_row(row) if row else None
-
-    def list_sessions(self, project_id: str) -> list[SessionInfo]:
-        with self._tx() as conn:
-            rows = self._x(
-                conn,
-                self._SESSION_SELECT + "WHERE project_id=%s ORDER BY created_at, session_id",
-                (project_id,),
-            ).fetchall()
-        return [q.session_row(r) for r in rows]
 
     def upsert_task(self, task: TaskInfo) -> None:
         with self._tx() as conn:
@@ -121,30 +91,6 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                     jsonb(task.metadata),
                 ),
             )
-
-    _TASK_SELECT = (
-        "SELECT project_id, task_id, session_id, parent_task_id, title, status, created_at, "
-        "updated_at, metadata FROM tasks "
-    )
-
-    def get_task(self, project_id: str, task_id: str) -> TaskInfo | None:
-        with self._tx() as conn:
-            row = self._x(
-                conn,
-                self._TASK_SELECT + "WHERE project_id=%s AND task_id=%s",
-                (project_id, task_id),
-            ).fetchone()
-        return q.task_row(row) if row else None
-
-    def list_tasks(self, project_id: str, session_id: str | None = None) -> list[TaskInfo]:
-        sql = self._TASK_SELECT + "WHERE project_id=%s"
-        args: list[Any] = [project_id]
-        if session_id is not None:
-            sql += " AND session_id=%s"
-            args.append(session_id)
-        with self._tx() as conn:
-            rows = self._x(conn, sql + " ORDER BY created_at, task_id", args).fetchall()
-        return [q.task_row(r) for r in rows]
 
     # -- events ------------------------------------------------------------------------
     def write_events(
@@ -243,22 +189,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                     project_id,
                 )
             )
-            links: list[tuple[str, str, str]] = []
-            if prev_id:
-                links.append((prev_id, "NEXT", stored.id))
-            links += [(stored.id, "CAUSED_BY", p) for p in stored.parent_event_ids]
-            links += [(stored.id, "REFERS_TO", r) for r in stored.refers_to]
-            for from_id, rtype, to_id in links:
-                rel = Relation(
-                    project_id=project_id,
-                    from_id=from_id,
-                    type=rtype,
-                    to_id=to_id,
-                    source="auto:capture",
-                    created_at=stored.ts,
-                    valid_from=stored.ts,
-                )
-                edges.append(self._relation_args(rel))
+            edges += [self._relation_args(rel) for rel in event_edges(stored, prev_id)]
             all_items.extend(event_items)
         self._many(
             conn,
@@ -351,30 +282,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             (pid, [r[0] for r in rows]),
         ).fetchall():
             links.setdefault(from_id, []).append((rtype, to_id))
-        out = []
-        for row in rows:
-            rels = links.get(row[0], [])
-            out.append(
-                Event(
-                    id=row[0],
-                    session_id=row[1],
-                    task_id=row[2],
-                    seq=row[3],
-                    agent_id=row[4],
-                    agent_role=row[5],
-                    type=row[6],
-                    text=row[7],
-                    data=row[8],
-                    ts=row[9],
-                    importance=row[10],
-                    metadata=row[11] or {},
-                    active=bool(row[12]),
-                    project_id=row[13],
-                    parent_event_ids=[t for r, t in rels if r == "CAUSED_BY"],
-                    refers_to=[t for r, t in rels if r == "REFERS_TO"],
-                )
-            )
-        return out
+        return [event_row(row, links.get(row[0], [])) for row in rows]
 
     def get_events(
         self, project_id: str, ids: Sequence[str], include_inactive: bool = False
@@ -390,39 +298,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             found = {e.id: e for e in self._events(conn, rows)}
         return [found[i] for i in ids if i in found]
 
-    def list_events(
-        self,
-        project_id: str,
-        session_id: str | None = None,
-        *,
-        last_n: int | None = None,
-        types: Sequence[str] | None = None,
-        task_id: str | None = None,
-        since: float | None = None,
-        until: float | None = None,
-        include_inactive: bool = False,
-    ) -> list[Event]:
-        sql = f"SELECT {q.EVENT_COLS} FROM events WHERE project_id=%s"
-        args: list[Any] = [project_id]
-        for cond, value in (
-            ("session_id=%s", session_id),
-            ("type = ANY(%s)", list(types) if types else None),
-            ("task_id=%s", task_id),
-            ("ts>=%s", since),
-            ("ts<=%s", until),
-        ):
-            if value is not None:
-                sql += f" AND {cond}"
-                args.append(value)
-        if not include_inactive:
-            sql += " AND active=1"
-        order = "seq" if session_id is not None else "ts, seq"
-        if last_n is not None:
-            desc = "seq DESC" if session_id is not None else "ts DESC, seq DESC"
-            sql = f"SELECT * FROM ({sql} ORDER BY {desc} LIMIT %s) AS last ORDER BY {order}"
-            args.append(int(last_n))
-        else:
-            sql += f" ORDER BY {order}"
+    def _read_events(self, sql: str, args: Sequence[Any]) -> list[Event]:
         with self._tx() as conn:
             return self._events(conn, self._x(conn, sql, args).fetchall())
 
@@ -454,11 +330,6 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         return changed
 
     # -- entities and relations ----------------------------------------------------------
-    _ENTITY_SELECT = (
-        "SELECT project_id, entity_id, type, name, text, properties, version, latest, active, "
-        "created_at, updated_at FROM entities "
-    )
-
     def upsert_entity(self, entity: Entity, items: Sequence[SearchItem]) -> Entity:
         with self._tx() as conn:
             pid = entity.project_id
@@ -509,34 +380,8 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             sql += " AND active=1"
         with self._tx() as conn:
             rows = self._x(conn, sql, (project_id, uniq)).fetchall()
-        found = {r[1]: q.entity_row(r) for r in rows}
+        found = {r[1]: entity_row(r) for r in rows}
         return [found[i] for i in ids if i in found]
-
-    def list_entities(
-        self,
-        project_id: str,
-        *,
-        type: str | None = None,
-        name: str | None = None,
-        latest_only: bool = True,
-        limit: int | None = None,
-    ) -> list[Entity]:
-        sql = self._ENTITY_SELECT + "WHERE project_id=%s AND active=1"
-        args: list[Any] = [project_id]
-        if type is not None:
-            sql += " AND type=%s"
-            args.append(type)
-        if name is not None:
-            sql += " AND name=%s"
-            args.append(name)
-        if latest_only:
-            sql += " AND latest=1"
-        sql += " ORDER BY type, name, version"
-        if limit is not None:
-            sql += " LIMIT %s"
-            args.append(int(limit))
-        with self._tx() as conn:
-            return [q.entity_row(r) for r in self._x(conn, sql, args).fetchall()]
 
     # Re-asserting a closed relation opens a new validity period; an open one keeps its own.
     _RELATION_UPSERT = (
@@ -606,8 +451,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         include_closed: bool = False,
         min_confidence: float = 0.0,
     ) -> list[Relation]:
-        if direction not in ("out", "in", "both"):
-            raise ValueError(f"direction must be 'out', 'in' or 'both' (got {direction!r})")
+        check_direction(direction)
         sql = (
             "SELECT r.project_id, r.relation_id, r.from_id, r.type, r.to_id, r.confidence, "
             "r.source, r.created_at, r.valid_from, r.valid_to, r.properties FROM relations r "
@@ -640,4 +484,4 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         args += [project_id, project_id]
         with self._tx() as conn:
             rows = self._x(conn, sql + " ORDER BY r.created_at, r.relation_id", args).fetchall()
-        return [q.relation_row(r) for r in rows]
+        return [relation_row(r, validate=True) for r in rows]

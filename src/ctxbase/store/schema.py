@@ -9,13 +9,18 @@ tables by project with co-location.
 
 from __future__ import annotations
 
+from ..errors import StorageError
+from .base import SCHEMA_VERSION
+
 __all__ = [
     "COLUMNS",
+    "FORGET_TABLES",
     "GLOBAL_TABLES",
     "JSON_COLUMNS",
     "MIGRATIONS",
     "TABLES",
     "VERSION_TABLE",
+    "pending_migrations",
     "render",
 ]
 
@@ -33,6 +38,21 @@ TABLES = (
     "state_history",
     "traces",
     "tombstones",
+)
+
+# Tables a whole-project forget empties, children first (tombstones stay).
+FORGET_TABLES = (
+    "items",
+    "item_vectors",
+    "relations",
+    "events",
+    "entities",
+    "state",
+    "state_history",
+    "traces",
+    "tasks",
+    "sessions",
+    "projects",
 )
 
 _V1 = [
@@ -175,3 +195,14 @@ JSON_COLUMNS = frozenset(
 def render(statement: str, *, json: str, blob: str, float_: str, vector: str | None = None) -> str:
     """Fill the dialect placeholders; `vector` (the embedding column type) defaults to blob."""
     return statement.format(json=json, blob=blob, float=float_, vector=vector or blob)
+
+
+def pending_migrations(current: int) -> list[int]:
+    """The versions of MIGRATIONS a database at schema version `current` still needs, in
+    order; StorageError when the database is newer than this ctxbase."""
+    if current > SCHEMA_VERSION:
+        raise StorageError(
+            f"database schema version {current} is newer than this ctxbase "
+            f"({SCHEMA_VERSION}); upgrade ctxbase"
+        )
+    return [version for version in sorted(MIGRATIONS) if version > current]

@@ -8,7 +8,8 @@ here, because FTS5's tokenizers treat a run of Chinese characters as one token).
 Layout: `SQLiteStore` (here: projects, sessions, tasks, events, entities, relations) combines
 the mixins of sqlite_search (keyword search, items, vectors) and sqlite_admin (state, traces,
 forget, bulk copy, API keys), both built on sqlite_base (connections, transactions, schema,
-shared helpers, row converters).
+the dialect, shared helpers). The reads both backends run alike come from shared.py, the row
+converters from rows.py.
 """
 
 from __future__ import annotations
@@ -20,18 +21,15 @@ from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
 from .base import ForgetReport, SearchItem, Store
+from .rows import check_direction, entity_row, event_edges, event_row, relation_row
 from .sqlite_admin import SQLiteAdmin
 from .sqlite_base import (
     EVENT_COLS,
     chunks,
     dumps,
-    entity_row,
     indexed_terms,
     loads,
     placeholders,
-    relation_row,
-    session_row,
-    task_row,
     tombstone_hash,
 )
 from .sqlite_search import SQLiteSearch
@@ -55,11 +53,6 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         with self._write() as conn:
             self._ensure_project(conn, project_id)
 
-    def list_projects(self) -> list[str]:
-        with self._read() as conn:
-            rows = conn.execute("SELECT project_id FROM projects ORDER BY project_id").fetchall()
-        return [r[0] for r in rows]
-
     def upsert_session(self, session: SessionInfo) -> None:
         with self._write() as conn:
             self._ensure_project(conn, session.project_id)
@@ -79,24 +72,6 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                     dumps(session.metadata),
                 ),
             )
-
-    def get_session(self, project_id: str, session_id: str) -> SessionInfo | None:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT project_id, session_id, status, title, created_at, updated_at, metadata "
-                "FROM sessions WHERE project_id=? AND session_id=?",
-                (project_id, session_id),
-            ).fetchone()
-        return session_row(row) if row else None
-
-    def list_sessions(self, project_id: str) -> list[SessionInfo]:
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT project_id, session_id, status, title, created_at, updated_at, metadata "
-                "FROM sessions WHERE project_id=? ORDER BY created_at, session_id",
-                (project_id,),
-            ).fetchall()
-        return [session_row(r) for r in rows]
 
     def upsert_task(self, task: TaskInfo) -> None:
         with self._write() as conn:
@@ -120,28 +95,6 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                     dumps(task.metadata),
                 ),
             )
-
-    _TASK_SELECT = (
-        "SELECT project_id, task_id, session_id, parent_task_id, title, status, created_at, "
-        "updated_at, metadata FROM tasks "
-    )
-
-    def get_task(self, project_id: str, task_id: str) -> TaskInfo | None:
-        with self._read() as conn:
-            row = conn.execute(
-                self._TASK_SELECT + "WHERE project_id=? AND task_id=?", (project_id, task_id)
-            ).fetchone()
-        return task_row(row) if row else None
-
-    def list_tasks(self, project_id: str, session_id: str | None = None) -> list[TaskInfo]:
-        sql = self._TASK_SELECT + "WHERE project_id=?"
-        args: list[Any] = [project_id]
-        if session_id is not None:
-            sql += " AND session_id=?"
-            args.append(session_id)
-        with self._read() as conn:
-            rows = conn.execute(sql + " ORDER BY created_at, task_id", args).fetchall()
-        return [task_row(r) for r in rows]
 
     # -- events ------------------------------------------------------------------------
     def write_events(
@@ -186,24 +139,8 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                         stored.project_id,
                     ),
                 )
-                edges: list[tuple[str, str, str]] = []
-                if prev_id:
-                    edges.append((prev_id, "NEXT", stored.id))
-                edges += [(stored.id, "CAUSED_BY", p) for p in stored.parent_event_ids]
-                edges += [(stored.id, "REFERS_TO", r) for r in stored.refers_to]
-                for from_id, rtype, to_id in edges:
-                    self._upsert_relation(
-                        conn,
-                        Relation(
-                            project_id=stored.project_id,
-                            from_id=from_id,
-                            type=rtype,
-                            to_id=to_id,
-                            source="auto:capture",
-                            created_at=stored.ts,
-                            valid_from=stored.ts,
-                        ),
-                    )
+                for edge in event_edges(stored, prev_id):
+                    self._upsert_relation(conn, edge)
                 self._insert_items(conn, stored.project_id, event_items)
                 inserted.append(stored)
             for project_id in projects:
@@ -283,63 +220,9 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             "AND type IN ('CAUSED_BY','REFERS_TO') ORDER BY created_at, to_id",
             (row[13], row[0]),
         ).fetchall()
-        return Event(
-            id=row[0],
-            session_id=row[1],
-            task_id=row[2],
-            seq=row[3],
-            agent_id=row[4],
-            agent_role=row[5],
-            type=row[6],
-            text=row[7],
-            data=loads(row[8]),
-            ts=row[9],
-            importance=row[10],
-            metadata=loads(row[11]) or {},
-            active=bool(row[12]),
-            project_id=row[13],
-            parent_event_ids=[r[1] for r in rels if r[0] == "CAUSED_BY"],
-            refers_to=[r[1] for r in rels if r[0] == "REFERS_TO"],
-        )
+        return event_row(row, rels, loads)
 
-    def list_events(
-        self,
-        project_id: str,
-        session_id: str | None = None,
-        *,
-        last_n: int | None = None,
-        types: Sequence[str] | None = None,
-        task_id: str | None = None,
-        since: float | None = None,
-        until: float | None = None,
-        include_inactive: bool = False,
-    ) -> list[Event]:
-        sql = f"SELECT {EVENT_COLS} FROM events WHERE project_id=?"
-        args: list[Any] = [project_id]
-        if session_id is not None:
-            sql += " AND session_id=?"
-            args.append(session_id)
-        if types:
-            sql += f" AND type IN ({placeholders(len(types))})"
-            args.extend(types)
-        if task_id is not None:
-            sql += " AND task_id=?"
-            args.append(task_id)
-        if since is not None:
-            sql += " AND ts>=?"
-            args.append(since)
-        if until is not None:
-            sql += " AND ts<=?"
-            args.append(until)
-        if not include_inactive:
-            sql += " AND active=1"
-        order = "seq" if session_id is not None else "ts, seq"
-        if last_n is not None:
-            desc = "seq DESC" if session_id is not None else "ts DESC, seq DESC"
-            sql = f"SELECT * FROM ({sql} ORDER BY {desc} LIMIT ?) ORDER BY {order}"
-            args.append(int(last_n))
-        else:
-            sql += f" ORDER BY {order}"
+    def _read_events(self, sql: str, args: Sequence[Any]) -> list[Event]:
         with self._read() as conn:
             rows = conn.execute(sql, args).fetchall()
             return [self._event(conn, r) for r in rows]
@@ -366,11 +249,6 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         return changed
 
     # -- entities and relations ----------------------------------------------------------
-    _ENTITY_SELECT = (
-        "SELECT project_id, entity_id, type, name, text, properties, version, latest, active, "
-        "created_at, updated_at FROM entities "
-    )
-
     def upsert_entity(self, entity: Entity, items: Sequence[SearchItem]) -> Entity:
         with self._write() as conn:
             self._ensure_project(conn, entity.project_id)
@@ -421,35 +299,9 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                 if not include_inactive:
                     sql += " AND active=1"
                 for row in conn.execute(sql, (project_id, *part)).fetchall():
-                    ent = entity_row(row)
+                    ent = entity_row(row, loads)
                     out[ent.id] = ent
         return [out[i] for i in ids if i in out]
-
-    def list_entities(
-        self,
-        project_id: str,
-        *,
-        type: str | None = None,
-        name: str | None = None,
-        latest_only: bool = True,
-        limit: int | None = None,
-    ) -> list[Entity]:
-        sql = self._ENTITY_SELECT + "WHERE project_id=? AND active=1"
-        args: list[Any] = [project_id]
-        if type is not None:
-            sql += " AND type=?"
-            args.append(type)
-        if name is not None:
-            sql += " AND name=?"
-            args.append(name)
-        if latest_only:
-            sql += " AND latest=1"
-        sql += " ORDER BY type, name, version"
-        if limit is not None:
-            sql += " LIMIT ?"
-            args.append(int(limit))
-        with self._read() as conn:
-            return [entity_row(r) for r in conn.execute(sql, args).fetchall()]
 
     def upsert_relations(self, relations: Sequence[Relation]) -> list[Relation]:
         out: list[Relation] = []
@@ -514,8 +366,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         include_closed: bool = False,
         min_confidence: float = 0.0,
     ) -> list[Relation]:
-        if direction not in ("out", "in", "both"):
-            raise ValueError(f"direction must be 'out', 'in' or 'both' (got {direction!r})")
+        check_direction(direction)
         base = (
             "SELECT project_id, relation_id, from_id, type, to_id, confidence, source, "
             "created_at, valid_from, valid_to, properties FROM relations WHERE project_id=?"
@@ -537,12 +388,12 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                 rows = conn.execute(
                     base + extra + " ORDER BY created_at, relation_id", (project_id, *extra_args)
                 ).fetchall()
-                return [relation_row(r) for r in rows]
+                return [relation_row(r, loads) for r in rows]
             cols = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
             for part in chunks(list(dict.fromkeys(node_ids))):
                 for col in cols:
                     sql = base + f" AND {col} IN ({placeholders(len(part))})" + extra
                     for row in conn.execute(sql, (project_id, *part, *extra_args)).fetchall():
-                        rel = relation_row(row)
+                        rel = relation_row(row, loads)
                         found[rel.id] = rel
         return sorted(found.values(), key=lambda r: (r.created_at, r.id))

@@ -11,11 +11,12 @@ import numpy as np
 
 from ..errors import StorageError
 from ..model import StateFact
-from .base import ApiKeyRecord, ForgetReport, StateChange
-from .schema import COLUMNS, JSON_COLUMNS
+from .base import ApiKeyRecord, ForgetReport
+from .rows import next_version
+from .schema import FORGET_TABLES, JSON_COLUMNS
+from .shared import table_columns
 from .sqlite_base import (
     SQLiteBase,
-    api_key_row,
     chunks,
     dumps,
     indexed_terms,
@@ -42,7 +43,7 @@ class SQLiteAdmin(SQLiteBase):
                 "AND scope_id=? AND key=?",
                 key,
             ).fetchone()
-            version = int(last[0] or 0) + 1
+            version = next_version(last)
             stored = fact.model_copy(update={"version": version})
             conn.execute(
                 "INSERT OR REPLACE INTO state(project_id, scope, scope_id, key, value, version, "
@@ -85,51 +86,6 @@ class SQLiteAdmin(SQLiteBase):
             )
         return True
 
-    def get_state(
-        self, project_id: str, scope: str, scope_id: str, key: str | None = None
-    ) -> list[StateFact]:
-        sql = (
-            "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at "
-            "FROM state WHERE project_id=? AND scope=? AND scope_id=?"
-        )
-        args: list[Any] = [project_id, scope, scope_id]
-        if key is not None:
-            sql += " AND key=?"
-            args.append(key)
-        with self._read() as conn:
-            rows = conn.execute(sql + " ORDER BY key", args).fetchall()
-        return [
-            StateFact(
-                project_id=r[0],
-                scope=r[1],
-                scope_id=r[2],
-                key=r[3],
-                value=loads(r[4]),
-                version=r[5],
-                cause=r[6],
-                updated_at=r[7],
-            )
-            for r in rows
-        ]
-
-    def state_history(
-        self, project_id: str, scope: str, scope_id: str, key: str | None = None
-    ) -> list[StateChange]:
-        sql = (
-            "SELECT key, scope, scope_id, version, old_value, new_value, cause, ts, deleted "
-            "FROM state_history WHERE project_id=? AND scope=? AND scope_id=?"
-        )
-        args: list[Any] = [project_id, scope, scope_id]
-        if key is not None:
-            sql += " AND key=?"
-            args.append(key)
-        with self._read() as conn:
-            rows = conn.execute(sql + " ORDER BY key, version", args).fetchall()
-        return [
-            StateChange(r[0], r[1], r[2], r[3], loads(r[4]), loads(r[5]), r[6], r[7], bool(r[8]))
-            for r in rows
-        ]
-
     # -- traces --------------------------------------------------------------------------
     def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
         with self._write() as conn:
@@ -139,14 +95,6 @@ class SQLiteAdmin(SQLiteBase):
                 "VALUES (?,?,?,?)",
                 (project_id, context_id, time.time(), dumps(trace)),
             )
-
-    def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT trace FROM traces WHERE project_id=? AND context_id=?",
-                (project_id, context_id),
-            ).fetchone()
-        return dict(loads(row[0])) if row else None
 
     # -- forget --------------------------------------------------------------------------
     def forget(
@@ -181,19 +129,7 @@ class SQLiteAdmin(SQLiteBase):
                             tuple(rp),
                         ).rowcount,
                     )
-                for table in (
-                    "items",
-                    "item_vectors",
-                    "relations",
-                    "events",
-                    "entities",
-                    "state",
-                    "state_history",
-                    "traces",
-                    "tasks",
-                    "sessions",
-                    "projects",
-                ):
+                for table in FORGET_TABLES:
                     n = conn.execute(
                         f"DELETE FROM {table} WHERE project_id=?", (project_id,)
                     ).rowcount
@@ -263,7 +199,7 @@ class SQLiteAdmin(SQLiteBase):
     def export_rows(
         self, project_id: str, table: str, batch: int = 1000
     ) -> Iterator[list[dict[str, Any]]]:
-        cols = _columns(table)
+        cols = table_columns(table)
         with self._read() as conn:
             cur = conn.execute(
                 f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=? ORDER BY rowid",
@@ -273,7 +209,7 @@ class SQLiteAdmin(SQLiteBase):
                 yield [_export_row(cols, r) for r in rows]
 
     def import_rows(self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
-        cols = _columns(table)
+        cols = table_columns(table)
         if any(r["project_id"] != project_id for r in rows):
             raise ValueError(f"import_rows({project_id!r}, {table!r}) got another project's row")
         inserted = 0
@@ -302,14 +238,6 @@ class SQLiteAdmin(SQLiteBase):
             if table != "projects":
                 self._bump(conn, project_id)
         return inserted
-
-    def count_rows(self, project_id: str, table: str) -> int:
-        _columns(table)
-        with self._read() as conn:
-            row = conn.execute(
-                f"SELECT count(*) FROM {table} WHERE project_id=?", (project_id,)
-            ).fetchone()
-        return int(row[0])
 
     def _purge_fts(self, conn: sqlite3.Connection, report: ForgetReport) -> None:
         # FTS5 only marks deleted rows in its index; their terms stay in the index segments
@@ -346,23 +274,6 @@ class SQLiteAdmin(SQLiteBase):
             except sqlite3.IntegrityError as exc:
                 raise StorageError(f"API key {key.key_id!r} already exists") from exc
 
-    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT key_id, key_hash, name, role, projects, created_at, revoked_at "
-                "FROM api_keys WHERE key_id=?",
-                (key_id,),
-            ).fetchone()
-        return None if row is None else api_key_row(row)
-
-    def list_api_keys(self) -> list[ApiKeyRecord]:
-        with self._read() as conn:
-            rows = conn.execute(
-                "SELECT key_id, key_hash, name, role, projects, created_at, revoked_at "
-                "FROM api_keys ORDER BY created_at, key_id"
-            ).fetchall()
-        return [api_key_row(r) for r in rows]
-
     def revoke_api_key(self, key_id: str, at: float) -> bool:
         with self._write() as conn:
             cur = conn.execute(
@@ -370,13 +281,6 @@ class SQLiteAdmin(SQLiteBase):
                 (at, key_id),
             )
         return cur.rowcount > 0
-
-
-def _columns(table: str) -> tuple[str, ...]:
-    try:
-        return COLUMNS[table]
-    except KeyError:
-        raise ValueError(f"unknown table {table!r} (one of {', '.join(COLUMNS)})") from None
 
 
 def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:

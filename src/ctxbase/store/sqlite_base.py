@@ -1,9 +1,8 @@
-"""Connections, transactions, schema, shared helpers and row converters of the SQLite backend
+"""Connections, transactions, schema, the dialect and shared helpers of the SQLite backend
 (see sqlite.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -11,28 +10,26 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, ClassVar
 
 from ..errors import StorageError
-from ..model import Entity, Relation, SessionInfo, TaskInfo
-from .base import SCHEMA_VERSION, ApiKeyRecord, ForgetReport, SearchItem
-from .schema import MIGRATIONS, render
+from .base import ForgetReport, SearchItem
+from .dialect import Dialect
+from .rows import EVENT_COLS, ITEM_COLS, tombstone_hash
+from .schema import MIGRATIONS, pending_migrations, render
+from .shared import SharedReads
 
 __all__ = [
     "EVENT_COLS",
     "ITEM_COLS",
+    "SQLITE",
     "SQLiteBase",
-    "api_key_row",
+    "SQLiteDialect",
     "chunks",
     "dumps",
-    "entity_row",
     "indexed_terms",
-    "item_row",
     "loads",
     "placeholders",
-    "relation_row",
-    "session_row",
-    "task_row",
     "tombstone_hash",
 ]
 
@@ -46,26 +43,12 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
     ]
 }
 
-EVENT_COLS = (
-    "event_id, session_id, task_id, seq, agent_id, agent_role, type, text, data, ts, "
-    "importance, metadata, active, project_id"
-)
-ITEM_COLS = (
-    "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
-    "path, line_start, line_end, latest, importance, context_terms, context_id"
-)
-
 
 def indexed_terms(terms: str, context_terms: str, context_hidden: int) -> str:
     """What the keyword index holds for an item: its own terms plus its live context's."""
     if context_terms and not context_hidden:
         return f"{terms} {context_terms}"
     return terms
-
-
-def tombstone_hash(item_id: str) -> str:
-    """Tombstones keep only a hash, so a forgotten id leaves no readable trace."""
-    return hashlib.sha256(item_id.encode("utf-8")).hexdigest()
 
 
 def dumps(value: Any) -> str | None:
@@ -85,10 +68,27 @@ def chunks(seq: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
         yield seq[i : i + size]
 
 
-class SQLiteBase:
+class SQLiteDialect(Dialect):
+    """sqlite3's `?` placeholders, JSON stored as text, `IN (?, ...)` lists."""
+
+    def load(self, value: Any) -> Any:
+        return loads(value)
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} IN ({placeholders(len(values))})", list(values)
+
+    def starts_with(self, column: str, prefix: str) -> tuple[str, list[Any]]:
+        return f"substr({column}, 1, ?) = ?", [len(prefix), prefix]
+
+
+SQLITE = SQLiteDialect()
+
+
+class SQLiteBase(SharedReads):
     """Per-thread connections, the write and read helpers, the schema, and the index helpers
     shared by writes, set_active and forget."""
 
+    _dialect: ClassVar[Dialect] = SQLITE
     path: str
     url: str
 
@@ -162,6 +162,14 @@ class SQLiteBase:
         with self._memory_lock if self.path == ":memory:" else _nullcontext():
             yield self._conn()
 
+    def _fetch_all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        with self._read() as conn:
+            return conn.execute(sql, args).fetchall()
+
+    def _fetch_one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        with self._read() as conn:
+            return conn.execute(sql, args).fetchone()
+
     def close(self) -> None:
         with self._conns_lock:
             for conn in self._all_conns:
@@ -176,14 +184,7 @@ class SQLiteBase:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             current = int(row[0]) if row else 0
-            if current > SCHEMA_VERSION:
-                raise StorageError(
-                    f"database schema version {current} is newer than this ctxbase "
-                    f"({SCHEMA_VERSION}); upgrade ctxbase"
-                )
-            for version in sorted(MIGRATIONS):
-                if version <= current:
-                    continue
+            for version in pending_migrations(current):
                 for stmt in MIGRATIONS[version]:
                     conn.execute(render(stmt, json="TEXT", blob="BLOB", float_="REAL"))
                 for stmt in _EXTRA_MIGRATIONS.get(version, []):
@@ -323,97 +324,3 @@ class _nullcontext:
 
     def __exit__(self, *exc: object) -> None:
         return None
-
-
-def session_row(row: Sequence[Any]) -> SessionInfo:
-    return SessionInfo(
-        project_id=row[0],
-        session_id=row[1],
-        status=row[2],
-        title=row[3],
-        created_at=row[4],
-        updated_at=row[5],
-        metadata=loads(row[6]) or {},
-    )
-
-
-def task_row(row: Sequence[Any]) -> TaskInfo:
-    return TaskInfo(
-        project_id=row[0],
-        task_id=row[1],
-        session_id=row[2],
-        parent_task_id=row[3],
-        title=row[4] or "",
-        status=row[5],
-        created_at=row[6],
-        updated_at=row[7],
-        metadata=loads(row[8]) or {},
-    )
-
-
-def entity_row(row: Sequence[Any]) -> Entity:
-    return Entity(
-        project_id=row[0],
-        id=row[1],
-        type=row[2],
-        name=row[3],
-        text=row[4] or "",
-        properties=loads(row[5]) or {},
-        version=row[6],
-        latest=bool(row[7]),
-        active=bool(row[8]),
-        created_at=row[9],
-        updated_at=row[10],
-    )
-
-
-def relation_row(row: Sequence[Any]) -> Relation:
-    # Rows were validated on the way in; skipping validation on the way out keeps graph
-    # walks cheap.
-    return Relation.model_construct(
-        project_id=row[0],
-        id=row[1],
-        from_id=row[2],
-        type=row[3],
-        to_id=row[4],
-        confidence=row[5],
-        source=row[6],
-        created_at=row[7],
-        valid_from=row[8],
-        valid_to=row[9],
-        properties=loads(row[10]) or {},
-    )
-
-
-def item_row(row: Sequence[Any]) -> SearchItem:
-    return SearchItem(
-        item_id=row[0],
-        owner_id=row[1],
-        kind=row[2],
-        type=row[3],
-        text=row[4],
-        terms=row[5],
-        ts=row[6],
-        session_id=row[7],
-        agent_id=row[8],
-        agent_role=row[9],
-        path=row[10],
-        line_start=row[11],
-        line_end=row[12],
-        latest=bool(row[13]),
-        importance=row[14],
-        context_terms=row[15] or "",
-        context_id=row[16],
-    )
-
-
-def api_key_row(row: Sequence[Any]) -> ApiKeyRecord:
-    return ApiKeyRecord(
-        key_id=row[0],
-        key_hash=row[1],
-        name=row[2],
-        role=row[3],
-        projects=tuple(loads(row[4]) or ()),
-        created_at=row[5],
-        revoked_at=row[6],
-    )

@@ -10,59 +10,25 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import StorageError
 from .base import OWN_TERMS_WEIGHT, ItemFilter, KeywordHit, SearchItem, VectorRow
-from .sqlite_base import ITEM_COLS, SQLiteBase, chunks, item_row, placeholders
+from .dialect import filter_sql
+from .rows import item_row
+from .sqlite_base import ITEM_COLS, SQLITE, SQLiteBase, chunks, placeholders
 
 __all__ = ["SQLiteSearch"]
 
 
 class SQLiteSearch(SQLiteBase):
     # -- search index --------------------------------------------------------------------
-    def _filter_sql(self, flt: ItemFilter | None, alias: str = "i") -> tuple[str, list[Any]]:
-        if flt is None:
-            return "", []
-        sql = ""
-        args: list[Any] = []
-        for col, values in (
-            ("session_id", flt.session_ids),
-            ("agent_id", flt.agent_ids),
-            ("agent_role", flt.agent_roles),
-            ("type", flt.types),
-            ("kind", flt.kinds),
-            ("owner_id", flt.owner_ids),
-        ):
-            if values is not None:
-                sql += f" AND {alias}.{col} IN ({placeholders(len(values))})"
-                args.extend(values)
-        if flt.path_prefix is not None:
-            sql += f" AND substr({alias}.path, 1, ?) = ?"
-            args += [len(flt.path_prefix), flt.path_prefix]
-        if flt.line_from is not None:
-            sql += f" AND {alias}.line_end >= ?"
-            args.append(flt.line_from)
-        if flt.line_to is not None:
-            sql += f" AND {alias}.line_start <= ?"
-            args.append(flt.line_to)
-        if flt.since is not None:
-            sql += f" AND {alias}.ts >= ?"
-            args.append(flt.since)
-        if flt.until is not None:
-            sql += f" AND {alias}.ts <= ?"
-            args.append(flt.until)
-        if flt.latest_only:
-            sql += f" AND {alias}.latest = 1"
-        return sql, args
-
     def keyword_search(
         self, project_id: str, match: str, flt: ItemFilter | None, limit: int
     ) -> list[KeywordHit]:
-        where, args = self._filter_sql(flt)
+        where, args = filter_sql(SQLITE, flt)
         sql = (
             f"SELECT i.item_id, bm25(item_fts, 1.0, {OWN_TERMS_WEIGHT}) AS rank FROM item_fts "
             "JOIN items i ON i.rowid = item_fts.rowid "
@@ -89,38 +55,7 @@ class SQLiteSearch(SQLiteBase):
                     out[r[0]] = item_row(r)
         return [out[i] for i in ids if i in out]
 
-    def filter_item_ids(self, project_id: str, flt: ItemFilter) -> set[str]:
-        where, args = self._filter_sql(flt)
-        with self._read() as conn:
-            rows = conn.execute(
-                f"SELECT i.item_id FROM items i WHERE i.project_id=? AND i.active=1{where}",
-                (project_id, *args),
-            ).fetchall()
-        return {r[0] for r in rows}
-
-    def count_items(self, project_id: str) -> int:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT count(*) FROM items WHERE project_id=? AND active=1", (project_id,)
-            ).fetchone()
-        return int(row[0])
-
     # -- vectors -------------------------------------------------------------------------
-    def pending_embeddings(
-        self, model: str, limit: int, project_id: str | None = None
-    ) -> list[tuple[str, str, str]]:
-        sql = (
-            "SELECT project_id, item_id, text FROM items WHERE active=1 "
-            "AND (embedded_model IS NULL OR embedded_model <> ?)"
-        )
-        args: list[Any] = [model]
-        if project_id is not None:
-            sql += " AND project_id=?"
-            args.append(project_id)
-        with self._read() as conn:
-            rows = conn.execute(sql + " LIMIT ?", (*args, int(limit))).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
-
     def put_vectors(
         self, model: str, rows: Sequence[tuple[str, str, npt.NDArray[np.float32]]]
     ) -> int:
@@ -175,10 +110,3 @@ class SQLiteSearch(SQLiteBase):
         allowed_ids: set[str] | None = None,
     ) -> list[tuple[str, float]] | None:
         return None  # no native vector index: the retriever searches in memory
-
-    def index_generation(self, project_id: str) -> int:
-        with self._read() as conn:
-            row = conn.execute(
-                "SELECT generation FROM projects WHERE project_id=?", (project_id,)
-            ).fetchone()
-        return int(row[0]) if row else 0

@@ -1,0 +1,78 @@
+"""The few places where the backends' SQL differs, and the SQL built from them.
+
+Shared statements are written with `?` placeholders; `Dialect.sql` puts in the driver's own
+(`?` for sqlite3, `%s` for psycopg). Each backend module defines its dialect; the code here
+never asks which backend it serves.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from .base import ItemFilter
+
+__all__ = ["Dialect", "filter_sql"]
+
+
+class Dialect(ABC):
+    """What one backend's SQL texts and JSON columns look like."""
+
+    # The driver's parameter placeholder.
+    placeholder: str = "?"
+    # Prefix of the deliberate cross-project reads (a marker comment, or nothing).
+    cross_project: str = ""
+
+    def sql(self, text: str) -> str:
+        """A statement written with `?` placeholders, in the driver's placeholder style."""
+        return text if self.placeholder == "?" else text.replace("?", self.placeholder)
+
+    @abstractmethod
+    def load(self, value: Any) -> Any:
+        """A stored JSON column as a Python value."""
+
+    @abstractmethod
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """`column` is one of `values`: the condition (with `?`) and its arguments."""
+
+    @abstractmethod
+    def starts_with(self, column: str, prefix: str) -> tuple[str, list[Any]]:
+        """`column` starts with `prefix`: the condition (with `?`) and its arguments."""
+
+
+def filter_sql(dialect: Dialect, flt: ItemFilter | None, alias: str = "i") -> tuple[str, list[Any]]:
+    """ItemFilter as ` AND ...` conditions on the items table, with the same meaning on every
+    backend."""
+    if flt is None:
+        return "", []
+    sql = ""
+    args: list[Any] = []
+    for col, values in (
+        ("session_id", flt.session_ids),
+        ("agent_id", flt.agent_ids),
+        ("agent_role", flt.agent_roles),
+        ("type", flt.types),
+        ("kind", flt.kinds),
+        ("owner_id", flt.owner_ids),
+    ):
+        if values is not None:
+            cond, cond_args = dialect.any_of(f"{alias}.{col}", values)
+            sql += f" AND {cond}"
+            args += cond_args
+    if flt.path_prefix is not None:
+        cond, cond_args = dialect.starts_with(f"{alias}.path", flt.path_prefix)
+        sql += f" AND {cond}"
+        args += cond_args
+    for cond, value in (
+        ("line_end >= ?", flt.line_from),
+        ("line_start <= ?", flt.line_to),
+        ("ts >= ?", flt.since),
+        ("ts <= ?", flt.until),
+    ):
+        if value is not None:
+            sql += f" AND {alias}.{cond}"
+            args.append(value)
+    if flt.latest_only:
+        sql += f" AND {alias}.latest = 1"
+    return dialect.sql(sql), args

@@ -1,0 +1,230 @@
+"""Row -> model converters and pure write-side rules shared by every backend.
+
+Both backends select the same column orders (`EVENT_COLS`, `ITEM_COLS` and the SELECT lists
+of the store modules). JSON columns arrive as text from SQLite and as Python values from
+psycopg: each converter takes the backend's `load` for them (identity by default).
+Nothing here opens a connection or writes SQL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
+from .base import ApiKeyRecord, SearchItem, StateChange
+
+__all__ = [
+    "EVENT_COLS",
+    "ITEM_COLS",
+    "Load",
+    "api_key_row",
+    "as_is",
+    "check_direction",
+    "entity_row",
+    "event_edges",
+    "event_row",
+    "item_row",
+    "next_version",
+    "relation_row",
+    "session_row",
+    "state_change_row",
+    "state_fact_row",
+    "task_row",
+    "tombstone_hash",
+]
+
+EVENT_COLS = (
+    "event_id, session_id, task_id, seq, agent_id, agent_role, type, text, data, ts, "
+    "importance, metadata, active, project_id"
+)
+ITEM_COLS = (
+    "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
+    "path, line_start, line_end, latest, importance, context_terms, context_id"
+)
+
+# How a backend turns a stored JSON column into a Python value.
+Load = Callable[[Any], Any]
+
+
+def as_is(value: Any) -> Any:
+    """The `load` of a driver that decodes JSON columns itself."""
+    return value
+
+
+def tombstone_hash(item_id: str) -> str:
+    """Tombstones keep only a hash, so a forgotten id leaves no readable trace."""
+    return hashlib.sha256(item_id.encode("utf-8")).hexdigest()
+
+
+def next_version(last: Sequence[Any] | None) -> int:
+    """A state fact's next version from the `max(version)` row of its history."""
+    return int(last[0] or 0) + 1 if last else 1
+
+
+def check_direction(direction: str) -> None:
+    """list_relations' direction: "out" (from node), "in" (to node) or "both"."""
+    if direction not in ("out", "in", "both"):
+        raise ValueError(f"direction must be 'out', 'in' or 'both' (got {direction!r})")
+
+
+def event_edges(event: Event, prev_id: str | None) -> list[Relation]:
+    """The event-graph edges a stored event adds: NEXT from the session's previous event,
+    CAUSED_BY to each parent, REFERS_TO to each reference."""
+    links: list[tuple[str, str, str]] = []
+    if prev_id:
+        links.append((prev_id, "NEXT", event.id))
+    links += [(event.id, "CAUSED_BY", p) for p in event.parent_event_ids]
+    links += [(event.id, "REFERS_TO", r) for r in event.refers_to]
+    return [
+        Relation(
+            project_id=event.project_id,
+            from_id=from_id,
+            type=rtype,
+            to_id=to_id,
+            source="auto:capture",
+            created_at=event.ts,
+            valid_from=event.ts,
+        )
+        for from_id, rtype, to_id in links
+    ]
+
+
+def event_row(row: Sequence[Any], links: Sequence[Sequence[Any]], load: Load = as_is) -> Event:
+    """An EVENT_COLS row with its (type, to_id) CAUSED_BY / REFERS_TO links, in order."""
+    return Event(
+        id=row[0],
+        session_id=row[1],
+        task_id=row[2],
+        seq=row[3],
+        agent_id=row[4],
+        agent_role=row[5],
+        type=row[6],
+        text=row[7],
+        data=load(row[8]),
+        ts=row[9],
+        importance=row[10],
+        metadata=load(row[11]) or {},
+        active=bool(row[12]),
+        project_id=row[13],
+        parent_event_ids=[t for r, t in links if r == "CAUSED_BY"],
+        refers_to=[t for r, t in links if r == "REFERS_TO"],
+    )
+
+
+def session_row(row: Sequence[Any], load: Load = as_is) -> SessionInfo:
+    return SessionInfo(
+        project_id=row[0],
+        session_id=row[1],
+        status=row[2],
+        title=row[3],
+        created_at=row[4],
+        updated_at=row[5],
+        metadata=load(row[6]) or {},
+    )
+
+
+def task_row(row: Sequence[Any], load: Load = as_is) -> TaskInfo:
+    return TaskInfo(
+        project_id=row[0],
+        task_id=row[1],
+        session_id=row[2],
+        parent_task_id=row[3],
+        title=row[4] or "",
+        status=row[5],
+        created_at=row[6],
+        updated_at=row[7],
+        metadata=load(row[8]) or {},
+    )
+
+
+def entity_row(row: Sequence[Any], load: Load = as_is) -> Entity:
+    return Entity(
+        project_id=row[0],
+        id=row[1],
+        type=row[2],
+        name=row[3],
+        text=row[4] or "",
+        properties=load(row[5]) or {},
+        version=row[6],
+        latest=bool(row[7]),
+        active=bool(row[8]),
+        created_at=row[9],
+        updated_at=row[10],
+    )
+
+
+def relation_row(row: Sequence[Any], load: Load = as_is, *, validate: bool = False) -> Relation:
+    fields: dict[str, Any] = {
+        "project_id": row[0],
+        "id": row[1],
+        "from_id": row[2],
+        "type": row[3],
+        "to_id": row[4],
+        "confidence": row[5],
+        "source": row[6],
+        "created_at": row[7],
+        "valid_from": row[8],
+        "valid_to": row[9],
+        "properties": load(row[10]) or {},
+    }
+    if validate:
+        return Relation(**fields)
+    # Rows were validated on the way in; skipping validation on the way out keeps graph
+    # walks cheap.
+    return Relation.model_construct(**fields)
+
+
+def item_row(row: Sequence[Any]) -> SearchItem:
+    return SearchItem(
+        item_id=row[0],
+        owner_id=row[1],
+        kind=row[2],
+        type=row[3],
+        text=row[4],
+        terms=row[5],
+        ts=row[6],
+        session_id=row[7],
+        agent_id=row[8],
+        agent_role=row[9],
+        path=row[10],
+        line_start=row[11],
+        line_end=row[12],
+        latest=bool(row[13]),
+        importance=row[14],
+        context_terms=row[15] or "",
+        context_id=row[16],
+    )
+
+
+def api_key_row(row: Sequence[Any], load: Load = as_is) -> ApiKeyRecord:
+    return ApiKeyRecord(
+        key_id=row[0],
+        key_hash=row[1],
+        name=row[2],
+        role=row[3],
+        projects=tuple(load(row[4]) or ()),
+        created_at=row[5],
+        revoked_at=row[6],
+    )
+
+
+def state_fact_row(row: Sequence[Any], load: Load = as_is) -> StateFact:
+    """project_id, scope, scope_id, key, value, version, cause, updated_at."""
+    return StateFact(
+        project_id=row[0],
+        scope=row[1],
+        scope_id=row[2],
+        key=row[3],
+        value=load(row[4]),
+        version=row[5],
+        cause=row[6],
+        updated_at=row[7],
+    )
+
+
+def state_change_row(row: Sequence[Any], load: Load = as_is) -> StateChange:
+    """key, scope, scope_id, version, old_value, new_value, cause, ts, deleted."""
+    r = row
+    return StateChange(r[0], r[1], r[2], r[3], load(r[4]), load(r[5]), r[6], r[7], bool(r[8]))

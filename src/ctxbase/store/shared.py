@@ -1,0 +1,252 @@
+"""Store methods whose SQL and logic are the same on every backend (a mixin).
+
+Each is a plain read: one statement, in the backend's placeholder style (see dialect.py),
+run by the backend's `_fetch_all` / `_fetch_one` in its own read transaction, and converted
+by the shared row converters (rows.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ..model import Entity, Event, SessionInfo, StateFact, TaskInfo
+from . import rows
+from .base import ApiKeyRecord, ItemFilter, StateChange
+from .dialect import Dialect, filter_sql
+from .schema import COLUMNS
+
+__all__ = ["SharedReads", "table_columns"]
+
+
+def table_columns(table: str) -> tuple[str, ...]:
+    """The columns of one table of schema.TABLES (ValueError for any other name)."""
+    try:
+        return COLUMNS[table]
+    except KeyError:
+        raise ValueError(f"unknown table {table!r} (one of {', '.join(COLUMNS)})") from None
+
+
+class SharedReads:
+    """The reads both backends run alike; a backend supplies its dialect and the two fetch
+    helpers."""
+
+    _dialect: ClassVar[Dialect]
+
+    def _fetch_all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        """Every row of one statement (already in the driver's placeholder style)."""
+        raise NotImplementedError
+
+    def _fetch_one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        """The first row of one statement, or None."""
+        raise NotImplementedError
+
+    def _all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+        return self._fetch_all(self._dialect.sql(sql), args)
+
+    def _one(self, sql: str, args: Sequence[Any] = ()) -> Any:
+        return self._fetch_one(self._dialect.sql(sql), args)
+
+    def _read_events(self, sql: str, args: Sequence[Any]) -> list[Event]:
+        """The events of EVENT_COLS rows of one statement, with their links, in row order."""
+        raise NotImplementedError
+
+    # -- projects, sessions, tasks ---------------------------------------------------------
+    def list_projects(self) -> list[str]:
+        sql = self._dialect.cross_project + "SELECT project_id FROM projects ORDER BY project_id"
+        return [r[0] for r in self._all(sql)]
+
+    _SESSION_SELECT = (
+        "SELECT project_id, session_id, status, title, created_at, updated_at, metadata "
+        "FROM sessions "
+    )
+
+    def get_session(self, project_id: str, session_id: str) -> SessionInfo | None:
+        row = self._one(
+            self._SESSION_SELECT + "WHERE project_id=? AND session_id=?", (project_id, session_id)
+        )
+        return rows.session_row(row, self._dialect.load) if row else None
+
+    def list_sessions(self, project_id: str) -> list[SessionInfo]:
+        found = self._all(
+            self._SESSION_SELECT + "WHERE project_id=? ORDER BY created_at, session_id",
+            (project_id,),
+        )
+        return [rows.session_row(r, self._dialect.load) for r in found]
+
+    _TASK_SELECT = (
+        "SELECT project_id, task_id, session_id, parent_task_id, title, status, created_at, "
+        "updated_at, metadata FROM tasks "
+    )
+
+    def get_task(self, project_id: str, task_id: str) -> TaskInfo | None:
+        row = self._one(
+            self._TASK_SELECT + "WHERE project_id=? AND task_id=?", (project_id, task_id)
+        )
+        return rows.task_row(row, self._dialect.load) if row else None
+
+    def list_tasks(self, project_id: str, session_id: str | None = None) -> list[TaskInfo]:
+        sql = self._TASK_SELECT + "WHERE project_id=?"
+        args: list[Any] = [project_id]
+        if session_id is not None:
+            sql += " AND session_id=?"
+            args.append(session_id)
+        found = self._all(sql + " ORDER BY created_at, task_id", args)
+        return [rows.task_row(r, self._dialect.load) for r in found]
+
+    # -- events ------------------------------------------------------------------------
+    def list_events(
+        self,
+        project_id: str,
+        session_id: str | None = None,
+        *,
+        last_n: int | None = None,
+        types: Sequence[str] | None = None,
+        task_id: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        include_inactive: bool = False,
+    ) -> list[Event]:
+        sql = f"SELECT {rows.EVENT_COLS} FROM events WHERE project_id=?"
+        args: list[Any] = [project_id]
+        if session_id is not None:
+            sql += " AND session_id=?"
+            args.append(session_id)
+        if types:
+            cond, cond_args = self._dialect.any_of("type", types)
+            sql += f" AND {cond}"
+            args += cond_args
+        for cond, value in (("task_id=?", task_id), ("ts>=?", since), ("ts<=?", until)):
+            if value is not None:
+                sql += f" AND {cond}"
+                args.append(value)
+        if not include_inactive:
+            sql += " AND active=1"
+        order = "seq" if session_id is not None else "ts, seq"
+        if last_n is not None:
+            desc = "seq DESC" if session_id is not None else "ts DESC, seq DESC"
+            sql = f"SELECT * FROM ({sql} ORDER BY {desc} LIMIT ?) AS last ORDER BY {order}"
+            args.append(int(last_n))
+        else:
+            sql += f" ORDER BY {order}"
+        return self._read_events(self._dialect.sql(sql), args)
+
+    # -- entities ----------------------------------------------------------------------------
+    _ENTITY_SELECT = (
+        "SELECT project_id, entity_id, type, name, text, properties, version, latest, active, "
+        "created_at, updated_at FROM entities "
+    )
+
+    def list_entities(
+        self,
+        project_id: str,
+        *,
+        type: str | None = None,
+        name: str | None = None,
+        latest_only: bool = True,
+        limit: int | None = None,
+    ) -> list[Entity]:
+        sql = self._ENTITY_SELECT + "WHERE project_id=? AND active=1"
+        args: list[Any] = [project_id]
+        if type is not None:
+            sql += " AND type=?"
+            args.append(type)
+        if name is not None:
+            sql += " AND name=?"
+            args.append(name)
+        if latest_only:
+            sql += " AND latest=1"
+        sql += " ORDER BY type, name, version"
+        if limit is not None:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        return [rows.entity_row(r, self._dialect.load) for r in self._all(sql, args)]
+
+    # -- search index --------------------------------------------------------------------
+    def filter_item_ids(self, project_id: str, flt: ItemFilter) -> set[str]:
+        where, args = filter_sql(self._dialect, flt)
+        sql = self._dialect.sql("SELECT i.item_id FROM items i WHERE i.project_id=? AND i.active=1")
+        return {r[0] for r in self._fetch_all(sql + where, (project_id, *args))}
+
+    def count_items(self, project_id: str) -> int:
+        row = self._one("SELECT count(*) FROM items WHERE project_id=? AND active=1", (project_id,))
+        return int(row[0]) if row else 0
+
+    def pending_embeddings(
+        self, model: str, limit: int, project_id: str | None = None
+    ) -> list[tuple[str, str, str]]:
+        sql = (
+            "SELECT project_id, item_id, text FROM items WHERE active=1 "
+            "AND (embedded_model IS NULL OR embedded_model <> ?)"
+        )
+        args: list[Any] = [model]
+        if project_id is not None:
+            sql += " AND project_id=?"
+            args.append(project_id)
+        else:
+            sql = self._dialect.cross_project + sql  # the embedding worker serves every project
+        found = self._all(sql + " LIMIT ?", (*args, int(limit)))
+        return [(r[0], r[1], r[2]) for r in found]
+
+    def index_generation(self, project_id: str) -> int:
+        row = self._one("SELECT generation FROM projects WHERE project_id=?", (project_id,))
+        return int(row[0]) if row else 0
+
+    # -- state ---------------------------------------------------------------------------
+    def _scoped(
+        self, select: str, key_args: tuple[str, str, str, str | None], order: str
+    ) -> list[Any]:
+        """Rows of `select` (state or its history) in one scope, of one key or all."""
+        sql = select + " WHERE project_id=? AND scope=? AND scope_id=?"
+        args: list[Any] = list(key_args[:3])
+        if key_args[3] is not None:
+            sql += " AND key=?"
+            args.append(key_args[3])
+        return self._all(sql + order, args)
+
+    def get_state(
+        self, project_id: str, scope: str, scope_id: str, key: str | None = None
+    ) -> list[StateFact]:
+        found = self._scoped(
+            "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at FROM state",
+            (project_id, scope, scope_id, key),
+            " ORDER BY key",
+        )
+        return [rows.state_fact_row(r, self._dialect.load) for r in found]
+
+    def state_history(
+        self, project_id: str, scope: str, scope_id: str, key: str | None = None
+    ) -> list[StateChange]:
+        found = self._scoped(
+            "SELECT key, scope, scope_id, version, old_value, new_value, cause, ts, deleted "
+            "FROM state_history",
+            (project_id, scope, scope_id, key),
+            " ORDER BY key, version",
+        )
+        return [rows.state_change_row(r, self._dialect.load) for r in found]
+
+    # -- traces --------------------------------------------------------------------------
+    def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None:
+        row = self._one(
+            "SELECT trace FROM traces WHERE project_id=? AND context_id=?", (project_id, context_id)
+        )
+        return dict(self._dialect.load(row[0])) if row else None
+
+    # -- bulk copy -----------------------------------------------------------------------
+    def count_rows(self, project_id: str, table: str) -> int:
+        table_columns(table)
+        row = self._one(f"SELECT count(*) FROM {table} WHERE project_id=?", (project_id,))
+        return int(row[0]) if row else 0
+
+    # -- API keys --------------------------------------------------------------------------
+    _KEY_SELECT = (
+        "SELECT key_id, key_hash, name, role, projects, created_at, revoked_at FROM api_keys "
+    )
+
+    def get_api_key(self, key_id: str) -> ApiKeyRecord | None:
+        row = self._one(self._KEY_SELECT + "WHERE key_id=?", (key_id,))
+        return None if row is None else rows.api_key_row(row, self._dialect.load)
+
+    def list_api_keys(self) -> list[ApiKeyRecord]:
+        found = self._all(self._KEY_SELECT + "ORDER BY created_at, key_id")
+        return [rows.api_key_row(r, self._dialect.load) for r in found]
