@@ -40,6 +40,18 @@ def tree_ingest(tmp_path_factory: pytest.TempPathFactory) -> tuple[ContextBase, 
     return cb, root, report
 
 
+def _own_nodes(func: ast.FunctionDef) -> list[ast.AST]:
+    """Nodes of a function body, not entering nested functions or classes (their own units)."""
+    out: list[ast.AST] = []
+    nested = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    stack: list[ast.AST] = [n for n in func.body if not isinstance(n, nested)]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, nested))
+    return out
+
+
 def _ast_counts(root: Path) -> tuple[Counter[str], set[tuple[str, str]]]:
     """Independent count of definitions, and (caller, callee) pairs of same-module calls."""
     counts: Counter[str] = Counter()
@@ -58,7 +70,7 @@ def _ast_counts(root: Path) -> tuple[Counter[str], set[tuple[str, str]]]:
         for node in tree.body:
             if not isinstance(node, ast.FunctionDef):
                 continue
-            for call in ast.walk(node):
+            for call in _own_nodes(node):
                 if (
                     isinstance(call, ast.Call)
                     and isinstance(call.func, ast.Name)
@@ -145,8 +157,10 @@ def test_incremental_reingest_touches_only_the_changed_file(tmp_path: Path) -> N
     assert second.units_moved == 0
     pending = cb.store.pending_embeddings(cb.embedder.name, 1000)  # type: ignore[union-attr]
     pending_owners = {item_id.split("#")[0] for _, item_id, _ in pending}
-    # Only the re-written units wait for vectors; the old version kept its vector.
-    assert pending_owners == set(second.written_ids)
+    # Only the re-written units wait for vectors (and the file's summary, which now names
+    # the new function); the old version kept its vector.
+    file_id = next(e.id for e in cb.list_entities(type="file", name=changed_file[0].path))
+    assert pending_owners == {*second.written_ids, file_id}
 
     chunk_text = cb.get_entity(second.written_ids[1])
     assert chunk_text.version == 2

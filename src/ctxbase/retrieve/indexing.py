@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import lru_cache
 
 from ..model import Entity, Event
 from ..store.base import SearchItem
@@ -59,6 +60,12 @@ def default_chunker(text: str) -> list[tuple[str, int, int]]:
     return [(c.text, c.start, c.end) for c in chunk_text(text)]
 
 
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> tuple[str, ...]:
+    # An event's text is tokenized again as the context of the event after it: remember it.
+    return tuple(index_terms(text))
+
+
 def context_terms(context: str | None) -> list[str]:
     """Keyword terms of the event an event follows, kept to its last CONTEXT_CHARS.
 
@@ -68,7 +75,7 @@ def context_terms(context: str | None) -> list[str]:
     """
     if not context:
         return []
-    return index_terms(context[-CONTEXT_CHARS:])
+    return list(_terms(context[-CONTEXT_CHARS:]))
 
 
 def event_items(
@@ -89,7 +96,7 @@ def event_items(
                 kind="event" if len(pieces) == 1 else "chunk",
                 type=event.type,
                 text=piece,
-                terms=" ".join(index_terms(piece)),
+                terms=" ".join(_terms(piece)),
                 context_terms=" ".join(extra),
                 context_id=context[0] if extra and context else None,
                 ts=event.ts,
