@@ -116,3 +116,17 @@ def test_the_installed_entry_point_runs() -> None:
         timeout=120,
     )
     assert done.returncode == 0 and "assemble" in done.stdout
+
+
+def test_ingest_reports_counts_and_skips(tmp_path: Path, capsys: Any) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "orders.py").write_text(
+        "def recent_orders(db):\n    return db.query('SELECT * FROM orders')\n", encoding="utf-8"
+    )
+    (repo / "blob.bin").write_bytes(b"\x00\x01\x02binary")
+    base = ["--db", str(tmp_path / "i.db"), "--project", "p", "--embedder", "hash"]
+    code, out, _ = _run(capsys, *base, "ingest", str(repo))
+    assert code == 0 and "1 new" in out and "blob.bin" in out
+    code, out, _ = _run(capsys, *base, "ingest", str(repo))
+    assert code == 0 and "1 unchanged" in out

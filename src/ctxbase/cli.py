@@ -128,6 +128,21 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_ingest(args: argparse.Namespace) -> int:
+    def progress(done: int, total: int, path: str) -> None:
+        print(f"\r[{done}/{total}] {path[-60:]:<60}", end="", file=sys.stderr, flush=True)
+
+    with _open(args) as cb:
+        report = cb.ingest(args.path, progress=progress, max_file_bytes=args.max_file_bytes)
+        print(file=sys.stderr)
+        if args.wait_embeddings and cb.embeds:
+            cb.wait_for_embeddings()
+        print(report.summary())
+        for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
+            print(f"  {path}: {reason}")
+    return 0
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
     with _open(args, embedder=None) as cb:
         if args.soft:
@@ -257,6 +272,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("context_id")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_trace)
+
+    p = sub.add_parser("ingest", help="anchor a directory or git repository, incrementally")
+    p.add_argument("path")
+    p.add_argument("--max-file-bytes", type=int, default=1_000_000)
+    p.add_argument(
+        "--wait-embeddings",
+        action="store_true",
+        help="return only when every new unit has its vector",
+    )
+    p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("forget", help="hard forget (or --soft: hide) events, entities, sessions")
     p.add_argument("--event", action="append")

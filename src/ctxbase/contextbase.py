@@ -38,6 +38,8 @@ from .store import open_store
 from .store.base import ForgetReport, ItemFilter, Store
 
 if TYPE_CHECKING:
+    from .anchor.anchoring import AnchorReport
+    from .anchor.ingest import IngestReport
     from .assemble.assembler import Assembler
     from .assemble.loop import Outcome
     from .assemble.manager import ContextManager
@@ -119,6 +121,19 @@ class ContextBase:
 
     def _pid(self, project: str | None) -> str:
         return self.project if project is None else check_id("project", project)
+
+    def resolve_project(self, project: str | None = None) -> str:
+        """The project a call addresses: the given one (checked) or this base's default."""
+        return self._pid(project)
+
+    @property
+    def embeds(self) -> bool:
+        """Whether this base computes vectors at all (False with embedder=None)."""
+        return self._embedder_spec is not None
+
+    def notify_embedder(self) -> None:
+        """Wake the background embedder after writing items outside capture/upsert."""
+        self._after_write()
 
     # -- embeddings --------------------------------------------------------------------
     @property
@@ -615,6 +630,25 @@ class ContextBase:
         from .assemble.loop import record_outcome
 
         return record_outcome(self, context_id, answer, produced, **options)
+
+    # -- anchoring -----------------------------------------------------------------------
+    def ingest(self, path: str, **options: Any) -> IngestReport:
+        """Anchor a directory or repository (code, SQL, documents), incrementally."""
+        from .anchor.ingest import ingest_path
+
+        return ingest_path(self, path, **options)
+
+    def anchor_message(self, event: Event | str, **options: Any) -> AnchorReport:
+        """Anchor the code blocks of a message as entities linked to it."""
+        from .anchor.anchoring import anchor_message
+
+        return anchor_message(self, event, **options)
+
+    def anchor_document(self, text: str, **options: Any) -> AnchorReport:
+        """Anchor a document (cleaned, sectioned, versioned) and weave its references."""
+        from .anchor.anchoring import anchor_document
+
+        return anchor_document(self, text, **options)
 
     # -- forget --------------------------------------------------------------------------
     def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:

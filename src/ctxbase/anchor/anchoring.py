@@ -162,7 +162,7 @@ def anchor_message(
         if link.to_id in own
     )
     report.relations = write_links(cb, links, project=pid, sign_key=sign_key)
-    cb._after_write()
+    cb.notify_embedder()
     return report
 
 
@@ -227,7 +227,7 @@ def anchor_document(
 
     from .documents import clean_text, key_terms, parse_markdown
 
-    pid = cb._pid(project)
+    pid = cb.resolve_project(project)
     cleaned = clean_text(text)
     result = parse_markdown(cleaned, path)
     doc_title = title or result.properties.get("title") or (path or "document")
@@ -288,5 +288,5 @@ def anchor_document(
                     Link(spec.id, "REFERENCES", m.entity_id, m.confidence, "mentions", props)
                 )
     report.relations = write_links(cb, links, project=pid, sign_key=sign_key)
-    cb._after_write()
+    cb.notify_embedder()
     return report

@@ -333,7 +333,7 @@ class VersionedWrite:
 
 def _notify(cb: ContextBase) -> None:
     # Wake the embedding worker the way ContextBase's own writes do.
-    cb._after_write()
+    cb.notify_embedder()
 
 
 def write_entity(cb: ContextBase, entity: Entity, *, notify: bool = True) -> Entity:
@@ -349,7 +349,7 @@ def write_entity(cb: ContextBase, entity: Entity, *, notify: bool = True) -> Ent
 
 
 def _model_name(cb: ContextBase) -> str | None:
-    if cb._embedder_spec is None:
+    if not cb.embeds:
         return None
     embedder = cb.embedder
     return embedder.name if embedder is not None else None
@@ -415,7 +415,7 @@ def upsert_versioned(
     """
     from .signing import sign_entity
 
-    pid = cb._pid(project)
+    pid = cb.resolve_project(project)
     old_rows = cb.store.get_entities(pid, [spec.id], include_inactive=True)
     old = old_rows[0] if old_rows else None
     now = time.time()

@@ -302,7 +302,7 @@ def ingest_path(
 ) -> IngestReport:
     """Anchor every file under `path` (or that one file) and weave their edges."""
     started = time.perf_counter()
-    pid = cb._pid(project)
+    pid = cb.resolve_project(project)
     root = Path(path).resolve()
     if root.is_dir():
         listed, git = list_files(root)
@@ -356,7 +356,7 @@ def ingest_path(
             report.units_removed += len(units)
             report.files.append(FileOutcome(rel, "deleted", removed=len(units)))
     _weave(cb, pid, all_refs, contains, mention_texts, changed_from, report, sign_key)
-    cb._after_write()
+    cb.notify_embedder()
     report.seconds = time.perf_counter() - started
     return report
 

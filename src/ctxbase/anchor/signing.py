@@ -189,7 +189,7 @@ def verify_results(
 ) -> list[str]:
     """Ids of entities among search results (a SearchResponse or candidates) that were
     tampered with; `key` defaults to the project's configured key."""
-    pid = cb._pid(project)
+    pid = cb.resolve_project(project)
     resolved = project_key(pid, key)
     if resolved is None:
         raise ValueError(f"no HMAC key for project {pid!r}: pass one or set {key_env_var(pid)}")
@@ -205,7 +205,7 @@ def sign_stored_entities(
     from ..retrieve.indexing import entity_items
     from .entities import read_vectors, restore_vectors, write_entity
 
-    pid = cb._pid(project)
+    pid = cb.resolve_project(project)
     entities = cb.store.get_entities(pid, list(ids), include_inactive=True)
     item_ids = [it.item_id for e in entities for it in entity_items(e)]
     vectors = read_vectors(cb, pid, item_ids)

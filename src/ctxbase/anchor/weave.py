@@ -381,7 +381,7 @@ def write_links(
     """Upsert the edges (one per from/type/to: the highest confidence wins)."""
     from .signing import SIGNATURE_PROPERTY, sign_relation
 
-    pid = cb._pid(project)
+    pid = cb.resolve_project(project)
     best: dict[tuple[str, str, str], Link] = {}
     for link in links:
         key = (link.from_id, link.type, link.to_id)
@@ -416,7 +416,7 @@ def weave_text(
     min_confidence: float = 0.6,
 ) -> list[Relation]:
     """`node_id` REFERENCES every entity its text names (rule `mentions`)."""
-    pid = cb._pid(project)
+    pid = cb.resolve_project(project)
     idx = index if index is not None else SymbolIndex.from_store(cb.store, pid)
     skip = {node_id, *exclude}
     links = [
@@ -448,7 +448,7 @@ def weave_requirement(
 ) -> list[Relation]:
     """A requirement FOLLOWS the documents it names, GENERATES its session's code and
     REFERENCES the other entities it names."""
-    pid = cb._pid(project)
+    pid = cb.resolve_project(project)
     req = cb.get_entity(requirement_id, project=pid)
     idx = index if index is not None else SymbolIndex.from_store(cb.store, pid)
     text = f"{req.name}\n{req.text}"
