@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 from ..model import Entity, Event
 from ..store.base import SearchItem
@@ -78,36 +79,46 @@ def context_terms(context: str | None) -> list[str]:
     return list(_terms(context[-CONTEXT_CHARS:]))
 
 
+def _units(
+    owner_id: str, whole_kind: str, pieces: list[tuple[str, int, int]], **fields: Any
+) -> list[SearchItem]:
+    """One search unit per piece: the owner's own id when whole, `<id>#<n>` chunks else."""
+    whole = len(pieces) == 1
+    return [
+        SearchItem(
+            item_id=owner_id if whole else f"{owner_id}#{n}",
+            owner_id=owner_id,
+            kind=whole_kind if whole else "chunk",
+            text=piece,
+            terms=" ".join(_terms(piece)),
+            **fields,
+        )
+        for n, (piece, _start, _end) in enumerate(pieces)
+    ]
+
+
 def event_items(
     event: Event,
     chunker: Callable[[str], list[tuple[str, int, int]]] | None = default_chunker,
     context: tuple[str, str] | None = None,
 ) -> list[SearchItem]:
     """Search units of an event; `context` is (id, text) of the event it follows."""
-    text = event_search_text(event)
-    pieces = _chunked(text, chunker)
+    pieces = _chunked(event_search_text(event), chunker)
     extra = context_terms(context[1]) if context and len(pieces) == 1 else []
-    items: list[SearchItem] = []
-    for n, (piece, _start, _end) in enumerate(pieces):
-        items.append(
-            SearchItem(
-                item_id=event.id if len(pieces) == 1 else f"{event.id}#{n}",
-                owner_id=event.id,
-                kind="event" if len(pieces) == 1 else "chunk",
-                type=event.type,
-                text=piece,
-                terms=" ".join(_terms(piece)),
-                context_terms=" ".join(extra),
-                context_id=context[0] if extra and context else None,
-                ts=event.ts,
-                session_id=event.session_id,
-                agent_id=event.agent_id,
-                agent_role=event.agent_role,
-                path=event.metadata.get("path"),
-                importance=event.importance,
-            )
-        )
-    return items
+    return _units(
+        event.id,
+        "event",
+        pieces,
+        type=event.type,
+        context_terms=" ".join(extra),
+        context_id=context[0] if extra and context else None,
+        ts=event.ts,
+        session_id=event.session_id,
+        agent_id=event.agent_id,
+        agent_role=event.agent_role,
+        path=event.metadata.get("path"),
+        importance=event.importance,
+    )
 
 
 def entity_items(
@@ -118,27 +129,19 @@ def entity_items(
     if title and title != head:
         head = f"{head} {title}"
     text = f"{head}\n{entity.text}" if entity.text else head
-    pieces = _chunked(text, chunker)
     line_start = entity.properties.get("line_start")
     line_end = entity.properties.get("line_end")
-    items: list[SearchItem] = []
-    for n, (piece, _start, _end) in enumerate(pieces):
-        items.append(
-            SearchItem(
-                item_id=entity.id if len(pieces) == 1 else f"{entity.id}#{n}",
-                owner_id=entity.id,
-                kind="entity" if len(pieces) == 1 else "chunk",
-                type=entity.type,
-                text=piece,
-                terms=" ".join(index_terms(piece)),
-                ts=entity.updated_at,
-                session_id=entity.properties.get("session_id"),
-                agent_id=entity.properties.get("agent_id"),
-                path=entity.properties.get("path"),
-                line_start=int(line_start) if line_start is not None else None,
-                line_end=int(line_end) if line_end is not None else None,
-                latest=entity.latest,
-                importance=float(entity.properties.get("importance", 0.5)),
-            )
-        )
-    return items
+    return _units(
+        entity.id,
+        "entity",
+        _chunked(text, chunker),
+        type=entity.type,
+        ts=entity.updated_at,
+        session_id=entity.properties.get("session_id"),
+        agent_id=entity.properties.get("agent_id"),
+        path=entity.properties.get("path"),
+        line_start=int(line_start) if line_start is not None else None,
+        line_end=int(line_end) if line_end is not None else None,
+        latest=entity.latest,
+        importance=float(entity.properties.get("importance", 0.5)),
+    )
