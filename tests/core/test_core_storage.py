@@ -221,3 +221,21 @@ def test_memory_store_works_for_quick_use() -> None:
         cb.capture("assistant_message", session_id="s", text="reply", parent_event_ids=[ev.id])
         cb.flush()
         assert [e.text for e in cb.last_events("s")] == ["in memory", "reply"]
+
+
+def test_connections_of_finished_threads_are_closed(tmp_path: Path) -> None:
+    import threading
+
+    from ctxbase.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(str(tmp_path / "threads.db"))
+    try:
+        for _ in range(20):
+            t = threading.Thread(target=store.list_projects)
+            t.start()
+            t.join()
+        store.list_projects()
+        # At most the main thread's and the last finished thread's connections remain open.
+        assert len(store._all_conns) <= 2
+    finally:
+        store.close()

@@ -97,7 +97,9 @@ class SQLiteBase(SharedReads):
         self.url = path if path == ":memory:" else os.path.abspath(path)
         self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
-        self._all_conns: list[sqlite3.Connection] = []
+        # Every connection with the thread that opened it: a finished thread's connection is
+        # closed when the next one is opened, so short-lived threads do not pile them up.
+        self._all_conns: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._conns_lock = threading.Lock()
         self._memory_lock = threading.RLock()  # ":memory:" shares one connection
         self._closed = False
@@ -126,7 +128,15 @@ class SQLiteBase(SharedReads):
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = OFF")
         with self._conns_lock:
-            self._all_conns.append(conn)
+            alive = []
+            for thread, old in self._all_conns:
+                if thread.is_alive():
+                    alive.append((thread, old))
+                else:
+                    with suppress(sqlite3.Error):
+                        old.close()
+            alive.append((threading.current_thread(), conn))
+            self._all_conns = alive
         return conn
 
     def _conn(self) -> sqlite3.Connection:
@@ -172,7 +182,7 @@ class SQLiteBase(SharedReads):
 
     def close(self) -> None:
         with self._conns_lock:
-            for conn in self._all_conns:
+            for _thread, conn in self._all_conns:
                 with suppress(sqlite3.Error):
                     conn.close()
             self._all_conns.clear()
