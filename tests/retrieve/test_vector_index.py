@@ -1,0 +1,64 @@
+"""Exact and approximate (HNSW) vector search over stored vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ctxbase import ContextBase
+from ctxbase.retrieve.vector_index import VectorIndex
+
+
+def _base(tmp_path: Path, n: int) -> ContextBase:
+    cb = ContextBase(
+        str(tmp_path / "v.db"), project="p", embedder="hash", background_embedding=False
+    )
+    topics = ["orders cache", "payment tests", "deploy pipeline", "user profile", "库存 同步"]
+    for i in range(n):
+        cb.record(
+            "user_message",
+            session_id=f"s{i % 7}",
+            text=f"{topics[i % len(topics)]} note {i} about item {i * 13 % 97}",
+        )
+    cb.wait_for_embeddings()
+    return cb
+
+
+def test_hnsw_above_the_threshold_agrees_with_exact_search(tmp_path: Path) -> None:
+    cb = _base(tmp_path, 300)
+    try:
+        assert cb.embedder is not None
+        model = cb.embedder.name
+        exact = VectorIndex(cb.store, ann_threshold=10**9)
+        approx = VectorIndex(cb.store, ann_threshold=100)
+        overlaps = []
+        for q in ["orders cache note", "payment tests item 5", "库存 同步", "deploy"]:
+            qv = cb.embedder.embed_query(q)
+            want = [i for i, _ in exact.search("p", model, qv, 10)]
+            got = [i for i, _ in approx.search("p", model, qv, 10)]
+            overlaps.append(len(set(want) & set(got)) / 10)
+            assert len(got) == 10
+        assert float(np.mean(overlaps)) >= 0.9
+        assert approx._cache[("p", model)].ann is not None  # the HNSW path really ran
+        # A filtered search stays exact: HNSW cannot restrict to a subset.
+        allowed = set(want[:3])
+        filtered = approx.search("p", model, cb.embedder.embed_query("deploy"), 10, allowed)
+        assert {i for i, _ in filtered} <= allowed
+    finally:
+        cb.close()
+
+
+def test_the_index_follows_writes(tmp_path: Path) -> None:
+    cb = _base(tmp_path, 20)
+    try:
+        assert cb.embedder is not None
+        index = VectorIndex(cb.store)
+        qv = cb.embedder.embed_query("a brand new topic: quantum gardening")
+        before = index.search("p", cb.embedder.name, qv, 1)
+        new = cb.record("user_message", session_id="s", text="a brand new topic: quantum gardening")
+        cb.wait_for_embeddings()
+        after = index.search("p", cb.embedder.name, qv, 1)
+        assert after[0][0] == new.id and before[0][0] != new.id
+    finally:
+        cb.close()
