@@ -62,3 +62,20 @@ def test_the_index_follows_writes(tmp_path: Path) -> None:
         assert after[0][0] == new.id and before[0][0] != new.id
     finally:
         cb.close()
+
+
+def test_changing_the_model_re_embeds_everything(tmp_path: Path) -> None:
+    path = str(tmp_path / "m.db")
+    with ContextBase(path, project="p", embedder="hash:64", background_embedding=False) as cb:
+        ids = [cb.record("user_message", session_id="s", text=f"note {i}").id for i in range(5)]
+        cb.wait_for_embeddings()
+        assert cb.embedder is not None and cb.embedder.dim == 64
+    with ContextBase(path, project="p", embedder="hash:128", background_embedding=False) as cb:
+        assert cb.embedder is not None
+        pending = cb.store.pending_embeddings(cb.embedder.name, 100, "p")
+        assert {item_id for _, item_id, _ in pending} == set(ids)
+        cb.wait_for_embeddings()
+        rows = [r for batch in cb.store.iter_vectors("p", cb.embedder.name) for r in batch]
+        assert len(rows) == 5 and all(r.vector.shape == (128,) for r in rows)
+        top = cb.search("note 3", preset="semantic", top_k=1).results[0]
+        assert top.item.owner_id == ids[3]
