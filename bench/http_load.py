@@ -5,8 +5,9 @@ Run: PYTHONPATH=src python bench/http_load.py [--clients 10,50,100] [--requests 
 
 Starts `ctxbase serve` in a subprocess on 127.0.0.1 (API keys on, hash embedder), seeds a
 small project (documents, code, requirements, relations, a session of events) through the
-SDK, then for each concurrency level runs that many asyncio clients (one httpx.AsyncClient
-with a connection per client) until `--requests` assemblies are done, and reports mean and
+SDK, then for each concurrency level runs that many asyncio clients (each a minimal HTTP/1.1
+keep-alive client with its own connection, so the load generator spends little of the CPU
+it shares with the server) until `--requests` assemblies are done, and reports mean and
 p95 latency, throughput and error rate. Requests cycle through `--intents` different
 intents (agents re-ask the same few things); `--intents 0` makes every request unique,
 so no assembly is served from the cache.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -30,6 +32,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -119,6 +122,65 @@ def seed(url: str, key: str) -> None:
         cb.wait_for_embeddings(60)
 
 
+class _Http11:
+    """One keep-alive HTTP/1.1 connection: POST a JSON body, read the status and body.
+
+    Bodies are sent with Content-Length; responses may use Content-Length or chunked
+    transfer encoding. Any failure closes the connection; the next request reconnects."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        parts = urlsplit(url)
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        fixed = {"Host": f"{self.host}:{self.port}", "Content-Type": "application/json"}
+        self.head = "".join(f"{k}: {v}\r\n" for k, v in {**fixed, **headers}.items())
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.writer is None or self.reader is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        request = f"POST {path} HTTP/1.1\r\n{self.head}Content-Length: {len(body)}\r\n\r\n"
+        self.writer.write(request.encode("latin-1") + body)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        fields: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                fields[name.strip().lower()] = value.strip()
+        if "content-length" in fields:
+            data = await self.reader.readexactly(int(fields["content-length"]))
+        elif fields.get("transfer-encoding", "").lower() == "chunked":
+            data = await self._chunked(self.reader)
+        else:
+            data = await self.reader.read()  # the body runs until the server closes
+            fields["connection"] = "close"
+        if fields.get("connection", "").lower() == "close":
+            await self.close()
+        return status, data
+
+    @staticmethod
+    async def _chunked(reader: asyncio.StreamReader) -> bytes:
+        out = bytearray()
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
+            if size == 0:
+                while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                    pass  # trailers
+                return bytes(out)
+            out += await reader.readexactly(size)
+            await reader.readexactly(2)
+
+    async def close(self) -> None:
+        writer, self.reader, self.writer = self.writer, None, None
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+
+
 async def run_level(url: str, key: str, clients: int, total: int, intents: int) -> dict[str, Any]:
     latencies: list[float] = []
     errors = 0
@@ -126,23 +188,29 @@ async def run_level(url: str, key: str, clients: int, total: int, intents: int) 
     headers = {"Authorization": f"Bearer {key}"}
 
     async def client() -> None:
-        # One AsyncClient (one keep-alive connection) per simulated client: a shared pool of
-        # 100 connections costs the load generator more CPU than the server spends.
+        # One connection per simulated client, spoken to by a minimal HTTP/1.1 client: a
+        # full-featured client costs the load generator more CPU than the server spends.
         nonlocal next_index, errors
-        async with httpx.AsyncClient(base_url=url, headers=headers, timeout=30) as http:
+        http = _Http11(url, headers)
+        try:
             while next_index < total:
                 i = next_index
                 next_index += 1
                 intent = INTENTS[i % intents] if intents else f"{INTENTS[i % 8]} #{i}"
                 body = {"project_id": PROJECT, "agent_role": "code_gen", "user_intent": intent}
+                raw = json.dumps(body, ensure_ascii=False).encode("utf-8")
                 t0 = time.perf_counter()
                 try:
-                    r = await http.post("/v1/context/assemble", json=body)
-                    ok = r.status_code == 200 and "context_id" in r.json()
-                except httpx.HTTPError:
+                    async with asyncio.timeout(30):
+                        status, data = await http.post("/v1/context/assemble", raw)
+                    ok = status == 200 and "context_id" in json.loads(data)
+                except (OSError, TimeoutError, ValueError, IndexError, asyncio.IncompleteReadError):
+                    await http.close()
                     ok = False
                 latencies.append(time.perf_counter() - t0)
                 errors += 0 if ok else 1
+        finally:
+            await http.close()
 
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(clients)))

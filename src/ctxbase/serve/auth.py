@@ -13,9 +13,17 @@ from dataclasses import dataclass, field
 from ..errors import NotFoundError
 from ..store.base import ApiKeyRecord, Store
 from .errors import AuthenticationError, PermissionDeniedError, RateLimitedError
-from .keys import ALL_PROJECTS, role_allows, verify_key
+from .keys import ALL_PROJECTS, recall_key, role_allows, verify_key
 
-__all__ = ["LOCAL_PRINCIPAL", "Principal", "RateLimiter", "authenticate", "hidden_project"]
+__all__ = [
+    "LOCAL_PRINCIPAL",
+    "Principal",
+    "RateLimiter",
+    "authenticate",
+    "hidden_project",
+    "presented_token",
+    "principal_of",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,8 +60,8 @@ def hidden_project(project_id: str) -> NotFoundError:
     return NotFoundError("project", project_id)
 
 
-def authenticate(store: Store, authorization: str | None, api_key: str | None) -> Principal:
-    """The principal of a request from its `Authorization: Bearer` or `X-API-Key` header."""
+def presented_token(authorization: str | None, api_key: str | None) -> str:
+    """The key of a request from its `Authorization: Bearer` or `X-API-Key` header."""
     token = api_key
     if token is None and authorization:
         scheme, _, value = authorization.partition(" ")
@@ -65,10 +73,19 @@ def authenticate(store: Store, authorization: str | None, api_key: str | None) -
             "missing API key: send 'Authorization: Bearer cb_...' (create one with "
             "'ctxbase keys create')"
         )
-    record = verify_key(store, token)
+    return token
+
+
+def principal_of(record: ApiKeyRecord | None) -> Principal:
     if record is None:
         raise AuthenticationError("invalid or revoked API key")
     return Principal.from_key(record)
+
+
+def authenticate(store: Store, authorization: str | None, api_key: str | None) -> Principal:
+    """The principal of a request from its `Authorization: Bearer` or `X-API-Key` header."""
+    token = presented_token(authorization, api_key)
+    return principal_of(recall_key(store, token) or verify_key(store, token))
 
 
 @dataclass

@@ -59,6 +59,13 @@ class AssembleCache:
             self._entries.move_to_end((project_id, key))
             return entry[1]
 
+    def lookup(self, project_id: str, key: Hashable) -> Cached | None:
+        """`get`, counted as a hit when found (a miss is counted by `get_or_compute`)."""
+        found = self.get(project_id, key)
+        if found is not None:
+            self.hits += 1
+        return found
+
     def put(self, project_id: str, key: Hashable, value: Cached) -> None:
         if not self.enabled:
             return

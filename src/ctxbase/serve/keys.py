@@ -2,6 +2,12 @@
 
 The full key is shown once, at creation. A key has one role (read < write < admin) and a
 list of projects it may touch ("*" for every project).
+
+Verified keys are remembered in-process for `VERIFIED_KEY_TTL_S` (1 s), so a busy client
+does not cost a database read per request. The presented secret is still checked against
+the remembered hash on every request. `revoke_key` forgets the key in this process at
+once; a revocation made by another process (the CLI, another worker) takes effect here
+within the TTL.
 """
 
 from __future__ import annotations
@@ -10,6 +16,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,11 +29,13 @@ __all__ = [
     "ALL_PROJECTS",
     "KEY_PREFIX",
     "ROLES",
+    "VERIFIED_KEY_TTL_S",
     "CreatedKey",
     "create_key",
     "hash_secret",
     "list_keys",
     "parse_key",
+    "recall_key",
     "revoke_key",
     "role_allows",
     "verify_key",
@@ -36,6 +45,58 @@ KEY_PREFIX = "cb_"
 ROLES = ("read", "write", "admin")
 ALL_PROJECTS = "*"
 _KEY_RE = re.compile(r"^cb_([0-9a-f]{16})_([A-Za-z0-9_\-]{20,100})$")
+VERIFIED_KEY_TTL_S = 1.0
+_VERIFIED_MAX = 10_000
+
+
+class _VerifiedKeys:
+    """Live key records recently read from a store, by (store, key id), for a short TTL.
+
+    `epoch` moves on every revocation, so a lookup that started before a revocation cannot
+    put the record it read back into the cache after the revocation forgot it."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self.epoch = 0
+        self._entries: dict[tuple[int, str, str], tuple[float, ApiKeyRecord]] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(store: Store, key_id: str) -> tuple[int, str, str]:
+        return (id(store), str(getattr(store, "url", "")), key_id)
+
+    def get(self, store: Store, key_id: str) -> ApiKeyRecord | None:
+        k = self._key(store, key_id)
+        with self._lock:
+            entry = self._entries.get(k)
+            if entry is None:
+                return None
+            if entry[0] <= time.monotonic():
+                del self._entries[k]
+                return None
+            return entry[1]
+
+    def put(self, store: Store, record: ApiKeyRecord, epoch: int) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if epoch != self.epoch or record.revoked_at is not None:
+                return
+            if len(self._entries) >= _VERIFIED_MAX:
+                for k in [k for k, (until, _) in self._entries.items() if until <= now]:
+                    del self._entries[k]
+                if len(self._entries) >= _VERIFIED_MAX:
+                    self._entries.clear()
+            self._entries[self._key(store, record.key_id)] = (now + self.ttl_s, record)
+
+    def forget(self, key_id: str) -> None:
+        """Drop `key_id` for every store (the revoking store object may be another one)."""
+        with self._lock:
+            self.epoch += 1
+            for k in [k for k in self._entries if k[2] == key_id]:
+                del self._entries[k]
+
+
+_verified = _VerifiedKeys(VERIFIED_KEY_TTL_S)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +155,14 @@ def list_keys(store: Store) -> list[ApiKeyRecord]:
 
 def revoke_key(store: Store, key_id: str) -> ApiKeyRecord:
     """Revoke a key (idempotent); NotFoundError for an unknown key id."""
+    _verified.forget(key_id)
+    try:
+        return _revoke(store, key_id)
+    finally:
+        _verified.forget(key_id)  # and any lookup that raced with the revocation
+
+
+def _revoke(store: Store, key_id: str) -> ApiKeyRecord:
     if not store.revoke_api_key(key_id, time.time()):
         record = store.get_api_key(key_id)
         if record is None:
@@ -104,14 +173,32 @@ def revoke_key(store: Store, key_id: str) -> ApiKeyRecord:
     return record
 
 
+def _matches(record: ApiKeyRecord, secret: str) -> bool:
+    return hmac.compare_digest(record.key_hash, hash_secret(secret))
+
+
+def recall_key(store: Store, token: str) -> ApiKeyRecord | None:
+    """The record of a presented key if it was verified in this process within the TTL and
+    the secret matches; None means "not known here": call `verify_key`."""
+    parsed = parse_key(token)
+    if parsed is None:
+        return None
+    record = _verified.get(store, parsed[0])
+    if record is None or not _matches(record, parsed[1]):
+        return None
+    return record
+
+
 def verify_key(store: Store, token: str) -> ApiKeyRecord | None:
     """The live record of a presented key, or None (malformed, unknown, wrong, revoked)."""
     parsed = parse_key(token)
     if parsed is None:
         return None
+    epoch = _verified.epoch
     record = store.get_api_key(parsed[0])
     if record is None or record.revoked_at is not None:
         return None
-    if not hmac.compare_digest(record.key_hash, hash_secret(parsed[1])):
+    if not _matches(record, parsed[1]):
         return None
+    _verified.put(store, record, epoch)
     return record

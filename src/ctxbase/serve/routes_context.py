@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
 from pydantic import ValidationError as PydanticValidationError
+from starlette.concurrency import run_in_threadpool
 
 from ..assemble import state as facts
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
-from ..store.base import ItemFilter
+from ..store.base import ItemFilter, Store
+from ..store.sqlite_base import SQLiteBase
 from .cache import Cached
 from .deps import Caller, ReadProject, Rt, WriteProject
 from .schemas import (
@@ -35,6 +38,13 @@ from .schemas import (
 __all__ = ["router"]
 
 router = APIRouter()
+
+
+def _reads_never_wait(store: Store) -> bool:
+    """A file-backed SQLite store: in WAL mode a read never waits for a writer, so the
+    one-row index-generation read of a cached assembly can run on the event loop."""
+    return isinstance(store, SQLiteBase) and store.path != ":memory:"
+
 
 ScopeId = Annotated[str, Query(min_length=1, max_length=200)]
 Key = Annotated[str, Query(min_length=1, max_length=200)]
@@ -85,21 +95,11 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
     tags=["context"],
     responses={200: {"headers": {"X-Context-ID": {"description": "the context id"}}}},
 )
-def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
+async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
     """The context for one agent turn: messages, documents, code snippets, relationships
     and the context_id to fetch its trace with (GET /v1/traces/{context_id})."""
     pid = body.project_id
     who.check(pid, "read")
-    key = (
-        body.agent_role,
-        body.user_intent,
-        body.session_id,
-        body.task_id,
-        body.max_tokens,
-        body.debug,
-        body.include_trace,
-        rt.cb.store.index_generation(pid),
-    )
 
     def compute() -> Cached:
         ctx = rt.cb.assemble_context(
@@ -117,7 +117,32 @@ def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
         raw = json.dumps(out, ensure_ascii=False, default=str).encode("utf-8")
         return Cached(ctx.context_id, raw)
 
-    cached, hit = rt.cache.get_or_compute(pid, key, compute)
+    def key_at(generation: int) -> Hashable:
+        return (
+            body.agent_role,
+            body.user_intent,
+            body.session_id,
+            body.task_id,
+            body.max_tokens,
+            body.debug,
+            body.include_trace,
+            generation,
+        )
+
+    def lookup() -> tuple[Cached, bool]:
+        key = key_at(rt.cb.store.index_generation(pid))
+        return rt.cache.get_or_compute(pid, key, compute)
+
+    found = None
+    if rt.cache.enabled and _reads_never_wait(rt.cb.store):
+        key = key_at(rt.cb.store.index_generation(pid))
+        found = rt.cache.lookup(pid, key)
+    if found is not None:
+        cached, hit = found, True
+    else:
+        # Store reads that may wait (another database, a miss that assembles, an assembly
+        # in flight to wait for) stay off the event loop, in one threadpool trip.
+        cached, hit = await run_in_threadpool(lookup)
     rt.metrics.inc("ctxbase_assemble_cache_hits_total" if hit else "ctxbase_assemble_total")
     return Response(
         cached.body, media_type="application/json", headers={"X-Context-ID": cached.context_id}
