@@ -565,6 +565,8 @@ class ContextBase:
         preset: str = "hybrid",
         config: SearchConfig | None = None,
         filters: ItemFilter | None = None,
+        require_signature: bool = False,
+        signing_key: bytes | str | None = None,
         **overrides: Any,
     ) -> SearchResponse:
         """Find the stored events, chunks and entities that matter for `query`.
@@ -572,11 +574,29 @@ class ContextBase:
         `preset` names a SearchConfig preset (keyword, semantic, hybrid, hybrid_graph);
         keyword arguments override its fields (e.g. top_k=5). `filters` restricts the
         candidates before ranking (session, agent, type, path, lines, time, latest only).
+        With `require_signature`, entities whose HMAC-signed metadata does not verify (key:
+        `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY) are dropped
+        and listed in `tampered`; unsigned entities are dropped too, events always pass.
         """
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query", "must be a non-empty string")
         cfg = config if config is not None else get_preset(preset, **overrides)
-        return self.searcher.search(self._pid(project), query, cfg, filters)
+        pid = self._pid(project)
+        response = self.searcher.search(pid, query, cfg, filters)
+        if require_signature:
+            from .anchor.signing import filter_signed, project_key
+
+            key = project_key(pid, signing_key)
+            if key is None:
+                raise ValidationError(
+                    "signing_key",
+                    "require_signature needs a key (argument or "
+                    "CTXBASE_HMAC_KEY_<PROJECT> / CTXBASE_HMAC_KEY)",
+                )
+            response.results, response.tampered = filter_signed(
+                response.results, key, self.store, pid
+            )
+        return response
 
     # -- assembly ------------------------------------------------------------------------
     @property

@@ -128,3 +128,29 @@ def test_empty_query_is_refused(cb: ContextBase) -> None:
     with pytest.raises(ValidationError) as err:
         cb.search("   ")
     assert err.value.field == "query"
+
+
+def test_search_can_require_valid_signatures(cb: ContextBase) -> None:
+    from ctxbase.anchor.signing import sign_stored_entities
+
+    good = cb.upsert_entity("document", "ttl-spec", "Redis TTL for orders is 10 minutes")
+    bad = cb.upsert_entity("document", "ttl-note", "Redis TTL for orders might be 5 minutes")
+    unsigned = cb.upsert_entity("document", "ttl-draft", "Redis TTL draft for orders")
+    event = cb.record("user_message", session_id="s", text="what is the Redis TTL for orders?")
+    assert sign_stored_entities(cb, [good.id, bad.id], "k3y") == 2
+    tampered = cb.get_entity(bad.id)
+    # Someone edits the stored text behind the signature's back.
+    cb.store.upsert_entity(
+        tampered.model_copy(update={"text": "Redis TTL for orders is 1 day"}),
+        entity_items(tampered.model_copy(update={"text": "Redis TTL for orders is 1 day"})),
+    )
+    cb.wait_for_embeddings()
+    plain = {c.item.owner_id for c in cb.search("Redis TTL orders", top_k=10).results}
+    assert {good.id, bad.id, unsigned.id, event.id} <= plain
+    checked = cb.search("Redis TTL orders", top_k=10, require_signature=True, signing_key="k3y")
+    owners = {c.item.owner_id for c in checked.results}
+    assert good.id in owners and event.id in owners
+    assert bad.id not in owners and unsigned.id not in owners
+    assert checked.tampered == [bad.id]
+    with pytest.raises(ValidationError):
+        cb.search("Redis", require_signature=True)

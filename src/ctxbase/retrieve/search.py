@@ -60,6 +60,8 @@ class SearchResponse:
     results: list[Candidate]
     considered: list[Candidate] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # entities dropped because their signed metadata no longer matches its signature
+    tampered: list[str] = field(default_factory=list)
 
 
 class Searcher:
