@@ -60,7 +60,6 @@ def _budget_recall(
     """Evidence recall when the assembler's retrieved-memory section is capped at `budget`
     tokens (labels included), and the tokens it actually injects."""
     from ..assemble.assembler import memory_section_for
-    from .store_retriever import _project_id
 
     recalls: list[float] = []
     tokens: list[int] = []
@@ -70,7 +69,7 @@ def _budget_recall(
             if q.category not in categories or not q.evidence:
                 continue
             owners, used = memory_section_for(
-                engine.cb, _project_id(conv.conv_id), q.question, budget, config=config
+                engine.cb, engine.project_of(conv.conv_id), q.question, budget, config=config
             )
             packed = [dia_of[o] for o in owners if o in dia_of]
             recalls.append(recall_at_k(packed, q.evidence, max(1, len(packed))))

@@ -114,6 +114,10 @@ class SharedEngine:
             self.progress(f"reused {conv.conv_id}: {len(stored)} turns already indexed")
         return True
 
+    def project_of(self, conv_id: str) -> str:
+        """The project a conversation is stored in."""
+        return _project_id(conv_id)
+
     def dia_ids(self, conv_id: str) -> dict[str, str]:
         """event id -> dia_id for an indexed conversation."""
         return self._indexed[conv_id]
@@ -122,7 +126,7 @@ class SharedEngine:
         dia_of = self._indexed[conv_id]
         response = self.cb.search(
             question,
-            project=_project_id(conv_id),
+            project=self.project_of(conv_id),
             config=config.model_copy(update={"top_k": max(k, config.top_k)}),
         )
         out: list[str] = []
