@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError
+from .assembly import AssembleShortcut
 from .auth import RateLimiter
 from .cache import AssembleCache
 from .errors import RateLimitedError, error_body
@@ -138,6 +139,8 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         lifespan=lifespan,
     )
     metrics = Metrics()
+    # Added first, so it runs inside ServiceMiddleware (request id, limits, metrics, logs).
+    app.add_middleware(AssembleShortcut)
     app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes)
     _install_error_handlers(app)
     for router in (ops_router, capture_router, graph_router, context_router):

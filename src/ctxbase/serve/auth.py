@@ -104,10 +104,27 @@ class RateLimiter:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     limited: int = 0
 
+    def try_take(self, key: str) -> bool:
+        """Spend one token of `key` if there is one; a refusal is not counted here."""
+        return self._spend(key) is None
+
     def take(self, key: str) -> None:
         """Spend one token of `key`, or raise RateLimitedError with the wait needed."""
-        if self.rate <= 0:
+        wait = self._spend(key)
+        if wait is None:
             return
+        with self._lock:
+            self.limited += 1
+        raise RateLimitedError(
+            f"rate limit of {self.rate:g} requests/s (burst {self.burst}) exceeded; "
+            f"retry in {wait:.2f} s",
+            retry_after=wait,
+        )
+
+    def _spend(self, key: str) -> float | None:
+        """None when a token was spent, else the seconds until one is available."""
+        if self.rate <= 0:
+            return None
         now = time.monotonic()
         with self._lock:
             b = self._buckets.get(key)
@@ -117,11 +134,5 @@ class RateLimiter:
             b.at = now
             if b.tokens >= 1.0:
                 b.tokens -= 1.0
-                return
-            self.limited += 1
-            wait = (1.0 - b.tokens) / self.rate
-        raise RateLimitedError(
-            f"rate limit of {self.rate:g} requests/s (burst {self.burst}) exceeded; "
-            f"retry in {wait:.2f} s",
-            retry_after=wait,
-        )
+                return None
+            return (1.0 - b.tokens) / self.rate

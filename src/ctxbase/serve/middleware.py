@@ -74,7 +74,8 @@ class ServiceMiddleware:
                 await self.app(scope, receive_wrapper, send_wrapper)
         finally:
             route = scope.get("route")
-            template = getattr(route, "path", None) or "<unmatched>"
+            # AssembleShortcut answers without routing and names its path in the state
+            template = getattr(route, "path", None) or state.get("route_path") or "<unmatched>"
             self.metrics.observe(
                 scope["method"], template, seen["status"], time.perf_counter() - started
             )

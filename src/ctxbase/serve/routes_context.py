@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Hashable
 from dataclasses import asdict
 from typing import Annotated, Any
 
@@ -14,8 +12,8 @@ from starlette.concurrency import run_in_threadpool
 from ..assemble import state as facts
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
-from ..store.base import ItemFilter, Store
-from ..store.sqlite_base import SQLiteBase
+from ..store.base import ItemFilter
+from .assembly import assembly_key, compute_assembly
 from .cache import Cached
 from .deps import Caller, ReadProject, Rt, WriteProject
 from .schemas import (
@@ -38,12 +36,6 @@ from .schemas import (
 __all__ = ["router"]
 
 router = APIRouter()
-
-
-def _reads_never_wait(store: Store) -> bool:
-    """A file-backed SQLite store: in WAL mode a read never waits for a writer, so the
-    one-row index-generation read of a cached assembly can run on the event loop."""
-    return isinstance(store, SQLiteBase) and store.path != ":memory:"
 
 
 ScopeId = Annotated[str, Query(min_length=1, max_length=200)]
@@ -101,44 +93,19 @@ async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
     pid = body.project_id
     who.check(pid, "read")
 
-    def compute() -> Cached:
-        ctx = rt.cb.assemble_context(
-            project_id=pid,
-            agent_role=body.agent_role,
-            user_intent=body.user_intent,
-            session_id=body.session_id,
-            max_tokens=body.max_tokens,
-            task_id=body.task_id,
-            debug=body.debug,
-        )
-        out: dict[str, Any] = {**ctx.payload(), "max_tokens": ctx.max_tokens}
-        if body.include_trace:
-            out["trace"] = ctx.trace
-        raw = json.dumps(out, ensure_ascii=False, default=str).encode("utf-8")
-        return Cached(ctx.context_id, raw)
-
-    def key_at(generation: int) -> Hashable:
-        return (
-            body.agent_role,
-            body.user_intent,
-            body.session_id,
-            body.task_id,
-            body.max_tokens,
-            body.debug,
-            body.include_trace,
-            generation,
-        )
-
     def lookup() -> tuple[Cached, bool]:
-        key = key_at(rt.cb.store.index_generation(pid))
-        return rt.cache.get_or_compute(pid, key, compute)
+        key = assembly_key(body, rt.cb.store.index_generation(pid))
+        return rt.cache.get_or_compute(pid, key, lambda: compute_assembly(rt, body))
 
+    # Reached on a miss, or when AssembleShortcut could not check everything in memory.
     found = None
-    if rt.cache.enabled and _reads_never_wait(rt.cb.store):
-        key = key_at(rt.cb.store.index_generation(pid))
-        found = rt.cache.lookup(pid, key)
+    # The one-row generation read runs on the event loop only where it cannot wait.
+    if rt.cache.enabled and rt.cb.store.reads_never_wait:
+        key = assembly_key(body, rt.cb.store.index_generation(pid))
+        found = rt.cache.lookup(pid, key, lambda: compute_assembly(rt, body))
     if found is not None:
         cached, hit = found, True
+        rt.cache.count_hit()
     else:
         # Store reads that may wait (another database, a miss that assembles, an assembly
         # in flight to wait for) stay off the event loop, in one threadpool trip.

@@ -145,6 +145,12 @@ class Store(ABC):
 
     url: str
 
+    @property
+    def reads_never_wait(self) -> bool:
+        """True when a short read never waits on a writer or the network (so a service may
+        run it on its event loop); backends that cannot promise it keep the default."""
+        return False
+
     # -- lifecycle ---------------------------------------------------------------------
     @abstractmethod
     def close(self) -> None: ...

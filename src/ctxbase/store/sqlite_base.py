@@ -92,6 +92,11 @@ class SQLiteBase(SharedReads):
     path: str
     url: str
 
+    @property
+    def reads_never_wait(self) -> bool:
+        # WAL mode: readers never wait for the writer; an in-memory database is not in WAL
+        return self.path != ":memory:"
+
     def __init__(self, path: str, *, busy_timeout_s: float = 60.0) -> None:
         self.path = path
         self.url = path if path == ":memory:" else os.path.abspath(path)
