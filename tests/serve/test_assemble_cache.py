@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -194,7 +195,7 @@ def test_a_write_is_seen_by_the_next_assembly(live: Live, pid: str) -> None:
 
 def test_a_streamed_body_without_length_goes_through_the_route(live: Live, pid: str) -> None:
     c = _seeded(live, pid)
-    raw = ('{"project_id": "%s", "agent_role": "qa", "user_intent": "缓存"}' % pid).encode()
+    raw = json.dumps({"project_id": pid, "agent_role": "qa", "user_intent": "缓存"}).encode()
 
     def chunks() -> Iterator[bytes]:
         yield raw[:10]

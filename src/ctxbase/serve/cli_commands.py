@@ -41,6 +41,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         rate_limit_per_s=args.rate_limit,
         rate_limit_burst=args.rate_burst,
         log_level=args.log_level,
+        assemble_cache_ttl_s=args.assemble_cache_ttl,
     )
     return 0
 
@@ -107,6 +108,14 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--max-batch", type=int, default=1000, help="events per batch request")
     p.add_argument("--rate-limit", type=float, default=200.0, help="requests/s per key (0: off)")
     p.add_argument("--rate-burst", type=int, default=400)
+    p.add_argument(
+        "--assemble-cache-ttl",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="reuse an identical assembly this long, then serve it while it is refreshed "
+        "for as long again; writes through this server drop it at once (0: off)",
+    )
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=cmd_serve)
 

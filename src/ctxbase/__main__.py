@@ -1,0 +1,7 @@
+"""`python -m ctxbase`: the same command line as `ctxbase`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

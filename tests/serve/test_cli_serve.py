@@ -1,0 +1,47 @@
+"""`ctxbase serve` as a user runs it: a subprocess, real HTTP, SIGTERM to stop."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from ctxbase.serve.server import free_port
+
+
+def test_ctxbase_serve_runs_with_its_options_and_stops_on_sigterm(tmp_path: Path) -> None:
+    port = free_port()
+    db = tmp_path / "cli.db"
+    options = ["--no-auth", "--port", str(port), "--assemble-cache-ttl", "0"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ctxbase", "--db", str(db), "--embedder", "hash", "serve", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.1)
+        body = {"project_id": "cli", "agent_role": "qa", "user_intent": "缓存"}
+        ids = [httpx.post(url + "/v1/context/assemble", json=body).json()["context_id"]]
+        ids.append(httpx.post(url + "/v1/context/assemble", json=body).json()["context_id"])
+        assert ids[0] != ids[1]  # --assemble-cache-ttl 0: every request assembles
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(30)
+    # uvicorn shuts down gracefully, then re-raises the signal it caught
+    assert code in (0, -signal.SIGTERM)
+    assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
+    assert db.exists()
