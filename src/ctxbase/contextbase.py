@@ -72,11 +72,20 @@ class ContextBase:
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         policies: Any = None,
     ) -> None:
-        self.store: Store = store if isinstance(store, Store) else open_store(store)
         self.project = check_id("project", project)
         self.max_content_bytes = max_content_bytes
+        if isinstance(embedder, str) and embedder.strip().lower() == "none":
+            embedder = None  # as on the command line: no vectors, keyword search only
         self._embedder_spec = embedder
         self._embedder: Embedder | None = embedder if not isinstance(embedder, str | None) else None
+        if isinstance(embedder, str):
+            from .retrieve.embed.registry import get_embedder
+
+            try:  # a bad spec fails here, not in the background writer; models load lazily
+                self._embedder = get_embedder(embedder)
+            except ValueError as exc:
+                raise ValidationError("embedder", str(exc)) from exc
+        self.store: Store = store if isinstance(store, Store) else open_store(store)
         self._embedding_worker: EmbeddingWorker | None = None
         self._background_embedding = background_embedding
         self._worker_lock = threading.Lock()
@@ -228,7 +237,7 @@ class ContextBase:
         wanted = [*event.parent_event_ids, *event.refers_to]
         if not wanted:
             return
-        missing = set(wanted) - self._bus.pending_ids()
+        missing = set(wanted) - self._bus.unwritten(wanted)
         if missing:
             missing -= self.store.existing_ids(event.project_id, sorted(missing))
         for field, ids in (

@@ -60,6 +60,38 @@ def test_capture_does_not_wait_for_a_locked_database(db_path: Path, cb: ContextB
     assert count(db_path, "events") == 201
 
 
+def test_a_child_of_an_event_the_writer_is_still_committing_is_accepted(
+    db_path: Path, cb: ContextBase
+) -> None:
+    cb.record("user_message", session_id="s", text="warm up")
+    with write_lock_held(db_path):
+        parent = cb.capture("user_message", session_id="s", text="parent")
+        assert parent is not None
+        # the writer has taken the parent off the queue and waits for the lock to commit it
+        wait_until(lambda: cb.capture_stats().queue_depth == 0)
+        child = cb.capture(
+            "tool_invocation", session_id="s", text="child", parent_event_ids=[parent]
+        )
+        with pytest.raises(CtxbaseError, match="does not exist"):
+            cb.capture("tool_invocation", session_id="s", text="x", parent_event_ids=["ev_nope"])
+    cb.flush(timeout=30)
+    assert child is not None
+    assert [e.id for e in cb.causal_chain(child)] == [parent]
+
+
+def test_an_unknown_embedder_fails_at_open_and_none_means_no_vectors(db_path: Path) -> None:
+    with pytest.raises(CtxbaseError, match="unknown embedder 'nope'") as err:
+        ContextBase(str(db_path), embedder="nope")
+    assert getattr(err.value, "field", None) == "embedder"
+    cb = ContextBase(str(db_path), embedder="none")
+    try:
+        cb.record("user_message", session_id="s", text="keyword only")
+        assert cb.embedder is None and cb.embedding_worker is None
+        assert cb.search("keyword").results
+    finally:
+        cb.close()
+
+
 def test_record_is_synchronous_and_keeps_session_order(db_path: Path, cb: ContextBase) -> None:
     queued = cb.capture("user_message", session_id="s", text="queued first")
     ev = cb.record(

@@ -88,6 +88,10 @@ class CaptureBus:
         self._pending_done: set[int] = set()
         # ids of LOW events merged into a queued one -> that event's id (while it waits)
         self._merged: dict[str, str] = {}
+        # ids queued or in the batch being written, with how many slots carry each: a
+        # child captured right after its parent must find the parent here until it is
+        # committed, including while the writer holds it outside the queue
+        self._unwritten: dict[str, int] = {}
         self._stats = BusStats()
         self._closed = False
         self._writing = False
@@ -129,6 +133,7 @@ class CaptureBus:
                     else None
                 )
                 self._queue.append(_Slot(self._tickets, event, priority, key, now))
+                self._unwritten[event.id] = self._unwritten.get(event.id, 0) + 1
                 self._stats.queue_depth = len(self._queue)
                 self._cond.notify_all()
                 return event.id
@@ -170,9 +175,10 @@ class CaptureBus:
         self._stats.aggregated += 1
         return tail.event.id
 
-    def pending_ids(self) -> set[str]:
+    def unwritten(self, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` that are queued or being written (not yet committed)."""
         with self._cond:
-            return {slot.event.id for slot in self._queue}
+            return {i for i in ids if i in self._unwritten}
 
     def flush(self, timeout: float | None = None) -> None:
         """Block until every event submitted before this call is written."""
@@ -247,9 +253,11 @@ class CaptureBus:
                     self._stats.write_errors += 1
                     self._stats.last_error = f"{type(exc).__name__}: {exc}"
                     if self._closed and attempt >= 3:
+                        self._forget_unwritten(events)
                         return  # shutting down: flush() reports the loss via last_error
                 time.sleep(min(self.config.retry_backoff_s * attempt, 2.0))
         with self._cond:
+            self._forget_unwritten(events)
             self._stats.written += written
             self._stats.duplicates += len(events) - written
             for slot in batch:
@@ -258,3 +266,12 @@ class CaptureBus:
                 self._done += 1
                 self._pending_done.discard(self._done)
             self._cond.notify_all()
+
+    def _forget_unwritten(self, events: Sequence[Event]) -> None:
+        # caller holds self._cond
+        for e in events:
+            left = self._unwritten.get(e.id, 0) - 1
+            if left > 0:
+                self._unwritten[e.id] = left
+            else:
+                self._unwritten.pop(e.id, None)
