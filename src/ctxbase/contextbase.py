@@ -627,8 +627,13 @@ class ContextBase:
         max_tokens: int | None = None,
         task_id: str | None = None,
         debug: bool = False,
+        require_signature: bool = False,
+        signing_key: bytes | str | None = None,
     ) -> AssembledContext:
-        """The context for one agent turn: messages, structured payload and a context_id."""
+        """The context for one agent turn: messages, structured payload and a context_id.
+
+        `require_signature` keeps out entities whose HMAC signature fails or is missing
+        (as in `search`); `AssembledContext.tampered` names the tampered ones."""
         return self.assembler.assemble(
             project_id=self._pid(project_id),
             session_id=session_id,
@@ -637,6 +642,8 @@ class ContextBase:
             max_tokens=max_tokens,
             task_id=task_id,
             debug=debug,
+            require_signature=require_signature,
+            signing_key=signing_key,
         )
 
     def context_manager(self, **options: Any) -> ContextManager:

@@ -208,8 +208,15 @@ class Assembler:
         max_tokens: int | None = None,
         task_id: str | None = None,
         debug: bool = False,
+        require_signature: bool = False,
+        signing_key: bytes | str | None = None,
     ) -> AssembledContext:
         """Assemble the prompt for `agent_role` answering `user_intent` (see module doc).
+
+        With `require_signature`, entities whose HMAC signature does not verify (key:
+        `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY) and
+        unsigned ones are kept out; the trace lists them as dropped ("tampered",
+        "unsigned") and `AssembledContext.tampered` names the tampered ones.
 
         Raises BudgetTooSmall when the latest input alone (with its message framing) exceeds
         `max_tokens`; other layers shrink or vanish when the budget is tight. Archived
@@ -221,6 +228,7 @@ class Assembler:
         if not agent_role or not isinstance(agent_role, str):
             raise ValidationError("agent_role", "must be a non-empty string")
         pid = self.cb.project if project_id is None else project_id
+        key = _signing_key(pid, signing_key) if require_signature else None
         session = None
         if session_id is not None:
             session = self.cb.store.get_session(pid, session_id)
@@ -264,6 +272,7 @@ class Assembler:
             intent=user_intent,
             exclude=exclude,
             task_id=task_id,
+            signing_key=key,
         )
         timings: dict[str, float] = {"prepare": _ms(t0)}
         ran, skipped = self._run(
@@ -293,6 +302,7 @@ class Assembler:
             "intent": user_intent,
             "max_tokens": limit,
             "has_error": failing is not None,
+            "require_signature": require_signature,
         }
         ctx = build_result(
             self.cb,
@@ -402,6 +412,7 @@ class Assembler:
                 exclude=g.exclude,
                 task_id=g.task_id,
                 record=False,
+                signing_key=g.signing_key,
             )
             self._run(sub, sel, agent, failing, session_messages, deadline, {}, consensus=False)
             views[agent] = set(sub.cands)
@@ -699,3 +710,16 @@ def memory_section_for(
     if not included:
         return [], 0
     return [inc.item.id for inc in included], frame + alloc.layers["memory"].tokens
+
+
+def _signing_key(pid: str, given: bytes | str | None) -> bytes:
+    from ..anchor.signing import project_key
+
+    key = project_key(pid, given)
+    if key is None:
+        raise ValidationError(
+            "signing_key",
+            "require_signature needs a key (argument or CTXBASE_HMAC_KEY_<PROJECT> / "
+            "CTXBASE_HMAC_KEY)",
+        )
+    return key

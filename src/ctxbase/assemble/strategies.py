@@ -134,8 +134,12 @@ class Gatherer:
         exclude: set[str],
         task_id: str | None = None,
         record: bool = True,
+        signing_key: bytes | None = None,
     ) -> None:
         self.cb, self.pid, self.policy = cb, pid, policy
+        # with a key, only entities whose HMAC signature verifies may enter (require_signature)
+        self.signing_key = signing_key
+        self._signatures: dict[str, str] = {}
         self.session_id, self.task_id, self.intent = session_id, task_id, intent
         self.exclude, self.record = exclude, record
         self.cands: dict[str, MemoryCandidate] = {}
@@ -171,9 +175,30 @@ class Gatherer:
             self._hidden[e.id] = reason
         return self._hidden[e.id]
 
+    def _signature_refused(self, entity_id: str) -> bool:
+        """With a signing key: drop (and remember) an entity that is tampered or unsigned."""
+        if self.signing_key is None:
+            return False
+        if entity_id not in self._signatures:
+            from ..anchor.signing import entity_signature_status
+
+            self._signatures.update(
+                entity_signature_status(self.cb.store, self.pid, [entity_id], self.signing_key)
+            )
+        verdict = self._signatures.get(entity_id, "not_entity")
+        if verdict == "invalid":
+            self.drop(entity_id, "tampered", "its HMAC signature does not match its content")
+            return True
+        if verdict == "unsigned":
+            self.drop(entity_id, "unsigned", "require_signature: the entity carries no signature")
+            return True
+        return False
+
     def add(self, cand: MemoryCandidate, event: Event | None = None) -> bool:
         if cand.owner_id in self.exclude:
             return False  # already in the history layer or the latest input
+        if cand.kind == "entity" and self._signature_refused(cand.owner_id):
+            return False
         if event is not None:
             if (
                 self.task_id is not None

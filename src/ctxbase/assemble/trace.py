@@ -69,6 +69,13 @@ class AssembledContext:
             out.extend(str(item["id"]) for item in layer.get("items", ()))
         return out
 
+    @property
+    def tampered(self) -> list[str]:
+        """Entities kept out because their signature failed (assembled with
+        require_signature)."""
+        dropped = self.trace.get("dropped", ())
+        return list(dict.fromkeys(str(d["id"]) for d in dropped if d.get("reason") == "tampered"))
+
     def payload(self) -> dict[str, Any]:
         """The `POST /context/assemble` answer: messages plus the structured context."""
         return {
@@ -82,6 +89,7 @@ class AssembledContext:
             "total_tokens": self.total_tokens,
             "policy": self.policy,
             "strategies": list(self.strategies),
+            "tampered": self.tampered,
         }
 
 

@@ -49,6 +49,7 @@ def assembly_key(body: AssembleIn, generation: int) -> Hashable:
         body.max_tokens,
         body.debug,
         body.include_trace,
+        body.require_signature,
         generation,
     )
 
@@ -63,6 +64,7 @@ def compute_assembly(rt: Runtime, body: AssembleIn) -> Cached:
         max_tokens=body.max_tokens,
         task_id=body.task_id,
         debug=body.debug,
+        require_signature=body.require_signature,
     )
     out: dict[str, Any] = {**ctx.payload(), "max_tokens": ctx.max_tokens}
     if body.include_trace:

@@ -54,7 +54,12 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
         flt = ItemFilter(**raw)
     try:
         response = rt.cb.search(
-            body.query, project=pid, preset=body.preset, filters=flt, **body.options
+            body.query,
+            project=pid,
+            preset=body.preset,
+            filters=flt,
+            require_signature=body.require_signature,
+            **body.options,
         )
     except PydanticValidationError as exc:
         err = exc.errors()[0]
@@ -77,6 +82,7 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
             for c in response.results
         ],
         timings_ms=response.timings_ms,
+        tampered=response.tampered,
     )
 
 

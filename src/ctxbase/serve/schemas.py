@@ -200,6 +200,11 @@ class SearchIn(_In):
     filters: FilterIn | None = None
     # SearchConfig fields to change from the preset (top_k, graph_hops, ...)
     options: dict[str, Any] = Field(default_factory=dict)
+    require_signature: bool = Field(
+        default=False,
+        description="drop entities whose HMAC signature fails or is missing (the server's "
+        "key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
+    )
 
 
 class SearchItemOut(_Out):
@@ -236,6 +241,7 @@ class SearchOut(_Out):
     query: str
     results: list[SearchHitOut]
     timings_ms: dict[str, float]
+    tampered: list[str] = Field(default_factory=list)
 
 
 # -- assembly --------------------------------------------------------------------------------
@@ -250,6 +256,11 @@ class AssembleIn(_In):
     max_tokens: int | None = None
     debug: bool = False
     include_trace: bool = Field(default=False, description="also return the full trace")
+    require_signature: bool = Field(
+        default=False,
+        description="keep out entities whose HMAC signature fails or is missing (the server's "
+        "key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
+    )
 
 
 class AssembleOut(_Out):
@@ -264,6 +275,7 @@ class AssembleOut(_Out):
     max_tokens: int
     policy: str
     strategies: list[str]
+    tampered: list[str] = Field(default_factory=list)
     trace: dict[str, Any] | None = None
 
 

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from ..capture.bus import BusStats
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
+from ..errors import ValidationError
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, check_id
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
@@ -80,6 +81,15 @@ def _assembled(raw: Mapping[str, Any]) -> AssembledContext:
         strategies=tuple(raw["strategies"]),
         trace=raw.get("trace") or {},
     )
+
+
+def _no_remote_key(signing_key: bytes | str | None) -> None:
+    if signing_key is not None:
+        raise ValidationError(
+            "signing_key",
+            "a remote server verifies signatures with its own key (CTXBASE_HMAC_KEY_<PROJECT> "
+            "or CTXBASE_HMAC_KEY on the server); keys are not sent over the wire",
+        )
 
 
 def _outcome(raw: Mapping[str, Any]) -> Outcome:
@@ -167,8 +177,6 @@ class Calls:
         pid = events[0].project_id if events else self.project
         for i, e in enumerate(events):
             if e.project_id != pid:
-                from ..errors import ValidationError
-
                 raise ValidationError(f"events[{i}].project_id", "one batch is one project")
         body = {"events": [_event_wire(e) for e in events], "wait": True}
         return Call(
@@ -406,11 +414,20 @@ class Calls:
         preset: str = "hybrid",
         config: SearchConfig | None = None,
         filters: ItemFilter | None = None,
+        require_signature: bool = False,
+        signing_key: bytes | str | None = None,
         **overrides: Any,
     ) -> Call[SearchResponse]:
         """Search on the server; the answer is rebuilt as the embedded SearchResponse."""
+        _no_remote_key(signing_key)
         options = config.model_dump(mode="json") if config is not None else overrides
-        body = {"query": query, "preset": preset, "filters": _filters(filters), "options": options}
+        body = {
+            "query": query,
+            "preset": preset,
+            "filters": _filters(filters),
+            "options": options,
+            "require_signature": require_signature,
+        }
         return Call(
             "POST",
             self._path(project, "search"),
@@ -418,6 +435,7 @@ class Calls:
                 query=r["query"],
                 results=[_candidate(c) for c in r["results"]],
                 timings_ms=dict(r["timings_ms"]),
+                tampered=list(r.get("tampered", ())),
             ),
             body=body,
         )
@@ -432,8 +450,11 @@ class Calls:
         max_tokens: int | None = None,
         task_id: str | None = None,
         debug: bool = False,
+        require_signature: bool = False,
+        signing_key: bytes | str | None = None,
     ) -> Call[AssembledContext]:
         """Seed 000's POST /v1/context/assemble; the trace comes with the answer."""
+        _no_remote_key(signing_key)
         body = {
             "project_id": self._pid(project_id),
             "agent_role": agent_role,
@@ -443,6 +464,7 @@ class Calls:
             "task_id": task_id,
             "debug": debug,
             "include_trace": True,
+            "require_signature": require_signature,
         }
         return Call("POST", "/v1/context/assemble", _assembled, body=body)
 
