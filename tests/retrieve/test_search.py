@@ -7,7 +7,8 @@ import pytest
 from ctxbase import ContextBase, ValidationError
 from ctxbase.retrieve.config import PRESETS, SearchConfig, get_preset
 from ctxbase.retrieve.indexing import entity_items
-from ctxbase.store.base import ItemFilter
+from ctxbase.retrieve.search import actor_free_query, named_actors
+from ctxbase.store.base import ItemFilter, SearchItem
 
 
 def _seed(cb: ContextBase) -> dict[str, str]:
@@ -115,9 +116,61 @@ def test_actor_named_in_the_query_is_preferred(cb: ContextBase) -> None:
     assert all(c.item.agent_id == "ben" for c in top)
 
 
+def _item(agent: str | None, role: str | None = None) -> SearchItem:
+    return SearchItem(
+        item_id="i", owner_id="i", kind="event", type="user_message", text="", terms="", ts=0.0,
+        agent_id=agent, agent_role=role,
+    )  # fmt: skip
+
+
+def test_named_actors_are_whole_words_of_the_query() -> None:
+    items = [_item("alice"), _item("bruno", "tester"), _item("al"), _item(None)]
+    assert named_actors("What has Alice painted?", items) == ["alice"]
+    assert named_actors("Did Bruno and Alice both paint?", items) == ["alice", "bruno"]
+    assert named_actors("What did the tester report?", items) == ["tester"]
+    # Part of a word is no mention; names under three characters are never matched.
+    assert named_actors("Did Alices testers go to Al's?", items) == []
+
+
+def test_actor_free_query_keeps_the_topic() -> None:
+    assert actor_free_query("What has Alice painted?", ["Alice"]) == "What has painted?"
+    assert actor_free_query("What is Bruno's job?", ["bruno"]) == "What is job?"
+    assert actor_free_query("Where did Bruno\u2019s dog go?", ["Bruno"]) == "Where did dog go?"
+    assert (
+        actor_free_query("Have Bruno and Alice both painted?", ["Bruno", "Alice"])
+        == "Have and both painted?"
+    )
+    assert actor_free_query("Did Alices go?", ["Alice"]) == "Did Alices go?"
+    assert actor_free_query("小明喜欢什么？", ["小明"]) == "喜欢什么？"
+    # Nothing named: the query comes back unchanged, spacing and all.
+    assert actor_free_query("What about  Bob ?", []) == "What about  Bob ?"
+
+
+def test_actor_free_query_matches_the_topic_without_the_name(cb: ContextBase) -> None:
+    for n in range(4):
+        cb.record("user_message", session_id="s", text=f"Amy, how was day {n}?", agent_id="ben")
+        cb.record("user_message", session_id="s", text=f"Day {n} was fine", agent_id="amy")
+    kiln = cb.record("user_message", session_id="s", text="I fired a pottery kiln", agent_id="amy")
+    cb.wait_for_embeddings()
+    query = "What did Amy fire in the pottery kiln?"
+    plain = cb.search(query, config=get_preset("hybrid", top_k=5))
+    # On the name, every event addressed to amy is a keyword hit.
+    assert any(c.keyword_rank and c.item.agent_id == "ben" for c in plain.considered)
+    assert "topic" not in plain.timings_ms
+    resp = cb.search(query, config=get_preset("hybrid", actor_free_query=True, top_k=5))
+    assert "topic" in resp.timings_ms
+    assert resp.results[0].item.owner_id == kiln.id
+    assert all(c.keyword_rank is None for c in resp.considered if c.item.agent_id == "ben")
+    # A query that is nothing but a name keeps it.
+    only = cb.search("Amy", config=get_preset("hybrid", actor_free_query=True, top_k=5))
+    assert any(c.keyword_rank for c in only.considered)
+
+
 def test_presets_and_bad_queries() -> None:
     assert set(PRESETS) == {"keyword", "semantic", "hybrid", "hybrid_graph"}
     assert get_preset("hybrid", top_k=3).top_k == 3
+    assert get_preset("hybrid_graph").actor_free_query
+    assert not get_preset("hybrid").actor_free_query
     with pytest.raises(ValidationError):
         get_preset("nope")
     with pytest.raises(ValueError):

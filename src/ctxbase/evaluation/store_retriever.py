@@ -21,6 +21,7 @@ from ..capture.events import build_event
 from ..contextbase import ContextBase
 from ..model import Event
 from ..retrieve.config import SearchConfig
+from ..retrieve.search import actor_free_query
 from .locomo import Conversation
 
 __all__ = ["EngineRetriever", "SharedEngine"]
@@ -94,8 +95,7 @@ class SharedEngine:
             cb.wait_for_embeddings()
             self.embed_s += time.perf_counter() - t1
         self._indexed[conv.conv_id] = dia_of
-        if cb.embedder is not None:
-            cb.searcher.warm_queries([q.question for q in conv.questions])
+        self._warm(conv)
         if self.progress:
             self.progress(f"indexed {conv.conv_id}: {len(events)} turns")
 
@@ -108,11 +108,20 @@ class SharedEngine:
         if cb.embedder is not None and cb.store.pending_embeddings(cb.embedder.name, 1, project):
             return False
         self._indexed[conv.conv_id] = {e.id: str(e.metadata.get("dia_id")) for e in stored}
-        if cb.embedder is not None:
-            cb.searcher.warm_queries([q.question for q in conv.questions])
+        self._warm(conv)
         if self.progress:
             self.progress(f"reused {conv.conv_id}: {len(stored)} turns already indexed")
         return True
+
+    def _warm(self, conv: Conversation) -> None:
+        """Embed the questions in batches up front, so query latency measures the search.
+        With actor_free_query a question that names a speaker is also searched without the
+        name: that variant is embedded here too (the speakers are the events' agent ids)."""
+        if self.cb.embedder is None:
+            return
+        questions = [q.question for q in conv.questions]
+        topics = [actor_free_query(q, conv.speakers) for q in questions]
+        self.cb.searcher.warm_queries(questions + [t for t in topics if t.strip()])
 
     def project_of(self, conv_id: str) -> str:
         """The project a conversation is stored in."""

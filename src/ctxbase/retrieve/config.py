@@ -53,6 +53,9 @@ class SearchConfig(BaseModel):
     session_window: int = Field(default=0, ge=0, le=10)
     # A query that names exactly one actor (agent id or role) favours that actor's events.
     actor_boost: float = Field(default=1.3, ge=1.0, le=5.0)
+    # A query that names actors is also matched without the names: keyword search uses only
+    # the rest of the query, semantic search adds it as a second query (semantic_weight).
+    actor_free_query: bool = False
     time_decay_half_life_days: float | None = Field(default=None, gt=0)
     importance_weight: float = Field(default=0.0, ge=0, le=1)
     dedupe_threshold: float | None = Field(default=0.9, gt=0, le=1)
@@ -79,7 +82,9 @@ PRESETS: dict[str, SearchConfig] = {
     "semantic": SearchConfig(keyword=False, actor_boost=1.0),
     "hybrid": SearchConfig(),
     # The turns around a hit often hold its question or its answer: score them too.
-    "hybrid_graph": SearchConfig(graph_hops=1, session_window=2),
+    # A named actor is whose events to prefer (actor_boost), the rest of the query what they
+    # must be about: matching that rest on its own finds an actor's scattered events.
+    "hybrid_graph": SearchConfig(graph_hops=1, session_window=2, actor_free_query=True),
 }
 
 

@@ -21,7 +21,14 @@ from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, 
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
-__all__ = ["Candidate", "SearchResponse", "Searcher", "named_actor"]
+__all__ = [
+    "Candidate",
+    "SearchResponse",
+    "Searcher",
+    "actor_free_query",
+    "named_actor",
+    "named_actors",
+]
 
 
 @dataclass
@@ -68,12 +75,13 @@ class Searcher:
     """Runs searches over one store with one embedder (or none: keyword only)."""
 
     def __init__(
-        self, store: Store, embedder: Embedder | None, query_cache_size: int = 1024
+        self, store: Store, embedder: Embedder | None, query_cache_size: int = 4096
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.vectors = VectorIndex(store)
         # Agents repeat queries (every turn re-asks for context); embedding is the slow part.
+        # 4096 vectors of 384 floats: about 6 MB.
         self._query_vectors: OrderedDict[str, FloatVector] = OrderedDict()
         self._query_cache_size = query_cache_size
         self._cache_lock = threading.Lock()
@@ -128,44 +136,54 @@ class Searcher:
         raw_scores: dict[str, dict[str, float]] = {}
         cands: dict[str, Candidate] = {}
         items: dict[str, SearchItem] = {}
+        weights = {
+            "keyword": config.keyword_weight,
+            "semantic": config.semantic_weight,
+            "semantic_topic": config.semantic_weight,
+        }
+        semantic = config.semantic and self.embedder is not None
 
         if config.keyword:
             t = time.perf_counter()
-            match = fts_match_expression(query_terms(query), "or")
-            hits = (
-                self.store.keyword_search(project_id, match, flt, config.candidates)
-                if match
-                else []
-            )
-            rankings["keyword"] = [h.item_id for h in hits]
-            raw_scores["keyword"] = {h.item_id: h.score for h in hits}
+            hits_k = self._keyword_hits(project_id, query, flt, config)
+            rankings["keyword"] = [i for i, _ in hits_k]
+            raw_scores["keyword"] = dict(hits_k)
             timings["keyword"] = _ms(t)
-
-        if config.semantic and self.embedder is not None:
+        if semantic:
             t = time.perf_counter()
-            qvec = self.query_vector(query)
+            self.query_vector(query)
             timings["embed_query"] = _ms(t)
             t = time.perf_counter()
-            hits_v = self.vectors.search(
-                project_id, self.embedder.name, qvec, config.candidates, allowed
-            )
-            hits_v = [(i, s) for i, s in hits_v if s >= config.min_similarity]
+            hits_v = self._semantic_hits(project_id, query, allowed, config)
             rankings["semantic"] = [i for i, _ in hits_v]
             raw_scores["semantic"] = dict(hits_v)
             timings["vector"] = _ms(t)
+        pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
 
-        weights = {"keyword": config.keyword_weight, "semantic": config.semantic_weight}
-        if config.fusion == "rrf":
-            fused = rrf_fuse(rankings, weights, config.rrf_k)
-        else:
-            fused = weighted_fuse(raw_scores, weights)
+        if config.actor_free_query:
+            # The names a query mentions say whose events it is about (actor_boost favours
+            # them); the rest says what those events must be about, and is matched on its own.
+            t = time.perf_counter()
+            topic = actor_free_query(query, named_actors(query, items.values()))
+            if topic != query and query_terms(topic):
+                # keyword: only the topic's terms (a hit on a name alone only says who is
+                # involved, not that the event is about what was asked)
+                if config.keyword:
+                    hits_k = self._keyword_hits(project_id, topic, flt, config)
+                    rankings["keyword"] = [i for i, _ in hits_k]
+                    raw_scores["keyword"] = dict(hits_k)
+                # semantic: the topic as a second query, next to the whole one
+                if semantic:
+                    hits_v = self._semantic_hits(project_id, topic, allowed, config)
+                    rankings["semantic_topic"] = [i for i, _ in hits_v]
+                    raw_scores["semantic_topic"] = dict(hits_v)
+                pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
+            timings["topic"] = _ms(t)
 
-        # Only the best fused ids are read back in full: the tail cannot reach the top k.
-        pool = sorted(fused, key=lambda k: -fused[k])[: 4 * config.top_k + config.graph_seeds + 20]
-        for stored in self.store.get_items(project_id, pool) if pool else []:
-            items[stored.item_id] = stored
         kw_rank = {k: n for n, k in enumerate(rankings.get("keyword", []), start=1)}
-        sem_rank = {k: n for n, k in enumerate(rankings.get("semantic", []), start=1)}
+        sem_rank = {k: n for n, k in enumerate(rankings.get("semantic_topic", []), start=1)}
+        sem_rank.update({k: n for n, k in enumerate(rankings.get("semantic", []), start=1)})
+        similarity = {**raw_scores.get("semantic_topic", {}), **raw_scores.get("semantic", {})}
         for k in pool:
             it = items.get(k)
             # Missing: forgotten or hidden since the index read. Superseded versions are
@@ -174,11 +192,11 @@ class Searcher:
                 continue
             cands[k] = Candidate(
                 it,
-                score=fused.get(k, 0.0),
+                score=pool[k],
                 keyword_rank=kw_rank.get(k),
                 keyword_score=raw_scores.get("keyword", {}).get(k),
                 semantic_rank=sem_rank.get(k),
-                similarity=raw_scores.get("semantic", {}).get(k),
+                similarity=similarity.get(k),
             )
 
         if config.graph_hops > 0 or config.session_window > 0:
@@ -238,6 +256,44 @@ class Searcher:
             considered=ranked,
             timings_ms=timings,
         )
+
+    def _keyword_hits(
+        self, project_id: str, query: str, flt: ItemFilter | None, config: SearchConfig
+    ) -> list[tuple[str, float]]:
+        match = fts_match_expression(query_terms(query), "or")
+        if not match:
+            return []
+        hits = self.store.keyword_search(project_id, match, flt, config.candidates)
+        return [(h.item_id, h.score) for h in hits]
+
+    def _semantic_hits(
+        self, project_id: str, query: str, allowed: set[str] | None, config: SearchConfig
+    ) -> list[tuple[str, float]]:
+        assert self.embedder is not None
+        qvec = self.query_vector(query)
+        hits = self.vectors.search(project_id, self.embedder.name, qvec, config.candidates, allowed)
+        return [(i, s) for i, s in hits if s >= config.min_similarity]
+
+    def _pool(
+        self,
+        project_id: str,
+        rankings: dict[str, list[str]],
+        raw_scores: dict[str, dict[str, float]],
+        weights: dict[str, float],
+        config: SearchConfig,
+        items: dict[str, SearchItem],
+    ) -> dict[str, float]:
+        """Fused scores of the best ids, with their items read into `items` (only the best
+        are read back in full: the tail cannot reach the top k)."""
+        if config.fusion == "rrf":
+            fused = rrf_fuse(rankings, weights, config.rrf_k)
+        else:
+            fused = weighted_fuse(raw_scores, weights)
+        best = sorted(fused, key=lambda k: -fused[k])[: 4 * config.top_k + config.graph_seeds + 20]
+        missing = [k for k in best if k not in items]
+        for stored in self.store.get_items(project_id, missing) if missing else []:
+            items[stored.item_id] = stored
+        return {k: fused[k] for k in best}
 
     def _expand(
         self,
@@ -330,17 +386,39 @@ def _mentions(query: str, name: str) -> bool:
     return name in query
 
 
+def named_actors(query: str, candidates: Iterable[SearchItem]) -> list[str]:
+    """The agent ids and roles of the candidates that the query names, sorted."""
+    q = query.casefold()
+    actors = {a for it in candidates for a in (it.agent_id, it.agent_role) if a and len(a) >= 3}
+    return sorted(a for a in actors if _mentions(q, a.casefold()))
+
+
 def named_actor(query: str, candidates: Iterable[Candidate]) -> str | None:
     """The one agent id or role among the candidates that the query names, if exactly one.
 
     "What did the tester report?" or "What does Melanie like?" are about one actor's events.
     """
-    q = query.casefold()
-    actors = {
-        a for c in candidates for a in (c.item.agent_id, c.item.agent_role) if a and len(a) >= 3
-    }
-    named = {a for a in actors if _mentions(q, a.casefold())}
-    return named.pop() if len(named) == 1 else None
+    named = named_actors(query, (c.item for c in candidates))
+    return named[0] if len(named) == 1 else None
+
+
+def actor_free_query(query: str, names: Iterable[str]) -> str:
+    """The query without the given actor names (and a possessive ending after one).
+
+    "What has Alice painted?" -> "What has painted?": what is left is the topic of the
+    events asked for. A small embedding model otherwise matches the name more than the topic
+    (every event that addresses or mentions the actor), and the name is a common keyword.
+    """
+    out = query
+    for name in sorted(set(names), key=len, reverse=True):
+        if not name:
+            continue
+        if name.isascii():
+            pattern = rf"(?<![\w]){re.escape(name)}(?:['\u2019]s?)?(?![\w])"
+            out = re.sub(pattern, " ", out, flags=re.IGNORECASE)
+        else:
+            out = out.replace(name, " ")
+    return " ".join(out.split()) if out != query else query
 
 
 def _with_latest(flt: ItemFilter | None) -> ItemFilter:
