@@ -58,6 +58,19 @@ def test_one_file_in_wal_mode(db_path: Path, cb: ContextBase) -> None:
     )
 
 
+def test_traces_skip_the_disk_flush_and_the_next_write_is_durable_again(
+    db_path: Path, cb: ContextBase
+) -> None:
+    store = cb.store
+    assert isinstance(store, SQLiteStore)
+    with store._write(durable=False) as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    store.put_trace("p", "ctx_1", {"k": 1})
+    with store._write() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL again
+    assert store.get_trace("p", "ctx_1") == {"k": 1}
+
+
 def test_schema_version_is_recorded(db_path: Path, cb: ContextBase) -> None:
     conn = raw(db_path)
     row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()

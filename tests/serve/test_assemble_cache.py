@@ -231,3 +231,45 @@ def test_the_rate_limit_applies_to_cached_answers(tmp_path: Path, pid: str) -> N
         assert codes[:3] == [200] * 3 and codes[3:] == [429] * 3
     finally:
         server.stop()
+
+
+def test_assemblies_over_sqlite_run_one_at_a_time(tmp_path: Path) -> None:
+    import ctxbase
+    from ctxbase.serve.assembly import compute_assembly
+    from ctxbase.serve.auth import RateLimiter
+    from ctxbase.serve.runtime import Runtime
+    from ctxbase.serve.schemas import AssembleIn
+    from ctxbase.serve.settings import ServerSettings
+
+    cb = ctxbase.open(str(tmp_path / "gate.db"), project="g", embedder="hash")
+    try:
+        cb.record("user_message", session_id="s", text="订单查询加缓存")
+        rt = Runtime(
+            ServerSettings(db=str(tmp_path / "gate.db")), cb, RateLimiter(0, 1), AssembleCache(0, 0)
+        )
+        inside, most = 0, 0
+        guard = threading.Lock()
+        real = cb.assemble_context
+
+        def counted(**kwargs: object) -> object:
+            nonlocal inside, most
+            with guard:
+                inside += 1
+                most = max(most, inside)
+            try:
+                time.sleep(0.02)  # long enough for the other threads to try to enter
+                return real(**kwargs)  # type: ignore[arg-type]
+            finally:
+                with guard:
+                    inside -= 1
+
+        cb.assemble_context = counted  # type: ignore[method-assign]
+        body = AssembleIn(project_id="g", agent_role="qa", user_intent="缓存")
+        threads = [threading.Thread(target=compute_assembly, args=(rt, body)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert most == 1
+    finally:
+        cb.close()

@@ -56,6 +56,11 @@ def assembly_key(body: AssembleIn, generation: int) -> Hashable:
 
 def compute_assembly(rt: Runtime, body: AssembleIn) -> Cached:
     """Assemble the context and serialise the response body once, for every reuse."""
+    with rt.assemble_slots:
+        return _assemble(rt, body)
+
+
+def _assemble(rt: Runtime, body: AssembleIn) -> Cached:
     ctx = rt.cb.assemble_context(
         project_id=body.project_id,
         agent_role=body.agent_role,

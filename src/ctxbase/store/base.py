@@ -333,7 +333,9 @@ class Store(ABC):
 
     # -- traces --------------------------------------------------------------------------
     @abstractmethod
-    def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None: ...
+    def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
+        """Store an assembly's trace. One is written per assembly, so backends commit it
+        without waiting for the disk flush: an OS crash may lose the last few."""
 
     @abstractmethod
     def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None: ...

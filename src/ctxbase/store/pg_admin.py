@@ -76,6 +76,9 @@ class PgAdmin(PgBase):
     # -- traces --------------------------------------------------------------------------
     def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
         with self._tx() as conn:
+            # Every assembly writes one: the commit need not wait for the WAL flush (a
+            # server crash may lose the last traces, never corrupt anything)
+            self._x(conn, "SET LOCAL synchronous_commit = off", ())
             self._lock(conn, [project_id], ensure=True, bump=False)
             self._x(
                 conn,

@@ -88,7 +88,8 @@ class SQLiteAdmin(SQLiteBase):
 
     # -- traces --------------------------------------------------------------------------
     def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
-        with self._write() as conn:
+        # Every assembly writes one: not worth a disk flush each (see _write)
+        with self._write(durable=False) as conn:
             self._ensure_project(conn, project_id)
             conn.execute(
                 "INSERT OR REPLACE INTO traces(project_id, context_id, created_at, trace) "

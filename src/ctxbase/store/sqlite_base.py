@@ -160,17 +160,37 @@ class SQLiteBase(SharedReads):
         return conn
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        with self._memory_lock if self.path == ":memory:" else _nullcontext():
+    def _write(self, *, durable: bool = True) -> Iterator[sqlite3.Connection]:
+        """A write transaction. `durable=False` commits without waiting for the disk (WAL,
+        synchronous=NORMAL): a process crash loses nothing, an OS crash may lose this
+        commit until the next durable one or checkpoint syncs the log."""
+        # Writers of this process queue on a lock first: SQLite's own busy handler sleeps
+        # with growing back-off, so threads contending for the file lose time and order.
+        # Other processes still meet at the file lock (busy_timeout).
+        lock = self._memory_lock if self.path == ":memory:" else _file_write_lock(self.url)
+        if not lock.acquire(timeout=self._busy_timeout_s):
+            raise StorageError(
+                f"database is locked: another writer of {self.path!r} in this process held it "
+                f"for over {self._busy_timeout_s:g} s"
+            )
+        try:
             conn = self._conn()
-            conn.execute("BEGIN IMMEDIATE")
+            if not durable:
+                conn.execute("PRAGMA synchronous = NORMAL")
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
-                conn.execute("COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                else:
+                    conn.execute("COMMIT")
+            finally:
+                if not durable:
+                    conn.execute("PRAGMA synchronous = FULL")
+        finally:
+            lock.release()
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
@@ -331,6 +351,19 @@ class SQLiteBase(SharedReads):
                     (project_id, *ip),
                 ).rowcount
                 report.add("item_vectors", n)
+
+
+_file_write_locks: dict[str, threading.RLock] = {}
+_file_write_locks_guard = threading.Lock()
+
+
+def _file_write_lock(url: str) -> threading.RLock:
+    """One lock per database file in this process, shared by every store opened on it."""
+    with _file_write_locks_guard:
+        lock = _file_write_locks.get(url)
+        if lock is None:
+            lock = _file_write_locks[url] = threading.RLock()
+        return lock
 
 
 class _nullcontext:
