@@ -35,6 +35,4 @@ class Runtime:
     assemble_slots: threading.BoundedSemaphore = field(init=False)
 
     def __post_init__(self) -> None:
-        self.assemble_slots = threading.BoundedSemaphore(
-            1 if self.cb.store.reads_never_wait else 8
-        )
+        self.assemble_slots = threading.BoundedSemaphore(1 if self.cb.store.reads_never_wait else 8)
