@@ -71,6 +71,25 @@ def test_traces_skip_the_disk_flush_and_the_next_write_is_durable_again(
     assert store.get_trace("p", "ctx_1") == {"k": 1}
 
 
+def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
+    with ContextBase(str(db_path), embedder=None) as cb:
+        cb.record("user_message", session_id="s", text="kept across the upgrade")
+    conn = raw(db_path)
+    for name in ("item_vectors_removed", "items_removed", "items_shown_or_hidden"):
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("DROP TABLE vector_removals")
+    conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    with ContextBase(str(db_path), embedder=None) as cb:
+        assert cb.store.schema_version() == SCHEMA_VERSION == 2
+        assert [e.text for e in cb.last_events("s", 5)] == ["kept across the upgrade"]
+    conn = raw(db_path)
+    triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+    conn.close()
+    assert triggers == {"item_vectors_removed", "items_removed", "items_shown_or_hidden"}
+
+
 def test_schema_version_is_recorded(db_path: Path, cb: ContextBase) -> None:
     conn = raw(db_path)
     row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()

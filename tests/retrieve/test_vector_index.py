@@ -79,3 +79,69 @@ def test_changing_the_model_re_embeds_everything(tmp_path: Path) -> None:
         assert len(rows) == 5 and all(r.vector.shape == (128,) for r in rows)
         top = cb.search("note 3", preset="semantic", top_k=1).results[0]
         assert top.item.owner_id == ids[3]
+
+
+def _top(index: VectorIndex, cb: ContextBase, text: str, k: int = 1) -> list[str]:
+    assert cb.embedder is not None
+    return [i for i, _ in index.search("p", cb.embedder.name, cb.embedder.embed_query(text), k)]
+
+
+def test_writes_are_appended_without_reloading_the_project(tmp_path: Path) -> None:
+    cb = _base(tmp_path, 40)
+    try:
+        index = VectorIndex(cb.store)
+        _top(index, cb, "orders cache")
+        assert index.reloads == 1
+        for n in range(3):
+            text = f"fresh topic {n}: tidal turbines"
+            new = cb.record("user_message", session_id="s", text=text)
+            cb.wait_for_embeddings()
+            assert _top(index, cb, text) == [new.id]
+        assert index.reloads == 1  # every write since was appended
+        loaded = next(iter(index._cache.values()))
+        assert loaded.n == 43 == len(set(loaded.rows.ids))
+    finally:
+        cb.close()
+
+
+def test_hidden_forgotten_and_replaced_vectors_reload(tmp_path: Path) -> None:
+    cb = _base(tmp_path, 30)
+    try:
+        index = VectorIndex(cb.store)
+        a = cb.record("user_message", session_id="s", text="volcanic glass knives")
+        cb.wait_for_embeddings()
+        assert _top(index, cb, "volcanic glass knives") == [a.id]
+        cb.soft_delete([a.id])
+        assert a.id not in _top(index, cb, "volcanic glass knives", 5)
+        assert index.reloads == 2
+        cb.restore([a.id])
+        assert _top(index, cb, "volcanic glass knives") == [a.id]
+        assert index.reloads == 3
+        # The newest vector is forgotten, then a new one is stored: SQLite would hand out
+        # the freed rowid again; the index must neither keep the old nor miss the new one.
+        b = cb.record("user_message", session_id="s", text="basalt columns by the sea")
+        cb.wait_for_embeddings()
+        assert _top(index, cb, "basalt columns by the sea") == [b.id]
+        cb.forget(event_ids=[b.id])
+        c = cb.record("user_message", session_id="s", text="obsidian arrowheads")
+        cb.wait_for_embeddings()
+        assert _top(index, cb, "obsidian arrowheads") == [c.id]
+        assert b.id not in _top(index, cb, "basalt columns by the sea", 40)
+    finally:
+        cb.close()
+
+
+def test_hnsw_takes_appended_vectors_without_a_rebuild(tmp_path: Path) -> None:
+    cb = _base(tmp_path, 120)
+    try:
+        index = VectorIndex(cb.store, ann_threshold=100)
+        _top(index, cb, "orders cache")
+        ann = next(iter(index._cache.values())).ann
+        assert ann is not None
+        new = cb.record("user_message", session_id="s", text="migrating geese over the fjord")
+        cb.wait_for_embeddings()
+        assert _top(index, cb, "migrating geese over the fjord") == [new.id]
+        after = next(iter(index._cache.values()))
+        assert after.ann is ann and index.reloads == 1
+    finally:
+        cb.close()

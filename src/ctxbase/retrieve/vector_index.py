@@ -1,19 +1,22 @@
 """In-memory vector search over a project's stored vectors.
 
 Exact (one matrix product) for small projects; an HNSW index (hnswlib, when installed) above
-a size threshold. The matrix is rebuilt when the store's index generation changes. Backends
-with a native vector index (pgvector) answer `Store.vector_search` themselves instead.
+a size threshold. When the store's index generation moves, the vectors stored since the last
+load are appended (`Store.vector_changes`) instead of reloading the project: an agent that
+writes between searches would otherwise reload every vector on each search. Anything else
+(a vector removed, hidden or replaced) reloads. Backends with a native vector index
+(pgvector) answer `Store.vector_search` themselves instead.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from ..store.base import Store
+from ..store.base import Store, VectorDelta, VectorRow
 
 __all__ = ["ANN_THRESHOLD", "VectorIndex"]
 
@@ -21,11 +24,47 @@ ANN_THRESHOLD = 50_000
 
 
 @dataclass
+class _Rows:
+    """Vectors of one (project, model), append-only: a search sees the first `n` of a
+    snapshot while later rows are appended behind it."""
+
+    ids: list[str] = field(default_factory=list)
+    positions: dict[str, int] = field(default_factory=dict)
+    buffer: npt.NDArray[np.float32] = field(
+        default_factory=lambda: np.zeros((0, 1), dtype=np.float32)
+    )
+    n: int = 0
+
+    def append(self, rows: list[VectorRow]) -> None:
+        if not rows:
+            return
+        block = np.stack([r.vector for r in rows]).astype(np.float32, copy=False)
+        if self.n == 0:
+            self.buffer = np.zeros((0, block.shape[1]), dtype=np.float32)
+        if self.n + len(rows) > self.buffer.shape[0]:
+            size = max(2 * self.buffer.shape[0], self.n + len(rows))
+            grown = np.zeros((size, block.shape[1]), dtype=np.float32)
+            grown[: self.n] = self.buffer[: self.n]
+            self.buffer = grown  # older snapshots keep the old buffer
+        self.buffer[self.n : self.n + len(rows)] = block
+        for r in rows:
+            self.positions[r.item_id] = len(self.ids)
+            self.ids.append(r.item_id)
+        self.n += len(rows)
+
+
+@dataclass(frozen=True)
 class _Loaded:
     generation: int
-    ids: list[str]
-    matrix: npt.NDArray[np.float32]
+    marker: int  # Store.vector_changes marker of the last read (0: cannot update)
+    removals: int
+    rows: _Rows
+    n: int
     ann: object | None
+
+    @property
+    def matrix(self) -> npt.NDArray[np.float32]:
+        return self.rows.buffer[: self.n]
 
 
 class VectorIndex:
@@ -36,6 +75,8 @@ class VectorIndex:
         self.ann_threshold = ann_threshold
         self._cache: dict[tuple[str, str], _Loaded] = {}
         self._lock = threading.Lock()
+        self._ann_lock = threading.Lock()
+        self.reloads = 0  # full reads of a project's vectors (the rest were appends)
 
     def _load(self, project_id: str, model: str) -> _Loaded:
         gen = self.store.index_generation(project_id)
@@ -44,16 +85,45 @@ class VectorIndex:
             cached = self._cache.get(key)
             if cached is not None and cached.generation == gen:
                 return cached
-            ids: list[str] = []
-            parts: list[npt.NDArray[np.float32]] = []
-            for batch in self.store.iter_vectors(project_id, model):
-                ids.extend(r.item_id for r in batch)
-                parts.append(np.stack([r.vector for r in batch]))
-            matrix = np.concatenate(parts) if parts else np.zeros((0, 1), dtype=np.float32)
-            ann = self._build_ann(matrix) if len(ids) >= self.ann_threshold else None
-            loaded = _Loaded(gen, ids, matrix, ann)
+            loaded = None
+            if cached is not None and cached.marker:
+                delta = self.store.vector_changes(project_id, model, cached.marker)
+                if delta is not None:
+                    loaded = self._appended(cached, delta, gen)
+            if loaded is None:
+                loaded = self._reloaded(project_id, model, gen)
             self._cache[key] = loaded
             return loaded
+
+    def _appended(self, cached: _Loaded, delta: VectorDelta, gen: int) -> _Loaded | None:
+        """`cached` plus the new vectors, or None when only a reload is right: a vector was
+        replaced, or something was removed, hidden or restored."""
+        rows = cached.rows
+        if delta.removals != cached.removals or rows.n != cached.n:
+            return None
+        if any(r.item_id in rows.positions for r in delta.rows):
+            return None
+        rows.append(delta.rows)
+        ann = cached.ann
+        if ann is not None and delta.rows:
+            ann = self._ann_add(ann, rows, cached.n)
+        elif ann is None and rows.n >= self.ann_threshold:
+            ann = self._build_ann(rows.buffer[: rows.n])
+        return _Loaded(gen, delta.marker, delta.removals, rows, rows.n, ann)
+
+    def _reloaded(self, project_id: str, model: str, gen: int) -> _Loaded:
+        self.reloads += 1
+        rows = _Rows()
+        delta = self.store.vector_changes(project_id, model, 0)
+        marker = removals = 0
+        if delta is not None:
+            rows.append(delta.rows)
+            marker, removals = delta.marker, delta.removals
+        else:
+            for batch in self.store.iter_vectors(project_id, model):
+                rows.append(batch)
+        ann = self._build_ann(rows.buffer[: rows.n]) if rows.n >= self.ann_threshold else None
+        return _Loaded(gen, marker, removals, rows, rows.n, ann)
 
     @staticmethod
     def _build_ann(matrix: npt.NDArray[np.float32]) -> object | None:
@@ -62,11 +132,22 @@ class VectorIndex:
         except ImportError:  # exact search still works, just slower at this size
             return None
         index = hnswlib.Index(space="ip", dim=int(matrix.shape[1]))
-        index.init_index(max_elements=int(matrix.shape[0]), ef_construction=200, M=16)
+        n = int(matrix.shape[0])
+        # room to append what is stored next without a rebuild
+        index.init_index(max_elements=n + max(1024, n // 4), ef_construction=200, M=16)
         index.add_items(matrix, np.arange(matrix.shape[0]))
         index.set_ef(128)
         built: object = index
         return built
+
+    def _ann_add(self, ann: object, rows: _Rows, start: int) -> object | None:
+        capacity = int(ann.get_max_elements())  # type: ignore[attr-defined]
+        if rows.n > capacity:  # out of room: a fresh index, with room again
+            return self._build_ann(rows.buffer[: rows.n])
+        # hnswlib must not insert while it answers a query (it does not lock reads)
+        with self._ann_lock:
+            ann.add_items(rows.buffer[start : rows.n], np.arange(start, rows.n))  # type: ignore[attr-defined]
+        return ann
 
     def search(
         self,
@@ -80,21 +161,25 @@ class VectorIndex:
         if native is not None:
             return native
         loaded = self._load(project_id, model)
-        if not loaded.ids:
+        if not loaded.n:
             return []
+        ids = loaded.rows.ids
         if loaded.ann is not None and allowed_ids is None:
-            labels, dists = loaded.ann.knn_query(query, k=min(limit, len(loaded.ids)))  # type: ignore[attr-defined]
+            k = min(limit, loaded.n)
+            with self._ann_lock:
+                labels, dists = loaded.ann.knn_query(query, k=k)  # type: ignore[attr-defined]
             return [
-                (loaded.ids[int(i)], 1.0 - float(d))
+                (ids[int(i)], 1.0 - float(d))
                 for i, d in zip(labels[0], dists[0], strict=True)
+                if int(i) < loaded.n  # rows appended after this snapshot are not its own
             ]
         sims = loaded.matrix @ query.astype(np.float32)
         if allowed_ids is not None:
             mask = np.fromiter(
-                (i in allowed_ids for i in loaded.ids), dtype=bool, count=len(loaded.ids)
+                (ids[i] in allowed_ids for i in range(loaded.n)), dtype=bool, count=loaded.n
             )
             sims = np.where(mask, sims, -np.inf)
-        n = min(limit, len(loaded.ids))
+        n = min(limit, loaded.n)
         top = np.argpartition(-sims, n - 1)[:n]
         top = top[np.argsort(-sims[top])]
-        return [(loaded.ids[int(i)], float(sims[i])) for i in top if np.isfinite(sims[i])]
+        return [(ids[int(i)], float(sims[i])) for i in top if np.isfinite(sims[i])]

@@ -26,10 +26,11 @@ __all__ = [
     "SearchItem",
     "StateChange",
     "Store",
+    "VectorDelta",
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts
@@ -95,6 +96,18 @@ class KeywordHit:
 class VectorRow:
     item_id: str
     vector: npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class VectorDelta:
+    """The active vectors of a (project, model) stored after `marker` of an earlier delta:
+    `rows` new or replaced since then, `marker` to pass next time, and `removals`, a count
+    that moves whenever one of the project's vectors or items is removed, hidden or
+    restored (a reader that sees it move reloads)."""
+
+    rows: list[VectorRow]
+    marker: int
+    removals: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +307,11 @@ class Store(ABC):
     def iter_vectors(
         self, project_id: str, model: str, batch: int = 4096
     ) -> Iterator[list[VectorRow]]: ...
+
+    def vector_changes(self, project_id: str, model: str, after: int) -> VectorDelta | None:
+        """Vectors stored since `after` (0: all), for readers that keep vectors in memory
+        and update them instead of reloading; None when the backend cannot tell (reload)."""
+        return None
 
     @abstractmethod
     def vector_search(

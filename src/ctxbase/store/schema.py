@@ -137,7 +137,8 @@ _V1 = [
 ]
 
 # version -> statements; append new versions, never edit a released one.
-MIGRATIONS: dict[int, list[str]] = {1: _V1}
+# v2 adds nothing shared; SQLite counts vector removals for in-memory readers (sqlite_base).
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: []}
 
 # The version table, the same in every backend: one row, key 'schema_version'.
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"

@@ -24,6 +24,7 @@ from .sqlite_base import (
     placeholders,
     tombstone_hash,
 )
+from .sqlite_search import reserve_vector_rowids
 
 __all__ = ["SQLiteAdmin"]
 
@@ -217,9 +218,12 @@ class SQLiteAdmin(SQLiteBase):
         with self._write() as conn:
             for r in rows:
                 values = [_import_value(c, r.get(c)) for c in cols]
+                names = list(cols)
+                if table == "item_vectors":  # rowids that say when a vector was stored
+                    names, values = ["rowid", *names], [reserve_vector_rowids(conn, 1), *values]
                 cur = conn.execute(
-                    f"INSERT OR IGNORE INTO {table}({', '.join(cols)}) "
-                    f"VALUES ({placeholders(len(cols))})",
+                    f"INSERT OR IGNORE INTO {table}({', '.join(names)}) "
+                    f"VALUES ({placeholders(len(names))})",
                     values,
                 )
                 if cur.rowcount and table == "items":

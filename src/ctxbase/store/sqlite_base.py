@@ -40,7 +40,28 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
         # bm25() can rank a word an item says itself above one it only follows.
         "CREATE VIRTUAL TABLE IF NOT EXISTS item_fts USING fts5("
         "terms, own, tokenize=\"unicode61 remove_diacritics 0 tokenchars '_.-:/@#$+'\")",
-    ]
+    ],
+    2: [
+        # Readers that keep a project's vectors in memory append what was stored since their
+        # last read (vector_changes); these counters tell them when to reload instead.
+        "CREATE TABLE IF NOT EXISTS vector_removals ("
+        "project_id TEXT PRIMARY KEY, n INTEGER NOT NULL)",
+        *(
+            f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} {when}BEGIN "
+            f"INSERT INTO vector_removals(project_id, n) VALUES ({row}.project_id, 1) "
+            "ON CONFLICT(project_id) DO UPDATE SET n = n + 1; END"
+            for name, event, when, row in (
+                ("item_vectors_removed", "DELETE ON item_vectors", "", "OLD"),
+                ("items_removed", "DELETE ON items", "", "OLD"),
+                (
+                    "items_shown_or_hidden",
+                    "UPDATE OF active ON items",
+                    "WHEN OLD.active <> NEW.active ",
+                    "NEW",
+                ),
+            )
+        ),
+    ],
 }
 
 

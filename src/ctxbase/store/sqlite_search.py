@@ -15,12 +15,30 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import StorageError
-from .base import OWN_TERMS_WEIGHT, ItemFilter, KeywordHit, SearchItem, VectorRow
+from .base import OWN_TERMS_WEIGHT, ItemFilter, KeywordHit, SearchItem, VectorDelta, VectorRow
 from .dialect import filter_sql
 from .rows import item_row
 from .sqlite_base import ITEM_COLS, SQLITE, SQLiteBase, chunks, placeholders
 
-__all__ = ["SQLiteSearch"]
+__all__ = ["SQLiteSearch", "reserve_vector_rowids"]
+
+
+_VECTOR_SEQ = "vector_rowid"
+
+
+def reserve_vector_rowids(conn: sqlite3.Connection, n: int) -> int:
+    """The first of `n` fresh item_vectors rowids, never handed out before.
+
+    SQLite reuses the highest rowid after its row is deleted; vector_changes tells readers
+    what was stored after a rowid, so rowids come from a counter that only grows (in meta,
+    kept above any rowid stored without it)."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (_VECTOR_SEQ,)).fetchone()
+    top = conn.execute("SELECT max(rowid) FROM item_vectors").fetchone()[0] or 0
+    first = max(int(row[0]) if row else 0, int(top)) + 1
+    conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_VECTOR_SEQ, str(first + n - 1))
+    )
+    return first
 
 
 class SQLiteSearch(SQLiteBase):
@@ -73,9 +91,16 @@ class SQLiteSearch(SQLiteBase):
                     (project_id, item_id, model),
                 )
                 conn.execute(
-                    "INSERT OR REPLACE INTO item_vectors(project_id, item_id, model, dim, vec) "
-                    "VALUES (?,?,?,?,?)",
-                    (project_id, item_id, model, int(arr.shape[0]), arr.tobytes()),
+                    "INSERT OR REPLACE INTO item_vectors(rowid, project_id, item_id, model, dim, "
+                    "vec) VALUES (?,?,?,?,?,?)",
+                    (
+                        reserve_vector_rowids(conn, 1),
+                        project_id,
+                        item_id,
+                        model,
+                        int(arr.shape[0]),
+                        arr.tobytes(),
+                    ),
                 )
                 conn.execute(
                     "UPDATE items SET embedded_model=? WHERE project_id=? AND item_id=?",
@@ -100,6 +125,38 @@ class SQLiteSearch(SQLiteBase):
             yield [
                 VectorRow(r[0], np.frombuffer(r[1], dtype=np.float32)) for r in rows[i : i + batch]
             ]
+
+    def vector_changes(self, project_id: str, model: str, after: int) -> VectorDelta | None:
+        # Rowids come from reserve_vector_rowids, so rowid order is the order of storing
+        # (a replaced vector gets a new one); the reads see one snapshot.
+        # NOT INDEXED: walk the table's rowid order from `after` (the primary key index
+        # would read every vector of the project to find the few new ones)
+        sql = (
+            "FROM item_vectors v NOT INDEXED JOIN items i "
+            "ON i.project_id = v.project_id AND i.item_id = v.item_id "
+            "WHERE v.project_id=? AND v.model=? AND i.active=1"
+        )
+        with self._read() as conn:
+            conn.execute("BEGIN")
+            try:
+                rows = conn.execute(
+                    f"SELECT v.rowid, v.item_id, v.vec {sql} AND v.rowid > ? ORDER BY v.rowid",
+                    (project_id, model, after),
+                ).fetchall()
+                removals = conn.execute(
+                    "SELECT n FROM vector_removals WHERE project_id=?", (project_id,)
+                ).fetchone()
+                last = conn.execute(
+                    "SELECT max(rowid) FROM item_vectors WHERE project_id=? AND model=?",
+                    (project_id, model),
+                ).fetchone()
+            finally:
+                conn.execute("COMMIT")
+        return VectorDelta(
+            rows=[VectorRow(r[1], np.frombuffer(r[2], dtype=np.float32)) for r in rows],
+            marker=max(after, int(last[0] or 0)),
+            removals=int(removals[0]) if removals else 0,
+        )
 
     def vector_search(
         self,
