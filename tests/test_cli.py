@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxbase.cli import main
+from ctxbase.store.base import SCHEMA_VERSION
 
 
 def _run(capsys: Any, *argv: str) -> tuple[int, str, str]:
@@ -99,7 +100,7 @@ def test_migrate_and_migrate_data(tmp_path: Path, capsys: Any) -> None:
         "hello",
     )
     code, out, _ = _run(capsys, "--db", src, "migrate")
-    assert code == 0 and "schema version 1" in out
+    assert code == 0 and f"schema version {SCHEMA_VERSION}" in out
     code, out, _ = _run(capsys, "--project", "p", "migrate-data", "--from", src, "--to", dst)
     assert code == 0 and "events" in out
     code, out, _ = _run(
