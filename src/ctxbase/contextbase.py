@@ -183,18 +183,28 @@ class ContextBase:
 
     # -- capture -----------------------------------------------------------------------
     def _write_events(self, events: Sequence[Event]) -> int:
-        contexts = self._contexts(events)
+        texts = [event_search_text(e) for e in events]
+        contexts = self._contexts(events, texts)
         written = self.store.write_events(
-            events, [event_items(e, context=contexts.get(e.id)) for e in events]
+            events,
+            [
+                event_items(e, context=contexts.get(e.id), search_text=text)
+                for e, text in zip(events, texts, strict=True)
+            ],
         )
         if written:
             self._after_write()
         return len(written)
 
-    def _contexts(self, events: Sequence[Event]) -> dict[str, tuple[str, str]]:
+    def _contexts(
+        self, events: Sequence[Event], texts: Sequence[str] | None = None
+    ) -> dict[str, tuple[str, str]]:
         """The text each event follows: its first causal parent, else the previous event of
-        its session (in this batch, or the last one stored)."""
-        in_batch = {e.id: event_search_text(e) for e in events}
+        its session (in this batch, or the last one stored). `texts` are the events' search
+        texts when the caller has them."""
+        if texts is None:
+            texts = [event_search_text(e) for e in events]
+        in_batch = {e.id: text for e, text in zip(events, texts, strict=True)}
         last_in_session: dict[tuple[str, str], str] = {}
         wanted: dict[str, str] = {}  # event id -> id of the event it follows
         need_tail: dict[str, tuple[str, str]] = {}  # event id -> (project, session)
@@ -207,11 +217,23 @@ class ContextBase:
             else:
                 need_tail[e.id] = key
             last_in_session[key] = e.id
+        from .store.shared import SharedReads
+
+        tail_sessions: dict[str, list[str]] = {}  # project -> sessions
+        for pid, sid in dict.fromkeys(need_tail.values()):
+            tail_sessions.setdefault(pid, []).append(sid)
         tails: dict[tuple[str, str], tuple[str, str]] = {}
-        for key in set(need_tail.values()):
-            last = self.store.list_events(key[0], key[1], last_n=1)
-            if last:
-                tails[key] = (last[0].id, event_search_text(last[0]))
+        for pid, sids in tail_sessions.items():
+            if isinstance(self.store, SharedReads):  # both built-in backends: one lookup
+                last_events = self.store.last_events_of_sessions(pid, sids)
+            else:
+                last_events = {}
+                for sid in sids:
+                    last = self.store.list_events(pid, sid, last_n=1)
+                    if last:
+                        last_events[sid] = last[0]
+            for sid, last_event in last_events.items():
+                tails[(pid, sid)] = (last_event.id, event_search_text(last_event))
         missing = [w for w in wanted.values() if w not in in_batch]
         fetched: dict[str, str] = {}
         if missing:

@@ -20,6 +20,9 @@ __all__ = ["DEFAULT_MAX_CONTENT_BYTES", "build_event", "check_json", "check_text
 
 DEFAULT_MAX_CONTENT_BYTES = 1_000_000
 
+# json.dumps(value, ensure_ascii=False) builds an encoder per call; this one is reused.
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode
+
 
 def check_text(field: str, value: Any) -> str | None:
     """Text must be valid Unicode; bytes are decoded as UTF-8 or refused."""
@@ -44,7 +47,7 @@ def check_text(field: str, value: Any) -> str | None:
 def check_json(field: str, value: Any) -> str:
     """A value stored as JSON must serialise, and its text must be valid Unicode."""
     try:
-        text = json.dumps(value, ensure_ascii=False)
+        text = _encode_json(value)
     except (TypeError, ValueError) as exc:
         raise ValidationError(field, f"must be JSON-serialisable: {exc}") from exc
     check_text(field, text)
@@ -82,7 +85,7 @@ def build_event(
     if text is None and data is None:
         raise ValidationError("text", "an event needs text or data")
     try:
-        data_json = None if data is None else json.dumps(data, ensure_ascii=False)
+        data_json = None if data is None else _encode_json(data)
     except (TypeError, ValueError) as exc:
         raise ValidationError("data", f"must be JSON-serialisable: {exc}") from exc
     if data_json is not None:
@@ -106,11 +109,12 @@ def build_event(
     if agent_role is not None:
         check_text("agent_role", agent_role)
     meta = dict(metadata or {})
-    try:
-        meta_json = json.dumps(meta, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError("metadata", f"must be JSON-serialisable: {exc}") from exc
-    check_text("metadata", meta_json)
+    if meta:  # no metadata serialises as "{}": nothing to check
+        try:
+            meta_json = _encode_json(meta)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError("metadata", f"must be JSON-serialisable: {exc}") from exc
+        check_text("metadata", meta_json)
     eid = event_id_for(project_id, session_id, type, body, data, parents)
     try:
         return Event(

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..model import Entity, Event
 from ..store.base import SearchItem
-from .tokenize import index_terms
+from .tokenize import index_terms_with_tail, words_version
 
 __all__ = [
     "CONTEXT_CHARS",
@@ -61,10 +61,44 @@ def default_chunker(text: str) -> list[tuple[str, int, int]]:
     return [(c.text, c.start, c.end) for c in chunk_text(text)]
 
 
+class _Analysed(NamedTuple):
+    terms: tuple[str, ...]
+    joined: str  # the terms joined by spaces, as the index stores them
+    # the terms of the text's last CONTEXT_CHARS, joined (None: tokenize those by themselves)
+    tail: tuple[str, ...] | None
+    tail_joined: str | None
+
+
 @lru_cache(maxsize=4096)
-def _terms(text: str) -> tuple[str, ...]:
-    # An event's text is tokenized again as the context of the event after it: remember it.
-    return tuple(index_terms(text))
+def _analysed(version: int, text: str) -> _Analysed:
+    """The terms of a text; `version` is the tokenizer's words_version (a cache key).
+
+    An event's text is indexed when it is written and again, cut to its end, as the context
+    of the event after it: both come from this one tokenization.
+    """
+    terms, tail = index_terms_with_tail(text, CONTEXT_CHARS)
+    joined = " ".join(terms)
+    if tail is None:
+        return _Analysed(tuple(terms), joined, None, None)
+    if tail == terms:  # a short text is its own tail
+        whole = tuple(terms)
+        return _Analysed(whole, joined, whole, joined)
+    return _Analysed(tuple(terms), joined, tuple(tail), " ".join(tail))
+
+
+def _terms(text: str) -> _Analysed:
+    return _analysed(words_version(), text)
+
+
+def _context(context: str) -> tuple[tuple[str, ...], str]:
+    """The terms of the last CONTEXT_CHARS of `context`, and the same joined by spaces."""
+    if len(context) <= _WHOLE_TEXT_CHARS:
+        # an event's text is indexed whole up to this length: most likely remembered
+        whole = _terms(context)
+        if whole.tail is not None and whole.tail_joined is not None:
+            return whole.tail, whole.tail_joined
+    tail = _terms(context[-CONTEXT_CHARS:])
+    return tail.terms, tail.joined
 
 
 def context_terms(context: str | None) -> list[str]:
@@ -76,7 +110,7 @@ def context_terms(context: str | None) -> list[str]:
     """
     if not context:
         return []
-    return list(_terms(context[-CONTEXT_CHARS:]))
+    return list(_context(context)[0])
 
 
 def _units(
@@ -90,7 +124,7 @@ def _units(
             owner_id=owner_id,
             kind=whole_kind if whole else "chunk",
             text=piece,
-            terms=" ".join(_terms(piece)),
+            terms=_terms(piece).joined,
             **fields,
         )
         for n, (piece, _start, _end) in enumerate(pieces)
@@ -101,16 +135,19 @@ def event_items(
     event: Event,
     chunker: Callable[[str], list[tuple[str, int, int]]] | None = default_chunker,
     context: tuple[str, str] | None = None,
+    search_text: str | None = None,
 ) -> list[SearchItem]:
-    """Search units of an event; `context` is (id, text) of the event it follows."""
-    pieces = _chunked(event_search_text(event), chunker)
-    extra = context_terms(context[1]) if context and len(pieces) == 1 else []
+    """Search units of an event; `context` is (id, text) of the event it follows;
+    `search_text` is event_search_text(event) when the caller has it already."""
+    text = event_search_text(event) if search_text is None else search_text
+    pieces = _chunked(text, chunker)
+    extra = _context(context[1])[1] if context and context[1] and len(pieces) == 1 else ""
     return _units(
         event.id,
         "event",
         pieces,
         type=event.type,
-        context_terms=" ".join(extra),
+        context_terms=extra,
         context_id=context[0] if extra and context else None,
         ts=event.ts,
         session_id=event.session_id,

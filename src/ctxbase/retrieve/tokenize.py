@@ -41,7 +41,9 @@ __all__ = [
     "add_words",
     "fts_match_expression",
     "index_terms",
+    "index_terms_with_tail",
     "query_terms",
+    "words_version",
 ]
 
 # Longer "words" are almost always base64 blobs or minified data; they only bloat the index.
@@ -78,6 +80,9 @@ _WORD_CHAR = rf"[^\W{_CJK_CHARS}]"
 _TOKEN_PATTERN = re.compile(
     rf"(?P<cjk>[{_CJK_CHARS}]+)|(?P<word>{_WORD_CHAR}+(?:[.\-]{_WORD_CHAR}+)*)"
 )
+# The same pattern for ASCII text (no CJK; a word character is [A-Za-z0-9_]), which the
+# regex engine matches faster than the Unicode classes above.
+_ASCII_WORD_PATTERN = re.compile(r"[A-Za-z0-9_]+(?:[.\-][A-Za-z0-9_]+)*")
 _IDENTIFIER_SEPARATORS = re.compile(r"[._\-]+")
 # camelCase parts: "HTTPServer" -> HTTP, Server; "base64Encode" -> base64, Encode.
 _CAMEL_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+[0-9]*|[A-Z]+[0-9]*|[0-9]+")
@@ -87,6 +92,14 @@ _ASCII_LETTERS = re.compile(r"[a-z]+")
 _jieba_lock = threading.Lock()
 _jieba_tokenizer: Any = None
 _stemmer_state = threading.local()
+# Bumped by add_words: cached segmentations (here and in callers' caches) key on it, so a
+# text tokenized after new words were added is segmented afresh.
+_words_version = 0
+
+# Words and Chinese runs repeat across texts: their terms are cached, up to these lengths
+# (longer ones are rare and would only fill the caches).
+_CACHED_WORD_CHARS = 80
+_CACHED_RUN_CHARS = 64
 
 
 def _segmenter() -> Any:
@@ -113,12 +126,20 @@ def add_words(words: Iterable[str]) -> None:
     Only affects text tokenized afterwards: re-index documents that contain the words.
     Words with whitespace are ignored (jieba cannot match across it).
     """
+    global _words_version
     tokenizer = _segmenter()
     with _jieba_lock:
         for word in words:
             cleaned = unicodedata.normalize("NFKC", word).strip()
             if cleaned and not any(ch.isspace() for ch in cleaned):
                 tokenizer.add_word(cleaned)
+        _words_version += 1
+    _run_terms.cache_clear()
+
+
+def words_version() -> int:
+    """Changes whenever :func:`add_words` may have changed how text is segmented."""
+    return _words_version
 
 
 def _stemmer() -> Any:
@@ -186,21 +207,100 @@ def _cjk_terms(run: str) -> Iterator[str]:
             yield cleaned
 
 
+@lru_cache(maxsize=65536)
+def _cached_word_terms(word: str) -> tuple[str, ...]:
+    return tuple(_word_terms(word))
+
+
+@lru_cache(maxsize=16384)
+def _run_terms(version: int, run: str) -> tuple[str, ...]:
+    # `version` is the words version the run is segmented under (part of the cache key).
+    return tuple(_cjk_terms(run))
+
+
+def _token_terms(cjk_run: str, word: str, version: int) -> tuple[str, ...]:
+    """Terms of one token: a run of Chinese characters (`cjk_run`) or else a `word`."""
+    if cjk_run:
+        if len(cjk_run) <= _CACHED_RUN_CHARS:
+            return _run_terms(version, cjk_run)
+        return tuple(_cjk_terms(cjk_run))
+    if len(word) <= _CACHED_WORD_CHARS:
+        return _cached_word_terms(word)
+    return tuple(_word_terms(word))
+
+
 def _normalise(text: str) -> str:
     # NFKC folds full-width forms ("ＡＢＣ１２３" -> "ABC123") and ligatures.
     return unicodedata.normalize("NFKC", text)
 
 
+def _terms_of(normalised: str) -> list[str]:
+    # _token_terms, inlined: this loop runs once per token of everything indexed
+    terms: list[str] = []
+    extend = terms.extend
+    word_terms = _cached_word_terms
+    if normalised.isascii():
+        for word in _ASCII_WORD_PATTERN.findall(normalised):
+            extend(word_terms(word) if len(word) <= _CACHED_WORD_CHARS else _word_terms(word))
+        return terms
+    version = _words_version
+    # findall yields (cjk run, word) per token; exactly one of the two is non-empty
+    for cjk_run, word in _TOKEN_PATTERN.findall(normalised):
+        if cjk_run:
+            if len(cjk_run) <= _CACHED_RUN_CHARS:
+                extend(_run_terms(version, cjk_run))
+            else:
+                extend(_cjk_terms(cjk_run))
+        elif len(word) <= _CACHED_WORD_CHARS:
+            extend(word_terms(word))
+        else:
+            extend(_word_terms(word))
+    return terms
+
+
 def index_terms(text: str) -> list[str]:
     """Terms to index a document by, in text order and with repeats (BM25 counts them)."""
+    return _terms_of(_normalise(text))
+
+
+def index_terms_with_tail(text: str, tail_chars: int) -> tuple[list[str], list[str] | None]:
+    """``index_terms(text)`` and ``index_terms(text[-tail_chars:])`` from one tokenization.
+
+    The tail's terms are the text's own from the first token after the cut on, preceded by
+    the terms of the piece of a token the cut splits, if any. That holds when the tail's
+    NFKC form ends the text's (normalisation does not reach across the cut; it nearly never
+    does); otherwise the second value is None, and the tail has to be tokenized by itself.
+    """
+    normalised = _normalise(text)
+    if len(text) <= tail_chars:
+        whole = _terms_of(normalised)
+        return whole, list(whole)
+    tail_text = _normalise(text[-tail_chars:])
+    if not normalised.endswith(tail_text):
+        return _terms_of(normalised), None
+    # The tail is normalised[cut:]. The pattern looks neither behind nor at word
+    # boundaries, and its tokens are maximal: scanning normalised[cut:] finds the tokens
+    # that start at or after `cut`, after the tokens of the piece normalised[cut:end] of a
+    # token that starts before `cut` and ends at `end` after it.
+    cut = len(normalised) - len(tail_text)
+    version = _words_version
     terms: list[str] = []
-    for match in _TOKEN_PATTERN.finditer(_normalise(text)):
-        cjk_run = match.group("cjk")
-        if cjk_run is not None:
-            terms.extend(_cjk_terms(cjk_run))
-        else:
-            terms.extend(_word_terms(match.group("word")))
-    return terms
+    extend = terms.extend
+    head: list[str] = []  # terms of the piece of a token the cut splits
+    tail = -1  # where in `terms` the tail's own tokens start
+    for match in _TOKEN_PATTERN.finditer(normalised):
+        cjk_run, word = match.groups("")
+        token = _token_terms(cjk_run, word, version)
+        if tail < 0:
+            if match.start() >= cut:
+                tail = len(terms)
+            elif match.end() > cut:
+                head = _terms_of(normalised[cut : match.end()])
+                tail = len(terms) + len(token)
+        extend(token)
+    if tail < 0:
+        tail = len(terms)
+    return terms, head + terms[tail:]
 
 
 def query_terms(text: str) -> list[str]:

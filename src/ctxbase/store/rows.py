@@ -17,6 +17,7 @@ from .base import ApiKeyRecord, SearchItem, StateChange
 
 __all__ = [
     "EVENT_COLS",
+    "EVENT_EDGE_SOURCE",
     "ITEM_COLS",
     "Load",
     "api_key_row",
@@ -24,6 +25,7 @@ __all__ = [
     "check_direction",
     "entity_row",
     "event_edges",
+    "event_links",
     "event_row",
     "item_row",
     "next_version",
@@ -69,25 +71,35 @@ def check_direction(direction: str) -> None:
         raise ValueError(f"direction must be 'out', 'in' or 'both' (got {direction!r})")
 
 
-def event_edges(event: Event, prev_id: str | None) -> list[Relation]:
-    """The event-graph edges a stored event adds: NEXT from the session's previous event,
-    CAUSED_BY to each parent, REFERS_TO to each reference."""
+# The source of the event-graph edges the store adds itself.
+EVENT_EDGE_SOURCE = "auto:capture"
+
+
+def event_links(event: Event, prev_id: str | None) -> list[tuple[str, str, str]]:
+    """(from_id, type, to_id) of the event-graph edges a stored event adds: NEXT from the
+    session's previous event, CAUSED_BY to each parent, REFERS_TO to each reference."""
     links: list[tuple[str, str, str]] = []
     if prev_id:
         links.append((prev_id, "NEXT", event.id))
     links += [(event.id, "CAUSED_BY", p) for p in event.parent_event_ids]
     links += [(event.id, "REFERS_TO", r) for r in event.refers_to]
+    return links
+
+
+def event_edges(event: Event, prev_id: str | None) -> list[Relation]:
+    """The event-graph edges of `event_links` as relations, created at the event's time
+    (confidence 1, no properties, open)."""
     return [
         Relation(
             project_id=event.project_id,
             from_id=from_id,
             type=rtype,
             to_id=to_id,
-            source="auto:capture",
+            source=EVENT_EDGE_SOURCE,
             created_at=event.ts,
             valid_from=event.ts,
         )
-        for from_id, rtype, to_id in links
+        for from_id, rtype, to_id in event_links(event, prev_id)
     ]
 
 

@@ -131,6 +131,18 @@ class SharedReads:
             sql += f" ORDER BY {order}"
         return self._read_events(self._dialect.sql(sql), args)
 
+    def last_events_of_sessions(
+        self, project_id: str, session_ids: Sequence[str]
+    ) -> dict[str, Event]:
+        """Session id -> its last active event (as `list_events(..., last_n=1)` finds it),
+        for the sessions that have one."""
+        out: dict[str, Event] = {}
+        for session_id in dict.fromkeys(session_ids):
+            last = self.list_events(project_id, session_id, last_n=1)
+            if last:
+                out[session_id] = last[0]
+        return out
+
     # -- entities ----------------------------------------------------------------------------
     _ENTITY_SELECT = (
         "SELECT project_id, entity_id, type, name, text, properties, version, latest, active, "

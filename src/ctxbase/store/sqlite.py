@@ -21,7 +21,14 @@ from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
 from .base import ForgetReport, SearchItem, Store
-from .rows import check_direction, entity_row, event_edges, event_row, relation_row
+from .rows import (
+    EVENT_EDGE_SOURCE,
+    check_direction,
+    entity_row,
+    event_links,
+    event_row,
+    relation_row,
+)
 from .sqlite_admin import SQLiteAdmin
 from .sqlite_base import (
     EVENT_COLS,
@@ -102,79 +109,197 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
     ) -> list[Event]:
         if len(events) != len(items):
             raise ValueError("write_events needs one list of search items per event")
-        inserted: list[Event] = []
         if not events:
-            return inserted
+            return []
+        projects = list(dict.fromkeys(e.project_id for e in events))
         with self._write() as conn:
-            projects = {e.project_id for e in events}
             for project_id in projects:
                 self._ensure_project(conn, project_id)
-            for event, event_items in zip(events, items, strict=True):
-                if self._is_tombstoned(conn, event.project_id, event.id):
-                    continue
-                exists = conn.execute(
-                    "SELECT 1 FROM events WHERE project_id=? AND event_id=?",
-                    (event.project_id, event.id),
-                ).fetchone()
-                if exists:
-                    continue
-                seq, prev_id = self._next_seq(conn, event)
-                stored = event.model_copy(update={"seq": seq})
-                conn.execute(
-                    f"INSERT INTO events({EVENT_COLS}) VALUES ({placeholders(14)})",
-                    (
-                        stored.id,
-                        stored.session_id,
-                        stored.task_id,
-                        seq,
-                        stored.agent_id,
-                        stored.agent_role,
-                        stored.type,
-                        stored.text,
-                        dumps(stored.data),
-                        stored.ts,
-                        stored.importance,
-                        dumps(stored.metadata),
-                        1 if stored.active else 0,
-                        stored.project_id,
-                    ),
-                )
-                for edge in event_edges(stored, prev_id):
-                    self._upsert_relation(conn, edge)
-                self._insert_items(conn, stored.project_id, event_items)
-                inserted.append(stored)
+            fresh = self._fresh_events(conn, events)
+            inserted = self._insert_events(conn, [(events[n], items[n]) for n in fresh])
             for project_id in projects:
                 self._bump(conn, project_id)
         return inserted
 
-    def _next_seq(self, conn: sqlite3.Connection, event: Event) -> tuple[int, str | None]:
-        row = conn.execute(
-            "SELECT last_seq, last_event_id FROM sessions WHERE project_id=? AND session_id=?",
-            (event.project_id, event.session_id),
-        ).fetchone()
-        if row is None:
-            conn.execute(
+    def _fresh_events(self, conn: sqlite3.Connection, events: Sequence[Event]) -> list[int]:
+        """Positions of the events not stored yet, not forgotten and not repeated."""
+        by_project: dict[str, dict[str, None]] = {}
+        for e in events:
+            by_project.setdefault(e.project_id, {})[e.id] = None
+        seen: set[tuple[str, str]] = set()
+        for pid, id_set in by_project.items():
+            ids = list(id_set)
+            for part in chunks(ids):
+                rows = conn.execute(
+                    f"SELECT event_id FROM events WHERE project_id=? "
+                    f"AND event_id IN ({placeholders(len(part))})",
+                    (pid, *part),
+                ).fetchall()
+                seen.update((pid, r[0]) for r in rows)
+            hashes = {tombstone_hash(i): i for i in ids}
+            for part in chunks(list(hashes)):
+                rows = conn.execute(
+                    f"SELECT hashed_id FROM tombstones WHERE project_id=? "
+                    f"AND hashed_id IN ({placeholders(len(part))})",
+                    (pid, *part),
+                ).fetchall()
+                seen.update((pid, hashes[r[0]]) for r in rows)
+        fresh: list[int] = []
+        for n, e in enumerate(events):
+            key = (e.project_id, e.id)
+            if key not in seen:
+                seen.add(key)
+                fresh.append(n)
+        return fresh
+
+    def _session_tails(
+        self, conn: sqlite3.Connection, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[Any]]:
+        """(project, session) -> [last_seq, last_event_id] of the sessions that have a row."""
+        by_project: dict[str, list[str]] = {}
+        for pid, sid in keys:
+            by_project.setdefault(pid, []).append(sid)
+        tails: dict[tuple[str, str], list[Any]] = {}
+        for pid, sids in by_project.items():
+            for part in chunks(sids):
+                for sid, last_seq, last_id in conn.execute(
+                    f"SELECT session_id, last_seq, last_event_id FROM sessions "
+                    f"WHERE project_id=? AND session_id IN ({placeholders(len(part))})",
+                    (pid, *part),
+                ).fetchall():
+                    tails[(pid, sid)] = [int(last_seq), last_id]
+        return tails
+
+    def _insert_events(
+        self, conn: sqlite3.Connection, pairs: Sequence[tuple[Event, Sequence[SearchItem]]]
+    ) -> list[Event]:
+        """Insert fresh events in order: seq and NEXT from their session's tail, the session
+        rows, the event-graph edges and the search units, each kind in one statement."""
+        if not pairs:
+            return []
+        keys = list(dict.fromkeys((e.project_id, e.session_id) for e, _ in pairs))
+        tails = self._session_tails(conn, keys)
+        created: dict[tuple[str, str], Event] = {}  # sessions whose first event this is
+        touched: dict[tuple[str, str], float] = {}  # updated_at of the other sessions
+        stored_events: list[Event] = []
+        event_rows: list[tuple[Any, ...]] = []
+        edges: list[tuple[str, str, str, str, str, float]] = []
+        unit_rows: list[tuple[str, SearchItem]] = []
+        for event, event_items in pairs:
+            pid = event.project_id
+            key = (pid, event.session_id)
+            tail = tails.get(key)
+            if tail is None:
+                tail = tails[key] = [0, None]
+                created[key] = event
+            else:
+                touched[key] = max(event.ts, time.time())
+            seq, prev_id = tail[0] + 1, tail[1]
+            tail[0], tail[1] = seq, event.id
+            stored_events.append(event.model_copy(update={"seq": seq}))
+            event_rows.append(
+                (
+                    event.id,
+                    event.session_id,
+                    event.task_id,
+                    seq,
+                    event.agent_id,
+                    event.agent_role,
+                    event.type,
+                    event.text,
+                    dumps(event.data),
+                    event.ts,
+                    event.importance,
+                    dumps(event.metadata),
+                    1 if event.active else 0,
+                    pid,
+                )
+            )
+            edges += [
+                (pid, relation_id_for(pid, f, t, to), f, t, to, event.ts)
+                for f, t, to in event_links(event, prev_id)
+            ]
+            unit_rows += [(pid, it) for it in event_items]
+        # A session's updated_at moves with every event after its first.
+        new_sessions = [
+            (
+                pid,
+                sid,
+                "active",
+                first.ts,
+                touched.get((pid, sid), first.ts),
+                "{}",
+                *tails[pid, sid],
+            )
+            for (pid, sid), first in created.items()
+        ]
+        if new_sessions:
+            conn.executemany(
                 "INSERT INTO sessions(project_id, session_id, status, created_at, updated_at, "
                 "metadata, last_seq, last_event_id) VALUES (?,?,?,?,?,?,?,?)",
-                (
-                    event.project_id,
-                    event.session_id,
-                    "active",
-                    event.ts,
-                    event.ts,
-                    "{}",
-                    1,
-                    event.id,
-                ),
+                new_sessions,
             )
-            return 1, None
-        seq = int(row[0]) + 1
-        conn.execute(
-            "UPDATE sessions SET last_seq=?, last_event_id=?, updated_at=? "
-            "WHERE project_id=? AND session_id=?",
-            (seq, event.id, max(event.ts, time.time()), event.project_id, event.session_id),
+        moved = [(*tails[key], at, *key) for key, at in touched.items() if key not in created]
+        if moved:
+            conn.executemany(
+                "UPDATE sessions SET last_seq=?, last_event_id=?, updated_at=? "
+                "WHERE project_id=? AND session_id=?",
+                moved,
+            )
+        conn.executemany(
+            f"INSERT INTO events({EVENT_COLS}) VALUES ({placeholders(14)})", event_rows
         )
-        return seq, row[1]
+        self._insert_event_edges(conn, edges)
+        self._insert_project_items(conn, unit_rows)
+        return stored_events
+
+    def _insert_event_edges(
+        self, conn: sqlite3.Connection, edges: Sequence[tuple[str, str, str, str, str, float]]
+    ) -> None:
+        """Upsert event-graph edges (project, relation id, from, type, to, event ts) in order,
+        as _upsert_relation would one by one: an edge stored already keeps its created_at,
+        and its valid_from unless it was closed."""
+        if not edges:
+            return
+        by_project: dict[str, list[str]] = {}
+        for edge in edges:
+            by_project.setdefault(edge[0], []).append(edge[1])
+        known: dict[tuple[str, str], tuple[float, float, float | None]] = {}
+        for pid, rids in by_project.items():
+            for part in chunks(list(dict.fromkeys(rids))):
+                for rid, created_at, valid_from, valid_to in conn.execute(
+                    f"SELECT relation_id, created_at, valid_from, valid_to FROM relations "
+                    f"WHERE project_id=? AND relation_id IN ({placeholders(len(part))})",
+                    (pid, *part),
+                ).fetchall():
+                    known[(pid, rid)] = (created_at, valid_from, valid_to)
+        rows: list[tuple[Any, ...]] = []
+        for pid, rid, from_id, rtype, to_id, ts in edges:
+            old = known.get((pid, rid))
+            created_at = old[0] if old else ts
+            valid_from = old[1] if old and old[2] is None else ts
+            known[(pid, rid)] = (created_at, valid_from, None)
+            rows.append(
+                (
+                    pid,
+                    rid,
+                    from_id,
+                    rtype,
+                    to_id,
+                    1.0,
+                    EVENT_EDGE_SOURCE,
+                    created_at,
+                    valid_from,
+                    None,
+                    "{}",
+                )
+            )
+        conn.executemany(
+            "INSERT OR REPLACE INTO relations(project_id, relation_id, from_id, type, to_id, "
+            "confidence, source, created_at, valid_from, valid_to, properties) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            rows,
+        )
 
     def _is_tombstoned(self, conn: sqlite3.Connection, project_id: str, item_id: str) -> bool:
         row = conn.execute(
@@ -209,10 +334,46 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                 )
                 if not include_inactive:
                     sql += " AND active=1"
-                for row in conn.execute(sql, (project_id, *part)).fetchall():
-                    ev = self._event(conn, row)
+                for ev in self._events(conn, conn.execute(sql, (project_id, *part)).fetchall()):
                     out[ev.id] = ev
         return [out[i] for i in ids if i in out]
+
+    def last_events_of_sessions(
+        self, project_id: str, session_ids: Sequence[str]
+    ) -> dict[str, Event]:
+        out: dict[str, Event] = {}
+        with self._read() as conn:
+            for part in chunks(list(dict.fromkeys(session_ids))):
+                # per session, the index on (project_id, session_id, seq) walked backwards
+                rows = conn.execute(
+                    f"WITH wanted(session_id) AS (VALUES {','.join(['(?)'] * len(part))}) "
+                    f"SELECT {EVENT_COLS} FROM events WHERE project_id=? AND event_id IN ("
+                    "SELECT (SELECT e.event_id FROM events e WHERE e.project_id=? "
+                    "AND e.session_id=wanted.session_id AND e.active=1 "
+                    "ORDER BY e.seq DESC LIMIT 1) FROM wanted)",
+                    (*part, project_id, project_id),
+                ).fetchall()
+                out.update((ev.session_id, ev) for ev in self._events(conn, rows))
+        return out
+
+    def _events(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> list[Event]:
+        """EVENT_COLS rows as events, with their CAUSED_BY / REFERS_TO links in order."""
+        if len(rows) == 1:
+            return [self._event(conn, rows[0])]
+        by_project: dict[str, list[str]] = {}
+        for row in rows:
+            by_project.setdefault(row[13], []).append(row[0])
+        links: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for pid, ids in by_project.items():
+            for part in chunks(list(dict.fromkeys(ids))):
+                for from_id, rtype, to_id in conn.execute(
+                    "SELECT from_id, type, to_id FROM relations WHERE project_id=? "
+                    f"AND from_id IN ({placeholders(len(part))}) "
+                    "AND type IN ('CAUSED_BY','REFERS_TO') ORDER BY created_at, to_id",
+                    (pid, *part),
+                ).fetchall():
+                    links.setdefault((pid, from_id), []).append((rtype, to_id))
+        return [event_row(row, links.get((row[13], row[0]), []), loads) for row in rows]
 
     def _event(self, conn: sqlite3.Connection, row: Sequence[Any]) -> Event:
         rels = conn.execute(
@@ -224,8 +385,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
 
     def _read_events(self, sql: str, args: Sequence[Any]) -> list[Event]:
         with self._read() as conn:
-            rows = conn.execute(sql, args).fetchall()
-            return [self._event(conn, r) for r in rows]
+            return self._events(conn, conn.execute(sql, args).fetchall())
 
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
         flag = 1 if active else 0

@@ -72,8 +72,43 @@ def indexed_terms(terms: str, context_terms: str, context_hidden: int) -> str:
     return terms
 
 
+# json.dumps(value, ensure_ascii=False) builds an encoder per call; this one is reused.
+_encode_json = json.JSONEncoder(ensure_ascii=False).encode
+
+# An item's rowid must stay below this (SQLite's largest rowid).
+_MAX_ROWID = 2**63 - 1
+
+
+def _item_values(project_id: str, it: SearchItem) -> tuple[Any, ...]:
+    """An item's values in ITEM_COLS order, then its project."""
+    return (
+        it.item_id,
+        it.owner_id,
+        it.kind,
+        it.type,
+        it.text,
+        it.terms,
+        it.ts,
+        it.session_id,
+        it.agent_id,
+        it.agent_role,
+        it.path,
+        it.line_start,
+        it.line_end,
+        1 if it.latest else 0,
+        it.importance,
+        it.context_terms,
+        it.context_id,
+        project_id,
+    )
+
+
 def dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False)
+    if value is None:
+        return None
+    if type(value) is dict and not value:
+        return "{}"  # most metadata and properties
+    return _encode_json(value)
 
 
 def loads(value: str | None) -> Any:
@@ -271,44 +306,80 @@ class SQLiteBase(SharedReads):
     def _insert_items(
         self, conn: sqlite3.Connection, project_id: str, items: Sequence[SearchItem]
     ) -> None:
-        for it in items:
-            old = conn.execute(
-                "SELECT rowid FROM items WHERE project_id=? AND item_id=?", (project_id, it.item_id)
-            ).fetchone()
-            if old:
-                conn.execute("DELETE FROM item_fts WHERE rowid=?", (old[0],))
-                conn.execute("DELETE FROM items WHERE rowid=?", (old[0],))
-                conn.execute(
-                    "DELETE FROM item_vectors WHERE project_id=? AND item_id=?",
-                    (project_id, it.item_id),
-                )
-            cur = conn.execute(
-                f"INSERT INTO items({ITEM_COLS}, project_id) VALUES ({placeholders(18)})",
-                (
-                    it.item_id,
-                    it.owner_id,
-                    it.kind,
-                    it.type,
-                    it.text,
-                    it.terms,
-                    it.ts,
-                    it.session_id,
-                    it.agent_id,
-                    it.agent_role,
-                    it.path,
-                    it.line_start,
-                    it.line_end,
-                    1 if it.latest else 0,
-                    it.importance,
-                    it.context_terms,
-                    it.context_id,
-                    project_id,
-                ),
+        self._insert_project_items(conn, [(project_id, it) for it in items])
+
+    def _insert_project_items(
+        self, conn: sqlite3.Connection, rows: Sequence[tuple[str, SearchItem]]
+    ) -> None:
+        """Store (project_id, item) search units with their keyword-index rows, replacing
+        units stored under the same ids; a few statements for the whole list."""
+        if not rows:
+            return
+        keys = {(pid, it.item_id) for pid, it in rows}
+        if len(keys) < len(rows):  # a unit twice: each replaces the one before, in order
+            for pid, it in rows:
+                self._insert_item(conn, pid, it)
+            return
+        by_project: dict[str, list[str]] = {}
+        for pid, it in rows:
+            by_project.setdefault(pid, []).append(it.item_id)
+        old: list[tuple[int, str, str]] = []  # rowid, project_id, item_id
+        for pid, item_ids in by_project.items():
+            for part in chunks(item_ids):
+                old += [
+                    (r[0], pid, r[1])
+                    for r in conn.execute(
+                        f"SELECT rowid, item_id FROM items WHERE project_id=? "
+                        f"AND item_id IN ({placeholders(len(part))})",
+                        (pid, *part),
+                    ).fetchall()
+                ]
+        if old:
+            conn.executemany("DELETE FROM item_fts WHERE rowid=?", [(r[0],) for r in old])
+            conn.executemany("DELETE FROM items WHERE rowid=?", [(r[0],) for r in old])
+            conn.executemany(
+                "DELETE FROM item_vectors WHERE project_id=? AND item_id=?",
+                [(r[1], r[2]) for r in old],
             )
+        # The rowids SQLite would choose one insert at a time (the largest plus one), given
+        # up front so the keyword-index rows can name them.
+        top = conn.execute("SELECT max(rowid) FROM items").fetchone()[0] or 0
+        if top > _MAX_ROWID - len(rows):  # SQLite would pick free rowids at random
+            for pid, it in rows:
+                self._insert_item(conn, pid, it)
+            return
+        conn.executemany(
+            f"INSERT INTO items(rowid, {ITEM_COLS}, project_id) VALUES ({placeholders(19)})",
+            [(top + n, *_item_values(pid, it)) for n, (pid, it) in enumerate(rows, 1)],
+        )
+        conn.executemany(
+            "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
+            [
+                (top + n, indexed_terms(it.terms, it.context_terms, 0), it.terms)
+                for n, (_pid, it) in enumerate(rows, 1)
+            ],
+        )
+
+    def _insert_item(self, conn: sqlite3.Connection, project_id: str, it: SearchItem) -> None:
+        """One search unit with its keyword-index row, replacing a unit of the same id."""
+        old = conn.execute(
+            "SELECT rowid FROM items WHERE project_id=? AND item_id=?", (project_id, it.item_id)
+        ).fetchone()
+        if old:
+            conn.execute("DELETE FROM item_fts WHERE rowid=?", (old[0],))
+            conn.execute("DELETE FROM items WHERE rowid=?", (old[0],))
             conn.execute(
-                "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
-                (cur.lastrowid, indexed_terms(it.terms, it.context_terms, 0), it.terms),
+                "DELETE FROM item_vectors WHERE project_id=? AND item_id=?",
+                (project_id, it.item_id),
             )
+        cur = conn.execute(
+            f"INSERT INTO items({ITEM_COLS}, project_id) VALUES ({placeholders(18)})",
+            _item_values(project_id, it),
+        )
+        conn.execute(
+            "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
+            (cur.lastrowid, indexed_terms(it.terms, it.context_terms, 0), it.terms),
+        )
 
     def _set_context_state(
         self, conn: sqlite3.Connection, project_id: str, ids: Sequence[str], hidden: int | None
