@@ -140,24 +140,34 @@ class AssembleShortcut:
 
     async def _answer(self, rt: Runtime, scope: Scope, raw: bytes, send: Send) -> bool:
         try:
+            cached = self._hit(rt, scope, raw)
+        except Exception:  # a failing store, a closing server: the route answers properly
+            return False
+        if cached is None:
+            return False
+        await send_cached(send, cached)
+        return True
+
+    @staticmethod
+    def _hit(rt: Runtime, scope: Scope, raw: bytes) -> Cached | None:
+        try:
             body = AssembleIn.model_validate_json(raw)
         except PydanticValidationError:
-            return False
+            return None
         who = _known_principal(rt, scope)
         pid = body.project_id
         if who is None or not who.sees(pid) or not role_allows(who.role, "read"):
-            return False
+            return None
         key = assembly_key(body, rt.cb.store.index_generation(pid))
         cached = rt.cache.lookup(pid, key, lambda: compute_assembly(rt, body))
         if cached is None or not rt.limiter.try_take(str(who.key_id)):
-            return False
+            return None
         state = scope.setdefault("state", {})
         state["key_id"] = who.key_id
         state["route_path"] = ASSEMBLE_PATH
         rt.cache.count_hit()
         rt.metrics.inc("ctxbase_assemble_cache_hits_total")
-        await send_cached(send, cached)
-        return True
+        return cached
 
 
 async def send_cached(send: Send, cached: Cached) -> None:
