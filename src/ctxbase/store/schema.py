@@ -137,8 +137,13 @@ _V1 = [
 ]
 
 # version -> statements; append new versions, never edit a released one.
-# v2 adds nothing shared; SQLite counts vector removals for in-memory readers (sqlite_base).
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: []}
+# v2: the embedding worker's pending-items read of one project by index; SQLite also counts
+# vector removals for in-memory readers (sqlite_base).
+_V2 = [
+    "CREATE INDEX IF NOT EXISTS items_pending_project "
+    "ON items (project_id, embedded_model, active)",
+]
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2}
 
 # The version table, the same in every backend: one row, key 'schema_version'.
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"

@@ -187,15 +187,17 @@ class SharedReads:
     def pending_embeddings(
         self, model: str, limit: int, project_id: str | None = None
     ) -> list[tuple[str, str, str]]:
-        sql = (
-            "SELECT project_id, item_id, text FROM items WHERE active=1 "
-            "AND (embedded_model IS NULL OR embedded_model <> ?)"
-        )
-        args: list[Any] = [model]
-        if project_id is not None:
-            sql += " AND project_id=?"
-            args.append(project_id)
-        else:
+        # Three index ranges (no vector yet, another model below or above this one) rather
+        # than "<> ?": the worker's poll then reads the pending rows, not every item.
+        scope = " AND project_id=?" if project_id is not None else ""
+        arms = [
+            f"SELECT project_id, item_id, text FROM items WHERE active=1{scope} AND {cond}"
+            for cond in ("embedded_model IS NULL", "embedded_model < ?", "embedded_model > ?")
+        ]
+        sql = " UNION ALL ".join(arms)
+        scoped: list[Any] = [project_id] if project_id is not None else []
+        args = [*scoped, *scoped, model, *scoped, model]
+        if project_id is None:
             sql = self._dialect.cross_project + sql  # the embedding worker serves every project
         found = self._all(sql + " LIMIT ?", (*args, int(limit)))
         return [(r[0], r[1], r[2]) for r in found]
