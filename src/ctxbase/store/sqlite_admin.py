@@ -216,11 +216,13 @@ class SQLiteAdmin(SQLiteBase):
             raise ValueError(f"import_rows({project_id!r}, {table!r}) got another project's row")
         inserted = 0
         with self._write() as conn:
-            for r in rows:
+            # item_vectors rowids say when a vector was stored: fresh ones, one per row
+            rowid = reserve_vector_rowids(conn, len(rows)) if table == "item_vectors" else 0
+            for n, r in enumerate(rows):
                 values = [_import_value(c, r.get(c)) for c in cols]
                 names = list(cols)
-                if table == "item_vectors":  # rowids that say when a vector was stored
-                    names, values = ["rowid", *names], [reserve_vector_rowids(conn, 1), *values]
+                if rowid:
+                    names, values = ["rowid", *names], [rowid + n, *values]
                 cur = conn.execute(
                     f"INSERT OR IGNORE INTO {table}({', '.join(names)}) "
                     f"VALUES ({placeholders(len(names))})",

@@ -79,7 +79,8 @@ class SQLiteSearch(SQLiteBase):
     ) -> int:
         written = 0
         with self._write() as conn:
-            for project_id, item_id, vec in rows:
+            rowid = reserve_vector_rowids(conn, len(rows))  # one per row; skipped ones unused
+            for n, (project_id, item_id, vec) in enumerate(rows):
                 present = conn.execute(
                     "SELECT 1 FROM items WHERE project_id=? AND item_id=?", (project_id, item_id)
                 ).fetchone()
@@ -94,7 +95,7 @@ class SQLiteSearch(SQLiteBase):
                     "INSERT OR REPLACE INTO item_vectors(rowid, project_id, item_id, model, dim, "
                     "vec) VALUES (?,?,?,?,?,?)",
                     (
-                        reserve_vector_rowids(conn, 1),
+                        rowid + n,
                         project_id,
                         item_id,
                         model,
