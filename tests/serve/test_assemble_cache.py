@@ -25,9 +25,23 @@ def _wait_until(check: object, timeout: float = 10.0) -> bool:
     return False
 
 
+class FakeClock:
+    """Time that moves only when a test says so: TTL tests never depend on the machine's load."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 # -- the cache itself ----------------------------------------------------------------------
 def test_stale_entries_are_served_while_one_background_refresh_runs() -> None:
-    cache = AssembleCache(ttl_s=0.2, size=10)
+    clock = FakeClock()
+    cache = AssembleCache(ttl_s=10, size=10, clock=clock)
     cache.put("p", "k", Cached("old", b"1"))
     calls: list[int] = []
     release = threading.Event()
@@ -38,7 +52,8 @@ def test_stale_entries_are_served_while_one_background_refresh_runs() -> None:
         return Cached("new", b"2")
 
     assert cache.lookup("p", "k", refresh) == Cached("old", b"1")  # fresh: no refresh
-    time.sleep(0.21)
+    assert calls == []
+    clock.advance(10.5)  # past the fresh period (at most the TTL), inside the stale one
     for _ in range(20):  # stale: served at once, refreshed once
         assert cache.lookup("p", "k", refresh) == Cached("old", b"1")
     release.set()
@@ -47,9 +62,12 @@ def test_stale_entries_are_served_while_one_background_refresh_runs() -> None:
 
 
 def test_entries_past_their_stale_period_are_misses() -> None:
-    cache = AssembleCache(ttl_s=0.05, size=10)
+    clock = FakeClock()
+    cache = AssembleCache(ttl_s=10, size=10, clock=clock)
     cache.put("p", "k", Cached("old", b"1"))
-    time.sleep(0.11)  # fresh for at most 0.05 s, stale for 0.05 s more
+    clock.advance(7.4)  # fresh for at least 75% of the TTL
+    assert cache.get("p", "k") == Cached("old", b"1")
+    clock.advance(12.7)  # fresh for at most 10 s, stale for 10 s more: 20.1 s is past both
     assert cache.lookup("p", "k", lambda: Cached("new", b"2")) is None
 
 
@@ -74,9 +92,10 @@ def test_an_assembly_racing_with_a_write_is_not_kept() -> None:
 
 
 def test_a_failed_refresh_drops_the_entry_so_the_next_caller_sees_the_error() -> None:
-    cache = AssembleCache(ttl_s=0.05, size=10)
+    clock = FakeClock()
+    cache = AssembleCache(ttl_s=10, size=10, clock=clock)
     cache.put("p", "k", Cached("old", b"1"))
-    time.sleep(0.06)
+    clock.advance(10.5)
 
     def broken() -> Cached:
         raise RuntimeError("project gone")
@@ -210,12 +229,15 @@ def test_a_streamed_body_without_length_goes_through_the_route(live: Live, pid: 
 def test_an_expired_answer_is_served_once_more_while_it_is_refreshed(
     tmp_path: Path, pid: str
 ) -> None:
-    server = start(tmp_path, assemble_cache_ttl_s=0.3)
+    server = start(tmp_path, assemble_cache_ttl_s=30)
     try:
+        clock = FakeClock()
+        server.app.state.runtime.cache.clock = clock
         live = Live(server.url, server.settings.db, server)
         c = _seeded(live, pid)
         first = _assemble(c, pid).json()["context_id"]
-        time.sleep(0.35)  # stale now: answered from the cache, refreshed behind it
+        assert _assemble(c, pid).json()["context_id"] == first  # fresh: the cached answer
+        clock.advance(31)  # stale now: answered from the cache, refreshed behind it
         assert _assemble(c, pid).json()["context_id"] == first
         assert _wait_until(lambda: _assemble(c, pid).json()["context_id"] != first)
     finally:

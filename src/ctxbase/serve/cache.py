@@ -47,9 +47,13 @@ class AssembleCache:
     """Entries are fresh for 75-100% of `ttl_s`, then stale (served while refreshed) until
     `ttl_s` after that."""
 
-    def __init__(self, ttl_s: float, size: int) -> None:
+    def __init__(
+        self, ttl_s: float, size: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.ttl_s = ttl_s
         self.size = size
+        # Replaceable so tests move time forward instead of sleeping past a TTL.
+        self.clock = clock
         self._entries: OrderedDict[tuple[str, Hashable], tuple[float, Cached]] = OrderedDict()
         self._flights: dict[tuple[str, Hashable], _Flight] = {}
         self._lock = threading.Lock()
@@ -78,7 +82,7 @@ class AssembleCache:
         """The entry and whether it is fresh; None when missing or past its stale period."""
         if not self.enabled:
             return None
-        now = time.monotonic()
+        now = self.clock()
         with self._lock:
             entry = self._entries.get((project_id, key))
             if entry is None or entry[0] + self.ttl_s < now:
@@ -116,7 +120,7 @@ class AssembleCache:
             # Entries computed together (a burst of first requests) would otherwise go stale
             # together; a random share of the TTL spreads their refreshes out.
             fresh_for = self.ttl_s * random.uniform(0.75, 1.0)
-            self._entries[(project_id, key)] = (time.monotonic() + fresh_for, value)
+            self._entries[(project_id, key)] = (self.clock() + fresh_for, value)
             self._entries.move_to_end((project_id, key))
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
