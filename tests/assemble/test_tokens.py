@@ -21,7 +21,6 @@ from ctxbase.assemble.tokens import (
 )
 
 
-
 def module_available(name: str) -> bool:
     """Whether ``name`` can be imported; a missing parent package counts as absent."""
     try:
