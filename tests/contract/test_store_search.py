@@ -106,6 +106,39 @@ def test_filter_item_ids_paths_lines_latest(store: Store, project_id: str) -> No
     assert [i.item_id for i in store.get_items(project_id, ["d", "zz", "a"])] == ["d", "a"]
 
 
+def test_filter_item_ids_among_limit_and_excluded_sessions(store: Store, project_id: str) -> None:
+    ids = _load(store, project_id)
+    ent = Entity(id="doc:y", project_id=project_id, type="document", name="y")
+    unit = replace(item(project_id, "doc-unit", "beta"), owner_id="doc:y", kind="entity")
+    store.upsert_entity(ent, [unit])
+    items_of = {
+        sid: {
+            i.item_id
+            for i in store.get_items(
+                project_id, list(store.filter_item_ids(project_id, ItemFilter(session_ids=(sid,))))
+            )
+        }
+        for sid in ("s1", "s2", "s3")
+    }
+    everything = store.filter_item_ids(project_id, ItemFilter())
+    assert len(everything) == len(ids) + 1
+    # all sessions but s1, and items of no session (the entity's unit)
+    assert store.filter_item_ids(project_id, ItemFilter(exclude_session_ids=("s1",))) == (
+        items_of["s2"] | items_of["s3"] | {"doc-unit"}
+    )
+    only_events = ItemFilter(kinds=("event",), exclude_session_ids=("s1", "s3"))
+    assert store.filter_item_ids(project_id, only_events) == items_of["s2"]
+    # among: only the named candidates are checked; unknown ids are ignored
+    among = [*items_of["s1"], *items_of["s2"], "no-such-item"]
+    assert (
+        store.filter_item_ids(project_id, ItemFilter(exclude_session_ids=("s1",)), among=among)
+        == items_of["s2"]
+    )
+    # limit: at most that many
+    limited = store.filter_item_ids(project_id, ItemFilter(), limit=2)
+    assert len(limited) == 2 and limited <= everything
+
+
 def _unit(v: list[float]) -> np.ndarray:
     a = np.asarray(v, dtype=np.float32)
     return a / np.linalg.norm(a)

@@ -57,6 +57,22 @@ def test_hiding_the_context_event_hides_its_words_from_the_next_one(cb: ContextB
     assert _owners(cb, "hiking", preset="keyword", top_k=5) == []
 
 
+def test_a_broad_filter_checks_candidates_instead_of_listing_the_project(
+    cb: ContextBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxbase.retrieve.search import FilterScope
+
+    ids = _seed(cb)
+    flt = ItemFilter(exclude_session_ids=("s1",))
+    cfg = get_preset("hybrid", top_k=4)
+    listed = _owners(cb, "Carol pottery afternoon tests", config=cfg, filters=flt)
+    monkeypatch.setattr(FilterScope, "LISTED", 2)  # every filter here is now "broad"
+    checked = _owners(cb, "Carol pottery afternoon tests", config=cfg, filters=flt)
+    assert checked == listed
+    assert ids["pottery"] in checked
+    assert not {ids["budget"], ids["cache"], ids["ack"], ids["answer"]} & set(checked)
+
+
 def test_filters_apply_before_ranking(cb: ContextBase) -> None:
     ids = _seed(cb)
     only_s2 = _owners(cb, "订单 lake tests", filters=ItemFilter(session_ids=("s2",)))

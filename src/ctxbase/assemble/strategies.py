@@ -407,12 +407,14 @@ def project_scope_fallback(g: Gatherer, s: ProjectScopeFallback, session_message
     if session_messages >= s.fallback_depth and len(g.cands) >= g.policy.top_k:
         g.notes.append(f"{s.name}: the session has enough context; not widened")
         return
-    others = tuple(
-        x.session_id for x in g.cb.store.list_sessions(g.pid) if x.session_id != g.session_id
+    # first what other sessions of the project said about this (named by exclusion: listing
+    # every other session of a large project costs more than the search)
+    others = ItemFilter(
+        kinds=("event",),
+        exclude_session_ids=(g.session_id,) if g.session_id is not None else None,
     )
-    if others:  # first what other sessions of the project said about this
-        cfg = get_preset("hybrid", top_k=s.fallback_depth)
-        g.search(g.intent, cfg, ItemFilter(session_ids=others), s.name, 0.0, 0.3)
+    cfg = get_preset("hybrid", top_k=s.fallback_depth)
+    g.search(g.intent, cfg, others, s.name, 0.0, 0.3)
     docs = _recent_entities(g, ["document", "requirement"], 2 * s.fallback_depth)
     for i, e in enumerate(docs):
         g.add(_entity_cand(e, 0.3 - 0.005 * i, s.name, f"{s.name}: project {e.type}"))

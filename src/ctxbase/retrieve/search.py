@@ -127,9 +127,9 @@ class Searcher:
         t0 = time.perf_counter()
         if config.latest_only and (flt is None or not flt.latest_only):
             flt = _with_latest(flt)
-        allowed: set[str] | None = None
+        allowed: FilterScope | None = None
         if flt is not None and _restricts(flt):
-            allowed = self.store.filter_item_ids(project_id, flt)
+            allowed = FilterScope(self.store, project_id, flt)
         timings["filter"] = _ms(t0)
 
         rankings: dict[str, list[str]] = {}
@@ -267,11 +267,25 @@ class Searcher:
         return [(h.item_id, h.score) for h in hits]
 
     def _semantic_hits(
-        self, project_id: str, query: str, allowed: set[str] | None, config: SearchConfig
+        self, project_id: str, query: str, allowed: FilterScope | None, config: SearchConfig
     ) -> list[tuple[str, float]]:
         assert self.embedder is not None
         qvec = self.query_vector(query)
-        hits = self.vectors.search(project_id, self.embedder.name, qvec, config.candidates, allowed)
+        model, limit = self.embedder.name, config.candidates
+        if allowed is None or allowed.ids is not None:
+            ids = None if allowed is None else allowed.ids
+            hits = self.vectors.search(project_id, model, qvec, limit, ids)
+        else:
+            # A broad filter: the nearest vectors of the whole project, then the filter on
+            # those few, widening until enough pass or every vector was looked at.
+            want = limit * 4
+            while True:
+                found = self.vectors.search(project_id, model, qvec, want, None)
+                admitted = allowed.admits([i for i, _ in found])
+                hits = [(i, s) for i, s in found if i in admitted][:limit]
+                if len(hits) >= limit or len(found) < want:
+                    break
+                want *= 4
         return [(i, s) for i, s in hits if s >= config.min_similarity]
 
     def _pool(
@@ -300,7 +314,7 @@ class Searcher:
         project_id: str,
         config: SearchConfig,
         cands: dict[str, Candidate],
-        allowed: set[str] | None,
+        allowed: FilterScope | None,
     ) -> None:
         seeds = sorted(cands.values(), key=lambda c: -c.score)[: config.graph_seeds]
         if not seeds:
@@ -342,9 +356,11 @@ class Searcher:
         owner_items = self.store.filter_item_ids(project_id, ItemFilter(owner_ids=tuple(new_nodes)))
         for it in self.store.get_items(project_id, sorted(owner_items)):
             by_owner.setdefault(it.owner_id, []).append(it)
+        firsts = [found[0].item_id for found in by_owner.values() if found]
+        admitted = set(firsts) if allowed is None else allowed.admits(firsts)
         for owner, (s, via, conf) in new_nodes.items():
             for it in by_owner.get(owner, [])[:1]:
-                if allowed is not None and it.item_id not in allowed:
+                if it.item_id not in admitted:
                     continue
                 c = cands.get(it.item_id)
                 if c is None:
@@ -427,6 +443,29 @@ def _with_latest(flt: ItemFilter | None) -> ItemFilter:
     return ItemFilter(latest_only=True) if flt is None else replace(flt, latest_only=True)
 
 
+class FilterScope:
+    """The items a structured filter admits, read only as far as a search needs them.
+
+    A narrow filter (a session, a file) is listed once and checked in memory. A broad one (all
+    sessions but the current one, everything but one type) would list most of a large project
+    on every query, so it is checked only on the candidates a search actually finds."""
+
+    LISTED = 1000  # at most this many ids are listed; above it, candidates are checked
+
+    def __init__(self, store: Store, project_id: str, flt: ItemFilter) -> None:
+        self.store, self.project_id, self.flt = store, project_id, flt
+        found = store.filter_item_ids(project_id, flt, limit=self.LISTED + 1)
+        self.ids: set[str] | None = found if len(found) <= self.LISTED else None
+
+    def admits(self, ids: Iterable[str]) -> set[str]:
+        wanted = list(ids)
+        if self.ids is not None:
+            return {i for i in wanted if i in self.ids}
+        if not wanted:
+            return set()
+        return self.store.filter_item_ids(self.project_id, self.flt, among=wanted)
+
+
 def _restricts(flt: ItemFilter) -> bool:
     return any(
         v is not None
@@ -442,6 +481,7 @@ def _restricts(flt: ItemFilter) -> bool:
             flt.line_to,
             flt.since,
             flt.until,
+            flt.exclude_session_ids,
         )
     )
 

@@ -173,12 +173,22 @@ class VectorIndex:
                 for i, d in zip(labels[0], dists[0], strict=True)
                 if int(i) < loaded.n  # rows appended after this snapshot are not its own
             ]
-        sims = loaded.matrix @ query.astype(np.float32)
+        q = query.astype(np.float32)
         if allowed_ids is not None:
-            mask = np.fromiter(
-                (ids[i] in allowed_ids for i in range(loaded.n)), dtype=bool, count=loaded.n
+            # Only the allowed rows: the work follows the filter's size, not the project's.
+            positions, n_rows = loaded.rows.positions, loaded.n
+            rows = np.fromiter(
+                (p for i in allowed_ids if (p := positions.get(i)) is not None and p < n_rows),
+                dtype=np.int64,
             )
-            sims = np.where(mask, sims, -np.inf)
+            if not rows.size:
+                return []
+            sims = loaded.matrix[rows] @ q
+            n = min(limit, int(rows.size))
+            top = np.argpartition(-sims, n - 1)[:n]
+            top = top[np.argsort(-sims[top])]
+            return [(ids[int(rows[i])], float(sims[i])) for i in top if np.isfinite(sims[i])]
+        sims = loaded.matrix @ q
         n = min(limit, loaded.n)
         top = np.argpartition(-sims, n - 1)[:n]
         top = top[np.argsort(-sims[top])]

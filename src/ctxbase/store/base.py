@@ -84,6 +84,9 @@ class ItemFilter:
     since: float | None = None
     until: float | None = None
     latest_only: bool = False
+    # items of any session but these (and items of no session); cheaper than naming every
+    # other session of a large project
+    exclude_session_ids: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +288,16 @@ class Store(ABC):
     def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]: ...
 
     @abstractmethod
-    def filter_item_ids(self, project_id: str, flt: ItemFilter) -> set[str]: ...
+    def filter_item_ids(
+        self,
+        project_id: str,
+        flt: ItemFilter,
+        *,
+        among: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> set[str]:
+        """Ids of the active items `flt` admits; only those in `among` when given, at most
+        `limit` of them when given (a search asks for a few before listing a whole filter)."""
 
     @abstractmethod
     def count_items(self, project_id: str) -> int: ...

@@ -75,4 +75,8 @@ def filter_sql(dialect: Dialect, flt: ItemFilter | None, alias: str = "i") -> tu
             args.append(value)
     if flt.latest_only:
         sql += f" AND {alias}.latest = 1"
+    if flt.exclude_session_ids:
+        cond, cond_args = dialect.any_of(f"{alias}.session_id", flt.exclude_session_ids)
+        sql += f" AND ({alias}.session_id IS NULL OR NOT {cond})"
+        args += cond_args
     return dialect.sql(sql), args

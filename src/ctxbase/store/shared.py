@@ -175,10 +175,29 @@ class SharedReads:
         return [rows.entity_row(r, self._dialect.load) for r in self._all(sql, args)]
 
     # -- search index --------------------------------------------------------------------
-    def filter_item_ids(self, project_id: str, flt: ItemFilter) -> set[str]:
+    def filter_item_ids(
+        self,
+        project_id: str,
+        flt: ItemFilter,
+        *,
+        among: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> set[str]:
         where, args = filter_sql(self._dialect, flt)
         sql = self._dialect.sql("SELECT i.item_id FROM items i WHERE i.project_id=? AND i.active=1")
-        return {r[0] for r in self._fetch_all(sql + where, (project_id, *args))}
+        if among is None:
+            tail = self._dialect.sql(" LIMIT ?") if limit is not None else ""
+            extra = [int(limit)] if limit is not None else []
+            return {r[0] for r in self._fetch_all(sql + where + tail, (project_id, *args, *extra))}
+        found: set[str] = set()
+        wanted = list(dict.fromkeys(among))
+        for start in range(0, len(wanted), 500):
+            cond, cond_args = self._dialect.any_of("i.item_id", wanted[start : start + 500])
+            query = sql + where + self._dialect.sql(f" AND {cond}")
+            found.update(r[0] for r in self._fetch_all(query, (project_id, *args, *cond_args)))
+            if limit is not None and len(found) >= limit:
+                break
+        return found
 
     def count_items(self, project_id: str) -> int:
         row = self._one("SELECT count(*) FROM items WHERE project_id=? AND active=1", (project_id,))
