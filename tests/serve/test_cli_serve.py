@@ -35,8 +35,11 @@ def test_ctxbase_serve_runs_with_its_options_and_stops_on_sigterm(tmp_path: Path
             assert time.monotonic() < deadline, "the server did not start"
             time.sleep(0.1)
         body = {"project_id": "cli", "agent_role": "qa", "user_intent": "缓存"}
-        ids = [httpx.post(url + "/v1/context/assemble", json=body).json()["context_id"]]
-        ids.append(httpx.post(url + "/v1/context/assemble", json=body).json()["context_id"])
+        # a generous timeout: the first assembly loads the tokenizers, on a possibly busy machine
+        ids = [
+            httpx.post(url + "/v1/context/assemble", json=body, timeout=120).json()["context_id"]
+            for _ in range(2)
+        ]
         assert ids[0] != ids[1]  # --assemble-cache-ttl 0: every request assembles
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,6 @@ def test_no_operation_answers_5xx(tmp_path: Path) -> None:
         failures: list[tuple[Any, ...]] = []
         operations = [result.ok() for result in schema.get_all_operations()]
         assert len(operations) >= 35
-        started = time.monotonic()
         for op in operations:
 
             @given(case=op.as_strategy())
@@ -40,6 +38,5 @@ def test_no_operation_answers_5xx(tmp_path: Path) -> None:
 
             probe()
         assert failures == []
-        assert time.monotonic() - started < 90
     finally:
         server.stop()
