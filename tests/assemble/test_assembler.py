@@ -137,15 +137,50 @@ def test_referenced_code_first_brings_the_sql_and_where_it_was_said(cb: ContextB
     assert any("referenced by" in r for r in first["reasons"])
 
 
+ONLY_REFS = "version: 1\npolicies:\n  - name: r\n    strategy: referenced_code_first\n"
+
+
+def test_referenced_code_first_adds_nothing_for_an_unrelated_question(cb: ContextBase) -> None:
+    cb.upsert_entity("code", "list_orders", "def list_orders(user_id): ...", id="code_orders")
+    cb.upsert_entity("sql", "orders_sql", "SELECT * FROM orders", id="sql_orders")
+    cb.upsert_entity("document", "Redis 规范", "订单查询必须加缓存，TTL 5 分钟", id="doc_redis")
+    cb.upsert_relationship("doc_redis", "REFERENCES", "code_orders", source="human")
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb, ONLY_REFS).assemble(agent_role="coder", user_intent="刚才说的薛定谔方程是什么")
+    assert ctx.code_snippets == [] and ctx.documents == []
+    assert any("nothing referenced or named" in n for n in ctx.trace["notes"])
+
+
+def test_referenced_code_first_follows_references_from_the_documents_the_intent_names(
+    cb: ContextBase,
+) -> None:
+    cb.upsert_entity("code", "list_orders", "def list_orders(user_id): ...", id="code_orders")
+    cb.upsert_entity("code", "send_mail", "def send_mail(to): ...", id="code_mail")  # newer
+    cb.upsert_entity("document", "Redis 规范", "订单查询必须加缓存，TTL 5 分钟", id="doc_redis")
+    cb.upsert_relationship("doc_redis", "REFERENCES", "code_orders", source="human")
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb, ONLY_REFS).assemble(
+        agent_role="coder", user_intent="参考 Redis 规范 改一下接口"
+    )
+    assert [c["id"] for c in ctx.code_snippets] == ["code_orders"]
+    assert [d["id"] for d in ctx.documents] == ["doc_redis"]
+    reasons = next(c for c in ctx.trace["candidates"] if c["id"] == "code_orders")["reasons"]
+    assert any("doc_redis" in r for r in reasons)
+
+
 def test_relation_thresholds_are_applied_per_type(cb: ContextBase) -> None:
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    sid = cm.create_session(session_id="s")
     cb.upsert_entity("code", "pay", "def pay(): ...", id="code_1")
     cb.upsert_entity("document", "sure spec", "支付规范", id="doc_sure")
     cb.upsert_entity("document", "weak spec", "旧的支付说明", id="doc_weak")
     cb.upsert_relationship("doc_sure", "REFERENCES", "code_1", source="human", confidence=0.9)
     cb.upsert_relationship("doc_weak", "REFERENCES", "code_1", source="human", confidence=0.5)
+    cm.add_message(sid, "assistant", "代码在这里", refers_to=["code_1"])
     cb.wait_for_embeddings()
-    only_refs = "version: 1\npolicies:\n  - name: r\n    strategy: referenced_code_first\n"
-    ctx = Assembler(cb, only_refs).assemble(agent_role="coder", user_intent="the previous one")
+    ctx = Assembler(cb, ONLY_REFS).assemble(
+        session_id=sid, agent_role="coder", user_intent="the previous one"
+    )
     assert "doc_sure" in ctx.included_ids and "doc_weak" not in ctx.included_ids
     rels = {(r["from"], r["followed"]) for r in ctx.trace["relations"]}
     assert ("doc_sure", True) in rels and ("doc_weak", False) in rels
@@ -238,7 +273,9 @@ policies:
     cb.upsert_entity("code", "shared", "def shared(): ...", id="code_shared")
     cb.upsert_entity("document", "only coder", "文档", id="doc_solo")
     cb.wait_for_embeddings()
-    ctx = Assembler(cb, yaml_text).assemble(agent_role="coder", user_intent="the previous code")
+    ctx = Assembler(cb, yaml_text).assemble(
+        agent_role="coder", user_intent="the previous shared code"
+    )
     assert "code_shared" in ctx.included_ids
     assert "doc_solo" not in ctx.included_ids
     solo = next(d for d in ctx.trace["dropped"] if d["id"] == "doc_solo")

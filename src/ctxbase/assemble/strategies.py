@@ -354,7 +354,22 @@ def _recent_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Enti
     return found[:limit]
 
 
+def _matched_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Entity]:
+    """Entities of `types` that share words with the intent (keyword search: no shared word,
+    no match, so an unrelated question finds nothing), best first."""
+    flt = ItemFilter(kinds=("entity", "chunk"), types=tuple(types))
+    resp = g.cb.search(
+        g.intent, project=g.pid, config=get_preset("keyword", top_k=limit), filters=flt
+    )
+    owners = list(dict.fromkeys(c.item.owner_id for c in resp.results))
+    found = {e.id: e for e in g.cb.store.get_entities(g.pid, owners)}
+    return [found[o] for o in owners if o in found]
+
+
 def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
+    """Code and SQL the conversation points back at: what this session referenced, then the
+    code that the documents and requirements named by the intent are linked to. Nothing is
+    added when nothing is referenced or matched (never "the latest code" of the project)."""
     folded = g.intent.casefold()
     types = ["sql", "code"] if ("sql" in folded or "查询语句" in folded) else ["code", "sql"]
     if any(w in folded for w in ("test", "测试", "用例")):
@@ -368,16 +383,33 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
                     ranked.append(ref)
                     why[ref] = f"referenced by {ev.id} in this session"
     chosen = [e for e in g.cb.store.get_entities(g.pid, ranked) if e.type in types]
-    for e in _recent_entities(g, types, s.max_items):
+    anchors = _matched_entities(g, ["document", "requirement"], s.max_items)
+    anchor_of: dict[str, str] = {}  # linked code -> the document or requirement it came from
+    if anchors:  # the code those documents and requirements are linked to
+        anchor_ids = [a.id for a in anchors]
+        rels = g.cb.store.list_relations(g.pid, anchor_ids, types=list(_SEMANTIC_EDGES))
+        for rel in sorted(rels, key=lambda r: -r.confidence):
+            if rel.confidence < g.policy.threshold_for(rel.type):
+                continue
+            other = rel.to_id if rel.from_id in anchor_ids else rel.from_id
+            anchor_of.setdefault(other, (rel.from_id if other == rel.to_id else rel.to_id))
+        for e in g.cb.store.get_entities(g.pid, list(anchor_of)):
+            if e.type in types and e.id not in why:
+                chosen.append(e)
+                why[e.id] = f"linked to {anchor_of[e.id]}, which the intent names"
+    for e in _matched_entities(g, types, s.max_items):  # code the intent names itself
         if e.id not in why:
             chosen.append(e)
-            why[e.id] = f"most recent {e.type} of the project"
+            why[e.id] = f"{e.type} named by the intent"
     seeds: dict[str, float] = {}
     for i, e in enumerate(chosen[: s.max_items]):
         seeds[e.id] = 1.0 - 0.02 * i
         g.add(_entity_cand(e, seeds[e.id], s.name, f"{s.name}: {why[e.id]}"))
+    used = {anchor_of[e] for e in seeds if e in anchor_of}
+    for i, a in enumerate(x for x in anchors if x.id in used):  # and the documents that led there
+        g.add(_entity_cand(a, 0.9 - 0.02 * i, s.name, f"{s.name}: {a.type} named by the intent"))
     if not seeds:
-        g.notes.append(f"{s.name}: no code or SQL entity to point back at")
+        g.notes.append(f"{s.name}: nothing referenced or named; no code added")
         return
     # The events that referenced the code come with it (where it was produced or discussed).
     rels = g.cb.store.list_relations(g.pid, list(seeds), direction="in", types=["REFERS_TO"])
