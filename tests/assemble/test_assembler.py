@@ -146,7 +146,9 @@ def test_referenced_code_first_adds_nothing_for_an_unrelated_question(cb: Contex
     cb.upsert_entity("document", "Redis 规范", "订单查询必须加缓存，TTL 5 分钟", id="doc_redis")
     cb.upsert_relationship("doc_redis", "REFERENCES", "code_orders", source="human")
     cb.wait_for_embeddings()
-    ctx = Assembler(cb, ONLY_REFS).assemble(agent_role="coder", user_intent="刚才说的薛定谔方程是什么")
+    ctx = Assembler(cb, ONLY_REFS).assemble(
+        agent_role="coder", user_intent="刚才说的薛定谔方程是什么"
+    )
     assert ctx.code_snippets == [] and ctx.documents == []
     assert any("nothing referenced or named" in n for n in ctx.trace["notes"])
 

@@ -35,7 +35,7 @@ def test_record_outcome_links_produced_entities_to_the_context(cb: ContextBase) 
     out = record_outcome(
         cb,
         ctx.context_id,
-        "修改了 list_orders 并补了测试",
+        "按订单分页的需求修改了 list_orders 并补了测试",
         produced=[
             Produced(type="code", name="list_orders", text="def list_orders(page): ..."),
             {"type": "test_case", "name": "test_list_orders", "text": "assert ..."},
@@ -54,6 +54,47 @@ def test_record_outcome_links_produced_entities_to_the_context(cb: ContextBase) 
     assert answer.type == "assistant_message" and answer.metadata["context_id"] == ctx.context_id
     assert {new_code.id, test.id, "req_1"} <= set(answer.refers_to)
     assert get_trace(cb, ctx.context_id)["outcome"]["event_id"] == out.event_id
+
+
+def test_only_what_the_output_used_is_linked_and_custom_relations_are_kept(
+    cb: ContextBase,
+) -> None:
+    cm = ContextManager(cb)
+    sid = cm.create_session(session_id="s")
+    cb.upsert_entity("requirement", "订单分页", "订单查询支持按用户分页，缓存五分钟", id="req_1")
+    cb.upsert_entity("document", "Redis 规范", "缓存键带版本号，订单 TTL 五分钟", id="doc_redis")
+    cb.upsert_entity("document", "日志规范", "日志统一用 JSON 格式输出", id="doc_log")
+    cb.upsert_entity("code", "list_orders", "def list_orders(user_id): ...", id="code_1")
+    cb.upsert_entity("code", "send_mail", "def send_mail(to): ...", id="code_mail")
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb).assemble(
+        session_id=sid, agent_role="planner", user_intent="订单 分页 缓存 日志 邮件 list_orders"
+    )
+    in_context = set(ctx.included_ids)
+    assert {"req_1", "doc_redis", "code_1"} <= in_context
+    out = record_outcome(
+        cb,
+        ctx.context_id,
+        "按需求给订单查询加了分页",
+        produced=[
+            {
+                "type": "code",
+                "name": "list_orders_paged",
+                "text": "@cache(expire=300)\ndef list_orders_paged(user_id, page): ...",
+                "relations": [{"type": "MUST_CACHE", "from": "doc_redis", "confidence": 0.95}],
+            }
+        ],
+    )
+    new = out.entities[0]
+    edges = {(r.from_id, r.type, r.to_id): r for r in out.relations}
+    assert ("req_1", "GENERATES", new.id) in edges  # shares 订单, 分页 with the answer
+    assert ("code_1", "GENERATES", new.id) in edges  # shares the symbol user_id
+    must = edges[("doc_redis", "MUST_CACHE", new.id)]
+    assert must.confidence == 0.95 and must.properties["evidence"] == "named by the caller"
+    linked_from = {f for f, _, t in edges if t == new.id}
+    # in the context, but the output shows no use of them
+    assert not {"doc_log", "code_mail"} & linked_from
+    assert "evidence" in edges[("req_1", "GENERATES", new.id)].properties
 
 
 def test_bad_produced_items_name_their_position(cb: ContextBase) -> None:

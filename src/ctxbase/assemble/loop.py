@@ -6,8 +6,14 @@ entity linked to that context:
 
 * same name as an entity in the context -> a new version that MODIFIES the old one (the old
   one stops being the latest, so searches find the fix, not the bug);
-* otherwise GENERATES edges from the context's documents, requirements and code;
-* a produced test case is also VALIDATES-linked from the context's code (code -> test).
+* GENERATES edges from the context's documents, requirements and code that the output used:
+  the answer or the artefact names the entity (its id or name), shares code symbols with it
+  (identifiers such as `list_orders`, `orders.user_id`), or shares at least two content
+  words with it. An entity that was in the context but left no trace in the output is not
+  linked (every context entity linked to everything would drown the graph);
+* a produced test case is also VALIDATES-linked from the context's code it used;
+* a produced item may name its own relations (`relations=[{"type": "MUST_CACHE", "from":
+  "doc_101"}]`), custom types included; each edge records the evidence it rests on.
 
 The assembly's trace gets an "outcome" section, so the audit trail runs from the prompt to
 what came of it.
@@ -15,24 +21,43 @@ what came of it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import ValidationError
 from ..model import Entity, Relation
 from ..retrieve.indexing import entity_items
+from ..retrieve.tokenize import index_terms
 from .trace import get_trace
 
 if TYPE_CHECKING:
     from ..contextbase import ContextBase
 
-__all__ = ["Outcome", "Produced", "record_outcome"]
+__all__ = ["Outcome", "Produced", "ProducedRelation", "record_outcome", "used_evidence"]
 
 _CODE_TYPES = frozenset({"code", "sql", "function", "class", "method", "script"})
 _TEST_TYPES = frozenset({"test_case", "test"})
+
+
+class ProducedRelation(BaseModel):
+    """An edge the caller knows the artefact has: from an entity to it, or from it to one."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    type: str = Field(min_length=1, max_length=100)
+    from_id: str | None = Field(default=None, alias="from")
+    to_id: str | None = Field(default=None, alias="to")
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _one_end(self) -> ProducedRelation:
+        if (self.from_id is None) == (self.to_id is None):
+            raise ValueError("name exactly one of 'from' (entity -> artefact) or 'to'")
+        return self
 
 
 class Produced(BaseModel):
@@ -45,6 +70,51 @@ class Produced(BaseModel):
     text: str = ""
     properties: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
+    relations: list[ProducedRelation] = Field(default_factory=list)
+
+
+_SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _symbols(text: str) -> set[str]:
+    """Code-like identifiers: with an underscore, a dot, a digit or inner capitals."""
+    out: set[str] = set()
+    for m in _SYMBOL.finditer(text):
+        word = m.group(0)
+        if len(word) < 3:
+            continue
+        if (
+            "_" in word
+            or "." in word
+            or any(c.isdigit() for c in word)
+            or (any(c.isupper() for c in word[1:]) and any(c.islower() for c in word))
+        ):
+            out.add(word.casefold())
+    return out
+
+
+def _content_terms(text: str) -> set[str]:
+    return {t for t in index_terms(text) if len(t) >= 2 and not t.isdigit()}
+
+
+def used_evidence(entity: Entity, output: str) -> str | None:
+    """Why `output` (an answer and the artefacts it produced) shows it used `entity`, or None.
+
+    Named (its id, or its name of three characters or more), shared code symbols, or at
+    least two shared content words (segmented, so Chinese prose counts as well)."""
+    folded = output.casefold()
+    if entity.id.casefold() in folded:
+        return f"names {entity.id}"
+    if len(entity.name) >= 3 and entity.name.casefold() in folded:
+        return f"names {entity.name!r}"
+    own = f"{entity.name}\n{entity.text}"
+    shared_symbols = sorted(_symbols(own) & _symbols(output))
+    if shared_symbols:
+        return f"shares {', '.join(shared_symbols[:3])}"
+    shared_terms = sorted(_content_terms(own) & _content_terms(output))
+    if len(shared_terms) >= 2:
+        return f"shares the words {', '.join(shared_terms[:4])}"
+    return None
 
 
 @dataclass(frozen=True)
@@ -96,15 +166,17 @@ def record_outcome(
     entities: list[Entity] = []
     relations: list[Relation] = []
 
-    def link(from_id: str, rel_type: str, to_id: str) -> None:
+    def link(
+        from_id: str, rel_type: str, to_id: str, evidence: str, conf: float | None = None
+    ) -> None:
         relations.append(
             cb.upsert_relationship(
                 from_id,
                 rel_type,
                 to_id,
                 source=source,
-                confidence=confidence,
-                properties={"context_id": context_id},
+                confidence=confidence if conf is None else conf,
+                properties={"context_id": context_id, "evidence": evidence},
                 project=pid,
             )
         )
@@ -124,16 +196,25 @@ def record_outcome(
             )
             stale = old.model_copy(update={"latest": False})
             cb.store.upsert_entity(stale, entity_items(stale))
-            link(new.id, "MODIFIES", old.id)
+            link(new.id, "MODIFIES", old.id, f"a new version of {old.id}")
         else:
             new = cb.upsert_entity(p.type, p.name, p.text, id=p.id, properties=props, project=pid)
+        output = f"{answer}\n{p.name}\n{p.text}"
         for ctx in context:
             if ctx.id == new.id or (old is not None and ctx.id == old.id):
                 continue
+            evidence = used_evidence(ctx, output)
+            if evidence is None:
+                continue  # in the context, but nothing shows the output used it
             if p.type in _TEST_TYPES and ctx.type in _CODE_TYPES:
-                link(ctx.id, "VALIDATES", new.id)
+                link(ctx.id, "VALIDATES", new.id, evidence)
             if ctx.type not in _TEST_TYPES:
-                link(ctx.id, "GENERATES", new.id)
+                link(ctx.id, "GENERATES", new.id, evidence)
+        for rel in p.relations:
+            if rel.from_id is not None:
+                link(rel.from_id, rel.type, new.id, "named by the caller", rel.confidence)
+            else:
+                link(new.id, rel.type, str(rel.to_id), "named by the caller", rel.confidence)
         entities.append(new)
 
     refs = [e.id for e in entities] + [e.id for e in context]
