@@ -112,9 +112,17 @@ def scenario(cb: Any) -> dict[str, Any]:
     outcome = cb.record_outcome(
         ctx.context_id,
         "@cache(expire=300) on list_orders",
-        [{"type": "code", "name": "orders.py#list_orders", "text": "@cache(expire=300)"}],
+        [
+            {
+                "type": "code",
+                "name": "orders.py#list_orders",
+                "text": "@cache(expire=300)",
+                "relations": [{"type": "MUST_CACHE", "from": doc.id, "confidence": 0.95}],
+            }
+        ],
     )
     out["outcome"] = (outcome.entities, sorted((r.type, r.to_id) for r in outcome.relations))
+    assert any(r.type == "MUST_CACHE" and r.from_id == doc.id for r in outcome.relations)
     out["closed"] = cb.close_relationship(out["follows"].id)
     out["closed_twice"] = cb.close_relationship(out["follows"].id)
     out["hidden"] = cb.soft_delete([req.id])

@@ -151,7 +151,7 @@ def get_trace(
 def record_outcome(pid: WriteProject, context_id: str, body: OutcomeIn, rt: Rt) -> OutcomeOut:
     """Close the loop: store the model's answer and link what it produced to the context."""
     args = body.model_dump(exclude={"answer", "produced"})
-    produced = [p.model_dump() for p in body.produced]
+    produced = [p.model_dump(by_alias=True) for p in body.produced]
     outcome = rt.cb.record_outcome(context_id, body.answer, produced, project=pid, **args)
     return OutcomeOut(
         event_id=outcome.event_id,

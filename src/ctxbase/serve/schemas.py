@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..assemble.loop import ProducedRelation
 from ..model import Event
 
 __all__ = [
@@ -285,6 +286,8 @@ class ProducedIn(_In):
     text: str = ""
     properties: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
+    # edges the caller knows, e.g. {"type": "MUST_CACHE", "from": "doc_101"}
+    relations: list[ProducedRelation] = Field(default_factory=list)
 
 
 class OutcomeIn(_In):

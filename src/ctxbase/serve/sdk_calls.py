@@ -484,7 +484,9 @@ class Calls:
         source: str = "auto:record_outcome",
         confidence: float = 0.9,
     ) -> Call[Outcome]:
-        items = [p.model_dump() if hasattr(p, "model_dump") else dict(p) for p in produced]
+        items = [
+            p.model_dump(by_alias=True) if hasattr(p, "model_dump") else dict(p) for p in produced
+        ]
         body = {
             "answer": answer,
             "produced": items,
