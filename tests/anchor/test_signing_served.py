@@ -210,3 +210,25 @@ def test_assembly_does_not_serve_a_tampered_chunk(cb: ContextBase) -> None:
     )
     assert "1 天" not in "\n".join(m["content"] for m in ctx.messages)
     assert doc not in ctx.included_ids and ctx.tampered == [doc]
+
+
+def test_units_must_be_the_entity_text_or_a_verbatim_span_of_a_long_one() -> None:
+    from dataclasses import replace
+
+    from ctxbase.retrieve.indexing import entity_items, entity_unit_matches
+
+    short = Entity(id="document:s", project_id="p", type="document", name="s", text="TTL 10 min")
+    (unit,) = entity_items(short)
+    assert entity_unit_matches(short, unit)
+    for forged in (
+        replace(unit, text="s\nTTL 10"),  # a cut of a short text is not what it indexes
+        replace(unit, type="code"),
+        replace(unit, path="elsewhere.md"),
+        replace(unit, kind="chunk", item_id="document:s#0"),
+    ):
+        assert not entity_unit_matches(short, forged)
+    long = short.model_copy(update={"text": "The order cache keeps entries. " * 80})
+    chunks = entity_items(long)
+    assert len(chunks) > 1 and all(entity_unit_matches(long, c) for c in chunks)
+    assert not entity_unit_matches(long, replace(chunks[0], text=chunks[0].text + " not"))
+    assert not entity_unit_matches(long, replace(chunks[0], item_id="document:s#x"))

@@ -130,3 +130,17 @@ def test_a_signing_key_from_the_client_is_refused_and_never_used(
     r = c.post(url, json=query)
     assert r.status_code == 200 and r.json()["results"] == []
     assert r.json()["tampered"] == ["document:ttl"]
+
+
+def test_the_sdk_gets_the_options_error_by_field(live: Live, pid: str) -> None:
+    import ctxbase
+    from ctxbase.errors import ValidationError
+
+    client = ctxbase.connect(live.url, api_key=live.key(pid, role="read"), project=pid)
+    try:
+        assert client.search("cache", top_k=2).results == []
+        with pytest.raises(ValidationError) as err:
+            client.search("cache", signing_key_override="k")
+        assert err.value.field == "options.signing_key_override"
+    finally:
+        client.close()

@@ -220,5 +220,10 @@ def entity_unit_matches(entity: Entity, item: SearchItem) -> bool:
         return False
     if not text_ok:
         return False
+    # compared as text: a TEXT column gives back "5" for a property stored as 5
     labels = _entity_labels(entity)
-    return all(getattr(item, name) == value for name, value in labels.items())
+    return all(_as_text(getattr(item, name)) == _as_text(value) for name, value in labels.items())
+
+
+def _as_text(value: Any) -> str | None:
+    return None if value is None else str(value)

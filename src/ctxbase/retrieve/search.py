@@ -68,7 +68,8 @@ class SearchResponse:
     results: list[Candidate]
     considered: list[Candidate] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    # entities dropped because their signed metadata no longer matches its signature
+    # require_signature: entities (a signature or a served unit that does not match) and
+    # relations (a signature that does not match) left out
     tampered: list[str] = field(default_factory=list)
 
 

@@ -238,8 +238,9 @@ class SearchIn(_In):
     options: SearchOptionsIn = Field(default_factory=SearchOptionsIn)
     require_signature: bool = Field(
         default=False,
-        description="drop entities whose HMAC signature fails or is missing (the server's "
-        "key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
+        description="serve only units whose signed entity verifies and matches them, and "
+        "follow only relations that verify (the server's key: CTXBASE_HMAC_KEY_<PROJECT> or "
+        "CTXBASE_HMAC_KEY; never one from the client)",
     )
 
 
@@ -294,8 +295,8 @@ class AssembleIn(_In):
     include_trace: bool = Field(default=False, description="also return the full trace")
     require_signature: bool = Field(
         default=False,
-        description="keep out entities whose HMAC signature fails or is missing (the server's "
-        "key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
+        description="keep out entities, passages and relations whose HMAC signature fails or "
+        "is missing (the server's key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
     )
 
 
