@@ -474,7 +474,10 @@ class ContextBase:
         project: str | None = None,
         version: int | None = None,
     ) -> Entity:
-        """Create or update a typed entity (document, code, sql, requirement, ...)."""
+        """Create or update a typed entity (document, code, sql, requirement, ...).
+
+        A signed entity (properties["_sig"]) must carry a version greater than the stored
+        one: ConflictError otherwise (an older signed version written back is a replay)."""
         pid = self._pid(project)
         if not type or not isinstance(type, str):
             raise ValidationError("type", "an entity needs a type")
@@ -496,6 +499,9 @@ class ContextBase:
             version=version if version is not None else (old[0].version if old else 1),
             created_at=old[0].created_at if old else time.time(),
         )
+        from .anchor.signing import check_signed_write
+
+        check_signed_write(old[0] if old else None, entity)  # no replay of a signed version
         stored = self.store.upsert_entity(entity, entity_items(entity))
         self._after_write()
         return stored
@@ -606,28 +612,27 @@ class ContextBase:
         keyword arguments override its fields (e.g. top_k=5). `filters` restricts the
         candidates before ranking (session, agent, type, path, lines, time, latest only).
         With `require_signature`, entities whose HMAC-signed metadata does not verify (key:
-        `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY) are dropped
-        and listed in `tampered`; unsigned entities are dropped too, events always pass.
+        `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), units whose
+        text is not their signed entity's, and relations that do not verify are left out and
+        listed in `tampered`; unsigned entities and relations are left out too, events
+        always pass (see anchor.signing).
         """
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query", "must be a non-empty string")
         cfg = config if config is not None else get_preset(preset, **overrides)
         pid = self._pid(project)
-        response = self.searcher.search(pid, query, cfg, filters)
-        if require_signature:
-            from .anchor.signing import filter_signed, project_key
+        if not require_signature:
+            return self.searcher.search(pid, query, cfg, filters)
+        from .anchor.signing import SignatureCheck, checked_search, project_key
 
-            key = project_key(pid, signing_key)
-            if key is None:
-                raise ValidationError(
-                    "signing_key",
-                    "require_signature needs a key (argument or "
-                    "CTXBASE_HMAC_KEY_<PROJECT> / CTXBASE_HMAC_KEY)",
-                )
-            response.results, response.tampered = filter_signed(
-                response.results, key, self.store, pid
+        key = project_key(pid, signing_key)
+        if key is None:
+            raise ValidationError(
+                "signing_key",
+                "require_signature needs a key (argument or "
+                "CTXBASE_HMAC_KEY_<PROJECT> / CTXBASE_HMAC_KEY)",
             )
-        return response
+        return checked_search(self, pid, query, cfg, filters, SignatureCheck(self.store, pid, key))
 
     # -- assembly ------------------------------------------------------------------------
     @property

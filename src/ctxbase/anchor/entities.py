@@ -465,14 +465,24 @@ def upsert_versioned(
     if old is not None and not content_changed:
         restore_vectors(cb, pid, old_vectors)
     if archived is not None:
-        _chain_versions(cb, pid, spec.id, archived, old.version if old else 0)
+        _chain_versions(cb, pid, spec.id, archived, old.version if old else 0, sign_key)
     if notify:
         _notify(cb)
     return VersionedWrite(stored, changed=True, archived_id=archived)
 
 
-def _chain_versions(cb: ContextBase, pid: str, entity_id: str, archived: str, version: int) -> None:
-    """`id -MODIFIES-> id@vN`, and the previous head edge re-anchored at `id@vN`."""
+def _chain_versions(
+    cb: ContextBase,
+    pid: str,
+    entity_id: str,
+    archived: str,
+    version: int,
+    sign_key: bytes | None = None,
+) -> None:
+    """`id -MODIFIES-> id@vN`, and the previous head edge re-anchored at `id@vN` (signed
+    with `sign_key`, like the entities they join)."""
+    from .signing import SIGNATURE_PROPERTY, signed_relation
+
     previous = cb.store.list_relations(pid, [entity_id], direction="out", types=["MODIFIES"])
     rels: list[Relation] = []
     for rel in previous:
@@ -487,7 +497,7 @@ def _chain_versions(cb: ContextBase, pid: str, entity_id: str, archived: str, ve
                 to_id=rel.to_id,
                 confidence=1.0,
                 source="auto:version",
-                properties=dict(rel.properties),
+                properties={k: v for k, v in rel.properties.items() if k != SIGNATURE_PROPERTY},
             )
         )
     rels.append(
@@ -501,4 +511,6 @@ def _chain_versions(cb: ContextBase, pid: str, entity_id: str, archived: str, ve
             properties={"previous_version": version},
         )
     )
+    if sign_key is not None:
+        rels = [signed_relation(r, sign_key) for r in rels]
     cb.store.upsert_relations(rels)

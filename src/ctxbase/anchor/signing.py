@@ -1,17 +1,39 @@
 """HMAC-signed metadata (seed 002): detect entities and relations changed behind our back.
 
-A signature is HMAC-SHA256 over a canonical JSON of what an entity says (project, id, type,
-name, version, properties without `_sig`, and a digest of its text), stored in
-`properties["_sig"]`. Relations are signed over project, ends, type, confidence, source and
-properties. Storage bookkeeping (`latest`, `active`, timestamps) is not signed: the system
-changes it itself when a version is superseded or soft-deleted.
+What is signed. An entity's signature is HMAC-SHA256 over a canonical JSON of what it says:
+project, id, type, name, version, properties without `_sig`, and a digest of its text; it is
+stored in `properties["_sig"]`. Relations are signed over project, ends, type, confidence,
+source and properties. Storage bookkeeping (`latest`, `active`, timestamps) is not signed:
+the system changes it itself when a version is superseded or soft-deleted. The payload has
+always held project, id and version, so signatures made before the checks below still verify.
 
-Keys are per project: pass one explicitly, or set `CTXBASE_HMAC_KEY_<PROJECT>` (the project id
-upper-cased, every character that is not a letter or digit turned into `_`), or
-`CTXBASE_HMAC_KEY` for all projects. `project_key` resolves them in that order.
+What is verified is what is served. Search returns search units (items), not entity rows, and
+a unit's text and keyword-index row live apart from the entity; so `require_signature` checks
+each unit against its verified entity (`SignatureCheck`): a short entity's unit must hold
+exactly the entity's search text, a long entity's chunks must be verbatim spans of it, and
+type, path and lines must be the entity's. Units are not signed themselves: where a long text
+is cut depends on the token counter of whichever process wrote it (a client may sign and a
+server index), while "identical to, or a span of, signed text" needs no re-cutting. A unit
+that fails is dropped and its owner named in `tampered`. A unit is exempt only when its owner
+is a stored event (events are append-only captures, not signed); a unit claiming an entity or
+an owner that does not exist is refused.
 
-Events are not signed (they are append-only captures, not curated metadata): result filtering
-keeps them as they are.
+Relations are verified where they are used: graph expansion and the session window in
+search, edges followed in assembly and the `relationships` of an assembled context. Unsigned
+or tampered relations are not followed or shown; tampered ones are named in `tampered` next
+to the entities (relation ids start with `rel_`). The event-graph edges the store adds itself
+(NEXT, CAUSED_BY, REFERS_TO from an event, source `auto:capture`) are exempt, like events.
+
+Replays. A signature stays valid forever, so writing back an older signed version would pass
+verification; `check_signed_write` refuses (ConflictError, 409 over REST) a signed entity whose
+version is not greater than the stored one, unless it is the stored entity unchanged (a retry).
+Whoever can write the database itself can still restore an old row: no signature can tell an
+old valid version from the current one without state outside the database.
+
+Keys are per project and never come from a remote client: pass one explicitly (library), or
+set `CTXBASE_HMAC_KEY_<PROJECT>` (the project id upper-cased, every character that is not a
+letter or digit turned into `_`), or `CTXBASE_HMAC_KEY` for all projects. `project_key`
+resolves them in that order.
 """
 
 from __future__ import annotations
@@ -24,14 +46,22 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ..model import Entity, Relation
-from ..store.base import SearchItem, Store
+from ..errors import ConflictError
+from ..model import EVENT_GRAPH_RELATIONS, Entity, Relation
+from ..retrieve.indexing import entity_unit_matches
+from ..store.base import ItemFilter, SearchItem, Store
+from ..store.rows import EVENT_EDGE_SOURCE
 
 if TYPE_CHECKING:
     from ..contextbase import ContextBase
+    from ..retrieve.config import SearchConfig
+    from ..retrieve.search import SearchResponse
 
 __all__ = [
     "SIGNATURE_PROPERTY",
+    "SignatureCheck",
+    "check_signed_write",
+    "checked_search",
     "entity_signature_status",
     "filter_signed",
     "key_env_var",
@@ -40,6 +70,7 @@ __all__ = [
     "sign_relation",
     "sign_stored_entities",
     "signed_entity",
+    "signed_relation",
     "verify_entity",
     "verify_relation",
     "verify_results",
@@ -128,9 +159,23 @@ def sign_relation(relation: Relation, key: bytes | str) -> str:
     return _mac(key, payload)
 
 
+def signed_relation(relation: Relation, key: bytes | str) -> Relation:
+    """A copy of the relation carrying its signature."""
+    props = {**_unsigned(relation.properties), SIGNATURE_PROPERTY: sign_relation(relation, key)}
+    return relation.model_copy(update={"properties": props})
+
+
 def verify_relation(relation: Relation, key: bytes | str) -> bool:
     sig = relation.properties.get(SIGNATURE_PROPERTY)
     return isinstance(sig, str) and hmac.compare_digest(sig, sign_relation(relation, key))
+
+
+def _entity_verdict(entity: Entity | None, key: bytes | str) -> str:
+    if entity is None:
+        return "not_entity"
+    if SIGNATURE_PROPERTY not in entity.properties:
+        return "unsigned"
+    return "valid" if verify_entity(entity, key) else "invalid"
 
 
 def entity_signature_status(
@@ -139,16 +184,161 @@ def entity_signature_status(
     """id -> "valid", "invalid" (tampered), "unsigned", or "not_entity" (an event, a gone id)."""
     wanted = list(dict.fromkeys(ids))
     found = {e.id: e for e in store.get_entities(project_id, wanted, include_inactive=True)}
-    status: dict[str, str] = {}
-    for node_id in wanted:
-        entity = found.get(node_id)
-        if entity is None:
-            status[node_id] = "not_entity"
-        elif SIGNATURE_PROPERTY not in entity.properties:
-            status[node_id] = "unsigned"
-        else:
-            status[node_id] = "valid" if verify_entity(entity, key) else "invalid"
-    return status
+    return {node_id: _entity_verdict(found.get(node_id), key) for node_id in wanted}
+
+
+def _is_event_edge(rel: Relation) -> bool:
+    """Shaped like an edge the store adds for a captured event (checked with its source)."""
+    return (
+        rel.type in EVENT_GRAPH_RELATIONS
+        and rel.source == EVENT_EDGE_SOURCE
+        and rel.confidence == 1.0
+        and not rel.properties
+    )
+
+
+def _relation_label(rel: Relation) -> str:
+    return f"relation {rel.from_id} -{rel.type}-> {rel.to_id}"
+
+
+class SignatureCheck:
+    """The signature verdicts of one search or assembly, cached by id (see the module doc).
+
+    `refused` maps every id kept out, in the order found, to (reason, detail): reason
+    "tampered" (a signature that does not match, or a unit that is not its entity's text),
+    "unsigned", or "no owner" (a unit whose owner is neither an entity nor an event).
+    """
+
+    def __init__(self, store: Store, project_id: str, key: bytes | str) -> None:
+        self.store, self.project_id, self.key = store, project_id, _as_key(key)
+        self._entities: dict[str, Entity | None] = {}
+        self._verdicts: dict[str, str] = {}
+        self._events: dict[str, bool] = {}
+        # entity -> its first unit that is not its signed text: the whole entity is refused
+        self._tainted: dict[str, str] = {}
+        self.refused: dict[str, tuple[str, str]] = {}
+        self.refused_relations: set[str] = set()  # which of `refused` are relations
+
+    @property
+    def tampered(self) -> list[str]:
+        """Entities and relations whose signature or served text failed."""
+        return [i for i, (reason, _) in self.refused.items() if reason == "tampered"]
+
+    def refuse(self, node_id: str, reason: str, detail: str) -> None:
+        self.refused.setdefault(node_id, (reason, detail))
+
+    def entity_verdicts(self, ids: Iterable[str]) -> dict[str, str]:
+        """id -> "valid", "invalid", "unsigned" or "not_entity" (one read for new ids)."""
+        wanted = list(dict.fromkeys(ids))
+        todo = [i for i in wanted if i not in self._verdicts]
+        if todo:
+            found = self.store.get_entities(self.project_id, todo, include_inactive=True)
+            by_id = {e.id: e for e in found}
+            for node_id in todo:
+                self._entities[node_id] = by_id.get(node_id)
+                self._verdicts[node_id] = _entity_verdict(by_id.get(node_id), self.key)
+        return {i: self._verdicts[i] for i in wanted}
+
+    def entity(self, entity_id: str) -> str:
+        """The verdict on one entity; a tampered or unsigned one is recorded as refused."""
+        verdict = self.entity_verdicts([entity_id])[entity_id]
+        if verdict == "invalid":
+            self.refuse(entity_id, "tampered", "its HMAC signature does not match its content")
+        elif verdict == "unsigned":
+            self.refuse(entity_id, "unsigned", "require_signature: the entity carries no signature")
+        return verdict
+
+    def _event_owners(self, ids: Sequence[str]) -> set[str]:
+        todo = [i for i in dict.fromkeys(ids) if i not in self._events]
+        if todo:
+            found = {e.id for e in self.store.get_events(self.project_id, todo, True)}
+            self._events.update({i: i in found for i in todo})
+        return {i for i in ids if self._events.get(i)}
+
+    def unit_verdicts(self, items: Sequence[SearchItem]) -> list[str]:
+        """Per unit: "valid", "invalid", "unsigned", "event" or "no owner"."""
+        verdicts = self.entity_verdicts(it.owner_id for it in items)
+        events = self._event_owners([o for o, v in verdicts.items() if v == "not_entity"])
+        out: list[str] = []
+        for it in items:
+            verdict = verdicts[it.owner_id]
+            if verdict == "not_entity":
+                if it.owner_id not in events:
+                    verdict = "no owner"
+                else:  # an event's units only: a unit labelled as an entity is forged
+                    verdict = "event" if it.kind in ("event", "chunk") else "invalid"
+            elif verdict == "valid":
+                entity = self._entities[it.owner_id]
+                if entity is None or not entity_unit_matches(entity, it):
+                    self._tainted.setdefault(it.owner_id, it.item_id)
+                    self._verdicts[it.owner_id] = "invalid"
+                    verdict = "invalid"
+            out.append(verdict)
+        return out
+
+    def candidates(self, candidates: Sequence[_C], *, require_signature: bool = True) -> list[_C]:
+        """The candidates whose unit may be served. Tampered units are always dropped; with
+        `require_signature`, unsigned and ownerless ones too (and recorded as refused)."""
+        verdicts = self.unit_verdicts([c.item for c in candidates])
+        kept: list[_C] = []
+        for cand, verdict in zip(candidates, verdicts, strict=True):
+            owner = cand.item.owner_id
+            if verdict == "invalid" or owner in self._tainted:  # one bad unit: none served
+                unit = self._tainted.get(owner)
+                detail = (
+                    "its HMAC signature does not match its content"
+                    if unit is None
+                    else f"unit {unit}: its text is not the signed entity's"
+                )
+                self.refuse(owner, "tampered", detail)
+                continue
+            if require_signature and verdict == "unsigned":
+                self.refuse(owner, "unsigned", "require_signature: the entity carries no signature")
+                continue
+            if require_signature and verdict == "no owner":
+                self.refuse(owner, "no owner", f"unit {cand.item.item_id} has no stored owner")
+                continue
+            kept.append(cand)
+        return kept
+
+    def relations(self, relations: Sequence[Relation]) -> list[Relation]:
+        """The relations that verify (or are the store's own event edges); the others are
+        recorded as refused."""
+        maybe_events = [r.from_id for r in relations if _is_event_edge(r)]
+        from_entity = self.entity_verdicts(maybe_events)
+        kept: list[Relation] = []
+        for rel in relations:
+            if _is_event_edge(rel) and from_entity[rel.from_id] == "not_entity":
+                kept.append(rel)
+            elif not isinstance(rel.properties.get(SIGNATURE_PROPERTY), str):
+                self.refuse(rel.id, "unsigned", f"{_relation_label(rel)} carries no signature")
+                self.refused_relations.add(rel.id)
+            elif not verify_relation(rel, self.key):
+                detail = f"{_relation_label(rel)}: its HMAC signature does not match"
+                self.refuse(rel.id, "tampered", detail)
+                self.refused_relations.add(rel.id)
+            else:
+                kept.append(rel)
+        return kept
+
+
+def checked_search(
+    cb: ContextBase,
+    project_id: str,
+    query: str,
+    config: SearchConfig,
+    filters: ItemFilter | None,
+    check: SignatureCheck,
+) -> SearchResponse:
+    """A search that follows only verified relations and returns only units that may be
+    served (require_signature); `tampered` names what failed."""
+    response = cb.searcher.search(
+        project_id, query, config, filters, relation_filter=check.relations
+    )
+    response.results = check.candidates(response.results)
+    response.considered = check.candidates(response.considered)
+    response.tampered = check.tampered
+    return response
 
 
 def filter_signed(
@@ -159,25 +349,33 @@ def filter_signed(
     *,
     require_signature: bool = True,
 ) -> tuple[list[_C], list[str]]:
-    """Drop search candidates whose entity fails its signature: (kept, tampered ids).
+    """Drop search candidates whose entity fails its signature, or whose unit is not the
+    signed entity's text: (kept, tampered ids).
 
     With `require_signature`, unsigned entities are dropped too (but not reported as
     tampered); events always pass. For the search or assembly layer to call on its results.
     """
-    owners = [c.item.owner_id for c in candidates]
-    status = entity_signature_status(store, project_id, owners, key)
-    kept: list[_C] = []
-    tampered: list[str] = []
-    for cand in candidates:
-        verdict = status.get(cand.item.owner_id, "not_entity")
-        if verdict == "invalid":
-            if cand.item.owner_id not in tampered:
-                tampered.append(cand.item.owner_id)
-            continue
-        if verdict == "unsigned" and require_signature:
-            continue
-        kept.append(cand)
-    return kept, tampered
+    check = SignatureCheck(store, project_id, key)
+    kept = check.candidates(candidates, require_signature=require_signature)
+    return kept, check.tampered
+
+
+def check_signed_write(stored: Entity | None, new: Entity) -> None:
+    """Refuse a signed entity that would replace a version as new or newer (a replay).
+
+    Writing the stored entity again unchanged (a retried request) is allowed.
+    """
+    if stored is None or SIGNATURE_PROPERTY not in new.properties:
+        return
+    if new.version > stored.version:
+        return
+    fields = ("type", "name", "text", "properties", "version")
+    if all(getattr(stored, f) == getattr(new, f) for f in fields):
+        return
+    raise ConflictError(
+        f"entity {new.id!r}: signed version {new.version} is not newer than the stored "
+        f"version {stored.version}; a signed write must raise the version"
+    )
 
 
 def verify_results(

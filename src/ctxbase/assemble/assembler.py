@@ -214,9 +214,10 @@ class Assembler:
         """Assemble the prompt for `agent_role` answering `user_intent` (see module doc).
 
         With `require_signature`, entities whose HMAC signature does not verify (key:
-        `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY) and
-        unsigned ones are kept out; the trace lists them as dropped ("tampered",
-        "unsigned") and `AssembledContext.tampered` names the tampered ones.
+        `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), search
+        units whose text is not their signed entity's, relations that do not verify, and
+        unsigned entities and relations are kept out; the trace lists them as dropped
+        ("tampered", "unsigned") and `AssembledContext.tampered` names the tampered ones.
 
         Raises BudgetTooSmall when the latest input alone (with its message framing) exceeds
         `max_tokens`; other layers shrink or vanish when the budget is tight. Archived
@@ -284,6 +285,9 @@ class Assembler:
                 f"{_ms(t0)} ms; skipped optional strategies: {', '.join(skipped)}"
             )
         notes.extend(g.notes)
+        if g.check is not None:  # an entity found tampered later stays out everywhere
+            for refused in [oid for oid in g.cands if oid in g.check.refused]:
+                del g.cands[refused]
 
         t = time.perf_counter()
         items, roles, hist_notes = self._layer_items(
@@ -323,6 +327,7 @@ class Assembler:
             notes=notes,
             timings=timings,
             counter=self.counter,
+            check=g.check,
         )
         self.cb.store.put_trace(pid, context_id, ctx.trace)
         log_trace(ctx.trace, full=debug)
@@ -413,6 +418,7 @@ class Assembler:
                 task_id=g.task_id,
                 record=False,
                 signing_key=g.signing_key,
+                check=g.check,
             )
             self._run(sub, sel, agent, failing, session_messages, deadline, {}, consensus=False)
             views[agent] = set(sub.cands)

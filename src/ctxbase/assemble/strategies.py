@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..model import Entity, Event
+from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, SearchConfig, get_preset
 from ..retrieve.search import Candidate
@@ -36,6 +36,7 @@ from .state import message_statuses
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from ..anchor.signing import SignatureCheck
     from ..contextbase import ContextBase
 
 __all__ = [
@@ -135,11 +136,17 @@ class Gatherer:
         task_id: str | None = None,
         record: bool = True,
         signing_key: bytes | None = None,
+        check: SignatureCheck | None = None,
     ) -> None:
         self.cb, self.pid, self.policy = cb, pid, policy
-        # with a key, only entities whose HMAC signature verifies may enter (require_signature)
+        # With a key (require_signature) only verified entities, units and relations enter;
+        # what the check refuses is reported once, by the trace (build_result).
         self.signing_key = signing_key
-        self._signatures: dict[str, str] = {}
+        if check is None and signing_key is not None:
+            from ..anchor.signing import SignatureCheck
+
+            check = SignatureCheck(cb.store, pid, signing_key)
+        self.check = check
         self.session_id, self.task_id, self.intent = session_id, task_id, intent
         self.exclude, self.record = exclude, record
         self.cands: dict[str, MemoryCandidate] = {}
@@ -176,23 +183,14 @@ class Gatherer:
         return self._hidden[e.id]
 
     def _signature_refused(self, entity_id: str) -> bool:
-        """With a signing key: drop (and remember) an entity that is tampered or unsigned."""
-        if self.signing_key is None:
+        """With a signature check: True for an entity that is tampered or unsigned."""
+        if self.check is None:
             return False
-        if entity_id not in self._signatures:
-            from ..anchor.signing import entity_signature_status
+        return self.check.entity(entity_id) in ("invalid", "unsigned")
 
-            self._signatures.update(
-                entity_signature_status(self.cb.store, self.pid, [entity_id], self.signing_key)
-            )
-        verdict = self._signatures.get(entity_id, "not_entity")
-        if verdict == "invalid":
-            self.drop(entity_id, "tampered", "its HMAC signature does not match its content")
-            return True
-        if verdict == "unsigned":
-            self.drop(entity_id, "unsigned", "require_signature: the entity carries no signature")
-            return True
-        return False
+    def verified(self, rels: list[Relation]) -> list[Relation]:
+        """The relations that may be followed: all, or with a check the verified ones."""
+        return rels if self.check is None else self.check.relations(rels)
 
     def add(self, cand: MemoryCandidate, event: Event | None = None) -> bool:
         if cand.owner_id in self.exclude:
@@ -262,6 +260,9 @@ class Gatherer:
             if not frontier:
                 break
             rels = self.cb.store.list_relations(self.pid, list(frontier), types=list(types))
+            refused: set[str] = set()
+            if self.check is not None:
+                refused = {r.id for r in rels} - {r.id for r in self.check.relations(rels)}
             nxt: dict[str, float] = {}
             for rel in rels:
                 src = rel.from_id if rel.from_id in frontier else rel.to_id
@@ -276,6 +277,11 @@ class Gatherer:
                     "strategy": strategy,
                     "followed": rel.confidence >= floor,
                 }
+                if self.check is not None and rel.id in refused:
+                    entry["followed"] = False  # unsigned or tampered: reported by the trace
+                    entry["detail"] = self.check.refused[rel.id][1]
+                    self.relations.append(entry)
+                    continue
                 if not entry["followed"]:
                     detail = f"confidence {rel.confidence} below {floor} for {rel.type}"
                     entry["detail"] = detail
@@ -306,7 +312,12 @@ class Gatherer:
         min_score: float,
         weight: float,
     ) -> None:
-        resp = self.cb.search(query, project=self.pid, config=config, filters=flt)
+        if self.check is None:
+            resp = self.cb.search(query, project=self.pid, config=config, filters=flt)
+        else:
+            from ..anchor.signing import checked_search
+
+            resp = checked_search(self.cb, self.pid, query, config, flt, self.check)
         best = max((c.score for c in resp.results), default=0.0) or 1.0
         owners = self.nodes(list(dict.fromkeys(c.item.owner_id for c in resp.results)))
         for c in resp.results:
@@ -412,7 +423,9 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
         g.notes.append(f"{s.name}: nothing referenced or named; no code added")
         return
     # The events that referenced the code come with it (where it was produced or discussed).
-    rels = g.cb.store.list_relations(g.pid, list(seeds), direction="in", types=["REFERS_TO"])
+    rels = g.verified(
+        g.cb.store.list_relations(g.pid, list(seeds), direction="in", types=["REFERS_TO"])
+    )
     by_entity: dict[str, list[str]] = {}
     for rel in rels:
         by_entity.setdefault(rel.to_id, []).append(rel.from_id)
@@ -480,7 +493,9 @@ def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None
         g.add_node(node, 0.92, s.name, f"{s.name}: code under repair")
     tests = g.follow(dict.fromkeys(ids, 1.05), ["VALIDATES"], s.name, want=_TEST_TYPES)
     if s.include_logs and tests:
-        rels = g.cb.store.list_relations(g.pid, tests, direction="in", types=["REFERS_TO"])
+        rels = g.verified(
+            g.cb.store.list_relations(g.pid, tests, direction="in", types=["REFERS_TO"])
+        )
         runs = [
             e
             for e in g.cb.store.get_events(g.pid, [r.from_id for r in rels])

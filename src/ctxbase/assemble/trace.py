@@ -21,6 +21,7 @@ from .diff import TraceDiff, diff_traces
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter
 
 if TYPE_CHECKING:
+    from ..anchor.signing import SignatureCheck
     from ..contextbase import ContextBase
     from .strategies import MemoryCandidate
 
@@ -245,8 +246,11 @@ def build_result(
     notes: Sequence[str],
     timings: Mapping[str, float],
     counter: TokenCounter,
+    check: SignatureCheck | None = None,
 ) -> AssembledContext:
-    """The payload and the trace of one assembly."""
+    """The payload and the trace of one assembly; with a signature `check`
+    (require_signature) only verified relationships are shown, and everything the check
+    refused is listed as dropped."""
     pid = str(request["project_id"])
     layers: dict[str, Any] = {}
     for name in LAYER_ORDER:
@@ -291,7 +295,12 @@ def build_result(
     relationships: list[dict[str, Any]] = []
     if ids:
         wanted = set(ids)
-        for rel in cb.store.list_relations(pid, ids):
+        rels = cb.store.list_relations(pid, ids)
+        if check is not None:
+            rels = check.relations(
+                [r for r in rels if r.type not in _ORDER_EDGES and {r.from_id, r.to_id} <= wanted]
+            )
+        for rel in rels:
             if rel.type in _ORDER_EDGES or not {rel.from_id, rel.to_id} <= wanted:
                 continue
             relationships.append(
@@ -306,6 +315,10 @@ def build_result(
             )
     # A strategy may drop what another one brings in: only what stayed out is "dropped".
     all_dropped = [d for d in dropped if d.get("layer") != "memory" or d["id"] not in cands]
+    if check is not None:
+        for node_id, (reason, detail) in check.refused.items():
+            where = "relations" if node_id in check.refused_relations else "memory"
+            all_dropped.append({"id": node_id, "layer": where, "reason": reason, "detail": detail})
     for d in alloc.dropped:
         all_dropped.append(
             {"id": d.item.id, "layer": d.layer, "reason": d.reason, "detail": d.detail}

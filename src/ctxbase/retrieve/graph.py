@@ -5,13 +5,16 @@ Works over any `Store` through `list_relations`, one round trip per hop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model import Relation
 from ..store.base import Store
 
-__all__ = ["GraphHit", "downstream", "expand", "neighbourhood", "upstream"]
+__all__ = ["GraphHit", "RelationFilter", "downstream", "expand", "neighbourhood", "upstream"]
+
+# Keeps the relations a walk may follow (e.g. only those whose signature verifies).
+RelationFilter = Callable[[list[Relation]], list[Relation]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +40,7 @@ def _walk(
     default_threshold: float = 0.0,
     max_nodes: int = 10_000,
     exclude_types: Sequence[str] = (),
+    accept: RelationFilter | None = None,
 ) -> list[GraphHit]:
     best: dict[str, GraphHit] = {s: GraphHit(s, 0, 1.0, None, s) for s in seeds}
     frontier = list(dict.fromkeys(seeds))
@@ -44,6 +48,8 @@ def _walk(
         if not frontier or len(best) >= max_nodes:
             break
         rels = store.list_relations(project_id, frontier, direction=direction, types=types)
+        if accept is not None:
+            rels = accept(rels)
         in_frontier = set(frontier)
         nxt: list[str] = []
         for rel in rels:
@@ -107,8 +113,10 @@ def expand(
     default_threshold: float = 0.0,
     max_nodes: int = 200,
     exclude_types: Sequence[str] = (),
+    accept: RelationFilter | None = None,
 ) -> list[GraphHit]:
-    """Graph expansion for retrieval: neighbours of the top hits above per-type thresholds."""
+    """Graph expansion for retrieval: neighbours of the top hits above per-type thresholds;
+    `accept` keeps the relations that may be followed."""
     return _walk(
         store,
         project_id,
@@ -120,4 +128,5 @@ def expand(
         default_threshold=default_threshold,
         max_nodes=max_nodes,
         exclude_types=exclude_types,
+        accept=accept,
     )

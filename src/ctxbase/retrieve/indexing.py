@@ -20,6 +20,8 @@ __all__ = [
     "context_terms",
     "default_chunker",
     "entity_items",
+    "entity_search_text",
+    "entity_unit_matches",
     "event_items",
     "event_search_text",
 ]
@@ -158,27 +160,70 @@ def event_items(
     )
 
 
-def entity_items(
-    entity: Entity, chunker: Callable[[str], list[tuple[str, int, int]]] | None = default_chunker
-) -> list[SearchItem]:
+def entity_search_text(entity: Entity) -> str:
+    """The text a search sees for an entity: its name (and title), then its text."""
     head = entity.name
     title = entity.properties.get("title")
     if title and title != head:
         head = f"{head} {title}"
-    text = f"{head}\n{entity.text}" if entity.text else head
+    return f"{head}\n{entity.text}" if entity.text else head
+
+
+def _entity_labels(entity: Entity) -> dict[str, Any]:
+    """The unit fields that come from what the entity says (type, where it lives)."""
     line_start = entity.properties.get("line_start")
     line_end = entity.properties.get("line_end")
+    return {
+        "type": entity.type,
+        "session_id": entity.properties.get("session_id"),
+        "agent_id": entity.properties.get("agent_id"),
+        "path": entity.properties.get("path"),
+        "line_start": int(line_start) if line_start is not None else None,
+        "line_end": int(line_end) if line_end is not None else None,
+    }
+
+
+def entity_items(
+    entity: Entity, chunker: Callable[[str], list[tuple[str, int, int]]] | None = default_chunker
+) -> list[SearchItem]:
     return _units(
         entity.id,
         "entity",
-        _chunked(text, chunker),
-        type=entity.type,
+        _chunked(entity_search_text(entity), chunker),
         ts=entity.updated_at,
-        session_id=entity.properties.get("session_id"),
-        agent_id=entity.properties.get("agent_id"),
-        path=entity.properties.get("path"),
-        line_start=int(line_start) if line_start is not None else None,
-        line_end=int(line_end) if line_end is not None else None,
         latest=entity.latest,
         importance=float(entity.properties.get("importance", 0.5)),
+        **_entity_labels(entity),
     )
+
+
+def entity_unit_matches(entity: Entity, item: SearchItem) -> bool:
+    """True when `item` is a unit `entity_items` could have cut from `entity`.
+
+    A short text is one unit holding exactly the entity's search text; a long one is cut
+    into chunks that are verbatim spans of it. Where a long text is cut depends on the
+    token counter of the process that wrote it, so a chunk is checked as a span, not
+    re-cut. Type, path, lines, session and agent must be the entity's own.
+    """
+    if item.owner_id != entity.id:
+        return False
+    full = entity_search_text(entity)
+    # a verbatim, non-blank piece of a text long enough to have been chunked
+    span = len(full) > _WHOLE_TEXT_CHARS and bool(item.text.strip()) and item.text in full
+    if item.kind == "entity":
+        text_ok = item.item_id == entity.id and (item.text == full or span)
+    elif item.kind == "chunk":
+        prefix = f"{entity.id}#"
+        index = item.item_id[len(prefix) :]
+        text_ok = item.item_id.startswith(prefix) and index.isdigit() and span
+    else:
+        return False
+    if not text_ok:
+        return False
+    # compared as text: a TEXT column gives back "5" for a property stored as 5
+    labels = _entity_labels(entity)
+    return all(_as_text(getattr(item, name)) == _as_text(value) for name, value in labels.items())
+
+
+def _as_text(value: Any) -> str | None:
+    return None if value is None else str(value)

@@ -18,6 +18,7 @@ from . import graph
 from .config import SearchConfig
 from .embed.base import Embedder, FloatVector, embed_queries
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
+from .graph import RelationFilter
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
@@ -67,7 +68,8 @@ class SearchResponse:
     results: list[Candidate]
     considered: list[Candidate] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
-    # entities dropped because their signed metadata no longer matches its signature
+    # require_signature: entities (a signature or a served unit that does not match) and
+    # relations (a signature that does not match) left out
     tampered: list[str] = field(default_factory=list)
 
 
@@ -122,7 +124,10 @@ class Searcher:
         flt: ItemFilter | None = None,
         *,
         now: float | None = None,
+        relation_filter: RelationFilter | None = None,
     ) -> SearchResponse:
+        """Ranked units for `query`; `relation_filter` keeps the relations graph expansion
+        and the session window may follow (require_signature: the verified ones)."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         if config.latest_only and (flt is None or not flt.latest_only):
@@ -201,7 +206,7 @@ class Searcher:
 
         if config.graph_hops > 0 or config.session_window > 0:
             t = time.perf_counter()
-            self._expand(project_id, config, cands, allowed)
+            self._expand(project_id, config, cands, allowed, relation_filter)
             timings["graph"] = _ms(t)
 
         if config.actor_boost != 1.0:
@@ -315,6 +320,7 @@ class Searcher:
         config: SearchConfig,
         cands: dict[str, Candidate],
         allowed: FilterScope | None,
+        accept: RelationFilter | None = None,
     ) -> None:
         seeds = sorted(cands.values(), key=lambda c: -c.score)[: config.graph_seeds]
         if not seeds:
@@ -331,6 +337,7 @@ class Searcher:
                 thresholds=config.relation_thresholds,
                 max_nodes=config.graph_seeds * 20,
                 exclude_types=config.graph_exclude_types,
+                accept=accept,
             )
             for h in hits:
                 if h.via is None:
@@ -341,7 +348,7 @@ class Searcher:
                     new_nodes[h.node_id] = (s, f"{h.via.type} from {h.seed_id}", h.confidence)
         if config.session_window > 0:
             neighbours = self._session_neighbours(
-                project_id, list(seed_score), config.session_window
+                project_id, list(seed_score), config.session_window, accept
             )
             for owner, found in neighbours.items():
                 s0 = seed_score[owner]
@@ -371,7 +378,11 @@ class Searcher:
                     c.graph_confidence = conf
 
     def _session_neighbours(
-        self, project_id: str, owners: list[str], window: int
+        self,
+        project_id: str,
+        owners: list[str],
+        window: int,
+        accept: RelationFilter | None = None,
     ) -> dict[str, list[tuple[str, int]]]:
         """For each owner, the events up to `window` steps before and after it in its session
         (one batched relation lookup per step for all owners)."""
@@ -385,6 +396,8 @@ class Searcher:
             rels = self.store.list_relations(
                 project_id, sorted(nodes), direction="both", types=["NEXT"]
             )
+            if accept is not None:
+                rels = accept(rels)
             after = {r.from_id: r.to_id for r in rels}
             before = {r.to_id: r.from_id for r in rels}
             for o in owners:

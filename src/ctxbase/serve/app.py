@@ -50,17 +50,20 @@ __all__ = ["create_app", "create_app_from_env"]
 log = logging.getLogger(LOGGER_NAME)
 
 
-def _field(loc: tuple[Any, ...]) -> str:
-    parts = [p for p in loc if p not in ("body", "query", "path", "header")] or ["body"]
+def _field(loc: tuple[Any, ...], sourced: bool = True) -> str:
+    # A request error's loc starts with where the input came from; a field of the body may
+    # itself be called "query" or "path", so only that first part is dropped.
+    source = ("body", "query", "path", "header")
+    parts = list(loc[1:] if sourced and loc and loc[0] in source else loc) or ["body"]
     out = ""
     for p in parts:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
     return out
 
 
-def _validation_response(errors: list[Any]) -> JSONResponse:
+def _validation_response(errors: list[Any], sourced: bool = True) -> JSONResponse:
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
-    field = _field(tuple(first.get("loc", ("body",))))
+    field = _field(tuple(first.get("loc", ("body",))), sourced)
     msg = str(first.get("msg", "invalid"))
     body = {"error": {"code": "invalid", "message": f"{field}: {msg}", "field": field}}
     return JSONResponse(body, status_code=422)
@@ -81,7 +84,7 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(PydanticValidationError)
     async def _model_invalid(request: Request, exc: PydanticValidationError) -> JSONResponse:
-        return _validation_response(list(exc.errors()))
+        return _validation_response(list(exc.errors()), sourced=False)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -59,7 +59,7 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
             preset=body.preset,
             filters=flt,
             require_signature=body.require_signature,
-            **body.options,
+            **body.options.overrides(),
         )
     except PydanticValidationError as exc:
         err = exc.errors()[0]

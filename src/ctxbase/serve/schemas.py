@@ -44,6 +44,7 @@ __all__ = [
     "SearchHitOut",
     "SearchIn",
     "SearchItemOut",
+    "SearchOptionsIn",
     "SearchOut",
     "SessionIn",
     "StateChangeOut",
@@ -195,16 +196,52 @@ class FilterIn(_In):
     latest_only: bool = False
 
 
+class SearchOptionsIn(_In):
+    """SearchConfig fields to change from the preset (top_k, graph_hops, ...), and nothing
+    else: the project comes from the path, `preset` and `filters` are fields of the request
+    itself, and signatures are checked with the server's key only. Unknown fields are
+    refused (422, naming `options.<field>`); values are checked by SearchConfig."""
+
+    keyword: bool | None = None
+    semantic: bool | None = None
+    candidates: int | None = None
+    fusion: Literal["rrf", "weighted"] | None = None
+    rrf_k: int | None = None
+    keyword_weight: float | None = None
+    semantic_weight: float | None = None
+    graph_weight: float | None = None
+    min_similarity: float | None = None
+    graph_hops: int | None = None
+    graph_seeds: int | None = None
+    graph_types: list[str] | None = None
+    graph_exclude_types: list[str] | None = None
+    relation_thresholds: dict[str, float] | None = None
+    session_window: int | None = None
+    actor_boost: float | None = None
+    actor_free_query: bool | None = None
+    time_decay_half_life_days: float | None = None
+    importance_weight: float | None = None
+    dedupe_threshold: float | None = None
+    top_k: int | None = None
+    dynamic_top_k: tuple[int, int] | None = None
+    token_allowance: int | None = None
+    latest_only: bool | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """The fields the request set (an explicit null included), for get_preset."""
+        return self.model_dump(exclude_unset=True)
+
+
 class SearchIn(_In):
     query: str
     preset: str = "hybrid"
     filters: FilterIn | None = None
-    # SearchConfig fields to change from the preset (top_k, graph_hops, ...)
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: SearchOptionsIn = Field(default_factory=SearchOptionsIn)
     require_signature: bool = Field(
         default=False,
-        description="drop entities whose HMAC signature fails or is missing (the server's "
-        "key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
+        description="serve only units whose signed entity verifies and matches them, and "
+        "follow only relations that verify (the server's key: CTXBASE_HMAC_KEY_<PROJECT> or "
+        "CTXBASE_HMAC_KEY; never one from the client)",
     )
 
 
@@ -259,8 +296,8 @@ class AssembleIn(_In):
     include_trace: bool = Field(default=False, description="also return the full trace")
     require_signature: bool = Field(
         default=False,
-        description="keep out entities whose HMAC signature fails or is missing (the server's "
-        "key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
+        description="keep out entities, passages and relations whose HMAC signature fails or "
+        "is missing (the server's key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
     )
 
 
