@@ -52,10 +52,9 @@ def _event(
             idempotency_key=key,
             **fields,
         )
-    except ValidationError as exc:
-        if field and not exc.field.startswith(field):
-            raise ValidationError(field + exc.field, exc.message) from exc
-        raise
+    except ValidationError as exc:  # name the field as the request spells it
+        name = "id" if exc.field == "event_id" else exc.field
+        raise ValidationError(field + name, exc.message) from exc
 
 
 def _capture_args(body: EventIn, event: Event) -> dict[str, Any]:
