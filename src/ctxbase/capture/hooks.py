@@ -51,8 +51,9 @@ def message_key(position: int, event: PlannedEvent, parent_ids: Sequence[str]) -
         ensure_ascii=False,
         sort_keys=True,
         separators=(",", ":"),
+        default=repr,  # unserialisable data is refused by build_event, naming its field
     )
-    # surrogatepass: invalid text is refused by build_event, with its field, not here
+    # surrogatepass: invalid text is refused by build_event too, not here
     return "messages:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
