@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ctxbase.model import Event, event_id_for
+from ctxbase.model import Event, new_event_id
 from ctxbase.retrieve.embed.hashing import HashingEmbedder
 from ctxbase.retrieve.indexing import event_items
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
@@ -109,7 +109,7 @@ def load(store: Store, project: str, texts: list[str], embedder: HashingEmbedder
         events = []
         for i, text in enumerate(texts[start : start + _BATCH], start=start):
             sid = f"s{i % 50}"
-            eid = event_id_for(project, sid, "user_message", text, i, [])
+            eid = new_event_id()
             events.append(
                 Event(
                     id=eid,

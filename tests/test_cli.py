@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import ctxbase
 from ctxbase.cli import main
+from ctxbase.store import open_store
 from ctxbase.store.base import SCHEMA_VERSION
 
 
@@ -131,3 +136,37 @@ def test_ingest_reports_counts_and_skips(tmp_path: Path, capsys: Any) -> None:
     assert code == 0 and "1 new" in out and "blob.bin" in out
     code, out, _ = _run(capsys, *base, "ingest", str(repo))
     assert code == 0 and "1 unchanged" in out
+
+
+def test_demo_runs_any_number_of_times_on_one_database(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Each run forgets the demo project and records it again: the tombstones of the last
+    run must not swallow the new captures (they once did: "session 'day3-followup' not
+    found" on every run after the first)."""
+    db = str(tmp_path / "demo.db") if backend == "sqlite" else request.getfixturevalue("pg_url")
+    src = str(Path(ctxbase.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    for run in (1, 2):
+        done = subprocess.run(
+            [sys.executable, "-m", "ctxbase", "--db", db, "--embedder", "hash", "demo"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
+        assert done.returncode == 0, f"run {run}: {done.stderr}"
+        assert "session day3-followup:" in done.stdout
+        assert "<- tool_invocation" in done.stdout, f"run {run}"
+    store = open_store(db)
+    try:
+        assert [e.seq for e in store.list_events("demo-shop", "day1-requirements")] == [
+            1,
+            2,
+            3,
+            4,
+            5,
+            6,
+        ]
+    finally:
+        store.close()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event, check_json, check_text
-from .capture.hooks import plan_message_events
+from .capture.hooks import message_key, plan_message_events
 from .errors import NotFoundError, ValidationError
 from .model import (
     Entity,
@@ -288,7 +288,10 @@ class ContextBase:
     ) -> str | None:
         """Capture an event without waiting for storage; returns its id.
 
-        Returns None only for a low-priority event dropped under backpressure (counted in
+        Every call is a new event, even with the same content. To make a retry safe, give
+        the same `idempotency_key` (or `event_id`, starting "ev_") each time: the event is
+        stored once, and a retry of a hard-forgotten one is ignored. Returns None only for
+        a low-priority event dropped under backpressure (counted in
         `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
         task_id, parent_event_ids, refers_to, importance, metadata, ts.
         """
@@ -307,7 +310,9 @@ class ContextBase:
         project: str | None = None,
         **fields: Any,
     ) -> Event:
-        """Capture synchronously: the event is stored when this returns (with its seq)."""
+        """Capture synchronously: the event is stored when this returns (with its seq).
+        Takes the fields of `capture`; a retry with the same `idempotency_key` returns the
+        event stored the first time."""
         event = self._build(
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
@@ -360,7 +365,8 @@ class ContextBase:
             messages, user_id=user_id, assistant_id=assistant_id, assistant_role=assistant_role
         )
         events: list[Event] = []
-        for p in planned:
+        for n, p in enumerate(planned):
+            parents = [events[i].id for i in p.parents]
             events.append(
                 self._build(
                     project,
@@ -372,8 +378,9 @@ class ContextBase:
                         "agent_id": p.agent_id,
                         "agent_role": p.agent_role,
                         "task_id": task_id,
-                        "parent_event_ids": [events[i].id for i in p.parents],
+                        "parent_event_ids": parents,
                         "metadata": p.metadata,
+                        "idempotency_key": message_key(n, p, parents),
                     },
                 )
             )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import secrets
 import threading
 import time
 from enum import IntEnum
@@ -29,10 +30,11 @@ __all__ = [
     "StateFact",
     "TaskInfo",
     "check_id",
-    "event_id_for",
     "event_priority",
     "is_event_type",
+    "keyed_event_id",
     "make_entity_id",
+    "new_event_id",
     "register_event_type",
     "relation_id_for",
 ]
@@ -94,16 +96,28 @@ def _digest(parts: list[Any]) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:32]
 
 
-def event_id_for(
-    project_id: str,
-    session_id: str,
-    type: str,
-    text: str | None,
-    data: Any,
-    parent_event_ids: list[str],
-) -> str:
-    """Deterministic id: a retried hook produces the same id, so nothing is written twice."""
-    return "ev_" + _digest([project_id, session_id, type, text, data, sorted(parent_event_ids)])
+_id_lock = threading.Lock()
+_last_id = 0
+
+
+def new_event_id() -> str:
+    """A fresh id for every capture: 48 bits of milliseconds then 80 random bits (as in
+    UUIDv7/ULID), so ids sort by capture time; within one process they strictly increase,
+    even inside one millisecond. Identical content captured twice is two events."""
+    global _last_id
+    value = (time.time_ns() // 1_000_000) << 80 | secrets.randbits(80)
+    with _id_lock:
+        if value <= _last_id:
+            value = _last_id + 1
+        _last_id = value
+    return f"ev_{value:032x}"
+
+
+def keyed_event_id(project_id: str, session_id: str, idempotency_key: str) -> str:
+    """The id of a capture that carries an idempotency key: a retry with the same key (in the
+    same project and session) gets the same id, so the store keeps one event; tombstones
+    then hold a hash of this id, never the content."""
+    return "ev_" + _digest(["idempotency_key", project_id, session_id, idempotency_key])
 
 
 def relation_id_for(project_id: str, from_id: str, type: str, to_id: str) -> str:

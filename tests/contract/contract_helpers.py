@@ -1,11 +1,12 @@
 """Builders shared by the storage contract tests: events and entities with their search items,
-made the way ContextBase makes them (deterministic ids, retrieve.indexing items)."""
+made the way ContextBase makes them (keyed event ids, retrieve.indexing items)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from ctxbase.model import Entity, Event, event_id_for, make_entity_id
+from ctxbase.model import Entity, Event, keyed_event_id, make_entity_id
 from ctxbase.retrieve.indexing import entity_items, event_items
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
 from ctxbase.store.base import SearchItem, Store
@@ -14,7 +15,9 @@ from ctxbase.store.base import SearchItem, Store
 def make_event(project_id: str, session_id: str, text: str, **fields: Any) -> Event:
     fields.setdefault("type", "user_message")
     parents = list(fields.get("parent_event_ids", []))
-    eid = event_id_for(project_id, session_id, fields["type"], text, fields.get("data"), parents)
+    # Keyed by content, so building the same event twice is a retry of one capture.
+    key = json.dumps([fields["type"], text, fields.get("data"), sorted(parents)], sort_keys=True)
+    eid = keyed_event_id(project_id, session_id, key)
     return Event(id=eid, project_id=project_id, session_id=session_id, text=text, **fields)
 
 

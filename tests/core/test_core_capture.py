@@ -105,14 +105,16 @@ def test_record_is_synchronous_and_keeps_session_order(db_path: Path, cb: Contex
     assert rows == [(queued, 1), (ev.id, 2)]
 
 
-def test_same_event_captured_twice_is_written_once(db_path: Path, cb: ContextBase) -> None:
-    a = cb.capture("user_message", session_id="s", text="retry me")
-    b = cb.capture("user_message", session_id="s", text="retry me")
+def test_a_retry_with_the_same_key_is_written_once(db_path: Path, cb: ContextBase) -> None:
+    a = cb.capture("user_message", session_id="s", text="retry me", idempotency_key="k1")
+    b = cb.capture("user_message", session_id="s", text="retry me", idempotency_key="k1")
     cb.flush()
-    c = cb.capture("user_message", session_id="s", text="retry me")  # retried after the write
-    d = cb.record("user_message", session_id="s", text="retry me")
+    # retried after the write (the content of a retry does not matter, the key does)
+    c = cb.capture("user_message", session_id="s", text="retry me!", idempotency_key="k1")
+    d = cb.record("user_message", session_id="s", text="retry me", idempotency_key="k1")
     cb.flush()
     assert a == b == c == d.id
+    assert d.text == "retry me" and d.seq == 1  # the event stored the first time
     assert count(db_path, "events") == 1
     assert count(db_path, "items") == 1
     assert count(db_path, "item_fts") == 1
@@ -121,12 +123,22 @@ def test_same_event_captured_twice_is_written_once(db_path: Path, cb: ContextBas
     assert stats.duplicates >= 2
 
 
+def test_the_same_content_captured_again_is_a_new_event(db_path: Path, cb: ContextBase) -> None:
+    a = cb.capture("user_message", session_id="s", text="again")
+    b = cb.capture("user_message", session_id="s", text="again")
+    cb.flush()
+    c = cb.record("user_message", session_id="s", text="again")
+    assert len({a, b, c.id}) == 3
+    assert [e.seq for e in cb.last_events("s")] == [1, 2, 3]
+    assert count(db_path, "events") == 3
+
+
 def test_retry_from_another_process_view_is_deduplicated(db_path: Path, open_base: Opener) -> None:
     first = open_base()
     second = open_base()  # another handle on the same file, as a second worker would have
-    a = first.capture("tool_result", session_id="s", text="exit 0")
+    a = first.capture("tool_result", session_id="s", text="exit 0", idempotency_key="run-7")
     first.flush()
-    b = second.capture("tool_result", session_id="s", text="exit 0")
+    b = second.capture("tool_result", session_id="s", text="exit 0", idempotency_key="run-7")
     second.flush()
     assert a == b
     assert count(db_path, "events") == 1
@@ -197,10 +209,14 @@ def test_low_events_outside_the_window_are_not_aggregated(open_base: Opener) -> 
 
 def test_a_retried_low_event_is_not_merged_twice(open_base: Opener) -> None:
     cb = open_base(bus_config=BusConfig(linger_s=0.5, aggregate_window_s=5.0))
-    a = cb.capture("internal_thought", session_id="s", text="step one")
-    b = cb.capture("internal_thought", session_id="s", text="step two")
-    b_again = cb.capture("internal_thought", session_id="s", text="step two")
-    a_again = cb.capture("internal_thought", session_id="s", text="step one")
+
+    def thought(text: str, key: str) -> str | None:
+        return cb.capture("internal_thought", session_id="s", text=text, idempotency_key=key)
+
+    a = thought("step one", "t1")
+    b = thought("step two", "t2")
+    b_again = thought("step two", "t2")
+    a_again = thought("step one", "t1")
     cb.flush()
     assert a == b == b_again == a_again
     assert [e.text for e in cb.last_events("s")] == ["step one\nstep two"]

@@ -38,9 +38,12 @@ def _vector_blob(db_path: Path, item_id: str) -> bytes:
 
 
 def _scenario(cb: ContextBase) -> dict[str, str]:
-    """A session with a secret in the middle, an entity it refers to, and unrelated data."""
+    """A session with a secret in the middle, an entity it refers to, and unrelated data.
+    Each event has an idempotency key (its name), so a test can retry its capture."""
     ids: dict[str, str] = {}
-    ids["before"] = cb.record("user_message", session_id="s1", text="please store this").id
+    ids["before"] = cb.record(
+        "user_message", session_id="s1", text="please store this", idempotency_key="before"
+    ).id
     ids["entity"] = cb.upsert_entity("document", "vault.md", "where the vault lives").id
     ids["secret"] = cb.record(
         "assistant_message",
@@ -49,11 +52,18 @@ def _scenario(cb: ContextBase) -> dict[str, str]:
         parent_event_ids=[ids["before"]],
         refers_to=[ids["entity"]],
         data={"note": SECRET},
+        idempotency_key="secret",
     ).id
     ids["after"] = cb.record(
-        "tool_result", session_id="s1", text="stored", parent_event_ids=[ids["secret"]]
+        "tool_result",
+        session_id="s1",
+        text="stored",
+        parent_event_ids=[ids["secret"]],
+        idempotency_key="after",
     ).id
-    ids["other"] = cb.record("user_message", session_id="s2", text="unrelated weather chat").id
+    ids["other"] = cb.record(
+        "user_message", session_id="s2", text="unrelated weather chat", idempotency_key="other"
+    ).id
     cb.upsert_relationship(ids["entity"], "MENTIONS", ids["secret"], source="human")
     assert cb.wait_for_embeddings(timeout=30)
     return ids
@@ -177,8 +187,9 @@ def test_forgotten_event_is_not_brought_back_by_a_stale_retry(
         parent_event_ids=[ids["before"]],
         refers_to=[ids["entity"]],
         data={"note": SECRET},
+        idempotency_key="secret",
     )
-    assert again == ids["secret"]  # same deterministic id
+    assert again == ids["secret"]  # the retry names the same capture
     cbv.flush()
     cbv.record_events(
         [
@@ -205,9 +216,13 @@ def test_forget_a_session(db_path: Path, cbv: ContextBase) -> None:
     assert [e.id for e in cbv.last_events("s2")] == [ids["other"]]
     assert cbv.get_entity(ids["entity"]).name == "vault.md"
     # a stale retry of any of its events stays out
-    cbv.capture("user_message", session_id="s1", text="please store this")
+    cbv.capture("user_message", session_id="s1", text="please store this", idempotency_key="before")
     cbv.flush()
     assert count(db_path, "events", "session_id='s1'") == 0
+    # a new capture of the same text is a new event
+    new = cbv.record("user_message", session_id="s1", text="please store this")
+    assert new.id != ids["before"] and new.seq == 1
+    assert [e.id for e in cbv.last_events("s1")] == [new.id]
 
 
 def test_forget_an_entity(db_path: Path, cbv: ContextBase) -> None:
@@ -244,9 +259,13 @@ def test_forget_the_whole_project(db_path: Path, open_base: object, cbv: Context
     assert cbv.get_event(keep.id, project="two").text == "zqxkeepme in project two"
     assert count(db_path, "item_fts") == count(db_path, "items")
     # a stale retry after forgetting the project stays out too
-    cbv.capture("user_message", session_id="s2", text="unrelated weather chat")
+    cbv.capture(
+        "user_message", session_id="s2", text="unrelated weather chat", idempotency_key="other"
+    )
     cbv.flush()
     assert count(db_path, "events", "project_id='p'") == 0
+    # new captures are stored again
+    assert cbv.record("user_message", session_id="s2", text="unrelated weather chat").seq == 1
 
 
 def test_forget_needs_a_target(cb: ContextBase) -> None:

@@ -1,6 +1,9 @@
-"""The data model: deterministic event ids, event types and priorities, stored fields."""
+"""The data model: event ids (fresh per capture, or keyed for retries), event types and
+priorities, stored fields."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 
@@ -8,39 +11,66 @@ import ctxbase
 from ctxbase import ContextBase, Priority, ValidationError
 from ctxbase.model import (
     BUILTIN_EVENT_TYPES,
-    event_id_for,
     event_priority,
     is_event_type,
+    keyed_event_id,
+    new_event_id,
     relation_id_for,
 )
 
 
-def test_event_id_is_a_hash_of_project_session_type_content_and_parents() -> None:
-    base = event_id_for("p", "s", "user_message", "hello", None, ["ev_a", "ev_b"])
-    assert base == event_id_for("p", "s", "user_message", "hello", None, ["ev_a", "ev_b"])
-    # parent order does not matter; everything else does
-    assert base == event_id_for("p", "s", "user_message", "hello", None, ["ev_b", "ev_a"])
-    variants = [
-        event_id_for("q", "s", "user_message", "hello", None, ["ev_a", "ev_b"]),
-        event_id_for("p", "t", "user_message", "hello", None, ["ev_a", "ev_b"]),
-        event_id_for("p", "s", "assistant_message", "hello", None, ["ev_a", "ev_b"]),
-        event_id_for("p", "s", "user_message", "hello!", None, ["ev_a", "ev_b"]),
-        event_id_for("p", "s", "user_message", "hello", {"k": 1}, ["ev_a", "ev_b"]),
-        event_id_for("p", "s", "user_message", "hello", None, ["ev_a"]),
-        event_id_for("p", "s", "user_message", "hello", None, []),
-    ]
-    assert len({base, *variants}) == len(variants) + 1
+def test_new_event_ids_are_unique_and_in_creation_order() -> None:
+    ids = [new_event_id() for _ in range(5000)]  # many fall in the same millisecond
+    assert len(set(ids)) == len(ids)
+    assert ids == sorted(ids)
+    assert all(i.startswith("ev_") and len(i) == 35 for i in ids)
+    # the leading 48 bits are the capture time in milliseconds
+    ms = int(ids[0][3:15], 16)
+    assert abs(ms - time.time() * 1000) < 60_000
+
+
+def test_keyed_event_id_depends_on_project_session_and_key_only() -> None:
+    base = keyed_event_id("p", "s", "k1")
+    assert base == keyed_event_id("p", "s", "k1")
+    variants = [keyed_event_id("q", "s", "k1"), keyed_event_id("p", "t", "k1")]
+    variants.append(keyed_event_id("p", "s", "k2"))
+    assert len({base, *variants}) == 4
     assert base.startswith("ev_")
 
 
-def test_capture_gives_the_same_id_for_the_same_event_whatever_the_timestamp(
+def test_capture_gives_every_call_a_new_id_unless_it_is_a_keyed_retry(
     cb: ContextBase,
 ) -> None:
-    a = cb.capture("user_message", session_id="s", text="same", ts=1.0, metadata={"x": 1})
-    b = cb.capture("user_message", session_id="s", text="same", ts=2.0, metadata={"x": 2})
-    c = cb.capture("user_message", session_id="other", text="same")
-    assert a == b
-    assert a != c
+    a = cb.capture("user_message", session_id="s", text="same")
+    b = cb.capture("user_message", session_id="s", text="same")
+    assert a != b
+    k1 = cb.capture("user_message", session_id="s", text="same", idempotency_key="turn-1")
+    k2 = cb.capture("user_message", session_id="s", text="same", ts=5.0, idempotency_key="turn-1")
+    k3 = cb.capture("user_message", session_id="other", text="same", idempotency_key="turn-1")
+    assert k1 == k2 == keyed_event_id("p", "s", "turn-1")
+    assert k3 != k1
+    own = new_event_id()
+    assert cb.capture("user_message", session_id="s", text="x", event_id=own) == own
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"event_id": "not-prefixed"}, "event_id"),
+        ({"event_id": "ev_bad id"}, "event_id"),
+        ({"idempotency_key": ""}, "idempotency_key"),
+        ({"idempotency_key": "   "}, "idempotency_key"),
+        ({"idempotency_key": "k" * 256}, "idempotency_key"),
+        ({"idempotency_key": 7}, "idempotency_key"),
+        ({"idempotency_key": "k", "event_id": "ev_1"}, "idempotency_key"),
+    ],
+)
+def test_bad_event_ids_and_keys_name_their_field(
+    cb: ContextBase, fields: dict[str, object], field: str
+) -> None:
+    with pytest.raises(ValidationError) as exc:
+        cb.capture("user_message", session_id="s", text="x", **fields)
+    assert exc.value.field == field
 
 
 def test_relation_id_depends_on_the_triple_only() -> None:

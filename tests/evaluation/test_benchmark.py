@@ -189,3 +189,23 @@ def test_bm25_on_locomo_dev_is_in_the_expected_range() -> None:
     assert result.questions > 700
     assert 0.45 < result.recall[10] < 0.65
     assert result.recall[5] <= result.recall[10] <= result.recall[25]
+
+
+def test_engine_reindexes_a_conversation_on_the_same_database(tmp_path: Path) -> None:
+    """A rerun on the same --db forgets the conversation's project and writes it again: every
+    turn is stored, repeated lines included (tombstones once swallowed the whole rerun)."""
+    from dataclasses import replace
+
+    from ctxbase.evaluation.store_retriever import SharedEngine
+
+    base = tiny_conversation()
+    repeat = turn("D2:3", "Bay", "It was rainy all weekend")  # D2:2 again, same session
+    conv = replace(base, turns=(*base.turns, repeat))
+    db = str(tmp_path / "bench.db")
+    for run in (1, 2):
+        engine = SharedEngine(db=db, embedder=None)
+        engine.ensure_indexed(conv)
+        stored = engine.cb.store.list_events(engine.project_of("tiny"))
+        assert len(stored) == len(conv.turns), f"run {run}"
+        assert sorted(engine.dia_ids("tiny").values()) == sorted(t.dia_id for t in conv.turns)
+        engine.cb.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from conftest import Live
-from ctxbase.model import event_id_for
+from ctxbase.model import keyed_event_id
 
 
 def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
@@ -31,11 +31,15 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
 
     # events: single (stored), queued, batch, messages
     text = "订单查询接口加上Redis缓存，预算控制在5万以内"
-    r = c.post(f"{base}/events", json={"type": "user_message", "session_id": "s1", "text": text})
+    r = c.post(
+        f"{base}/events",
+        json={"type": "user_message", "session_id": "s1", "text": text},
+        headers={"Idempotency-Key": "first"},
+    )
     assert r.status_code == 201
     e1 = r.json()
     assert e1["seq"] == 1
-    assert e1["id"] == event_id_for(pid, "s1", "user_message", text, None, [])
+    assert e1["id"] == keyed_event_id(pid, "s1", "first")
     r = c.post(
         f"{base}/events/queue",
         json={

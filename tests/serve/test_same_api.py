@@ -13,7 +13,7 @@ import pytest
 import ctxbase
 from conftest import Live
 from ctxbase.errors import NotFoundError, ValidationError
-from ctxbase.model import TaskInfo, event_id_for
+from ctxbase.model import TaskInfo, keyed_event_id
 from ctxbase.serve.sdk import AsyncClient, Client
 
 SAME_PROJECT = f"same-{uuid.uuid4().hex[:8]}"
@@ -60,17 +60,17 @@ def scenario(cb: Any) -> dict[str, Any]:
         text="订单查询接口支持按用户 ID 分页，缓存 5 分钟，符合公司 Redis 规范。",
         agent_role="user",
         ts=1000.0,
+        idempotency_key="day1-user",  # keyed, so both runs give the same ids
     )
     out["user"] = u
-    out["id_is_deterministic"] = u.id == event_id_for(
-        cb.project, "day1", "user_message", u.text, None, []
-    )
+    out["id_is_keyed"] = u.id == keyed_event_id(cb.project, "day1", "day1-user")
     plan_id = cb.capture(
         "assistant_message",
         session_id="day1",
         text="Plan: paginate by user id, cache 5 minutes in Redis.",
         parent_event_ids=[u.id],
         ts=1001.0,
+        idempotency_key="day1-plan",
     )
     cb.flush()
     out["plan"] = cb.get_event(plan_id)
@@ -163,7 +163,7 @@ _results: dict[str, dict[str, Any]] = {}
 def test_same_calls_same_results(api: Any) -> None:
     kind = "remote" if isinstance(api, Client) else "embedded"
     got = scenario(api)
-    assert got["id_is_deterministic"] is True
+    assert got["id_is_keyed"] is True
     assert [e.seq for e in got["last"]] == [1, 2]
     assert got["search"] and got["search"][0][0] in (got["doc"].id, got["req"].id, got["user"].id)
     assert got["ctx"]["messages"][-1]["content"] == "生成分页版订单查询接口，用 FastAPI"

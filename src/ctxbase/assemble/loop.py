@@ -21,6 +21,7 @@ what came of it.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -218,6 +219,9 @@ def record_outcome(
         entities.append(new)
 
     refs = [e.id for e in entities] + [e.id for e in context]
+    # An assembly's context id is unique, so the same answer to it again is a retry of this
+    # call (e.g. by the remote SDK after a timeout): it must not store a second event.
+    answer_hash = hashlib.sha256(str(answer).encode("utf-8", "surrogatepass")).hexdigest()[:32]
     event = cb.record(
         "assistant_message",
         session_id=sid,
@@ -227,6 +231,7 @@ def record_outcome(
         agent_role=agent_role or trace.get("agent_role"),
         refers_to=list(dict.fromkeys(refs)),
         metadata={"context_id": context_id},
+        idempotency_key=f"outcome:{context_id}:{answer_hash}",
     )
     trace["outcome"] = {
         "event_id": event.id,

@@ -362,7 +362,7 @@ class ContextManager:
             text=content,
             task_id=task_id,
             agent_role=agent_role,
-            # Threading on the previous message keeps repeated texts ("ok") distinct events.
+            # A message answers the one before it (as capture_messages threads a chat).
             parent_event_ids=[last[-1].id] if last else [],
             refers_to=list(refers_to),
             importance=0.9 if important else 0.5,

@@ -2,6 +2,10 @@
 
 Everything that can be wrong with an event is found here, in the caller's thread, so that a
 bad event gets a clear error naming its field and nothing partial is ever written.
+
+Identity: every capture is a new event with a fresh time-ordered id, whatever its content.
+Only a retry of the same capture is merged, by the caller naming it: an `idempotency_key`
+(the id is derived from it) or an `event_id` assigned before sending (the remote SDK does).
 """
 
 from __future__ import annotations
@@ -14,11 +18,19 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ValidationError
-from ..model import Event, check_id, event_id_for, is_event_type
+from ..model import Event, check_id, is_event_type, keyed_event_id, new_event_id
 
-__all__ = ["DEFAULT_MAX_CONTENT_BYTES", "build_event", "check_json", "check_text"]
+__all__ = [
+    "DEFAULT_MAX_CONTENT_BYTES",
+    "MAX_IDEMPOTENCY_KEY_CHARS",
+    "build_event",
+    "check_json",
+    "check_text",
+    "event_identity",
+]
 
 DEFAULT_MAX_CONTENT_BYTES = 1_000_000
+MAX_IDEMPOTENCY_KEY_CHARS = 255
 
 # json.dumps(value, ensure_ascii=False) builds an encoder per call; this one is reused.
 _encode_json = json.JSONEncoder(ensure_ascii=False).encode
@@ -54,6 +66,30 @@ def check_json(field: str, value: Any) -> str:
     return text
 
 
+def event_identity(
+    project_id: str, session_id: str, event_id: str | None, idempotency_key: str | None
+) -> str:
+    """The id a capture is stored under: the caller's `event_id` (a retry resends it), the
+    one derived from its `idempotency_key`, else a fresh one."""
+    if event_id is not None and idempotency_key is not None:
+        raise ValidationError("idempotency_key", "give either event_id or idempotency_key")
+    if event_id is not None:
+        check_id("event_id", event_id)
+        # The prefix keeps caller ids apart from entity ids (they share the search index).
+        if not event_id.startswith("ev_"):
+            raise ValidationError("event_id", f"event ids start with 'ev_' (got {event_id!r})")
+        return event_id
+    if idempotency_key is not None:
+        key = check_text("idempotency_key", idempotency_key)
+        if not key or not key.strip() or len(key) > MAX_IDEMPOTENCY_KEY_CHARS:
+            raise ValidationError(
+                "idempotency_key",
+                f"must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters, not blank",
+            )
+        return keyed_event_id(project_id, session_id, key)
+    return new_event_id()
+
+
 def build_event(
     *,
     project_id: str,
@@ -69,9 +105,11 @@ def build_event(
     importance: float = 0.5,
     metadata: Mapping[str, Any] | None = None,
     ts: float | None = None,
+    event_id: str | None = None,
+    idempotency_key: str | None = None,
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
 ) -> Event:
-    """Validate the parts of an event and give it its deterministic id."""
+    """Validate the parts of an event and give it its id (see `event_identity`)."""
     check_id("project_id", project_id)
     check_id("session_id", session_id)
     check_id("agent_id", agent_id)
@@ -115,7 +153,7 @@ def build_event(
         except (TypeError, ValueError) as exc:
             raise ValidationError("metadata", f"must be JSON-serialisable: {exc}") from exc
         check_text("metadata", meta_json)
-    eid = event_id_for(project_id, session_id, type, body, data, parents)
+    eid = event_identity(project_id, session_id, event_id, idempotency_key)
     try:
         return Event(
             id=eid,

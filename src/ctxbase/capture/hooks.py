@@ -1,7 +1,8 @@
 """Turning a plain OpenAI-style message list into events with the right causal parents.
 
-The mapping is deterministic, so calling it again with the same (or a longer) list after
-every turn writes only the new messages: the earlier ones get the same ids and are skipped.
+Chat hooks re-send the whole list every turn, so each planned event carries an idempotency
+key (`message_key`): the same message at the same place of the same conversation gets the
+same id and is skipped, and only the new messages are written.
 
 Causality: a user or system message follows the message before it; an assistant message is
 caused by the tool results since the previous assistant message (or else by the message just
@@ -11,6 +12,7 @@ made it; a `tool` message becomes a `tool_result` caused by the invocation with 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +20,7 @@ from typing import Any
 
 from ..errors import ValidationError
 
-__all__ = ["PlannedEvent", "plan_message_events"]
+__all__ = ["PlannedEvent", "message_key", "plan_message_events"]
 
 
 @dataclass
@@ -32,6 +34,27 @@ class PlannedEvent:
     agent_role: str | None = None
     parents: list[int] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def message_key(position: int, event: PlannedEvent, parent_ids: Sequence[str]) -> str:
+    """The idempotency key of the event planned at `position` of a message list.
+
+    Event ids are not derived from content (a user who says "yes" twice said it twice), but a
+    hook that re-sends the list each turn is retrying the earlier messages: their position in
+    the conversation, their content and their parents' ids (themselves keyed this way, so the
+    whole prefix counts) name them. An identical message later in the list is another event.
+    Caller-side options (user_id, assistant_role, task_id) are left out: changing them
+    between turns does not make the earlier messages new.
+    """
+    raw = json.dumps(
+        [position, event.type, event.text, event.data, list(parent_ids)],
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+        default=repr,  # unserialisable data is refused by build_event, naming its field
+    )
+    # surrogatepass: invalid text is refused by build_event too, not here
+    return "messages:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _content_text(content: Any, where: str) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Header, Path, Query, status
 
 from ..capture.events import build_event
 from ..errors import NotFoundError, ValidationError
@@ -27,21 +27,40 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1/projects/{project_id}")
 
 EventId = Annotated[str, Path(min_length=1, max_length=200)]
+# A retry of the same request sends the same key; the event's id is derived from it.
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 
-def _event(rt: Rt, pid: str, body: EventIn, field: str = "") -> Event:
-    """Build and check an event; a client-sent id must be the deterministic one."""
-    fields = body.model_dump(exclude={"id"})
-    event = build_event(project_id=pid, max_content_bytes=rt.cb.max_content_bytes, **fields)
-    if body.id is not None and body.id != event.id:
+def _event(
+    rt: Rt, pid: str, body: EventIn, field: str = "", header_key: str | None = None
+) -> Event:
+    """Build and check an event: the client's id, else one from its idempotency key (the
+    body's, else the header's), else a fresh one."""
+    key = body.idempotency_key
+    if header_key is not None and key is not None and header_key != key:
         raise ValidationError(
-            f"{field}id", f"{body.id!r} is not this event's id; the content gives {event.id!r}"
+            f"{field}idempotency_key", "differs from the Idempotency-Key header; send one"
         )
-    return event
+    if key is None and body.id is None:
+        key = header_key
+    fields = body.model_dump(exclude={"id", "idempotency_key"})
+    try:
+        return build_event(
+            project_id=pid,
+            max_content_bytes=rt.cb.max_content_bytes,
+            event_id=body.id,
+            idempotency_key=key,
+            **fields,
+        )
+    except ValidationError as exc:  # name the field as the request spells it
+        name = "id" if exc.field == "event_id" else exc.field
+        raise ValidationError(field + name, exc.message) from exc
 
 
-def _capture_args(body: EventIn) -> dict[str, Any]:
-    return body.model_dump(exclude={"id", "type", "session_id", "text"})
+def _capture_args(body: EventIn, event: Event) -> dict[str, Any]:
+    """capture()'s fields for a checked event, under the id `_event` gave it."""
+    args = body.model_dump(exclude={"id", "idempotency_key", "type", "session_id", "text"})
+    return {**args, "event_id": event.id}
 
 
 # -- sessions ------------------------------------------------------------------------------
@@ -83,9 +102,12 @@ def get_task(pid: ReadProject, task_id: str, rt: Rt) -> TaskInfo:
 
 # -- events --------------------------------------------------------------------------------
 @router.post("/events", response_model=Event, status_code=status.HTTP_201_CREATED, tags=["events"])
-def record_event(pid: WriteProject, body: EventIn, rt: Rt) -> Event:
-    """Store one event synchronously; the answer carries its session order (seq)."""
-    return rt.cb.record_events([_event(rt, pid, body)])[0]
+def record_event(
+    pid: WriteProject, body: EventIn, rt: Rt, idempotency_key: IdempotencyKey = None
+) -> Event:
+    """Store one event synchronously; the answer carries its session order (seq). A retry
+    with the same id or idempotency key answers with the event stored the first time."""
+    return rt.cb.record_events([_event(rt, pid, body, header_key=idempotency_key)])[0]
 
 
 @router.post(
@@ -94,32 +116,52 @@ def record_event(pid: WriteProject, body: EventIn, rt: Rt) -> Event:
     status_code=status.HTTP_202_ACCEPTED,
     tags=["events"],
 )
-def capture_event(pid: WriteProject, body: EventIn, rt: Rt) -> CaptureOut:
+def capture_event(
+    pid: WriteProject, body: EventIn, rt: Rt, idempotency_key: IdempotencyKey = None
+) -> CaptureOut:
     """Queue one event (written in the background); `id` is null if it was dropped."""
-    _event(rt, pid, body)
+    event = _event(rt, pid, body, header_key=idempotency_key)
     eid = rt.cb.capture(
-        body.type, session_id=body.session_id, text=body.text, project=pid, **_capture_args(body)
+        body.type,
+        session_id=body.session_id,
+        text=body.text,
+        project=pid,
+        **_capture_args(body, event),
     )
     return CaptureOut(id=eid)
 
 
 @router.post("/events/batch", response_model=BatchOut, tags=["events"])
-def capture_batch(pid: WriteProject, body: EventBatchIn, rt: Rt) -> BatchOut:
-    """Several events in order: stored together (`wait`), or queued."""
+def capture_batch(
+    pid: WriteProject, body: EventBatchIn, rt: Rt, idempotency_key: IdempotencyKey = None
+) -> BatchOut:
+    """Several events in order: stored together (`wait`), or queued. An Idempotency-Key
+    header K keys each event without its own id or key as "K/<position>"."""
     if len(body.events) > rt.settings.max_batch:
         raise RequestTooLargeError(
             f"batch of {len(body.events)} events is over the limit of {rt.settings.max_batch}",
             field="events",
         )
-    events = [_event(rt, pid, e, f"events[{i}].") for i, e in enumerate(body.events)]
+
+    def header_key(i: int, e: EventIn) -> str | None:
+        own = e.id is not None or e.idempotency_key is not None
+        return None if idempotency_key is None or own else f"{idempotency_key}/{i}"
+
+    events = [
+        _event(rt, pid, e, f"events[{i}].", header_key(i, e)) for i, e in enumerate(body.events)
+    ]
     if body.wait:
         stored = rt.cb.record_events(events) if events else []
         return BatchOut(ids=[e.id for e in stored], events=stored)
     ids: list[str | None] = []
-    for e in body.events:
+    for e, event in zip(body.events, events, strict=True):
         ids.append(
             rt.cb.capture(
-                e.type, session_id=e.session_id, text=e.text, project=pid, **_capture_args(e)
+                e.type,
+                session_id=e.session_id,
+                text=e.text,
+                project=pid,
+                **_capture_args(e, event),
             )
         )
     return BatchOut(ids=ids)

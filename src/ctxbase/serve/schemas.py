@@ -63,8 +63,9 @@ class _Out(BaseModel):
 
 # -- capture -------------------------------------------------------------------------------
 class EventIn(_In):
-    """One event. `id`, when sent, must be the deterministic id the server computes
-    (ctxbase.model.event_id_for): a retried request then writes nothing twice."""
+    """One event; every request stores a new one. A retried request writes nothing twice
+    when it carries the same `id` (assigned by the client, starting "ev_"; the SDK does) or
+    the same `idempotency_key` (also read from the Idempotency-Key header)."""
 
     type: str
     session_id: str
@@ -79,6 +80,7 @@ class EventIn(_In):
     metadata: dict[str, Any] = Field(default_factory=dict)
     ts: float | None = None
     id: str | None = None
+    idempotency_key: str | None = None
 
 
 class EventBatchIn(_In):

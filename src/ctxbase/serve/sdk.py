@@ -2,9 +2,9 @@
 the embedded `ctxbase.open(path)`, over HTTP; `ctxbase.connect_async` an `AsyncClient`.
 
 Every request is retried on connection errors, 429 and 502-504 (with backoff, honouring
-Retry-After): writes are idempotent (deterministic event ids, upserts), so a retry never
-writes twice. Server errors come back as the library's exceptions (ValidationError with its
-field, NotFoundError, ConflictError, ...).
+Retry-After): writes are idempotent (event ids assigned by the client before sending,
+upserts), so a retry never writes twice. Server errors come back as the library's
+exceptions (ValidationError with its field, NotFoundError, ConflictError, ...).
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@ path, body, and how to turn the answer into the embedded API's return type). The
 async clients (sdk.py) only differ in how they send a Call.
 
 Events are built and checked here, before sending, with the same code as the embedded API
-(capture.events.build_event): the client knows each event's deterministic id, so a retried
-request is harmless and errors are raised before anything leaves the process.
+(capture.events.build_event): the client assigns each event its id (fresh, or derived from
+the caller's idempotency_key) and sends it, so the SDK's own retry of a request that timed
+out stores nothing twice, and errors are raised before anything leaves the process.
 """
 
 from __future__ import annotations

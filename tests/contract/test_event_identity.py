@@ -1,0 +1,100 @@
+"""Event identity on every backend: each capture is a new event, whatever its content; only a
+retry of the same capture (same idempotency key or event id) is merged; a tombstone stops a
+stale retry of the forgotten capture, never a new capture of the same text."""
+
+from __future__ import annotations
+
+from ctxbase import ContextBase
+from ctxbase.model import keyed_event_id, new_event_id
+
+
+def _texts(cb: ContextBase, session_id: str) -> list[tuple[int | None, str | None]]:
+    return [(e.seq, e.text) for e in cb.last_events(session_id, 50)]
+
+
+def test_yes_question_yes_is_three_events(cb: ContextBase) -> None:
+    first = cb.capture("user_message", session_id="s", text="yes", agent_id="alice")
+    ask = cb.capture("assistant_message", session_id="s", text="Deploy to staging too?")
+    again = cb.capture("user_message", session_id="s", text="yes", agent_id="alice")
+    cb.flush()
+    assert len({first, ask, again}) == 3
+    assert _texts(cb, "s") == [(1, "yes"), (2, "Deploy to staging too?"), (3, "yes")]
+    # synchronously too
+    last = cb.record("user_message", session_id="s", text="yes", agent_id="alice")
+    assert last.seq == 4 and last.id not in {first, again}
+
+
+def test_forget_then_capture_the_same_content_stores_a_new_event(cb: ContextBase) -> None:
+    old = cb.record("user_message", session_id="day3", text="上次那个SQL为什么慢来着？")
+    cb.forget(session_id="day3")
+    assert cb.last_events("day3") == []
+    new_id = cb.capture("user_message", session_id="day3", text="上次那个SQL为什么慢来着？")
+    cb.flush()
+    assert new_id is not None and new_id != old.id
+    assert cb.get_session("day3").session_id == "day3"
+    assert [(e.id, e.seq) for e in cb.last_events("day3")] == [(new_id, 1)]
+    # and after forgetting the whole project
+    cb.forget(whole_project=True)
+    again = cb.record("user_message", session_id="day3", text="上次那个SQL为什么慢来着？")
+    assert again.seq == 1 and _texts(cb, "day3") == [(1, "上次那个SQL为什么慢来着？")]
+
+
+def test_a_retry_with_the_same_idempotency_key_stores_one_event(cb: ContextBase) -> None:
+    a = cb.capture("tool_result", session_id="s", text="exit 0", idempotency_key="run-1")
+    b = cb.capture("tool_result", session_id="s", text="exit 0", idempotency_key="run-1")
+    cb.flush()
+    c = cb.record("tool_result", session_id="s", text="exit 0", idempotency_key="run-1")
+    other = cb.record("tool_result", session_id="s", text="exit 0", idempotency_key="run-2")
+    assert a == b == c.id == keyed_event_id(cb.project, "s", "run-1")
+    assert c.seq == 1
+    assert other.id != a and other.seq == 2
+    assert _texts(cb, "s") == [(1, "exit 0"), (2, "exit 0")]
+    # a caller-assigned id works the same way
+    own = new_event_id()
+    cb.record("tool_result", session_id="s", text="exit 1", event_id=own)
+    cb.capture("tool_result", session_id="s", text="exit 1", event_id=own)
+    cb.flush()
+    assert [e.id for e in cb.last_events("s")][-1] == own
+    assert len(cb.last_events("s")) == 3
+
+
+def test_a_stale_retry_of_a_forgotten_capture_is_ignored(cb: ContextBase) -> None:
+    gone = cb.record("user_message", session_id="s", text="my token is 1234", idempotency_key="k")
+    keep = cb.record("user_message", session_id="s", text="unrelated")
+    report = cb.forget(event_ids=[gone.id])
+    assert report.removed["events"] == 1
+    assert cb.capture("user_message", session_id="s", text="my token is 1234", idempotency_key="k")
+    cb.flush()
+    stale = cb.record("user_message", session_id="s", text="my token is 1234", idempotency_key="k")
+    assert stale.id == gone.id and stale.seq is None  # not stored
+    assert cb.store.existing_ids(cb.project, [gone.id]) == set()
+    assert [e.id for e in cb.last_events("s")] == [keep.id]
+    # the same text captured anew is stored
+    fresh = cb.record("user_message", session_id="s", text="my token is 1234")
+    assert fresh.id != gone.id and fresh.seq == 3
+    # a caller-assigned id is tombstoned the same way
+    own = new_event_id()
+    cb.record("user_message", session_id="s", text="x", event_id=own)
+    cb.forget(event_ids=[own])
+    cb.record("user_message", session_id="s", text="x", event_id=own)
+    assert cb.store.existing_ids(cb.project, [own]) == set()
+
+
+def test_a_re_sent_message_list_adds_only_new_messages(cb: ContextBase) -> None:
+    turn1 = [{"role": "user", "content": "yes"}]
+    ask = {"role": "assistant", "content": "Staging too?"}
+    turn2 = [*turn1, ask, {"role": "user", "content": "yes"}]
+    first = cb.capture_messages(turn1, session_id="chat")
+    second = cb.capture_messages(turn2, session_id="chat")
+    third = cb.capture_messages(turn2, session_id="chat", sync=True)  # the hook retries
+    cb.flush()
+    assert second[0] == first[0] and second == third
+    assert len(set(second)) == 3
+    assert _texts(cb, "chat") == [(1, "yes"), (2, "Staging too?"), (3, "yes")]
+    # the same opening in another session is another conversation
+    other = cb.capture_messages(turn1, session_id="chat2", sync=True)
+    assert other[0] != first[0]
+    # a list re-sent to a forgotten session is a stale retry of the forgotten messages
+    cb.forget(session_id="chat")
+    cb.capture_messages(turn2, session_id="chat", sync=True)
+    assert cb.last_events("chat") == []
