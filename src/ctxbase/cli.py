@@ -85,6 +85,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         session_ids=tuple(args.session) if args.session else None,
         agent_ids=tuple(args.agent) if args.agent else None,
         types=tuple(args.type) if args.type else None,
+        repos=tuple(args.repo) if args.repo else None,
         path_prefix=args.path,
     )
     with _open(args) as cb:
@@ -133,7 +134,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"\r[{done}/{total}] {path[-60:]:<60}", end="", file=sys.stderr, flush=True)
 
     with _open(args) as cb:
-        report = cb.ingest(args.path, progress=progress, max_file_bytes=args.max_file_bytes)
+        report = cb.ingest(
+            args.path, progress=progress, max_file_bytes=args.max_file_bytes, repo=args.repo
+        )
         print(file=sys.stderr)
         if args.wait_embeddings and cb.embeds:
             cb.wait_for_embeddings()
@@ -257,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", action="append")
     p.add_argument("--type", action="append")
     p.add_argument("--path")
+    p.add_argument("--repo", action="append", help="only this ingested repository (repeatable)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
@@ -276,6 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="anchor a directory or git repository, incrementally")
     p.add_argument("path")
     p.add_argument("--max-file-bytes", type=int, default=1_000_000)
+    p.add_argument(
+        "--repo",
+        help="repository name (default: the git remote origin's name, else the folder's)",
+    )
     p.add_argument(
         "--wait-embeddings",
         action="store_true",

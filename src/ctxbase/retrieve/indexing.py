@@ -168,6 +168,7 @@ def entity_items(
     text = f"{head}\n{entity.text}" if entity.text else head
     line_start = entity.properties.get("line_start")
     line_end = entity.properties.get("line_end")
+    repo = entity.properties.get("repo")
     return _units(
         entity.id,
         "entity",
@@ -181,4 +182,5 @@ def entity_items(
         line_end=int(line_end) if line_end is not None else None,
         latest=entity.latest,
         importance=float(entity.properties.get("importance", 0.5)),
+        repo=repo if isinstance(repo, str) else None,
     )

@@ -186,6 +186,9 @@ class FilterIn(_In):
     types: list[str] | None = None
     kinds: list[str] | None = None
     owner_ids: list[str] | None = None
+    repos: list[str] | None = Field(
+        default=None, description="ingested repositories (names as `ctxbase ingest` gave them)"
+    )
     path_prefix: str | None = None
     line_from: int | None = None
     line_to: int | None = None
@@ -223,6 +226,7 @@ class SearchItemOut(_Out):
     line_end: int | None = None
     latest: bool = True
     importance: float = 0.5
+    repo: str | None = None
 
 
 class SearchHitOut(_Out):
