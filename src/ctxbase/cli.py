@@ -93,10 +93,16 @@ def cmd_search(args: argparse.Namespace) -> int:
             cb.wait_for_embeddings()
         response = cb.search(args.query, preset=args.preset, filters=flt, top_k=args.k)
         if args.json:
-            _print_json([c.explain() | {"text": c.item.text} for c in response.results])
+            _print_json(
+                [
+                    c.explain() | {"text": c.item.text, "repo": c.item.repo, "path": c.item.path}
+                    for c in response.results
+                ]
+            )
             return 0
         for c in response.results:
-            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}  {c.item.text[:90]}")
+            where = f" {c.item.repo}:{c.item.path}" if c.item.repo else ""
+            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}  {c.item.text[:90]}")
     return 0
 
 
@@ -107,6 +113,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             user_intent=args.intent,
             session_id=args.session,
             max_tokens=args.max_tokens,
+            repos=args.repo,
         )
         if args.json:
             _print_json(ctx.payload())
@@ -141,6 +148,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         if args.wait_embeddings and cb.embeds:
             cb.wait_for_embeddings()
         print(report.summary())
+        print(f"  repository: {report.repo}")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
     return 0
@@ -269,6 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--role", required=True, help="agent role (planner, coder, tester, ...)")
     p.add_argument("--session")
     p.add_argument("--max-tokens", type=int)
+    p.add_argument("--repo", action="append", help="only this ingested repository's entities")
     p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
     p.set_defaults(func=cmd_assemble)
 

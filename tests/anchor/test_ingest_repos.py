@@ -220,3 +220,26 @@ def _entity(cb: ContextBase, eid: str, etype: str, name: str, text: str, props: 
         properties=dict(props),  # type: ignore[call-overload]
         version=1,
     )
+
+
+def _assembled_repos(cb: ContextBase, **kw: object) -> tuple[set[str | None], list[str]]:
+    ctx = cb.assemble_context(
+        agent_role="coder", user_intent="flamingo pelican overview", max_tokens=4000, **kw
+    )
+    entries = [*ctx.documents, *ctx.code_snippets]
+    dropped = [d["reason"] for d in ctx.trace["dropped"]]
+    return {e.get("repo") for e in entries}, dropped
+
+
+def test_assembly_can_name_the_repository(cb: ContextBase, tmp_path: Path) -> None:
+    a, b = _two_repos(tmp_path)
+    ingest_path(cb, a)
+    ingest_path(cb, b)
+    cb.wait_for_embeddings()
+    both, dropped = _assembled_repos(cb)
+    assert both == {"httpx", "sqlite-utils"} and "other repository" not in dropped
+    only, dropped = _assembled_repos(cb, repos=["httpx"])
+    assert only == {"httpx"} and "other repository" in dropped
+    with pytest.raises(ValidationError) as caught:
+        cb.assemble_context(agent_role="coder", user_intent="x", repos="httpx")  # type: ignore[arg-type]
+    assert caught.value.field == "repos"

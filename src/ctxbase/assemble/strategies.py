@@ -90,6 +90,7 @@ class MemoryCandidate:
     explain: dict[str, object] | None = None
     session_id: str | None = None
     partial: bool = False  # only the passages of a long entity that a search matched
+    repo: str | None = None  # the repository of an ingested entity
 
     def item_text(self, counter: TokenCounter, max_item_tokens: int) -> str:
         body = (
@@ -101,8 +102,17 @@ class MemoryCandidate:
 
 
 def _entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCandidate:
+    repo = e.properties.get("repo")
     return MemoryCandidate(
-        e.id, "entity", e.type, e.name, e.text or e.name, score, [strategy], [reason]
+        e.id,
+        "entity",
+        e.type,
+        e.name,
+        e.text or e.name,
+        score,
+        [strategy],
+        [reason],
+        repo=repo if isinstance(repo, str) else None,
     )
 
 
@@ -135,8 +145,11 @@ class Gatherer:
         task_id: str | None = None,
         record: bool = True,
         signing_key: bytes | None = None,
+        repos: frozenset[str] | None = None,
     ) -> None:
         self.cb, self.pid, self.policy = cb, pid, policy
+        # with repositories named, entities ingested from any other one stay out
+        self.repos = repos
         # with a key, only entities whose HMAC signature verifies may enter (require_signature)
         self.signing_key = signing_key
         self._signatures: dict[str, str] = {}
@@ -198,6 +211,9 @@ class Gatherer:
         if cand.owner_id in self.exclude:
             return False  # already in the history layer or the latest input
         if cand.kind == "entity" and self._signature_refused(cand.owner_id):
+            return False
+        if self.repos is not None and cand.repo is not None and cand.repo not in self.repos:
+            self.drop(cand.owner_id, "other repository", f"ingested from {cand.repo!r}")
             return False
         if event is not None:
             if (

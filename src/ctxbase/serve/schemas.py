@@ -265,6 +265,9 @@ class AssembleIn(_In):
         description="keep out entities whose HMAC signature fails or is missing (the server's "
         "key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
     )
+    repos: list[str] | None = Field(
+        default=None, description="keep out entities ingested from any other repository"
+    )
 
 
 class AssembleOut(_Out):
