@@ -301,7 +301,7 @@ class Assembler:
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
         context_id = f"ctx_{uuid.uuid4().hex[:20]}"
-        request = {
+        request: dict[str, Any] = {
             "project_id": pid,
             "session_id": session_id,
             "task_id": task_id,
