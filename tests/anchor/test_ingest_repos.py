@@ -243,3 +243,27 @@ def test_assembly_can_name_the_repository(cb: ContextBase, tmp_path: Path) -> No
     with pytest.raises(ValidationError) as caught:
         cb.assemble_context(agent_role="coder", user_intent="x", repos="httpx")  # type: ignore[arg-type]
     assert caught.value.field == "repos"
+
+
+def test_links_and_mentions_stay_in_their_own_repository(cb: ContextBase, tmp_path: Path) -> None:
+    readme = "# {0}\n\nRead the [guide](docs/guide.md), then src/helpers.py for {0}.\n"
+    for name in ("left", "right"):
+        _write(
+            tmp_path / name,
+            {
+                "README.md": readme.format(name),
+                "docs/guide.md": f"# Guide\n\nHow {name} works.\n",
+                "src/helpers.py": "def shared_helper_name():\n    return 0\n",
+            },
+        )
+        ingest_path(cb, tmp_path / name)
+    entities = {e.id: e for t in ("section", "document", "file") for e in cb.list_entities(type=t)}
+    rels = [
+        r
+        for r in cb.relationships(types=["REFERENCES"])
+        if r.from_id in entities and r.to_id in entities
+    ]
+    rules = {r.properties.get("rule") or r.source for r in rels}
+    assert any("cites" in str(x) for x in rules) and any("mentions" in str(x) for x in rules)
+    for r in rels:
+        assert entities[r.from_id].properties["repo"] == entities[r.to_id].properties["repo"], r

@@ -696,8 +696,14 @@ def _weave(
     links: list[Link] = list(links_for_refs(refs, index))
     links.extend(Link(a, "CONTAINS", b, 1.0, "contains") for a, b in contains)
     for node_id, text in mention_texts:
-        for m in find_mentions(text, index):
-            if m.entity_id != node_id and m.confidence >= 0.6:
+        by_word: dict[str, list[str]] = {}
+        found = find_mentions(text, index)
+        for m in found:
+            by_word.setdefault(m.matched, []).append(m.entity_id)
+        # A name both repositories carry (README.md, a title) means this one's own.
+        near = {eid for ids in by_word.values() for eid in index.near(ids, node_id)}
+        for m in found:
+            if m.entity_id != node_id and m.confidence >= 0.6 and m.entity_id in near:
                 props = {"matched": m.matched}
                 links.append(
                     Link(node_id, "REFERENCES", m.entity_id, m.confidence, "mentions", props)
