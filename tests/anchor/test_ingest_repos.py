@@ -267,3 +267,11 @@ def test_links_and_mentions_stay_in_their_own_repository(cb: ContextBase, tmp_pa
     assert any("cites" in str(x) for x in rules) and any("mentions" in str(x) for x in rules)
     for r in rels:
         assert entities[r.from_id].properties["repo"] == entities[r.to_id].properties["repo"], r
+
+
+def test_a_fifo_is_skipped_without_blocking(cb: ContextBase, tmp_path: Path) -> None:
+    root = _write(tmp_path / "repo", {"README.md": "# Repo\n\nHeron docs.\n"})
+    os.mkfifo(root / "pipe.txt")
+    report = ingest_path(cb, root)
+    assert dict(report.skipped)["pipe.txt"] == "not a regular file"
+    assert report.files_new == 1

@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -295,8 +296,14 @@ def _text_document_spec(text: str, path: str, key: str, base: dict[str, Any]) ->
     )
 
 
-# A file swapped for a link after it was listed is refused when it is opened.
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+# A file swapped for a link after it was listed is refused when it is opened; a FIFO must
+# not block the open.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+)
 
 
 def _read(full: Path, rel: str, max_bytes: int) -> tuple[bytes | None, str | None]:
@@ -306,7 +313,10 @@ def _read(full: Path, rel: str, max_bytes: int) -> tuple[bytes | None, str | Non
         return None, f"unreadable: {error.strerror or error}"
     with os.fdopen(fd, "rb") as handle:
         try:
-            size = os.fstat(fd).st_size
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return None, "not a regular file"
+            size = info.st_size
             if size > max_bytes:
                 return None, f"{size} bytes is over the {max_bytes} limit"
             return handle.read(), None
@@ -435,8 +445,6 @@ def _in_scope(
         elif owner is None and entity.active and path in listed:
             legacy.append(entity)
     for entity in legacy:
-        if str(entity.properties.get("path")) in own:
-            continue
         units = list(entity.properties.get("units") or {})
         cb.store.set_active(pid, [*units, entity.id], False)
         report.legacy_replaced += 1
