@@ -275,3 +275,26 @@ def test_a_fifo_is_skipped_without_blocking(cb: ContextBase, tmp_path: Path) -> 
     report = ingest_path(cb, root)
     assert dict(report.skipped)["pipe.txt"] == "not a regular file"
     assert report.files_new == 1
+
+
+def test_a_version_2_database_gains_the_repo_column(tmp_path: Path) -> None:
+    """Items stored before schema v3 have no repository: still found, never by a repo filter."""
+    import sqlite3
+
+    import ctxbase
+
+    db = tmp_path / "old.db"
+    root = _write(tmp_path / "app", {"README.md": "# App\n\nKestrel setup.\n"})
+    with ctxbase.open(str(db), project="p", embedder=None) as cb:
+        cb.ingest(str(root))
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE items DROP COLUMN repo")
+    conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    conn.commit()
+    conn.close()
+    with ctxbase.open(str(db), project="p", embedder=None) as cb:
+        assert cb.store.schema_version() == 3
+        assert _owners(cb, "kestrel") == {None}
+        assert _owners(cb, "kestrel", repos=("app",)) == set()
+        again = cb.ingest(str(root))  # an unchanged file keeps its items as they were
+        assert again.files_unchanged == 1
