@@ -140,7 +140,7 @@ def test_ingest_and_search_name_the_repository(tmp_path: Path, capsys: Any) -> N
         root.mkdir()
         (root / "README.md").write_text(f"# {name}\n\nOverview of the {word}.\n", "utf-8")
         code, out, _ = _run(capsys, *base, "ingest", str(root), "--repo", f"r-{name}")
-        assert code == 0 and "1 new" in out and f"repository: r-{name}" in out
+        assert code == 0 and "1 new" in out and f"(repository r-{name})" in out
     code, out, _ = _run(capsys, *base, "search", "overview", "--preset", "keyword", "--json")
     assert code == 0 and {r["repo"] for r in json.loads(out)} == {"r-one", "r-two"}
     code, out, _ = _run(

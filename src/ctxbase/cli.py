@@ -147,8 +147,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
         if args.wait_embeddings and cb.embeds:
             cb.wait_for_embeddings()
-        print(report.summary())
-        print(f"  repository: {report.repo}")
+        print(f"{report.summary()} (repository {report.repo})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
     return 0
