@@ -170,3 +170,34 @@ def test_demo_runs_any_number_of_times_on_one_database(
         ]
     finally:
         store.close()
+
+
+def test_ingest_and_search_name_the_repository(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "r.db"), "--project", "p", "--embedder", "hash"]
+    for name, word in (("one", "flamingo"), ("two", "pelican")):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "README.md").write_text(f"# {name}\n\nOverview of the {word}.\n", "utf-8")
+        code, out, _ = _run(capsys, *base, "ingest", str(root), "--repo", f"r-{name}")
+        assert code == 0 and "1 new" in out and f"(repository r-{name})" in out
+    code, out, _ = _run(capsys, *base, "search", "overview", "--preset", "keyword", "--json")
+    assert code == 0 and {r["repo"] for r in json.loads(out)} == {"r-one", "r-two"}
+    code, out, _ = _run(
+        capsys, *base, "search", "overview", "--preset", "keyword", "--repo", "r-two", "--json"
+    )
+    assert {(r["repo"], r["path"]) for r in json.loads(out)} == {("r-two", "README.md")}
+    code, out, _ = _run(
+        capsys,
+        *base,
+        "assemble",
+        "flamingo pelican",
+        "--role",
+        "coder",
+        "--repo",
+        "r-one",
+        "--json",
+    )
+    docs = json.loads(out)["documents"]
+    assert code == 0 and docs and {d["repo"] for d in docs} == {"r-one"}
+    code, _, err = _run(capsys, *base, "ingest", str(tmp_path / "one"), "--repo", "a/b")
+    assert code == 2 and "repo" in err

@@ -85,6 +85,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         session_ids=tuple(args.session) if args.session else None,
         agent_ids=tuple(args.agent) if args.agent else None,
         types=tuple(args.type) if args.type else None,
+        repos=tuple(args.repo) if args.repo else None,
         path_prefix=args.path,
     )
     with _open(args) as cb:
@@ -92,10 +93,16 @@ def cmd_search(args: argparse.Namespace) -> int:
             cb.wait_for_embeddings()
         response = cb.search(args.query, preset=args.preset, filters=flt, top_k=args.k)
         if args.json:
-            _print_json([c.explain() | {"text": c.item.text} for c in response.results])
+            _print_json(
+                [
+                    c.explain() | {"text": c.item.text, "repo": c.item.repo, "path": c.item.path}
+                    for c in response.results
+                ]
+            )
             return 0
         for c in response.results:
-            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}  {c.item.text[:90]}")
+            where = f" {c.item.repo}:{c.item.path}" if c.item.repo else ""
+            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}  {c.item.text[:90]}")
     return 0
 
 
@@ -106,6 +113,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             user_intent=args.intent,
             session_id=args.session,
             max_tokens=args.max_tokens,
+            repos=args.repo,
         )
         if args.json:
             _print_json(ctx.payload())
@@ -133,11 +141,13 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"\r[{done}/{total}] {path[-60:]:<60}", end="", file=sys.stderr, flush=True)
 
     with _open(args) as cb:
-        report = cb.ingest(args.path, progress=progress, max_file_bytes=args.max_file_bytes)
+        report = cb.ingest(
+            args.path, progress=progress, max_file_bytes=args.max_file_bytes, repo=args.repo
+        )
         print(file=sys.stderr)
         if args.wait_embeddings and cb.embeds:
             cb.wait_for_embeddings()
-        print(report.summary())
+        print(f"{report.summary()} (repository {report.repo})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
     return 0
@@ -257,6 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", action="append")
     p.add_argument("--type", action="append")
     p.add_argument("--path")
+    p.add_argument("--repo", action="append", help="only this ingested repository (repeatable)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
@@ -265,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--role", required=True, help="agent role (planner, coder, tester, ...)")
     p.add_argument("--session")
     p.add_argument("--max-tokens", type=int)
+    p.add_argument("--repo", action="append", help="only this ingested repository's entities")
     p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
     p.set_defaults(func=cmd_assemble)
 
@@ -276,6 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ingest", help="anchor a directory or git repository, incrementally")
     p.add_argument("path")
     p.add_argument("--max-file-bytes", type=int, default=1_000_000)
+    p.add_argument(
+        "--repo",
+        help="repository name (default: the git remote origin's name, else the folder's)",
+    )
     p.add_argument(
         "--wait-embeddings",
         action="store_true",

@@ -663,11 +663,13 @@ class ContextBase:
         debug: bool = False,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
+        repos: Sequence[str] | None = None,
     ) -> AssembledContext:
         """The context for one agent turn: messages, structured payload and a context_id.
 
         `require_signature` keeps out entities whose HMAC signature fails or is missing
-        (as in `search`); `AssembledContext.tampered` names the tampered ones."""
+        (as in `search`); `AssembledContext.tampered` names the tampered ones. `repos`
+        keeps out entities ingested from other repositories."""
         return self.assembler.assemble(
             project_id=self._pid(project_id),
             session_id=session_id,
@@ -678,6 +680,7 @@ class ContextBase:
             debug=debug,
             require_signature=require_signature,
             signing_key=signing_key,
+            repos=repos,
         )
 
     def context_manager(self, **options: Any) -> ContextManager:

@@ -145,7 +145,9 @@ def _skipped_dir(directory: Path, name: str) -> bool:
 
 
 def walk_files(root: Path) -> list[str]:
-    """Files under `root` (relative posix paths, sorted) not ignored by any .gitignore."""
+    """Files under `root` (relative posix paths, sorted) not ignored by any .gitignore.
+
+    Links to folders are listed, not entered, so that an ingest reports them as skipped."""
     found: list[str] = []
     rules: list[IgnoreRule] = []
     for current, dirs, files in os.walk(root):
@@ -162,7 +164,8 @@ def walk_files(root: Path) -> list[str]:
             if _skipped_dir(here, name) or is_ignored(rules, rel, True):
                 continue
             if (here / name).is_symlink():
-                continue  # avoid cycles and files outside the tree
+                found.append(rel)  # not entered (cycles, folders outside the tree): reported
+                continue
             kept_dirs.append(name)
         dirs[:] = kept_dirs
         for name in files:
@@ -176,6 +179,7 @@ def walk_files(root: Path) -> list[str]:
 class GitInfo:
     toplevel: Path
     commit: str | None
+    remote: str | None = None  # the URL of the remote `origin`, if any
 
 
 def _git(args: list[str], cwd: Path) -> str | None:
@@ -200,7 +204,12 @@ def git_info(folder: Path) -> GitInfo | None:
     if not top or not top.strip():
         return None
     head = _git(["rev-parse", "HEAD"], folder)  # None in a repository without commits
-    return GitInfo(Path(top.strip()), head.strip() if head and head.strip() else None)
+    remote = _git(["config", "--get", "remote.origin.url"], folder)
+    return GitInfo(
+        Path(top.strip()),
+        head.strip() if head and head.strip() else None,
+        remote.strip() if remote and remote.strip() else None,
+    )
 
 
 def list_files(root: Path) -> tuple[list[str], GitInfo | None]:
@@ -216,7 +225,8 @@ def list_files(root: Path) -> tuple[list[str], GitInfo | None]:
                 parts = rel.split("/")
                 if any(p in ALWAYS_SKIPPED_DIRS or p.endswith(".egg-info") for p in parts[:-1]):
                     continue
-                if (root / rel).is_file():  # tracked but deleted files are listed too
+                # Tracked but deleted files are listed too; links are kept, to be reported.
+                if (root / rel).is_file() or (root / rel).is_symlink():
                     files.add(rel)
             return sorted(files), info
     return walk_files(root), info

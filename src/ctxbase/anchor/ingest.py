@@ -23,6 +23,15 @@ still has its old hash and is redone by the next ingest, so nothing stays half-w
 
 Paths are stored relative to the repository top (or, outside git, to the folder given, or
 to its parent when the folder is itself a Python package, so module names come out right).
+Entities are keyed by repository and path (`<repo>:<path>`, see repository.py), and an
+ingest sees only its own repository's files: ingesting a second repository into the same
+project leaves the first one's entities alone, and re-ingesting one repository removes only
+its own deleted files. Symbolic links are never followed (skipped with their reason).
+
+Files ingested before entities had a repository carry no `repo` property: an ingest that
+lists a file at the same path replaces such a file (the old entities are soft-deleted, the
+file is anchored again under the repository's key); the others stay as they were, since
+nothing says which repository they came from.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -49,6 +59,7 @@ from .entities import (
 from .files import detect_file
 from .gitignore import list_files
 from .parsed import ParseResult
+from .repository import check_repo_name, default_repo_name, unsafe_reason
 from .weave import Link, StoredRef, SymbolIndex, find_mentions, links_for_refs, write_links
 
 if TYPE_CHECKING:
@@ -92,6 +103,7 @@ class IngestReport:
     root: str
     project: str
     git_commit: str | None = None
+    repo: str | None = None
     files_total: int = 0
     files_new: int = 0
     files_changed: int = 0
@@ -107,6 +119,8 @@ class IngestReport:
     versions_kept: int = 0
     relations_written: int = 0
     relations_closed: int = 0
+    # files ingested before entities had a repository, replaced by this ingest's own
+    legacy_replaced: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     fallbacks: list[tuple[str, str]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
@@ -142,8 +156,13 @@ class _Plan:
     properties: dict[str, Any] = field(default_factory=dict)
 
 
-def _file_id(path: str) -> str:
-    return make_entity_id("file", path)
+def _key(path: str, repo: str | None) -> str:
+    """The natural key of a file's entities: `<repo>:<path>` (the path alone before repos)."""
+    return f"{repo}:{path}" if repo else path
+
+
+def _file_id(path: str, repo: str | None = None) -> str:
+    return make_entity_id("file", _key(path, repo))
 
 
 def _parse(text: str, path: str, language: str) -> ParseResult:
@@ -169,21 +188,31 @@ def _parse(text: str, path: str, language: str) -> ParseResult:
 
 
 def anchor_file_text(
-    text: str, path: str, language: str, *, git_commit: str | None = None
+    text: str,
+    path: str,
+    language: str,
+    *,
+    git_commit: str | None = None,
+    repo: str | None = None,
 ) -> tuple[ParseResult, list[EntitySpec], list[StoredRef], list[tuple[str, str]]]:
-    """Parse one file's text into entity specs, references and parent->child pairs (pure)."""
+    """Parse one file's text into entity specs, references and parent->child pairs (pure);
+    ids are keyed by `repo` and `path`."""
     from .documents import key_terms
     from .fenced import parse_code
 
     result = _parse(text, path, language)
     prose = language in ("markdown", *_PROSE)
-    base: dict[str, Any] = {"path": path, "file_id": _file_id(path)}
+    file_key = _key(path, repo)
+    file_id = _file_id(path, repo)
+    base: dict[str, Any] = {"path": path, "file_id": file_id}
+    if repo:
+        base["repo"] = repo
     if git_commit and not prose:
         base["git_commit"] = git_commit
     chunk_type = "section" if prose or language == "unknown" else "code"
     specs = specs_from_result(
         result,
-        key=path,
+        key=file_key,
         source_text=text,
         base_properties=base,
         skip_kinds=("code_block",),
@@ -191,7 +220,7 @@ def anchor_file_text(
         chunk_type=chunk_type,
     )
     if language in _PROSE and specs:
-        specs.insert(0, _text_document_spec(text, path, base))
+        specs.insert(0, _text_document_spec(text, path, file_key, base))
     for i, spec in enumerate(specs):
         if spec.type == "document":
             terms = key_terms(text, 10)
@@ -207,7 +236,7 @@ def anchor_file_text(
         block = parse_code(unit.text, unit.language if unit.language != "text" else None)
         if block.fallback or block.parser == "plain_text":
             continue
-        key = f"{path}#{unit.qualname}"
+        key = f"{file_key}#{unit.qualname}"
         extra = specs_from_result(
             block,
             key=key,
@@ -236,11 +265,11 @@ def anchor_file_text(
         if parent is not None and parent.id != spec.id:
             contains.append((parent.id, spec.id))
         elif spec.parent_qualname is None or parent is None:
-            contains.append((_file_id(path), spec.id))
+            contains.append((file_id, spec.id))
     return result, specs, refs, contains
 
 
-def _text_document_spec(text: str, path: str, base: dict[str, Any]) -> EntitySpec:
+def _text_document_spec(text: str, path: str, key: str, base: dict[str, Any]) -> EntitySpec:
     from .documents import detect_version
     from .entities import unit_entity_id
 
@@ -257,7 +286,7 @@ def _text_document_spec(text: str, path: str, base: dict[str, Any]) -> EntitySpe
         "parser": "plain_text",
     }
     return EntitySpec(
-        id=unit_entity_id("document", path, "document"),
+        id=unit_entity_id("document", key, "document"),
         type="document",
         name=title,
         text="",
@@ -267,14 +296,32 @@ def _text_document_spec(text: str, path: str, base: dict[str, Any]) -> EntitySpe
     )
 
 
+# A file swapped for a link after it was listed is refused when it is opened; a FIFO must
+# not block the open.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
 def _read(full: Path, rel: str, max_bytes: int) -> tuple[bytes | None, str | None]:
     try:
-        size = full.stat().st_size
-        if size > max_bytes:
-            return None, f"{size} bytes is over the {max_bytes} limit"
-        return full.read_bytes(), None
+        fd = os.open(full, _OPEN_FLAGS)
     except OSError as error:
         return None, f"unreadable: {error.strerror or error}"
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return None, "not a regular file"
+            size = info.st_size
+            if size > max_bytes:
+                return None, f"{size} bytes is over the {max_bytes} limit"
+            return handle.read(), None
+        except OSError as error:
+            return None, f"unreadable: {error.strerror or error}"
 
 
 def _base_and_prefix(root: Path, toplevel: Path | None) -> tuple[Path, str]:
@@ -299,10 +346,16 @@ def ingest_path(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     keep_history: bool = True,
     sign_key: bytes | None = None,
+    repo: str | None = None,
 ) -> IngestReport:
-    """Anchor every file under `path` (or that one file) and weave their edges."""
+    """Anchor every file under `path` (or that one file) and weave their edges.
+
+    `repo` names the repository the files belong to (default: the git remote `origin`'s
+    name, else the name of the folder paths are relative to); see the module doc."""
     started = time.perf_counter()
     pid = cb.resolve_project(project)
+    if repo is not None:
+        check_repo_name(repo)
     root = Path(path).resolve()
     if root.is_dir():
         listed, git = list_files(root)
@@ -312,15 +365,13 @@ def ingest_path(
 
         git = git_info(root.parent)
     base, prefix = _base_and_prefix(root, git.toplevel if git else None)
+    repo = repo or default_repo_name(base, git.remote if git else None)
     commit = git.commit if git else None
     rels = [posixpath.join(prefix, rel) if prefix else rel for rel in listed]
-    report = IngestReport(root=str(root), project=pid, git_commit=commit, files_total=len(rels))
-
-    in_scope = {
-        str(e.properties.get("path")): e
-        for e in cb.store.list_entities(pid, type="file", latest_only=False)
-        if _within(str(e.properties.get("path")), prefix, root.is_dir(), rels)
-    }
+    report = IngestReport(
+        root=str(root), project=pid, git_commit=commit, repo=repo, files_total=len(rels)
+    )
+    in_scope = _in_scope(cb, pid, repo, prefix, root.is_dir(), rels, report)
     all_refs: list[StoredRef] = []
     contains: list[tuple[str, str]] = []
     mention_texts: list[tuple[str, str]] = []
@@ -335,7 +386,7 @@ def ingest_path(
 
     for start in range(0, len(rels), _BATCH_FILES):
         batch = rels[start : start + _BATCH_FILES]
-        plans = [_plan(base / rel, rel, in_scope.get(rel), commit, max_file_bytes) for rel in batch]
+        plans = [_plan(base, rel, in_scope.get(rel), commit, max_file_bytes, repo) for rel in batch]
         _apply(cb, pid, plans, report, keep_history, sign_key, tick)
         for plan in plans:
             failed = plan.outcome.status == "error"
@@ -367,13 +418,50 @@ def _within(path: str, prefix: str, is_dir: bool, rels: Sequence[str]) -> bool:
     return not prefix or path == prefix or path.startswith(prefix + "/")
 
 
-def _plan(full: Path, rel: str, old: Entity | None, commit: str | None, max_bytes: int) -> _Plan:
+def _in_scope(
+    cb: ContextBase,
+    pid: str,
+    repo: str,
+    prefix: str,
+    is_dir: bool,
+    rels: Sequence[str],
+    report: IngestReport,
+) -> dict[str, Entity]:
+    """This repository's file entities under the ingested folder, by path.
+
+    A file stored before entities had a repository (no `repo` property) at a path this
+    ingest lists is soft-deleted with its units: the file is anchored again under this
+    repository's key. Other repositories' files are never in scope."""
+    own: dict[str, Entity] = {}
+    legacy: list[Entity] = []
+    listed = set(rels)
+    for entity in cb.store.list_entities(pid, type="file", latest_only=False):
+        path = str(entity.properties.get("path"))
+        if not _within(path, prefix, is_dir, rels):
+            continue
+        owner = entity.properties.get("repo")
+        if owner == repo:
+            own[path] = entity
+        elif owner is None and entity.active and path in listed:
+            legacy.append(entity)
+    for entity in legacy:
+        units = list(entity.properties.get("units") or {})
+        cb.store.set_active(pid, [*units, entity.id], False)
+        report.legacy_replaced += 1
+    return own
+
+
+def _plan(
+    base: Path, rel: str, old: Entity | None, commit: str | None, max_bytes: int, repo: str
+) -> _Plan:
     """Read, classify and (when changed) parse one file; writes nothing."""
-    file_id = _file_id(rel)
-    data, reason = _read(full, rel, max_bytes)
+    file_id = _file_id(rel, repo)
+    unsafe = unsafe_reason(base, rel)
+    data, reason = (None, unsafe) if unsafe else _read(base / rel, rel, max_bytes)
     outcome = FileOutcome(rel, "skipped", reason)
     if data is None:
-        return _Plan(rel, file_id, "", outcome, old, properties=_skip_props(rel, reason, old))
+        props = _skip_props(rel, reason, old, repo=repo)
+        return _Plan(rel, file_id, "", outcome, old, properties=props)
     data_hash = hashlib.sha256(data).hexdigest()[:32] + ":" + ANCHOR_VERSION
     if old is not None and old.active and old.properties.get("content_hash") == data_hash:
         status = str(old.properties.get("status") or "text")
@@ -387,13 +475,13 @@ def _plan(full: Path, rel: str, old: Entity | None, commit: str | None, max_byte
     verdict = detect_file(rel, data, max_bytes)
     if not verdict.ok or verdict.text is None or not verdict.text.strip():
         why = verdict.reason or "no text"
-        props = _skip_props(rel, why, old, data_hash)
+        props = _skip_props(rel, why, old, data_hash, repo=repo)
         return _Plan(
             rel, file_id, data_hash, FileOutcome(rel, "skipped", why), old, properties=props
         )
     try:
         result, specs, refs, pairs = anchor_file_text(
-            verdict.text, rel, verdict.language, git_commit=commit
+            verdict.text, rel, verdict.language, git_commit=commit, repo=repo
         )
     except Exception as error:  # keep going: one bad file must not stop an ingest
         outcome = FileOutcome(rel, "error", f"{type(error).__name__}: {error}")
@@ -404,6 +492,7 @@ def _plan(full: Path, rel: str, old: Entity | None, commit: str | None, max_byte
         outcome.reason = result.warnings[0]
     props = {
         "path": rel,
+        "repo": repo,
         "content_hash": data_hash,
         "status": "text",
         "language": verdict.language,
@@ -422,10 +511,11 @@ def _plan(full: Path, rel: str, old: Entity | None, commit: str | None, max_byte
 
 
 def _skip_props(
-    rel: str, reason: str | None, old: Entity | None, data_hash: str = ""
+    rel: str, reason: str | None, old: Entity | None, data_hash: str = "", *, repo: str
 ) -> dict[str, Any]:
     return {
         "path": rel,
+        "repo": repo,
         "content_hash": data_hash,
         "status": "skipped",
         "reason": reason,
@@ -614,8 +704,14 @@ def _weave(
     links: list[Link] = list(links_for_refs(refs, index))
     links.extend(Link(a, "CONTAINS", b, 1.0, "contains") for a, b in contains)
     for node_id, text in mention_texts:
-        for m in find_mentions(text, index):
-            if m.entity_id != node_id and m.confidence >= 0.6:
+        by_word: dict[str, list[str]] = {}
+        found = find_mentions(text, index)
+        for m in found:
+            by_word.setdefault(m.matched, []).append(m.entity_id)
+        # A name both repositories carry (README.md, a title) means this one's own.
+        near = {eid for ids in by_word.values() for eid in index.near(ids, node_id)}
+        for m in found:
+            if m.entity_id != node_id and m.confidence >= 0.6 and m.entity_id in near:
                 props = {"matched": m.matched}
                 links.append(
                     Link(node_id, "REFERENCES", m.entity_id, m.confidence, "mentions", props)

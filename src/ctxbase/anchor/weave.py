@@ -145,6 +145,7 @@ class SymbolIndex:
     kinds: dict[str, str] = field(default_factory=dict)
     places: dict[str, tuple[str | None, int | None]] = field(default_factory=dict)
     symbols: dict[str, str] = field(default_factory=dict)
+    repos: dict[str, str] = field(default_factory=dict)  # ingested entities' repositories
 
     @classmethod
     def from_entities(cls, entities: Iterable[Entity]) -> SymbolIndex:
@@ -161,6 +162,9 @@ class SymbolIndex:
         props = entity.properties
         eid = entity.id
         self.types[eid] = entity.type
+        repo = props.get("repo")
+        if isinstance(repo, str):
+            self.repos[eid] = repo
         kind = str(props.get("kind") or "")
         self.kinds[eid] = kind
         path = props.get("path")
@@ -192,14 +196,28 @@ class SymbolIndex:
                 _push(self.titles, title.strip().lower(), eid)
 
     # -- code references -------------------------------------------------------------------
-    def resolve(self, target: str) -> list[tuple[str, float, str]]:
-        """(entity id, match confidence, how) for a dotted target from a parser."""
-        exact = self.qualified.get(target)
+    def near(self, ids: Sequence[str], from_id: str) -> list[str]:
+        """`ids` in the repository of `from_id` when there are any, else all of them: two
+        ingested repositories may define the same module or file name."""
+        repo = self.repos.get(from_id)
+        if repo is None:
+            return list(ids)
+        same = [eid for eid in ids if self.repos.get(eid) == repo]
+        return same or list(ids)
+
+    def resolve(self, target: str, from_id: str | None = None) -> list[tuple[str, float, str]]:
+        """(entity id, match confidence, how) for a dotted target from a parser; names in
+        the repository of `from_id` win over the same names elsewhere."""
+
+        def near(ids: list[str]) -> list[str]:
+            return self.near(ids, from_id) if from_id is not None else ids
+
+        exact = near(self.qualified.get(target, []))
         if exact:
             return [(eid, 0.95 if len(exact) == 1 else 0.6, "qualified") for eid in exact[:3]]
         head, _, last = target.rpartition(".")
         last = last.split("#")[0]
-        owners = self.bare.get(last, [])
+        owners = near(self.bare.get(last, []))
         if head and owners:
             # `pkg.name` where the package re-exports `name` from one of its modules.
             prefix = head + "."
@@ -322,7 +340,7 @@ def links_for_refs(refs: Iterable[StoredRef], index: SymbolIndex) -> list[Link]:
     for ref in refs:
         if ref.kind in _CODE_EDGES:
             scale = 1.0 if ref.confidence >= 0.8 else ref.confidence / 0.8
-            for eid, conf, how in index.resolve(ref.target):
+            for eid, conf, how in index.resolve(ref.target, ref.from_id):
                 if eid == ref.from_id:
                     continue
                 score = round(conf * scale, 3)
@@ -335,7 +353,7 @@ def links_for_refs(refs: Iterable[StoredRef], index: SymbolIndex) -> list[Link]:
                     links.append(Link(ref.from_id, "VALIDATES", eid, score, rule, props))
         elif ref.kind in ("reads_table", "writes_table", "references_table"):
             qualified = "." in ref.target
-            for eid in index.table(ref.target)[:3]:
+            for eid in index.near(index.table(ref.target), ref.from_id)[:3]:
                 if eid == ref.from_id or _same_place(index, ref.from_id, eid):
                     continue
                 if ref.kind == "references_table":
@@ -349,7 +367,7 @@ def links_for_refs(refs: Iterable[StoredRef], index: SymbolIndex) -> list[Link]:
             if not target or "://" in target or target.startswith("mailto:"):
                 continue
             path = posixpath.normpath(posixpath.join(ref.base or "", target))
-            for eid in index.paths.get(path, [])[:1]:
+            for eid in index.near(index.paths.get(path, []), ref.from_id)[:1]:
                 links.append(Link(ref.from_id, "REFERENCES", eid, 0.9, "cites", {"link": target}))
     return links
 

@@ -210,8 +210,13 @@ class Assembler:
         debug: bool = False,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
+        repos: Sequence[str] | None = None,
     ) -> AssembledContext:
         """Assemble the prompt for `agent_role` answering `user_intent` (see module doc).
+
+        `repos` keeps out entities ingested from any other repository (events and entities
+        of no repository still come in); the trace lists them as dropped ("other
+        repository").
 
         With `require_signature`, entities whose HMAC signature does not verify (key:
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), search
@@ -230,6 +235,7 @@ class Assembler:
             raise ValidationError("agent_role", "must be a non-empty string")
         pid = self.cb.project if project_id is None else project_id
         key = _signing_key(pid, signing_key) if require_signature else None
+        repo_set = _repo_set(repos)
         session = None
         if session_id is not None:
             session = self.cb.store.get_session(pid, session_id)
@@ -274,6 +280,7 @@ class Assembler:
             exclude=exclude,
             task_id=task_id,
             signing_key=key,
+            repos=repo_set,
         )
         timings: dict[str, float] = {"prepare": _ms(t0)}
         ran, skipped = self._run(
@@ -298,7 +305,7 @@ class Assembler:
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
         context_id = f"ctx_{uuid.uuid4().hex[:20]}"
-        request = {
+        request: dict[str, Any] = {
             "project_id": pid,
             "session_id": session_id,
             "task_id": task_id,
@@ -308,6 +315,8 @@ class Assembler:
             "has_error": failing is not None,
             "require_signature": require_signature,
         }
+        if repo_set is not None:
+            request["repos"] = sorted(repo_set)
         ctx = build_result(
             self.cb,
             context_id=context_id,
@@ -419,6 +428,7 @@ class Assembler:
                 record=False,
                 signing_key=g.signing_key,
                 check=g.check,
+                repos=g.repos,
             )
             self._run(sub, sel, agent, failing, session_messages, deadline, {}, consensus=False)
             views[agent] = set(sub.cands)
@@ -716,6 +726,14 @@ def memory_section_for(
     if not included:
         return [], 0
     return [inc.item.id for inc in included], frame + alloc.layers["memory"].tokens
+
+
+def _repo_set(repos: Sequence[str] | None) -> frozenset[str] | None:
+    if repos is None:
+        return None
+    if isinstance(repos, str) or not all(isinstance(r, str) and r for r in repos):
+        raise ValidationError("repos", f"must be a list of repository names (got {repos!r})")
+    return frozenset(repos)
 
 
 def _signing_key(pid: str, given: bytes | str | None) -> bytes:

@@ -93,6 +93,7 @@ class MemoryCandidate:
     explain: dict[str, object] | None = None
     session_id: str | None = None
     partial: bool = False  # only the passages of a long entity that a search matched
+    repo: str | None = None  # the repository of an ingested entity
 
     def item_text(self, counter: TokenCounter, max_item_tokens: int) -> str:
         body = (
@@ -104,8 +105,17 @@ class MemoryCandidate:
 
 
 def _entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCandidate:
+    repo = e.properties.get("repo")
     return MemoryCandidate(
-        e.id, "entity", e.type, e.name, e.text or e.name, score, [strategy], [reason]
+        e.id,
+        "entity",
+        e.type,
+        e.name,
+        e.text or e.name,
+        score,
+        [strategy],
+        [reason],
+        repo=repo if isinstance(repo, str) else None,
     )
 
 
@@ -139,8 +149,11 @@ class Gatherer:
         record: bool = True,
         signing_key: bytes | None = None,
         check: SignatureCheck | None = None,
+        repos: frozenset[str] | None = None,
     ) -> None:
         self.cb, self.pid, self.policy = cb, pid, policy
+        # with repositories named, entities ingested from any other one stay out
+        self.repos = repos
         # With a key (require_signature) only verified entities, units and relations enter;
         # what the check refuses is reported once, by the trace (build_result).
         self.signing_key = signing_key
@@ -201,6 +214,9 @@ class Gatherer:
         if cand.owner_id in self.exclude:
             return False  # already in the history layer or the latest input
         if cand.kind == "entity" and self._signature_refused(cand.owner_id):
+            return False
+        if self.repos is not None and cand.repo is not None and cand.repo not in self.repos:
+            self.drop(cand.owner_id, "other repository", f"ingested from {cand.repo!r}")
             return False
         if event is not None:
             if (

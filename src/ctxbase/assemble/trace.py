@@ -287,6 +287,8 @@ def build_result(
             "strategies": list(cand.strategies),
             "truncated": inc.truncated,
         }
+        if cand.repo is not None:
+            entry["repo"] = cand.repo
         if cand.kind == "event":
             events.append(entry)
         else:

@@ -173,6 +173,7 @@ def _entity_labels(entity: Entity) -> dict[str, Any]:
     """The unit fields that come from what the entity says (type, where it lives)."""
     line_start = entity.properties.get("line_start")
     line_end = entity.properties.get("line_end")
+    repo = entity.properties.get("repo")
     return {
         "type": entity.type,
         "session_id": entity.properties.get("session_id"),
@@ -180,6 +181,7 @@ def _entity_labels(entity: Entity) -> dict[str, Any]:
         "path": entity.properties.get("path"),
         "line_start": int(line_start) if line_start is not None else None,
         "line_end": int(line_end) if line_end is not None else None,
+        "repo": repo if isinstance(repo, str) else None,
     }
 
 

@@ -489,6 +489,7 @@ def _restricts(flt: ItemFilter) -> bool:
             flt.types,
             flt.kinds,
             flt.owner_ids,
+            flt.repos,
             flt.path_prefix,
             flt.line_from,
             flt.line_to,

@@ -190,12 +190,18 @@ class FilterIn(_In):
     types: list[str] | None = None
     kinds: list[str] | None = None
     owner_ids: list[str] | None = None
+    repos: list[str] | None = Field(
+        default=None, description="ingested repositories (names as `ctxbase ingest` gave them)"
+    )
     path_prefix: str | None = None
     line_from: int | None = None
     line_to: int | None = None
     since: float | None = None
     until: float | None = None
     latest_only: bool = False
+    exclude_session_ids: list[str] | None = Field(
+        default=None, description="items of any session but these (and of no session)"
+    )
 
 
 class SearchOptionsIn(_In):
@@ -263,6 +269,7 @@ class SearchItemOut(_Out):
     line_end: int | None = None
     latest: bool = True
     importance: float = 0.5
+    repo: str | None = None
 
 
 class SearchHitOut(_Out):
@@ -300,6 +307,9 @@ class AssembleIn(_In):
         default=False,
         description="keep out entities, passages and relations whose HMAC signature fails or "
         "is missing (the server's key: CTXBASE_HMAC_KEY_<PROJECT> or CTXBASE_HMAC_KEY)",
+    )
+    repos: list[str] | None = Field(
+        default=None, description="keep out entities ingested from any other repository"
     )
 
 

@@ -453,6 +453,7 @@ class Calls:
         debug: bool = False,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
+        repos: Sequence[str] | None = None,
     ) -> Call[AssembledContext]:
         """Seed 000's POST /v1/context/assemble; the trace comes with the answer."""
         _no_remote_key(signing_key)
@@ -466,6 +467,7 @@ class Calls:
             "debug": debug,
             "include_trace": True,
             "require_signature": require_signature,
+            "repos": None if repos is None else list(repos),
         }
         return Call("POST", "/v1/context/assemble", _assembled, body=body)
 

@@ -30,7 +30,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts
@@ -66,6 +66,8 @@ class SearchItem:
     # apart so that hiding or forgetting that event also removes its words from here.
     context_terms: str = ""
     context_id: str | None = None
+    # The repository an ingested entity comes from (None: events, other entities).
+    repo: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class ItemFilter:
     types: tuple[str, ...] | None = None
     kinds: tuple[str, ...] | None = None
     owner_ids: tuple[str, ...] | None = None
+    repos: tuple[str, ...] | None = None  # ingested repositories (see anchor.ingest)
     path_prefix: str | None = None
     line_from: int | None = None  # keep items whose line range overlaps [line_from, line_to]
     line_to: int | None = None

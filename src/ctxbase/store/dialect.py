@@ -55,6 +55,7 @@ def filter_sql(dialect: Dialect, flt: ItemFilter | None, alias: str = "i") -> tu
         ("type", flt.types),
         ("kind", flt.kinds),
         ("owner_id", flt.owner_ids),
+        ("repo", flt.repos),
     ):
         if values is not None:
             cond, cond_args = dialect.any_of(f"{alias}.{col}", values)

@@ -92,7 +92,8 @@ POST_MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE items ADD COLUMN IF NOT EXISTS nterms_own INTEGER "
         f"GENERATED ALWAYS AS ({_term_count('terms')}) STORED",
         "CREATE INDEX IF NOT EXISTS items_tsv ON items USING gin (tsv)",
-    ]
+    ],
+    3: ["ALTER TABLE items ADD COLUMN IF NOT EXISTS repo TEXT"],
 }
 
 

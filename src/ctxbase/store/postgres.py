@@ -227,7 +227,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         updates = ", ".join(f"{c}=EXCLUDED.{c}" for c in cols[1:])
         self._many(
             conn,
-            f"INSERT INTO items({q.ITEM_COLS}, project_id) VALUES ({','.join(['%s'] * 18)}) "
+            f"INSERT INTO items({q.ITEM_COLS}, project_id) VALUES ({','.join(['%s'] * 19)}) "
             f"ON CONFLICT (project_id, item_id) DO UPDATE SET {updates}, active=1, "
             "embedded_model=NULL",
             [
@@ -249,6 +249,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                     it.importance,
                     text(it.context_terms),
                     it.context_id,
+                    text(it.repo),
                     project_id,
                 )
                 for it in items

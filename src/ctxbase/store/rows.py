@@ -43,7 +43,7 @@ EVENT_COLS = (
 )
 ITEM_COLS = (
     "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
-    "path, line_start, line_end, latest, importance, context_terms, context_id"
+    "path, line_start, line_end, latest, importance, context_terms, context_id, repo"
 )
 
 # How a backend turns a stored JSON column into a Python value.
@@ -207,6 +207,7 @@ def item_row(row: Sequence[Any]) -> SearchItem:
         importance=row[14],
         context_terms=row[15] or "",
         context_id=row[16],
+        repo=row[17],
     )
 
 

@@ -143,7 +143,10 @@ _V2 = [
     "CREATE INDEX IF NOT EXISTS items_pending_project "
     "ON items (project_id, embedded_model, active)",
 ]
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2}
+# v3: items.repo, the repository of an ingested entity's items (NULL for events and for items
+# stored before); each backend adds the column in its own list, so a repeated upgrade is a no-op.
+_V3: list[str] = []
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3}
 
 # The version table, the same in every backend: one row, key 'schema_version'.
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
@@ -178,7 +181,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "project_id", "item_id", "owner_id", "kind", "type", "text", "terms", "ts",
         "session_id", "agent_id", "agent_role", "path", "line_start", "line_end", "latest",
         "importance", "active", "embedded_model", "context_terms", "context_id",
-        "context_hidden",
+        "context_hidden", "repo",
     ),
     "item_vectors": ("project_id", "item_id", "model", "dim", "vec"),
     "state": (

@@ -62,6 +62,7 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
             )
         ),
     ],
+    3: ["ALTER TABLE items ADD COLUMN repo TEXT"],
 }
 
 
@@ -99,6 +100,7 @@ def _item_values(project_id: str, it: SearchItem) -> tuple[Any, ...]:
         it.importance,
         it.context_terms,
         it.context_id,
+        it.repo,
         project_id,
     )
 
@@ -279,7 +281,13 @@ class SQLiteBase(SharedReads):
                 for stmt in MIGRATIONS[version]:
                     conn.execute(render(stmt, json="TEXT", blob="BLOB", float_="REAL"))
                 for stmt in _EXTRA_MIGRATIONS.get(version, []):
-                    conn.execute(stmt)
+                    try:
+                        conn.execute(stmt)
+                    except sqlite3.OperationalError as exc:
+                        # SQLite has no ADD COLUMN IF NOT EXISTS: an upgrade run again over
+                        # a column already there has nothing to do.
+                        if "duplicate column name" not in str(exc):
+                            raise
                 conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(version),),
@@ -349,7 +357,7 @@ class SQLiteBase(SharedReads):
                 self._insert_item(conn, pid, it)
             return
         conn.executemany(
-            f"INSERT INTO items(rowid, {ITEM_COLS}, project_id) VALUES ({placeholders(19)})",
+            f"INSERT INTO items(rowid, {ITEM_COLS}, project_id) VALUES ({placeholders(20)})",
             [(top + n, *_item_values(pid, it)) for n, (pid, it) in enumerate(rows, 1)],
         )
         conn.executemany(
@@ -373,7 +381,7 @@ class SQLiteBase(SharedReads):
                 (project_id, it.item_id),
             )
         cur = conn.execute(
-            f"INSERT INTO items({ITEM_COLS}, project_id) VALUES ({placeholders(18)})",
+            f"INSERT INTO items({ITEM_COLS}, project_id) VALUES ({placeholders(19)})",
             _item_values(project_id, it),
         )
         conn.execute(

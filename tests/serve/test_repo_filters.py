@@ -1,0 +1,51 @@
+"""The repository filter over REST and the SDK: search and assembly restricted to one
+ingested repository, hits naming their repository, bad filters answered with 422."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ctxbase
+from conftest import Live
+from ctxbase.store.base import ItemFilter
+
+
+def _ingest_two(db: str, pid: str, tmp_path: Path) -> None:
+    texts = {"alpha": "Overview: the flamingo store.", "beta": "Overview: the pelican client."}
+    with ctxbase.open(db, project=pid, embedder="hash", background_embedding=False) as cb:
+        for name, text in texts.items():
+            root = tmp_path / name
+            (root / "src").mkdir(parents=True)
+            (root / "README.md").write_text(f"# {name}\n\n{text}\n", encoding="utf-8")
+            (root / "src" / "__init__.py").write_text(f'"""{text}"""\n', encoding="utf-8")
+            assert cb.ingest(str(root)).repo == name
+        cb.wait_for_embeddings()
+
+
+def test_search_and_assembly_filter_by_repository(live: Live, pid: str, tmp_path: Path) -> None:
+    _ingest_two(live.db, pid, tmp_path)
+    key = live.key(pid)
+    with ctxbase.connect(live.url, api_key=key, project=pid) as client:
+        every = client.search("overview", preset="keyword", top_k=50).results
+        assert {c.item.repo for c in every} == {"alpha", "beta"}
+        flt = ItemFilter(repos=("beta",))
+        only = client.search("overview", preset="keyword", filters=flt, top_k=50).results
+        assert only and {c.item.repo for c in only} == {"beta"}
+        assert {c.item.path for c in only} == {"README.md", "src/__init__.py"}
+        ctx = client.assemble_context(
+            agent_role="coder", user_intent="flamingo pelican overview", repos=["alpha"]
+        )
+        assert {e.get("repo") for e in [*ctx.documents, *ctx.code_snippets]} == {"alpha"}
+    with live.client(key) as http:
+        url = f"/v1/projects/{pid}/search"
+        body = {"query": "overview", "preset": "keyword", "filters": {"repos": ["alpha"]}}
+        answer = http.post(url, json=body)
+        assert answer.status_code == 200
+        assert {h["item"]["repo"] for h in answer.json()["results"]} == {"alpha"}
+        bad = http.post(url, json={"query": "overview", "filters": {"repos": "alpha"}})
+        assert bad.status_code == 422 and "repos" in bad.text
+        bad = http.post(
+            "/v1/context/assemble",
+            json={"project_id": pid, "agent_role": "coder", "user_intent": "x", "repos": 3},
+        )
+        assert bad.status_code == 422 and "repos" in bad.text
