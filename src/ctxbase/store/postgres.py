@@ -327,6 +327,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 "UPDATE items SET context_hidden=%s WHERE project_id=%s AND context_id = ANY(%s)",
                 (1 - flag, project_id, uniq),
             )
+            self._record_soft_delete(conn, project_id, uniq, active)
         return changed
 
     # -- entities and relations ----------------------------------------------------------

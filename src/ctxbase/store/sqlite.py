@@ -405,6 +405,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                     (flag, project_id, *part),
                 )
             self._set_context_state(conn, project_id, list(dict.fromkeys(ids)), 1 - flag)
+            self._record_soft_delete(conn, project_id, ids, active)
             self._bump(conn, project_id)
         return changed
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from ..errors import StorageError
 from ..model import StateFact
 from .base import ApiKeyRecord, ForgetReport
+from .forget_steps import ForgetSteps
 from .rows import next_version
 from .schema import FORGET_TABLES, JSON_COLUMNS
 from .shared import table_columns
@@ -29,7 +31,7 @@ from .sqlite_search import reserve_vector_rowids
 __all__ = ["SQLiteAdmin"]
 
 
-class SQLiteAdmin(SQLiteBase):
+class SQLiteAdmin(ForgetSteps, SQLiteBase):
     # -- state ---------------------------------------------------------------------------
     def set_state(self, fact: StateFact) -> StateFact:
         with self._write() as conn:
@@ -99,6 +101,9 @@ class SQLiteAdmin(SQLiteBase):
             )
 
     # -- forget --------------------------------------------------------------------------
+    def _run(self, conn: sqlite3.Connection, sql: str, args: Sequence[Any] = ()) -> Any:
+        return conn.execute(sql, tuple(args))
+
     def forget(
         self,
         project_id: str,
@@ -107,52 +112,22 @@ class SQLiteAdmin(SQLiteBase):
         entity_ids: Sequence[str] = (),
         session_id: str | None = None,
         whole_project: bool = False,
+        soft_deleted_before: float | None = None,
     ) -> ForgetReport:
         report = ForgetReport()
-        with self._write() as conn:
+        with self._write() as conn, _secure_delete(conn):
             if whole_project:
-                forgotten_events = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT event_id FROM events WHERE project_id=?", (project_id,)
-                    ).fetchall()
-                ]
-                rowids = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT rowid FROM items WHERE project_id=?", (project_id,)
-                    ).fetchall()
-                ]
-                for rp in chunks(rowids):
-                    report.add(
-                        "item_fts",
-                        conn.execute(
-                            f"DELETE FROM item_fts WHERE rowid IN ({placeholders(len(rp))})",
-                            tuple(rp),
-                        ).rowcount,
-                    )
-                for table in FORGET_TABLES:
-                    n = conn.execute(
-                        f"DELETE FROM {table} WHERE project_id=?", (project_id,)
-                    ).rowcount
-                    report.add(table, n)
-                # Tombstones stay (they hold only hashes): a stale retry must not come back.
-                conn.executemany(
-                    "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-                    [(project_id, tombstone_hash(eid)) for eid in forgotten_events],
-                )
-                self._purge_fts(conn, report)
+                self._forget_project(conn, project_id, report)
                 return report
-            ev_ids = list(dict.fromkeys(event_ids))
-            if session_id is not None:
-                ev_ids += [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT event_id FROM events WHERE project_id=? AND session_id=?",
-                        (project_id, session_id),
-                    ).fetchall()
-                ]
-            node_ids = list(dict.fromkeys(ev_ids + list(entity_ids)))
+            scope = self._forget_scope(
+                conn,
+                project_id,
+                event_ids=event_ids,
+                entity_ids=entity_ids,
+                session_id=session_id,
+                soft_deleted_before=soft_deleted_before,
+            )
+            node_ids = scope.node_ids
             self._delete_items_of(conn, project_id, node_ids, report)
             self._set_context_state(conn, project_id, node_ids, None)
             for part in chunks(node_ids):
@@ -173,11 +148,12 @@ class SQLiteAdmin(SQLiteBase):
                     (project_id, *part),
                 ).rowcount
                 report.add("entities", n)
-            for eid in ev_ids:
-                conn.execute(
-                    "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-                    (project_id, tombstone_hash(eid)),
-                )
+            conn.executemany(
+                "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
+                [(project_id, tombstone_hash(eid)) for eid in scope.event_ids],
+            )
+            self._forget_state(conn, project_id, scope, report)
+            self._forget_traces(conn, project_id, scope, report)
             if session_id is not None:
                 for table in ("tasks", "sessions"):
                     n = conn.execute(
@@ -185,17 +161,43 @@ class SQLiteAdmin(SQLiteBase):
                         (project_id, session_id),
                     ).rowcount
                     report.add(table, n)
-                for table in ("state", "state_history"):
-                    n = conn.execute(
-                        f"DELETE FROM {table} WHERE project_id=? AND scope='session' "
-                        "AND scope_id=?",
-                        (project_id, session_id),
-                    ).rowcount
-                    report.add(table, n)
             self._fix_session_tails(conn, project_id)
             self._purge_fts(conn, report)
             self._bump(conn, project_id)
         return report
+
+    def _forget_project(
+        self, conn: sqlite3.Connection, project_id: str, report: ForgetReport
+    ) -> None:
+        forgotten_events = [
+            r[0]
+            for r in conn.execute(
+                "SELECT event_id FROM events WHERE project_id=?", (project_id,)
+            ).fetchall()
+        ]
+        rowids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM items WHERE project_id=?", (project_id,)
+            ).fetchall()
+        ]
+        for rp in chunks(rowids):
+            report.add(
+                "item_fts",
+                conn.execute(
+                    f"DELETE FROM item_fts WHERE rowid IN ({placeholders(len(rp))})",
+                    tuple(rp),
+                ).rowcount,
+            )
+        for table in FORGET_TABLES:
+            n = conn.execute(f"DELETE FROM {table} WHERE project_id=?", (project_id,)).rowcount
+            report.add(table, n)
+        # Tombstones stay (they hold only hashes): a stale retry must not come back.
+        conn.executemany(
+            "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
+            [(project_id, tombstone_hash(eid)) for eid in forgotten_events],
+        )
+        self._purge_fts(conn, report)
 
     # -- bulk copy -----------------------------------------------------------------------
     def export_rows(
@@ -288,6 +290,18 @@ class SQLiteAdmin(SQLiteBase):
                 (at, key_id),
             )
         return cur.rowcount > 0
+
+
+@contextmanager
+def _secure_delete(conn: sqlite3.Connection) -> Iterator[None]:
+    # Deleted rows are overwritten with zeros instead of lingering in free pages and
+    # unused parts of pages until a VACUUM (older page images stay in the WAL until a
+    # checkpoint).
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        yield
+    finally:
+        conn.execute("PRAGMA secure_delete = OFF")
 
 
 def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
