@@ -295,13 +295,14 @@ class SQLiteAdmin(ForgetSteps, SQLiteBase):
 @contextmanager
 def _secure_delete(conn: sqlite3.Connection) -> Iterator[None]:
     # Deleted rows are overwritten with zeros instead of lingering in free pages and
-    # unused parts of pages until a VACUUM (older page images stay in the WAL until a
-    # checkpoint).
+    # unused parts of pages until a VACUUM, whatever the build's default (older page images
+    # stay in the WAL until a checkpoint copies the zeroed pages over them).
+    before = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
     conn.execute("PRAGMA secure_delete = ON")
     try:
         yield
     finally:
-        conn.execute("PRAGMA secure_delete = OFF")
+        conn.execute(f"PRAGMA secure_delete = {before}")
 
 
 def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
