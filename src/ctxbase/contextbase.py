@@ -711,7 +711,8 @@ class ContextBase:
 
     # -- forget --------------------------------------------------------------------------
     def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:
-        """Hide events or entities from every read; `restore` brings them back."""
+        """Hide events or entities from every read; `restore` brings them back. When they
+        were hidden is recorded: `purge_soft_deleted` forgets them after a retention."""
         self.flush()
         return self.store.set_active(self._pid(project), list(ids), False)
 

@@ -255,7 +255,8 @@ class Store(ABC):
 
     @abstractmethod
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
-        """Soft delete (False) or restore (True) events or entities; returns rows changed."""
+        """Soft delete (False) or restore (True) events or entities; returns rows changed.
+        The first soft delete's time is kept (see forget's `soft_deleted_before`)."""
 
     # -- entities and relations ----------------------------------------------------------
     @abstractmethod
