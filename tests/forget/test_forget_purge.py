@@ -100,3 +100,16 @@ def test_cli_forget_prints_the_whole_report(tmp_path: Path, capsys: Any) -> None
     assert "older_than" in capsys.readouterr().err
     assert main([*base, "forget", "--session", "s1", "--all-projects"]) == 2
     assert sqlite_file_copies(db, ["zqxcli"]) == {"zqxcli": 0}
+
+
+def test_retention_restarts_for_a_row_that_came_back_without_restore(cb: ContextBase) -> None:
+    ent = cb.upsert_entity("document", "spec.md", "first version")
+    assert cb.soft_delete([ent.id]) == 1
+    time.sleep(0.6)
+    # re-ingested: the upsert brings it back (active) without restore()
+    again = cb.upsert_entity("document", "spec.md", "second version")
+    assert again.id == ent.id and cb.get_entity(ent.id).active
+    assert cb.soft_delete([ent.id]) == 1
+    assert cb.purge_soft_deleted(0.4).total == 0  # hidden again only just now
+    (kept,) = cb.store.get_entities(cb.project, [ent.id], include_inactive=True)
+    assert kept.text == "second version"

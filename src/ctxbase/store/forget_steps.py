@@ -188,6 +188,20 @@ class ForgetSteps:
             )
         return found[0], found[1]
 
+    def _reset_soft_delete(self, conn: Any, project_id: str, ids: Sequence[str]) -> None:
+        """Before hiding ids: drop the records of those still visible (left when a row came
+        back without `set_active`, e.g. an entity re-ingested), so their retention starts
+        now."""
+        for part in _chunks(list(dict.fromkeys(ids))):
+            for table, col in (("events", "event_id"), ("entities", "entity_id")):
+                cond, cond_args = self._dialect.any_of(col, part)
+                self._q(
+                    conn,
+                    f"DELETE FROM state WHERE project_id=? AND scope=? AND scope_id='' AND key IN "
+                    f"(SELECT {col} FROM {table} WHERE project_id=? AND active=1 AND {cond})",
+                    (project_id, SOFT_DELETED_SCOPE, project_id, *cond_args),
+                )
+
     def _record_soft_delete(
         self, conn: Any, project_id: str, ids: Sequence[str], active: bool
     ) -> None:

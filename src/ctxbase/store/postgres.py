@@ -308,6 +308,8 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         changed = 0
         with self._tx() as conn:
             self._lock(conn, [project_id], ensure=False, bump=True)
+            if not active:
+                self._reset_soft_delete(conn, project_id, uniq)
             for table, col in (("events", "event_id"), ("entities", "entity_id")):
                 cur = self._x(
                     conn,
