@@ -118,53 +118,90 @@ class SQLiteAdmin(ForgetSteps, SQLiteBase):
         with self._write() as conn, _secure_delete(conn):
             if whole_project:
                 self._forget_project(conn, project_id, report)
-                return report
-            scope = self._forget_scope(
-                conn,
-                project_id,
-                event_ids=event_ids,
-                entity_ids=entity_ids,
-                session_id=session_id,
-                soft_deleted_before=soft_deleted_before,
-            )
-            node_ids = scope.node_ids
-            self._delete_items_of(conn, project_id, node_ids, report)
-            self._set_context_state(conn, project_id, node_ids, None)
-            for part in chunks(node_ids):
-                ph = placeholders(len(part))
-                for col in ("from_id", "to_id"):
-                    n = conn.execute(
-                        f"DELETE FROM relations WHERE project_id=? AND {col} IN ({ph})",
-                        (project_id, *part),
-                    ).rowcount
-                    report.add("relations", n)
-                n = conn.execute(
-                    f"DELETE FROM events WHERE project_id=? AND event_id IN ({ph})",
-                    (project_id, *part),
-                ).rowcount
-                report.add("events", n)
-                n = conn.execute(
-                    f"DELETE FROM entities WHERE project_id=? AND entity_id IN ({ph})",
-                    (project_id, *part),
-                ).rowcount
-                report.add("entities", n)
-            conn.executemany(
-                "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-                [(project_id, tombstone_hash(eid)) for eid in scope.event_ids],
-            )
-            self._forget_state(conn, project_id, scope, report)
-            self._forget_traces(conn, project_id, scope, report)
-            if session_id is not None:
-                for table in ("tasks", "sessions"):
-                    n = conn.execute(
-                        f"DELETE FROM {table} WHERE project_id=? AND session_id=?",
-                        (project_id, session_id),
-                    ).rowcount
-                    report.add(table, n)
-            self._fix_session_tails(conn, project_id)
-            self._purge_fts(conn, report)
-            self._bump(conn, project_id)
+            else:
+                self._forget_nodes(
+                    conn,
+                    project_id,
+                    report,
+                    event_ids=event_ids,
+                    entity_ids=entity_ids,
+                    session_id=session_id,
+                    soft_deleted_before=soft_deleted_before,
+                )
+        self._truncate_wal()
         return report
+
+    def _forget_nodes(
+        self,
+        conn: sqlite3.Connection,
+        project_id: str,
+        report: ForgetReport,
+        *,
+        event_ids: Sequence[str],
+        entity_ids: Sequence[str],
+        session_id: str | None,
+        soft_deleted_before: float | None,
+    ) -> None:
+        scope = self._forget_scope(
+            conn,
+            project_id,
+            event_ids=event_ids,
+            entity_ids=entity_ids,
+            session_id=session_id,
+            soft_deleted_before=soft_deleted_before,
+        )
+        node_ids = scope.node_ids
+        self._delete_items_of(conn, project_id, node_ids, report)
+        self._set_context_state(conn, project_id, node_ids, None)
+        for part in chunks(node_ids):
+            ph = placeholders(len(part))
+            for col in ("from_id", "to_id"):
+                n = conn.execute(
+                    f"DELETE FROM relations WHERE project_id=? AND {col} IN ({ph})",
+                    (project_id, *part),
+                ).rowcount
+                report.add("relations", n)
+            n = conn.execute(
+                f"DELETE FROM events WHERE project_id=? AND event_id IN ({ph})",
+                (project_id, *part),
+            ).rowcount
+            report.add("events", n)
+            n = conn.execute(
+                f"DELETE FROM entities WHERE project_id=? AND entity_id IN ({ph})",
+                (project_id, *part),
+            ).rowcount
+            report.add("entities", n)
+        conn.executemany(
+            "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
+            [(project_id, tombstone_hash(eid)) for eid in scope.event_ids],
+        )
+        self._forget_state(conn, project_id, scope, report)
+        self._forget_traces(conn, project_id, scope, report)
+        if session_id is not None:
+            for table in ("tasks", "sessions"):
+                n = conn.execute(
+                    f"DELETE FROM {table} WHERE project_id=? AND session_id=?",
+                    (project_id, session_id),
+                ).rowcount
+                report.add(table, n)
+        self._fix_session_tails(conn, project_id)
+        self._purge_fts(conn, report)
+        self._bump(conn, project_id)
+
+    def _truncate_wal(self) -> None:
+        """After a forget: copy the zeroed pages into the file and empty the WAL, whose
+        older frames still hold the forgotten rows; skipped (never waited for) while
+        another connection reads or writes, then the next checkpoint does it."""
+        if self.path == ":memory:":
+            return
+        conn = self._conn()
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error:
+            pass  # busy: not an error for the forget itself
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
 
     def _forget_project(
         self, conn: sqlite3.Connection, project_id: str, report: ForgetReport
