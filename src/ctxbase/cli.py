@@ -159,13 +159,20 @@ def cmd_forget(args: argparse.Namespace) -> int:
             n = cb.soft_delete((args.event or []) + (args.entity or []))
             print(f"hidden {n} item(s)")
             return 0
-        report = cb.forget(
-            event_ids=args.event or [],
-            entity_ids=args.entity or [],
-            session_id=args.session,
-            whole_project=args.whole_project,
-        )
-        _print_json({"removed": report.removed, "total": report.total})
+        older = args.soft_deleted_older_than
+        if args.all_projects:
+            if older is None or args.event or args.entity or args.session or args.whole_project:
+                raise ValidationError("--all-projects", "goes with --soft-deleted-older-than only")
+            report = cb.purge_soft_deleted(older, all_projects=True)
+        else:
+            report = cb.forget(
+                event_ids=args.event or [],
+                entity_ids=args.entity or [],
+                session_id=args.session,
+                whole_project=args.whole_project,
+                soft_deleted_older_than=older,
+            )
+        _print_json(report.as_dict())
     return 0
 
 
@@ -304,6 +311,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--entity", action="append")
     p.add_argument("--session")
     p.add_argument("--whole-project", action="store_true")
+    p.add_argument(
+        "--soft-deleted-older-than",
+        metavar="DURATION",
+        help="also forget what was soft-deleted longer ago (3600, 12h, 30d)",
+    )
+    p.add_argument(
+        "--all-projects", action="store_true", help="with --soft-deleted-older-than: every project"
+    )
     p.add_argument("--soft", action="store_true")
     p.set_defaults(func=cmd_forget)
 

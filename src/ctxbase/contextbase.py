@@ -12,6 +12,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .capture.bus import BusConfig, BusStats, CaptureBus
@@ -725,7 +726,8 @@ class ContextBase:
 
     # -- forget --------------------------------------------------------------------------
     def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:
-        """Hide events or entities from every read; `restore` brings them back."""
+        """Hide events or entities from every read; `restore` brings them back. When they
+        were hidden is recorded: `purge_soft_deleted` forgets them after a retention."""
         self.flush()
         return self.store.set_active(self._pid(project), list(ids), False)
 
@@ -739,22 +741,43 @@ class ContextBase:
         entity_ids: Sequence[str] = (),
         session_id: str | None = None,
         whole_project: bool = False,
+        soft_deleted_older_than: float | timedelta | str | None = None,
         project: str | None = None,
     ) -> ForgetReport:
-        """Hard forget: rows, index entries, vectors and edges go; a stale retry of a
-        forgotten event is ignored. Returns what was removed per table."""
-        if not (event_ids or entity_ids or session_id or whole_project):
-            raise ValidationError(
-                "forget", "name event_ids, entity_ids, session_id or whole_project=True"
-            )
-        self.flush()
-        return self.store.forget(
-            self._pid(project),
-            event_ids=list(event_ids),
-            entity_ids=list(entity_ids),
+        """Hard forget events, entities, a session, what was soft-deleted longer ago than
+        `soft_deleted_older_than`, or the whole project: every stored copy is removed (rows,
+        index entries, vectors, edges, facts, the session's traces) or redacted (other
+        sessions' traces), and in-memory caches are dropped; a stale retry of a forgotten
+        event is ignored. The report counts each per table and cache."""
+        from .forgetting import forget
+
+        return forget(
+            self,
+            event_ids=event_ids,
+            entity_ids=entity_ids,
             session_id=session_id,
             whole_project=whole_project,
+            soft_deleted_older_than=soft_deleted_older_than,
+            project=project,
         )
+
+    def purge_soft_deleted(
+        self,
+        older_than: float | timedelta | str,
+        *,
+        project: str | None = None,
+        all_projects: bool = False,
+    ) -> ForgetReport:
+        """Hard forget what was soft-deleted more than `older_than` ago (seconds, a
+        timedelta or "30d"), in this project, another, or all of them."""
+        from .forgetting import purge_soft_deleted
+
+        return purge_soft_deleted(self, older_than, project=project, all_projects=all_projects)
+
+    def _forget_cached(self, project_id: str) -> dict[str, int]:
+        # Without a searcher yet nothing is cached (and no embedder needs loading).
+        searcher = self._searcher
+        return {} if searcher is None else searcher.forget_cached(project_id)
 
 
 def _as_validation(exc: Exception) -> ValidationError:

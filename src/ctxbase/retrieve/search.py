@@ -99,6 +99,15 @@ class Searcher:
         self._remember(query, vec)
         return vec
 
+    def forget_cached(self, project_id: str) -> dict[str, int]:
+        """Drop what this searcher holds in memory after a hard forget: every cached query
+        vector (a query may quote forgotten text) and the project's vectors. Entries
+        dropped, per cache."""
+        with self._cache_lock:
+            queries = len(self._query_vectors)
+            self._query_vectors.clear()
+        return {"query_vectors": queries, "vector_index": self.vectors.drop(project_id)}
+
     def warm_queries(self, queries: list[str]) -> None:
         """Embed many queries in one batch (cheaper than one by one) into the cache."""
         if self.embedder is None or not queries:

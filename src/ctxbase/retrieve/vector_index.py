@@ -78,6 +78,13 @@ class VectorIndex:
         self._ann_lock = threading.Lock()
         self.reloads = 0  # full reads of a project's vectors (the rest were appends)
 
+    def drop(self, project_id: str) -> int:
+        """Forget the project's vectors held in memory (after a hard forget, so no copy of
+        a forgotten vector stays until the next search reloads); returns how many."""
+        with self._lock:
+            keys = [k for k in self._cache if k[0] == project_id]
+            return sum(self._cache.pop(k).n for k in keys)
+
     def _load(self, project_id: str, model: str) -> _Loaded:
         gen = self.store.index_generation(project_id)
         key = (project_id, model)

@@ -38,6 +38,7 @@ from .errors import RateLimitedError, error_body
 from .logs import LOGGER_NAME
 from .metrics import Metrics
 from .middleware import ServiceMiddleware
+from .retention import RetentionPurger
 from .routes_capture import router as capture_router
 from .routes_context import router as context_router
 from .routes_graph import router as graph_router
@@ -126,10 +127,18 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         if settings.embedder is not None:
             await run_in_threadpool(lambda: base.embedding_worker)  # load the model now
         app.state.runtime = runtime_box["rt"] = rt
+        purger = None
+        if settings.soft_delete_retention_s is not None:
+            purger = RetentionPurger(
+                rt, settings.soft_delete_retention_s, settings.soft_delete_purge_interval_s
+            ).start()
+        app.state.retention = purger
         log.info("serving %s (auth %s)", base.store.url, "off" if settings.no_auth else "on")
         try:
             yield
         finally:
+            if purger is not None:
+                await run_in_threadpool(purger.stop)
             if cb is None:
                 await run_in_threadpool(base.close)  # flushes the capture queue
             log.info("stopped")

@@ -199,8 +199,12 @@ class AssembleCache:
         finally:
             self._land(k, flight)
 
-    def invalidate(self, project_id: str) -> None:
+    def invalidate(self, project_id: str) -> int:
+        """Drop the project's entries (and keep assemblies in flight from landing); returns
+        how many were dropped."""
         with self._lock:
             self._epochs[project_id] = self._epochs.get(project_id, 0) + 1
-            for k in [k for k in self._entries if k[0] == project_id]:
+            keys = [k for k in self._entries if k[0] == project_id]
+            for k in keys:
                 del self._entries[k]
+            return len(keys)

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from ..forgetting import parse_duration
 from ..store import open_store
 from .keys import ROLES, create_key, list_keys, revoke_key
 from .settings import LOOPBACK_HOST
@@ -42,6 +43,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         rate_limit_burst=args.rate_burst,
         log_level=args.log_level,
         assemble_cache_ttl_s=args.assemble_cache_ttl,
+        soft_delete_retention_s=(
+            None
+            if args.soft_delete_retention is None
+            else parse_duration(args.soft_delete_retention, "--soft-delete-retention")
+        ),
     )
     return 0
 
@@ -115,6 +121,11 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="reuse an identical assembly this long, then serve it while it is refreshed "
         "for as long again; writes through this server drop it at once (0: off)",
+    )
+    p.add_argument(
+        "--soft-delete-retention",
+        metavar="DURATION",
+        help="hard forget what was soft-deleted longer ago (3600, 12h, 30d), checked hourly",
     )
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=cmd_serve)

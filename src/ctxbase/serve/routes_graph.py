@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 
 from ..model import Entity, Relation
-from .deps import AdminProject, ReadProject, Rt, WriteProject
+from .deps import AdminOnlyProject, ReadProject, Rt, WriteProject
 from .schemas import (
     ChangedOut,
     ClosedOut,
@@ -138,7 +138,14 @@ def restore(pid: WriteProject, body: IdsIn, rt: Rt) -> ChangedOut:
 
 
 @router.post("/forget", response_model=ForgetOut, tags=["forget"])
-def forget(pid: AdminProject, body: ForgetIn, rt: Rt) -> ForgetOut:
-    """Hard forget (admin keys): rows, index entries, vectors and edges go."""
-    report = rt.cb.forget(project=pid, **body.model_dump())
-    return ForgetOut(removed=dict(report.removed), total=report.total)
+def forget(pid: AdminOnlyProject, body: ForgetIn, rt: Rt) -> ForgetOut:
+    """Hard forget (admin keys): every stored copy is removed, or redacted in other
+    sessions' traces; `soft_deleted_older_than_s` forgets what was soft-deleted longer ago.
+    The report counts rows removed and redacted per table and cache entries dropped."""
+    # Before and after: an assembly racing with the forget must not stay cached.
+    cached = rt.cache.invalidate(pid)
+    fields = body.model_dump()
+    older = fields.pop("soft_deleted_older_than_s")
+    report = rt.cb.forget(project=pid, soft_deleted_older_than=older, **fields)
+    report.add_cache("assemble_cache", cached + rt.cache.invalidate(pid))
+    return ForgetOut(**report.as_dict())

@@ -394,11 +394,15 @@ class ForgetIn(_In):
     entity_ids: list[str] = Field(default_factory=list)
     session_id: str | None = None
     whole_project: bool = False
+    # also forget what was soft-deleted more than this many seconds ago
+    soft_deleted_older_than_s: float | None = Field(default=None, ge=0)
 
 
 class ForgetOut(_Out):
-    removed: dict[str, int]
-    total: int
+    removed: dict[str, int]  # rows per table
+    redacted: dict[str, int] = Field(default_factory=dict)  # rows kept, redacted, per table
+    caches: dict[str, int] = Field(default_factory=dict)  # in-memory entries per cache
+    total: int  # rows removed
 
 
 class IdsIn(_In):

@@ -181,6 +181,7 @@ class Client:
     soft_delete = _sync(Calls.soft_delete)
     restore = _sync(Calls.restore)
     forget = _sync(Calls.forget)
+    purge_soft_deleted = _sync(Calls.purge_soft_deleted)
 
 
 class AsyncClient:
@@ -280,6 +281,7 @@ class AsyncClient:
     soft_delete = _async(Calls.soft_delete)
     restore = _async(Calls.restore)
     forget = _async(Calls.forget)
+    purge_soft_deleted = _async(Calls.purge_soft_deleted)
 
 
 def connect(

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
 from ..capture.bus import BusStats
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from ..errors import ValidationError
+from ..forgetting import retention_seconds
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, check_id
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
@@ -100,6 +102,14 @@ def _outcome(raw: Mapping[str, Any]) -> Outcome:
         raw["event_id"],
         [Entity.model_validate(e) for e in raw["entities"]],
         [Relation.model_validate(r) for r in raw["relations"]],
+    )
+
+
+def _forget_report(raw: Mapping[str, Any]) -> ForgetReport:
+    return ForgetReport(
+        removed=dict(raw["removed"]),
+        redacted=dict(raw.get("redacted") or {}),
+        caches=dict(raw.get("caches") or {}),
     )
 
 
@@ -599,17 +609,23 @@ class Calls:
         entity_ids: Sequence[str] = (),
         session_id: str | None = None,
         whole_project: bool = False,
+        soft_deleted_older_than: float | timedelta | str | None = None,
         project: str | None = None,
     ) -> Call[ForgetReport]:
+        older = (
+            None if soft_deleted_older_than is None else retention_seconds(soft_deleted_older_than)
+        )
         body = {
             "event_ids": list(event_ids),
             "entity_ids": list(entity_ids),
             "session_id": session_id,
             "whole_project": whole_project,
+            "soft_deleted_older_than_s": older,
         }
-        return Call(
-            "POST",
-            self._path(project, "forget"),
-            lambda r: ForgetReport(removed=dict(r["removed"])),
-            body=body,
-        )
+        return Call("POST", self._path(project, "forget"), _forget_report, body=body)
+
+    def purge_soft_deleted(
+        self, older_than: float | timedelta | str, *, project: str | None = None
+    ) -> Call[ForgetReport]:
+        """Hard forget what was soft-deleted more than `older_than` ago, in one project."""
+        return self.forget(soft_deleted_older_than=older_than, project=project)

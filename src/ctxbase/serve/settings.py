@@ -31,5 +31,9 @@ class ServerSettings(BaseModel):
     # seconds an assembled context is reused for an identical request (0: never)
     assemble_cache_ttl_s: float = Field(default=2.0, ge=0)
     assemble_cache_size: int = Field(default=1024, ge=0)
+    # hard forget what was soft-deleted longer ago than this, checked every interval
+    # (None: soft-deleted rows stay until forgotten explicitly)
+    soft_delete_retention_s: float | None = Field(default=None, ge=0)
+    soft_delete_purge_interval_s: float = Field(default=3600.0, gt=0)
     log_level: str = "info"
     policies: str | None = None  # policy YAML path for the assembler

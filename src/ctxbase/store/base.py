@@ -146,17 +146,38 @@ class ApiKeyRecord:
 
 @dataclass
 class ForgetReport:
-    """What a hard forget removed, per table."""
+    """What a hard forget did: rows removed per table (index entries as `item_fts` on
+    SQLite), rows kept but redacted per table (traces of other sessions that used forgotten
+    events), and in-memory cache entries dropped per cache."""
 
     removed: dict[str, int] = field(default_factory=dict)
+    redacted: dict[str, int] = field(default_factory=dict)
+    caches: dict[str, int] = field(default_factory=dict)
 
     def add(self, table: str, n: int) -> None:
         if n:
             self.removed[table] = self.removed.get(table, 0) + n
 
+    def add_redacted(self, table: str, n: int) -> None:
+        if n:
+            self.redacted[table] = self.redacted.get(table, 0) + n
+
+    def add_cache(self, cache: str, n: int) -> None:
+        if n:
+            self.caches[cache] = self.caches.get(cache, 0) + n
+
     @property
     def total(self) -> int:
+        """Rows removed (redacted rows and cache entries are counted apart)."""
         return sum(self.removed.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "removed": dict(self.removed),
+            "redacted": dict(self.redacted),
+            "caches": dict(self.caches),
+            "total": self.total,
+        }
 
 
 class Store(ABC):
@@ -240,7 +261,8 @@ class Store(ABC):
 
     @abstractmethod
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
-        """Soft delete (False) or restore (True) events or entities; returns rows changed."""
+        """Soft delete (False) or restore (True) events or entities; returns rows changed.
+        The first soft delete's time is kept (see forget's `soft_deleted_before`)."""
 
     # -- entities and relations ----------------------------------------------------------
     @abstractmethod
@@ -383,8 +405,14 @@ class Store(ABC):
         entity_ids: Sequence[str] = (),
         session_id: str | None = None,
         whole_project: bool = False,
+        soft_deleted_before: float | None = None,
     ) -> ForgetReport:
-        """Hard forget: remove rows, index entries, vectors and edges touching them."""
+        """Hard forget events and entities (named, a session's, or those soft-deleted before
+        `soft_deleted_before`, a unix time) or the whole project: their rows, search units,
+        index entries, vectors and edges; entities anchored from a forgotten event; the
+        facts (with history) of a forgotten session's scopes and facts extracted from a
+        forgotten event; the session's own traces. Traces of other sessions that used them
+        are redacted (see store.trace_redaction)."""
 
     # -- bulk copy (migrate-data) ----------------------------------------------------------
     @abstractmethod

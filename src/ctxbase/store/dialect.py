@@ -40,6 +40,18 @@ class Dialect(ABC):
     def starts_with(self, column: str, prefix: str) -> tuple[str, list[Any]]:
         """`column` starts with `prefix`: the condition (with `?`) and its arguments."""
 
+    @abstractmethod
+    def json_text(self, column: str, key: str) -> str:
+        """The top-level `key` of a JSON column, as text (NULL when missing)."""
+
+    @abstractmethod
+    def contains(self, column: str) -> str:
+        """`column` (JSON or text, read as its text) contains the `?` argument."""
+
+    @abstractmethod
+    def store_json(self, value: Any) -> Any:
+        """A Python value as the argument a JSON column is written from."""
+
 
 def filter_sql(dialect: Dialect, flt: ItemFilter | None, alias: str = "i") -> tuple[str, list[Any]]:
     """ItemFilter as ` AND ...` conditions on the items table, with the same meaning on every

@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import StorageError
 from ..model import StateFact
 from .base import ApiKeyRecord, ForgetReport
+from .forget_steps import ForgetSteps
 from .pg_base import Conn, PgBase, as_array, jsonb, text
 from .rows import next_version, tombstone_hash
 from .schema import FORGET_TABLES, JSON_COLUMNS
@@ -19,7 +20,7 @@ from .shared import table_columns
 __all__ = ["PgAdmin"]
 
 
-class PgAdmin(PgBase):
+class PgAdmin(ForgetSteps, PgBase):
     # -- state ---------------------------------------------------------------------------
     def set_state(self, fact: StateFact) -> StateFact:
         key = (fact.project_id, fact.scope, fact.scope_id, fact.key)
@@ -88,6 +89,9 @@ class PgAdmin(PgBase):
                 (project_id, context_id, time.time(), jsonb(trace)),
             )
 
+    def _run(self, conn: Conn, sql: str, args: Sequence[Any] = ()) -> Any:
+        return self._x(conn, sql, args)
+
     def forget(
         self,
         project_id: str,
@@ -96,6 +100,7 @@ class PgAdmin(PgBase):
         entity_ids: Sequence[str] = (),
         session_id: str | None = None,
         whole_project: bool = False,
+        soft_deleted_before: float | None = None,
     ) -> ForgetReport:
         report = ForgetReport()
         with self._tx() as conn:
@@ -103,17 +108,15 @@ class PgAdmin(PgBase):
             if whole_project:
                 self._forget_project(conn, project_id, report)
                 return report
-            ev_ids = list(dict.fromkeys(event_ids))
-            if session_id is not None:
-                ev_ids += [
-                    r[0]
-                    for r in self._x(
-                        conn,
-                        "SELECT event_id FROM events WHERE project_id=%s AND session_id=%s",
-                        (project_id, session_id),
-                    ).fetchall()
-                ]
-            nodes = list(dict.fromkeys(ev_ids + list(entity_ids)))
+            scope = self._forget_scope(
+                conn,
+                project_id,
+                event_ids=event_ids,
+                entity_ids=entity_ids,
+                session_id=session_id,
+                soft_deleted_before=soft_deleted_before,
+            )
+            nodes = scope.node_ids
             self._delete_items_of(conn, project_id, nodes, report)
             # Their words must not linger in the items that were indexed with them.
             self._x(
@@ -134,17 +137,14 @@ class PgAdmin(PgBase):
                         (project_id, nodes, nodes) if table == "relations" else (project_id, nodes)
                     )
                     report.add(table, self._x(conn, sql, args).rowcount)
-            self._tombstone(conn, project_id, ev_ids)
+            self._tombstone(conn, project_id, scope.event_ids)
+            self._forget_state(conn, project_id, scope, report)
+            self._forget_traces(conn, project_id, scope, report)
             if session_id is not None:
-                for table, cond in (
-                    ("tasks", "session_id=%s"),
-                    ("sessions", "session_id=%s"),
-                    ("state", "scope='session' AND scope_id=%s"),
-                    ("state_history", "scope='session' AND scope_id=%s"),
-                ):
+                for table in ("tasks", "sessions"):
                     cur = self._x(
                         conn,
-                        f"DELETE FROM {table} WHERE project_id=%s AND {cond}",
+                        f"DELETE FROM {table} WHERE project_id=%s AND session_id=%s",
                         (project_id, session_id),
                     )
                     report.add(table, cur.rowcount)

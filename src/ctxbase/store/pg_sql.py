@@ -205,5 +205,16 @@ class PgDialect(Dialect):
     def starts_with(self, column: str, prefix: str) -> tuple[str, list[Any]]:
         return f"starts_with({column}, ?)", [prefix]
 
+    def json_text(self, column: str, key: str) -> str:
+        return f"{column}->>'{key}'"
+
+    def contains(self, column: str) -> str:
+        return f"strpos({column}::text, ?) > 0"
+
+    def store_json(self, value: Any) -> Any:
+        from psycopg.types.json import Jsonb
+
+        return None if value is None else Jsonb(value, dumps=clean_json)
+
 
 PG = PgDialect()

@@ -309,6 +309,8 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         changed = 0
         with self._tx() as conn:
             self._lock(conn, [project_id], ensure=False, bump=True)
+            if not active:
+                self._reset_soft_delete(conn, project_id, uniq)
             for table, col in (("events", "event_id"), ("entities", "entity_id")):
                 cur = self._x(
                     conn,
@@ -328,6 +330,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 "UPDATE items SET context_hidden=%s WHERE project_id=%s AND context_id = ANY(%s)",
                 (1 - flag, project_id, uniq),
             )
+            self._record_soft_delete(conn, project_id, uniq, active)
         return changed
 
     # -- entities and relations ----------------------------------------------------------

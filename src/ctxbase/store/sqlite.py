@@ -391,6 +391,8 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         flag = 1 if active else 0
         changed = 0
         with self._write() as conn:
+            if not active:
+                self._reset_soft_delete(conn, project_id, ids)
             for part in chunks(list(dict.fromkeys(ids))):
                 ph = placeholders(len(part))
                 for table, col in (("events", "event_id"), ("entities", "entity_id")):
@@ -405,6 +407,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                     (flag, project_id, *part),
                 )
             self._set_context_state(conn, project_id, list(dict.fromkeys(ids)), 1 - flag)
+            self._record_soft_delete(conn, project_id, ids, active)
             self._bump(conn, project_id)
         return changed
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ import numpy as np
 from ..errors import StorageError
 from ..model import StateFact
 from .base import ApiKeyRecord, ForgetReport
+from .forget_steps import ForgetSteps
 from .rows import next_version
 from .schema import FORGET_TABLES, JSON_COLUMNS
 from .shared import table_columns
@@ -29,7 +31,7 @@ from .sqlite_search import reserve_vector_rowids
 __all__ = ["SQLiteAdmin"]
 
 
-class SQLiteAdmin(SQLiteBase):
+class SQLiteAdmin(ForgetSteps, SQLiteBase):
     # -- state ---------------------------------------------------------------------------
     def set_state(self, fact: StateFact) -> StateFact:
         with self._write() as conn:
@@ -99,6 +101,9 @@ class SQLiteAdmin(SQLiteBase):
             )
 
     # -- forget --------------------------------------------------------------------------
+    def _run(self, conn: sqlite3.Connection, sql: str, args: Sequence[Any] = ()) -> Any:
+        return conn.execute(sql, tuple(args))
+
     def forget(
         self,
         project_id: str,
@@ -107,95 +112,129 @@ class SQLiteAdmin(SQLiteBase):
         entity_ids: Sequence[str] = (),
         session_id: str | None = None,
         whole_project: bool = False,
+        soft_deleted_before: float | None = None,
     ) -> ForgetReport:
         report = ForgetReport()
-        with self._write() as conn:
+        with self._write() as conn, _secure_delete(conn):
             if whole_project:
-                forgotten_events = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT event_id FROM events WHERE project_id=?", (project_id,)
-                    ).fetchall()
-                ]
-                rowids = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT rowid FROM items WHERE project_id=?", (project_id,)
-                    ).fetchall()
-                ]
-                for rp in chunks(rowids):
-                    report.add(
-                        "item_fts",
-                        conn.execute(
-                            f"DELETE FROM item_fts WHERE rowid IN ({placeholders(len(rp))})",
-                            tuple(rp),
-                        ).rowcount,
-                    )
-                for table in FORGET_TABLES:
-                    n = conn.execute(
-                        f"DELETE FROM {table} WHERE project_id=?", (project_id,)
-                    ).rowcount
-                    report.add(table, n)
-                # Tombstones stay (they hold only hashes): a stale retry must not come back.
-                conn.executemany(
-                    "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-                    [(project_id, tombstone_hash(eid)) for eid in forgotten_events],
+                self._forget_project(conn, project_id, report)
+            else:
+                self._forget_nodes(
+                    conn,
+                    project_id,
+                    report,
+                    event_ids=event_ids,
+                    entity_ids=entity_ids,
+                    session_id=session_id,
+                    soft_deleted_before=soft_deleted_before,
                 )
-                self._purge_fts(conn, report)
-                return report
-            ev_ids = list(dict.fromkeys(event_ids))
-            if session_id is not None:
-                ev_ids += [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT event_id FROM events WHERE project_id=? AND session_id=?",
-                        (project_id, session_id),
-                    ).fetchall()
-                ]
-            node_ids = list(dict.fromkeys(ev_ids + list(entity_ids)))
-            self._delete_items_of(conn, project_id, node_ids, report)
-            self._set_context_state(conn, project_id, node_ids, None)
-            for part in chunks(node_ids):
-                ph = placeholders(len(part))
-                for col in ("from_id", "to_id"):
-                    n = conn.execute(
-                        f"DELETE FROM relations WHERE project_id=? AND {col} IN ({ph})",
-                        (project_id, *part),
-                    ).rowcount
-                    report.add("relations", n)
-                n = conn.execute(
-                    f"DELETE FROM events WHERE project_id=? AND event_id IN ({ph})",
-                    (project_id, *part),
-                ).rowcount
-                report.add("events", n)
-                n = conn.execute(
-                    f"DELETE FROM entities WHERE project_id=? AND entity_id IN ({ph})",
-                    (project_id, *part),
-                ).rowcount
-                report.add("entities", n)
-            for eid in ev_ids:
-                conn.execute(
-                    "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-                    (project_id, tombstone_hash(eid)),
-                )
-            if session_id is not None:
-                for table in ("tasks", "sessions"):
-                    n = conn.execute(
-                        f"DELETE FROM {table} WHERE project_id=? AND session_id=?",
-                        (project_id, session_id),
-                    ).rowcount
-                    report.add(table, n)
-                for table in ("state", "state_history"):
-                    n = conn.execute(
-                        f"DELETE FROM {table} WHERE project_id=? AND scope='session' "
-                        "AND scope_id=?",
-                        (project_id, session_id),
-                    ).rowcount
-                    report.add(table, n)
-            self._fix_session_tails(conn, project_id)
-            self._purge_fts(conn, report)
-            self._bump(conn, project_id)
+        self._truncate_wal()
         return report
+
+    def _forget_nodes(
+        self,
+        conn: sqlite3.Connection,
+        project_id: str,
+        report: ForgetReport,
+        *,
+        event_ids: Sequence[str],
+        entity_ids: Sequence[str],
+        session_id: str | None,
+        soft_deleted_before: float | None,
+    ) -> None:
+        scope = self._forget_scope(
+            conn,
+            project_id,
+            event_ids=event_ids,
+            entity_ids=entity_ids,
+            session_id=session_id,
+            soft_deleted_before=soft_deleted_before,
+        )
+        node_ids = scope.node_ids
+        self._delete_items_of(conn, project_id, node_ids, report)
+        self._set_context_state(conn, project_id, node_ids, None)
+        for part in chunks(node_ids):
+            ph = placeholders(len(part))
+            for col in ("from_id", "to_id"):
+                n = conn.execute(
+                    f"DELETE FROM relations WHERE project_id=? AND {col} IN ({ph})",
+                    (project_id, *part),
+                ).rowcount
+                report.add("relations", n)
+            n = conn.execute(
+                f"DELETE FROM events WHERE project_id=? AND event_id IN ({ph})",
+                (project_id, *part),
+            ).rowcount
+            report.add("events", n)
+            n = conn.execute(
+                f"DELETE FROM entities WHERE project_id=? AND entity_id IN ({ph})",
+                (project_id, *part),
+            ).rowcount
+            report.add("entities", n)
+        conn.executemany(
+            "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
+            [(project_id, tombstone_hash(eid)) for eid in scope.event_ids],
+        )
+        self._forget_state(conn, project_id, scope, report)
+        self._forget_traces(conn, project_id, scope, report)
+        if session_id is not None:
+            for table in ("tasks", "sessions"):
+                n = conn.execute(
+                    f"DELETE FROM {table} WHERE project_id=? AND session_id=?",
+                    (project_id, session_id),
+                ).rowcount
+                report.add(table, n)
+        self._fix_session_tails(conn, project_id)
+        self._purge_fts(conn, report)
+        self._bump(conn, project_id)
+
+    def _truncate_wal(self) -> None:
+        """After a forget: copy the zeroed pages into the file and empty the WAL, whose
+        older frames still hold the forgotten rows; skipped (never waited for) while
+        another connection reads or writes, then the next checkpoint does it."""
+        if self.path == ":memory:":
+            return
+        conn = self._conn()
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error:
+            pass  # busy: not an error for the forget itself
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+
+    def _forget_project(
+        self, conn: sqlite3.Connection, project_id: str, report: ForgetReport
+    ) -> None:
+        forgotten_events = [
+            r[0]
+            for r in conn.execute(
+                "SELECT event_id FROM events WHERE project_id=?", (project_id,)
+            ).fetchall()
+        ]
+        rowids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rowid FROM items WHERE project_id=?", (project_id,)
+            ).fetchall()
+        ]
+        for rp in chunks(rowids):
+            report.add(
+                "item_fts",
+                conn.execute(
+                    f"DELETE FROM item_fts WHERE rowid IN ({placeholders(len(rp))})",
+                    tuple(rp),
+                ).rowcount,
+            )
+        for table in FORGET_TABLES:
+            n = conn.execute(f"DELETE FROM {table} WHERE project_id=?", (project_id,)).rowcount
+            report.add(table, n)
+        # Tombstones stay (they hold only hashes): a stale retry must not come back.
+        conn.executemany(
+            "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
+            [(project_id, tombstone_hash(eid)) for eid in forgotten_events],
+        )
+        self._purge_fts(conn, report)
 
     # -- bulk copy -----------------------------------------------------------------------
     def export_rows(
@@ -288,6 +327,19 @@ class SQLiteAdmin(SQLiteBase):
                 (at, key_id),
             )
         return cur.rowcount > 0
+
+
+@contextmanager
+def _secure_delete(conn: sqlite3.Connection) -> Iterator[None]:
+    # Deleted rows are overwritten with zeros instead of lingering in free pages and
+    # unused parts of pages until a VACUUM, whatever the build's default (older page images
+    # stay in the WAL until a checkpoint copies the zeroed pages over them).
+    before = int(conn.execute("PRAGMA secure_delete").fetchone()[0])
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {before}")
 
 
 def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:

@@ -138,6 +138,15 @@ class SQLiteDialect(Dialect):
     def starts_with(self, column: str, prefix: str) -> tuple[str, list[Any]]:
         return f"substr({column}, 1, ?) = ?", [len(prefix), prefix]
 
+    def json_text(self, column: str, key: str) -> str:
+        return f"json_extract({column}, '$.{key}')"
+
+    def contains(self, column: str) -> str:
+        return f"instr({column}, ?) > 0"
+
+    def store_json(self, value: Any) -> Any:
+        return dumps(value)
+
 
 SQLITE = SQLiteDialect()
 

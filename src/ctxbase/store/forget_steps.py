@@ -1,0 +1,317 @@
+"""The parts of a hard forget whose SQL and logic are the same on every backend (a mixin).
+
+A backend's `forget` runs them inside its own write transaction: `_forget_scope` works out
+everything the forget covers (named events and entities, a session's events and tasks,
+soft-deleted rows past their retention, entities anchored from forgotten events) and what
+they said; the backend removes rows, index entries, vectors and edges; then
+`_forget_state` and `_forget_traces` remove or redact what else held that content.
+Statements are written with `?` placeholders and run through the backend's `_run`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .base import ForgetReport
+from .dialect import Dialect
+from .trace_redaction import Forgotten
+
+__all__ = ["SOFT_DELETED_SCOPE", "ForgetScope", "ForgetSteps"]
+
+# State records of when an event or entity was soft-deleted (key: its id; updated_at: when):
+# what a retention purge reads. Not a fact scope (facts are task, session or project).
+SOFT_DELETED_SCOPE = "soft_deleted"
+# State records keyed by an event id: its message status, its soft-delete time.
+_KEYED_BY_ID_SCOPES = ("message", SOFT_DELETED_SCOPE)
+_FACT_SCOPES = ("task", "session", "project")
+_CHUNK = 500
+
+
+def _chunks(values: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(values), _CHUNK):
+        yield values[i : i + _CHUNK]
+
+
+@dataclass
+class ForgetScope:
+    """Everything one forget covers."""
+
+    event_ids: list[str] = field(default_factory=list)
+    entity_ids: list[str] = field(default_factory=list)
+    session_id: str | None = None
+    task_ids: list[str] = field(default_factory=list)
+    # sessions and tasks of the forgotten events: where facts extracted from them live
+    fact_scope_ids: set[str] = field(default_factory=set)
+    forgotten: Forgotten = field(default_factory=lambda: Forgotten(()))
+
+    @property
+    def node_ids(self) -> list[str]:
+        return list(dict.fromkeys(self.event_ids + self.entity_ids))
+
+
+class ForgetSteps:
+    """Shared steps of `Store.forget`; a backend supplies its dialect and `_run`."""
+
+    _dialect: ClassVar[Dialect]
+
+    def _run(self, conn: Any, sql: str, args: Sequence[Any] = ()) -> Any:
+        """Execute one statement (already in the driver's placeholder style); the cursor."""
+        raise NotImplementedError
+
+    def _q(self, conn: Any, sql: str, args: Sequence[Any] = ()) -> Any:
+        return self._run(conn, self._dialect.sql(sql), args)
+
+    def _rows_in(
+        self, conn: Any, sql: str, column: str, values: Sequence[Any], args: Sequence[Any] = ()
+    ) -> list[Any]:
+        """Rows of `sql` (ending in a WHERE clause) AND `column` is one of `values`."""
+        out: list[Any] = []
+        for part in _chunks(list(values)):
+            cond, cond_args = self._dialect.any_of(column, part)
+            out += self._q(conn, f"{sql} AND {cond}", [*args, *cond_args]).fetchall()
+        return out
+
+    def _delete_in(
+        self, conn: Any, table: str, where: str, column: str, values: Sequence[Any], args: Any
+    ) -> int:
+        n = 0
+        for part in _chunks(list(values)):
+            cond, cond_args = self._dialect.any_of(column, part)
+            sql = f"DELETE FROM {table} WHERE {where} AND {cond}"
+            n += max(self._q(conn, sql, [*args, *cond_args]).rowcount, 0)
+        return n
+
+    # -- what the forget covers ----------------------------------------------------------------
+    def _forget_scope(
+        self,
+        conn: Any,
+        project_id: str,
+        *,
+        event_ids: Sequence[str],
+        entity_ids: Sequence[str],
+        session_id: str | None,
+        soft_deleted_before: float | None,
+    ) -> ForgetScope:
+        scope = ForgetScope(
+            event_ids=list(dict.fromkeys(event_ids)),
+            entity_ids=list(dict.fromkeys(entity_ids)),
+            session_id=session_id,
+        )
+        pid = (project_id,)
+        if session_id is not None:
+            scope.event_ids += [
+                r[0]
+                for r in self._q(
+                    conn,
+                    "SELECT event_id FROM events WHERE project_id=? AND session_id=?",
+                    (project_id, session_id),
+                ).fetchall()
+            ]
+            scope.task_ids = [
+                r[0]
+                for r in self._q(
+                    conn,
+                    "SELECT task_id FROM tasks WHERE project_id=? AND session_id=?",
+                    (project_id, session_id),
+                ).fetchall()
+            ]
+        if soft_deleted_before is not None:
+            hidden_events, hidden_entities = self._soft_deleted(
+                conn, project_id, soft_deleted_before
+            )
+            scope.event_ids += hidden_events
+            scope.entity_ids += hidden_entities
+        scope.event_ids = list(dict.fromkeys(scope.event_ids))
+        # Entities anchored from a forgotten message are copies of what it said.
+        anchored = self._dialect.json_text("properties", "event_id")
+        scope.entity_ids += [
+            r[0]
+            for r in self._rows_in(
+                conn, "SELECT entity_id FROM entities WHERE project_id=?", anchored,
+                scope.event_ids, pid,
+            )
+        ]  # fmt: skip
+        scope.entity_ids = list(dict.fromkeys(scope.entity_ids))
+        texts: list[str | None] = []
+        events = self._rows_in(
+            conn,
+            "SELECT session_id, task_id, text FROM events WHERE project_id=?",
+            "event_id",
+            scope.event_ids,
+            pid,
+        )
+        for session, task, text in events:
+            scope.fact_scope_ids.update(s for s in (session, task) if s)
+            texts.append(text)
+        texts += [
+            r[0]
+            for r in self._rows_in(
+                conn, "SELECT text FROM entities WHERE project_id=?", "entity_id",
+                scope.entity_ids, pid,
+            )
+        ]  # fmt: skip
+        scope.fact_scope_ids.add(project_id)
+        scope.forgotten = Forgotten(scope.node_ids, texts)
+        return scope
+
+    def _soft_deleted(
+        self, conn: Any, project_id: str, before: float
+    ) -> tuple[list[str], list[str]]:
+        """Events and entities soft-deleted before `before`. Rows hidden before their
+        deletion time was recorded are stamped now: they go one retention later."""
+        now = time.time()
+        found: list[list[str]] = []
+        for table, col in (("events", "event_id"), ("entities", "entity_id")):
+            self._q(
+                conn,
+                f"INSERT INTO state(project_id, scope, scope_id, key, value, version, cause, "
+                f"updated_at) SELECT project_id, ?, '', {col}, NULL, 1, NULL, ? FROM {table} t "
+                f"WHERE t.project_id=? AND t.active=0 AND NOT EXISTS (SELECT 1 FROM state s "
+                f"WHERE s.project_id=t.project_id AND s.scope=? AND s.scope_id='' "
+                f"AND s.key=t.{col})",
+                (SOFT_DELETED_SCOPE, now, project_id, SOFT_DELETED_SCOPE),
+            )
+            found.append(
+                [
+                    r[0]
+                    for r in self._q(
+                        conn,
+                        f"SELECT t.{col} FROM {table} t JOIN state s ON s.project_id=t.project_id"
+                        f" AND s.scope=? AND s.scope_id='' AND s.key=t.{col} "
+                        f"WHERE t.project_id=? AND t.active=0 AND s.updated_at < ?",
+                        (SOFT_DELETED_SCOPE, project_id, before),
+                    ).fetchall()
+                ]
+            )
+        return found[0], found[1]
+
+    def _reset_soft_delete(self, conn: Any, project_id: str, ids: Sequence[str]) -> None:
+        """Before hiding ids: drop the records of those still visible (left when a row came
+        back without `set_active`, e.g. an entity re-ingested), so their retention starts
+        now."""
+        for part in _chunks(list(dict.fromkeys(ids))):
+            for table, col in (("events", "event_id"), ("entities", "entity_id")):
+                cond, cond_args = self._dialect.any_of(col, part)
+                self._q(
+                    conn,
+                    f"DELETE FROM state WHERE project_id=? AND scope=? AND scope_id='' AND key IN "
+                    f"(SELECT {col} FROM {table} WHERE project_id=? AND active=1 AND {cond})",
+                    (project_id, SOFT_DELETED_SCOPE, project_id, *cond_args),
+                )
+
+    def _record_soft_delete(
+        self, conn: Any, project_id: str, ids: Sequence[str], active: bool
+    ) -> None:
+        """Remember when ids were soft-deleted (the first time; a repeat does not restart
+        the retention), or forget it when they are restored."""
+        if active:
+            args = (project_id, SOFT_DELETED_SCOPE)
+            where = "project_id=? AND scope=? AND scope_id=''"
+            self._delete_in(conn, "state", where, "key", ids, args)
+            return
+        now = time.time()
+        for part in _chunks(list(dict.fromkeys(ids))):
+            for table, col in (("events", "event_id"), ("entities", "entity_id")):
+                cond, cond_args = self._dialect.any_of(f"t.{col}", part)
+                self._q(
+                    conn,
+                    f"INSERT INTO state(project_id, scope, scope_id, key, value, version, cause, "
+                    f"updated_at) SELECT project_id, ?, '', {col}, NULL, 1, NULL, ? FROM {table} t"
+                    f" WHERE t.project_id=? AND t.active=0 AND {cond} AND NOT EXISTS (SELECT 1 "
+                    f"FROM state s WHERE s.project_id=t.project_id AND s.scope=? "
+                    f"AND s.scope_id='' AND s.key=t.{col})",
+                    (SOFT_DELETED_SCOPE, now, project_id, *cond_args, SOFT_DELETED_SCOPE),
+                )
+
+    # -- state ---------------------------------------------------------------------------------
+    def _forget_state(
+        self, conn: Any, project_id: str, scope: ForgetScope, report: ForgetReport
+    ) -> None:
+        """Facts and their history: every scope of a forgotten session and its tasks, the
+        records keyed by a forgotten id, and each fact a forgotten event caused (whole: its
+        value and every version came from, or followed, forgotten content)."""
+        pid = (project_id,)
+        for table in ("state", "state_history"):
+            n = 0
+            if scope.session_id is not None:
+                n += max(
+                    self._q(
+                        conn,
+                        f"DELETE FROM {table} WHERE project_id=? AND scope IN "
+                        "('session', 'message') AND scope_id=?",
+                        (project_id, scope.session_id),
+                    ).rowcount,
+                    0,
+                )
+                n += self._delete_in(
+                    conn, table, "project_id=? AND scope='task'", "scope_id", scope.task_ids, pid
+                )
+            for kind in _KEYED_BY_ID_SCOPES:
+                n += self._delete_in(
+                    conn, table, "project_id=? AND scope=?", "key", scope.node_ids,
+                    (project_id, kind),
+                )  # fmt: skip
+            report.add(table, n)
+        facts: set[tuple[str, str, str]] = set()
+        for table in ("state", "state_history"):
+            for sc, scope_id, key, cause in self._rows_in(
+                conn,
+                f"SELECT scope, scope_id, key, cause FROM {table} WHERE project_id=? "
+                "AND cause IS NOT NULL",
+                "scope_id",
+                sorted(scope.fact_scope_ids),
+                pid,
+            ):
+                if sc in _FACT_SCOPES and scope.forgotten.quotes(cause):
+                    facts.add((sc, scope_id, key))
+        for fact in sorted(facts):
+            for table in ("state", "state_history"):
+                cur = self._q(
+                    conn,
+                    f"DELETE FROM {table} WHERE project_id=? AND scope=? AND scope_id=? AND key=?",
+                    (project_id, *fact),
+                )
+                report.add(table, max(cur.rowcount, 0))
+
+    # -- traces --------------------------------------------------------------------------------
+    def _forget_traces(
+        self, conn: Any, project_id: str, scope: ForgetScope, report: ForgetReport
+    ) -> None:
+        """A forgotten session's own traces go; every other trace holding forgotten ids or
+        texts is redacted in place."""
+        if scope.session_id is not None:
+            cur = self._q(
+                conn,
+                "DELETE FROM traces WHERE project_id=? AND "
+                f"{self._dialect.json_text('trace', 'session_id')} = ?",
+                (project_id, scope.session_id),
+            )
+            report.add("traces", max(cur.rowcount, 0))
+        forgotten = scope.forgotten
+        if not forgotten:
+            return
+        candidates: dict[str, Any] = {}
+        contains = self._dialect.contains("trace")
+        for part in _chunks(forgotten.needles()):
+            cond = " OR ".join([contains] * len(part))
+            for context_id, trace in self._q(
+                conn,
+                f"SELECT context_id, trace FROM traces WHERE project_id=? AND ({cond})",
+                (project_id, *part),
+            ).fetchall():
+                candidates[context_id] = trace
+        redacted = 0
+        for context_id, stored in candidates.items():
+            new, changed = forgotten.redact(self._dialect.load(stored))
+            if not changed:
+                continue
+            self._q(
+                conn,
+                "UPDATE traces SET trace=? WHERE project_id=? AND context_id=?",
+                (self._dialect.store_json(new), project_id, context_id),
+            )
+            redacted += 1
+        report.add_redacted("traces", redacted)

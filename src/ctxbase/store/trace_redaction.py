@@ -1,0 +1,118 @@
+"""Redacting forgotten events and entities out of stored assembly traces.
+
+A trace of another session that used a forgotten event stays (it explains that session's
+prompt), with the forgotten parts replaced by `REDACTED`:
+
+- an entry that names a forgotten id as a whole value (a layer item, a candidate, a search
+  hit, a dropped item, a relation, the `explain` of a hit) keeps its numbers and its
+  structural labels (source, kind, type, layer, reason, strategy, role) and loses every
+  other string: its ids, text, content, name, detail;
+- a forgotten id inside any other string (a note, a reason) is replaced where it stands;
+- a forgotten text of at least `MIN_TEXT_CHARS` characters is replaced wherever it occurs
+  (an intent that quoted the message, the input layer).
+
+Nothing here touches a database: backends pick the traces to look at with `needles()` and
+store what `redact()` returns.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["MIN_TEXT_CHARS", "REDACTED", "Forgotten"]
+
+REDACTED = "[forgotten]"
+# Shorter texts ("ok", "yes") are too common to replace wherever they occur.
+MIN_TEXT_CHARS = 8
+# Keys of an entry that label its structure, not its content: they stay readable.
+_STRUCTURAL_KEYS = frozenset({"source", "kind", "type", "layer", "reason", "strategy", "role"})
+# Characters of an id (model.check_id): a match must not be part of a longer id.
+_ID_CHAR = r"[A-Za-z0-9_.:@/\-]"
+# A fact's cause as the extractor writes it: "extracted by <rule>: '<quoted span>'".
+_QUOTED_CAUSE = re.compile(r":\s*('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\s*$")
+
+
+class Forgotten:
+    """The ids (events, entities, their search units) and texts a forget removes."""
+
+    def __init__(self, ids: Iterable[str], texts: Iterable[str | None] = ()) -> None:
+        self.ids = frozenset(i for i in ids if i)
+        self.texts = sorted(
+            {t for t in texts if t and len(t.strip()) >= MIN_TEXT_CHARS}, key=len, reverse=True
+        )
+        alternatives = "|".join(re.escape(i) for i in sorted(self.ids, key=len, reverse=True))
+        self._id_pattern = (
+            re.compile(f"(?<!{_ID_CHAR})(?:{alternatives})(?!{_ID_CHAR})") if self.ids else None
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.ids or self.texts)
+
+    def needles(self) -> list[str]:
+        """Substrings of a stored JSON trace that may mean it holds forgotten content (ids,
+        and texts as JSON escapes them): a cheap filter before `redact`."""
+        escaped = [json.dumps(t, ensure_ascii=False)[1:-1] for t in self.texts]
+        return sorted(self.ids) + escaped
+
+    def names(self, value: str) -> bool:
+        """`value` is a forgotten id, or the id of one of its search units ("id#n")."""
+        return value in self.ids or value.split("#", 1)[0] in self.ids
+
+    def mentions(self, value: str | None) -> bool:
+        """`value` names a forgotten id or holds a forgotten text."""
+        if not value:
+            return False
+        if self._id_pattern is not None and self._id_pattern.search(value):
+            return True
+        return any(t in value for t in self.texts)
+
+    def quotes(self, cause: str | None) -> bool:
+        """A fact's cause names a forgotten id, or quotes a span of a forgotten text (the
+        fact was extracted from it)."""
+        if not cause:
+            return False
+        if self.mentions(cause):
+            return True
+        found = _QUOTED_CAUSE.search(cause)
+        if found is None:
+            return False
+        try:
+            span = ast.literal_eval(found.group(1))
+        except (ValueError, SyntaxError):
+            return False
+        return isinstance(span, str) and bool(span.strip()) and any(span in t for t in self.texts)
+
+    def scrub(self, value: str) -> str:
+        """`value` with forgotten texts and ids replaced where they occur."""
+        for text in self.texts:
+            if text in value:
+                value = value.replace(text, REDACTED)
+        if self._id_pattern is not None:
+            value = self._id_pattern.sub(REDACTED, value)
+        return value
+
+    def redact(self, trace: Any) -> tuple[Any, bool]:
+        """The trace with forgotten content replaced (see the module doc), and whether
+        anything changed."""
+        out = self._walk(trace)
+        return out, out != trace
+
+    def _walk(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, list):
+            return [self._walk(v) for v in value]
+        if isinstance(value, dict):
+            about = any(isinstance(v, str) and self.names(v) for v in value.values())
+            out: dict[str, Any] = {}
+            for key, v in value.items():
+                if about and isinstance(v, str) and key not in _STRUCTURAL_KEYS:
+                    out[key] = REDACTED
+                else:
+                    out[key] = self._walk(v)
+            return out
+        return value
