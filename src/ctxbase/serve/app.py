@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..contextbase import ContextBase
-from ..errors import CtxbaseError
+from ..errors import CtxbaseError, ValidationError
 from .assembly import AssembleShortcut
 from .auth import RateLimiter
 from .cache import AssembleCache
@@ -51,7 +51,9 @@ log = logging.getLogger(LOGGER_NAME)
 
 
 def _field(loc: tuple[Any, ...]) -> str:
-    parts = [p for p in loc if p not in ("body", "query", "path", "header")] or ["body"]
+    # The first element says where (body, query...); a field may be named "query" too.
+    where = 1 if loc and loc[0] in ("body", "query", "path", "header") else 0
+    parts = list(loc[where:]) or ["body"]
     out = ""
     for p in parts:
         out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
@@ -62,6 +64,9 @@ def _validation_response(errors: list[Any]) -> JSONResponse:
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
     field = _field(tuple(first.get("loc", ("body",))))
     msg = str(first.get("msg", "invalid"))
+    ctx = first.get("ctx")
+    if isinstance(ctx, dict) and isinstance(ctx.get("error"), ValidationError):
+        msg = ctx["error"].message  # a library check: its own words, without the prefix
     body = {"error": {"code": "invalid", "message": f"{field}: {msg}", "field": field}}
     return JSONResponse(body, status_code=422)
 

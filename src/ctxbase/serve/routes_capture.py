@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Path, Query, Response, status
 
 from ..capture.events import build_event
 from ..errors import NotFoundError, ValidationError
@@ -95,7 +95,8 @@ def record_event(pid: WriteProject, body: EventIn, rt: Rt) -> Event:
     tags=["events"],
 )
 def capture_event(pid: WriteProject, body: EventIn, rt: Rt) -> CaptureOut:
-    """Queue one event (written in the background); `id` is null if it was dropped."""
+    """Queue one event (written in the background; `durable` is false: it is on disk only
+    after a flush); `id` is null if it was dropped."""
     _event(rt, pid, body)
     eid = rt.cb.capture(
         body.type, session_id=body.session_id, text=body.text, project=pid, **_capture_args(body)
@@ -103,9 +104,17 @@ def capture_event(pid: WriteProject, body: EventIn, rt: Rt) -> CaptureOut:
     return CaptureOut(id=eid)
 
 
-@router.post("/events/batch", response_model=BatchOut, tags=["events"])
-def capture_batch(pid: WriteProject, body: EventBatchIn, rt: Rt) -> BatchOut:
-    """Several events in order: stored together (`wait`), or queued."""
+@router.post(
+    "/events/batch",
+    response_model=BatchOut,
+    status_code=status.HTTP_201_CREATED,
+    responses={202: {"model": BatchOut, "description": "queued (`wait: false`), not durable"}},
+    tags=["events"],
+)
+def capture_batch(pid: WriteProject, body: EventBatchIn, rt: Rt, response: Response) -> BatchOut:
+    """Several events in order. By default (`wait: true`) they are stored when the answer
+    comes: 201, `durable: true`. With `wait: false` they are queued: 202, `durable: false`
+    (a crash before the next flush loses them)."""
     if len(body.events) > rt.settings.max_batch:
         raise RequestTooLargeError(
             f"batch of {len(body.events)} events is over the limit of {rt.settings.max_batch}",
@@ -114,7 +123,8 @@ def capture_batch(pid: WriteProject, body: EventBatchIn, rt: Rt) -> BatchOut:
     events = [_event(rt, pid, e, f"events[{i}].") for i, e in enumerate(body.events)]
     if body.wait:
         stored = rt.cb.record_events(events) if events else []
-        return BatchOut(ids=[e.id for e in stored], events=stored)
+        return BatchOut(ids=[e.id for e in stored], events=stored, durable=True)
+    response.status_code = status.HTTP_202_ACCEPTED
     ids: list[str | None] = []
     for e in body.events:
         ids.append(
@@ -122,7 +132,7 @@ def capture_batch(pid: WriteProject, body: EventBatchIn, rt: Rt) -> BatchOut:
                 e.type, session_id=e.session_id, text=e.text, project=pid, **_capture_args(e)
             )
         )
-    return BatchOut(ids=ids)
+    return BatchOut(ids=ids, durable=False)
 
 
 @router.post("/messages", response_model=IdsOut, tags=["events"])
