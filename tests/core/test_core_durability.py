@@ -127,3 +127,15 @@ def test_batch_default_is_durable(tmp_path: Path) -> None:
         assert r.status_code == 201
         assert r.json()["durable"] is True
         assert _count(tmp_path / "b.db") == 50
+
+
+def test_cli_capture_is_on_disk_when_it_exits(tmp_path: Path) -> None:
+    db = tmp_path / "cli.db"
+    cli = [sys.executable, "-m", "ctxbase", "--db", str(db), "--embedder", "none", "capture"]
+    done = subprocess.run([*cli, "--session", "s", "--text", "hi"], env=_env(), timeout=120)
+    assert done.returncode == 0 and _count(db) == 1
+    blank = subprocess.run(
+        [*cli, "--session", "s", "--text", " "], env=_env(), timeout=120, capture_output=True
+    )
+    assert blank.returncode == 2 and b"text" in blank.stderr
+    assert _count(db) == 1

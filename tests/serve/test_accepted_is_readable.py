@@ -138,7 +138,9 @@ def test_what_is_accepted_reads_back_everywhere(
             assert r.json()["error"]["field"], r.text  # a refusal names its field
             return
         assert c.post(f"{base}/flush").status_code == 204
-        session = params.get("scope_id") or (body.get("session_id") or body.get("events", [{}])[0].get("session_id"))
+        session = params.get("scope_id") or (
+            body.get("session_id") or body.get("events", [{}])[0].get("session_id")
+        )
         reads = [
             c.get(f"{base}/entities"),
             c.get(f"{base}/relations"),

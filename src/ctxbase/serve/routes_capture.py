@@ -32,7 +32,12 @@ EventId = Annotated[str, Path(min_length=1, max_length=200)]
 def _event(rt: Rt, pid: str, body: EventIn, field: str = "") -> Event:
     """Build and check an event; a client-sent id must be the deterministic one."""
     fields = body.model_dump(exclude={"id"})
-    event = build_event(project_id=pid, max_content_bytes=rt.cb.max_content_bytes, **fields)
+    try:
+        event = build_event(project_id=pid, max_content_bytes=rt.cb.max_content_bytes, **fields)
+    except ValidationError as exc:
+        if not field:
+            raise
+        raise ValidationError(f"{field}{exc.field}", exc.message) from exc
     if body.id is not None and body.id != event.id:
         raise ValidationError(
             f"{field}id", f"{body.id!r} is not this event's id; the content gives {event.id!r}"
