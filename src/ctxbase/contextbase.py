@@ -6,17 +6,12 @@ Retrieval and assembly are mixed in from their own layers (see retrieve/ and ass
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import os
-import signal
 import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from . import exit_hooks
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from .capture.hooks import plan_message_events
@@ -39,7 +34,15 @@ from .retrieve.indexing import entity_items, event_items, event_search_text
 from .retrieve.search import Searcher, SearchResponse
 from .store import open_store
 from .store.base import ForgetReport, ItemFilter, Store
-from .validation import check_finite, check_int64, check_json, check_text, is_blank
+from .validation import (
+    check_entity_properties,
+    check_finite,
+    check_int64,
+    check_item_filter,
+    check_json,
+    check_text,
+    is_blank,
+)
 
 if TYPE_CHECKING:
     from .anchor.anchoring import AnchorReport
@@ -50,66 +53,6 @@ if TYPE_CHECKING:
     from .assemble.trace import AssembledContext
 
 __all__ = ["ContextBase"]
-
-_open_bases: weakref.WeakSet[ContextBase] = weakref.WeakSet()
-_atexit_lock = threading.Lock()
-_atexit_registered = False
-_signal_checked = False
-_exit_state = {"signalled": False, "closing": False}
-# After SIGTERM, how long the interpreter may take to exit (threads it waits for) before the
-# open bases are closed from a watchdog thread and the signal's default action ends it.
-EXIT_GRACE_S = 10.0
-
-
-def _close_all_at_exit() -> None:
-    _exit_state["closing"] = True
-    for base in list(_open_bases):
-        with contextlib.suppress(Exception):  # exiting: try the next one regardless
-            base.close()
-
-
-def _exit_on_signal(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM (kill, docker stop, systemd): leave the way Ctrl-C does, through the
-    interpreter's exit, so the atexit hook flushes and closes every open ContextBase.
-    Raising (rather than flushing here) unwinds whatever the main thread was doing first,
-    so no lock it held blocks the flush. A second signal ends the process at once."""
-    if _exit_state["signalled"]:
-        _die(signum)
-    _exit_state["signalled"] = True
-    threading.Thread(target=_watchdog, args=(signum,), name="ctxbase-exit", daemon=True).start()
-    raise SystemExit(128 + signum)
-
-
-def _die(signum: int) -> None:
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-
-
-def _watchdog(signum: int) -> None:
-    # Only reached if the interpreter has not exited in time (e.g. it waits for a
-    # non-daemon thread): close the bases from here, then end as the signal would have.
-    time.sleep(EXIT_GRACE_S)
-    if not _exit_state["closing"]:
-        _close_all_at_exit()
-        _die(signum)
-
-
-def _install_exit_hooks() -> None:
-    """atexit closes every open base; SIGTERM is routed through it when nothing else
-    handles the signal (an application's or a server's own handler is left alone)."""
-    global _atexit_registered, _signal_checked
-    with _atexit_lock:
-        if not _atexit_registered:
-            atexit.register(_close_all_at_exit)
-            _atexit_registered = True
-        # Handlers can only be set from the main thread: a base opened elsewhere first
-        # leaves the check to the next one opened there.
-        if _signal_checked or threading.current_thread() is not threading.main_thread():
-            return
-        _signal_checked = True
-    with contextlib.suppress(ValueError, OSError):  # no signals here (embedded Python)
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _exit_on_signal)
 
 
 class ContextBase:
@@ -148,9 +91,7 @@ class ContextBase:
         self._policies = policies
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
-        with _atexit_lock:
-            _open_bases.add(self)
-        _install_exit_hooks()
+        exit_hooks.register(self)
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> ContextBase:
@@ -170,7 +111,7 @@ class ContextBase:
             if self._embedding_worker is not None:
                 self._embedding_worker.stop()
             self.store.close()
-            _open_bases.discard(self)
+            exit_hooks.unregister(self)
 
     def flush(self, timeout: float | None = None) -> None:
         """Return once every event captured before this call is on disk."""
@@ -542,7 +483,7 @@ class ContextBase:
             raise ValidationError("name", "an entity needs a name")
         check_text("type", type)
         check_text("name", name)
-        _check_properties(dict(properties or {}))
+        check_entity_properties(dict(properties or {}))
         if version is not None and check_int64("version", version) < 1:
             raise ValidationError("version", "must be >= 1")
         body = check_text("text", text) or ""
@@ -676,7 +617,7 @@ class ContextBase:
             raise ValidationError("query", "must be a non-empty string")
         check_text("query", query)
         if filters is not None:
-            _check_filters(filters)
+            check_item_filter(filters)
         cfg = config if config is not None else get_preset(preset, **overrides)
         pid = self._pid(project)
         response = self.searcher.search(pid, query, cfg, filters)
@@ -806,50 +747,6 @@ class ContextBase:
             session_id=session_id,
             whole_project=whole_project,
         )
-
-
-def _check_filters(flt: ItemFilter) -> None:
-    """Numbers that reach SQL: 64-bit integers and finite floats."""
-    for name in ("line_from", "line_to"):
-        value = getattr(flt, name)
-        if value is not None:
-            check_int64(f"filters.{name}", value)
-    for name in ("since", "until"):
-        value = getattr(flt, name)
-        if value is not None:
-            check_finite(f"filters.{name}", value)
-    if flt.path_prefix is not None:
-        check_text("filters.path_prefix", flt.path_prefix)
-
-
-def _check_properties(properties: dict[str, Any]) -> None:
-    """Entity properties: JSON within the limits; the ones the index keeps as columns are
-    numbers (or numeric strings) in range and strings."""
-    check_json("properties", properties)
-    for name in ("line_start", "line_end"):
-        value = properties.get(name)
-        if value is not None:
-            try:
-                number = int(value)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise ValidationError(
-                    f"properties.{name}", f"must be an integer (got {value!r})"
-                ) from exc
-            check_int64(f"properties.{name}", number)
-    importance = properties.get("importance")
-    if importance is not None:
-        try:
-            weight = float(importance)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError("properties.importance", "must be a number") from exc
-        if not 0.0 <= weight <= 1.0:
-            raise ValidationError(
-                "properties.importance", f"must be between 0 and 1 (got {importance!r})"
-            )
-    for name in ("path", "session_id", "agent_id"):
-        value = properties.get(name)
-        if value is not None and not isinstance(value, str):
-            raise ValidationError(f"properties.{name}", f"must be a string (got {value!r})")
 
 
 def _as_validation(exc: Exception) -> ValidationError:

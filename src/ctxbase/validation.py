@@ -30,8 +30,10 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_TEXT_BYTES",
     "cap_depth",
+    "check_entity_properties",
     "check_finite",
     "check_int64",
+    "check_item_filter",
     "check_json",
     "check_text",
     "is_blank",
@@ -142,6 +144,51 @@ def check_json(field: str, value: Any, max_bytes: int | None = MAX_JSON_BYTES) -
         if size > max_bytes:
             raise ValidationError(field, f"is {size} bytes as JSON, over the limit of {max_bytes}")
     return text
+
+
+def check_item_filter(flt: Any) -> None:
+    """A search's ItemFilter: numbers that reach SQL are 64-bit integers and finite
+    floats; the path prefix is valid Unicode."""
+    for name in ("line_from", "line_to"):
+        value = getattr(flt, name)
+        if value is not None:
+            check_int64(f"filters.{name}", value)
+    for name in ("since", "until"):
+        value = getattr(flt, name)
+        if value is not None:
+            check_finite(f"filters.{name}", value)
+    if flt.path_prefix is not None:
+        check_text("filters.path_prefix", flt.path_prefix)
+
+
+def check_entity_properties(properties: dict[str, Any]) -> None:
+    """Entity properties: JSON within the limits; the ones the index keeps as columns are
+    numbers (or numeric strings) in range and strings."""
+    check_json("properties", properties)
+    for name in ("line_start", "line_end"):
+        value = properties.get(name)
+        if value is not None:
+            try:
+                number = int(value)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValidationError(
+                    f"properties.{name}", f"must be an integer (got {value!r})"
+                ) from exc
+            check_int64(f"properties.{name}", number)
+    importance = properties.get("importance")
+    if importance is not None:
+        try:
+            weight = float(importance)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError("properties.importance", "must be a number") from exc
+        if not 0.0 <= weight <= 1.0:
+            raise ValidationError(
+                "properties.importance", f"must be between 0 and 1 (got {importance!r})"
+            )
+    for name in ("path", "session_id", "agent_id"):
+        value = properties.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValidationError(f"properties.{name}", f"must be a string (got {value!r})")
 
 
 def cap_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:

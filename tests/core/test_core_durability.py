@@ -75,6 +75,45 @@ def test_script_keeps_unflushed_events_on_signal(tmp_path: Path, signum: int) ->
     assert _count(db) == N
 
 
+THREADED = textwrap.dedent(
+    """
+    import sys, threading, time
+    import ctxbase
+    from ctxbase import exit_hooks
+    exit_hooks.EXIT_GRACE_S = 1.0
+    cb = ctxbase.open(sys.argv[1], project="p", embedder="none")
+    threading.Thread(target=time.sleep, args=(600,)).start()  # not a daemon: exit waits
+    for i in range(int(sys.argv[2])):
+        cb.capture("user_message", session_id="s", text=f"event number {i}")
+    print("captured", flush=True)
+    time.sleep(120)
+    """
+)
+
+
+def test_sigterm_ends_a_process_that_waits_for_its_threads(tmp_path: Path) -> None:
+    """The interpreter's exit would wait for the non-daemon thread: after the grace period
+    the bases are closed anyway and the process ends with SIGTERM's status."""
+    db = tmp_path / "threads.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", THREADED, str(db), str(N)],
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "captured"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert _count(db) == N
+
+
 def test_serve_keeps_queued_batches_on_sigterm(tmp_path: Path) -> None:
     db = tmp_path / "serve.db"
     port = free_port()
