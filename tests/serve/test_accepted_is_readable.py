@@ -136,7 +136,7 @@ def project(live: Live) -> tuple[str, str]:
 
 
 @settings(
-    max_examples=80,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
