@@ -6,17 +6,15 @@ Retrieval and assembly are mixed in from their own layers (see retrieve/ and ass
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from . import exit_hooks
 from .capture.bus import BusConfig, BusStats, CaptureBus
-from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event, check_json, check_text
+from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from .capture.hooks import message_key, plan_message_events
 from .errors import NotFoundError, ValidationError
 from .model import (
@@ -37,6 +35,15 @@ from .retrieve.indexing import entity_items, event_items, event_search_text
 from .retrieve.search import Searcher, SearchResponse
 from .store import open_store
 from .store.base import ForgetReport, ItemFilter, Store
+from .validation import (
+    check_entity_properties,
+    check_finite,
+    check_int64,
+    check_item_filter,
+    check_json,
+    check_text,
+    is_blank,
+)
 
 if TYPE_CHECKING:
     from .anchor.anchoring import AnchorReport
@@ -47,16 +54,6 @@ if TYPE_CHECKING:
     from .assemble.trace import AssembledContext
 
 __all__ = ["ContextBase"]
-
-_open_bases: weakref.WeakSet[ContextBase] = weakref.WeakSet()
-_atexit_lock = threading.Lock()
-_atexit_registered = False
-
-
-def _close_all_at_exit() -> None:
-    for base in list(_open_bases):
-        with contextlib.suppress(Exception):  # exiting: try the next one regardless
-            base.close()
 
 
 class ContextBase:
@@ -95,12 +92,7 @@ class ContextBase:
         self._policies = policies
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
-        global _atexit_registered
-        with _atexit_lock:
-            _open_bases.add(self)
-            if not _atexit_registered:
-                atexit.register(_close_all_at_exit)
-                _atexit_registered = True
+        exit_hooks.register(self)
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> ContextBase:
@@ -120,7 +112,7 @@ class ContextBase:
             if self._embedding_worker is not None:
                 self._embedding_worker.stop()
             self.store.close()
-            _open_bases.discard(self)
+            exit_hooks.unregister(self)
 
     def flush(self, timeout: float | None = None) -> None:
         """Return once every event captured before this call is on disk."""
@@ -382,6 +374,7 @@ class ContextBase:
                         "parent_event_ids": parents,
                         "metadata": p.metadata,
                         "idempotency_key": message_key(n, p, parents),
+                        "allow_blank": True,  # an empty message is still a turn
                     },
                 )
             )
@@ -401,6 +394,8 @@ class ContextBase:
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> SessionInfo:
+        check_text("title", title)
+        check_json("metadata", dict(metadata or {}))
         info = SessionInfo(
             project_id=self._pid(project),
             session_id=check_id("session_id", session_id),
@@ -424,6 +419,12 @@ class ContextBase:
 
     def upsert_task(self, task: TaskInfo) -> TaskInfo:
         check_id("task_id", task.task_id)
+        check_id("session_id", task.session_id)
+        if task.parent_task_id is not None:
+            check_id("parent_task_id", task.parent_task_id)
+        check_text("title", task.title)
+        check_text("status", task.status)
+        check_json("metadata", task.metadata)
         self.store.upsert_task(task)
         return task
 
@@ -487,13 +488,15 @@ class ContextBase:
         A signed entity (properties["_sig"]) must carry a version greater than the stored
         one: ConflictError otherwise (an older signed version written back is a replay)."""
         pid = self._pid(project)
-        if not type or not isinstance(type, str):
+        if not isinstance(type, str) or is_blank(type):
             raise ValidationError("type", "an entity needs a type")
-        if not name or not isinstance(name, str):
+        if not isinstance(name, str) or is_blank(name):
             raise ValidationError("name", "an entity needs a name")
         check_text("type", type)
         check_text("name", name)
-        check_json("properties", dict(properties or {}))
+        check_entity_properties(dict(properties or {}))
+        if version is not None and check_int64("version", version) < 1:
+            raise ValidationError("version", "must be >= 1")
         body = check_text("text", text) or ""
         eid = check_id("id", id) if id is not None else make_entity_id(type, name)
         old = self.store.get_entities(pid, [eid], include_inactive=True)
@@ -575,7 +578,8 @@ class ContextBase:
         self, relation_id: str, *, project: str | None = None, at: float | None = None
     ) -> bool:
         """Mark a relation as superseded: it is kept, with its validity closed."""
-        return self.store.close_relation(self._pid(project), relation_id, at or time.time())
+        when = time.time() if at is None else check_finite("at", at)
+        return self.store.close_relation(self._pid(project), relation_id, when)
 
     def relationships(
         self,
@@ -627,6 +631,9 @@ class ContextBase:
         """
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query", "must be a non-empty string")
+        check_text("query", query)
+        if filters is not None:
+            check_item_filter(filters)
         cfg = config if config is not None else get_preset(preset, **overrides)
         pid = self._pid(project)
         if not require_signature:

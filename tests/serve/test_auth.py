@@ -237,7 +237,7 @@ def test_body_and_batch_limits(tmp_path: Path, pid: str) -> None:
         r = c.post(f"/v1/projects/{pid}/events/batch", json={"events": events})
         assert r.status_code == 413 and r.json()["error"]["field"] == "events"
         r = c.post(f"/v1/projects/{pid}/events/batch", json={"events": events[:3]})
-        assert r.status_code == 200
+        assert r.status_code == 201
     finally:
         server.stop()
 

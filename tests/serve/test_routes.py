@@ -61,7 +61,7 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
             ]
         },
     )
-    assert r.status_code == 200
+    assert r.status_code == 201 and r.json()["durable"] is True
     batch = r.json()
     assert [e["seq"] for e in batch["events"]] == [3, 4] and batch["ids"][1] == batch["events"][1][
         "id"

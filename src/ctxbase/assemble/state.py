@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
 from ..store.base import StateChange
+from ..validation import check_json, check_text
 from .facts import (
     ExtractedFact,
     FactExtractionError,
@@ -105,6 +106,10 @@ def set_fact(
     _check_scope(scope)
     if not key or not isinstance(key, str):
         raise ValidationError("key", "a fact needs a non-empty key")
+    check_text("key", key)
+    check_text("scope_id", scope_id)
+    check_text("cause", cause)
+    check_json("value", value)
     pid = cb.project if project is None else project
     fact = StateFact(project_id=pid, scope=scope, scope_id=scope_id, key=key, value=value)
     stored = cb.store.set_state(fact.model_copy(update={"cause": cause}))

@@ -10,7 +10,6 @@ Only a retry of the same capture is merged, by the caller naming it: an `idempot
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +18,13 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ValidationError
 from ..model import Event, check_id, is_event_type, keyed_event_id, new_event_id
+from ..validation import (
+    MAX_TEXT_BYTES,
+    check_finite,
+    check_json,
+    check_text,
+    is_blank,
+)
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_BYTES",
@@ -29,41 +35,9 @@ __all__ = [
     "event_identity",
 ]
 
-DEFAULT_MAX_CONTENT_BYTES = 1_000_000
+# An event's text and data together (validation.MAX_TEXT_BYTES).
+DEFAULT_MAX_CONTENT_BYTES = MAX_TEXT_BYTES
 MAX_IDEMPOTENCY_KEY_CHARS = 255
-
-# json.dumps(value, ensure_ascii=False) builds an encoder per call; this one is reused.
-_encode_json = json.JSONEncoder(ensure_ascii=False).encode
-
-
-def check_text(field: str, value: Any) -> str | None:
-    """Text must be valid Unicode; bytes are decoded as UTF-8 or refused."""
-    if value is None:
-        return None
-    if isinstance(value, bytes | bytearray):
-        try:
-            return bytes(value).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValidationError(field, f"is not valid UTF-8 (byte {exc.start})") from exc
-    if not isinstance(value, str):
-        raise ValidationError(field, f"must be a string (got {type(value).__name__})")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValidationError(
-            field, f"is not valid UTF-8 (lone surrogate at character {exc.start})"
-        ) from exc
-    return value
-
-
-def check_json(field: str, value: Any) -> str:
-    """A value stored as JSON must serialise, and its text must be valid Unicode."""
-    try:
-        text = _encode_json(value)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from exc
-    check_text(field, text)
-    return text
 
 
 def event_identity(
@@ -108,8 +82,13 @@ def build_event(
     event_id: str | None = None,
     idempotency_key: str | None = None,
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+    allow_blank: bool = False,
 ) -> Event:
-    """Validate the parts of an event and give it its id (see `event_identity`)."""
+    """Validate the parts of an event and give it its id (see `event_identity`).
+
+    An event needs text or data: blank text (empty or whitespace) without data is refused,
+    unless `allow_blank` (a transcript's empty message is still a turn of it). Blank events
+    are stored but never indexed, so they match no search."""
     check_id("project_id", project_id)
     check_id("session_id", session_id)
     check_id("agent_id", agent_id)
@@ -120,14 +99,11 @@ def build_event(
             "type", f"unknown event type {type!r}; register it with register_event_type()"
         )
     body = check_text("text", text)
-    if text is None and data is None:
-        raise ValidationError("text", "an event needs text or data")
-    try:
-        data_json = None if data is None else _encode_json(data)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError("data", f"must be JSON-serialisable: {exc}") from exc
-    if data_json is not None:
-        check_text("data", data_json)
+    # Blank text next to data (a tool call's arguments) is fine.
+    if is_blank(body) and data is None and not allow_blank:
+        raise ValidationError("text", "an event needs text or data (the text is empty)")
+    # Content gets one byte limit of its own below; data is checked for shape here.
+    data_json = None if data is None else check_json("data", data, max_bytes=None)
     text_size = len((body or "").encode("utf-8"))
     data_size = len((data_json or "").encode("utf-8"))
     size = text_size + data_size
@@ -148,11 +124,8 @@ def build_event(
         check_text("agent_role", agent_role)
     meta = dict(metadata or {})
     if meta:  # no metadata serialises as "{}": nothing to check
-        try:
-            meta_json = _encode_json(meta)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError("metadata", f"must be JSON-serialisable: {exc}") from exc
-        check_text("metadata", meta_json)
+        check_json("metadata", meta)
+    stamp = time.time() if ts is None else check_finite("ts", ts)
     eid = event_identity(project_id, session_id, event_id, idempotency_key)
     try:
         return Event(
@@ -165,7 +138,7 @@ def build_event(
             type=type,
             text=body,
             data=data,
-            ts=time.time() if ts is None else float(ts),
+            ts=stamp,
             parent_event_ids=parents,
             refers_to=refs,
             importance=float(importance),

@@ -84,6 +84,7 @@ class SharedEngine:
                 agent_id=_project_id(turn.speaker),
                 ts=ts + turn.turn_index,  # keeps turns ordered within a session
                 metadata=meta,
+                allow_blank=True,  # an image-only turn: its caption is in the metadata
             )
             events.append(event)
             dia_of[event.id] = turn.dia_id

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from ..model import Entity, Event
 from ..store.base import SearchItem
+from ..validation import is_blank
 from .tokenize import index_terms_with_tail, words_version
 
 __all__ = [
@@ -44,9 +45,9 @@ def event_search_text(event: Event) -> str:
     caption = event.metadata.get("image_caption")
     if caption:
         parts.append(f"[image: {caption}]")
-    if event.data is not None and not event.text:
+    if is_blank(event.text) and event.data not in (None, "", [], {}):
         parts.append(json.dumps(event.data, ensure_ascii=False))
-    return "\n".join(p for p in parts if p)
+    return "\n".join(p for p in parts if p.strip())
 
 
 def _chunked(
@@ -142,6 +143,10 @@ def event_items(
     """Search units of an event; `context` is (id, text) of the event it follows;
     `search_text` is event_search_text(event) when the caller has it already."""
     text = event_search_text(event) if search_text is None else search_text
+    if is_blank(text):
+        # Nothing to find it by: an item would have no terms, and its vector (of nothing)
+        # would come back for every semantic query.
+        return []
     pieces = _chunked(text, chunker)
     extra = _context(context[1])[1] if context and context[1] and len(pieces) == 1 else ""
     return _units(

@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
 from ..contextbase import ContextBase
-from ..errors import CtxbaseError
+from ..errors import CtxbaseError, ValidationError
 from .assembly import AssembleShortcut
 from .auth import RateLimiter
 from .cache import AssembleCache
@@ -66,6 +66,9 @@ def _validation_response(errors: list[Any], sourced: bool = True) -> JSONRespons
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
     field = _field(tuple(first.get("loc", ("body",))), sourced)
     msg = str(first.get("msg", "invalid"))
+    ctx = first.get("ctx")
+    if isinstance(ctx, dict) and isinstance(ctx.get("error"), ValidationError):
+        msg = ctx["error"].message  # a library check: its own words, without the prefix
     body = {"error": {"code": "invalid", "message": f"{field}: {msg}", "field": field}}
     return JSONResponse(body, status_code=422)
 

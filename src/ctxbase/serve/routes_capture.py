@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Query, status
+from fastapi import APIRouter, Header, Path, Query, Response, status
 
 from ..capture.events import build_event
 from ..errors import NotFoundError, ValidationError
@@ -119,7 +119,8 @@ def record_event(
 def capture_event(
     pid: WriteProject, body: EventIn, rt: Rt, idempotency_key: IdempotencyKey = None
 ) -> CaptureOut:
-    """Queue one event (written in the background); `id` is null if it was dropped."""
+    """Queue one event (written in the background; `durable` is false: it is on disk only
+    after a flush); `id` is null if it was dropped."""
     event = _event(rt, pid, body, header_key=idempotency_key)
     eid = rt.cb.capture(
         body.type,
@@ -131,12 +132,24 @@ def capture_event(
     return CaptureOut(id=eid)
 
 
-@router.post("/events/batch", response_model=BatchOut, tags=["events"])
+@router.post(
+    "/events/batch",
+    response_model=BatchOut,
+    status_code=status.HTTP_201_CREATED,
+    responses={202: {"model": BatchOut, "description": "queued (`wait: false`), not durable"}},
+    tags=["events"],
+)
 def capture_batch(
-    pid: WriteProject, body: EventBatchIn, rt: Rt, idempotency_key: IdempotencyKey = None
+    pid: WriteProject,
+    body: EventBatchIn,
+    rt: Rt,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
 ) -> BatchOut:
-    """Several events in order: stored together (`wait`), or queued. An Idempotency-Key
-    header K keys each event without its own id or key as "K/<position>"."""
+    """Several events in order. By default (`wait: true`) they are stored when the answer
+    comes: 201, `durable: true`. With `wait: false` they are queued: 202, `durable: false`
+    (a crash before the next flush loses them). An Idempotency-Key header K keys each event
+    without its own id or key as "K/<position>"."""
     if len(body.events) > rt.settings.max_batch:
         raise RequestTooLargeError(
             f"batch of {len(body.events)} events is over the limit of {rt.settings.max_batch}",
@@ -152,7 +165,8 @@ def capture_batch(
     ]
     if body.wait:
         stored = rt.cb.record_events(events) if events else []
-        return BatchOut(ids=[e.id for e in stored], events=stored)
+        return BatchOut(ids=[e.id for e in stored], events=stored, durable=True)
+    response.status_code = status.HTTP_202_ACCEPTED
     ids: list[str | None] = []
     for e, event in zip(body.events, events, strict=True):
         ids.append(
@@ -164,7 +178,7 @@ def capture_batch(
                 **_capture_args(e, event),
             )
         )
-    return BatchOut(ids=ids)
+    return BatchOut(ids=ids, durable=False)
 
 
 @router.post("/messages", response_model=IdsOut, tags=["events"])

@@ -6,12 +6,13 @@ StateFact) use the library's own models, so the remote SDK rebuilds the same obj
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from ..assemble.loop import ProducedRelation
 from ..model import Event
+from ..validation import INT64_MAX, INT64_MIN, check_text
 
 __all__ = [
     "AssembleIn",
@@ -53,8 +54,27 @@ __all__ = [
 ]
 
 
+# Integers that reach a database column: signed 64-bit.
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+
+
 class _In(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # NaN and Infinity (which Python's JSON parser accepts) are refused in every number
+    # field; JSON values (data, properties...) are checked by the library (validation.py).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*")
+    @classmethod
+    def _valid_unicode(cls, value: Any, info: ValidationInfo) -> Any:
+        """Strings must be valid Unicode: JSON's "\\ud800" decodes to a lone surrogate."""
+        name = info.field_name or "body"
+        if isinstance(value, str):
+            check_text(name, value)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, str):
+                    check_text(f"{name}[{i}]", item)
+        return value
 
 
 class _Out(BaseModel):
@@ -85,17 +105,28 @@ class EventIn(_In):
 
 class EventBatchIn(_In):
     events: list[EventIn]
-    # true: stored when the answer comes (with seq); false: queued like `capture`
-    wait: bool = True
+    wait: bool = Field(
+        default=True,
+        description="true: stored when the answer comes (201, with seq); false: queued "
+        "like `events/queue` (202, not durable until a flush)",
+    )
 
 
 class CaptureOut(_Out):
     id: str | None = Field(description="the event id; null if dropped under backpressure")
+    durable: bool = Field(
+        default=False, description="always false: queued, on disk after the next flush"
+    )
 
 
 class BatchOut(_Out):
     ids: list[str | None]
     events: list[Event] | None = Field(default=None, description="the stored events (wait)")
+    durable: bool = Field(
+        default=True,
+        description="true: on disk when this answer comes (wait); false: queued, on disk "
+        "after the next flush",
+    )
 
 
 class MessagesIn(_In):
@@ -153,7 +184,7 @@ class EntityIn(_In):
     text: str = ""
     id: str | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
-    version: int | None = Field(default=None, ge=1)
+    version: int | None = Field(default=None, ge=1, le=INT64_MAX)
 
 
 class RelationIn(_In):
@@ -194,8 +225,8 @@ class FilterIn(_In):
         default=None, description="ingested repositories (names as `ctxbase ingest` gave them)"
     )
     path_prefix: str | None = None
-    line_from: int | None = None
-    line_to: int | None = None
+    line_from: Int64 | None = None
+    line_to: Int64 | None = None
     since: float | None = None
     until: float | None = None
     latest_only: bool = False
@@ -300,7 +331,7 @@ class AssembleIn(_In):
     user_intent: str
     session_id: str | None = None
     task_id: str | None = None
-    max_tokens: int | None = None
+    max_tokens: Int64 | None = None
     debug: bool = False
     include_trace: bool = Field(default=False, description="also return the full trace")
     require_signature: bool = Field(
@@ -364,7 +395,7 @@ class StateSetIn(_In):
 
 
 class RollbackIn(_In):
-    to_version: int = Field(ge=1)
+    to_version: int = Field(ge=1, le=INT64_MAX)
     cause: str | None = None
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import StorageError
+from ..validation import loads_tolerant
 from . import pg_sql as q
 from .base import ForgetReport
 from .dialect import Dialect
@@ -26,7 +27,7 @@ try:
     import psycopg
     from pgvector.psycopg import register_vector
     from psycopg.rows import TupleRow
-    from psycopg.types.json import Jsonb
+    from psycopg.types.json import Jsonb, set_json_loads
     from psycopg_pool import ConnectionPool
 except ImportError as exc:  # the optional extra is missing
     raise StorageError(
@@ -97,6 +98,9 @@ class PgBase(SharedReads):
     @staticmethod
     def _configure(conn: Conn) -> None:
         register_vector(conn)
+        # JSON nested deeper than the input limit (stored by older versions) reads capped
+        # rather than failing every read of its row.
+        set_json_loads(loads_tolerant, conn)
         # Filtered HNSW searches keep scanning until they have enough rows, best first.
         conn.execute("SET hnsw.iterative_scan = strict_order")
         conn.execute("SET hnsw.ef_search = 100")

@@ -9,6 +9,7 @@ Nothing here opens a connection or writes SQL.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ __all__ = [
     "next_version",
     "relation_row",
     "session_row",
+    "stamp",
     "state_change_row",
     "state_fact_row",
     "task_row",
@@ -53,6 +55,16 @@ Load = Callable[[Any], Any]
 def as_is(value: Any) -> Any:
     """The `load` of a driver that decodes JSON columns itself."""
     return value
+
+
+def stamp(value: Any) -> float:
+    """A stored time as a finite float. Versions before input validation could store NaN
+    or Infinity (SQLite keeps NaN as NULL), which no JSON client can read back: such rows
+    read as 0.0 (the epoch), a visible placeholder."""
+    if value is None:
+        return 0.0
+    number = float(value)
+    return number if math.isfinite(number) else 0.0
 
 
 def tombstone_hash(item_id: str) -> str:
@@ -115,7 +127,7 @@ def event_row(row: Sequence[Any], links: Sequence[Sequence[Any]], load: Load = a
         type=row[6],
         text=row[7],
         data=load(row[8]),
-        ts=row[9],
+        ts=stamp(row[9]),
         importance=row[10],
         metadata=load(row[11]) or {},
         active=bool(row[12]),
@@ -176,8 +188,8 @@ def relation_row(row: Sequence[Any], load: Load = as_is, *, validate: bool = Fal
         "to_id": row[4],
         "confidence": row[5],
         "source": row[6],
-        "created_at": row[7],
-        "valid_from": row[8],
+        "created_at": stamp(row[7]),
+        "valid_from": stamp(row[8]),
         "valid_to": row[9],
         "properties": load(row[10]) or {},
     }
@@ -196,7 +208,7 @@ def item_row(row: Sequence[Any]) -> SearchItem:
         type=row[3],
         text=row[4],
         terms=row[5],
-        ts=row[6],
+        ts=stamp(row[6]),
         session_id=row[7],
         agent_id=row[8],
         agent_role=row[9],

@@ -13,6 +13,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, ClassVar
 
 from ..errors import StorageError
+from ..validation import loads_tolerant
 from .base import ForgetReport, SearchItem
 from .dialect import Dialect
 from .rows import EVENT_COLS, ITEM_COLS, tombstone_hash
@@ -114,7 +115,9 @@ def dumps(value: Any) -> str | None:
 
 
 def loads(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
+    # Tolerant: JSON nested deeper than the input limit (stored by older versions) reads
+    # capped rather than failing every read of its row.
+    return None if value is None else loads_tolerant(value)
 
 
 def placeholders(n: int) -> str:

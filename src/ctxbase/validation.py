@@ -1,0 +1,222 @@
+"""Input limits and the checks every write path shares (library, REST service, remote SDK).
+
+Whatever passes these checks can be stored by both backends and read back through every
+read path, including JSON responses: that is what the limits are for.
+
+- text: valid Unicode (no lone surrogates), at most `MAX_TEXT_BYTES` per event (text + data);
+- JSON values (event data and metadata, entity and relation properties, state values,
+  session and task metadata): finite numbers only (no NaN / Infinity), nested at most
+  `MAX_JSON_DEPTH` levels, at most `MAX_JSON_BYTES` once encoded;
+- integers that reach a database column (versions, line numbers): signed 64-bit;
+- floats that reach a database column (timestamps, confidences): finite.
+
+Rows written by older versions may break these rules; `loads_tolerant` and `cap_depth` keep
+such rows readable (see `DEEP_JSON_PLACEHOLDER`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from .errors import ValidationError
+
+__all__ = [
+    "DEEP_JSON_PLACEHOLDER",
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_JSON_BYTES",
+    "MAX_JSON_DEPTH",
+    "MAX_TEXT_BYTES",
+    "cap_depth",
+    "check_entity_properties",
+    "check_finite",
+    "check_int64",
+    "check_item_filter",
+    "check_json",
+    "check_text",
+    "is_blank",
+    "loads_tolerant",
+]
+
+MAX_TEXT_BYTES = 1_000_000
+MAX_JSON_DEPTH = 64
+MAX_JSON_BYTES = 1_000_000
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+# What a read shows in place of the part of an old row's JSON nested deeper than the limit.
+DEEP_JSON_PLACEHOLDER = f"<nested deeper than {MAX_JSON_DEPTH} levels: not shown>"
+
+# json.dumps(value, ensure_ascii=False) builds an encoder per call; these are reused.
+# allow_nan=False: NaN and Infinity are not JSON; stored, they would come back as null.
+_encode_json = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def check_text(field: str, value: Any) -> str | None:
+    """Text must be valid Unicode; bytes are decoded as UTF-8 or refused."""
+    if value is None:
+        return None
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(field, f"is not valid UTF-8 (byte {exc.start})") from exc
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string (got {type(value).__name__})")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(
+            field, f"is not valid UTF-8 (lone surrogate at character {exc.start})"
+        ) from exc
+    return value
+
+
+def is_blank(text: str | None) -> bool:
+    """No text, or only whitespace: nothing to index or to match."""
+    return text is None or not text.strip()
+
+
+def check_finite(field: str, value: Any) -> float:
+    """A float stored in a column: a real, finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValidationError(field, f"must be a number (got {type(value).__name__})")
+    try:
+        number = float(value)
+    except OverflowError as exc:
+        raise ValidationError(field, "is too large for a 64-bit float") from exc
+    if not math.isfinite(number):
+        raise ValidationError(field, f"must be a finite number (got {value!r})")
+    return number
+
+
+def check_int64(field: str, value: Any) -> int:
+    """An integer stored in a column: within signed 64 bits."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(field, f"must be an integer (got {type(value).__name__})")
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise ValidationError(field, f"must be between {INT64_MIN} and {INT64_MAX}")
+    return value
+
+
+def _depth_over(value: Any, limit: int) -> bool:
+    """Whether containers nest deeper than `limit` (iterative: no recursion limit)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list | tuple))
+    return False
+
+
+def check_json(field: str, value: Any, max_bytes: int | None = MAX_JSON_BYTES) -> str:
+    """A value stored as JSON: serialisable, finite numbers, valid Unicode, nested at most
+    MAX_JSON_DEPTH levels and (unless `max_bytes` is None) at most `max_bytes` encoded.
+    Returns the JSON text."""
+    try:
+        text = _encode_json(value)
+    except RecursionError as exc:
+        raise ValidationError(field, f"is nested deeper than {MAX_JSON_DEPTH} levels") from exc
+    except ValueError as exc:
+        if "out of range float" in str(exc).lower():
+            raise ValidationError(
+                field, "must hold finite numbers only (NaN and Infinity are not JSON)"
+            ) from exc
+        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from exc
+    except TypeError as exc:
+        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from exc
+    check_text(field, text)
+    # Fewer brackets than the limit cannot nest deeper than it: the walk is rarely needed.
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth_over(value, MAX_JSON_DEPTH):
+        raise ValidationError(field, f"is nested deeper than {MAX_JSON_DEPTH} levels")
+    # Characters are a lower bound of the bytes, a quarter of them an upper one.
+    if max_bytes is not None and len(text) * 4 > max_bytes:
+        size = len(text.encode("utf-8"))
+        if size > max_bytes:
+            raise ValidationError(field, f"is {size} bytes as JSON, over the limit of {max_bytes}")
+    return text
+
+
+def check_item_filter(flt: Any) -> None:
+    """A search's ItemFilter: numbers that reach SQL are 64-bit integers and finite
+    floats; the path prefix is valid Unicode."""
+    for name in ("line_from", "line_to"):
+        value = getattr(flt, name)
+        if value is not None:
+            check_int64(f"filters.{name}", value)
+    for name in ("since", "until"):
+        value = getattr(flt, name)
+        if value is not None:
+            check_finite(f"filters.{name}", value)
+    if flt.path_prefix is not None:
+        check_text("filters.path_prefix", flt.path_prefix)
+
+
+def check_entity_properties(properties: dict[str, Any]) -> None:
+    """Entity properties: JSON within the limits; the ones the index keeps as columns are
+    numbers (or numeric strings) in range and strings."""
+    check_json("properties", properties)
+    for name in ("line_start", "line_end"):
+        value = properties.get(name)
+        if value is not None:
+            try:
+                number = int(value)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValidationError(
+                    f"properties.{name}", f"must be an integer (got {value!r})"
+                ) from exc
+            check_int64(f"properties.{name}", number)
+    importance = properties.get("importance")
+    if importance is not None:
+        try:
+            weight = float(importance)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError("properties.importance", "must be a number") from exc
+        if not 0.0 <= weight <= 1.0:
+            raise ValidationError(
+                "properties.importance", f"must be between 0 and 1 (got {importance!r})"
+            )
+    for name in ("path", "session_id", "agent_id"):
+        value = properties.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValidationError(f"properties.{name}", f"must be a string (got {value!r})")
+
+
+def cap_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> Any:
+    """`value` with whatever is nested deeper than `limit` replaced by DEEP_JSON_PLACEHOLDER
+    (values within the limit come back unchanged, as the same object)."""
+    if not _depth_over(value, limit):
+        return value
+
+    def cut(item: Any, depth: int) -> Any:
+        if not isinstance(item, dict | list):
+            return item
+        if depth > limit:
+            return DEEP_JSON_PLACEHOLDER
+        if isinstance(item, dict):
+            return {k: cut(v, depth + 1) for k, v in item.items()}
+        return [cut(v, depth + 1) for v in item]
+
+    return cut(value, 1)
+
+
+def loads_tolerant(text: str | bytes) -> Any:
+    """json.loads for stored rows: JSON nested deeper than the limit (written before the
+    limit existed) comes back capped, not as an error on every read."""
+    raw = text if isinstance(text, str) else bytes(text).decode("utf-8")
+    if raw.count("[") + raw.count("{") <= MAX_JSON_DEPTH:
+        return json.loads(raw)
+    try:
+        value = json.loads(raw)
+    except RecursionError:
+        return DEEP_JSON_PLACEHOLDER  # deeper than the decoder itself can go
+    return cap_depth(value)

@@ -1,0 +1,86 @@
+"""The issue's cases over real HTTP: each bad write is a 422 naming its field, and the
+project's reads keep answering."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from conftest import Live
+
+
+def _deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _raw(body: str) -> dict[str, Any]:
+    return {"content": body, "headers": {"content-type": "application/json"}}
+
+
+def test_bad_writes_are_422_with_the_field(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    base = f"/v1/projects/{pid}"
+    deep = _deep(300)
+    msg = {"type": "user_message", "session_id": "s"}
+    ev = '{"type":"user_message","session_id":"s","text":"x",'
+    cases: list[tuple[str, str, dict[str, Any], str]] = [
+        ("POST", "/events", {"json": {**msg, "type": "tool_result", "data": deep}}, "data"),
+        (
+            "POST",
+            "/entities",
+            {"json": {"type": "d", "name": "n", "properties": {"p": deep}}},
+            "properties",
+        ),
+        ("PUT", "/state?key=k&scope_id=t", {"json": {"value": deep}}, "value"),
+        ("POST", "/events", _raw(ev + '"ts":Infinity}'), "ts"),
+        ("POST", "/events", _raw(ev + '"ts":NaN}'), "ts"),
+        ("POST", "/events", _raw(ev + '"data":{"v":NaN}}'), "data"),
+        ("POST", "/entities", {"json": {"type": "d", "name": "n", "version": 2**63}}, "version"),
+        (
+            "POST",
+            "/search",
+            {"json": {"query": "x", "filters": {"line_from": 2**63}}},
+            "filters.line_from",
+        ),
+        (
+            "POST",
+            "/search",
+            {"json": {"query": "x", "filters": {"line_to": -(2**63) - 1}}},
+            "filters.line_to",
+        ),
+        ("POST", "/search", _raw('{"query":"\\ud800 cache"}'), "query"),
+        ("POST", "/search", {"json": {"query": "   "}}, "query"),
+        ("POST", "/events", {"json": {**msg, "text": ""}}, "text"),
+        ("POST", "/events/batch", {"json": {"events": [{**msg, "text": " "}]}}, "events[0].text"),
+    ]
+    for method, path, kwargs, field in cases:
+        r = c.request(method, base + path, **kwargs)
+        assert r.status_code == 422, (path, kwargs, r.text)
+        assert r.json()["error"]["field"] == field, (path, r.text)
+    # nothing got in, and every read answers
+    assert c.get(f"{base}/events", params={"session_id": "s"}).json() == []
+    assert c.get(f"{base}/entities").json() == []
+    assert c.get(f"{base}/state", params={"scope_id": "t"}).json() == {}
+
+
+def test_batch_answers_say_whether_they_are_durable(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    url = f"/v1/projects/{pid}/events/batch"
+    events = [{"type": "user_message", "session_id": "s", "text": "one"}]
+    stored = c.post(url, json={"events": events})
+    assert stored.status_code == 201
+    assert stored.json()["durable"] is True and stored.json()["events"][0]["seq"] == 1
+    queued = c.post(url, json={"events": [{**events[0], "text": "two"}], "wait": False})
+    assert queued.status_code == 202
+    assert queued.json() == {"ids": [queued.json()["ids"][0]], "events": None, "durable": False}
+    single = c.post(f"/v1/projects/{pid}/events/queue", json={**events[0], "text": "three"})
+    assert single.status_code == 202 and single.json()["durable"] is False
+    assert c.post(f"/v1/projects/{pid}/flush").status_code == 204
+    texts = [
+        e["text"] for e in c.get(f"/v1/projects/{pid}/events", params={"session_id": "s"}).json()
+    ]
+    assert texts == ["one", "two", "three"]
+    assert json.loads(c.get("/openapi.json").text)["paths"][url.replace(pid, "{project_id}")]
