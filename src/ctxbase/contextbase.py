@@ -31,6 +31,7 @@ from .model import (
 from .retrieve import graph
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embed.base import Embedder
+from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.embedding_worker import EmbeddingWorker
 from .retrieve.indexing import entity_items, event_items, event_search_text
 from .retrieve.search import Searcher, SearchResponse
@@ -87,6 +88,7 @@ class ContextBase:
                 raise ValidationError("embedder", str(exc)) from exc
         self.store: Store = store if isinstance(store, Store) else open_store(store)
         self._embedding_worker: EmbeddingWorker | None = None
+        self._health: EmbedderHealth | None = None
         self._background_embedding = background_embedding
         self._worker_lock = threading.Lock()
         self._searcher: Searcher | None = None
@@ -153,11 +155,24 @@ class ContextBase:
             self._embedder = get_embedder(self._embedder_spec)
         return self._embedder
 
+    def _embedder_health(self, embedder: Embedder) -> EmbedderHealth:
+        # One record per base: a failure the worker meets is reported by searches too.
+        if self._health is None:
+            self._health = EmbedderHealth(embedder.name)
+        return self._health
+
+    @property
+    def embedder_error(self) -> str | None:
+        """Why the embedder last failed (None when it works or has not run yet)."""
+        return None if self._health is None else self._health.error
+
     @property
     def embedding_worker(self) -> EmbeddingWorker | None:
         with self._worker_lock:
             if self._embedding_worker is None and self.embedder is not None:
-                self._embedding_worker = EmbeddingWorker(self.store, self.embedder)
+                self._embedding_worker = EmbeddingWorker(
+                    self.store, self.embedder, health=self._embedder_health(self.embedder)
+                )
                 if self._background_embedding:
                     self._embedding_worker.start()
             return self._embedding_worker
@@ -172,7 +187,11 @@ class ContextBase:
                 w.notify()
 
     def wait_for_embeddings(self, timeout: float | None = None) -> bool:
-        """Block until every stored item has a vector (background mode), or embed them now."""
+        """Block until every stored item has a vector (background mode), or embed them now.
+
+        Returns False when `timeout` passes first. Raises EmbedderUnavailableError, with
+        the cause, when the embedder fails, instead of waiting for vectors that never come.
+        """
         worker = self.embedding_worker
         if worker is None:
             return True
@@ -585,7 +604,9 @@ class ContextBase:
     def searcher(self) -> Searcher:
         with self._worker_lock:
             if self._searcher is None:
-                self._searcher = Searcher(self.store, self.embedder)
+                embedder = self.embedder
+                health = None if embedder is None else self._embedder_health(embedder)
+                self._searcher = Searcher(self.store, embedder, health=health)
             return self._searcher
 
     def search(
