@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NotFoundError
 from ..model import Entity, make_entity_id
 from ..retrieve.indexing import entity_items
 from .entities import (
@@ -321,6 +322,8 @@ def ingest_path(
         for e in cb.store.list_entities(pid, type="file", latest_only=False)
         if _within(str(e.properties.get("path")), prefix, root.is_dir(), rels)
     }
+    if not root.exists() and not in_scope:  # nothing to read, nothing ingested to delete
+        raise NotFoundError("path", str(path))
     all_refs: list[StoredRef] = []
     contains: list[tuple[str, str]] = []
     mention_texts: list[tuple[str, str]] = []
