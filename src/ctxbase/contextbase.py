@@ -629,6 +629,8 @@ class ContextBase:
         With `require_signature`, entities whose HMAC-signed metadata does not verify (key:
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY) are dropped
         and listed in `tampered`; unsigned entities are dropped too, events always pass.
+        Never waits for vectors: `pending_vectors` counts the items found without one, and
+        `embedder_error` says why the semantic part is missing when the embedder fails.
         """
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query", "must be a non-empty string")

@@ -222,3 +222,26 @@ def test_a_recovered_endpoint_is_used_again(tmp_path: Path) -> None:
     finally:
         embedder.close()
         cb.close()
+
+
+def test_waiting_on_a_stopped_worker_returns(tmp_path: Path) -> None:
+    """No thread will embed anything (closed base, never started): an unbounded wait
+    returns False instead of waiting forever."""
+    from ctxbase.retrieve.embed import HashingEmbedder
+    from ctxbase.retrieve.embedding_worker import EmbeddingWorker
+    from ctxbase.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(str(tmp_path / "w.db"))
+    cb = ContextBase(store, embedder=HashingEmbedder(), background_embedding=False)
+    try:
+        cb.record("user_message", session_id="s1", text="hello")
+        worker = EmbeddingWorker(store, HashingEmbedder())
+        results: list[bool] = []
+        waiter = threading.Thread(
+            target=lambda: results.append(worker.wait_idle(None)), daemon=True
+        )
+        waiter.start()
+        waiter.join(10)
+        assert results == [False]
+    finally:
+        cb.close()

@@ -122,9 +122,15 @@ class EmbeddingWorker:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         return False
-                    self._changed.wait(remaining)
+                    if not self._running():  # stopped (closed base): nothing will come
+                        if self.health.permanent:
+                            raise self.health.unavailable()
+                        return False
+                    self._changed.wait(1.0 if remaining is None else min(remaining, 1.0))
                 seen = self._attempts
                 failure, idle = self._failure, self._idle
+            if isinstance(failure, EmbedderUnavailableError):  # a new one per waiter
+                raise EmbedderUnavailableError(str(failure)) from failure.__cause__
             if failure is not None:
                 raise failure
             # Idle, and nothing written since that attempt read the backlog: done.
@@ -134,6 +140,9 @@ class EmbeddingWorker:
                 with self._changed:
                     self._requests += 1
                 self._wake.set()
+
+    def _running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
