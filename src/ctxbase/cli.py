@@ -185,14 +185,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     def progress(done: int, total: int, path: str) -> None:
         print(f"\r[{done}/{total}] {path[-60:]:<60}", end="", file=sys.stderr, flush=True)
 
-    with _open(args) as cb:
+    from .retrieve.embedder_health import LOGGER_NAME as EMBEDDER_LOGGER
+
+    with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # a failure is raised, one line
         report = cb.ingest(args.path, progress=progress, max_file_bytes=args.max_file_bytes)
         print(file=sys.stderr)
-        if args.wait_embeddings and cb.embeds:
-            cb.wait_for_embeddings()
         print(report.summary())
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
+        if args.wait_embeddings and cb.embeds:
+            sys.stdout.flush()
+            cb.wait_for_embeddings()  # a failing embedder: exit 1 with its error
     return 0
 
 
