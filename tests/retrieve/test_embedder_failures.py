@@ -245,3 +245,41 @@ def test_waiting_on_a_stopped_worker_returns(tmp_path: Path) -> None:
         assert results == [False]
     finally:
         cb.close()
+
+
+def test_a_rejected_key_is_permanent_and_not_retried(tmp_path: Path) -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Refuses(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            hits.append(self.path)
+            out = b'{"error": "invalid api key"}'
+            self.send_response(401)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuses)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    embedder = remote(server.server_address[1], max_retries=3)
+    cb = ContextBase(str(tmp_path / "k.db"), embedder=embedder)
+    try:
+        cb.record("user_message", session_id="s1", text="hello cache")
+        with pytest.raises(EmbedderUnavailableError, match="HTTP 401"):
+            cb.wait_for_embeddings(timeout=30)
+        response = cb.search("hello cache")
+        assert response.results and "HTTP 401" in (response.embedder_error or "")
+        with pytest.raises(EmbedderUnavailableError, match="HTTP 401"):
+            cb.wait_for_embeddings(timeout=30)  # at once: nothing to retry
+        assert len(hits) == 1  # one request: no retries, no query embedding after it
+    finally:
+        server.shutdown()
+        server.server_close()
+        embedder.close()
+        cb.close()
