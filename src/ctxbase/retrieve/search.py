@@ -2,6 +2,9 @@
 expansion -> decay, importance, de-duplication -> top-k.
 
 Every candidate keeps the scores that placed it, so assembly can explain its choices.
+A query never waits for vectors: items not embedded yet are found by keyword and graph only
+(`pending_vectors` counts them), and an embedder that fails leaves the semantic part out
+and says why (`embedder_error`).
 """
 
 from __future__ import annotations
@@ -13,16 +16,19 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..errors import EmbedderUnavailableError
 from ..store.base import ItemFilter, SearchItem, Store
 from . import graph
 from .config import SearchConfig
 from .embed.base import Embedder, FloatVector, embed_queries
+from .embedder_health import EmbedderHealth
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
 from .graph import RelationFilter
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
 __all__ = [
+    "PENDING_COUNT_CAP",
     "Candidate",
     "SearchResponse",
     "Searcher",
@@ -30,6 +36,9 @@ __all__ = [
     "named_actor",
     "named_actors",
 ]
+
+# Items without a vector are counted up to this many per search (the count stays cheap).
+PENDING_COUNT_CAP = 10_000
 
 
 @dataclass
@@ -71,16 +80,28 @@ class SearchResponse:
     # require_signature: entities (a signature or a served unit that does not match) and
     # relations (a signature that does not match) left out
     tampered: list[str] = field(default_factory=list)
+    # semantic searches: items of the project with no vector yet (found by keyword and
+    # graph only), counted up to PENDING_COUNT_CAP
+    pending_vectors: int = 0
+    # why the semantic part was left out (the embedder failed), else None
+    embedder_error: str | None = None
 
 
 class Searcher:
     """Runs searches over one store with one embedder (or none: keyword only)."""
 
     def __init__(
-        self, store: Store, embedder: Embedder | None, query_cache_size: int = 4096
+        self,
+        store: Store,
+        embedder: Embedder | None,
+        query_cache_size: int = 4096,
+        health: EmbedderHealth | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        if health is None and embedder is not None:
+            health = EmbedderHealth(embedder.name)
+        self.health = health
         self.vectors = VectorIndex(store)
         # Agents repeat queries (every turn re-asks for context); embedding is the slow part.
         # 4096 vectors of 384 floats: about 6 MB.
@@ -89,13 +110,21 @@ class Searcher:
         self._cache_lock = threading.Lock()
 
     def query_vector(self, query: str) -> FloatVector:
-        assert self.embedder is not None
+        """The query's vector (cached); EmbedderUnavailableError when the embedder fails."""
+        assert self.embedder is not None and self.health is not None
         with self._cache_lock:
             cached = self._query_vectors.get(query)
             if cached is not None:
                 self._query_vectors.move_to_end(query)
                 return cached
-        vec = self.embedder.embed_query(query)
+        if not self.health.may_try():
+            raise self.health.unavailable()
+        try:
+            vec = self.embedder.embed_query(query)
+        except Exception as exc:  # any embedder failure: answer without the semantic part
+            self.health.record_failure(exc)
+            raise self.health.unavailable() from exc
+        self.health.record_success()
         self._remember(query, vec)
         return vec
 
@@ -156,6 +185,7 @@ class Searcher:
             "semantic_topic": config.semantic_weight,
         }
         semantic = config.semantic and self.embedder is not None
+        embedder_error: str | None = None
 
         if config.keyword:
             t = time.perf_counter()
@@ -165,8 +195,12 @@ class Searcher:
             timings["keyword"] = _ms(t)
         if semantic:
             t = time.perf_counter()
-            self.query_vector(query)
+            try:
+                self.query_vector(query)
+            except EmbedderUnavailableError as exc:
+                semantic, embedder_error = False, str(exc)
             timings["embed_query"] = _ms(t)
+        if semantic:
             t = time.perf_counter()
             hits_v = self._semantic_hits(project_id, query, allowed, config)
             rankings["semantic"] = [i for i, _ in hits_v]
@@ -188,7 +222,10 @@ class Searcher:
                     raw_scores["keyword"] = dict(hits_k)
                 # semantic: the topic as a second query, next to the whole one
                 if semantic:
-                    hits_v = self._semantic_hits(project_id, topic, allowed, config)
+                    try:
+                        hits_v = self._semantic_hits(project_id, topic, allowed, config)
+                    except EmbedderUnavailableError as exc:
+                        hits_v, embedder_error = [], str(exc)
                     rankings["semantic_topic"] = [i for i, _ in hits_v]
                     raw_scores["semantic_topic"] = dict(hits_v)
                 pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
@@ -263,12 +300,19 @@ class Searcher:
         for c in ranked:
             if c.item_id not in kept_ids and c.dropped is None:
                 c.dropped = "below top_k"
+        pending = 0
+        if config.semantic and self.embedder is not None:
+            pending = self.store.count_pending_embeddings(
+                self.embedder.name, PENDING_COUNT_CAP, project_id
+            )
         timings["total"] = _ms(t0)
         return SearchResponse(
             query=query,
             results=[cands[i] for i, _ in kept],
             considered=ranked,
             timings_ms=timings,
+            pending_vectors=pending,
+            embedder_error=embedder_error,
         )
 
     def _keyword_hits(

@@ -44,7 +44,7 @@ from .routes_context import router as context_router
 from .routes_graph import router as graph_router
 from .routes_ops import router as ops_router
 from .runtime import Runtime
-from .settings import ENV_SETTINGS, ServerSettings
+from .settings import ENV_SETTINGS, ServerSettings, check_settings
 
 __all__ = ["create_app", "create_app_from_env"]
 
@@ -107,8 +107,12 @@ def _install_error_handlers(app: FastAPI) -> None:
 
 
 def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = None) -> FastAPI:
-    """The service over `settings.db` (or over `cb`, which the caller then owns)."""
-    settings = settings or ServerSettings()
+    """The service over `settings.db` (or over `cb`, which the caller then owns).
+
+    Settings with --no-auth and a host other than the loopback address are refused here,
+    so every way of starting the app refuses them; requests from other addresses to an
+    app without keys are refused too (whatever address the server was bound to)."""
+    settings = check_settings(settings or ServerSettings())
     runtime_box: dict[str, Runtime] = {}
 
     @asynccontextmanager

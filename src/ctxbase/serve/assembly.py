@@ -21,7 +21,7 @@ from pydantic import ValidationError as PydanticValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import CtxbaseError
-from .auth import LOCAL_PRINCIPAL, Principal, presented_token
+from .auth import Principal, local_principal, presented_token
 from .cache import Cached
 from .keys import recall_key, role_allows, verify_key
 from .runtime import Runtime
@@ -90,7 +90,10 @@ def _header(scope: Scope, name: bytes) -> str | None:
 def _known_principal(rt: Runtime, scope: Scope) -> Principal | None:
     """The caller, when known; None sends the request to the route (which answers 401)."""
     if rt.settings.no_auth:
-        return LOCAL_PRINCIPAL
+        try:
+            return local_principal(scope.get("client"))
+        except CtxbaseError:  # the route answers it (403)
+            return None
     try:
         token = presented_token(_header(scope, b"authorization"), _header(scope, b"x-api-key"))
     except CtxbaseError:

@@ -6,9 +6,11 @@ A project the key is not scoped to is answered exactly like a project that does 
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import NotFoundError
 from ..store.base import ApiKeyRecord, Store
@@ -21,6 +23,7 @@ __all__ = [
     "RateLimiter",
     "authenticate",
     "hidden_project",
+    "local_principal",
     "presented_token",
     "principal_of",
 ]
@@ -53,6 +56,26 @@ class Principal:
 
 
 LOCAL_PRINCIPAL = Principal(key_id=None, role="admin", projects=None)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def local_principal(client: Any) -> Principal:
+    """The caller of a server without keys (--no-auth): loopback clients only, whatever
+    address the server was bound to (`uvicorn --host 0.0.0.0 --factory ...` included).
+    No client address means a Unix socket, which only local processes reach."""
+    host = None if client is None else client[0]
+    if host is not None and not _is_loopback(str(host)):
+        raise PermissionDeniedError(
+            f"authentication is off (--no-auth): only loopback clients are served, not "
+            f"{host}; serve with API keys to accept other clients"
+        )
+    return LOCAL_PRINCIPAL
 
 
 def hidden_project(project_id: str) -> NotFoundError:

@@ -9,7 +9,7 @@ from fastapi import Depends, Path, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
-from .auth import LOCAL_PRINCIPAL, Principal, presented_token, principal_of
+from .auth import Principal, local_principal, presented_token, principal_of
 from .errors import AuthenticationError
 from .keys import recall_key, verify_key
 from .runtime import Runtime
@@ -47,7 +47,7 @@ async def principal(
 ) -> Principal:
     """Every request is checked: the key must exist, match and not be revoked."""
     if rt.settings.no_auth:
-        return LOCAL_PRINCIPAL
+        return local_principal(request.scope.get("client"))
     auth_header = None if bearer is None else f"{bearer.scheme} {bearer.credentials}"
     if bearer is None and api_key is None:
         auth_header = request.headers.get("authorization")

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConflictError, CtxbaseError, NotFoundError, StorageError, ValidationError
+from ..errors import (
+    ConflictError,
+    CtxbaseError,
+    EmbedderUnavailableError,
+    NotFoundError,
+    StorageError,
+    ValidationError,
+)
 
 __all__ = [
     "STATUS_BY_CODE",
@@ -75,6 +82,7 @@ STATUS_BY_CODE: dict[str, int] = {
     RateLimitedError.code: 429,
     RequestTooLargeError.code: 413,
     StorageError.code: 503,
+    EmbedderUnavailableError.code: 503,
     "method_not_allowed": 405,
     "internal": 500,
 }
@@ -120,6 +128,7 @@ def exception_from_body(status: int, body: Any) -> CtxbaseError:
     simple: dict[str, type[CtxbaseError]] = {
         ConflictError.code: ConflictError,
         StorageError.code: StorageError,
+        EmbedderUnavailableError.code: EmbedderUnavailableError,
         AuthenticationError.code: AuthenticationError,
         PermissionDeniedError.code: PermissionDeniedError,
     }

@@ -83,6 +83,8 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
         ],
         timings_ms=response.timings_ms,
         tampered=response.tampered,
+        pending_vectors=response.pending_vectors,
+        embedder_error=response.embedder_error,
     )
 
 

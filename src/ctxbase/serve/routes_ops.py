@@ -53,9 +53,15 @@ def capture_stats(rt: Rt, who: Caller) -> CaptureStatsOut:
     return CaptureStatsOut(**asdict(rt.cb.capture_stats()))
 
 
-@router.post("/v1/embeddings/wait", response_model=IdleOut, tags=["search"])
+@router.post(
+    "/v1/embeddings/wait",
+    response_model=IdleOut,
+    tags=["search"],
+    responses={503: {"description": "the embedder fails (embedder_unavailable, with why)"}},
+)
 def wait_for_embeddings(
     rt: Rt, who: Caller, timeout: Annotated[float, Query(ge=0, le=60)] = 10.0
 ) -> IdleOut:
-    """Block until every stored item has a vector (or the timeout passes)."""
+    """Block until every stored item has a vector (or the timeout passes); a failing
+    embedder is a 503 with its error, not a wait for vectors that never come."""
     return IdleOut(idle=rt.cb.wait_for_embeddings(timeout))

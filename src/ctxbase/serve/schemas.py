@@ -320,6 +320,12 @@ class SearchOut(_Out):
     results: list[SearchHitOut]
     timings_ms: dict[str, float]
     tampered: list[str] = Field(default_factory=list)
+    pending_vectors: int = Field(
+        default=0, description="items with no vector yet (found by keyword and graph only)"
+    )
+    embedder_error: str | None = Field(
+        default=None, description="why the semantic part was left out (the embedder failed)"
+    )
 
 
 # -- assembly --------------------------------------------------------------------------------

@@ -447,6 +447,8 @@ class Calls:
                 results=[_candidate(c) for c in r["results"]],
                 timings_ms=dict(r["timings_ms"]),
                 tampered=list(r.get("tampered", ())),
+                pending_vectors=int(r.get("pending_vectors", 0)),
+                embedder_error=r.get("embedder_error"),
             ),
             body=body,
         )

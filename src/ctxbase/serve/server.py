@@ -11,28 +11,13 @@ import time
 from types import TracebackType
 from typing import Any
 
-from ..errors import ValidationError
 from ._deps import require
 from .logs import LOGGER_NAME, configure_logging
-from .settings import ENV_SETTINGS, LOOPBACK_HOST, ServerSettings
+from .settings import ENV_SETTINGS, LOOPBACK_HOST, ServerSettings, check_settings
 
 __all__ = ["BackgroundServer", "check_settings", "free_port", "run_server"]
 
 log = logging.getLogger(LOGGER_NAME)
-
-
-def check_settings(settings: ServerSettings) -> ServerSettings:
-    """Refuse --no-auth anywhere but the loopback address."""
-    if settings.no_auth and settings.host not in (LOOPBACK_HOST, "localhost"):
-        raise ValidationError(
-            "host",
-            f"--no-auth serves every project without a key, so it binds to {LOOPBACK_HOST} "
-            f"only (got {settings.host!r}); drop --no-auth and use API keys to serve "
-            "another address",
-        )
-    if settings.no_auth and settings.host == "localhost":
-        return settings.model_copy(update={"host": LOOPBACK_HOST})
-    return settings
 
 
 def run_server(

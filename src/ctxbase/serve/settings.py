@@ -6,7 +6,9 @@ import os
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ENV_SETTINGS", "LOOPBACK_HOST", "ServerSettings"]
+from ..errors import ValidationError
+
+__all__ = ["ENV_SETTINGS", "LOOPBACK_HOST", "ServerSettings", "check_settings"]
 
 ENV_SETTINGS = "CTXBASE_SERVE_SETTINGS"
 LOOPBACK_HOST = "127.0.0.1"
@@ -37,3 +39,17 @@ class ServerSettings(BaseModel):
     soft_delete_purge_interval_s: float = Field(default=3600.0, gt=0)
     log_level: str = "info"
     policies: str | None = None  # policy YAML path for the assembler
+
+
+def check_settings(settings: ServerSettings) -> ServerSettings:
+    """Refuse --no-auth anywhere but the loopback address."""
+    if settings.no_auth and settings.host not in (LOOPBACK_HOST, "localhost"):
+        raise ValidationError(
+            "host",
+            f"--no-auth serves every project without a key, so it binds to {LOOPBACK_HOST} "
+            f"only (got {settings.host!r}); drop --no-auth and use API keys to serve "
+            "another address",
+        )
+    if settings.no_auth and settings.host == "localhost":
+        return settings.model_copy(update={"host": LOOPBACK_HOST})
+    return settings

@@ -334,6 +334,10 @@ class Store(ABC):
     ) -> list[tuple[str, str, str]]:
         """(project_id, item_id, text) of active items with no vector for `model`."""
 
+    def count_pending_embeddings(self, model: str, limit: int, project_id: str) -> int:
+        """How many active items of the project have no vector for `model` (up to `limit`)."""
+        return len(self.pending_embeddings(model, limit, project_id))
+
     @abstractmethod
     def put_vectors(
         self, model: str, rows: Sequence[tuple[str, str, npt.NDArray[np.float32]]]

@@ -5,6 +5,7 @@ psycopg, psycopg_pool and pgvector are optional dependencies, imported here only
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -14,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import StorageError
+from ..errors import StorageError, ValidationError
 from ..validation import loads_tolerant
 from . import pg_sql as q
 from .base import ForgetReport
@@ -26,6 +27,7 @@ from .shared import SharedReads
 try:
     import psycopg
     from pgvector.psycopg import register_vector
+    from psycopg.conninfo import conninfo_to_dict
     from psycopg.rows import TupleRow
     from psycopg.types.json import Jsonb, set_json_loads
     from psycopg_pool import ConnectionPool
@@ -59,6 +61,16 @@ def text(value: str | None) -> str | None:
     return q.clean_text(value)
 
 
+def _check_url(url: str) -> None:
+    """A URL that does not parse is bad input (exit 2, 422), not an unreachable server."""
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        # psycopg quotes the whole URL, password included: keep only the reason
+        reason = re.sub(r'\s+in URI: ".*"\s*$', "", " ".join(str(exc).split()), flags=re.S)
+        raise ValidationError("db", f"malformed PostgreSQL URL: {reason}") from exc
+
+
 class PgBase(SharedReads):
     """The pool, the transaction helper, statement observation and the project locks."""
 
@@ -80,6 +92,7 @@ class PgBase(SharedReads):
         # project -> (gen, n, mean indexed terms, mean own terms)
         self._stats: dict[str, tuple[int, int, float, float]] = {}
         self._closed = False
+        _check_url(url)
         try:
             with psycopg.connect(url, autocommit=False) as conn:
                 self._migrate(conn)

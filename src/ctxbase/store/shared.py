@@ -203,23 +203,34 @@ class SharedReads:
         row = self._one("SELECT count(*) FROM items WHERE project_id=? AND active=1", (project_id,))
         return int(row[0]) if row else 0
 
-    def pending_embeddings(
-        self, model: str, limit: int, project_id: str | None = None
-    ) -> list[tuple[str, str, str]]:
+    def _pending_sql(
+        self, columns: str, model: str, project_id: str | None
+    ) -> tuple[str, list[Any]]:
         # Three index ranges (no vector yet, another model below or above this one) rather
         # than "<> ?": the worker's poll then reads the pending rows, not every item.
         scope = " AND project_id=?" if project_id is not None else ""
         arms = [
-            f"SELECT project_id, item_id, text FROM items WHERE active=1{scope} AND {cond}"
+            f"SELECT {columns} FROM items WHERE active=1{scope} AND {cond}"
             for cond in ("embedded_model IS NULL", "embedded_model < ?", "embedded_model > ?")
         ]
         sql = " UNION ALL ".join(arms)
         scoped: list[Any] = [project_id] if project_id is not None else []
-        args = [*scoped, *scoped, model, *scoped, model]
+        return sql, [*scoped, *scoped, model, *scoped, model]
+
+    def pending_embeddings(
+        self, model: str, limit: int, project_id: str | None = None
+    ) -> list[tuple[str, str, str]]:
+        sql, args = self._pending_sql("project_id, item_id, text", model, project_id)
         if project_id is None:
             sql = self._dialect.cross_project + sql  # the embedding worker serves every project
         found = self._all(sql + " LIMIT ?", (*args, int(limit)))
         return [(r[0], r[1], r[2]) for r in found]
+
+    def count_pending_embeddings(self, model: str, limit: int, project_id: str) -> int:
+        # Counts ids only: searches report this, and must not read the texts to do it.
+        sql, args = self._pending_sql("item_id", model, project_id)
+        row = self._one(f"SELECT count(*) FROM ({sql} LIMIT ?) pending", (*args, int(limit)))
+        return int(row[0]) if row else 0
 
     def index_generation(self, project_id: str) -> int:
         row = self._one("SELECT generation FROM projects WHERE project_id=?", (project_id,))

@@ -193,11 +193,11 @@ class SQLiteBase(SharedReads):
                 isolation_level=None,
                 check_same_thread=False,
             )
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")  # fails first on a non-database
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
-        conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-        if self.path != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
         # NORMAL in WAL mode survives a process kill (only an OS crash may lose the last
         # commits); FULL makes even that durable at a small cost per commit.
         conn.execute("PRAGMA synchronous = FULL")

@@ -27,7 +27,14 @@ FloatVector = npt.NDArray[np.float32]
 
 
 class EmbeddingError(RuntimeError):
-    """An embedding backend failed or returned something unusable."""
+    """An embedding backend failed or returned something unusable.
+
+    `permanent`: trying again cannot help (the endpoint rejected the key, the model or the
+    request), so callers stop retrying and report it."""
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
 
 
 @runtime_checkable

@@ -41,6 +41,9 @@ class OpenAICompatConfig(BaseModel):
     api_key: SecretStr | None = None
     batch_size: int = Field(default=64, ge=1, le=2048)
     timeout_seconds: float = Field(default=30.0, gt=0)
+    # Whole budget of one query embedding, retries included: a search is waiting on it
+    # (documents are embedded in the background and use timeout_seconds per attempt).
+    query_timeout_seconds: float = Field(default=10.0, gt=0)
     max_retries: int = Field(default=3, ge=0)
     backoff_seconds: float = Field(default=0.5, ge=0)
     # Expected vector length; None means learn it from the first response.
@@ -107,18 +110,27 @@ class OpenAICompatEmbedder:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _post_with_retries(self, payload: dict[str, Any]) -> Any:
+    def _post_with_retries(self, payload: dict[str, Any], budget: float | None = None) -> Any:
+        """POST with retries; with a `budget` (seconds), every attempt and pause fits in it."""
         client = self._http()  # raises the install hint if httpx is missing
         import httpx
 
         attempts = self._config.max_retries + 1
+        deadline = None if budget is None else time.monotonic() + budget
         last_problem = "no attempt made"
+        made = 0
         for attempt in range(attempts):
             delay = self._config.backoff_seconds * (2**attempt)
+            timeout = self._config.timeout_seconds
+            if deadline is not None:
+                timeout = min(timeout, deadline - time.monotonic())
+                if timeout <= 0:
+                    break
+            made += 1
             try:
-                response = client.post("embeddings", json=payload)
+                response = client.post("embeddings", json=payload, timeout=timeout)
             except httpx.TransportError as exc:  # connection refused, reset, timeout
-                last_problem = f"{type(exc).__name__}: {exc}"
+                last_problem = f"{type(exc).__name__}: {exc or 'no answer'}"
             else:
                 if response.status_code == 200:
                     try:
@@ -130,19 +142,26 @@ class OpenAICompatEmbedder:
                 body = response.text[:300]
                 last_problem = f"HTTP {response.status_code}: {body}"
                 if response.status_code not in _RETRYABLE_STATUS:
-                    raise EmbeddingError(f"embedding request rejected ({last_problem})")
+                    raise EmbeddingError(
+                        f"embedding request rejected ({last_problem})", permanent=True
+                    )
                 delay = max(delay, _retry_after_seconds(response.headers.get("Retry-After")))
             if attempt + 1 < attempts:
-                time.sleep(min(delay, _MAX_RETRY_AFTER_SECONDS))
+                pause = min(delay, _MAX_RETRY_AFTER_SECONDS)
+                if deadline is not None and time.monotonic() + pause >= deadline:
+                    break  # no time left for another attempt
+                time.sleep(pause)
+        within = "" if budget is None else f" within {budget:g} s"
         raise EmbeddingError(
-            f"embedding request failed after {attempts} attempt(s) ({last_problem})"
+            f"embedding request to {self._config.base_url} failed after {made} "
+            f"attempt(s){within} ({last_problem})"
         )
 
-    def _request(self, texts: list[str]) -> FloatMatrix:
+    def _request(self, texts: list[str], budget: float | None = None) -> FloatMatrix:
         payload: dict[str, Any] = {"model": self._config.model, "input": texts}
         if self._config.request_dimensions and self._config.dim is not None:
             payload["dimensions"] = self._config.dim
-        body = self._post_with_retries(payload)
+        body = self._post_with_retries(payload, budget)
         vectors = _parse_embeddings(body, expected_count=len(texts))
         expected_dim = self._dim
         if expected_dim is not None and vectors.shape[1] != expected_dim:
@@ -152,12 +171,14 @@ class OpenAICompatEmbedder:
             )
         return l2_normalise_rows(vectors)
 
-    def _embed(self, texts: Sequence[str], prefix: str) -> FloatMatrix:
+    def _embed(self, texts: Sequence[str], prefix: str, budget: float | None = None) -> FloatMatrix:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         prefixed = [prefix + text for text in texts]
         size = self._config.batch_size
-        parts = [self._request(prefixed[i : i + size]) for i in range(0, len(prefixed), size)]
+        parts = [
+            self._request(prefixed[i : i + size], budget) for i in range(0, len(prefixed), size)
+        ]
         matrix = np.concatenate(parts)
         if self._dim is None:
             self._dim = int(matrix.shape[1])
@@ -167,7 +188,8 @@ class OpenAICompatEmbedder:
         return self._embed(texts, self._config.document_prefix)
 
     def embed_query(self, text: str) -> FloatVector:
-        return first_row(self._embed([text], self._config.query_prefix))
+        budget = self._config.query_timeout_seconds
+        return first_row(self._embed([text], self._config.query_prefix, budget))
 
     def embed_queries(self, texts: Sequence[str]) -> FloatMatrix:
         return self._embed(texts, self._config.query_prefix)

