@@ -1,0 +1,98 @@
+"""The MCP endpoint of `ctxbase serve` (streamable HTTP), driven by the official MCP client
+against a real server: the same API keys as the REST API decide the project and the role."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import httpx
+import httpx2  # the MCP client's HTTP library
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from conftest import Live
+
+
+def mcp_call(url: str, key: str | None, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """Connect, initialize and run `calls` (tool name, arguments) in order."""
+
+    async def run() -> list[Any]:
+        headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            out: list[Any] = [await session.list_tools()]
+            for name, args in calls:
+                out.append(await session.call_tool(name, args))
+            return out
+
+    return anyio.run(run)
+
+
+def endpoint(live: Live, pid: str) -> str:
+    return f"{live.url}/v1/projects/{pid}/mcp"
+
+
+def payload(result: Any) -> Any:
+    return json.loads(result.content[0].text)
+
+
+def test_tools_run_in_the_keys_project(live: Live, pid: str, other_pid: str) -> None:
+    key = live.key(pid, role="write")
+    tools, stored, found, bad = mcp_call(
+        endpoint(live, pid),
+        key,
+        ("remember", {"text": "the orders query needs a Redis cache", "session_id": "s1"}),
+        ("search_memory", {"query": "Redis cache orders"}),
+        ("search_memory", {"query": "x", "top_k": 0}),
+    )
+    assert {t.name for t in tools.tools} >= {"search_memory", "remember", "get_trace"}
+    assert not stored.is_error
+    event_id = payload(stored)["event_id"]
+    assert [h["id"] for h in payload(found)["results"]][:1] == [event_id]
+    assert bad.is_error and payload(bad)["error"]["field"] == "top_k"
+    with httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {key}"}) as http:
+        event = http.get(f"/v1/projects/{pid}/events/{event_id}").json()
+    assert event["project_id"] == pid
+    assert event["agent_id"] == "test"  # the key's name, not anything the model said
+    # Another project's endpoint knows nothing of it, and this key cannot reach it.
+    other = live.key(other_pid, role="write")
+    _, found_elsewhere = mcp_call(
+        endpoint(live, other_pid), other, ("search_memory", {"query": "Redis cache orders"})
+    )
+    assert payload(found_elsewhere)["results"] == []
+
+
+def test_the_key_decides_access(live: Live, pid: str, other_pid: str) -> None:
+    post = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=live.url, timeout=30, headers=headers) as http:
+        assert http.post(f"/v1/projects/{pid}/mcp", json=post).status_code == 401
+        wrong = live.key(other_pid)
+        refused = http.post(
+            f"/v1/projects/{pid}/mcp", json=post, headers={"Authorization": f"Bearer {wrong}"}
+        )
+        assert refused.status_code == 404  # as if the project did not exist
+    reader = live.key(pid, role="read")
+    _, denied, listed = mcp_call(
+        endpoint(live, pid),
+        reader,
+        ("remember", {"text": "a read key cannot write"}),
+        ("list_sessions", {}),
+    )
+    assert denied.is_error and payload(denied)["error"]["code"] == "forbidden"
+    assert not listed.is_error and payload(listed)["sessions"] == []
+    writer = live.key(pid, role="write")
+    _, stored, hard = mcp_call(
+        endpoint(live, pid),
+        writer,
+        ("remember", {"text": "to be forgotten", "session_id": "gone"}),
+        ("forget", {"session_id": "gone", "hard": True}),
+    )
+    assert not stored.is_error
+    assert hard.is_error and "admin" in payload(hard)["error"]["message"]
