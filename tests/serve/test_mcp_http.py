@@ -96,3 +96,26 @@ def test_the_key_decides_access(live: Live, pid: str, other_pid: str) -> None:
     )
     assert not stored.is_error
     assert hard.is_error and "admin" in payload(hard)["error"]["message"]
+
+
+def test_tools_over_the_remote_client(live: Live, pid: str) -> None:
+    """The same tools on `ctxbase.connect`: a process without the database can host them."""
+    import ctxbase
+    from ctxbase.integrations.tools import ToolScope, run_tool
+
+    client = ctxbase.connect(live.url, api_key=live.key(pid, role="write"), project=pid)
+    try:
+        scope = ToolScope(client, agent_id="remote", role="write")
+        stored = run_tool(scope, "remember", {"text": "deploy on Fridays is banned"})
+        fact = run_tool(
+            scope,
+            "remember",
+            {"text": "at least three", "fact_key": "replicas", "fact_scope": "project"},
+        )
+        assert fact["version"] == 1
+        hits = run_tool(scope, "search_memory", {"query": "deploy Fridays", "mode": "keyword"})
+        assert hits["results"][0]["id"] == stored["event_id"]
+        ctx = run_tool(scope, "assemble_context", {"intent": "how many replicas"})
+        assert "at least three" in json.dumps(ctx["messages"])  # the fact, in the context
+    finally:
+        client.close()
