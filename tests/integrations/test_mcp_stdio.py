@@ -158,3 +158,11 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
         stored = cb.last_events("s1", 10, project="shop")
         assert {e.agent_id for e in stored} == {"coder"}
         assert cb.list_sessions(project="default") == []
+
+
+def test_cli_refuses_a_bad_agent_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from ctxbase.cli import main
+
+    code = main(["--db", str(tmp_path / "x.db"), "--embedder", "none", "mcp", "--agent", "a b"])
+    assert code == 2
+    assert "agent" in capsys.readouterr().err

@@ -4,6 +4,7 @@ against a real server: the same API keys as the REST API decide the project and 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,7 +13,7 @@ import httpx2  # the MCP client's HTTP library
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import Live
+from conftest import Live, start
 
 
 def mcp_call(url: str, key: str | None, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
@@ -119,3 +120,19 @@ def test_tools_over_the_remote_client(live: Live, pid: str) -> None:
         assert "at least three" in json.dumps(ctx["messages"])  # the fact, in the context
     finally:
         client.close()
+
+
+def test_no_auth_server_serves_mcp_locally(tmp_path: Path, pid: str) -> None:
+    server = start(tmp_path, no_auth=True)
+    try:
+        _, stored = mcp_call(
+            f"{server.url}/v1/projects/{pid}/mcp", None, ("remember", {"text": "local note"})
+        )
+        assert not stored.is_error
+        with httpx.Client(base_url=server.url) as http:
+            event = http.get(f"/v1/projects/{pid}/events/{payload(stored)['event_id']}").json()
+        assert event["agent_id"] == "mcp" and event["project_id"] == pid
+        bad = httpx.post(f"{server.url}/v1/projects/bad%20id/mcp", json={}, timeout=30)
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "project_id"
+    finally:
+        server.stop()
