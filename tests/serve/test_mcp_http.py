@@ -136,3 +136,23 @@ def test_no_auth_server_serves_mcp_locally(tmp_path: Path, pid: str) -> None:
         assert bad.status_code == 422 and bad.json()["error"]["field"] == "project_id"
     finally:
         server.stop()
+
+
+def test_rate_limit_applies_to_mcp(tmp_path: Path, pid: str) -> None:
+    server = start(tmp_path, rate_limit_per_s=0.01, rate_limit_burst=1)
+    try:
+        key = Live(server.url, server.settings.db, server).key(pid)
+        post = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}}
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {key}",
+        }
+        with httpx.Client(base_url=server.url, headers=headers, timeout=30) as http:
+            first = http.post(f"/v1/projects/{pid}/mcp", json=post)
+            second = http.post(f"/v1/projects/{pid}/mcp", json=post)
+            metrics = http.get("/metrics").text
+        assert first.status_code == 200
+        assert second.status_code == 429 and int(second.headers["retry-after"]) >= 1
+        assert "/v1/projects/{project_id}/mcp" in metrics
+    finally:
+        server.stop()

@@ -215,13 +215,17 @@ class McpHttpEndpoint:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         from starlette.responses import JSONResponse
 
-        from ..serve.errors import error_body
+        from ..serve.errors import RateLimitedError, error_body
 
+        scope.setdefault("state", {})["route_path"] = MCP_PATH  # the metrics label
         try:
             tool_scope = await self._authorize(scope)
         except CtxbaseError as exc:
             status, body = error_body(exc)
-            await JSONResponse(body, status_code=status)(scope, receive, send)
+            headers = {}
+            if isinstance(exc, RateLimitedError):
+                headers["Retry-After"] = str(max(1, round(exc.retry_after)))
+            await JSONResponse(body, status_code=status, headers=headers)(scope, receive, send)
             return
         scope.setdefault("state", {})[_STATE_KEY] = tool_scope
         await self.manager.handle_request(scope, receive, send)
