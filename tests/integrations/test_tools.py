@@ -75,3 +75,16 @@ def test_roles_limit_what_a_call_may_do(cb: ContextBase) -> None:
     denied = call(writer, "forget", {"event_ids": [event_id], "hard": True})["error"]
     assert denied["code"] == "forbidden"
     assert call(writer, "forget", {"event_ids": [event_id]})["hidden"] == 1
+
+
+def test_scope_is_checked_when_built(cb: ContextBase) -> None:
+    import pytest
+
+    from ctxbase import ValidationError
+
+    for bad, field in (({"role": "root"}, "role"), ({"agent_id": "a b"}, "agent_id")):
+        with pytest.raises(ValidationError) as err:
+            ToolScope(cb, **bad)  # type: ignore[arg-type]
+        assert err.value.field == field
+    with pytest.raises(ValidationError):
+        ToolScope(cb, project="x y")

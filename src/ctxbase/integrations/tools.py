@@ -25,6 +25,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError, ValidationError
+from ..model import check_id
+from ..serve.keys import ROLES, role_allows
 
 if TYPE_CHECKING:
     from ..serve.sdk import Client
@@ -47,7 +49,6 @@ __all__ = [
 
 log = logging.getLogger("ctxbase.tools")
 
-ROLES = ("read", "write", "admin")  # the API-key roles, weakest first
 MAX_TEXT_CHARS = 4000  # per hit: enough to act on, small enough for a tool answer
 
 
@@ -64,12 +65,19 @@ class ToolScope:
     # Called with the project before and after a write (the server drops cached assemblies).
     on_write: Callable[[str], None] | None = None
 
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValidationError("role", f"must be one of {', '.join(ROLES)} (got {self.role!r})")
+        check_id("agent_id", self.agent_id)
+        if self.project is not None:
+            check_id("project", self.project)
+
     @property
     def project_id(self) -> str:
         return self.project or self.cb.project
 
     def allows(self, needed: str) -> bool:
-        return ROLES.index(self.role) >= ROLES.index(needed)
+        return role_allows(self.role, needed)
 
 
 class _Args(BaseModel):
