@@ -148,3 +148,14 @@ def test_ttl_expires_and_reading_refreshes(cb: ContextBase) -> None:
             store.put(("t",), "x", {"v": 1}, ttl=1.0)
         finally:
             CtxbaseStore.supports_ttl = True
+
+
+def test_query_ranks_within_a_namespace_crowded_by_others(cb: ContextBase) -> None:
+    store = CtxbaseStore(cb)
+    for i in range(12):
+        store.put(("noise",), f"n{i}", {"text": "Redis cache orders"})  # better matches
+    store.put(("mine",), "a", {"text": "the orders service sits behind a Redis cache layer"})
+    store.put(("mine",), "b", {"text": "unrelated budget"})
+    hits = store.search(("mine",), query="Redis cache orders", limit=2)
+    assert [h.key for h in hits] == ["a", "b"]
+    assert hits[0].score is not None  # ranked by the query, not appended

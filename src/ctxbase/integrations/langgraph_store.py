@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["ITEM_TYPE", "CtxbaseStore"]
 
 ITEM_TYPE = "langgraph_item"
+MAX_RANKED = 1000  # search's own cap; further matches follow unranked, newest first
 
 
 def _when(ts: float) -> datetime:
@@ -261,9 +262,10 @@ class CtxbaseStore(BaseStore):
 
     def _search(self, op: SearchOp, now: float) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
+        everything = self._all()
         candidates = {
             s.entity_id: s
-            for s in self._all()
+            for s in everything
             if s.namespace[: len(prefix)] == prefix
             and not s.expired(now)
             and all(_matches(s.value.get(k), v) for k, v in (op.filter or {}).items())
@@ -275,7 +277,8 @@ class CtxbaseStore(BaseStore):
                 project=self.project,
                 preset=self.search_preset,
                 filters=ItemFilter(types=(ITEM_TYPE,)),
-                top_k=max(len(candidates), 1),
+                # Other namespaces' items compete in the ranking: ask for all of them.
+                top_k=min(MAX_RANKED, len(everything)),
             )
             for c in response.results:
                 found = candidates.pop(c.item.owner_id, None)
