@@ -41,3 +41,15 @@ def test_service_runs_without_the_mcp_endpoint(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setitem(sys.modules, "ctxbase.integrations.mcp_server", None)
     without = {getattr(r, "path", None) for r in create_app().routes}
     assert "/v1/projects/{project_id}/mcp" not in without
+
+
+def test_mcp_command_without_mcp_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ctxbase.cli import main
+
+    monkeypatch.delitem(sys.modules, "ctxbase.integrations.mcp_server", raising=False)
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    assert main(["--embedder", "none", "mcp"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "pip install 'ctxbase[mcp]'" in err

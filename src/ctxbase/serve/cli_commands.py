@@ -48,9 +48,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
-    from ..integrations.mcp_server import run_stdio
     from ..integrations.tools import ToolScope
     from ..model import check_id
+
+    try:
+        from ..integrations.mcp_server import run_stdio
+    except ImportError as exc:  # one line naming the extra, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
 
     project = getattr(args, "project", None) or "default"
     check_id("agent", args.agent)
