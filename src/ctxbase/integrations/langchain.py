@@ -1,0 +1,173 @@
+"""LangChain over ctxbase: a retriever and a chat message history.
+
+    from ctxbase.integrations.langchain import CtxbaseChatHistory, CtxbaseRetriever
+    retriever = CtxbaseRetriever(cb=cb, k=5)                      # search hits as Documents
+    context = CtxbaseRetriever(cb=cb, mode="assemble", agent_role="coder")  # assembled context
+    history = CtxbaseChatHistory(cb, session_id="s1", agent_id="coder")
+
+The retriever runs the `search_memory` tool of integrations/tools.py (same hits, same
+fields) or an assembly; the history records each message as a ctxbase event of the
+session, linked to the message before it, so other agents find the conversation.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from . import require
+
+require("langchain_core", "langchain")
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.messages import (  # noqa: E402
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+from pydantic import ConfigDict, Field  # noqa: E402
+
+with warnings.catch_warnings():  # deprecated in langchain-core 1.6.4, still what chains take
+    warnings.simplefilter("ignore")
+    from langchain_core.chat_history import BaseChatMessageHistory
+
+from .tools import ToolScope, run_tool  # noqa: E402
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+    from ..serve.sdk import Client
+
+__all__ = ["CtxbaseChatHistory", "CtxbaseRetriever"]
+
+# A message's LangChain form rides in the event's data, so it comes back exactly.
+_LC_KEY = "langchain_message"
+_EVENT_TYPE = {"human": "user_message", "ai": "assistant_message", "system": "system"}
+_EVENT_TYPE["tool"] = "tool_result"
+_FROM_TYPE = {"user_message": HumanMessage, "assistant_message": AIMessage}
+_FROM_TYPE["system"] = SystemMessage
+HISTORY_LIMIT = 10_000  # events read back per session
+
+
+class CtxbaseRetriever(BaseRetriever):
+    """Documents from ctxbase: search hits (`mode="search"`, best first) or the items of an
+    assembled context (`mode="assemble"`: documents, code and events the policy chose)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    cb: Any = Field(description="a ContextBase (ctxbase.open) or Client (ctxbase.connect)")
+    project: str | None = None
+    k: int = Field(default=4, ge=1, le=50)
+    mode: Literal["search", "assemble"] = "search"
+    search_mode: Literal["keyword", "semantic", "hybrid", "hybrid_graph"] = "hybrid"
+    session_id: str | None = None
+    agent_role: str = "executor"
+    max_tokens: int | None = None
+
+    def _scope(self) -> ToolScope:
+        return ToolScope(self.cb, project=self.project, role="read")
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
+    ) -> list[Document]:
+        k = int(kwargs.get("k", self.k))
+        if self.mode == "assemble":
+            return self._assembled(query, k)
+        args: dict[str, Any] = {"query": query, "top_k": k, "mode": self.search_mode}
+        if self.session_id:
+            args["session_id"] = self.session_id
+        hits = run_tool(self._scope(), "search_memory", args)["results"]
+        return [
+            Document(
+                page_content=h["text"],
+                id=h["id"],
+                metadata={key: value for key, value in h.items() if key != "text"},
+            )
+            for h in hits[:k]
+        ]
+
+    def _assembled(self, query: str, k: int) -> list[Document]:
+        args: dict[str, Any] = {"intent": query, "agent_role": self.agent_role}
+        if self.session_id:
+            args["session_id"] = self.session_id
+        if self.max_tokens:
+            args["max_tokens"] = self.max_tokens
+        ctx = run_tool(self._scope(), "assemble_context", args)
+        items = [
+            (source, item)
+            for source in ("documents", "code_snippets", "events")
+            for item in ctx.get(source, ())
+        ]
+        items.sort(key=lambda pair: -float(pair[1].get("score") or 0.0))
+        return [
+            Document(
+                page_content=str(item.get("content") or ""),
+                id=str(item.get("id")),
+                metadata={
+                    "source": source,
+                    "context_id": ctx["context_id"],
+                    **{key: v for key, v in item.items() if key != "content"},
+                },
+            )
+            for source, item in items[:k]
+        ]
+
+
+class CtxbaseChatHistory(BaseChatMessageHistory):
+    """A session's conversation, stored as ctxbase events (each message follows the one
+    before it); messages recorded by other agents of the session are read back too."""
+
+    def __init__(
+        self,
+        cb: ContextBase | Client,
+        session_id: str,
+        *,
+        project: str | None = None,
+        agent_id: str = "assistant",
+        user_id: str = "user",
+        agent_role: str | None = None,
+    ) -> None:
+        self.cb = cb
+        self.session_id = session_id
+        self.project = project or cb.project
+        self.agent_id = agent_id
+        self.user_id = user_id
+        self.agent_role = agent_role
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        events = self.cb.last_events(self.session_id, HISTORY_LIMIT, project=self.project)
+        out: list[BaseMessage] = []
+        for e in events:
+            if isinstance(e.data, dict) and _LC_KEY in e.data:
+                out.extend(messages_from_dict([e.data[_LC_KEY]]))
+            elif e.type in _FROM_TYPE and e.text:
+                out.append(_FROM_TYPE[e.type](content=e.text))
+        return out
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        last = self.cb.last_events(self.session_id, 1, project=self.project)
+        parent = last[-1].id if last else None
+        for m in messages:
+            event = self.cb.record(
+                _EVENT_TYPE.get(m.type, "assistant_message"),
+                session_id=self.session_id,
+                text=m.text or None,
+                data={_LC_KEY: message_to_dict(m)},
+                project=self.project,
+                agent_id=self.user_id if isinstance(m, HumanMessage) else self.agent_id,
+                agent_role=None if isinstance(m, HumanMessage) else self.agent_role,
+                parent_event_ids=[parent] if parent else [],
+                metadata={"tool_call_id": m.tool_call_id} if isinstance(m, ToolMessage) else None,
+            )
+            parent = event.id
+
+    def clear(self) -> None:
+        """Forget the session's events for good (hard forget)."""
+        self.cb.forget(session_id=self.session_id, project=self.project)

@@ -1,0 +1,348 @@
+"""A LangGraph `BaseStore` over ctxbase: long-term memory for LangGraph agents that other
+agents (and `ctxbase search`) can see.
+
+    from ctxbase.integrations.langgraph_store import CtxbaseStore
+    store = CtxbaseStore(ctxbase.open("memory.db", project="shop"))
+    agent = create_react_agent(model, tools, store=store)
+
+Each item is one ctxbase entity (type `langgraph_item`, one per namespace and key) whose
+text is the item's indexed fields, so `search(query=...)` runs ctxbase's hybrid search
+(keywords with Chinese segmentation, embeddings, graph) and the items show up in assembled
+contexts. Filters, namespace listing and TTL follow LangGraph's `InMemoryStore`; without a
+query, results are most recently updated first (as LangGraph's PostgresStore). Listing and
+filtering read every item of the project's store, which suits agent memories (thousands),
+not bulk data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from . import require
+
+require("langgraph.store.base", "langgraph")
+
+from langgraph.store.base import (  # noqa: E402  # after the install hint
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    get_text_at_path,
+    tokenize_path,
+)
+
+from ..errors import NotFoundError  # noqa: E402
+from ..model import Entity, make_entity_id  # noqa: E402
+from ..store.base import ItemFilter  # noqa: E402
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+    from ..serve.sdk import Client
+
+__all__ = ["ITEM_TYPE", "CtxbaseStore"]
+
+ITEM_TYPE = "langgraph_item"
+MAX_RANKED = 1000  # search's own cap; further matches follow unranked, newest first
+
+
+def _when(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=UTC)
+
+
+class _Stored:
+    """One item as kept in an entity's properties."""
+
+    __slots__ = ("created_at", "entity", "expires_at", "key", "namespace", "ttl", "updated_at")
+
+    def __init__(self, entity: Entity) -> None:
+        p = entity.properties
+        self.entity = entity
+        self.namespace: tuple[str, ...] = tuple(p["namespace"])
+        self.key: str = p["key"]
+        self.created_at: float = p["created_at"]
+        self.updated_at: float = p["updated_at"]
+        self.ttl: float | None = p.get("ttl")
+        self.expires_at: float | None = p.get("expires_at")
+
+    @property
+    def entity_id(self) -> str:
+        return self.entity.id
+
+    @property
+    def value(self) -> dict[str, Any]:
+        return dict(self.entity.properties["value"])
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+    def item(self, score: float | None = None, *, search: bool = False) -> Item:
+        common: dict[str, Any] = {
+            "namespace": self.namespace,
+            "key": self.key,
+            "value": self.value,
+            "created_at": _when(self.created_at),
+            "updated_at": _when(self.updated_at),
+        }
+        return SearchItem(**common, score=score) if search else Item(**common)
+
+
+def _apply_operator(value: Any, operator: str, expected: Any) -> bool:
+    if operator == "$eq":
+        return bool(value == expected)
+    if operator == "$ne":
+        return bool(value != expected)
+    if value is None:
+        return False
+    if operator == "$gt":
+        return float(value) > float(expected)
+    if operator == "$gte":
+        return float(value) >= float(expected)
+    if operator == "$lt":
+        return float(value) < float(expected)
+    if operator == "$lte":
+        return float(value) <= float(expected)
+    raise ValueError(f"unsupported filter operator {operator!r}")
+
+
+def _matches(value: Any, expected: Any) -> bool:
+    """LangGraph's filter semantics: equality, nested objects, $eq/$ne/$gt/$gte/$lt/$lte."""
+    if isinstance(expected, dict):
+        if any(str(k).startswith("$") for k in expected):
+            return all(_apply_operator(value, k, v) for k, v in expected.items())
+        return isinstance(value, dict) and all(
+            _matches(value.get(k), v) for k, v in expected.items()
+        )
+    if isinstance(expected, list | tuple):
+        return (
+            isinstance(value, list | tuple)
+            and len(value) == len(expected)
+            and all(_matches(a, b) for a, b in zip(value, expected, strict=True))
+        )
+    return bool(value == expected)
+
+
+def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = condition.path
+    if len(namespace) < len(path):
+        return False
+    pairs = (
+        zip(namespace, path, strict=False)
+        if condition.match_type == "prefix"
+        else zip(reversed(namespace), reversed(path), strict=False)
+    )
+    return all(p == "*" or n == p for n, p in pairs)
+
+
+class CtxbaseStore(BaseStore):
+    """LangGraph's key-value memory store, kept in a ctxbase project."""
+
+    supports_ttl: bool = True
+
+    def __init__(
+        self,
+        cb: ContextBase | Client,
+        *,
+        project: str | None = None,
+        ttl: TTLConfig | None = None,
+        index_fields: Sequence[str] | None = None,
+        search_preset: str = "hybrid",
+    ) -> None:
+        """`index_fields`: the value paths whose text is searched (default: the whole value
+        as JSON); `ttl`: LangGraph's TTLConfig (default_ttl in minutes, refresh_on_read)."""
+        self.cb = cb
+        self.project = project or cb.project
+        self.ttl_config = ttl
+        self.index_fields = list(index_fields) if index_fields is not None else None
+        self.search_preset = search_preset
+        self._lock = threading.Lock()  # a batch's reads and writes are not interleaved
+
+    # -- storage -----------------------------------------------------------------------------
+    @staticmethod
+    def _entity_id(namespace: tuple[str, ...], key: str) -> str:
+        return make_entity_id(ITEM_TYPE, json.dumps([*namespace, key], ensure_ascii=False))
+
+    def _load(self, namespace: tuple[str, ...], key: str) -> _Stored | None:
+        try:
+            entity = self.cb.get_entity(self._entity_id(namespace, key), project=self.project)
+        except NotFoundError:
+            return None
+        return _Stored(entity)
+
+    def _all(self) -> list[_Stored]:
+        entities = self.cb.list_entities(type=ITEM_TYPE, project=self.project)
+        return [_Stored(e) for e in entities]
+
+    def _text(self, value: dict[str, Any], index: Any) -> str:
+        if index is False:
+            return ""
+        fields = list(index) if isinstance(index, list) else self.index_fields
+        if fields is None:
+            return json.dumps(value, ensure_ascii=False)
+        texts: list[str] = []
+        for field in fields:
+            texts.extend(get_text_at_path(value, tokenize_path(field)))
+        return "\n".join(texts)
+
+    def _write(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        *,
+        text: str,
+        created_at: float,
+        ttl: float | None,
+    ) -> None:
+        now = time.time()
+        self.cb.upsert_entity(
+            ITEM_TYPE,
+            json.dumps([*namespace, key], ensure_ascii=False),
+            text,
+            id=self._entity_id(namespace, key),
+            properties={
+                "namespace": list(namespace),
+                "key": key,
+                "value": value,
+                "created_at": created_at,
+                "updated_at": now,
+                "ttl": ttl,
+                "expires_at": None if ttl is None else now + ttl * 60.0,
+            },
+            project=self.project,
+        )
+
+    def _delete(self, entity_ids: list[str]) -> None:
+        if entity_ids:
+            self.cb.forget(entity_ids=entity_ids, project=self.project)
+
+    def _refresh(self, stored: _Stored, refresh: bool) -> None:
+        """Push the expiry of an item with a TTL out again, as reading it counts as use."""
+        if not refresh or stored.ttl is None:
+            return
+        if self.ttl_config is not None and not self.ttl_config.get("refresh_on_read", True):
+            return
+        entity = stored.entity
+        props = {**entity.properties, "expires_at": time.time() + stored.ttl * 60.0}
+        self.cb.upsert_entity(
+            ITEM_TYPE,
+            entity.name,
+            entity.text,
+            id=entity.id,
+            properties=props,
+            project=self.project,
+        )
+
+    def sweep_ttl(self) -> int:
+        """Delete every expired item now; returns how many went."""
+        now = time.time()
+        expired = [s.entity_id for s in self._all() if s.expired(now)]
+        self._delete(expired)
+        return len(expired)
+
+    # -- operations --------------------------------------------------------------------------
+    def _get(self, op: GetOp, now: float) -> Item | None:
+        stored = self._load(op.namespace, op.key)
+        if stored is None or stored.expired(now):
+            return None
+        self._refresh(stored, op.refresh_ttl)
+        return stored.item()
+
+    def _search(self, op: SearchOp, now: float) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        everything = self._all()
+        candidates = {
+            s.entity_id: s
+            for s in everything
+            if s.namespace[: len(prefix)] == prefix
+            and not s.expired(now)
+            and all(_matches(s.value.get(k), v) for k, v in (op.filter or {}).items())
+        }
+        ranked: list[tuple[_Stored, float | None]] = []
+        if op.query and candidates:
+            response = self.cb.search(
+                op.query,
+                project=self.project,
+                preset=self.search_preset,
+                filters=ItemFilter(types=(ITEM_TYPE,)),
+                # Other namespaces' items compete in the ranking: ask for all of them.
+                top_k=min(MAX_RANKED, len(everything)),
+            )
+            for c in response.results:
+                found = candidates.pop(c.item.owner_id, None)
+                if found is not None:
+                    ranked.append((found, c.score))
+        # Unranked (no query, or no match for it): most recently updated first.
+        rest = sorted(candidates.values(), key=lambda s: -s.updated_at)
+        ranked.extend((s, None) for s in rest)
+        page = ranked[op.offset : op.offset + op.limit]
+        for stored, _ in page:
+            self._refresh(stored, op.refresh_ttl)
+        return [s.item(score, search=True) for s, score in page]  # type: ignore[misc]
+
+    def _list_namespaces(self, op: ListNamespacesOp, now: float) -> list[tuple[str, ...]]:
+        namespaces = {s.namespace for s in self._all() if not s.expired(now)}
+        if op.match_conditions:
+            namespaces = {
+                ns
+                for ns in namespaces
+                if all(_namespace_matches(c, ns) for c in op.match_conditions)
+            }
+        if op.max_depth is not None:
+            namespaces = {ns[: op.max_depth] for ns in namespaces}
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+    def _put(self, op: PutOp) -> None:
+        if op.value is None:
+            self._delete([self._entity_id(op.namespace, op.key)])
+            return
+        old = self._load(op.namespace, op.key)
+        ttl = op.ttl
+        if ttl is None and self.ttl_config is not None:
+            ttl = self.ttl_config.get("default_ttl")
+        self._write(
+            op.namespace,
+            op.key,
+            dict(op.value),
+            text=self._text(dict(op.value), op.index),
+            created_at=old.created_at if old is not None else time.time(),
+            ttl=ttl,
+        )
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Reads see the state before the batch's writes; of several puts to one key the
+        last wins (as in LangGraph's InMemoryStore)."""
+        results: list[Result] = []
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        now = time.time()
+        with self._lock:
+            for op in ops:
+                if isinstance(op, GetOp):
+                    results.append(self._get(op, now))
+                elif isinstance(op, SearchOp):
+                    results.append(self._search(op, now))
+                elif isinstance(op, ListNamespacesOp):
+                    results.append(self._list_namespaces(op, now))
+                elif isinstance(op, PutOp):
+                    puts[(tuple(op.namespace), op.key)] = op
+                    results.append(None)
+                else:
+                    raise ValueError(f"unknown store operation: {type(op).__name__}")
+            for put in puts.values():
+                self._put(put)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        return await asyncio.to_thread(self.batch, list(ops))

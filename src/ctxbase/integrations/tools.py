@@ -1,0 +1,442 @@
+"""The agent-callable tools of ctxbase, defined once: names, descriptions, argument models.
+
+The MCP server (integrations/mcp_server.py) and the OpenAI function-calling export
+(`openai_tools`, `handle_tool_call`) both read `TOOLS`, so the two never drift apart.
+
+Who calls is fixed by the `ToolScope` the host builds from its configuration or from the
+API key: the project, the agent id and the role (what the caller may do). No tool takes a
+project argument, so a model's tool call can never reach another project.
+
+    scope = ToolScope(ctxbase.open("memory.db", project="shop"), agent_id="coder")
+    tools = openai_tools()                                   # pass to the chat model
+    reply = handle_tool_call(scope, call.function.name, call.function.arguments)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
+
+from ..contextbase import ContextBase
+from ..errors import CtxbaseError, ValidationError
+from ..model import check_id
+from ..serve.keys import ROLES, role_allows
+
+if TYPE_CHECKING:
+    from ..serve.sdk import Client
+
+__all__ = [
+    "TOOLS",
+    "AssembleContextArgs",
+    "ForgetArgs",
+    "GetTraceArgs",
+    "ListSessionsArgs",
+    "RememberArgs",
+    "SearchMemoryArgs",
+    "ToolScope",
+    "ToolSpec",
+    "handle_tool_call",
+    "openai_tools",
+    "run_tool",
+    "tool_error",
+]
+
+log = logging.getLogger("ctxbase.tools")
+
+MAX_TEXT_CHARS = 4000  # per hit: enough to act on, small enough for a tool answer
+
+
+@dataclass(frozen=True)
+class ToolScope:
+    """Who runs the tools: a context base (embedded or `ctxbase.connect`), the project,
+    the agent id written on what it remembers, and the role it holds (read < write < admin)."""
+
+    cb: ContextBase | Client
+    project: str | None = None  # None: the base's own project
+    agent_id: str = "agent"
+    agent_role: str | None = None
+    role: str = "admin"
+    # Called with the project before and after a write (the server drops cached assemblies).
+    on_write: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValidationError("role", f"must be one of {', '.join(ROLES)} (got {self.role!r})")
+        check_id("agent_id", self.agent_id)
+        if self.project is not None:
+            check_id("project", self.project)
+
+    @property
+    def project_id(self) -> str:
+        return self.project or self.cb.project
+
+    def allows(self, needed: str) -> bool:
+        return role_allows(self.role, needed)
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+
+class SearchMemoryArgs(_Args):
+    """Search the shared memory (past messages, tool calls and results, documents, code,
+    SQL, facts) by keywords and meaning. Use it before answering anything that may have
+    been said, decided or done earlier ("the SQL from last time", "what did the tester
+    find"). Returns the best hits, best first, each with its id, type, text and score."""
+
+    query: str = Field(
+        min_length=1, max_length=2000, description="What to look for, in natural language."
+    )
+    top_k: int = Field(default=8, ge=1, le=50, description="How many hits to return.")
+    session_id: str | None = Field(
+        default=None, max_length=200, description="Only this session's memory."
+    )
+    types: list[str] | None = Field(
+        default=None,
+        max_length=20,
+        description="Only these event or entity types, e.g. user_message, tool_result, "
+        "python_function, sql_table, document_section.",
+    )
+    mode: Literal["keyword", "semantic", "hybrid", "hybrid_graph"] = Field(
+        default="hybrid",
+        description="keyword (exact words), semantic (meaning), hybrid (both), "
+        "hybrid_graph (both plus linked items: causes, references, neighbouring turns).",
+    )
+
+
+class AssembleContextArgs(_Args):
+    """Build the full working context for the next step: recent conversation, relevant
+    memory, code and documents, current facts, all within a token budget. Use it at the
+    start of a task or when unsure what is known. Returns the context as messages plus a
+    context_id; get_trace(context_id) explains why each piece is there."""
+
+    intent: str = Field(
+        min_length=1, max_length=4000, description="What you are about to do or answer."
+    )
+    agent_role: str | None = Field(
+        default=None,
+        max_length=100,
+        description="Role whose policy shapes the context: planner, coder, tester, reviewer, "
+        "executor. Defaults to the configured role.",
+    )
+    session_id: str | None = Field(
+        default=None, max_length=200, description="The conversation to continue, if any."
+    )
+    max_tokens: int | None = Field(
+        default=None, ge=100, le=200_000, description="Token budget (default: the policy's)."
+    )
+
+
+class RememberArgs(_Args):
+    """Store something in the shared memory so that later turns and other agents find it.
+    Without fact_key, `text` is recorded as an event of the session (a note, decision,
+    finding). With fact_key, `text` becomes the current value of that fact (a new version
+    replaces the old one; assembled contexts show current facts). Returns the stored id."""
+
+    text: str = Field(min_length=1, max_length=100_000, description="What to remember.")
+    session_id: str = Field(
+        default="memory",
+        min_length=1,
+        max_length=200,
+        description="Session the memory belongs to (default 'memory').",
+    )
+    event_type: str = Field(
+        default="assistant_message",
+        max_length=100,
+        description="Event type: assistant_message (default), user_message, tool_result, "
+        "internal_thought, system.",
+    )
+    parent_event_ids: list[str] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Ids of earlier events this one follows from (its causes).",
+    )
+    fact_key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Store a fact under this key instead of an event, e.g. 'budget'.",
+    )
+    fact_scope: Literal["session", "project"] = Field(
+        default="session",
+        description="A fact holds for this session (default) or for the whole project.",
+    )
+
+
+class ForgetArgs(_Args):
+    """Remove memories: the given events, or every event of a session. By default they
+    are hidden (reversible); hard=true deletes them for good (needs an admin key).
+    Returns how many were removed."""
+
+    event_ids: list[str] = Field(
+        default_factory=list, max_length=1000, description="Ids of events to forget."
+    )
+    session_id: str | None = Field(
+        default=None, max_length=200, description="Forget every event of this session."
+    )
+    hard: bool = Field(default=False, description="Delete for good instead of hiding.")
+
+
+class ListSessionsArgs(_Args):
+    """List the sessions (conversations) of this project, most recently updated first."""
+
+    limit: int = Field(default=50, ge=1, le=1000, description="At most this many sessions.")
+
+
+class GetTraceArgs(_Args):
+    """Explain an assembled context: the policy used, every candidate with its scores,
+    what was included or dropped and why, tokens per layer."""
+
+    context_id: str = Field(
+        min_length=1, max_length=200, description="The context_id assemble_context returned."
+    )
+
+
+Handler = Callable[[ToolScope, Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    args: type[_Args]
+    handler: Handler
+    needs: str  # the weakest role allowed to call it
+    read_only: bool
+
+    @property
+    def description(self) -> str:
+        return " ".join((self.args.__doc__ or "").split())
+
+    def input_schema(self) -> dict[str, Any]:
+        schema = self.args.model_json_schema()
+        schema.pop("description", None)  # said once, as the tool's description
+        schema.pop("title", None)
+        return schema
+
+
+# -- handlers ------------------------------------------------------------------------------------
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS] + " [...]"
+
+
+def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
+    from ..store.base import ItemFilter
+
+    flt = None
+    if a.session_id or a.types:
+        flt = ItemFilter(
+            session_ids=(a.session_id,) if a.session_id else None,
+            types=tuple(a.types) if a.types else None,
+        )
+    response = scope.cb.search(
+        a.query, project=scope.project_id, preset=a.mode, filters=flt, top_k=a.top_k
+    )
+    hits = []
+    for c in response.results:
+        it = c.item
+        hit: dict[str, Any] = {
+            "id": it.owner_id,
+            "kind": it.kind,
+            "type": it.type,
+            "score": round(c.score, 4),
+            "text": _clip(it.text),
+        }
+        for key, value in (
+            ("session_id", it.session_id),
+            ("agent_id", it.agent_id),
+            ("path", it.path),
+            ("line_start", it.line_start),
+            ("line_end", it.line_end),
+            ("found_via", c.graph_via),
+        ):
+            if value is not None:
+                hit[key] = value
+        hits.append(hit)
+    return {"query": response.query, "results": hits}
+
+
+def _assemble(scope: ToolScope, a: AssembleContextArgs) -> dict[str, Any]:
+    ctx = scope.cb.assemble_context(
+        agent_role=a.agent_role or scope.agent_role or "executor",
+        user_intent=a.intent,
+        project_id=scope.project_id,
+        session_id=a.session_id,
+        max_tokens=a.max_tokens,
+    )
+    return ctx.payload()
+
+
+def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
+    pid = scope.project_id
+    if a.fact_key is not None:
+        scope_id = a.session_id if a.fact_scope == "session" else pid
+        if not isinstance(scope.cb, ContextBase):  # the remote client
+            fact = scope.cb.set_fact(
+                a.fact_key, a.text, scope_id=scope_id, scope=a.fact_scope, project=pid
+            )
+        else:
+            from ..assemble.state import set_fact
+
+            fact = set_fact(
+                scope.cb,
+                a.fact_key,
+                a.text,
+                scope_id=scope_id,
+                scope=a.fact_scope,
+                cause=f"remembered by {scope.agent_id}",
+                project=pid,
+            )
+        return {"kind": "fact", "key": fact.key, "scope": fact.scope, "version": fact.version}
+    event = scope.cb.record(
+        a.event_type,
+        session_id=a.session_id,
+        text=a.text,
+        project=pid,
+        agent_id=scope.agent_id,
+        agent_role=scope.agent_role,
+        parent_event_ids=list(a.parent_event_ids),
+    )
+    return {"kind": "event", "event_id": event.id, "session_id": event.session_id}
+
+
+def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
+    if not a.event_ids and not a.session_id:
+        raise ValidationError("event_ids", "name event_ids or a session_id to forget")
+    if a.hard and not scope.allows("admin"):
+        from ..serve.errors import PermissionDeniedError
+
+        raise PermissionDeniedError(f"hard forget needs an admin key; this one is {scope.role!r}")
+    pid = scope.project_id
+    if a.hard:
+        report = scope.cb.forget(event_ids=a.event_ids, session_id=a.session_id, project=pid)
+        return {"hard": True, "removed": report.removed}
+    ids = list(a.event_ids)
+    if a.session_id:
+        ids += [e.id for e in scope.cb.last_events(a.session_id, 1_000_000, project=pid)]
+    return {"hard": False, "hidden": scope.cb.soft_delete(ids, project=pid) if ids else 0}
+
+
+def _list_sessions(scope: ToolScope, a: ListSessionsArgs) -> dict[str, Any]:
+    sessions = sorted(scope.cb.list_sessions(project=scope.project_id), key=lambda s: -s.updated_at)
+    return {
+        "sessions": [
+            {
+                "session_id": s.session_id,
+                "title": s.title,
+                "status": s.status,
+                "created_at": s.created_at,
+                "updated_at": s.updated_at,
+            }
+            for s in sessions[: a.limit]
+        ]
+    }
+
+
+def _get_trace(scope: ToolScope, a: GetTraceArgs) -> dict[str, Any]:
+    return scope.cb.get_trace(a.context_id, project=scope.project_id)
+
+
+TOOLS: dict[str, ToolSpec] = {
+    t.name: t
+    for t in (
+        ToolSpec("search_memory", SearchMemoryArgs, _search, "read", True),
+        ToolSpec("assemble_context", AssembleContextArgs, _assemble, "read", True),
+        ToolSpec("remember", RememberArgs, _remember, "write", False),
+        ToolSpec("forget", ForgetArgs, _forget, "write", False),
+        ToolSpec("list_sessions", ListSessionsArgs, _list_sessions, "read", True),
+        ToolSpec("get_trace", GetTraceArgs, _get_trace, "read", True),
+    )
+}
+
+
+# -- dispatch ------------------------------------------------------------------------------------
+def _parse(spec: ToolSpec, arguments: Mapping[str, Any] | str | None) -> _Args:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ValidationError("arguments", f"not valid JSON: {exc.msg}") from exc
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, Mapping):
+        raise ValidationError("arguments", "must be a JSON object")
+    try:
+        return spec.args.model_validate(dict(arguments))
+    except PydanticValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "arguments"
+        raise ValidationError(field, str(err["msg"])) from exc
+
+
+def run_tool(
+    scope: ToolScope, name: str, arguments: Mapping[str, Any] | str | None = None
+) -> dict[str, Any]:
+    """Run one tool call; raises a CtxbaseError (ValidationError naming the argument,
+    NotFoundError, PermissionDeniedError) for a call the caller can correct."""
+    spec = TOOLS.get(name)
+    if spec is None:
+        raise ValidationError("name", f"unknown tool {name!r}; tools: {', '.join(TOOLS)}")
+    args = _parse(spec, arguments)
+    if not scope.allows(spec.needs):
+        from ..serve.errors import PermissionDeniedError
+
+        raise PermissionDeniedError(
+            f"{name} needs a {spec.needs!r} key; this one is {scope.role!r}"
+        )
+    if spec.read_only or scope.on_write is None:
+        return spec.handler(scope, args)
+    scope.on_write(scope.project_id)
+    try:
+        return spec.handler(scope, args)
+    finally:
+        scope.on_write(scope.project_id)
+
+
+def tool_error(exc: BaseException) -> dict[str, Any]:
+    """The answer a model gets for a failed call: what went wrong and which argument."""
+    if isinstance(exc, CtxbaseError):
+        return {
+            "error": {
+                "code": exc.code,
+                "message": str(exc),
+                "field": getattr(exc, "field", None),
+            }
+        }
+    log.error("tool call failed", exc_info=exc)
+    return {"error": {"code": "internal", "message": "internal error", "field": None}}
+
+
+def handle_tool_call(scope: ToolScope, name: str, arguments: Mapping[str, Any] | str | None) -> str:
+    """Run a model's tool call and return the JSON text to send back as the tool message.
+
+    Never raises for a bad call: the model gets `{"error": {...}}` and can correct itself.
+    Fits the OpenAI chat API (`call.function.name`, `call.function.arguments`) and the
+    OpenAI Agents SDK (`FunctionTool(on_invoke_tool=...)` receives the arguments as JSON).
+    """
+    try:
+        result = run_tool(scope, name, arguments)
+    except Exception as exc:  # reported to the model, not raised into the agent loop
+        result = tool_error(exc)
+    return json.dumps(result, ensure_ascii=False, default=str)
+
+
+def openai_tools(names: list[str] | None = None) -> list[dict[str, Any]]:
+    """The tools in OpenAI function-calling format (`tools=` of a chat completion)."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.input_schema(),
+            },
+        }
+        for spec in TOOLS.values()
+        if names is None or spec.name in names
+    ]

@@ -1,0 +1,43 @@
+"""Every example under examples/ runs offline against a real ctxbase and gives its answer."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("openai_tools", "run_sql(SELECT * FROM orders WHERE month = '2026-10')"),
+        ("langgraph_agent", "From memory: Alice prefers PostgreSQL 18"),
+        ("langchain_rag", "order:{user_id}:{page} (from document:"),
+        ("mcp_client", "the release freezes on Friday"),
+    ],
+)
+def test_example_runs(
+    name: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The MCP example starts `python -m ctxbase mcp`: it must import this checkout.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), *sys.path]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        answer = load(name).main(str(tmp_path / "memory.db"))
+    assert expected in answer

@@ -1,0 +1,111 @@
+"""The LangChain retriever under langchain-tests' standard retriever suite, plus the chat
+message history, over a real ctxbase (SQLite, hash embedder)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_tests.integration_tests import RetrieversIntegrationTests
+
+from ctxbase import ContextBase
+from ctxbase.integrations.langchain import CtxbaseChatHistory, CtxbaseRetriever
+
+TEXTS = [
+    "the orders query needs a Redis cache",
+    "Redis cache hit rate is 0.2 after the change",
+    "budget below fifty thousand for the cache cluster",
+    "the tester found the cache key misses the user id",
+    "订单查询加Redis缓存",
+]
+
+
+@pytest.fixture(scope="module")
+def memory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ContextBase]:
+    db = str(tmp_path_factory.mktemp("lc") / "lc.db")
+    with ContextBase(db, project="lc", embedder="hash", background_embedding=False) as cb:
+        for text in TEXTS:
+            cb.record("user_message", session_id="s1", text=text)
+        cb.anchor_document("# Cache\n\nThe orders query caches in Redis for 60 s.", path="c.md")
+        yield cb
+
+
+@pytest.mark.asyncio  # the suite's async test; the sync ones run as they are
+class TestCtxbaseRetrieverStandard(RetrieversIntegrationTests):
+    """langchain-tests' own suite: k in the constructor and in invoke, sync and async."""
+
+    @pytest.fixture(autouse=True)
+    def _memory(self, memory: ContextBase) -> None:
+        self.cb = memory
+
+    @property
+    def retriever_constructor(self) -> type[BaseRetriever]:
+        return CtxbaseRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"cb": self.cb}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return "Redis cache"
+
+
+class TestAssembleRetrieverStandard(TestCtxbaseRetrieverStandard):
+    @property
+    def retriever_constructor_params(self) -> dict[str, Any]:
+        return {"cb": self.cb, "mode": "assemble", "agent_role": "coder"}
+
+
+def test_search_documents_carry_ids_and_scores(memory: ContextBase) -> None:
+    docs = CtxbaseRetriever(cb=memory, k=2, search_mode="keyword").invoke("tester cache key")
+    assert docs[0].page_content == TEXTS[3]
+    assert docs[0].id and docs[0].id.startswith("ev_")
+    assert docs[0].metadata["session_id"] == "s1" and docs[0].metadata["score"] > 0
+    context = CtxbaseRetriever(cb=memory, mode="assemble", k=10).invoke("orders Redis cache")
+    assert all(isinstance(d, Document) and d.metadata["context_id"] for d in context)
+    assert {d.metadata["source"] for d in context} >= {"documents"}
+    assert memory.get_trace(context[0].metadata["context_id"])  # the assembly is traced
+
+
+def test_chat_history_round_trip(tmp_path: Path) -> None:
+    with (
+        warnings.catch_warnings(),
+        ContextBase(str(tmp_path / "h.db"), project="h", embedder="hash") as cb,
+    ):
+        warnings.simplefilter("ignore", DeprecationWarning)
+        history = CtxbaseChatHistory(cb, "chat", agent_id="coder", agent_role="coder")
+        sent = [
+            SystemMessage("you write SQL"),
+            HumanMessage("上次那个SQL再跑一次"),
+            AIMessage("", tool_calls=[{"name": "run_sql", "args": {"q": "SELECT 1"}, "id": "c1"}]),
+            ToolMessage("1 row", tool_call_id="c1"),
+            AIMessage("done: 1 row"),
+        ]
+        history.add_messages(sent[:2])
+        history.add_messages(sent[2:])
+        assert history.messages == sent
+        # They are ctxbase events: typed, attributed, chained, searchable.
+        events = cb.last_events("chat", 10)
+        assert [e.type for e in events] == [
+            "system",
+            "user_message",
+            "assistant_message",
+            "tool_result",
+            "assistant_message",
+        ]
+        assert [e.agent_id for e in events][1:3] == ["user", "coder"]
+        assert [c.id for c in cb.causal_chain(events[-1].id)] == [e.id for e in events[-2::-1]]
+        assert cb.search("SQL", preset="keyword").results
+        # Another agent's event in the session reads back as a message too.
+        cb.record("user_message", session_id="chat", text="and the cache?", agent_id="tester")
+        assert history.messages[-1] == HumanMessage("and the cache?")
+        history.clear()
+        assert history.messages == []
+        assert cb.last_events("chat", 10) == []

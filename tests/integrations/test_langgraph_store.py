@@ -1,0 +1,161 @@
+"""The LangGraph store over ctxbase, op by op beside LangGraph's own InMemoryStore, on both
+storage backends; then a real LangGraph graph that reads and writes memories through it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from langgraph.store.base import BaseStore, Item
+from langgraph.store.memory import InMemoryStore
+
+from ctxbase import ContextBase
+from ctxbase.integrations.langgraph_store import ITEM_TYPE, CtxbaseStore
+
+
+def view(result: Any) -> Any:
+    """What must be equal across stores: everything but timestamps and scores."""
+    if isinstance(result, Item):
+        return (result.namespace, result.key, result.value)
+    if isinstance(result, list):
+        return [view(r) for r in result]
+    return result
+
+
+def both(stores: tuple[BaseStore, BaseStore], method: str, *args: Any, **kw: Any) -> Any:
+    ours, theirs = (view(getattr(s, method)(*args, **kw)) for s in stores)
+    assert ours == theirs, (method, args, kw)
+    return ours
+
+
+def _without_empty(store: InMemoryStore) -> InMemoryStore:
+    for ns in [ns for ns, items in store._data.items() if not items]:
+        del store._data[ns]
+    return store
+
+
+def keys(items: list[Any]) -> set[str]:
+    return {i[1] for i in items}
+
+
+def test_same_answers_as_in_memory_store(cb: ContextBase) -> None:
+    stores = (CtxbaseStore(cb), InMemoryStore())
+    for s in stores:
+        s.put(("users", "u1", "memories"), "m1", {"text": "likes Redis", "stars": 3})
+        s.put(("users", "u1", "memories"), "m2", {"text": "budget 50k", "stars": 5})
+        s.put(("users", "u2", "memories"), "m1", {"text": "prefers SQL", "stars": 4})
+        s.put(("users", "u1", "prefs"), "lang", {"text": "中文", "nested": {"a": 1}})
+        s.put(("docs",), "readme", {"text": "install with pip", "tags": ["a", "b"]})
+
+    got = both(stores, "get", ("users", "u1", "memories"), "m1")
+    assert got == (("users", "u1", "memories"), "m1", {"text": "likes Redis", "stars": 3})
+    assert both(stores, "get", ("users", "u1", "memories"), "missing") is None
+    assert both(stores, "get", ("users", "u9", "memories"), "m1") is None
+
+    # Overwrite, delete, and what the namespace listing says after each.
+    for s in stores:
+        s.put(("users", "u1", "memories"), "m1", {"text": "likes Redis a lot", "stars": 4})
+        s.delete(("docs",), "readme")
+    assert both(stores, "get", ("users", "u1", "memories"), "m1")[2]["stars"] == 4
+    assert both(stores, "get", ("docs",), "readme") is None
+    # InMemoryStore keeps listing a namespace once its last item is gone; a namespace
+    # here exists while it holds items (as in LangGraph's PostgresStore).
+    assert ("docs",) in stores[1].list_namespaces()
+    assert ("docs",) not in stores[0].list_namespaces()
+    stores = (stores[0], _without_empty(stores[1]))
+    assert both(stores, "list_namespaces") == [
+        ("users", "u1", "memories"),
+        ("users", "u1", "prefs"),
+        ("users", "u2", "memories"),
+    ]
+    assert both(stores, "list_namespaces", prefix=("users", "u1")) == [
+        ("users", "u1", "memories"),
+        ("users", "u1", "prefs"),
+    ]
+    both(stores, "list_namespaces", suffix=("memories",))
+    both(stores, "list_namespaces", prefix=("users", "*", "memories"))
+    assert both(stores, "list_namespaces", max_depth=2) == [("users", "u1"), ("users", "u2")]
+    both(stores, "list_namespaces", limit=1, offset=1)
+
+    # Search without a query: the same items (the order is the store's own).
+    def same_set(*args: Any, **kw: Any) -> set[str]:
+        ours, theirs = (keys(view(s.search(*args, **kw))) for s in stores)
+        assert ours == theirs, (args, kw)
+        return ours
+
+    assert same_set(("users",), limit=10) == {"m1", "m2", "lang"}
+    assert same_set(("users", "u1", "memories"), filter={"stars": {"$gte": 4}}) == {"m1", "m2"}
+    assert same_set(("users",), filter={"stars": {"$ne": 4}}) == {"m2", "lang"}
+    assert same_set(("users",), filter={"nested": {"a": 1}}) == {"lang"}
+    assert same_set(("users",), filter={"stars": 5, "text": "budget 50k"}) == {"m2"}
+    assert same_set(("nothing",)) == set()
+    pages = [keys(view(stores[0].search(("users",), limit=2, offset=o))) for o in (0, 2)]
+    assert len(pages[0]) == 2 and len(pages[1]) == 2 and pages[0] | pages[1] == {"m1", "m2", "lang"}
+
+    # A batch reads the state before its own writes, like InMemoryStore.
+    from langgraph.store.base import GetOp, PutOp
+
+    ns = ("users", "u1", "memories")
+    ops = [PutOp(ns, "m9", {"text": "new"}), GetOp(ns, "m9"), PutOp(ns, "m9", {"text": "last"})]
+    assert [view(r) for r in stores[0].batch(ops)] == [view(r) for r in stores[1].batch(ops)]
+    both(stores, "get", ns, "m9")
+
+    # The async API runs the same operations.
+    ours = asyncio.run(stores[0].aget(ns, "m2"))
+    assert ours is not None and ours.value["stars"] == 5
+
+
+def test_search_by_meaning_and_visible_to_ctxbase(cb: ContextBase) -> None:
+    store = CtxbaseStore(cb)
+    store.put(("mem",), "a", {"text": "the orders query needs a Redis cache"})
+    store.put(("mem",), "b", {"text": "the budget is below fifty thousand"})
+    store.put(("mem",), "c", {"text": "Redis cache for orders", "secret": 1}, index=False)
+    store.put(("other",), "d", {"text": "Redis cache for orders"})
+    cb.wait_for_embeddings()
+    hits = store.search(("mem",), query="Redis cache orders", limit=3)
+    assert hits[0].key == "a" and hits[0].score is not None
+    assert {h.key for h in hits} == {"a", "b", "c"}  # all of the namespace, matches first
+    assert hits[-1].score is None  # not indexed: found by namespace, never by the query
+    # The same memories are ctxbase entities: search and assembly see them.
+    found = cb.search("Redis cache orders", filters=None)
+    owners = [c.item.owner_id for c in found.results]
+    assert store._entity_id(("mem",), "a") in owners
+    assert len(cb.list_entities(type=ITEM_TYPE)) == 4
+
+
+def test_ttl_expires_and_reading_refreshes(cb: ContextBase) -> None:
+    store = CtxbaseStore(cb, ttl={"default_ttl": 1.0 / 60 / 2, "refresh_on_read": True})  # 0.5 s
+    store.put(("t",), "short", {"v": 1})
+    store.put(("t",), "long", {"v": 2}, ttl=10.0)
+    assert store.get(("t",), "short") is not None
+    time.sleep(0.7)
+    assert store.get(("t",), "short") is None
+    assert [i.key for i in store.search(("t",))] == ["long"]
+    assert store.list_namespaces() == [("t",)]
+    assert store.sweep_ttl() == 1
+    assert len(cb.list_entities(type=ITEM_TYPE)) == 1
+    # Reading pushes the expiry out again.
+    store.put(("t",), "kept", {"v": 3}, ttl=1.0 / 60)  # 1 s
+    for _ in range(3):
+        time.sleep(0.45)
+        assert store.get(("t",), "kept") is not None
+    assert store.get(("t",), "kept", refresh_ttl=False) is not None
+    with pytest.raises(Exception, match="TTL"):
+        CtxbaseStore.supports_ttl = False
+        try:
+            store.put(("t",), "x", {"v": 1}, ttl=1.0)
+        finally:
+            CtxbaseStore.supports_ttl = True
+
+
+def test_query_ranks_within_a_namespace_crowded_by_others(cb: ContextBase) -> None:
+    store = CtxbaseStore(cb)
+    for i in range(12):
+        store.put(("noise",), f"n{i}", {"text": "Redis cache orders"})  # better matches
+    store.put(("mine",), "a", {"text": "the orders service sits behind a Redis cache layer"})
+    store.put(("mine",), "b", {"text": "unrelated budget"})
+    hits = store.search(("mine",), query="Redis cache orders", limit=2)
+    assert [h.key for h in hits] == ["a", "b"]
+    assert hits[0].score is not None  # ranked by the query, not appended

@@ -1,0 +1,90 @@
+"""The tool definitions and the OpenAI-format dispatcher, against a real context base on
+both backends: what a model's tool call does, and what it gets back when it is wrong."""
+
+from __future__ import annotations
+
+import json
+
+from ctxbase import ContextBase
+from ctxbase.integrations.tools import TOOLS, ToolScope, handle_tool_call, openai_tools
+
+
+def call(scope: ToolScope, name: str, arguments: object) -> dict:
+    return json.loads(handle_tool_call(scope, name, arguments))  # type: ignore[arg-type]
+
+
+def test_openai_export_is_valid_function_calling_json() -> None:
+    tools = openai_tools()
+    assert [t["function"]["name"] for t in tools] == list(TOOLS)
+    for t in tools:
+        assert t["type"] == "function"
+        params = t["function"]["parameters"]
+        assert params["type"] == "object" and params["additionalProperties"] is False
+        assert set(params.get("required", [])) <= set(params["properties"])
+        assert "project" not in params["properties"]  # the host decides the project
+        json.dumps(t)  # plain JSON
+    assert [t["function"]["name"] for t in openai_tools(["search_memory"])] == ["search_memory"]
+
+
+def test_dispatcher_runs_model_calls(cb: ContextBase) -> None:
+    writes: list[str] = []
+    scope = ToolScope(cb, agent_id="coder", agent_role="coder", on_write=writes.append)
+    # Arguments arrive as the JSON string the chat API returns.
+    stored = call(scope, "remember", '{"text": "cache TTL is 60 s", "session_id": "s1"}')
+    assert stored["kind"] == "event"
+    assert writes == [cb.project, cb.project]  # before and after the write
+    fact = call(scope, "remember", {"text": "50000", "fact_key": "budget", "fact_scope": "project"})
+    assert fact == {"kind": "fact", "key": "budget", "scope": "project", "version": 1}
+    hits = call(scope, "search_memory", '{"query": "cache TTL", "mode": "keyword"}')["results"]
+    assert hits[0]["id"] == stored["event_id"] and hits[0]["agent_id"] == "coder"
+    ctx = call(scope, "assemble_context", {"intent": "what is the budget"})
+    assert "50000" in json.dumps(ctx["messages"])
+    assert call(scope, "get_trace", {"context_id": ctx["context_id"]})["policy"]
+    assert call(scope, "forget", {"session_id": "s1"}) == {"hard": False, "hidden": 1}
+    assert call(scope, "search_memory", {"query": "cache TTL", "mode": "keyword"})["results"] == []
+    gone = call(scope, "forget", {"event_ids": [stored["event_id"]], "hard": True})
+    assert gone["hard"] is True and gone["removed"]
+
+
+def test_bad_calls_come_back_as_errors(cb: ContextBase) -> None:
+    scope = ToolScope(cb)
+    cases: list[tuple[str, object, str]] = [
+        ("search_memory", "{not json", "arguments"),
+        ("search_memory", "[1, 2]", "arguments"),
+        ("search_memory", {}, "query"),
+        ("search_memory", {"query": "x", "top_k": 500}, "top_k"),
+        ("search_memory", {"query": "x", "mode": "fuzzy"}, "mode"),
+        ("remember", {"text": "x", "project": "other"}, "project"),
+        ("remember", {"text": "x", "session_id": "bad id!"}, "session_id"),
+        ("forget", {}, "event_ids"),
+        ("run_shell", {}, "name"),
+    ]
+    for name, args, field in cases:
+        err = call(scope, name, args)["error"]
+        assert err["code"] == "invalid" and err["field"] == field, (name, args, err)
+    missing = call(scope, "get_trace", {"context_id": "ctx_missing"})["error"]
+    assert missing["code"] == "not_found"
+
+
+def test_roles_limit_what_a_call_may_do(cb: ContextBase) -> None:
+    reader = ToolScope(cb, role="read")
+    assert call(reader, "remember", {"text": "x"})["error"]["code"] == "forbidden"
+    assert call(reader, "list_sessions", {}) == {"sessions": []}
+    writer = ToolScope(cb, role="write")
+    event_id = call(writer, "remember", {"text": "x"})["event_id"]
+    denied = call(writer, "forget", {"event_ids": [event_id], "hard": True})["error"]
+    assert denied["code"] == "forbidden"
+    assert call(writer, "forget", {"event_ids": [event_id]})["hidden"] == 1
+
+
+def test_scope_is_checked_when_built(cb: ContextBase) -> None:
+    import pytest
+
+    from ctxbase import ValidationError
+
+    for bad, field in (({"role": "root"}, "role"), ({"agent_id": "a b"}, "agent_id")):
+        with pytest.raises(ValidationError) as err:
+            ToolScope(cb, **bad)  # type: ignore[arg-type]
+        assert err.value.field == field
+    with pytest.raises(ValidationError):
+        ToolScope(cb, project="x y")

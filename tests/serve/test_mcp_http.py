@@ -1,0 +1,158 @@
+"""The MCP endpoint of `ctxbase serve` (streamable HTTP), driven by the official MCP client
+against a real server: the same API keys as the REST API decide the project and the role."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2  # the MCP client's HTTP library
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from conftest import Live, start
+
+
+def mcp_call(url: str, key: str | None, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """Connect, initialize and run `calls` (tool name, arguments) in order."""
+
+    async def run() -> list[Any]:
+        headers = {} if key is None else {"Authorization": f"Bearer {key}"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            out: list[Any] = [await session.list_tools()]
+            for name, args in calls:
+                out.append(await session.call_tool(name, args))
+            return out
+
+    return anyio.run(run)
+
+
+def endpoint(live: Live, pid: str) -> str:
+    return f"{live.url}/v1/projects/{pid}/mcp"
+
+
+def payload(result: Any) -> Any:
+    return json.loads(result.content[0].text)
+
+
+def test_tools_run_in_the_keys_project(live: Live, pid: str, other_pid: str) -> None:
+    key = live.key(pid, role="write")
+    tools, stored, found, bad = mcp_call(
+        endpoint(live, pid),
+        key,
+        ("remember", {"text": "the orders query needs a Redis cache", "session_id": "s1"}),
+        ("search_memory", {"query": "Redis cache orders"}),
+        ("search_memory", {"query": "x", "top_k": 0}),
+    )
+    assert {t.name for t in tools.tools} >= {"search_memory", "remember", "get_trace"}
+    assert not stored.is_error
+    event_id = payload(stored)["event_id"]
+    assert [h["id"] for h in payload(found)["results"]][:1] == [event_id]
+    assert bad.is_error and payload(bad)["error"]["field"] == "top_k"
+    with httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {key}"}) as http:
+        event = http.get(f"/v1/projects/{pid}/events/{event_id}").json()
+    assert event["project_id"] == pid
+    assert event["agent_id"] == "test"  # the key's name, not anything the model said
+    # Another project's endpoint knows nothing of it, and this key cannot reach it.
+    other = live.key(other_pid, role="write")
+    _, found_elsewhere = mcp_call(
+        endpoint(live, other_pid), other, ("search_memory", {"query": "Redis cache orders"})
+    )
+    assert payload(found_elsewhere)["results"] == []
+
+
+def test_the_key_decides_access(live: Live, pid: str, other_pid: str) -> None:
+    post = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream"}
+    with httpx.Client(base_url=live.url, timeout=30, headers=headers) as http:
+        assert http.post(f"/v1/projects/{pid}/mcp", json=post).status_code == 401
+        wrong = live.key(other_pid)
+        refused = http.post(
+            f"/v1/projects/{pid}/mcp", json=post, headers={"Authorization": f"Bearer {wrong}"}
+        )
+        assert refused.status_code == 404  # as if the project did not exist
+    reader = live.key(pid, role="read")
+    _, denied, listed = mcp_call(
+        endpoint(live, pid),
+        reader,
+        ("remember", {"text": "a read key cannot write"}),
+        ("list_sessions", {}),
+    )
+    assert denied.is_error and payload(denied)["error"]["code"] == "forbidden"
+    assert not listed.is_error and payload(listed)["sessions"] == []
+    writer = live.key(pid, role="write")
+    _, stored, hard = mcp_call(
+        endpoint(live, pid),
+        writer,
+        ("remember", {"text": "to be forgotten", "session_id": "gone"}),
+        ("forget", {"session_id": "gone", "hard": True}),
+    )
+    assert not stored.is_error
+    assert hard.is_error and "admin" in payload(hard)["error"]["message"]
+
+
+def test_tools_over_the_remote_client(live: Live, pid: str) -> None:
+    """The same tools on `ctxbase.connect`: a process without the database can host them."""
+    import ctxbase
+    from ctxbase.integrations.tools import ToolScope, run_tool
+
+    client = ctxbase.connect(live.url, api_key=live.key(pid, role="write"), project=pid)
+    try:
+        scope = ToolScope(client, agent_id="remote", role="write")
+        stored = run_tool(scope, "remember", {"text": "deploy on Fridays is banned"})
+        fact = run_tool(
+            scope,
+            "remember",
+            {"text": "at least three", "fact_key": "replicas", "fact_scope": "project"},
+        )
+        assert fact["version"] == 1
+        hits = run_tool(scope, "search_memory", {"query": "deploy Fridays", "mode": "keyword"})
+        assert hits["results"][0]["id"] == stored["event_id"]
+        ctx = run_tool(scope, "assemble_context", {"intent": "how many replicas"})
+        assert "at least three" in json.dumps(ctx["messages"])  # the fact, in the context
+    finally:
+        client.close()
+
+
+def test_no_auth_server_serves_mcp_locally(tmp_path: Path, pid: str) -> None:
+    server = start(tmp_path, no_auth=True)
+    try:
+        _, stored = mcp_call(
+            f"{server.url}/v1/projects/{pid}/mcp", None, ("remember", {"text": "local note"})
+        )
+        assert not stored.is_error
+        with httpx.Client(base_url=server.url) as http:
+            event = http.get(f"/v1/projects/{pid}/events/{payload(stored)['event_id']}").json()
+        assert event["agent_id"] == "mcp" and event["project_id"] == pid
+        bad = httpx.post(f"{server.url}/v1/projects/bad%20id/mcp", json={}, timeout=30)
+        assert bad.status_code == 422 and bad.json()["error"]["field"] == "project_id"
+    finally:
+        server.stop()
+
+
+def test_rate_limit_applies_to_mcp(tmp_path: Path, pid: str) -> None:
+    server = start(tmp_path, rate_limit_per_s=0.01, rate_limit_burst=1)
+    try:
+        key = Live(server.url, server.settings.db, server).key(pid)
+        post = {"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {}}
+        headers = {
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {key}",
+        }
+        with httpx.Client(base_url=server.url, headers=headers, timeout=30) as http:
+            first = http.post(f"/v1/projects/{pid}/mcp", json=post)
+            second = http.post(f"/v1/projects/{pid}/mcp", json=post)
+            metrics = http.get("/metrics").text
+        assert first.status_code == 200
+        assert second.status_code == 429 and int(second.headers["retry-after"]) >= 1
+        assert "/v1/projects/{project_id}/mcp" in metrics
+    finally:
+        server.stop()
