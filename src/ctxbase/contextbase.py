@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .aliases import edge_args, entity_args, identity_source
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event, check_json, check_text
 from .capture.hooks import plan_message_events
@@ -71,8 +72,13 @@ class ContextBase:
         bus_config: BusConfig | None = None,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         policies: Any = None,
+        agent_id: str | None = None,
+        debug_mode: bool = False,
     ) -> None:
         self.project = check_id("project", project)
+        # Who writes through this base: the provenance of edges whose caller names no source.
+        self.agent_id = agent_id
+        self.debug_mode = debug_mode
         self.max_content_bytes = max_content_bytes
         if isinstance(embedder, str) and embedder.strip().lower() == "none":
             embedder = None  # as on the command line: no vectors, keyword search only
@@ -465,26 +471,31 @@ class ContextBase:
     # -- entities and relations ----------------------------------------------------------
     def upsert_entity(
         self,
-        type: str,
-        name: str,
+        type: str | None = None,
+        name: str | None = None,
         text: str = "",
         *,
         id: str | None = None,
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         version: int | None = None,
+        entity_type: str | None = None,
+        entity_id: str | None = None,
     ) -> Entity:
-        """Create or update a typed entity (document, code, sql, requirement, ...)."""
+        """Create or update a typed entity (document, code, sql, requirement, ...).
+
+        Seed 000's spelling works too: `entity_type`, `entity_id`, and the text given as
+        ``properties["content"]``; an entity without a name is named by its id."""
         pid = self._pid(project)
-        if not type or not isinstance(type, str):
-            raise ValidationError("type", "an entity needs a type")
-        if not name or not isinstance(name, str):
-            raise ValidationError("name", "an entity needs a name")
+        args = entity_args(
+            type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
+        )
+        type, name, properties = args.type, args.name, args.properties
         check_text("type", type)
         check_text("name", name)
         check_json("properties", dict(properties or {}))
-        body = check_text("text", text) or ""
-        eid = check_id("id", id) if id is not None else make_entity_id(type, name)
+        body = check_text("text", args.text) or ""
+        eid = check_id("id", args.id) if args.id is not None else make_entity_id(type, name)
         old = self.store.get_entities(pid, [eid], include_inactive=True)
         entity = Entity(
             id=eid,
@@ -521,36 +532,59 @@ class ContextBase:
 
     def upsert_relationship(
         self,
-        from_id: str,
-        type: str,
-        to_id: str,
+        from_id: str | None = None,
+        type: str | None = None,
+        to_id: str | None = None,
         *,
-        source: str,
-        confidence: float = 1.0,
+        source: str | None = None,
+        confidence: float | None = None,
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         check_nodes: bool = True,
+        edge_type: str | None = None,
     ) -> Relation:
-        """Create or update the edge (from, type, to); never a duplicate."""
+        """Create or update the edge (from, type, to); never a duplicate.
+
+        Seed 000's spelling works too: `edge_type`, positional ``(from_id, to_id, type)``,
+        confidence and source inside `properties`. Without a source, this base's identity
+        (``agent:<agent_id>``, else the local user) is the source: it is never empty."""
         pid = self._pid(project)
-        check_id("from_id", from_id)
-        check_id("to_id", to_id)
-        check_json("properties", dict(properties or {}))
+        args = edge_args(
+            from_id,
+            type,
+            to_id,
+            edge_type=edge_type,
+            source=source,
+            confidence=confidence,
+            properties=properties,
+            identity=identity_source(self.agent_id),
+        )
+        check_id("from_id", args.from_id)
+        check_id("to_id", args.to_id)
+        check_json("properties", args.properties)
+        confidence = args.confidence
+        if confidence is None:
+            existing = self.store.list_relations(
+                pid, [args.from_id], direction="out", types=[args.type]
+            )
+            same = [r for r in existing if r.to_id == args.to_id]
+            confidence = same[0].confidence if same else 1.0
         try:
             rel = Relation(
                 project_id=pid,
-                from_id=from_id,
-                type=type,
-                to_id=to_id,
+                from_id=args.from_id,
+                type=args.type,
+                to_id=args.to_id,
                 confidence=confidence,
-                source=source,
-                properties=dict(properties or {}),
+                source=args.source,
+                properties=args.properties,
             )
         except Exception as exc:
             raise _as_validation(exc) from exc
         if check_nodes:
-            missing = {from_id, to_id} - self.store.existing_ids(pid, [from_id, to_id])
-            for field, node in (("from_id", from_id), ("to_id", to_id)):
+            ends = [args.from_id, args.to_id]
+            missing = set(ends) - self.store.existing_ids(pid, ends)
+            for field, node in (("from_id", args.from_id), ("to_id", args.to_id)):
                 if node in missing:
                     raise ValidationError(field, f"{node!r} does not exist in project {pid!r}")
         return self.store.upsert_relations([rel])[0]
@@ -651,22 +685,34 @@ class ContextBase:
         debug: bool = False,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
+        strategy: str | None = None,
     ) -> AssembledContext:
         """The context for one agent turn: messages, structured payload and a context_id.
 
+        `strategy` runs that one strategy (with the policy's parameters for it, if any)
+        instead of the ones the policy triggers, as seed 000's
+        ``strategy="referenced_code_first"``. The result also reads as seed 000's payload:
+        ``ctx["documents"][0]["content"]``. With the base's `debug_mode`, the assembly log
+        (documents found, relations, tokens injected) is printed to stderr.
         `require_signature` keeps out entities whose HMAC signature fails or is missing
         (as in `search`); `AssembledContext.tampered` names the tampered ones."""
-        return self.assembler.assemble(
+        ctx = self.assembler.assemble(
             project_id=self._pid(project_id),
             session_id=session_id,
             agent_role=agent_role,
             user_intent=user_intent,
             max_tokens=max_tokens,
             task_id=task_id,
-            debug=debug,
+            debug=debug or self.debug_mode,
             require_signature=require_signature,
             signing_key=signing_key,
+            strategy=strategy,
         )
+        if self.debug_mode:
+            from .assemble.trace import print_assembly_log
+
+            print_assembly_log(ctx)
+        return ctx
 
     def context_manager(self, **options: Any) -> ContextManager:
         """Seed 003's layered manager (sessions, tasks, state, messages) over this base."""

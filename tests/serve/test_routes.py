@@ -119,6 +119,12 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     ctx = r.json()
     assert ctx["context_id"] == r.headers["x-context-id"]
     assert ctx["messages"][-1] == {"role": "user", "content": "给订单接口加缓存"}
+    # seed 000's path, without the version prefix, is the same route
+    r = c.post(
+        "/context/assemble",
+        json={"project_id": pid, "agent_role": "code_gen", "user_intent": "给订单接口加缓存"},
+    )
+    assert r.status_code == 200 and r.json()["messages"] == ctx["messages"]
     trace = c.get(f"/v1/traces/{ctx['context_id']}").json()
     assert trace["context_id"] == ctx["context_id"] and trace["agent_role"] == "code_gen"
     r = c.post(

@@ -35,6 +35,7 @@ from .budget import (
 )
 from .lifecycle import Status
 from .policy import (
+    STRATEGY_NAMES,
     ErrorDrivenRepair,
     MultiAgentConsensus,
     Policy,
@@ -48,6 +49,7 @@ from .policy import (
     Strategy,
     load_default_policies,
     load_policies,
+    strategy_defaults,
 )
 from .state import CURRENT_TASK_KEY, LLMConfig, Scope, get_facts, message_statuses, render_fact
 from .strategies import (
@@ -210,8 +212,12 @@ class Assembler:
         debug: bool = False,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
+        strategy: str | None = None,
     ) -> AssembledContext:
         """Assemble the prompt for `agent_role` answering `user_intent` (see module doc).
+
+        `strategy` names the one strategy to run (besides the history window), whatever
+        the policy's triggers say; the policy's parameters for it apply when it lists it.
 
         With `require_signature`, entities whose HMAC signature does not verify (key:
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY) and
@@ -248,6 +254,8 @@ class Assembler:
         selection = self.policies.select(
             pid, agent_role, user_intent, has_error=failing is not None
         )
+        if strategy is not None:
+            selection = _forced(selection, strategy)
         policy = selection.policy
         limit = policy.max_tokens if max_tokens is None else max_tokens
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
@@ -276,7 +284,14 @@ class Assembler:
         )
         timings: dict[str, float] = {"prepare": _ms(t0)}
         ran, skipped = self._run(
-            g, selection, agent_role, failing, len(hist), deadline, timings, consensus=True
+            g,
+            selection,
+            agent_role,
+            failing,
+            len(hist),
+            deadline,
+            timings,
+            consensus=strategy in (None, "multi_agent_consensus"),
         )
         if skipped:
             notes.append(
@@ -669,6 +684,23 @@ class Assembler:
         # Unreachable in practice (each round removes the overflow); the input alone fits.
         alloc = allocate_budget(input_tokens, shares, counter, {}, latest_input=intent)
         return alloc, build_messages(alloc, roles, _HEADERS)
+
+
+def _forced(selection: PolicySelection, name: str) -> PolicySelection:
+    """The selection with `name` as its only strategy (plus the policy's history window)."""
+    if name not in STRATEGY_NAMES:
+        raise ValidationError(
+            "strategy", f"unknown strategy {name!r}; valid: {', '.join(STRATEGY_NAMES)}"
+        )
+    policy = selection.policy
+    chosen = policy.strategy(name) or strategy_defaults(name)
+    chosen = chosen.model_copy(update={"enabled": True})
+    window = policy.strategy("recent_window")
+    kept: tuple[Strategy, ...] = (chosen,)
+    if name != "recent_window" and window is not None and window.enabled:
+        kept = (window, chosen)
+    reason = f"strategy {name!r} requested by the caller (the policy's triggers not used)"
+    return PolicySelection(policy, kept, (*selection.reasons, reason))
 
 
 def _ms(t: float) -> float:

@@ -46,7 +46,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from ..errors import CtxbaseError
+from ..errors import CtxbaseError, ValidationError
 
 __all__ = [
     "BUILTIN_DEFAULT_POLICY",
@@ -75,6 +75,7 @@ __all__ = [
     "load_default_policies",
     "load_policies",
     "parse_policies",
+    "strategy_defaults",
 ]
 
 DEFAULT_POLICIES_PATH = Path(__file__).resolve().parent.parent / "presets" / "policies.yaml"
@@ -291,6 +292,28 @@ STRATEGY_NAMES: tuple[str, ...] = (
     "error_driven_repair",
     "multi_agent_consensus",
 )
+
+
+def strategy_defaults(name: str) -> Strategy:
+    """The strategy `name` with its default parameters (for a caller that asks for it by
+    name while the policy does not list it)."""
+    plain: dict[str, type[_Frozen]] = {
+        "recent_window": RecentWindow,
+        "semantic_recall": SemanticRecall,
+        "referenced_code_first": ReferencedCodeFirst,
+        "project_scope_fallback": ProjectScopeFallback,
+        "error_driven_repair": ErrorDrivenRepair,
+    }
+    cls = plain.get(name)
+    if cls is None:
+        detail = (
+            "multi_agent_consensus needs its agents; list it in the policy"
+            if name == "multi_agent_consensus"
+            else f"unknown strategy {name!r}; valid: {', '.join(STRATEGY_NAMES)}"
+        )
+        raise ValidationError("strategy", detail)
+    made: Strategy = cls()  # type: ignore[assignment]
+    return made
 
 
 class LayerShares(_Frozen):

@@ -50,6 +50,7 @@ def assembly_key(body: AssembleIn, generation: int) -> Hashable:
         body.debug,
         body.include_trace,
         body.require_signature,
+        body.strategy,
         generation,
     )
 
@@ -70,6 +71,7 @@ def _assemble(rt: Runtime, body: AssembleIn) -> Cached:
         task_id=body.task_id,
         debug=body.debug,
         require_signature=body.require_signature,
+        strategy=body.strategy,
     )
     out: dict[str, Any] = {**ctx.payload(), "max_tokens": ctx.max_tokens}
     if body.include_trace:

@@ -157,7 +157,8 @@ class RelationIn(_In):
     type: str
     to_id: str
     source: str
-    confidence: float = 1.0
+    # null: 1.0 for a new edge; an existing edge keeps its confidence
+    confidence: float | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
     check_nodes: bool = True
 
@@ -256,6 +257,9 @@ class AssembleIn(_In):
     max_tokens: int | None = None
     debug: bool = False
     include_trace: bool = Field(default=False, description="also return the full trace")
+    strategy: str | None = Field(
+        default=None, description="run this one strategy instead of the policy's triggers"
+    )
     require_signature: bool = Field(
         default=False,
         description="keep out entities whose HMAC signature fails or is missing (the server's "

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
+from ..aliases import edge_args, entity_args, identity_source
 from ..capture.bus import BusStats
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from ..errors import ValidationError
@@ -122,9 +123,17 @@ def _filters(flt: ItemFilter | None) -> dict[str, Any] | None:
 class Calls:
     """Request builders with the signatures of ContextBase's methods."""
 
-    def __init__(self, project: str, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> None:
+    def __init__(
+        self,
+        project: str,
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        *,
+        identity: str | None = None,
+    ) -> None:
         self.project = check_id("project", project)
         self.max_content_bytes = max_content_bytes
+        # The source of edges whose caller names none (the client's agent id or key id).
+        self.identity = identity_source(None, identity)
 
     def _pid(self, project: str | None) -> str:
         return self.project if project is None else check_id("project", project)
@@ -301,21 +310,26 @@ class Calls:
     # -- entities and relations ------------------------------------------------------------------
     def upsert_entity(
         self,
-        type: str,
-        name: str,
+        type: str | None = None,
+        name: str | None = None,
         text: str = "",
         *,
         id: str | None = None,
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         version: int | None = None,
+        entity_type: str | None = None,
+        entity_id: str | None = None,
     ) -> Call[Entity]:
+        args = entity_args(
+            type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
+        )
         body = {
-            "type": type,
-            "name": name,
-            "text": text,
-            "id": id,
-            "properties": dict(properties or {}),
+            "type": args.type,
+            "name": args.name,
+            "text": args.text,
+            "id": args.id,
+            "properties": args.properties,
             "version": version,
         }
         return Call("POST", self._path(project, "entities"), Entity.model_validate, body=body)
@@ -346,24 +360,36 @@ class Calls:
 
     def upsert_relationship(
         self,
-        from_id: str,
-        type: str,
-        to_id: str,
+        from_id: str | None = None,
+        type: str | None = None,
+        to_id: str | None = None,
         *,
-        source: str,
-        confidence: float = 1.0,
+        source: str | None = None,
+        confidence: float | None = None,
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         check_nodes: bool = True,
+        edge_type: str | None = None,
     ) -> Call[Relation]:
-        """Create or update the edge (from, type, to); never a duplicate."""
+        """Create or update the edge (from, type, to); never a duplicate. Seed 000's
+        spelling is accepted as by the embedded base (see ctxbase.aliases)."""
+        args = edge_args(
+            from_id,
+            type,
+            to_id,
+            edge_type=edge_type,
+            source=source,
+            confidence=confidence,
+            properties=properties,
+            identity=self.identity,
+        )
         body = {
-            "from_id": from_id,
-            "type": type,
-            "to_id": to_id,
-            "source": source,
-            "confidence": confidence,
-            "properties": dict(properties or {}),
+            "from_id": args.from_id,
+            "type": args.type,
+            "to_id": args.to_id,
+            "source": args.source,
+            "confidence": args.confidence,
+            "properties": args.properties,
             "check_nodes": check_nodes,
         }
         path = self._path(project, "relations")
@@ -452,6 +478,7 @@ class Calls:
         debug: bool = False,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
+        strategy: str | None = None,
     ) -> Call[AssembledContext]:
         """Seed 000's POST /v1/context/assemble; the trace comes with the answer."""
         _no_remote_key(signing_key)
@@ -465,6 +492,7 @@ class Calls:
             "debug": debug,
             "include_trace": True,
             "require_signature": require_signature,
+            "strategy": strategy,
         }
         return Call("POST", "/v1/context/assemble", _assembled, body=body)
 
