@@ -1,5 +1,7 @@
 """`ContextBase`: the embedded API over one store — capture, graph, entities, forget.
 
+Sessions and tasks, with their lifecycle, come from `sessions.SessionMethods`.
+
 `ctxbase.open(path)` returns one; the remote SDK offers the same methods over HTTP.
 Retrieval and assembly are mixed in from their own layers (see retrieve/ and assemble/).
 """
@@ -23,8 +25,6 @@ from .model import (
     Entity,
     Event,
     Relation,
-    SessionInfo,
-    TaskInfo,
     check_id,
     event_priority,
     make_entity_id,
@@ -35,6 +35,7 @@ from .retrieve.embed.base import Embedder
 from .retrieve.embedding_worker import EmbeddingWorker
 from .retrieve.indexing import entity_items, event_items, event_search_text
 from .retrieve.search import Searcher, SearchResponse
+from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ForgetReport, ItemFilter, Store
 
@@ -59,7 +60,7 @@ def _close_all_at_exit() -> None:
             base.close()
 
 
-class ContextBase:
+class ContextBase(SessionMethods):
     """Shared memory for agents, embedded in this process."""
 
     def __init__(
@@ -74,11 +75,16 @@ class ContextBase:
         policies: Any = None,
         agent_id: str | None = None,
         debug_mode: bool = False,
+        session_idle_timeout_s: float | None = None,
     ) -> None:
         self.project = check_id("project", project)
         # Who writes through this base: the provenance of edges whose caller names no source.
         self.agent_id = agent_id
         self.debug_mode = debug_mode
+        if session_idle_timeout_s is not None and not session_idle_timeout_s > 0:
+            raise ValidationError("session_idle_timeout_s", "must be a positive number of seconds")
+        # Sessions idle longer than this expire (seed 003); None: never.
+        self.session_idle_timeout_s = session_idle_timeout_s
         self.max_content_bytes = max_content_bytes
         if isinstance(embedder, str) and embedder.strip().lower() == "none":
             embedder = None  # as on the command line: no vectors, keyword search only
@@ -389,41 +395,6 @@ class ContextBase:
             for e in events:
                 self._bus.submit(e, event_priority(e.type))
         return [e.id for e in events]
-
-    # -- sessions and tasks ------------------------------------------------------------
-    def create_session(
-        self,
-        session_id: str,
-        *,
-        project: str | None = None,
-        title: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> SessionInfo:
-        info = SessionInfo(
-            project_id=self._pid(project),
-            session_id=check_id("session_id", session_id),
-            title=title,
-            metadata=dict(metadata or {}),
-        )
-        existing = self.store.get_session(info.project_id, session_id)
-        if existing is not None:
-            info = info.model_copy(update={"created_at": existing.created_at})
-        self.store.upsert_session(info)
-        return info
-
-    def get_session(self, session_id: str, *, project: str | None = None) -> SessionInfo:
-        info = self.store.get_session(self._pid(project), session_id)
-        if info is None:
-            raise NotFoundError("session", session_id)
-        return info
-
-    def list_sessions(self, *, project: str | None = None) -> list[SessionInfo]:
-        return self.store.list_sessions(self._pid(project))
-
-    def upsert_task(self, task: TaskInfo) -> TaskInfo:
-        check_id("task_id", task.task_id)
-        self.store.upsert_task(task)
-        return task
 
     # -- events and the event graph ----------------------------------------------------
     def get_event(

@@ -42,6 +42,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         rate_limit_burst=args.rate_burst,
         log_level=args.log_level,
         assemble_cache_ttl_s=args.assemble_cache_ttl,
+        session_idle_timeout_s=args.session_idle_timeout,
     )
     return 0
 
@@ -115,6 +116,13 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="reuse an identical assembly this long, then serve it while it is refreshed "
         "for as long again; writes through this server drop it at once (0: off)",
+    )
+    p.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="expire sessions idle this long (when read, or by POST .../sessions/expire-idle)",
     )
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=cmd_serve)

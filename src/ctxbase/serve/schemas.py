@@ -25,6 +25,8 @@ __all__ = [
     "EntityIn",
     "EventBatchIn",
     "EventIn",
+    "ExpireIdleIn",
+    "ExpiredOut",
     "FilterIn",
     "ForgetIn",
     "ForgetOut",
@@ -32,6 +34,7 @@ __all__ = [
     "IdleOut",
     "IdsIn",
     "IdsOut",
+    "LifecycleIn",
     "MessagesIn",
     "OutcomeIn",
     "OutcomeOut",
@@ -47,6 +50,7 @@ __all__ = [
     "SessionIn",
     "StateChangeOut",
     "StateSetIn",
+    "SwitchTaskIn",
     "TaskIn",
 ]
 
@@ -130,8 +134,28 @@ class TaskIn(_In):
     session_id: str
     parent_task_id: str | None = None
     title: str = ""
-    status: str = "created"
+    # null: a new task is created, an existing one keeps its status
+    status: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class LifecycleIn(_In):
+    cause: str | None = Field(default=None, max_length=500)
+
+
+class SwitchTaskIn(_In):
+    goal: str = ""
+    task_id: str | None = None
+    parent_task_id: str | None = None
+    background: str | None = None
+
+
+class ExpireIdleIn(_In):
+    idle_timeout_s: float | None = Field(default=None, gt=0)
+
+
+class ExpiredOut(_Out):
+    expired: list[str]
 
 
 class IdleOut(_Out):

@@ -252,8 +252,83 @@ class Calls:
         body = task.model_dump(
             mode="json", include={"session_id", "parent_task_id", "title", "status", "metadata"}
         )
+        if "status" not in task.model_fields_set:
+            body["status"] = None  # as embedded: the task keeps its own status
         path = self._path(task.project_id, "tasks", _q(task.task_id))
         return Call("PUT", path, TaskInfo.model_validate, body=body)
+
+    # -- lifecycle (seed 003) ------------------------------------------------------------------
+    def _move(
+        self, session_id: str, action: str, project: str | None, cause: str | None
+    ) -> Call[SessionInfo]:
+        check_id("session_id", session_id)
+        path = self._path(project, "sessions", _q(session_id), action)
+        return Call("POST", path, SessionInfo.model_validate, body={"cause": cause})
+
+    def suspend_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "suspend"
+    ) -> Call[SessionInfo]:
+        return self._move(session_id, "suspend", project, cause)
+
+    def resume_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "resume"
+    ) -> Call[SessionInfo]:
+        return self._move(session_id, "resume", project, cause)
+
+    def expire_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "expired"
+    ) -> Call[SessionInfo]:
+        return self._move(session_id, "expire", project, cause)
+
+    def archive_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "archive"
+    ) -> Call[SessionInfo]:
+        return self._move(session_id, "archive", project, cause)
+
+    def switch_task(
+        self,
+        session_id: str,
+        goal: str = "",
+        *,
+        task_id: str | None = None,
+        parent_task_id: str | None = None,
+        background: str | None = None,
+        project: str | None = None,
+    ) -> Call[TaskInfo]:
+        check_id("session_id", session_id)
+        body = {
+            "goal": goal,
+            "task_id": task_id,
+            "parent_task_id": parent_task_id,
+            "background": background,
+        }
+        path = self._path(project, "sessions", _q(session_id), "switch-task")
+        return Call("POST", path, TaskInfo.model_validate, body=body)
+
+    def expire_message(
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        project: str | None = None,
+        cause: str = "retracted",
+    ) -> Call[None]:
+        check_id("session_id", session_id)
+        path = self._path(project, "sessions", _q(session_id), "messages", _q(message_id))
+        return Call("POST", path + "/expire", _none, body={"cause": cause})
+
+    def expire_idle_sessions(
+        self,
+        *,
+        project: str | None = None,
+        idle_timeout_s: float | None = None,
+        now: float | None = None,
+    ) -> Call[list[str]]:
+        if now is not None:
+            raise ValidationError("now", "the server expires sessions by its own clock")
+        path = self._path(project, "sessions", "expire-idle")
+        body = {"idle_timeout_s": idle_timeout_s}
+        return Call("POST", path, lambda r: list(r["expired"]), body=body)
 
     def get_task(self, task_id: str, *, project: str | None = None) -> Call[TaskInfo]:
         return Call("GET", self._path(project, "tasks", _q(task_id)), TaskInfo.model_validate)

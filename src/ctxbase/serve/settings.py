@@ -33,3 +33,5 @@ class ServerSettings(BaseModel):
     assemble_cache_size: int = Field(default=1024, ge=0)
     log_level: str = "info"
     policies: str | None = None  # policy YAML path for the assembler
+    # sessions idle this long expire (seed 003's lifecycle); None: never
+    session_idle_timeout_s: float | None = Field(default=None, gt=0)
