@@ -2,9 +2,10 @@
 
 The prompt order is fixed: system instructions -> known state -> current task -> retrieved
 memory -> recent history -> latest user input. The policy chosen for the agent's role and
-intent (policy.py) says which strategies fill the memory layer, the view (a planner sees every
-task's state, an executor only its subtask's), the relation thresholds, the budget shares and
-the time limit. Budgeting (budget.py) decides what fits; the latest input is never cut.
+intent (policy.py) says which strategies fill the memory layer, the view (by default the
+current task's state plus session-wide facts; a planner opts in to every task's, an executor
+sees only its subtask's), the relation thresholds, the budget shares and the time limit.
+Budgeting (budget.py) decides what fits; the latest input is never cut.
 
 Memory scores share one scale in [0, 1] so strategies mix: referenced code ~1.0, failing
 tests and their logs ~0.95, what a relation leads to gets the parent's score times the edge's
@@ -598,7 +599,7 @@ class Assembler:
         scopes: list[tuple[Scope, str, float]] = []
         if task is not None:
             scopes.append(("task", task.task_id, 1.0))
-        if view == "global" or task is None:
+        if view != "subtask" or task is None:
             if session_id:
                 scopes.append(("session", session_id, 0.8))
             scopes.append(("project", pid, 0.6))

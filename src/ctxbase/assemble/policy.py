@@ -4,8 +4,9 @@ A policy matches a request on its project (glob), the agent's role and the inten
 expressions or plain keywords, Chinese or English), has a priority, and lists strategies that
 each trigger on their own condition (a referential word such as "刚才" or "that SQL", an error
 word, the agent being one of a consensus group...). It also fixes per-relation-type confidence
-thresholds, top_k, the token shares of the prompt layers, the view (planners see the whole
-project, executors only their subtask), the token budget and the assembly time limit.
+thresholds, top_k, the token shares of the prompt layers, the view (by default the current
+task plus session-wide facts; planners opt in to every task's, executors see only their
+subtask's), the token budget and the assembly time limit.
 
 File shape::
 
@@ -416,7 +417,10 @@ class Policy(_Frozen):
     default_relation_threshold: float = Field(default=0.7, ge=0.0, le=1.0)
     top_k: int = Field(default=5, ge=1, le=200)
     budget: LayerShares = LayerShares()
-    view: Literal["global", "subtask"] = "global"
+    # task: the current task's state plus session- and project-wide facts (seed 003: state is
+    # bound to its task, so another task's facts never leak in); global: every task's facts
+    # too, opt-in per role (planners); subtask: only the current task's.
+    view: Literal["task", "global", "subtask"] = "task"
     max_tokens: int = Field(default=3000, ge=64)
     assemble_timeout_ms: int = Field(default=2000, ge=1)
 
