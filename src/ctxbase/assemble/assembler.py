@@ -33,6 +33,7 @@ from .budget import (
     allocate_budget,
     compress_extractive,
     fit_to_tokens,
+    layer_quota,
 )
 from .lifecycle import Status
 from .policy import (
@@ -306,7 +307,9 @@ class Assembler:
             pid, session_id, task, policy, agent_role, g, hist, window, limit, user_intent
         )
         notes.extend(hist_notes)
-        alloc, messages = self._fit(items, roles, policy.budget.as_mapping(), limit, user_intent)
+        alloc, messages = self._fit(
+            items, roles, policy.budget.as_mapping(), limit, user_intent, policy.budget.latest
+        )
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
         context_id = f"ctx_{uuid.uuid4().hex[:20]}"
@@ -527,8 +530,9 @@ class Assembler:
             if len(hist) > window.max_messages
             else []
         )
-        room = max(0, limit - counter.count(intent) - 7)
-        quota = int(room * policy.budget.history)
+        quota = layer_quota(
+            policy.budget.history, policy.budget.latest, max(0, limit - 7), counter.count(intent)
+        )
         if window.max_tokens is not None:
             quota = min(quota, window.max_tokens)
         whole: list[Event] = []
@@ -656,6 +660,7 @@ class Assembler:
         shares: Mapping[str, float],
         limit: int,
         intent: str,
+        latest_share: float = 0.0,
     ) -> tuple[BudgetAllocation, list[dict[str, str]]]:
         """Allocate, render, count the real messages; shrink until they fit `limit`."""
         counter = self.counter
@@ -676,6 +681,7 @@ class Assembler:
                 items,
                 latest_input=intent,
                 item_overhead_tokens=_ITEM_OVERHEAD,
+                latest_share=latest_share,
             )
             messages = build_messages(alloc, roles, _HEADERS)
             over = count_messages(messages, counter) - limit
