@@ -19,7 +19,7 @@ from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import SessionInfo, StateFact, TaskInfo, check_id
 from ..store.base import StateChange
 from .budget import compress_extractive
-from .facts import FactExtractor
+from .facts import FactExtractor, asks_to_remember
 from .lifecycle import (
     ContextKind,
     Status,
@@ -358,7 +358,9 @@ class ContextManager:
         """Record a message as an event of the current (or given) task; returns its id.
 
         A user message starts a new turn: per-turn tool results of earlier turns expire
-        (explicitly, with that cause), and facts it states are extracted into the state.
+        (explicitly, with that cause), and facts it states are extracted into the state, with
+        relative dates resolved against the message's time (`today` overrides it). A message
+        that asks to be kept ("记一下…") is important.
         """
         self._writable(session_id)
         event_type = ROLE_EVENT_TYPES.get(role)
@@ -370,6 +372,8 @@ class ContextManager:
         meta = dict(metadata or {})
         if per_turn:
             meta["per_turn"] = True
+        # "记一下截止日期是月底": the user asks for it to be kept, so it survives compression.
+        important = important or (role == "user" and asks_to_remember(content))
         if important:
             meta["important"] = True
         last = self.cb.store.list_events(self.project, session_id, last_n=1)
@@ -397,7 +401,8 @@ class ContextManager:
                 scope=scope,
                 scope_id=task_id or session_id,
                 extractor=self.extractor,
-                today=today,
+                # Relative dates ("下周三", "end of next month") count from the message's time.
+                today=today if today is not None else date.fromtimestamp(event.ts),
                 project=self.project,
             )
         return event.id
