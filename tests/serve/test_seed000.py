@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -215,8 +216,24 @@ def test_seed_000_client_code_embedded_open(tmp_path: Path) -> None:
         assert edges[0].source.startswith("local")
 
 
-def test_seed_000_client_code_remote(live: Live, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def any_server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Live]:
+    """A real server on each backend."""
+    overrides: dict[str, object] = {}
+    if request.param == "postgres":
+        overrides["db"] = request.getfixturevalue("pg_url")
+    bg = start(tmp_path_factory.mktemp("seed000"), **overrides)
+    try:
+        yield Live(bg.url, bg.settings.db, bg)
+    finally:
+        bg.stop()
+
+
+def test_seed_000_client_code_remote(any_server: Live, capsys: pytest.CaptureFixture[str]) -> None:
     """`ctxbase.connect(...)` against a real server: the same code, the same results."""
+    live = any_server
     project = f"ecommerce-{int(time.time() * 1000)}"
     key = live.key(project, role="write")
     with ctxbase.connect(live.url, api_key=key, project=project, debug_mode=True) as pc_client:
@@ -232,8 +249,9 @@ def test_seed_000_client_code_remote(live: Live, capsys: pytest.CaptureFixture[s
         assert rel.source == "agent:test_gen"
 
 
-def test_seed_000_rest_call_without_version_prefix(live: Live) -> None:
+def test_seed_000_rest_call_without_version_prefix(any_server: Live) -> None:
     """Section 3.1: `POST /context/assemble` with the article's body."""
+    live = any_server
     project = "proj_x"
     key = live.key(project, role="write")
     with ctxbase.connect(live.url, api_key=key, project=project) as client:
