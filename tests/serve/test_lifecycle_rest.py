@@ -109,3 +109,17 @@ def test_lifecycle_calls_over_the_sdk(server: Live, project: str) -> None:
         assert client.get_session("idle").status == "expired"
         with pytest.raises(ConflictError):
             client.switch_task("idle", "too late")
+
+
+def test_server_setting_expires_idle_sessions(tmp_path: Path) -> None:
+    bg = start(tmp_path, session_idle_timeout_s=0.001)  # every read comes later than that
+    try:
+        live = Live(bg.url, bg.settings.db, bg)
+        c = live.client(live.key("p1"))
+        assert c.put("/v1/projects/p1/sessions/s1", json={}).json()["status"] == "active"
+        got = c.get("/v1/projects/p1/sessions/s1").json()
+        assert got["status"] == "expired"
+        assert got["metadata"]["status_log"][-1]["cause"].startswith("idle for")
+        assert c.post("/v1/projects/p1/sessions/s1/resume", json={}).status_code == 409
+    finally:
+        bg.stop()
