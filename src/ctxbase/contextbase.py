@@ -1,5 +1,7 @@
 """`ContextBase`: the embedded API over one store — capture, graph, entities, forget.
 
+Sessions and tasks, with their lifecycle, come from `sessions.SessionMethods`.
+
 `ctxbase.open(path)` returns one; the remote SDK offers the same methods over HTTP.
 Retrieval and assembly are mixed in from their own layers (see retrieve/ and assemble/).
 """
@@ -13,6 +15,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
+from .aliases import edge_args, entity_args, identity_source
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from .capture.hooks import message_key, plan_message_events
@@ -21,8 +24,6 @@ from .model import (
     Entity,
     Event,
     Relation,
-    SessionInfo,
-    TaskInfo,
     check_id,
     event_priority,
     make_entity_id,
@@ -34,6 +35,7 @@ from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.embedding_worker import EmbeddingWorker
 from .retrieve.indexing import entity_items, event_items, event_search_text
 from .retrieve.search import Searcher, SearchResponse
+from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ForgetReport, ItemFilter, Store
 from .validation import (
@@ -57,7 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["ContextBase"]
 
 
-class ContextBase:
+class ContextBase(SessionMethods):
     """Shared memory for agents, embedded in this process."""
 
     def __init__(
@@ -70,8 +72,18 @@ class ContextBase:
         bus_config: BusConfig | None = None,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         policies: Any = None,
+        agent_id: str | None = None,
+        debug_mode: bool = False,
+        session_idle_timeout_s: float | None = None,
     ) -> None:
         self.project = check_id("project", project)
+        # Who writes through this base: the provenance of edges whose caller names no source.
+        self.agent_id = agent_id
+        self.debug_mode = debug_mode
+        if session_idle_timeout_s is not None and not session_idle_timeout_s > 0:
+            raise ValidationError("session_idle_timeout_s", "must be a positive number of seconds")
+        # Sessions idle longer than this expire (seed 003); None: never.
+        self.session_idle_timeout_s = session_idle_timeout_s
         self.max_content_bytes = max_content_bytes
         if isinstance(embedder, str) and embedder.strip().lower() == "none":
             embedder = None  # as on the command line: no vectors, keyword search only
@@ -404,49 +416,6 @@ class ContextBase:
                 self._bus.submit(e, event_priority(e.type))
         return [e.id for e in events]
 
-    # -- sessions and tasks ------------------------------------------------------------
-    def create_session(
-        self,
-        session_id: str,
-        *,
-        project: str | None = None,
-        title: str | None = None,
-        metadata: Mapping[str, Any] | None = None,
-    ) -> SessionInfo:
-        check_text("title", title)
-        check_json("metadata", dict(metadata or {}))
-        info = SessionInfo(
-            project_id=self._pid(project),
-            session_id=check_id("session_id", session_id),
-            title=title,
-            metadata=dict(metadata or {}),
-        )
-        existing = self.store.get_session(info.project_id, session_id)
-        if existing is not None:
-            info = info.model_copy(update={"created_at": existing.created_at})
-        self.store.upsert_session(info)
-        return info
-
-    def get_session(self, session_id: str, *, project: str | None = None) -> SessionInfo:
-        info = self.store.get_session(self._pid(project), session_id)
-        if info is None:
-            raise NotFoundError("session", session_id)
-        return info
-
-    def list_sessions(self, *, project: str | None = None) -> list[SessionInfo]:
-        return self.store.list_sessions(self._pid(project))
-
-    def upsert_task(self, task: TaskInfo) -> TaskInfo:
-        check_id("task_id", task.task_id)
-        check_id("session_id", task.session_id)
-        if task.parent_task_id is not None:
-            check_id("parent_task_id", task.parent_task_id)
-        check_text("title", task.title)
-        check_text("status", task.status)
-        check_json("metadata", task.metadata)
-        self.store.upsert_task(task)
-        return task
-
     # -- events and the event graph ----------------------------------------------------
     def get_event(
         self, event_id: str, *, project: str | None = None, include_inactive: bool = False
@@ -493,20 +462,28 @@ class ContextBase:
     # -- entities and relations ----------------------------------------------------------
     def upsert_entity(
         self,
-        type: str,
-        name: str,
+        type: str | None = None,
+        name: str | None = None,
         text: str = "",
         *,
         id: str | None = None,
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         version: int | None = None,
+        entity_type: str | None = None,
+        entity_id: str | None = None,
     ) -> Entity:
         """Create or update a typed entity (document, code, sql, requirement, ...).
 
-        A signed entity (properties["_sig"]) must carry a version greater than the stored
-        one: ConflictError otherwise (an older signed version written back is a replay)."""
+        Seed 000's spelling works too: `entity_type`, `entity_id`, and the text given as
+        ``properties["content"]``; an entity without a name is named by its id. A signed
+        entity (properties["_sig"]) must carry a version greater than the stored one:
+        ConflictError otherwise (an older signed version written back is a replay)."""
         pid = self._pid(project)
+        args = entity_args(
+            type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
+        )
+        type, name, properties = args.type, args.name, args.properties
         if not isinstance(type, str) or is_blank(type):
             raise ValidationError("type", "an entity needs a type")
         if not isinstance(name, str) or is_blank(name):
@@ -516,8 +493,8 @@ class ContextBase:
         check_entity_properties(dict(properties or {}))
         if version is not None and check_int64("version", version) < 1:
             raise ValidationError("version", "must be >= 1")
-        body = check_text("text", text) or ""
-        eid = check_id("id", id) if id is not None else make_entity_id(type, name)
+        body = check_text("text", args.text) or ""
+        eid = check_id("id", args.id) if args.id is not None else make_entity_id(type, name)
         old = self.store.get_entities(pid, [eid], include_inactive=True)
         entity = Entity(
             id=eid,
@@ -557,36 +534,59 @@ class ContextBase:
 
     def upsert_relationship(
         self,
-        from_id: str,
-        type: str,
-        to_id: str,
+        from_id: str | None = None,
+        type: str | None = None,
+        to_id: str | None = None,
         *,
-        source: str,
-        confidence: float = 1.0,
+        source: str | None = None,
+        confidence: float | None = None,
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         check_nodes: bool = True,
+        edge_type: str | None = None,
     ) -> Relation:
-        """Create or update the edge (from, type, to); never a duplicate."""
+        """Create or update the edge (from, type, to); never a duplicate.
+
+        Seed 000's spelling works too: `edge_type`, positional ``(from_id, to_id, type)``,
+        confidence and source inside `properties`. Without a source, this base's identity
+        (``agent:<agent_id>``, else the local user) is the source: it is never empty."""
         pid = self._pid(project)
-        check_id("from_id", from_id)
-        check_id("to_id", to_id)
-        check_json("properties", dict(properties or {}))
+        args = edge_args(
+            from_id,
+            type,
+            to_id,
+            edge_type=edge_type,
+            source=source,
+            confidence=confidence,
+            properties=properties,
+            identity=identity_source(self.agent_id),
+        )
+        check_id("from_id", args.from_id)
+        check_id("to_id", args.to_id)
+        check_json("properties", args.properties)
+        confidence = args.confidence
+        if confidence is None:
+            existing = self.store.list_relations(
+                pid, [args.from_id], direction="out", types=[args.type]
+            )
+            same = [r for r in existing if r.to_id == args.to_id]
+            confidence = same[0].confidence if same else 1.0
         try:
             rel = Relation(
                 project_id=pid,
-                from_id=from_id,
-                type=type,
-                to_id=to_id,
+                from_id=args.from_id,
+                type=args.type,
+                to_id=args.to_id,
                 confidence=confidence,
-                source=source,
-                properties=dict(properties or {}),
+                source=args.source,
+                properties=args.properties,
             )
         except Exception as exc:
             raise _as_validation(exc) from exc
         if check_nodes:
-            missing = {from_id, to_id} - self.store.existing_ids(pid, [from_id, to_id])
-            for field, node in (("from_id", from_id), ("to_id", to_id)):
+            ends = [args.from_id, args.to_id]
+            missing = set(ends) - self.store.existing_ids(pid, ends)
+            for field, node in (("from_id", args.from_id), ("to_id", args.to_id)):
                 if node in missing:
                     raise ValidationError(field, f"{node!r} does not exist in project {pid!r}")
         return self.store.upsert_relations([rel])[0]
@@ -695,24 +695,36 @@ class ContextBase:
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
         repos: Sequence[str] | None = None,
+        strategy: str | None = None,
     ) -> AssembledContext:
         """The context for one agent turn: messages, structured payload and a context_id.
 
+        `strategy` runs that one strategy (with the policy's parameters for it, if any)
+        instead of the ones the policy triggers, as seed 000's
+        ``strategy="referenced_code_first"``. The result also reads as seed 000's payload:
+        ``ctx["documents"][0]["content"]``. With the base's `debug_mode`, the assembly log
+        (documents found, relations, tokens injected) is printed to stderr.
         `require_signature` keeps out entities whose HMAC signature fails or is missing
         (as in `search`); `AssembledContext.tampered` names the tampered ones. `repos`
         keeps out entities ingested from other repositories."""
-        return self.assembler.assemble(
+        ctx = self.assembler.assemble(
             project_id=self._pid(project_id),
             session_id=session_id,
             agent_role=agent_role,
             user_intent=user_intent,
             max_tokens=max_tokens,
             task_id=task_id,
-            debug=debug,
+            debug=debug or self.debug_mode,
             require_signature=require_signature,
             signing_key=signing_key,
             repos=repos,
+            strategy=strategy,
         )
+        if self.debug_mode:
+            from .assemble.trace import print_assembly_log
+
+            print_assembly_log(ctx)
+        return ctx
 
     def context_manager(self, **options: Any) -> ContextManager:
         """Seed 003's layered manager (sessions, tasks, state, messages) over this base."""

@@ -159,8 +159,10 @@ def test_relation_thresholds_merge_with_defaults() -> None:
 
 
 def test_default_budget_shares_follow_the_layers() -> None:
+    # seed 003's split: 10 % system, 20 % state, 10 % task, 40 % history, 20 % latest input
     shares = LayerShares().as_mapping()
-    assert shares == {"system": 0.1, "state": 0.2, "task": 0.1, "memory": 0.4, "history": 0.2}
+    assert shares == {"system": 0.1, "state": 0.2, "task": 0.1, "memory": 0.0, "history": 0.4}
+    assert LayerShares().latest == 0.2
     with pytest.raises(ValidationError, match=r"must not exceed 1\.0"):
         LayerShares(memory=0.9)
 

@@ -100,10 +100,15 @@ def test_bad_relation(db_path: Path, cb: ContextBase, kwargs: dict[str, Any], fi
     _refused(db_path, cb, field, lambda: cb.upsert_relationship(a, "USES", b, **kwargs))
 
 
-def test_relation_without_source_argument_is_refused(cb: ContextBase) -> None:
+def test_relation_without_source_argument_gets_the_callers_identity(cb: ContextBase) -> None:
+    # Seed 000's calls name no source: the base's identity fills it, never an empty one.
     a = cb.upsert_entity("doc", "a").id
-    with pytest.raises(TypeError):
-        cb.upsert_relationship(a, "USES", a)  # type: ignore[call-arg]
+    assert cb.upsert_relationship(a, "USES", a).source.startswith("local")
+    cb.agent_id = "code_gen"  # as ctxbase.open(..., agent_id="code_gen")
+    assert cb.upsert_relationship(a, "USES", a).source == "agent:code_gen"
+    with pytest.raises(ValidationError) as err:
+        cb.upsert_relationship(a, "USES", a, source="  ")
+    assert err.value.field == "source"
 
 
 def test_relation_between_missing_nodes(db_path: Path, cb: ContextBase) -> None:

@@ -20,7 +20,8 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     # sessions and tasks
     r = c.put(f"{base}/sessions/s1", json={"title": "day 1", "metadata": {"k": 1}})
     assert r.status_code == 200 and r.json()["title"] == "day 1"
-    assert c.get(f"{base}/sessions/s1").json()["metadata"] == {"k": 1}
+    meta = c.get(f"{base}/sessions/s1").json()["metadata"]
+    assert meta["k"] == 1 and [e["to"] for e in meta["status_log"]] == ["created", "active"]
     assert [s["session_id"] for s in c.get(f"{base}/sessions").json()] == ["s1"]
     r = c.put(f"{base}/tasks/t1", json={"session_id": "s1", "title": "cache orders"})
     assert r.status_code == 200 and r.json()["task_id"] == "t1"
@@ -123,6 +124,12 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     ctx = r.json()
     assert ctx["context_id"] == r.headers["x-context-id"]
     assert ctx["messages"][-1] == {"role": "user", "content": "给订单接口加缓存"}
+    # seed 000's path, without the version prefix, is the same route
+    r = c.post(
+        "/context/assemble",
+        json={"project_id": pid, "agent_role": "code_gen", "user_intent": "给订单接口加缓存"},
+    )
+    assert r.status_code == 200 and r.json()["messages"] == ctx["messages"]
     trace = c.get(f"/v1/traces/{ctx['context_id']}").json()
     assert trace["context_id"] == ctx["context_id"] and trace["agent_role"] == "code_gen"
     r = c.post(
@@ -153,6 +160,24 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     assert back["fact"]["value"] == 50000 and back["fact"]["version"] == 3
     assert c.delete(f"{base}/state", params={**q, "key": "budget"}).json() == {"deleted": True}
     assert c.get(f"{base}/state", params=q).json() == {}
+
+    # seed 003's lifecycle moves
+    life = f"{base}/sessions/life"
+    assert c.put(life, json={"title": "lifecycle"}).json()["status"] == "active"
+    task = c.post(f"{life}/switch-task", json={"goal": "写方案"}).json()
+    said = c.post(
+        f"{base}/events", json={"type": "user_message", "session_id": "life", "text": "撤回"}
+    ).json()
+    assert c.post(f"{life}/messages/{said['id']}/expire", json={}).status_code == 204
+    assert c.post(f"{life}/suspend", json={}).json()["status"] == "suspended"
+    assert c.post(f"{life}/resume", json={}).json()["status"] == "active"
+    assert c.post(f"{life}/expire", json={"cause": "done"}).json()["status"] == "expired"
+    archived = c.post(f"{life}/archive", json={}).json()
+    assert archived["metadata"]["current_task_id"] == task["task_id"]
+    assert c.put(life, json={}).status_code == 409
+    c.put(f"{base}/sessions/idle", json={})
+    idle = c.post(f"{base}/sessions/expire-idle", json={"idle_timeout_s": 1e-6}).json()
+    assert "idle" in idle["expired"]
 
     # close a relation, soft delete, restore, forget
     assert c.post(f"{base}/relations/{rel['id']}/close", json={}).json() == {"closed": True}

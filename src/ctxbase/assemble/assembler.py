@@ -2,9 +2,10 @@
 
 The prompt order is fixed: system instructions -> known state -> current task -> retrieved
 memory -> recent history -> latest user input. The policy chosen for the agent's role and
-intent (policy.py) says which strategies fill the memory layer, the view (a planner sees every
-task's state, an executor only its subtask's), the relation thresholds, the budget shares and
-the time limit. Budgeting (budget.py) decides what fits; the latest input is never cut.
+intent (policy.py) says which strategies fill the memory layer, the view (by default the
+current task's state plus session-wide facts; a planner opts in to every task's, an executor
+sees only its subtask's), the relation thresholds, the budget shares and the time limit.
+Budgeting (budget.py) decides what fits; the latest input is never cut.
 
 Memory scores share one scale in [0, 1] so strategies mix: referenced code ~1.0, failing
 tests and their logs ~0.95, what a relation leads to gets the parent's score times the edge's
@@ -32,9 +33,11 @@ from .budget import (
     allocate_budget,
     compress_extractive,
     fit_to_tokens,
+    layer_quota,
 )
 from .lifecycle import Status
 from .policy import (
+    STRATEGY_NAMES,
     ErrorDrivenRepair,
     MultiAgentConsensus,
     Policy,
@@ -48,6 +51,7 @@ from .policy import (
     Strategy,
     load_default_policies,
     load_policies,
+    strategy_defaults,
 )
 from .state import CURRENT_TASK_KEY, LLMConfig, Scope, get_facts, message_statuses, render_fact
 from .strategies import (
@@ -211,12 +215,15 @@ class Assembler:
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
         repos: Sequence[str] | None = None,
+        strategy: str | None = None,
     ) -> AssembledContext:
         """Assemble the prompt for `agent_role` answering `user_intent` (see module doc).
 
         `repos` keeps out entities ingested from any other repository (events and entities
         of no repository still come in); the trace lists them as dropped ("other
-        repository").
+        repository"). `strategy` names the one strategy to run (besides the history window),
+        whatever the policy's triggers say; the policy's parameters for it apply when it
+        lists it.
 
         With `require_signature`, entities whose HMAC signature does not verify (key:
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), search
@@ -255,6 +262,8 @@ class Assembler:
         selection = self.policies.select(
             pid, agent_role, user_intent, has_error=failing is not None
         )
+        if strategy is not None:
+            selection = _forced(selection, strategy)
         policy = selection.policy
         limit = policy.max_tokens if max_tokens is None else max_tokens
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
@@ -284,7 +293,14 @@ class Assembler:
         )
         timings: dict[str, float] = {"prepare": _ms(t0)}
         ran, skipped = self._run(
-            g, selection, agent_role, failing, len(hist), deadline, timings, consensus=True
+            g,
+            selection,
+            agent_role,
+            failing,
+            len(hist),
+            deadline,
+            timings,
+            consensus=strategy in (None, "multi_agent_consensus"),
         )
         if skipped:
             notes.append(
@@ -301,7 +317,9 @@ class Assembler:
             pid, session_id, task, policy, agent_role, g, hist, window, limit, user_intent
         )
         notes.extend(hist_notes)
-        alloc, messages = self._fit(items, roles, policy.budget.as_mapping(), limit, user_intent)
+        alloc, messages = self._fit(
+            items, roles, policy.budget.as_mapping(), limit, user_intent, policy.budget.latest
+        )
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
         context_id = f"ctx_{uuid.uuid4().hex[:20]}"
@@ -527,8 +545,9 @@ class Assembler:
             if len(hist) > window.max_messages
             else []
         )
-        room = max(0, limit - counter.count(intent) - 7)
-        quota = int(room * policy.budget.history)
+        quota = layer_quota(
+            policy.budget.history, policy.budget.latest, max(0, limit - 7), counter.count(intent)
+        )
         if window.max_tokens is not None:
             quota = min(quota, window.max_tokens)
         whole: list[Event] = []
@@ -599,7 +618,7 @@ class Assembler:
         scopes: list[tuple[Scope, str, float]] = []
         if task is not None:
             scopes.append(("task", task.task_id, 1.0))
-        if view == "global" or task is None:
+        if view != "subtask" or task is None:
             if session_id:
                 scopes.append(("session", session_id, 0.8))
             scopes.append(("project", pid, 0.6))
@@ -656,6 +675,7 @@ class Assembler:
         shares: Mapping[str, float],
         limit: int,
         intent: str,
+        latest_share: float = 0.0,
     ) -> tuple[BudgetAllocation, list[dict[str, str]]]:
         """Allocate, render, count the real messages; shrink until they fit `limit`."""
         counter = self.counter
@@ -676,6 +696,7 @@ class Assembler:
                 items,
                 latest_input=intent,
                 item_overhead_tokens=_ITEM_OVERHEAD,
+                latest_share=latest_share,
             )
             messages = build_messages(alloc, roles, _HEADERS)
             over = count_messages(messages, counter) - limit
@@ -685,6 +706,23 @@ class Assembler:
         # Unreachable in practice (each round removes the overflow); the input alone fits.
         alloc = allocate_budget(input_tokens, shares, counter, {}, latest_input=intent)
         return alloc, build_messages(alloc, roles, _HEADERS)
+
+
+def _forced(selection: PolicySelection, name: str) -> PolicySelection:
+    """The selection with `name` as its only strategy (plus the policy's history window)."""
+    if name not in STRATEGY_NAMES:
+        raise ValidationError(
+            "strategy", f"unknown strategy {name!r}; valid: {', '.join(STRATEGY_NAMES)}"
+        )
+    policy = selection.policy
+    chosen = policy.strategy(name) or strategy_defaults(name)
+    chosen = chosen.model_copy(update={"enabled": True})
+    window = policy.strategy("recent_window")
+    kept: tuple[Strategy, ...] = (chosen,)
+    if name != "recent_window" and window is not None and window.enabled:
+        kept = (window, chosen)
+    reason = f"strategy {name!r} requested by the caller (the policy's triggers not used)"
+    return PolicySelection(policy, kept, (*selection.reasons, reason))
 
 
 def _ms(t: float) -> float:

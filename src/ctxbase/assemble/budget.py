@@ -2,10 +2,13 @@
 
 The latest user input is placed first and never cut (unless the caller allows it): a prompt
 without the question is worthless. What remains is split between the layers (system, state,
-task, memory, history) by their shares. Each layer packs its pinned items, then the rest by
-score; the tokens a layer does not use go to a common pool that is handed out again, memory
-first, then history, then the fixed layers. Each layer may cut at most one item on a token
-boundary to use the end of the pool. Every item left out is reported with its reason.
+task, memory, history) by their shares. With a `latest_share` (seed 003 keeps 20 % for the
+input), shares are fractions of the whole budget and the input's reserve is set aside: a
+longer input shrinks the layers in proportion, a shorter one leaves its spare to the pool.
+Each layer packs its pinned items, then the rest by score; the tokens a layer does not use go
+to a common pool that is handed out again, memory first, then history, then the fixed layers.
+Each layer may cut at most one item on a token boundary to use the end of the pool. Every
+item left out is reported with its reason.
 
 Token counts are per item plus an optional fixed overhead per item (separators, role tags);
 the total of an allocation never exceeds `max_tokens`.
@@ -36,6 +39,7 @@ __all__ = [
     "allocate_budget",
     "compress_extractive",
     "fit_to_tokens",
+    "layer_quota",
     "split_sentences",
 ]
 
@@ -188,13 +192,26 @@ def _layer_names(
     return known + extras
 
 
-def _check_shares(shares: Mapping[str, float]) -> None:
+def _check_shares(shares: Mapping[str, float], latest_share: float = 0.0) -> None:
     for name, share in shares.items():
         if not (0.0 <= share <= 1.0) or math.isnan(share):
             raise ValueError(f"share of layer {name!r} must be in [0, 1] (got {share})")
-    total = sum(shares.values())
+    if not (0.0 <= latest_share < 1.0) or math.isnan(latest_share):
+        raise ValueError(f"latest_share must be in [0, 1) (got {latest_share})")
+    total = sum(shares.values()) + latest_share
     if total > 1.0 + 1e-9:
         raise ValueError(f"layer shares add up to {total:.3f}; they must not exceed 1.0")
+
+
+def layer_quota(share: float, latest_share: float, budget: int, input_tokens: int) -> int:
+    """Tokens a layer's `share` grants out of `budget` next to an input of `input_tokens`.
+
+    The layer gets `share` of the whole budget while the input fits in its reserve
+    (`latest_share` of it); a longer input takes what it needs and the layers shrink in
+    proportion. With no reserve this is `share` of what the input leaves."""
+    remaining = max(0, budget - input_tokens)
+    scaled = share / (1.0 - latest_share) * remaining
+    return math.floor(min(share * budget, scaled) + 1e-9)
 
 
 def allocate_budget(
@@ -209,20 +226,22 @@ def allocate_budget(
     item_overhead_tokens: int = 0,
     min_truncated_tokens: int = 8,
     dedupe: bool = True,
+    latest_share: float = 0.0,
 ) -> BudgetAllocation:
     """Decide which items of which layers fit into `max_tokens` next to the latest input.
 
     `shares` maps layer names to fractions of what the input leaves (sum <= 1; the part not
-    given to any layer joins the pool). `min_scores` drops unpinned items scoring below their
-    layer's minimum. Duplicates (same text up to whitespace and case) keep their first
-    occurrence in prompt order. Raises `BudgetTooSmall` when the input alone is too long and
-    `allow_truncate_input` is False.
+    given to any layer joins the pool); with `latest_share`, fractions of `max_tokens` with
+    that much kept for the input (see `layer_quota`). `min_scores` drops unpinned items
+    scoring below their layer's minimum. Duplicates (same text up to whitespace and case)
+    keep their first occurrence in prompt order. Raises `BudgetTooSmall` when the input alone
+    is too long and `allow_truncate_input` is False.
     """
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0 (got {max_tokens})")
     if item_overhead_tokens < 0:
         raise ValueError(f"item_overhead_tokens must be >= 0 (got {item_overhead_tokens})")
-    _check_shares(shares)
+    _check_shares(shares, latest_share)
 
     input_text = latest_input
     input_tokens = counter.count(latest_input) if latest_input else 0
@@ -260,7 +279,8 @@ def allocate_budget(
             seen[key] = (item.id, name)
             candidates.append(_Candidate(index, item, counter.count(item.text)))
         candidates.sort(key=_priority)
-        layers.append(_LayerState(name, share, math.floor(remaining * share), candidates))
+        quota = layer_quota(share, latest_share, max_tokens, input_tokens)
+        layers.append(_LayerState(name, share, quota, candidates))
 
     # Pass 1: each layer within its own share, whole items only.
     for layer in layers:

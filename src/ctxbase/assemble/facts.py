@@ -35,6 +35,7 @@ __all__ = [
     "JsonValue",
     "LLMFactExtractor",
     "RuleFactExtractor",
+    "asks_to_remember",
     "extract_facts",
     "parse_llm_facts",
 ]
@@ -247,11 +248,21 @@ _DATE = re.compile(
 _CN_CUE_AFTER = re.compile(
     r"^\s*(?:之前|以前|前|截止|为止|内|之内|以内|完成|上线|交付|交|搞定|到期|要)"
 )
-_CN_CUE_BEFORE = re.compile(r"(?:截止|截至|最晚|最迟|不晚于|期限|deadline|ddl|在|到)\s*$", re.I)
+# "截止日期是月底", "期限定在下周三": the cue word, then an optional noun and verb.
+_CN_CUE_BEFORE = re.compile(
+    r"(?:截止|截至|最晚|最迟|不晚于|期限|deadline|ddl|due|在|到)"
+    r"(?:日期|时间|日)?\s*(?:是|为|定在|定为|改到|改成|:|：)?\s*$",
+    re.I,
+)
 _EN_CUE_BEFORE = re.compile(
     r"\b(?:by|before|until|due|deadline|no later than|ship|launch|deliver|finish|complete|done"
-    r"|ready|submit)\b[\w\s]{0,12}$",
+    r"|ready|submit)\b[\w\s:]{0,12}$",
     re.IGNORECASE,
+)
+# "记一下…", "记住…", "remember that…": the user asks for this to be kept (seed 003's
+# important messages, kept in summaries when the history is compressed).
+_REMEMBER = re.compile(
+    r"^\s*(?:请|帮我)?(?:记一下|记下|记住|记得|备注一下|备忘)|(?i:\b(?:remember|note)\s+that\b)"
 )
 
 
@@ -331,7 +342,7 @@ def _deadline_facts(text: str, today: date | None) -> list[ExtractedFact]:
         g = match.groupdict()
         is_span = bool(g["span_n"] or g["en_span_n"])
         after = _CN_CUE_AFTER.match(text[end : end + 6])
-        cue = is_span or after or _CN_CUE_BEFORE.search(text[max(0, start - 6) : start])
+        cue = is_span or after or _CN_CUE_BEFORE.search(text[max(0, start - 10) : start])
         cue = cue or _EN_CUE_BEFORE.search(text[max(0, start - 30) : start])
         if not cue:
             continue
@@ -513,7 +524,8 @@ _PREFERENCE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?:不喜欢|讨厌|不要用?|别用|不想用|不想要|不需要|不用)" + _ITEM_CN), "dislike"),
     (
         re.compile(
-            r"我(?:比较|很|最|更|非常|特别|一直)?(?:喜欢|偏好|偏爱|钟意|爱用|倾向于?)" + _ITEM_CN
+            r"(?:我|用户|客户)(?:比较|很|最|更|非常|特别|一直)?(?:喜欢|偏好|偏爱|钟意|爱用|倾向于?)"
+            + _ITEM_CN
         ),
         "like",
     ),
@@ -619,6 +631,11 @@ class RuleFactExtractor:
 
 
 _DEFAULT_RULES = RuleFactExtractor()
+
+
+def asks_to_remember(text: str) -> bool:
+    """True when the message asks for something to be kept ("记一下…", "remember that…")."""
+    return bool(_REMEMBER.search(text))
 
 
 def extract_facts(

@@ -4,26 +4,49 @@ Sessions, tasks and messages move through the same five statuses, but not every 
 sense for every kind: a message is never suspended (it lives and dies with its task), and
 nothing comes back from the archive. Every change of status is an explicit call to
 `transition`; an implicit change ("nobody used it, so it is suspended now") cannot be replayed
-or debugged, so there is no such thing here.
+or debugged, so there is no such thing here. The one automatic move, expiry after an idle
+time, is an explicit rule too (`expire_idle`), logged with its cause like any other.
+
+`save_session` and `save_task` are the only way session and task records are written: the
+library (`ContextBase.create_session`, `upsert_task`, `ContextManager`), the REST routes and
+therefore the SDK all go through them. They refuse unknown statuses, illegal moves, and any
+write to an archived record (the archive is read-only; an expired record may only be
+archived), keep the lifecycle's own metadata (`status_log`, `current_task_id`,
+`archive_summary`), and log every status change.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
-from ..errors import ConflictError
+from ..errors import ConflictError, ValidationError
+from ..model import SessionInfo, TaskInfo
+from ..store.base import Store
 
 __all__ = [
     "LEGAL_TRANSITIONS",
+    "LIFECYCLE_METADATA",
     "ContextKind",
     "IllegalTransition",
+    "ReadOnlyRecord",
     "Status",
     "allowed_targets",
     "can_transition",
+    "check_status",
+    "expire_idle",
     "is_terminal",
+    "logged",
+    "save_session",
+    "save_task",
     "transition",
 ]
+
+# Metadata keys the lifecycle writes; callers' metadata never replaces them.
+LIFECYCLE_METADATA: tuple[str, ...] = ("status_log", "current_task_id", "archive_summary")
+_STATUS_LOG_LIMIT = 50
 
 
 class Status(StrEnum):
@@ -131,3 +154,134 @@ def transition(current: Status | str, target: Status | str, kind: ContextKind | 
     if tgt not in LEGAL_TRANSITIONS[kind_][cur]:
         raise IllegalTransition(kind_, cur, tgt)
     return tgt
+
+
+class ReadOnlyRecord(ConflictError):
+    """A write to an archived session or task (or to an expired one, other than archiving)."""
+
+    code = "conflict"
+
+
+def check_status(value: object, field: str = "status") -> Status:
+    """The status named by `value`; anything else is bad input naming `field`."""
+    try:
+        return Status(str(value))
+    except ValueError:
+        valid = ", ".join(s.value for s in Status)
+        raise ValidationError(field, f"unknown status {value!r}; valid: {valid}") from None
+
+
+def logged(
+    metadata: Mapping[str, Any], old: str, new: str, cause: str, now: float | None = None
+) -> dict[str, Any]:
+    """`metadata` with one more status_log entry (when, from, to, why); the last 50 kept."""
+    out = dict(metadata)
+    entries = list(out.get("status_log", []))[-(_STATUS_LOG_LIMIT - 1) :]
+    at = time.time() if now is None else now
+    entries.append({"ts": at, "from": old, "to": new, "cause": cause})
+    out["status_log"] = entries
+    return out
+
+
+def _guard(kind: ContextKind, name: str, current: Status, target: Status) -> None:
+    if current == Status.ARCHIVED:
+        raise ReadOnlyRecord(f"{kind.value} {name!r} is archived; it is read-only")
+    if current == Status.EXPIRED and target != Status.ARCHIVED:
+        raise ReadOnlyRecord(f"{kind.value} {name!r} is expired; it can only be archived")
+
+
+def save_session(
+    store: Store, info: SessionInfo, *, cause: str, now: float | None = None
+) -> SessionInfo:
+    """Write a session through the lifecycle (see the module doc); returns what was stored.
+
+    A new session starts as created (a status of active logs created -> active); an
+    existing one keeps its created_at.
+    """
+    at = time.time() if now is None else now
+    target = check_status(info.status)
+    old = store.get_session(info.project_id, info.session_id)
+    current = Status.CREATED if old is None else check_status(old.status)
+    metadata = dict(info.metadata)
+    if old is None:
+        metadata = logged(metadata, "", Status.CREATED.value, cause, at)
+    if target != current:
+        transition(current, target, ContextKind.SESSION)
+        metadata = logged(metadata, current.value, target.value, cause, at)
+    if old is not None:
+        _guard(ContextKind.SESSION, info.session_id, current, target)
+    stored = info.model_copy(
+        update={
+            "status": target.value,
+            "created_at": info.created_at if old is None else old.created_at,
+            "updated_at": at,
+            "metadata": metadata,
+        }
+    )
+    store.upsert_session(stored)
+    return stored
+
+
+def save_task(store: Store, task: TaskInfo, *, cause: str, now: float | None = None) -> TaskInfo:
+    """Write a task through the lifecycle; a task of an archived (or expired) session takes
+    no writes but its own archiving."""
+    at = time.time() if now is None else now
+    target = check_status(task.status)
+    session = store.get_session(task.project_id, task.session_id)
+    held = None if session is None else check_status(session.status)
+    closed = held in (Status.ARCHIVED, Status.EXPIRED)
+    if closed and not (held == Status.EXPIRED and target == Status.ARCHIVED):
+        raise ReadOnlyRecord(f"session {task.session_id!r} is {held}; its tasks take no writes")
+    old = store.get_task(task.project_id, task.task_id)
+    current = Status.CREATED if old is None else check_status(old.status)
+    metadata = dict(task.metadata)
+    if old is None:
+        metadata = logged(metadata, "", Status.CREATED.value, cause, at)
+    if target != current:
+        transition(current, target, ContextKind.TASK)
+        metadata = logged(metadata, current.value, target.value, cause, at)
+    if old is not None:
+        _guard(ContextKind.TASK, task.task_id, current, target)
+        if old.session_id != task.session_id:
+            raise ConflictError(
+                f"task {task.task_id!r} belongs to session {old.session_id!r}, "
+                f"not {task.session_id!r}"
+            )
+    stored = task.model_copy(
+        update={
+            "status": target.value,
+            "created_at": task.created_at if old is None else old.created_at,
+            "updated_at": at,
+            "metadata": metadata,
+        }
+    )
+    store.upsert_task(stored)
+    return stored
+
+
+def expire_idle(
+    store: Store,
+    info: SessionInfo,
+    idle_timeout_s: float | None,
+    *,
+    now: float | None = None,
+    last_activity: float | None = None,
+) -> SessionInfo:
+    """Expire the session when it has been idle longer than `idle_timeout_s` (None: never).
+
+    Idle time counts from the later of its last change and `last_activity` (its newest
+    event). Returns the session as it is now (expired, or unchanged)."""
+    if idle_timeout_s is None:
+        return info
+    status = check_status(info.status)
+    if Status.EXPIRED not in LEGAL_TRANSITIONS[ContextKind.SESSION][status]:
+        return info
+    at = time.time() if now is None else now
+    since = max(info.updated_at, last_activity or 0.0)
+    idle = at - since
+    if idle <= idle_timeout_s:
+        return info
+    cause = f"idle for {idle:.0f} s (timeout {idle_timeout_s:g} s)"
+    return save_session(
+        store, info.model_copy(update={"status": Status.EXPIRED.value}), cause=cause, now=at
+    )

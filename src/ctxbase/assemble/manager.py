@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
@@ -19,8 +19,16 @@ from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import SessionInfo, StateFact, TaskInfo, check_id
 from ..store.base import StateChange
 from .budget import compress_extractive
-from .facts import FactExtractor
-from .lifecycle import ContextKind, Status, transition
+from .facts import FactExtractor, asks_to_remember
+from .lifecycle import (
+    ContextKind,
+    Status,
+    check_status,
+    expire_idle,
+    save_session,
+    save_task,
+    transition,
+)
 from .state import (
     CURRENT_TASK_KEY,
     LLMConfig,
@@ -51,16 +59,7 @@ ROLE_EVENT_TYPES: dict[str, str] = {
     "system": "system",
 }
 MESSAGE_EVENT_TYPES: tuple[str, ...] = tuple(ROLE_EVENT_TYPES.values())
-_STATUS_LOG_LIMIT = 50
 _ARCHIVE_SUMMARY_TOKENS = 300
-
-
-def _logged(metadata: Mapping[str, Any], old: str, new: str, cause: str) -> dict[str, Any]:
-    out = dict(metadata)
-    entries = list(out.get("status_log", []))[-(_STATUS_LOG_LIMIT - 1) :]
-    entries.append({"ts": time.time(), "from": old, "to": new, "cause": cause})
-    out["status_log"] = entries
-    return out
 
 
 class ContextManager:
@@ -76,6 +75,8 @@ class ContextManager:
         llm: LLMConfig | None = None,
         extract_facts: bool = True,
         default_role: str = "assistant",
+        idle_timeout_s: float | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.cb = cb
         self.project = cb.project if project is None else check_id("project", project)
@@ -84,6 +85,11 @@ class ContextManager:
         self.extractor = extractor if extractor is not None else default_extractor(llm)
         self.extract_facts = extract_facts
         self.default_role = default_role
+        # Sessions idle longer than this expire when next touched (None: the base's setting).
+        self.idle_timeout_s = (
+            cb.session_idle_timeout_s if idle_timeout_s is None else idle_timeout_s
+        )
+        self.clock = clock
 
     @property
     def assembler(self) -> Assembler:
@@ -101,51 +107,65 @@ class ContextManager:
         sid = check_id("session_id", session_id or f"s_{uuid.uuid4().hex[:16]}")
         if self.cb.store.get_session(self.project, sid) is not None:
             raise ConflictError(f"session {sid!r} already exists")
-        metadata = _logged({"user_id": user_id, CURRENT_TASK_KEY: None}, "", "created", "create")
-        new = transition(Status.CREATED, Status.ACTIVE, ContextKind.SESSION)
-        metadata = _logged(metadata, Status.CREATED, new, "create_session")
-        self.cb.store.upsert_session(
+        save_session(
+            self.cb.store,
             SessionInfo(
                 project_id=self.project,
                 session_id=sid,
-                status=new.value,
+                status=Status.ACTIVE.value,
                 title=title,
-                metadata=metadata,
-            )
+                metadata={"user_id": user_id, CURRENT_TASK_KEY: None},
+            ),
+            cause="create_session",
+            now=self.clock(),
         )
         return sid
 
     def session(self, session_id: str) -> SessionInfo:
+        """The session, expired first when it has been idle past `idle_timeout_s`."""
         info = self.cb.store.get_session(self.project, session_id)
         if info is None:
             raise NotFoundError("session", session_id)
+        if self.idle_timeout_s is not None:
+            last = self.cb.store.list_events(self.project, session_id, last_n=1)
+            info = expire_idle(
+                self.cb.store,
+                info,
+                self.idle_timeout_s,
+                now=self.clock(),
+                last_activity=last[-1].ts if last else None,
+            )
         return info
 
     def session_status(self, session_id: str) -> Status:
         return Status(self.session(session_id).status)
 
-    def _move_session(self, session_id: str, target: Status, cause: str) -> SessionInfo:
+    def _move_session(
+        self,
+        session_id: str,
+        target: Status,
+        cause: str,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> SessionInfo:
         info = self.session(session_id)
-        new = transition(info.status, target, ContextKind.SESSION)
-        updated = info.model_copy(
-            update={
-                "status": new.value,
-                "updated_at": time.time(),
-                "metadata": _logged(info.metadata, info.status, new, cause),
-            }
+        transition(info.status, target, ContextKind.SESSION)  # the lifecycle's own error
+        update: dict[str, Any] = {"status": target.value}
+        if metadata is not None:
+            update["metadata"] = {**info.metadata, **metadata}
+        updated = save_session(
+            self.cb.store, info.model_copy(update=update), cause=cause, now=self.clock()
         )
-        self.cb.store.upsert_session(updated)
-        log.debug("session %s %s -> %s (%s)", session_id, info.status, new.value, cause)
+        log.debug("session %s %s -> %s (%s)", session_id, info.status, target.value, cause)
         return updated
 
-    def suspend_session(self, session_id: str, *, cause: str = "suspend") -> None:
-        self._move_session(session_id, Status.SUSPENDED, cause)
+    def suspend_session(self, session_id: str, *, cause: str = "suspend") -> SessionInfo:
+        return self._move_session(session_id, Status.SUSPENDED, cause)
 
-    def resume_session(self, session_id: str, *, cause: str = "resume") -> None:
-        self._move_session(session_id, Status.ACTIVE, cause)
+    def resume_session(self, session_id: str, *, cause: str = "resume") -> SessionInfo:
+        return self._move_session(session_id, Status.ACTIVE, cause)
 
-    def expire_session(self, session_id: str, *, cause: str = "expired") -> None:
-        self._move_session(session_id, Status.EXPIRED, cause)
+    def expire_session(self, session_id: str, *, cause: str = "expired") -> SessionInfo:
+        return self._move_session(session_id, Status.EXPIRED, cause)
 
     def archive_session(self, session_id: str, *, cause: str = "archive") -> str:
         """Archive the session and its tasks; returns an extractive summary of its messages.
@@ -155,18 +175,16 @@ class ContextManager:
         """
         info = self.session(session_id)
         transition(info.status, Status.ARCHIVED, ContextKind.SESSION)  # fail before any write
-        for task in self.cb.store.list_tasks(self.project, session_id):
-            if task.status != Status.ARCHIVED:
-                self._move_task(task, Status.ARCHIVED, cause)
         events = self.cb.store.list_events(
             self.project, session_id, types=["user_message", "assistant_message"]
         )
         hidden = message_statuses(self.cb, session_id, project=self.project)
         texts = [e.text or "" for e in events if e.id not in hidden]
         summary = compress_extractive(texts, _ARCHIVE_SUMMARY_TOKENS, get_token_counter())
-        updated = self._move_session(session_id, Status.ARCHIVED, cause)
-        metadata = {**updated.metadata, "archive_summary": summary}
-        self.cb.store.upsert_session(updated.model_copy(update={"metadata": metadata}))
+        for task in self.cb.store.list_tasks(self.project, session_id):
+            if task.status != Status.ARCHIVED:
+                self._move_task(task, Status.ARCHIVED, cause)
+        self._move_session(session_id, Status.ARCHIVED, cause, {"archive_summary": summary})
         return summary
 
     def _writable(self, session_id: str) -> SessionInfo:
@@ -187,21 +205,20 @@ class ContextManager:
         return found
 
     def _move_task(self, task: TaskInfo, target: Status, cause: str) -> TaskInfo:
-        new = transition(task.status, target, ContextKind.TASK)
-        updated = task.model_copy(
-            update={
-                "status": new.value,
-                "updated_at": time.time(),
-                "metadata": _logged(task.metadata, task.status, new, cause),
-            }
+        transition(task.status, target, ContextKind.TASK)
+        updated = save_task(
+            self.cb.store,
+            task.model_copy(update={"status": target.value}),
+            cause=cause,
+            now=self.clock(),
         )
-        self.cb.store.upsert_task(updated)
-        log.debug("task %s %s -> %s (%s)", task.task_id, task.status, new.value, cause)
+        log.debug("task %s %s -> %s (%s)", task.task_id, task.status, target.value, cause)
         return updated
 
     def set_task_status(self, task_id: str, status: Status | str, *, cause: str = "") -> None:
         """Move a task explicitly (e.g. to expired when its goal is abandoned)."""
-        self._move_task(self.task(task_id), Status(status), cause or f"set {status}")
+        target = check_status(status)
+        self._move_task(self.task(task_id), target, cause or f"set {target.value}")
 
     def switch_task(
         self,
@@ -238,13 +255,16 @@ class ContextManager:
                 session_id=session_id,
                 parent_task_id=parent_task_id,
                 title=goal,
-                metadata=_logged(metadata, "", "created", "switch_task"),
+                metadata=metadata,
             )
-            self.cb.store.upsert_task(created)
+            created = save_task(self.cb.store, created, cause="switch_task", now=self.clock())
             target = self._move_task(created, Status.ACTIVE, "switch_task")
         meta = {**info.metadata, CURRENT_TASK_KEY: target.task_id}
-        self.cb.store.upsert_session(
-            info.model_copy(update={"metadata": meta, "updated_at": time.time()})
+        save_session(
+            self.cb.store,
+            info.model_copy(update={"metadata": meta}),
+            cause="switch_task",
+            now=self.clock(),
         )
         return target.task_id
 
@@ -338,7 +358,9 @@ class ContextManager:
         """Record a message as an event of the current (or given) task; returns its id.
 
         A user message starts a new turn: per-turn tool results of earlier turns expire
-        (explicitly, with that cause), and facts it states are extracted into the state.
+        (explicitly, with that cause), and facts it states are extracted into the state, with
+        relative dates resolved against the message's time (`today` overrides it). A message
+        that asks to be kept ("记一下…") is important.
         """
         self._writable(session_id)
         event_type = ROLE_EVENT_TYPES.get(role)
@@ -350,6 +372,8 @@ class ContextManager:
         meta = dict(metadata or {})
         if per_turn:
             meta["per_turn"] = True
+        # "记一下截止日期是月底": the user asks for it to be kept, so it survives compression.
+        important = important or (role == "user" and asks_to_remember(content))
         if important:
             meta["important"] = True
         last = self.cb.store.list_events(self.project, session_id, last_n=1)
@@ -367,6 +391,7 @@ class ContextManager:
             refers_to=list(refers_to),
             importance=0.9 if important else 0.5,
             metadata=meta,
+            ts=self.clock(),
         )
         if role == "user" and self.extract_facts:
             scope: Scope = "task" if task_id else "session"
@@ -376,7 +401,8 @@ class ContextManager:
                 scope=scope,
                 scope_id=task_id or session_id,
                 extractor=self.extractor,
-                today=today,
+                # Relative dates ("下周三", "end of next month") count from the message's time.
+                today=today if today is not None else date.fromtimestamp(event.ts),
                 project=self.project,
             )
         return event.id

@@ -4,8 +4,9 @@ A policy matches a request on its project (glob), the agent's role and the inten
 expressions or plain keywords, Chinese or English), has a priority, and lists strategies that
 each trigger on their own condition (a referential word such as "刚才" or "that SQL", an error
 word, the agent being one of a consensus group...). It also fixes per-relation-type confidence
-thresholds, top_k, the token shares of the prompt layers, the view (planners see the whole
-project, executors only their subtask), the token budget and the assembly time limit.
+thresholds, top_k, the token shares of the prompt layers, the view (by default the current
+task plus session-wide facts; planners opt in to every task's, executors see only their
+subtask's), the token budget and the assembly time limit.
 
 File shape::
 
@@ -18,7 +19,7 @@ File shape::
           - {name: referenced_code_first, max_items: 5}
           - {name: recent_window, max_messages: 12}
         relation_thresholds: {REFERENCES: 0.85}
-        budget: {system: 0.1, state: 0.2, task: 0.1, memory: 0.4, history: 0.2}
+        budget: {system: 0.1, state: 0.2, task: 0.1, history: 0.4, latest: 0.2}
         view: subtask
       - name: default
         match: {default: true}
@@ -46,9 +47,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from ..errors import CtxbaseError
+from ..errors import CtxbaseError, ValidationError
 
 __all__ = [
+    "BUDGET_PROFILES",
     "BUILTIN_DEFAULT_POLICY",
     "DEFAULT_ERROR_TRIGGERS",
     "DEFAULT_POLICIES_PATH",
@@ -75,6 +77,7 @@ __all__ = [
     "load_default_policies",
     "load_policies",
     "parse_policies",
+    "strategy_defaults",
 ]
 
 DEFAULT_POLICIES_PATH = Path(__file__).resolve().parent.parent / "presets" / "policies.yaml"
@@ -293,25 +296,79 @@ STRATEGY_NAMES: tuple[str, ...] = (
 )
 
 
-class LayerShares(_Frozen):
-    """Fractions of the budget left after the latest user input (which is never cut)."""
+def strategy_defaults(name: str) -> Strategy:
+    """The strategy `name` with its default parameters (for a caller that asks for it by
+    name while the policy does not list it)."""
+    plain: dict[str, type[_Frozen]] = {
+        "recent_window": RecentWindow,
+        "semantic_recall": SemanticRecall,
+        "referenced_code_first": ReferencedCodeFirst,
+        "project_scope_fallback": ProjectScopeFallback,
+        "error_driven_repair": ErrorDrivenRepair,
+    }
+    cls = plain.get(name)
+    if cls is None:
+        detail = (
+            "multi_agent_consensus needs its agents; list it in the policy"
+            if name == "multi_agent_consensus"
+            else f"unknown strategy {name!r}; valid: {', '.join(STRATEGY_NAMES)}"
+        )
+        raise ValidationError("strategy", detail)
+    made: Strategy = cls()  # type: ignore[assignment]
+    return made
 
-    system: float = Field(default=0.10, ge=0.0, le=1.0)
-    state: float = Field(default=0.20, ge=0.0, le=1.0)
-    task: float = Field(default=0.10, ge=0.0, le=1.0)
-    memory: float = Field(default=0.40, ge=0.0, le=1.0)
-    history: float = Field(default=0.20, ge=0.0, le=1.0)
+
+_LAYER_DEFAULTS = {"system": 0.10, "state": 0.20, "task": 0.10, "memory": 0.0, "history": 0.40}
+_LATEST_DEFAULT = 0.20
+
+
+class LayerShares(_Frozen):
+    """Fractions of the budget per prompt layer; the default is seed 003's split.
+
+    system 10 %, state 20 %, task 10 %, history 40 %, and 20 % kept for the latest user
+    input (`latest`): the input is never cut, and when it is longer than its share the
+    other layers shrink in proportion. Retrieved memory has no share of its own by default:
+    it gets every token the other layers leave unused (memory is first in line for them).
+    The "memory_heavy" profile gives memory 40 % instead (see BUDGET_PROFILES).
+
+    Without `latest`, a mapping keeps 20 % for the input only where its other shares leave
+    room (a file whose shares add up to 1.0 reserves nothing, as before `latest` existed).
+    """
+
+    system: float = Field(default=_LAYER_DEFAULTS["system"], ge=0.0, le=1.0)
+    state: float = Field(default=_LAYER_DEFAULTS["state"], ge=0.0, le=1.0)
+    task: float = Field(default=_LAYER_DEFAULTS["task"], ge=0.0, le=1.0)
+    memory: float = Field(default=_LAYER_DEFAULTS["memory"], ge=0.0, le=1.0)
+    history: float = Field(default=_LAYER_DEFAULTS["history"], ge=0.0, le=1.0)
+    latest: float = Field(default=_LATEST_DEFAULT, ge=0.0, lt=1.0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _latest_where_room(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "latest" not in data:
+            others = 0.0
+            for name, default in _LAYER_DEFAULTS.items():
+                value = data.get(name, default)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    others += float(value)
+            data = {**data, "latest": round(max(0.0, min(_LATEST_DEFAULT, 1.0 - others)), 9)}
+        return data
 
     @model_validator(mode="after")
     def _sum_at_most_one(self) -> LayerShares:
-        total = self.system + self.state + self.task + self.memory + self.history
+        layers = self.system + self.state + self.task + self.memory + self.history
+        total = layers + self.latest
         if total > 1.0 + 1e-9:
-            raise ValueError(f"layer shares add up to {total:.3f}; they must not exceed 1.0")
-        if total <= 0.0:
+            raise ValueError(
+                f"layer shares add up to {total:.3f} (latest input {self.latest:.2f} included); "
+                "they must not exceed 1.0"
+            )
+        if layers <= 0.0:
             raise ValueError("at least one layer share must be above 0")
         return self
 
     def as_mapping(self) -> dict[str, float]:
+        """The layers' shares (the latest input's reserve is `latest`)."""
         return {
             "system": self.system,
             "state": self.state,
@@ -319,6 +376,15 @@ class LayerShares(_Frozen):
             "memory": self.memory,
             "history": self.history,
         }
+
+
+# Named budget profiles: `budget: memory_heavy` in a policy file.
+BUDGET_PROFILES: dict[str, LayerShares] = {
+    "context_mode": LayerShares(),
+    "memory_heavy": LayerShares(
+        system=0.10, state=0.20, task=0.10, memory=0.40, history=0.20, latest=0.0
+    ),
+}
 
 
 class PolicyMatch(_Frozen):
@@ -397,7 +463,10 @@ class Policy(_Frozen):
     # a keyword or clears the floor brings nothing into the context.
     relevance_floor: float | None = Field(default=None, ge=0.0, le=1.0)
     budget: LayerShares = LayerShares()
-    view: Literal["global", "subtask"] = "global"
+    # task: the current task's state plus session- and project-wide facts (seed 003: state is
+    # bound to its task, so another task's facts never leak in); global: every task's facts
+    # too, opt-in per role (planners); subtask: only the current task's.
+    view: Literal["task", "global", "subtask"] = "task"
     max_tokens: int = Field(default=3000, ge=64)
     assemble_timeout_ms: int = Field(default=2000, ge=1)
 
@@ -415,6 +484,17 @@ class Policy(_Frozen):
                 raise ValueError("'parameters' must be a mapping")
             data["strategies"] = [{"name": name, **params}]
         return data
+
+    @field_validator("budget", mode="before")
+    @classmethod
+    def _budget_profile(cls, value: Any) -> Any:
+        # `budget: memory_heavy` names a profile; a mapping gives the shares.
+        if isinstance(value, str):
+            if value not in BUDGET_PROFILES:
+                names = ", ".join(BUDGET_PROFILES)
+                raise ValueError(f"unknown budget profile {value!r}; valid: {names}")
+            return BUDGET_PROFILES[value]
+        return value
 
     @field_validator("relation_thresholds", mode="before")
     @classmethod

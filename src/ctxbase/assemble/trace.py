@@ -10,10 +10,11 @@ logged at DEBUG on the "ctxbase.assemble" logger when an assembly runs in debug 
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..errors import NotFoundError
 from .budget import LAYER_ORDER, BudgetAllocation
@@ -28,12 +29,14 @@ if TYPE_CHECKING:
 __all__ = [
     "LOGGER_NAME",
     "AssembledContext",
+    "assembly_log",
     "build_messages",
     "build_result",
     "diff_contexts",
     "explain_trace",
     "get_trace",
     "log_trace",
+    "print_assembly_log",
 ]
 
 LOGGER_NAME = "ctxbase.assemble"
@@ -76,6 +79,19 @@ class AssembledContext:
         require_signature)."""
         dropped = self.trace.get("dropped", ())
         return list(dict.fromkeys(str(d["id"]) for d in dropped if d.get("reason") == "tampered"))
+
+    # Seed 000 reads the answer as a dict: payload["documents"][0]["content"].
+    def __getitem__(self, key: str) -> Any:
+        return self.payload()[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.payload()
+
+    def keys(self) -> list[str]:
+        return list(self.payload())
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.payload().get(key, default)
 
     def payload(self) -> dict[str, Any]:
         """The `POST /context/assemble` answer: messages plus the structured context."""
@@ -151,6 +167,35 @@ def explain_trace(trace: Mapping[str, Any]) -> str:
     if timings:
         lines.append("timings ms: " + ", ".join(f"{k}={v}" for k, v in timings.items()))
     return "\n".join(lines)
+
+
+def assembly_log(ctx: AssembledContext) -> list[str]:
+    """Seed 000's debug log of one assembly: what was found, how it is related, and how many
+    tokens went into the prompt."""
+    trace = ctx.trace
+    layers = ", ".join(f"{k}={v}" for k, v in ctx.tokens_by_layer.items() if v)
+    lines = [
+        f"[ctxbase] assembled {ctx.context_id} for role {trace.get('agent_role')!r}: "
+        f"policy {ctx.policy!r}, strategies {', '.join(ctx.strategies) or '-'}",
+        f"[ctxbase] found {len(ctx.documents)} documents, {len(ctx.code_snippets)} code "
+        f"snippets, {len(ctx.events)} events ({len(trace.get('candidates', ()))} candidates)",
+        f"[ctxbase] {len(ctx.relationships)} relations between them",
+    ]
+    lines.extend(
+        f"[ctxbase]   {r.get('from')} -{r.get('type')}-> {r.get('to')}" for r in ctx.relationships
+    )
+    lines.append(
+        f"[ctxbase] injected {ctx.total_tokens} tokens of {ctx.max_tokens} ({layers}); "
+        f"{len(trace.get('dropped', ()))} items left out"
+    )
+    return lines
+
+
+def print_assembly_log(ctx: AssembledContext, file: TextIO | None = None) -> None:
+    """Print `assembly_log` (to stderr unless `file` is given): a client's debug_mode."""
+    out = sys.stderr if file is None else file
+    for line in assembly_log(ctx):
+        print(line, file=out)
 
 
 def log_trace(trace: Mapping[str, Any], *, full: bool) -> None:

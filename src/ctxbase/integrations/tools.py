@@ -63,7 +63,7 @@ class ToolScope:
     agent_role: str | None = None
     role: str = "admin"
     # Called with the project before and after a write (the server drops cached assemblies).
-    on_write: Callable[[str], None] | None = None
+    on_write: Callable[[str], object] | None = None  # e.g. drop cached assemblies
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

@@ -43,6 +43,7 @@ from .retention import RetentionPurger
 from .routes_capture import router as capture_router
 from .routes_context import router as context_router
 from .routes_graph import router as graph_router
+from .routes_lifecycle import router as lifecycle_router
 from .routes_ops import router as ops_router
 from .runtime import Runtime
 from .settings import ENV_SETTINGS, ServerSettings, check_settings
@@ -123,6 +124,7 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
             embedder=settings.embedder,
             background_embedding=settings.background_embedding,
             policies=settings.policies,
+            session_idle_timeout_s=settings.session_idle_timeout_s,
         )
         rt = Runtime(
             settings=settings,
@@ -167,7 +169,8 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
     app.add_middleware(AssembleShortcut)
     app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes)
     _install_error_handlers(app)
-    for router in (ops_router, capture_router, graph_router, context_router):
+    routers = (ops_router, lifecycle_router, capture_router, graph_router, context_router)
+    for router in routers:
         app.include_router(router)
     mcp = mount_mcp(app)  # /v1/projects/{project_id}/mcp, when the mcp extra is installed
     return app

@@ -51,6 +51,7 @@ def assembly_key(body: AssembleIn, generation: int) -> Hashable:
         body.include_trace,
         body.require_signature,
         None if body.repos is None else tuple(sorted(set(body.repos))),
+        body.strategy,
         generation,
     )
 
@@ -72,6 +73,7 @@ def _assemble(rt: Runtime, body: AssembleIn) -> Cached:
         debug=body.debug,
         require_signature=body.require_signature,
         repos=body.repos,
+        strategy=body.strategy,
     )
     out: dict[str, Any] = {**ctx.payload(), "max_tokens": ctx.max_tokens}
     if body.include_trace:

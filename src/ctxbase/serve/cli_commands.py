@@ -49,6 +49,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             if args.soft_delete_retention is None
             else parse_duration(args.soft_delete_retention, "--soft-delete-retention")
         ),
+        session_idle_timeout_s=args.session_idle_timeout,
     )
     return 0
 
@@ -156,6 +157,13 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--soft-delete-retention",
         metavar="DURATION",
         help="hard forget what was soft-deleted longer ago (3600, 12h, 30d), checked hourly",
+    )
+    p.add_argument(
+        "--session-idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="expire sessions idle this long (when read, or by POST .../sessions/expire-idle)",
     )
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=cmd_serve)

@@ -77,6 +77,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "budget_too_small": 422,
     NotFoundError.code: 404,
     ConflictError.code: 409,
+    "illegal_transition": 409,
     AuthenticationError.code: 401,
     PermissionDeniedError.code: 403,
     RateLimitedError.code: 429,
@@ -127,6 +128,7 @@ def exception_from_body(status: int, body: Any) -> CtxbaseError:
         return BudgetTooSmall(int(err["max_tokens"]), int(err.get("input_tokens") or 0))
     simple: dict[str, type[CtxbaseError]] = {
         ConflictError.code: ConflictError,
+        "illegal_transition": ConflictError,
         StorageError.code: StorageError,
         EmbedderUnavailableError.code: EmbedderUnavailableError,
         AuthenticationError.code: AuthenticationError,

@@ -66,7 +66,8 @@ def _capture_args(body: EventIn, event: Event) -> dict[str, Any]:
 # -- sessions ------------------------------------------------------------------------------
 @router.put("/sessions/{session_id:path}", response_model=SessionInfo, tags=["sessions"])
 def put_session(pid: WriteProject, session_id: str, body: SessionIn, rt: Rt) -> SessionInfo:
-    """Create a session, or update its title and metadata."""
+    """Create a session, or update its title and metadata (status, status log, current
+    task and archive summary are the lifecycle's; an archived session answers 409)."""
     return rt.cb.create_session(session_id, project=pid, title=body.title, metadata=body.metadata)
 
 
@@ -83,8 +84,11 @@ def get_session(pid: ReadProject, session_id: str, rt: Rt) -> SessionInfo:
 # -- tasks ---------------------------------------------------------------------------------
 @router.put("/tasks/{task_id:path}", response_model=TaskInfo, tags=["tasks"])
 def put_task(pid: WriteProject, task_id: str, body: TaskIn, rt: Rt) -> TaskInfo:
-    """Create or update a task of a session."""
-    return rt.cb.upsert_task(TaskInfo(project_id=pid, task_id=task_id, **body.model_dump()))
+    """Create or update a task of a session; a status given must be a legal move (409
+    otherwise, 422 for an unknown one), none keeps the task's own."""
+    fields = body.model_dump(exclude_none=True, exclude={"parent_task_id"})
+    task = TaskInfo(project_id=pid, task_id=task_id, parent_task_id=body.parent_task_id, **fields)
+    return rt.cb.upsert_task(task)
 
 
 @router.get("/tasks", response_model=list[TaskInfo], tags=["tasks"])

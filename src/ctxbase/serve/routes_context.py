@@ -95,6 +95,13 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
     tags=["context"],
     responses={200: {"headers": {"X-Context-ID": {"description": "the context id"}}}},
 )
+# Seed 000 writes the path without the version prefix; the same route answers it.
+@router.post(
+    "/context/assemble",
+    response_model=AssembleOut,
+    tags=["context"],
+    responses={200: {"headers": {"X-Context-ID": {"description": "the context id"}}}},
+)
 async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
     """The context for one agent turn: messages, documents, code snippets, relationships
     and the context_id to fetch its trace with (GET /v1/traces/{context_id})."""

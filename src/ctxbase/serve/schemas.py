@@ -27,6 +27,8 @@ __all__ = [
     "EntityIn",
     "EventBatchIn",
     "EventIn",
+    "ExpireIdleIn",
+    "ExpiredOut",
     "FilterIn",
     "ForgetIn",
     "ForgetOut",
@@ -34,6 +36,7 @@ __all__ = [
     "IdleOut",
     "IdsIn",
     "IdsOut",
+    "LifecycleIn",
     "MessagesIn",
     "OutcomeIn",
     "OutcomeOut",
@@ -50,6 +53,7 @@ __all__ = [
     "SessionIn",
     "StateChangeOut",
     "StateSetIn",
+    "SwitchTaskIn",
     "TaskIn",
 ]
 
@@ -165,8 +169,28 @@ class TaskIn(_In):
     session_id: str
     parent_task_id: str | None = None
     title: str = ""
-    status: str = "created"
+    # null: a new task is created, an existing one keeps its status
+    status: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class LifecycleIn(_In):
+    cause: str | None = Field(default=None, max_length=500)
+
+
+class SwitchTaskIn(_In):
+    goal: str = ""
+    task_id: str | None = None
+    parent_task_id: str | None = None
+    background: str | None = None
+
+
+class ExpireIdleIn(_In):
+    idle_timeout_s: float | None = Field(default=None, gt=0)
+
+
+class ExpiredOut(_Out):
+    expired: list[str]
 
 
 class IdleOut(_Out):
@@ -192,7 +216,8 @@ class RelationIn(_In):
     type: str
     to_id: str
     source: str
-    confidence: float = 1.0
+    # null: 1.0 for a new edge; an existing edge keeps its confidence
+    confidence: float | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
     check_nodes: bool = True
 
@@ -340,6 +365,9 @@ class AssembleIn(_In):
     max_tokens: Int64 | None = None
     debug: bool = False
     include_trace: bool = Field(default=False, description="also return the full trace")
+    strategy: str | None = Field(
+        default=None, description="run this one strategy instead of the policy's triggers"
+    )
     require_signature: bool = Field(
         default=False,
         description="keep out entities, passages and relations whose HMAC signature fails or "

@@ -17,6 +17,8 @@ from collections.abc import Callable, Coroutine
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+from ..aliases import identity_source
+from ..assemble.trace import AssembledContext, print_assembly_log
 from ..errors import CtxbaseError
 from .errors import RemoteError, exception_from_body
 from .sdk_calls import Call, Calls
@@ -36,6 +38,14 @@ def _httpx() -> Any:
     from ._deps import require
 
     return require("httpx")
+
+
+def _identity(agent_id: str | None, api_key: str | None) -> str:
+    """Who writes through this client: its agent id, else the API key's id."""
+    from .keys import parse_key
+
+    parsed = parse_key(api_key) if api_key else None
+    return identity_source(agent_id, f"key:{parsed[0]}" if parsed else None)
 
 
 def _headers(api_key: str | None) -> dict[str, str]:
@@ -97,13 +107,17 @@ class Client:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.1,
+        agent_id: str | None = None,
+        debug_mode: bool = False,
     ) -> None:
         httpx = _httpx()
         self.url = url.rstrip("/")
         self.project = project
         self.retries = retries
         self.backoff = backoff
-        self._calls = Calls(project)
+        self.agent_id = agent_id
+        self.debug_mode = debug_mode
+        self._calls = Calls(project, identity=_identity(agent_id, api_key))
         self._http = httpx.Client(base_url=self.url, headers=_headers(api_key), timeout=timeout)
         self._transport_errors: tuple[type[Exception], ...] = (httpx.TransportError,)
 
@@ -154,6 +168,13 @@ class Client:
     get_session = _sync(Calls.get_session)
     list_sessions = _sync(Calls.list_sessions)
     upsert_task = _sync(Calls.upsert_task)
+    suspend_session = _sync(Calls.suspend_session)
+    resume_session = _sync(Calls.resume_session)
+    expire_session = _sync(Calls.expire_session)
+    archive_session = _sync(Calls.archive_session)
+    switch_task = _sync(Calls.switch_task)
+    expire_message = _sync(Calls.expire_message)
+    expire_idle_sessions = _sync(Calls.expire_idle_sessions)
     get_task = _sync(Calls.get_task)
     list_tasks = _sync(Calls.list_tasks)
     get_event = _sync(Calls.get_event)
@@ -170,7 +191,16 @@ class Client:
     relationships = _sync(Calls.relationships)
     wait_for_embeddings = _sync(Calls.wait_for_embeddings)
     search = _sync(Calls.search)
-    assemble_context = _sync(Calls.assemble_context)
+    _assemble = _sync(Calls.assemble_context)
+
+    def assemble_context(self, /, **kwargs: Any) -> AssembledContext:
+        """`Calls.assemble_context` (same keywords); with `debug_mode` the assembly log is
+        printed too."""
+        ctx = self._assemble(**kwargs)
+        if self.debug_mode:
+            print_assembly_log(ctx)
+        return ctx
+
     get_trace = _sync(Calls.get_trace)
     record_outcome = _sync(Calls.record_outcome)
     set_fact = _sync(Calls.set_fact)
@@ -196,13 +226,17 @@ class AsyncClient:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.1,
+        agent_id: str | None = None,
+        debug_mode: bool = False,
     ) -> None:
         httpx = _httpx()
         self.url = url.rstrip("/")
         self.project = project
         self.retries = retries
         self.backoff = backoff
-        self._calls = Calls(project)
+        self.agent_id = agent_id
+        self.debug_mode = debug_mode
+        self._calls = Calls(project, identity=_identity(agent_id, api_key))
         self._http = httpx.AsyncClient(
             base_url=self.url, headers=_headers(api_key), timeout=timeout
         )
@@ -254,6 +288,13 @@ class AsyncClient:
     get_session = _async(Calls.get_session)
     list_sessions = _async(Calls.list_sessions)
     upsert_task = _async(Calls.upsert_task)
+    suspend_session = _async(Calls.suspend_session)
+    resume_session = _async(Calls.resume_session)
+    expire_session = _async(Calls.expire_session)
+    archive_session = _async(Calls.archive_session)
+    switch_task = _async(Calls.switch_task)
+    expire_message = _async(Calls.expire_message)
+    expire_idle_sessions = _async(Calls.expire_idle_sessions)
     get_task = _async(Calls.get_task)
     list_tasks = _async(Calls.list_tasks)
     get_event = _async(Calls.get_event)
@@ -270,7 +311,16 @@ class AsyncClient:
     relationships = _async(Calls.relationships)
     wait_for_embeddings = _async(Calls.wait_for_embeddings)
     search = _async(Calls.search)
-    assemble_context = _async(Calls.assemble_context)
+    _assemble = _async(Calls.assemble_context)
+
+    async def assemble_context(self, /, **kwargs: Any) -> AssembledContext:
+        """`Calls.assemble_context` (same keywords); with `debug_mode` the assembly log is
+        printed too."""
+        ctx = await self._assemble(**kwargs)
+        if self.debug_mode:
+            print_assembly_log(ctx)
+        return ctx
+
     get_trace = _async(Calls.get_trace)
     record_outcome = _async(Calls.record_outcome)
     set_fact = _async(Calls.set_fact)

@@ -16,6 +16,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
+from ..aliases import edge_args, entity_args, identity_source
 from ..capture.bus import BusStats
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from ..errors import ValidationError
@@ -133,9 +134,17 @@ def _filters(flt: ItemFilter | None) -> dict[str, Any] | None:
 class Calls:
     """Request builders with the signatures of ContextBase's methods."""
 
-    def __init__(self, project: str, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> None:
+    def __init__(
+        self,
+        project: str,
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        *,
+        identity: str | None = None,
+    ) -> None:
         self.project = check_id("project", project)
         self.max_content_bytes = max_content_bytes
+        # The source of edges whose caller names none (the client's agent id or key id).
+        self.identity = identity_source(None, identity)
 
     def _pid(self, project: str | None) -> str:
         return self.project if project is None else check_id("project", project)
@@ -254,8 +263,83 @@ class Calls:
         body = task.model_dump(
             mode="json", include={"session_id", "parent_task_id", "title", "status", "metadata"}
         )
+        if "status" not in task.model_fields_set:
+            body["status"] = None  # as embedded: the task keeps its own status
         path = self._path(task.project_id, "tasks", _q(task.task_id))
         return Call("PUT", path, TaskInfo.model_validate, body=body)
+
+    # -- lifecycle (seed 003) ------------------------------------------------------------------
+    def _move(
+        self, session_id: str, action: str, project: str | None, cause: str | None
+    ) -> Call[SessionInfo]:
+        check_id("session_id", session_id)
+        path = self._path(project, "sessions", _q(session_id), action)
+        return Call("POST", path, SessionInfo.model_validate, body={"cause": cause})
+
+    def suspend_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "suspend"
+    ) -> Call[SessionInfo]:
+        return self._move(session_id, "suspend", project, cause)
+
+    def resume_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "resume"
+    ) -> Call[SessionInfo]:
+        return self._move(session_id, "resume", project, cause)
+
+    def expire_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "expired"
+    ) -> Call[SessionInfo]:
+        return self._move(session_id, "expire", project, cause)
+
+    def archive_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "archive"
+    ) -> Call[SessionInfo]:
+        return self._move(session_id, "archive", project, cause)
+
+    def switch_task(
+        self,
+        session_id: str,
+        goal: str = "",
+        *,
+        task_id: str | None = None,
+        parent_task_id: str | None = None,
+        background: str | None = None,
+        project: str | None = None,
+    ) -> Call[TaskInfo]:
+        check_id("session_id", session_id)
+        body = {
+            "goal": goal,
+            "task_id": task_id,
+            "parent_task_id": parent_task_id,
+            "background": background,
+        }
+        path = self._path(project, "sessions", _q(session_id), "switch-task")
+        return Call("POST", path, TaskInfo.model_validate, body=body)
+
+    def expire_message(
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        project: str | None = None,
+        cause: str = "retracted",
+    ) -> Call[None]:
+        check_id("session_id", session_id)
+        path = self._path(project, "sessions", _q(session_id), "messages", _q(message_id))
+        return Call("POST", path + "/expire", _none, body={"cause": cause})
+
+    def expire_idle_sessions(
+        self,
+        *,
+        project: str | None = None,
+        idle_timeout_s: float | None = None,
+        now: float | None = None,
+    ) -> Call[list[str]]:
+        if now is not None:
+            raise ValidationError("now", "the server expires sessions by its own clock")
+        path = self._path(project, "sessions", "expire-idle")
+        body = {"idle_timeout_s": idle_timeout_s}
+        return Call("POST", path, lambda r: list(r["expired"]), body=body)
 
     def get_task(self, task_id: str, *, project: str | None = None) -> Call[TaskInfo]:
         return Call("GET", self._path(project, "tasks", _q(task_id)), TaskInfo.model_validate)
@@ -312,21 +396,26 @@ class Calls:
     # -- entities and relations ------------------------------------------------------------------
     def upsert_entity(
         self,
-        type: str,
-        name: str,
+        type: str | None = None,
+        name: str | None = None,
         text: str = "",
         *,
         id: str | None = None,
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         version: int | None = None,
+        entity_type: str | None = None,
+        entity_id: str | None = None,
     ) -> Call[Entity]:
+        args = entity_args(
+            type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
+        )
         body = {
-            "type": type,
-            "name": name,
-            "text": text,
-            "id": id,
-            "properties": dict(properties or {}),
+            "type": args.type,
+            "name": args.name,
+            "text": args.text,
+            "id": args.id,
+            "properties": args.properties,
             "version": version,
         }
         return Call("POST", self._path(project, "entities"), Entity.model_validate, body=body)
@@ -357,24 +446,36 @@ class Calls:
 
     def upsert_relationship(
         self,
-        from_id: str,
-        type: str,
-        to_id: str,
+        from_id: str | None = None,
+        type: str | None = None,
+        to_id: str | None = None,
         *,
-        source: str,
-        confidence: float = 1.0,
+        source: str | None = None,
+        confidence: float | None = None,
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         check_nodes: bool = True,
+        edge_type: str | None = None,
     ) -> Call[Relation]:
-        """Create or update the edge (from, type, to); never a duplicate."""
+        """Create or update the edge (from, type, to); never a duplicate. Seed 000's
+        spelling is accepted as by the embedded base (see ctxbase.aliases)."""
+        args = edge_args(
+            from_id,
+            type,
+            to_id,
+            edge_type=edge_type,
+            source=source,
+            confidence=confidence,
+            properties=properties,
+            identity=self.identity,
+        )
         body = {
-            "from_id": from_id,
-            "type": type,
-            "to_id": to_id,
-            "source": source,
-            "confidence": confidence,
-            "properties": dict(properties or {}),
+            "from_id": args.from_id,
+            "type": args.type,
+            "to_id": args.to_id,
+            "source": args.source,
+            "confidence": args.confidence,
+            "properties": args.properties,
             "check_nodes": check_nodes,
         }
         path = self._path(project, "relations")
@@ -466,6 +567,7 @@ class Calls:
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
         repos: Sequence[str] | None = None,
+        strategy: str | None = None,
     ) -> Call[AssembledContext]:
         """Seed 000's POST /v1/context/assemble; the trace comes with the answer."""
         _no_remote_key(signing_key)
@@ -480,6 +582,7 @@ class Calls:
             "include_trace": True,
             "require_signature": require_signature,
             "repos": None if repos is None else list(repos),
+            "strategy": strategy,
         }
         return Call("POST", "/v1/context/assemble", _assembled, body=body)
 

@@ -39,6 +39,8 @@ class ServerSettings(BaseModel):
     soft_delete_purge_interval_s: float = Field(default=3600.0, gt=0)
     log_level: str = "info"
     policies: str | None = None  # policy YAML path for the assembler
+    # sessions idle this long expire (seed 003's lifecycle); None: never
+    session_idle_timeout_s: float | None = Field(default=None, gt=0)
 
 
 def check_settings(settings: ServerSettings) -> ServerSettings:
