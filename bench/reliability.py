@@ -31,7 +31,6 @@ import os
 import platform
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from typing import Any
 import httpx
 
 import ctxbase
+from ctxbase.model import Relation
 from ctxbase.serve.keys import create_key
 from ctxbase.serve.server import BackgroundServer
 from ctxbase.serve.settings import ServerSettings
@@ -54,7 +54,12 @@ from ctxbase.store import open_store
 
 __all__ = ["main"]
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+ROOT = Path(__file__).resolve().parents[1]
+SRC = str(ROOT / "src")
+sys.path.insert(0, str(ROOT / "tests"))  # the residue scan and tamper helpers the tests use
+
+from residue import postgres_copies, sqlite_file_copies  # noqa: E402
+from signing_helpers import tamper_relation_confidence, tamper_unit  # noqa: E402
 
 
 def _child_env() -> dict[str, str]:
@@ -186,19 +191,15 @@ def _seed_and_forget(cb: Any, marker_en: str, marker_zh: str) -> list[str]:
     cb.record("user_message", session_id="kept", agent_id="u", text="an unrelated session")
     cb.wait_for_embeddings(timeout=60)
     cb.search(marker_en)
-    cb.assemble_context(agent_role="coder", user_intent=f"{marker_en} {marker_zh}")
-    cb.assemble_context(agent_role="coder", user_intent=f"{marker_zh} 会议", session_id="doomed")
+    # the session's own assembly (its intent quotes the marker), and another session's
+    # context that retrieved the doomed events without naming them (redacted, not deleted)
+    cb.assemble_context(
+        agent_role="coder", user_intent=f"{marker_en} {marker_zh} 会议", session_id="doomed"
+    )
+    kept = cb.assemble_context(agent_role="coder", user_intent="订单表 会议决定", session_id="kept")
+    assert {first.id, second.id} & set(kept.included_ids), "the other context must use them"
     cb.forget(session_id="doomed")
     return [first.id, second.id]
-
-
-def _count_bytes(paths: list[Path], needles: list[bytes]) -> int:
-    found = 0
-    for path in paths:
-        if path.exists():
-            data = path.read_bytes()
-            found += sum(data.count(n) for n in needles)
-    return found
 
 
 def forget_raw_scan_sqlite(tmp: Path) -> dict[str, Any]:
@@ -210,20 +211,11 @@ def forget_raw_scan_sqlite(tmp: Path) -> dict[str, Any]:
         ids = _seed_and_forget(cb, marker_en, marker_zh)
     finally:
         cb.close()
-    conn = sqlite3.connect(db)
-    try:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.execute("VACUUM")
-    finally:
-        conn.close()
-    files = [db, Path(f"{db}-wal"), Path(f"{db}-shm")]
-    needles = [marker_en.encode(), marker_zh.encode()] + [i.encode() for i in ids]
-    return {"backend": "sqlite", "copies_left": _count_bytes(files, needles)}
+    copies = sqlite_file_copies(db, [marker_en, marker_zh, *ids])
+    return {"backend": "sqlite", "copies_left": sum(copies.values())}
 
 
 def forget_raw_scan_postgres(url: str) -> dict[str, Any]:
-    import psycopg
-
     marker_en = f"zqx{uuid.uuid4().hex[:10]}"
     marker_zh = "紫鹭湾暗号八号"
     project = f"rel-{uuid.uuid4().hex[:8]}"
@@ -232,23 +224,7 @@ def forget_raw_scan_postgres(url: str) -> dict[str, Any]:
         ids = _seed_and_forget(cb, marker_en, marker_zh)
     finally:
         cb.close()
-    needles = [marker_en, marker_zh, *ids]
-    copies = 0
-    with psycopg.connect(url) as conn:
-        columns = conn.execute(
-            "SELECT table_schema, table_name, column_name FROM information_schema.columns "
-            "WHERE table_schema NOT IN ('pg_catalog', 'information_schema') "
-            "AND data_type IN ('text', 'character varying', 'json', 'jsonb', 'bytea', "
-            "'tsvector', 'ARRAY')"
-        ).fetchall()
-        for schema, table, column in columns:
-            for needle in needles:
-                row = conn.execute(
-                    f'SELECT count(*) FROM "{schema}"."{table}" '
-                    f'WHERE position(%s in "{column}"::text) > 0',
-                    (needle,),
-                ).fetchone()
-                copies += int(row[0]) if row else 0
+    copies = len(postgres_copies(url, [marker_en, marker_zh, *ids]))
     return {"backend": "postgres", "copies_left": copies}
 
 
@@ -284,6 +260,7 @@ def _client(url: str, key: str) -> httpx.Client:
 
 def cross_project_probes(tmp: Path, rounds: int) -> dict[str, Any]:
     probes = leaks = errors = 0
+    leaked: list[str] = []
     with _server(tmp) as (server, db):
         for _ in range(rounds):
             a, b = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
@@ -315,7 +292,7 @@ def cross_project_probes(tmp: Path, rounds: int) -> dict[str, Any]:
                     json={"type": "user_message", "session_id": "s", "text": "mine"},
                 )
                 attempts: list[tuple[str, str, dict[str, Any]]] = [
-                    ("POST", f"/v1/projects/{b}/search", {"json": {"query": secret}}),
+                    ("POST", f"/v1/projects/{b}/search", {"json": {"query": "预算"}}),
                     ("GET", f"/v1/projects/{b}/events", {"params": {"session_id": "s"}}),
                     ("GET", f"/v1/projects/{b}/events/{ev_id}", {}),
                     ("GET", f"/v1/projects/{b}/entities", {}),
@@ -328,17 +305,17 @@ def cross_project_probes(tmp: Path, rounds: int) -> dict[str, Any]:
                     (
                         "POST",
                         "/v1/context/assemble",
-                        {"json": {"project_id": b, "agent_role": "coder", "user_intent": secret}},
+                        {"json": {"project_id": b, "agent_role": "coder", "user_intent": "预算"}},
                     ),
                     (
                         "POST",
                         f"/v1/projects/{a}/search",
-                        {"json": {"query": secret, "options": {"project": b}}},
+                        {"json": {"query": "预算", "options": {"project": b}}},
                     ),
                     (
                         "POST",
                         f"/v1/projects/{a}/search",
-                        {"json": {"query": secret, "filters": {"session_ids": ["s"]}}},
+                        {"json": {"query": "预算", "filters": {"session_ids": ["s"]}}},
                     ),
                     ("GET", "/v1/projects", {}),
                 ]
@@ -352,7 +329,8 @@ def cross_project_probes(tmp: Path, rounds: int) -> dict[str, Any]:
                     errors += r.status_code >= 500
                     if r.status_code < 300 and secret in r.text:
                         leaks += 1
-    return {"probes": probes, "leaks": leaks, "server_errors": errors}
+                        leaked.append(f"{method} {path} {kwargs}")
+    return {"probes": probes, "leaks": leaks, "server_errors": errors, "leaked": leaked[:10]}
 
 
 # -- bad inputs ------------------------------------------------------------------------------
@@ -463,43 +441,77 @@ def bad_inputs(tmp: Path) -> dict[str, Any]:
 
 # -- tamper cases ----------------------------------------------------------------------------
 def tamper_cases(tmp: Path) -> dict[str, Any]:
+    """Signed memories changed behind ctxbase's back; with require_signature, what is served."""
     from ctxbase.anchor import signing
+    from ctxbase.errors import ConflictError
 
-    db = tmp / "tamper.db"
-    key = b"reliability-key-0123456789abcdef"
-    os.environ["CTXBASE_HMAC_KEY_REL"] = key.decode()
+    key = "reliability-key-0123456789abcdef"
+    os.environ[signing.key_env_var("rel")] = key
     cases: dict[str, int] = {}
-    cb = ctxbase.open(str(db), project="rel", embedder="hash")
+    cb = ctxbase.open(str(tmp / "tamper.db"), project="rel", embedder="hash")
     try:
         doc = cb.upsert_entity(
             "document", "budget rule", "the budget limit is 50000 yuan for the order service"
         )
-        signing.sign_stored_entities(cb, [doc.id], key)
+        code = cb.upsert_entity("code", "check_budget", "def check_budget(total): ...")
+        signing.sign_stored_entities(cb, [doc.id, code.id], key)
+        rel = cb.store.upsert_relations(
+            [
+                signing.signed_relation(
+                    Relation(
+                        project_id="rel",
+                        from_id=doc.id,
+                        type="REFERENCES",
+                        to_id=code.id,
+                        confidence=0.5,
+                        source="reliability",
+                    ),
+                    key,
+                )
+            ]
+        )[0]
         cb.wait_for_embeddings(timeout=30)
-    finally:
-        cb.close()
-    # Change the served search unit and its keyword row behind ctxbase's back.
-    conn = sqlite3.connect(db)
-    try:
-        conn.execute(
-            "UPDATE items SET text = replace(text, '50000', '99999999') WHERE owner_id = ?",
-            (doc.id,),
-        )
-        conn.commit()
-    finally:
-        conn.close()
-    cb = ctxbase.open(str(db), project="rel", embedder="hash")
-    try:
-        response = cb.search("budget limit", require_signature=True)
-        cases["unit_text_edited"] = sum(
-            1 for hit in response.results if "99999999" in hit.item.text
-        )
+        signed_v1 = cb.get_entity(doc.id)
+        # 1. the served search unit and its keyword row edited, the entity row left alone
+        unit = cb.search("budget limit", preset="keyword").results[0].item
+        tamper_unit(cb.store, "rel", unit.item_id, "the budget limit is 99999999 yuan")
+        found = cb.search("budget limit", require_signature=True)
+        cases["unit_text_served"] = sum("99999999" in h.item.text for h in found.results)
         ctx = cb.assemble_context(
             agent_role="coder", user_intent="budget limit", require_signature=True
         )
-        cases["unit_text_edited_assembled"] = int("99999999" in json.dumps(ctx.documents))
+        cases["unit_text_assembled"] = int("99999999" in json.dumps(ctx.messages))
+        # 2. a relation's confidence raised behind its signature
+        tamper_relation_confidence(cb.store, "rel", rel.id, 0.99)
+        ctx = cb.assemble_context(
+            agent_role="coder", user_intent="budget rule check", require_signature=True
+        )
+        cases["tampered_relation_served"] = sum(
+            1 for r in ctx.relationships if r.get("from") == doc.id and r.get("to") == code.id
+        )
+        # 3. a newer signed version, then the older signed one written back (a replay)
+        v2 = signing.signed_entity(
+            signed_v1.model_copy(update={"version": signed_v1.version + 1, "text": "limit 40000"}),
+            key,
+        )
+        cb.upsert_entity(
+            v2.type, v2.name, v2.text, id=v2.id, properties=v2.properties, version=v2.version
+        )
+        try:
+            cb.upsert_entity(
+                signed_v1.type,
+                signed_v1.name,
+                signed_v1.text,
+                id=signed_v1.id,
+                properties=signed_v1.properties,
+                version=signed_v1.version,
+            )
+            cases["replay_accepted"] = 1
+        except ConflictError:
+            cases["replay_accepted"] = 0
     finally:
         cb.close()
+        os.environ.pop(signing.key_env_var("rel"), None)
     return {"cases": cases, "tampered_served": sum(cases.values())}
 
 
