@@ -86,15 +86,7 @@ class _ReusingCache(VectorCache):
                 return super().embed_documents(texts)
             self._pool = np.stack([np.frombuffer(b[0], dtype=np.float32) for b in blobs])
         keys = [self._key(t) for t in texts]
-        known: dict[bytes, Any] = {}
-        with self._lock:
-            for start in range(0, len(keys), 500):
-                chunk = keys[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for k, blob in self._db.execute(
-                    f"SELECT k, vec FROM v WHERE k IN ({marks})", chunk
-                ):
-                    known[bytes(k)] = np.frombuffer(blob, dtype=np.float32)
+        known = self.cached(keys)
         pool = self._pool
         rows = [known.get(k, pool[int.from_bytes(k[:4], "little") % len(pool)]) for k in keys]
         self.hits += sum(1 for k in keys if k in known)

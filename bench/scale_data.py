@@ -229,8 +229,8 @@ class VectorCache:
     def _key(self, text: str) -> bytes:
         return hashlib.sha1(f"{self.name}\0{text}".encode()).digest()
 
-    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        keys = [self._key(t) for t in texts]
+    def cached(self, keys: Sequence[bytes]) -> dict[bytes, npt.NDArray[np.float32]]:
+        """The vectors stored for these keys (missing keys are left out)."""
         found: dict[bytes, npt.NDArray[np.float32]] = {}
         with self._lock:
             for start in range(0, len(keys), 500):
@@ -240,6 +240,11 @@ class VectorCache:
                     f"SELECT k, vec FROM v WHERE k IN ({marks})", chunk
                 ):
                     found[bytes(k)] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        keys = [self._key(t) for t in texts]
+        found = self.cached(keys)
         missing = [i for i, k in enumerate(keys) if k not in found]
         if missing:
             computed = self.inner.embed_documents([texts[i] for i in missing])  # type: ignore[attr-defined]
