@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .anchor.capture_anchor import AnchorConfig, AnchorWorker
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event, check_json, check_text
 from .capture.hooks import plan_message_events
@@ -71,6 +72,7 @@ class ContextBase:
         bus_config: BusConfig | None = None,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         policies: Any = None,
+        anchoring: bool | AnchorConfig = True,
     ) -> None:
         self.project = check_id("project", project)
         self.max_content_bytes = max_content_bytes
@@ -92,6 +94,9 @@ class ContextBase:
         self._searcher: Searcher | None = None
         self._assembler: Assembler | None = None
         self._policies = policies
+        cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig(enabled=anchoring)
+        # Stored messages are anchored off the caller's thread (anchor/capture_anchor.py).
+        self._anchorer = AnchorWorker(self, cfg) if cfg.enabled else None
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
         global _atexit_registered
@@ -116,14 +121,18 @@ class ContextBase:
         try:
             self._bus.close()
         finally:
+            if self._anchorer is not None:
+                self._anchorer.stop()
             if self._embedding_worker is not None:
                 self._embedding_worker.stop()
             self.store.close()
             _open_bases.discard(self)
 
     def flush(self, timeout: float | None = None) -> None:
-        """Return once every event captured before this call is on disk."""
+        """Return once every event captured before this call is on disk and anchored."""
         self._bus.flush(timeout)
+        if self._anchorer is not None:
+            self._anchorer.wait_idle(timeout)
 
     def capture_stats(self) -> BusStats:
         return self._bus.stats()
@@ -172,7 +181,10 @@ class ContextBase:
                 w.notify()
 
     def wait_for_embeddings(self, timeout: float | None = None) -> bool:
-        """Block until every stored item has a vector (background mode), or embed them now."""
+        """Block until every stored item has a vector (background mode), or embed them now;
+        what capture anchoring has still to write is waited for first."""
+        if self._anchorer is not None:
+            self._anchorer.wait_idle(timeout)
         worker = self.embedding_worker
         if worker is None:
             return True
@@ -194,6 +206,8 @@ class ContextBase:
         )
         if written:
             self._after_write()
+            if self._anchorer is not None:
+                self._anchorer.submit(written)
         return len(written)
 
     def _contexts(
