@@ -79,7 +79,7 @@ def _run(cb: ContextBase) -> None:
         code = _one(cb, "code", "list_orders")
         rels = cb.relationships(code, types=["MODIFIES"])
         (newer,) = [r.from_id for r in rels]
-        assert 'expire=300' in cb.get_entity(newer).text
+        assert "expire=300" in cb.get_entity(newer).text
 
 
 def test_walkthrough_with_the_hashing_embedder(tmp_path: Path) -> None:

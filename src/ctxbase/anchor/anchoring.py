@@ -133,7 +133,9 @@ def anchor_message(
             spec = replace(spec, name=_snippet_name(spec, ev.id, n, result.language))
             if _is_test(spec):  # a message has no test path: a test_* function is a test
                 key = f"{ev.id}#b{n}"
-                spec = replace(spec, type="test_case", id=unit_entity_id("test_case", key, spec.qualname))
+                spec = replace(
+                    spec, type="test_case", id=unit_entity_id("test_case", key, spec.qualname)
+                )
             wrote = upsert_versioned(cb, spec, project=pid, sign_key=sign_key, notify=False)
             written.append(wrote.entity)
             report.written += int(wrote.changed)

@@ -36,7 +36,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..model import Event, make_entity_id
 from . import extract
-from .weave import Link, SymbolIndex, find_mentions, weave_requirement, write_links
+from .weave import (
+    Link,
+    SymbolIndex,
+    find_mentions,
+    is_distinctive,
+    weave_requirement,
+    write_links,
+)
 
 if TYPE_CHECKING:
     from ..contextbase import ContextBase
@@ -119,11 +126,26 @@ def _statement_entities(
     return links, requirements
 
 
+_WORD = re.compile(r"(?<![\w./-])([A-Za-z_][\w.]*[A-Za-z0-9_])(?![\w/])")
+
+
+def _known_mention_names(cb: ContextBase, pid: str) -> dict[str, str]:
+    """Names of the project's mention entities (tables, files, APIs) -> their ids."""
+    return {e.name.lower(): e.id for e in cb.store.list_entities(pid, type="mention")}
+
+
 def _mention_links(
-    cb: ContextBase, ev: Event, prose: str, index: SymbolIndex, known_mentions: set[str]
+    cb: ContextBase, ev: Event, prose: str, index: SymbolIndex, known: dict[str, str]
 ) -> list[Link]:
     links: list[Link] = []
-    for m in extract.mentions(prose):
+    found = extract.mentions(prose)
+    named = {m.value.lower() for m in found}
+    for w in _WORD.finditer(prose):  # a distinctive name mentioned before, said bare this time
+        word = w.group(1).lower()
+        if word in known and word not in named and is_distinctive(w.group(1)):
+            named.add(word)
+            links.append(_link(ev.id, "MENTIONS", known[word], 0.75, "known_mention"))
+    for m in found:
         target: str | None = None
         if m.kind == "table":
             owners = index.table(m.value)
@@ -133,7 +155,7 @@ def _mention_links(
             target = owners[0] if len(owners) == 1 else None
         if target is None:
             target = make_entity_id("mention", f"{m.kind}:{m.value}")
-            if target not in known_mentions:
+            if known.get(m.value.lower()) != target:
                 if not cb.store.get_entities(ev.project_id, [target]):
                     cb.upsert_entity(
                         "mention",
@@ -143,12 +165,14 @@ def _mention_links(
                         properties={"kind": m.kind, "rule": f"ctxbase:{m.rule}"},
                         project=ev.project_id,
                     )
-                known_mentions.add(target)
+                known[m.value.lower()] = target
         links.append(_link(ev.id, "MENTIONS", target, m.confidence, m.rule, kind=m.kind))
     return links
 
 
-def _code_links(cb: ContextBase, ev: Event, entity_ids: Sequence[str], index: SymbolIndex) -> list[Link]:
+def _code_links(
+    cb: ContextBase, ev: Event, entity_ids: Sequence[str], index: SymbolIndex
+) -> list[Link]:
     """Tests named after code, and what an answer to an assembled context used of it."""
     from ..assemble.loop import used_evidence
 
@@ -162,9 +186,9 @@ def _code_links(cb: ContextBase, ev: Event, entity_ids: Sequence[str], index: Sy
             continue
         tail = m.group(1)
         for name, owners in index.bare.items():
-            if len(name) >= 4 and tail.startswith(name) and len(owners) == 1:
-                if owners[0] not in entity_ids:
-                    links.append(_link(owners[0], "VALIDATES", e.id, 0.7, "test_name", name=name))
+            named = len(name) >= 4 and tail.startswith(name) and len(owners) == 1
+            if named and owners[0] not in entity_ids:
+                links.append(_link(owners[0], "VALIDATES", e.id, 0.7, "test_name", name=name))
     context_id = ev.metadata.get("context_id")
     if not isinstance(context_id, str) or not own:
         return links
@@ -211,7 +235,7 @@ def anchor_events(
     cfg = config or AnchorConfig()
     written = 0
     indexes: dict[str, SymbolIndex] = {}
-    known_mentions: set[str] = set()
+    known: dict[str, dict[str, str]] = {}  # project -> mention names
     for ev in events:
         text = ev.text or ""
         if not text.strip() or ev.type in _SKIP_TYPES:
@@ -254,7 +278,9 @@ def anchor_events(
                             _link(ev.id, "REFERENCES", hit[0], hit[1], ref.rule, phrase=ref.phrase)
                         )
         if cfg.mentions:
-            links.extend(_mention_links(cb, ev, prose, idx, known_mentions))
+            if pid not in known:
+                known[pid] = _known_mention_names(cb, pid)
+            links.extend(_mention_links(cb, ev, prose, idx, known[pid]))
         links = [lk for lk in links if lk.confidence >= cfg.min_confidence]
         if links:
             written += len(write_links(cb, links, project=pid))
@@ -295,7 +321,9 @@ class AnchorWorker:
                 return
             self._queue.extend(todo)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="ctxbase-anchor", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="ctxbase-anchor", daemon=True
+                )
                 self._thread.start()
             self._cond.notify_all()
 

@@ -214,6 +214,10 @@ def mentions(text: str) -> list[Mention]:
             name = m.group(1)
             if name.lower() in _NOT_TABLES or len(name) < 3:
                 continue
+            # "from/table X" in prose: only an identifier-like X ("the table has" is not one)
+            plain = not re.search(r"[_.\d]", name) and "`" not in m.group(0)
+            if pattern is _TABLE_BEFORE and plain:
+                continue
             if _PATH.fullmatch(name):
                 continue
             _add(out, Mention("table", name.lower(), "table_name", 0.8))
@@ -221,9 +225,9 @@ def mentions(text: str) -> list[Mention]:
         method, route = m.group(1), m.group(2).rstrip(".")
         if route.count("/") < 1 or len(route) < 3 or route.endswith("/"):
             continue
-        if not method and not route.startswith(("/api", "/v1", "/v2", "/v3")):
-            if route.count("/") < 2 and "{" not in route:
-                continue  # a lone "/orders" in prose is too often something else
+        versioned = route.startswith(("/api", "/v1", "/v2", "/v3"))
+        if not method and not versioned and route.count("/") < 2 and "{" not in route:
+            continue  # a lone "/orders" in prose is too often something else
         value = f"{method} {route}" if method else route
         _add(out, Mention("api", value, "api_route", 0.85 if method else 0.7))
     for m in _PERSON.finditer(text):

@@ -347,10 +347,11 @@ class Searcher:
                 if prev is None or s > prev[0]:
                     new_nodes[h.node_id] = (s, f"{h.via.type} from {h.seed_id}", h.confidence)
         if config.graph_hops > 0 and config.mention_fanout > 0:
-            for owner, found in self._mention_hops(project_id, seed_score, config, accept).items():
+            hopped = self._mention_hops(project_id, seed_score, config, accept)
+            for owner, reached in hopped.items():
                 prev = new_nodes.get(owner)
-                if owner not in seed_score and (prev is None or found[0] > prev[0]):
-                    new_nodes[owner] = found
+                if owner not in seed_score and (prev is None or reached[0] > prev[0]):
+                    new_nodes[owner] = reached
         if config.session_window > 0:
             neighbours = self._session_neighbours(
                 project_id, list(seed_score), config.session_window, accept
