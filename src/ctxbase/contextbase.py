@@ -752,10 +752,22 @@ class ContextBase:
                 "forget", "name event_ids, entity_ids, session_id or whole_project=True"
             )
         self.flush()
+        pid = self._pid(project)
+        derived: list[str] = []
+        if (event_ids or session_id) and not whole_project:
+            # what capture anchoring extracted from the forgotten events goes with them
+            gone = set(event_ids)
+            if session_id:
+                gone.update(e.id for e in self.store.list_events(pid, session_id))
+            derived = [
+                e.id
+                for e in self.store.list_entities(pid, latest_only=False)
+                if e.properties.get("event_id") in gone
+            ]
         return self.store.forget(
-            self._pid(project),
+            pid,
             event_ids=list(event_ids),
-            entity_ids=list(entity_ids),
+            entity_ids=list(dict.fromkeys([*entity_ids, *derived])),
             session_id=session_id,
             whole_project=whole_project,
         )

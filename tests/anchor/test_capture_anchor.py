@@ -90,3 +90,19 @@ def test_a_turn_sharing_no_word_with_the_question_is_found_through_a_table(
     # bounded: with no fan-out allowed the hop is not taken
     off = get_preset("hybrid_graph", top_k=10, semantic=False, mention_fanout=0)
     assert answer.id not in {c.item.owner_id for c in cb.search(question, config=off).results}
+
+
+def test_forgetting_an_event_forgets_what_was_anchored_from_it(cb: ContextBase) -> None:
+    keep = cb.record("user_message", session_id="s1", text="We must log every refund.")
+    gone = cb.record(
+        "user_message",
+        session_id="s2",
+        text="We must store card numbers in the pay_cards table.\n```sql\nSELECT 1 FROM pay_cards;\n```",
+    )
+    cb.flush()
+    derived = {e.id for e in cb.list_entities() if e.properties.get("event_id") == gone.id}
+    assert len(derived) >= 2  # the requirement and the SQL block
+    cb.forget(session_id="s2")
+    left = {e.id for e in cb.list_entities()}
+    assert not derived & left
+    assert [e.properties["event_id"] for e in cb.list_entities(type="requirement")] == [keep.id]
