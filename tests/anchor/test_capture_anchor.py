@@ -97,7 +97,8 @@ def test_forgetting_an_event_forgets_what_was_anchored_from_it(cb: ContextBase) 
     gone = cb.record(
         "user_message",
         session_id="s2",
-        text="We must store card numbers in the pay_cards table.\n```sql\nSELECT 1 FROM pay_cards;\n```",
+        text="We must store card numbers in the pay_cards table.\n"
+        "```sql\nSELECT 1 FROM pay_cards;\n```",
     )
     cb.flush()
     derived = {e.id for e in cb.list_entities() if e.properties.get("event_id") == gone.id}
