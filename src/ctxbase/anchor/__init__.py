@@ -8,6 +8,7 @@ of an event, `anchor_document` an uploaded document; `weave` holds the relation 
 """
 
 from .anchoring import AnchorReport, anchor_document, anchor_message, upsert_requirement
+from .capture_anchor import AnchorConfig, anchor_events
 from .documents import clean_text, detect_version, key_terms, parse_markdown
 from .entities import (
     EntitySpec,
@@ -42,6 +43,7 @@ from .treesitter_code import (
 from .weave import SymbolIndex, find_mentions, weave_event, weave_requirement, weave_text
 
 __all__ = [
+    "AnchorConfig",
     "AnchorReport",
     "CodeBlock",
     "EntitySpec",
@@ -53,6 +55,7 @@ __all__ = [
     "ParsedUnit",
     "SymbolIndex",
     "anchor_document",
+    "anchor_events",
     "anchor_message",
     "chunk_text",
     "clean_text",

@@ -131,6 +131,11 @@ def anchor_message(
         refs: list[StoredRef] = []
         for spec in specs:
             spec = replace(spec, name=_snippet_name(spec, ev.id, n, result.language))
+            if _is_test(spec):  # a message has no test path: a test_* function is a test
+                key = f"{ev.id}#b{n}"
+                spec = replace(
+                    spec, type="test_case", id=unit_entity_id("test_case", key, spec.qualname)
+                )
             wrote = upsert_versioned(cb, spec, project=pid, sign_key=sign_key, notify=False)
             written.append(wrote.entity)
             report.written += int(wrote.changed)
@@ -164,6 +169,15 @@ def anchor_message(
     report.relations = write_links(cb, links, project=pid, sign_key=sign_key)
     cb.notify_embedder()
     return report
+
+
+def _is_test(spec: EntitySpec) -> bool:
+    bare = spec.name.rsplit(".", 1)[-1]
+    return (
+        spec.type == "code"
+        and spec.kind in ("function", "method", "class")
+        and bare.startswith(("test_", "Test"))
+    )
 
 
 def _redefinitions(spec: EntitySpec, index: SymbolIndex, generated: bool) -> list[Link]:

@@ -66,6 +66,8 @@ BUILTIN_ENTITY_TYPES: dict[str, str] = {
     "sql": "one SQL statement, with the tables it reads and writes",
     "table": "a SQL table or view, defined by CREATE TABLE / CREATE VIEW",
     "requirement": "what a user asked for, in a session",
+    "decision": "a choice stated in a message (we decided / 决定 ...)",
+    "mention": "a file, table, API route or person named in messages (properties.kind)",
     "test_case": "a test function or test class",
     "file": "one ingested file: content hash, parser, the units it holds",
 }
@@ -80,6 +82,7 @@ BUILTIN_RELATION_TYPES: dict[str, str] = {
     "IMPORTS": "code importing a module or a name",
     "INHERITS": "a class extending another",
     "CONTAINS": "a file or document holding a unit",
+    "MENTIONS": "an event naming a file, table, API route or person",
 }
 _entity_types: dict[str, str] = dict(BUILTIN_ENTITY_TYPES)
 _relation_types: dict[str, str] = dict(BUILTIN_RELATION_TYPES)

@@ -116,7 +116,7 @@ class Mention:
 
 @dataclass(frozen=True)
 class Link:
-    """An edge to write: `source` is `auto:<rule>`."""
+    """An edge to write: `source` is `<origin>:<rule>`."""
 
     from_id: str
     type: str
@@ -124,10 +124,11 @@ class Link:
     confidence: float
     rule: str
     properties: Mapping[str, Any] = field(default_factory=dict)
+    origin: str = "auto"  # "ctxbase" for what capture anchoring found in messages
 
     @property
     def source(self) -> str:
-        return f"auto:{self.rule}"
+        return f"{self.origin}:{self.rule}"
 
 
 @dataclass

@@ -230,7 +230,9 @@ def record_outcome(
         task_id=trace.get("task_id"),
         agent_role=agent_role or trace.get("agent_role"),
         refers_to=list(dict.fromkeys(refs)),
-        metadata={"context_id": context_id},
+        # the artefacts are stored above: capture anchoring does not anchor their blocks again
+        metadata={"context_id": context_id}
+        | ({"produced": [e.id for e in entities]} if entities else {}),
         idempotency_key=f"outcome:{context_id}:{answer_hash}",
     )
     trace["outcome"] = {

@@ -521,6 +521,11 @@ def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None
     if failing is not None:
         g.add(_event_cand(failing, 0.96, s.name, f"{s.name}: the last tool result failed"), failing)
         refs = g.nodes(failing.refers_to)
+        # and what its log names (a test, a file), anchored on capture
+        named = g.cb.store.list_relations(
+            g.pid, [failing.id], direction="out", types=["REFERENCES"]
+        )
+        refs.update(g.nodes([r.to_id for r in g.verified(named) if r.to_id not in refs]))
         for node in refs.values():
             g.add_node(node, 0.94, s.name, f"{s.name}: referenced by the failing run")
     ids = code_ids()

@@ -46,6 +46,9 @@ class SearchConfig(BaseModel):
     graph_types: tuple[str, ...] | None = None
     # NEXT neighbours are the session window's business, not graph expansion's
     graph_exclude_types: tuple[str, ...] = ("NEXT",)
+    # with graph expansion, events that MENTION the same thing (a table, a file, an API) as
+    # a hit come too (event -> entity -> event); an entity more events mention is skipped
+    mention_fanout: int = Field(default=20, ge=0, le=1000)
     relation_thresholds: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_RELATION_THRESHOLDS)
     )

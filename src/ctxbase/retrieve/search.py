@@ -399,6 +399,12 @@ class Searcher:
                 prev = new_nodes.get(h.node_id)
                 if prev is None or s > prev[0]:
                     new_nodes[h.node_id] = (s, f"{h.via.type} from {h.seed_id}", h.confidence)
+        if config.graph_hops > 0 and config.mention_fanout > 0:
+            hopped = self._mention_hops(project_id, seed_score, config, accept)
+            for owner, reached in hopped.items():
+                prev = new_nodes.get(owner)
+                if owner not in seed_score and (prev is None or reached[0] > prev[0]):
+                    new_nodes[owner] = reached
         if config.session_window > 0:
             neighbours = self._session_neighbours(
                 project_id, list(seed_score), config.session_window, accept
@@ -429,6 +435,50 @@ class Searcher:
                     c.score += s
                     c.graph_via = c.graph_via or via
                     c.graph_confidence = conf
+
+    def _mention_hops(
+        self,
+        project_id: str,
+        seed_score: dict[str, float],
+        config: SearchConfig,
+        accept: RelationFilter | None = None,
+    ) -> dict[str, tuple[float, str, float]]:
+        """Events that MENTION an entity a seed event mentions (two batched lookups); an
+        entity mentioned by more than `mention_fanout` events says too little to follow."""
+        out_rels = self.store.list_relations(
+            project_id, list(seed_score), direction="out", types=["MENTIONS"]
+        )
+        if accept is not None:
+            out_rels = accept(out_rels)
+        floor = config.relation_thresholds.get("MENTIONS", 0.0)
+        via: dict[str, list[tuple[str, float]]] = {}  # entity -> (seed, confidence)
+        for rel in out_rels:
+            if rel.confidence >= floor and rel.from_id in seed_score:
+                via.setdefault(rel.to_id, []).append((rel.from_id, rel.confidence))
+        if not via:
+            return {}
+        in_rels = self.store.list_relations(
+            project_id, list(via), direction="in", types=["MENTIONS"]
+        )
+        if accept is not None:
+            in_rels = accept(in_rels)
+        by_entity: dict[str, list[tuple[str, float]]] = {}
+        for rel in in_rels:
+            if rel.confidence >= floor:
+                by_entity.setdefault(rel.to_id, []).append((rel.from_id, rel.confidence))
+        found: dict[str, tuple[float, str, float]] = {}
+        for entity, mentioners in by_entity.items():
+            if len(mentioners) > config.mention_fanout:
+                continue
+            for seed, c1 in via.get(entity, []):
+                for other, c2 in mentioners:
+                    if other == seed:
+                        continue
+                    conf = c1 * c2
+                    s = config.graph_weight * seed_score[seed] * conf / 2
+                    if other not in found or s > found[other][0]:
+                        found[other] = (s, f"MENTIONS {entity} from {seed}", conf)
+        return found
 
     def _session_neighbours(
         self,

@@ -279,6 +279,7 @@ class SearchOptionsIn(_In):
     graph_seeds: int | None = None
     graph_types: list[str] | None = None
     graph_exclude_types: list[str] | None = None
+    mention_fanout: int | None = None
     relation_thresholds: dict[str, float] | None = None
     session_window: int | None = None
     actor_boost: float | None = None

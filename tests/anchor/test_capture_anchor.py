@@ -1,0 +1,109 @@
+"""Capture anchors what messages carry, off the caller's thread; retrieval hops over it."""
+
+from __future__ import annotations
+
+from ctxbase import ContextBase
+from ctxbase.anchor.capture_anchor import AnchorConfig
+from ctxbase.retrieve.config import get_preset
+
+
+def _edges(cb: ContextBase, node: str, types: list[str]) -> set[tuple[str, str, str, str]]:
+    return {(r.from_id, r.type, r.to_id, r.source) for r in cb.relationships(node, types=types)}
+
+
+def test_a_captured_requirement_follows_the_named_spec(cb: ContextBase) -> None:
+    doc = cb.upsert_entity("document", "Redis 缓存规范 V3.2", "key 以服务名为前缀", id="doc_redis")
+    cb.upsert_entity("document", "MySQL 索引规范", "索引命名", id="doc_mysql")
+    eid = cb.capture(
+        "user_message",
+        session_id="s1",
+        text="我们需要订单查询接口支持按用户 ID 分页，缓存 5 分钟，符合公司 Redis 规范。",
+    )
+    assert eid is not None
+    cb.flush()  # stored and anchored
+    (req,) = cb.list_entities(type="requirement")
+    assert req.properties["event_id"] == eid and req.properties["session_id"] == "s1"
+    assert _edges(cb, req.id, ["GENERATES", "FOLLOWS"]) == {
+        (eid, "GENERATES", req.id, "ctxbase:requirement"),
+        (req.id, "FOLLOWS", doc.id, "ctxbase:follows_spec"),
+    }
+
+
+def test_decisions_and_mentions_are_anchored(cb: ContextBase) -> None:
+    ev = cb.record(
+        "user_message",
+        session_id="s1",
+        text="We decided to partition the order_refunds table. See db/migrations/0042.sql.",
+    )
+    cb.flush()
+    (dec,) = cb.list_entities(type="decision")
+    assert dec.text == "We decided to partition the order_refunds table."
+    mentioned = {
+        (cb.get_entity(r.to_id).name, r.source) for r in cb.relationships(ev.id, types=["MENTIONS"])
+    }
+    assert mentioned == {
+        ("order_refunds", "ctxbase:table_name"),
+        ("db/migrations/0042.sql", "ctxbase:file_path"),
+    }
+
+
+def test_the_switch_turns_anchoring_off(cb: ContextBase) -> None:
+    off = ContextBase(cb.store, project=cb.project, embedder="hash", anchoring=False)
+    off.record("user_message", session_id="s1", text="We must index the order_refunds table.")
+    off.flush()
+    assert off.list_entities() == []
+    narrow = ContextBase(
+        cb.store, project=cb.project, embedder="hash", anchoring=AnchorConfig(mentions=False)
+    )
+    narrow.record("user_message", session_id="s2", text="We must index the order_refunds table.")
+    narrow.flush()
+    assert [e.type for e in narrow.list_entities()] == ["requirement"]
+    narrow._bus.close()  # the store is the fixture's: close only the bases' own threads
+    off._bus.close()
+
+
+def test_a_turn_sharing_no_word_with_the_question_is_found_through_a_table(
+    cb: ContextBase,
+) -> None:
+    cb.record(
+        "user_message",
+        session_id="monday",
+        text="Why are refunds so slow? The rfnd_ledger table has no index on created_at.",
+    )
+    cb.record("user_message", session_id="monday", text="Let me grab lunch first.")
+    answer = cb.record(
+        "assistant_message",
+        session_id="friday",
+        text="Added a covering index to rfnd_ledger; p95 dropped to 40 ms.",
+    )
+    for n in range(5):  # unrelated chatter in the other session
+        cb.record("user_message", session_id="friday", text=f"Deploy number {n} went fine.")
+    cb.flush()
+    cb.wait_for_embeddings()
+    question = "why are refunds slow"
+    plain = cb.search(question, config=get_preset("hybrid", top_k=10, semantic=False))
+    assert answer.id not in {c.item.owner_id for c in plain.results}  # no shared word
+    hop = cb.search(question, config=get_preset("hybrid_graph", top_k=10, semantic=False))
+    found = {c.item.owner_id: c for c in hop.results}
+    assert answer.id in found
+    assert (found[answer.id].graph_via or "").startswith("MENTIONS mention:")
+    # bounded: with no fan-out allowed the hop is not taken
+    off = get_preset("hybrid_graph", top_k=10, semantic=False, mention_fanout=0)
+    assert answer.id not in {c.item.owner_id for c in cb.search(question, config=off).results}
+
+
+def test_forgetting_an_event_forgets_what_was_anchored_from_it(cb: ContextBase) -> None:
+    keep = cb.record("user_message", session_id="s1", text="We must log every refund.")
+    gone = cb.record(
+        "user_message",
+        session_id="s2",
+        text="We must store card numbers in the pay_cards table.\n"
+        "```sql\nSELECT 1 FROM pay_cards;\n```",
+    )
+    cb.flush()
+    derived = {e.id for e in cb.list_entities() if e.properties.get("event_id") == gone.id}
+    assert len(derived) >= 2  # the requirement and the SQL block
+    cb.forget(session_id="s2")
+    left = {e.id for e in cb.list_entities()}
+    assert not derived & left
+    assert [e.properties["event_id"] for e in cb.list_entities(type="requirement")] == [keep.id]

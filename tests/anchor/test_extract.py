@@ -1,0 +1,63 @@
+"""Rule-based extraction from message text: statements, spec references, mentions."""
+
+from __future__ import annotations
+
+from ctxbase.anchor.extract import match_document, mentions, spec_references, statements
+
+
+def test_a_chinese_requirement_and_its_spec() -> None:
+    text = "我们需要订单查询接口支持按用户 ID 分页，缓存 5 分钟，符合公司 Redis 规范。"
+    (st,) = statements(text)
+    assert (st.kind, st.rule) == ("requirement", "requirement") and st.text == text
+    (ref,) = spec_references(text)
+    assert ref.phrase == "公司 Redis 规范"
+    titles = {"d1": "Redis 缓存规范 V3.2", "d2": "MySQL 索引规范"}
+    assert match_document(ref.phrase, titles) == ("d1", 0.9)
+
+
+def test_generic_words_alone_match_no_document() -> None:
+    assert match_document("公司规范", {"d1": "Redis 缓存规范"}) is None
+    # two documents equally named by the phrase: ambiguous, no match
+    assert match_document("Redis 规范", {"a": "Redis 规范 V1", "b": "Redis 规范 V2"}) is None
+
+
+def test_english_statements_and_questions() -> None:
+    text = (
+        "We decided to use Postgres for the ledger. The API must return 404 for unknown ids. "
+        "I need to buy milk. Should we cache it?"
+    )
+    found = [(s.kind, s.text) for s in statements(text)]
+    assert found == [
+        ("decision", "We decided to use Postgres for the ledger."),
+        ("requirement", "The API must return 404 for unknown ids."),
+    ]
+    assert [s.kind for s in statements("我们决定选用 Kafka 做消息队列。")] == ["decision"]
+    assert statements("今天天气不错。") == []
+
+
+def test_english_spec_references() -> None:
+    refs = spec_references("Paging works per the API style guide. Follow the company Redis spec.")
+    assert [r.phrase for r in refs] == ["API style guide", "company Redis spec"]
+    assert match_document("company Redis spec", {"d": "Redis caching spec v3"}) == ("d", 0.9)
+
+
+def test_mentions_of_files_tables_routes_and_people() -> None:
+    text = (
+        "See src/app/orders.py and config.yaml; the orders_v2 表 is slow, "
+        "SELECT * FROM order_refunds; GET /api/orders/{id} breaks, cc @alice.w. "
+        "It took 3.5 hours."
+    )
+    got = {(m.kind, m.value, m.rule) for m in mentions(text)}
+    assert got == {
+        ("file", "src/app/orders.py", "file_path"),
+        ("file", "config.yaml", "file_path"),
+        ("table", "orders_v2", "table_name"),
+        ("table", "order_refunds", "table_name"),
+        ("api", "GET /api/orders/{id}", "api_route"),
+        ("person", "alice.w", "person_handle"),
+    }
+
+
+def test_plain_prose_mentions_nothing() -> None:
+    assert mentions("We went to the lake on Sunday and had a great time.") == []
+    assert mentions("我们周末去爬山，天气很好。") == []
