@@ -47,6 +47,18 @@ def test_capture_returns_at_once_and_flush_puts_it_on_disk(db_path: Path, cb: Co
     assert [e.text for e in cb.last_events("s", 50)] == [f"m{i}" for i in range(50)]
 
 
+def test_flush_does_not_wait_out_the_writer_linger(db_path: Path, open_base: Opener) -> None:
+    # The writer lingers to batch bursts; a flush (and so a SIGTERM shutdown) must cut that
+    # short: with a 30 s linger this flush used to take the whole 30 s.
+    cb = open_base(bus_config=BusConfig(linger_s=30.0, batch_size=10_000))
+    for i in range(50):
+        cb.capture("user_message", session_id="s", text=f"lingering {i}")
+    started = time.monotonic()
+    cb.flush()
+    assert time.monotonic() - started < 10.0
+    assert count(db_path, "events") == 50
+
+
 def test_capture_does_not_wait_for_a_locked_database(db_path: Path, cb: ContextBase) -> None:
     cb.record("user_message", session_id="s", text="warm up")  # schema and connection ready
     with write_lock_held(db_path):

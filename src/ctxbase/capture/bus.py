@@ -85,6 +85,7 @@ class CaptureBus:
         self._cond = threading.Condition()
         self._tickets = 0  # last ticket handed out
         self._done = 0  # every ticket <= this is written (or deliberately discarded)
+        self._flush_upto = 0  # a flush waits for the tickets up to this: no lingering
         self._pending_done: set[int] = set()
         # ids of LOW events merged into a queued one -> that event's id (while it waits)
         self._merged: dict[str, str] = {}
@@ -184,6 +185,7 @@ class CaptureBus:
         """Block until every event submitted before this call is written."""
         with self._cond:
             target = self._tickets
+            self._flush_upto = max(self._flush_upto, target)
             self._cond.notify_all()
             deadline = None if timeout is None else time.monotonic() + timeout
             while self._done < target:
@@ -227,9 +229,17 @@ class CaptureBus:
                     self._cond.wait()
                 if not self._queue and self._closed:
                     return
-                # Linger briefly so bursts are written together (and LOW ones aggregate).
-                if len(self._queue) < cfg.batch_size and not self._closed and cfg.linger_s > 0:
-                    self._cond.wait(cfg.linger_s)
+                # Linger briefly so bursts are written together (and LOW ones aggregate),
+                # but never while a flush waits: flush() is the durability point, and a
+                # shutdown (SIGTERM) must not wait out a long linger.
+                until = time.monotonic() + cfg.linger_s
+                while (
+                    len(self._queue) < cfg.batch_size
+                    and not self._closed
+                    and self._flush_upto <= self._done
+                    and (left := until - time.monotonic()) > 0
+                ):
+                    self._cond.wait(left)
                 batch = [
                     self._queue.popleft() for _ in range(min(cfg.batch_size, len(self._queue)))
                 ]
