@@ -256,32 +256,61 @@ policies:
     assert any("assemble_timeout_ms=1 exceeded" in n for n in ctx.trace["notes"])
 
 
-def test_multi_agent_consensus_drops_what_one_view_alone_brings(cb: ContextBase) -> None:
-    yaml_text = """
+CONSENSUS_POLICIES = """
 version: 1
 policies:
-  - name: coder
-    match: {agent_roles: [coder]}
+  - name: code
+    match: {agent_roles: [code_gen]}
     strategies:
-      - {name: project_scope_fallback, fallback_depth: 3, only_without_reference: false}
-      - {name: multi_agent_consensus, agents: [coder, tester], consensus_threshold: 1.0}
-  - name: tester
-    match: {agent_roles: [tester]}
+      - {name: semantic_recall}
+  - name: tests
+    match: {agent_roles: [test_gen]}
     strategies:
-      - {name: referenced_code_first}
+      - {name: multi_agent_consensus, agents: [code_gen, test_gen], consensus_threshold: 0.8}
   - name: default
     match: {default: true}
 """
-    cb.upsert_entity("code", "shared", "def shared(): ...", id="code_shared")
-    cb.upsert_entity("document", "only coder", "文档", id="doc_solo")
+
+
+def test_multi_agent_consensus_gives_the_test_agent_what_the_code_agent_saw(
+    cb: ContextBase,
+) -> None:
+    doc = cb.upsert_entity("document", "Redis 规范", "订单查询缓存五分钟，键带版本号")
+    req = cb.upsert_entity("requirement", "订单分页", "订单查询接口按用户分页，缓存五分钟")
+    other = cb.upsert_entity("document", "发票规范", "发票抬头必须与营业执照一致")
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    day1 = cm.create_session(session_id="day1")
     cb.wait_for_embeddings()
-    ctx = Assembler(cb, yaml_text).assemble(
-        agent_role="coder", user_intent="the previous shared code"
+    assembler = Assembler(cb, CONSENSUS_POLICIES)
+    seen = assembler.assemble(
+        session_id=day1, agent_role="code_gen", user_intent="生成分页版订单查询接口，缓存五分钟"
     )
-    assert "code_shared" in ctx.included_ids
-    assert "doc_solo" not in ctx.included_ids
-    solo = next(d for d in ctx.trace["dropped"] if d["id"] == "doc_solo")
-    assert solo["reason"] == "consensus"
+    assert {doc.id, req.id} <= set(seen.included_ids)
+    assert other.id not in seen.included_ids
+    out = cb.record_outcome(
+        seen.context_id,
+        "按订单分页的需求写了接口，缓存五分钟",
+        [{"type": "code", "name": "list_orders", "text": "def list_orders(user_id, page): ..."}],
+    )
+    code = out.entities[0]
+    cb.upsert_relationship(other.id, "MENTIONS", code.id, source="human", confidence=0.5)
+    day2 = cm.create_session(session_id="day2")
+    ctx = assembler.assemble(
+        session_id=day2, agent_role="test_gen", user_intent="为刚写的分页接口写测试用例"
+    )
+    assert "multi_agent_consensus" in ctx.strategies
+    assert {doc.id, req.id, code.id} <= set(ctx.included_ids)  # what code_gen saw and wrote
+    assert other.id not in ctx.included_ids  # linked only below the threshold
+    shown = {(r["from"], r["type"], r["to"]) for r in ctx.relationships}
+    assert (req.id, "GENERATES", code.id) in shown
+    assert not any(r["confidence"] < 0.8 for r in ctx.relationships)
+    assert any(seen.context_id in n for n in ctx.trace["notes"])
+    # before the code agent's first context there is nothing to merge, and it says so
+    fresh = Assembler(cb, CONSENSUS_POLICIES).assemble(
+        agent_role="test_gen", user_intent="测试", project_id="elsewhere"
+    )
+    assert code.id not in fresh.included_ids
+    assert any("no context assembled for code_gen" in n for n in fresh.trace["notes"])
 
 
 def test_policy_file_typos_are_clear_and_edits_reload(cb: ContextBase, tmp_path: Path) -> None:

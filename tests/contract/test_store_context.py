@@ -4,6 +4,8 @@ loses them for good when it is forgotten."""
 
 from __future__ import annotations
 
+import time
+
 from contract_helpers import make_event, match
 
 from ctxbase.retrieve.indexing import event_items
@@ -41,3 +43,28 @@ def test_context_terms_follow_their_event(store: Store, project_id: str) -> None
     (row,) = store.get_items(project_id, [b.id])
     assert row.context_terms == ""
     assert row.terms == b_items[0].terms
+
+
+def test_latest_context_ids_by_role_and_task(store: Store, project_id: str) -> None:
+    for context_id, role, task in (
+        ("ctx-1", "code_gen", "t1"),
+        ("ctx-2", "test_gen", "t1"),
+        ("ctx-3", "code_gen", "t2"),
+    ):
+        store.put_trace(
+            project_id,
+            context_id,
+            {"context_id": context_id, "agent_role": role, "task_id": task, "session_id": "s"},
+        )
+        time.sleep(0.01)  # created_at orders them
+    roles = ["code_gen", "test_gen", "reviewer"]
+    assert store.latest_context_ids(project_id, roles) == {
+        "code_gen": "ctx-3",
+        "test_gen": "ctx-2",
+    }
+    assert store.latest_context_ids(project_id, roles, task_id="t1") == {
+        "code_gen": "ctx-1",
+        "test_gen": "ctx-2",
+    }
+    assert store.latest_context_ids(project_id, roles, task_id="t9") == {}
+    assert store.latest_context_ids("another-project", roles) == {}

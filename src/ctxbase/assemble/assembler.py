@@ -60,6 +60,7 @@ from .strategies import (
     error_driven_repair,
     event_failed,
     label_for,
+    multi_agent_consensus,
     project_scope_fallback,
     referenced_code_first,
     semantic_recall,
@@ -355,6 +356,7 @@ class Assembler:
             timings=timings,
             counter=self.counter,
             check=g.check,
+            threshold_for=policy.threshold_for,
         )
         self.cb.store.put_trace(pid, context_id, ctx.trace)
         log_trace(ctx.trace, full=debug)
@@ -402,7 +404,7 @@ class Assembler:
             elif isinstance(s, ErrorDrivenRepair):
                 error_driven_repair(g, s, failing)
             elif isinstance(s, MultiAgentConsensus):
-                self._consensus(g, s, role, failing, session_messages, deadline)
+                multi_agent_consensus(g, s, role)
             ran.append(name)
             timings[name] = _ms(t)
         return ran, skipped
@@ -418,51 +420,6 @@ class Assembler:
                 )
                 return True
         return False
-
-    def _consensus(
-        self,
-        g: Gatherer,
-        s: MultiAgentConsensus,
-        role: str,
-        failing: Event | None,
-        session_messages: int,
-        deadline: float,
-    ) -> None:
-        """Keep the items that at least `consensus_threshold` of the agents' views include."""
-        views: dict[str, set[str]] = {}
-        for agent in s.agents:
-            sel = self.policies.select(g.pid, agent, g.intent, has_error=failing is not None)
-            if agent.casefold() == role.casefold() or sel.policy.name == g.policy.name:
-                views[agent] = set(g.cands)
-                continue
-            sub = Gatherer(
-                self.cb,
-                g.pid,
-                sel.policy,
-                session_id=g.session_id,
-                intent=g.intent,
-                exclude=g.exclude,
-                task_id=g.task_id,
-                record=False,
-                signing_key=g.signing_key,
-                check=g.check,
-                repos=g.repos,
-            )
-            self._run(sub, sel, agent, failing, session_messages, deadline, {}, consensus=False)
-            views[agent] = set(sub.cands)
-        before = len(g.cands)
-        for oid in list(g.cands):
-            n = sum(oid in v for v in views.values())
-            if n / len(views) < s.consensus_threshold:
-                del g.cands[oid]
-                g.drop(
-                    oid,
-                    "consensus",
-                    f"in {n} of {len(views)} agent views (< {s.consensus_threshold})",
-                )
-        g.notes.append(
-            f"{s.name}: views of {', '.join(views)} agree on {len(g.cands)} of {before} items"
-        )
 
     # -- layers ----------------------------------------------------------------------------
     def _history(

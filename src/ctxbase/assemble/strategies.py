@@ -28,6 +28,7 @@ from .budget import fit_to_tokens
 from .lifecycle import Status
 from .policy import (
     ErrorDrivenRepair,
+    MultiAgentConsensus,
     Policy,
     ProjectScopeFallback,
     ReferencedCodeFirst,
@@ -62,6 +63,7 @@ _LABEL_WORDS = {
     "test_case": "test case",
 }
 _BASELINE_TYPES = ("document", "requirement")
+_ORDER_EDGE_TYPES = frozenset({"NEXT", "CAUSED_BY", "REFERS_TO", "MENTIONS"})
 _SEMANTIC_EDGES = ("REFERENCES", "GENERATES", "FOLLOWS", "MODIFIES", "VALIDATES")
 
 
@@ -566,3 +568,66 @@ def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None
                 del g.cands[t]
     # What the code was built from: its requirement and the documents that govern it.
     g.follow(dict.fromkeys(ids, 0.95), ["GENERATES", "FOLLOWS", "REFERENCES"], s.name, hops=2)
+
+
+def _context_view(trace: Mapping[str, Any]) -> set[str]:
+    """The entities an assembled context carried, and what came of it (its outcome)."""
+    seen = {
+        str(c["id"])
+        for c in trace.get("candidates", ())
+        if c.get("included") and c.get("kind") == "entity"
+    }
+    outcome = trace.get("outcome") or {}
+    return seen | {str(e) for e in outcome.get("entities", ())}
+
+
+def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> None:
+    """What the named agents were given for this task, merged (seed 000): the last context
+    assembled for each of them (of this task, else of the project) and what it produced;
+    the entities every one of those contexts shares, and the relations among and from them
+    whose confidence reaches `consensus_threshold`. The test agent so sees what the code
+    agent saw, and code it wrote, without simulating the code agent's retrieval."""
+    found = g.cb.store.latest_context_ids(g.pid, s.agents, task_id=g.task_id)
+    if g.task_id is not None and not found:  # no context of this task yet: the project's
+        found = g.cb.store.latest_context_ids(g.pid, s.agents)
+    views: dict[str, set[str]] = {}
+    for agent, context_id in found.items():
+        trace = g.cb.store.get_trace(g.pid, context_id)
+        if trace is not None:
+            views[f"{agent} ({context_id})"] = _context_view(trace)
+    if not views:
+        g.notes.append(f"{s.name}: no context assembled for {', '.join(s.agents)} yet")
+        return
+    shared = set.intersection(*views.values())
+    entities = {e.id: e for e in g.cb.store.get_entities(g.pid, sorted(shared))}
+    label = ", ".join(views)
+    for i, eid in enumerate(sorted(entities)):
+        g.add(_entity_cand(entities[eid], 0.9 - 0.001 * i, s.name, f"{s.name}: in {label}"))
+    kept = 0
+    rels = g.verified(g.cb.store.list_relations(g.pid, sorted(entities)))
+    for rel in sorted(rels, key=lambda r: (-r.confidence, r.from_id, r.to_id)):
+        if rel.type in _ORDER_EDGE_TYPES:
+            continue
+        entry: dict[str, Any] = {
+            "from": rel.from_id,
+            "to": rel.to_id,
+            "type": rel.type,
+            "confidence": rel.confidence,
+            "source": rel.source,
+            "strategy": s.name,
+            "followed": rel.confidence >= s.consensus_threshold,
+        }
+        if not entry["followed"]:
+            entry["detail"] = f"confidence {rel.confidence} below {s.consensus_threshold}"
+            g.relations.append(entry)
+            continue
+        g.relations.append(entry)
+        kept += 1
+        other = rel.to_id if rel.from_id in entities else rel.from_id
+        if other not in entities:
+            for node in g.cb.store.get_entities(g.pid, [other]):
+                g.add(_entity_cand(node, 0.8 * rel.confidence, s.name, f"{s.name}: {rel.type}"))
+    g.notes.append(
+        f"{s.name}: merged {label}: {len(entities)} shared entities, {kept} relations "
+        f">= {s.consensus_threshold} (asked by {role!r})"
+    )

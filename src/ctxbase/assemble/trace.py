@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -292,10 +292,12 @@ def build_result(
     timings: Mapping[str, float],
     counter: TokenCounter,
     check: SignatureCheck | None = None,
+    threshold_for: Callable[[str], float] | None = None,
 ) -> AssembledContext:
     """The payload and the trace of one assembly; with a signature `check`
     (require_signature) only verified relationships are shown, and everything the check
-    refused is listed as dropped."""
+    refused is listed as dropped. With `threshold_for` (the policy's per-type confidence
+    floor) a relationship below its floor is not shown either."""
     pid = str(request["project_id"])
     layers: dict[str, Any] = {}
     for name in LAYER_ORDER:
@@ -349,6 +351,8 @@ def build_result(
             )
         for rel in rels:
             if rel.type in _ORDER_EDGES or not {rel.from_id, rel.to_id} <= wanted:
+                continue
+            if threshold_for is not None and rel.confidence < threshold_for(rel.type):
                 continue
             relationships.append(
                 {

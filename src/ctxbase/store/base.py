@@ -399,6 +399,13 @@ class Store(ABC):
     @abstractmethod
     def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None: ...
 
+    @abstractmethod
+    def latest_context_ids(
+        self, project_id: str, agent_roles: Sequence[str], *, task_id: str | None = None
+    ) -> dict[str, str]:
+        """The context last assembled for each of `agent_roles` (of `task_id` when given):
+        role -> context_id, roles with none left out."""
+
     # -- forget --------------------------------------------------------------------------
     @abstractmethod
     def forget(

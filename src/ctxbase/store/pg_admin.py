@@ -13,7 +13,7 @@ from ..model import StateFact
 from .base import ApiKeyRecord, ForgetReport
 from .forget_steps import ForgetSteps
 from .pg_base import Conn, PgBase, as_array, jsonb, text
-from .rows import next_version, tombstone_hash
+from .rows import next_version, tombstone_hash, trace_keys
 from .schema import FORGET_TABLES, JSON_COLUMNS
 from .shared import table_columns
 
@@ -83,10 +83,13 @@ class PgAdmin(ForgetSteps, PgBase):
             self._lock(conn, [project_id], ensure=True, bump=False)
             self._x(
                 conn,
-                "INSERT INTO traces(project_id, context_id, created_at, trace) "
-                "VALUES (%s,%s,%s,%s) ON CONFLICT (project_id, context_id) DO UPDATE SET "
-                "created_at=EXCLUDED.created_at, trace=EXCLUDED.trace",
-                (project_id, context_id, time.time(), jsonb(trace)),
+                "INSERT INTO traces(project_id, context_id, created_at, trace, agent_role, "
+                "session_id, task_id) VALUES (%s,%s,%s,%s,%s,%s,%s) "
+                "ON CONFLICT (project_id, context_id) DO UPDATE SET "
+                "created_at=EXCLUDED.created_at, trace=EXCLUDED.trace, "
+                "agent_role=EXCLUDED.agent_role, session_id=EXCLUDED.session_id, "
+                "task_id=EXCLUDED.task_id",
+                (project_id, context_id, time.time(), jsonb(trace), *trace_keys(trace)),
             )
 
     def _run(self, conn: Conn, sql: str, args: Sequence[Any] = ()) -> Any:

@@ -93,7 +93,14 @@ POST_MIGRATIONS: dict[int, list[str]] = {
         f"GENERATED ALWAYS AS ({_term_count('terms')}) STORED",
         "CREATE INDEX IF NOT EXISTS items_tsv ON items USING gin (tsv)",
     ],
-    3: ["ALTER TABLE items ADD COLUMN IF NOT EXISTS repo TEXT"],
+    3: [
+        "ALTER TABLE items ADD COLUMN IF NOT EXISTS repo TEXT",
+        # who a context was assembled for: multi_agent_consensus finds an agent's last one
+        "ALTER TABLE traces ADD COLUMN IF NOT EXISTS agent_role TEXT",
+        "ALTER TABLE traces ADD COLUMN IF NOT EXISTS session_id TEXT",
+        "ALTER TABLE traces ADD COLUMN IF NOT EXISTS task_id TEXT",
+        "CREATE INDEX IF NOT EXISTS traces_by_role ON traces (project_id, agent_role, created_at)",
+    ],
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
@@ -37,6 +37,7 @@ __all__ = [
     "state_fact_row",
     "task_row",
     "tombstone_hash",
+    "trace_keys",
 ]
 
 EVENT_COLS = (
@@ -253,3 +254,13 @@ def state_change_row(row: Sequence[Any], load: Load = as_is) -> StateChange:
     """key, scope, scope_id, version, old_value, new_value, cause, ts, deleted."""
     r = row
     return StateChange(r[0], r[1], r[2], r[3], load(r[4]), load(r[5]), r[6], r[7], bool(r[8]))
+
+
+def trace_keys(trace: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    """The columns a trace is found by: (agent_role, session_id, task_id)."""
+
+    def key(name: str) -> str | None:
+        value = trace.get(name)
+        return value if isinstance(value, str) else None
+
+    return key("agent_role"), key("session_id"), key("task_id")

@@ -191,7 +191,9 @@ COLUMNS: dict[str, tuple[str, ...]] = {
         "project_id", "scope", "scope_id", "key", "version", "old_value", "new_value",
         "cause", "ts", "deleted",
     ),
-    "traces": ("project_id", "context_id", "created_at", "trace"),
+    "traces": (
+        "project_id", "context_id", "created_at", "trace", "agent_role", "session_id", "task_id",
+    ),
     "tombstones": ("project_id", "hashed_id"),
 }  # fmt: skip
 

@@ -199,6 +199,21 @@ class SharedReads:
                 break
         return found
 
+    def latest_context_ids(
+        self, project_id: str, agent_roles: Sequence[str], *, task_id: str | None = None
+    ) -> dict[str, str]:
+        out: dict[str, str] = {}
+        scope = " AND task_id=?" if task_id is not None else ""
+        for role in dict.fromkeys(agent_roles):
+            row = self._one(
+                "SELECT context_id FROM traces WHERE project_id=? AND agent_role=?"
+                f"{scope} ORDER BY created_at DESC LIMIT 1",
+                (project_id, role, *([task_id] if task_id is not None else [])),
+            )
+            if row:
+                out[role] = str(row[0])
+        return out
+
     def count_items(self, project_id: str) -> int:
         row = self._one("SELECT count(*) FROM items WHERE project_id=? AND active=1", (project_id,))
         return int(row[0]) if row else 0

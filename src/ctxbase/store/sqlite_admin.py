@@ -14,7 +14,7 @@ from ..errors import StorageError
 from ..model import StateFact
 from .base import ApiKeyRecord, ForgetReport
 from .forget_steps import ForgetSteps
-from .rows import next_version
+from .rows import next_version, trace_keys
 from .schema import FORGET_TABLES, JSON_COLUMNS
 from .shared import table_columns
 from .sqlite_base import (
@@ -95,9 +95,9 @@ class SQLiteAdmin(ForgetSteps, SQLiteBase):
         with self._write(durable=False) as conn:
             self._ensure_project(conn, project_id)
             conn.execute(
-                "INSERT OR REPLACE INTO traces(project_id, context_id, created_at, trace) "
-                "VALUES (?,?,?,?)",
-                (project_id, context_id, time.time(), dumps(trace)),
+                "INSERT OR REPLACE INTO traces(project_id, context_id, created_at, trace, "
+                "agent_role, session_id, task_id) VALUES (?,?,?,?,?,?,?)",
+                (project_id, context_id, time.time(), dumps(trace), *trace_keys(trace)),
             )
 
     # -- forget --------------------------------------------------------------------------

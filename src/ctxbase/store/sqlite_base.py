@@ -63,7 +63,14 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
             )
         ),
     ],
-    3: ["ALTER TABLE items ADD COLUMN repo TEXT"],
+    3: [
+        "ALTER TABLE items ADD COLUMN repo TEXT",
+        # who a context was assembled for: multi_agent_consensus finds an agent's last one
+        "ALTER TABLE traces ADD COLUMN agent_role TEXT",
+        "ALTER TABLE traces ADD COLUMN session_id TEXT",
+        "ALTER TABLE traces ADD COLUMN task_id TEXT",
+        "CREATE INDEX IF NOT EXISTS traces_by_role ON traces (project_id, agent_role, created_at)",
+    ],
 }
 
 
