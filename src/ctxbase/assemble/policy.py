@@ -462,6 +462,9 @@ class Policy(_Frozen):
     # embedder's calibrated floor (retrieve/relevance.py). A search with no hit that matches
     # a keyword or clears the floor brings nothing into the context.
     relevance_floor: float | None = Field(default=None, ge=0.0, le=1.0)
+    # halve a memory's score every this many days of age in this policy's searches (None:
+    # the search preset's own setting)
+    time_decay_half_life_days: float | None = Field(default=None, gt=0)
     budget: LayerShares = LayerShares()
     # task: the current task's state plus session- and project-wide facts (seed 003: state is
     # bound to its task, so another task's facts never leak in); global: every task's facts

@@ -335,6 +335,9 @@ class Gatherer:
         min_score: float,
         weight: float,
     ) -> None:
+        decay = self.policy.time_decay_half_life_days
+        if decay is not None and config.time_decay_half_life_days is None:
+            config = config.model_copy(update={"time_decay_half_life_days": decay})
         if self.check is None:
             resp = self.cb.search(query, project=self.pid, config=config, filters=flt)
         else:
