@@ -113,3 +113,36 @@ def test_a_policy_sets_time_decay_for_its_searches(tmp_path: Path) -> None:
         assert scores["7"] < scores["null"] / 2  # 60 days older: far more than halved
     finally:
         cb.close()
+
+
+def test_monitoring_points_per_trace_and_dynamic_top_k(hashed: ContextBase) -> None:
+    for i in range(12):
+        hashed.record("user_message", session_id="s9", text=f"订单缓存第{i}次讨论，缓存五分钟")
+    hashed.wait_for_embeddings()
+    on = Assembler(hashed, POLICY % "null").assemble(agent_role="coder", user_intent="订单缓存")
+    seen = on.trace["monitoring"]
+    assert seen["memory_hit"] is True and seen["fallback"] is False
+    assert seen["memory_tokens"] == on.tokens_by_layer["memory"] > 0
+    assert seen["injected_share"] == round(seen["memory_tokens"] / on.total_tokens, 4)
+    assert seen["retrieval_ms"] > 0
+    off = Assembler(hashed, POLICY % "0.99").assemble(
+        agent_role="coder", user_intent="薛定谔方程是什么"
+    )
+    assert off.trace["monitoring"]["fallback"] is True
+    assert off.trace["monitoring"]["memory_tokens"] == 0
+    dynamic = (POLICY % "null").replace(
+        "    strategies:",
+        "    dynamic_top_k: [3, 7]\n    memory_token_allowance: 40\n    strategies:",
+    )
+    only_recall = dynamic.replace(
+        "      - {name: project_scope_fallback, only_without_reference: false}\n", ""
+    )
+    few = Assembler(hashed, only_recall).assemble(agent_role="coder", user_intent="订单缓存")
+    many = Assembler(hashed, POLICY % "null").assemble(agent_role="coder", user_intent="订单缓存")
+
+    def recalled(ctx: object) -> int:
+        cands = ctx.trace["candidates"]  # type: ignore[attr-defined]
+        return sum("semantic_recall" in c["strategies"] for c in cands)
+
+    # 40 tokens stop the search after its minimum of 3 hits (graph neighbours may join)
+    assert 3 <= recalled(few) < recalled(many)

@@ -39,6 +39,54 @@ def test_metrics_expose_latency_queue_and_backlog(live: Live, pid: str) -> None:
     assert pid not in text
 
 
+def test_metrics_count_seed_002s_monitoring_points(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid))
+
+    def counter(name: str) -> float:
+        for line in c.get("/metrics").text.splitlines():
+            if line.startswith(f"{name} "):
+                return float(line.split()[-1])
+        return 0.0
+
+    before = {
+        n: counter(n)
+        for n in (
+            "ctxbase_assemble_memory_hits_total",
+            "ctxbase_assemble_fallbacks_total",
+            "ctxbase_assemble_prompt_tokens_total",
+            "ctxbase_assemble_memory_tokens_total",
+        )
+    }
+    c.post(
+        f"/v1/projects/{pid}/events",
+        json={"type": "user_message", "session_id": "s", "text": "订单查询加 Redis 缓存"},
+    )
+    body = {"project_id": pid, "agent_role": "coder", "include_trace": True}
+    hit = c.post("/v1/context/assemble", json={**body, "user_intent": "订单缓存怎么加"}).json()
+    assert hit["trace"]["monitoring"]["memory_hit"] is True
+    assert (
+        counter("ctxbase_assemble_memory_hits_total")
+        == before["ctxbase_assemble_memory_hits_total"] + 1
+    )
+    assert (
+        counter("ctxbase_assemble_memory_tokens_total")
+        > before["ctxbase_assemble_memory_tokens_total"]
+    )
+    assert (
+        counter("ctxbase_assemble_prompt_tokens_total")
+        >= before["ctxbase_assemble_prompt_tokens_total"]
+        + hit["trace"]["monitoring"]["prompt_tokens"]
+    )
+    empty = f"{pid}-empty"
+    c2 = live.client(live.key(empty))
+    c2.post("/v1/context/assemble", json={**body, "project_id": empty, "user_intent": "hi"})
+    assert (
+        counter("ctxbase_assemble_fallbacks_total")
+        == before["ctxbase_assemble_fallbacks_total"] + 1
+    )
+    assert "# HELP ctxbase_assemble_fallbacks_total" in c.get("/metrics").text
+
+
 def test_readyz_reports_the_store(live: Live) -> None:
     c = live.client(None)
     assert c.get("/healthz").status_code == 200

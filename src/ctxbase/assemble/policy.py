@@ -465,6 +465,18 @@ class Policy(_Frozen):
     # halve a memory's score every this many days of age in this policy's searches (None:
     # the search preset's own setting)
     time_decay_half_life_days: float | None = Field(default=None, gt=0)
+    # seed 002's dynamic top-k: semantic recall keeps between min and max hits, stopping
+    # past min at a weak score or at `memory_token_allowance` tokens (e.g. [3, 7] and 1500)
+    dynamic_top_k: tuple[int, int] | None = None
+    memory_token_allowance: int | None = Field(default=None, ge=1)
+
+    @field_validator("dynamic_top_k")
+    @classmethod
+    def _k_range(cls, value: tuple[int, int] | None) -> tuple[int, int] | None:
+        if value is not None and not 1 <= value[0] <= value[1]:
+            raise ValueError("dynamic_top_k must be [min, max] with 1 <= min <= max")
+        return value
+
     budget: LayerShares = LayerShares()
     # task: the current task's state plus session- and project-wide facts (seed 003: state is
     # bound to its task, so another task's facts never leak in); global: every task's facts

@@ -484,6 +484,9 @@ def semantic_recall(g: Gatherer, s: SemanticRecall) -> None:
         "top_k": min(s.top_k, g.policy.top_k),
         "relation_thresholds": {**SEARCH_THRESHOLDS, **g.policy.relation_thresholds},
     }
+    if g.policy.dynamic_top_k is not None:
+        overrides["dynamic_top_k"] = g.policy.dynamic_top_k
+        overrides["token_allowance"] = g.policy.memory_token_allowance
     preset = s.search_preset
     if preset not in PRESETS and preset == "default":
         preset, overrides["graph_hops"] = "hybrid", 1  # one hop along trusted edges

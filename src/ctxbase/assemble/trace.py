@@ -271,6 +271,26 @@ def _item(inc_id: str, source: str, score: float, text: str, truncated: bool) ->
     }
 
 
+def monitoring(
+    tokens: Mapping[str, int], memory_items: int, ran: Sequence[str], timings: Mapping[str, float]
+) -> dict[str, Any]:
+    """Seed 002's monitoring points for one assembly: whether retrieved memory was injected
+    (hit; none is the fallback to a prompt without it), its share of the prompt's tokens,
+    and how long retrieval took (the strategies' time)."""
+    total = sum(tokens.values())
+    memory = int(tokens.get("memory", 0))
+    hit = memory_items > 0 and memory > 0
+    return {
+        "memory_hit": hit,
+        "fallback": not hit,
+        "memory_items": memory_items if hit else 0,
+        "memory_tokens": memory,
+        "prompt_tokens": total,
+        "injected_share": round(memory / total, 4) if total else 0.0,
+        "retrieval_ms": round(sum(float(timings.get(name, 0.0)) for name in ran), 3),
+    }
+
+
 def build_result(
     cb: ContextBase,
     *,
@@ -388,6 +408,7 @@ def build_result(
         for c in sorted(cands.values(), key=lambda c: -c.score)
     ]
     total = sum(tokens.values())
+    memory_ids = [i for i in ids if i in cands]
     trace: dict[str, Any] = {
         "context_id": context_id,
         **request,
@@ -409,6 +430,7 @@ def build_result(
         "relationships": relationships,
         "notes": list(notes),
         "timings_ms": dict(timings),
+        "monitoring": monitoring(tokens, len(memory_ids), ran, timings),
     }
     return AssembledContext(
         context_id=context_id,

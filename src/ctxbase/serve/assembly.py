@@ -75,11 +75,26 @@ def _assemble(rt: Runtime, body: AssembleIn) -> Cached:
         repos=body.repos,
         strategy=body.strategy,
     )
+    _count_monitoring(rt, ctx.trace.get("monitoring") or {})
     out: dict[str, Any] = {**ctx.payload(), "max_tokens": ctx.max_tokens}
     if body.include_trace:
         out["trace"] = ctx.trace
     raw = json.dumps(out, ensure_ascii=False, default=str).encode("utf-8")
     return Cached(ctx.context_id, raw)
+
+
+def _count_monitoring(rt: Runtime, seen: dict[str, Any]) -> None:
+    """Seed 002's monitoring points, summed over computed assemblies: the hit rate is
+    memory_hits / assemblies, the injected share injected / prompt tokens."""
+    m = rt.metrics
+    m.inc(
+        "ctxbase_assemble_memory_hits_total"
+        if seen.get("memory_hit")
+        else "ctxbase_assemble_fallbacks_total"
+    )
+    m.inc("ctxbase_assemble_memory_tokens_total", float(seen.get("memory_tokens", 0)))
+    m.inc("ctxbase_assemble_prompt_tokens_total", float(seen.get("prompt_tokens", 0)))
+    m.inc("ctxbase_assemble_retrieval_seconds_total", float(seen.get("retrieval_ms", 0.0)) / 1000)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

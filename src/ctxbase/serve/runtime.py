@@ -18,6 +18,11 @@ COUNTER_HELP = {
     "ctxbase_auth_failures_total": "Requests refused for a missing, invalid or revoked key.",
     "ctxbase_assemble_cache_hits_total": "Assemblies answered from the cache.",
     "ctxbase_assemble_total": "Assemblies computed.",
+    "ctxbase_assemble_memory_hits_total": "Computed assemblies that injected retrieved memory.",
+    "ctxbase_assemble_fallbacks_total": "Computed assemblies with no memory above the floor.",
+    "ctxbase_assemble_memory_tokens_total": "Tokens of retrieved memory injected.",
+    "ctxbase_assemble_prompt_tokens_total": "Tokens of the assembled prompts.",
+    "ctxbase_assemble_retrieval_seconds_total": "Time the assembly strategies spent retrieving.",
 }
 
 
