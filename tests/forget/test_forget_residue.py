@@ -21,7 +21,9 @@ from residue import postgres_copies, sqlite_file_copies, sqlite_file_copies_wher
 def _marker() -> tuple[str, str, str]:
     """A distinctive ASCII name (only letters: the name rule keeps it whole), its keyword
     term, and a distinctive Chinese phrase, unique per test (PostgreSQL is shared)."""
-    letters = "".join(chr(ord("a") + int(c, 16)) for c in uuid.uuid4().hex[:10])
+    # ends in "qz", which no stemming rule touches: the keyword term is the name lowercased
+    # (a random ending such as "...ge" was stemmed, and the term then missed)
+    letters = "".join(chr(ord("a") + int(c, 16)) for c in uuid.uuid4().hex[:10]) + "qz"
     zh = "机密" + "".join(chr(0x4E00 + int(c, 16) * 97 + 11) for c in uuid.uuid4().hex[:4])
     return f"Zqx{letters}", f"zqx{letters}", zh + "火烈鸟协议"
 

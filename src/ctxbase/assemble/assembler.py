@@ -578,6 +578,9 @@ class Assembler:
         if view != "subtask" or task is None:
             if session_id:
                 scopes.append(("session", session_id, 0.8))
+                user = self._session_user(pid, session_id)
+                if user is not None:  # the person's own facts follow them across sessions
+                    scopes.append(("user", user, 0.7))
             scopes.append(("project", pid, 0.6))
         if view == "global" and session_id:  # planners see the facts of every task
             for other in self.cb.store.list_tasks(pid, session_id):
@@ -601,6 +604,11 @@ class Assembler:
                     )
                 )
         return items
+
+    def _session_user(self, pid: str, session_id: str) -> str | None:
+        info = self.cb.store.get_session(pid, session_id)
+        user = None if info is None else info.metadata.get("user_id")
+        return user if isinstance(user, str) and user else None
 
     def _task_items(
         self, pid: str, session_id: str | None, task: TaskInfo | None, view: str

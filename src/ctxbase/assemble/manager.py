@@ -395,11 +395,15 @@ class ContextManager:
         )
         if role == "user" and self.extract_facts:
             scope: Scope = "task" if task_id else "session"
+            owner = self.cb.store.get_session(self.project, session_id)
+            user_id = owner.metadata.get("user_id") if owner is not None else None
             extract_into_state(
                 self.cb,
                 content,
                 scope=scope,
                 scope_id=task_id or session_id,
+                user_id=user_id if isinstance(user_id, str) and user_id else None,
+                event_id=event.id,
                 extractor=self.extractor,
                 # Relative dates ("下周三", "end of next month") count from the message's time.
                 today=today if today is not None else date.fromtimestamp(event.ts),

@@ -57,8 +57,10 @@ __all__ = [
 
 log = logging.getLogger("ctxbase.assemble")
 
-Scope = Literal["task", "session", "project"]
-SCOPES: tuple[str, ...] = ("task", "session", "project")
+Scope = Literal["task", "session", "project", "user"]
+SCOPES: tuple[str, ...] = ("task", "session", "project", "user")
+# Facts that belong to the person, not to the work: kept in the user's own scope.
+PERSONAL_KEY_PREFIX = "preference:"
 MESSAGE_SCOPE = "message"
 # Session metadata key naming the task messages and state are scoped to.
 CURRENT_TASK_KEY = "current_task_id"
@@ -192,8 +194,13 @@ def extract_into_state(
     today: date | None = None,
     cause: str | None = None,
     project: str | None = None,
+    user_id: str | None = None,
+    event_id: str | None = None,
 ) -> list[StateFact]:
-    """Extract facts from one user message and write them to the scope.
+    """Extract facts from one user message and write them to the scope; with `user_id`,
+    the user's preferences ("我喜欢蓝色") go to that user's own scope instead, so they reach
+    the user's other sessions and no one else's. `event_id` (the message's) is named in
+    each fact's cause.
 
     When the LLM extractor fails (endpoint down, an answer that is not JSON), the rule
     extractor is used instead and the failure is logged: a message is never lost for that.
@@ -213,16 +220,26 @@ def extract_into_state(
             "fact extraction by %s failed (%s); using the rules", type(chosen).__name__, exc
         )
         found = RuleFactExtractor().extract(text, previous=previous, today=today)
+    personal = (
+        {} if user_id is None else get_facts(cb, scope_id=user_id, scope="user", project=project)
+    )
     written: list[StateFact] = []
     for fact in found:
         if fact.key in _NOT_STATE_KEYS:
             continue
-        if fact.key in known and known[fact.key].value == fact.value:
+        mine = user_id is not None and fact.key.startswith(PERSONAL_KEY_PREFIX)
+        where: Scope = "user" if mine else scope
+        where_id = user_id if mine and user_id is not None else scope_id
+        seen = personal if mine else known
+        if fact.key in seen and seen[fact.key].value == fact.value:
             continue  # restating a fact is not a change
-        why = cause or f"extracted by {fact.rule}: {text[fact.span[0] : fact.span[1]]!r}"
+        # The message's id in the cause: forgetting the message finds its facts by it.
+        source = f" (from {event_id})" if event_id else ""
+        span = text[fact.span[0] : fact.span[1]]
+        why = cause or f"extracted by {fact.rule}{source}: {span!r}"
         written.append(
             set_fact(
-                cb, fact.key, fact.value, scope_id=scope_id, scope=scope, cause=why, project=project
+                cb, fact.key, fact.value, scope_id=where_id, scope=where, cause=why, project=project
             )
         )
     return written

@@ -421,7 +421,7 @@ class OutcomeOut(_Out):
 
 
 # -- state -----------------------------------------------------------------------------------
-Scope = Literal["task", "session", "project"]
+Scope = Literal["task", "session", "project", "user"]
 
 
 class StateSetIn(_In):

@@ -26,7 +26,7 @@ __all__ = ["SOFT_DELETED_SCOPE", "ForgetScope", "ForgetSteps"]
 SOFT_DELETED_SCOPE = "soft_deleted"
 # State records keyed by an event id: its message status, its soft-delete time.
 _KEYED_BY_ID_SCOPES = ("message", SOFT_DELETED_SCOPE)
-_FACT_SCOPES = ("task", "session", "project")
+_FACT_SCOPES = ("task", "session", "project", "user")
 _CHUNK = 500
 
 
@@ -266,6 +266,16 @@ class ForgetSteps:
                 pid,
             ):
                 if sc in _FACT_SCOPES and scope.forgotten.quotes(cause):
+                    facts.add((sc, scope_id, key))
+            # A user's own facts (preferences) live under the user, not the session: any
+            # of them extracted from a forgotten message goes too.
+            for sc, scope_id, key, cause in self._q(
+                conn,
+                f"SELECT scope, scope_id, key, cause FROM {table} WHERE project_id=? "
+                "AND scope='user' AND cause IS NOT NULL",
+                (project_id,),
+            ).fetchall():
+                if scope.forgotten.quotes(cause):
                     facts.add((sc, scope_id, key))
         for fact in sorted(facts):
             for table in ("state", "state_history"):
