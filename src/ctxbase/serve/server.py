@@ -6,11 +6,13 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from types import TracebackType
 from typing import Any
 
+from ..errors import AddressInUseError
 from ._deps import require
 from .logs import LOGGER_NAME, configure_logging
 from .settings import ENV_SETTINGS, LOOPBACK_HOST, ServerSettings, check_settings
@@ -39,7 +41,10 @@ def run_server(
         fields["db"] = db
     settings = check_settings(ServerSettings(**fields))
     configure_logging(settings.log_level)
+    _check_free(settings.host, settings.port)
     _warn_without_keys(settings)
+    # the address first, on stderr: logs are JSON lines, this is for the person who typed it
+    print(f"ctxbase serving http://{settings.host}:{settings.port} (Ctrl-C stops)", file=sys.stderr)
     common: dict[str, Any] = dict(
         host=settings.host,
         port=settings.port,
@@ -56,6 +61,19 @@ def run_server(
     uvicorn.run(
         "ctxbase.serve.app:create_app_from_env", factory=True, workers=settings.workers, **common
     )
+
+
+def _check_free(host: str, port: int) -> None:
+    """Fail with a clear error when the address is taken, before loading anything else."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            raise AddressInUseError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                "stop what uses it or choose another --port"
+            ) from exc
 
 
 def _warn_without_keys(settings: ServerSettings) -> None:

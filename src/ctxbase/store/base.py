@@ -400,6 +400,10 @@ class Store(ABC):
     def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None: ...
 
     @abstractmethod
+    def trace_project(self, context_id: str) -> str | None:
+        """The project an assembled context belongs to (context ids are unique), or None."""
+
+    @abstractmethod
     def latest_context_ids(
         self, project_id: str, agent_roles: Sequence[str], *, task_id: str | None = None
     ) -> dict[str, str]:

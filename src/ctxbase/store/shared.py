@@ -199,6 +199,11 @@ class SharedReads:
                 break
         return found
 
+    def trace_project(self, context_id: str) -> str | None:
+        sql = self._dialect.cross_project + "SELECT project_id FROM traces WHERE context_id=?"
+        row = self._fetch_one(self._dialect.sql(sql + " LIMIT 1"), (context_id,))
+        return str(row[0]) if row else None
+
     def latest_context_ids(
         self, project_id: str, agent_roles: Sequence[str], *, task_id: str | None = None
     ) -> dict[str, str]:
