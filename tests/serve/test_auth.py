@@ -294,3 +294,22 @@ def test_concurrent_keys_do_not_leak(live: Live, pid: str, other_pid: str) -> No
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_connect_uses_the_keys_own_project(live: Live, pid: str, other_pid: str) -> None:
+    import ctxbase
+
+    solo = ctxbase.connect(live.url, api_key=live.key(pid))
+    try:
+        assert solo.project == pid
+        solo.record("user_message", session_id="s", text="written without naming a project")
+        assert [e.text for e in solo.last_events("s")] == ["written without naming a project"]
+    finally:
+        solo.close()
+    both = ctxbase.connect(live.url, api_key=live.key(pid, other_pid))
+    try:
+        assert both.project == "default"  # two projects: the caller must say which
+    finally:
+        both.close()
+    who = live.client(live.key(pid, role="read")).get("/v1/whoami").json()
+    assert who["role"] == "read" and who["projects"] == [pid]

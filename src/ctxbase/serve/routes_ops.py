@@ -47,6 +47,13 @@ def list_projects(rt: Rt, who: Caller) -> ProjectsOut:
     return ProjectsOut(projects=[p for p in rt.cb.store.list_projects() if who.sees(p)])
 
 
+@router.get("/v1/whoami", tags=["projects"])
+def whoami(who: Caller) -> dict[str, object]:
+    """The caller's key: its id, role and projects (null: every project)."""
+    projects = None if who.projects is None else sorted(who.projects)
+    return {"key_id": who.key_id, "role": who.role, "projects": projects}
+
+
 @router.get("/v1/capture/stats", response_model=CaptureStatsOut, tags=["events"])
 def capture_stats(rt: Rt, who: Caller) -> CaptureStatsOut:
     """Counters of this server process's capture queue (no project data)."""

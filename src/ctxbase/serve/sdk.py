@@ -334,14 +334,32 @@ class AsyncClient:
     purge_soft_deleted = _async(Calls.purge_soft_deleted)
 
 
+def key_project(url: str, api_key: str | None, timeout: float = 30.0) -> str:
+    """The project a key is for when it names exactly one, else "default"."""
+    if not api_key:
+        return "default"
+    httpx = _httpx()
+    response = httpx.get(url.rstrip("/") + "/v1/whoami", headers=_headers(api_key), timeout=timeout)
+    if response.status_code != 200:
+        return "default"  # the first real call reports a bad key with its own error
+    projects = response.json().get("projects")
+    return projects[0] if isinstance(projects, list) and len(projects) == 1 else "default"
+
+
 def connect(
-    url: str, *, api_key: str | None = None, project: str = "default", **options: Any
+    url: str, *, api_key: str | None = None, project: str | None = None, **options: Any
 ) -> Client:
-    """A remote context base: `ctxbase.connect("http://host:8765", api_key="cb_...")`."""
+    """A remote context base: `ctxbase.connect("http://host:8765", api_key="cb_...")`; with
+    no `project`, the key's own project when it has exactly one."""
+    if project is None:
+        project = key_project(url, api_key, options.get("timeout", 30.0))
     return Client(url, api_key=api_key, project=project, **options)
 
 
 def connect_async(
-    url: str, *, api_key: str | None = None, project: str = "default", **options: Any
+    url: str, *, api_key: str | None = None, project: str | None = None, **options: Any
 ) -> AsyncClient:
+    """As `connect` (the key's project is looked up once, before the client is made)."""
+    if project is None:
+        project = key_project(url, api_key, options.get("timeout", 30.0))
     return AsyncClient(url, api_key=api_key, project=project, **options)
