@@ -271,3 +271,23 @@ def test_serve_on_a_busy_port_is_its_own_error(tmp_path: Path, capsys: Any) -> N
             capsys, "--db", str(tmp_path / "s.db"), "serve", "--no-auth", "--port", str(port)
         )
     assert code == 5 and f"127.0.0.1:{port}" in err and "Traceback" not in err
+
+
+def test_projects_sessions_entities_and_status(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "l.db"), "--embedder", "hash", "--project", "shop"]
+    _run(capsys, *base, "capture", "--session", "s1", "--text", "订单缓存")
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "README.md").write_text("# Redis 规范\n\n订单查询缓存五分钟。\n")
+    _run(capsys, *base, "ingest", str(tmp_path / "repo"))
+    code, out, _ = _run(capsys, *base, "projects", "--json")
+    assert code == 0 and json.loads(out) == ["shop"]
+    code, out, _ = _run(capsys, *base, "sessions", "--json")
+    assert code == 0 and [s["session_id"] for s in json.loads(out)] == ["s1"]
+    code, out, _ = _run(capsys, *base, "entities", "--json")
+    assert code == 0 and any(e["type"] == "document" for e in json.loads(out))
+    code, out, _ = _run(capsys, *base, "entities", "--type", "document")
+    assert code == 0 and "document" in out
+    code, out, _ = _run(capsys, *base, "status", "--json")
+    status = json.loads(out)
+    assert code == 0 and status["sessions"] == 1 and status["search_units"] >= 2
+    assert status["schema_version"] == SCHEMA_VERSION and status["pending_vectors"] >= 0

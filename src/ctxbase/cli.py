@@ -195,6 +195,62 @@ def cmd_assemble(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_projects(args: argparse.Namespace) -> int:
+    with _open(args, embedder=None) as cb:
+        projects = cb.store.list_projects()
+        if args.json:
+            _print_json(projects)
+        for p in [] if args.json else projects:
+            print(p)
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    with _open(args, embedder=None) as cb:
+        sessions = cb.list_sessions()
+        if args.json:
+            _print_json([x.model_dump() for x in sessions])
+        for x in [] if args.json else sessions:
+            print(f"{x.session_id:<30} {x.status:<9} {x.title or ''}")
+    return 0
+
+
+def cmd_entities(args: argparse.Namespace) -> int:
+    with _open(args, embedder=None) as cb:
+        found = cb.list_entities(type=args.type, limit=args.limit)
+        if args.json:
+            _print_json([e.model_dump() for e in found])
+        for e in [] if args.json else found:
+            print(f"{e.id:<40} {e.type:<12} v{e.version:<3} {e.name[:60]}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """What a person checks first: schema, counts, and how much still waits for a vector."""
+    with _open(args) as cb:
+        pid = cb.project
+        status = {
+            "db": _db(args),
+            "project": pid,
+            "schema_version": cb.store.schema_version(),
+            "sessions": len(cb.list_sessions()),
+            "entities": len(cb.list_entities()),
+            "search_units": cb.store.count_items(pid),
+            "embedder": None if cb.embedder is None else cb.embedder.name,
+            "pending_vectors": (
+                0
+                if cb.embedder is None
+                else cb.store.count_pending_embeddings(cb.embedder.name, 100_000, pid)
+            ),
+        }
+        if args.json:
+            _print_json(status)
+        else:
+            for key, value in status.items():
+                print(f"{key:<16} {value}")
+    return 0
+
+
 def cmd_trace(args: argparse.Namespace) -> int:
     from .assemble.trace import explain_trace
 
@@ -391,6 +447,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
     p.add_argument("--policies", help="policy YAML file (default: the bundled policies)")
     p.set_defaults(func=cmd_assemble)
+
+    p = sub.add_parser("projects", help="the projects that hold data")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_projects)
+
+    p = sub.add_parser("sessions", help="the project's sessions and their status")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_sessions)
+
+    p = sub.add_parser("entities", help="the project's entities (latest versions)")
+    p.add_argument("--type", help="only this entity type (document, code, requirement, ...)")
+    p.add_argument("--limit", type=int, default=200)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_entities)
+
+    p = sub.add_parser("status", help="schema version, counts and the embedding backlog")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_status)
 
     p = sub.add_parser("trace", help="why an assembled context holds what it holds")
     p.add_argument("context_id")

@@ -124,12 +124,14 @@ def run_demo(
             "day 3, the user asks 上次那个SQL为什么慢来着？ — the coder's assembled context "
             f"({ctx.total_tokens}/{ctx.max_tokens} tokens, context_id {ctx.context_id}):"
         )
-        for msg in ctx.messages:
-            content = str(msg.get("content", "")).replace("\n", " | ")
-            out(f"  {msg.get('role', ''):<9} {content[:150]}")
+        for msg in ctx.messages:  # whole: this is what the model would read
+            lines = str(msg.get("content", "")).splitlines() or [""]
+            out(f"  {msg.get('role', ''):<9} {lines[0]}")
+            for line in lines[1:]:
+                out(f"  {'':<9} {line}")
         out("")
         out("why (the stored trace, also: ctxbase trace " + ctx.context_id + "):")
-        for line in explain_trace(cb.get_trace(ctx.context_id)).splitlines()[:12]:
+        for line in explain_trace(cb.get_trace(ctx.context_id)).splitlines():
             out("  " + line)
         out("")
         out("causal chain of the tool result (what caused it, nearest first):")
