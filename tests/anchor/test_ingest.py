@@ -290,3 +290,38 @@ def test_git_repository_listing_and_commit(tmp_path: Path) -> None:
     assert paths == ["pkg/core.py", "pkg/untracked.py"]
     core = next(e for e in cb.list_entities(type="code") if e.name == "pkg.core.core_function")
     assert core.properties["git_commit"] == head
+
+
+def test_the_gitignore_walk_lists_what_git_lists(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    root = tmp_path / "tree"
+    files = [
+        "a.log", "keep.log", "top.txt", "x/top.txt", "build/out.bin", "x/build/out.bin",
+        "src/build", "docs/draft1.md", "docs/a/b/draft2.md", "docs/final.md", "[abc].txt",
+        "b.txt", "#odd", "sub/one.tmp", "sub/important.tmp", "sub/deep/two.tmp",
+        "lib/a/x/b/c.py", "lib/a/b/d.py", "lib/keep.py", "name with space.md", "ünï.md",
+    ]  # fmt: skip
+    for rel in files:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x\n", encoding="utf-8")
+    (root / ".gitignore").write_text(
+        "*.log\n!keep.log\nbuild/\n/top.txt\ndocs/**/draft*\n[abc].txt\n\\#odd\nlib/a/**/b\n"
+    )
+    (root / "sub" / ".gitignore").write_text("*.tmp\n!important.tmp\n")
+    walked = set(walk_files(root))
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    listed = subprocess.run(
+        ["git", "-c", "core.quotepath=off", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    ).stdout.decode("utf-8")
+    from_git = {p for p in listed.split("\0") if p}
+    assert walked == from_git
+    assert "keep.log" in walked and "a.log" not in walked
+    assert "b.txt" not in walked and "[abc].txt" in walked  # a class, not a literal name

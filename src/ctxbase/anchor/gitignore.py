@@ -1,8 +1,8 @@
 """Which files of a folder to ingest: `git ls-files` in a repository, else a .gitignore walk.
 
-The walk understands the common .gitignore forms: comments, `!` negation, a trailing `/` for
-directories only, patterns anchored by a leading or inner `/`, `*`, `?`, `[...]` and `**`;
-each folder's .gitignore applies below it and the last matching rule wins, as in git.
+Outside a repository each folder's .gitignore applies below it, matched by pathspec's
+GitIgnoreSpec (git's own rules: negation, `**`, anchoring, directory-only patterns), and the
+last matching rule wins, as in git.
 Tool and dependency folders (.git, node_modules, __pycache__, virtual environments, caches)
 are always skipped.
 """
@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+import pathspec
 
 __all__ = [
     "ALWAYS_SKIPPED_DIRS",
@@ -51,90 +52,35 @@ _GIT_TIMEOUT_S = 60
 
 @dataclass(frozen=True)
 class IgnoreRule:
-    base: str  # folder of the .gitignore, relative to the walk root ("" at the top)
-    regex: re.Pattern[str]
-    negate: bool
-    dir_only: bool
+    """The patterns of one .gitignore file, in folder `base` of the walk root."""
 
-
-def _translate(body: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        char = body[i]
-        if body.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif body.startswith("/**", i) and i + 3 == len(body):
-            out.append("/.*")
-            i += 3
-        elif body.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif char == "*":
-            out.append("[^/]*")
-            i += 1
-        elif char == "?":
-            out.append("[^/]")
-            i += 1
-        elif char == "[":
-            close = body.find("]", i + 2)
-            if close == -1:
-                out.append(re.escape(char))
-                i += 1
-                continue
-            inner = body[i + 1 : close]
-            if inner.startswith("!"):
-                inner = "^" + inner[1:]
-            out.append("[" + inner.replace("\\", "\\\\") + "]")
-            i = close + 1
-        elif char == "\\" and i + 1 < len(body):
-            out.append(re.escape(body[i + 1]))
-            i += 2
-        else:
-            out.append(re.escape(char))
-            i += 1
-    return "".join(out)
+    base: str  # "" at the top
+    spec: pathspec.GitIgnoreSpec
 
 
 def compile_gitignore(text: str, base: str = "") -> list[IgnoreRule]:
-    """The rules of one .gitignore file located in folder `base`."""
-    rules: list[IgnoreRule] = []
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if not line or line.startswith("#"):
-            continue
-        negate = line.startswith("!")
-        if negate:
-            line = line[1:]
-        elif line.startswith("\\"):
-            line = line[1:]  # `\#file` or `\!file`
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        if not line:
-            continue
-        anchored = "/" in line
-        line = line.lstrip("/")
-        prefix = "" if anchored else "(?:.*/)?"
-        regex = re.compile(f"^{prefix}{_translate(line)}$")
-        rules.append(IgnoreRule(base, regex, negate, dir_only))
-    return rules
+    """The rules of one .gitignore file located in folder `base`.
+
+    Matching is pathspec's GitIgnoreSpec (git's wildmatch rules, negation, `**`, anchoring,
+    directory-only patterns) rather than our own translation: the edge cases are git's."""
+    return [IgnoreRule(base, pathspec.GitIgnoreSpec.from_lines(text.splitlines()))]
 
 
 def is_ignored(rules: list[IgnoreRule], rel_path: str, is_dir: bool) -> bool:
-    """Whether the last rule matching `rel_path` (relative to the walk root) ignores it."""
+    """Whether the last rule matching `rel_path` (relative to the walk root) ignores it;
+    deeper .gitignore files come later and so win, as in git."""
     ignored = False
     for rule in rules:
-        if rule.dir_only and not is_dir:
-            continue
         if rule.base:
             if not rel_path.startswith(rule.base + "/"):
                 continue
             sub = rel_path[len(rule.base) + 1 :]
         else:
             sub = rel_path
-        if rule.regex.match(sub):
-            ignored = not rule.negate
+        # a trailing slash marks a directory: patterns like `build/` match only those
+        verdict = rule.spec.check_file(sub + "/" if is_dir else sub).include
+        if verdict is not None:
+            ignored = verdict
     return ignored
 
 
