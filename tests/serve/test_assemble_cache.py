@@ -150,6 +150,9 @@ def _seeded(live: Live, pid: str) -> httpx.Client:
         json={"type": "user_message", "session_id": "s1", "text": "订单查询加 Redis 缓存 5 分钟"},
     )
     assert r.status_code in (200, 201), r.text
+    # vectors and anchoring land in the background and move the index generation (part of
+    # the cache key): wait for them, so the next assemblies see one generation
+    assert c.post("/v1/embeddings/wait", params={"timeout": 30}).json() == {"idle": True}
     return c
 
 

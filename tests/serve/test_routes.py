@@ -112,6 +112,7 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     assert code["id"] in {h["node_id"] for h in hood}
 
     # search, assembly, trace, outcome
+    assert c.get("/v1/whoami").json()["role"] in ("write", "admin", "read")
     assert c.post("/v1/embeddings/wait", params={"timeout": 30}).json() == {"idle": True}
     r = c.post(f"{base}/search", json={"query": "Redis 缓存", "preset": "keyword"})
     owners = [h["item"]["owner_id"] for h in r.json()["results"]]
