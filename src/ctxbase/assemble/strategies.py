@@ -106,6 +106,19 @@ class MemoryCandidate:
         return f"{label_for(self.type, self.owner_id, self.name)}\n{body}"
 
 
+def relation_entry(rel: Relation, strategy: str, floor: float) -> dict[str, Any]:
+    """A relation as the trace lists it: followed when its confidence reaches `floor`."""
+    return {
+        "from": rel.from_id,
+        "to": rel.to_id,
+        "type": rel.type,
+        "confidence": rel.confidence,
+        "source": rel.source,
+        "strategy": strategy,
+        "followed": rel.confidence >= floor,
+    }
+
+
 def _entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCandidate:
     repo = e.properties.get("repo")
     return MemoryCandidate(
@@ -291,15 +304,7 @@ class Gatherer:
                 src = rel.from_id if rel.from_id in frontier else rel.to_id
                 other = rel.to_id if src == rel.from_id else rel.from_id
                 floor = self.policy.threshold_for(rel.type)
-                entry: dict[str, Any] = {
-                    "from": rel.from_id,
-                    "to": rel.to_id,
-                    "type": rel.type,
-                    "confidence": rel.confidence,
-                    "source": rel.source,
-                    "strategy": strategy,
-                    "followed": rel.confidence >= floor,
-                }
+                entry = relation_entry(rel, strategy, floor)
                 if self.check is not None and rel.id in refused:
                     entry["followed"] = False  # unsigned or tampered: reported by the trace
                     entry["detail"] = self.check.refused[rel.id][1]
@@ -614,15 +619,7 @@ def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> Non
     for rel in sorted(rels, key=lambda r: (-r.confidence, r.from_id, r.to_id)):
         if rel.type in _ORDER_EDGE_TYPES:
             continue
-        entry: dict[str, Any] = {
-            "from": rel.from_id,
-            "to": rel.to_id,
-            "type": rel.type,
-            "confidence": rel.confidence,
-            "source": rel.source,
-            "strategy": s.name,
-            "followed": rel.confidence >= s.consensus_threshold,
-        }
+        entry = relation_entry(rel, s.name, s.consensus_threshold)
         if not entry["followed"]:
             entry["detail"] = f"confidence {rel.confidence} below {s.consensus_threshold}"
             g.relations.append(entry)
