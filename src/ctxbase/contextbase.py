@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
@@ -21,6 +20,7 @@ from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from .capture.hooks import message_key, plan_message_events
 from .errors import NotFoundError, ValidationError
+from .forgetting import ForgetMethods
 from .model import (
     Entity,
     Event,
@@ -38,7 +38,7 @@ from .retrieve.indexing import entity_items, event_items, event_search_text
 from .retrieve.search import Searcher, SearchResponse
 from .sessions import SessionMethods
 from .store import open_store
-from .store.base import ForgetReport, ItemFilter, Store
+from .store.base import ItemFilter, Store
 from .validation import (
     check_entity_properties,
     check_finite,
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["ContextBase"]
 
 
-class ContextBase(SessionMethods):
+class ContextBase(SessionMethods, ForgetMethods):
     """Shared memory for agents, embedded in this process."""
 
     def __init__(
@@ -779,61 +779,6 @@ class ContextBase(SessionMethods):
         from .anchor.anchoring import anchor_document
 
         return anchor_document(self, text, **options)
-
-    # -- forget --------------------------------------------------------------------------
-    def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:
-        """Hide events or entities from every read; `restore` brings them back. When they
-        were hidden is recorded: `purge_soft_deleted` forgets them after a retention."""
-        self.flush()
-        return self.store.set_active(self._pid(project), list(ids), False)
-
-    def restore(self, ids: Sequence[str], *, project: str | None = None) -> int:
-        return self.store.set_active(self._pid(project), list(ids), True)
-
-    def forget(
-        self,
-        *,
-        event_ids: Sequence[str] = (),
-        entity_ids: Sequence[str] = (),
-        session_id: str | None = None,
-        whole_project: bool = False,
-        soft_deleted_older_than: float | timedelta | str | None = None,
-        project: str | None = None,
-    ) -> ForgetReport:
-        """Hard forget events, entities, a session, what was soft-deleted longer ago than
-        `soft_deleted_older_than`, or the whole project: every stored copy is removed (rows,
-        index entries, vectors, edges, facts, the session's traces) or redacted (other
-        sessions' traces), and in-memory caches are dropped; a stale retry of a forgotten
-        event is ignored. The report counts each per table and cache."""
-        from .forgetting import forget
-
-        return forget(
-            self,
-            event_ids=event_ids,
-            entity_ids=entity_ids,
-            session_id=session_id,
-            whole_project=whole_project,
-            soft_deleted_older_than=soft_deleted_older_than,
-            project=project,
-        )
-
-    def purge_soft_deleted(
-        self,
-        older_than: float | timedelta | str,
-        *,
-        project: str | None = None,
-        all_projects: bool = False,
-    ) -> ForgetReport:
-        """Hard forget what was soft-deleted more than `older_than` ago (seconds, a
-        timedelta or "30d"), in this project, another, or all of them."""
-        from .forgetting import purge_soft_deleted
-
-        return purge_soft_deleted(self, older_than, project=project, all_projects=all_projects)
-
-    def _forget_cached(self, project_id: str) -> dict[str, int]:
-        # Without a searcher yet nothing is cached (and no embedder needs loading).
-        searcher = self._searcher
-        return {} if searcher is None else searcher.forget_cached(project_id)
 
 
 def _as_validation(exc: Exception) -> ValidationError:

@@ -1,4 +1,5 @@
-"""Hard forget and the retention purge of soft-deleted rows, over one ContextBase.
+"""Hard forget and the retention purge of soft-deleted rows (`ForgetMethods`, mixed into
+ContextBase).
 
 The store removes or redacts every stored copy (`Store.forget`); this layer flushes the
 capture queue first and then drops what the process holds in memory: cached query
@@ -18,9 +19,16 @@ from .retrieve.caches import clear_text_caches
 from .store.base import ForgetReport
 
 if TYPE_CHECKING:
-    from .contextbase import ContextBase
+    from .retrieve.search import Searcher
+    from .store.base import Store
 
-__all__ = ["forget", "parse_duration", "purge_soft_deleted", "retention_seconds"]
+__all__ = [
+    "ForgetMethods",
+    "forget",
+    "parse_duration",
+    "purge_soft_deleted",
+    "retention_seconds",
+]
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -45,7 +53,7 @@ def retention_seconds(value: float | timedelta | str, field: str = "older_than")
 
 
 def forget(
-    cb: ContextBase,
+    cb: ForgetMethods,
     *,
     event_ids: Sequence[str] = (),
     entity_ids: Sequence[str] = (),
@@ -82,7 +90,7 @@ def forget(
 
 
 def purge_soft_deleted(
-    cb: ContextBase,
+    cb: ForgetMethods,
     older_than: float | timedelta | str,
     *,
     project: str | None = None,
@@ -103,3 +111,69 @@ def purge_soft_deleted(
         for cache, n in one.caches.items():
             total.add_cache(cache, n)
     return total
+
+
+class ForgetMethods:
+    """Mixed into `ContextBase`: it supplies `store`, `_searcher`, `flush` and `_pid`."""
+
+    store: Store
+    _searcher: Searcher | None
+
+    def _pid(self, project: str | None) -> str:
+        raise NotImplementedError
+
+    def resolve_project(self, project: str | None = None) -> str:
+        raise NotImplementedError
+
+    def flush(self, timeout: float | None = None) -> None:
+        raise NotImplementedError
+
+    def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:
+        """Hide events or entities from every read; `restore` brings them back. When they
+        were hidden is recorded: `purge_soft_deleted` forgets them after a retention."""
+        self.flush()
+        return self.store.set_active(self._pid(project), list(ids), False)
+
+    def restore(self, ids: Sequence[str], *, project: str | None = None) -> int:
+        return self.store.set_active(self._pid(project), list(ids), True)
+
+    def forget(
+        self,
+        *,
+        event_ids: Sequence[str] = (),
+        entity_ids: Sequence[str] = (),
+        session_id: str | None = None,
+        whole_project: bool = False,
+        soft_deleted_older_than: float | timedelta | str | None = None,
+        project: str | None = None,
+    ) -> ForgetReport:
+        """Hard forget events, entities, a session, what was soft-deleted longer ago than
+        `soft_deleted_older_than`, or the whole project: every stored copy is removed (rows,
+        index entries, vectors, edges, facts, the session's traces) or redacted (other
+        sessions' traces), and in-memory caches are dropped; a stale retry of a forgotten
+        event is ignored. The report counts each per table and cache."""
+        return forget(
+            self,
+            event_ids=event_ids,
+            entity_ids=entity_ids,
+            session_id=session_id,
+            whole_project=whole_project,
+            soft_deleted_older_than=soft_deleted_older_than,
+            project=project,
+        )
+
+    def purge_soft_deleted(
+        self,
+        older_than: float | timedelta | str,
+        *,
+        project: str | None = None,
+        all_projects: bool = False,
+    ) -> ForgetReport:
+        """Hard forget what was soft-deleted more than `older_than` ago (seconds, a
+        timedelta or "30d"), in this project, another, or all of them."""
+        return purge_soft_deleted(self, older_than, project=project, all_projects=all_projects)
+
+    def _forget_cached(self, project_id: str) -> dict[str, int]:
+        # Without a searcher yet nothing is cached (and no embedder needs loading).
+        searcher = self._searcher
+        return {} if searcher is None else searcher.forget_cached(project_id)
