@@ -190,6 +190,26 @@ def _guard(kind: ContextKind, name: str, current: Status, target: Status) -> Non
         raise ReadOnlyRecord(f"{kind.value} {name!r} is expired; it can only be archived")
 
 
+def _logged_move(
+    old_status: str | None,
+    target: Status,
+    metadata: Mapping[str, Any],
+    kind: ContextKind,
+    cause: str,
+    at: float,
+) -> tuple[Status, dict[str, Any]]:
+    """The current status and the metadata with the move logged: a new record logs its
+    creation, a changed status its (checked) transition."""
+    current = Status.CREATED if old_status is None else check_status(old_status)
+    out = dict(metadata)
+    if old_status is None:
+        out = logged(out, "", Status.CREATED.value, cause, at)
+    if target != current:
+        transition(current, target, kind)
+        out = logged(out, current.value, target.value, cause, at)
+    return current, out
+
+
 def save_session(
     store: Store, info: SessionInfo, *, cause: str, now: float | None = None
 ) -> SessionInfo:
@@ -201,13 +221,9 @@ def save_session(
     at = time.time() if now is None else now
     target = check_status(info.status)
     old = store.get_session(info.project_id, info.session_id)
-    current = Status.CREATED if old is None else check_status(old.status)
-    metadata = dict(info.metadata)
-    if old is None:
-        metadata = logged(metadata, "", Status.CREATED.value, cause, at)
-    if target != current:
-        transition(current, target, ContextKind.SESSION)
-        metadata = logged(metadata, current.value, target.value, cause, at)
+    current, metadata = _logged_move(
+        None if old is None else old.status, target, info.metadata, ContextKind.SESSION, cause, at
+    )
     if old is not None:
         _guard(ContextKind.SESSION, info.session_id, current, target)
     stored = info.model_copy(
@@ -233,13 +249,9 @@ def save_task(store: Store, task: TaskInfo, *, cause: str, now: float | None = N
     if closed and not (held == Status.EXPIRED and target == Status.ARCHIVED):
         raise ReadOnlyRecord(f"session {task.session_id!r} is {held}; its tasks take no writes")
     old = store.get_task(task.project_id, task.task_id)
-    current = Status.CREATED if old is None else check_status(old.status)
-    metadata = dict(task.metadata)
-    if old is None:
-        metadata = logged(metadata, "", Status.CREATED.value, cause, at)
-    if target != current:
-        transition(current, target, ContextKind.TASK)
-        metadata = logged(metadata, current.value, target.value, cause, at)
+    current, metadata = _logged_move(
+        None if old is None else old.status, target, task.metadata, ContextKind.TASK, cause, at
+    )
     if old is not None:
         _guard(ContextKind.TASK, task.task_id, current, target)
         if old.session_id != task.session_id:

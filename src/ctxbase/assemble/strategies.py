@@ -615,6 +615,7 @@ def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> Non
     for i, eid in enumerate(sorted(entities)):
         g.add(_entity_cand(entities[eid], 0.9 - 0.001 * i, s.name, f"{s.name}: in {label}"))
     kept = 0
+    reached: list[tuple[str, Relation]] = []  # entities outside the shared set, by edge
     rels = g.verified(g.cb.store.list_relations(g.pid, sorted(entities)))
     for rel in sorted(rels, key=lambda r: (-r.confidence, r.from_id, r.to_id)):
         if rel.type in _ORDER_EDGE_TYPES:
@@ -628,8 +629,11 @@ def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> Non
         kept += 1
         other = rel.to_id if rel.from_id in entities else rel.from_id
         if other not in entities:
-            for node in g.cb.store.get_entities(g.pid, [other]):
-                g.add(_entity_cand(node, 0.8 * rel.confidence, s.name, f"{s.name}: {rel.type}"))
+            reached.append((other, rel))
+    nodes = {e.id: e for e in g.cb.store.get_entities(g.pid, [o for o, _ in reached])}
+    for other, rel in reached:  # one read for all of them, added in edge order
+        if other in nodes:
+            g.add(_entity_cand(nodes[other], 0.8 * rel.confidence, s.name, f"{s.name}: {rel.type}"))
     g.notes.append(
         f"{s.name}: merged {label}: {len(entities)} shared entities, {kept} relations "
         f">= {s.consensus_threshold} (asked by {role!r})"
