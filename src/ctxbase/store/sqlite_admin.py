@@ -194,14 +194,14 @@ class SQLiteAdmin(ForgetSteps, SQLiteBase):
         another connection reads or writes, then the next checkpoint does it."""
         if self.path == ":memory:":
             return
-        conn = self._conn()
-        conn.execute("PRAGMA busy_timeout = 0")
-        try:
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except sqlite3.Error:
-            pass  # busy: not an error for the forget itself
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+        with self._read() as conn:
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            except sqlite3.Error:
+                pass  # busy: not an error for the forget itself
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
 
     def _forget_project(
         self, conn: sqlite3.Connection, project_id: str, report: ForgetReport

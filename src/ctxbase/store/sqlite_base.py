@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -33,6 +34,8 @@ __all__ = [
     "placeholders",
     "tombstone_hash",
 ]
+
+log = logging.getLogger(__name__)
 
 _EXTRA_MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -185,6 +188,10 @@ class SQLiteBase(SharedReads):
         self._conns_lock = threading.Lock()
         self._memory_lock = threading.RLock()  # ":memory:" shares one connection
         self._closed = False
+        # Operations in flight: close() waits for them, because closing a connection that
+        # another thread is using crashes the process inside sqlite3 (not an exception).
+        self._in_flight = 0
+        self._in_flight_cond = threading.Condition()
         if path != ":memory:":
             parent = os.path.dirname(self.url)
             if parent and not os.path.isdir(parent):
@@ -221,6 +228,21 @@ class SQLiteBase(SharedReads):
             self._all_conns = alive
         return conn
 
+    @contextmanager
+    def _in_use(self) -> Iterator[None]:
+        """Count an operation in flight for close(); refuse new ones once closed."""
+        with self._in_flight_cond:
+            if self._closed:
+                raise StorageError("the store is closed")
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._in_flight_cond:
+                self._in_flight -= 1
+                if not self._in_flight:
+                    self._in_flight_cond.notify_all()
+
     def _conn(self) -> sqlite3.Connection:
         if self._closed:
             raise StorageError("the store is closed")
@@ -251,27 +273,28 @@ class SQLiteBase(SharedReads):
                 f"for over {self._busy_timeout_s:g} s"
             )
         try:
-            conn = self._conn()
-            if not durable:
-                conn.execute("PRAGMA synchronous = NORMAL")
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield conn
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                else:
-                    conn.execute("COMMIT")
-            finally:
+            with self._in_use():
+                conn = self._conn()
                 if not durable:
-                    conn.execute("PRAGMA synchronous = FULL")
+                    conn.execute("PRAGMA synchronous = NORMAL")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        yield conn
+                    except BaseException:
+                        conn.execute("ROLLBACK")
+                        raise
+                    else:
+                        conn.execute("COMMIT")
+                finally:
+                    if not durable:
+                        conn.execute("PRAGMA synchronous = FULL")
         finally:
             lock.release()
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
-        with self._memory_lock if self.path == ":memory:" else _nullcontext():
+        with self._memory_lock if self.path == ":memory:" else _nullcontext(), self._in_use():
             yield self._conn()
 
     def _fetch_all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
@@ -282,13 +305,21 @@ class SQLiteBase(SharedReads):
         with self._read() as conn:
             return conn.execute(sql, args).fetchone()
 
-    def close(self) -> None:
+    def close(self, timeout: float = 30.0) -> None:
+        """Close every connection once the operations in flight have finished (new ones
+        are refused). A connection still in use after `timeout` is left open, never
+        closed under its user."""
+        with self._in_flight_cond:
+            self._closed = True
+            idle = self._in_flight_cond.wait_for(lambda: not self._in_flight, timeout)
         with self._conns_lock:
+            if not idle:
+                log.warning("closing %s: an operation still running after %gs", self.path, timeout)
+                return
             for _thread, conn in self._all_conns:
                 with suppress(sqlite3.Error):
                     conn.close()
             self._all_conns.clear()
-        self._closed = True
 
     # -- schema --------------------------------------------------------------------------
     def _migrate(self) -> None:
