@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def test_memory_set_is_consistent(path: Path) -> None:
             first, last = spans.get(event["session"], (when, when))
             spans[event["session"]] = (min(first, when), max(last, when))
         ordered = [spans[session] for session in sorted(spans)]
-        for (_, previous_end), (next_start, _) in zip(ordered, ordered[1:], strict=False):
+        for (_, previous_end), (next_start, _) in pairwise(ordered):
             assert next_start > previous_end, f"{conv['id']}: sessions overlap in time"
         for query in conv["queries"]:
             query_ids.append(query["id"])
