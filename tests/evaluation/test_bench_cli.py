@@ -202,6 +202,19 @@ def test_bench_memory_reports_recall_at_1_3_5_10_per_category(tmp_path: Path, ca
     assert list(json.loads(out.read_text(encoding="utf-8"))) == ["part_a", "part_b"]
 
 
+def test_bench_memory_rejects_malformed_or_clashing_files(tmp_path: Path, capsys: Any) -> None:
+    part = _memory_file(tmp_path, "part", "c1", ["一", "二", "三", "四"])
+    broken = tmp_path / "broken.json"
+    data = json.loads(part.read_text(encoding="utf-8"))
+    data["conversations"][0]["queries"][0]["evidence"] = ["nowhere"]
+    broken.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    args = ["--embedder", "hash", "--db", str(tmp_path / "m.db"), "bench", "memory"]
+    assert main([*args, "--data", str(broken)]) == 2
+    assert "nowhere" in capsys.readouterr().err
+    assert main([*args, "--data", str(part), "--data", str(part), "--merge"]) == 2
+    assert "distinct conversation ids" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad", ["0,5", "x"])
 def test_bench_rejects_bad_k(tmp_path: Path, bad: str) -> None:
     with pytest.raises(SystemExit):

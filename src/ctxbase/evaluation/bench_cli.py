@@ -10,6 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import ValidationError
 from ..retrieve.config import SearchConfig, get_preset
 from .locomo import (
     BenchmarkReport,
@@ -131,6 +132,13 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load(path: str) -> MemorySet:
+    try:
+        return load_memory_set(path)
+    except (ValueError, KeyError, TypeError) as exc:  # malformed file: bad input, exit 2
+        raise ValidationError("data", f"{path}: {exc!s}") from exc
+
+
 def _merged(sets: Sequence[MemorySet]) -> MemorySet:
     """Several memory sets scored as one (e.g. the parts of a set kept in separate files)."""
     return MemorySet(
@@ -145,11 +153,11 @@ def run_memory_bench(args: argparse.Namespace) -> int:
     """Recall@k per set and per category for BM25, dense and ctxbase; with --merge, the
     files are scored as one set (conversation ids must not clash across them)."""
     ks = _ks(args.k)
-    sets = [load_memory_set(path) for path in args.data]
+    sets = [_load(path) for path in args.data]
     if getattr(args, "merge", False) and len(sets) > 1:
         conv_ids = [conv.conv_id for mset in sets for conv in mset.conversations]
         if len(set(conv_ids)) != len(conv_ids):
-            raise SystemExit("--merge: the files repeat a conversation id")
+            raise ValidationError("data", "--merge needs distinct conversation ids across files")
         sets = [_merged(sets)]
     combined: dict[str, Any] = {}
     for mset in sets:
