@@ -528,8 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench_locomo)
     p = bench.add_parser("memory", help="retrieval recall on a memory set (bench/data/*.json)")
     p.add_argument("--data", required=True, action="append", help="memory-set JSON (repeatable)")
-    p.add_argument("--k", default="5,10,25")
-    p.add_argument("--json", dest="json_out")
+    p.add_argument("--k", default="1,3,5,10", help="comma-separated k values")
+    p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
+    p.add_argument("--merge", action="store_true", help="score all --data files as one set")
     p.set_defaults(func=cmd_bench_memory)
     _accept_globals_after(parser)
     return parser

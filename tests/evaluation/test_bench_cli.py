@@ -123,6 +123,98 @@ def test_bench_memory_runs_the_shipped_chinese_set(tmp_path: Path) -> None:
     assert zh["baselines"]["bm25"]["recall"]["10"] >= 0.4
 
 
+def _memory_file(tmp_path: Path, name: str, conv_id: str, texts: list[str]) -> Path:
+    events = [
+        {
+            "id": f"{conv_id}-{i}",
+            "session": 1 + i // 2,
+            "speaker": "user",
+            "text": text,
+            "date": f"2025-03-{1 + i // 2:02d} 09:{i:02d}",
+        }
+        for i, text in enumerate(texts)
+    ]
+    queries = [
+        {
+            "id": f"{conv_id}-q1",
+            "query": texts[0],
+            "evidence": [events[0]["id"]],
+            "category": "single-hop",
+        },
+        {
+            "id": f"{conv_id}-q2",
+            "query": texts[1] + texts[3],
+            "evidence": [events[1]["id"], events[3]["id"]],
+            "category": "multi-hop",
+        },
+        {
+            "id": f"{conv_id}-q3",
+            "query": texts[2],
+            "evidence": [events[2]["id"]],
+            "category": "temporal",
+        },
+    ]
+    data = {
+        "name": name,
+        "language": "zh",
+        "description": "",
+        "conversations": [{"id": conv_id, "title": "", "events": events, "queries": queries}],
+    }
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_bench_memory_reports_recall_at_1_3_5_10_per_category(tmp_path: Path, capsys: Any) -> None:
+    part_a = _memory_file(
+        tmp_path,
+        "part_a",
+        "a1",
+        ["周主任约在6月10日", "搬家公司报价1650元", "宽带6月23日装", "押金7600元"],
+    )
+    part_b = _memory_file(
+        tmp_path, "part_b", "b1", ["面粉每袋158元", "黄油涨到71元", "烤箱1月8日坏了", "房租16000元"]
+    )
+    out = tmp_path / "memory.json"
+    args = ["--embedder", "hash", "--db", str(tmp_path / "m.db"), "bench", "memory"]
+    code = main(
+        [*args, "--data", str(part_a), "--data", str(part_b), "--merge", "--json", str(out)]
+    )
+    assert code == 0
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert list(figures) == ["part_a+part_b"]  # --merge: both files scored as one set
+    merged = figures["part_a+part_b"]
+    assert merged["conversations"] == 2 and merged["events"] == 8 and merged["questions"] == 6
+    assert merged["ks"] == [1, 3, 5, 10]  # the default k values of `bench memory`
+    assert merged["questions_by_category"] == {"multi-hop": 2, "temporal": 2, "single-hop": 2}
+    for retriever in (merged, merged["baselines"]["bm25"], merged["baselines"]["dense"]):
+        assert set(retriever["recall"]) == {"1", "3", "5", "10"}
+        for recall in retriever["by_category"].values():
+            assert set(recall) == {"1", "3", "5", "10"}
+    # Each query repeats its evidence's words: keyword search ranks it first.
+    assert merged["baselines"]["bm25"]["by_category"]["single-hop"]["1"] == 1.0
+    printed = capsys.readouterr().out
+    assert "bm25 R@1/3/5/10" in printed and "ctxbase R@1/3/5/10" in printed
+    assert "multi-hop (2)" in printed
+
+    code = main([*args, "--data", str(part_a), "--data", str(part_b), "--json", str(out)])
+    assert code == 0
+    assert list(json.loads(out.read_text(encoding="utf-8"))) == ["part_a", "part_b"]
+
+
+def test_bench_memory_rejects_malformed_or_clashing_files(tmp_path: Path, capsys: Any) -> None:
+    part = _memory_file(tmp_path, "part", "c1", ["一", "二", "三", "四"])
+    broken = tmp_path / "broken.json"
+    data = json.loads(part.read_text(encoding="utf-8"))
+    data["conversations"][0]["queries"][0]["evidence"] = ["nowhere"]
+    broken.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    args = ["--embedder", "hash", "--db", str(tmp_path / "m.db"), "bench", "memory"]
+    assert main([*args, "--data", str(broken)]) == 2
+    assert "nowhere" in capsys.readouterr().err
+    assert main([*args, "--data", str(part), "--data", str(part), "--merge"]) == 2
+    assert "distinct conversation ids" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("bad", ["0,5", "x"])
 def test_bench_rejects_bad_k(tmp_path: Path, bad: str) -> None:
     with pytest.raises(SystemExit):

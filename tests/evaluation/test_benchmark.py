@@ -18,6 +18,7 @@ from ctxbase.evaluation.locomo import (
     Session,
     Turn,
     load_locomo,
+    render_category_table,
     render_table,
     run_benchmark,
 )
@@ -135,7 +136,9 @@ def test_report_json_shape_puts_best_on_top() -> None:
         "latency_ms",
         "ingest_s",
         "questions",
+        "questions_by_category",
     }
+    assert sum(payload["questions_by_category"].values()) == payload["questions"]
     assert set(payload["recall"]) == {"5", "10", "25"}
     assert set(payload["by_category"]) == {"multi-hop", "temporal", "single-hop"}
     assert set(payload["baselines"]) == {"bm25"}
@@ -145,6 +148,19 @@ def test_report_json_shape_puts_best_on_top() -> None:
     assert payload["questions"] == 4
     with pytest.raises(KeyError):
         report.to_json(best="missing")
+
+
+def test_render_category_table_shows_every_k_per_category() -> None:
+    retrievers = [BM25Retriever(), BM25Retriever(cjk_bigram_tokenize, name="bigram")]
+    report = run_benchmark([tiny_conversation()], retrievers, ks=(1, 3))
+    lines = render_category_table(report).splitlines()
+    assert "bm25 R@1/3" in lines[0] and "bigram R@1/3" in lines[0]
+    rows = {line.split("  ")[0].strip(): line for line in lines[2:]}
+    assert set(rows) == {"multi-hop (1)", "temporal (1)", "single-hop (2)", "all"}
+    bigram = report.result("bigram")
+    single = bigram.by_category["single-hop"]
+    expected = f"{single[1]:.3f} / {single[3]:.3f}"
+    assert rows["single-hop (2)"].rstrip().endswith(expected)
 
 
 def test_render_table_has_a_column_per_retriever() -> None:

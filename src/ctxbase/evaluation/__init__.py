@@ -26,6 +26,7 @@ from ctxbase.evaluation.locomo import (
     parse_locomo_datetime,
     percentile,
     recall_at_k,
+    render_category_table,
     render_table,
     run_benchmark,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "parse_memory_set",
     "percentile",
     "recall_at_k",
+    "render_category_table",
     "render_table",
     "run_benchmark",
     "simple_tokenize",

@@ -10,16 +10,18 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import ValidationError
 from ..retrieve.config import SearchConfig, get_preset
 from .locomo import (
     BenchmarkReport,
     Conversation,
     load_locomo,
     recall_at_k,
+    render_category_table,
     render_table,
     run_benchmark,
 )
-from .memoryset import MEMORY_SET_CATEGORIES, load_memory_set
+from .memoryset import MEMORY_SET_CATEGORIES, MemorySet, load_memory_set
 from .store_retriever import EngineRetriever, SharedEngine
 
 __all__ = ["BEST_PRESET", "run_locomo_bench", "run_memory_bench", "standard_retrievers"]
@@ -130,16 +132,40 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load(path: str) -> MemorySet:
+    try:
+        return load_memory_set(path)
+    except (ValueError, KeyError, TypeError) as exc:  # malformed file: bad input, exit 2
+        raise ValidationError("data", f"{path}: {exc!s}") from exc
+
+
+def _merged(sets: Sequence[MemorySet]) -> MemorySet:
+    """Several memory sets scored as one (e.g. the parts of a set kept in separate files)."""
+    return MemorySet(
+        name="+".join(mset.name for mset in sets),
+        language="+".join(dict.fromkeys(mset.language for mset in sets)),
+        description="; ".join(mset.description for mset in sets),
+        conversations=tuple(conv for mset in sets for conv in mset.conversations),
+    )
+
+
 def run_memory_bench(args: argparse.Namespace) -> int:
+    """Recall@k per set and per category for BM25, dense and ctxbase; with --merge, the
+    files are scored as one set (conversation ids must not clash across them)."""
     ks = _ks(args.k)
+    sets = [_load(path) for path in args.data]
+    if getattr(args, "merge", False) and len(sets) > 1:
+        conv_ids = [conv.conv_id for mset in sets for conv in mset.conversations]
+        if len(set(conv_ids)) != len(conv_ids):
+            raise ValidationError("data", "--merge needs distinct conversation ids across files")
+        sets = [_merged(sets)]
     combined: dict[str, Any] = {}
-    for path in args.data:
-        mset = load_memory_set(path)
+    for mset in sets:
         engine = SharedEngine(db=args.db, embedder=args.embedder, progress=_progress)
         try:
             print(
-                f"\n== {mset.name} ({mset.language}): {mset.event_count} events, "
-                f"{mset.question_count} queries"
+                f"\n== {mset.name} ({mset.language}): {len(mset.conversations)} conversations, "
+                f"{mset.event_count} events, {mset.question_count} queries"
             )
             report = run_benchmark(
                 list(mset.conversations),
@@ -149,12 +175,20 @@ def run_memory_bench(args: argparse.Namespace) -> int:
                 progress=_progress,
             )
             _emit(report, engine, {}, None)
-            combined[mset.name] = report.to_json(
-                "ctxbase" if engine.embedder is not None else "bm25"
+            print()
+            print(render_category_table(report))
+            figures = report.to_json("ctxbase" if engine.embedder is not None else "bm25")
+            figures.update(
+                language=mset.language,
+                conversations=len(mset.conversations),
+                events=mset.event_count,
+                ks=list(ks),
             )
+            combined[mset.name] = figures
         finally:
             engine.close()
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as fh:
             json.dump(combined, fh, ensure_ascii=False, indent=2)
+        print(f"figures written to {args.json_out}")
     return 0

@@ -35,6 +35,7 @@ __all__ = [
     "parse_locomo_datetime",
     "percentile",
     "recall_at_k",
+    "render_category_table",
     "render_table",
     "run_benchmark",
 ]
@@ -349,6 +350,7 @@ class BenchmarkReport:
             "latency_ms": top.latency_json(),
             "ingest_s": round(top.ingest_s, 4),
             "questions": top.questions,
+            "questions_by_category": dict(top.questions_by_category),
         }
 
 
@@ -475,6 +477,38 @@ def render_table(report: BenchmarkReport) -> str:
         for column in range(len(report.results))
     ]
     lines = [_table_line(header[0], header[1], label_width, widths)]
+    lines.append(_table_line("-" * label_width, ["-" * w for w in widths], label_width, widths))
+    lines.extend(_table_line(label, cells, label_width, widths) for label, cells in rows)
+    return "\n".join(lines)
+
+
+def render_category_table(report: BenchmarkReport) -> str:
+    """Recall at every k for each category: one row per category, one column per retriever,
+    each cell "R@k1 / R@k2 / ..." (render_table shows categories at one k only)."""
+    labels: list[str] = []
+    for result in report.results:
+        labels.extend(label for label in result.by_category if label not in labels)
+    ks = "/".join(str(k) for k in report.ks)
+    header = [f"{result.name} R@{ks}" for result in report.results]
+    rows: list[tuple[str, list[str]]] = []
+    for label in labels:
+        count = max(result.questions_by_category.get(label, 0) for result in report.results)
+        cells = []
+        for result in report.results:
+            recall = result.by_category.get(label)
+            cells.append(
+                "-" if recall is None else " / ".join(f"{recall[k]:.3f}" for k in report.ks)
+            )
+        rows.append((f"{label} ({count})", cells))
+    rows.append(
+        ("all", [" / ".join(f"{r.recall[k]:.3f}" for k in report.ks) for r in report.results])
+    )
+    label_width = max(len("category"), *(len(label) for label, _ in rows))
+    widths = [
+        max(len(header[column]), *(len(cells[column]) for _, cells in rows))
+        for column in range(len(report.results))
+    ]
+    lines = [_table_line("category", header, label_width, widths)]
     lines.append(_table_line("-" * label_width, ["-" * w for w in widths], label_width, widths))
     lines.extend(_table_line(label, cells, label_width, widths) for label, cells in rows)
     return "\n".join(lines)
