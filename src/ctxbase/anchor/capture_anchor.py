@@ -30,10 +30,10 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..components import Components, ComponentsSource, components_of
 from ..model import Event, make_entity_id
 from . import extract
 from .weave import (
@@ -44,9 +44,6 @@ from .weave import (
     weave_requirement,
     write_links,
 )
-
-if TYPE_CHECKING:
-    from ..contextbase import ContextBase
 
 __all__ = ["AnchorConfig", "AnchorStats", "AnchorWorker", "anchor_events"]
 
@@ -86,14 +83,14 @@ def _link(from_id: str, rel: str, to_id: str, conf: float, rule: str, **props: o
     return Link(from_id, rel, to_id, conf, rule, dict(props), origin="ctxbase")
 
 
-def _titles(index: SymbolIndex, cb: ContextBase, pid: str) -> dict[str, str]:
+def _titles(index: SymbolIndex, cb: Components, pid: str) -> dict[str, str]:
     """Known documents: id -> title (name when it has no title property)."""
     ids = [eid for eid, t in index.types.items() if t == "document"]
     return {e.id: str(e.properties.get("title") or e.name) for e in cb.store.get_entities(pid, ids)}
 
 
 def _statement_entities(
-    cb: ContextBase, ev: Event, cfg: AnchorConfig, titles: dict[str, str]
+    cb: Components, ev: Event, cfg: AnchorConfig, titles: dict[str, str]
 ) -> tuple[list[Link], list[str]]:
     links: list[Link] = []
     requirements: list[str] = []
@@ -129,13 +126,13 @@ def _statement_entities(
 _WORD = re.compile(r"(?<![\w./-])([A-Za-z_][\w.]*[A-Za-z0-9_])(?![\w/])")
 
 
-def _known_mention_names(cb: ContextBase, pid: str) -> dict[str, str]:
+def _known_mention_names(cb: Components, pid: str) -> dict[str, str]:
     """Names of the project's mention entities (tables, files, APIs) -> their ids."""
     return {e.name.lower(): e.id for e in cb.store.list_entities(pid, type="mention")}
 
 
 def _mention_links(
-    cb: ContextBase, ev: Event, prose: str, index: SymbolIndex, known: dict[str, str]
+    cb: Components, ev: Event, prose: str, index: SymbolIndex, known: dict[str, str]
 ) -> list[Link]:
     links: list[Link] = []
     found = extract.mentions(prose)
@@ -171,7 +168,7 @@ def _mention_links(
 
 
 def _code_links(
-    cb: ContextBase, ev: Event, entity_ids: Sequence[str], index: SymbolIndex
+    cb: Components, ev: Event, entity_ids: Sequence[str], index: SymbolIndex
 ) -> list[Link]:
     """Tests named after code, and what an answer to an assembled context used of it."""
     from ..assemble.loop import used_evidence
@@ -222,13 +219,14 @@ def _code_links(
 
 
 def anchor_events(
-    cb: ContextBase,
+    cb: ComponentsSource,
     events: Sequence[Event],
     config: AnchorConfig | None = None,
     *,
     index: SymbolIndex | None = None,
 ) -> int:
     """Anchor stored events (see module doc); returns how many edges were written."""
+    cb = components_of(cb)
     from .anchoring import anchor_message
     from .fenced import extract_code_blocks
 
@@ -302,8 +300,8 @@ def _known_names(ev: Event, prose: str, idx: SymbolIndex, cfg: AnchorConfig) -> 
 class AnchorWorker:
     """One background thread anchoring stored events in the order they were written."""
 
-    def __init__(self, cb: ContextBase, config: AnchorConfig) -> None:
-        self._cb = cb
+    def __init__(self, cb: ComponentsSource, config: AnchorConfig) -> None:
+        self._cb = components_of(cb)
         self.config = config
         self._queue: deque[Event] = deque()
         self._cond = threading.Condition()
