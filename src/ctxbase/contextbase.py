@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
 from .aliases import edge_args, entity_args, identity_source
-from .anchor.capture_anchor import AnchorConfig, AnchorWorker
+from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from .capture.hooks import message_key, plan_message_events
@@ -118,7 +118,7 @@ class ContextBase(SessionMethods, ForgetMethods):
             upsert_relationship=self.upsert_relationship,
             session_idle_timeout_s=session_idle_timeout_s,
         )
-        cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig(enabled=anchoring)
+        cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig.from_env(anchoring)
         # Stored messages are anchored off the caller's thread (anchor/capture_anchor.py).
         self._anchorer = AnchorWorker(self.components, cfg) if cfg.enabled else None
         self._bus = CaptureBus(self._write_events, bus_config)
@@ -156,6 +156,10 @@ class ContextBase(SessionMethods, ForgetMethods):
     def capture_stats(self) -> BusStats:
         return self._bus.stats()
 
+    def anchor_stats(self) -> AnchorStats:
+        """Capture anchoring's counts, with the LLM extractor's (requests, errors, timeouts)."""
+        return AnchorStats() if self._anchorer is None else self._anchorer.stats()
+
     def _pid(self, project: str | None) -> str:
         return self.project if project is None else check_id("project", project)
 
@@ -175,11 +179,7 @@ class ContextBase(SessionMethods, ForgetMethods):
     # -- embeddings --------------------------------------------------------------------
     @property
     def embedder(self) -> Embedder | None:
-        if self._embedder is None and isinstance(self._embedder_spec, str):
-            from .retrieve.embed.registry import get_embedder
-
-            self._embedder = get_embedder(self._embedder_spec)
-        return self._embedder
+        return self._embedder  # resolved in __init__ (a model itself loads on first use)
 
     def _embedder_health(self, embedder: Embedder) -> EmbedderHealth:
         # One record per base: a failure the worker meets is reported by searches too.
