@@ -45,6 +45,7 @@ class ChatServer:
     auth: list[str | None] = field(default_factory=list)
     gate: threading.Event = field(default_factory=threading.Event)
     received: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)  # a held answer went
 
 
 def _answer(text: str, server: ChatServer) -> tuple[int, str | None]:
@@ -54,7 +55,8 @@ def _answer(text: str, server: ChatServer) -> tuple[int, str | None]:
     if "[slow]" in text:
         time.sleep(2.0)  # past the client's timeout
     if "[hold]" in text:
-        server.gate.wait(30)
+        server.gate.wait(300)  # the test opens it (or the fixture, when it ends)
+        server.released.set()
     if "[garbage]" in text:
         return 200, "Sure! The entities are Alice and billing-service."
     if "billing-service" in text:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -181,9 +180,8 @@ def test_a_timeout_is_counted_and_the_next_event_is_tried_again(
 def test_capture_search_and_assembly_never_wait_on_the_model(
     tmp_path: Path, chat_server: ChatServer
 ) -> None:
-    cb = _base(str(tmp_path / "w.db"), "p", chat_server)
+    cb = _base(str(tmp_path / "w.db"), "p", chat_server, timeout_s=300)
     try:
-        started = time.monotonic()
         held = cb.capture("user_message", session_id="s1", text="[hold] " + TEXT)
         assert held is not None
         assert chat_server.received.wait(20), "the anchoring thread asks the model"
@@ -194,8 +192,9 @@ def test_capture_search_and_assembly_never_wait_on_the_model(
         assert cb.search("billing-service").results
         ctx = cb.assemble_context(agent_role="coder", user_intent="who owns billing-service?")
         assert ctx.context_id
-        assert time.monotonic() - started < 15
-        assert not chat_server.gate.is_set() and len(chat_server.requests) == 1
+        # all of that went on while the model held its answer (capture waiting on it would
+        # have blocked here until the gate opened)
+        assert not chat_server.released.is_set() and len(chat_server.requests) == 1
         chat_server.gate.set()
         cb.flush()
         assert {e for e in _edges(cb, held) if e[3] == "ctxbase:llm"}
