@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
 from .aliases import edge_args, entity_args, identity_source
-from .anchor.capture_anchor import AnchorConfig, AnchorWorker
+from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from .capture.hooks import message_key, plan_message_events
-from .errors import NotFoundError, ValidationError
+from .components import Components
+from .errors import ValidationError
 from .forgetting import ForgetMethods
 from .model import (
     Entity,
@@ -43,8 +44,8 @@ from .validation import (
     check_entity_properties,
     check_finite,
     check_int64,
-    check_item_filter,
     check_json,
+    check_query,
     check_text,
     is_blank,
 )
@@ -106,9 +107,20 @@ class ContextBase(SessionMethods, ForgetMethods):
         self._searcher: Searcher | None = None
         self._assembler: Assembler | None = None
         self._policies = policies
-        cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig(enabled=anchoring)
+        self.components = Components(  # what the layers below get: never the facade itself
+            store=self.store,
+            project=self.project,
+            searcher=self.searcher,
+            embedder=self.embedder,
+            notify_embedder=self.notify_embedder,
+            record=self.record,
+            upsert_entity=self.upsert_entity,
+            upsert_relationship=self.upsert_relationship,
+            session_idle_timeout_s=session_idle_timeout_s,
+        )
+        cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig.from_env(anchoring)
         # Stored messages are anchored off the caller's thread (anchor/capture_anchor.py).
-        self._anchorer = AnchorWorker(self, cfg) if cfg.enabled else None
+        self._anchorer = AnchorWorker(self.components, cfg) if cfg.enabled else None
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
         exit_hooks.register(self)
@@ -144,6 +156,10 @@ class ContextBase(SessionMethods, ForgetMethods):
     def capture_stats(self) -> BusStats:
         return self._bus.stats()
 
+    def anchor_stats(self) -> AnchorStats:
+        """Capture anchoring's counts, with the LLM extractor's (requests, errors, timeouts)."""
+        return AnchorStats() if self._anchorer is None else self._anchorer.stats()
+
     def _pid(self, project: str | None) -> str:
         return self.project if project is None else check_id("project", project)
 
@@ -163,11 +179,7 @@ class ContextBase(SessionMethods, ForgetMethods):
     # -- embeddings --------------------------------------------------------------------
     @property
     def embedder(self) -> Embedder | None:
-        if self._embedder is None and isinstance(self._embedder_spec, str):
-            from .retrieve.embed.registry import get_embedder
-
-            self._embedder = get_embedder(self._embedder_spec)
-        return self._embedder
+        return self._embedder  # resolved in __init__ (a model itself loads on first use)
 
     def _embedder_health(self, embedder: Embedder) -> EmbedderHealth:
         # One record per base: a failure the worker meets is reported by searches too.
@@ -434,10 +446,9 @@ class ContextBase(SessionMethods, ForgetMethods):
     def get_event(
         self, event_id: str, *, project: str | None = None, include_inactive: bool = False
     ) -> Event:
-        found = self.store.get_events(self._pid(project), [event_id], include_inactive)
-        if not found:
-            raise NotFoundError("event", event_id)
-        return found[0]
+        return self.components.get_event(
+            event_id, project=project, include_inactive=include_inactive
+        )
 
     def last_events(
         self, session_id: str, n: int = 20, *, project: str | None = None
@@ -448,8 +459,7 @@ class ContextBase(SessionMethods, ForgetMethods):
         return self.store.list_events(self._pid(project), session_id, last_n=n)
 
     def _visible(self, project_id: str, hits: list[graph.GraphHit]) -> list[Event]:
-        events = self.store.get_events(project_id, [h.node_id for h in hits])
-        return events
+        return self.store.get_events(project_id, [h.node_id for h in hits])
 
     def causal_chain(self, event_id: str, *, project: str | None = None) -> list[Event]:
         """Everything upstream of an event (its causes, their causes...), nearest first."""
@@ -528,10 +538,7 @@ class ContextBase(SessionMethods, ForgetMethods):
         return stored
 
     def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
-        found = self.store.get_entities(self._pid(project), [entity_id])
-        if not found:
-            raise NotFoundError("entity", entity_id)
-        return found[0]
+        return self.components.get_entity(entity_id, project=project)
 
     def list_entities(
         self,
@@ -666,11 +673,7 @@ class ContextBase(SessionMethods, ForgetMethods):
         Never waits for vectors: `pending_vectors` counts the items found without one, and
         `embedder_error` says why the semantic part is missing when the embedder fails.
         """
-        if not isinstance(query, str) or not query.strip():
-            raise ValidationError("query", "must be a non-empty string")
-        check_text("query", query)
-        if filters is not None:
-            check_item_filter(filters)
+        check_query(query, filters)
         cfg = config if config is not None else get_preset(preset, **overrides)
         pid = self._pid(project)
         if not require_signature:
@@ -684,7 +687,9 @@ class ContextBase(SessionMethods, ForgetMethods):
                 "require_signature needs a key (argument or "
                 "CTXBASE_HMAC_KEY_<PROJECT> / CTXBASE_HMAC_KEY)",
             )
-        return checked_search(self, pid, query, cfg, filters, SignatureCheck(self.store, pid, key))
+        return checked_search(
+            self.components, pid, query, cfg, filters, SignatureCheck(self.store, pid, key)
+        )
 
     # -- assembly ------------------------------------------------------------------------
     @property
@@ -693,7 +698,7 @@ class ContextBase(SessionMethods, ForgetMethods):
 
         with self._worker_lock:
             if self._assembler is None:
-                self._assembler = Assembler(self, self._policies)
+                self._assembler = Assembler(self.components, self._policies)
             return self._assembler
 
     def assemble_context(
@@ -744,13 +749,13 @@ class ContextBase(SessionMethods, ForgetMethods):
         """Seed 003's layered manager (sessions, tasks, state, messages) over this base."""
         from .assemble.manager import ContextManager
 
-        return ContextManager(self, **options)
+        return ContextManager(self.components, **options)
 
     def get_trace(self, context_id: str, *, project: str | None = None) -> dict[str, Any]:
         """The stored trace of an assembly: policy, candidates, inclusions, drops, tokens."""
         from .assemble.trace import get_trace
 
-        return get_trace(self, context_id, project=self._pid(project))
+        return get_trace(self.components, context_id, project=self._pid(project))
 
     def record_outcome(
         self, context_id: str, answer: str, produced: Sequence[Any] = (), **options: Any
@@ -759,26 +764,26 @@ class ContextBase(SessionMethods, ForgetMethods):
         context it was given (GENERATES / MODIFIES)."""
         from .assemble.loop import record_outcome
 
-        return record_outcome(self, context_id, answer, produced, **options)
+        return record_outcome(self.components, context_id, answer, produced, **options)
 
     # -- anchoring -----------------------------------------------------------------------
     def ingest(self, path: str, **options: Any) -> IngestReport:
         """Anchor a directory or repository (code, SQL, documents), incrementally."""
         from .anchor.ingest import ingest_path
 
-        return ingest_path(self, path, **options)
+        return ingest_path(self.components, path, **options)
 
     def anchor_message(self, event: Event | str, **options: Any) -> AnchorReport:
         """Anchor the code blocks of a message as entities linked to it."""
         from .anchor.anchoring import anchor_message
 
-        return anchor_message(self, event, **options)
+        return anchor_message(self.components, event, **options)
 
     def anchor_document(self, text: str, **options: Any) -> AnchorReport:
         """Anchor a document (cleaned, sectioned, versioned) and weave its references."""
         from .anchor.anchoring import anchor_document
 
-        return anchor_document(self, text, **options)
+        return anchor_document(self.components, text, **options)
 
 
 def _as_validation(exc: Exception) -> ValidationError:

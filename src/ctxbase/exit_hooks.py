@@ -15,14 +15,18 @@ import threading
 import time
 import weakref
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .contextbase import ContextBase
+__all__ = ["EXIT_GRACE_S", "Closable", "close_all", "register", "unregister"]
 
-__all__ = ["EXIT_GRACE_S", "close_all", "register", "unregister"]
 
-_open_bases: weakref.WeakSet[ContextBase] = weakref.WeakSet()
+class Closable(Protocol):
+    """An open base (`ContextBase`): flushed and closed by `close`."""
+
+    def close(self) -> None: ...
+
+
+_open_bases: weakref.WeakSet[Closable] = weakref.WeakSet()
 _atexit_lock = threading.Lock()
 _atexit_registered = False
 _signal_checked = False
@@ -84,13 +88,13 @@ def _install_exit_hooks() -> None:
             signal.signal(signal.SIGTERM, _exit_on_signal)
 
 
-def register(base: ContextBase) -> None:
+def register(base: Closable) -> None:
     """Track an open base (closed at exit) and install the hooks once."""
     with _atexit_lock:
         _open_bases.add(base)
     _install_exit_hooks()
 
 
-def unregister(base: ContextBase) -> None:
+def unregister(base: Closable) -> None:
     with _atexit_lock:
         _open_bases.discard(base)

@@ -35,6 +35,7 @@ __all__ = [
     "check_int64",
     "check_item_filter",
     "check_json",
+    "check_query",
     "check_text",
     "is_blank",
     "loads_tolerant",
@@ -159,6 +160,16 @@ def check_item_filter(flt: Any) -> None:
             check_finite(f"filters.{name}", value)
     if flt.path_prefix is not None:
         check_text("filters.path_prefix", flt.path_prefix)
+
+
+def check_query(query: Any, filters: Any = None) -> str:
+    """A search's query (a non-empty string of valid Unicode) and its ItemFilter, if any."""
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError("query", "must be a non-empty string")
+    check_text("query", query)
+    if filters is not None:
+        check_item_filter(filters)
+    return query
 
 
 def check_entity_properties(properties: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from .entities import (
 from .fenced import CodeBlock, extract_code_blocks, guess_language, normalize_language, parse_code
 from .files import FileVerdict, detect_file, language_for_path
 from .ingest import IngestReport, ingest_path
+from .llm_extract import LLMExtractConfig, LLMExtractStats
 from .parsed import ParsedReference, ParsedUnit, ParseResult
 from .plaintext import chunk_text
 from .python_code import module_name_for_path, parse_python
@@ -50,6 +51,8 @@ __all__ = [
     "FileVerdict",
     "GrammarUnavailableError",
     "IngestReport",
+    "LLMExtractConfig",
+    "LLMExtractStats",
     "ParseResult",
     "ParsedReference",
     "ParsedUnit",

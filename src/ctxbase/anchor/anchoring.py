@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..components import ComponentsSource, components_of
 from ..model import Entity, Event, Relation, make_entity_id
 from ..retrieve.indexing import entity_items
 from .entities import (
@@ -37,9 +38,6 @@ from .weave import (
     weave_requirement,
     write_links,
 )
-
-if TYPE_CHECKING:
-    from ..contextbase import ContextBase
 
 __all__ = [
     "GENERATING_EVENT_TYPES",
@@ -84,7 +82,7 @@ def _snippet_name(spec: EntitySpec, event_id: str, n: int, language: str) -> str
 
 
 def anchor_message(
-    cb: ContextBase,
+    cb: ComponentsSource,
     event: Event | str,
     *,
     project: str | None = None,
@@ -92,6 +90,7 @@ def anchor_message(
     index: SymbolIndex | None = None,
 ) -> AnchorReport:
     """Anchor the code blocks of a stored event and weave their edges (see module doc)."""
+    cb = components_of(cb)
     from dataclasses import replace
 
     from .fenced import extract_code_blocks, parse_code
@@ -198,7 +197,7 @@ def _redefinitions(spec: EntitySpec, index: SymbolIndex, generated: bool) -> lis
 
 
 def upsert_requirement(
-    cb: ContextBase,
+    cb: ComponentsSource,
     name: str,
     text: str = "",
     *,
@@ -208,6 +207,7 @@ def upsert_requirement(
     project: str | None = None,
 ) -> tuple[Entity, list[Relation]]:
     """Store a requirement and weave it: FOLLOWS cited documents, GENERATES session code."""
+    cb = components_of(cb)
     props = dict(properties or {})
     if session_id is not None:
         props["session_id"] = session_id
@@ -223,7 +223,7 @@ def _document_key(title: str | None, path: str | None) -> str:
 
 
 def anchor_document(
-    cb: ContextBase,
+    cb: ComponentsSource,
     text: str,
     *,
     title: str | None = None,
@@ -237,6 +237,7 @@ def anchor_document(
     """Anchor a document given as text (an upload, an extracted PDF): cleaned, split by
     headings, with key terms; a new version under the same path or title supersedes the old
     one (sections it no longer has are kept as part of the old version, `latest=False`)."""
+    cb = components_of(cb)
     from dataclasses import replace
 
     from .documents import clean_text, key_terms, parse_markdown

@@ -16,7 +16,10 @@ events it stored to `AnchorWorker`, which anchors them in order, off the caller'
   (a file, a table) or a `mention` entity shared by every event that names the same thing
   (`ctxbase:file_path`, `ctxbase:table_name`, `ctxbase:api_route`, `ctxbase:person_handle`),
   so retrieval can hop event -> entity -> event;
-- names of known entities in prose -> REFERENCES (`ctxbase:mentions`).
+- names of known entities in prose -> REFERENCES (`ctxbase:mentions`);
+- with `AnchorConfig.llm` (or CTXBASE_EXTRACT_BASE_URL / CTXBASE_EXTRACT_MODEL), what a chat
+  model finds in the prose is added after the rules' edges (`ctxbase:llm`, see
+  llm_extract.py); when the model fails, the rules' edges are all there is.
 
 `ContextBase(anchoring=False)` (or an `AnchorConfig`) turns it off or narrows it;
 `cb.flush()` returns once what was captured before it is anchored too.
@@ -30,12 +33,13 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..components import Components, ComponentsSource, components_of
 from ..model import Event, make_entity_id
 from . import extract
+from .llm_extract import LLMExtractConfig, LLMExtractor, LLMExtractStats, llm_links
 from .weave import (
     Link,
     SymbolIndex,
@@ -44,9 +48,6 @@ from .weave import (
     weave_requirement,
     write_links,
 )
-
-if TYPE_CHECKING:
-    from ..contextbase import ContextBase
 
 __all__ = ["AnchorConfig", "AnchorStats", "AnchorWorker", "anchor_events"]
 
@@ -72,6 +73,13 @@ class AnchorConfig(BaseModel):
     # edges below this confidence are not written
     min_confidence: float = Field(default=0.6, ge=0.0, le=1.0)
     batch_size: int = Field(default=64, ge=1)
+    # a chat model adding entities and relations to the rules' (off: None)
+    llm: LLMExtractConfig | None = None
+
+    @classmethod
+    def from_env(cls, enabled: bool = True) -> AnchorConfig:
+        """The default settings, with the LLM extractor the environment configures, if any."""
+        return cls(enabled=enabled, llm=LLMExtractConfig.from_env() if enabled else None)
 
 
 @dataclass
@@ -80,20 +88,21 @@ class AnchorStats:
     errors: int = 0
     pending: int = 0
     last_error: str | None = None
+    llm: LLMExtractStats | None = None  # the LLM extractor's counts, when one is configured
 
 
 def _link(from_id: str, rel: str, to_id: str, conf: float, rule: str, **props: object) -> Link:
     return Link(from_id, rel, to_id, conf, rule, dict(props), origin="ctxbase")
 
 
-def _titles(index: SymbolIndex, cb: ContextBase, pid: str) -> dict[str, str]:
+def _titles(index: SymbolIndex, cb: Components, pid: str) -> dict[str, str]:
     """Known documents: id -> title (name when it has no title property)."""
     ids = [eid for eid, t in index.types.items() if t == "document"]
     return {e.id: str(e.properties.get("title") or e.name) for e in cb.store.get_entities(pid, ids)}
 
 
 def _statement_entities(
-    cb: ContextBase, ev: Event, cfg: AnchorConfig, titles: dict[str, str]
+    cb: Components, ev: Event, cfg: AnchorConfig, titles: dict[str, str]
 ) -> tuple[list[Link], list[str]]:
     links: list[Link] = []
     requirements: list[str] = []
@@ -129,13 +138,13 @@ def _statement_entities(
 _WORD = re.compile(r"(?<![\w./-])([A-Za-z_][\w.]*[A-Za-z0-9_])(?![\w/])")
 
 
-def _known_mention_names(cb: ContextBase, pid: str) -> dict[str, str]:
+def _known_mention_names(cb: Components, pid: str) -> dict[str, str]:
     """Names of the project's mention entities (tables, files, APIs) -> their ids."""
     return {e.name.lower(): e.id for e in cb.store.list_entities(pid, type="mention")}
 
 
 def _mention_links(
-    cb: ContextBase, ev: Event, prose: str, index: SymbolIndex, known: dict[str, str]
+    cb: Components, ev: Event, prose: str, index: SymbolIndex, known: dict[str, str]
 ) -> list[Link]:
     links: list[Link] = []
     found = extract.mentions(prose)
@@ -171,7 +180,7 @@ def _mention_links(
 
 
 def _code_links(
-    cb: ContextBase, ev: Event, entity_ids: Sequence[str], index: SymbolIndex
+    cb: Components, ev: Event, entity_ids: Sequence[str], index: SymbolIndex
 ) -> list[Link]:
     """Tests named after code, and what an answer to an assembled context used of it."""
     from ..assemble.loop import used_evidence
@@ -222,17 +231,37 @@ def _code_links(
 
 
 def anchor_events(
-    cb: ContextBase,
+    cb: ComponentsSource,
     events: Sequence[Event],
     config: AnchorConfig | None = None,
     *,
     index: SymbolIndex | None = None,
+    extractor: LLMExtractor | None = None,
 ) -> int:
-    """Anchor stored events (see module doc); returns how many edges were written."""
+    """Anchor stored events (see module doc); returns how many edges were written.
+    `extractor` is the LLM client to use (else one for this call when `config.llm` is set)."""
+    cb = components_of(cb)
+    cfg = config or AnchorConfig()
+    own = extractor is None and cfg.llm is not None
+    if own and cfg.llm is not None:
+        extractor = LLMExtractor(cfg.llm)
+    try:
+        return _anchor_events(cb, events, cfg, index, extractor)
+    finally:
+        if own and extractor is not None:
+            extractor.close()
+
+
+def _anchor_events(
+    cb: Components,
+    events: Sequence[Event],
+    cfg: AnchorConfig,
+    index: SymbolIndex | None,
+    extractor: LLMExtractor | None,
+) -> int:
     from .anchoring import anchor_message
     from .fenced import extract_code_blocks
 
-    cfg = config or AnchorConfig()
     written = 0
     indexes: dict[str, SymbolIndex] = {}
     known: dict[str, dict[str, str]] = {}  # project -> mention names
@@ -286,9 +315,46 @@ def anchor_events(
             written += len(write_links(cb, links, project=pid))
         for req in requirements:  # FOLLOWS the documents it names by title, GENERATES code
             written += len(weave_requirement(cb, req, project=pid, index=idx))
+        if extractor is not None and extractor.wants(ev.type, prose):
+            if pid not in known:
+                known[pid] = _known_mention_names(cb, pid)
+            have = {(lk.from_id, lk.type, lk.to_id) for lk in links}
+            written += _llm_anchor(cb, ev, prose, extractor, idx, known[pid], have, cfg)
     if written:
         cb.notify_embedder()
     return written
+
+
+def _llm_anchor(
+    cb: Components,
+    ev: Event,
+    prose: str,
+    extractor: LLMExtractor,
+    idx: SymbolIndex,
+    known: dict[str, str],
+    have: set[tuple[str, str, str]],
+    cfg: AnchorConfig,
+) -> int:
+    """Write what the model adds to the rules' edges of one event (`have`); 0 when it
+    fails: the rules' edges are already written and stay."""
+    try:
+        found = extractor.extract(prose)
+        if found is None:
+            return 0
+        stated: dict[tuple[str, str], str] = {}
+        if cfg.statements and ev.type in _STATEMENT_TYPES:
+            for n, st in enumerate(extract.statements(ev.text or ""), start=1):
+                stated[(st.kind, st.text)] = make_entity_id(st.kind, f"{ev.id}#{st.kind[0]}{n}")
+        links = [
+            lk
+            for lk in llm_links(cb, ev, found, idx, known, stated)
+            if lk.confidence >= cfg.min_confidence and (lk.from_id, lk.type, lk.to_id) not in have
+        ]
+        return len(write_links(cb, links, project=ev.project_id)) if links else 0
+    except Exception as exc:  # the model's part is best effort: the event stays anchored
+        extractor.record_error(f"writing what the model found in {ev.id} failed: {exc}")
+        log.warning("LLM extraction for %s not written: %s", ev.id, exc)
+        return 0
 
 
 def _known_names(ev: Event, prose: str, idx: SymbolIndex, cfg: AnchorConfig) -> list[Link]:
@@ -302,8 +368,8 @@ def _known_names(ev: Event, prose: str, idx: SymbolIndex, cfg: AnchorConfig) -> 
 class AnchorWorker:
     """One background thread anchoring stored events in the order they were written."""
 
-    def __init__(self, cb: ContextBase, config: AnchorConfig) -> None:
-        self._cb = cb
+    def __init__(self, cb: ComponentsSource, config: AnchorConfig) -> None:
+        self._cb = components_of(cb)
         self.config = config
         self._queue: deque[Event] = deque()
         self._cond = threading.Condition()
@@ -311,6 +377,7 @@ class AnchorWorker:
         self._closed = False
         self._stats = AnchorStats()
         self._thread: threading.Thread | None = None
+        self._extractor = LLMExtractor(config.llm) if config.llm is not None else None
 
     def submit(self, events: Sequence[Event]) -> None:
         todo = [e for e in events if (e.text or "").strip() and e.type not in _SKIP_TYPES]
@@ -343,7 +410,11 @@ class AnchorWorker:
     def stats(self) -> AnchorStats:
         with self._cond:
             return AnchorStats(
-                self._stats.anchored, self._stats.errors, len(self._queue), self._stats.last_error
+                self._stats.anchored,
+                self._stats.errors,
+                len(self._queue),
+                self._stats.last_error,
+                None if self._extractor is None else self._extractor.stats(),
             )
 
     def stop(self, timeout: float | None = 30.0) -> None:
@@ -355,6 +426,8 @@ class AnchorWorker:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join(timeout)
+        if self._extractor is not None:
+            self._extractor.close()
 
     def _run(self) -> None:
         while True:
@@ -367,7 +440,7 @@ class AnchorWorker:
                 batch = [self._queue.popleft() for _ in range(n)]
                 self._busy = True
             try:
-                anchor_events(self._cb, batch, self.config)
+                anchor_events(self._cb, batch, self.config, extractor=self._extractor)
                 ok, error = len(batch), None
             except Exception as exc:  # anchoring is best effort; capture is already stored
                 log.warning("anchoring %d events failed: %s", len(batch), exc)

@@ -22,20 +22,18 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..capture.events import check_json, check_text
+from ..components import Components, ComponentsSource, components_of
 from ..errors import ValidationError
 from ..model import Entity, Relation, check_id, make_entity_id
 from ..retrieve.indexing import entity_items
 from ..store.base import Store
 from .parsed import ParsedUnit, ParseResult, thaw
-
-if TYPE_CHECKING:
-    from ..contextbase import ContextBase
 
 __all__ = [
     "BUILTIN_ENTITY_TYPES",
@@ -334,13 +332,14 @@ class VersionedWrite:
     archived_id: str | None = None
 
 
-def _notify(cb: ContextBase) -> None:
+def _notify(cb: Components) -> None:
     # Wake the embedding worker the way ContextBase's own writes do.
     cb.notify_embedder()
 
 
-def write_entity(cb: ContextBase, entity: Entity, *, notify: bool = True) -> Entity:
+def write_entity(cb: ComponentsSource, entity: Entity, *, notify: bool = True) -> Entity:
     """Store an entity as given (including `latest`), with its search units."""
+    cb = components_of(cb)
     check_id("id", entity.id)
     check_text("text", entity.text)
     check_text("name", entity.name)
@@ -351,7 +350,7 @@ def write_entity(cb: ContextBase, entity: Entity, *, notify: bool = True) -> Ent
     return stored
 
 
-def _model_name(cb: ContextBase) -> str | None:
+def _model_name(cb: Components) -> str | None:
     if not cb.embeds:
         return None
     embedder = cb.embedder
@@ -359,9 +358,10 @@ def _model_name(cb: ContextBase) -> str | None:
 
 
 def read_vectors(
-    cb: ContextBase, project_id: str, item_ids: Iterable[str]
+    cb: ComponentsSource, project_id: str, item_ids: Iterable[str]
 ) -> dict[str, npt.NDArray[np.float32]]:
     """Current-model vectors of these items (to carry over to rewritten units)."""
+    cb = components_of(cb)
     wanted = set(item_ids)
     model = _model_name(cb)
     if not wanted or model is None:
@@ -380,12 +380,13 @@ def read_vectors(
 
 
 def restore_vectors(
-    cb: ContextBase,
+    cb: ComponentsSource,
     project_id: str,
     vectors: Mapping[str, npt.NDArray[np.float32]],
     renames: Mapping[str, str] | None = None,
 ) -> int:
     """Put vectors back for items whose text did not change (optionally under new ids)."""
+    cb = components_of(cb)
     model = _model_name(cb)
     if model is None or not vectors:
         return 0
@@ -401,7 +402,7 @@ def _item_ids(entity: Entity) -> list[str]:
 
 
 def upsert_versioned(
-    cb: ContextBase,
+    cb: ComponentsSource,
     spec: EntitySpec,
     *,
     project: str | None = None,
@@ -416,6 +417,7 @@ def upsert_versioned(
     its vectors are carried over, so nothing is re-embedded. `prefetched` holds vectors read
     beforehand with `read_vectors` (one pass for a whole batch instead of one per entity).
     """
+    cb = components_of(cb)
     from .signing import sign_entity
 
     pid = cb.resolve_project(project)
@@ -475,7 +477,7 @@ def upsert_versioned(
 
 
 def _chain_versions(
-    cb: ContextBase,
+    cb: Components,
     pid: str,
     entity_id: str,
     archived: str,

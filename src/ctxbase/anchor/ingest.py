@@ -44,8 +44,9 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..components import Components, ComponentsSource, components_of
 from ..errors import NotFoundError
 from ..model import Entity, make_entity_id
 from ..retrieve.indexing import entity_items
@@ -62,9 +63,6 @@ from .gitignore import list_files
 from .parsed import ParseResult
 from .repository import check_repo_name, default_repo_name, unsafe_reason
 from .weave import Link, StoredRef, SymbolIndex, find_mentions, links_for_refs, write_links
-
-if TYPE_CHECKING:
-    from ..contextbase import ContextBase
 
 __all__ = [
     "ANCHOR_VERSION",
@@ -339,7 +337,7 @@ def _base_and_prefix(root: Path, toplevel: Path | None) -> tuple[Path, str]:
 
 
 def ingest_path(
-    cb: ContextBase,
+    cb: ComponentsSource,
     path: str | os.PathLike[str],
     *,
     project: str | None = None,
@@ -353,6 +351,7 @@ def ingest_path(
 
     `repo` names the repository the files belong to (default: the git remote `origin`'s
     name, else the name of the folder paths are relative to); see the module doc."""
+    cb = components_of(cb)
     started = time.perf_counter()
     pid = cb.resolve_project(project)
     if repo is not None:
@@ -422,7 +421,7 @@ def _within(path: str, prefix: str, is_dir: bool, rels: Sequence[str]) -> bool:
 
 
 def _in_scope(
-    cb: ContextBase,
+    cb: Components,
     pid: str,
     repo: str,
     prefix: str,
@@ -530,7 +529,7 @@ def _skip_props(
 
 
 def _apply(
-    cb: ContextBase,
+    cb: Components,
     pid: str,
     plans: Sequence[_Plan],
     report: IngestReport,
@@ -561,7 +560,7 @@ def _apply(
 
 
 def _apply_one(
-    cb: ContextBase,
+    cb: Components,
     pid: str,
     plan: _Plan,
     report: IngestReport,
@@ -605,7 +604,7 @@ def _apply_one(
 
 
 def _write_plan(
-    cb: ContextBase,
+    cb: Components,
     pid: str,
     plan: _Plan,
     report: IngestReport,
@@ -692,7 +691,7 @@ def _item_ids(entity: Entity) -> list[str]:
 
 
 def _weave(
-    cb: ContextBase,
+    cb: Components,
     pid: str,
     refs: Iterable[StoredRef],
     contains: Iterable[tuple[str, str]],

@@ -46,6 +46,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from ..components import ComponentsSource, components_of
 from ..errors import ConflictError
 from ..model import EVENT_GRAPH_RELATIONS, Entity, Relation
 from ..retrieve.indexing import entity_unit_matches
@@ -53,7 +54,6 @@ from ..store.base import ItemFilter, SearchItem, Store
 from ..store.rows import EVENT_EDGE_SOURCE
 
 if TYPE_CHECKING:
-    from ..contextbase import ContextBase
     from ..retrieve.config import SearchConfig
     from ..retrieve.search import SearchResponse
 
@@ -323,7 +323,7 @@ class SignatureCheck:
 
 
 def checked_search(
-    cb: ContextBase,
+    cb: ComponentsSource,
     project_id: str,
     query: str,
     config: SearchConfig,
@@ -332,6 +332,7 @@ def checked_search(
 ) -> SearchResponse:
     """A search that follows only verified relations and returns only units that may be
     served (require_signature); `tampered` names what failed."""
+    cb = components_of(cb)
     response = cb.searcher.search(
         project_id, query, config, filters, relation_filter=check.relations
     )
@@ -379,7 +380,7 @@ def check_signed_write(stored: Entity | None, new: Entity) -> None:
 
 
 def verify_results(
-    cb: ContextBase,
+    cb: ComponentsSource,
     results: Sequence[_HasItem] | Any,
     key: bytes | str | None = None,
     *,
@@ -387,6 +388,7 @@ def verify_results(
 ) -> list[str]:
     """Ids of entities among search results (a SearchResponse or candidates) that were
     tampered with; `key` defaults to the project's configured key."""
+    cb = components_of(cb)
     pid = cb.resolve_project(project)
     resolved = project_key(pid, key)
     if resolved is None:
@@ -397,9 +399,10 @@ def verify_results(
 
 
 def sign_stored_entities(
-    cb: ContextBase, ids: Sequence[str], key: bytes | str, *, project: str | None = None
+    cb: ComponentsSource, ids: Sequence[str], key: bytes | str, *, project: str | None = None
 ) -> int:
     """Sign entities already stored; their vectors are kept (signing changes no text)."""
+    cb = components_of(cb)
     from ..retrieve.indexing import entity_items
     from .entities import read_vectors, restore_vectors, write_entity
 

@@ -28,13 +28,11 @@ import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..components import Components, ComponentsSource, components_of
 from ..model import Entity, Relation
 from ..store.base import Store
-
-if TYPE_CHECKING:
-    from ..contextbase import ContextBase
 
 __all__ = [
     "Link",
@@ -390,7 +388,7 @@ def _same_place(index: SymbolIndex, a: str, b: str) -> bool:
 
 
 def write_links(
-    cb: ContextBase,
+    cb: ComponentsSource,
     links: Iterable[Link],
     *,
     project: str | None = None,
@@ -398,6 +396,7 @@ def write_links(
     sign_key: bytes | None = None,
 ) -> list[Relation]:
     """Upsert the edges (one per from/type/to: the highest confidence wins)."""
+    cb = components_of(cb)
     from .signing import SIGNATURE_PROPERTY, sign_relation
 
     pid = cb.resolve_project(project)
@@ -425,7 +424,7 @@ def write_links(
 
 
 def weave_text(
-    cb: ContextBase,
+    cb: ComponentsSource,
     node_id: str,
     text: str,
     *,
@@ -435,6 +434,7 @@ def weave_text(
     min_confidence: float = 0.6,
 ) -> list[Relation]:
     """`node_id` REFERENCES every entity its text names (rule `mentions`)."""
+    cb = components_of(cb)
     pid = cb.resolve_project(project)
     idx = index if index is not None else SymbolIndex.from_store(cb.store, pid)
     skip = {node_id, *exclude}
@@ -447,19 +447,20 @@ def weave_text(
 
 
 def weave_event(
-    cb: ContextBase,
+    cb: ComponentsSource,
     event_id: str,
     *,
     project: str | None = None,
     index: SymbolIndex | None = None,
 ) -> list[Relation]:
     """Edges from a stored event to the entities its text names."""
+    cb = components_of(cb)
     event = cb.get_event(event_id, project=project)
     return weave_text(cb, event.id, event.text or "", project=event.project_id, index=index)
 
 
 def weave_requirement(
-    cb: ContextBase,
+    cb: ComponentsSource,
     requirement_id: str,
     *,
     project: str | None = None,
@@ -467,6 +468,7 @@ def weave_requirement(
 ) -> list[Relation]:
     """A requirement FOLLOWS the documents it names, GENERATES its session's code and
     REFERENCES the other entities it names."""
+    cb = components_of(cb)
     pid = cb.resolve_project(project)
     req = cb.get_entity(requirement_id, project=pid)
     idx = index if index is not None else SymbolIndex.from_store(cb.store, pid)
@@ -492,9 +494,10 @@ def weave_requirement(
 
 
 def session_code_links(
-    cb: ContextBase, project_id: str, requirements: Sequence[Entity], session_id: str
+    cb: ComponentsSource, project_id: str, requirements: Sequence[Entity], session_id: str
 ) -> list[Link]:
     """Requirements of a session GENERATES the code anchored from that session."""
+    cb = components_of(cb)
     code = [
         e
         for etype in ("code", "sql", "table", "test_case")
@@ -509,7 +512,7 @@ def session_code_links(
     ]
 
 
-def _documents_of_file(cb: ContextBase, project_id: str, file_id: str) -> list[str]:
+def _documents_of_file(cb: Components, project_id: str, file_id: str) -> list[str]:
     rels = cb.store.list_relations(project_id, [file_id], direction="out", types=["CONTAINS"])
     found = cb.store.get_entities(project_id, [r.to_id for r in rels])
     return [e.id for e in found if e.type == "document"]

@@ -21,8 +21,9 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, TaskInfo
 from ..retrieve.config import SearchConfig, get_preset
@@ -67,9 +68,6 @@ from .strategies import (
 )
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_messages, get_token_counter
 from .trace import AssembledContext, build_messages, build_result, log_trace
-
-if TYPE_CHECKING:
-    from ..contextbase import ContextBase
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "memory_section_for"]
 
@@ -183,7 +181,7 @@ class Assembler:
 
     def __init__(
         self,
-        cb: ContextBase,
+        cb: ComponentsSource,
         policies: PolicySet | PolicyFile | str | os.PathLike[str] | None = None,
         *,
         counter: TokenCounter | None = None,
@@ -191,7 +189,7 @@ class Assembler:
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         max_item_tokens: int = 600,
     ) -> None:
-        self.cb = cb
+        self.cb = components_of(cb)
         self._policies = _policy_source(policies)
         self.counter = counter if counter is not None else get_token_counter()
         self.llm = llm if llm is not None else LLMConfig.from_env()
@@ -695,7 +693,7 @@ def _ms(t: float) -> float:
 
 
 def memory_section_for(
-    cb: ContextBase,
+    cb: ComponentsSource,
     project: str | None,
     query: str,
     budget_tokens: int,
@@ -709,6 +707,7 @@ def memory_section_for(
     Candidates come from one search (`config`, default the "hybrid_graph" preset), scored
     as semantic_recall scores them; the benchmark measures evidence recall with it.
     """
+    cb = components_of(cb)
     counter = get_token_counter()
     pid = cb.project if project is None else project
     policy = load_default_policies().default

@@ -25,18 +25,16 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..components import Components, ComponentsSource, components_of
 from ..errors import ValidationError
 from ..model import Entity, Relation
 from ..retrieve.indexing import entity_items
 from ..retrieve.tokenize import index_terms
 from .trace import get_trace
-
-if TYPE_CHECKING:
-    from ..contextbase import ContextBase
 
 __all__ = ["Outcome", "Produced", "ProducedRelation", "record_outcome", "used_evidence"]
 
@@ -125,7 +123,7 @@ class Outcome:
     relations: list[Relation]
 
 
-def _context_entities(cb: ContextBase, pid: str, trace: Mapping[str, Any]) -> list[Entity]:
+def _context_entities(cb: Components, pid: str, trace: Mapping[str, Any]) -> list[Entity]:
     ids = [
         str(c["id"])
         for c in trace.get("candidates", ())
@@ -144,7 +142,7 @@ def _as_produced(item: Produced | Mapping[str, Any], index: int) -> Produced:
 
 
 def record_outcome(
-    cb: ContextBase,
+    cb: ComponentsSource,
     context_id: str,
     answer: str,
     produced: Sequence[Produced | Mapping[str, Any]] = (),
@@ -156,6 +154,7 @@ def record_outcome(
     confidence: float = 0.9,
 ) -> Outcome:
     """Record the model's answer to an assembled context and link what it produced."""
+    cb = components_of(cb)
     pid = cb.project if project is None else project
     trace = get_trace(cb, context_id, project=pid)
     sid = session_id or trace.get("session_id")

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
+from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import SessionInfo, StateFact, TaskInfo, check_id
 from ..store.base import StateChange
@@ -45,7 +46,6 @@ from .state import (
 from .tokens import get_token_counter
 
 if TYPE_CHECKING:
-    from ..contextbase import ContextBase
     from .assembler import Assembler
 
 __all__ = ["MESSAGE_EVENT_TYPES", "ROLE_EVENT_TYPES", "ContextManager"]
@@ -67,7 +67,7 @@ class ContextManager:
 
     def __init__(
         self,
-        cb: ContextBase,
+        cb: ComponentsSource,
         *,
         project: str | None = None,
         assembler: Assembler | None = None,
@@ -78,6 +78,7 @@ class ContextManager:
         idle_timeout_s: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        cb = components_of(cb)
         self.cb = cb
         self.project = cb.project if project is None else check_id("project", project)
         self._assembler = assembler

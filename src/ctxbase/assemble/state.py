@@ -18,10 +18,11 @@ import logging
 import os
 from collections.abc import Mapping, Sequence
 from datetime import date
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..components import ComponentsSource, components_of
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
 from ..store.base import StateChange
@@ -34,9 +35,6 @@ from .facts import (
     RuleFactExtractor,
 )
 from .lifecycle import ContextKind, Status, transition
-
-if TYPE_CHECKING:
-    from ..contextbase import ContextBase
 
 __all__ = [
     "CURRENT_TASK_KEY",
@@ -95,7 +93,7 @@ def _check_scope(scope: str) -> None:
 
 
 def set_fact(
-    cb: ContextBase,
+    cb: ComponentsSource,
     key: str,
     value: Any,
     *,
@@ -105,6 +103,7 @@ def set_fact(
     project: str | None = None,
 ) -> StateFact:
     """Write one fact; the store bumps its version and records old and new value."""
+    cb = components_of(cb)
     _check_scope(scope)
     if not key or not isinstance(key, str):
         raise ValidationError("key", "a fact needs a non-empty key")
@@ -122,16 +121,17 @@ def set_fact(
 
 
 def get_facts(
-    cb: ContextBase, *, scope_id: str, scope: Scope = "task", project: str | None = None
+    cb: ComponentsSource, *, scope_id: str, scope: Scope = "task", project: str | None = None
 ) -> dict[str, StateFact]:
     """The current facts of one scope, by key."""
+    cb = components_of(cb)
     _check_scope(scope)
     pid = cb.project if project is None else project
     return {f.key: f for f in cb.store.get_state(pid, scope, scope_id)}
 
 
 def fact_history(
-    cb: ContextBase,
+    cb: ComponentsSource,
     key: str | None = None,
     *,
     scope_id: str,
@@ -139,13 +139,14 @@ def fact_history(
     project: str | None = None,
 ) -> list[StateChange]:
     """Every change of the scope's facts (or of one key), oldest first per key."""
+    cb = components_of(cb)
     _check_scope(scope)
     pid = cb.project if project is None else project
     return cb.store.state_history(pid, scope, scope_id, key)
 
 
 def rollback_fact(
-    cb: ContextBase,
+    cb: ComponentsSource,
     key: str,
     to_version: int,
     *,
@@ -159,6 +160,7 @@ def rollback_fact(
     Returns the new fact, or None when the fact did not exist at that version (it is then
     deleted). History is never rewritten: the rollback is one more recorded change.
     """
+    cb = components_of(cb)
     changes = [c for c in fact_history(cb, key, scope_id=scope_id, scope=scope, project=project)]
     target = next((c for c in changes if c.version == to_version), None)
     if target is None:
@@ -185,7 +187,7 @@ def default_extractor(llm: LLMConfig | None = None) -> FactExtractor:
 
 
 def extract_into_state(
-    cb: ContextBase,
+    cb: ComponentsSource,
     text: str,
     *,
     scope_id: str,
@@ -205,6 +207,7 @@ def extract_into_state(
     When the LLM extractor fails (endpoint down, an answer that is not JSON), the rule
     extractor is used instead and the failure is logged: a message is never lost for that.
     """
+    cb = components_of(cb)
     known = get_facts(cb, scope_id=scope_id, scope=scope, project=project)
     previous = [
         ExtractedFact(
@@ -275,9 +278,10 @@ def render_fact(key: str, value: Any) -> str:
 
 
 def message_statuses(
-    cb: ContextBase, session_id: str, *, project: str | None = None
+    cb: ComponentsSource, session_id: str, *, project: str | None = None
 ) -> dict[str, Status]:
     """Recorded statuses of a session's messages; a message without a record is active."""
+    cb = components_of(cb)
     pid = cb.project if project is None else project
     out: dict[str, Status] = {}
     for fact in cb.store.get_state(pid, MESSAGE_SCOPE, session_id):
@@ -289,7 +293,7 @@ def message_statuses(
 
 
 def expire_message_record(
-    cb: ContextBase,
+    cb: ComponentsSource,
     session_id: str,
     message_ids: Sequence[str],
     *,
@@ -302,6 +306,7 @@ def expire_message_record(
     The lifecycle decides what is legal: expiring an expired message raises
     `IllegalTransition`, as does anything after the archive.
     """
+    cb = components_of(cb)
     pid = cb.project if project is None else project
     statuses = message_statuses(cb, session_id, project=pid)
     changed: list[str] = []

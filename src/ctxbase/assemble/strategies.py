@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..components import ComponentsSource, components_of
 from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, SearchConfig, get_preset
@@ -39,7 +40,6 @@ from .tokens import TokenCounter
 
 if TYPE_CHECKING:
     from ..anchor.signing import SignatureCheck
-    from ..contextbase import ContextBase
 
 __all__ = [
     "CODE_TYPES",
@@ -153,7 +153,7 @@ class Gatherer:
 
     def __init__(
         self,
-        cb: ContextBase,
+        cb: ComponentsSource,
         pid: str,
         policy: Policy,
         *,
@@ -166,6 +166,7 @@ class Gatherer:
         check: SignatureCheck | None = None,
         repos: frozenset[str] | None = None,
     ) -> None:
+        cb = components_of(cb)
         self.cb, self.pid, self.policy = cb, pid, policy
         # with repositories named, entities ingested from any other one stay out
         self.repos = repos

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..components import ComponentsSource, components_of
 from ..errors import NotFoundError
 from .budget import LAYER_ORDER, BudgetAllocation
 from .diff import TraceDiff, diff_traces
@@ -23,7 +24,6 @@ from .tokens import REPLY_PRIMING_TOKENS, TokenCounter
 
 if TYPE_CHECKING:
     from ..anchor.signing import SignatureCheck
-    from ..contextbase import ContextBase
     from .strategies import MemoryCandidate
 
 __all__ = [
@@ -110,8 +110,11 @@ class AssembledContext:
         }
 
 
-def get_trace(cb: ContextBase, context_id: str, *, project: str | None = None) -> dict[str, Any]:
+def get_trace(
+    cb: ComponentsSource, context_id: str, *, project: str | None = None
+) -> dict[str, Any]:
     """The stored trace of an assembly; NotFoundError when there is none."""
+    cb = components_of(cb)
     trace = cb.store.get_trace(cb.project if project is None else project, context_id)
     if trace is None:
         raise NotFoundError("context", context_id)
@@ -119,9 +122,10 @@ def get_trace(cb: ContextBase, context_id: str, *, project: str | None = None) -
 
 
 def diff_contexts(
-    cb: ContextBase, before_id: str, after_id: str, *, project: str | None = None
+    cb: ComponentsSource, before_id: str, after_id: str, *, project: str | None = None
 ) -> TraceDiff:
     """Compare two stored assemblies (render the result with `diff.render_diff`)."""
+    cb = components_of(cb)
     return diff_traces(
         get_trace(cb, before_id, project=project), get_trace(cb, after_id, project=project)
     )
@@ -292,7 +296,7 @@ def monitoring(
 
 
 def build_result(
-    cb: ContextBase,
+    cb: ComponentsSource,
     *,
     context_id: str,
     request: Mapping[str, Any],
@@ -318,6 +322,7 @@ def build_result(
     (require_signature) only verified relationships are shown, and everything the check
     refused is listed as dropped. With `threshold_for` (the policy's per-type confidence
     floor) a relationship below its floor is not shown either."""
+    cb = components_of(cb)
     pid = str(request["project_id"])
     layers: dict[str, Any] = {}
     for name in LAYER_ORDER:

@@ -12,6 +12,7 @@ import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 try:
@@ -195,6 +196,17 @@ def _register_gauges(rt: Runtime) -> None:
         lambda: 0 if cb.embedding_worker is None else cb.embedding_worker.backlog(),
     )
     m.gauge("ctxbase_assemble_cache_entries", "Cached assemblies.", lambda: len(rt.cache))
+    if cb.anchor_stats().llm is not None:  # LLM extraction is configured (see llm_extract.py)
+        for count in ("requests", "extracted", "malformed", "errors", "timeouts", "skipped"):
+            m.gauge(
+                f"ctxbase_anchor_llm_{count}",
+                f"LLM entity extraction since start: {count}.",
+                partial(_llm_count, cb, count),
+            )
+
+
+def _llm_count(cb: ContextBase, count: str) -> float:
+    return float(getattr(cb.anchor_stats().llm, count, 0))
 
 
 def create_app_from_env() -> FastAPI:

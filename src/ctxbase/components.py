@@ -1,0 +1,151 @@
+"""What the layers under the facade use: the store, the embedder, the searcher, the default
+project and the write paths the facade composes (capture, checked entity and edge writes).
+
+`ContextBase` builds one `Components` and hands it to anchoring (anchor/) and assembly
+(assemble/), so those layers never import the facade: the import graph has no circle. Their
+public functions also take anything with a `components` attribute (a `ContextBase`), so
+``ingest_path(cb, path)`` and ``ContextManager(cb)`` keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .errors import NotFoundError
+from .model import check_id
+from .validation import check_query
+
+if TYPE_CHECKING:  # types only: importing this module loads neither retrieval nor a backend
+    from .model import Entity, Event, Relation
+    from .retrieve.config import SearchConfig
+    from .retrieve.embed.base import Embedder
+    from .retrieve.search import Searcher, SearchResponse
+    from .store.base import ItemFilter, Store
+
+__all__ = [
+    "Components",
+    "ComponentsSource",
+    "HasComponents",
+    "RecordEvent",
+    "UpsertEntity",
+    "UpsertRelationship",
+    "components_of",
+]
+
+
+class RecordEvent(Protocol):
+    """Synchronous capture: the event is stored (and queued for anchoring) on return."""
+
+    def __call__(
+        self,
+        type: str,
+        *,
+        session_id: str,
+        text: str | bytes | None = None,
+        project: str | None = None,
+        **fields: Any,
+    ) -> Event: ...
+
+
+class UpsertEntity(Protocol):
+    """An entity write with the public API's checks (validation, versions, signatures)."""
+
+    def __call__(
+        self,
+        type: str | None = None,
+        name: str | None = None,
+        text: str = "",
+        *,
+        id: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        version: int | None = None,
+    ) -> Entity: ...
+
+
+class UpsertRelationship(Protocol):
+    """An edge write with the public API's checks (both ends exist, a source is named)."""
+
+    def __call__(
+        self,
+        from_id: str | None = None,
+        type: str | None = None,
+        to_id: str | None = None,
+        *,
+        source: str | None = None,
+        confidence: float | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        check_nodes: bool = True,
+    ) -> Relation: ...
+
+
+@dataclass(frozen=True)
+class Components:
+    """The parts of one context base, as the layers under the facade see them."""
+
+    store: Store
+    project: str  # the default project of calls that name none
+    searcher: Searcher
+    embedder: Embedder | None
+    notify_embedder: Callable[[], None]  # wake the embedding worker after a direct write
+    record: RecordEvent
+    upsert_entity: UpsertEntity
+    upsert_relationship: UpsertRelationship
+    session_idle_timeout_s: float | None = None
+
+    @property
+    def components(self) -> Components:
+        return self
+
+    @property
+    def embeds(self) -> bool:
+        """Whether vectors are computed at all (False without an embedder)."""
+        return self.embedder is not None
+
+    def resolve_project(self, project: str | None = None) -> str:
+        """The project a call addresses: the given one (checked) or the default."""
+        return self.project if project is None else check_id("project", project)
+
+    def get_event(
+        self, event_id: str, *, project: str | None = None, include_inactive: bool = False
+    ) -> Event:
+        found = self.store.get_events(self.resolve_project(project), [event_id], include_inactive)
+        if not found:
+            raise NotFoundError("event", event_id)
+        return found[0]
+
+    def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
+        found = self.store.get_entities(self.resolve_project(project), [entity_id])
+        if not found:
+            raise NotFoundError("entity", entity_id)
+        return found[0]
+
+    def search(
+        self,
+        query: str,
+        *,
+        config: SearchConfig,
+        project: str | None = None,
+        filters: ItemFilter | None = None,
+    ) -> SearchResponse:
+        """A search with the public API's input checks (no signature checks)."""
+        check_query(query, filters)
+        return self.searcher.search(self.resolve_project(project), query, config, filters)
+
+
+class HasComponents(Protocol):
+    """Anything that hands out its components: a `ContextBase`, or `Components` itself."""
+
+    @property
+    def components(self) -> Components: ...
+
+
+ComponentsSource = Components | HasComponents
+
+
+def components_of(source: ComponentsSource) -> Components:
+    """The components of a context base (or the components given)."""
+    return source if isinstance(source, Components) else source.components
