@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .cli_parser import build_parser
 from .errors import (
@@ -23,6 +23,9 @@ from .errors import (
     StorageError,
     ValidationError,
 )
+
+if TYPE_CHECKING:
+    from .progress import Bar, Progress
 
 __all__ = ["build_parser", "main"]
 
@@ -266,24 +269,64 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
-    def progress(done: int, total: int, path: str) -> None:
-        print(f"\r[{done}/{total}] {path[-60:]:<60}", end="", file=sys.stderr, flush=True)
+def _progress(args: argparse.Namespace) -> Progress:
+    from .progress import Progress
 
+    return Progress(quiet=bool(getattr(args, "quiet", False)))
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
     from .retrieve.embedder_health import LOGGER_NAME as EMBEDDER_LOGGER
 
+    progress = _progress(args)
+    files: list[Bar] = []  # the bar opens at the first file, when the total is known
+
+    def on_file(done: int, total: int, path: str) -> None:
+        if not files:
+            files.append(progress.bar("ingest", total=total, unit="file"))
+        files[0].set_detail(path[-50:])
+        files[0].update_to(done)
+
     with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # a failure is raised, one line
-        report = cb.ingest(
-            args.path, progress=progress, max_file_bytes=args.max_file_bytes, repo=args.repo
-        )
-        print(file=sys.stderr)
+        try:
+            report = cb.ingest(
+                args.path, progress=on_file, max_file_bytes=args.max_file_bytes, repo=args.repo
+            )
+        except BaseException:
+            for bar in files:
+                bar.close(finished=False)
+            raise
+        for bar in files:
+            bar.close()
         print(f"{report.summary()} (repository {report.repo})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
         if args.wait_embeddings and cb.embeds:
             sys.stdout.flush()
-            cb.wait_for_embeddings()  # a failing embedder: exit 1 with its error
+            embedded = _wait_for_vectors(cb, progress)  # a failing embedder: exit 1, its error
+            print(f"embeddings: {embedded} vector(s) made while waiting, 0 pending: searchable")
     return 0
+
+
+# Counting the backlog stops here; a larger one is shown as this many until it shrinks.
+_BACKLOG_CAP = 10_000_000
+
+
+def _wait_for_vectors(cb: Any, progress: Progress) -> int:
+    """Wait for the background embedder to give every unit of the project its vector,
+    with a bar of vectors done out of the backlog found first; returns how many were made."""
+    name, project = cb.embedder.name, cb.project
+
+    def pending() -> int:
+        return int(cb.store.count_pending_embeddings(name, _BACKLOG_CAP, project))
+
+    total = pending()
+    with progress.bar("embedding", total=total, unit="vector") as bar:
+        while not cb.wait_for_embeddings(0.5):
+            left = pending()
+            bar.update_to(max(0, total - left))
+        bar.update_to(total)
+    return total
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
@@ -333,26 +376,38 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
 
     if not _is_url(args.source):
         _existing_file("database", args.source)  # opening it would create an empty one
+    progress = _progress(args)
+    bars: list[Bar] = []  # one per table, opened at its first batch
+
+    def on_batch(table: str, copied: int) -> None:
+        if not bars or bars[-1].desc != f"copy {table}":
+            if bars:
+                bars[-1].close()
+            total = src.count_rows(args.project, table)
+            bars.append(progress.bar(f"copy {table}", total=total, unit="row"))
+        bars[-1].update_to(copied)
+
     src = open_store(args.source)
     try:
         dst = open_store(args.target)
     except BaseException:
         src.close()
         raise
+
     try:
-        counts = copy_project(
-            src,
-            dst,
-            args.project,
-            progress=lambda table, n: print(f"  {table}: {n} rows", file=sys.stderr),
-        )
+        counts = copy_project(src, dst, args.project, progress=on_batch)
+        if bars:
+            bars[-1].close()
     finally:
+        for bar in bars:
+            bar.close(finished=False)  # only one still open: the table that failed
         src.close()
         dst.close()
     bad = {t: c for t, c in counts.items() if c[0] != c[1]}
     for table, (n_src, n_dst) in counts.items():
         mark = "" if n_src == n_dst else "   <-- differs"
         print(f"{table:<14} source {n_src:>8}  destination {n_dst:>8}{mark}")
+    print(f"copied {sum(b.done for b in bars)} row(s) of project {args.project}")
     if bad:
         print(
             "error: row counts differ (the destination already held rows of this project?)",
