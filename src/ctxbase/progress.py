@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Never, TextIO
+from typing import Never, TextIO, TypeVar
 
 # tqdm rather than rich: tqdm has no dependencies of its own (rich brings pygments and
 # markdown-it-py into every install), and a one-line bar on stderr is all needed here.
 from tqdm import tqdm
 
 __all__ = ["Bar", "Progress"]
+
+T = TypeVar("T")
 
 
 class Bar:
@@ -127,6 +130,13 @@ class Progress:
         bar = Bar(self, desc, total, unit, self.interval_s)
         self._open.append(bar)
         return bar
+
+    def iterate(self, desc: str, items: Sequence[T], unit: str = "item") -> Iterator[T]:
+        """The items, with a bar of how many have been dealt with."""
+        with self.bar(desc, len(items), unit) as bar:
+            for item in items:
+                yield item
+                bar.update()
 
     def note(self, message: str) -> None:
         """A line on stderr (above any bar), unless quiet."""
