@@ -73,7 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"ctxbase {__version__}")
     sub = parser.add_subparsers(
-        dest="command", required=True, title="commands", metavar="COMMAND", help="one of:"
+        dest="command",
+        required=True,
+        title="commands",
+        metavar="COMMAND",
+        help="what to do (`ctxbase COMMAND --help` for its options)",
     )
 
     p = _command(sub, "demo", "record a multi-agent conversation and show its causal chain")
@@ -222,7 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench_parser = _command(sub, "bench", "retrieval benchmarks (recall@k against baselines)")
     bench = bench_parser.add_subparsers(
-        dest="bench", required=True, title="benchmarks", metavar="BENCHMARK", help="one of:"
+        dest="bench",
+        required=True,
+        title="benchmarks",
+        metavar="BENCHMARK",
+        help="which benchmark to run",
     )
     p = _command(bench, "locomo", "retrieval recall on a LoCoMo-format file")
     p.add_argument("--data", required=True, help="LoCoMo JSON file")

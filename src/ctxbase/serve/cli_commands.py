@@ -214,7 +214,11 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     about = "API keys for `ctxbase serve`: create, list, revoke"
     keys = sub.add_parser("keys", help=about, description=about)
     ks = keys.add_subparsers(
-        dest="keys_command", required=True, title="actions", metavar="ACTION", help="one of:"
+        dest="keys_command",
+        required=True,
+        title="actions",
+        metavar="ACTION",
+        help="what to do with keys",
     )
     about = "create a key; prints it once"
     k = ks.add_parser("create", help=about, description=about)
