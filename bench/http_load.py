@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 import httpx
 
 import ctxbase
+from ctxbase.progress import Progress
 from ctxbase.serve.keys import create_key
 from ctxbase.serve.server import free_port
 from ctxbase.store import open_store
@@ -253,7 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=1, help="server worker processes")
     parser.add_argument("--cache-ttl", type=float, default=2.0, help="assemble cache TTL (0: off)")
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON here")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
+    progress = Progress(quiet=args.quiet)
     levels = [int(x) for x in args.clients.split(",")]
     with tempfile.TemporaryDirectory(prefix="ctxbase-http-") as tmp:
         db = str(Path(tmp) / "bench.db")
@@ -266,8 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             seed(url, key)
             asyncio.run(run_level(url, key, 10, 200, args.intents))  # warm-up
-            rows = [
-                asyncio.run(run_level(url, key, c, args.requests, args.intents)) for c in levels
+            rows = [  # one bar over the levels: nothing runs in the timed loop itself
+                asyncio.run(run_level(url, key, c, args.requests, args.intents))
+                for c in progress.iterate("load levels", levels, "level")
             ]
         finally:
             proc.terminate()

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import ctxbase
+from ctxbase.progress import Progress
 from ctxbase.retrieve.vector_index import VectorIndex
 from ctxbase.store.base import Store, VectorDelta
 
@@ -60,12 +61,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON here")
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
+    progress = Progress(quiet=args.quiet)
     with tempfile.TemporaryDirectory(prefix="ctxbase-saw-") as tmp:
         cb = ctxbase.open(
             str(Path(tmp) / "saw.db"), project="p", embedder="hash:384", background_embedding=False
         )
         t0 = time.perf_counter()
+        stored = progress.bar("store", total=args.events, unit="event")
         for start in range(0, args.events, 1000):
             for i in range(start, min(args.events, start + 1000)):
                 cb.capture(
@@ -75,13 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             cb.flush()
             cb.wait_for_embeddings()
-            print(f"stored {min(args.events, start + 1000)} events", file=sys.stderr)
+            stored.update_to(min(args.events, start + 1000))
+        stored.close()
         load_s = time.perf_counter() - t0
         assert cb.embedder is not None
         model = cb.embedder.name
         appending, reloading = VectorIndex(cb.store), _ReloadingIndex(cb.store)
         times: dict[str, list[float]] = {"append": [], "reload": []}
-        for r in range(args.rounds + 1):
+        for r in progress.iterate("search after write", range(args.rounds + 1), "round"):
             cb.record("user_message", session_id="s0", text=f"new note {r} on tidal power")
             cb.wait_for_embeddings()
             query = cb.embedder.embed_query(f"topic {r % 97} cache")

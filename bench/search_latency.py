@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ctxbase.model import Event, new_event_id
+from ctxbase.progress import Progress
 from ctxbase.retrieve.embed.hashing import HashingEmbedder
 from ctxbase.retrieve.indexing import event_items
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
@@ -225,6 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dim", type=int, default=256, help="hash embedder dimension")
     parser.add_argument("--pg-url", default=None)
     parser.add_argument("--json", dest="json_out", default=None)
+    parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     embedder = HashingEmbedder(dim=args.dim)
@@ -232,19 +234,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     from ctxbase.store.postgres import PostgresStore
 
+    runs = [(size, name) for size in sizes for name in ("sqlite", "postgres")]
     with postgres_url(args.pg_url) as url, tempfile.TemporaryDirectory() as tmp:
-        for size in sizes:
-            for name in ("sqlite", "postgres"):
-                store: Store = (
-                    SQLiteStore(os.path.join(tmp, f"bench-{size}.db"))
-                    if name == "sqlite"
-                    else PostgresStore(url)
-                )
-                try:
-                    rows.append(bench_store(name, store, size, queries, embedder))
-                finally:
-                    store.close()
-                print(f"done: {name} at {size}", file=sys.stderr, flush=True)
+        for size, name in Progress(quiet=args.quiet).iterate("load and time", runs, "run"):
+            store: Store = (
+                SQLiteStore(os.path.join(tmp, f"bench-{size}.db"))
+                if name == "sqlite"
+                else PostgresStore(url)
+            )
+            try:
+                rows.append(bench_store(name, store, size, queries, embedder))
+            finally:
+                store.close()
     print_table(rows)
     if args.json_out:
         meta = {"python": platform.python_version(), "machine": platform.machine(),

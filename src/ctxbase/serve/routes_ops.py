@@ -35,7 +35,8 @@ def readyz(rt: Rt) -> JSONResponse:
 
 @router.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
 def metrics(rt: Rt) -> PlainTextResponse:
-    """Prometheus text format: request latency histograms, capture queue, embed backlog."""
+    """Prometheus text format: request latency histograms, counters, capture queue, embed
+    backlog; with several workers, the requests of all of them."""
     return PlainTextResponse(
         rt.metrics.render(COUNTER_HELP), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

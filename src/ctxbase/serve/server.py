@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -34,6 +38,7 @@ def run_server(
     """Serve the REST API until interrupted; shutdown flushes the capture queue."""
     uvicorn = require("uvicorn")
     require("fastapi")
+    require("prometheus_client")
     fields: dict[str, Any] = dict(
         host=host, port=port, workers=workers, no_auth=no_auth, embedder=embedder, **options
     )
@@ -58,9 +63,33 @@ def run_server(
         uvicorn.run(create_app(settings), **common)
         return
     os.environ[ENV_SETTINGS] = settings.model_dump_json()
-    uvicorn.run(
-        "ctxbase.serve.app:create_app_from_env", factory=True, workers=settings.workers, **common
-    )
+    with _shared_metrics_dir():
+        uvicorn.run(
+            "ctxbase.serve.app:create_app_from_env",
+            factory=True,
+            workers=settings.workers,
+            **common,
+        )
+
+
+@contextlib.contextmanager
+def _shared_metrics_dir() -> Iterator[str]:
+    """A fresh directory where every worker writes its metrics (so /metrics sums them),
+    named to the workers by $PROMETHEUS_MULTIPROC_DIR; removed when the server stops.
+    Always a new one: files left by an earlier run would be summed in."""
+    from .metrics import MULTIPROCESS_ENV
+
+    path = tempfile.mkdtemp(prefix="ctxbase-metrics-")
+    before = os.environ.get(MULTIPROCESS_ENV)
+    os.environ[MULTIPROCESS_ENV] = path  # workers are spawned: they import with it set
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop(MULTIPROCESS_ENV, None)
+        else:
+            os.environ[MULTIPROCESS_ENV] = before
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _check_free(host: str, port: int) -> None:

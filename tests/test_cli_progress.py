@@ -1,0 +1,160 @@
+"""Progress of long commands: bars on a terminal, a few plain lines in pipes and logs,
+nothing with --quiet. The commands run in a real process with stderr a pipe."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxbase.progress import Progress
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def run(*argv: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("CTXBASE_DB", None)
+    return subprocess.run(
+        [sys.executable, "-m", "ctxbase", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def small_repo(root: Path, files: int = 6) -> Path:
+    repo = root / "repo"
+    repo.mkdir()
+    for i in range(files):
+        (repo / f"orders_{i}.py").write_text(
+            f'def cached_orders_{i}(db):\n    """Orders behind the Redis cache, page {i}."""\n'
+            f"    return db.query('SELECT * FROM orders LIMIT {i + 1}')\n",
+            encoding="utf-8",
+        )
+    (repo / "README.md").write_text("# Shop\n\nOrder queries go through Redis.\n", "utf-8")
+    return repo
+
+
+def test_ingest_wait_embeddings_reports_progress_and_counts_in_a_pipe(tmp_path: Path) -> None:
+    repo = small_repo(tmp_path)
+    base = ["--db", str(tmp_path / "i.db"), "--project", "shop", "--embedder", "hash"]
+    done = run(*base, "ingest", str(repo), "--wait-embeddings", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # not a terminal: plain lines, no carriage-return bar redraws
+    assert "\r" not in done.stderr and "|" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0].startswith("ingest: 7/7 files, done in ")
+    assert lines[1].startswith("embedding: ") and ", done in " in lines[1]
+    assert len(lines) == 2, done.stderr
+    waited = int(lines[1].split()[1].split("/")[0])
+    assert lines[1].split()[1] == f"{waited}/{waited}"  # every vector it waited for came
+    assert "7 new" in done.stdout
+    assert f"embeddings: {waited} vector(s) made while waiting, 0 pending" in done.stdout
+
+    status = run(*base, "status", "--json", cwd=tmp_path)
+    figures = json.loads(status.stdout)
+    assert status.returncode == 0 and status.stderr == ""
+    assert figures["pending_vectors"] == 0 and figures["search_units"] >= 7
+
+
+def test_status_shows_the_backlog_before_it_is_embedded(tmp_path: Path) -> None:
+    repo = small_repo(tmp_path, files=3)
+    db = str(tmp_path / "b.db")
+    # ingested without an embedder: every unit still waits for a hash vector
+    assert run("--db", db, "--embedder", "none", "ingest", str(repo), cwd=tmp_path).returncode == 0
+    status = run("--db", db, "--embedder", "hash", "status", cwd=tmp_path)
+    backlog = [line for line in status.stdout.splitlines() if line.startswith("pending_vectors")]
+    units = [line for line in status.stdout.splitlines() if line.startswith("search_units")]
+    assert backlog and int(backlog[0].split()[-1]) == int(units[0].split()[-1]) > 0
+    waited = run(
+        "--db", db, "--embedder", "hash", "ingest", str(repo), "--wait-embeddings", cwd=tmp_path
+    )
+    assert f"embedding: {backlog[0].split()[-1]}/{backlog[0].split()[-1]} vectors" in waited.stderr
+    status = run("--db", db, "--embedder", "hash", "status", "--json", cwd=tmp_path)
+    assert json.loads(status.stdout)["pending_vectors"] == 0
+
+
+def test_quiet_silences_progress_but_not_results(tmp_path: Path) -> None:
+    repo = small_repo(tmp_path, files=2)
+    base = ["--db", str(tmp_path / "q.db"), "--embedder", "hash"]
+    done = run(*base, "ingest", str(repo), "--wait-embeddings", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == ""
+    assert "3 new" in done.stdout and "0 pending" in done.stdout
+    done = run(
+        *base,
+        "-q",
+        "migrate-data",
+        "--from",
+        str(tmp_path / "q.db"),
+        "--to",
+        str(tmp_path / "q2.db"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0 and done.stderr == "" and "copied" in done.stdout
+
+
+@pytest.mark.parametrize("target", ["sqlite", "postgres"])
+def test_migrate_data_reports_rows_copied(
+    tmp_path: Path, target: str, request: pytest.FixtureRequest, project_id: str
+) -> None:
+    src = str(tmp_path / "src.db")
+    for text in ("orders need a cache", "the cache is Redis"):
+        capture = ["--db", src, "--project", project_id, "--embedder", "none", "capture"]
+        assert run(*capture, "--session", "s", "--text", text, cwd=tmp_path).returncode == 0
+    dst = str(tmp_path / "dst.db") if target == "sqlite" else request.getfixturevalue("pg_url")
+    done = run("--project", project_id, "migrate-data", "--from", src, "--to", dst, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "\r" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert any(line.startswith("copy events: 2/2 rows, done in ") for line in lines), lines
+    assert any(line.startswith("copy sessions: 1/1 rows, done") for line in lines), lines
+    assert len(lines) <= 12  # one line per table that holds rows, not one per batch
+    table = {
+        line.split()[0]: int(line.split()[2])
+        for line in done.stdout.splitlines()
+        if " source " in line
+    }
+    copied = int(done.stdout.split("copied ")[1].split()[0])
+    assert table["events"] == 2 and copied == sum(table.values())
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_bar_and_a_pipe_a_few_lines() -> None:
+    tty = _Terminal()
+    with Progress(stream=tty).bar("embedding", total=1000, unit="vector") as bar:
+        for _ in range(1000):
+            bar.update(1)
+    assert "\r" in tty.getvalue() and "1000/1000" in tty.getvalue() and "100%" in tty.getvalue()
+
+    pipe = io.StringIO()
+    with Progress(stream=pipe, interval_s=3600).bar("embedding", 1000, "vector") as bar:
+        for _ in range(1000):
+            bar.update(1)
+    assert pipe.getvalue().startswith("embedding: 1000/1000 vectors, done in ")
+    assert len(pipe.getvalue().splitlines()) == 1
+
+    quiet = _Terminal()
+    with Progress(stream=quiet, quiet=True).bar("embedding", 10, "vector") as bar:
+        bar.update(10)
+    Progress(stream=quiet, quiet=True).note("hello")
+    assert quiet.getvalue() == ""
+
+
+def test_a_phase_that_fails_says_it_stopped() -> None:
+    pipe = io.StringIO()
+    with pytest.raises(RuntimeError), Progress(stream=pipe).bar("copy events", 10, "row") as bar:
+        bar.update(4)
+        raise RuntimeError("boom")
+    assert pipe.getvalue() == "copy events: 4/10 rows, stopped\n"
