@@ -20,7 +20,7 @@ EVENTS = 200
 def _collect(out: Any, group: list[Any], procs: list[Any], n: int) -> list[Any]:
     """n results from the queue; fails at once when any process died without reporting."""
     got: list[Any] = []
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 900  # a hang guard, not a speed target (that is bench/)
     while len(got) < n:
         try:
             got.append(out.get(timeout=1))
@@ -77,4 +77,3 @@ def test_writers_and_readers_in_parallel(pg_url: str, project_id: str) -> None:
         assert store.count_items(project_id) == len(acked)
     finally:
         store.close()
-    assert elapsed < 120, f"took {elapsed:.1f}s"  # a generous bound: CI machines vary
