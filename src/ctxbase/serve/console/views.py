@@ -148,8 +148,9 @@ def timeline(
     )
     has_before = has_after = False
     if events:
-        has_before = bool(store.event_page(pid, session_id, before_seq=events[0].seq, **flt))
-        has_after = bool(store.event_page(pid, session_id, after_seq=events[-1].seq, **flt))
+        first, last = events[0].seq, events[-1].seq
+        has_before = bool(store.event_page(pid, session_id, before_seq=first, limit=1, **flt))
+        has_after = bool(store.event_page(pid, session_id, after_seq=last, limit=1, **flt))
     return TimelineOut(
         session=session,
         events=events,

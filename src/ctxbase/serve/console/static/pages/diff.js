@@ -51,6 +51,8 @@ export async function diffPage(view, pid, a, b) {
       h("td", { class: "num" }, signed(c.delta, 3)))), { id: "score-changes" })
       : h("p", { class: "muted" }, "none"),
     h("h2", {}, "Drops"),
+    !d.newly_dropped.length && !d.no_longer_dropped.length
+      ? h("p", { class: "muted" }, "no change in what was dropped") : "",
     h("ul", { id: "drops" }, [
       ...d.newly_dropped.map(([id, reason]) => h("li", {}, `now dropped: ${id} (${reason})`)),
       ...d.no_longer_dropped.map((id) => h("li", {}, `no longer dropped: ${id}`))]),
