@@ -4,6 +4,7 @@ served without a key, with its security headers."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -213,3 +214,59 @@ def test_console_page_needs_no_key_and_ships_its_assets(
             text = f.read_text(encoding="utf-8")
             assert "http://" not in text.replace("http://www.w3.org/2000/svg", ""), f
             assert "https://" not in text, f
+
+
+def test_package_data_ships_every_console_asset() -> None:
+    """An installed wheel has the console: every file under static/ matches a package-data
+    pattern of pyproject.toml."""
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).parents[2]
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    patterns = config["tool"]["setuptools"]["package-data"]["ctxbase"]
+    package = root / "src/ctxbase"
+    assets = [f for f in (package / "serve/console/static").rglob("*") if f.is_file()]
+    assert {f.name for f in assets} >= {"index.html", "app.js", "style.css", "graph.js"}
+    for f in assets:
+        rel = f.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatchcase(rel, p) and "/" not in rel[len(p.rstrip("*")) :]
+                   for p in patterns), rel  # fmt: skip
+
+
+def test_ctxbase_serve_prints_the_console_address(tmp_path: Path) -> None:
+    """`ctxbase serve --no-auth` as typed: the address it prints opens the console."""
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    from ctxbase.serve.server import free_port
+
+    port = free_port()
+    command = ["-m", "ctxbase", "--db", str(tmp_path / "ui.db"), "--embedder", "none", "serve"]
+    proc = subprocess.Popen(
+        [sys.executable, *command, "--no-auth", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        said = [proc.stderr.readline() for _ in range(2)]  # the --no-auth warning, the address
+        found = re.search(r"console (http://\S+/ui/)", "".join(said))
+        assert found, said
+        console = found.group(1)
+        assert console == f"http://127.0.0.1:{port}/ui/"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = httpx.get(console, timeout=1)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.1)
+        assert page.status_code == 200 and "ctxbase console" in page.text
+        assert httpx.get(console.replace("/ui/", "/v1/whoami")).json()["role"] == "admin"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
