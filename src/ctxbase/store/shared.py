@@ -262,21 +262,24 @@ class SharedReads:
         before: float | None = None,
         limit: int = 50,
     ) -> list[TraceSummary]:
-        # The summary fields are read from the trace in SQL: a listing never loads traces.
+        # The page is chosen first, then only its traces are opened for the summary fields
+        # (read in SQL: a listing never sends whole traces).
+        page = "SELECT context_id FROM traces WHERE project_id=?"
+        args: list[Any] = [project_id]
+        for cond, value in (("session_id=?", session_id), ("created_at<?", before)):
+            if value is not None:
+                page += f" AND {cond}"
+                args.append(value)
+        order = "ORDER BY created_at DESC, context_id DESC"
+        page += f" {order} LIMIT ?"
+        args += [int(limit), project_id]
         fields = ", ".join(
             self._dialect.json_text("trace", key) for key in ("intent", "policy", "total_tokens")
         )
         sql = (
             f"SELECT context_id, created_at, agent_role, session_id, task_id, {fields} "
-            "FROM traces WHERE project_id=?"
+            f"FROM traces WHERE context_id IN ({page}) AND project_id=? {order}"
         )
-        args: list[Any] = [project_id]
-        for cond, value in (("session_id=?", session_id), ("created_at<?", before)):
-            if value is not None:
-                sql += f" AND {cond}"
-                args.append(value)
-        sql += " ORDER BY created_at DESC, context_id DESC LIMIT ?"
-        args.append(int(limit))
         return [
             TraceSummary(
                 context_id=str(r[0]),
