@@ -219,7 +219,9 @@ def test_assembly_trace(
     page: Page, server: BackgroundServer, world: tuple[Path, Seeded], tmp_path: Path
 ) -> None:
     wide = world[1].contexts[0]
-    page.goto(ui(server, "#/p/shop/contexts"))
+    page.goto(ui(server, "#/p/shop/s/s1"))
+    page.locator("#session-contexts").click()  # the contexts assembled in this session
+    expect(page.locator("#view h1")).to_have_text("Assembled contexts of s1")
     rows = page.locator("#contexts .context-row")
     expect(rows).to_have_count(2)
     expect(rows.nth(0)).to_contain_text("tester")
@@ -237,6 +239,8 @@ def test_assembly_trace(
     expect(page.locator("#candidates .badge.keyword").first).to_be_visible()
     expect(page.locator("#trace-relations")).to_contain_text("FOLLOWS")
     shot(page, tmp_path, "trace")
+    candidates.filter(has_text="code_orders").get_by_role("link").click()
+    expect(page.locator("#view h1")).to_have_text("Neighbourhood of orders.query_orders")
 
 
 def test_context_diff(

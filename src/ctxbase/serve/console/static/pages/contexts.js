@@ -5,7 +5,9 @@ import { clear, colour, fmtNum, fmtTime, h, link, s, short, swatch, table } from
 
 export async function contextsPage(view, pid, query) {
   const before = query.get("before") || undefined;
-  const data = await api(`${p(pid)}/contexts`, { query: { before, limit: 50 } });
+  const session = query.get("session") || undefined;
+  const data = await api(`${p(pid)}/contexts`,
+    { query: { before, session_id: session, limit: 50 } });
   const picked = { a: null, b: null };
   const compare = h("button", { type: "button", class: "primary", id: "compare", disabled: true,
     onclick: () => { location.hash = link(["p", pid, "diff", picked.a, picked.b]); } },
@@ -24,7 +26,8 @@ export async function contextsPage(view, pid, query) {
   h("td", { class: "mono" }, fmtTime(c.created_at)), h("td", {}, c.agent_role || ""),
   h("td", {}, c.policy || ""), h("td", { class: "text" }, short(c.intent, 90)),
   h("td", { class: "num" }, c.total_tokens ?? ""), h("td", {}, c.session_id || "")));
-  clear(view).append(h("h1", {}, "Assembled contexts"),
+  clear(view).append(h("h1", {}, session ? `Assembled contexts of ${session}` : "Assembled contexts"),
+    session ? h("p", {}, h("a", { href: link(["p", pid, "contexts"]) }, "← every session")) : "",
     h("div", { class: "toolbar" }, compare, h("span", { class: "muted" },
       "Pick A and B to see what changed between two assemblies.")));
   if (!rows.length) {
@@ -34,8 +37,9 @@ export async function contextsPage(view, pid, query) {
   view.append(table(["A", "B", "context", "time", "role", "policy", "intent",
     { label: "tokens", cls: "num" }, "session"], rows, { id: "contexts" }));
   if (data.next_before !== null) {
-    view.append(h("p", {}, h("a", { id: "older", href: link(["p", pid, "contexts"],
-      { before: data.next_before }) }, "Older →")));
+    const older = { before: data.next_before, ...(session ? { session } : {}) };
+    view.append(h("p", {}, h("a", { id: "older", href: link(["p", pid, "contexts"], older) },
+      "Older →")));
   }
 }
 
@@ -69,6 +73,11 @@ function scoreBadges(explain) {
   return out;
 }
 
+// An event opens its causal chain, anything else its neighbourhood in the graph.
+function itemLink(pid, kind, id) {
+  return kind === "event" ? link(["p", pid, "e", id]) : link(["p", pid, "graph"], { focus: id });
+}
+
 export async function tracePage(view, pid, cid) {
   const t = await api(`/v1/traces/${encodeURIComponent(cid)}`, { query: { project_id: pid } });
   const layerOf = new Map();
@@ -79,7 +88,8 @@ export async function tracePage(view, pid, cid) {
   const cands = (t.candidates || []).map((c) => {
     const kept = c.included && layerOf.has(c.id);
     return h("tr", { class: "candidate-row" + (kept ? "" : " dropped"), dataset: { id: c.id } },
-      h("td", { class: "mono" }, short(c.id, 40)), h("td", {}, `${c.kind} · ${c.type}`),
+      h("td", { class: "mono" }, h("a", { href: itemLink(pid, c.kind, c.id) }, short(c.id, 40))),
+      h("td", {}, `${c.kind} · ${c.type}`),
       h("td", { class: "num" }, fmtNum(c.score)),
       h("td", {}, scoreBadges(c.explain)),
       h("td", {}, (c.strategies || []).join(", ")),

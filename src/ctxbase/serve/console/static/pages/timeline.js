@@ -68,7 +68,9 @@ export async function timelinePage(view, pid, sid, query) {
   clear(view).append(
     h("h1", {}, `Session ${info.session_id}`),
     h("p", { class: "muted" }, [info.title, `status ${info.status}`,
-      `${sessionTotal} events`, `${allAgents.length} agents`].filter(Boolean).join(" · ")),
+      `${sessionTotal} events`, `${allAgents.length} agents`].filter(Boolean).join(" · "), " · ",
+    h("a", { id: "session-contexts", href: link(["p", pid, "contexts"], { session: sid }) },
+      "contexts assembled in this session")),
     checks("agent", allAgents, agents), checks("type", allTypes, types),
     lanes(pid, ev, allAgents), pager,
     table([{ label: "#", cls: "num" }, "time", "agent", "type", { label: "causes", cls: "num" },
