@@ -238,6 +238,10 @@ def test_assembly_trace(
     expect(candidates.filter(has_text="code_orders")).to_contain_text("kept · memory")
     expect(page.locator("#candidates .badge.keyword").first).to_be_visible()
     expect(page.locator("#trace-relations")).to_contain_text("FOLLOWS")
+    considered = page.locator("#considered .considered-row")
+    assert considered.count() >= 3  # every search hit, with its scores
+    expect(considered.filter(has_text="doc_redis_spec").locator(".badge.vector")).to_have_count(1)
+    expect(page.locator("#dropped .drop-row").first).to_be_visible()
     shot(page, tmp_path, "trace")
     candidates.filter(has_text="code_orders").get_by_role("link").click()
     expect(page.locator("#view h1")).to_have_text("Neighbourhood of orders.query_orders")

@@ -102,6 +102,10 @@ export async function tracePage(view, pid, cid) {
     h("td", { class: "num" }, v.quota ?? ""), h("td", { class: "num" }, (v.items || []).length),
     h("td", {}, (v.items || []).map((i) => h("div", { class: "text", title: short(i.text, 600) },
       h("span", { class: "mono" }, short(i.id, 28)), ` [${i.source}] `, short(i.text, 90))))));
+  const considered = (t.search_considered || []).map((x) => h("tr", { class: "considered-row" },
+    h("td", { class: "mono" }, short(x.owner_id || x.id, 40)), h("td", {}, x.strategy || ""),
+    h("td", { class: "num" }, fmtNum(x.score, 4)), h("td", { class: "num" }, fmtNum(x.relative)),
+    h("td", {}, scoreBadges(x)), h("td", {}, x.dropped || "")));
   const drops = (t.dropped || []).map((d) => h("tr", { class: "drop-row" },
     h("td", { class: "mono" }, short(d.id, 40)), h("td", {}, d.reason || ""),
     h("td", { class: "text" }, short(d.text || d.detail || "", 100))));
@@ -129,6 +133,10 @@ export async function tracePage(view, pid, cid) {
     h("h2", {}, `Candidates (${cands.length})`),
     cands.length ? table(["id", "kind", { label: "score", cls: "num" }, "found by", "strategies",
       "outcome", "why"], cands, { id: "candidates" }) : h("p", { class: "muted" }, "none"),
+    h("h2", {}, `Search hits considered (${considered.length})`),
+    considered.length ? table(["item", "strategy", { label: "score", cls: "num" },
+      { label: "relative", cls: "num" }, "found by", "dropped"], considered, { id: "considered" })
+      : h("p", { class: "muted" }, "no search ran"),
     h("h2", {}, `Dropped (${drops.length})`),
     drops.length ? table(["id", "reason", "text"], drops, { id: "dropped" })
       : h("p", { class: "muted" }, "nothing was dropped"),
