@@ -351,3 +351,19 @@ def test_key_entry_when_the_server_wants_keys(
         context.close()
     finally:
         srv.stop()
+
+
+def test_an_unknown_item_is_named_not_a_blank_page(
+    browser: Browser, server: BackgroundServer
+) -> None:
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.goto(ui(server, "#/p/shop/e/ev_missing"))
+        expect(tab.locator("#page-error")).to_have_text("404: event 'ev_missing' not found")
+        tab.goto(ui(server, "#/p/shop/c/ctx_missing"))
+        expect(tab.locator("#page-error")).to_contain_text("ctx_missing")
+        tab.goto(ui(server, "#/p/shop/s/nope"))
+        expect(tab.locator("#page-error")).to_contain_text("session 'nope' not found")
+    finally:
+        context.close()

@@ -88,7 +88,9 @@ async function start() {
       showLogin(tried ? err.message : "");
       return;
     }
-    throw err;
+    clear(view).append(h("p", { class: "error", role: "alert", id: "page-error" },
+      `The server did not answer: ${err.message || err}`));
+    return;
   }
   loginBox.hidden = true;
   view.hidden = false;
