@@ -270,3 +270,27 @@ def test_ctxbase_serve_prints_the_console_address(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
+
+
+def test_graph_shows_events_only_when_asked(seeded_live: tuple[Live, Seeded]) -> None:
+    live, _ = seeded_live
+    base = "/v1/projects/mentions"
+    with live.client(live.key("mentions", role="write")) as c:
+        spec = c.post(f"{base}/entities", json={"type": "document", "name": "spec", "text": "s"})
+        code = c.post(f"{base}/entities", json={"type": "code", "name": "q.py", "text": "q"})
+        spec_id, code_id = spec.json()["id"], code.json()["id"]
+        said = c.post(
+            f"{base}/events", json={"type": "user_message", "session_id": "s", "text": "see q.py"}
+        ).json()
+        for src, rel, dst in ((said["id"], "MENTIONS", code_id), (code_id, "FOLLOWS", spec_id)):
+            body = {"from_id": src, "type": rel, "to_id": dst, "source": "test"}
+            assert c.post(f"{base}/relations", json=body).status_code == 200
+        plain = c.get(f"{base}/graph").json()
+        assert {n["kind"] for n in plain["nodes"]} == {"entity"}
+        assert [e["type"] for e in plain["edges"]] == ["FOLLOWS"]
+        assert "MENTIONS" not in plain["relation_types"]
+        wide = c.get(f"{base}/graph", params={"include_events": True}).json()
+        events = [n for n in wide["nodes"] if n["kind"] == "event"]
+        assert [(n["id"], n["type"]) for n in events] == [(said["id"], "user_message")]
+        edges = {(e["from_id"], e["type"], e["to_id"]) for e in wide["edges"]}
+        assert {(said["id"], "MENTIONS", code_id), (code_id, "FOLLOWS", spec_id)} <= edges

@@ -239,8 +239,14 @@ def entity_graph(
     nodes: dict[str, GraphNodeOut] = {
         e.id: _entity_node(e) for e in entities if not wanted or e.type in wanted or e.id == focus
     }
-    rels = [r for r in store.list_relations(pid, ids) if r.type not in _EVENT_EDGES]
-    if include_events or focus is not None:
+    wide = include_events or focus is not None
+    # Edges between entities leave an entity: reading only those keeps the many MENTIONS
+    # edges from events to a popular entity out of a view that does not show events.
+    direction = "both" if wide else "out"
+    rels = [
+        r for r in store.list_relations(pid, ids, direction=direction) if r.type not in _EVENT_EDGES
+    ]
+    if wide:
         # the other ends that are events (MENTIONS, GENERATES ...), as event nodes
         missing = [x for r in rels for x in (r.from_id, r.to_id) if x not in nodes]
         room = max(0, limit - len(nodes))
