@@ -133,6 +133,14 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     assert r.status_code == 200 and r.json()["messages"] == ctx["messages"]
     trace = c.get(f"/v1/traces/{ctx['context_id']}").json()
     assert trace["context_id"] == ctx["context_id"] and trace["agent_role"] == "code_gen"
+    # the web console's reads (its own tests: test_console_api.py)
+    assert c.get(f"{base}/timeline", params={"session_id": "s1"}).json()["total"] >= 1
+    assert c.get(f"{base}/events/{e1['id']}/chain").json()["event"]["id"] == e1["id"]
+    assert doc["id"] in {n["id"] for n in c.get(f"{base}/graph").json()["nodes"]}
+    listed = c.get(f"{base}/contexts").json()["contexts"]
+    assert ctx["context_id"] in {x["context_id"] for x in listed}
+    same = {"before_id": ctx["context_id"], "after_id": ctx["context_id"]}
+    assert c.get(f"{base}/contexts/diff", params=same).json()["is_empty"] is True
     r = c.post(
         f"{base}/contexts/{ctx['context_id']}/outcome",
         json={

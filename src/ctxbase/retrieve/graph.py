@@ -77,17 +77,33 @@ def _walk(
     )
 
 
-def upstream(store: Store, project_id: str, node_id: str, max_hops: int = 50) -> list[GraphHit]:
+def upstream(
+    store: Store, project_id: str, node_id: str, max_hops: int = 50, max_nodes: int = 10_000
+) -> list[GraphHit]:
     """Everything that caused this node, nearest first (follows CAUSED_BY outward)."""
     return _walk(
-        store, project_id, [node_id], direction="out", types=["CAUSED_BY"], max_hops=max_hops
+        store,
+        project_id,
+        [node_id],
+        direction="out",
+        types=["CAUSED_BY"],
+        max_hops=max_hops,
+        max_nodes=max_nodes,
     )
 
 
-def downstream(store: Store, project_id: str, node_id: str, max_hops: int = 50) -> list[GraphHit]:
+def downstream(
+    store: Store, project_id: str, node_id: str, max_hops: int = 50, max_nodes: int = 10_000
+) -> list[GraphHit]:
     """Everything this node caused, nearest first (follows CAUSED_BY inward)."""
     return _walk(
-        store, project_id, [node_id], direction="in", types=["CAUSED_BY"], max_hops=max_hops
+        store,
+        project_id,
+        [node_id],
+        direction="in",
+        types=["CAUSED_BY"],
+        max_hops=max_hops,
+        max_nodes=max_nodes,
     )
 
 

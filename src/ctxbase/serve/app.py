@@ -35,6 +35,7 @@ from ..errors import CtxbaseError, ValidationError
 from .assembly import AssembleShortcut
 from .auth import RateLimiter
 from .cache import AssembleCache
+from .console import mount_console
 from .errors import RateLimitedError, error_body
 from .logs import LOGGER_NAME
 from .mcp_endpoint import mount_mcp
@@ -173,6 +174,7 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
     routers = (ops_router, lifecycle_router, capture_router, graph_router, context_router)
     for router in routers:
         app.include_router(router)
+    mount_console(app)  # /ui and its read endpoints
     mcp = mount_mcp(app)  # /v1/projects/{project_id}/mcp, when the mcp extra is installed
     return app
 

@@ -49,7 +49,8 @@ def run_server(
     _check_free(settings.host, settings.port)
     _warn_without_keys(settings)
     # the address first, on stderr: logs are JSON lines, this is for the person who typed it
-    print(f"ctxbase serving http://{settings.host}:{settings.port} (Ctrl-C stops)", file=sys.stderr)
+    url = f"http://{settings.host}:{settings.port}"
+    print(f"ctxbase serving {url}, console {url}/ui/ (Ctrl-C stops)", file=sys.stderr)
     common: dict[str, Any] = dict(
         host=settings.host,
         port=settings.port,

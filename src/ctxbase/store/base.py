@@ -20,12 +20,14 @@ __all__ = [
     "OWN_TERMS_WEIGHT",
     "SCHEMA_VERSION",
     "ApiKeyRecord",
+    "EventCount",
     "ForgetReport",
     "ItemFilter",
     "KeywordHit",
     "SearchItem",
     "StateChange",
     "Store",
+    "TraceSummary",
     "VectorDelta",
     "VectorRow",
 ]
@@ -90,6 +92,31 @@ class ItemFilter:
     # items of any session but these (and items of no session); cheaper than naming every
     # other session of a large project
     exclude_session_ids: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventCount:
+    """How many active events of a session one agent recorded of one type, and when."""
+
+    agent_id: str
+    type: str
+    count: int
+    first_ts: float
+    last_ts: float
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSummary:
+    """One stored assembly, without its trace: what a list of contexts shows."""
+
+    context_id: str
+    created_at: float
+    agent_role: str | None
+    session_id: str | None
+    task_id: str | None
+    intent: str | None
+    policy: str | None
+    total_tokens: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,6 +287,25 @@ class Store(ABC):
         """Events in session order (seq ascending); `last_n` keeps the newest n."""
 
     @abstractmethod
+    def event_page(
+        self,
+        project_id: str,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int = 100,
+        agent_ids: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[Event]:
+        """One page of a session's active events in seq order: the first `limit` after
+        `after_seq`, or the last `limit` before `before_seq` (neither: the first page)."""
+
+    @abstractmethod
+    def event_counts(self, project_id: str, session_id: str) -> list[EventCount]:
+        """A session's active events counted by (agent, type), with first and last time."""
+
+    @abstractmethod
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
         """Soft delete (False) or restore (True) events or entities; returns rows changed.
         The first soft delete's time is kept (see forget's `soft_deleted_before`)."""
@@ -283,6 +329,10 @@ class Store(ABC):
         latest_only: bool = True,
         limit: int | None = None,
     ) -> list[Entity]: ...
+
+    @abstractmethod
+    def entity_type_counts(self, project_id: str) -> dict[str, int]:
+        """Active latest entities of the project counted by type."""
 
     @abstractmethod
     def upsert_relations(self, relations: Sequence[Relation]) -> list[Relation]: ...
@@ -402,6 +452,17 @@ class Store(ABC):
     @abstractmethod
     def trace_project(self, context_id: str) -> str | None:
         """The project an assembled context belongs to (context ids are unique), or None."""
+
+    @abstractmethod
+    def list_traces(
+        self,
+        project_id: str,
+        *,
+        session_id: str | None = None,
+        before: float | None = None,
+        limit: int = 50,
+    ) -> list[TraceSummary]:
+        """Stored assemblies, newest first (created before `before` when given)."""
 
     @abstractmethod
     def latest_context_ids(

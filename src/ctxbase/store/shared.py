@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from ..model import Entity, Event, SessionInfo, StateFact, TaskInfo
 from . import rows
-from .base import ApiKeyRecord, ItemFilter, StateChange
+from .base import ApiKeyRecord, EventCount, ItemFilter, StateChange, TraceSummary
 from .dialect import Dialect, filter_sql
 from .schema import COLUMNS
 
@@ -131,6 +131,48 @@ class SharedReads:
             sql += f" ORDER BY {order}"
         return self._read_events(self._dialect.sql(sql), args)
 
+    def event_page(
+        self,
+        project_id: str,
+        session_id: str,
+        *,
+        after_seq: int | None = None,
+        before_seq: int | None = None,
+        limit: int = 100,
+        agent_ids: Sequence[str] | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[Event]:
+        # A range of the (project, session, seq) index: a page costs the same at any depth.
+        sql = f"SELECT {rows.EVENT_COLS} FROM events WHERE project_id=? AND session_id=?"
+        args: list[Any] = [project_id, session_id]
+        for column, values in (("agent_id", agent_ids), ("type", types)):
+            if values:
+                cond, cond_args = self._dialect.any_of(column, values)
+                sql += f" AND {cond}"
+                args += cond_args
+        if after_seq is not None:
+            sql += " AND seq>?"
+            args.append(int(after_seq))
+        if before_seq is not None:
+            sql += " AND seq<?"
+            args.append(int(before_seq))
+        sql += " AND active=1"
+        if before_seq is not None and after_seq is None:
+            sql = f"SELECT * FROM ({sql} ORDER BY seq DESC LIMIT ?) AS page ORDER BY seq"
+        else:
+            sql += " ORDER BY seq LIMIT ?"
+        args.append(int(limit))
+        return self._read_events(self._dialect.sql(sql), args)
+
+    def event_counts(self, project_id: str, session_id: str) -> list[EventCount]:
+        found = self._all(
+            "SELECT agent_id, type, count(*), min(ts), max(ts) FROM events "
+            "WHERE project_id=? AND session_id=? AND active=1 "
+            "GROUP BY agent_id, type ORDER BY agent_id, type",
+            (project_id, session_id),
+        )
+        return [EventCount(r[0], r[1], int(r[2]), float(r[3]), float(r[4])) for r in found]
+
     def last_events_of_sessions(
         self, project_id: str, session_ids: Sequence[str]
     ) -> dict[str, Event]:
@@ -174,6 +216,14 @@ class SharedReads:
             args.append(int(limit))
         return [rows.entity_row(r, self._dialect.load) for r in self._all(sql, args)]
 
+    def entity_type_counts(self, project_id: str) -> dict[str, int]:
+        found = self._all(
+            "SELECT type, count(*) FROM entities WHERE project_id=? AND active=1 AND latest=1 "
+            "GROUP BY type ORDER BY type",
+            (project_id,),
+        )
+        return {str(r[0]): int(r[1]) for r in found}
+
     # -- search index --------------------------------------------------------------------
     def filter_item_ids(
         self,
@@ -203,6 +253,46 @@ class SharedReads:
         sql = self._dialect.cross_project + "SELECT project_id FROM traces WHERE context_id=?"
         row = self._fetch_one(self._dialect.sql(sql + " LIMIT 1"), (context_id,))
         return str(row[0]) if row else None
+
+    def list_traces(
+        self,
+        project_id: str,
+        *,
+        session_id: str | None = None,
+        before: float | None = None,
+        limit: int = 50,
+    ) -> list[TraceSummary]:
+        # The page is chosen first, then only its traces are opened for the summary fields
+        # (read in SQL: a listing never sends whole traces).
+        page = "SELECT context_id FROM traces WHERE project_id=?"
+        args: list[Any] = [project_id]
+        for cond, value in (("session_id=?", session_id), ("created_at<?", before)):
+            if value is not None:
+                page += f" AND {cond}"
+                args.append(value)
+        order = "ORDER BY created_at DESC, context_id DESC"
+        page += f" {order} LIMIT ?"
+        args += [int(limit), project_id]
+        fields = ", ".join(
+            self._dialect.json_text("trace", key) for key in ("intent", "policy", "total_tokens")
+        )
+        sql = (
+            f"SELECT context_id, created_at, agent_role, session_id, task_id, {fields} "
+            f"FROM traces WHERE context_id IN ({page}) AND project_id=? {order}"
+        )
+        return [
+            TraceSummary(
+                context_id=str(r[0]),
+                created_at=float(r[1]),
+                agent_role=r[2],
+                session_id=r[3],
+                task_id=r[4],
+                intent=None if r[5] is None else str(r[5]),
+                policy=None if r[6] is None else str(r[6]),
+                total_tokens=None if r[7] is None else int(float(r[7])),
+            )
+            for r in self._all(sql, args)
+        ]
 
     def latest_context_ids(
         self, project_id: str, agent_roles: Sequence[str], *, task_id: str | None = None

@@ -1,0 +1,55 @@
+// Search with where each hit came from: keyword (BM25 rank), vector (similarity), graph.
+
+import { api, p } from "../api.js";
+import { clear, fmtNum, fmtTime, h, link, short, swatch } from "../dom.js";
+
+const PRESETS = ["hybrid_graph", "hybrid", "keyword", "semantic"];
+
+export async function searchPage(view, pid, query) {
+  const q = query.get("q") || "";
+  const preset = query.get("preset") || "hybrid_graph";
+  const input = h("input", { type: "search", id: "search-input", value: q,
+    placeholder: "search events, documents, code…", "aria-label": "query" });
+  const select = h("select", { id: "search-preset", "aria-label": "preset" },
+    PRESETS.map((x) => h("option", { value: x, selected: x === preset }, x)));
+  const form = h("form", { class: "toolbar", id: "search-form", onsubmit: (ev) => {
+    ev.preventDefault();
+    if (input.value.trim()) {
+      location.hash = link(["p", pid, "search"], { q: input.value.trim(), preset: select.value });
+    }
+  } }, input, select, h("button", { type: "submit", class: "primary" }, "Search"));
+  clear(view).append(h("h1", {}, "Search"), form);
+  input.focus();
+  if (!q.trim()) return;
+  const res = await api(`${p(pid)}/search`, { method: "POST",
+    body: { query: q, preset, options: { top_k: 20 } } });
+  view.append(h("p", { class: "muted", id: "search-status" },
+    `${res.results.length} hits · ${fmtNum(res.timings_ms.total ?? 0, 1)} ms` +
+    (res.pending_vectors ? ` · ${res.pending_vectors} items without a vector yet` : "") +
+    (res.embedder_error ? ` · embedder: ${res.embedder_error}` : "")));
+  view.append(h("ol", { id: "search-results" }, res.results.map((hit) => {
+    const it = hit.item;
+    const origin = [];
+    if (hit.keyword_rank != null) origin.push(h("span", { class: "badge keyword" }, `keyword #${hit.keyword_rank}`));
+    if (hit.semantic_rank != null || hit.similarity != null) {
+      origin.push(h("span", { class: "badge vector" },
+        `vector ${hit.semantic_rank != null ? "#" + hit.semantic_rank + " " : ""}sim ${fmtNum(hit.similarity)}`));
+    }
+    if (hit.graph_via) {
+      origin.push(h("span", { class: "badge graph" },
+        `graph: ${hit.graph_via}${hit.graph_confidence != null ? ` (${fmtNum(hit.graph_confidence, 2)})` : ""}`));
+    }
+    const target = it.kind === "event"
+      ? link(["p", pid, "e", it.owner_id]) : link(["p", pid, "graph"], { focus: it.owner_id });
+    return h("li", { class: "card search-hit", dataset: { owner: it.owner_id } },
+      h("div", {}, swatch(it.type), h("strong", {}, `${it.kind} · ${it.type}`), " ",
+        h("a", { href: target, class: "mono" }, short(it.owner_id, 48)),
+        h("span", { class: "muted" }, `  score ${fmtNum(hit.score, 4)}`),
+        it.session_id ? h("span", { class: "muted" }, ` · session ${it.session_id}`) : "",
+        it.agent_id ? h("span", { class: "muted" }, ` · ${it.agent_id}`) : "",
+        it.path ? h("span", { class: "muted" }, ` · ${it.path}`) : "",
+        h("span", { class: "muted" }, ` · ${fmtTime(it.ts)}`)),
+      h("div", { class: "origin" }, origin),
+      h("div", { class: "text" }, short(it.text, 220)));
+  })));
+}

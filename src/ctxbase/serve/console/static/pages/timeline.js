@@ -1,0 +1,108 @@
+// A session's timeline: events by agent (lanes), type (colour) and time, a page at a time.
+
+import { api, p } from "../api.js";
+import { clear, colour, fmtTime, h, link, s, short, swatch, table } from "../dom.js";
+
+const PAGE = 100;
+
+export async function timelinePage(view, pid, sid, query) {
+  const started = performance.now();
+  const agents = query.getAll("agent"), types = query.getAll("type");
+  const after = query.get("after"), before = query.get("before");
+  const data = await api(`${p(pid)}/timeline`, {
+    query: { session_id: sid, after_seq: after, before_seq: before, limit: PAGE, agent: agents,
+      type: types },
+  });
+  const here = (extra) => {
+    const q = new URLSearchParams();
+    for (const a of agents) q.append("agent", a);
+    for (const t of types) q.append("type", t);
+    for (const [k, v] of Object.entries(extra || {})) q.set(k, v);
+    return link(["p", pid, "s", sid], q);
+  };
+  const allAgents = [...new Set(data.counts.map((c) => c.agent_id))].sort();
+  const allTypes = [...new Set(data.counts.map((c) => c.type))].sort();
+  const sessionTotal = data.counts.reduce((n, c) => n + c.count, 0);
+  const ev = data.events;
+
+  const toggle = (name, values, value) => {
+    const next = values.includes(value) ? values.filter((v) => v !== value) : [...values, value];
+    const q = new URLSearchParams();
+    for (const a of name === "agent" ? next : agents) q.append("agent", a);
+    for (const t of name === "type" ? next : types) q.append("type", t);
+    location.hash = link(["p", pid, "s", sid], q);
+  };
+  const checks = (name, all, chosen) => h("div", { class: "filters", id: `filter-${name}` },
+    h("strong", {}, name === "agent" ? "Agents:" : "Types:"),
+    all.map((v) => h("label", {}, h("input", {
+      type: "checkbox", value: v, checked: chosen.includes(v),
+      onchange: () => toggle(name, chosen, v),
+    }), " ", swatch(v), v)));
+
+  const first = ev.length ? ev[0].seq : null, last = ev.length ? ev[ev.length - 1].seq : null;
+  const pager = h("div", { class: "toolbar", id: "pager" },
+    h("button", { type: "button", id: "page-first", disabled: !data.has_before,
+      onclick: () => { location.hash = here(); } }, "⇤ First"),
+    h("button", { type: "button", id: "page-prev", disabled: !data.has_before,
+      onclick: () => { location.hash = here({ before: first }); } }, "← Earlier"),
+    h("span", { id: "page-status" }, ev.length
+      ? `events #${first}–#${last} · ${ev.length} shown of ${data.total}` +
+        (data.total !== sessionTotal ? ` (filtered; ${sessionTotal} in the session)` : "")
+      : "no events"),
+    h("button", { type: "button", id: "page-next", disabled: !data.has_after,
+      onclick: () => { location.hash = here({ after: last }); } }, "Later →"),
+    h("button", { type: "button", id: "page-last", disabled: !data.has_after,
+      onclick: () => { location.hash = here({ before: Number.MAX_SAFE_INTEGER }); } }, "Last ⇥"));
+
+  const rows = ev.map((e) => h("tr", {
+    class: "clickable event-row", dataset: { event: e.id, seq: e.seq },
+    onclick: () => { location.hash = link(["p", pid, "e", e.id]); },
+  },
+  h("td", { class: "num" }, e.seq), h("td", { class: "mono" }, fmtTime(e.ts)),
+  h("td", {}, swatch(e.agent_id), e.agent_id, e.agent_role ? ` (${e.agent_role})` : ""),
+  h("td", {}, swatch(e.type), e.type),
+  h("td", { class: "num" }, e.parent_event_ids.length || ""),
+  h("td", { class: "text", title: short(e.text, 600) }, short(e.text ?? JSON.stringify(e.data)))));
+
+  const info = data.session;
+  clear(view).append(
+    h("h1", {}, `Session ${info.session_id}`),
+    h("p", { class: "muted" }, [info.title, `status ${info.status}`,
+      `${sessionTotal} events`, `${allAgents.length} agents`].filter(Boolean).join(" · "), " · ",
+    h("a", { id: "session-contexts", href: link(["p", pid, "contexts"], { session: sid }) },
+      "contexts assembled in this session")),
+    checks("agent", allAgents, agents), checks("type", allTypes, types),
+    lanes(pid, ev, allAgents), pager,
+    table([{ label: "#", cls: "num" }, "time", "agent", "type", { label: "causes", cls: "num" },
+      "text"], rows, { id: "timeline" }));
+  view.dataset.renderMs = String(Math.round(performance.now() - started));
+}
+
+// One lane per agent; x is time across the page; a dot per event, coloured by type.
+function lanes(pid, events, agents) {
+  const laneH = 26, left = 130, width = 1100, height = 20 + laneH * Math.max(1, agents.length);
+  const svg = s("svg", { id: "lanes", width, height, viewBox: `0 0 ${width} ${height}` });
+  if (!events.length) return svg;
+  const t0 = events[0].ts, t1 = events[events.length - 1].ts;
+  const span = t1 - t0 || 1;
+  const x = (e, i) => t1 === t0
+    ? left + ((width - left - 20) * i) / Math.max(1, events.length - 1)
+    : left + ((width - left - 20) * (e.ts - t0)) / span;
+  agents.forEach((a, i) => {
+    const y = 14 + i * laneH + laneH / 2;
+    svg.append(s("line", { class: "lane", x1: left, x2: width - 10, y1: y, y2: y }),
+      s("text", { x: 8, y: y + 4 }, short(a, 18)));
+  });
+  const lane = new Map(agents.map((a, i) => [a, i]));
+  events.forEach((e, i) => {
+    const y = 14 + (lane.get(e.agent_id) ?? 0) * laneH + laneH / 2;
+    const dot = s("circle", { cx: x(e, i), cy: y, r: 5, fill: colour(e.type), class: "node",
+      dataset: { event: e.id } }, s("title", {}, `#${e.seq} ${e.type} ${fmtTime(e.ts)}\n` +
+      short(e.text, 200)));
+    dot.addEventListener("click", () => { location.hash = link(["p", pid, "e", e.id]); });
+    svg.append(dot);
+  });
+  svg.append(s("text", { x: left, y: height - 2, class: "muted" }, fmtTime(t0)),
+    s("text", { x: width - 12, y: height - 2, "text-anchor": "end" }, fmtTime(t1)));
+  return svg;
+}

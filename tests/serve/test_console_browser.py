@@ -1,0 +1,369 @@
+"""The web console in a real headless browser (Debian's chromium driven by Playwright) over
+a real server on a seeded project: each page is opened, what it shows is checked, and a
+screenshot is saved under the test's tmp_path."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from console_seed import Seeded, seed_big_session, seed_project
+
+from conftest import Live, start
+from ctxbase.serve.server import BackgroundServer
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None and os.path.exists("/usr/bin/chromium"):
+    CHROMIUM = "/usr/bin/chromium"
+if CHROMIUM is None:
+    pytest.skip(
+        "the console's browser tests need Debian's chromium (apt-get install chromium); "
+        ".ci/run installs it",
+        allow_module_level=True,
+    )
+
+from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+
+ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+BIG = 10_000
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Seeded]]:
+    tmp = tmp_path_factory.mktemp("console")
+    seeded = seed_project(str(tmp / "serve.db"), "shop")
+    seed_big_session(str(tmp / "serve.db"), "big", "long", BIG)
+    yield tmp, seeded
+
+
+@pytest.fixture(scope="module")
+def server(world: tuple[Path, Seeded]) -> Iterator[BackgroundServer]:
+    """`ctxbase serve --no-auth` on the seeded database."""
+    srv = start(world[0], no_auth=True)
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Browser, server: BackgroundServer) -> Iterator[Page]:
+    """A fresh tab; it must raise no script error and ask nothing of another origin."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    tab = context.new_page()
+    errors: list[str] = []
+    foreign: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on(
+        "request",
+        lambda r: None if r.url.startswith((server.url, "data:")) else foreign.append(r.url),
+    )
+    try:
+        yield tab
+    finally:
+        context.close()
+    assert errors == []
+    assert foreign == []
+
+
+def ui(server: BackgroundServer, fragment: str = "") -> str:
+    return f"{server.url}/ui/{fragment}"
+
+
+def shot(page: Page, tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 5_000
+
+
+def test_projects_and_sessions(page: Page, server: BackgroundServer, tmp_path: Path) -> None:
+    page.goto(ui(server))
+    cards = page.locator("#projects .project-card")
+    expect(cards).to_have_count(2)
+    expect(cards).to_have_text(["big", "shop"])
+    expect(page.locator("#who")).to_have_text("no auth (local)")
+    expect(page.locator("#login")).to_be_hidden()
+    shot(page, tmp_path, "projects")
+    cards.filter(has_text="shop").click()
+    row = page.locator("#sessions .session-row")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("s1")
+    expect(row).to_contain_text("订单缓存上线")
+    shot(page, tmp_path, "sessions")
+    row.click()
+    expect(page.locator("#timeline .event-row")).to_have_count(6)
+
+
+def test_session_timeline(
+    page: Page, server: BackgroundServer, world: tuple[Path, Seeded], tmp_path: Path
+) -> None:
+    page.goto(ui(server, "#/p/shop/s/s1"))
+    rows = page.locator("#timeline .event-row")
+    expect(rows).to_have_count(6)
+    expect(rows.nth(0)).to_contain_text("alice")
+    expect(rows.nth(0)).to_contain_text("user_message")
+    expect(rows.nth(2)).to_contain_text("run_sql(SELECT * FROM orders")
+    expect(page.locator("#filter-agent input")).to_have_count(4)  # alice, coder, planner, tester
+    expect(page.locator("#lanes circle")).to_have_count(6)
+    expect(page.locator("#page-status")).to_contain_text("6 shown of 6")
+    expect(page.locator("#page-next")).to_be_disabled()
+    shot(page, tmp_path, "timeline")
+    page.locator("#filter-agent input[value=coder]").check()
+    expect(rows).to_have_count(3)
+    expect(page.locator("#page-status")).to_contain_text("filtered; 6 in the session")
+    for i in range(3):
+        expect(rows.nth(i)).to_contain_text("coder")
+    rows.nth(1).click()  # the tool result
+    expect(page.locator("#event-detail")).to_contain_text(world[1].events["rows"])
+
+
+def test_causal_chain(
+    page: Page, server: BackgroundServer, world: tuple[Path, Seeded], tmp_path: Path
+) -> None:
+    ev = world[1].events
+    page.goto(ui(server, f"#/p/shop/e/{ev['rows']}"))
+    expect(page.locator("#event-detail")).to_contain_text("20 rows in 840 ms")
+    causes = page.locator("#causes .chain-row")
+    expect(causes).to_have_count(3)
+    expect(causes.nth(0)).to_contain_text("tool_invocation")
+    expect(causes.nth(2)).to_contain_text("alice")
+    expect(page.locator("#effects .chain-row")).to_have_count(2)
+    graph = page.locator("#chain-graph")
+    expect(graph.locator(".node")).to_have_count(6)
+    # ask->plan, plan->sql, sql->rows, rows->test, test->fix, plan->fix
+    expect(graph.locator(".edge")).to_have_count(6)
+    expect(graph.locator(".node.focus")).to_have_attribute("data-node", ev["rows"])
+    # causes are drawn above the event, effects below
+    y: dict[str, float] = {}
+    for name in ("ask", "rows", "fix"):
+        box = graph.locator(f'.node[data-node="{ev[name]}"]').bounding_box()
+        assert box is not None
+        y[name] = box["y"]
+    assert y["ask"] < y["rows"] < y["fix"]
+    shot(page, tmp_path, "chain")
+    graph.locator(f'.node[data-node="{ev["plan"]}"]').click()
+    expect(page.locator("#event-detail")).to_contain_text(ev["plan"])
+    expect(page.locator("#causes .chain-row")).to_have_count(1)
+    expect(page.locator("#effects .chain-row")).to_have_count(4)
+
+
+def test_entity_graph(
+    page: Page, server: BackgroundServer, world: tuple[Path, Seeded], tmp_path: Path
+) -> None:
+    ent = world[1].entities
+    page.goto(ui(server, "#/p/shop/graph"))
+    graph = page.locator("#entity-graph")
+    expect(graph.locator(".node")).to_have_count(4)
+    expect(graph.locator(".edge")).to_have_count(4)
+    expect(graph.locator(f'.node[data-node="{ent["code"]}"]')).to_have_attribute(
+        "data-type", "code"
+    )
+    expect(graph).to_contain_text("FOLLOWS 0.90")
+    relations = page.locator("#relations .relation-row")
+    expect(relations).to_have_count(4)
+    follows = relations.filter(has_text="FOLLOWS")
+    expect(follows).to_contain_text("orders.query_orders")
+    expect(follows).to_contain_text("Redis cache spec")
+    expect(follows).to_contain_text("0.90")
+    expect(follows).to_contain_text("reviewer")
+    shot(page, tmp_path, "graph")
+    graph.locator('.edge-g[data-type="VALIDATES"]').click()
+    panel = page.locator("#edge-detail")
+    expect(panel).to_contain_text("tester")
+    expect(panel).to_contain_text("0.80")
+    # filter by entity type: code and document only
+    page.locator("#filter-entity-type input[value=code]").check()
+    expect(graph.locator(".node")).to_have_count(1)
+    page.locator("#filter-entity-type input[value=document]").check()
+    expect(page.locator("#entity-graph .node")).to_have_count(2)
+    expect(page.locator("#entity-graph .edge")).to_have_count(1)
+    expect(page.locator("#relations .relation-row")).to_have_text(
+        [
+            "orders.query_ordersFOLLOWSRedis cache spec0.90reviewer",
+        ]
+    )
+    # a node's neighbourhood
+    page.locator(f'#entity-graph .node[data-node="{ent["spec"]}"]').click()
+    page.locator("#focus-link").click()
+    expect(page.locator("#view h1")).to_contain_text("Neighbourhood of Redis cache spec")
+    expect(page.locator("#entity-graph .node")).to_have_count(4)
+    shot(page, tmp_path, "graph-focus")
+
+
+def test_assembly_trace(
+    page: Page, server: BackgroundServer, world: tuple[Path, Seeded], tmp_path: Path
+) -> None:
+    wide = world[1].contexts[0]
+    page.goto(ui(server, "#/p/shop/s/s1"))
+    page.locator("#session-contexts").click()  # the contexts assembled in this session
+    expect(page.locator("#view h1")).to_have_text("Assembled contexts of s1")
+    rows = page.locator("#contexts .context-row")
+    expect(rows).to_have_count(2)
+    expect(rows.nth(0)).to_contain_text("tester")
+    expect(rows.nth(1)).to_contain_text("coder")
+    rows.nth(1).get_by_role("link").click()
+    expect(page.locator("#view h1")).to_have_text(f"Context {wide}")
+    expect(page.locator("#policy")).to_contain_text("coder")
+    expect(page.locator("#reasons li").first).to_contain_text("policy 'coder'")
+    bar = page.locator("#token-bar rect")
+    assert bar.count() >= 3
+    expect(page.locator('.layer-tokens[data-layer="system"]')).to_contain_text("system: 40")
+    candidates = page.locator("#candidates .candidate-row")
+    assert candidates.count() >= 3
+    expect(candidates.filter(has_text="code_orders")).to_contain_text("kept · memory")
+    expect(page.locator("#candidates .badge.keyword").first).to_be_visible()
+    expect(page.locator("#trace-relations")).to_contain_text("FOLLOWS")
+    considered = page.locator("#considered .considered-row")
+    assert considered.count() >= 3  # every search hit, with its scores
+    expect(considered.filter(has_text="doc_redis_spec").locator(".badge.vector")).to_have_count(1)
+    expect(page.locator("#dropped .drop-row").first).to_be_visible()
+    shot(page, tmp_path, "trace")
+    candidates.filter(has_text="code_orders").get_by_role("link").click()
+    expect(page.locator("#view h1")).to_have_text("Neighbourhood of orders.query_orders")
+
+
+def test_context_diff(
+    page: Page, server: BackgroundServer, world: tuple[Path, Seeded], tmp_path: Path
+) -> None:
+    wide, narrow = world[1].contexts
+    page.goto(ui(server, "#/p/shop/contexts"))
+    expect(page.locator("#compare")).to_be_disabled()
+    page.locator(f'#contexts input[name=a][value="{wide}"]').check()
+    page.locator(f'#contexts input[name=b][value="{narrow}"]').check()
+    page.locator("#compare").click()
+    expect(page.locator("#view h1")).to_have_text("Context diff")
+    summary = page.locator("#diff-summary")
+    expect(summary).to_contain_text("policy: coder → tester")
+    expect(summary).to_contain_text("+multi_agent_consensus")
+    system = page.locator('#token-diff .token-row[data-layer="system"]')
+    cells = system.locator("td")
+    expect(cells.nth(1)).to_have_text("40")
+    before, after = int(cells.nth(1).inner_text()), int(cells.nth(2).inner_text())
+    assert after < before  # the tester's system prompt is shorter
+    expect(cells.nth(3)).to_have_text(str(after - before))
+    expect(page.locator("#score-changes")).to_contain_text("doc_redis_spec")
+    expect(page.locator("#prompt-diff .del").first).to_be_visible()
+    shot(page, tmp_path, "diff")
+
+
+def test_search_shows_where_hits_came_from(
+    page: Page, server: BackgroundServer, tmp_path: Path
+) -> None:
+    page.goto(ui(server, "#/p/shop/search"))
+    page.locator("#search-input").fill("Redis cache spec")
+    page.locator("#search-form button").click()
+    hits = page.locator("#search-results .search-hit")
+    expect(hits.first).to_be_visible()
+    assert hits.count() >= 3
+    expect(page.locator("#search-status")).to_contain_text("hits")
+    spec = hits.filter(has=page.locator('a:text-is("doc_redis_spec")'))
+    expect(spec.locator(".badge.keyword")).to_have_count(1)
+    expect(spec.locator(".badge.vector")).to_have_count(1)
+    expect(page.locator("#search-results .badge.graph").first).to_be_visible()
+    shot(page, tmp_path, "search")
+
+
+def test_ten_thousand_events_page_quickly(
+    page: Page, server: BackgroundServer, tmp_path: Path
+) -> None:
+    # measured on a settled server: the seeded events' vectors are computed first
+    httpx.post(f"{server.url}/v1/embeddings/wait", params={"timeout": 60}, timeout=90)
+    page.goto(ui(server, "#/p/shop"))
+    expect(page.locator("#sessions .session-row")).to_have_count(1)
+    started = time.perf_counter()
+    page.goto(ui(server, "#/p/big/s/long"))
+    rows = page.locator("#timeline .event-row")
+    expect(rows).to_have_count(100)
+    elapsed = time.perf_counter() - started
+    render_ms = page.locator("#view").get_attribute("data-render-ms")
+    print(
+        f"\n10k-event session: first page shown {elapsed * 1000:.0f} ms after navigation "
+        f"(its API call and render: {render_ms} ms)"
+    )
+    expect(page.locator("#page-status")).to_contain_text(f"100 shown of {BIG}")
+    expect(page.locator("#page-prev")).to_be_disabled()
+    expect(page.locator("#page-next")).to_be_enabled()
+    expect(rows.first).to_have_attribute("data-seq", "1")
+    shot(page, tmp_path, "big-first")
+    page.locator("#page-next").click()
+    expect(rows.first).to_have_attribute("data-seq", "101")
+    expect(rows).to_have_count(100)
+    page.locator("#page-last").click()
+    expect(rows.last).to_have_attribute("data-seq", str(BIG))
+    expect(page.locator("#page-next")).to_be_disabled()
+    page.locator("#page-prev").click()
+    expect(rows.last).to_have_attribute("data-seq", str(BIG - 100))
+
+
+def test_key_entry_when_the_server_wants_keys(
+    browser: Browser, world: tuple[Path, Seeded], tmp_path: Path
+) -> None:
+    srv = start(world[0])  # API keys on, the same database
+    try:
+        key = Live(srv.url, srv.settings.db, srv).key("shop", role="read")
+        context = browser.new_context(viewport={"width": 1200, "height": 800})
+        tab = context.new_page()
+        tab.goto(f"{srv.url}/ui/#/p/shop")
+        expect(tab.locator("#login")).to_be_visible()
+        expect(tab.locator("#view")).to_be_hidden()
+        shot(tab, tmp_path, "login")
+        tab.locator("#api-key").fill("cb_wrong_key")
+        tab.locator("#login-form button").click()
+        expect(tab.locator("#login-error")).to_contain_text("API key")
+        tab.locator("#api-key").fill(key)
+        tab.locator("#login-form button").click()
+        expect(tab.locator("#sessions .session-row")).to_have_count(1)
+        expect(tab.locator("#who")).to_contain_text("(read)")
+        stored = tab.evaluate("sessionStorage.getItem('ctxbase.apiKey')")
+        assert stored == key
+        tab.goto(f"{srv.url}/ui/#/")  # the key scoped to shop sees only shop
+        expect(tab.locator("#projects .project-card")).to_have_text(["shop"])
+        tab.reload()
+        expect(tab.locator("#projects .project-card")).to_have_text(["shop"])
+        tab.locator("#sign-out").click()
+        expect(tab.locator("#login")).to_be_visible()
+        assert tab.evaluate("sessionStorage.getItem('ctxbase.apiKey')") is None
+        context.close()
+    finally:
+        srv.stop()
+
+
+def test_an_unknown_item_is_named_not_a_blank_page(
+    browser: Browser, server: BackgroundServer
+) -> None:
+    context = browser.new_context()
+    try:
+        tab = context.new_page()
+        tab.goto(ui(server, "#/p/shop/e/ev_missing"))
+        expect(tab.locator("#page-error")).to_have_text("404: event 'ev_missing' not found")
+        tab.goto(ui(server, "#/p/shop/c/ctx_missing"))
+        expect(tab.locator("#page-error")).to_contain_text("ctx_missing")
+        tab.goto(ui(server, "#/p/shop/s/nope"))
+        expect(tab.locator("#page-error")).to_contain_text("session 'nope' not found")
+    finally:
+        context.close()
