@@ -4,13 +4,18 @@ with its keyword-only and embedding-only baselines, in one run."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
+
+from ..errors import ValidationError
 from ..retrieve.config import SearchConfig, get_preset
+from .folds import leave_one_conversation_out
 from .locomo import (
     BenchmarkReport,
     Conversation,
@@ -22,7 +27,13 @@ from .locomo import (
 from .memoryset import MEMORY_SET_CATEGORIES, load_memory_set
 from .store_retriever import EngineRetriever, SharedEngine
 
-__all__ = ["BEST_PRESET", "run_locomo_bench", "run_memory_bench", "standard_retrievers"]
+__all__ = [
+    "BEST_PRESET",
+    "grid_candidates",
+    "run_locomo_bench",
+    "run_memory_bench",
+    "standard_retrievers",
+]
 
 # The preset the benchmark reports as ctxbase's result.
 BEST_PRESET = "hybrid_graph"
@@ -107,8 +118,79 @@ def _emit(
         print(f"figures written to {json_out}")
 
 
+def grid_candidates(base: SearchConfig, grid: Sequence[str]) -> dict[str, SearchConfig]:
+    """The base configuration and every combination of the `field=v1,v2` settings given,
+    named by what they change ("base" for the base itself)."""
+    axes: list[tuple[str, list[str]]] = []
+    for spec in grid:
+        name, sep, values = spec.partition("=")
+        name = name.strip()
+        if not sep or not name or not values.strip():
+            raise ValidationError("grid", f"expected field=v1,v2,... (got {spec!r})")
+        if name not in SearchConfig.model_fields:
+            raise ValidationError("grid", f"{name!r} is not a search setting")
+        axes.append((name, [v.strip() for v in values.split(",") if v.strip()]))
+    out: dict[str, SearchConfig] = {"base": base}
+    for combo in itertools.product(*(values for _, values in axes)):
+        update = {name: _setting(value) for (name, _), value in zip(axes, combo, strict=True)}
+        label = ",".join(f"{name}={value}" for (name, _), value in zip(axes, combo, strict=True))
+        try:
+            config = SearchConfig.model_validate({**base.model_dump(), **update})
+        except PydanticValidationError as exc:  # its message names the field
+            raise ValidationError("grid", f"{label}: {' '.join(str(exc).split())}") from None
+        if config != base:
+            out[label] = config
+    return out
+
+
+def _setting(text: str) -> object:
+    """A grid value as JSON when it parses (numbers, true/false, null), else the string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _folds(
+    engine: SharedEngine,
+    conversations: Sequence[Conversation],
+    ks: tuple[int, ...],
+    candidates: dict[str, SearchConfig],
+    budget: int | None,
+) -> dict[str, Any]:
+    """Leave-one-conversation-out figures of the best preset (and, with a grid, of the
+    configuration chosen on the other conversations)."""
+    select_k = 10 if 10 in ks else ks[len(ks) // 2]
+    retrievers = [EngineRetriever(name, engine, config) for name, config in candidates.items()]
+    report = run_benchmark(conversations, retrievers, ks, progress=_progress)
+    folds = leave_one_conversation_out(
+        {r.name: r.outcomes for r in report.results}, ks, select_k=select_k
+    )
+    print("\nleave-one-conversation-out folds:")
+    print(folds.render())
+    out = folds.to_json()
+    if budget:
+        by_id = {conv.conv_id: conv for conv in conversations}
+        recalls = []
+        for fold, entry in zip(folds.folds, out["per_fold"], strict=True):
+            figures = _budget_recall(
+                engine, [by_id[fold.held_out]], candidates[fold.chosen], budget, (1, 2, 3, 4)
+            )
+            entry["budget"] = figures
+            recalls.append(figures["evidence_recall"])
+        out["mean"]["budget_evidence_recall"] = round(sum(recalls) / len(recalls), 4)
+        out["worst"]["budget_evidence_recall"] = min(recalls)
+        print(f"budgeted evidence recall per fold: {recalls}")
+    return out
+
+
 def run_locomo_bench(args: argparse.Namespace) -> int:
     ks = _ks(args.k)
+    folds = bool(getattr(args, "folds", False))
+    grid = getattr(args, "grid", None) or []
+    if grid and not folds:
+        raise ValidationError("grid", "--grid chooses settings per fold: it needs --folds")
+    candidates = grid_candidates(get_preset(BEST_PRESET), grid)  # bad settings fail early
     conversations = load_locomo(args.data)
     if args.limit:
         conversations = conversations[: args.limit]
@@ -119,6 +201,8 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         report = run_benchmark(conversations, standard_retrievers(engine), ks, progress=_progress)
         extra: dict[str, Any] = {}
+        if folds:
+            extra["folds"] = _folds(engine, conversations, ks, candidates, args.budget)
         if args.budget:
             extra["budget"] = _budget_recall(
                 engine, conversations, get_preset(BEST_PRESET), args.budget, (1, 2, 3, 4)
