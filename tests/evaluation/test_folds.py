@@ -137,6 +137,7 @@ def test_bench_locomo_folds_writes_per_fold_mean_and_worst(
     assert folds["mean"]["recall"]["1"] == pytest.approx(sum(r1) / 3, abs=1e-4)
     assert all(f["questions"] == 2 for f in folds["per_fold"])
     assert 0.0 <= folds["worst"]["budget_evidence_recall"] <= 1.0
+    assert {"p50", "p95"} <= set(folds["per_fold"][0]["budget"]["section_ms"])
     assert "multi-hop" in folds["worst"]["by_category"]
     assert "leave-one-conversation-out" in capsys.readouterr().out
 

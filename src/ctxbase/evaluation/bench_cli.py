@@ -20,6 +20,7 @@ from .locomo import (
     BenchmarkReport,
     Conversation,
     load_locomo,
+    percentile,
     recall_at_k,
     render_table,
     run_benchmark,
@@ -74,14 +75,17 @@ def _budget_recall(
 
     recalls: list[float] = []
     tokens: list[int] = []
+    times: list[float] = []
     for conv in conversations:
         dia_of = engine.dia_ids(conv.conv_id)
         for q in conv.questions:
             if q.category not in categories or not q.evidence:
                 continue
+            t0 = time.perf_counter()
             owners, used = memory_section_for(
                 engine.cb, engine.project_of(conv.conv_id), q.question, budget, config=config
             )
+            times.append((time.perf_counter() - t0) * 1000.0)
             packed = [dia_of[o] for o in owners if o in dia_of]
             recalls.append(recall_at_k(packed, q.evidence, max(1, len(packed))))
             tokens.append(used)
@@ -90,6 +94,10 @@ def _budget_recall(
         "evidence_recall": round(sum(recalls) / max(1, len(recalls)), 4),
         "avg_tokens_injected": round(sum(tokens) / max(1, len(tokens)), 1),
         "questions": len(recalls),
+        "section_ms": {
+            "p50": round(percentile(times, 0.5), 1),
+            "p95": round(percentile(times, 0.95), 1),
+        },
     }
 
 
