@@ -16,6 +16,7 @@ project baseline 0.2-0.3.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 import uuid
@@ -709,8 +710,9 @@ def memory_section_for(
 
     Candidates come from one search (`config`, default the "hybrid_graph" preset), scored
     as semantic_recall scores them; the benchmark measures evidence recall with it. While
-    every hit fits and the search had more to give, it is asked again twice as deep (up to
-    `max_depth` hits): the budget, not a fixed top_k, decides how much memory enters.
+    every hit fits and the search had more to give, it is asked again, as deep as the budget
+    holds at the tokens per hit seen so far (up to `max_depth` hits): the budget, not a
+    fixed top_k, decides how much memory enters (usually in two searches).
     """
     counter = get_token_counter()
     pid = cb.project if project is None else project
@@ -733,7 +735,11 @@ def memory_section_for(
         full = any(d.reason == "budget" for d in alloc.dropped)
         if full or len(g.cands) < depth or depth >= max_depth:
             break
-        depth = min(max_depth, depth * 2)
+        # deep enough for the budget at the cost per hit seen so far (at least twice as deep)
+        packed = alloc.layers["memory"]
+        per_hit = packed.tokens / max(1, len(packed.included))
+        wanted = math.ceil(1.25 * (budget_tokens - frame) / max(1.0, per_hit))
+        depth = min(max_depth, max(2 * depth, wanted))
     included = alloc.layers["memory"].included
     if not included:
         return [], 0
