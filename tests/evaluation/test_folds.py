@@ -158,3 +158,11 @@ def test_bench_locomo_bad_grid_exits_2(
     assert main([*args, *extra]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: grid:") and needle in err
+
+
+def test_bench_locomo_folds_on_one_conversation_exits_2(
+    three_conversations: Path, capsys: Any
+) -> None:
+    args = ["--embedder", "hash", "bench", "locomo", "--data", str(three_conversations)]
+    assert main([*args, "--folds", "--limit", "1"]) == 2
+    assert capsys.readouterr().err.startswith("error: folds: leaving one conversation out")

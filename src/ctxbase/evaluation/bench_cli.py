@@ -202,6 +202,8 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
     conversations = load_locomo(args.data)
     if args.limit:
         conversations = conversations[: args.limit]
+    if folds and len(conversations) < 2:
+        raise ValidationError("folds", "leaving one conversation out needs at least two")
     engine = SharedEngine(
         db=args.db, embedder=args.embedder, progress=_progress, reuse=bool(args.reuse)
     )
