@@ -243,6 +243,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep conversations a previous run stored completely in --db (skip re-embedding)",
     )
+    p.add_argument(
+        "--folds",
+        action="store_true",
+        help="leave-one-conversation-out: per-fold figures, their mean and the worst fold",
+    )
+    p.add_argument(
+        "--grid",
+        action="append",
+        metavar="FIELD=V1,V2",
+        help="with --folds: search settings to choose from on the other conversations",
+    )
     p.set_defaults(func=h.cmd_bench_locomo)
     p = _command(bench, "memory", "retrieval recall on a memory set (bench/data/*.json)")
     p.add_argument("--data", required=True, action="append", help="memory-set JSON (repeatable)")

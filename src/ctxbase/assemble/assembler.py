@@ -16,6 +16,7 @@ project baseline 0.2-0.3.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 import uuid
@@ -700,30 +701,44 @@ def memory_section_for(
     *,
     config: SearchConfig | None = None,
     max_item_tokens: int = 600,
+    max_depth: int = 80,
 ) -> tuple[list[str], int]:
     """The retrieved-memory section for `query` packed into `budget_tokens`, as the
     assembler packs it (labels, per-item overhead, header): (included owner ids, tokens).
 
     Candidates come from one search (`config`, default the "hybrid_graph" preset), scored
-    as semantic_recall scores them; the benchmark measures evidence recall with it.
+    as semantic_recall scores them; the benchmark measures evidence recall with it. While
+    every hit fits and the search had more to give, it is asked again, as deep as the budget
+    holds at the tokens per hit seen so far (up to `max_depth` hits): the budget, not a
+    fixed top_k, decides how much memory enters (usually in two searches).
     """
     cb = components_of(cb)
     counter = get_token_counter()
     pid = cb.project if project is None else project
     policy = load_default_policies().default
-    g = Gatherer(cb, pid, policy, session_id=None, intent=query, exclude=set(), record=False)
-    g.search(query, config or get_preset("hybrid_graph"), None, "semantic_recall", 0.0, 0.8)
     frame = _ITEM_OVERHEAD + counter.count(_HEADERS["memory"]) + 1
     if budget_tokens <= frame:
         return [], 0
-    items = _memory_items(g.cands, counter, max_item_tokens)
-    alloc = allocate_budget(
-        budget_tokens - frame,
-        {"memory": 1.0},
-        counter,
-        {"memory": items},
-        item_overhead_tokens=_ITEM_OVERHEAD,
-    )
+    base = config or get_preset("hybrid_graph")
+    depth = base.top_k
+    while True:
+        g = Gatherer(cb, pid, policy, session_id=None, intent=query, exclude=set(), record=False)
+        g.search(query, base.model_copy(update={"top_k": depth}), None, "semantic_recall", 0.0, 0.8)
+        alloc = allocate_budget(
+            budget_tokens - frame,
+            {"memory": 1.0},
+            counter,
+            {"memory": _memory_items(g.cands, counter, max_item_tokens)},
+            item_overhead_tokens=_ITEM_OVERHEAD,
+        )
+        full = any(d.reason == "budget" for d in alloc.dropped)
+        if full or len(g.cands) < depth or depth >= max_depth:
+            break
+        # deep enough for the budget at the cost per hit seen so far (at least twice as deep)
+        packed = alloc.layers["memory"]
+        per_hit = packed.tokens / max(1, len(packed.included))
+        wanted = math.ceil(1.25 * (budget_tokens - frame) / max(1.0, per_hit))
+        depth = min(max_depth, max(2 * depth, wanted))
     included = alloc.layers["memory"].included
     if not included:
         return [], 0

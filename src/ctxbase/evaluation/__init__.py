@@ -7,6 +7,7 @@ from ctxbase.evaluation.baselines import (
     simple_tokenize,
     turn_document,
 )
+from ctxbase.evaluation.folds import Fold, FoldsReport, leave_one_conversation_out
 from ctxbase.evaluation.locomo import (
     CATEGORY_NAMES,
     DEFAULT_KS,
@@ -45,6 +46,8 @@ __all__ = [
     "BM25Retriever",
     "BenchmarkReport",
     "Conversation",
+    "Fold",
+    "FoldsReport",
     "LocomoConversation",
     "MemorySet",
     "Question",
@@ -56,6 +59,7 @@ __all__ = [
     "Turn",
     "category_name",
     "cjk_bigram_tokenize",
+    "leave_one_conversation_out",
     "load_locomo",
     "load_memory_set",
     "normalise_evidence",

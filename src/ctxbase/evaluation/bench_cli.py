@@ -4,18 +4,23 @@ with its keyword-only and embedding-only baselines, in one run."""
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
+
 from ..errors import ValidationError
 from ..progress import Progress
 from ..retrieve.config import SearchConfig, get_preset
+from .folds import leave_one_conversation_out
 from .locomo import (
     BenchmarkReport,
     Conversation,
     load_locomo,
+    percentile,
     recall_at_k,
     render_category_table,
     render_table,
@@ -24,7 +29,13 @@ from .locomo import (
 from .memoryset import MEMORY_SET_CATEGORIES, MemorySet, load_memory_set
 from .store_retriever import EngineRetriever, SharedEngine
 
-__all__ = ["BEST_PRESET", "run_locomo_bench", "run_memory_bench", "standard_retrievers"]
+__all__ = [
+    "BEST_PRESET",
+    "grid_candidates",
+    "run_locomo_bench",
+    "run_memory_bench",
+    "standard_retrievers",
+]
 
 # The preset the benchmark reports as ctxbase's result.
 BEST_PRESET = "hybrid_graph"
@@ -61,14 +72,17 @@ def _budget_recall(
 
     recalls: list[float] = []
     tokens: list[int] = []
+    times: list[float] = []
     for conv in conversations:
         dia_of = engine.dia_ids(conv.conv_id)
         for q in conv.questions:
             if q.category not in categories or not q.evidence:
                 continue
+            t0 = time.perf_counter()
             owners, used = memory_section_for(
                 engine.cb, engine.project_of(conv.conv_id), q.question, budget, config=config
             )
+            times.append((time.perf_counter() - t0) * 1000.0)
             packed = [dia_of[o] for o in owners if o in dia_of]
             recalls.append(recall_at_k(packed, q.evidence, max(1, len(packed))))
             tokens.append(used)
@@ -77,6 +91,10 @@ def _budget_recall(
         "evidence_recall": round(sum(recalls) / max(1, len(recalls)), 4),
         "avg_tokens_injected": round(sum(tokens) / max(1, len(tokens)), 1),
         "questions": len(recalls),
+        "section_ms": {
+            "p50": round(percentile(times, 0.5), 1),
+            "p95": round(percentile(times, 0.95), 1),
+        },
     }
 
 
@@ -110,11 +128,85 @@ def _phases(args: argparse.Namespace) -> Progress:
     return Progress(quiet=bool(getattr(args, "quiet", False)))
 
 
+def grid_candidates(base: SearchConfig, grid: Sequence[str]) -> dict[str, SearchConfig]:
+    """The base configuration and every combination of the `field=v1,v2` settings given,
+    named by what they change ("base" for the base itself)."""
+    axes: list[tuple[str, list[str]]] = []
+    for spec in grid:
+        name, sep, values = spec.partition("=")
+        name = name.strip()
+        if not sep or not name or not values.strip():
+            raise ValidationError("grid", f"expected field=v1,v2,... (got {spec!r})")
+        if name not in SearchConfig.model_fields:
+            raise ValidationError("grid", f"{name!r} is not a search setting")
+        axes.append((name, [v.strip() for v in values.split(",") if v.strip()]))
+    out: dict[str, SearchConfig] = {"base": base}
+    for combo in itertools.product(*(values for _, values in axes)):
+        update = {name: _setting(value) for (name, _), value in zip(axes, combo, strict=True)}
+        label = ",".join(f"{name}={value}" for (name, _), value in zip(axes, combo, strict=True))
+        try:
+            config = SearchConfig.model_validate({**base.model_dump(), **update})
+        except PydanticValidationError as exc:  # its message names the field
+            raise ValidationError("grid", f"{label}: {' '.join(str(exc).split())}") from None
+        if config != base:
+            out[label] = config
+    return out
+
+
+def _setting(text: str) -> object:
+    """A grid value as JSON when it parses (numbers, true/false, null), else the string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _folds(
+    engine: SharedEngine,
+    conversations: Sequence[Conversation],
+    ks: tuple[int, ...],
+    candidates: dict[str, SearchConfig],
+    budget: int | None,
+    phases: Progress,
+) -> dict[str, Any]:
+    """Leave-one-conversation-out figures of the best preset (and, with a grid, of the
+    configuration chosen on the other conversations)."""
+    select_k = 10 if 10 in ks else ks[len(ks) // 2]
+    retrievers = [EngineRetriever(name, engine, config) for name, config in candidates.items()]
+    report = run_benchmark(conversations, retrievers, ks, phases=phases)
+    folds = leave_one_conversation_out(
+        {r.name: r.outcomes for r in report.results}, ks, select_k=select_k
+    )
+    print("\nleave-one-conversation-out folds:")
+    print(folds.render())
+    out = folds.to_json()
+    if budget:
+        by_id = {conv.conv_id: conv for conv in conversations}
+        recalls = []
+        for fold, entry in zip(folds.folds, out["per_fold"], strict=True):
+            figures = _budget_recall(
+                engine, [by_id[fold.held_out]], candidates[fold.chosen], budget, (1, 2, 3, 4)
+            )
+            entry["budget"] = figures
+            recalls.append(figures["evidence_recall"])
+        out["mean"]["budget_evidence_recall"] = round(sum(recalls) / len(recalls), 4)
+        out["worst"]["budget_evidence_recall"] = min(recalls)
+        print(f"budgeted evidence recall per fold: {recalls}")
+    return out
+
+
 def run_locomo_bench(args: argparse.Namespace) -> int:
     ks = _ks(args.k)
+    folds = bool(getattr(args, "folds", False))
+    grid = getattr(args, "grid", None) or []
+    if grid and not folds:
+        raise ValidationError("grid", "--grid chooses settings per fold: it needs --folds")
+    candidates = grid_candidates(get_preset(BEST_PRESET), grid)  # bad settings fail early
     conversations = load_locomo(args.data)
     if args.limit:
         conversations = conversations[: args.limit]
+    if folds and len(conversations) < 2:
+        raise ValidationError("folds", "leaving one conversation out needs at least two")
     phases = _phases(args)
     engine = SharedEngine(
         db=args.db, embedder=args.embedder, progress=phases.note, reuse=bool(args.reuse)
@@ -123,6 +215,8 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         report = run_benchmark(conversations, standard_retrievers(engine), ks, phases=phases)
         extra: dict[str, Any] = {}
+        if folds:
+            extra["folds"] = _folds(engine, conversations, ks, candidates, args.budget, phases)
         if args.budget:
             extra["budget"] = _budget_recall(
                 engine, conversations, get_preset(BEST_PRESET), args.budget, (1, 2, 3, 4)
