@@ -174,3 +174,15 @@ def test_ingest_waiting_for_vectors_with_the_usem_extra_missing(tmp_path: Path, 
 def test_search_with_a_bad_top_k_is_bad_input(tmp_path: Path, db: str) -> None:
     proc = run("--db", db, "--embedder", "none", "search", "cache", "-k", "0", cwd=tmp_path)
     one_error_line(proc, 2, "top_k")
+
+
+def test_bench_with_a_file_that_is_not_its_format(tmp_path: Path) -> None:
+    (tmp_path / "cut.json").write_text('{"a": ', encoding="utf-8")
+    (tmp_path / "list.json").write_text("[1, 2]", encoding="utf-8")
+    (tmp_path / "obj.json").write_text('{"name": "x"}', encoding="utf-8")
+    for kind in ("locomo", "memory"):
+        proc = run("--embedder", "none", "bench", kind, "--data", "cut.json", cwd=tmp_path)
+        one_error_line(proc, 2, "cut.json", "not valid JSON", "line 1")
+        for name in ("list.json", "obj.json"):
+            proc = run("--embedder", "none", "bench", kind, "--data", name, cwd=tmp_path)
+            one_error_line(proc, 2, name, "is not a")

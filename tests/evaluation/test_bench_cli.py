@@ -124,17 +124,18 @@ def test_bench_memory_runs_the_shipped_chinese_set(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", ["0,5", "x"])
-def test_bench_rejects_bad_k(tmp_path: Path, bad: str) -> None:
-    with pytest.raises(SystemExit):
-        main(
-            [
-                "--embedder",
-                "hash",
-                "bench",
-                "locomo",
-                "--data",
-                str(_locomo_file(tmp_path)),
-                "--k",
-                bad,
-            ]
-        )
+def test_bench_rejects_bad_k(tmp_path: Path, bad: str, capsys: Any) -> None:
+    code = main(
+        [
+            "--embedder",
+            "hash",
+            "bench",
+            "locomo",
+            "--data",
+            str(_locomo_file(tmp_path)),
+            "--k",
+            bad,
+        ]
+    )
+    assert code == 2  # bad input, with one error line naming the option
+    assert capsys.readouterr().err.startswith("error: k: ")

@@ -7,9 +7,10 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+from ..errors import ValidationError
 from ..retrieve.config import SearchConfig, get_preset
 from .locomo import (
     BenchmarkReport,
@@ -28,14 +29,32 @@ __all__ = ["BEST_PRESET", "run_locomo_bench", "run_memory_bench", "standard_retr
 BEST_PRESET = "hybrid_graph"
 
 
+T = TypeVar("T")
+
+
 def _ks(text: str) -> tuple[int, ...]:
     try:
         ks = tuple(sorted({int(k) for k in text.split(",") if k.strip()}))
     except ValueError:
-        raise SystemExit(f"--k must be comma-separated integers (got {text!r})") from None
+        raise ValidationError("k", f"must be comma-separated integers (got {text!r})") from None
     if not ks or ks[0] <= 0:
-        raise SystemExit("--k values must be positive")
+        raise ValidationError("k", f"values must be positive (got {text!r})")
     return ks
+
+
+def _load(kind: str, load: Callable[[str], T], path: str) -> T:
+    """A data file that is not JSON, or not in the expected shape, is bad input: one line
+    naming the file and what is wrong, not a traceback from deep inside the parser."""
+    try:
+        return load(path)
+    except json.JSONDecodeError as exc:
+        raise ValidationError("data", f"{path} is not valid JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValidationError("data", f"{path} is not UTF-8 text ({exc.reason})") from None
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        what = what.removeprefix(f"{path}: ")  # some loader messages name the file already
+        raise ValidationError("data", f"{path} is not a {kind} file: {what}") from None
 
 
 def standard_retrievers(engine: SharedEngine) -> list[EngineRetriever]:
@@ -109,7 +128,7 @@ def _emit(
 
 def run_locomo_bench(args: argparse.Namespace) -> int:
     ks = _ks(args.k)
-    conversations = load_locomo(args.data)
+    conversations = _load("LoCoMo", load_locomo, args.data)
     if args.limit:
         conversations = conversations[: args.limit]
     engine = SharedEngine(
@@ -134,7 +153,7 @@ def run_memory_bench(args: argparse.Namespace) -> int:
     ks = _ks(args.k)
     combined: dict[str, Any] = {}
     for path in args.data:
-        mset = load_memory_set(path)
+        mset = _load("memory-set", load_memory_set, path)
         engine = SharedEngine(db=args.db, embedder=args.embedder, progress=_progress)
         try:
             print(
