@@ -186,3 +186,28 @@ def test_bench_with_a_file_that_is_not_its_format(tmp_path: Path) -> None:
         for name in ("list.json", "obj.json"):
             proc = run("--embedder", "none", "bench", kind, "--data", name, cwd=tmp_path)
             one_error_line(proc, 2, name, "is not a")
+
+
+def test_reading_a_missing_database_creates_nothing(tmp_path: Path) -> None:
+    # A mistyped --db: not found, and no empty database left behind under the typo.
+    for argv in (
+        ["search", "cache"],
+        ["events", "s1"],
+        ["sessions"],
+        ["status"],
+        ["projects"],
+        ["assemble", "cache", "--role", "coder"],
+    ):
+        proc = run("--db", "typo.db", "--embedder", "none", *argv, cwd=tmp_path)
+        one_error_line(proc, 3, "database", "typo.db")
+    assert not list(tmp_path.iterdir())
+
+
+def test_reading_an_unknown_project_names_the_known_ones(tmp_path: Path, db: str) -> None:
+    # The fixture's events are in the default project; a forgotten or mistyped --project
+    # is not found, with the projects the database holds, instead of an empty answer.
+    for argv in (["search", "cache"], ["sessions"], ["entities"], ["events", "s1"]):
+        proc = run("--db", db, "--embedder", "none", "--project", "shop", *argv, cwd=tmp_path)
+        one_error_line(proc, 3, "project 'shop' not found", "its projects: default")
+    proc = run("--db", db, "--embedder", "none", "search", "cache", cwd=tmp_path)
+    assert proc.returncode == 0 and "Redis" in proc.stdout

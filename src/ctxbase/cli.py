@@ -44,6 +44,38 @@ def _is_url(target: str) -> bool:
     return "://" in target
 
 
+def _existing_db(args: argparse.Namespace) -> str:
+    db = _db(args)
+    if not _is_url(db) and db != ":memory:":
+        _existing_file("database", db)  # opening it would create an empty one
+    return db
+
+
+def _open_existing(args: argparse.Namespace, **options: Any) -> Any:
+    """`_open` for a command that only reads: a missing database file or a project with no
+    data is not found (exit 3), instead of an empty answer from a database created for it
+    (a mistyped --db, a forgotten --project)."""
+    db = _existing_db(args)
+    cb = _open(args, **options)
+    try:
+        known = cb.store.list_projects()
+        if cb.project not in known:
+            # A URL may carry a password: name only a file.
+            raise _UnknownProject(cb.project, "the database" if _is_url(db) else db, known)
+    except BaseException:
+        cb.close()
+        raise
+    return cb
+
+
+class _UnknownProject(NotFoundError):
+    def __init__(self, project: str, db: str, known: Sequence[str]) -> None:
+        super().__init__("project", project)
+        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+        hint = f"its projects: {listed}; choose one with --project" if known else "it is empty"
+        self.args = (f"project {project!r} not found in {db} ({hint})",)
+
+
 def _existing_file(kind: str, path: str) -> str:
     """`path`, which must exist: reading a missing file is an error, not an empty result."""
     if not os.path.exists(path):
@@ -105,7 +137,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    with _open_existing(args, embedder=None) as cb:
         events = cb.last_events(args.session, args.last)
         if not events:
             cb.get_session(args.session)  # an unknown session is not found, not empty
@@ -117,7 +149,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_chain(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    with _open_existing(args, embedder=None) as cb:
         root = cb.get_event(args.event_id)
         chain = cb.effects(args.event_id) if args.down else cb.causal_chain(args.event_id)
         if args.json:
@@ -142,7 +174,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     )
     from .retrieve.embedder_health import LOGGER_NAME as EMBEDDER_LOGGER
 
-    with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # the failure is reported below
+    with _open_existing(args) as cb, _quiet(EMBEDDER_LOGGER):  # the failure is reported below
         if cb.embedder is not None and args.preset != "keyword" and args.wait_embeddings > 0:
             # This process is the only one embedding here: embed the backlog first, for
             # a bounded time. A failing embedder is reported by the search below.
@@ -178,7 +210,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_assemble(args: argparse.Namespace) -> int:
     policies = None if args.policies is None else _existing_file("policies", args.policies)
-    with _open(args, policies=policies) as cb:
+    with _open_existing(args, policies=policies) as cb:
         ctx = cb.assemble_context(
             agent_role=args.role,
             user_intent=args.intent,
@@ -196,6 +228,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
 
 
 def cmd_projects(args: argparse.Namespace) -> int:
+    _existing_db(args)
     with _open(args, embedder=None) as cb:
         projects = cb.store.list_projects()
         if args.json:
@@ -206,7 +239,7 @@ def cmd_projects(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    with _open_existing(args, embedder=None) as cb:
         sessions = cb.list_sessions()
         if args.json:
             _print_json([x.model_dump() for x in sessions])
@@ -216,7 +249,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_entities(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    with _open_existing(args, embedder=None) as cb:
         found = cb.list_entities(type=args.type, limit=args.limit)
         if args.json:
             _print_json([e.model_dump() for e in found])
@@ -227,7 +260,7 @@ def cmd_entities(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """What a person checks first: schema, counts, and how much still waits for a vector."""
-    with _open(args) as cb:
+    with _open_existing(args) as cb:
         pid = cb.project
         status = {
             "db": _db(args),
