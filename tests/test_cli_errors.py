@@ -211,3 +211,17 @@ def test_reading_an_unknown_project_names_the_known_ones(tmp_path: Path, db: str
         one_error_line(proc, 3, "project 'shop' not found", "its projects: default")
     proc = run("--db", db, "--embedder", "none", "search", "cache", cwd=tmp_path)
     assert proc.returncode == 0 and "Redis" in proc.stdout
+
+
+def test_a_policy_typo_and_a_too_small_budget_are_bad_input(tmp_path: Path, db: str) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "version: 1\npolicies:\n  - name: coder\n    match:\n      agent_role: [coder]\n"
+        "    strategies:\n      - {name: semantic_recal}\n",
+        encoding="utf-8",
+    )
+    base = ("--db", db, "--embedder", "none", "assemble", "cache", "--role", "coder")
+    line = one_error_line(run(*base, "--policies", "p.yaml", cwd=tmp_path), 2, "p.yaml")
+    # Both problems, each with its YAML path, on the one line, kept apart.
+    assert "2 problems: policies[0].match.agent_role: unknown key" in line
+    assert " | policies[0].strategies[0]: unknown strategy 'semantic_recal'" in line
+    one_error_line(run(*base, "--max-tokens", "3", cwd=tmp_path), 2, "max_tokens")

@@ -568,8 +568,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Codes of library errors that are bad input although not a ValidationError (REST: 422).
+_BAD_INPUT_CODES = frozenset({"budget_too_small", "invalid_policy"})
+
+
 def _fail(exc: BaseException, code: int) -> int:
-    message = " ".join(str(exc).split())  # one line, whatever the backend's message holds
+    # One line, whatever the message holds; a list of problems (a policy file's) stays
+    # readable: the lines after its heading are joined with ' | '.
+    lines = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()]
+    message = " | ".join(lines).replace(": | ", ": ", 1) if lines else type(exc).__name__
     print(f"error: {message}", file=sys.stderr)
     return code
 
@@ -626,7 +633,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AddressInUseError as exc:
         return _fail(exc, 5)
     except CtxbaseError as exc:
-        return _fail(exc, 1)
+        return _fail(exc, 2 if exc.code in _BAD_INPUT_CODES else 1)
     except ImportError as exc:  # an optional extra that is not installed (the hint says which)
         return _fail(exc, 1)
     except KeyboardInterrupt:
