@@ -225,3 +225,15 @@ def test_a_policy_typo_and_a_too_small_budget_are_bad_input(tmp_path: Path, db: 
     assert "2 problems: policies[0].match.agent_role: unknown key" in line
     assert " | policies[0].strategies[0]: unknown strategy 'semantic_recal'" in line
     one_error_line(run(*base, "--max-tokens", "3", cwd=tmp_path), 2, "max_tokens")
+
+
+def test_serve_with_a_policy_typo_does_not_start(tmp_path: Path) -> None:
+    # Before, the server started and answered every assembly with the policy error.
+    (tmp_path / "p.yaml").write_text(
+        "version: 1\npolicies:\n  - name: coder\n    match: {agent_roles: [coder]}\n"
+        "    strategies: [{name: semantic_recal}]\n",
+        encoding="utf-8",
+    )
+    proc = run("--db", "s.db", "--embedder", "none", "serve", "--no-auth", "--port", "0",
+               "--policies", "p.yaml", cwd=tmp_path, timeout=60)  # fmt: skip
+    one_error_line(proc, 2, "p.yaml", "semantic_recal", "did you mean 'semantic_recall'")
