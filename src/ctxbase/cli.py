@@ -95,6 +95,12 @@ def _quiet(logger_name: str) -> Iterator[None]:
         logger.setLevel(level)
 
 
+def _line(text: str | None, width: int) -> str:
+    """A text as one listing line: a multi-line text (code, a log, a file) would otherwise
+    break the one-row-per-item layout."""
+    return " ".join((text or "").split())[:width]
+
+
 def _print_json(value: Any) -> None:
     print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
 
@@ -144,7 +150,7 @@ def cmd_events(args: argparse.Namespace) -> int:
         if args.json:
             _print_json([e.model_dump() for e in events])
         for e in events if not args.json else []:
-            print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {(e.text or '')[:80]}")
+            print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
     return 0
 
 
@@ -155,10 +161,10 @@ def cmd_chain(args: argparse.Namespace) -> int:
         if args.json:
             _print_json([e.model_dump() for e in [root, *chain]])
             return 0
-        print(f"{root.type} {root.id}: {(root.text or '')[:100]}")
+        print(f"{root.type} {root.id}: {_line(root.text, 100)}")
         arrow = "->" if args.down else "<-"
         for e in chain:
-            print(f"  {arrow} {e.type:<18} {e.agent_id:<12} {(e.text or '')[:80]}")
+            print(f"  {arrow} {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
     return 0
 
 
@@ -190,7 +196,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             )
         for c in [] if args.json else response.results:
             where = f" {c.item.repo}:{c.item.path}" if c.item.repo else ""
-            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}  {c.item.text[:90]}")
+            text = _line(c.item.text, 90)
+            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}  {text}")
         if response.embedder_error:
             sys.stdout.flush()
             print(
@@ -254,7 +261,7 @@ def cmd_entities(args: argparse.Namespace) -> int:
         if args.json:
             _print_json([e.model_dump() for e in found])
         for e in [] if args.json else found:
-            print(f"{e.id:<40} {e.type:<12} v{e.version:<3} {e.name[:60]}")
+            print(f"{e.id:<40} {e.type:<12} v{e.version:<3} {_line(e.name, 60)}")
     return 0
 
 
