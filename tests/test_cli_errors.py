@@ -3,8 +3,10 @@ code and one line on stderr (no traceback), and nothing hangs on a broken embedd
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -237,3 +239,29 @@ def test_serve_with_a_policy_typo_does_not_start(tmp_path: Path) -> None:
     proc = run("--db", "s.db", "--embedder", "none", "serve", "--no-auth", "--port", "0",
                "--policies", "p.yaml", cwd=tmp_path, timeout=60)  # fmt: skip
     one_error_line(proc, 2, "p.yaml", "semantic_recal", "did you mean 'semantic_recall'")
+
+
+def test_ctrl_c_ends_with_one_line_and_130(tmp_path: Path) -> None:
+    # `capture --text -` waits on its standard input; Ctrl-C there (or in a long ingest,
+    # whose progress line is still open) ends with a fresh line saying so.
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ctxbase", "--db", "i.db", "--embedder", "none", "capture",
+         "--session", "s1", "--text", "-"],
+        cwd=tmp_path, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until it blocks reading fd 0 (Linux: read = 0)
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{proc.pid}/syscall").read_text().startswith("0 0x0 "):
+                    break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        if proc.stdin is not None:
+            proc.stdin.close()
+    assert proc.returncode == 130
+    assert "Traceback" not in err and err.splitlines()[-1] == "error: interrupted"

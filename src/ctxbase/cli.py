@@ -644,6 +644,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:  # an optional extra that is not installed (the hint says which)
         return _fail(exc, 1)
     except KeyboardInterrupt:
+        # Ctrl-C: end a progress line left open and say so; what was committed stays.
+        print("\nerror: interrupted", file=sys.stderr)
         return 130
 
 
