@@ -65,7 +65,8 @@ def main(db: str) -> str:
     reply = str(answer["messages"][-1].content)
     print("thread 2:", reply)
     hits = cb.search("PostgreSQL", preset="keyword").results
-    print("ctxbase search:", [h.item.text[:60] for h in hits])
+    # An item's text is its namespace, then its value: show the value.
+    print("ctxbase search:", [h.item.text.splitlines()[-1][:80] for h in hits])
     cb.close()
     return reply
 

@@ -291,3 +291,23 @@ def test_projects_sessions_entities_and_status(tmp_path: Path, capsys: Any) -> N
     status = json.loads(out)
     assert code == 0 and status["sessions"] == 1 and status["search_units"] >= 2
     assert status["schema_version"] == SCHEMA_VERSION and status["pending_vectors"] >= 0
+
+
+def test_listings_show_a_multi_line_text_on_its_own_row(tmp_path: Path, capsys: Any) -> None:
+    # A pasted log or code block (or `echo ... | capture --text -`'s trailing newline) must
+    # not spill over the rows that follow it.
+    base = ["--db", str(tmp_path / "m.db"), "--project", "p", "--embedder", "hash"]
+    code, first, _ = _run(
+        capsys, *base, "capture", "--session", "s1", "--text", "cache\n\nis off\n"
+    )
+    code, second, _ = _run(
+        capsys, *base, "capture", "--session", "s1", "--text", "why\nno cache", "--parent",
+        first.strip(),
+    )  # fmt: skip
+    code, out, _ = _run(capsys, *base, "events", "s1")
+    assert code == 0 and out.splitlines()[0].endswith("cache is off")
+    assert len(out.splitlines()) == 2
+    code, out, _ = _run(capsys, *base, "chain", second.strip())
+    assert code == 0 and len(out.splitlines()) == 2 and out.splitlines()[0].endswith("why no cache")
+    code, out, _ = _run(capsys, *base, "search", "cache", "--preset", "keyword")
+    assert code == 0 and len(out.splitlines()) == 2

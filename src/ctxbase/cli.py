@@ -47,6 +47,38 @@ def _is_url(target: str) -> bool:
     return "://" in target
 
 
+def _existing_db(args: argparse.Namespace) -> str:
+    db = _db(args)
+    if not _is_url(db) and db != ":memory:":
+        _existing_file("database", db)  # opening it would create an empty one
+    return db
+
+
+def _open_existing(args: argparse.Namespace, **options: Any) -> Any:
+    """`_open` for a command that only reads: a missing database file or a project with no
+    data is not found (exit 3), instead of an empty answer from a database created for it
+    (a mistyped --db, a forgotten --project)."""
+    db = _existing_db(args)
+    cb = _open(args, **options)
+    try:
+        known = cb.store.list_projects()
+        if cb.project not in known:
+            # A URL may carry a password: name only a file.
+            raise _UnknownProject(cb.project, "the database" if _is_url(db) else db, known)
+    except BaseException:
+        cb.close()
+        raise
+    return cb
+
+
+class _UnknownProject(NotFoundError):
+    def __init__(self, project: str, db: str, known: Sequence[str]) -> None:
+        super().__init__("project", project)
+        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+        hint = f"its projects: {listed}; choose one with --project" if known else "it is empty"
+        self.args = (f"project {project!r} not found in {db} ({hint})",)
+
+
 def _existing_file(kind: str, path: str) -> str:
     """`path`, which must exist: reading a missing file is an error, not an empty result."""
     if not os.path.exists(path):
@@ -64,6 +96,12 @@ def _quiet(logger_name: str) -> Iterator[None]:
         yield
     finally:
         logger.setLevel(level)
+
+
+def _line(text: str | None, width: int) -> str:
+    """A text as one listing line: a multi-line text (code, a log, a file) would otherwise
+    break the one-row-per-item layout."""
+    return " ".join((text or "").split())[:width]
 
 
 def _print_json(value: Any) -> None:
@@ -108,28 +146,28 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    with _open_existing(args, embedder=None) as cb:
         events = cb.last_events(args.session, args.last)
         if not events:
             cb.get_session(args.session)  # an unknown session is not found, not empty
         if args.json:
             _print_json([e.model_dump() for e in events])
         for e in events if not args.json else []:
-            print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {(e.text or '')[:80]}")
+            print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
     return 0
 
 
 def cmd_chain(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    with _open_existing(args, embedder=None) as cb:
         root = cb.get_event(args.event_id)
         chain = cb.effects(args.event_id) if args.down else cb.causal_chain(args.event_id)
         if args.json:
             _print_json([e.model_dump() for e in [root, *chain]])
             return 0
-        print(f"{root.type} {root.id}: {(root.text or '')[:100]}")
+        print(f"{root.type} {root.id}: {_line(root.text, 100)}")
         arrow = "->" if args.down else "<-"
         for e in chain:
-            print(f"  {arrow} {e.type:<18} {e.agent_id:<12} {(e.text or '')[:80]}")
+            print(f"  {arrow} {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
     return 0
 
 
@@ -145,7 +183,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     )
     from .retrieve.embedder_health import LOGGER_NAME as EMBEDDER_LOGGER
 
-    with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # the failure is reported below
+    with _open_existing(args) as cb, _quiet(EMBEDDER_LOGGER):  # the failure is reported below
         if cb.embedder is not None and args.preset != "keyword" and args.wait_embeddings > 0:
             # This process is the only one embedding here: embed the backlog first, for
             # a bounded time. A failing embedder is reported by the search below.
@@ -161,7 +199,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             )
         for c in [] if args.json else response.results:
             where = f" {c.item.repo}:{c.item.path}" if c.item.repo else ""
-            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}  {c.item.text[:90]}")
+            text = _line(c.item.text, 90)
+            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}  {text}")
         if response.embedder_error:
             sys.stdout.flush()
             print(
@@ -181,7 +220,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_assemble(args: argparse.Namespace) -> int:
     policies = None if args.policies is None else _existing_file("policies", args.policies)
-    with _open(args, policies=policies) as cb:
+    with _open_existing(args, policies=policies) as cb:
         ctx = cb.assemble_context(
             agent_role=args.role,
             user_intent=args.intent,
@@ -199,6 +238,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
 
 
 def cmd_projects(args: argparse.Namespace) -> int:
+    _existing_db(args)
     with _open(args, embedder=None) as cb:
         projects = cb.store.list_projects()
         if args.json:
@@ -209,7 +249,7 @@ def cmd_projects(args: argparse.Namespace) -> int:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    with _open_existing(args, embedder=None) as cb:
         sessions = cb.list_sessions()
         if args.json:
             _print_json([x.model_dump() for x in sessions])
@@ -219,18 +259,18 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 
 def cmd_entities(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    with _open_existing(args, embedder=None) as cb:
         found = cb.list_entities(type=args.type, limit=args.limit)
         if args.json:
             _print_json([e.model_dump() for e in found])
         for e in [] if args.json else found:
-            print(f"{e.id:<40} {e.type:<12} v{e.version:<3} {e.name[:60]}")
+            print(f"{e.id:<40} {e.type:<12} v{e.version:<3} {_line(e.name, 60)}")
     return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
     """What a person checks first: schema, counts, and how much still waits for a vector."""
-    with _open(args) as cb:
+    with _open_existing(args) as cb:
         pid = cb.project
         status = {
             "db": _db(args),
@@ -432,8 +472,15 @@ def cmd_bench_memory(args: argparse.Namespace) -> int:
     return run_memory_bench(args)
 
 
+# Codes of library errors that are bad input although not a ValidationError (REST: 422).
+_BAD_INPUT_CODES = frozenset({"budget_too_small", "invalid_policy"})
+
+
 def _fail(exc: BaseException, code: int) -> int:
-    message = " ".join(str(exc).split())  # one line, whatever the backend's message holds
+    # One line, whatever the message holds; a list of problems (a policy file's) stays
+    # readable: the lines after its heading are joined with ' | '.
+    lines = [" ".join(line.split()) for line in str(exc).splitlines() if line.strip()]
+    message = " | ".join(lines).replace(": | ", ": ", 1) if lines else type(exc).__name__
     print(f"error: {message}", file=sys.stderr)
     return code
 
@@ -470,10 +517,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AddressInUseError as exc:
         return _fail(exc, 5)
     except CtxbaseError as exc:
-        return _fail(exc, 1)
+        return _fail(exc, 2 if exc.code in _BAD_INPUT_CODES else 1)
     except ImportError as exc:  # an optional extra that is not installed (the hint says which)
         return _fail(exc, 1)
     except KeyboardInterrupt:
+        # Ctrl-C: end a progress line left open and say so; what was committed stays.
+        print("\nerror: interrupted", file=sys.stderr)
         return 130
 
 

@@ -327,3 +327,19 @@ def test_the_gitignore_walk_lists_what_git_lists(tmp_path: Path) -> None:
     assert walked == from_git
     assert "keep.log" in walked and "a.log" not in walked
     assert "b.txt" not in walked and "[abc].txt" in walked  # a class, not a literal name
+
+
+def test_a_file_size_limit_under_one_byte_is_refused_and_removes_nothing(tmp_path: Path) -> None:
+    # `ingest --max-file-bytes -1` skipped every file as too big, and so removed every
+    # entity an earlier ingest had stored for them.
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "app.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    with ctxbase.open(str(tmp_path / "i.db"), project="p", embedder=None) as cb:
+        first = cb.ingest(str(tmp_path / "repo"))
+        stored = len(cb.list_entities())
+        assert first.files_new == 1 and stored > 0
+        for bad in (-1, 0, 1.5, True):
+            with pytest.raises(ctxbase.ValidationError) as err:
+                cb.ingest(str(tmp_path / "repo"), max_file_bytes=bad)
+            assert err.value.field == "max_file_bytes"
+        assert len(cb.list_entities()) == stored

@@ -56,3 +56,21 @@ def test_diff_of_two_assemblies_shows_what_moved(cb: ContextBase) -> None:
     assert "+ doc_new [memory]" in report
     messages = diff_messages(before.messages, after.messages)
     assert any("doc_new" in m["content"] for _, m in messages.added)
+
+
+def test_a_hit_below_top_k_says_which_search_left_it_out(cb: ContextBase) -> None:
+    for n in range(8):
+        cb.record("user_message", session_id="s", text=f"the redis cache note number {n}")
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb).assemble(agent_role="coder", user_intent="redis cache")
+    trace = get_trace(cb, ctx.context_id)
+    cut = [d for d in trace["dropped"] if d["reason"] == "top_k"]
+    assert cut, trace["dropped"]
+    # The coder policy's semantic_recall searches with top_k 5, its fallback with depth 3.
+    details = {d["detail"] for d in cut}
+    assert "semantic_recall: ranked below top_k 5" in details
+    assert details <= {
+        "semantic_recall: ranked below top_k 5",
+        "project_scope_fallback: ranked below top_k 3",
+    }
+    assert "top_k below top_k" not in explain_trace(trace)

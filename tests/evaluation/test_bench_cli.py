@@ -219,20 +219,21 @@ def test_bench_memory_rejects_malformed_or_clashing_files(tmp_path: Path, capsys
 
 
 @pytest.mark.parametrize("bad", ["0,5", "x"])
-def test_bench_rejects_bad_k(tmp_path: Path, bad: str) -> None:
-    with pytest.raises(SystemExit):
-        main(
-            [
-                "--embedder",
-                "hash",
-                "bench",
-                "locomo",
-                "--data",
-                str(_locomo_file(tmp_path)),
-                "--k",
-                bad,
-            ]
-        )
+def test_bench_rejects_bad_k(tmp_path: Path, bad: str, capsys: Any) -> None:
+    code = main(
+        [
+            "--embedder",
+            "hash",
+            "bench",
+            "locomo",
+            "--data",
+            str(_locomo_file(tmp_path)),
+            "--k",
+            bad,
+        ]
+    )
+    assert code == 2  # bad input, with one error line naming the option
+    assert capsys.readouterr().err.startswith("error: k: ")
 
 
 def _bench_process(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -41,3 +41,14 @@ def test_example_runs(
         warnings.simplefilter("ignore", DeprecationWarning)
         answer = load(name).main(str(tmp_path / "memory.db"))
     assert expected in answer
+
+
+def test_langgraph_example_shows_the_memory_ctxbase_search_finds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The printed hit must show the stored value, not a cut-off namespace.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        load("langgraph_agent").main(str(tmp_path / "memory.db"))
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("ctxbase search"))
+    assert "Alice prefers PostgreSQL 18 for new services" in line

@@ -223,3 +223,15 @@ def test_search_can_require_valid_signatures(cb: ContextBase) -> None:
     assert checked.tampered == [bad.id]
     with pytest.raises(ValidationError):
         cb.search("Redis", require_signature=True)
+
+
+def test_a_bad_search_override_is_bad_input_by_name(cb: ContextBase) -> None:
+    # A caller's override (top_k=0, a misspelt field) is ctxbase's ValidationError naming
+    # the field, as every other bad input is, not pydantic's own exception.
+    for overrides, field in (({"top_k": 0}, "top_k"), ({"min_scor": 0.3}, "min_scor")):
+        with pytest.raises(ValidationError) as err:
+            cb.search("cache", **overrides)  # type: ignore[arg-type]
+        assert err.value.field == field
+    with pytest.raises(ValidationError) as err:
+        get_preset("hybrid", keyword=False, semantic=False)
+    assert "at least one of keyword and semantic" in err.value.message

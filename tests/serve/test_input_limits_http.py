@@ -84,3 +84,26 @@ def test_batch_answers_say_whether_they_are_durable(live: Live, pid: str) -> Non
     ]
     assert texts == ["one", "two", "three"]
     assert json.loads(c.get("/openapi.json").text)["paths"][url.replace(pid, "{project_id}")]
+
+
+def test_a_body_that_is_not_json_names_the_body(live: Live, pid: str) -> None:
+    # A cut-off JSON body, and `curl -d` without a JSON content type: 422 naming the body
+    # and saying what is wrong (not a character offset posing as the field).
+    c = live.client(live.key(pid, role="write"))
+    url = "/v1/context/assemble"
+    cut = c.post(
+        url, content=b'{"agent_role": "coder",', headers={"content-type": "application/json"}
+    )
+    assert cut.status_code == 422
+    err = cut.json()["error"]
+    assert err["field"] == "body"
+    assert "not valid JSON" in err["message"] and "character 23" in err["message"]
+    body = json.dumps({"agent_role": "coder", "user_intent": "x", "project_id": pid})
+    form = c.post(url, content=body, headers={"content-type": "application/x-www-form-urlencoded"})
+    assert form.status_code == 422
+    err = form.json()["error"]
+    assert err["field"] == "body"
+    assert "Content-Type: application/json" in err["message"]
+    assert "application/x-www-form-urlencoded" in err["message"]
+    ok = c.post(url, content=body, headers={"content-type": "application/json"})
+    assert ok.status_code == 200, ok.text

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from ..components import Components, ComponentsSource, components_of
-from ..errors import NotFoundError
+from ..errors import NotFoundError, ValidationError
 from ..model import Entity, make_entity_id
 from ..retrieve.indexing import entity_items
 from .entities import (
@@ -356,6 +356,11 @@ def ingest_path(
     pid = cb.resolve_project(project)
     if repo is not None:
         check_repo_name(repo)
+    # A limit under 1 byte would skip every file, and so remove what they stored before.
+    if isinstance(max_file_bytes, bool) or not isinstance(max_file_bytes, int):
+        raise ValidationError("max_file_bytes", f"must be an integer (got {max_file_bytes!r})")
+    if max_file_bytes < 1:
+        raise ValidationError("max_file_bytes", f"must be at least 1 (got {max_file_bytes})")
     root = Path(path).resolve()
     if root.is_dir():
         listed, git = list_files(root)

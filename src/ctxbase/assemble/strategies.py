@@ -394,8 +394,13 @@ class Gatherer:
         for c in resp.considered:
             if c.dropped:
                 self._consider(c, strategy, None)
+                # The detail says which search and why, as for the other drops; the search's
+                # own word ("below top_k") only repeated the reason.
+                over = "top_k" in c.dropped
+                k = config.dynamic_top_k or config.top_k  # (min, max) when seed 002's is on
+                detail = f"ranked below top_k {k}" if over else c.dropped
                 self.drop(
-                    c.item.owner_id, "top_k" if "top_k" in c.dropped else "duplicate", c.dropped
+                    c.item.owner_id, "top_k" if over else "duplicate", f"{strategy}: {detail}"
                 )
 
     def _consider(self, c: Candidate, strategy: str, relative: float | None) -> None:

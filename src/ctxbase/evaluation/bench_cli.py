@@ -7,8 +7,8 @@ import argparse
 import itertools
 import json
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
 
@@ -41,14 +41,32 @@ __all__ = [
 BEST_PRESET = "hybrid_graph"
 
 
+T = TypeVar("T")
+
+
 def _ks(text: str) -> tuple[int, ...]:
     try:
         ks = tuple(sorted({int(k) for k in text.split(",") if k.strip()}))
     except ValueError:
-        raise SystemExit(f"--k must be comma-separated integers (got {text!r})") from None
+        raise ValidationError("k", f"must be comma-separated integers (got {text!r})") from None
     if not ks or ks[0] <= 0:
-        raise SystemExit("--k values must be positive")
+        raise ValidationError("k", f"values must be positive (got {text!r})")
     return ks
+
+
+def _load(kind: str, load: Callable[[str], T], path: str) -> T:
+    """A data file that is not JSON, or not in the expected shape, is bad input: one line
+    naming the file and what is wrong, not a traceback from deep inside the parser."""
+    try:
+        return load(path)
+    except json.JSONDecodeError as exc:
+        raise ValidationError("data", f"{path} is not valid JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValidationError("data", f"{path} is not UTF-8 text ({exc.reason})") from None
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+        what = what.removeprefix(f"{path}: ")  # some loader messages name the file already
+        raise ValidationError("data", f"{path} is not a {kind} file: {what}") from None
 
 
 def standard_retrievers(engine: SharedEngine) -> list[EngineRetriever]:
@@ -202,7 +220,7 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
     if grid and not folds:
         raise ValidationError("grid", "--grid chooses settings per fold: it needs --folds")
     candidates = grid_candidates(get_preset(BEST_PRESET), grid)  # bad settings fail early
-    conversations = load_locomo(args.data)
+    conversations = _load("LoCoMo", load_locomo, args.data)
     if args.limit:
         conversations = conversations[: args.limit]
     if folds and len(conversations) < 2:
@@ -228,13 +246,6 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _load(path: str) -> MemorySet:
-    try:
-        return load_memory_set(path)
-    except (ValueError, KeyError, TypeError) as exc:  # malformed file: bad input, exit 2
-        raise ValidationError("data", f"{path}: {exc!s}") from exc
-
-
 def _merged(sets: Sequence[MemorySet]) -> MemorySet:
     """Several memory sets scored as one (e.g. the parts of a set kept in separate files)."""
     return MemorySet(
@@ -249,7 +260,7 @@ def run_memory_bench(args: argparse.Namespace) -> int:
     """Recall@k per set and per category for BM25, dense and ctxbase; with --merge, the
     files are scored as one set (conversation ids must not clash across them)."""
     ks = _ks(args.k)
-    sets = [_load(path) for path in args.data]
+    sets = [_load("memory-set", load_memory_set, path) for path in args.data]
     if getattr(args, "merge", False) and len(sets) > 1:
         conv_ids = [conv.conv_id for mset in sets for conv in mset.conversations]
         if len(set(conv_ids)) != len(conv_ids):

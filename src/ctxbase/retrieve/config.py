@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ValidationError
 
@@ -99,4 +100,11 @@ def get_preset(name: str, **overrides: object) -> SearchConfig:
         raise ValidationError(
             "preset", f"unknown search preset {name!r}; choose one of {sorted(PRESETS)}"
         ) from None
-    return SearchConfig.model_validate({**base.model_dump(), **overrides}) if overrides else base
+    if not overrides:
+        return base
+    try:
+        return SearchConfig.model_validate({**base.model_dump(), **overrides})
+    except PydanticValidationError as exc:  # a caller's bad override is bad input, by name
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "config"
+        raise ValidationError(field, err["msg"]) from None

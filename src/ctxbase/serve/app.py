@@ -66,13 +66,25 @@ def _field(loc: tuple[Any, ...], sourced: bool = True) -> str:
     return out
 
 
-def _validation_response(errors: list[Any], sourced: bool = True) -> JSONResponse:
+def _validation_response(
+    errors: list[Any], sourced: bool = True, content_type: str | None = None
+) -> JSONResponse:
     first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
-    field = _field(tuple(first.get("loc", ("body",))), sourced)
+    loc = tuple(first.get("loc", ("body",)))
+    field = _field(loc, sourced)
     msg = str(first.get("msg", "invalid"))
     ctx = first.get("ctx")
     if isinstance(ctx, dict) and isinstance(ctx.get("error"), ValidationError):
         msg = ctx["error"].message  # a library check: its own words, without the prefix
+    elif first.get("type") == "json_invalid":
+        # FastAPI puts the character offset in loc ("body", 25): name the body, not "[25]".
+        field = "body"
+        reason = ctx.get("error") if isinstance(ctx, dict) else None
+        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
+        msg = f"not valid JSON ({reason or 'decode error'}{at})"
+    elif loc == ("body",) and content_type and "json" not in content_type.lower():
+        # `curl -d` without a JSON content type: the body was not read as JSON at all.
+        msg = f"send JSON with 'Content-Type: application/json' (got {content_type!r})"
     body = {"error": {"code": "invalid", "message": f"{field}: {msg}", "field": field}}
     return JSONResponse(body, status_code=422)
 
@@ -88,7 +100,8 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return _validation_response(list(exc.errors()))
+        content_type = request.headers.get("content-type")
+        return _validation_response(list(exc.errors()), content_type=content_type)
 
     @app.exception_handler(PydanticValidationError)
     async def _model_invalid(request: Request, exc: PydanticValidationError) -> JSONResponse:

