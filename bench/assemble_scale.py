@@ -264,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         if backend == "sqlite":
             store_dir = Path(args.store_dir)
             store_dir.mkdir(parents=True, exist_ok=True)
-            path = store_dir / f"scale-{args.events}-{args.embedder}.db"
+            reused = "-reused" if args.reuse_vectors else ""  # not the model's own vectors
+            path = store_dir / f"scale-{args.events}-{args.embedder}{reused}.db"
             url = str(path)
             done = path.with_suffix(".done")  # a load that stopped half way is redone
             fresh = not done.exists()

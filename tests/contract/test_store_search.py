@@ -253,3 +253,30 @@ def test_keyword_top5_agree_between_backends(
     finally:
         sqlite_store.close()
         pg_store.close()
+
+
+def test_keyword_search_finds_filtered_hits_below_many_better_ones(
+    store: Store, project_id: str
+) -> None:
+    """The best matches of the whole index belong to another project, another session or
+    to hidden items: the hits asked for rank far below them and are still found, in order."""
+    other = f"{project_id}-other"
+    strong = "缓存 缓存 缓存 cache cache cache 命中"
+    crowd = [make_event(other, "o1", f"{strong} {n}") for n in range(400)]
+    crowd += [make_event(project_id, "busy", f"{strong} busy {n}") for n in range(300)]
+    write(store, *crowd)
+    mine = [
+        make_event(project_id, "quiet", "缓存 的 配置 见 文档 cache notes"),
+        make_event(project_id, "quiet", "the cache was cold after the deploy, and the logs say so"),
+    ]
+    write(store, *mine)
+    flt = ItemFilter(session_ids=("quiet",))
+    hits = store.keyword_search(project_id, match("缓存 cache"), flt, 5)
+    assert [h.item_id for h in hits] == [mine[0].id, mine[1].id]
+    assert hits[0].score > hits[1].score > 0
+    # unfiltered: the project's own strong matches first, never the other project's
+    top = store.keyword_search(project_id, match("缓存 cache"), None, 350)
+    assert len(top) == 302
+    assert {h.item_id for h in top[:300]} == {e.id for e in crowd[400:]}
+    assert [h.item_id for h in top[300:]] == [mine[0].id, mine[1].id]
+    assert store.keyword_search(project_id, match("缓存 cache"), flt, 1)[0].item_id == mine[0].id
