@@ -345,6 +345,7 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
             dst,
             args.project,
             progress=lambda table, n: print(f"  {table}: {n} rows", file=sys.stderr),
+            bulk=args.bulk,
         )
     finally:
         src.close()
@@ -507,6 +508,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("migrate-data", help="copy a project between databases, verifying counts")
     p.add_argument("--from", dest="source", required=True, help="source path or URL")
     p.add_argument("--to", dest="target", required=True, help="destination path or URL")
+    p.add_argument(
+        "--bulk",
+        action="store_true",
+        help="PostgreSQL destination: build its vector indexes once after the copy, not row "
+        "by row (much faster for large loads; its vector searches scan until the copy ends)",
+    )
     p.set_defaults(func=cmd_migrate_data)
 
     from .serve.cli_commands import add_subcommands
