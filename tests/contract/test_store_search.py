@@ -11,7 +11,7 @@ import pytest
 from contract_helpers import item, make_event, match, write
 
 from ctxbase import ContextBase
-from ctxbase.model import Entity
+from ctxbase.model import Entity, Event
 from ctxbase.store.base import ItemFilter, Store
 from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.sqlite import SQLiteStore
@@ -280,3 +280,50 @@ def test_keyword_search_finds_filtered_hits_below_many_better_ones(
     assert {h.item_id for h in top[:300]} == {e.id for e in crowd[400:]}
     assert [h.item_id for h in top[300:]] == [mine[0].id, mine[1].id]
     assert store.keyword_search(project_id, match("缓存 cache"), flt, 1)[0].item_id == mine[0].id
+
+
+def _typed_events(project_id: str) -> list[Event]:
+    return [
+        make_event(project_id, "s1", f"step {n}", type="tool_result" if n % 4 else "user_message")
+        for n in range(40)
+    ]
+
+
+def test_sqlite_type_filter_reads_items_by_index(tmp_path: Path, project_id: str) -> None:
+    """A type filter (code entities, tool results) lists its items through the type index;
+    without it every item of the project was read on each such search."""
+    st = SQLiteStore(str(tmp_path / "typed.db"))
+    try:
+        write(st, *_typed_events(project_id))
+        sent: list[str] = []
+        conn = st._conn()
+        conn.set_trace_callback(sent.append)
+        ids = st.filter_item_ids(project_id, ItemFilter(types=("user_message",)), limit=1001)
+        conn.set_trace_callback(None)
+        assert len(ids) == 10
+        (sql,) = [s for s in sent if "FROM items" in s]
+        plan = " ".join(str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "items_type" in plan, plan
+    finally:
+        st.close()
+
+
+def test_postgres_type_filter_reads_items_by_index(pg_url: str, project_id: str) -> None:
+    sent: list[str] = []
+    pg = PostgresStore(pg_url, max_size=2, on_statement=sent.append)
+    try:
+        write(pg, *_typed_events(project_id))
+        sent.clear()
+        ids = pg.filter_item_ids(project_id, ItemFilter(types=("user_message",)), limit=1001)
+        assert len(ids) == 10
+        (sql,) = [s for s in sent if "FROM items" in s]
+        import psycopg
+
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("ANALYZE items")
+            conn.execute("SET enable_seqscan = off")  # a tiny table: is the index usable?
+            rows = conn.execute("EXPLAIN " + sql, (project_id, ["user_message"], 1001))
+            plan = " ".join(str(r[0]) for r in rows.fetchall())
+        assert "items_type" in plan, plan
+    finally:
+        pg.close()

@@ -31,7 +31,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts
