@@ -327,3 +327,20 @@ def test_postgres_type_filter_reads_items_by_index(pg_url: str, project_id: str)
         assert "items_type" in plan, plan
     finally:
         pg.close()
+
+
+def test_keyword_search_reaches_past_another_projects_better_matches(
+    store: Store, project_id: str
+) -> None:
+    other = f"{project_id}-loud"
+    write(store, *[make_event(other, "o", f"缓存 缓存 缓存 命中 {n}") for n in range(300)])
+    mine = [
+        make_event(project_id, "a", "缓存 命中 after the warmup, then the logs"),
+        make_event(project_id, "b", "缓存 is mentioned once in this longer and wordier note"),
+        make_event(project_id, "c", "nothing relevant here at all"),
+    ]
+    write(store, *mine)
+    hits = store.keyword_search(project_id, match("缓存 命中"), None, 2)
+    assert [h.item_id for h in hits] == [mine[0].id, mine[1].id]
+    latest = store.keyword_search(project_id, match("缓存 命中"), ItemFilter(latest_only=True), 5)
+    assert [h.item_id for h in latest] == [mine[0].id, mine[1].id]

@@ -32,6 +32,9 @@ _RANKED_SQL = (
 )
 _FIRST_WINDOW = 64
 _WIDEST_WINDOW = 20_000
+# A filter that admits fewer items than this (a session, some entity types) is ranked
+# joined to items at once.
+_FEW_ADMITTED = 2_000
 
 
 def reserve_vector_rowids(conn: sqlite3.Connection, n: int) -> int:
@@ -61,6 +64,9 @@ class SQLiteSearch(SQLiteBase):
         where, args = filter_sql(SQLITE, flt)
         window = max(4 * int(limit), _FIRST_WINDOW)
         with self._read() as conn:
+            if where and self._admits_few(conn, project_id, where, args):
+                # the best matches of the index would rarely pass: no windows to widen
+                return self._keyword_joined(conn, match, project_id, where, args, limit)
             while True:
                 if window > _WIDEST_WINDOW:  # a narrow filter: rank its matches at once
                     return self._keyword_joined(conn, match, project_id, where, args, limit)
@@ -85,6 +91,17 @@ class SQLiteSearch(SQLiteBase):
                 if len(hits) >= limit or len(ranked) < window:
                     return hits[: max(int(limit), 0)]
                 window *= 8
+
+    @staticmethod
+    def _admits_few(
+        conn: sqlite3.Connection, project_id: str, where: str, args: list[object]
+    ) -> bool:
+        row = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM items i WHERE i.project_id = ? "
+            f"AND i.active = 1{where} LIMIT ?)",
+            (project_id, *args, _FEW_ADMITTED),
+        ).fetchone()
+        return int(row[0]) < _FEW_ADMITTED
 
     def _keyword_joined(
         self,
