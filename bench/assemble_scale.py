@@ -334,6 +334,8 @@ def main(argv: list[str] | None = None) -> int:
                 figures["load"] = build(url, project, args, embedder)
                 if backend == "sqlite":
                     done.write_text(json.dumps(figures["load"]))
+            if "load" in figures:
+                print(f"{backend}: load {json.dumps(figures['load'])}", flush=True)
             if backend == "sqlite":
                 figures["load"] = json.loads(done.read_text())
                 figures["db_mb"] = round(Path(url).stat().st_size / 2**20, 1)

@@ -1,7 +1,8 @@
 """Keyword search, item reads and filters, vectors and the index generation of the SQLite
 backend (a mixin of SQLiteStore).
 
-Keywords: FTS5's bm25 over item_fts (each item's own terms plus its live context's terms).
+Keywords: FTS5's bm25 over item_fts (each item's own terms plus its live context's terms),
+ranked inside FTS5 first; only the best rows are then checked against the project and filter.
 Vectors: stored as float32 blobs; there is no native vector index, the retriever searches
 them in memory.
 """
