@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -92,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{key}: {json.dumps(out[key])}", flush=True)
     finally:
         cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
     out["speedup"] = round(out["row_by_row"]["seconds"] / max(out["bulk"]["seconds"], 1e-9), 2)
     print(json.dumps(out, indent=2))
     if args.json:
