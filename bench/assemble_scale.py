@@ -29,6 +29,7 @@ import os
 import platform
 import random
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -267,7 +268,12 @@ def _pg_url(arg: str | None) -> tuple[str, Callable[[], None]]:
 
     root = Path(tempfile.mkdtemp(prefix="ctxbase-scale-pg-"))
     server = postgres_server.get_server(root / "data", cleanup_mode="delete")
-    return str(server.get_uri()), server.cleanup
+
+    def cleanup() -> None:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+    return str(server.get_uri()), cleanup
 
 
 def _pg_size_mb(url: str) -> float:
