@@ -12,10 +12,13 @@ embeds a 100k store once; `--reuse-vectors` lets a larger store take cached vect
 not embedded yet (the 1M store), so its load measures storage, not the model.
 
 Timed, with unique intents (never repeated, so no cache answers them) and the query
-embedding included: `assemble_context` p50 / p95 / p99; `search` alone; and side by side in
+embedding included: `assemble_context` p50 / p95 / p99; `search` alone; the store's keyword
+search alone (top 100, the search's candidate count); and side by side in
 the same run the floors: a bare query embedding, and the numpy brute-force product over a
 matrix of the project's size. Also: load and embedding seconds, database size, RSS.
 A built store is kept in `--store-dir` and reused by later runs with the same parameters.
+PostgreSQL is loaded from that SQLite store as `ctxbase migrate-data --bulk` does (its HNSW
+index built once, after the copy), when SQLite is measured first in the same run.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import os
 import platform
 import random
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -41,6 +45,7 @@ import ctxbase
 from ctxbase.model import Relation
 from ctxbase.progress import Progress
 from ctxbase.retrieve.embed.registry import get_embedder
+from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
 from scale_data import VectorCache, make_corpus, make_intents
 
 __all__ = ["main"]
@@ -132,6 +137,33 @@ def build(
     return {"capture_s": round(capture_s, 1), "embed_s": round(embed_s, 1)}
 
 
+def bulk_copy(sqlite_path: Path, url: str, project: str) -> dict[str, Any]:
+    """Load PostgreSQL from the built SQLite store as `migrate-data --bulk` does (HNSW
+    built once after the copy); seconds and rows."""
+    from ctxbase.store import open_store
+    from ctxbase.store.transfer import copy_project
+
+    src, dst = open_store(str(sqlite_path)), open_store(url)
+    try:
+        t0 = time.perf_counter()
+        last = [t0]
+
+        def progress(table: str, n: int) -> None:
+            if time.perf_counter() - last[0] > 10:
+                last[0] = time.perf_counter()
+                print(f"  copied {table}: {n:,}", flush=True)
+
+        counts = copy_project(src, dst, project, batch=2000, progress=progress, bulk=True)
+        seconds = time.perf_counter() - t0
+    finally:
+        src.close()
+        dst.close()
+    return {
+        "bulk_copy_s": round(seconds, 1),
+        "rows": {t: c[1] for t, c in counts.items() if c[1]},
+    }
+
+
 def _add_entities(cb: Any, project: str, n: int, about: str) -> None:
     doc = cb.upsert_entity("document", f"spec {n}", f"设计规范 design spec for: {about}")
     code = cb.upsert_entity(
@@ -184,9 +216,18 @@ def measure(
             t = time.perf_counter()
             cb.search(intent, preset="hybrid_graph")
             search_ms.append((time.perf_counter() - t) * 1000)
+        keyword_ms: list[float] = []
+        for intent in intents[5:]:
+            match = fts_match_expression(query_terms(intent), "or")
+            if match is None:
+                continue
+            t = time.perf_counter()
+            cb.store.keyword_search(project, match, None, 100)
+            keyword_ms.append((time.perf_counter() - t) * 1000)
         return {
             "assemble": percentiles(assemble_ms),
             "search": percentiles(search_ms),
+            "keyword_store_top100": percentiles(keyword_ms),
             "assemble_stages_p50_ms": {
                 k: percentiles(v).get("p50_ms", 0.0) for k, v in sorted(stages.items())
             },
@@ -229,7 +270,20 @@ def _pg_url(arg: str | None) -> tuple[str, Callable[[], None]]:
 
     root = Path(tempfile.mkdtemp(prefix="ctxbase-scale-pg-"))
     server = postgres_server.get_server(root / "data", cleanup_mode="delete")
-    return str(server.get_uri()), server.cleanup
+
+    def cleanup() -> None:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+    return str(server.get_uri()), cleanup
+
+
+def _pg_size_mb(url: str) -> float:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return round(int(row[0]) / 2**20, 1) if row else 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,12 +317,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"floors: {json.dumps(results['floors'])}", flush=True)
     project = f"scale-{args.events}"
+    sqlite_built: Path | None = None
     for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
         cleanup: Callable[[], None] = lambda: None  # noqa: E731
         if backend == "sqlite":
             store_dir = Path(args.store_dir)
             store_dir.mkdir(parents=True, exist_ok=True)
-            path = store_dir / f"scale-{args.events}-{args.embedder}.db"
+            reused = "-reused" if args.reuse_vectors else ""  # not the model's own vectors
+            path = store_dir / f"scale-{args.events}-{args.embedder}{reused}.db"
             url = str(path)
             done = path.with_suffix(".done")  # a load that stopped half way is redone
             fresh = not done.exists()
@@ -280,13 +336,22 @@ def main(argv: list[str] | None = None) -> int:
             fresh = True
         try:
             figures: dict[str, Any] = {}
-            if fresh:
+            if fresh and backend == "postgres" and sqlite_built is not None:
+                print(f"{backend}: copying {args.events:,} events (bulk)", flush=True)
+                figures["load"] = bulk_copy(sqlite_built, url, project)
+            elif fresh:
                 print(f"{backend}: loading {args.events:,} events", flush=True)
                 figures["load"] = build(url, project, args, embedder, progress)
                 if backend == "sqlite":
                     done.write_text(json.dumps(figures["load"]))
+            if "load" in figures:
+                print(f"{backend}: load {json.dumps(figures['load'])}", flush=True)
             if backend == "sqlite":
+                figures["load"] = json.loads(done.read_text())
                 figures["db_mb"] = round(Path(url).stat().st_size / 2**20, 1)
+                sqlite_built = Path(url)
+            else:
+                figures["db_mb"] = _pg_size_mb(url)
             figures.update(measure(url, project, args, embedder, intents, progress))
         finally:
             cleanup()

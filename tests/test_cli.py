@@ -114,6 +114,10 @@ def test_migrate_and_migrate_data(tmp_path: Path, capsys: Any) -> None:
         capsys, "--db", dst, "--project", "p", "--embedder", "none", "events", "s", "--json"
     )
     assert [e["text"] for e in json.loads(out)] == ["hello"]
+    bulk = str(tmp_path / "bulk.db")
+    args = ("--project", "p", "migrate-data", "--bulk", "--from", src, "--to", bulk)
+    code, out, _ = _run(capsys, *args)
+    assert code == 0 and "differs" not in out
 
 
 def test_the_installed_entry_point_runs() -> None:

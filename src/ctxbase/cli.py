@@ -435,7 +435,7 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
         raise
 
     try:
-        counts = copy_project(src, dst, args.project, progress=on_batch)
+        counts = copy_project(src, dst, args.project, progress=on_batch, bulk=args.bulk)
         if bars:
             bars[-1].close()
     finally:

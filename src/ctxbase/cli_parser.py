@@ -218,6 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = _command(sub, "migrate-data", "copy a project between databases, verifying counts")
     p.add_argument("--from", dest="source", required=True, help="source path or URL")
     p.add_argument("--to", dest="target", required=True, help="destination path or URL")
+    p.add_argument(
+        "--bulk",
+        action="store_true",
+        help="PostgreSQL destination: build its vector indexes once after the copy, not row "
+        "by row (much faster for large loads; its vector searches scan until the copy ends)",
+    )
     p.set_defaults(func=h.cmd_migrate_data)
 
     from .serve.cli_commands import add_subcommands

@@ -282,6 +282,7 @@ def test_a_version_2_database_gains_the_repo_column(tmp_path: Path) -> None:
     import sqlite3
 
     import ctxbase
+    from ctxbase.store.base import SCHEMA_VERSION
 
     db = tmp_path / "old.db"
     root = _write(tmp_path / "app", {"README.md": "# App\n\nKestrel setup.\n"})
@@ -293,7 +294,7 @@ def test_a_version_2_database_gains_the_repo_column(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     with ctxbase.open(str(db), project="p", embedder=None) as cb:
-        assert cb.store.schema_version() == 3
+        assert cb.store.schema_version() == SCHEMA_VERSION
         assert _owners(cb, "kestrel") == {None}
         assert _owners(cb, "kestrel", repos=("app",)) == set()
         again = cb.ingest(str(root))  # an unchanged file keeps its items as they were

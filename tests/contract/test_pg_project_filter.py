@@ -75,6 +75,7 @@ def _workload(store: PostgresStore, pid: str, tmp_path: Path) -> None:
         copy_project(store, lite, pid)
         lite.forget(pid, whole_project=True)
         copy_project(lite, store, pid)  # into rows already present
+        copy_project(lite, store, pid, bulk=True)  # the vector index built after the copy
     finally:
         lite.close()
     store.forget(pid, event_ids=[b.id])
@@ -124,6 +125,8 @@ def test_every_statement_filters_by_project(pg_url: str, project_id: str, tmp_pa
     assert {" ".join(s.split()[4:7]) for s in cross} == {
         "project_id FROM projects",  # list_projects
         "project_id, item_id, text",  # the embedding worker's queue across projects
+        "indexname FROM pg_indexes",  # bulk load: the vector indexes it defers
+        "DISTINCT dim FROM",  # ... and the dimensions to build them for
     }
     bad = {}
     checked = 0

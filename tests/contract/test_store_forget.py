@@ -139,3 +139,85 @@ def test_copy_project_between_backends(
     finally:
         lite.close()
         pg.close()
+
+
+def test_bulk_copy_keeps_vectors_searchable(tmp_path: Path, pg_url: str, project_id: str) -> None:
+    """copy_project(bulk=True): the same rows as a plain copy, and the vector index is back
+    (PostgreSQL builds it once, after the copy) and used by vector searches."""
+    lite = SQLiteStore(str(tmp_path / "bulk.db"))
+    pg = PostgresStore(pg_url, max_size=2)
+    try:
+        _populate(lite, project_id)
+        counts = copy_project(lite, pg, project_id, batch=2, bulk=True)
+        assert all(s == d for s, d in counts.values()), counts
+        assert _snapshot(pg, project_id) == _snapshot(lite, project_id)
+        assert "item_vectors_hnsw_4" in _hnsw_indexes(pg)
+        plan = _plan(pg, project_id, 4)
+        assert "item_vectors_hnsw_4" in plan, plan
+        query = next(r.vector for b in lite.iter_vectors(project_id, "m") for r in b)
+        got = pg.vector_search(project_id, "m", query, 3)
+        assert got is not None and got[0][1] == pytest.approx(1.0, abs=1e-5)
+    finally:
+        lite.close()
+        pg.close()
+
+
+def _plan(pg: PostgresStore, project_id: str, dim: int) -> str:
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    with psycopg.connect(pg.url) as conn:
+        register_vector(conn)
+        conn.execute("SET enable_seqscan = off")  # a tiny table: ask whether the index is usable
+        rows = conn.execute(
+            f"EXPLAIN SELECT item_id FROM item_vectors WHERE project_id=%s AND dim = {dim} "
+            f"ORDER BY vec::vector({dim}) <=> %s LIMIT 3",
+            (project_id, np.ones(dim, dtype=np.float32)),
+        ).fetchall()
+    return "\n".join(r[0] for r in rows)
+
+
+def _hnsw_indexes(pg: PostgresStore) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(pg.url) as conn:
+        return sorted(
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'item_vectors' "
+                "AND indexname LIKE 'item_vectors_hnsw_%'"
+            ).fetchall()
+        )
+
+
+def test_bulk_load_defers_the_vector_index_and_rebuilds_it_on_failure(
+    pg_url: str, project_id: str
+) -> None:
+    pg = PostgresStore(pg_url, max_size=2)
+    try:
+        ev = make_event(project_id, "s1", "alpha vectors")
+        write(pg, ev)
+        pg.put_vectors("m", [(project_id, ev.id, np.ones(16, dtype=np.float32))])
+        assert "item_vectors_hnsw_16" in _hnsw_indexes(pg)
+        with pytest.raises(RuntimeError), pg.bulk_load():
+            assert "item_vectors_hnsw_16" not in _hnsw_indexes(pg)
+            more = make_event(project_id, "s1", "beta vectors")
+            write(pg, more)
+            pg.put_vectors("m", [(project_id, more.id, np.full(16, 2.0, dtype=np.float32))])
+            assert "item_vectors_hnsw_16" not in _hnsw_indexes(pg)  # not filled row by row
+            # searches during the load stay right (they scan)
+            found = pg.vector_search(project_id, "m", np.ones(16, dtype=np.float32), 5)
+            assert found is not None and {i for i, _ in found} == {ev.id, more.id}
+            raise RuntimeError("load failed")
+        assert "item_vectors_hnsw_16" in _hnsw_indexes(pg)  # rebuilt although it failed
+    finally:
+        pg.close()
+
+
+def test_bulk_load_is_harmless_on_every_backend(store: Store, project_id: str) -> None:
+    ev = make_event(project_id, "s1", "gamma vectors")
+    with store.bulk_load():
+        write(store, ev)
+        store.put_vectors("m", [(project_id, ev.id, np.ones(8, dtype=np.float32))])
+    assert [r.item_id for b in store.iter_vectors(project_id, "m") for r in b] == [ev.id]
+    assert [h.item_id for h in store.keyword_search(project_id, match("gamma"), None, 3)] == [ev.id]

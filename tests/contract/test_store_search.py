@@ -11,7 +11,7 @@ import pytest
 from contract_helpers import item, make_event, match, write
 
 from ctxbase import ContextBase
-from ctxbase.model import Entity
+from ctxbase.model import Entity, Event
 from ctxbase.store.base import ItemFilter, Store
 from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.sqlite import SQLiteStore
@@ -253,3 +253,94 @@ def test_keyword_top5_agree_between_backends(
     finally:
         sqlite_store.close()
         pg_store.close()
+
+
+def test_keyword_search_finds_filtered_hits_below_many_better_ones(
+    store: Store, project_id: str
+) -> None:
+    """The best matches of the whole index belong to another project, another session or
+    to hidden items: the hits asked for rank far below them and are still found, in order."""
+    other = f"{project_id}-other"
+    strong = "缓存 缓存 缓存 cache cache cache 命中"
+    crowd = [make_event(other, "o1", f"{strong} {n}") for n in range(400)]
+    crowd += [make_event(project_id, "busy", f"{strong} busy {n}") for n in range(300)]
+    write(store, *crowd)
+    mine = [
+        make_event(project_id, "quiet", "缓存 的 配置 见 文档 cache notes"),
+        make_event(project_id, "quiet", "the cache was cold after the deploy, and the logs say so"),
+    ]
+    write(store, *mine)
+    flt = ItemFilter(session_ids=("quiet",))
+    hits = store.keyword_search(project_id, match("缓存 cache"), flt, 5)
+    assert [h.item_id for h in hits] == [mine[0].id, mine[1].id]
+    assert hits[0].score > hits[1].score > 0
+    # unfiltered: the project's own strong matches first, never the other project's
+    top = store.keyword_search(project_id, match("缓存 cache"), None, 350)
+    assert len(top) == 302
+    assert {h.item_id for h in top[:300]} == {e.id for e in crowd[400:]}
+    assert [h.item_id for h in top[300:]] == [mine[0].id, mine[1].id]
+    assert store.keyword_search(project_id, match("缓存 cache"), flt, 1)[0].item_id == mine[0].id
+
+
+def _typed_events(project_id: str) -> list[Event]:
+    return [
+        make_event(project_id, "s1", f"step {n}", type="tool_result" if n % 4 else "user_message")
+        for n in range(40)
+    ]
+
+
+def test_sqlite_type_filter_reads_items_by_index(tmp_path: Path, project_id: str) -> None:
+    """A type filter (code entities, tool results) lists its items through the type index;
+    without it every item of the project was read on each such search."""
+    st = SQLiteStore(str(tmp_path / "typed.db"))
+    try:
+        write(st, *_typed_events(project_id))
+        sent: list[str] = []
+        conn = st._conn()
+        conn.set_trace_callback(sent.append)
+        ids = st.filter_item_ids(project_id, ItemFilter(types=("user_message",)), limit=1001)
+        conn.set_trace_callback(None)
+        assert len(ids) == 10
+        (sql,) = [s for s in sent if "FROM items" in s]
+        plan = " ".join(str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "items_type" in plan, plan
+    finally:
+        st.close()
+
+
+def test_postgres_type_filter_reads_items_by_index(pg_url: str, project_id: str) -> None:
+    sent: list[str] = []
+    pg = PostgresStore(pg_url, max_size=2, on_statement=sent.append)
+    try:
+        write(pg, *_typed_events(project_id))
+        sent.clear()
+        ids = pg.filter_item_ids(project_id, ItemFilter(types=("user_message",)), limit=1001)
+        assert len(ids) == 10
+        (sql,) = [s for s in sent if "FROM items" in s]
+        import psycopg
+
+        with psycopg.connect(pg_url) as conn:
+            conn.execute("ANALYZE items")
+            conn.execute("SET enable_seqscan = off")  # a tiny table: is the index usable?
+            rows = conn.execute("EXPLAIN " + sql, (project_id, ["user_message"], 1001))
+            plan = " ".join(str(r[0]) for r in rows.fetchall())
+        assert "items_type" in plan, plan
+    finally:
+        pg.close()
+
+
+def test_keyword_search_reaches_past_another_projects_better_matches(
+    store: Store, project_id: str
+) -> None:
+    other = f"{project_id}-loud"
+    write(store, *[make_event(other, "o", f"缓存 缓存 缓存 命中 {n}") for n in range(300)])
+    mine = [
+        make_event(project_id, "a", "缓存 命中 after the warmup, then the logs"),
+        make_event(project_id, "b", "缓存 is mentioned once in this longer and wordier note"),
+        make_event(project_id, "c", "nothing relevant here at all"),
+    ]
+    write(store, *mine)
+    hits = store.keyword_search(project_id, match("缓存 命中"), None, 2)
+    assert [h.item_id for h in hits] == [mine[0].id, mine[1].id]
+    latest = store.keyword_search(project_id, match("缓存 命中"), ItemFilter(latest_only=True), 5)
+    assert [h.item_id for h in latest] == [mine[0].id, mine[1].id]

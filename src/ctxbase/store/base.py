@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts
@@ -506,6 +507,13 @@ class Store(ABC):
     @abstractmethod
     def count_rows(self, project_id: str, table: str) -> int:
         """How many rows of one table belong to the project (active or not)."""
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """A bulk import runs inside: the backend may defer index upkeep to its end (and
+        then build each index once instead of row by row). Searches during it stay correct
+        and may be slower. By default nothing is deferred."""
+        yield
 
     # -- API keys (global, not keyed by project) -------------------------------------------
     # Not abstract: a backend without them can still serve the embedded API.

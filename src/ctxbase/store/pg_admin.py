@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from ..errors import StorageError
 from ..model import StateFact
+from . import pg_sql as q
 from .base import ApiKeyRecord, ForgetReport
 from .forget_steps import ForgetSteps
-from .pg_base import Conn, PgBase, as_array, jsonb, text
+from .pg_base import INDEX_LOCK, Conn, PgBase, as_array, jsonb, text
 from .rows import next_version, tombstone_hash, trace_keys
 from .schema import FORGET_TABLES, JSON_COLUMNS
 from .shared import table_columns
@@ -215,6 +217,49 @@ class PgAdmin(ForgetSteps, PgBase):
                 [tuple(_import_value(c, r.get(c)) for c in cols) for r in rows],
             )
             return self._count(conn, project_id, table) - before
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[None]:
+        """HNSW indexes are dropped for the load and each is built once at its end: pgvector
+        fills an HNSW index row by row, the slowest part of loading vectors (a built index
+        is also better connected). Until then vector searches scan exactly. The indexes
+        are rebuilt even when the load fails."""
+        with self._dims_lock:
+            self._bulk_loads += 1
+            if self._bulk_loads == 1:
+                with self._tx() as conn:
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
+                    for (name,) in self._x(
+                        conn, q.HNSW_INDEXES_SQL, (q.HNSW_INDEX_NAMES,)
+                    ).fetchall():
+                        conn.execute(f'DROP INDEX IF EXISTS "{name}"')
+                self._known_dims.clear()
+        try:
+            yield
+        finally:
+            with self._dims_lock:
+                self._bulk_loads -= 1
+                last = self._bulk_loads == 0
+            if last:
+                self._build_hnsw_indexes()
+
+    def _build_hnsw_indexes(self) -> None:
+        with self._tx() as conn:
+            dims = [
+                int(r[0])
+                for r in self._x(
+                    conn,
+                    f"{q.CROSS_PROJECT}SELECT DISTINCT dim FROM item_vectors WHERE dim <= %s",
+                    (q.HNSW_MAX_DIM,),
+                ).fetchall()
+            ]
+        for dim in sorted(dims):
+            with self._dims_lock, self._tx() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
+                # one index build may use more memory than a query (graph kept in memory)
+                conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
+                conn.execute(q.hnsw_index_sql(dim))
+                self._known_dims.add(dim)
 
     def _count(self, conn: Conn, project_id: str, table: str) -> int:
         row = self._x(

@@ -36,14 +36,14 @@ except ImportError as exc:  # the optional extra is missing
         f"PostgreSQL support needs the postgres extra: pip install 'ctxbase[postgres]' ({exc})"
     ) from exc
 
-__all__ = ["CROSS_PROJECT", "Conn", "PgBase", "as_array", "jsonb", "text"]
+__all__ = ["CROSS_PROJECT", "INDEX_LOCK", "Conn", "PgBase", "as_array", "jsonb", "text"]
 
 Conn = psycopg.Connection[TupleRow]
 
 # pg_advisory_xact_lock keys: schema changes and index creation are serialised across
 # processes (concurrent CREATE ... IF NOT EXISTS of one name can collide).
 _MIGRATE_LOCK = 0x637478_6D6967
-_INDEX_LOCK = 0x637478_696478
+INDEX_LOCK = 0x637478_696478
 
 
 def jsonb(value: Any) -> Jsonb | None:
@@ -89,6 +89,7 @@ class PgBase(SharedReads):
         self._on_statement = on_statement  # sees every SQL text sent (for audits and tests)
         self._known_dims: set[int] = set()
         self._dims_lock = threading.Lock()
+        self._bulk_loads = 0  # while above 0, HNSW indexes are built at the end (bulk_load)
         # project -> (gen, n, mean indexed terms, mean own terms)
         self._stats: dict[str, tuple[int, int, float, float]] = {}
         self._closed = False
@@ -240,9 +241,9 @@ class PgBase(SharedReads):
     def _ensure_hnsw(self, dim: int) -> None:
         """Create the dimension's HNSW index once (serialised: concurrent CREATE INDEX IF NOT
         EXISTS of one name can collide)."""
-        if dim in self._known_dims or dim > q.HNSW_MAX_DIM:
+        if dim in self._known_dims or dim > q.HNSW_MAX_DIM or self._bulk_loads:
             return
         with self._dims_lock, self._tx() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_INDEX_LOCK,))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
             conn.execute(q.hnsw_index_sql(dim))
             self._known_dims.add(dim)

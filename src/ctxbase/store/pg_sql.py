@@ -22,6 +22,8 @@ __all__ = [
     "BM25_K1",
     "CROSS_PROJECT",
     "EVENT_COLS",
+    "HNSW_INDEXES_SQL",
+    "HNSW_INDEX_NAMES",
     "HNSW_MAX_DIM",
     "ITEM_COLS",
     "PG",
@@ -111,6 +113,15 @@ def hnsw_index_sql(dim: int) -> str:
         f"CREATE INDEX IF NOT EXISTS item_vectors_hnsw_{dim} ON item_vectors "
         f"USING hnsw ((vec::vector({dim})) vector_cosine_ops) WHERE dim = {dim}"
     )
+
+
+# The HNSW indexes of hnsw_index_sql (one per dimension), by name; the argument is
+# HNSW_INDEX_NAMES.
+HNSW_INDEXES_SQL = (
+    f"{CROSS_PROJECT}SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() "
+    "AND tablename = 'item_vectors' AND indexname LIKE %s"
+)
+HNSW_INDEX_NAMES = "item\\_vectors\\_hnsw\\_%"
 
 
 def clean_text(value: str | None) -> str | None:

@@ -146,7 +146,10 @@ _V2 = [
 # v3: items.repo, the repository of an ingested entity's items (NULL for events and for items
 # stored before); each backend adds the column in its own list, so a repeated upgrade is a no-op.
 _V3: list[str] = []
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3}
+# v4: structured filters by type (entities of some types, events of some types) read their
+# items by index; without it each such search walked every item of the project.
+_V4 = ["CREATE INDEX IF NOT EXISTS items_type ON items (project_id, type)"]
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 
 # The version table, the same in every backend: one row, key 'schema_version'.
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"

@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ..errors import StorageError
 from ..validation import loads_tolerant
@@ -130,11 +130,14 @@ def loads(value: str | None) -> Any:
     return None if value is None else loads_tolerant(value)
 
 
+_T = TypeVar("_T")
+
+
 def placeholders(n: int) -> str:
     return ",".join("?" * n)
 
 
-def chunks(seq: Sequence[str], size: int = 500) -> Iterator[Sequence[str]]:
+def chunks(seq: Sequence[_T], size: int = 500) -> Iterator[Sequence[_T]]:
     for i in range(0, len(seq), size):
         yield seq[i : i + size]
 

@@ -1,7 +1,8 @@
 """Keyword search, item reads and filters, vectors and the index generation of the SQLite
 backend (a mixin of SQLiteStore).
 
-Keywords: FTS5's bm25 over item_fts (each item's own terms plus its live context's terms).
+Keywords: FTS5's bm25 over item_fts (each item's own terms plus its live context's terms),
+ranked inside FTS5 first; only the best rows are then checked against the project and filter.
 Vectors: stored as float32 blobs; there is no native vector index, the retriever searches
 them in memory.
 """
@@ -25,6 +26,17 @@ __all__ = ["SQLiteSearch", "reserve_vector_rowids"]
 
 _VECTOR_SEQ = "vector_rowid"
 
+# Keyword search ranks the best matches of the whole index first (see keyword_search).
+_RANKED_SQL = (
+    f"SELECT rowid, bm25(item_fts, 1.0, {OWN_TERMS_WEIGHT}) AS rank FROM item_fts "
+    "WHERE item_fts MATCH ? ORDER BY rank LIMIT ?"
+)
+_FIRST_WINDOW = 64
+_WIDEST_WINDOW = 20_000
+# A filter that admits fewer items than this (a session, some entity types) is ranked
+# joined to items at once.
+_FEW_ADMITTED = 2_000
+
 
 def reserve_vector_rowids(conn: sqlite3.Connection, n: int) -> int:
     """The first of `n` fresh item_vectors rowids, never handed out before.
@@ -46,18 +58,71 @@ class SQLiteSearch(SQLiteBase):
     def keyword_search(
         self, project_id: str, match: str, flt: ItemFilter | None, limit: int
     ) -> list[KeywordHit]:
+        # FTS5 ranks first, in its own sorter, and only the best rows are looked up in
+        # items for the project and filter; the window widens until `limit` pass or every
+        # match was ranked. Joining items to every match first cost a lookup per match,
+        # which grew with the project. Same hits as ranking all matches then filtering.
         where, args = filter_sql(SQLITE, flt)
+        window = max(4 * int(limit), _FIRST_WINDOW)
+        with self._read() as conn:
+            if where and self._admits_few(conn, project_id, where, args):
+                # the best matches of the index would rarely pass: no windows to widen
+                return self._keyword_joined(conn, match, project_id, where, args, limit)
+            while True:
+                if window > _WIDEST_WINDOW:  # a narrow filter: rank its matches at once
+                    return self._keyword_joined(conn, match, project_id, where, args, limit)
+                try:
+                    ranked = conn.execute(_RANKED_SQL, (match, window)).fetchall()
+                except sqlite3.OperationalError as exc:
+                    raise StorageError(f"keyword query {match!r} failed: {exc}") from exc
+                ids: dict[int, str] = {}
+                for part in chunks([r[0] for r in ranked]):
+                    ids.update(
+                        conn.execute(
+                            # NOT INDEXED: look the rowids up; an index on project_id
+                            # would walk the whole project
+                            "SELECT i.rowid, i.item_id FROM items i NOT INDEXED "
+                            "WHERE i.rowid IN "
+                            f"({placeholders(len(part))}) AND i.project_id = ? "
+                            f"AND i.active = 1{where}",
+                            (*part, project_id, *args),
+                        ).fetchall()
+                    )
+                hits = [KeywordHit(ids[r], -float(rank)) for r, rank in ranked if r in ids]
+                if len(hits) >= limit or len(ranked) < window:
+                    return hits[: max(int(limit), 0)]
+                window *= 8
+
+    @staticmethod
+    def _admits_few(
+        conn: sqlite3.Connection, project_id: str, where: str, args: list[object]
+    ) -> bool:
+        row = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM items i WHERE i.project_id = ? "
+            f"AND i.active = 1{where} LIMIT ?)",
+            (project_id, *args, _FEW_ADMITTED),
+        ).fetchone()
+        return int(row[0]) < _FEW_ADMITTED
+
+    def _keyword_joined(
+        self,
+        conn: sqlite3.Connection,
+        match: str,
+        project_id: str,
+        where: str,
+        args: list[object],
+        limit: int,
+    ) -> list[KeywordHit]:
         sql = (
             f"SELECT i.item_id, bm25(item_fts, 1.0, {OWN_TERMS_WEIGHT}) AS rank FROM item_fts "
             "JOIN items i ON i.rowid = item_fts.rowid "
             f"WHERE item_fts MATCH ? AND i.project_id = ? AND i.active = 1{where} "
             "ORDER BY rank LIMIT ?"
         )
-        with self._read() as conn:
-            try:
-                rows = conn.execute(sql, (match, project_id, *args, int(limit))).fetchall()
-            except sqlite3.OperationalError as exc:
-                raise StorageError(f"keyword query {match!r} failed: {exc}") from exc
+        try:
+            rows = conn.execute(sql, (match, project_id, *args, int(limit))).fetchall()
+        except sqlite3.OperationalError as exc:
+            raise StorageError(f"keyword query {match!r} failed: {exc}") from exc
         return [KeywordHit(r[0], -float(r[1])) for r in rows]
 
     def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]:

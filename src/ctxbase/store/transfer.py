@@ -9,6 +9,7 @@ stopped. The destination's keyword index is built by its backend as items arrive
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 
 from .base import Store
 from .schema import TABLES
@@ -23,20 +24,24 @@ def copy_project(
     *,
     batch: int = 1000,
     progress: Callable[[str, int], None] | None = None,
+    bulk: bool = False,
 ) -> dict[str, tuple[int, int]]:
     """Copy every row of `project_id` from `src` to `dst`; rows already in `dst` are kept.
 
     Returns table -> (source rows, destination rows) counted after the copy; they are equal
     when the destination had nothing of this project before. `progress(table, rows)` is
-    called after each batch.
+    called after each batch. `bulk`: the copy runs in `dst.bulk_load()` (PostgreSQL builds
+    its vector indexes once, after the copy).
     """
     counts: dict[str, tuple[int, int]] = {}
-    for table in TABLES:  # parents first (projects, sessions, ...), so readers see whole rows
-        copied = 0
-        for rows in src.export_rows(project_id, table, batch):
-            dst.import_rows(project_id, table, rows)
-            copied += len(rows)
-            if progress is not None:
-                progress(table, copied)
+    with dst.bulk_load() if bulk else nullcontext():
+        for table in TABLES:  # parents first (projects, sessions, ...): readers see whole rows
+            copied = 0
+            for rows in src.export_rows(project_id, table, batch):
+                dst.import_rows(project_id, table, rows)
+                copied += len(rows)
+                if progress is not None:
+                    progress(table, copied)
+    for table in TABLES:
         counts[table] = (src.count_rows(project_id, table), dst.count_rows(project_id, table))
     return counts
