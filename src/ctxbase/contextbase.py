@@ -77,7 +77,7 @@ class ContextBase(SessionMethods, ForgetMethods):
         debug_mode: bool = False,
         session_idle_timeout_s: float | None = None,
         anchoring: bool | AnchorConfig = True,
-        query_batching: bool = True,
+        query_batching: bool = False,
     ) -> None:
         self.project = check_id("project", project)
         # Who writes through this base: the provenance of edges whose caller names no source.

