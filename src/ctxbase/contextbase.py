@@ -78,6 +78,7 @@ class ContextBase(SessionMethods, ForgetMethods):
         debug_mode: bool = False,
         session_idle_timeout_s: float | None = None,
         anchoring: bool | AnchorConfig = True,
+        query_batching: bool = False,
     ) -> None:
         self.project = check_id("project", project)
         # Who writes through this base: the provenance of edges whose caller names no source.
@@ -105,6 +106,7 @@ class ContextBase(SessionMethods, ForgetMethods):
         self._background_embedding = background_embedding
         self._worker_lock = threading.Lock()
         self._searcher: Searcher | None = None
+        self._query_batching = query_batching  # concurrent searches share query embeddings
         self._assembler: Assembler | None = None
         self._policies = policies
         self.components = Components(  # what the layers below get: never the facade itself
@@ -645,7 +647,9 @@ class ContextBase(SessionMethods, ForgetMethods):
             if self._searcher is None:
                 embedder = self.embedder
                 health = None if embedder is None else self._embedder_health(embedder)
-                self._searcher = Searcher(self.store, embedder, health=health)
+                self._searcher = Searcher(
+                    self.store, embedder, health=health, batch_queries=self._query_batching
+                )
             return self._searcher
 
     def search(

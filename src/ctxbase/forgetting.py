@@ -19,6 +19,7 @@ from .retrieve.caches import clear_text_caches
 from .store.base import ForgetReport
 
 if TYPE_CHECKING:
+    from .retrieve.embedding_worker import EmbeddingWorker
     from .retrieve.search import Searcher
     from .store.base import Store
 
@@ -114,10 +115,12 @@ def purge_soft_deleted(
 
 
 class ForgetMethods:
-    """Mixed into `ContextBase`: it supplies `store`, `_searcher`, `flush` and `_pid`."""
+    """Mixed into `ContextBase`: it supplies `store`, `_searcher`, `_embedding_worker`,
+    `flush` and `_pid`."""
 
     store: Store
     _searcher: Searcher | None
+    _embedding_worker: EmbeddingWorker | None
 
     def _pid(self, project: str | None) -> str:
         raise NotImplementedError
@@ -176,4 +179,7 @@ class ForgetMethods:
     def _forget_cached(self, project_id: str) -> dict[str, int]:
         # Without a searcher yet nothing is cached (and no embedder needs loading).
         searcher = self._searcher
-        return {} if searcher is None else searcher.forget_cached(project_id)
+        dropped = {} if searcher is None else searcher.forget_cached(project_id)
+        if self._embedding_worker is not None:
+            dropped["code_cards"] = self._embedding_worker.forget_cached()
+        return dropped

