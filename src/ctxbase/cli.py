@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .cli_parser import build_parser
+from . import cli_parser
 from .errors import (
     AddressInUseError,
     CtxbaseError,
@@ -470,6 +470,10 @@ def cmd_bench_memory(args: argparse.Namespace) -> int:
     for path in args.data:
         _existing_file("file", path)
     return run_memory_bench(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return cli_parser.build_parser(sys.modules[__name__])
 
 
 # Codes of library errors that are bad input although not a ValidationError (REST: 422).

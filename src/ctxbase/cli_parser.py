@@ -7,6 +7,7 @@ only describes the arguments, so `ctxbase <cmd> --help` stays readable in one pl
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from . import __version__
 
@@ -43,8 +44,9 @@ def _json_flag(p: argparse.ArgumentParser, what: str = "the result") -> None:
     p.add_argument("--json", action="store_true", help=f"print {what} as JSON")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from . import cli as h  # the handlers; imported here, cli.py imports this module
+def build_parser(h: Any) -> argparse.ArgumentParser:
+    """The whole parser; `h` is the module holding the command handlers (ctxbase.cli, which
+    passes itself: this module never imports it, so the two form no import circle)."""
 
     parser = argparse.ArgumentParser(
         prog="ctxbase",
