@@ -358,7 +358,9 @@ class SearchOut(_Out):
 class AssembleIn(_In):
     """Seed 000's request: project, the agent's role and the user's intent."""
 
-    project_id: str
+    project_id: str | None = Field(
+        default=None, description="may be left out when the key is for exactly one project"
+    )
     agent_role: str
     user_intent: str
     session_id: str | None = None
