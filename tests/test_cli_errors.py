@@ -180,6 +180,15 @@ def test_search_with_a_bad_top_k_is_bad_input(tmp_path: Path, db: str) -> None:
     one_error_line(proc, 2, "top_k")
 
 
+def test_negative_counts_name_the_option(tmp_path: Path, db: str) -> None:
+    proc = run("--db", db, "events", "s1", "--last", "-1", cwd=tmp_path)
+    line = one_error_line(proc, 2, "--last", ">= 0")
+    assert "n:" not in line
+    proc = run("--db", db, "entities", "--limit", "-1", cwd=tmp_path)
+    one_error_line(proc, 2, "--limit", ">= 0")
+    assert proc.stdout == ""
+
+
 def test_bench_with_a_file_that_is_not_its_format(tmp_path: Path) -> None:
     (tmp_path / "cut.json").write_text('{"a": ', encoding="utf-8")
     (tmp_path / "list.json").write_text("[1, 2]", encoding="utf-8")
