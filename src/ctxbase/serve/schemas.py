@@ -95,7 +95,9 @@ class EventIn(_In):
     session_id: str
     text: str | None = None
     data: Any = None
-    agent_id: str = "agent"
+    agent_id: str | None = Field(
+        default=None, description="default: the API key's identity (key:<key id>)"
+    )
     agent_role: str | None = None
     task_id: str | None = None
     parent_event_ids: list[str] = Field(default_factory=list)
