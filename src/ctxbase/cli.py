@@ -145,9 +145,16 @@ def cmd_capture(args: argparse.Namespace) -> int:
     return 0
 
 
+def _count(option: str, value: int) -> int:
+    # Checked here so the message names the option typed, not the library's parameter.
+    if value < 0:
+        raise ValidationError(option, f"must be >= 0 (got {value})")
+    return value
+
+
 def cmd_events(args: argparse.Namespace) -> int:
     with _open_existing(args, embedder=None) as cb:
-        events = cb.last_events(args.session, args.last)
+        events = cb.last_events(args.session, _count("--last", args.last))
         if not events:
             cb.get_session(args.session)  # an unknown session is not found, not empty
         if args.json:
@@ -260,7 +267,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 def cmd_entities(args: argparse.Namespace) -> int:
     with _open_existing(args, embedder=None) as cb:
-        found = cb.list_entities(type=args.type, limit=args.limit)
+        found = cb.list_entities(type=args.type, limit=_count("--limit", args.limit))
         if args.json:
             _print_json([e.model_dump() for e in found])
         for e in [] if args.json else found:

@@ -216,6 +216,20 @@ def test_console_page_needs_no_key_and_ships_its_assets(
             assert "https://" not in text, f
 
 
+def test_server_root_leads_to_the_console_and_other_paths_stay_404(
+    seeded_live: tuple[Live, Seeded],
+) -> None:
+    live, _ = seeded_live
+    with live.client(None) as anonymous:
+        root = anonymous.get("/")
+        assert root.status_code == 307 and root.headers["location"] == "/ui/"
+        assert anonymous.get("/", follow_redirects=True).status_code == 200
+        for path in ("/nope", "/v1/nope"):
+            missing = anonymous.get(path)
+            assert missing.status_code == 404, path
+            assert missing.json()["error"]["code"] == "not_found", path
+
+
 def test_package_data_ships_every_console_asset() -> None:
     """An installed wheel has the console: every file under static/ matches a package-data
     pattern of pyproject.toml."""

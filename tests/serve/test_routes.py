@@ -215,3 +215,27 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     normalised = {(m, re.sub(r":path}", "}", p)) for m, p in answered}
     missing = operations - normalised - {("GET", "/openapi.json")}
     assert not missing, f"routes never exercised: {sorted(missing)}"
+
+
+def test_events_without_agent_id_are_the_keys(live: Live, pid: str) -> None:
+    with live.client(live.key(pid, role="write")) as c:
+        key_id = c.get("/v1/whoami").json()["key_id"]
+        base = f"/v1/projects/{pid}"
+        one = c.post(
+            f"{base}/events", json={"type": "user_message", "session_id": "s", "text": "a"}
+        )
+        assert one.status_code == 201 and one.json()["agent_id"] == f"key:{key_id}"
+        named = {"type": "user_message", "session_id": "s", "text": "b", "agent_id": "planner"}
+        assert c.post(f"{base}/events", json=named).json()["agent_id"] == "planner"
+        batch = c.post(
+            f"{base}/events/batch",
+            json={"events": [{"type": "user_message", "session_id": "s", "text": "c"}, named]},
+        )
+        assert [e["agent_id"] for e in batch.json()["events"]] == [f"key:{key_id}", "planner"]
+        queued = c.post(
+            f"{base}/events/queue", json={"type": "user_message", "session_id": "s", "text": "d"}
+        )
+        assert queued.status_code == 202
+        assert c.post(f"{base}/flush").status_code in (200, 204)
+        stored = c.get(f"{base}/events/{queued.json()['id']}")
+        assert stored.json()["agent_id"] == f"key:{key_id}"

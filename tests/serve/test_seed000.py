@@ -289,3 +289,25 @@ def test_article_spelling_errors_name_the_field(cb: ctxbase.ContextBase) -> None
     # the native positional order is unchanged
     rel = cb.upsert_relationship(doc.id, "REFERENCES", doc.id, source="human")
     assert (rel.type, rel.source, rel.confidence) == ("REFERENCES", "human", 1.0)
+
+
+def test_assemble_without_project_id_uses_the_keys_one_project(
+    live: Live, pid: str, other_pid: str
+) -> None:
+    key = live.key(pid, role="write")
+    with ctxbase.connect(live.url, api_key=key, project=pid) as client:
+        client.upsert_entity("document", "Cache rules", "every cached query sets an expiry")
+    body = {"agent_role": "code_gen", "user_intent": "cache rules"}
+    with live.client(key) as c:
+        for path in ("/context/assemble", "/v1/context/assemble"):
+            r = c.post(path, json=body)
+            assert r.status_code == 200, (path, r.text)
+            assert any(d["name"] == "Cache rules" for d in r.json()["documents"])
+            trace = c.get(f"/v1/traces/{r.json()['context_id']}", params={"project_id": pid})
+            assert trace.status_code == 200
+    # A key for two projects cannot guess: a 422 that names the field and the reason.
+    with live.client(live.key(pid, other_pid, role="read")) as c:
+        r = c.post("/context/assemble", json=body)
+        assert r.status_code == 422
+        err = r.json()["error"]
+        assert err["field"] == "project_id" and "2 projects" in err["message"]

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import CtxbaseError
+from ..errors import CtxbaseError, ValidationError
 from .auth import Principal, local_principal, presented_token
 from .cache import Cached
 from .keys import recall_key, role_allows, verify_key
@@ -63,6 +63,8 @@ def compute_assembly(rt: Runtime, body: AssembleIn) -> Cached:
 
 
 def _assemble(rt: Runtime, body: AssembleIn) -> Cached:
+    if body.project_id is None:  # the route fills it in from the key before assembling
+        raise ValidationError("project_id", "Field required")
     ctx = rt.cb.assemble_context(
         project_id=body.project_id,
         agent_role=body.agent_role,
@@ -178,7 +180,7 @@ class AssembleShortcut:
             return None
         who = _known_principal(rt, scope)
         pid = body.project_id
-        if who is None or not who.sees(pid) or not role_allows(who.role, "read"):
+        if pid is None or who is None or not who.sees(pid) or not role_allows(who.role, "read"):
             return None
         key = assembly_key(body, rt.cb.store.index_generation(pid))
         cached = rt.cache.lookup(pid, key, lambda: compute_assembly(rt, body))

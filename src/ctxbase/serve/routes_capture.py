@@ -6,10 +6,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Response, status
 
+from ..aliases import identity_source
 from ..capture.events import build_event
 from ..errors import NotFoundError, ValidationError
 from ..model import Event, SessionInfo, TaskInfo
-from .deps import ReadProject, Rt, WriteProject
+from .auth import Principal
+from .deps import Caller, ReadProject, Rt, WriteProject
 from .errors import RequestTooLargeError
 from .schemas import (
     BatchOut,
@@ -31,8 +33,18 @@ EventId = Annotated[str, Path(min_length=1, max_length=200)]
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 
+def _agent(who: Principal) -> str:
+    # An event whose body names no agent is the key's, as an edge without a source is.
+    return "agent" if who.key_id is None else identity_source(None, f"key:{who.key_id}")
+
+
 def _event(
-    rt: Rt, pid: str, body: EventIn, field: str = "", header_key: str | None = None
+    rt: Rt,
+    pid: str,
+    body: EventIn,
+    who: Principal,
+    field: str = "",
+    header_key: str | None = None,
 ) -> Event:
     """Build and check an event: the client's id, else one from its idempotency key (the
     body's, else the header's), else a fresh one."""
@@ -44,6 +56,8 @@ def _event(
     if key is None and body.id is None:
         key = header_key
     fields = body.model_dump(exclude={"id", "idempotency_key"})
+    if fields["agent_id"] is None:
+        fields["agent_id"] = _agent(who)
     try:
         return build_event(
             project_id=pid,
@@ -60,7 +74,7 @@ def _event(
 def _capture_args(body: EventIn, event: Event) -> dict[str, Any]:
     """capture()'s fields for a checked event, under the id `_event` gave it."""
     args = body.model_dump(exclude={"id", "idempotency_key", "type", "session_id", "text"})
-    return {**args, "event_id": event.id}
+    return {**args, "agent_id": event.agent_id, "event_id": event.id}
 
 
 # -- sessions ------------------------------------------------------------------------------
@@ -107,11 +121,11 @@ def get_task(pid: ReadProject, task_id: str, rt: Rt) -> TaskInfo:
 # -- events --------------------------------------------------------------------------------
 @router.post("/events", response_model=Event, status_code=status.HTTP_201_CREATED, tags=["events"])
 def record_event(
-    pid: WriteProject, body: EventIn, rt: Rt, idempotency_key: IdempotencyKey = None
+    pid: WriteProject, body: EventIn, rt: Rt, who: Caller, idempotency_key: IdempotencyKey = None
 ) -> Event:
     """Store one event synchronously; the answer carries its session order (seq). A retry
     with the same id or idempotency key answers with the event stored the first time."""
-    return rt.cb.record_events([_event(rt, pid, body, header_key=idempotency_key)])[0]
+    return rt.cb.record_events([_event(rt, pid, body, who, header_key=idempotency_key)])[0]
 
 
 @router.post(
@@ -121,11 +135,11 @@ def record_event(
     tags=["events"],
 )
 def capture_event(
-    pid: WriteProject, body: EventIn, rt: Rt, idempotency_key: IdempotencyKey = None
+    pid: WriteProject, body: EventIn, rt: Rt, who: Caller, idempotency_key: IdempotencyKey = None
 ) -> CaptureOut:
     """Queue one event (written in the background; `durable` is false: it is on disk only
     after a flush); `id` is null if it was dropped."""
-    event = _event(rt, pid, body, header_key=idempotency_key)
+    event = _event(rt, pid, body, who, header_key=idempotency_key)
     eid = rt.cb.capture(
         body.type,
         session_id=body.session_id,
@@ -147,6 +161,7 @@ def capture_batch(
     pid: WriteProject,
     body: EventBatchIn,
     rt: Rt,
+    who: Caller,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> BatchOut:
@@ -165,7 +180,8 @@ def capture_batch(
         return None if idempotency_key is None or own else f"{idempotency_key}/{i}"
 
     events = [
-        _event(rt, pid, e, f"events[{i}].", header_key(i, e)) for i, e in enumerate(body.events)
+        _event(rt, pid, e, who, f"events[{i}].", header_key(i, e))
+        for i, e in enumerate(body.events)
     ]
     if body.wait:
         stored = rt.cb.record_events(events) if events else []

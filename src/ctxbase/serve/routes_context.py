@@ -14,6 +14,7 @@ from ..model import StateFact
 from ..retrieve.config import get_preset
 from ..store.base import ItemFilter
 from .assembly import assembly_key, compute_assembly
+from .auth import Principal
 from .cache import Cached
 from .deps import Caller, ReadProject, Rt, WriteProject
 from .schemas import (
@@ -107,6 +108,9 @@ async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
     """The context for one agent turn: messages, documents, code snippets, relationships
     and the context_id to fetch its trace with (GET /v1/traces/{context_id})."""
     pid = body.project_id
+    if pid is None:
+        pid = _key_project(who)
+        body = body.model_copy(update={"project_id": pid})
     who.check(pid, "read")
 
     def lookup() -> tuple[Cached, bool]:
@@ -130,6 +134,14 @@ async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
     return Response(
         cached.body, media_type="application/json", headers={"X-Context-ID": cached.context_id}
     )
+
+
+def _key_project(who: Principal) -> str:
+    """The project an assembly without `project_id` is for: the key's, when it has one."""
+    if who.projects is not None and len(who.projects) == 1:
+        return next(iter(who.projects))
+    seen = "every project" if who.projects is None else f"{len(who.projects)} projects"
+    raise ValidationError("project_id", f"Field required (this key is for {seen}: name one)")
 
 
 @router.get("/v1/traces/{context_id}", response_model=dict[str, Any], tags=["context"])

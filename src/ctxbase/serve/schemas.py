@@ -95,7 +95,9 @@ class EventIn(_In):
     session_id: str
     text: str | None = None
     data: Any = None
-    agent_id: str = "agent"
+    agent_id: str | None = Field(
+        default=None, description="default: the API key's identity (key:<key id>)"
+    )
     agent_role: str | None = None
     task_id: str | None = None
     parent_event_ids: list[str] = Field(default_factory=list)
@@ -358,7 +360,9 @@ class SearchOut(_Out):
 class AssembleIn(_In):
     """Seed 000's request: project, the agent's role and the user's intent."""
 
-    project_id: str
+    project_id: str | None = Field(
+        default=None, description="may be left out when the key is for exactly one project"
+    )
     agent_role: str
     user_intent: str
     session_id: str | None = None

@@ -29,6 +29,11 @@ def mount_console(app: FastAPI) -> None:
     """Serve the console at /ui (no key needed for the page itself: it holds no data)."""
     app.include_router(router)
 
+    # A browser pointed at the server root lands on the console, not on a JSON 404.
+    @app.get("/", include_in_schema=False)
+    async def server_root() -> RedirectResponse:
+        return RedirectResponse("/ui/", status_code=307)
+
     @app.get("/ui", include_in_schema=False)
     async def console_root() -> RedirectResponse:
         return RedirectResponse("/ui/", status_code=307)
