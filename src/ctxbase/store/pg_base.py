@@ -130,10 +130,10 @@ class PgBase(SharedReads):
         if self._closed:
             raise StorageError("the store is closed")
         joined: Conn | None = getattr(self._local, "tx", None)
-        if joined is not None:  # inside transaction(): the outer block commits
-            yield joined
-            return
         try:
+            if joined is not None:  # inside transaction(): the outer block commits
+                yield joined
+                return
             with self._pool.connection() as conn, conn.transaction():
                 yield conn
         except psycopg.Error as exc:
