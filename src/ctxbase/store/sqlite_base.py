@@ -269,6 +269,10 @@ class SQLiteBase(SharedReads):
         # Writers of this process queue on a lock first: SQLite's own busy handler sleeps
         # with growing back-off, so threads contending for the file lose time and order.
         # Other processes still meet at the file lock (busy_timeout).
+        joined = getattr(self._local, "tx", None)
+        if joined is not None:  # inside transaction(): the outer block commits
+            yield joined
+            return
         lock = self._memory_lock if self.path == ":memory:" else _file_write_lock(self.url)
         if not lock.acquire(timeout=self._busy_timeout_s):
             raise StorageError(
@@ -294,6 +298,18 @@ class SQLiteBase(SharedReads):
                         conn.execute("PRAGMA synchronous = FULL")
         finally:
             lock.release()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if getattr(self._local, "tx", None) is not None:
+            yield
+            return
+        with self._write() as conn:
+            self._local.tx = conn
+            try:
+                yield
+            finally:
+                self._local.tx = None
 
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
