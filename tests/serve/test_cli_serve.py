@@ -5,10 +5,10 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
+from server_process import wait_until_ready
 
 from ctxbase.serve.server import free_port
 
@@ -24,16 +24,7 @@ def test_ctxbase_serve_runs_with_its_options_and_stops_on_sigterm(tmp_path: Path
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(url + "/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
+        wait_until_ready(proc, url, timeout_s=60)
         body = {"project_id": "cli", "agent_role": "qa", "user_intent": "缓存"}
         # a generous timeout: the first assembly loads the tokenizers, on a possibly busy machine
         ids = [

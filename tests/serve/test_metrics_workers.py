@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from server_process import wait_until_ready
 
 from ctxbase.serve.server import free_port
 
@@ -47,16 +47,7 @@ def two_workers(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.2)
+        wait_until_ready(proc, url, timeout_s=120, poll_s=0.2)
         yield url, tmp_path
     finally:
         proc.send_signal(signal.SIGTERM)
