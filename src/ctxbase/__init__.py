@@ -61,11 +61,11 @@ def connect(url: str, *, api_key: str | None = None, **options: Any) -> Client:
     extras: pip install 'ctxbase[server]')."""
     from .serve.sdk import connect as _connect
 
-    return _connect(url, api_key=api_key, **options)
+    return _connect(url, api_key=api_key, **_project_alias(options))
 
 
 def connect_async(url: str, *, api_key: str | None = None, **options: Any) -> AsyncClient:
     """The asyncio version of `connect`: the same methods, awaited."""
     from .serve.sdk import connect_async as _connect_async
 
-    return _connect_async(url, api_key=api_key, **options)
+    return _connect_async(url, api_key=api_key, **_project_alias(options))

@@ -325,6 +325,9 @@ class ContextBase(SessionMethods, ForgetMethods):
                     )
 
     def _build(self, project: str | None, kwargs: Mapping[str, Any]) -> Event:
+        if kwargs.get("agent_id") is None and self.agent_id:
+            # an event that names no agent is this context base's agent's
+            kwargs = {**kwargs, "agent_id": self.agent_id}
         return build_event(
             project_id=self._pid(project), max_content_bytes=self.max_content_bytes, **kwargs
         )

@@ -48,6 +48,12 @@ def _identity(agent_id: str | None, api_key: str | None) -> str:
     return identity_source(agent_id, f"key:{parsed[0]}" if parsed else None)
 
 
+def _event_agent(agent_id: str | None) -> str | None:
+    """The agent of events that name none: the client's agent id (as embedded), else
+    build_event's default, so both sides store the same event."""
+    return agent_id.strip() if agent_id and agent_id.strip() else None
+
+
 def _headers(api_key: str | None) -> dict[str, str]:
     return {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
 
@@ -124,7 +130,11 @@ class Client:
         self.backoff = backoff
         self.agent_id = agent_id
         self.debug_mode = debug_mode
-        self._calls = Calls(project, identity=_identity(agent_id, api_key))
+        self._calls = Calls(
+            project,
+            identity=_identity(agent_id, api_key),
+            agent_id=_event_agent(agent_id),
+        )
         self._http = httpx.Client(base_url=self.url, headers=_headers(api_key), timeout=timeout)
         self._transport_errors: tuple[type[Exception], ...] = (httpx.TransportError,)
 
@@ -243,7 +253,11 @@ class AsyncClient:
         self.backoff = backoff
         self.agent_id = agent_id
         self.debug_mode = debug_mode
-        self._calls = Calls(project, identity=_identity(agent_id, api_key))
+        self._calls = Calls(
+            project,
+            identity=_identity(agent_id, api_key),
+            agent_id=_event_agent(agent_id),
+        )
         self._http = httpx.AsyncClient(
             base_url=self.url, headers=_headers(api_key), timeout=timeout
         )

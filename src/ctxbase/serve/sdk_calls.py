@@ -140,9 +140,12 @@ class Calls:
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         *,
         identity: str | None = None,
+        agent_id: str | None = None,
     ) -> None:
         self.project = check_id("project", project)
         self.max_content_bytes = max_content_bytes
+        # The agent of events whose caller names none (None: build_event's default).
+        self.agent_id = agent_id
         # The source of edges whose caller names none (the client's agent id or key id).
         self.identity = identity_source(None, identity)
 
@@ -153,6 +156,9 @@ class Calls:
         return "/".join(["/v1/projects", _q(self._pid(project)), *parts])
 
     def _build(self, project: str | None, kwargs: Mapping[str, Any]) -> Event:
+        if kwargs.get("agent_id") is None and self.agent_id is not None:
+            # the client's agent, as an embedded context base's own agent id
+            kwargs = {**kwargs, "agent_id": self.agent_id}
         return build_event(
             project_id=self._pid(project), max_content_bytes=self.max_content_bytes, **kwargs
         )

@@ -1,0 +1,41 @@
+"""Events that name no agent belong to the agent the client or context base was opened for,
+the same embedded and over the SDK; a raw REST body without one is the key's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ctxbase
+from conftest import Live
+
+
+def test_remote_events_take_the_clients_agent_then_the_keys(live: Live, pid: str) -> None:
+    key = live.key(pid)
+    key_id = key.split("_")[1]
+    with ctxbase.connect(live.url, api_key=key, project=pid, agent_id="tester") as c:
+        named = c.record("user_message", session_id="s", text="from the tester")
+        explicit = c.record("user_message", session_id="s", text="relayed", agent_id="planner")
+    with ctxbase.connect(live.url, api_key=key, project_id=pid) as c:  # the article's word
+        assert c.project == pid
+        anonymous = c.record("user_message", session_id="s", text="no agent named")
+        stored = {e.id: e.agent_id for e in c.last_events("s", 10)}
+    assert stored[named.id] == "tester"
+    assert stored[explicit.id] == "planner"
+    assert stored[anonymous.id] == "agent"  # as embedded without an agent id
+    # the REST body without agent_id gets the same identity
+    r = live.client(key).post(
+        f"/v1/projects/{pid}/events",
+        json={"type": "user_message", "session_id": "s", "text": "raw"},
+    )
+    assert r.status_code in (200, 201), r.text
+    assert r.json()["agent_id"] == f"key:{key_id}"
+
+
+def test_embedded_events_take_the_context_bases_agent(tmp_path: Path) -> None:
+    with ctxbase.open(str(tmp_path / "a.db"), embedder="hash", agent_id="coder") as cb:
+        own = cb.record("user_message", session_id="s", text="written by the coder")
+        other = cb.record("user_message", session_id="s", text="quoted", agent_id="user")
+    with ctxbase.open(str(tmp_path / "b.db"), embedder="hash") as cb:
+        default = cb.record("user_message", session_id="s", text="nobody named")
+    assert own.agent_id == "coder" and other.agent_id == "user"
+    assert default.agent_id == "agent"
