@@ -474,8 +474,9 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
 def cmd_bench_memory(args: argparse.Namespace) -> int:
     from .evaluation.bench_cli import run_memory_bench
 
-    for path in args.data:
-        _existing_file("file", path)
+    for value in args.data:  # "A.json,B.json": the files of one set
+        for path in filter(None, value.split(",")):
+            _existing_file("file", path)
     return run_memory_bench(args)
 
 

@@ -264,7 +264,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     )
     p.set_defaults(func=h.cmd_bench_locomo)
     p = _command(bench, "memory", "retrieval recall on a memory set (bench/data/*.json)")
-    p.add_argument("--data", required=True, action="append", help="memory-set JSON (repeatable)")
+    p.add_argument(
+        "--data",
+        required=True,
+        action="append",
+        help="memory-set JSON (repeatable; A.json,B.json: the files scored as one set)",
+    )
     p.add_argument("--k", default="1,3,5,10", help="comma-separated k values (default 1,3,5,10)")
     p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
     p.add_argument("--merge", action="store_true", help="score all --data files as one set")

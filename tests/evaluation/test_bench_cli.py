@@ -205,6 +205,26 @@ def test_bench_memory_reports_recall_at_1_3_5_10_per_category(tmp_path: Path, ca
     assert list(json.loads(out.read_text(encoding="utf-8"))) == ["part_a", "part_b"]
 
 
+def test_bench_memory_puts_sets_side_by_side(tmp_path: Path, capsys: Any) -> None:
+    part_a = _memory_file(tmp_path, "zh_a", "a1", ["周主任约6月10日", "押金7600元", "宽带", "面粉"])
+    part_b = _memory_file(tmp_path, "zh_b", "b1", ["黄油涨到71元", "烤箱坏了", "房租", "合同"])
+    english = _memory_file(tmp_path, "en", "e1", ["the oven broke", "rent is due", "tea", "cake"])
+    out = tmp_path / "memory.json"
+    args = ["--embedder", "hash", "--db", str(tmp_path / "m.db"), "bench", "memory"]
+    both = f"{part_a},{part_b}"  # the parts of one set: scored together
+    assert main([*args, "--data", both, "--data", str(english), "--json", str(out)]) == 0
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert list(figures) == ["zh_a+zh_b", "en"]
+    assert figures["zh_a+zh_b"]["questions"] == 6 and figures["en"]["questions"] == 3
+    printed = capsys.readouterr().out
+    table = printed[printed.index("== side by side") :].splitlines()
+    assert "ctxbase R@1/3/5/10" in table[1]
+    zh_row = next(line for line in table if line.startswith("zh_a+zh_b (zh, 6 q)"))
+    recalls = figures["zh_a+zh_b"]["recall"]
+    assert zh_row.endswith(" / ".join(f"{recalls[k]:.3f}" for k in ("1", "3", "5", "10")))
+    assert any(line.startswith("en (zh, 3 q)") for line in table)  # the file's language
+
+
 def test_bench_memory_rejects_malformed_or_clashing_files(tmp_path: Path, capsys: Any) -> None:
     part = _memory_file(tmp_path, "part", "c1", ["一", "二", "三", "四"])
     broken = tmp_path / "broken.json"

@@ -235,3 +235,20 @@ def test_a_bad_search_override_is_bad_input_by_name(cb: ContextBase) -> None:
     with pytest.raises(ValidationError) as err:
         get_preset("hybrid", keyword=False, semantic=False)
     assert "at least one of keyword and semantic" in err.value.message
+
+
+def test_a_turn_that_only_asks_ranks_below_the_turn_that_answers(cb: ContextBase) -> None:
+    def rec(text: str, agent: str) -> str:
+        return cb.record("user_message", session_id="s1", text=text, agent_id=agent).id
+
+    rec("牙一直疼，左下面那颗，吃冷的特别难受。", "user")
+    asked = rec("第二次根管约在什么时候？", "assistant")
+    answer = rec("李医生说两周后，我约了5月27日晚上7点。", "user")
+    rec("好的，我记下了，到时候提醒你。", "assistant")
+    cb.wait_for_embeddings()
+    query = "第二次根管约的是哪天？"
+    # The question shares the query's words; the answer has them only as its context.
+    assert _owners(cb, query, preset="hybrid", question_weight=1.0)[:2] == [asked, answer]
+    demoted = _owners(cb, query, preset="hybrid")
+    assert demoted[0] == answer and asked in demoted
+    assert _owners(cb, query, preset="keyword")[:2] == [asked, answer]  # baselines stay plain

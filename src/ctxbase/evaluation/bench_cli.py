@@ -7,7 +7,7 @@ import argparse
 import itertools
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
@@ -32,6 +32,7 @@ from .store_retriever import EngineRetriever, SharedEngine
 __all__ = [
     "BEST_PRESET",
     "grid_candidates",
+    "render_sets_table",
     "run_locomo_bench",
     "run_memory_bench",
     "standard_retrievers",
@@ -256,17 +257,51 @@ def _merged(sets: Sequence[MemorySet]) -> MemorySet:
     )
 
 
-def run_memory_bench(args: argparse.Namespace) -> int:
-    """Recall@k per set and per category for BM25, dense and ctxbase; with --merge, the
-    files are scored as one set (conversation ids must not clash across them)."""
-    ks = _ks(args.k)
-    sets = [_load("memory-set", load_memory_set, path) for path in args.data]
-    if getattr(args, "merge", False) and len(sets) > 1:
-        conv_ids = [conv.conv_id for mset in sets for conv in mset.conversations]
+def _memory_sets(data: Sequence[str], merge: bool) -> list[MemorySet]:
+    """The sets to score: each --data value, its comma-joined files merged into one set
+    (the parts of a set kept in separate files); with `merge`, everything as one set."""
+    groups = [[path for path in value.split(",") if path] for value in data]
+    if merge:
+        groups = [[path for group in groups for path in group]]
+    sets: list[MemorySet] = []
+    for group in groups:
+        parts = [_load("memory-set", load_memory_set, path) for path in group]
+        conv_ids = [conv.conv_id for mset in parts for conv in mset.conversations]
         if len(set(conv_ids)) != len(conv_ids):
-            raise ValidationError("data", "--merge needs distinct conversation ids across files")
-        sets = [_merged(sets)]
+            raise ValidationError("data", "merged files need distinct conversation ids")
+        sets.append(parts[0] if len(parts) == 1 else _merged(parts))
+    return sets
+
+
+def render_sets_table(reports: Mapping[str, tuple[MemorySet, BenchmarkReport]]) -> str:
+    """The sets side by side: one row per set (its language and question count), one column
+    per retriever, each cell "R@k1 / R@k2 / ..."."""
+    first = next(iter(reports.values()))[1]
+    ks = "/".join(str(k) for k in first.ks)
+    names = [result.name for result in first.results]
+    header = ["set", *(f"{name} R@{ks}" for name in names)]
+    rows = [
+        [
+            f"{name} ({mset.language}, {report.results[0].questions} q)",
+            *(" / ".join(f"{r.recall[k]:.3f}" for k in report.ks) for r in report.results),
+        ]
+        for name, (mset, report) in reports.items()
+    ]
+    widths = [max(len(row[col]) for row in (header, *rows)) for col in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in (header, *rows)
+    )
+
+
+def run_memory_bench(args: argparse.Namespace) -> int:
+    """Recall@k per set and per category for BM25, dense and ctxbase, then the sets side by
+    side; a --data value may join files by commas (scored as one set), and --merge scores
+    all the files as one set (conversation ids must not clash across merged files)."""
+    ks = _ks(args.k)
+    sets = _memory_sets(args.data, bool(getattr(args, "merge", False)))
     combined: dict[str, Any] = {}
+    reports: dict[str, tuple[MemorySet, BenchmarkReport]] = {}
     phases = _phases(args)
     for mset in sets:
         engine = SharedEngine(db=args.db, embedder=args.embedder, progress=phases.note)
@@ -293,8 +328,12 @@ def run_memory_bench(args: argparse.Namespace) -> int:
                 ks=list(ks),
             )
             combined[mset.name] = figures
+            reports[mset.name] = (mset, report)
         finally:
             engine.close()
+    if len(reports) > 1:
+        print("\n== side by side")
+        print(render_sets_table(reports))
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as fh:
             json.dump(combined, fh, ensure_ascii=False, indent=2)

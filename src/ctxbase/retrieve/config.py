@@ -57,6 +57,9 @@ class SearchConfig(BaseModel):
     session_window: int = Field(default=0, ge=0, le=10)
     # A query that names exactly one actor (agent id or role) favours that actor's events.
     actor_boost: float = Field(default=1.3, ge=1.0, le=5.0)
+    # Events that only ask a question score this much of their fused score: the answer, not
+    # the question, is the memory wanted (retrieve/questions.py).
+    question_weight: float = Field(default=0.5, ge=0, le=1)
     # A query that names actors is also matched without the names: keyword search uses only
     # the rest of the query, semantic search adds it as a second query (semantic_weight).
     actor_free_query: bool = False
@@ -82,8 +85,8 @@ class SearchConfig(BaseModel):
 
 PRESETS: dict[str, SearchConfig] = {
     # Single-method presets stay plain: they are also the benchmark's baselines.
-    "keyword": SearchConfig(semantic=False, actor_boost=1.0),
-    "semantic": SearchConfig(keyword=False, actor_boost=1.0),
+    "keyword": SearchConfig(semantic=False, actor_boost=1.0, question_weight=1.0),
+    "semantic": SearchConfig(keyword=False, actor_boost=1.0, question_weight=1.0),
     "hybrid": SearchConfig(),
     # The turns around a hit often hold its question or its answer: score them too.
     # A named actor is whose events to prefer (actor_boost), the rest of the query what they

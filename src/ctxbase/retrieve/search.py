@@ -25,6 +25,7 @@ from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
 from .graph import RelationFilter
+from .questions import asks_only
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
@@ -262,6 +263,11 @@ class Searcher:
             t = time.perf_counter()
             self._expand(project_id, config, cands, allowed, relation_filter)
             timings["graph"] = _ms(t)
+
+        if config.question_weight != 1.0:
+            for c in cands.values():
+                if c.item.kind == "event" and asks_only(c.item.text):
+                    c.score *= config.question_weight
 
         if config.actor_boost != 1.0:
             actor = named_actor(query, cands.values())
