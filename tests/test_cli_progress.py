@@ -158,3 +158,37 @@ def test_a_phase_that_fails_says_it_stopped() -> None:
         bar.update(4)
         raise RuntimeError("boom")
     assert pipe.getvalue() == "copy events: 4/10 rows, stopped\n"
+
+
+def test_ingest_says_it_is_searchable_by_keyword_and_how_many_vectors_are_made(
+    tmp_path: Path,
+) -> None:
+    repo = small_repo(tmp_path, files=3)
+    base = ["--db", str(tmp_path / "v.db"), "--embedder", "hash"]
+    # ingested without an embedder: searchable by keyword, no vector line
+    done = run(*base[:2], "--embedder", "none", "ingest", str(repo), cwd=tmp_path)
+    assert done.returncode == 0 and "vectors" not in done.stdout
+    units = json.loads(run(*base, "status", "--json", cwd=tmp_path).stdout)["search_units"]
+    again = run(*base, "ingest", str(repo), cwd=tmp_path)
+    line = next(x for x in again.stdout.splitlines() if x.startswith("searchable by keyword"))
+    made = int(line.split("vectors ")[1].split("/")[0])
+    assert line.startswith("searchable by keyword and graph now; vectors ") and f"/{units}" in line
+    assert 0 <= made <= units
+    assert ("--wait-embeddings waits for them" in line) == (made < units)
+    waited = run(*base, "ingest", str(repo), "--wait-embeddings", cwd=tmp_path)
+    assert "searchable by keyword and graph now; vectors " in waited.stdout
+    assert "0 pending: searchable" in waited.stdout
+    status = json.loads(run(*base, "status", "--json", cwd=tmp_path).stdout)
+    assert status["pending_vectors"] == 0
+
+
+def test_progress_lines_in_a_log_give_the_rate_and_the_time_left() -> None:
+    pipe = io.StringIO()
+    progress = Progress(stream=pipe, interval_s=0.0)  # a line at every update
+    with progress.bar("embedding", total=400, unit="vector") as bar:
+        bar._started -= 10.0  # as if it began 10 s ago
+        bar.update_to(100)
+    first = pipe.getvalue().splitlines()[0]
+    # 100 in 10 s: 10/s, so the 300 left take about 30 s
+    assert first.startswith("embedding: 100/400 vectors, 10.0 vectors/s, about 30 s left"), first
+    assert pipe.getvalue().splitlines()[-1].startswith("embedding: 100/400 vectors, done in ")

@@ -348,11 +348,27 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"{report.summary()} (repository {report.repo})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
+        if cb.embeds:
+            print(_vectors_line(cb, waiting=bool(args.wait_embeddings)))
         if args.wait_embeddings and cb.embeds:
             sys.stdout.flush()
             embedded = _wait_for_vectors(cb, progress)  # a failing embedder: exit 1, its error
             print(f"embeddings: {embedded} vector(s) made while waiting, 0 pending: searchable")
     return 0
+
+
+def _vectors_line(cb: Any, *, waiting: bool) -> str:
+    """What is searchable right after an ingest: keyword and graph at once, by meaning
+    only the items that already have their vector."""
+    total = int(cb.store.count_items(cb.project))
+    left = int(cb.store.count_pending_embeddings(cb.embedder.name, _BACKLOG_CAP, cb.project))
+    line = f"searchable by keyword and graph now; vectors {max(0, total - left)}/{total}"
+    if left and not waiting:
+        line += (
+            " (the rest are made in the background by the next command or server using this"
+            " database; --wait-embeddings waits for them)"
+        )
+    return line
 
 
 # Counting the backlog stops here; a larger one is shown as this many until it shrinks.

@@ -68,7 +68,7 @@ class Bar:
             now = time.monotonic()
             if now - self._last_line >= self._interval_s:
                 self._last_line = now
-                self._owner.line(f"{self.desc}: {self._count()}")
+                self._owner.line(f"{self.desc}: {self._count()}{self._rate(now)}")
 
     def set_total(self, total: int) -> None:
         self.total = total
@@ -95,6 +95,18 @@ class Bar:
             self._owner.line(f"{self.desc}: {self._count()}, {state}")
         self._owner._closed(self)
 
+    def _rate(self, now: float) -> str:
+        """`, 4.2 vectors/s, about 31 s left` from the pace so far (a bar shows its own)."""
+        elapsed = now - self._started
+        if self.done <= 0 or elapsed <= 0:
+            return ""
+        rate = self.done / elapsed
+        text = f", {rate:.1f} {self.unit}s/s"
+        if self.total is not None and self.total > self.done:
+            left = (self.total - self.done) / rate
+            text += f", about {_duration(left)} left"
+        return text
+
     def _count(self) -> str:
         total = "" if self.total is None else f"/{self.total}"
         return f"{self.done}{total} {self.unit}s"
@@ -109,6 +121,14 @@ class Bar:
         tb: TracebackType | None,
     ) -> None:
         self.close(finished=exc is None)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 class Progress:

@@ -7,6 +7,13 @@ card holds those, cut to `CARD_CHARS`, and every search unit of the symbol (the 
 or each chunk of a long one) takes the card's vector: one short model input per symbol
 instead of one long one per chunk. Keyword search still indexes the whole body, and a unit's
 stored text is unchanged (signatures and served text check against it).
+
+The model reads tokens, so a card spends them where meaning is. `CARDS` (the default) takes
+the names a body uses from its code only (words of comments and string literals were a third
+of all card tokens and mostly noise beside the docstring), keeps fewer of them, and does not
+repeat a module's docstring as its "signature". A Python file's summary item ("which file
+does X") says what its module card says, so it takes the module card's vector instead of a
+model call of its own. `CARDS_V1` is the earlier recipe, kept for the benchmark.
 """
 
 from __future__ import annotations
@@ -16,19 +23,61 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..model import Entity
 from ..store.base import Store
 
-__all__ = ["CARD_CHARS", "code_card", "embedding_texts"]
+__all__ = [
+    "CARDS",
+    "CARDS_V1",
+    "CARD_CHARS",
+    "CardRecipe",
+    "code_card",
+    "code_names",
+    "embedding_texts",
+    "file_modules",
+]
 
 # Long enough for a signature, a docstring's first paragraph and a line of names.
 CARD_CHARS = 480
-_DOC_CHARS = 260
-_NAMES = 24
+
+
+class CardRecipe(BaseModel):
+    """How a card is made: `doc_chars` of the docstring's first paragraph, at most `names`
+    names the body uses (`comment_names`: also words of comments and strings), `file_cards`:
+    a Python file's summary item takes its module's card, and a module's own lines (its
+    imports) give no names; `short_signature`: the signature follows the symbol's name on
+    its first line instead of repeating "def name" on a line of its own."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    doc_chars: int = Field(default=260, ge=0)
+    names: int = Field(default=12, ge=0)
+    comment_names: bool = False
+    file_cards: bool = True
+    short_signature: bool = True
+
+
+CARDS = CardRecipe()
+CARDS_V1 = CardRecipe(names=24, comment_names=True, file_cards=False, short_signature=False)
+
+_DEFINED_NAMES = 24
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _DEFINES = re.compile(r"^\s*(?:async\s+def|def|class)\s+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 _DOCSTRING = re.compile(r'^\s*[rRbBuU]?("""|\'\'\')(.*?)\1', re.S)
+# String literals (triple-quoted first) and comments: `#` in Python, shell, SQL-like
+# languages; `//` and `/* */` in C-like ones; `--` in SQL. An unterminated one runs to the
+# end of its line, so a chunk cut inside a literal loses only that line.
+_PY_NOISE = re.compile(
+    r'"""[\s\S]*?(?:"""|$)|\'\'\'[\s\S]*?(?:\'\'\'|$)|"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?|#[^\n]*'
+)
+_C_NOISE = re.compile(
+    r'/\*[\s\S]*?(?:\*/|$)|//[^\n]*|`(?:\\.|[^`\\])*`?|"(?:\\.|[^"\\\n])*"?|\'(?:\\.|[^\'\\\n])*\'?'
+)
+_SQL_NOISE = re.compile(r"--[^\n]*|/\*[\s\S]*?(?:\*/|$)|'(?:''|[^'\n])*'?")
+_HASH_COMMENT_LANGUAGES = frozenset({"python", "ruby", "bash", "shell", "perl", "r", "toml"})
 # names too common in code to say what a symbol is about
 _COMMON = frozenset(
     {*keyword.kwlist, *keyword.softkwlist}
@@ -63,9 +112,9 @@ _COMMON = frozenset(
 )
 
 
-def _first_paragraph(text: str) -> str:
+def _first_paragraph(text: str, limit: int) -> str:
     paragraph = text.strip().split("\n\n", 1)[0]
-    return " ".join(paragraph.split())[:_DOC_CHARS]
+    return " ".join(paragraph.split())[:limit]
 
 
 def _body_after_docstring(text: str) -> tuple[str, str]:
@@ -77,17 +126,48 @@ def _body_after_docstring(text: str) -> tuple[str, str]:
     return head + "\n" + rest[match.end() :], match.group(2)
 
 
-def _names(text: str, skip: set[str]) -> list[str]:
+def _without_comments(code: str, language: str) -> str:
+    """The code with its comments and string literals blanked out."""
+    if language == "sql":
+        pattern = _SQL_NOISE
+    elif language in _HASH_COMMENT_LANGUAGES:
+        pattern = _PY_NOISE
+    else:
+        pattern = _C_NOISE
+    return pattern.sub(" ", code)
+
+
+def code_names(
+    code: str, skip: set[str], *, limit: int, language: str = "python", comments: bool = False
+) -> list[str]:
+    """The first `limit` distinct names `code` uses that say something (not keywords, common
+    builtins, constants or `skip`); from its comments and strings too when `comments`."""
+    if limit <= 0:
+        return []
+    text = code if comments else _without_comments(code, language)
     seen: dict[str, None] = {}
     for name in _IDENT.findall(text):
         if name not in _COMMON and name not in skip and not name.isupper():
             seen.setdefault(name, None)
-            if len(seen) >= _NAMES:
+            if len(seen) >= limit:
                 break
     return list(seen)
 
 
-def code_card(entity: Entity) -> str:
+_DEF_HEAD = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _signature_in_header(header: str, signature: str, name: str) -> tuple[str, str]:
+    """`function m.f` and `def f(x) -> int` become `function m.f(x) -> int` (the name once);
+    a signature of another form stays on its own line."""
+    match = _DEF_HEAD.match(signature)
+    if match is None or not name.endswith(match.group(1)):
+        return header, signature
+    rest = signature[match.end() :].rstrip().removesuffix(":")
+    return header + rest, ""
+
+
+def code_card(entity: Entity, recipe: CardRecipe = CARDS) -> str:
     """The text embedded for a code entity: kind and name, signature, docstring, names."""
     props: dict[str, Any] = entity.properties
     kind = str(props.get("kind") or "code")
@@ -98,34 +178,80 @@ def code_card(entity: Entity) -> str:
     signature = str(props.get("signature") or first_line)
     if signature.startswith(("def ", "async def ", "class ")) and len(signature) > 200:
         signature = signature[:200]
-    lines = [f"{kind} {symbol}", signature]
+    header = f"{kind} {symbol}"
+    if recipe.file_cards and kind == "module" and not props.get("signature"):
+        signature = ""  # a module's first line is its docstring or an import: no signature
+    if recipe.short_signature:
+        header, signature = _signature_in_header(header, signature, entity.name)
+    lines = [header, signature]
     docstring = props.get("docstring") or inline_doc
     if isinstance(docstring, str) and docstring.strip():
-        lines.append(_first_paragraph(docstring))
+        lines.append(_first_paragraph(docstring, recipe.doc_chars))
     if kind in ("module", "class"):
-        defined = list(dict.fromkeys(_DEFINES.findall(text)))[:_NAMES]
+        defined = list(dict.fromkeys(_DEFINES.findall(text)))[:_DEFINED_NAMES]
         if defined:
             lines.append("defines: " + " ".join(defined))
     skip = set(_IDENT.findall(" ".join(lines)))
-    names = _names(body, skip)
+    language = str(props.get("language") or "python").lower()
+    names = (
+        []
+        if recipe.file_cards and kind == "module"
+        else code_names(
+            body, skip, limit=recipe.names, language=language, comments=recipe.comment_names
+        )
+    )
     if names:
         lines.append("uses: " + " ".join(names))
     return "\n".join(line for line in lines if line)[:CARD_CHARS]
 
 
-def embedding_texts(store: Store, pending: Sequence[tuple[str, str, str]]) -> list[str]:
+def file_modules(files: Sequence[Entity]) -> dict[str, str]:
+    """File entity id -> the id of the Python module unit it contains (files with one)."""
+    out: dict[str, str] = {}
+    for entity in files:
+        if entity.type != "file" or entity.properties.get("language") != "python":
+            continue
+        contains = entity.properties.get("contains")
+        for pair in contains if isinstance(contains, list) else []:
+            # the module is the unit the file itself contains; the rest hang below it
+            if isinstance(pair, list | tuple) and len(pair) == 2 and pair[0] == entity.id:
+                out[entity.id] = str(pair[1])
+                break
+    return out
+
+
+def _owner(item_id: str) -> str:
+    return item_id.split("#", 1)[0]
+
+
+def embedding_texts(
+    store: Store, pending: Sequence[tuple[str, str, str]], recipe: CardRecipe = CARDS
+) -> list[str]:
     """The text to embed for each pending (project, item id, text): the card of the code
-    entity that owns the item, else the item's own text."""
+    entity that owns the item, for a Python file's summary its module's card (when the
+    recipe says so), else the item's own text."""
     owners: dict[str, set[str]] = {}
+    files: dict[str, set[str]] = {}
     for project, item_id, _ in pending:
-        owner = item_id.split("#", 1)[0]
+        owner = _owner(item_id)
         if owner.startswith("code:"):
             owners.setdefault(project, set()).add(owner)
+        elif recipe.file_cards and owner.startswith("file:"):
+            files.setdefault(project, set()).add(owner)
+    # file -> its module, whose card the file's item takes
+    module_of: dict[tuple[str, str], str] = {}
+    for project, ids in files.items():
+        for file_id, module_id in file_modules(store.get_entities(project, sorted(ids))).items():
+            module_of[(project, file_id)] = module_id
+            owners.setdefault(project, set()).add(module_id)
     cards: dict[tuple[str, str], str] = {}
     for project, ids in owners.items():
         for entity in store.get_entities(project, sorted(ids)):
             if entity.type == "code":
-                cards[(project, entity.id)] = code_card(entity)
-    return [
-        cards.get((project, item_id.split("#", 1)[0]), text) for project, item_id, text in pending
-    ]
+                cards[(project, entity.id)] = code_card(entity, recipe)
+    out: list[str] = []
+    for project, item_id, text in pending:
+        owner = _owner(item_id)
+        key = (project, module_of.get((project, owner), owner))
+        out.append(cards.get(key, text))
+    return out

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from ..errors import EmbedderUnavailableError
 from ..store.base import Store
-from .code_text import embedding_texts
+from .code_text import CARDS, CardRecipe, embedding_texts
 from .embed.base import Embedder, FloatVector
 from .embedder_health import EmbedderHealth
 
@@ -35,6 +35,7 @@ class EmbeddingWorker:
         health: EmbedderHealth | None = None,
         retry_s: tuple[float, float] = (5.0, 300.0),
         code_cards: bool = True,
+        card_recipe: CardRecipe = CARDS,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -45,6 +46,7 @@ class EmbeddingWorker:
         self.retry_s = retry_s
         # code units are embedded as one short card per symbol (retrieve/code_text.py)
         self.code_cards = code_cards
+        self.card_recipe = card_recipe
         # the cards embedded last: the chunks of a long symbol often span two batches
         self._recent_cards: OrderedDict[str, FloatVector] = OrderedDict()
         self._on_error = on_error
@@ -87,7 +89,7 @@ class EmbeddingWorker:
             return 0
         texts = [text for _, _, text in pending]
         if self.code_cards:
-            texts = embedding_texts(self.store, pending)
+            texts = embedding_texts(self.store, pending, self.card_recipe)
         # each distinct text once (the chunks of a symbol share its card)
         known = {t: self._recent_cards[t] for t in texts if t in self._recent_cards}
         todo = [t for t in dict.fromkeys(texts) if t not in known]
@@ -102,8 +104,8 @@ class EmbeddingWorker:
         if vectors is not None:
             known.update(zip(todo, vectors, strict=True))
         if self.code_cards:
-            for n, (_, item_id, text) in enumerate(pending):
-                if item_id.startswith("code:") and texts[n] != text:
+            for n, (_, _, text) in enumerate(pending):
+                if texts[n] != text:  # a card: other units of its symbol may come later
                     self._recent_cards[texts[n]] = known[texts[n]]
                     self._recent_cards.move_to_end(texts[n])
             while len(self._recent_cards) > 4 * self.batch_size:
