@@ -35,7 +35,10 @@ _OWN = 1.0 + OWN_TERMS_WEIGHT  # an own term counts in both columns
 # Appended postings are kept unsorted and scanned per query term; past this many (or an
 # eighth of the sorted postings) they are merged into the sorted arrays.
 _TAIL_POSTINGS = 65_536
-_FIRST_WINDOW = 64
+_BATCH = 8192  # items tokenised at once when loading
+# Rows checked against the store first: `limit` of them when little is filtered out (only
+# items changed since the index's read fail), more under a filter checked on candidates.
+_SLACK = 8
 
 
 class Admission(Protocol):
@@ -102,7 +105,14 @@ class _Docs:
 
     def add(self, rows: Sequence[KeywordRow]) -> tuple[I32, I32, F32]:
         start = self.n
-        terms, docs, freqs, lengths = _postings(rows, start, self.vocab)
+        # in batches: the strings of one batch at a time, not of the whole project
+        parts = [
+            _postings(rows[i : i + _BATCH], start + i, self.vocab)
+            for i in range(0, len(rows), _BATCH)
+        ]
+        if not parts:
+            return _postings([], start, self.vocab)[:3]
+        terms, docs, freqs, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
         if start + len(rows) > self.lengths.shape[0]:
             grown = np.zeros(max(2 * self.lengths.shape[0], start + len(rows)), np.float32)
             grown[:start] = self.lengths[:start]
@@ -187,6 +197,17 @@ class _Loaded:
     n: int
     total_length: float
     postings: _Postings
+    norms: npt.NDArray[np.float64]  # per item: BM25's length term k1 * (1 - b + b * dl / avgdl)
+
+    @staticmethod
+    def of(
+        gen: int, marker: int, removals: int, docs: _Docs, total: float, postings: _Postings
+    ) -> _Loaded:
+        n = docs.n
+        avgdl = total / n if n and total > 0 else 1.0
+        lengths = docs.lengths[:n].astype(np.float64)  # float32 arithmetic would round
+        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl)
+        return _Loaded(gen, marker, removals, docs, n, total, postings, norms)
 
 
 class KeywordIndex:
@@ -240,7 +261,7 @@ class KeywordIndex:
         terms, positions, freqs = docs.add(delta.rows)
         total = cached.total_length + float(docs.lengths[cached.n : docs.n].sum(dtype=np.float64))
         postings = cached.postings.appended(terms, positions, freqs, len(docs.vocab))
-        return _Loaded(gen, delta.marker, delta.removals, docs, docs.n, total, postings)
+        return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
 
     def _reloaded(self, project_id: str, gen: int) -> _Loaded:
         self.reloads += 1
@@ -249,7 +270,7 @@ class KeywordIndex:
         terms, positions, freqs = docs.add(delta.rows)
         postings = _Postings.build(terms, positions, freqs, len(docs.vocab))
         total = float(docs.lengths[: docs.n].sum(dtype=np.float64))
-        return _Loaded(gen, delta.marker, delta.removals, docs, docs.n, total, postings)
+        return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
 
     def search(
         self,
@@ -278,7 +299,9 @@ class KeywordIndex:
             matched = np.intersect1d(matched, listed, assume_unique=True)
             if matched.size == 0:
                 return []
-        order = self._best(scores, matched, min(matched.size, max(4 * limit, _FIRST_WINDOW)))
+        broad = flt is not None and (allowed is None or allowed.ids is None)
+        first = 4 * limit + 64 if broad else limit + _SLACK
+        order = self._best(scores, matched, min(matched.size, first))
         hits: list[tuple[str, float]] = []
         checked = 0
         while True:
@@ -339,18 +362,13 @@ class KeywordIndex:
         if not n or not wanted:
             return scores, np.zeros(0, dtype=np.int64)
         vocab = loaded.docs.vocab
-        lengths = loaded.docs.lengths[:n]
-        avgdl = loaded.total_length / n if loaded.total_length > 0 else 1.0
-        hits = np.zeros(n, dtype=np.int32)
+        hits = np.zeros(n, dtype=np.int32) if mode == "and" else None
         present = 0
         for term in wanted:
             tid = vocab.get(term)
             if tid is None:
                 continue
             docs, freqs = loaded.postings.of(tid)
-            keep = docs < n  # postings appended after this snapshot are not its own
-            if not keep.all():
-                docs, freqs = docs[keep], freqs[keep]
             df = int(docs.size)
             if not df:
                 continue
@@ -358,11 +376,12 @@ class KeywordIndex:
             idf = math.log((n - df + 0.5) / (df + 0.5))
             idf = idf if idf > 0 else 1e-6  # as FTS5: a very common term still counts a little
             f = freqs.astype(np.float64)
-            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[docs] / avgdl)
-            scores[docs] += idf * f * (BM25_K1 + 1.0) / (f + norm)
-            hits[docs] += 1
-        if mode == "and":
+            scores[docs] += (idf * (BM25_K1 + 1.0)) * f / (f + loaded.norms[docs])
+            if hits is not None:
+                hits[docs] += 1
+        if hits is not None:
             if present < len(wanted):
                 return scores, np.zeros(0, dtype=np.int64)
             return scores, np.flatnonzero(hits == len(wanted)).astype(np.int64)
-        return scores, np.flatnonzero(hits).astype(np.int64)
+        # every match scores above 0 (idf >= 1e-6, f > 0)
+        return scores, np.flatnonzero(scores).astype(np.int64)
