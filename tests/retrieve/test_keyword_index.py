@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from ctxbase import ContextBase
+from ctxbase.retrieve import keyword_index
 from ctxbase.retrieve.keyword_index import KeywordIndex
 from ctxbase.retrieve.search import FilterScope
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
@@ -160,22 +161,27 @@ def test_search_uses_the_index_and_the_store_query_on_request(cb: ContextBase) -
 
 
 def test_a_write_through_another_connection_is_found_next(
-    cb: ContextBase, second: ContextBase
+    cb: ContextBase, second: ContextBase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # appended postings are merged into the sorted ones past a few dozen (here)
+    monkeypatch.setattr(keyword_index, "_TAIL_POSTINGS", 48)
     _fill(cb, 20)
     index = KeywordIndex(cb.store)
     assert index.search(cb.project, ["quokka"], 5) == []
+    loaded = index._cache[cb.project].postings.docs.size
     new = second.record("user_message", session_id="s9", text="a quokka in the pipeline")
     hits = index.search(cb.project, query_terms("quokka pipeline"), 5)
     assert hits[0][0] == new.id
     assert index.reloads == 1  # appended, not reloaded
-    # many appends past the unsorted tail's size keep the same answers as the store
+    assert index._cache[cb.project].postings.tail_docs.size  # held unsorted
+    # many appends, merged into the sorted postings, keep the same answers as the store
     for i in range(30):
         second.record("user_message", session_id="s9", text=f"quokka {i} " + _text(i))
     for query in ("quokka", "quokka orders cache", "pipeline"):
         want = _fts(cb.store, cb.project, query, 40)
         _same(index.search(cb.project, query_terms(query), 40), want)
     assert index.reloads == 1
+    assert index._cache[cb.project].postings.docs.size > loaded  # merged on the way
 
 
 def test_forgotten_and_hidden_items_are_never_returned(
@@ -218,3 +224,40 @@ def test_forget_drops_the_postings(cb: ContextBase) -> None:
     assert report.as_dict()  # the forget ran
     assert cb.project not in cb.searcher.keywords._cache
     assert cb.search("capybara", preset="keyword").results == []
+
+
+def test_a_version_4_postgres_database_is_upgraded_for_the_index(pg_url: str) -> None:
+    import uuid
+
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from ctxbase.store.postgres import PostgresStore
+
+    name = f"kw_upgrade_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    url = make_conninfo(**{**conninfo_to_dict(pg_url), "dbname": name})
+    try:
+        with ContextBase(PostgresStore(url, max_size=2), project="p", embedder=None) as cb:
+            old = cb.record("user_message", session_id="s", text="an aardvark from before")
+        with psycopg.connect(url, autocommit=True) as conn:  # back to what version 4 had
+            conn.execute("DROP TRIGGER items_removed ON items")
+            conn.execute("DROP TRIGGER items_changed ON items")
+            conn.execute("DROP FUNCTION ctxbase_items_removed()")
+            conn.execute("DROP TABLE item_removals")
+            conn.execute("ALTER TABLE items DROP COLUMN change_seq")
+            conn.execute("DROP SEQUENCE items_change_seq")
+            conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+        with ContextBase(PostgresStore(url, max_size=2), project="p", embedder=None) as cb:
+            assert cb.store.schema_version() == 5
+            index = KeywordIndex(cb.store)
+            assert [i for i, _ in index.search("p", ["aardvark"], 5)] == [old.id]
+            new = cb.record("user_message", session_id="s", text="an aardvark from after")
+            assert {i for i, _ in index.search("p", ["aardvark"], 5)} == {old.id, new.id}
+            cb.soft_delete([old.id])
+            assert [i for i, _ in index.search("p", ["aardvark"], 5)] == [new.id]
+            assert index.reloads == 2  # the write appended, the delete reloaded
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
