@@ -282,8 +282,8 @@ class KeywordIndex:
         mode: Literal["or", "and"] = "or",
     ) -> list[tuple[str, float]]:
         """The best `limit` active items of the project for `terms` with their BM25 scores
-        (higher is better), admitted by `flt` (checked against the store) and by `allowed`
-        (the same filter, when the caller already resolved it)."""
+        (higher is better) that `flt` admits, checked against the store; `allowed` is `flt`
+        already resolved by the caller (search.FilterScope), checked through it instead."""
         loaded = self._load(project_id)
         scores, matched = self._scores(loaded, terms, mode)
         if matched.size == 0 or limit <= 0:
@@ -329,11 +329,8 @@ class KeywordIndex:
         hidden or foreign item."""
         if not window:
             return set()
-        if allowed is not None:
-            if allowed.ids is not None:
-                return {i for i in window if i in allowed.ids}
-            passed = allowed.admits(window)
-            window = [i for i in window if i in passed]
+        if allowed is not None:  # `flt` resolved: listed from the store, or checked there
+            return allowed.admits(window)
         return self.store.filter_item_ids(project_id, flt or ItemFilter(), among=window)
 
     @staticmethod
