@@ -30,6 +30,8 @@ class SearchConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     keyword: bool = True
+    # keyword search by the in-memory BM25 index (False: the store's own keyword query)
+    keyword_index: bool = True
     semantic: bool = True
     # candidates fetched from each method before fusion
     candidates: int = Field(default=100, ge=1, le=5000)

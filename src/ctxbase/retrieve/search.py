@@ -26,6 +26,7 @@ from .embedder_health import EmbedderHealth
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
 from .graph import RelationFilter
 from .questions import asks_only
+from .keyword_index import KeywordIndex
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
@@ -112,6 +113,7 @@ class Searcher:
             health = EmbedderHealth(embedder.name)
         self.health = health
         self.vectors = VectorIndex(store)
+        self.keywords = KeywordIndex(store)
         # Agents repeat queries (every turn re-asks for context); embedding is the slow part.
         # 4096 vectors of 384 floats: about 6 MB.
         self._query_vectors: OrderedDict[str, FloatVector] = OrderedDict()
@@ -139,12 +141,16 @@ class Searcher:
 
     def forget_cached(self, project_id: str) -> dict[str, int]:
         """Drop what this searcher holds in memory after a hard forget: every cached query
-        vector (a query may quote forgotten text) and the project's vectors. Entries
-        dropped, per cache."""
+        vector (a query may quote forgotten text), the project's vectors and keyword
+        postings. Entries dropped, per cache."""
         with self._cache_lock:
             queries = len(self._query_vectors)
             self._query_vectors.clear()
-        return {"query_vectors": queries, "vector_index": self.vectors.drop(project_id)}
+        return {
+            "query_vectors": queries,
+            "vector_index": self.vectors.drop(project_id),
+            "keyword_index": self.keywords.drop(project_id),
+        }
 
     def warm_queries(self, queries: list[str]) -> None:
         """Embed many queries in one batch (cheaper than one by one) into the cache."""
@@ -198,7 +204,7 @@ class Searcher:
 
         if config.keyword:
             t = time.perf_counter()
-            hits_k = self._keyword_hits(project_id, query, flt, config)
+            hits_k = self._keyword_hits(project_id, query, flt, config, allowed)
             rankings["keyword"] = [i for i, _ in hits_k]
             raw_scores["keyword"] = dict(hits_k)
             timings["keyword"] = _ms(t)
@@ -226,7 +232,7 @@ class Searcher:
                 # keyword: only the topic's terms (a hit on a name alone only says who is
                 # involved, not that the event is about what was asked)
                 if config.keyword:
-                    hits_k = self._keyword_hits(project_id, topic, flt, config)
+                    hits_k = self._keyword_hits(project_id, topic, flt, config, allowed)
                     rankings["keyword"] = [i for i, _ in hits_k]
                     raw_scores["keyword"] = dict(hits_k)
                 # semantic: the topic as a second query, next to the whole one
@@ -330,8 +336,16 @@ class Searcher:
         )
 
     def _keyword_hits(
-        self, project_id: str, query: str, flt: ItemFilter | None, config: SearchConfig
+        self,
+        project_id: str,
+        query: str,
+        flt: ItemFilter | None,
+        config: SearchConfig,
+        allowed: FilterScope | None = None,
     ) -> list[tuple[str, float]]:
+        if config.keyword_index:
+            terms = query_terms(query)
+            return self.keywords.search(project_id, terms, config.candidates, flt, allowed)
         match = fts_match_expression(query_terms(query), "or")
         if not match:
             return []

@@ -269,6 +269,7 @@ class SearchOptionsIn(_In):
     refused (422, naming `options.<field>`); values are checked by SearchConfig."""
 
     keyword: bool | None = None
+    keyword_index: bool | None = None
     semantic: bool | None = None
     candidates: int | None = None
     fusion: Literal["rrf", "weighted"] | None = None

@@ -24,7 +24,9 @@ __all__ = [
     "EventCount",
     "ForgetReport",
     "ItemFilter",
+    "KeywordDelta",
     "KeywordHit",
+    "KeywordRow",
     "SearchItem",
     "StateChange",
     "Store",
@@ -33,7 +35,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts
@@ -124,6 +126,28 @@ class TraceSummary:
 class KeywordHit:
     item_id: str
     score: float  # higher is better (negated FTS rank)
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordRow:
+    """What the keyword index holds for an active item: its own terms and the terms of its
+    live context (empty when the context is hidden), each space-joined."""
+
+    item_id: str
+    terms: str
+    context_terms: str
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordDelta:
+    """The active items of a project stored after `marker` of an earlier delta (0: all),
+    `marker` to pass next time, and `removals`, a count that moves whenever one of the
+    project's items is removed, hidden, restored or has its indexed terms changed in place
+    (a reader that sees it move reloads). A replaced item comes back as a new row."""
+
+    rows: list[KeywordRow]
+    marker: int
+    removals: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,6 +383,11 @@ class Store(ABC):
         self, project_id: str, match: str, flt: ItemFilter | None, limit: int
     ) -> list[KeywordHit]:
         """BM25 over the items' terms; `match` is an FTS query built by retrieve.tokenize."""
+
+    @abstractmethod
+    def keyword_changes(self, project_id: str, after: int) -> KeywordDelta:
+        """The project's active items stored since `after` (0: all), for readers that keep
+        a keyword index in memory and update it instead of reloading."""
 
     @abstractmethod
     def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]: ...

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import pg_sql as q
-from .base import ItemFilter, KeywordHit, SearchItem, VectorRow
+from .base import ItemFilter, KeywordDelta, KeywordHit, KeywordRow, SearchItem, VectorRow
 from .dialect import filter_sql
 from .pg_base import Conn, PgBase, as_array
 from .rows import item_row
@@ -65,6 +65,26 @@ class PgSearch(PgBase):
                 (lexemes, *fargs, project_id, tsquery, n, avgdl, int(limit)),
             ).fetchall()
         return [KeywordHit(r[0], float(r[1])) for r in rows]
+
+    def keyword_changes(self, project_id: str, after: int) -> KeywordDelta:
+        # Read in this order, each statement seeing what committed before it: a removal
+        # after the first read moves the count seen next time, and an item numbered after
+        # the second read is above `marker`, so the next call returns it.
+        with self._tx() as conn:
+            row = self._x(
+                conn, "SELECT n FROM item_removals WHERE project_id=%s", (project_id,)
+            ).fetchone()
+            removals = int(row[0]) if row else 0
+            top = self._x(
+                conn, "SELECT max(change_seq) FROM items WHERE project_id=%s", (project_id,)
+            ).fetchone()
+            marker = max(int(after), int(top[0]) if top and top[0] is not None else 0)
+            rows = self._x(conn, q.KEYWORD_CHANGES_SQL, (project_id, after, marker)).fetchall()
+        return KeywordDelta(
+            rows=[KeywordRow(r[0], r[1], r[2] or "") for r in rows],
+            marker=marker,
+            removals=removals,
+        )
 
     def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]:
         uniq = list(dict.fromkeys(ids))

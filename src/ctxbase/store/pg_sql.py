@@ -25,7 +25,9 @@ __all__ = [
     "HNSW_INDEXES_SQL",
     "HNSW_INDEX_NAMES",
     "HNSW_MAX_DIM",
+    "ITEM_CHANGE_SEQ",
     "ITEM_COLS",
+    "KEYWORD_CHANGES_SQL",
     "PG",
     "POST_MIGRATIONS",
     "PRE_MIGRATIONS",
@@ -77,6 +79,29 @@ def _term_count(terms: str) -> str:
     return f"cardinality(array_remove(string_to_array({terms}, ' '), ''))"
 
 
+ITEM_CHANGE_SEQ = "items_change_seq"
+
+# One statement-level trigger function for deletes and updates of items: counts, per
+# project, the statements that removed an item or changed whether/what it is indexed by.
+ITEMS_REMOVED_FN = """CREATE OR REPLACE FUNCTION ctxbase_items_removed()
+RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO item_removals(project_id, n)
+        SELECT DISTINCT project_id, 1 FROM old_rows
+        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;
+    ELSE
+        INSERT INTO item_removals(project_id, n)
+        SELECT DISTINCT o.project_id, 1 FROM old_rows o JOIN new_rows n
+            ON n.project_id = o.project_id AND n.item_id = o.item_id
+        WHERE o.active <> n.active OR o.context_hidden <> n.context_hidden
+            OR o.context_terms <> n.context_terms OR o.change_seq <> n.change_seq
+        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;
+    END IF;
+    RETURN NULL;
+END
+$fn$"""
+
 # Statements run before / after the shared schema of a version.
 PRE_MIGRATIONS: dict[int, list[str]] = {1: ["CREATE EXTENSION IF NOT EXISTS vector"]}
 POST_MIGRATIONS: dict[int, list[str]] = {
@@ -103,7 +128,36 @@ POST_MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE traces ADD COLUMN IF NOT EXISTS task_id TEXT",
         "CREATE INDEX IF NOT EXISTS traces_by_role ON traces (project_id, agent_role, created_at)",
     ],
+    5: [
+        # In-memory keyword readers append the items written after their last read: every
+        # insert or replacement of an item takes the next change number. Writers hold the
+        # project's row lock (pg_base._lock) when they take it, so a project's numbers
+        # become visible in order.
+        f"CREATE SEQUENCE IF NOT EXISTS {ITEM_CHANGE_SEQ}",
+        "ALTER TABLE items ADD COLUMN IF NOT EXISTS change_seq BIGINT NOT NULL "
+        f"DEFAULT nextval('{ITEM_CHANGE_SEQ}')",
+        "CREATE INDEX IF NOT EXISTS items_changes ON items (project_id, change_seq)",
+        # ... and reload when this count moves: an item removed, hidden, shown, or its
+        # context words changed in place.
+        "CREATE TABLE IF NOT EXISTS item_removals (project_id TEXT PRIMARY KEY, n BIGINT NOT NULL)",
+        ITEMS_REMOVED_FN,
+        "DROP TRIGGER IF EXISTS items_removed ON items",
+        "CREATE TRIGGER items_removed AFTER DELETE ON items REFERENCING OLD TABLE AS old_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION ctxbase_items_removed()",
+        "DROP TRIGGER IF EXISTS items_changed ON items",
+        "CREATE TRIGGER items_changed AFTER UPDATE ON items "
+        "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
+        "FOR EACH STATEMENT EXECUTE FUNCTION ctxbase_items_removed()",
+    ],
 }
+
+
+# The active items of a project numbered in (after, upto]: own terms and live context terms.
+KEYWORD_CHANGES_SQL = (
+    "SELECT item_id, terms, CASE WHEN context_hidden = 0 THEN context_terms ELSE '' END "
+    "FROM items WHERE project_id = %s AND change_seq > %s AND change_seq <= %s AND active = 1 "
+    "ORDER BY change_seq"
+)
 
 
 def hnsw_index_sql(dim: int) -> str:

@@ -229,7 +229,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             conn,
             f"INSERT INTO items({q.ITEM_COLS}, project_id) VALUES ({','.join(['%s'] * 19)}) "
             f"ON CONFLICT (project_id, item_id) DO UPDATE SET {updates}, active=1, "
-            "embedded_model=NULL",
+            f"embedded_model=NULL, change_seq=nextval('{q.ITEM_CHANGE_SEQ}')",
             [
                 (
                     it.item_id,

@@ -149,7 +149,10 @@ _V3: list[str] = []
 # v4: structured filters by type (entities of some types, events of some types) read their
 # items by index; without it each such search walked every item of the project.
 _V4 = ["CREATE INDEX IF NOT EXISTS items_type ON items (project_id, type)"]
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+# v5: readers that keep a project's keyword index in memory append the items stored since
+# their last read; each backend adds what tells them what changed in its own list.
+_V5: list[str] = []
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 
 # The version table, the same in every backend: one row, key 'schema_version'.
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"

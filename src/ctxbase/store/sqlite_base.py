@@ -74,6 +74,15 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE traces ADD COLUMN task_id TEXT",
         "CREATE INDEX IF NOT EXISTS traces_by_role ON traces (project_id, agent_role, created_at)",
     ],
+    5: [
+        # An item's context words hidden, shown or dropped change its keyword-index row in
+        # place: in-memory keyword readers (keyword_changes) must reload, as on a removal.
+        "CREATE TRIGGER IF NOT EXISTS items_context_changed "
+        "AFTER UPDATE OF context_hidden, context_terms ON items "
+        "WHEN OLD.context_hidden <> NEW.context_hidden OR OLD.context_terms <> NEW.context_terms "
+        "BEGIN INSERT INTO vector_removals(project_id, n) VALUES (NEW.project_id, 1) "
+        "ON CONFLICT(project_id) DO UPDATE SET n = n + 1; END",
+    ],
 }
 
 

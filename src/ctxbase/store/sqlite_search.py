@@ -16,7 +16,16 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import StorageError
-from .base import OWN_TERMS_WEIGHT, ItemFilter, KeywordHit, SearchItem, VectorDelta, VectorRow
+from .base import (
+    OWN_TERMS_WEIGHT,
+    ItemFilter,
+    KeywordDelta,
+    KeywordHit,
+    KeywordRow,
+    SearchItem,
+    VectorDelta,
+    VectorRow,
+)
 from .dialect import filter_sql
 from .rows import item_row
 from .sqlite_base import ITEM_COLS, SQLITE, SQLiteBase, chunks, placeholders
@@ -124,6 +133,32 @@ class SQLiteSearch(SQLiteBase):
         except sqlite3.OperationalError as exc:
             raise StorageError(f"keyword query {match!r} failed: {exc}") from exc
         return [KeywordHit(r[0], -float(r[1])) for r in rows]
+
+    def keyword_changes(self, project_id: str, after: int) -> KeywordDelta:
+        # One writer at a time takes the next rowid (the largest plus one), so rowid order
+        # is the order of committing; a replaced item is deleted (counted in
+        # vector_removals) and gets a new rowid. The reads see one snapshot.
+        # NOT INDEXED: walk the table's rowid order from `after`, not the project's index.
+        with self._read() as conn:
+            conn.execute("BEGIN")
+            try:
+                rows = conn.execute(
+                    "SELECT item_id, terms, CASE WHEN context_hidden = 0 THEN context_terms "
+                    "ELSE '' END FROM items NOT INDEXED WHERE rowid > ? AND project_id = ? "
+                    "AND active = 1 ORDER BY rowid",
+                    (after, project_id),
+                ).fetchall()
+                removals = conn.execute(
+                    "SELECT n FROM vector_removals WHERE project_id=?", (project_id,)
+                ).fetchone()
+                last = conn.execute("SELECT max(rowid) FROM items").fetchone()
+            finally:
+                conn.execute("COMMIT")
+        return KeywordDelta(
+            rows=[KeywordRow(r[0], r[1], r[2] or "") for r in rows],
+            marker=max(int(after), int(last[0] or 0)),
+            removals=int(removals[0]) if removals else 0,
+        )
 
     def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]:
         out: dict[str, SearchItem] = {}

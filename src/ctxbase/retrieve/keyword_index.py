@@ -1,0 +1,384 @@
+"""Exact BM25 keyword search over a project's items, held in memory.
+
+The store's own keyword query (FTS5's bm25, PostgreSQL's tsvector ranking) computes a score
+for every item that matches any query term: tens of thousands for a common word in a large
+project. Here the postings are compact arrays and a query adds each term's impacts into one
+score vector with numpy, then picks the best. Same scoring as the stores: FTS5's bm25 over
+two columns (indexed terms = own plus live context terms, weight 1; own terms, weight
+OWN_TERMS_WEIGHT), k1 = 1.2, b = 0.75, statistics over the project's active items.
+
+Like the vector index: when the store's index generation moves, the items stored since the
+last read are appended (`Store.keyword_changes`); a removal, hide, restore or in-place
+change reloads. An index can still be a moment behind the store, so the best rows are
+always checked against the store (project, active, filter) before they are returned.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from ..store.base import OWN_TERMS_WEIGHT, ItemFilter, KeywordRow, Store
+
+__all__ = ["BM25_B", "BM25_K1", "Admission", "KeywordIndex"]
+
+BM25_K1 = 1.2
+BM25_B = 0.75
+_OWN = 1.0 + OWN_TERMS_WEIGHT  # an own term counts in both columns
+
+# Appended postings are kept unsorted and scanned per query term; past this many (or an
+# eighth of the sorted postings) they are merged into the sorted arrays.
+_TAIL_POSTINGS = 65_536
+_BATCH = 8192  # items tokenised at once when loading
+# Rows checked against the store first: `limit` of them when little is filtered out (only
+# items changed since the index's read fail), more under a filter checked on candidates.
+_SLACK = 8
+
+
+class Admission(Protocol):
+    """What a structured filter admits: `ids` when the filter was listed whole, else
+    `admits` checks candidates against the store."""
+
+    ids: set[str] | None
+
+    def admits(self, ids: Iterable[str]) -> set[str]: ...
+
+
+I32 = npt.NDArray[np.int32]
+F32 = npt.NDArray[np.float32]
+
+
+def _postings(
+    rows: Sequence[KeywordRow], first_doc: int, vocab: dict[str, int]
+) -> tuple[I32, I32, F32, F32]:
+    """(term ids, doc positions, weighted term frequency, doc lengths) of `rows`, one
+    posting per (doc, term); new terms are added to `vocab`."""
+    tokens: list[str] = []
+    counts: list[int] = []  # per doc: own terms, then context terms
+    for r in rows:
+        own = r.terms.split()
+        ctx = r.context_terms.split()
+        tokens += own
+        tokens += ctx
+        counts.append(len(own))
+        counts.append(len(ctx))
+    n = len(rows)
+    sizes = np.asarray(counts, dtype=np.int64).reshape(n, 2) if n else np.zeros((0, 2), np.int64)
+    # FTS5's row length: both columns, the own terms being in each
+    lengths = (2 * sizes[:, 0] + sizes[:, 1]).astype(np.float32)
+    if not tokens:
+        empty = np.zeros(0, dtype=np.int32)
+        return empty, empty, np.zeros(0, dtype=np.float32), lengths
+    setdefault = vocab.setdefault
+    term = np.fromiter(
+        (setdefault(t, len(vocab)) for t in tokens), dtype=np.int64, count=len(tokens)
+    )
+    doc = np.repeat(np.arange(first_doc, first_doc + n, dtype=np.int64), sizes.sum(axis=1))
+    weight = np.repeat(np.tile(np.asarray([_OWN, 1.0]), n), sizes.ravel())
+    span = np.int64(first_doc + n)
+    keys, inverse = np.unique(term * span + doc, return_inverse=True)
+    freq = np.bincount(inverse.ravel(), weights=weight, minlength=keys.size)
+    return (
+        (keys // span).astype(np.int32),
+        (keys % span).astype(np.int32),
+        freq.astype(np.float32),
+        lengths,
+    )
+
+
+@dataclass
+class _Docs:
+    """Documents of one project, append-only: a search sees the first `n` of a snapshot
+    while later documents are appended behind it."""
+
+    ids: list[str] = field(default_factory=list)
+    positions: dict[str, int] = field(default_factory=dict)
+    vocab: dict[str, int] = field(default_factory=dict)
+    lengths: F32 = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    n: int = 0
+
+    def add(self, rows: Sequence[KeywordRow]) -> tuple[I32, I32, F32]:
+        start = self.n
+        # in batches: the strings of one batch at a time, not of the whole project
+        parts = [
+            _postings(rows[i : i + _BATCH], start + i, self.vocab)
+            for i in range(0, len(rows), _BATCH)
+        ]
+        if not parts:
+            return _postings([], start, self.vocab)[:3]
+        terms, docs, freqs, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
+        if start + len(rows) > self.lengths.shape[0]:
+            grown = np.zeros(max(2 * self.lengths.shape[0], start + len(rows)), np.float32)
+            grown[:start] = self.lengths[:start]
+            self.lengths = grown  # older snapshots keep the old buffer
+        self.lengths[start : start + len(rows)] = lengths
+        for r in rows:
+            self.positions[r.item_id] = len(self.ids)
+            self.ids.append(r.item_id)
+        self.n += len(rows)
+        return terms, docs, freqs
+
+
+@dataclass(frozen=True)
+class _Postings:
+    """Sorted postings (CSR by term) plus appended ones not merged yet."""
+
+    offsets: npt.NDArray[np.int64]  # term t's postings: [offsets[t], offsets[t + 1])
+    docs: I32
+    freqs: F32
+    tail_terms: I32
+    tail_docs: I32
+    tail_freqs: F32
+
+    @staticmethod
+    def build(terms: I32, docs: I32, freqs: F32, vocab_size: int) -> _Postings:
+        order = np.lexsort((docs, terms))
+        offsets = np.zeros(vocab_size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(terms, minlength=vocab_size), out=offsets[1:])
+        empty = np.zeros(0, dtype=np.int32)
+        return _Postings(offsets, docs[order], freqs[order], empty, empty, np.zeros(0, np.float32))
+
+    def appended(self, terms: I32, docs: I32, freqs: F32, vocab_size: int) -> _Postings:
+        tail_terms = np.concatenate([self.tail_terms, terms])
+        if tail_terms.size > max(_TAIL_POSTINGS, self.docs.size // 8):
+            sorted_terms = np.repeat(
+                np.arange(self.offsets.size - 1, dtype=np.int32), np.diff(self.offsets)
+            )
+            return _Postings.build(
+                np.concatenate([sorted_terms, tail_terms]),
+                np.concatenate([self.docs, self.tail_docs, docs]),
+                np.concatenate([self.freqs, self.tail_freqs, freqs]),
+                vocab_size,
+            )
+        return _Postings(
+            self.offsets,
+            self.docs,
+            self.freqs,
+            tail_terms,
+            np.concatenate([self.tail_docs, docs]),
+            np.concatenate([self.tail_freqs, freqs]),
+        )
+
+    def of(self, term: int) -> tuple[I32, F32]:
+        if term + 1 < self.offsets.size:
+            lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
+            docs, freqs = self.docs[lo:hi], self.freqs[lo:hi]
+        else:
+            docs, freqs = self.docs[:0], self.freqs[:0]
+        if self.tail_terms.size:
+            hit = self.tail_terms == term
+            if hit.any():
+                docs = np.concatenate([docs, self.tail_docs[hit]])
+                freqs = np.concatenate([freqs, self.tail_freqs[hit]])
+        return docs, freqs
+
+    @property
+    def size(self) -> int:
+        return int(self.docs.size + self.tail_docs.size)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = (self.offsets, self.docs, self.freqs, self.tail_terms, self.tail_docs)
+        return sum(int(a.nbytes) for a in arrays) + int(self.tail_freqs.nbytes)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    generation: int
+    marker: int
+    removals: int
+    docs: _Docs
+    n: int
+    total_length: float
+    postings: _Postings
+    norms: npt.NDArray[np.float64]  # per item: BM25's length term k1 * (1 - b + b * dl / avgdl)
+
+    @staticmethod
+    def of(
+        gen: int, marker: int, removals: int, docs: _Docs, total: float, postings: _Postings
+    ) -> _Loaded:
+        n = docs.n
+        avgdl = total / n if n and total > 0 else 1.0
+        lengths = docs.lengths[:n].astype(np.float64)  # float32 arithmetic would round
+        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl)
+        return _Loaded(gen, marker, removals, docs, n, total, postings, norms)
+
+
+class KeywordIndex:
+    """Per project keyword postings, shared by all searches of one ContextBase."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._cache: dict[str, _Loaded] = {}
+        self._lock = threading.Lock()
+        self.reloads = 0  # full reads of a project's items (the rest were appends)
+
+    def drop(self, project_id: str) -> int:
+        """Forget the project's postings held in memory (after a hard forget); returns how
+        many items they covered."""
+        with self._lock:
+            loaded = self._cache.pop(project_id, None)
+        return loaded.n if loaded is not None else 0
+
+    def stats(self, project_id: str) -> dict[str, int]:
+        """Size of the project's index: items, distinct terms, postings, bytes of arrays."""
+        loaded = self._load(project_id)
+        return {
+            "items": loaded.n,
+            "terms": len(loaded.docs.vocab),
+            "postings": loaded.postings.size,
+            "array_bytes": loaded.postings.nbytes + int(loaded.docs.lengths.nbytes),
+        }
+
+    def _load(self, project_id: str) -> _Loaded:
+        gen = self.store.index_generation(project_id)
+        with self._lock:
+            cached = self._cache.get(project_id)
+            if cached is not None and cached.generation == gen:
+                return cached
+            loaded = None
+            if cached is not None:
+                loaded = self._appended(cached, project_id, gen)
+            if loaded is None:
+                loaded = self._reloaded(project_id, gen)
+            self._cache[project_id] = loaded
+            return loaded
+
+    def _appended(self, cached: _Loaded, project_id: str, gen: int) -> _Loaded | None:
+        """`cached` plus the items stored since, or None when only a reload is right."""
+        delta = self.store.keyword_changes(project_id, cached.marker)
+        docs = cached.docs
+        if delta.removals != cached.removals or docs.n != cached.n:
+            return None
+        if any(r.item_id in docs.positions for r in delta.rows):
+            return None  # replaced: its old postings would stay
+        terms, positions, freqs = docs.add(delta.rows)
+        total = cached.total_length + float(docs.lengths[cached.n : docs.n].sum(dtype=np.float64))
+        postings = cached.postings.appended(terms, positions, freqs, len(docs.vocab))
+        return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
+
+    def _reloaded(self, project_id: str, gen: int) -> _Loaded:
+        self.reloads += 1
+        delta = self.store.keyword_changes(project_id, 0)
+        docs = _Docs()
+        terms, positions, freqs = docs.add(delta.rows)
+        postings = _Postings.build(terms, positions, freqs, len(docs.vocab))
+        total = float(docs.lengths[: docs.n].sum(dtype=np.float64))
+        return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
+
+    def search(
+        self,
+        project_id: str,
+        terms: Sequence[str],
+        limit: int,
+        flt: ItemFilter | None = None,
+        allowed: Admission | None = None,
+        mode: Literal["or", "and"] = "or",
+    ) -> list[tuple[str, float]]:
+        """The best `limit` active items of the project for `terms` with their BM25 scores
+        (higher is better) that `flt` admits, checked against the store; `allowed` is `flt`
+        already resolved by the caller (search.FilterScope), checked through it instead."""
+        loaded = self._load(project_id)
+        scores, matched = self._scores(loaded, terms, mode)
+        if matched.size == 0 or limit <= 0:
+            return []
+        ids = loaded.docs.ids
+        if allowed is not None and allowed.ids is not None:
+            # a filter listed whole (read from the store by this search): rank only its items
+            positions = loaded.docs.positions
+            listed = np.fromiter(
+                (p for i in allowed.ids if (p := positions.get(i)) is not None and p < loaded.n),
+                dtype=np.int64,
+            )
+            matched = np.intersect1d(matched, listed, assume_unique=True)
+            if matched.size == 0:
+                return []
+        broad = flt is not None and (allowed is None or allowed.ids is None)
+        first = 4 * limit + 64 if broad else limit + _SLACK
+        order = self._best(scores, matched, min(matched.size, first))
+        hits: list[tuple[str, float]] = []
+        checked = 0
+        while True:
+            window = [ids[int(p)] for p in order[checked:]]
+            admitted = self._admitted(project_id, window, flt, allowed)
+            hits += [
+                (i, float(scores[p]))
+                for i, p in zip(window, order[checked:], strict=True)
+                if i in admitted
+            ]
+            checked = order.size
+            if len(hits) >= limit or checked >= matched.size:
+                return hits[:limit]
+            order = self._best(scores, matched, min(matched.size, checked * 8))
+
+    def _admitted(
+        self,
+        project_id: str,
+        window: list[str],
+        flt: ItemFilter | None,
+        allowed: Admission | None,
+    ) -> set[str]:
+        """The ids of `window` that are, in the store now, active items of the project
+        that the filter admits: an index a moment behind never returns a forgotten,
+        hidden or foreign item."""
+        if not window:
+            return set()
+        if allowed is not None:  # `flt` resolved: listed from the store, or checked there
+            return allowed.admits(window)
+        return self.store.filter_item_ids(project_id, flt or ItemFilter(), among=window)
+
+    @staticmethod
+    def _best(
+        scores: npt.NDArray[np.float64], matched: npt.NDArray[np.int64], k: int
+    ) -> npt.NDArray[np.int64]:
+        """The `k` best of `matched` by score, then by position (storing order)."""
+        values = scores[matched]
+        if k < matched.size:
+            cut = np.argpartition(-values, k - 1)[:k]
+            # ties at the cut: every tied position competes, the earliest win
+            edge = values[cut].min()
+            cut = np.flatnonzero(values >= edge)
+            matched, values = matched[cut], values[cut]
+        top = np.lexsort((matched, -values))[:k]
+        return matched[top]
+
+    @staticmethod
+    def _scores(
+        loaded: _Loaded, terms: Sequence[str], mode: Literal["or", "and"]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+        """BM25 of every item (0 where none of the terms occurs) and the matching positions."""
+        n = loaded.n
+        scores = np.zeros(n, dtype=np.float64)
+        wanted = list(dict.fromkeys(t for t in terms if t.strip()))
+        if not n or not wanted:
+            return scores, np.zeros(0, dtype=np.int64)
+        vocab = loaded.docs.vocab
+        hits = np.zeros(n, dtype=np.int32) if mode == "and" else None
+        present = 0
+        for term in wanted:
+            tid = vocab.get(term)
+            if tid is None:
+                continue
+            docs, freqs = loaded.postings.of(tid)
+            df = int(docs.size)
+            if not df:
+                continue
+            present += 1
+            idf = math.log((n - df + 0.5) / (df + 0.5))
+            idf = idf if idf > 0 else 1e-6  # as FTS5: a very common term still counts a little
+            f = freqs.astype(np.float64)
+            scores[docs] += (idf * (BM25_K1 + 1.0)) * f / (f + loaded.norms[docs])
+            if hits is not None:
+                hits[docs] += 1
+        if hits is not None:
+            if present < len(wanted):
+                return scores, np.zeros(0, dtype=np.int64)
+            return scores, np.flatnonzero(hits == len(wanted)).astype(np.int64)
+        # every match scores above 0 (idf >= 1e-6, f > 0)
+        return scores, np.flatnonzero(scores).astype(np.int64)
