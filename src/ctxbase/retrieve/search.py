@@ -25,8 +25,8 @@ from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
 from .graph import RelationFilter
-from .questions import asks_only
 from .keyword_index import KeywordIndex
+from .questions import asks_only
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
