@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CODE_TYPES",
+    "FOLLOW_PER_NODE",
     "Gatherer",
     "MemoryCandidate",
     "error_driven_repair",
@@ -65,6 +66,9 @@ _LABEL_WORDS = {
 _BASELINE_TYPES = ("document", "requirement")
 _ORDER_EDGE_TYPES = frozenset({"NEXT", "CAUSED_BY", "REFERS_TO", "MENTIONS"})
 _SEMANTIC_EDGES = ("REFERENCES", "GENERATES", "FOLLOWS", "MODIFIES", "VALIDATES")
+# A node's edges of one type followed at most (the oldest first): a document that thousands
+# of items reference adds what the budget can hold, not the whole project.
+FOLLOW_PER_NODE = 200
 
 
 def label_for(type_: str, owner_id: str, name: str = "") -> str:
@@ -296,7 +300,9 @@ class Gatherer:
         for _ in range(hops):
             if not frontier:
                 break
-            rels = self.cb.store.list_relations(self.pid, list(frontier), types=list(types))
+            rels = self.cb.store.list_relations(
+                self.pid, list(frontier), types=list(types), limit_per_node=FOLLOW_PER_NODE
+            )
             refused: set[str] = set()
             if self.check is not None:
                 refused = {r.id for r in rels} - {r.id for r in self.check.relations(rels)}
@@ -412,7 +418,11 @@ class Gatherer:
 
 
 def _recent_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Entity]:
-    found = [e for t in types for e in g.cb.store.list_entities(g.pid, type=t, limit=500)]
+    """The `limit` most recently updated entities of `types` (earlier types first)."""
+    store = g.cb.store
+    found = [
+        e for t in types for e in store.list_entities(g.pid, type=t, limit=limit, newest_first=True)
+    ]
     order = {t: i for i, t in enumerate(types)}
     found.sort(key=lambda e: (order.get(e.type, 99), -e.updated_at, e.id))
     return found[:limit]

@@ -33,7 +33,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts
@@ -329,7 +329,10 @@ class Store(ABC):
         name: str | None = None,
         latest_only: bool = True,
         limit: int | None = None,
-    ) -> list[Entity]: ...
+        newest_first: bool = False,
+    ) -> list[Entity]:
+        """Entities by type and name; `newest_first` orders by last update (newest first,
+        then id) instead of type, name and version, so `limit` keeps the newest."""
 
     @abstractmethod
     def entity_type_counts(self, project_id: str) -> dict[str, int]:
@@ -351,7 +354,13 @@ class Store(ABC):
         types: Sequence[str] | None = None,
         include_closed: bool = False,
         min_confidence: float = 0.0,
-    ) -> list[Relation]: ...
+        limit_per_node: int | None = None,
+    ) -> list[Relation]:
+        """Relations touching `node_ids` (or all), oldest first (created_at, id).
+
+        `limit_per_node` (with `node_ids` and `types`) keeps the first that many of each
+        node, side and type, read by index: a node with thousands of edges (an entity every
+        event mentions) costs what is kept, not what it has."""
 
     # -- search index --------------------------------------------------------------------
     @abstractmethod

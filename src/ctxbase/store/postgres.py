@@ -31,7 +31,15 @@ from .base import ForgetReport, SearchItem, Store
 from .pg_admin import PgAdmin
 from .pg_base import Conn, jsonb, text
 from .pg_search import PgSearch
-from .rows import check_direction, entity_row, event_edges, event_row, relation_row, tombstone_hash
+from .rows import (
+    check_direction,
+    check_per_node,
+    entity_row,
+    event_edges,
+    event_row,
+    relation_row,
+    tombstone_hash,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -454,38 +462,66 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         types: Sequence[str] | None = None,
         include_closed: bool = False,
         min_confidence: float = 0.0,
+        limit_per_node: int | None = None,
     ) -> list[Relation]:
         check_direction(direction)
-        sql = (
-            "SELECT r.project_id, r.relation_id, r.from_id, r.type, r.to_id, r.confidence, "
-            "r.source, r.created_at, r.valid_from, r.valid_to, r.properties FROM relations r "
-            "WHERE r.project_id=%s"
+        check_per_node(limit_per_node, node_ids, types)
+        cols = (
+            "r.project_id, r.relation_id, r.from_id, r.type, r.to_id, r.confidence, "
+            "r.source, r.created_at, r.valid_from, r.valid_to, r.properties"
         )
-        args: list[Any] = [project_id]
+        conds = ""
+        cond_args: list[Any] = []
+        if not include_closed:
+            conds += " AND r.valid_to IS NULL"
+        if min_confidence > 0:
+            conds += " AND r.confidence>=%s"
+            cond_args.append(min_confidence)
+        # A soft-deleted event or entity is hidden from every read, so are its edges.
+        conds += (
+            " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = r.project_id"
+            " AND e.event_id IN (r.from_id, r.to_id) AND e.active = 0)"
+            " AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.project_id = r.project_id"
+            " AND n.entity_id IN (r.from_id, r.to_id) AND n.active = 0)"
+        )
+        order = " ORDER BY r.created_at, r.relation_id"
+        sides = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
+        if node_ids is not None and limit_per_node is not None and types:
+            # per node, side and type the first rows of the relations_*_at index, cut at the
+            # limit (a lateral join: one statement for every node)
+            parts: list[str] = []
+            args: list[Any] = []
+            for side in sides:
+                parts.append(
+                    f"SELECT x.* FROM unnest(%s::text[]) AS n(id) CROSS JOIN unnest(%s::text[]) "
+                    f"AS t(type) CROSS JOIN LATERAL (SELECT {cols} FROM relations r "
+                    f"WHERE r.project_id=%s AND r.{side} = n.id AND r.type = t.type{conds}"
+                    f"{order} LIMIT %s) x"
+                )
+                args += [
+                    list(dict.fromkeys(node_ids)),
+                    list(dict.fromkeys(types)),
+                    project_id,
+                    *cond_args,
+                    limit_per_node,
+                ]
+            with self._tx() as conn:
+                rows = self._x(conn, " UNION ALL ".join(parts), args).fetchall()
+            found = {r.id: r for r in (relation_row(row, validate=True) for row in rows)}
+            return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+        sql = f"SELECT {cols} FROM relations r WHERE r.project_id=%s"
+        args = [project_id]
         if node_ids is not None:
             nodes = list(dict.fromkeys(node_ids))
             if direction == "both":
                 sql += " AND (r.from_id = ANY(%s) OR r.to_id = ANY(%s))"
                 args += [nodes, nodes]
             else:
-                sql += f" AND r.{'from_id' if direction == 'out' else 'to_id'} = ANY(%s)"
+                sql += f" AND r.{sides[0]} = ANY(%s)"
                 args.append(nodes)
         if types:
             sql += " AND r.type = ANY(%s)"
             args.append(list(types))
-        if not include_closed:
-            sql += " AND r.valid_to IS NULL"
-        if min_confidence > 0:
-            sql += " AND r.confidence>=%s"
-            args.append(min_confidence)
-        # A soft-deleted event or entity is hidden from every read, so are its edges.
-        sql += (
-            " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = %s"
-            " AND e.event_id IN (r.from_id, r.to_id) AND e.active = 0)"
-            " AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.project_id = %s"
-            " AND n.entity_id IN (r.from_id, r.to_id) AND n.active = 0)"
-        )
-        args += [project_id, project_id]
         with self._tx() as conn:
-            rows = self._x(conn, sql + " ORDER BY r.created_at, r.relation_id", args).fetchall()
+            rows = self._x(conn, sql + conds + order, [*args, *cond_args]).fetchall()
         return [relation_row(r, validate=True) for r in rows]

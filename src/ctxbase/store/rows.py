@@ -24,6 +24,7 @@ __all__ = [
     "api_key_row",
     "as_is",
     "check_direction",
+    "check_per_node",
     "entity_row",
     "event_edges",
     "event_links",
@@ -82,6 +83,18 @@ def check_direction(direction: str) -> None:
     """list_relations' direction: "out" (from node), "in" (to node) or "both"."""
     if direction not in ("out", "in", "both"):
         raise ValueError(f"direction must be 'out', 'in' or 'both' (got {direction!r})")
+
+
+def check_per_node(
+    limit: int | None, node_ids: Sequence[str] | None, types: Sequence[str] | None
+) -> None:
+    """list_relations' limit_per_node: a count, with the nodes and types it applies to."""
+    if limit is None:
+        return
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit_per_node must be a count >= 0 (got {limit!r})")
+    if node_ids is None or not types:
+        raise ValueError("limit_per_node needs node_ids and types")
 
 
 # The source of the event-graph edges the store adds itself.

@@ -24,6 +24,7 @@ from .base import ForgetReport, SearchItem, Store
 from .rows import (
     EVENT_EDGE_SOURCE,
     check_direction,
+    check_per_node,
     entity_row,
     event_links,
     event_row,
@@ -528,35 +529,53 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         types: Sequence[str] | None = None,
         include_closed: bool = False,
         min_confidence: float = 0.0,
+        limit_per_node: int | None = None,
     ) -> list[Relation]:
         check_direction(direction)
+        check_per_node(limit_per_node, node_ids, types)
         base = (
             "SELECT project_id, relation_id, from_id, type, to_id, confidence, source, "
             "created_at, valid_from, valid_to, properties FROM relations WHERE project_id=?"
         )
         extra = ""
         extra_args: list[Any] = []
-        if types:
-            extra += f" AND type IN ({placeholders(len(types))})"
-            extra_args.extend(types)
         if not include_closed:
             extra += " AND valid_to IS NULL"
         if min_confidence > 0:
             extra += " AND confidence>=?"
             extra_args.append(min_confidence)
         extra += _NO_SOFT_DELETED_END
+        typed = ""
+        if types:
+            typed = f" AND type IN ({placeholders(len(types))})"
         found: dict[str, Relation] = {}
         with self._read() as conn:
             if node_ids is None:
                 rows = conn.execute(
-                    base + extra + " ORDER BY created_at, relation_id", (project_id, *extra_args)
+                    base + typed + extra + " ORDER BY created_at, relation_id",
+                    (project_id, *(types or ()), *extra_args),
                 ).fetchall()
                 return [relation_row(r, loads) for r in rows]
             cols = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
+            if limit_per_node is not None and types:
+                # one index range per node, side and type (relations_*_at), cut at the limit
+                for col in cols:
+                    sql = (
+                        base + f" AND {col}=? AND type=?" + extra
+                        + " ORDER BY created_at, relation_id LIMIT ?"
+                    )  # fmt: skip
+                    for node in dict.fromkeys(node_ids):
+                        for rtype in dict.fromkeys(types):
+                            args = (project_id, node, rtype, *extra_args, limit_per_node)
+                            for row in conn.execute(sql, args).fetchall():
+                                rel = relation_row(row, loads)
+                                found[rel.id] = rel
+                return sorted(found.values(), key=lambda r: (r.created_at, r.id))
             for part in chunks(list(dict.fromkeys(node_ids))):
                 for col in cols:
-                    sql = base + f" AND {col} IN ({placeholders(len(part))})" + extra
-                    for row in conn.execute(sql, (project_id, *part, *extra_args)).fetchall():
+                    sql = base + f" AND {col} IN ({placeholders(len(part))})" + typed + extra
+                    args = (project_id, *part, *(types or ()), *extra_args)
+                    for row in conn.execute(sql, args).fetchall():
                         rel = relation_row(row, loads)
                         found[rel.id] = rel
         return sorted(found.values(), key=lambda r: (r.created_at, r.id))
