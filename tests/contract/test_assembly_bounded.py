@@ -110,3 +110,17 @@ def test_a_filter_that_only_excludes_is_checked_on_the_candidates(
     assert scope.admits(items.values()) == {items[e.id] for e in others}
     found = cb.search("cache invalidation", config=get_preset("hybrid", top_k=10), filters=flt)
     assert {c.item.owner_id for c in found.results} == {e.id for e in others}
+
+
+def test_graph_expansion_reads_at_most_max_nodes_edges_per_node_and_type(
+    cb: ContextBase, project_id: str
+) -> None:
+    """Retrieval's expansion from an entity that many events mention: the first `max_nodes`
+    of each type (the oldest), so a late edge of a rarer type still comes."""
+    from ctxbase.retrieve import graph
+
+    rels = [_rel(project_id, f"ev{n:02d}", "hub", "MENTIONS", 10.0 + n) for n in range(30)]
+    rels.append(_rel(project_id, "code0", "hub", "REFERENCES", 500.0))
+    cb.store.upsert_relations(rels)
+    hits = graph.expand(cb.store, project_id, ["hub"], max_nodes=5)
+    assert sorted(h.node_id for h in hits) == ["code0", "ev00", "ev01", "ev02", "ev03", "ev04"]

@@ -39,6 +39,7 @@ from .rows import (
     event_row,
     relation_row,
     tombstone_hash,
+    types_at_node_sql,
 )
 
 __all__ = ["PostgresStore"]
@@ -486,31 +487,8 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         )
         order = " ORDER BY r.created_at, r.relation_id"
         sides = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
-        if node_ids is not None and limit_per_node is not None and types:
-            # per node, side and type the first rows of the relations_*_at index, cut at the
-            # limit (a lateral join: one statement for every node)
-            parts: list[str] = []
-            args: list[Any] = []
-            for side in sides:
-                parts.append(
-                    f"SELECT x.* FROM unnest(%s::text[]) AS n(id) CROSS JOIN unnest(%s::text[]) "
-                    f"AS t(type) CROSS JOIN LATERAL (SELECT {cols} FROM relations r "
-                    f"WHERE r.project_id=%s AND r.{side} = n.id AND r.type = t.type{conds}"
-                    f"{order} LIMIT %s) x"
-                )
-                args += [
-                    list(dict.fromkeys(node_ids)),
-                    list(dict.fromkeys(types)),
-                    project_id,
-                    *cond_args,
-                    limit_per_node,
-                ]
-            with self._tx() as conn:
-                rows = self._x(conn, " UNION ALL ".join(parts), args).fetchall()
-            found = {r.id: r for r in (relation_row(row, validate=True) for row in rows)}
-            return sorted(found.values(), key=lambda r: (r.created_at, r.id))
         sql = f"SELECT {cols} FROM relations r WHERE r.project_id=%s"
-        args = [project_id]
+        args: list[Any] = [project_id]
         if node_ids is not None:
             nodes = list(dict.fromkeys(node_ids))
             if direction == "both":
@@ -522,6 +500,62 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         if types:
             sql += " AND r.type = ANY(%s)"
             args.append(list(types))
+        if node_ids is None or limit_per_node is None:
+            with self._tx() as conn:
+                rows = self._x(conn, sql + conds + order, [*args, *cond_args]).fetchall()
+            return [relation_row(r, validate=True) for r in rows]
+        # With limit_per_node the statement stops past the limit: when it does not reach it,
+        # no node does and the rows read are the answer (the usual case).
         with self._tx() as conn:
-            rows = self._x(conn, sql + conds + order, [*args, *cond_args]).fetchall()
-        return [relation_row(r, validate=True) for r in rows]
+            rows = self._x(
+                conn, sql + conds + " LIMIT %s", [*args, *cond_args, limit_per_node + 1]
+            ).fetchall()
+            if len(rows) > limit_per_node:
+                rows = self._first_relations(
+                    conn, (cols, conds, cond_args), project_id, node_ids, sides, types,
+                    limit_per_node,
+                )  # fmt: skip
+        found = {r.id: r for r in (relation_row(row, validate=True) for row in rows)}
+        return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+
+    def _first_relations(
+        self,
+        conn: Conn,
+        query: tuple[str, str, list[Any]],
+        project_id: str,
+        node_ids: Sequence[str],
+        sides: list[str],
+        types: Sequence[str] | None,
+        limit: int,
+    ) -> list[Any]:
+        """Rows of the first `limit` relations of each node, side and type: a lateral join
+        over the (node, type) pairs, each one range of relations_*_at; the types a node has
+        are found by a loose index scan."""
+        cols, conds, cond_args = query
+        nodes = list(dict.fromkeys(node_ids))
+        rows: list[Any] = []
+        for side in sides:
+            pairs = [
+                (node, rtype)
+                for node in nodes
+                for rtype in dict.fromkeys(
+                    types
+                    or [
+                        str(r[0])
+                        for r in self._x(
+                            conn, types_at_node_sql(side, "%s"), [project_id, node] * 2
+                        ).fetchall()
+                    ]
+                )
+            ]
+            if not pairs:
+                continue
+            rows += self._x(
+                conn,
+                f"SELECT x.* FROM unnest(%s::text[], %s::text[]) AS n(id, type) "
+                f"CROSS JOIN LATERAL (SELECT {cols} FROM relations r "
+                f"WHERE r.project_id=%s AND r.{side} = n.id AND r.type = n.type{conds}"
+                " ORDER BY r.created_at, r.relation_id LIMIT %s) x",
+                [[p[0] for p in pairs], [p[1] for p in pairs], project_id, *cond_args, limit],
+            ).fetchall()
+        return rows

@@ -29,6 +29,7 @@ from .rows import (
     event_links,
     event_row,
     relation_row,
+    types_at_node_sql,
 )
 from .sqlite_admin import SQLiteAdmin
 from .sqlite_base import (
@@ -557,25 +558,50 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                 ).fetchall()
                 return [relation_row(r, loads) for r in rows]
             cols = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
-            if limit_per_node is not None and types:
-                # one index range per node, side and type (relations_*_at), cut at the limit
-                for col in cols:
-                    sql = (
-                        base + f" AND {col}=? AND type=?" + extra
-                        + " ORDER BY created_at, relation_id LIMIT ?"
-                    )  # fmt: skip
-                    for node in dict.fromkeys(node_ids):
-                        for rtype in dict.fromkeys(types):
-                            args = (project_id, node, rtype, *extra_args, limit_per_node)
-                            for row in conn.execute(sql, args).fetchall():
-                                rel = relation_row(row, loads)
-                                found[rel.id] = rel
-                return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+            # With limit_per_node, each statement stops past the limit: when none reaches
+            # it, no node does and the rows read are the answer (the usual case).
+            cap = f" LIMIT {int(limit_per_node) + 1}" if limit_per_node is not None else ""
+            overflow = False
             for part in chunks(list(dict.fromkeys(node_ids))):
                 for col in cols:
-                    sql = base + f" AND {col} IN ({placeholders(len(part))})" + typed + extra
+                    sql = base + f" AND {col} IN ({placeholders(len(part))})" + typed + extra + cap
                     args = (project_id, *part, *(types or ()), *extra_args)
+                    rows = conn.execute(sql, args).fetchall()
+                    overflow = overflow or bool(cap and len(rows) > int(limit_per_node or 0))
+                    for row in rows:
+                        rel = relation_row(row, loads)
+                        found[rel.id] = rel
+            if overflow and limit_per_node is not None:
+                found = self._first_relations(
+                    conn, (base, extra, extra_args), project_id, node_ids, cols, types,
+                    limit_per_node,
+                )  # fmt: skip
+        return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+
+    @staticmethod
+    def _first_relations(
+        conn: sqlite3.Connection,
+        query: tuple[str, str, list[Any]],
+        project_id: str,
+        node_ids: Sequence[str],
+        cols: list[str],
+        types: Sequence[str] | None,
+        limit: int,
+    ) -> dict[str, Relation]:
+        """The first `limit` relations of each node, side and type: one index range each
+        (relations_*_at); the types a node has are found by a loose index scan."""
+        base, extra, extra_args = query
+        found: dict[str, Relation] = {}
+        for col in cols:
+            sql = base + f" AND {col}=? AND type=?" + extra
+            sql += " ORDER BY created_at, relation_id LIMIT ?"
+            for node in dict.fromkeys(node_ids):
+                here = types or [
+                    r[0] for r in conn.execute(types_at_node_sql(col, "?"), (project_id, node) * 2)
+                ]
+                for rtype in dict.fromkeys(here):
+                    args = (project_id, node, rtype, *extra_args, limit)
                     for row in conn.execute(sql, args).fetchall():
                         rel = relation_row(row, loads)
                         found[rel.id] = rel
-        return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+        return found
