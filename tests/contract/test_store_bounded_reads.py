@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from contract_helpers import add_entity
@@ -183,3 +184,40 @@ def test_postgres_bounded_reads_use_the_v5_indexes(pg_url: str, project_id: str)
         assert "relations_to_at" in plan and full_sort is None, plan
     finally:
         pg.close()
+
+
+def _view_in_python(trace: dict[str, Any]) -> set[str]:
+    """What multi_agent_consensus computed from the whole decoded trace."""
+    seen = {
+        str(c["id"])
+        for c in trace.get("candidates", ())
+        if c.get("included") and c.get("kind") == "entity"
+    }
+    return seen | {str(e) for e in (trace.get("outcome") or {}).get("entities", ())}
+
+
+def test_context_entities_is_read_in_the_database(store: Store, project_id: str) -> None:
+    candidates = [
+        {"id": "code:a", "kind": "entity", "included": True, "reasons": ["x"]},
+        {"id": "code:b", "kind": "entity", "included": False},
+        {"id": "ev_1", "kind": "event", "included": True},
+        {"id": "doc:c", "kind": "entity", "included": True, "explain": {"deep": [1, [2]]}},
+    ]
+    traces = {
+        "ctx_plain": {"agent_role": "coder", "candidates": candidates},
+        "ctx_outcome": {
+            "agent_role": "tester",
+            "candidates": candidates[:2],
+            "outcome": {"entities": ["test:t1", "code:a"], "event_id": "ev_9"},
+        },
+        "ctx_null_outcome": {"candidates": [], "outcome": None},
+        "ctx_bare": {"agent_role": "coder"},
+    }
+    for context_id, trace in traces.items():
+        store.put_trace(project_id, context_id, trace)
+    for context_id, trace in traces.items():
+        assert store.context_entities(project_id, context_id) == _view_in_python(trace)
+    assert store.context_entities(project_id, "ctx_plain") == {"code:a", "doc:c"}
+    assert store.context_entities(project_id, "ctx_outcome") == {"code:a", "test:t1"}
+    assert store.context_entities(project_id, "ctx_missing") is None
+    assert store.context_entities(f"{project_id}-other", "ctx_plain") is None

@@ -597,17 +597,6 @@ def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None
     g.follow(dict.fromkeys(ids, 0.95), ["GENERATES", "FOLLOWS", "REFERENCES"], s.name, hops=2)
 
 
-def _context_view(trace: Mapping[str, Any]) -> set[str]:
-    """The entities an assembled context carried, and what came of it (its outcome)."""
-    seen = {
-        str(c["id"])
-        for c in trace.get("candidates", ())
-        if c.get("included") and c.get("kind") == "entity"
-    }
-    outcome = trace.get("outcome") or {}
-    return seen | {str(e) for e in outcome.get("entities", ())}
-
-
 def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> None:
     """What the named agents were given for this task, merged (seed 000): the last context
     assembled for each of them (of this task, else of the project) and what it produced;
@@ -619,9 +608,10 @@ def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> Non
         found = g.cb.store.latest_context_ids(g.pid, s.agents)
     views: dict[str, set[str]] = {}
     for agent, context_id in found.items():
-        trace = g.cb.store.get_trace(g.pid, context_id)
-        if trace is not None:
-            views[f"{agent} ({context_id})"] = _context_view(trace)
+        # read in the database: decoding whole traces cost more than the rest of the strategy
+        view = g.cb.store.context_entities(g.pid, context_id)
+        if view is not None:
+            views[f"{agent} ({context_id})"] = view
     if not views:
         g.notes.append(f"{s.name}: no context assembled for {', '.join(s.agents)} yet")
         return

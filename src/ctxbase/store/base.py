@@ -460,6 +460,12 @@ class Store(ABC):
     def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None: ...
 
     @abstractmethod
+    def context_entities(self, project_id: str, context_id: str) -> set[str] | None:
+        """The entities an assembled context carried (its included entity candidates) and
+        those its outcome names, read inside the database without sending the whole trace;
+        None when there is no such trace."""
+
+    @abstractmethod
     def trace_project(self, context_id: str) -> str | None:
         """The project an assembled context belongs to (context ids are unique), or None."""
 
