@@ -3,28 +3,14 @@ hops from a much-mentioned entity, followed edges per node, and filters that onl
 
 from __future__ import annotations
 
-from contract_helpers import add_entity, make_event, write
+from contract_helpers import add_entity, make_event, relation, write
 
 from ctxbase import ContextBase
 from ctxbase.assemble.policy import load_default_policies
 from ctxbase.assemble.strategies import FOLLOW_PER_NODE, Gatherer
-from ctxbase.model import Relation
 from ctxbase.retrieve.config import get_preset
 from ctxbase.retrieve.search import FilterScope
 from ctxbase.store.base import ItemFilter
-
-
-def _rel(project_id: str, a: str, b: str, type: str, at: float) -> Relation:
-    return Relation(
-        project_id=project_id,
-        from_id=a,
-        type=type,
-        to_id=b,
-        confidence=0.9,
-        source="human",
-        created_at=at,
-        valid_from=at,
-    )
 
 
 def test_project_baseline_is_the_newest_documents_of_a_large_project(
@@ -63,10 +49,10 @@ def test_mention_hops_skip_a_much_mentioned_entity_and_follow_a_rare_one(
     crowd = [make_event(project_id, f"c{n}", f"crowd note {n}") for n in range(fanout + 5)]
     rare = make_event(project_id, "r1", "the ledger job holds a lock")
     write(cb.store, seed, *crowd, rare)
-    rels = [_rel(project_id, seed.id, "hub", "MENTIONS", 1.0)]
-    rels += [_rel(project_id, e.id, "hub", "MENTIONS", 2.0 + n) for n, e in enumerate(crowd)]
-    rels += [_rel(project_id, seed.id, "rare", "MENTIONS", 1.0)]
-    rels += [_rel(project_id, rare.id, "rare", "MENTIONS", 900.0)]
+    rels = [relation(project_id, seed.id, "hub", "MENTIONS", 1.0)]
+    rels += [relation(project_id, e.id, "hub", "MENTIONS", 2.0 + n) for n, e in enumerate(crowd)]
+    rels += [relation(project_id, seed.id, "rare", "MENTIONS", 1.0)]
+    rels += [relation(project_id, rare.id, "rare", "MENTIONS", 900.0)]
     cb.store.upsert_relations(rels)
     hop = cb.search("refunds slow", config=get_preset("hybrid_graph", top_k=10, semantic=False))
     via = {c.item.owner_id: c.graph_via or "" for c in hop.results}
@@ -84,7 +70,7 @@ def test_follow_takes_at_most_the_first_edges_per_node_and_type(
         for n in range(FOLLOW_PER_NODE + 10)
     ]
     store.upsert_relations(
-        [_rel(project_id, c.id, doc.id, "REFERENCES", 10.0 + n) for n, c in enumerate(codes)]
+        [relation(project_id, c.id, doc.id, "REFERENCES", 10.0 + n) for n, c in enumerate(codes)]
     )
     g = Gatherer(
         cb, project_id, load_default_policies().default, session_id=None, intent="x", exclude=set()
@@ -119,8 +105,8 @@ def test_graph_expansion_reads_at_most_max_nodes_edges_per_node_and_type(
     of each type (the oldest), so a late edge of a rarer type still comes."""
     from ctxbase.retrieve import graph
 
-    rels = [_rel(project_id, f"ev{n:02d}", "hub", "MENTIONS", 10.0 + n) for n in range(30)]
-    rels.append(_rel(project_id, "code0", "hub", "REFERENCES", 500.0))
+    rels = [relation(project_id, f"ev{n:02d}", "hub", "MENTIONS", 10.0 + n) for n in range(30)]
+    rels.append(relation(project_id, "code0", "hub", "REFERENCES", 500.0))
     cb.store.upsert_relations(rels)
     hits = graph.expand(cb.store, project_id, ["hub"], max_nodes=5)
     assert sorted(h.node_id for h in hits) == ["code0", "ev00", "ev01", "ev02", "ev03", "ev04"]

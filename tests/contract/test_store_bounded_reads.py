@@ -9,33 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contract_helpers import add_entity
+from contract_helpers import add_entity, relation
 
-from ctxbase.model import Relation
 from ctxbase.store.base import Store
 from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.sqlite import SQLiteStore
 
 
-def _rel(project_id: str, a: str, b: str, type: str, at: float, conf: float = 0.9) -> Relation:
-    return Relation(
-        project_id=project_id,
-        from_id=a,
-        type=type,
-        to_id=b,
-        confidence=conf,
-        source="human",
-        created_at=at,
-        valid_from=at,
-    )
-
-
 def _hub(store: Store, project_id: str) -> None:
     """ "hub" is mentioned by 30 events (ev00..ev29, in that order), referenced by 2 code
     entities created last, and mentions one thing itself."""
-    rels = [_rel(project_id, f"ev{n:02d}", "hub", "MENTIONS", 10.0 + n) for n in range(30)]
-    rels += [_rel(project_id, f"code{n}", "hub", "REFERENCES", 100.0 + n) for n in range(2)]
-    rels += [_rel(project_id, "hub", "other", "MENTIONS", 5.0)]
+    rels = [relation(project_id, f"ev{n:02d}", "hub", "MENTIONS", 10.0 + n) for n in range(30)]
+    rels += [relation(project_id, f"code{n}", "hub", "REFERENCES", 100.0 + n) for n in range(2)]
+    rels += [relation(project_id, "hub", "other", "MENTIONS", 5.0)]
     store.upsert_relations(rels)
 
 
@@ -68,7 +54,7 @@ def test_limit_per_node_without_types_cuts_each_type_the_node_has(
     store: Store, project_id: str
 ) -> None:
     _hub(store, project_id)
-    store.upsert_relations([_rel(project_id, "hub", "spec", "FOLLOWS", 300.0)])
+    store.upsert_relations([relation(project_id, "hub", "spec", "FOLLOWS", 300.0)])
     kept = store.list_relations(project_id, ["hub", "nobody"], limit_per_node=2)
     assert [(r.from_id, r.type, r.to_id) for r in kept] == [
         ("hub", "MENTIONS", "other"),
@@ -85,7 +71,7 @@ def test_limit_per_node_without_types_cuts_each_type_the_node_has(
 
 def test_limit_per_node_applies_after_the_other_conditions(store: Store, project_id: str) -> None:
     _hub(store, project_id)
-    store.upsert_relations([_rel(project_id, "weak", "hub", "MENTIONS", 1.0, conf=0.1)])
+    store.upsert_relations([relation(project_id, "weak", "hub", "MENTIONS", 1.0, confidence=0.1)])
     closed = store.list_relations(project_id, ["hub"], direction="in", types=["MENTIONS"])[1]
     store.close_relation(project_id, closed.id, at=200.0)
     kept = store.list_relations(
