@@ -15,7 +15,11 @@ Timed, with unique intents (never repeated, so no cache answers them) and the qu
 embedding included: `assemble_context` p50 / p95 / p99; `search` alone; the store's keyword
 search alone (top 100, the search's candidate count); and side by side in
 the same run the floors: a bare query embedding, and the numpy brute-force product over a
-matrix of the project's size. Also: load and embedding seconds, database size, RSS.
+matrix of the project's size. Each assembly is also read with the store's keyword search and
+the query embedding subtracted (both timed inside it, each charged to the strategy that asked
+for it), and per stage (the trace's stage timings, each also without its keyword searches;
+`result_and_trace_write` is what follows the trace's total): p50 / p95 of each.
+Also: load and embedding seconds, database size, RSS, the machine's load average.
 A built store is kept in `--store-dir` and reused by later runs with the same parameters.
 PostgreSQL is loaded from that SQLite store as `ctxbase migrate-data --bulk` does (its HNSW
 index built once, after the copy), when SQLite is measured first in the same run.
@@ -185,6 +189,52 @@ def _add_entities(cb: Any, project: str, n: int, about: str) -> None:
     )
 
 
+_STAGES = (
+    "referenced_code_first",
+    "semantic_recall",
+    "project_scope_fallback",
+    "error_driven_repair",
+    "multi_agent_consensus",
+)
+
+
+class _StageClock:
+    """Time spent in the store's keyword search and in query embeddings during assemblies,
+    charged to the strategy that asked (found on the call stack), so each stage's cost can be
+    read with those two subtracted: they are measured on their own, and the keyword search is
+    the store's, not the assembly's."""
+
+    def __init__(self) -> None:
+        self.spent: dict[tuple[str, str], float] = {}
+
+    def reset(self) -> None:
+        self.spent.clear()
+
+    def wrap(self, kind: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*a: Any, **kw: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*a, **kw)
+            finally:
+                ms = (time.perf_counter() - t) * 1000
+                key = (kind, _stage_on_stack())
+                self.spent[key] = self.spent.get(key, 0.0) + ms
+
+        return timed
+
+    def of(self, kind: str, stage: str | None = None) -> float:
+        return sum(v for (k, s), v in self.spent.items() if k == kind and stage in (None, s))
+
+
+def _stage_on_stack() -> str:
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_name in _STAGES:
+            return frame.f_code.co_name
+        frame = frame.f_back  # type: ignore[assignment]
+    return "other"
+
+
 def measure(
     url: str,
     project: str,
@@ -196,21 +246,43 @@ def measure(
     cb = ctxbase.open(url, project=project, embedder=embedder, background_embedding=False)
     rng = random.Random(3)
     sessions = [f"sess-{i:07d}" for i in range(max(1, args.events // 20))]
+    clock = _StageClock()
+    store = cb.store
+    store.keyword_search = clock.wrap("keyword", store.keyword_search)  # type: ignore[method-assign]
+    if hasattr(embedder, "embed_query"):
+        embedder.embed_query = clock.wrap("embed", embedder.embed_query)
     try:
         # warm up: model, vector index, statement caches (intents not reused below)
         for intent in intents[:5]:
             cb.assemble_context(agent_role="coder", user_intent=intent)
-        assemble_ms: list[float] = []
-        stages: dict[str, list[float]] = {}
+        rows: dict[str, list[float]] = {}
+
+        def sample(name: str, ms: float) -> None:
+            rows.setdefault(name, []).append(ms)
+
         half = (len(intents) - 5) // 2
         for intent in progress.iterate("assemble", intents[5 : 5 + half], "intent"):
             role = rng.choice(_ROLES)
             session = rng.choice(sessions) if rng.random() < 0.5 else None
+            clock.reset()
             t = time.perf_counter()
             ctx = cb.assemble_context(agent_role=role, user_intent=intent, session_id=session)
-            assemble_ms.append((time.perf_counter() - t) * 1000)
-            for stage, ms in (getattr(ctx, "trace", None) or {}).get("timings_ms", {}).items():
-                stages.setdefault(stage, []).append(float(ms))
+            wall = (time.perf_counter() - t) * 1000
+            keyword, embed = clock.of("keyword"), clock.of("embed")
+            sample("assemble", wall)
+            sample("assemble_minus_keyword", wall - keyword)
+            sample("assemble_minus_keyword_and_embedding", wall - keyword - embed)
+            sample("keyword_search_in_assemble", keyword)
+            sample("query_embedding_in_assemble", embed)
+            timings = (getattr(ctx, "trace", None) or {}).get("timings_ms", {})
+            for stage, ms in timings.items():
+                if stage in _STAGES:
+                    sample(f"stage:{stage}", float(ms))
+                    sample(f"stage:{stage}:minus_keyword", float(ms) - clock.of("keyword", stage))
+                elif stage != "total":
+                    sample(f"stage:{stage}", float(ms))
+            # what follows the trace's total: building the result, writing the trace
+            sample("stage:result_and_trace_write", wall - float(timings.get("total", wall)))
         search_ms: list[float] = []
         for intent in progress.iterate("search", intents[5 + half :], "intent"):
             t = time.perf_counter()
@@ -224,15 +296,16 @@ def measure(
             t = time.perf_counter()
             cb.store.keyword_search(project, match, None, 100)
             keyword_ms.append((time.perf_counter() - t) * 1000)
-        return {
-            "assemble": percentiles(assemble_ms),
-            "search": percentiles(search_ms),
-            "keyword_store_top100": percentiles(keyword_ms),
-            "assemble_stages_p50_ms": {
-                k: percentiles(v).get("p50_ms", 0.0) for k, v in sorted(stages.items())
-            },
-            **rss_mb(),
+        out: dict[str, Any] = {name: percentiles(rows[name]) for name in rows if ":" not in name}
+        out["search"] = percentiles(search_ms)
+        out["keyword_store_top100"] = percentiles(keyword_ms)
+        # per stage: p50 / p95 over the assemblies that ran it
+        out["assemble_stages"] = {
+            name.removeprefix("stage:"): percentiles(v)
+            for name, v in sorted(rows.items())
+            if name.startswith("stage:")
         }
+        return {**out, **rss_mb()}
     finally:
         cb.close()
 
@@ -313,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         "queries": args.queries,
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "load_avg_start": [round(x, 2) for x in os.getloadavg()],
         "floors": floors(inner, args.events + args.events // 25, intents[:50]),
     }
     print(f"floors: {json.dumps(results['floors'])}", flush=True)
@@ -357,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
             cleanup()
         results[backend] = figures
         print(f"{backend}: {json.dumps(figures, ensure_ascii=False)}", flush=True)
+    results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2, ensure_ascii=False))
     return 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxbase.model import Entity, Event, keyed_event_id, make_entity_id
+from ctxbase.model import Entity, Event, Relation, keyed_event_id, make_entity_id
 from ctxbase.retrieve.indexing import entity_items, event_items
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
 from ctxbase.store.base import SearchItem, Store
@@ -46,3 +46,11 @@ def item(project_id: str, item_id: str, text: str, **kw: Any) -> SearchItem:
     kw.setdefault("type", "note")
     kw.setdefault("ts", 1000.0)
     return SearchItem(item_id=item_id, text=text, terms=" ".join(index_terms(text)), **kw)
+
+
+def relation(
+    project_id: str, a: str, b: str, type: str, at: float, confidence: float = 0.9
+) -> Relation:
+    """An open relation a -> b created (and valid) from `at`."""
+    return Relation(project_id=project_id, from_id=a, type=type, to_id=b, confidence=confidence,
+                    source="human", created_at=at, valid_from=at)  # fmt: skip

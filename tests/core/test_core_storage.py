@@ -95,6 +95,8 @@ def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
         "items_context_changed",  # v5
     }
     assert "items_type" in indexes  # v4
+    assert {"entities_recent", "traces_by_task", "relations_from_at", "relations_to_at"} <= indexes
+    assert not {"relations_from", "relations_to"} & indexes  # v5: extended by the *_at ones
 
 
 def test_schema_version_is_recorded(db_path: Path, cb: ContextBase) -> None:

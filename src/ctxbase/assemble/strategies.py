@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CODE_TYPES",
+    "FOLLOW_PER_NODE",
     "Gatherer",
     "MemoryCandidate",
     "error_driven_repair",
@@ -65,6 +66,9 @@ _LABEL_WORDS = {
 _BASELINE_TYPES = ("document", "requirement")
 _ORDER_EDGE_TYPES = frozenset({"NEXT", "CAUSED_BY", "REFERS_TO", "MENTIONS"})
 _SEMANTIC_EDGES = ("REFERENCES", "GENERATES", "FOLLOWS", "MODIFIES", "VALIDATES")
+# A node's edges of one type followed at most (the oldest first): a document that thousands
+# of items reference adds what the budget can hold, not the whole project.
+FOLLOW_PER_NODE = 200
 
 
 def label_for(type_: str, owner_id: str, name: str = "") -> str:
@@ -296,7 +300,9 @@ class Gatherer:
         for _ in range(hops):
             if not frontier:
                 break
-            rels = self.cb.store.list_relations(self.pid, list(frontier), types=list(types))
+            rels = self.cb.store.list_relations(
+                self.pid, list(frontier), types=list(types), limit_per_node=FOLLOW_PER_NODE
+            )
             refused: set[str] = set()
             if self.check is not None:
                 refused = {r.id for r in rels} - {r.id for r in self.check.relations(rels)}
@@ -412,7 +418,11 @@ class Gatherer:
 
 
 def _recent_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Entity]:
-    found = [e for t in types for e in g.cb.store.list_entities(g.pid, type=t, limit=500)]
+    """The `limit` most recently updated entities of `types` (earlier types first)."""
+    store = g.cb.store
+    found = [
+        e for t in types for e in store.list_entities(g.pid, type=t, limit=limit, newest_first=True)
+    ]
     order = {t: i for i, t in enumerate(types)}
     found.sort(key=lambda e: (order.get(e.type, 99), -e.updated_at, e.id))
     return found[:limit]
@@ -587,17 +597,6 @@ def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None
     g.follow(dict.fromkeys(ids, 0.95), ["GENERATES", "FOLLOWS", "REFERENCES"], s.name, hops=2)
 
 
-def _context_view(trace: Mapping[str, Any]) -> set[str]:
-    """The entities an assembled context carried, and what came of it (its outcome)."""
-    seen = {
-        str(c["id"])
-        for c in trace.get("candidates", ())
-        if c.get("included") and c.get("kind") == "entity"
-    }
-    outcome = trace.get("outcome") or {}
-    return seen | {str(e) for e in outcome.get("entities", ())}
-
-
 def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> None:
     """What the named agents were given for this task, merged (seed 000): the last context
     assembled for each of them (of this task, else of the project) and what it produced;
@@ -609,9 +608,10 @@ def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> Non
         found = g.cb.store.latest_context_ids(g.pid, s.agents)
     views: dict[str, set[str]] = {}
     for agent, context_id in found.items():
-        trace = g.cb.store.get_trace(g.pid, context_id)
-        if trace is not None:
-            views[f"{agent} ({context_id})"] = _context_view(trace)
+        # read in the database: decoding whole traces cost more than the rest of the strategy
+        view = g.cb.store.context_entities(g.pid, context_id)
+        if view is not None:
+            views[f"{agent} ({context_id})"] = view
     if not views:
         g.notes.append(f"{s.name}: no context assembled for {', '.join(s.agents)} yet")
         return

@@ -41,13 +41,16 @@ def _walk(
     max_nodes: int = 10_000,
     exclude_types: Sequence[str] = (),
     accept: RelationFilter | None = None,
+    per_node: int | None = None,
 ) -> list[GraphHit]:
     best: dict[str, GraphHit] = {s: GraphHit(s, 0, 1.0, None, s) for s in seeds}
     frontier = list(dict.fromkeys(seeds))
     for hop in range(1, max_hops + 1):
         if not frontier or len(best) >= max_nodes:
             break
-        rels = store.list_relations(project_id, frontier, direction=direction, types=types)
+        rels = store.list_relations(
+            project_id, frontier, direction=direction, types=types, limit_per_node=per_node
+        )
         if accept is not None:
             rels = accept(rels)
         in_frontier = set(frontier)
@@ -132,7 +135,9 @@ def expand(
     accept: RelationFilter | None = None,
 ) -> list[GraphHit]:
     """Graph expansion for retrieval: neighbours of the top hits above per-type thresholds;
-    `accept` keeps the relations that may be followed."""
+    `accept` keeps the relations that may be followed. Each node's first `max_nodes` edges
+    of each type are read (the oldest first): an entity thousands of events mention costs
+    what can be kept, not what it has."""
     return _walk(
         store,
         project_id,
@@ -145,4 +150,5 @@ def expand(
         max_nodes=max_nodes,
         exclude_types=exclude_types,
         accept=accept,
+        per_node=max_nodes,
     )

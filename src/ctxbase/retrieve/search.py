@@ -14,7 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import EmbedderUnavailableError
 from ..store.base import ItemFilter, SearchItem, Store
@@ -485,8 +485,16 @@ class Searcher:
                 via.setdefault(rel.to_id, []).append((rel.from_id, rel.confidence))
         if not via:
             return {}
+        # Without a relation filter, an entity's first fanout + 1 mentioners say all there is
+        # to know (more: skipped), so a much-mentioned entity costs no more than that.
+        bounded = config.mention_fanout + 1 if accept is None else None
         in_rels = self.store.list_relations(
-            project_id, list(via), direction="in", types=["MENTIONS"]
+            project_id,
+            list(via),
+            direction="in",
+            types=["MENTIONS"],
+            min_confidence=floor if bounded else 0.0,
+            limit_per_node=bounded,
         )
         if accept is not None:
             in_rels = accept(in_rels)
@@ -582,8 +590,6 @@ def actor_free_query(query: str, names: Iterable[str]) -> str:
 
 
 def _with_latest(flt: ItemFilter | None) -> ItemFilter:
-    from dataclasses import replace
-
     return ItemFilter(latest_only=True) if flt is None else replace(flt, latest_only=True)
 
 
@@ -598,8 +604,10 @@ class FilterScope:
 
     def __init__(self, store: Store, project_id: str, flt: ItemFilter) -> None:
         self.store, self.project_id, self.flt = store, project_id, flt
-        found = store.filter_item_ids(project_id, flt, limit=self.LISTED + 1)
-        self.ids: set[str] | None = found if len(found) <= self.LISTED else None
+        self.ids: set[str] | None = None
+        if not _only_excludes(flt):  # other sessions' events: most of a project, never listed
+            found = store.filter_item_ids(project_id, flt, limit=self.LISTED + 1)
+            self.ids = found if len(found) <= self.LISTED else None
 
     def admits(self, ids: Iterable[str]) -> set[str]:
         wanted = list(ids)
@@ -608,6 +616,14 @@ class FilterScope:
         if not wanted:
             return set()
         return self.store.filter_item_ids(self.project_id, self.flt, among=wanted)
+
+
+def _only_excludes(flt: ItemFilter) -> bool:
+    """True for a filter that names no sessions, agents, types, owners, places or times to
+    keep: at most kinds and sessions to leave out."""
+    return flt.exclude_session_ids is not None and not _restricts(
+        replace(flt, kinds=None, exclude_session_ids=None)
+    )
 
 
 def _restricts(flt: ItemFilter) -> bool:

@@ -353,7 +353,10 @@ class Store(ABC):
         name: str | None = None,
         latest_only: bool = True,
         limit: int | None = None,
-    ) -> list[Entity]: ...
+        newest_first: bool = False,
+    ) -> list[Entity]:
+        """Entities by type and name; `newest_first` orders by last update (newest first,
+        then id) instead of type, name and version, so `limit` keeps the newest."""
 
     @abstractmethod
     def entity_type_counts(self, project_id: str) -> dict[str, int]:
@@ -375,7 +378,13 @@ class Store(ABC):
         types: Sequence[str] | None = None,
         include_closed: bool = False,
         min_confidence: float = 0.0,
-    ) -> list[Relation]: ...
+        limit_per_node: int | None = None,
+    ) -> list[Relation]:
+        """Relations touching `node_ids` (or all), oldest first (created_at, id).
+
+        `limit_per_node` (with `node_ids` and `types`) keeps the first that many of each
+        node, side and type, read by index: a node with thousands of edges (an entity every
+        event mentions) costs what is kept, not what it has."""
 
     # -- search index --------------------------------------------------------------------
     @abstractmethod
@@ -478,6 +487,12 @@ class Store(ABC):
 
     @abstractmethod
     def get_trace(self, project_id: str, context_id: str) -> dict[str, Any] | None: ...
+
+    @abstractmethod
+    def context_entities(self, project_id: str, context_id: str) -> set[str] | None:
+        """The entities an assembled context carried (its included entity candidates) and
+        those its outcome names, read inside the database without sending the whole trace;
+        None when there is no such trace."""
 
     @abstractmethod
     def trace_project(self, context_id: str) -> str | None:

@@ -185,6 +185,28 @@ class PgAdmin(ForgetSteps, PgBase):
             [(project_id, tombstone_hash(i)) for i in dict.fromkeys(ids)],
         )
 
+    def context_entities(self, project_id: str, context_id: str) -> set[str] | None:
+        key = "t.project_id=%s AND t.context_id=%s"
+
+        def array(path: str) -> str:  # the array at `path`, or none
+            return (
+                f"jsonb_array_elements(CASE jsonb_typeof(t.trace #> '{path}') "
+                f"WHEN 'array' THEN t.trace #> '{path}' ELSE '[]'::jsonb END)"
+            )
+
+        with self._tx() as conn:
+            found = self._x(conn, f"SELECT 1 FROM traces t WHERE {key}", (project_id, context_id))
+            if found.fetchone() is None:
+                return None
+            rows = self._x(
+                conn,
+                f"SELECT c ->> 'id' FROM traces t, {array('{candidates}')} c WHERE {key} "
+                "AND c -> 'included' = 'true'::jsonb AND c ->> 'kind' = 'entity' UNION ALL "
+                f"SELECT o #>> '{{}}' FROM traces t, {array('{outcome,entities}')} o WHERE {key}",
+                (project_id, context_id) * 2,
+            ).fetchall()
+        return {str(r[0]) for r in rows if r[0] is not None}
+
     # -- bulk copy -----------------------------------------------------------------------
     def export_rows(
         self, project_id: str, table: str, batch: int = 1000

@@ -31,7 +31,16 @@ from .base import ForgetReport, SearchItem, Store
 from .pg_admin import PgAdmin
 from .pg_base import Conn, jsonb, text
 from .pg_search import PgSearch
-from .rows import check_direction, entity_row, event_edges, event_row, relation_row, tombstone_hash
+from .rows import (
+    check_direction,
+    check_per_node,
+    entity_row,
+    event_edges,
+    event_row,
+    relation_row,
+    tombstone_hash,
+    types_at_node_sql,
+)
 
 __all__ = ["PostgresStore"]
 
@@ -454,13 +463,31 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         types: Sequence[str] | None = None,
         include_closed: bool = False,
         min_confidence: float = 0.0,
+        limit_per_node: int | None = None,
     ) -> list[Relation]:
         check_direction(direction)
-        sql = (
-            "SELECT r.project_id, r.relation_id, r.from_id, r.type, r.to_id, r.confidence, "
-            "r.source, r.created_at, r.valid_from, r.valid_to, r.properties FROM relations r "
-            "WHERE r.project_id=%s"
+        check_per_node(limit_per_node, node_ids, types)
+        cols = (
+            "r.project_id, r.relation_id, r.from_id, r.type, r.to_id, r.confidence, "
+            "r.source, r.created_at, r.valid_from, r.valid_to, r.properties"
         )
+        conds = ""
+        cond_args: list[Any] = []
+        if not include_closed:
+            conds += " AND r.valid_to IS NULL"
+        if min_confidence > 0:
+            conds += " AND r.confidence>=%s"
+            cond_args.append(min_confidence)
+        # A soft-deleted event or entity is hidden from every read, so are its edges.
+        conds += (
+            " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = r.project_id"
+            " AND e.event_id IN (r.from_id, r.to_id) AND e.active = 0)"
+            " AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.project_id = r.project_id"
+            " AND n.entity_id IN (r.from_id, r.to_id) AND n.active = 0)"
+        )
+        order = " ORDER BY r.created_at, r.relation_id"
+        sides = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
+        sql = f"SELECT {cols} FROM relations r WHERE r.project_id=%s"
         args: list[Any] = [project_id]
         if node_ids is not None:
             nodes = list(dict.fromkeys(node_ids))
@@ -468,24 +495,67 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 sql += " AND (r.from_id = ANY(%s) OR r.to_id = ANY(%s))"
                 args += [nodes, nodes]
             else:
-                sql += f" AND r.{'from_id' if direction == 'out' else 'to_id'} = ANY(%s)"
+                sql += f" AND r.{sides[0]} = ANY(%s)"
                 args.append(nodes)
         if types:
             sql += " AND r.type = ANY(%s)"
             args.append(list(types))
-        if not include_closed:
-            sql += " AND r.valid_to IS NULL"
-        if min_confidence > 0:
-            sql += " AND r.confidence>=%s"
-            args.append(min_confidence)
-        # A soft-deleted event or entity is hidden from every read, so are its edges.
-        sql += (
-            " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = %s"
-            " AND e.event_id IN (r.from_id, r.to_id) AND e.active = 0)"
-            " AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.project_id = %s"
-            " AND n.entity_id IN (r.from_id, r.to_id) AND n.active = 0)"
-        )
-        args += [project_id, project_id]
+        if node_ids is None or limit_per_node is None:
+            with self._tx() as conn:
+                rows = self._x(conn, sql + conds + order, [*args, *cond_args]).fetchall()
+            return [relation_row(r, validate=True) for r in rows]
+        # With limit_per_node the statement stops past the limit: when it does not reach it,
+        # no node does and the rows read are the answer (the usual case).
         with self._tx() as conn:
-            rows = self._x(conn, sql + " ORDER BY r.created_at, r.relation_id", args).fetchall()
-        return [relation_row(r, validate=True) for r in rows]
+            rows = self._x(
+                conn, sql + conds + " LIMIT %s", [*args, *cond_args, limit_per_node + 1]
+            ).fetchall()
+            if len(rows) > limit_per_node:
+                rows = self._first_relations(
+                    conn, (cols, conds, cond_args), project_id, node_ids, sides, types,
+                    limit_per_node,
+                )  # fmt: skip
+        found = {r.id: r for r in (relation_row(row, validate=True) for row in rows)}
+        return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+
+    def _first_relations(
+        self,
+        conn: Conn,
+        query: tuple[str, str, list[Any]],
+        project_id: str,
+        node_ids: Sequence[str],
+        sides: list[str],
+        types: Sequence[str] | None,
+        limit: int,
+    ) -> list[Any]:
+        """Rows of the first `limit` relations of each node, side and type: a lateral join
+        over the (node, type) pairs, each one range of relations_*_at; the types a node has
+        are found by a loose index scan."""
+        cols, conds, cond_args = query
+        nodes = list(dict.fromkeys(node_ids))
+        rows: list[Any] = []
+        for side in sides:
+            pairs = [
+                (node, rtype)
+                for node in nodes
+                for rtype in dict.fromkeys(
+                    types
+                    or [
+                        str(r[0])
+                        for r in self._x(
+                            conn, types_at_node_sql(side, "%s"), [project_id, node] * 2
+                        ).fetchall()
+                    ]
+                )
+            ]
+            if not pairs:
+                continue
+            rows += self._x(
+                conn,
+                f"SELECT x.* FROM unnest(%s::text[], %s::text[]) AS n(id, type) "
+                f"CROSS JOIN LATERAL (SELECT {cols} FROM relations r "
+                f"WHERE r.project_id=%s AND r.{side} = n.id AND r.type = n.type{conds}"
+                " ORDER BY r.created_at, r.relation_id LIMIT %s) x",
+                [[p[0] for p in pairs], [p[1] for p in pairs], project_id, *cond_args, limit],
+            ).fetchall()
+        return rows

@@ -24,6 +24,7 @@ __all__ = [
     "api_key_row",
     "as_is",
     "check_direction",
+    "check_per_node",
     "entity_row",
     "event_edges",
     "event_links",
@@ -38,6 +39,7 @@ __all__ = [
     "task_row",
     "tombstone_hash",
     "trace_keys",
+    "types_at_node_sql",
 ]
 
 EVENT_COLS = (
@@ -82,6 +84,32 @@ def check_direction(direction: str) -> None:
     """list_relations' direction: "out" (from node), "in" (to node) or "both"."""
     if direction not in ("out", "in", "both"):
         raise ValueError(f"direction must be 'out', 'in' or 'both' (got {direction!r})")
+
+
+def check_per_node(
+    limit: int | None, node_ids: Sequence[str] | None, types: Sequence[str] | None
+) -> None:
+    """list_relations' limit_per_node: a count, with the nodes and types it applies to."""
+    if limit is None:
+        return
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        raise ValueError(f"limit_per_node must be a count >= 0 (got {limit!r})")
+    if node_ids is None:
+        raise ValueError("limit_per_node needs node_ids")
+    if types is not None and not types:
+        raise ValueError("limit_per_node needs types, or None for every type")
+
+
+def types_at_node_sql(side: str, mark: str) -> str:
+    """The relation types a node has on one side (`from_id` or `to_id`), read as a loose
+    scan of the relations_*_at index: one probe per type, however many edges the node has.
+    Arguments: project, node, project, node (`mark` is the dialect's placeholder)."""
+    probe = f"SELECT min(type) FROM relations WHERE project_id={mark} AND {side}={mark}"
+    return (
+        f"WITH RECURSIVE t(type) AS (SELECT ({probe}) UNION ALL "
+        f"SELECT ({probe} AND type > t.type) FROM t WHERE t.type IS NOT NULL) "
+        "SELECT type FROM t WHERE type IS NOT NULL"
+    )
 
 
 # The source of the event-graph edges the store adds itself.

@@ -149,9 +149,22 @@ _V3: list[str] = []
 # v4: structured filters by type (entities of some types, events of some types) read their
 # items by index; without it each such search walked every item of the project.
 _V4 = ["CREATE INDEX IF NOT EXISTS items_type ON items (project_id, type)"]
-# v5: readers that keep a project's keyword index in memory append the items stored since
-# their last read; each backend adds what tells them what changed in its own list.
-_V5: list[str] = []
+# v5: reads an assembly makes whose cost followed the project's size: the newest entities of
+# a type (the project baseline), an agent's last context of a task (consensus), and a node's
+# first relations of a type (graph hops bounded per node) read their rows by index. The
+# relation indexes gain created_at and replace the v1 ones they extend. Also in v5: readers
+# that keep a project's keyword index in memory append the items stored since their last
+# read; each backend adds what tells them what changed in its own list.
+_V5 = [
+    "CREATE INDEX IF NOT EXISTS entities_recent ON entities (project_id, type, updated_at)",
+    "CREATE INDEX IF NOT EXISTS traces_by_task "
+    "ON traces (project_id, task_id, agent_role, created_at)",
+    "CREATE INDEX IF NOT EXISTS relations_from_at ON relations (project_id, from_id, type, "
+    "created_at)",
+    "CREATE INDEX IF NOT EXISTS relations_to_at ON relations (project_id, to_id, type, created_at)",
+    "DROP INDEX IF EXISTS relations_from",
+    "DROP INDEX IF EXISTS relations_to",
+]
 MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 
 # The version table, the same in every backend: one row, key 'schema_version'.

@@ -199,6 +199,7 @@ class SharedReads:
         name: str | None = None,
         latest_only: bool = True,
         limit: int | None = None,
+        newest_first: bool = False,
     ) -> list[Entity]:
         sql = self._ENTITY_SELECT + "WHERE project_id=? AND active=1"
         args: list[Any] = [project_id]
@@ -210,7 +211,12 @@ class SharedReads:
             args.append(name)
         if latest_only:
             sql += " AND latest=1"
-        sql += " ORDER BY type, name, version"
+        # newest first: the entities_recent index (project, type, updated_at) walked backwards
+        sql += (
+            " ORDER BY updated_at DESC, entity_id"
+            if newest_first
+            else " ORDER BY type, name, version"
+        )
         if limit is not None:
             sql += " LIMIT ?"
             args.append(int(limit))

@@ -24,10 +24,12 @@ from .base import ForgetReport, SearchItem, Store
 from .rows import (
     EVENT_EDGE_SOURCE,
     check_direction,
+    check_per_node,
     entity_row,
     event_links,
     event_row,
     relation_row,
+    types_at_node_sql,
 )
 from .sqlite_admin import SQLiteAdmin
 from .sqlite_base import (
@@ -528,35 +530,78 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         types: Sequence[str] | None = None,
         include_closed: bool = False,
         min_confidence: float = 0.0,
+        limit_per_node: int | None = None,
     ) -> list[Relation]:
         check_direction(direction)
+        check_per_node(limit_per_node, node_ids, types)
         base = (
             "SELECT project_id, relation_id, from_id, type, to_id, confidence, source, "
             "created_at, valid_from, valid_to, properties FROM relations WHERE project_id=?"
         )
         extra = ""
         extra_args: list[Any] = []
-        if types:
-            extra += f" AND type IN ({placeholders(len(types))})"
-            extra_args.extend(types)
         if not include_closed:
             extra += " AND valid_to IS NULL"
         if min_confidence > 0:
             extra += " AND confidence>=?"
             extra_args.append(min_confidence)
         extra += _NO_SOFT_DELETED_END
+        typed = ""
+        if types:
+            typed = f" AND type IN ({placeholders(len(types))})"
         found: dict[str, Relation] = {}
         with self._read() as conn:
             if node_ids is None:
                 rows = conn.execute(
-                    base + extra + " ORDER BY created_at, relation_id", (project_id, *extra_args)
+                    base + typed + extra + " ORDER BY created_at, relation_id",
+                    (project_id, *(types or ()), *extra_args),
                 ).fetchall()
                 return [relation_row(r, loads) for r in rows]
             cols = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
+            # With limit_per_node, each statement stops past the limit: when none reaches
+            # it, no node does and the rows read are the answer (the usual case).
+            cap = f" LIMIT {int(limit_per_node) + 1}" if limit_per_node is not None else ""
+            overflow = False
             for part in chunks(list(dict.fromkeys(node_ids))):
                 for col in cols:
-                    sql = base + f" AND {col} IN ({placeholders(len(part))})" + extra
-                    for row in conn.execute(sql, (project_id, *part, *extra_args)).fetchall():
+                    sql = base + f" AND {col} IN ({placeholders(len(part))})" + typed + extra + cap
+                    args = (project_id, *part, *(types or ()), *extra_args)
+                    rows = conn.execute(sql, args).fetchall()
+                    overflow = overflow or bool(cap and len(rows) > int(limit_per_node or 0))
+                    for row in rows:
                         rel = relation_row(row, loads)
                         found[rel.id] = rel
+            if overflow and limit_per_node is not None:
+                found = self._first_relations(
+                    conn, (base, extra, extra_args), project_id, node_ids, cols, types,
+                    limit_per_node,
+                )  # fmt: skip
         return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+
+    @staticmethod
+    def _first_relations(
+        conn: sqlite3.Connection,
+        query: tuple[str, str, list[Any]],
+        project_id: str,
+        node_ids: Sequence[str],
+        cols: list[str],
+        types: Sequence[str] | None,
+        limit: int,
+    ) -> dict[str, Relation]:
+        """The first `limit` relations of each node, side and type: one index range each
+        (relations_*_at); the types a node has are found by a loose index scan."""
+        base, extra, extra_args = query
+        found: dict[str, Relation] = {}
+        for col in cols:
+            sql = base + f" AND {col}=? AND type=?" + extra
+            sql += " ORDER BY created_at, relation_id LIMIT ?"
+            for node in dict.fromkeys(node_ids):
+                here = types or [
+                    r[0] for r in conn.execute(types_at_node_sql(col, "?"), (project_id, node) * 2)
+                ]
+                for rtype in dict.fromkeys(here):
+                    args = (project_id, node, rtype, *extra_args, limit)
+                    for row in conn.execute(sql, args).fetchall():
+                        rel = relation_row(row, loads)
+                        found[rel.id] = rel
+        return found

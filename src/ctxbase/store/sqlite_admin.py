@@ -100,6 +100,24 @@ class SQLiteAdmin(ForgetSteps, SQLiteBase):
                 (project_id, context_id, time.time(), dumps(trace), *trace_keys(trace)),
             )
 
+    def context_entities(self, project_id: str, context_id: str) -> set[str] | None:
+        key = "t.project_id=? AND t.context_id=?"
+        with self._read() as conn:
+            if not conn.execute(
+                f"SELECT 1 FROM traces t WHERE {key}", (project_id, context_id)
+            ).fetchone():
+                return None
+            rows = conn.execute(
+                "SELECT json_extract(c.value, '$.id') FROM traces t, "
+                f"json_each(t.trace, '$.candidates') c WHERE {key} "
+                "AND json_extract(c.value, '$.included') = 1 "
+                "AND json_extract(c.value, '$.kind') = 'entity' UNION ALL "
+                "SELECT o.value FROM traces t, json_each(t.trace, '$.outcome.entities') o "
+                f"WHERE {key}",
+                (project_id, context_id) * 2,
+            ).fetchall()
+        return {str(r[0]) for r in rows if r[0] is not None}
+
     # -- forget --------------------------------------------------------------------------
     def _run(self, conn: sqlite3.Connection, sql: str, args: Sequence[Any] = ()) -> Any:
         return conn.execute(sql, tuple(args))
