@@ -25,6 +25,7 @@ from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
 from .graph import RelationFilter
+from .query_actors import query_subject
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
@@ -264,7 +265,11 @@ class Searcher:
             timings["graph"] = _ms(t)
 
         if config.actor_boost != 1.0:
-            actor = named_actor(query, cands.values())
+            actor = (
+                query_subject(query, named_actors(query, (c.item for c in cands.values())))
+                if config.subject_actor
+                else named_actor(query, cands.values())
+            )
             if actor is not None:
                 for c in cands.values():
                     if actor in (c.item.agent_id, c.item.agent_role):
