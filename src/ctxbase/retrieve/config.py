@@ -60,6 +60,9 @@ class SearchConfig(BaseModel):
     # A query that names several actors favours the one it names first, its subject ("What
     # did Nate give Joanna?"); off: only a query naming exactly one actor favours anyone.
     subject_actor: bool = False
+    # A query that names a dated period ("in May 2023", "on 9 November, 2022") favours the
+    # events recorded in it or in the week after (when they are told of); 1.0: off.
+    date_boost: float = Field(default=1.0, ge=1.0, le=5.0)
     # A query that names actors is also matched without the names: keyword search uses only
     # the rest of the query, semantic search adds it as a second query (semantic_weight).
     actor_free_query: bool = False

@@ -26,6 +26,7 @@ from .embedder_health import EmbedderHealth
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
 from .graph import RelationFilter
 from .query_actors import query_subject
+from .query_dates import in_period, query_period
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
@@ -274,6 +275,11 @@ class Searcher:
                 for c in cands.values():
                     if actor in (c.item.agent_id, c.item.agent_role):
                         c.score *= config.actor_boost
+
+        if config.date_boost != 1.0 and (period := query_period(query)) is not None:
+            for c in cands.values():
+                if in_period(c.item.ts, period):
+                    c.score *= config.date_boost
 
         now = time.time() if now is None else now
         for c in cands.values():
