@@ -48,6 +48,8 @@ def test_a_query_naming_two_actors_prefers_its_subject(cb: ContextBase) -> None:
     query = "What gift did nate give joanna?"
     top = cb.search(query, config=get_preset("hybrid", subject_actor=True, top_k=3)).results
     assert {c.item.owner_id for c in top} == nate
+    # what the subject said in every session, not one session's turns
+    assert {c.item.session_id for c in top} == {"s0", "s1", "s2"}
     other = "What gift did joanna give nate?"
     top = cb.search(other, config=get_preset("hybrid", subject_actor=True, top_k=3)).results
     assert {c.item.owner_id for c in top} == joanna
