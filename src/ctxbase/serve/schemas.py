@@ -285,6 +285,8 @@ class SearchOptionsIn(_In):
     relation_thresholds: dict[str, float] | None = None
     session_window: int | None = None
     actor_boost: float | None = None
+    subject_actor: bool | None = None
+    date_boost: float | None = None
     actor_free_query: bool | None = None
     time_decay_half_life_days: float | None = None
     importance_weight: float | None = None
