@@ -186,6 +186,9 @@ def test_presets_and_bad_queries() -> None:
     assert set(PRESETS) == {"keyword", "semantic", "hybrid", "hybrid_graph"}
     assert get_preset("hybrid", top_k=3).top_k == 3
     assert get_preset("hybrid_graph").actor_free_query
+    assert get_preset("hybrid_graph").subject_actor
+    assert not get_preset("hybrid").subject_actor
+    assert get_preset("hybrid_graph").date_boost > 1.0 == get_preset("hybrid").date_boost
     assert not get_preset("hybrid").actor_free_query
     with pytest.raises(ValidationError):
         get_preset("nope")

@@ -26,6 +26,8 @@ from .embedder_health import EmbedderHealth
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
 from .graph import RelationFilter
 from .keyword_index import KeywordIndex
+from .query_actors import query_subject
+from .query_dates import in_period, query_period
 from .questions import asks_only
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
@@ -276,11 +278,20 @@ class Searcher:
                     c.score *= config.question_weight
 
         if config.actor_boost != 1.0:
-            actor = named_actor(query, cands.values())
+            actor = (
+                query_subject(query, named_actors(query, (c.item for c in cands.values())))
+                if config.subject_actor
+                else named_actor(query, cands.values())
+            )
             if actor is not None:
                 for c in cands.values():
                     if actor in (c.item.agent_id, c.item.agent_role):
                         c.score *= config.actor_boost
+
+        if config.date_boost != 1.0 and (period := query_period(query)) is not None:
+            for c in cands.values():
+                if in_period(c.item.ts, period):
+                    c.score *= config.date_boost
 
         now = time.time() if now is None else now
         for c in cands.values():

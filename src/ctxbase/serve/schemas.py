@@ -287,6 +287,8 @@ class SearchOptionsIn(_In):
     session_window: int | None = None
     actor_boost: float | None = None
     question_weight: float | None = None
+    subject_actor: bool | None = None
+    date_boost: float | None = None
     actor_free_query: bool | None = None
     time_decay_half_life_days: float | None = None
     importance_weight: float | None = None

@@ -1,0 +1,45 @@
+"""Which of the actors a query names it is about.
+
+A query that names one actor ("What does Melanie play?") is about that actor's events. One that
+names several ("What did Nate give Joanna?", "What book did Melanie read from Caroline's
+suggestion?") is still mostly about the one it names first, its subject: the others are whom
+the events were addressed to or came from. Pure functions over the query text and the actor
+names found among the candidates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["first_mention", "query_subject"]
+
+
+def first_mention(query: str, name: str) -> int | None:
+    """Where `name` first appears in `query` as a whole word (case-insensitive; Chinese and
+    other scripts without spaces: as a substring), else None."""
+    if not name:
+        return None
+    q, n = query.casefold(), name.casefold()
+    if n.isascii():
+        found = re.search(rf"(?<![\w]){re.escape(n)}(?![\w])", q)
+        return None if found is None else found.start()
+    at = q.find(n)
+    return None if at < 0 else at
+
+
+def query_subject(query: str, actors: Iterable[str]) -> str | None:
+    """The actor among `actors` that `query` names first; None when it names none.
+
+    A longer name that contains a shorter one ("Ann" in "Anna") is the one named at that
+    place: the shorter one counts only where it appears on its own.
+    """
+    best: tuple[int, int, str] | None = None  # (position, -length, name)
+    for actor in set(actors):
+        at = first_mention(query, actor)
+        if at is None:
+            continue
+        key = (at, -len(actor), actor)
+        if best is None or key < best:
+            best = key
+    return None if best is None else best[2]
