@@ -12,11 +12,12 @@ embeds a 100k store once; `--reuse-vectors` lets a larger store take cached vect
 not embedded yet (the 1M store), so its load measures storage, not the model.
 
 Timed, with unique intents (never repeated, so no cache answers them) and the query
-embedding included: `assemble_context` p50 / p95 / p99; `search` alone; the store's keyword
-search alone (top 100, the search's candidate count); and side by side in
+embedding included: `assemble_context` p50 / p95 / p99; `search` alone; keyword search alone
+(top 100, the search's candidate count) by the in-memory index and by the store's own query;
+and side by side in
 the same run the floors: a bare query embedding, and the numpy brute-force product over a
-matrix of the project's size. Each assembly is also read with the store's keyword search and
-the query embedding subtracted (both timed inside it, each charged to the strategy that asked
+matrix of the project's size. Each assembly is also read with its keyword searches (index or
+store) and the query embedding subtracted (both timed inside it, each charged to the strategy that asked
 for it), and per stage (the trace's stage timings, each also without its keyword searches;
 `result_and_trace_write` is what follows the trace's total): p50 / p95 of each.
 Also: load and embedding seconds, database size, RSS, the machine's load average.
@@ -249,6 +250,9 @@ def measure(
     clock = _StageClock()
     store = cb.store
     store.keyword_search = clock.wrap("keyword", store.keyword_search)  # type: ignore[method-assign]
+    # the default keyword path: the in-memory index (the store's query is its fallback)
+    index = cb.searcher.keywords
+    index.search = clock.wrap("keyword", index.search)  # type: ignore[method-assign]
     if hasattr(embedder, "embed_query"):
         embedder.embed_query = clock.wrap("embed", embedder.embed_query)
     try:
@@ -299,6 +303,12 @@ def measure(
         out: dict[str, Any] = {name: percentiles(rows[name]) for name in rows if ":" not in name}
         out["search"] = percentiles(search_ms)
         out["keyword_store_top100"] = percentiles(keyword_ms)
+        index_ms: list[float] = []
+        for intent in intents[5:]:
+            t = time.perf_counter()
+            index.search(project, query_terms(intent), 100)
+            index_ms.append((time.perf_counter() - t) * 1000)
+        out["keyword_index_top100"] = percentiles(index_ms)
         # per stage: p50 / p95 over the assemblies that ran it
         out["assemble_stages"] = {
             name.removeprefix("stage:"): percentiles(v)
