@@ -17,9 +17,9 @@ embedding included: `assemble_context` p50 / p95 / p99; `search` alone; keyword 
 and side by side in
 the same run the floors: a bare query embedding, and the numpy brute-force product over a
 matrix of the project's size. Each assembly is also read with its keyword searches (index or
-store) and the query embedding subtracted (both timed inside it, each charged to the strategy that asked
-for it), and per stage (the trace's stage timings, each also without its keyword searches;
-`result_and_trace_write` is what follows the trace's total): p50 / p95 of each.
+store) and the query embedding subtracted (both timed inside it, each charged to the strategy
+that asked for it), and per stage (the trace's stage timings, each also without its keyword
+searches; `result_and_trace_write` is what follows the trace's total): p50 / p95 of each.
 Also: load and embedding seconds, database size, RSS, the machine's load average.
 A built store is kept in `--store-dir` and reused by later runs with the same parameters.
 PostgreSQL is loaded from that SQLite store as `ctxbase migrate-data --bulk` does (its HNSW
