@@ -291,6 +291,9 @@ def test_projects_sessions_entities_and_status(tmp_path: Path, capsys: Any) -> N
     assert code == 0 and any(e["type"] == "document" for e in json.loads(out))
     code, out, _ = _run(capsys, *base, "entities", "--type", "document")
     assert code == 0 and "document" in out
+    # A type nothing has ("code_symbol" for "code") names the types there are.
+    code, out, err = _run(capsys, *base, "entities", "--type", "code_symbol")
+    assert code == 0 and out == "" and "'code_symbol'" in err and "document" in err
     code, out, _ = _run(capsys, *base, "status", "--json")
     status = json.loads(out)
     assert code == 0 and status["sessions"] == 1 and status["search_units"] >= 2

@@ -272,6 +272,11 @@ def cmd_entities(args: argparse.Namespace) -> int:
             _print_json([e.model_dump() for e in found])
         for e in [] if args.json else found:
             print(f"{e.id:<40} {e.type:<12} v{e.version:<3} {_line(e.name, 60)}")
+        if args.type and not found:
+            # Types are open-ended, so an unknown one is no error; name the ones there are
+            # ("code", not "code_symbol") instead of printing nothing.
+            types = ", ".join(sorted(cb.store.entity_type_counts(cb.project))) or "none"
+            print(f"no entities of type {args.type!r}; types here: {types}", file=sys.stderr)
     return 0
 
 

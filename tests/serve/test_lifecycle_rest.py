@@ -60,6 +60,29 @@ def test_rest_put_session_cannot_revive_an_archive(server: Live, project: str) -
     assert r.status_code == 409
 
 
+def test_rest_moves_need_no_body(server: Live, project: str) -> None:
+    # Every field of a move (cause) and of the sweep (idle_timeout_s) is optional, so a
+    # bare `curl -X POST .../suspend` is a move, not a 422 about a missing body.
+    c = server.client(server.key(project))
+    base = f"/v1/projects/{project}"
+    r = c.post(f"{base}/events", json={"type": "user_message", "session_id": "s1", "text": "hi"})
+    assert r.status_code == 201
+    mid = r.json()["id"]
+    r = c.post(f"{base}/sessions/s1/messages/{mid}/expire")
+    assert r.status_code == 204, r.text
+    for move, status in [("suspend", "suspended"), ("resume", "active"), ("expire", "expired")]:
+        r = c.post(f"{base}/sessions/s1/{move}")
+        assert r.status_code == 200, r.text
+        assert r.json()["status"] == status
+    # The sweep without a body falls back to the server's timeout (none here): the
+    # error names that field, not a missing body.
+    r = c.post(f"{base}/sessions/expire-idle")
+    assert r.status_code == 422 and r.json()["error"]["field"] == "idle_timeout_s", r.text
+    assert c.post(f"{base}/sessions/s1/archive").json()["status"] == "archived"
+    r = c.post(f"{base}/sessions/s1/resume", json={"cause": "x", "bogus": 1})
+    assert r.status_code == 422
+
+
 def test_rest_tasks_refuse_unknown_statuses_and_illegal_moves(server: Live, project: str) -> None:
     c = server.client(server.key(project))
     base = f"/v1/projects/{project}"

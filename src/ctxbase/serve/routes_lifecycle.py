@@ -20,10 +20,13 @@ __all__ = ["router"]
 router = APIRouter(prefix="/v1/projects/{project_id}/sessions", tags=["lifecycle"])
 
 MessageId = Annotated[str, Path(min_length=1, max_length=200)]
+# The moves' and the sweep's fields are all optional, so the body may be left out.
+_NO_CAUSE = LifecycleIn()
+_NO_TIMEOUT = ExpireIdleIn()
 
 
 @router.post("/expire-idle", response_model=ExpiredOut)
-def expire_idle_sessions(pid: WriteProject, body: ExpireIdleIn, rt: Rt) -> ExpiredOut:
+def expire_idle_sessions(pid: WriteProject, rt: Rt, body: ExpireIdleIn = _NO_TIMEOUT) -> ExpiredOut:
     """Expire every session idle longer than `idle_timeout_s` (default: the server's
     --session-idle-timeout); answers the ids expired now."""
     return ExpiredOut(
@@ -37,29 +40,37 @@ def expire_idle_sessions(pid: WriteProject, body: ExpireIdleIn, rt: Rt) -> Expir
     status_code=status.HTTP_204_NO_CONTENT,
 )
 def expire_message(
-    pid: WriteProject, session_id: str, message_id: MessageId, body: LifecycleIn, rt: Rt
+    pid: WriteProject, session_id: str, message_id: MessageId, rt: Rt, body: LifecycleIn = _NO_CAUSE
 ) -> None:
     """Retract a message: it never appears in an assembled prompt again."""
     rt.cb.expire_message(session_id, message_id, project=pid, cause=body.cause or "retracted")
 
 
 @router.post("/{session_id:path}/suspend", response_model=SessionInfo)
-def suspend_session(pid: WriteProject, session_id: str, body: LifecycleIn, rt: Rt) -> SessionInfo:
+def suspend_session(
+    pid: WriteProject, session_id: str, rt: Rt, body: LifecycleIn = _NO_CAUSE
+) -> SessionInfo:
     return rt.cb.suspend_session(session_id, project=pid, cause=body.cause or "suspend")
 
 
 @router.post("/{session_id:path}/resume", response_model=SessionInfo)
-def resume_session(pid: WriteProject, session_id: str, body: LifecycleIn, rt: Rt) -> SessionInfo:
+def resume_session(
+    pid: WriteProject, session_id: str, rt: Rt, body: LifecycleIn = _NO_CAUSE
+) -> SessionInfo:
     return rt.cb.resume_session(session_id, project=pid, cause=body.cause or "resume")
 
 
 @router.post("/{session_id:path}/expire", response_model=SessionInfo)
-def expire_session(pid: WriteProject, session_id: str, body: LifecycleIn, rt: Rt) -> SessionInfo:
+def expire_session(
+    pid: WriteProject, session_id: str, rt: Rt, body: LifecycleIn = _NO_CAUSE
+) -> SessionInfo:
     return rt.cb.expire_session(session_id, project=pid, cause=body.cause or "expired")
 
 
 @router.post("/{session_id:path}/archive", response_model=SessionInfo)
-def archive_session(pid: WriteProject, session_id: str, body: LifecycleIn, rt: Rt) -> SessionInfo:
+def archive_session(
+    pid: WriteProject, session_id: str, rt: Rt, body: LifecycleIn = _NO_CAUSE
+) -> SessionInfo:
     """Archive the session and its tasks (final); metadata.archive_summary keeps a summary."""
     return rt.cb.archive_session(session_id, project=pid, cause=body.cause or "archive")
 
