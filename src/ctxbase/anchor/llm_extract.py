@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..components import Components
 from ..errors import CtxbaseError
 from ..model import Event, make_entity_id
-from ..retrieve.embed.base import import_optional
+from ..retrieve.embed.base import openai_http_client
 from .extract import match_document
 from .weave import Link, SymbolIndex
 
@@ -302,15 +302,11 @@ class LLMExtractor:
     def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
-                module = import_optional("httpx", "httpx", "LLM entity extraction")
-                headers = {"Content-Type": "application/json"}
-                key = self.config.api_key()
-                if key:
-                    headers["Authorization"] = f"Bearer {key}"
-                self._client = module.Client(
-                    base_url=self.config.base_url.rstrip("/") + "/",
-                    headers=headers,
-                    timeout=self.config.timeout_s,
+                self._client = openai_http_client(
+                    self.config.base_url,
+                    self.config.api_key() or None,
+                    self.config.timeout_s,
+                    "LLM entity extraction",
                 )
             assert self._client is not None
             return self._client

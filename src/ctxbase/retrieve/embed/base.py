@@ -5,10 +5,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = [
     "Embedder",
@@ -19,6 +22,7 @@ __all__ = [
     "first_row",
     "import_optional",
     "l2_normalise_rows",
+    "openai_http_client",
 ]
 
 # Rows are float32 vectors; the alias documents intent, numpy cannot type the shape.
@@ -100,3 +104,17 @@ def import_optional(module: str, pip_name: str, purpose: str) -> ModuleType:
         raise ImportError(
             f"{purpose} needs the '{pip_name}' package: pip install {pip_name}"
         ) from exc
+
+
+def openai_http_client(
+    base_url: str, api_key: str | None, timeout: float, purpose: str
+) -> httpx.Client:
+    """An httpx client for an OpenAI-compatible endpoint (JSON; a bearer key unless None)."""
+    module = import_optional("httpx", "httpx", purpose)
+    headers = {"Content-Type": "application/json"}
+    if api_key is not None:
+        headers["Authorization"] = f"Bearer {api_key}"
+    client: httpx.Client = module.Client(
+        base_url=base_url.rstrip("/") + "/", headers=headers, timeout=timeout
+    )
+    return client

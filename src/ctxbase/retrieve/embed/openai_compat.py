@@ -15,8 +15,8 @@ from .base import (
     FloatMatrix,
     FloatVector,
     first_row,
-    import_optional,
     l2_normalise_rows,
+    openai_http_client,
 )
 
 if TYPE_CHECKING:
@@ -83,17 +83,12 @@ class OpenAICompatEmbedder:
         if self._client is None:
             with self._client_lock:
                 if self._client is None:
-                    httpx_module = import_optional(
-                        "httpx", "httpx", "The OpenAI-compatible embedder"
-                    )
-                    headers = {"Content-Type": "application/json"}
-                    if self._config.api_key is not None:
-                        secret = self._config.api_key.get_secret_value()
-                        headers["Authorization"] = f"Bearer {secret}"
-                    self._client = httpx_module.Client(
-                        base_url=self._config.base_url.rstrip("/") + "/",
-                        headers=headers,
-                        timeout=self._config.timeout_seconds,
+                    key = self._config.api_key
+                    self._client = openai_http_client(
+                        self._config.base_url,
+                        None if key is None else key.get_secret_value(),
+                        self._config.timeout_seconds,
+                        "The OpenAI-compatible embedder",
                     )
         assert self._client is not None
         return self._client
