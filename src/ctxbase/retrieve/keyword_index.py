@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..store.base import OWN_TERMS_WEIGHT, ItemFilter, KeywordRow, Store
+from .synced import appendable, current
 
 __all__ = ["BM25_B", "BM25_K1", "Admission", "KeywordIndex"]
 
@@ -238,26 +239,22 @@ class KeywordIndex:
 
     def _load(self, project_id: str) -> _Loaded:
         gen = self.store.index_generation(project_id)
-        with self._lock:
-            cached = self._cache.get(project_id)
-            if cached is not None and cached.generation == gen:
-                return cached
-            loaded = None
-            if cached is not None:
-                loaded = self._appended(cached, project_id, gen)
-            if loaded is None:
-                loaded = self._reloaded(project_id, gen)
-            self._cache[project_id] = loaded
-            return loaded
+        return current(
+            self._lock,
+            self._cache,
+            project_id,
+            gen,
+            lambda cached: self._appended(cached, project_id, gen),
+            lambda: self._reloaded(project_id, gen),
+        )
 
     def _appended(self, cached: _Loaded, project_id: str, gen: int) -> _Loaded | None:
         """`cached` plus the items stored since, or None when only a reload is right."""
         delta = self.store.keyword_changes(project_id, cached.marker)
         docs = cached.docs
-        if delta.removals != cached.removals or docs.n != cached.n:
+        new_ids = (r.item_id for r in delta.rows)
+        if not appendable(cached, delta.removals, docs.n, new_ids, docs.positions):
             return None
-        if any(r.item_id in docs.positions for r in delta.rows):
-            return None  # replaced: its old postings would stay
         terms, positions, freqs = docs.add(delta.rows)
         total = cached.total_length + float(docs.lengths[cached.n : docs.n].sum(dtype=np.float64))
         postings = cached.postings.appended(terms, positions, freqs, len(docs.vocab))

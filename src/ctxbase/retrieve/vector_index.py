@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..store.base import Store, VectorDelta, VectorRow
+from .synced import appendable, current
 
 __all__ = ["ANN_THRESHOLD", "VectorIndex"]
 
@@ -87,28 +88,28 @@ class VectorIndex:
 
     def _load(self, project_id: str, model: str) -> _Loaded:
         gen = self.store.index_generation(project_id)
-        key = (project_id, model)
-        with self._lock:
-            cached = self._cache.get(key)
-            if cached is not None and cached.generation == gen:
-                return cached
-            loaded = None
-            if cached is not None and cached.marker:
-                delta = self.store.vector_changes(project_id, model, cached.marker)
-                if delta is not None:
-                    loaded = self._appended(cached, delta, gen)
-            if loaded is None:
-                loaded = self._reloaded(project_id, model, gen)
-            self._cache[key] = loaded
-            return loaded
+
+        def appended(cached: _Loaded) -> _Loaded | None:
+            if not cached.marker:
+                return None
+            delta = self.store.vector_changes(project_id, model, cached.marker)
+            return None if delta is None else self._appended(cached, delta, gen)
+
+        return current(
+            self._lock,
+            self._cache,
+            (project_id, model),
+            gen,
+            appended,
+            lambda: self._reloaded(project_id, model, gen),
+        )
 
     def _appended(self, cached: _Loaded, delta: VectorDelta, gen: int) -> _Loaded | None:
         """`cached` plus the new vectors, or None when only a reload is right: a vector was
         replaced, or something was removed, hidden or restored."""
         rows = cached.rows
-        if delta.removals != cached.removals or rows.n != cached.n:
-            return None
-        if any(r.item_id in rows.positions for r in delta.rows):
+        new_ids = (r.item_id for r in delta.rows)
+        if not appendable(cached, delta.removals, rows.n, new_ids, rows.positions):
             return None
         rows.append(delta.rows)
         ann = cached.ann
