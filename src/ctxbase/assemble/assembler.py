@@ -241,6 +241,10 @@ class Assembler:
         if not agent_role or not isinstance(agent_role, str):
             raise ValidationError("agent_role", "must be a non-empty string")
         pid = self.cb.project if project_id is None else project_id
+        if self.cb.embeds:
+            # Every policy searches the intent: its embedding runs while the session, the
+            # history and the strategies' other reads are fetched.
+            self.cb.searcher.prefetch_query(user_intent)
         key = _signing_key(pid, signing_key) if require_signature else None
         repo_set = _repo_set(repos)
         session = None

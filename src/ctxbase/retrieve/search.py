@@ -14,6 +14,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
 from ..errors import EmbedderUnavailableError
@@ -121,24 +122,65 @@ class Searcher:
         self._query_vectors: OrderedDict[str, FloatVector] = OrderedDict()
         self._query_cache_size = query_cache_size
         self._cache_lock = threading.Lock()
+        # Query embeddings start on their own thread ahead of use (`prefetch_query`);
+        # False embeds each one when it is needed, on the caller's thread.
+        self.prefetch_queries = True
+        self._inflight: dict[str, Future[FloatVector]] = {}
+        self._forgets = 0  # a forget in between keeps a late vector out of the cache
 
     def query_vector(self, query: str) -> FloatVector:
-        """The query's vector (cached); EmbedderUnavailableError when the embedder fails."""
+        """The query's vector (cached); EmbedderUnavailableError when the embedder fails.
+        A vector `prefetch_query` started is waited for, not computed again."""
         assert self.query_embedder is not None and self.health is not None
         with self._cache_lock:
             cached = self._query_vectors.get(query)
             if cached is not None:
                 self._query_vectors.move_to_end(query)
                 return cached
+            started = self._inflight.get(query)
+        if started is not None:
+            return started.result()
+        return self._embed_query(query)
+
+    def prefetch_query(self, query: str) -> None:
+        """Start embedding `query` on another thread and return at once.
+
+        The model runs outside the interpreter lock, so the caller's keyword search and
+        store reads proceed while it computes; `query_vector` then takes the result. A
+        search or an assembly costs about the longer of the two instead of their sum.
+        """
+        if not self.prefetch_queries or self.query_embedder is None or self.health is None:
+            return
+        with self._cache_lock:
+            if query in self._query_vectors or query in self._inflight:
+                return
+            future: Future[FloatVector] = Future()
+            self._inflight[query] = future
+
+        def run() -> None:
+            try:
+                future.set_result(self._embed_query(query))
+            except BaseException as exc:  # handed to whoever waits for the vector
+                future.set_exception(exc)
+            finally:
+                with self._cache_lock:
+                    self._inflight.pop(query, None)
+
+        threading.Thread(target=run, name="ctxbase-query-embedding", daemon=True).start()
+
+    def _embed_query(self, query: str) -> FloatVector:
+        assert self.query_embedder is not None and self.health is not None
         if not self.health.may_try():
             raise self.health.unavailable()
+        with self._cache_lock:
+            forgets = self._forgets
         try:
             vec = self.query_embedder.embed_query(query)
         except Exception as exc:  # any embedder failure: answer without the semantic part
             self.health.record_failure(exc)
             raise self.health.unavailable() from exc
         self.health.record_success()
-        self._remember(query, vec)
+        self._remember(query, vec, forgets)
         return vec
 
     def forget_cached(self, project_id: str) -> dict[str, int]:
@@ -148,6 +190,7 @@ class Searcher:
         with self._cache_lock:
             queries = len(self._query_vectors)
             self._query_vectors.clear()
+            self._forgets += 1
         return {
             "query_vectors": queries,
             "vector_index": self.vectors.drop(project_id),
@@ -164,8 +207,10 @@ class Searcher:
             for q, vec in zip(part, embed_queries(self.embedder, part), strict=True):
                 self._remember(q, vec)
 
-    def _remember(self, query: str, vec: FloatVector) -> None:
+    def _remember(self, query: str, vec: FloatVector, forgets: int | None = None) -> None:
         with self._cache_lock:
+            if forgets is not None and forgets != self._forgets:
+                return  # computed before a forget: it may quote forgotten text
             self._query_vectors[query] = vec
             self._query_vectors.move_to_end(query)
             while len(self._query_vectors) > self._query_cache_size:
@@ -204,6 +249,8 @@ class Searcher:
         semantic = config.semantic and self.embedder is not None
         embedder_error: str | None = None
 
+        if semantic and config.keyword:
+            self.prefetch_query(query)  # embedded while the keyword search runs
         if config.keyword:
             t = time.perf_counter()
             hits_k = self._keyword_hits(project_id, query, flt, config, allowed)
