@@ -314,6 +314,12 @@ def measure(
             keyword_ms.append((time.perf_counter() - t) * 1000)
         out: dict[str, Any] = {name: percentiles(rows[name]) for name in rows if ":" not in name}
         out["search"] = percentiles(search_ms)
+        # the two ways side by side, each assembly's wall time in run order
+        out["assemble_samples_ms"] = {
+            name: [round(ms, 2) for ms in rows[name]]
+            for name in ("assemble", "assemble_query_embedded_inline")
+            if name in rows
+        }
         out["keyword_store_top100"] = percentiles(keyword_ms)
         index_ms: list[float] = []
         for intent in intents[5:]:

@@ -145,3 +145,50 @@ def test_hnsw_takes_appended_vectors_without_a_rebuild(tmp_path: Path) -> None:
         assert after.ann is ann and index.reloads == 1
     finally:
         cb.close()
+
+
+def test_with_hnsw_the_vectors_are_held_once_and_filtered_search_stays_exact(
+    tmp_path: Path,
+) -> None:
+    cb = _base(tmp_path, 300)
+    try:
+        assert cb.embedder is not None
+        model = cb.embedder.name
+        exact = VectorIndex(cb.store, ann_threshold=10**9)
+        approx = VectorIndex(cb.store, ann_threshold=100)
+        qv = cb.embedder.embed_query("payment tests item 5")
+        approx.search("p", model, qv, 5)
+        loaded = approx._cache[("p", model)]
+        # no float32 copy beside the HNSW index: it alone holds the project's vectors
+        assert loaded.ann is not None and loaded.matrix is None and loaded.rows.buffer is None
+        allowed = {i for i, _ in exact.search("p", model, qv, 40)[::3]}
+        want = exact.search("p", model, qv, 5, allowed)
+        got = approx.search("p", model, qv, 5, allowed)
+        assert [i for i, _ in got] == [i for i, _ in want]
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-5)
+    finally:
+        cb.close()
+
+
+def test_a_full_hnsw_index_is_rebuilt_from_its_own_vectors(tmp_path: Path) -> None:
+    cb = _base(tmp_path, 120)
+    try:
+        index = VectorIndex(cb.store, ann_threshold=100)
+        _top(index, cb, "orders cache")
+        first = next(iter(index._cache.values())).ann
+        assert first is not None
+        room = int(first.get_max_elements()) - 120  # type: ignore[attr-defined]
+        news = [
+            cb.record("user_message", session_id="t", text=f"a fjord goose number {i} migrates")
+            for i in range(room + 5)
+        ]
+        cb.wait_for_embeddings()
+        assert _top(index, cb, "a fjord goose number 3 migrates") == [news[3].id]
+        after = next(iter(index._cache.values()))
+        assert after.ann is not first and index.reloads == 1  # rebuilt, not reloaded
+        # the old rows came from the index itself and are still found
+        exact = VectorIndex(cb.store, ann_threshold=10**9)
+        old = "orders cache note 0 about item 0"
+        assert _top(index, cb, old) == _top(exact, cb, old)
+    finally:
+        cb.close()

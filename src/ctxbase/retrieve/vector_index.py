@@ -1,11 +1,13 @@
 """In-memory vector search over a project's stored vectors.
 
 Exact (one matrix product) for small projects; an HNSW index (hnswlib, when installed) above
-a size threshold. When the store's index generation moves, the vectors stored since the last
-load are appended (`Store.vector_changes`) instead of reloading the project: an agent that
-writes between searches would otherwise reload every vector on each search. Anything else
-(a vector removed, hidden or replaced) reloads. Backends with a native vector index
-(pgvector) answer `Store.vector_search` themselves instead.
+a size threshold. Once the HNSW index holds a project's vectors they are kept there only (a
+filtered search reads the allowed rows' vectors back from it): a second float32 copy would
+double the memory of a large project. When the store's index generation moves, the vectors
+stored since the last load are appended (`Store.vector_changes`) instead of reloading the
+project: an agent that writes between searches would otherwise reload every vector on each
+search. Anything else (a vector removed, hidden or replaced) reloads. Backends with a native
+vector index (pgvector) answer `Store.vector_search` themselves instead.
 """
 
 from __future__ import annotations
@@ -27,31 +29,35 @@ ANN_THRESHOLD = 50_000
 @dataclass
 class _Rows:
     """Vectors of one (project, model), append-only: a search sees the first `n` of a
-    snapshot while later rows are appended behind it."""
+    snapshot while later rows are appended behind it. `buffer` is None once an HNSW index
+    holds the vectors."""
 
     ids: list[str] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
-    buffer: npt.NDArray[np.float32] = field(
+    buffer: npt.NDArray[np.float32] | None = field(
         default_factory=lambda: np.zeros((0, 1), dtype=np.float32)
     )
     n: int = 0
 
-    def append(self, rows: list[VectorRow]) -> None:
+    def append(self, rows: list[VectorRow]) -> npt.NDArray[np.float32]:
+        """Add `rows`; their vectors as one block (kept in `buffer` unless it is None)."""
         if not rows:
-            return
+            return np.zeros((0, 1), dtype=np.float32)
         block = np.stack([r.vector for r in rows]).astype(np.float32, copy=False)
-        if self.n == 0:
-            self.buffer = np.zeros((0, block.shape[1]), dtype=np.float32)
-        if self.n + len(rows) > self.buffer.shape[0]:
-            size = max(2 * self.buffer.shape[0], self.n + len(rows))
-            grown = np.zeros((size, block.shape[1]), dtype=np.float32)
-            grown[: self.n] = self.buffer[: self.n]
-            self.buffer = grown  # older snapshots keep the old buffer
-        self.buffer[self.n : self.n + len(rows)] = block
+        if self.buffer is not None:
+            if self.n == 0:
+                self.buffer = np.zeros((0, block.shape[1]), dtype=np.float32)
+            if self.n + len(rows) > self.buffer.shape[0]:
+                size = max(2 * self.buffer.shape[0], self.n + len(rows))
+                grown = np.zeros((size, block.shape[1]), dtype=np.float32)
+                grown[: self.n] = self.buffer[: self.n]
+                self.buffer = grown  # older snapshots keep the old buffer
+            self.buffer[self.n : self.n + len(rows)] = block
         for r in rows:
             self.positions[r.item_id] = len(self.ids)
             self.ids.append(r.item_id)
         self.n += len(rows)
+        return block
 
 
 @dataclass(frozen=True)
@@ -62,10 +68,8 @@ class _Loaded:
     rows: _Rows
     n: int
     ann: object | None
-
-    @property
-    def matrix(self) -> npt.NDArray[np.float32]:
-        return self.rows.buffer[: self.n]
+    # The exact search's matrix (a view that keeps its buffer alive); None with an ANN.
+    matrix: npt.NDArray[np.float32] | None
 
 
 class VectorIndex:
@@ -111,13 +115,11 @@ class VectorIndex:
         new_ids = (r.item_id for r in delta.rows)
         if not appendable(cached, delta.removals, rows.n, new_ids, rows.positions):
             return None
-        rows.append(delta.rows)
+        block = rows.append(delta.rows)
         ann = cached.ann
         if ann is not None and delta.rows:
-            ann = self._ann_add(ann, rows, cached.n)
-        elif ann is None and rows.n >= self.ann_threshold:
-            ann = self._build_ann(rows.buffer[: rows.n])
-        return _Loaded(gen, delta.marker, delta.removals, rows, rows.n, ann)
+            ann = self._ann_add(ann, block, cached.n, rows.n)
+        return self._snapshot(gen, delta.marker, delta.removals, rows, ann)
 
     def _reloaded(self, project_id: str, model: str, gen: int) -> _Loaded:
         self.reloads += 1
@@ -130,8 +132,18 @@ class VectorIndex:
         else:
             for batch in self.store.iter_vectors(project_id, model):
                 rows.append(batch)
-        ann = self._build_ann(rows.buffer[: rows.n]) if rows.n >= self.ann_threshold else None
-        return _Loaded(gen, marker, removals, rows, rows.n, ann)
+        return self._snapshot(gen, marker, removals, rows, None)
+
+    def _snapshot(
+        self, gen: int, marker: int, removals: int, rows: _Rows, ann: object | None
+    ) -> _Loaded:
+        """What searches read; builds the ANN (and hands it the vectors) at the threshold."""
+        if ann is None and rows.buffer is not None and rows.n >= self.ann_threshold:
+            ann = self._build_ann(rows.buffer[: rows.n])
+            if ann is not None:
+                rows.buffer = None  # the index holds them now
+        matrix = None if rows.buffer is None else rows.buffer[: rows.n]
+        return _Loaded(gen, marker, removals, rows, rows.n, ann, matrix)
 
     @staticmethod
     def _build_ann(matrix: npt.NDArray[np.float32]) -> object | None:
@@ -148,13 +160,18 @@ class VectorIndex:
         built: object = index
         return built
 
-    def _ann_add(self, ann: object, rows: _Rows, start: int) -> object | None:
+    def _ann_add(
+        self, ann: object, block: npt.NDArray[np.float32], start: int, end: int
+    ) -> object | None:
+        """`ann` with `block` (rows `start`..`end`) added; a fresh index when it is full."""
         capacity = int(ann.get_max_elements())  # type: ignore[attr-defined]
-        if rows.n > capacity:  # out of room: a fresh index, with room again
-            return self._build_ann(rows.buffer[: rows.n])
+        if end > capacity:  # out of room: a fresh index, with room again
+            with self._ann_lock:
+                held = np.asarray(ann.get_items(np.arange(start)), dtype=np.float32)  # type: ignore[attr-defined]
+            return self._build_ann(np.concatenate([held, block]))
         # hnswlib must not insert while it answers a query (it does not lock reads)
         with self._ann_lock:
-            ann.add_items(rows.buffer[start : rows.n], np.arange(start, rows.n))  # type: ignore[attr-defined]
+            ann.add_items(block, np.arange(start, end))  # type: ignore[attr-defined]
         return ann
 
     def search(
@@ -191,11 +208,17 @@ class VectorIndex:
             )
             if not rows.size:
                 return []
-            sims = loaded.matrix[rows] @ q
+            if loaded.matrix is not None:
+                sims = loaded.matrix[rows] @ q
+            else:  # the vectors are in the ANN only
+                with self._ann_lock:
+                    held = loaded.ann.get_items(rows)  # type: ignore[union-attr]
+                sims = np.asarray(held, dtype=np.float32) @ q
             n = min(limit, int(rows.size))
             top = np.argpartition(-sims, n - 1)[:n]
             top = top[np.argsort(-sims[top])]
             return [(ids[int(rows[i])], float(sims[i])) for i in top if np.isfinite(sims[i])]
+        assert loaded.matrix is not None  # no ANN: the vectors are in the matrix
         sims = loaded.matrix @ q
         n = min(limit, loaded.n)
         top = np.argpartition(-sims, n - 1)[:n]
