@@ -107,3 +107,45 @@ def test_forgetting_an_event_forgets_what_was_anchored_from_it(cb: ContextBase) 
     left = {e.id for e in cb.list_entities()}
     assert not derived & left
     assert [e.properties["event_id"] for e in cb.list_entities(type="requirement")] == [keep.id]
+
+
+def test_an_anchoring_batch_reads_the_documents_once_and_no_statements(cb: ContextBase) -> None:
+    """A batch's reads follow the project's code and documents, not the conversation's
+    length: the titles are read once per batch, and the statements and mentions earlier
+    messages produced are not read at all."""
+    from ctxbase.anchor.capture_anchor import anchor_events
+
+    cb.upsert_entity("document", "Redis 缓存规范 V3.2", "key 以服务名为前缀", id="doc_redis")
+    quiet = ContextBase(cb.store, project=cb.project, embedder="hash", anchoring=False)
+    texts = [f"我们需要订单列表{n}支持分页，缓存 5 分钟，符合公司 Redis 规范。" for n in range(12)]
+    first = [quiet.record("user_message", session_id="s1", text=t) for t in texts]
+    second = [quiet.record("user_message", session_id="s2", text="另外，" + t) for t in texts]
+    quiet._bus.close()
+
+    store = cb.store
+    asked: list[list[str]] = []
+    listed: list[str] = []
+    get_entities, list_entities = store.get_entities, store.list_entities
+
+    def counting_get(project_id: str, ids: list[str], *a: object, **kw: object) -> object:
+        asked.append(list(ids))
+        return get_entities(project_id, ids, *a, **kw)  # type: ignore[arg-type]
+
+    def counting_list(*a: object, **kw: object) -> object:
+        found = list_entities(*a, **kw)  # type: ignore[arg-type]
+        listed.extend(e.type for e in found)
+        return found
+
+    store.get_entities = counting_get  # type: ignore[method-assign]
+    store.list_entities = counting_list  # type: ignore[method-assign]
+    try:
+        anchor_events(cb, first)
+        assert sum(1 for ids in asked if ids == ["doc_redis"]) == 1  # not once per message
+        assert len(cb.list_entities(type="requirement")) == 12
+        listed.clear()
+        anchor_events(cb, second)
+        assert "requirement" not in listed and "decision" not in listed
+    finally:
+        del store.get_entities, store.list_entities
+    follows = {r.from_id for r in cb.relationships("doc_redis", types=["FOLLOWS"])}
+    assert len(follows) == 24  # every requirement still follows the named document

@@ -207,3 +207,14 @@ def test_context_entities_is_read_in_the_database(store: Store, project_id: str)
     assert store.context_entities(project_id, "ctx_outcome") == {"code:a", "test:t1"}
     assert store.context_entities(project_id, "ctx_missing") is None
     assert store.context_entities(f"{project_id}-other", "ctx_plain") is None
+
+
+def test_exclude_types_leaves_those_types_out(store: Store, project_id: str) -> None:
+    add_entity(store, project_id, "document", "spec", "the spec")
+    add_entity(store, project_id, "code", "handler", "def handler(): ...")
+    add_entity(store, project_id, "decision", "use redis", "we use redis")
+    add_entity(store, project_id, "mention", "orders", "orders")
+    kept = store.list_entities(project_id, exclude_types=("decision", "mention"))
+    assert [e.type for e in kept] == ["code", "document"]
+    assert store.list_entities(project_id, type="decision", exclude_types=("mention",))
+    assert len(store.list_entities(project_id)) == 4

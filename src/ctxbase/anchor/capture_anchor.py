@@ -265,6 +265,7 @@ def _anchor_events(
     written = 0
     indexes: dict[str, SymbolIndex] = {}
     known: dict[str, dict[str, str]] = {}  # project -> mention names
+    document_titles: dict[str, dict[str, str]] = {}  # project -> its documents' titles
     for ev in events:
         text = ev.text or ""
         if not text.strip() or ev.type in _SKIP_TYPES:
@@ -293,7 +294,10 @@ def _anchor_events(
         titles: dict[str, str] | None = None
         requirements: list[str] = []
         if ev.type in _STATEMENT_TYPES and (cfg.statements or cfg.spec_references):
-            titles = _titles(idx, cb, pid)
+            # once per batch: a batch adds code and statements, not documents
+            if pid not in document_titles:
+                document_titles[pid] = _titles(idx, cb, pid)
+            titles = document_titles[pid]
             found, requirements = _statement_entities(cb, ev, cfg, titles)
             links.extend(found)
             covered = {s.text for s in extract.statements(prose)} if cfg.statements else set()

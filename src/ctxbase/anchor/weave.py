@@ -89,6 +89,9 @@ _GENERIC = frozenset(
     }
 )
 _CODE_TYPES = frozenset({"code", "test_case"})
+# What conversations produce in numbers (one per statement or mention): no name of theirs is
+# matched, so reading them would make each anchoring batch cost the conversation's length.
+_UNMATCHED_TYPES = ("decision", "mention", "requirement")
 _MENTIONABLE_KINDS = frozenset({"module", "class", "function", "method"})
 
 
@@ -155,7 +158,11 @@ class SymbolIndex:
 
     @classmethod
     def from_store(cls, store: Store, project_id: str) -> SymbolIndex:
-        return cls.from_entities(store.list_entities(project_id, latest_only=True))
+        """The project's latest entities whose names can be matched (code, tables, files,
+        documents and any other type), without the statements and mentions of messages."""
+        return cls.from_entities(
+            store.list_entities(project_id, latest_only=True, exclude_types=_UNMATCHED_TYPES)
+        )
 
     def add(self, entity: Entity) -> None:
         props = entity.properties

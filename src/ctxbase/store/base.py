@@ -354,9 +354,11 @@ class Store(ABC):
         latest_only: bool = True,
         limit: int | None = None,
         newest_first: bool = False,
+        exclude_types: Sequence[str] = (),
     ) -> list[Entity]:
         """Entities by type and name; `newest_first` orders by last update (newest first,
-        then id) instead of type, name and version, so `limit` keeps the newest."""
+        then id) instead of type, name and version, so `limit` keeps the newest.
+        `exclude_types` leaves those types out (in the query, before any row is read)."""
 
     @abstractmethod
     def entity_type_counts(self, project_id: str) -> dict[str, int]:

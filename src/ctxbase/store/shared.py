@@ -200,12 +200,16 @@ class SharedReads:
         latest_only: bool = True,
         limit: int | None = None,
         newest_first: bool = False,
+        exclude_types: Sequence[str] = (),
     ) -> list[Entity]:
         sql = self._ENTITY_SELECT + "WHERE project_id=? AND active=1"
         args: list[Any] = [project_id]
         if type is not None:
             sql += " AND type=?"
             args.append(type)
+        if exclude_types:
+            sql += f" AND type NOT IN ({','.join('?' * len(exclude_types))})"
+            args.extend(exclude_types)
         if name is not None:
             sql += " AND name=?"
             args.append(name)
