@@ -65,6 +65,11 @@ class SearchConfig(BaseModel):
     # A query that asks for a number ("多少", "几天", "how many") favours the items that
     # state one by this factor (retrieve/answer_types.py); 1.0: off.
     number_boost: float = Field(default=1.0, ge=1.0, le=5.0)
+    # The semantic first hit scores this much more when it stands out: its similarity lead
+    # over the second is at least `standout_gap` of its lead over the median candidate
+    # (fusion.standout). Rank fusion sees only ranks, not how far ahead a hit is. 1.0: off.
+    standout_boost: float = Field(default=1.0, ge=1.0, le=10.0)
+    standout_gap: float = Field(default=0.3, gt=0, le=1)
     # A query that names several actors favours the one it names first, its subject ("What
     # did Nate give Joanna?"); off: only a query naming exactly one actor favours anyone.
     subject_actor: bool = False
@@ -119,8 +124,9 @@ PRESETS: dict[str, SearchConfig] = {
     # 2.5 and 4) and subject_actor were chosen on LoCoMo leave-one-conversation-out folds:
     # every fold chose them on the other four conversations. Roles named in the other
     # language, all the roles a team question names, turns stating the number a question
-    # asks for (1.2 over 1.5) and each clause of a two-part question searched too (0.25
-    # over 0.5 and 1) were measured on the Chinese multi-session set, English and LoCoMo.
+    # asks for (1.2 over 1.5), each clause of a two-part question searched too (0.25 over
+    # 0.5 and 1) and a semantic first hit that stands out doubled (2 over 1.5 and 3; gap 0.3
+    # over 0.2) were measured on the Chinese multi-session set, English and LoCoMo.
     "hybrid_graph": SearchConfig(
         graph_hops=1,
         session_window=2,
@@ -132,6 +138,7 @@ PRESETS: dict[str, SearchConfig] = {
         team_actors=True,
         number_boost=1.2,
         clause_weight=0.25,
+        standout_boost=2.0,
     ),
 }
 

@@ -24,7 +24,14 @@ from .config import SearchConfig
 from .embed.base import Embedder, FloatVector, embed_queries
 from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
-from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
+from .fusion import (
+    dedupe_near_identical,
+    dynamic_top_k,
+    rrf_fuse,
+    standout,
+    time_decay,
+    weighted_fuse,
+)
 from .graph import RelationFilter
 from .keyword_index import KeywordIndex
 from .query_actors import query_subject
@@ -296,6 +303,13 @@ class Searcher:
                 semantic_rank=sem_rank.get(k),
                 similarity=similarity.get(k),
             )
+
+        if config.standout_boost != 1.0:
+            # A semantic first hit far ahead of the rest is usually right, which rank fusion
+            # cannot see; before expansion, so its neighbours gain with it.
+            sims = {k: c.similarity for k, c in cands.items() if c.similarity is not None}
+            if (best := standout(sims, config.standout_gap)) is not None:
+                cands[best].score *= config.standout_boost
 
         if config.graph_hops > 0 or config.session_window > 0:
             t = time.perf_counter()
