@@ -29,6 +29,10 @@ def test_a_query_asking_one_thing_has_no_clauses() -> None:
     # a clause too short to stand alone joins its neighbour
     assert query_clauses("What broke the build, and why?") == []
     assert query_clauses("好，测试环境什么时候能搭好？") == []
+    # more clauses than a question asks: a description, searched whole
+    task = "修复登录超时，更新接口文档，补充单元测试，发布新版本"
+    assert query_clauses(task) == []
+    assert len(query_clauses(task.rsplit("，", 1)[0])) == 3
 
 
 def test_search_finds_each_clauses_answer(cb: ContextBase) -> None:

@@ -14,10 +14,13 @@ import re
 
 from .tokenize import query_terms
 
-__all__ = ["MIN_CLAUSE_TERMS", "query_clauses"]
+__all__ = ["MAX_CLAUSES", "MIN_CLAUSE_TERMS", "query_clauses"]
 
 # A clause with fewer terms than this ("怎么样？", "and why?") says too little on its own.
 MIN_CLAUSE_TERMS = 2
+# A question asks two or three things; a longer run of clauses is a description (a task, a
+# pasted paragraph), searched whole: each clause would cost a query embedding.
+MAX_CLAUSES = 3
 # Where a clause ends: Chinese and full-width commas, semicolons and sentence ends, and the
 # ASCII ones when a space or the end follows ("3,000", "v1.2" and "e.g.x" stay whole).
 _CLAUSE_END = re.compile(r"[，；？！。]|[,;?!](?=\s|$)|\.(?=\s+\S)")
@@ -25,8 +28,8 @@ _CLAUSE_END = re.compile(r"[，；？！。]|[,;?!](?=\s|$)|\.(?=\s+\S)")
 
 def query_clauses(query: str, min_terms: int = MIN_CLAUSE_TERMS) -> list[str]:
     """The query's clauses, each with at least `min_terms` search terms, when there are two
-    or more of them; otherwise [] (the query asks one thing). A clause too short to stand
-    alone is joined to the one before it (or, first, to the next)."""
+    to MAX_CLAUSES of them; otherwise [] (the query asks one thing, or describes more). A
+    clause too short to stand alone is joined to the one before it (or, first, to the next)."""
     pieces = [p.strip() for p in _CLAUSE_END.split(query)]
     pieces = [p for p in pieces if p]
     clauses: list[str] = []
@@ -40,4 +43,4 @@ def query_clauses(query: str, min_terms: int = MIN_CLAUSE_TERMS) -> list[str]:
             clauses[-1] = f"{clauses[-1]} {piece}"
         else:
             pending = text
-    return clauses if len(clauses) >= 2 else []
+    return clauses if 2 <= len(clauses) <= MAX_CLAUSES else []
