@@ -225,3 +225,29 @@ def test_engine_reindexes_a_conversation_on_the_same_database(tmp_path: Path) ->
         assert len(stored) == len(conv.turns), f"run {run}"
         assert sorted(engine.dia_ids("tiny").values()) == sorted(t.dia_id for t in conv.turns)
         engine.cb.close()
+
+
+def test_engine_embeds_topics_and_clauses_up_front(tmp_path: Path) -> None:
+    """Query latency measures the search: the actor-free topic (named by a role name too) and
+    the clauses a search will embed are in the query cache before the first question."""
+    from dataclasses import replace
+
+    from ctxbase.evaluation.store_retriever import SharedEngine
+
+    base = tiny_conversation()
+    question = Question("测试报的违约金是多少，押金退了几个月？", "", 1, ("D1:1",))
+    conv = replace(
+        base,
+        speakers=("tester", "Bay"),
+        turns=tuple(replace(t, speaker="tester") if t.speaker == "Ash" else t for t in base.turns),
+        questions=(question,),
+    )
+    engine = SharedEngine(db=str(tmp_path / "bench.db"), embedder="hash")
+    try:
+        engine.ensure_indexed(conv)
+        cached = set(engine.cb.searcher._query_vectors)
+    finally:
+        engine.close()
+    assert question.question in cached
+    assert "报的违约金是多少，押金退了几个月？" in cached
+    assert {"报的违约金是多少", "押金退了几个月"} <= cached

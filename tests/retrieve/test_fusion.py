@@ -11,6 +11,7 @@ from ctxbase.retrieve.fusion import (
     dynamic_top_k,
     normalise_scores,
     rrf_fuse,
+    standout,
     time_decay,
     weighted_fuse,
 )
@@ -73,3 +74,17 @@ def test_dedupe_drops_near_identical_text_in_english_and_chinese() -> None:
     assert dropped == {"b": "a", "e": "d"}
     limited, _ = dedupe_near_identical(ranked, texts.__getitem__, 0.8, limit=1)
     assert [k for k, _ in limited][:1] == ["a"] and len(limited) == 5
+
+
+def test_standout_is_a_first_score_far_ahead_of_the_rest() -> None:
+    # lead over the second 0.05, over the median 0.10: half of it
+    scores = {"a": 0.95, "b": 0.90, "c": 0.86, "d": 0.85, "e": 0.84}
+    assert standout(scores, 0.3) == "a"
+    assert standout(scores, 0.6) is None
+    # close to the second: no standout, however far above the median both are
+    assert standout({"a": 0.95, "b": 0.949, "c": 0.5, "d": 0.4}, 0.3) is None
+    # scale-free: the same shape at another scale stands out the same way
+    assert standout({k: v * 10 - 3 for k, v in scores.items()}, 0.3) == "a"
+    # too few scores, or all equal
+    assert standout({"a": 1.0, "b": 0.1}, 0.3) is None
+    assert standout(dict.fromkeys("abc", 0.5), 0.3) is None

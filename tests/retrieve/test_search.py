@@ -255,3 +255,21 @@ def test_a_turn_that_only_asks_ranks_below_the_turn_that_answers(cb: ContextBase
     demoted = _owners(cb, query, preset="hybrid")
     assert demoted[0] == answer and asked in demoted
     assert _owners(cb, query, preset="keyword")[:2] == [asked, answer]  # baselines stay plain
+
+
+def test_a_semantic_first_hit_that_stands_out_comes_first(cb: ContextBase) -> None:
+    said = cb.record(
+        "user_message",
+        session_id="s",
+        text="they were reconciling the invoices with those statements when we left for the day",
+    )
+    short = cb.record("user_message", session_id="s", text="Invoices reconciled; statements.")
+    for n in range(8):
+        cb.record("user_message", session_id="s", text=f"lunch menu number {n} had soup and bread")
+    cb.wait_for_embeddings()
+    query = "were they reconciling the invoices with those statements when we left"
+    # Rank fusion: the short keyword match first, however far ahead the other is by meaning.
+    plain = cb.search(query, config=get_preset("hybrid", top_k=2)).results
+    assert [c.item.owner_id for c in plain] == [short.id, said.id]
+    boosted = cb.search(query, config=get_preset("hybrid", top_k=2, standout_boost=2.0)).results
+    assert [c.item.owner_id for c in boosted] == [said.id, short.id]

@@ -21,6 +21,8 @@ from ..capture.events import build_event
 from ..contextbase import ContextBase
 from ..model import Event
 from ..retrieve.config import SearchConfig
+from ..retrieve.query_parts import query_clauses
+from ..retrieve.role_names import role_names
 from ..retrieve.search import actor_free_query
 from .locomo import Conversation
 
@@ -117,12 +119,15 @@ class SharedEngine:
     def _warm(self, conv: Conversation) -> None:
         """Embed the questions in batches up front, so query latency measures the search.
         With actor_free_query a question that names a speaker is also searched without the
-        name: that variant is embedded here too (the speakers are the events' agent ids)."""
+        name: that variant is embedded here too (the speakers are the events' agent ids, named
+        by any of their role names), as are the clauses of a question asking several things."""
         if self.cb.embedder is None:
             return
         questions = [q.question for q in conv.questions]
-        topics = [actor_free_query(q, conv.speakers) for q in questions]
-        self.cb.searcher.warm_queries(questions + [t for t in topics if t.strip()])
+        names = [n for speaker in conv.speakers for n in role_names(speaker)]
+        topics = [actor_free_query(q, names) for q in questions]
+        clauses = [c for t in topics for c in query_clauses(t)]  # clause_weight's queries
+        self.cb.searcher.warm_queries(questions + [t for t in topics if t.strip()] + clauses)
 
     def project_of(self, conv_id: str) -> str:
         """The project a conversation is stored in."""

@@ -62,15 +62,35 @@ class SearchConfig(BaseModel):
     # Events that only ask a question score this much of their fused score: the answer, not
     # the question, is the memory wanted (retrieve/questions.py).
     question_weight: float = Field(default=0.5, ge=0, le=1)
+    # A query that asks for a number ("多少", "几天", "how many") favours the items that
+    # state one by this factor (retrieve/answer_types.py); 1.0: off.
+    number_boost: float = Field(default=1.0, ge=1.0, le=5.0)
+    # The semantic first hit scores this much more when it stands out: its similarity lead
+    # over the second is at least `standout_gap` of its lead over the median candidate
+    # (fusion.standout). Rank fusion sees only ranks, not how far ahead a hit is. 1.0: off.
+    standout_boost: float = Field(default=1.0, ge=1.0, le=10.0)
+    standout_gap: float = Field(default=0.3, gt=0, le=1)
     # A query that names several actors favours the one it names first, its subject ("What
     # did Nate give Joanna?"); off: only a query naming exactly one actor favours anyone.
     subject_actor: bool = False
+    # A query may name an actor by what its role is called in the other language ("测试"
+    # for the ``tester`` role; retrieve/role_names.py) for the actor boost and topic query.
+    role_names: bool = False
+    # With subject_actor, where three or more actors take part, a query naming several
+    # favours all of them (it asks how their work relates), not only the first.
+    team_actors: bool = False
     # A query that names a dated period ("in May 2023", "on 9 November, 2022") favours the
     # events recorded in it or in the week after (when they are told of); 1.0: off.
     date_boost: float = Field(default=1.0, ge=1.0, le=5.0)
     # A query that names actors is also matched without the names: keyword search uses only
     # the rest of the query, semantic search adds it as a second query (semantic_weight).
     actor_free_query: bool = False
+    # A query asking several things ("X是多少，Y呢？") also searches each clause on its own
+    # (retrieve/query_parts.py); each clause's rankings weigh this much of the whole query's.
+    # 0: off.
+    clause_weight: float = Field(default=0.0, ge=0, le=5.0)
+    # the clauses are searched semantically too (one query embedding each), not only by keyword
+    clause_semantic: bool = True
     time_decay_half_life_days: float | None = Field(default=None, gt=0)
     importance_weight: float = Field(default=0.0, ge=0, le=1)
     dedupe_threshold: float | None = Field(default=0.9, gt=0, le=1)
@@ -102,7 +122,11 @@ PRESETS: dict[str, SearchConfig] = {
     # naming several actors is about the one named first; one naming a dated period is about
     # the events recorded then. The boosts (actor 1.6 over the default 1.3, date 4 out of 1.5,
     # 2.5 and 4) and subject_actor were chosen on LoCoMo leave-one-conversation-out folds:
-    # every fold chose them on the other four conversations.
+    # every fold chose them on the other four conversations. Roles named in the other
+    # language, all the roles a team question names, turns stating the number a question
+    # asks for (1.2 over 1.5), each clause of a two-part question searched too (0.25 over
+    # 0.5 and 1) and a semantic first hit that stands out doubled (2 over 1.5 and 3; gap 0.3
+    # over 0.2) were measured on the Chinese multi-session set, English and LoCoMo.
     "hybrid_graph": SearchConfig(
         graph_hops=1,
         session_window=2,
@@ -110,6 +134,11 @@ PRESETS: dict[str, SearchConfig] = {
         actor_boost=1.6,
         subject_actor=True,
         date_boost=4.0,
+        role_names=True,
+        team_actors=True,
+        number_boost=1.2,
+        clause_weight=0.25,
+        standout_boost=2.0,
     ),
 }
 

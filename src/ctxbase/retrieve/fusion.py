@@ -11,6 +11,7 @@ __all__ = [
     "dynamic_top_k",
     "normalise_scores",
     "rrf_fuse",
+    "standout",
     "time_decay",
     "weighted_fuse",
 ]
@@ -28,6 +29,20 @@ def rrf_fuse(
         for rank, item in enumerate(ranked, start=1):
             fused[item] = fused.get(item, 0.0) + w / (k + rank)
     return fused
+
+
+def standout(scores: Mapping[str, float], min_gap: float) -> str | None:
+    """The best-scored id when it stands out from the rest: its lead over the second is at
+    least `min_gap` of its lead over the median score. Scale-free (a ratio of differences),
+    so it needs no calibration per model. None with fewer than three scores."""
+    if len(scores) < 3:
+        return None
+    ordered = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    first, second = ordered[0][1], ordered[1][1]
+    median = ordered[len(ordered) // 2][1]
+    if first <= median:
+        return None
+    return ordered[0][0] if (first - second) / (first - median) >= min_gap else None
 
 
 def normalise_scores(scores: Mapping[str, float]) -> dict[str, float]:

@@ -10,7 +10,7 @@ names found among the candidates.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["first_mention", "query_subject"]
 
@@ -28,18 +28,27 @@ def first_mention(query: str, name: str) -> int | None:
     return None if at < 0 else at
 
 
-def query_subject(query: str, actors: Iterable[str]) -> str | None:
+def query_subject(
+    query: str,
+    actors: Iterable[str],
+    names_of: Callable[[str], Iterable[str]] | None = None,
+) -> str | None:
     """The actor among `actors` that `query` names first; None when it names none.
 
-    A longer name that contains a shorter one ("Ann" in "Anna") is the one named at that
-    place: the shorter one counts only where it appears on its own.
+    `names_of` gives every name an actor may be called by (its id when not given). A longer
+    name that contains a shorter one ("Ann" in "Anna") is the one named at that place: the
+    shorter one counts only where it appears on its own.
     """
     best: tuple[int, int, str] | None = None  # (position, -length, name)
     for actor in set(actors):
-        at = first_mention(query, actor)
-        if at is None:
+        found = [
+            (at, -len(name))
+            for name in (names_of(actor) if names_of else (actor,))
+            if (at := first_mention(query, name)) is not None
+        ]
+        if not found:
             continue
-        key = (at, -len(actor), actor)
+        key = (*min(found), actor)
         if best is None or key < best:
             best = key
     return None if best is None else best[2]

@@ -13,23 +13,33 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
 from ..errors import EmbedderUnavailableError
 from ..store.base import ItemFilter, SearchItem, Store
 from . import graph
+from .answer_types import asks_for_number, states_number
 from .config import SearchConfig
 from .embed.base import Embedder, FloatVector, embed_queries
 from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
-from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, time_decay, weighted_fuse
+from .fusion import (
+    dedupe_near_identical,
+    dynamic_top_k,
+    rrf_fuse,
+    standout,
+    time_decay,
+    weighted_fuse,
+)
 from .graph import RelationFilter
 from .keyword_index import KeywordIndex
 from .query_actors import query_subject
 from .query_dates import in_period, query_period
+from .query_parts import query_clauses
 from .questions import asks_only
+from .role_names import role_names
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
@@ -39,6 +49,8 @@ __all__ = [
     "SearchResponse",
     "Searcher",
     "actor_free_query",
+    "actor_names",
+    "favoured_actors",
     "named_actor",
     "named_actors",
 ]
@@ -272,11 +284,15 @@ class Searcher:
             timings["vector"] = _ms(t)
         pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
 
+        topic = query
         if config.actor_free_query:
             # The names a query mentions say whose events it is about (actor_boost favours
             # them); the rest says what those events must be about, and is matched on its own.
             t = time.perf_counter()
-            topic = actor_free_query(query, named_actors(query, items.values()))
+            named = named_actors(query, items.values(), config.role_names)
+            topic = actor_free_query(
+                query, [n for a in named for n in actor_names(a, config.role_names)]
+            )
             if topic != query and query_terms(topic):
                 # keyword: only the topic's terms (a hit on a name alone only says who is
                 # involved, not that the event is about what was asked)
@@ -294,6 +310,30 @@ class Searcher:
                     raw_scores["semantic_topic"] = dict(hits_v)
                 pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
             timings["topic"] = _ms(t)
+
+        if config.clause_weight > 0 and (clauses := query_clauses(topic)):
+            # A query asking two things: each clause's best match ranks as its own list.
+            t = time.perf_counter()
+            if semantic and config.clause_semantic:
+                for clause in clauses:  # side by side, one per core, while keywords run
+                    self.prefetch_query(clause)
+            for n, clause in enumerate(clauses):
+                parts: list[tuple[str, float, list[tuple[str, float]]]] = []
+                if config.keyword:
+                    hits = self._keyword_hits(project_id, clause, flt, config, allowed)
+                    parts.append((f"clause{n}", config.keyword_weight, hits))
+                if semantic and config.clause_semantic:
+                    try:
+                        hits = self._semantic_hits(project_id, clause, allowed, config)
+                    except EmbedderUnavailableError as exc:
+                        hits, embedder_error = [], str(exc)
+                    parts.append((f"clause{n}_semantic", config.semantic_weight, hits))
+                for name, weight, found in parts:
+                    rankings[name] = [i for i, _ in found]
+                    raw_scores[name] = dict(found)
+                    weights[name] = config.clause_weight * weight
+            pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
+            timings["clauses"] = _ms(t)
 
         kw_rank = {k: n for n, k in enumerate(rankings.get("keyword", []), start=1)}
         sem_rank = {k: n for n, k in enumerate(rankings.get("semantic_topic", []), start=1)}
@@ -314,6 +354,13 @@ class Searcher:
                 similarity=similarity.get(k),
             )
 
+        if config.standout_boost != 1.0:
+            # A semantic first hit far ahead of the rest is usually right, which rank fusion
+            # cannot see; before expansion, so its neighbours gain with it.
+            sims = {k: c.similarity for k, c in cands.items() if c.similarity is not None}
+            if (best := standout(sims, config.standout_gap)) is not None:
+                cands[best].score *= config.standout_boost
+
         if config.graph_hops > 0 or config.session_window > 0:
             t = time.perf_counter()
             self._expand(project_id, config, cands, allowed, relation_filter)
@@ -324,16 +371,16 @@ class Searcher:
                 if c.item.kind == "event" and asks_only(c.item.text):
                     c.score *= config.question_weight
 
+        if config.number_boost != 1.0 and asks_for_number(query):
+            for c in cands.values():
+                if states_number(c.item.text):
+                    c.score *= config.number_boost
+
         if config.actor_boost != 1.0:
-            actor = (
-                query_subject(query, named_actors(query, (c.item for c in cands.values())))
-                if config.subject_actor
-                else named_actor(query, cands.values())
-            )
-            if actor is not None:
-                for c in cands.values():
-                    if actor in (c.item.agent_id, c.item.agent_role):
-                        c.score *= config.actor_boost
+            favoured = favoured_actors(query, [c.item for c in cands.values()], config)
+            for c in cands.values():
+                if favoured & {c.item.agent_id, c.item.agent_role}:
+                    c.score *= config.actor_boost
 
         if config.date_boost != 1.0 and (period := query_period(query)) is not None:
             for c in cands.values():
@@ -612,20 +659,56 @@ def _mentions(query: str, name: str) -> bool:
     return name in query
 
 
-def named_actors(query: str, candidates: Iterable[SearchItem]) -> list[str]:
+def _actors(items: Iterable[SearchItem]) -> set[str]:
+    # ids shorter than 3 ("a", "u1") would match inside too many queries
+    return {a for it in items for a in (it.agent_id, it.agent_role) if a and len(a) >= 3}
+
+
+def actor_names(actor: str, other_names: bool = False) -> tuple[str, ...]:
+    """What a query may call `actor`: its id, and with `other_names` what its role is called
+    in the other language ("测试" for ``tester``; retrieve/role_names.py)."""
+    return role_names(actor) if other_names else (actor,)
+
+
+def named_actors(
+    query: str, candidates: Iterable[SearchItem], other_names: bool = False
+) -> list[str]:
     """The agent ids and roles of the candidates that the query names, sorted."""
     q = query.casefold()
-    actors = {a for it in candidates for a in (it.agent_id, it.agent_role) if a and len(a) >= 3}
-    return sorted(a for a in actors if _mentions(q, a.casefold()))
+    actors = _actors(candidates)
+    return sorted(
+        a for a in actors if any(_mentions(q, n.casefold()) for n in actor_names(a, other_names))
+    )
 
 
-def named_actor(query: str, candidates: Iterable[Candidate]) -> str | None:
+def named_actor(
+    query: str, candidates: Iterable[Candidate], other_names: bool = False
+) -> str | None:
     """The one agent id or role among the candidates that the query names, if exactly one.
 
     "What did the tester report?" or "What does Melanie like?" are about one actor's events.
     """
-    named = named_actors(query, (c.item for c in candidates))
+    named = named_actors(query, (c.item for c in candidates), other_names)
     return named[0] if len(named) == 1 else None
+
+
+def favoured_actors(query: str, items: Sequence[SearchItem], config: SearchConfig) -> set[str]:
+    """The actors whose items the actor boost favours for `query`.
+
+    Without `subject_actor`: the one actor the query names, if exactly one. With it, a query
+    naming several favours the one it names first ("What did Nate give Joanna?"): in a
+    conversation of two, naming both says nothing more. With `team_actors`, where three or
+    more actors take part, a query naming several asks how their work relates ("测试报的问题，
+    开发怎么修的？"): all of them are favoured.
+    """
+    other = config.role_names
+    named = named_actors(query, items, other)
+    if not config.subject_actor:
+        return set(named) if len(named) == 1 else set()
+    if len(named) >= 2 and config.team_actors and len(_actors(items)) >= 3:
+        return set(named)
+    subject = query_subject(query, named, lambda a: actor_names(a, other))
+    return set() if subject is None else {subject}
 
 
 def actor_free_query(query: str, names: Iterable[str]) -> str:

@@ -288,8 +288,15 @@ class SearchOptionsIn(_In):
     actor_boost: float | None = None
     question_weight: float | None = None
     subject_actor: bool | None = None
+    role_names: bool | None = None
+    team_actors: bool | None = None
+    number_boost: float | None = None
+    standout_boost: float | None = None
+    standout_gap: float | None = None
     date_boost: float | None = None
     actor_free_query: bool | None = None
+    clause_weight: float | None = None
+    clause_semantic: bool | None = None
     time_decay_half_life_days: float | None = None
     importance_weight: float | None = None
     dedupe_threshold: float | None = None
