@@ -294,6 +294,8 @@ class Searcher:
                 query, [n for a in named for n in actor_names(a, config.role_names)]
             )
             if topic != query and query_terms(topic):
+                if semantic:
+                    self.prefetch_query(topic)  # embedded while the keyword search runs
                 # keyword: only the topic's terms (a hit on a name alone only says who is
                 # involved, not that the event is about what was asked)
                 if config.keyword:
