@@ -86,6 +86,15 @@ def _top(index: VectorIndex, cb: ContextBase, text: str, k: int = 1) -> list[str
     return [i for i, _ in index.search("p", cb.embedder.name, cb.embedder.embed_query(text), k)]
 
 
+def _hnsw(cb: ContextBase) -> tuple[VectorIndex, object]:
+    """An index past its HNSW threshold after one search, and its HNSW index."""
+    index = VectorIndex(cb.store, ann_threshold=100)
+    _top(index, cb, "orders cache")
+    ann = next(iter(index._cache.values())).ann
+    assert ann is not None
+    return index, ann
+
+
 def test_writes_are_appended_without_reloading_the_project(tmp_path: Path) -> None:
     cb = _base(tmp_path, 40)
     try:
@@ -134,10 +143,7 @@ def test_hidden_forgotten_and_replaced_vectors_reload(tmp_path: Path) -> None:
 def test_hnsw_takes_appended_vectors_without_a_rebuild(tmp_path: Path) -> None:
     cb = _base(tmp_path, 120)
     try:
-        index = VectorIndex(cb.store, ann_threshold=100)
-        _top(index, cb, "orders cache")
-        ann = next(iter(index._cache.values())).ann
-        assert ann is not None
+        index, ann = _hnsw(cb)
         new = cb.record("user_message", session_id="s", text="migrating geese over the fjord")
         cb.wait_for_embeddings()
         assert _top(index, cb, "migrating geese over the fjord") == [new.id]
@@ -173,10 +179,7 @@ def test_with_hnsw_the_vectors_are_held_once_and_filtered_search_stays_exact(
 def test_a_full_hnsw_index_is_rebuilt_from_its_own_vectors(tmp_path: Path) -> None:
     cb = _base(tmp_path, 120)
     try:
-        index = VectorIndex(cb.store, ann_threshold=100)
-        _top(index, cb, "orders cache")
-        first = next(iter(index._cache.values())).ann
-        assert first is not None
+        index, first = _hnsw(cb)
         room = int(first.get_max_elements()) - 120  # type: ignore[attr-defined]
         news = [
             cb.record("user_message", session_id="t", text=f"a fjord goose number {i} migrates")
