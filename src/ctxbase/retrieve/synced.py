@@ -5,9 +5,9 @@ since are appended when that is right, else the snapshot is read again."""
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 from collections.abc import Callable, Container, Iterable
+from functools import cache
 from typing import Protocol, TypeVar
 
 __all__ = ["LARGE_RELOAD", "Snapshot", "appendable", "current", "return_freed_memory"]
@@ -57,17 +57,22 @@ def return_freed_memory() -> bool:
     cannot (not glibc). A reload reads every row as a small object before packing them into
     arrays, and glibc kept that memory resident afterwards: at 1M vectors the process held
     gigabytes it no longer used (at 100k: 427 MB after a load, 270 MB after this)."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        trim = getattr(ctypes.CDLL(name), "malloc_trim", None)
-    except OSError:
-        return False
+    trim = _malloc_trim()
     if trim is None:
         return False
     trim(0)
     return True
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's malloc_trim among the process's own symbols, looked up once (a reload calls
+    it under the index lock; finding the library by name runs ldconfig)."""
+    try:
+        trim: Callable[[int], int] | None = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    except (OSError, TypeError):  # no process-wide symbol table (Windows)
+        return None
+    return trim
 
 
 def appendable(
