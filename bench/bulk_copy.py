@@ -24,12 +24,12 @@ import psycopg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from assemble_scale import _pg_url
 from ctxbase.model import Event, new_event_id
 from ctxbase.retrieve.indexing import event_items
 from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.sqlite import SQLiteStore
 from ctxbase.store.transfer import copy_project
+from pg_server import pg_url
 from scale_data import make_corpus
 
 __all__ = ["main"]
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="ctxbase-bulk-"))
     src_path = tmp / "src.db"
     _source(src_path, project, args.events, args.dim)
-    url, cleanup = _pg_url(args.pg_url)
+    url, cleanup = pg_url(args.pg_url)
     out: dict[str, Any] = {"events": args.events, "dim": args.dim}
     try:
         with psycopg.connect(url, autocommit=True) as conn:

