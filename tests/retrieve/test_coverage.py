@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ctxbase import ContextBase
+from ctxbase import ContextBase, ValidationError
 from ctxbase.retrieve.config import PRESETS, get_preset
 from ctxbase.retrieve.coverage import complement_order, term_weights
 
@@ -107,3 +107,12 @@ def test_a_turn_answering_the_other_part_of_the_question_comes_second(
     assert covered[0] == "back"
     # the second place goes to a turn about the cancellation window instead
     assert covered[1] in {"changed", "docs", "text"}
+
+
+def test_a_bad_coverage_setting_is_bad_input_by_name() -> None:
+    with pytest.raises(ValidationError) as err:
+        get_preset("hybrid_graph", coverage_window=1)
+    assert err.value.field == "coverage_window"
+    with pytest.raises(ValidationError) as err:
+        get_preset("hybrid_graph", coverage_boost=-0.5)
+    assert err.value.field == "coverage_boost"
