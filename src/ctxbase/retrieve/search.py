@@ -22,6 +22,7 @@ from ..store.base import ItemFilter, SearchItem, Store
 from . import graph
 from .answer_types import asks_for_number, states_number
 from .config import SearchConfig
+from .coverage import complemented
 from .embed.base import Embedder, FloatVector, embed_queries
 from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
@@ -401,6 +402,8 @@ class Searcher:
                 )
 
         ranked = sorted(cands.values(), key=lambda c: (-c.score, c.item.ts, c.item_id))
+        # each next top place to a hit that also answers what those above it leave out
+        ranked = complemented(ranked, query, config.coverage_boost, config.coverage_window)
         pairs = [(c.item_id, c.score) for c in ranked]
         if config.dedupe_threshold is not None:
             wanted = config.dynamic_top_k[1] if config.dynamic_top_k else config.top_k
