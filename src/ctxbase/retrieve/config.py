@@ -91,6 +91,13 @@ class SearchConfig(BaseModel):
     clause_weight: float = Field(default=0.0, ge=0, le=5.0)
     # the clauses are searched semantically too (one query embedding each), not only by keyword
     clause_semantic: bool = True
+    # Pseudo-relevance feedback (retrieve/feedback.py): terms shared by several of the
+    # `feedback_seeds` best hits and rare in the project are searched again with the query's
+    # own terms (in-memory keyword index only); that ranking weighs this much of the
+    # query's keyword ranking. 0: off.
+    feedback_weight: float = Field(default=0.0, ge=0, le=5.0)
+    feedback_seeds: int = Field(default=5, ge=2, le=50)
+    feedback_terms: int = Field(default=5, ge=1, le=50)
     time_decay_half_life_days: float | None = Field(default=None, gt=0)
     importance_weight: float = Field(default=0.0, ge=0, le=1)
     dedupe_threshold: float | None = Field(default=0.9, gt=0, le=1)
