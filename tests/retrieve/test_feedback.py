@@ -63,6 +63,6 @@ def test_search_reaches_a_turn_sharing_words_only_with_the_first_hits(cb: Contex
     assert trophy not in plain
     response = cb.search(query, config=get_preset("hybrid", feedback_weight=1.0))
     found = [c.item.owner_id for c in response.results]
-    assert {first, second} <= set(found[:3])
+    assert found[:2] == plain[:2]  # the hits it started from keep their order
     assert trophy in found  # by "Riverside" and "club", which both first hits hold
     assert "feedback" in response.timings_ms

@@ -68,12 +68,18 @@ def feedback_hits(
     flt: ItemFilter | None = None,
     allowed: Admission | None = None,
 ) -> list[tuple[str, float]]:
-    """The keyword ranking of `query`'s terms plus the feedback terms of `seeds` (the first
-    hits), best first; [] when the seeds share no term worth adding."""
+    """The seeds (the first hits) in their order, then the other items by a keyword search
+    for `query`'s terms plus the seeds' feedback terms; [] when the seeds share no term worth
+    adding. The seeds lead as they came: the pass finds the turns the query's words missed
+    without re-ordering the hits it started from (a seed holding more of the shared terms
+    than a better one would otherwise overtake it)."""
     own = [it.terms.split() for it in seeds]
     n, df = keywords.frequencies(project_id, {t for terms in own for t in terms})
     terms = query_terms(query)
     extra = feedback_terms(terms, own, df, n, max_terms=config.feedback_terms)
     if not extra:
         return []
-    return keywords.search(project_id, terms + extra, config.candidates, flt, allowed)
+    found = keywords.search(project_id, terms + extra, config.candidates, flt, allowed)
+    best = found[0][1] if found else 0.0  # each seed credited as the best (weighted fusion)
+    lead = {it.item_id: best for it in seeds}
+    return [*lead.items(), *((i, s) for i, s in found if i not in lead)][: config.candidates]

@@ -297,6 +297,9 @@ class SearchOptionsIn(_In):
     actor_free_query: bool | None = None
     clause_weight: float | None = None
     clause_semantic: bool | None = None
+    feedback_weight: float | None = None
+    feedback_seeds: int | None = None
+    feedback_terms: int | None = None
     time_decay_half_life_days: float | None = None
     importance_weight: float | None = None
     dedupe_threshold: float | None = None
