@@ -57,6 +57,9 @@ def test_search_reaches_a_turn_sharing_words_only_with_the_first_hits(cb: Contex
     for _ in range(120):  # the project's other items keep Riverside and club rare
         lunch()
     cb.wait_for_embeddings()
+    # df counts an item's own terms and those of the turn before it (indexed with it)
+    n, df = cb.searcher.keywords.frequencies(cb.project, ["riversid", "club", "nope"])
+    assert n >= 129 and df == {"riversid": 6, "club": 6}
     query = "Where does Nate play chess?"
     plain = [c.item.owner_id for c in cb.search(query, config=get_preset("hybrid")).results]
     assert set(plain[:2]) == {first, second}

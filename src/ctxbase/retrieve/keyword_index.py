@@ -238,7 +238,8 @@ class KeywordIndex:
         }
 
     def frequencies(self, project_id: str, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
-        """The project's item count and how many of its items hold each of `terms`."""
+        """The project's item count and how many of its items hold each of `terms` (in their
+        own terms or their context's, as BM25 counts them); terms no item holds are left out."""
         loaded = self._load(project_id)
         vocab, out = loaded.docs.vocab, {}
         for term in terms:
