@@ -237,6 +237,16 @@ class KeywordIndex:
             "array_bytes": loaded.postings.nbytes + int(loaded.docs.lengths.nbytes),
         }
 
+    def frequencies(self, project_id: str, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
+        """The project's item count and how many of its items hold each of `terms` (in their
+        own terms or their context's, as BM25 counts them); terms no item holds are left out."""
+        loaded = self._load(project_id)
+        vocab, out = loaded.docs.vocab, {}
+        for term in terms:
+            if (tid := vocab.get(term)) is not None:
+                out[term] = int(loaded.postings.of(tid)[0].size)
+        return loaded.n, out
+
     def _load(self, project_id: str) -> _Loaded:
         gen = self.store.index_generation(project_id)
         return current(

@@ -26,6 +26,7 @@ from .coverage import complemented
 from .embed.base import Embedder, FloatVector, embed_queries
 from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
+from .feedback import feedback_hits
 from .fusion import (
     dedupe_near_identical,
     dynamic_top_k,
@@ -337,6 +338,16 @@ class Searcher:
                     weights[name] = config.clause_weight * weight
             pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
             timings["clauses"] = _ms(t)
+
+        if config.feedback_weight > 0 and config.keyword and config.keyword_index:
+            t = time.perf_counter()  # a second keyword pass seeded by the first hits' terms
+            seeds = [items[k] for k in list(pool)[: config.feedback_seeds] if k in items]
+            found = feedback_hits(self.keywords, project_id, topic, seeds, config, flt, allowed)
+            if found:
+                rankings["feedback"], raw_scores["feedback"] = [i for i, _ in found], dict(found)
+                weights["feedback"] = config.feedback_weight * config.keyword_weight
+                pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
+            timings["feedback"] = _ms(t)
 
         kw_rank = {k: n for n, k in enumerate(rankings.get("keyword", []), start=1)}
         sem_rank = {k: n for n, k in enumerate(rankings.get("semantic_topic", []), start=1)}

@@ -299,6 +299,9 @@ class SearchOptionsIn(_In):
     clause_semantic: bool | None = None
     coverage_boost: float | None = None
     coverage_window: int | None = None
+    feedback_weight: float | None = None
+    feedback_seeds: int | None = None
+    feedback_terms: int | None = None
     time_decay_half_life_days: float | None = None
     importance_weight: float | None = None
     dedupe_threshold: float | None = None
