@@ -21,13 +21,12 @@ from .base import (
     ItemFilter,
     KeywordDelta,
     KeywordHit,
-    KeywordRow,
     SearchItem,
     VectorDelta,
     VectorRow,
 )
 from .dialect import filter_sql
-from .rows import item_row
+from .rows import KEYWORD_ROW_COLS, item_row, keyword_rows
 from .sqlite_base import ITEM_COLS, SQLITE, SQLiteBase, chunks, placeholders
 
 __all__ = ["SQLiteSearch", "reserve_vector_rowids"]
@@ -143,9 +142,8 @@ class SQLiteSearch(SQLiteBase):
             conn.execute("BEGIN")
             try:
                 rows = conn.execute(
-                    "SELECT item_id, terms, CASE WHEN context_hidden = 0 THEN context_terms "
-                    "ELSE '' END FROM items NOT INDEXED WHERE rowid > ? AND project_id = ? "
-                    "AND active = 1 ORDER BY rowid",
+                    f"SELECT {KEYWORD_ROW_COLS} FROM items NOT INDEXED WHERE rowid > ? "
+                    "AND project_id = ? AND active = 1 ORDER BY rowid",
                     (after, project_id),
                 ).fetchall()
                 removals = conn.execute(
@@ -155,7 +153,7 @@ class SQLiteSearch(SQLiteBase):
             finally:
                 conn.execute("COMMIT")
         return KeywordDelta(
-            rows=[KeywordRow(r[0], r[1], r[2] or "") for r in rows],
+            rows=keyword_rows(rows),
             marker=max(int(after), int(last[0] or 0)),
             removals=int(removals[0]) if removals else 0,
         )
