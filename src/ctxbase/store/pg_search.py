@@ -79,9 +79,9 @@ class PgSearch(PgBase):
                 conn, "SELECT max(change_seq) FROM items WHERE project_id=%s", (project_id,)
             ).fetchone()
             marker = max(int(after), int(top[0]) if top and top[0] is not None else 0)
-            rows = self._x(conn, q.KEYWORD_CHANGES_SQL, (project_id, after, marker)).fetchall()
+            rows = keyword_rows(self._x(conn, q.KEYWORD_CHANGES_SQL, (project_id, after, marker)))
         return KeywordDelta(
-            rows=keyword_rows(rows),
+            rows=rows,
             marker=marker,
             removals=removals,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
@@ -303,7 +303,7 @@ def trace_keys(trace: Mapping[str, Any]) -> tuple[str | None, str | None, str | 
     return key("agent_role"), key("session_id"), key("task_id")
 
 
-def keyword_rows(rows: Sequence[Sequence[Any]]) -> list[KeywordRow]:
+def keyword_rows(rows: Iterable[Sequence[Any]]) -> list[KeywordRow]:
     """KeywordRows from rows selected as KEYWORD_ROW_COLS. Repeated attribute strings
     (a session's id on each of its events) are kept once: a million rows read at once
     would otherwise hold a copy of each per row."""

@@ -141,11 +141,13 @@ class SQLiteSearch(SQLiteBase):
         with self._read() as conn:
             conn.execute("BEGIN")
             try:
-                rows = conn.execute(
-                    f"SELECT {KEYWORD_ROW_COLS} FROM items NOT INDEXED WHERE rowid > ? "
-                    "AND project_id = ? AND active = 1 ORDER BY rowid",
-                    (after, project_id),
-                ).fetchall()
+                rows = keyword_rows(  # row by row: no second copy of a large project
+                    conn.execute(
+                        f"SELECT {KEYWORD_ROW_COLS} FROM items NOT INDEXED WHERE rowid > ? "
+                        "AND project_id = ? AND active = 1 ORDER BY rowid",
+                        (after, project_id),
+                    )
+                )
                 removals = conn.execute(
                     "SELECT n FROM vector_removals WHERE project_id=?", (project_id,)
                 ).fetchone()
@@ -153,7 +155,7 @@ class SQLiteSearch(SQLiteBase):
             finally:
                 conn.execute("COMMIT")
         return KeywordDelta(
-            rows=keyword_rows(rows),
+            rows=rows,
             marker=max(int(after), int(last[0] or 0)),
             removals=int(removals[0]) if removals else 0,
         )
