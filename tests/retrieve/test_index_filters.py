@@ -16,7 +16,6 @@ from ctxbase.retrieve.filter_scope import FilterScope
 from ctxbase.retrieve.keyword_index import KeywordIndex
 from ctxbase.retrieve.tokenize import query_terms
 from ctxbase.store.base import ItemFilter, Store
-from ctxbase.store.sqlite import SQLiteStore
 
 WORDS = ["orders", "cache", "latency", "payment", "retry", "deploy", "schema", "缓存", "查询"]
 QUERIES = ["orders cache", "payment retry", "deploy schema latency", "缓存 查询", "orders"]
@@ -197,20 +196,6 @@ def test_a_filter_far_above_the_listing_size_is_not_listed(
     assert index.count_admitted(cb.project, ItemFilter(kinds=("event",), repos=("r",))) is None
 
 
-@pytest.fixture
-def second(cb: ContextBase, request: pytest.FixtureRequest) -> Iterator[ContextBase]:
-    """Another ContextBase on the same database and project: another connection (pool)."""
-    if isinstance(cb.store, SQLiteStore):
-        other: Store = SQLiteStore(cb.store.path)
-    else:
-        from ctxbase.store.postgres import PostgresStore
-
-        other = PostgresStore(request.getfixturevalue("pg_url"), max_size=2)
-    base = ContextBase(other, project=cb.project, embedder="hash", background_embedding=False)
-    yield base
-    base.close()
-
-
 def test_the_attributes_follow_what_changes(cb: ContextBase, second: ContextBase) -> None:
     """An event's kind, type, session, agent and time never change once stored; an entity's
     type and latest flag do (written again through another connection here): its units are
@@ -229,7 +214,11 @@ def test_the_attributes_follow_what_changes(cb: ContextBase, second: ContextBase
     assert found(docs) == {"zoo"} and found(reqs) == set()
     assert index.reloads == 1  # appended
     second.upsert_entity(type="requirement", name="zoo", text="the wombat spec", id="zoo")
+    assert index.screen(cb.project, ["zoo"], reqs) is None  # behind the store: not used
     assert found(reqs) == {"zoo"} and found(docs) == set()
+    # current again: ids it does not hold pass, to be checked in the store
+    assert index.screen(cb.project, ["zoo", "not-held"], reqs) == [True, True]
+    assert index.screen(cb.project, ["zoo", "not-held"], docs) == [False, True]
     assert index.reloads == 2  # stored again: reloaded
     # superseded: the same entity written again as not latest
     zoo = second.store.get_entities(cb.project, ["zoo"])[0]

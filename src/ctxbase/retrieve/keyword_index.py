@@ -246,11 +246,12 @@ class KeywordIndex:
     def screen(self, project_id: str, ids: Sequence[str], flt: ItemFilter) -> list[bool] | None:
         """Per id, whether `flt` may admit it by the attributes held here (False only where
         the store would not admit it either; an id not held here may pass), or None when
-        the project's index is not loaded: it is not read whole for this."""
+        the project's index is not current (never loaded, or behind the store): it is not
+        read for this, and a replaced row's old attributes must not rule it out."""
         with self._lock:
-            if project_id not in self._cache:
-                return None
-        loaded = self._load(project_id)  # current: a replaced row's old attributes are gone
+            loaded = self._cache.get(project_id)
+        if loaded is None or loaded.generation != self.store.index_generation(project_id):
+            return None
         positions = loaded.docs.positions
         at = np.fromiter((positions.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
         held = (at >= 0) & (at < loaded.n)
