@@ -11,6 +11,7 @@ import pytest
 from ctxbase import ContextBase
 from ctxbase.anchor.entities import write_entity
 from ctxbase.model import Entity
+from ctxbase.retrieve import keyword_index
 from ctxbase.retrieve.config import get_preset
 from ctxbase.retrieve.filter_scope import FilterScope
 from ctxbase.retrieve.keyword_index import KeywordIndex
@@ -252,3 +253,45 @@ def test_a_stale_screen_still_defers_to_the_store(cb: ContextBase) -> None:
         stale, generation=cb.store.index_generation(cb.project)
     )
     assert index.search(cb.project, ["okapi"], 5, flt) == []
+
+
+def test_a_listed_filter_scores_only_its_items(
+    cb: ContextBase, second: ContextBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filter listed whole (a session, some entity types) scores its own items' postings,
+    not every posting of the query's terms, with the same hits (appended postings too)."""
+    monkeypatch.setattr(keyword_index, "_TAIL_POSTINGS", 100_000)  # appends stay unmerged
+    _fill(cb, 150)
+    index = KeywordIndex(cb.store)
+    index.search(cb.project, ["orders"], 1)
+    for i in range(12):
+        second.record("user_message", session_id="s-tail", text=_text(i), agent_id=f"a{i % 3}")
+    filters = [
+        ItemFilter(session_ids=("s1",)),
+        ItemFilter(session_ids=("s-tail", "s2"), agent_ids=("a1", "a2")),
+        ItemFilter(kinds=("entity", "chunk")),
+        ItemFilter(types=("document",), latest_only=True),
+    ]
+    fewer = 0
+    for flt in filters:
+        scope = FilterScope(cb.store, cb.project, flt)
+        assert scope.ids is not None
+        for query in QUERIES:
+            terms = query_terms(query)
+            ranked = index.search(cb.project, terms, 10_000)
+            for mode in ("or", "and"):
+                everything = index.scored
+                index.search(cb.project, terms, 10, mode=mode)
+                everything = index.scored - everything
+                before = index.scored
+                got = index.search(cb.project, terms, 10, flt, scope, mode=mode)
+                scored = index.scored - before
+                if mode == "or":
+                    assert got == _store_checked(cb.store, cb.project, ranked, flt, 10)
+                else:
+                    anded = index.search(cb.project, terms, 10_000, mode="and")
+                    assert got == _store_checked(cb.store, cb.project, anded, flt, 10)
+                assert scored <= len(scope.ids) * len(set(terms))
+                fewer += scored < everything
+    assert fewer > 30
+    assert index.reloads == 1 and index._cache[cb.project].postings.tail_docs.size

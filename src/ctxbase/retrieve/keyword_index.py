@@ -184,6 +184,35 @@ class _Postings:
                 freqs = np.concatenate([freqs, self.tail_freqs[hit]])
         return docs, freqs
 
+    def at(self, term: int, among: npt.NDArray[np.int64]) -> tuple[I32, F32]:
+        """`of(term)` restricted to the doc positions `among` (sorted): a binary search per
+        position instead of reading the whole list, for a filter listed whole."""
+        docs, freqs = self.docs[:0], self.freqs[:0]
+        if term + 1 < self.offsets.size:
+            lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
+            sorted_docs = self.docs[lo:hi]  # sorted by doc within a term (see build)
+            at = np.searchsorted(sorted_docs, among)
+            found = at < sorted_docs.size
+            found[found] = sorted_docs[at[found]] == among[found]
+            docs, freqs = sorted_docs[at[found]], self.freqs[lo:hi][at[found]]
+        if self.tail_terms.size:
+            hit = self.tail_terms == term
+            if hit.any():
+                tail = self.tail_docs[hit]
+                keep = np.isin(tail, among)
+                docs = np.concatenate([docs, tail[keep]])
+                freqs = np.concatenate([freqs, self.tail_freqs[hit][keep]])
+        return docs, freqs
+
+    def df(self, term: int) -> int:
+        """How many docs hold `term`."""
+        n = 0
+        if term + 1 < self.offsets.size:
+            n = int(self.offsets[term + 1] - self.offsets[term])
+        if self.tail_terms.size:
+            n += int(np.count_nonzero(self.tail_terms == term))
+        return n
+
     @property
     def size(self) -> int:
         return int(self.docs.size + self.tail_docs.size)
@@ -224,6 +253,7 @@ class KeywordIndex:
         self._cache: dict[str, _Loaded] = {}
         self._lock = threading.Lock()
         self.reloads = 0  # full reads of a project's items (the rest were appends)
+        self.scored = 0  # postings scored by searches
 
     def drop(self, project_id: str) -> int:
         """Forget the project's postings held in memory (after a hard forget); returns how
@@ -315,21 +345,20 @@ class KeywordIndex:
         (higher is better) that `flt` admits, checked against the store; `allowed` is `flt`
         already resolved by the caller (search.FilterScope), checked through it instead."""
         loaded = self._load(project_id)
-        scores, matched = self._scores(loaded, terms, mode)
-        if matched.size == 0 or limit <= 0:
+        if limit <= 0:
+            return []
+        among: npt.NDArray[np.int64] | None = None
+        if allowed is not None and allowed.ids is not None:
+            # a filter listed whole (read from the store by this search): score only its items
+            held = (loaded.docs.positions.get(i) for i in allowed.ids)
+            among = np.unique(
+                np.fromiter((p for p in held if p is not None and p < loaded.n), dtype=np.int64)
+            )
+        scores, matched = self._scores(loaded, terms, mode, among)
+        if matched.size == 0:
             return []
         ids = loaded.docs.ids
-        if allowed is not None and allowed.ids is not None:
-            # a filter listed whole (read from the store by this search): rank only its items
-            positions = loaded.docs.positions
-            listed = np.fromiter(
-                (p for i in allowed.ids if (p := positions.get(i)) is not None and p < loaded.n),
-                dtype=np.int64,
-            )
-            matched = np.intersect1d(matched, listed, assume_unique=True)
-            if matched.size == 0:
-                return []
-        whole = allowed is not None and allowed.ids is not None
+        whole = among is not None
         attrs = loaded.docs.attrs
         if flt is not None and not whole:
             # what the attributes held here rule out is never looked up in the store
@@ -386,11 +415,15 @@ class KeywordIndex:
         top = np.lexsort((matched, -values))[:k]
         return matched[top]
 
-    @staticmethod
     def _scores(
-        loaded: _Loaded, terms: Sequence[str], mode: Literal["or", "and"]
+        self,
+        loaded: _Loaded,
+        terms: Sequence[str],
+        mode: Literal["or", "and"],
+        among: npt.NDArray[np.int64] | None = None,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-        """BM25 of every item (0 where none of the terms occurs) and the matching positions."""
+        """BM25 of every item (0 where none of the terms occurs) and the matching positions;
+        with `among` (sorted positions) only those items are scored and can match."""
         n = loaded.n
         scores = np.zeros(n, dtype=np.float64)
         wanted = list(dict.fromkeys(t for t in terms if t.strip()))
@@ -403,8 +436,13 @@ class KeywordIndex:
             tid = vocab.get(term)
             if tid is None:
                 continue
-            docs, freqs = loaded.postings.of(tid)
-            df = int(docs.size)
+            if among is None:
+                docs, freqs = loaded.postings.of(tid)
+                df = int(docs.size)
+            else:  # idf still counts every doc of the term
+                df = loaded.postings.df(tid)
+                docs, freqs = loaded.postings.at(tid, among)
+            self.scored += int(docs.size)
             if not df:
                 continue
             present += 1
@@ -419,4 +457,6 @@ class KeywordIndex:
                 return scores, np.zeros(0, dtype=np.int64)
             return scores, np.flatnonzero(hits == len(wanted)).astype(np.int64)
         # every match scores above 0 (idf >= 1e-6, f > 0)
+        if among is not None:
+            return scores, among[scores[among] > 0]
         return scores, np.flatnonzero(scores).astype(np.int64)
