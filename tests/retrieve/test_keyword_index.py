@@ -4,7 +4,6 @@ in step with writes from any connection, and never returning what the store woul
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import pytest
 
@@ -14,7 +13,6 @@ from ctxbase.retrieve.keyword_index import KeywordIndex
 from ctxbase.retrieve.search import FilterScope
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
 from ctxbase.store.base import ItemFilter, Store
-from ctxbase.store.sqlite import SQLiteStore
 
 WORDS = [
     "orders",
@@ -102,20 +100,6 @@ def _same(got: list[tuple[str, float]], want: list[tuple[str, float]]) -> None:
     assert len(got) == len(want)
     assert g[:-1] == w[:-1]
     assert g[-1][0] == w[-1][0] if g else not w
-
-
-@pytest.fixture
-def second(cb: ContextBase, request: pytest.FixtureRequest) -> Iterator[ContextBase]:
-    """Another ContextBase on the same database and project: another connection (pool)."""
-    if isinstance(cb.store, SQLiteStore):
-        other: Store = SQLiteStore(cb.store.path)
-    else:
-        from ctxbase.store.postgres import PostgresStore
-
-        other = PostgresStore(request.getfixturevalue("pg_url"), max_size=2)
-    base = ContextBase(other, project=cb.project, embedder="hash", background_embedding=False)
-    yield base
-    base.close()
 
 
 def test_ranking_equals_the_store_query(cb: ContextBase) -> None:

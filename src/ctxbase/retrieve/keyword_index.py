@@ -10,7 +10,9 @@ OWN_TERMS_WEIGHT), k1 = 1.2, b = 0.75, statistics over the project's active item
 Like the vector index: when the store's index generation moves, the items stored since the
 last read are appended (`Store.keyword_changes`); a removal, hide, restore or in-place
 change reloads. An index can still be a moment behind the store, so the best rows are
-always checked against the store (project, active, filter) before they are returned.
+always checked against the store (project, active, filter) before they are returned. What
+filters read of each item is held too (row_filter.py): a filter rules out what it can here,
+so about `limit` rows are checked in the store instead of several times as many.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..store.base import OWN_TERMS_WEIGHT, ItemFilter, KeywordRow, Store
+from .row_filter import RowAttributes
 from .synced import appendable, current
 
 __all__ = ["BM25_B", "BM25_K1", "Admission", "KeywordIndex"]
@@ -102,6 +105,7 @@ class _Docs:
     positions: dict[str, int] = field(default_factory=dict)
     vocab: dict[str, int] = field(default_factory=dict)
     lengths: F32 = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
+    attrs: RowAttributes = field(default_factory=RowAttributes)  # what filters read
     n: int = 0
 
     def add(self, rows: Sequence[KeywordRow]) -> tuple[I32, I32, F32]:
@@ -119,6 +123,7 @@ class _Docs:
             grown[:start] = self.lengths[:start]
             self.lengths = grown  # older snapshots keep the old buffer
         self.lengths[start : start + len(rows)] = lengths
+        self.attrs.append(rows)
         for r in rows:
             self.positions[r.item_id] = len(self.ids)
             self.ids.append(r.item_id)
@@ -179,6 +184,35 @@ class _Postings:
                 freqs = np.concatenate([freqs, self.tail_freqs[hit]])
         return docs, freqs
 
+    def at(self, term: int, among: npt.NDArray[np.int64]) -> tuple[I32, F32]:
+        """`of(term)` restricted to the doc positions `among` (sorted): a binary search per
+        position instead of reading the whole list, for a filter listed whole."""
+        docs, freqs = self.docs[:0], self.freqs[:0]
+        if term + 1 < self.offsets.size:
+            lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
+            sorted_docs = self.docs[lo:hi]  # sorted by doc within a term (see build)
+            at = np.searchsorted(sorted_docs, among)
+            found = at < sorted_docs.size
+            found[found] = sorted_docs[at[found]] == among[found]
+            docs, freqs = sorted_docs[at[found]], self.freqs[lo:hi][at[found]]
+        if self.tail_terms.size:
+            hit = self.tail_terms == term
+            if hit.any():
+                tail = self.tail_docs[hit]
+                keep = np.isin(tail, among)
+                docs = np.concatenate([docs, tail[keep]])
+                freqs = np.concatenate([freqs, self.tail_freqs[hit][keep]])
+        return docs, freqs
+
+    def df(self, term: int) -> int:
+        """How many docs hold `term`."""
+        n = 0
+        if term + 1 < self.offsets.size:
+            n = int(self.offsets[term + 1] - self.offsets[term])
+        if self.tail_terms.size:
+            n += int(np.count_nonzero(self.tail_terms == term))
+        return n
+
     @property
     def size(self) -> int:
         return int(self.docs.size + self.tail_docs.size)
@@ -219,6 +253,7 @@ class KeywordIndex:
         self._cache: dict[str, _Loaded] = {}
         self._lock = threading.Lock()
         self.reloads = 0  # full reads of a project's items (the rest were appends)
+        self.scored = 0  # postings scored by searches
 
     def drop(self, project_id: str) -> int:
         """Forget the project's postings held in memory (after a hard forget); returns how
@@ -235,6 +270,7 @@ class KeywordIndex:
             "terms": len(loaded.docs.vocab),
             "postings": loaded.postings.size,
             "array_bytes": loaded.postings.nbytes + int(loaded.docs.lengths.nbytes),
+            "attribute_bytes": loaded.docs.attrs.nbytes,
         }
 
     def frequencies(self, project_id: str, terms: Iterable[str]) -> tuple[int, dict[str, int]]:
@@ -246,6 +282,33 @@ class KeywordIndex:
             if (tid := vocab.get(term)) is not None:
                 out[term] = int(loaded.postings.of(tid)[0].size)
         return loaded.n, out
+
+    def screen(self, project_id: str, ids: Sequence[str], flt: ItemFilter) -> list[bool] | None:
+        """Per id, whether `flt` may admit it by the attributes held here (False only where
+        the store would not admit it either; an id not held here may pass), or None when
+        the project's index is not current (never loaded, or behind the store): it is not
+        read for this, and a replaced row's old attributes must not rule it out."""
+        with self._lock:
+            loaded = self._cache.get(project_id)
+        if loaded is None or loaded.generation != self.store.index_generation(project_id):
+            return None
+        positions = loaded.docs.positions
+        at = np.fromiter((positions.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        held = (at >= 0) & (at < loaded.n)
+        keep = np.ones(len(ids), dtype=np.bool_)
+        keep[held] = loaded.docs.attrs.admitted(flt, at[held])
+        return [bool(k) for k in keep]
+
+    def count_admitted(self, project_id: str, flt: ItemFilter) -> int | None:
+        """How many items `flt` admits by the attributes held here (give or take the items
+        changed since the index's read), or None when the index cannot tell: not loaded, or
+        `flt` has conditions it does not hold."""
+        with self._lock:
+            if project_id not in self._cache:
+                return None
+        loaded = self._load(project_id)
+        attrs = loaded.docs.attrs
+        return attrs.count(flt, loaded.n) if attrs.holds(flt) else None
 
     def _load(self, project_id: str) -> _Loaded:
         gen = self.store.index_generation(project_id)
@@ -292,21 +355,28 @@ class KeywordIndex:
         (higher is better) that `flt` admits, checked against the store; `allowed` is `flt`
         already resolved by the caller (search.FilterScope), checked through it instead."""
         loaded = self._load(project_id)
-        scores, matched = self._scores(loaded, terms, mode)
-        if matched.size == 0 or limit <= 0:
+        if limit <= 0:
+            return []
+        among: npt.NDArray[np.int64] | None = None
+        if allowed is not None and allowed.ids is not None:
+            # a filter listed whole (read from the store by this search): score only its items
+            held = (loaded.docs.positions.get(i) for i in allowed.ids)
+            among = np.unique(
+                np.fromiter((p for p in held if p is not None and p < loaded.n), dtype=np.int64)
+            )
+        scores, matched = self._scores(loaded, terms, mode, among)
+        if matched.size == 0:
             return []
         ids = loaded.docs.ids
-        if allowed is not None and allowed.ids is not None:
-            # a filter listed whole (read from the store by this search): rank only its items
-            positions = loaded.docs.positions
-            listed = np.fromiter(
-                (p for i in allowed.ids if (p := positions.get(i)) is not None and p < loaded.n),
-                dtype=np.int64,
-            )
-            matched = np.intersect1d(matched, listed, assume_unique=True)
+        whole = among is not None
+        attrs = loaded.docs.attrs
+        if flt is not None and not whole:
+            # what the attributes held here rule out is never looked up in the store
+            matched = matched[attrs.admitted(flt, matched)]
             if matched.size == 0:
                 return []
-        broad = flt is not None and (allowed is None or allowed.ids is None)
+        # a filter the attributes do not decide whole fails more often in the store
+        broad = not whole and not attrs.holds(flt)
         first = 4 * limit + 64 if broad else limit + _SLACK
         order = self._best(scores, matched, min(matched.size, first))
         hits: list[tuple[str, float]] = []
@@ -355,11 +425,15 @@ class KeywordIndex:
         top = np.lexsort((matched, -values))[:k]
         return matched[top]
 
-    @staticmethod
     def _scores(
-        loaded: _Loaded, terms: Sequence[str], mode: Literal["or", "and"]
+        self,
+        loaded: _Loaded,
+        terms: Sequence[str],
+        mode: Literal["or", "and"],
+        among: npt.NDArray[np.int64] | None = None,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-        """BM25 of every item (0 where none of the terms occurs) and the matching positions."""
+        """BM25 of every item (0 where none of the terms occurs) and the matching positions;
+        with `among` (sorted positions) only those items are scored and can match."""
         n = loaded.n
         scores = np.zeros(n, dtype=np.float64)
         wanted = list(dict.fromkeys(t for t in terms if t.strip()))
@@ -372,8 +446,13 @@ class KeywordIndex:
             tid = vocab.get(term)
             if tid is None:
                 continue
-            docs, freqs = loaded.postings.of(tid)
-            df = int(docs.size)
+            if among is None:
+                docs, freqs = loaded.postings.of(tid)
+                df = int(docs.size)
+            else:  # idf still counts every doc of the term
+                df = loaded.postings.df(tid)
+                docs, freqs = loaded.postings.at(tid, among)
+            self.scored += int(docs.size)
             if not df:
                 continue
             present += 1
@@ -388,4 +467,6 @@ class KeywordIndex:
                 return scores, np.zeros(0, dtype=np.int64)
             return scores, np.flatnonzero(hits == len(wanted)).astype(np.int64)
         # every match scores above 0 (idf >= 1e-6, f > 0)
+        if among is not None:
+            return scores, among[scores[among] > 0]
         return scores, np.flatnonzero(scores).astype(np.int64)

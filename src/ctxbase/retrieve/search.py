@@ -27,6 +27,7 @@ from .embed.base import Embedder, FloatVector, embed_queries
 from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
 from .feedback import feedback_hits
+from .filter_scope import FilterScope, first_admitted, restricts
 from .fusion import (
     dedupe_near_identical,
     dynamic_top_k,
@@ -48,6 +49,7 @@ from .vector_index import VectorIndex
 __all__ = [
     "PENDING_COUNT_CAP",
     "Candidate",
+    "FilterScope",
     "SearchResponse",
     "Searcher",
     "actor_free_query",
@@ -247,8 +249,11 @@ class Searcher:
         if config.latest_only and (flt is None or not flt.latest_only):
             flt = _with_latest(flt)
         allowed: FilterScope | None = None
-        if flt is not None and _restricts(flt):
-            allowed = FilterScope(self.store, project_id, flt)
+        if flt is not None and restricts(flt):
+            held = config.keyword and config.keyword_index  # loaded for this search anyway
+            allowed = FilterScope(
+                self.store, project_id, flt, self.keywords.count_admitted if held else None
+            )
         timings["filter"] = _ms(t0)
 
         rankings: dict[str, list[str]] = {}
@@ -488,8 +493,12 @@ class Searcher:
             want = limit * 4
             while True:
                 found = self.vectors.search(project_id, model, qvec, want, None)
-                admitted = allowed.admits([i for i, _ in found])
-                hits = [(i, s) for i, s in found if i in admitted][:limit]
+                screen = self.keywords.screen(project_id, [i for i, _ in found], allowed.flt)
+                if screen is not None:  # ruled out by what the keyword index holds
+                    kept = [h for h, ok in zip(found, screen, strict=True) if ok]
+                else:
+                    kept = found
+                hits = first_admitted(kept, limit, allowed.admits)
                 if len(hits) >= limit or len(found) < want:
                     break
                 want *= 4
@@ -748,60 +757,6 @@ def actor_free_query(query: str, names: Iterable[str]) -> str:
 
 def _with_latest(flt: ItemFilter | None) -> ItemFilter:
     return ItemFilter(latest_only=True) if flt is None else replace(flt, latest_only=True)
-
-
-class FilterScope:
-    """The items a structured filter admits, read only as far as a search needs them.
-
-    A narrow filter (a session, a file) is listed once and checked in memory. A broad one (all
-    sessions but the current one, everything but one type) would list most of a large project
-    on every query, so it is checked only on the candidates a search actually finds."""
-
-    LISTED = 1000  # at most this many ids are listed; above it, candidates are checked
-
-    def __init__(self, store: Store, project_id: str, flt: ItemFilter) -> None:
-        self.store, self.project_id, self.flt = store, project_id, flt
-        self.ids: set[str] | None = None
-        if not _only_excludes(flt):  # other sessions' events: most of a project, never listed
-            found = store.filter_item_ids(project_id, flt, limit=self.LISTED + 1)
-            self.ids = found if len(found) <= self.LISTED else None
-
-    def admits(self, ids: Iterable[str]) -> set[str]:
-        wanted = list(ids)
-        if self.ids is not None:
-            return {i for i in wanted if i in self.ids}
-        if not wanted:
-            return set()
-        return self.store.filter_item_ids(self.project_id, self.flt, among=wanted)
-
-
-def _only_excludes(flt: ItemFilter) -> bool:
-    """True for a filter that names no sessions, agents, types, owners, places or times to
-    keep: at most kinds and sessions to leave out."""
-    return flt.exclude_session_ids is not None and not _restricts(
-        replace(flt, kinds=None, exclude_session_ids=None)
-    )
-
-
-def _restricts(flt: ItemFilter) -> bool:
-    return any(
-        v is not None
-        for v in (
-            flt.session_ids,
-            flt.agent_ids,
-            flt.agent_roles,
-            flt.types,
-            flt.kinds,
-            flt.owner_ids,
-            flt.repos,
-            flt.path_prefix,
-            flt.line_from,
-            flt.line_to,
-            flt.since,
-            flt.until,
-            flt.exclude_session_ids,
-        )
-    )
 
 
 def _ms(t: float) -> float:

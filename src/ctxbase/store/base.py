@@ -131,11 +131,21 @@ class KeywordHit:
 @dataclass(frozen=True, slots=True)
 class KeywordRow:
     """What the keyword index holds for an active item: its own terms and the terms of its
-    live context (empty when the context is hidden), each space-joined."""
+    live context (empty when the context is hidden), each space-joined, and what structured
+    filters read of it (`kind` None: not given, the store alone applies filters). None of
+    these change while the row is stored: an item that changes is stored again as a new
+    row, which `KeywordDelta.removals` counts."""
 
     item_id: str
     terms: str
     context_terms: str
+    kind: str | None = None
+    type: str = ""
+    session_id: str | None = None
+    agent_id: str | None = None
+    agent_role: str | None = None
+    ts: float = 0.0
+    latest: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from . import pg_sql as q
-from .base import ItemFilter, KeywordDelta, KeywordHit, KeywordRow, SearchItem, VectorRow
+from .base import ItemFilter, KeywordDelta, KeywordHit, SearchItem, VectorRow
 from .dialect import filter_sql
 from .pg_base import Conn, PgBase, as_array
-from .rows import item_row
+from .rows import item_row, keyword_rows
 
 __all__ = ["PgSearch"]
 
@@ -79,9 +79,9 @@ class PgSearch(PgBase):
                 conn, "SELECT max(change_seq) FROM items WHERE project_id=%s", (project_id,)
             ).fetchone()
             marker = max(int(after), int(top[0]) if top and top[0] is not None else 0)
-            rows = self._x(conn, q.KEYWORD_CHANGES_SQL, (project_id, after, marker)).fetchall()
+            rows = keyword_rows(self._x(conn, q.KEYWORD_CHANGES_SQL, (project_id, after, marker)))
         return KeywordDelta(
-            rows=[KeywordRow(r[0], r[1], r[2] or "") for r in rows],
+            rows=rows,
             marker=marker,
             removals=removals,
         )

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import StorageError
 from .base import OWN_TERMS_WEIGHT
 from .dialect import Dialect
-from .rows import EVENT_COLS, ITEM_COLS
+from .rows import EVENT_COLS, ITEM_COLS, KEYWORD_ROW_COLS
 
 __all__ = [
     "BM25_B",
@@ -154,7 +154,7 @@ POST_MIGRATIONS: dict[int, list[str]] = {
 
 # The active items of a project numbered in (after, upto]: own terms and live context terms.
 KEYWORD_CHANGES_SQL = (
-    "SELECT item_id, terms, CASE WHEN context_hidden = 0 THEN context_terms ELSE '' END "
+    f"SELECT {KEYWORD_ROW_COLS} "
     "FROM items WHERE project_id = %s AND change_seq > %s AND change_seq <= %s AND active = 1 "
     "ORDER BY change_seq"
 )

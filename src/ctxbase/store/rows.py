@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
-from .base import ApiKeyRecord, SearchItem, StateChange
+from .base import ApiKeyRecord, KeywordRow, SearchItem, StateChange
 
 __all__ = [
     "EVENT_COLS",
     "EVENT_EDGE_SOURCE",
     "ITEM_COLS",
+    "KEYWORD_ROW_COLS",
     "Load",
     "api_key_row",
     "as_is",
@@ -30,6 +31,7 @@ __all__ = [
     "event_links",
     "event_row",
     "item_row",
+    "keyword_rows",
     "next_version",
     "relation_row",
     "session_row",
@@ -49,6 +51,13 @@ EVENT_COLS = (
 ITEM_COLS = (
     "item_id, owner_id, kind, type, text, terms, ts, session_id, agent_id, agent_role, "
     "path, line_start, line_end, latest, importance, context_terms, context_id, repo"
+)
+
+# What keyword_changes reads per item: the indexed terms (the context's only while it is
+# shown), then the attributes filters read (see KeywordRow).
+KEYWORD_ROW_COLS = (
+    "item_id, terms, CASE WHEN context_hidden = 0 THEN context_terms ELSE '' END, "
+    "kind, type, session_id, agent_id, agent_role, ts, latest"
 )
 
 # How a backend turns a stored JSON column into a Python value.
@@ -292,3 +301,30 @@ def trace_keys(trace: Mapping[str, Any]) -> tuple[str | None, str | None, str | 
         return value if isinstance(value, str) else None
 
     return key("agent_role"), key("session_id"), key("task_id")
+
+
+def keyword_rows(rows: Iterable[Sequence[Any]]) -> list[KeywordRow]:
+    """KeywordRows from rows selected as KEYWORD_ROW_COLS. Repeated attribute strings
+    (a session's id on each of its events) are kept once: a million rows read at once
+    would otherwise hold a copy of each per row."""
+    seen: dict[str, str] = {}
+    one = seen.setdefault
+
+    def shared(value: str | None) -> str | None:
+        return None if value is None else one(value, value)
+
+    return [
+        KeywordRow(
+            r[0],
+            r[1],
+            r[2] or "",
+            one(r[3], r[3]),
+            one(r[4], r[4]),
+            shared(r[5]),
+            shared(r[6]),
+            shared(r[7]),
+            float(r[8]),
+            bool(r[9]),
+        )
+        for r in rows
+    ]

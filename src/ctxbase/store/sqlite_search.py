@@ -21,13 +21,12 @@ from .base import (
     ItemFilter,
     KeywordDelta,
     KeywordHit,
-    KeywordRow,
     SearchItem,
     VectorDelta,
     VectorRow,
 )
 from .dialect import filter_sql
-from .rows import item_row
+from .rows import KEYWORD_ROW_COLS, item_row, keyword_rows
 from .sqlite_base import ITEM_COLS, SQLITE, SQLiteBase, chunks, placeholders
 
 __all__ = ["SQLiteSearch", "reserve_vector_rowids"]
@@ -142,12 +141,13 @@ class SQLiteSearch(SQLiteBase):
         with self._read() as conn:
             conn.execute("BEGIN")
             try:
-                rows = conn.execute(
-                    "SELECT item_id, terms, CASE WHEN context_hidden = 0 THEN context_terms "
-                    "ELSE '' END FROM items NOT INDEXED WHERE rowid > ? AND project_id = ? "
-                    "AND active = 1 ORDER BY rowid",
-                    (after, project_id),
-                ).fetchall()
+                rows = keyword_rows(  # row by row: no second copy of a large project
+                    conn.execute(
+                        f"SELECT {KEYWORD_ROW_COLS} FROM items NOT INDEXED WHERE rowid > ? "
+                        "AND project_id = ? AND active = 1 ORDER BY rowid",
+                        (after, project_id),
+                    )
+                )
                 removals = conn.execute(
                     "SELECT n FROM vector_removals WHERE project_id=?", (project_id,)
                 ).fetchone()
@@ -155,7 +155,7 @@ class SQLiteSearch(SQLiteBase):
             finally:
                 conn.execute("COMMIT")
         return KeywordDelta(
-            rows=[KeywordRow(r[0], r[1], r[2] or "") for r in rows],
+            rows=rows,
             marker=max(int(after), int(last[0] or 0)),
             removals=int(removals[0]) if removals else 0,
         )
