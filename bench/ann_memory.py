@@ -55,6 +55,10 @@ VARIANTS: dict[str, tuple[type[Any], AnnSettings]] = {
         UsearchIndex,
         AnnSettings(library="usearch", scalar="f16", expansion_add=128),
     ),
+    "usearch-f16-es256": (
+        UsearchIndex,
+        AnnSettings(library="usearch", scalar="f16", expansion_search=256),
+    ),
 }
 
 

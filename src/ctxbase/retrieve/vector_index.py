@@ -46,20 +46,27 @@ class _Rows:
         if not rows:
             return np.zeros((0, 1), dtype=np.float32)
         block = np.stack([r.vector for r in rows]).astype(np.float32, copy=False)
+        self.extend([r.item_id for r in rows], block)
+        return block
+
+    def extend(self, ids: list[str], block: npt.NDArray[np.float32]) -> None:
+        """Add the rows `ids` whose vectors are the rows of `block`."""
+        if not ids:
+            return
         if self.buffer is not None:
             if self.n == 0:
-                self.buffer = np.zeros((0, block.shape[1]), dtype=np.float32)
-            if self.n + len(rows) > self.buffer.shape[0]:
-                size = max(2 * self.buffer.shape[0], self.n + len(rows))
-                grown = np.zeros((size, block.shape[1]), dtype=np.float32)
-                grown[: self.n] = self.buffer[: self.n]
-                self.buffer = grown  # older snapshots keep the old buffer
-            self.buffer[self.n : self.n + len(rows)] = block
-        for r in rows:
-            self.positions[r.item_id] = len(self.ids)
-            self.ids.append(r.item_id)
-        self.n += len(rows)
-        return block
+                self.buffer = block  # a first block is held as it is, not copied
+            else:
+                if self.n + len(ids) > self.buffer.shape[0]:
+                    size = max(2 * self.buffer.shape[0], self.n + len(ids))
+                    grown = np.zeros((size, block.shape[1]), dtype=np.float32)
+                    grown[: self.n] = self.buffer[: self.n]
+                    self.buffer = grown  # older snapshots keep the old buffer
+                self.buffer[self.n : self.n + len(ids)] = block
+        for item_id in ids:
+            self.positions[item_id] = len(self.ids)
+            self.ids.append(item_id)
+        self.n += len(ids)
 
 
 @dataclass(frozen=True)
@@ -130,15 +137,10 @@ class VectorIndex:
     def _reloaded(self, project_id: str, model: str, gen: int) -> _Loaded:
         self.reloads += 1
         rows = _Rows()
-        delta = self.store.vector_changes(project_id, model, 0)
-        marker = removals = 0
-        if delta is not None:
-            rows.append(delta.rows)
-            marker, removals = delta.marker, delta.removals
-        else:
-            for batch in self.store.iter_vectors(project_id, model):
-                rows.append(batch)
-        return self._snapshot(gen, marker, removals, rows, None)
+        # one matrix read in blocks: no object per vector while loading
+        block = self.store.vector_block(project_id, model)
+        rows.extend(block.ids, block.matrix)
+        return self._snapshot(gen, block.marker, block.removals, rows, None)
 
     def _snapshot(
         self, gen: int, marker: int, removals: int, rows: _Rows, ann: AnnIndex | None
