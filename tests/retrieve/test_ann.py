@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -122,3 +124,16 @@ def test_without_the_libraries_auto_falls_back_and_a_named_one_says_what_to_inst
     assert out[0] == "None"  # exact search at every size
     assert "usearch is not installed" in out[1] and "pip install 'ctxbase[ann]'" in out[1]
     assert "hnswlib is not installed" in out[2] and "pip install hnswlib" in out[2]
+
+
+def test_the_cli_names_a_bad_setting_and_exits_2(tmp_path: Path) -> None:
+    env = {**os.environ, "CTXBASE_DB": str(tmp_path / "c.db")}
+    cli = [sys.executable, "-m", "ctxbase", "--embedder", "hash", "-q"]
+    capture = [*cli, "capture", "--session", "s", "--text", "the cache is cold"]
+    subprocess.run(capture, capture_output=True, env=env, check=True)
+    env["CTXBASE_ANN"] = "usearch:f8"
+    run = subprocess.run([*cli, "search", "cache"], capture_output=True, text=True, env=env)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines() == [
+        "error: CTXBASE_ANN: unknown scalar 'f8': use f16, i8 or f32"
+    ]
