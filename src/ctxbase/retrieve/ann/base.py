@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -42,7 +42,8 @@ class AnnIndex(ABC):
 
     library: str = ""
 
-    def __init__(self, dim: int, settings: AnnSettings) -> None:
+    def __init__(self, index: Any, dim: int, settings: AnnSettings) -> None:
+        self._index = index  # the library's own index object
         self.dim = dim
         self.settings = settings
         self.lock = threading.Lock()

@@ -3,8 +3,6 @@ memory at about the same recall), growing in place as rows are appended."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 
@@ -15,10 +13,6 @@ __all__ = ["UsearchIndex"]
 
 class UsearchIndex(AnnIndex):
     library = "usearch"
-
-    def __init__(self, index: Any, dim: int, settings: AnnSettings) -> None:
-        super().__init__(dim, settings)
-        self._index = index
 
     @classmethod
     def build(cls, matrix: Matrix, settings: AnnSettings) -> UsearchIndex:
