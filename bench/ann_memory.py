@@ -51,9 +51,9 @@ VARIANTS: dict[str, tuple[type[Any], AnnSettings]] = {
         UsearchIndex,
         AnnSettings(library="usearch", scalar="f16", expansion_add=200),
     ),
-    "usearch-f16-ea128": (
+    "usearch-f16-ea64": (
         UsearchIndex,
-        AnnSettings(library="usearch", scalar="f16", expansion_add=128),
+        AnnSettings(library="usearch", scalar="f16", expansion_add=64),
     ),
     "usearch-f16-es256": (
         UsearchIndex,

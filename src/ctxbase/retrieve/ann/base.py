@@ -31,8 +31,9 @@ class AnnSettings(BaseModel):
     # how usearch stores each component (hnswlib always keeps float32)
     scalar: Scalar = "f16"
     connectivity: int = Field(default=16, ge=2, le=256)  # HNSW's M
-    # ef_construction; None: each library's default here (hnswlib 200; usearch 64, which
-    # built 100k vectors faster than hnswlib at 200 with the same recall@20)
+    # ef_construction; None: each library's default here (hnswlib 200; usearch 128: at 100k
+    # vectors it built in about hnswlib's time, recall@20 0.823 vs 0.835; 64 built in 0.6x
+    # the time at 0.805-0.820, 200 in 2.2x at 0.831; bench/ann_memory.py)
     expansion_add: int | None = Field(default=None, ge=1)
     expansion_search: int = Field(default=128, ge=1)  # ef at query time
 

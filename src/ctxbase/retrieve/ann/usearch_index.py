@@ -26,7 +26,7 @@ class UsearchIndex(AnnIndex):
             metric="cos",
             dtype=settings.scalar,
             connectivity=settings.connectivity,
-            expansion_add=settings.expansion_add or 64,
+            expansion_add=settings.expansion_add or 128,
             expansion_search=settings.expansion_search,
         )
         index.add(np.arange(len(matrix), dtype=np.uint64), matrix)
