@@ -32,7 +32,7 @@ class AnnSettings(BaseModel):
     scalar: Scalar = "f16"
     connectivity: int = Field(default=16, ge=2, le=256)  # HNSW's M
     # ef_construction; None: each library's default here (hnswlib 200; usearch 128: at 100k
-    # vectors it built in about hnswlib's time, recall@20 0.823 vs 0.835; 64 built in 0.6x
+    # vectors it built in 1.2x hnswlib's time, recall@20 0.826 vs 0.836; 64 built in 0.6x
     # the time at 0.805-0.820, 200 in 2.2x at 0.831; bench/ann_memory.py)
     expansion_add: int | None = Field(default=None, ge=1)
     expansion_search: int = Field(default=128, ge=1)  # ef at query time
