@@ -1,13 +1,14 @@
 """In-memory vector search over a project's stored vectors.
 
-Exact (one matrix product) for small projects; an HNSW index (hnswlib, when installed) above
-a size threshold. Once the HNSW index holds a project's vectors they are kept there only (a
-filtered search reads the allowed rows' vectors back from it): a second float32 copy would
-double the memory of a large project. When the store's index generation moves, the vectors
-stored since the last load are appended (`Store.vector_changes`) instead of reloading the
-project: an agent that writes between searches would otherwise reload every vector on each
-search. Anything else (a vector removed, hidden or replaced) reloads. Backends with a native
-vector index (pgvector) answer `Store.vector_search` themselves instead.
+Exact (one matrix product) for small projects; an HNSW index (retrieve/ann: usearch with
+compact scalars when installed, else hnswlib) above a size threshold. Once the HNSW index
+holds a project's vectors they are kept there only (a filtered search reads the allowed rows'
+vectors back from it): a second float32 copy would double the memory of a large project.
+When the store's index generation moves, the vectors stored since the last load are
+appended (`Store.vector_changes`) instead of reloading the project: an agent that writes
+between searches would otherwise reload every vector on each search. Anything else (a vector
+removed, hidden or replaced) reloads. Backends with a native vector index (pgvector) answer
+`Store.vector_search` themselves instead.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..store.base import Store, VectorDelta, VectorRow
+from .ann import AnnIndex, AnnSettings, ann_class, settings_from_env
 from .synced import appendable, current
 
 __all__ = ["ANN_THRESHOLD", "VectorIndex"]
@@ -44,20 +46,27 @@ class _Rows:
         if not rows:
             return np.zeros((0, 1), dtype=np.float32)
         block = np.stack([r.vector for r in rows]).astype(np.float32, copy=False)
+        self.extend([r.item_id for r in rows], block)
+        return block
+
+    def extend(self, ids: list[str], block: npt.NDArray[np.float32]) -> None:
+        """Add the rows `ids` whose vectors are the rows of `block`."""
+        if not ids:
+            return
         if self.buffer is not None:
             if self.n == 0:
-                self.buffer = np.zeros((0, block.shape[1]), dtype=np.float32)
-            if self.n + len(rows) > self.buffer.shape[0]:
-                size = max(2 * self.buffer.shape[0], self.n + len(rows))
-                grown = np.zeros((size, block.shape[1]), dtype=np.float32)
-                grown[: self.n] = self.buffer[: self.n]
-                self.buffer = grown  # older snapshots keep the old buffer
-            self.buffer[self.n : self.n + len(rows)] = block
-        for r in rows:
-            self.positions[r.item_id] = len(self.ids)
-            self.ids.append(r.item_id)
-        self.n += len(rows)
-        return block
+                self.buffer = block  # a first block is held as it is, not copied
+            else:
+                if self.n + len(ids) > self.buffer.shape[0]:
+                    size = max(2 * self.buffer.shape[0], self.n + len(ids))
+                    grown = np.zeros((size, block.shape[1]), dtype=np.float32)
+                    grown[: self.n] = self.buffer[: self.n]
+                    self.buffer = grown  # older snapshots keep the old buffer
+                self.buffer[self.n : self.n + len(ids)] = block
+        for item_id in ids:
+            self.positions[item_id] = len(self.ids)
+            self.ids.append(item_id)
+        self.n += len(ids)
 
 
 @dataclass(frozen=True)
@@ -67,7 +76,7 @@ class _Loaded:
     removals: int
     rows: _Rows
     n: int
-    ann: object | None
+    ann: AnnIndex | None
     # The exact search's matrix (a view that keeps its buffer alive); None with an ANN.
     matrix: npt.NDArray[np.float32] | None
 
@@ -75,12 +84,16 @@ class _Loaded:
 class VectorIndex:
     """Per (project, model) cache of vectors, shared by all searches of one ContextBase."""
 
-    def __init__(self, store: Store, ann_threshold: int = ANN_THRESHOLD) -> None:
+    def __init__(
+        self, store: Store, ann_threshold: int = ANN_THRESHOLD, ann: AnnSettings | None = None
+    ) -> None:
         self.store = store
         self.ann_threshold = ann_threshold
+        self.ann_settings = settings_from_env() if ann is None else ann
+        # None: no ANN library installed (exact search still works, just slower at size)
+        self.ann_class = ann_class(self.ann_settings)
         self._cache: dict[tuple[str, str], _Loaded] = {}
         self._lock = threading.Lock()
-        self._ann_lock = threading.Lock()
         self.reloads = 0  # full reads of a project's vectors (the rest were appends)
 
     def drop(self, project_id: str) -> int:
@@ -118,24 +131,19 @@ class VectorIndex:
         block = rows.append(delta.rows)
         ann = cached.ann
         if ann is not None and delta.rows:
-            ann = self._ann_add(ann, block, cached.n, rows.n)
+            ann = ann.add(block, cached.n)
         return self._snapshot(gen, delta.marker, delta.removals, rows, ann)
 
     def _reloaded(self, project_id: str, model: str, gen: int) -> _Loaded:
         self.reloads += 1
         rows = _Rows()
-        delta = self.store.vector_changes(project_id, model, 0)
-        marker = removals = 0
-        if delta is not None:
-            rows.append(delta.rows)
-            marker, removals = delta.marker, delta.removals
-        else:
-            for batch in self.store.iter_vectors(project_id, model):
-                rows.append(batch)
-        return self._snapshot(gen, marker, removals, rows, None)
+        # one matrix read in blocks: no object per vector while loading
+        block = self.store.vector_block(project_id, model)
+        rows.extend(block.ids, block.matrix)
+        return self._snapshot(gen, block.marker, block.removals, rows, None)
 
     def _snapshot(
-        self, gen: int, marker: int, removals: int, rows: _Rows, ann: object | None
+        self, gen: int, marker: int, removals: int, rows: _Rows, ann: AnnIndex | None
     ) -> _Loaded:
         """What searches read; builds the ANN (and hands it the vectors) at the threshold."""
         if ann is None and rows.buffer is not None and rows.n >= self.ann_threshold:
@@ -145,34 +153,10 @@ class VectorIndex:
         matrix = None if rows.buffer is None else rows.buffer[: rows.n]
         return _Loaded(gen, marker, removals, rows, rows.n, ann, matrix)
 
-    @staticmethod
-    def _build_ann(matrix: npt.NDArray[np.float32]) -> object | None:
-        try:
-            import hnswlib
-        except ImportError:  # exact search still works, just slower at this size
+    def _build_ann(self, matrix: npt.NDArray[np.float32]) -> AnnIndex | None:
+        if self.ann_class is None:
             return None
-        index = hnswlib.Index(space="ip", dim=int(matrix.shape[1]))
-        n = int(matrix.shape[0])
-        # room to append what is stored next without a rebuild
-        index.init_index(max_elements=n + max(1024, n // 4), ef_construction=200, M=16)
-        index.add_items(matrix, np.arange(matrix.shape[0]))
-        index.set_ef(128)
-        built: object = index
-        return built
-
-    def _ann_add(
-        self, ann: object, block: npt.NDArray[np.float32], start: int, end: int
-    ) -> object | None:
-        """`ann` with `block` (rows `start`..`end`) added; a fresh index when it is full."""
-        capacity = int(ann.get_max_elements())  # type: ignore[attr-defined]
-        if end > capacity:  # out of room: a fresh index, with room again
-            with self._ann_lock:
-                held = np.asarray(ann.get_items(np.arange(start)), dtype=np.float32)  # type: ignore[attr-defined]
-            return self._build_ann(np.concatenate([held, block]))
-        # hnswlib must not insert while it answers a query (it does not lock reads)
-        with self._ann_lock:
-            ann.add_items(block, np.arange(start, end))  # type: ignore[attr-defined]
-        return ann
+        return self.ann_class.build(matrix, self.ann_settings)
 
     def search(
         self,
@@ -191,11 +175,10 @@ class VectorIndex:
         ids = loaded.rows.ids
         if loaded.ann is not None and allowed_ids is None:
             k = min(limit, loaded.n)
-            with self._ann_lock:
-                labels, dists = loaded.ann.knn_query(query, k=k)  # type: ignore[attr-defined]
+            labels, sims = loaded.ann.search(query, k)
             return [
-                (ids[int(i)], 1.0 - float(d))
-                for i, d in zip(labels[0], dists[0], strict=True)
+                (ids[int(i)], float(s))
+                for i, s in zip(labels, sims, strict=True)
                 if int(i) < loaded.n  # rows appended after this snapshot are not its own
             ]
         q = query.astype(np.float32)
@@ -211,9 +194,8 @@ class VectorIndex:
             if loaded.matrix is not None:
                 sims = loaded.matrix[rows] @ q
             else:  # the vectors are in the ANN only
-                with self._ann_lock:
-                    held = loaded.ann.get_items(rows)  # type: ignore[union-attr]
-                sims = np.asarray(held, dtype=np.float32) @ q
+                assert loaded.ann is not None
+                sims = loaded.ann.vectors(rows) @ q
             n = min(limit, int(rows.size))
             top = np.argpartition(-sims, n - 1)[:n]
             top = top[np.argsort(-sims[top])]

@@ -31,6 +31,7 @@ __all__ = [
     "StateChange",
     "Store",
     "TraceSummary",
+    "VectorBlock",
     "VectorDelta",
     "VectorRow",
 ]
@@ -174,6 +175,19 @@ class VectorDelta:
     restored (a reader that sees it move reloads)."""
 
     rows: list[VectorRow]
+    marker: int
+    removals: int
+
+
+@dataclass(frozen=True, slots=True)
+class VectorBlock:
+    """Every active vector of a (project, model) in one read: row i of `matrix` (float32,
+    rows x dim; 0 x 0 when there are none) is the vector of `ids[i]`, in the order of
+    storing. `marker` and `removals` are a VectorDelta's, for `vector_changes` next (marker
+    0: the backend cannot tell what changed since)."""
+
+    ids: list[str]
+    matrix: npt.NDArray[np.float32]
     marker: int
     removals: int
 
@@ -449,6 +463,17 @@ class Store(ABC):
     def iter_vectors(
         self, project_id: str, model: str, batch: int = 4096
     ) -> Iterator[list[VectorRow]]: ...
+
+    def vector_block(self, project_id: str, model: str) -> VectorBlock:
+        """All active vectors of a (project, model) read in blocks into one matrix: a reader
+        that keeps them in memory gets no object per row but its id (at 1M rows those
+        objects took gigabytes while loading)."""
+        from .vector_block import VectorFill
+
+        fill = VectorFill()
+        for batch in self.iter_vectors(project_id, model):
+            fill.add_rows((r.item_id, r.vector) for r in batch)
+        return fill.block(0, 0)
 
     def vector_changes(self, project_id: str, model: str, after: int) -> VectorDelta | None:
         """Vectors stored since `after` (0: all), for readers that keep vectors in memory

@@ -15,10 +15,18 @@ import numpy as np
 import numpy.typing as npt
 
 from . import pg_sql as q
-from .base import ItemFilter, KeywordDelta, KeywordHit, SearchItem, VectorRow
+from .base import (
+    ItemFilter,
+    KeywordDelta,
+    KeywordHit,
+    SearchItem,
+    VectorBlock,
+    VectorRow,
+)
 from .dialect import filter_sql
 from .pg_base import Conn, PgBase, as_array
 from .rows import item_row, keyword_rows
+from .vector_block import BATCH_ROWS, VectorFill
 
 __all__ = ["PgSearch"]
 
@@ -164,6 +172,24 @@ class PgSearch(PgBase):
                 cur.execute(sql, (project_id, model))
                 while rows := cur.fetchmany(batch):
                     yield [VectorRow(r[0], as_array(r[1])) for r in rows]
+
+    def vector_block(self, project_id: str, model: str) -> VectorBlock:
+        # counted first so the matrix is allocated once, then read a batch at a time
+        # (no marker: PostgreSQL searches by pgvector and keeps no vectors in memory)
+        fill = VectorFill()
+        where = (
+            "FROM item_vectors v JOIN items i "
+            "ON i.project_id = v.project_id AND i.item_id = v.item_id "
+            "WHERE v.project_id=%s AND v.model=%s AND i.active=1"
+        )
+        with self._tx() as conn:
+            count = conn.execute(f"SELECT count(*) {where}", (project_id, model)).fetchone()
+            fill.expected = int(count[0]) if count else 0
+            with conn.cursor(name="ctxbase_vector_block") as cur:
+                cur.execute(f"SELECT v.item_id, v.vec {where}", (project_id, model))
+                while rows := cur.fetchmany(BATCH_ROWS):
+                    fill.add_rows((r[0], as_array(r[1])) for r in rows)
+        return fill.block(0, 0)
 
     def vector_search(
         self,

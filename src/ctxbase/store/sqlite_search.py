@@ -22,17 +22,26 @@ from .base import (
     KeywordDelta,
     KeywordHit,
     SearchItem,
+    VectorBlock,
     VectorDelta,
     VectorRow,
 )
 from .dialect import filter_sql
 from .rows import KEYWORD_ROW_COLS, item_row, keyword_rows
 from .sqlite_base import ITEM_COLS, SQLITE, SQLiteBase, chunks, placeholders
+from .vector_block import BATCH_ROWS, VectorFill
 
 __all__ = ["SQLiteSearch", "reserve_vector_rowids"]
 
 
 _VECTOR_SEQ = "vector_rowid"
+# The active vectors of a (project, model). NOT INDEXED: walk the table's rowid order (the
+# primary key index would read every vector of the project to find the few new ones)
+_ACTIVE_VECTORS = (
+    "FROM item_vectors v NOT INDEXED JOIN items i "
+    "ON i.project_id = v.project_id AND i.item_id = v.item_id "
+    "WHERE v.project_id=? AND v.model=? AND i.active=1"
+)
 
 # Keyword search ranks the best matches of the whole index first (see keyword_search).
 _RANKED_SQL = (
@@ -227,16 +236,46 @@ class SQLiteSearch(SQLiteBase):
                 VectorRow(r[0], np.frombuffer(r[1], dtype=np.float32)) for r in rows[i : i + batch]
             ]
 
+    def vector_block(self, project_id: str, model: str) -> VectorBlock:
+        # the rows are counted first (the index of items by embedded model) so the matrix
+        # is allocated once; then read a batch at a time, in the order of storing
+        fill = VectorFill()
+        with self._read() as conn:
+            conn.execute("BEGIN")
+            try:
+                (fill.expected,) = conn.execute(
+                    "SELECT count(*) FROM items "
+                    "WHERE embedded_model=? AND active=1 AND project_id=?",
+                    (model, project_id),
+                ).fetchone()
+                cursor = conn.execute(
+                    f"SELECT v.item_id, v.vec {_ACTIVE_VECTORS} ORDER BY v.rowid",
+                    (project_id, model),
+                )
+                while batch := cursor.fetchmany(BATCH_ROWS):
+                    fill.add_rows(batch)
+                marker, removals = self._vector_marks(conn, project_id, model, 0)
+            finally:
+                conn.execute("COMMIT")
+        return fill.block(marker, removals)
+
+    def _vector_marks(
+        self, conn: sqlite3.Connection, project_id: str, model: str, after: int
+    ) -> tuple[int, int]:
+        """The marker for vector_changes after what was read, and the removal count."""
+        removals = conn.execute(
+            "SELECT n FROM vector_removals WHERE project_id=?", (project_id,)
+        ).fetchone()
+        last = conn.execute(
+            "SELECT max(rowid) FROM item_vectors WHERE project_id=? AND model=?",
+            (project_id, model),
+        ).fetchone()
+        return max(after, int(last[0] or 0)), int(removals[0]) if removals else 0
+
     def vector_changes(self, project_id: str, model: str, after: int) -> VectorDelta | None:
         # Rowids come from reserve_vector_rowids, so rowid order is the order of storing
         # (a replaced vector gets a new one); the reads see one snapshot.
-        # NOT INDEXED: walk the table's rowid order from `after` (the primary key index
-        # would read every vector of the project to find the few new ones)
-        sql = (
-            "FROM item_vectors v NOT INDEXED JOIN items i "
-            "ON i.project_id = v.project_id AND i.item_id = v.item_id "
-            "WHERE v.project_id=? AND v.model=? AND i.active=1"
-        )
+        sql = _ACTIVE_VECTORS
         with self._read() as conn:
             conn.execute("BEGIN")
             try:
@@ -244,19 +283,13 @@ class SQLiteSearch(SQLiteBase):
                     f"SELECT v.rowid, v.item_id, v.vec {sql} AND v.rowid > ? ORDER BY v.rowid",
                     (project_id, model, after),
                 ).fetchall()
-                removals = conn.execute(
-                    "SELECT n FROM vector_removals WHERE project_id=?", (project_id,)
-                ).fetchone()
-                last = conn.execute(
-                    "SELECT max(rowid) FROM item_vectors WHERE project_id=? AND model=?",
-                    (project_id, model),
-                ).fetchone()
+                marker, removals = self._vector_marks(conn, project_id, model, after)
             finally:
                 conn.execute("COMMIT")
         return VectorDelta(
             rows=[VectorRow(r[1], np.frombuffer(r[2], dtype=np.float32)) for r in rows],
-            marker=max(after, int(last[0] or 0)),
-            removals=int(removals[0]) if removals else 0,
+            marker=marker,
+            removals=removals,
         )
 
     def vector_search(
