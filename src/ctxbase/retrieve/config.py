@@ -104,6 +104,13 @@ class SearchConfig(BaseModel):
     feedback_weight: float = Field(default=0.0, ge=0, le=5.0)
     feedback_seeds: int = Field(default=3, ge=2, le=50)
     feedback_terms: int = Field(default=5, ge=1, le=50)
+    # Dense feedback (retrieve/dense_feedback.py): the query's vector plus
+    # `dense_feedback_mix` times the mean vector of the `dense_feedback_seeds` best hits is
+    # searched once more; its hits in sessions none of the best `coverage_window` hits is in
+    # rank as one more list, weighing this much of the semantic ranking. 0: off.
+    dense_feedback_weight: float = Field(default=0.0, ge=0, le=5.0)
+    dense_feedback_seeds: int = Field(default=3, ge=1, le=50)
+    dense_feedback_mix: float = Field(default=1.0, ge=0, le=10.0)
     time_decay_half_life_days: float | None = Field(default=None, gt=0)
     importance_weight: float = Field(default=0.0, ge=0, le=1)
     dedupe_threshold: float | None = Field(default=0.9, gt=0, le=1)

@@ -23,6 +23,7 @@ from . import graph
 from .answer_types import asks_for_number, states_number
 from .config import SearchConfig
 from .coverage import complemented
+from .dense_feedback import dense_feedback_hits
 from .embed.base import Embedder, FloatVector, embed_queries
 from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
@@ -354,6 +355,15 @@ class Searcher:
                 pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
             timings["feedback"] = _ms(t)
 
+        if config.dense_feedback_weight > 0 and semantic:
+            t = time.perf_counter()  # the first hits' vectors lead to the sessions not reached
+            found = dense_feedback_hits(self, project_id, topic, pool, items, allowed, config)
+            if found:
+                rankings["dense_feedback"], raw_scores["dense_feedback"] = [i for i, _ in found], {}
+                weights["dense_feedback"] = config.dense_feedback_weight * config.semantic_weight
+                pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
+            timings["dense_feedback"] = _ms(t)
+
         kw_rank = {k: n for n, k in enumerate(rankings.get("keyword", []), start=1)}
         sem_rank = {k: n for n, k in enumerate(rankings.get("semantic_topic", []), start=1)}
         sem_rank.update({k: n for n, k in enumerate(rankings.get("semantic", []), start=1)})
@@ -479,10 +489,16 @@ class Searcher:
         return [(h.item_id, h.score) for h in hits]
 
     def _semantic_hits(
-        self, project_id: str, query: str, allowed: FilterScope | None, config: SearchConfig
+        self,
+        project_id: str,
+        query: str,
+        allowed: FilterScope | None,
+        config: SearchConfig,
+        qvec: FloatVector | None = None,
     ) -> list[tuple[str, float]]:
+        """Nearest items to `query` (or to `qvec` when given) that the filter admits."""
         assert self.embedder is not None
-        qvec = self.query_vector(query)
+        qvec = self.query_vector(query) if qvec is None else qvec
         model, limit = self.embedder.name, config.candidates
         if allowed is None or allowed.ids is not None:
             ids = None if allowed is None else allowed.ids

@@ -14,6 +14,7 @@ removed, hidden or replaced) reloads. Backends with a native vector index (pgvec
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -157,6 +158,26 @@ class VectorIndex:
         if self.ann_class is None:
             return None
         return self.ann_class.build(matrix, self.ann_settings)
+
+    def vectors_of(
+        self, project_id: str, model: str, ids: Sequence[str]
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """The stored vectors of `ids` (those that have one): from memory when this index
+        holds the project's vectors (a search just loaded them), else from the store (a
+        backend with a native vector index keeps none here)."""
+        with self._lock:
+            loaded = self._cache.get((project_id, model))
+        if loaded is None:
+            return self.store.get_vectors(project_id, model, ids)
+        positions = loaded.rows.positions
+        held = [(i, p) for i in ids if (p := positions.get(i)) is not None and p < loaded.n]
+        rows = np.array([p for _, p in held], dtype=np.int64)
+        if loaded.matrix is not None:
+            block = loaded.matrix[rows]
+        else:
+            assert loaded.ann is not None
+            block = loaded.ann.vectors(rows)
+        return {i: block[n] for n, (i, _) in enumerate(held)}
 
     def search(
         self,

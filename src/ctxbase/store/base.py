@@ -464,6 +464,18 @@ class Store(ABC):
         self, project_id: str, model: str, batch: int = 4096
     ) -> Iterator[list[VectorRow]]: ...
 
+    def get_vectors(
+        self, project_id: str, model: str, ids: Sequence[str]
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        """The stored vectors of the active items `ids` that have one for `model`."""
+        wanted = set(ids)
+        return {
+            r.item_id: r.vector
+            for batch in self.iter_vectors(project_id, model)
+            for r in batch
+            if r.item_id in wanted
+        }
+
     def vector_block(self, project_id: str, model: str) -> VectorBlock:
         """All active vectors of a (project, model) read in blocks into one matrix: a reader
         that keeps them in memory gets no object per row but its id (at 1M rows those

@@ -173,6 +173,20 @@ class PgSearch(PgBase):
                 while rows := cur.fetchmany(batch):
                     yield [VectorRow(r[0], as_array(r[1])) for r in rows]
 
+    def get_vectors(
+        self, project_id: str, model: str, ids: Sequence[str]
+    ) -> dict[str, npt.NDArray[np.float32]]:
+        if not ids:
+            return {}
+        sql = (
+            "SELECT v.item_id, v.vec FROM item_vectors v JOIN items i "
+            "ON i.project_id = v.project_id AND i.item_id = v.item_id "
+            "WHERE v.project_id=%s AND v.model=%s AND i.active=1 AND v.item_id = ANY(%s)"
+        )
+        with self._tx() as conn:
+            rows = self._x(conn, sql, (project_id, model, sorted(set(ids)))).fetchall()
+        return {r[0]: as_array(r[1]) for r in rows}
+
     def vector_block(self, project_id: str, model: str) -> VectorBlock:
         # counted first so the matrix is allocated once, then read a batch at a time
         # (no marker: PostgreSQL searches by pgvector and keeps no vectors in memory)
