@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ctxbase import ContextBase
@@ -242,5 +243,31 @@ def test_a_removal_rebuilds_the_index_without_the_removed_row(tmp_path: Path, an
         after = next(iter(index._cache.values()))
         assert index.reloads == 2 and after.ann is not None and after.ann is not first
         assert after.ann.count == after.n == 150 and gone.id not in after.rows.positions
+    finally:
+        cb.close()
+
+
+def test_vectors_of_reads_memory_or_the_store_alike(tmp_path: Path, ann: str) -> None:
+    cb = _base(tmp_path, 150)
+    try:
+        assert cb.embedder is not None
+        model = cb.embedder.name
+        ids = sorted(cb.store.get_vectors("p", model, [f"x{n}" for n in range(3)]))
+        assert ids == []  # no such items
+        some = [r.item_id for batch in cb.store.iter_vectors("p", model) for r in batch][:5]
+        stored = cb.store.get_vectors("p", model, [*some, "missing"])
+        assert sorted(stored) == sorted(some)
+        cold = VectorIndex(cb.store)  # nothing loaded: read from the store
+        assert sorted(cold.vectors_of("p", model, some)) == sorted(some)
+        for index, tol in (
+            (VectorIndex(cb.store, ann_threshold=10**9), 1e-6),  # exact: the matrix
+            (VectorIndex(cb.store, ann_threshold=100, ann=ANNS[ann]), SCORE_TOLERANCE[ann]),
+        ):
+            index.search("p", model, cb.embedder.embed_query("orders"), 3)  # loads the project
+            got = index.vectors_of("p", model, [*some, "missing"])
+            assert sorted(got) == sorted(some)
+            for i in some:
+                assert float(np.abs(got[i] - stored[i]).max()) <= tol * 4
+            assert index.vectors_of("p", model, []) == {}
     finally:
         cb.close()
