@@ -302,6 +302,9 @@ class SearchOptionsIn(_In):
     feedback_weight: float | None = None
     feedback_seeds: int | None = None
     feedback_terms: int | None = None
+    dense_feedback_weight: float | None = None
+    dense_feedback_seeds: int | None = None
+    dense_feedback_mix: float | None = None
     time_decay_half_life_days: float | None = None
     importance_weight: float | None = None
     dedupe_threshold: float | None = None
