@@ -9,7 +9,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, ClassVar
 
 import numpy as np
@@ -100,8 +100,10 @@ class PgBase(SharedReads):
                 self._migrate(conn)
         except psycopg.Error as exc:
             raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
+        # autocommit: a lone read is one round trip; _tx() still opens BEGIN ... COMMIT
         self._pool: ConnectionPool[Conn] = ConnectionPool(
             url,
+            kwargs={"autocommit": True},
             min_size=min_size,
             max_size=max_size,
             configure=self._configure,
@@ -125,8 +127,10 @@ class PgBase(SharedReads):
         conn.commit()
 
     @contextmanager
-    def _tx(self) -> Iterator[Conn]:
-        """One transaction on a pooled connection (committed on success)."""
+    def _tx(self, *, pipelined: bool = False) -> Iterator[Conn]:
+        """One transaction on a pooled connection (committed on success). `pipelined`: its
+        statements are sent without waiting for each result (BEGIN to COMMIT in about one
+        round trip), for writes that read nothing back."""
         if self._closed:
             raise StorageError("the store is closed")
         joined: Conn | None = getattr(self._local, "tx", None)
@@ -134,7 +138,28 @@ class PgBase(SharedReads):
             if joined is not None:  # inside transaction(): the outer block commits
                 yield joined
                 return
-            with self._pool.connection() as conn, conn.transaction():
+            with (
+                self._pool.connection() as conn,
+                conn.pipeline() if pipelined else nullcontext(),
+                conn.transaction(),
+            ):
+                yield conn
+        except psycopg.Error as exc:
+            raise StorageError(f"PostgreSQL error: {exc}") from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[Conn]:
+        """A pooled connection for one read statement, outside a transaction block (its own
+        snapshot): no BEGIN and COMMIT round trips, which under load cost as much as the read.
+        Reads of several statements that must agree use _tx()."""
+        if self._closed:
+            raise StorageError("the store is closed")
+        joined: Conn | None = getattr(self._local, "tx", None)
+        try:
+            if joined is not None:
+                yield joined
+                return
+            with self._pool.connection() as conn:
                 yield conn
         except psycopg.Error as exc:
             raise StorageError(f"PostgreSQL error: {exc}") from exc
@@ -168,11 +193,11 @@ class PgBase(SharedReads):
             cur.executemany(sql, rows)
 
     def _fetch_all(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        with self._tx() as conn:
+        with self._read() as conn:
             return self._x(conn, sql, args).fetchall()
 
     def _fetch_one(self, sql: str, args: Sequence[Any] = ()) -> Any:
-        with self._tx() as conn:
+        with self._read() as conn:
             return self._x(conn, sql, args).fetchone()
 
     def close(self) -> None:

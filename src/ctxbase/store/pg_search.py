@@ -63,7 +63,7 @@ class PgSearch(PgBase):
         lexemes = [q.tsquery_lexeme(t) for t in terms]
         tsquery = (" & " if mode == "and" else " | ").join(lexemes)
         where, fargs = filter_sql(q.PG, flt)
-        with self._tx() as conn:
+        with self._read() as conn:
             n, avg, avg_own = self._doc_stats(conn, project_id)
             # FTS5 normalises by the whole row's length (both columns) against its mean.
             avgdl = max(avg + avg_own, 1.0)
@@ -78,7 +78,7 @@ class PgSearch(PgBase):
         # Read in this order, each statement seeing what committed before it: a removal
         # after the first read moves the count seen next time, and an item numbered after
         # the second read is above `marker`, so the next call returns it.
-        with self._tx() as conn:
+        with self._read() as conn:
             row = self._x(
                 conn, "SELECT n FROM item_removals WHERE project_id=%s", (project_id,)
             ).fetchone()
@@ -98,7 +98,7 @@ class PgSearch(PgBase):
         uniq = list(dict.fromkeys(ids))
         if not uniq:
             return []
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = self._x(
                 conn,
                 f"SELECT {q.ITEM_COLS} FROM items WHERE project_id=%s AND active=1 "
@@ -230,7 +230,7 @@ class PgSearch(PgBase):
             args.append(sorted(allowed_ids))
         sql += " ORDER BY distance LIMIT %s"
         args.append(int(limit))
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = self._x(conn, sql, args).fetchall()
         # A zero vector has no cosine (NaN distance): it matches nothing.
         return [(r[0], 1.0 - float(r[1])) for r in rows if r[1] is not None and r[1] == r[1]]

@@ -269,7 +269,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         uniq = list(dict.fromkeys(ids))
         if not uniq:
             return set()
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = self._x(
                 conn,
                 "SELECT event_id FROM events WHERE project_id=%s AND event_id = ANY(%s) "
@@ -303,13 +303,13 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         sql = f"SELECT {q.EVENT_COLS} FROM events WHERE project_id=%s AND event_id = ANY(%s)"
         if not include_inactive:
             sql += " AND active=1"
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = self._x(conn, sql, (project_id, uniq)).fetchall()
             found = {e.id: e for e in self._events(conn, rows)}
         return [found[i] for i in ids if i in found]
 
     def _read_events(self, sql: str, args: Sequence[Any]) -> list[Event]:
-        with self._tx() as conn:
+        with self._read() as conn:
             return self._events(conn, self._x(conn, sql, args).fetchall())
 
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
@@ -391,7 +391,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         sql = self._ENTITY_SELECT + "WHERE project_id=%s AND entity_id = ANY(%s)"
         if not include_inactive:
             sql += " AND active=1"
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = self._x(conn, sql, (project_id, uniq)).fetchall()
         found = {r[1]: entity_row(r) for r in rows}
         return [found[i] for i in ids if i in found]
@@ -501,12 +501,12 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             sql += " AND r.type = ANY(%s)"
             args.append(list(types))
         if node_ids is None or limit_per_node is None:
-            with self._tx() as conn:
+            with self._read() as conn:
                 rows = self._x(conn, sql + conds + order, [*args, *cond_args]).fetchall()
             return [relation_row(r, validate=True) for r in rows]
         # With limit_per_node the statement stops past the limit: when it does not reach it,
         # no node does and the rows read are the answer (the usual case).
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = self._x(
                 conn, sql + conds + " LIMIT %s", [*args, *cond_args, limit_per_node + 1]
             ).fetchall()
