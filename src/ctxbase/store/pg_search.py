@@ -183,7 +183,7 @@ class PgSearch(PgBase):
             "ON i.project_id = v.project_id AND i.item_id = v.item_id "
             "WHERE v.project_id=%s AND v.model=%s AND i.active=1 AND v.item_id = ANY(%s)"
         )
-        with self._tx() as conn:
+        with self._read() as conn:
             rows = self._x(conn, sql, (project_id, model, sorted(set(ids)))).fetchall()
         return {r[0]: as_array(r[1]) for r in rows}
 
