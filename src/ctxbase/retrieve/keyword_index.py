@@ -19,21 +19,31 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from ..store.base import OWN_TERMS_WEIGHT, ItemFilter, KeywordRow, Store
+from .bm25_scoring import (
+    BM25_B,
+    BM25_K1,
+    Admit,
+    Ranked,
+    TermPostings,
+    best,
+    dense,
+    exhaustive,
+    top,
+)
 from .row_filter import RowAttributes
 from .synced import appendable, current
 
 __all__ = ["BM25_B", "BM25_K1", "Admission", "KeywordIndex"]
 
-BM25_K1 = 1.2
-BM25_B = 0.75
 _OWN = 1.0 + OWN_TERMS_WEIGHT  # an own term counts in both columns
 
 # Appended postings are kept unsorted and scanned per query term; past this many (or an
@@ -253,7 +263,8 @@ class KeywordIndex:
         self._cache: dict[str, _Loaded] = {}
         self._lock = threading.Lock()
         self.reloads = 0  # full reads of a project's items (the rest were appends)
-        self.scored = 0  # postings scored by searches
+        self.scored = 0  # postings read by searches (whole, or looked up for a candidate)
+        self.scoring: Literal["top", "exhaustive", "dense"] = "top"
 
     def drop(self, project_id: str) -> int:
         """Forget the project's postings held in memory (after a hard forget); returns how
@@ -364,35 +375,96 @@ class KeywordIndex:
             among = np.unique(
                 np.fromiter((p for p in held if p is not None and p < loaded.n), dtype=np.int64)
             )
-        scores, matched = self._scores(loaded, terms, mode, among)
-        if matched.size == 0:
+        postings = self._postings(loaded, terms, mode, among)
+        if not postings:
             return []
-        ids = loaded.docs.ids
         whole = among is not None
         attrs = loaded.docs.attrs
-        if flt is not None and not whole:
-            # what the attributes held here rule out is never looked up in the store
-            matched = matched[attrs.admitted(flt, matched)]
-            if matched.size == 0:
-                return []
+        # what the attributes held here rule out is never looked up in the store
+        admit = None if flt is None or whole else partial(attrs.admitted, flt)
+        rank = self._ranking(loaded.norms, postings, mode, admit, pruned=not whole)
         # a filter the attributes do not decide whole fails more often in the store
         broad = not whole and not attrs.holds(flt)
-        first = 4 * limit + 64 if broad else limit + _SLACK
-        order = self._best(scores, matched, min(matched.size, first))
+        ranked = rank(4 * limit + 64 if broad else limit + _SLACK)
+        ids = loaded.docs.ids
         hits: list[tuple[str, float]] = []
         checked = 0
         while True:
-            window = [ids[int(p)] for p in order[checked:]]
+            order = ranked.positions[checked:]
+            window = [ids[int(p)] for p in order]
             admitted = self._admitted(project_id, window, flt, allowed)
             hits += [
-                (i, float(scores[p]))
-                for i, p in zip(window, order[checked:], strict=True)
+                (i, float(s))
+                for i, s in zip(window, ranked.scores[checked:], strict=True)
                 if i in admitted
             ]
-            checked = order.size
-            if len(hits) >= limit or checked >= matched.size:
+            checked = ranked.positions.size
+            if len(hits) >= limit or ranked.complete or checked == 0:
                 return hits[:limit]
-            order = self._best(scores, matched, min(matched.size, checked * 8))
+            ranked = rank(checked * 8)
+
+    def _postings(
+        self,
+        loaded: _Loaded,
+        terms: Sequence[str],
+        mode: Literal["or", "and"],
+        among: npt.NDArray[np.int64] | None,
+    ) -> list[TermPostings]:
+        """The query terms' postings (with `among`, only those of these sorted positions);
+        none when no item can match."""
+        wanted = list(dict.fromkeys(t for t in terms if t.strip()))
+        vocab, out = loaded.docs.vocab, []
+        n = loaded.n
+        for term in wanted:
+            tid = vocab.get(term)
+            if tid is None or not n:
+                continue
+            if among is None:
+                docs, freqs = loaded.postings.of(tid)
+                df = int(docs.size)
+            else:  # idf still counts every doc of the term
+                df = loaded.postings.df(tid)
+                docs, freqs = loaded.postings.at(tid, among)
+            if not df:
+                continue
+            idf = math.log((n - df + 0.5) / (df + 0.5))
+            idf = idf if idf > 0 else 1e-6  # as FTS5: a very common term still counts a little
+            out.append(TermPostings(docs, freqs, idf))
+        if mode == "and" and len(out) < len(wanted):
+            return []
+        return out
+
+    def _ranking(
+        self,
+        norms: npt.NDArray[np.float64],
+        postings: list[TermPostings],
+        mode: Literal["or", "and"],
+        admit: Admit | None,
+        pruned: bool,
+    ) -> Callable[[int], Ranked]:
+        """The best k matches for a k, by `self.scoring`: "top" prunes what cannot reach the
+        k best where it can, "exhaustive" scores every match once, "dense" as "exhaustive"
+        through one score per item of the project (the former way, kept to compare)."""
+        if pruned and mode == "or" and self.scoring == "top":
+
+            def pruning(k: int) -> Ranked:
+                ranked = top(postings, norms, k, admit)
+                self.scored += ranked.read
+                return ranked
+
+            return pruning
+        every = (dense if self.scoring == "dense" else exhaustive)(postings, norms, mode)
+        self.scored += every.read
+        positions, scores = every.positions, every.scores
+        if admit is not None and positions.size:
+            keep = admit(positions)
+            positions, scores = positions[keep], scores[keep]
+
+        def listed(k: int) -> Ranked:
+            pick = best(positions, scores, min(k, positions.size))
+            return Ranked(positions[pick], scores[pick], 0, k >= positions.size)
+
+        return listed
 
     def _admitted(
         self,
@@ -409,64 +481,3 @@ class KeywordIndex:
         if allowed is not None:  # `flt` resolved: listed from the store, or checked there
             return allowed.admits(window)
         return self.store.filter_item_ids(project_id, flt or ItemFilter(), among=window)
-
-    @staticmethod
-    def _best(
-        scores: npt.NDArray[np.float64], matched: npt.NDArray[np.int64], k: int
-    ) -> npt.NDArray[np.int64]:
-        """The `k` best of `matched` by score, then by position (storing order)."""
-        values = scores[matched]
-        if k < matched.size:
-            cut = np.argpartition(-values, k - 1)[:k]
-            # ties at the cut: every tied position competes, the earliest win
-            edge = values[cut].min()
-            cut = np.flatnonzero(values >= edge)
-            matched, values = matched[cut], values[cut]
-        top = np.lexsort((matched, -values))[:k]
-        return matched[top]
-
-    def _scores(
-        self,
-        loaded: _Loaded,
-        terms: Sequence[str],
-        mode: Literal["or", "and"],
-        among: npt.NDArray[np.int64] | None = None,
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-        """BM25 of every item (0 where none of the terms occurs) and the matching positions;
-        with `among` (sorted positions) only those items are scored and can match."""
-        n = loaded.n
-        scores = np.zeros(n, dtype=np.float64)
-        wanted = list(dict.fromkeys(t for t in terms if t.strip()))
-        if not n or not wanted:
-            return scores, np.zeros(0, dtype=np.int64)
-        vocab = loaded.docs.vocab
-        hits = np.zeros(n, dtype=np.int32) if mode == "and" else None
-        present = 0
-        for term in wanted:
-            tid = vocab.get(term)
-            if tid is None:
-                continue
-            if among is None:
-                docs, freqs = loaded.postings.of(tid)
-                df = int(docs.size)
-            else:  # idf still counts every doc of the term
-                df = loaded.postings.df(tid)
-                docs, freqs = loaded.postings.at(tid, among)
-            self.scored += int(docs.size)
-            if not df:
-                continue
-            present += 1
-            idf = math.log((n - df + 0.5) / (df + 0.5))
-            idf = idf if idf > 0 else 1e-6  # as FTS5: a very common term still counts a little
-            f = freqs.astype(np.float64)
-            scores[docs] += (idf * (BM25_K1 + 1.0)) * f / (f + loaded.norms[docs])
-            if hits is not None:
-                hits[docs] += 1
-        if hits is not None:
-            if present < len(wanted):
-                return scores, np.zeros(0, dtype=np.int64)
-            return scores, np.flatnonzero(hits == len(wanted)).astype(np.int64)
-        # every match scores above 0 (idf >= 1e-6, f > 0)
-        if among is not None:
-            return scores, among[scores[among] > 0]
-        return scores, np.flatnonzero(scores).astype(np.int64)
