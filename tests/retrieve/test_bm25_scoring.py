@@ -48,7 +48,9 @@ def _reference(
 
 def _corpus(rng: np.random.Generator) -> tuple[list[TermPostings], F64]:
     """A query's postings over a random project: rare to very common terms (idf floored),
-    few distinct lengths and frequencies so that many scores tie."""
+    few distinct lengths and frequencies so that many scores tie; each term's bound is the
+    loosest (tf / (tf + norm) < 1), the index's (largest tf, shortest item) or the
+    tightest (what its best item gets)."""
     n = int(rng.integers(1, 3000))
     lengths = rng.choice([3.0, 5.0, 8.0, 13.0, 40.0], size=n)
     norms = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / lengths.mean())
@@ -59,7 +61,9 @@ def _corpus(rng: np.random.Generator) -> tuple[list[TermPostings], F64]:
         docs = np.sort(rng.choice(n, size=df, replace=False)).astype(np.int32)
         freqs = rng.choice(np.asarray([1.0, 2.0, 3.0, 4.0], np.float32), size=df)
         idf = math.log((n - df + 0.5) / (df + 0.5))
-        terms.append(TermPostings(docs, freqs, idf if idf > 0 else 1e-6))
+        f = freqs.astype(np.float64)
+        tf_bound = [1.0, f.max() / (f.max() + norms[docs].min()), (f / (f + norms[docs])).max()]
+        terms.append(TermPostings(docs, freqs, idf if idf > 0 else 1e-6, rng.choice(tf_bound)))
     return terms, norms
 
 

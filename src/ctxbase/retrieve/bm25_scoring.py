@@ -57,11 +57,12 @@ class TermPostings:
     docs: I32
     freqs: F32
     idf: float
+    tf_bound: float = 1.0  # tf / (tf + norm) of none of its items is above this (nor 1)
 
     @property
     def bound(self) -> float:
         """What the term can add to any item's score at most."""
-        return self.idf * (BM25_K1 + 1.0)
+        return self.idf * (BM25_K1 + 1.0) * min(1.0, self.tf_bound)
 
 
 @dataclass(frozen=True)
@@ -148,24 +149,33 @@ def top(terms: Sequence[TermPostings], norms: F64, k: int, admit: Admit | None =
     # the rarest terms first: the largest bounds, the shortest postings
     order = sorted(terms, key=lambda t: (-t.bound, t.docs.size))
     rest = [*np.cumsum([t.bound for t in reversed(order)])[::-1].tolist(), 0.0]
-    docs = np.zeros(0, dtype=np.int64)
-    partial = np.zeros(0, dtype=np.float64)
-    theta, read, i = 0.0, 0, 0
-    # essential terms, read whole: while an item holding only the rest could still reach
-    # the k-th best partial score
-    while i < len(order) and rest[i] >= theta * (1.0 - _MARGIN):
-        t = order[i]
-        held, impacts = t.docs.astype(np.int64), _impacts(t, norms, t.docs, t.freqs)
-        read += held.size
-        if admit is not None and held.size:
-            keep = admit(held)
-            held, impacts = held[keep], impacts[keep]
-        docs, partial = _merged(docs, partial, held, impacts)
-        theta = _kth(partial, k)
-        i += 1
-    complete = i == len(order) and docs.size <= k
+    # theta: a lower bound of the k-th best score; a term is read whole while an item
+    # holding it and the rarer ones alone could still reach theta
+    docs, partial, read = _essential(order[:1], norms, admit)
+    theta, i = _kth(partial, k), 1
+    while i < len(order) and docs.size < k:  # seeds: the items of the rarest terms
+        more, more_partial, more_read = _essential(order[i : i + 1], norms, admit)
+        docs, partial = _merged([docs, more], [partial, more_partial])
+        theta, read, i = _kth(partial, k), read + more_read, i + 1
+    if i < len(order) and docs.size >= k:
+        # the best seeds' whole scores (lookups in the other terms): their k-th best is a
+        # far higher bound than the k-th partial score
+        seeds = np.argpartition(-partial, k - 1)[: 2 * k]
+        full = partial[seeds]
+        for t in order[i:]:
+            at, found = _lookup(t.docs, docs[seeds])
+            full[found] += _impacts(t, norms, docs[seeds][found], t.freqs[at[found]])
+        theta, read = max(theta, _kth(full, k)), read + seeds.size * (len(order) - i)
+    essential = i
+    while essential < len(order) and rest[essential] >= theta * (1.0 - _MARGIN):
+        essential += 1
+    if essential > i:
+        more, more_partial, more_read = _essential(order[i:essential], norms, admit)
+        docs, partial = _merged([docs, more], [partial, more_partial])
+        theta, read = max(theta, _kth(partial, k)), read + more_read
+    complete = essential == len(order) and docs.size <= k
     # the rest only for the candidates still in reach, dropping those that fall out of it
-    for j in range(i, len(order)):
+    for j in range(essential, len(order)):
         keep = partial + rest[j] >= theta * (1.0 - _MARGIN)
         docs, partial = docs[keep], partial[keep]
         t = order[j]
@@ -173,34 +183,42 @@ def top(terms: Sequence[TermPostings], norms: F64, k: int, admit: Admit | None =
         read += docs.size
         partial[found] += _impacts(t, norms, docs[found], t.freqs[at[found]])
         theta = max(theta, _kth(partial, k))
-    if i < len(order):
-        keep = partial >= theta * (1.0 - _MARGIN)
-        docs = docs[keep]
-    if i == len(order):  # nothing pruned: `partial` summed the terms in another order
-        every = exhaustive(terms, norms)
-        scores = every.scores[np.searchsorted(every.positions, docs)]
-        read += every.read
-    else:  # the final scores as `exhaustive` sums them: in query order
-        scores = np.zeros(docs.size, dtype=np.float64)
-        for t in terms:
-            at, found = _lookup(t.docs, docs)
-            scores[found] += _impacts(t, norms, docs[found], t.freqs[at[found]])
+    docs = docs[partial >= theta * (1.0 - _MARGIN)]  # `partial` is the whole score now
+    # the final scores as `exhaustive` sums them: in query order
+    scores = np.zeros(docs.size, dtype=np.float64)
+    for t in terms:
+        at, found = _lookup(t.docs, docs)
+        scores[found] += _impacts(t, norms, docs[found], t.freqs[at[found]])
     pick = best(docs, scores, k)
-    return Ranked(docs[pick], scores[pick], read, complete)
+    return Ranked(docs[pick], scores[pick], read + docs.size * len(terms), complete)
 
 
-def _merged(a: I64, a_scores: F64, b: I64, b_scores: F64) -> tuple[I64, F64]:
-    """The union of two sorted position lists, scores of a position in both summed."""
-    if not a.size:
-        return b, b_scores
-    cat = np.concatenate([a, b])
-    order = np.argsort(cat, kind="stable")  # two sorted runs: a linear merge
-    docs, scores = cat[order], np.concatenate([a_scores, b_scores])[order]
-    twice = docs[1:] == docs[:-1]
-    scores[:-1][twice] += scores[1:][twice]
-    keep = np.ones(docs.size, dtype=np.bool_)
-    keep[1:] = ~twice
-    return docs[keep], scores[keep]
+def _essential(
+    terms: Sequence[TermPostings], norms: F64, admit: Admit | None
+) -> tuple[I64, F64, int]:
+    """The items holding any of `terms` that `admit` passes (ascending), what the terms add
+    to their scores (summed in any order), and how many postings were read."""
+    docs = [t.docs.astype(np.int64) for t in terms]
+    impacts = [_impacts(t, norms, t.docs, t.freqs) for t in terms]
+    held, partial = _merged(docs, impacts)
+    read = sum(d.size for d in docs)
+    if admit is not None and held.size:
+        keep = admit(held)
+        held, partial = held[keep], partial[keep]
+    return held, partial, read
+
+
+def _merged(docs: Sequence[I64], scores: Sequence[F64]) -> tuple[I64, F64]:
+    """The union of sorted position lists, the scores of a position summed."""
+    if len(docs) == 1:
+        return docs[0], scores[0]
+    cat = np.concatenate(docs)
+    order = np.argsort(cat, kind="stable")  # sorted runs: merged in linear time
+    cat = cat[order]
+    first = np.ones(cat.size, dtype=np.bool_)
+    first[1:] = cat[1:] != cat[:-1]
+    summed = np.bincount(np.cumsum(first) - 1, weights=np.concatenate(scores)[order])
+    return cat[first], summed
 
 
 def _kth(scores: F64, k: int) -> float:

@@ -17,6 +17,7 @@ so about `limit` rows are checked in the store instead of several times as many.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -152,15 +153,30 @@ class _Postings:
     tail_docs: I32
     tail_freqs: F32
 
+    # per term, for its bound on what it adds to a score: the largest frequency and the
+    # shortest item among its sorted postings (appended ones are read per query)
+    peaks: F32
+    shortest: F32
+
     @staticmethod
-    def build(terms: I32, docs: I32, freqs: F32, vocab_size: int) -> _Postings:
+    def build(terms: I32, docs: I32, freqs: F32, vocab_size: int, lengths: F32) -> _Postings:
         order = np.lexsort((docs, terms))
         offsets = np.zeros(vocab_size + 1, dtype=np.int64)
         np.cumsum(np.bincount(terms, minlength=vocab_size), out=offsets[1:])
+        docs, freqs = docs[order], freqs[order]
+        held = np.flatnonzero(np.diff(offsets))
+        peaks = np.zeros(vocab_size, dtype=np.float32)
+        shortest = np.full(vocab_size, np.inf, dtype=np.float32)
+        if held.size:
+            peaks[held] = np.maximum.reduceat(freqs, offsets[held])
+            shortest[held] = np.minimum.reduceat(lengths[docs], offsets[held])
         empty = np.zeros(0, dtype=np.int32)
-        return _Postings(offsets, docs[order], freqs[order], empty, empty, np.zeros(0, np.float32))
+        no_tail = np.zeros(0, np.float32)
+        return _Postings(offsets, docs, freqs, empty, empty, no_tail, peaks, shortest)
 
-    def appended(self, terms: I32, docs: I32, freqs: F32, vocab_size: int) -> _Postings:
+    def appended(
+        self, terms: I32, docs: I32, freqs: F32, vocab_size: int, lengths: F32
+    ) -> _Postings:
         tail_terms = np.concatenate([self.tail_terms, terms])
         if tail_terms.size > max(_TAIL_POSTINGS, self.docs.size // 8):
             sorted_terms = np.repeat(
@@ -171,28 +187,39 @@ class _Postings:
                 np.concatenate([self.docs, self.tail_docs, docs]),
                 np.concatenate([self.freqs, self.tail_freqs, freqs]),
                 vocab_size,
+                lengths,
             )
-        return _Postings(
-            self.offsets,
-            self.docs,
-            self.freqs,
-            tail_terms,
-            np.concatenate([self.tail_docs, docs]),
-            np.concatenate([self.tail_freqs, freqs]),
+        return dataclasses.replace(
+            self,
+            tail_terms=tail_terms,
+            tail_docs=np.concatenate([self.tail_docs, docs]),
+            tail_freqs=np.concatenate([self.tail_freqs, freqs]),
         )
 
     def of(self, term: int) -> tuple[I32, F32]:
+        return self.held(term)[:2]
+
+    def held(self, term: int, lengths: F32 | None = None) -> tuple[I32, F32, float, float]:
+        """The term's postings (positions ascending, frequencies), the largest frequency and
+        the shortest item's length among them (with `lengths`, else 0 and inf)."""
+        peak, short = 0.0, math.inf
         if term + 1 < self.offsets.size:
             lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
             docs, freqs = self.docs[lo:hi], self.freqs[lo:hi]
+            if lengths is not None:
+                peak, short = float(self.peaks[term]), float(self.shortest[term])
         else:
             docs, freqs = self.docs[:0], self.freqs[:0]
         if self.tail_terms.size:
             hit = self.tail_terms == term
             if hit.any():
-                docs = np.concatenate([docs, self.tail_docs[hit]])
-                freqs = np.concatenate([freqs, self.tail_freqs[hit]])
-        return docs, freqs
+                tail_docs, tail_freqs = self.tail_docs[hit], self.tail_freqs[hit]
+                docs = np.concatenate([docs, tail_docs])
+                freqs = np.concatenate([freqs, tail_freqs])
+                if lengths is not None:
+                    peak = max(peak, float(tail_freqs.max()))
+                    short = min(short, float(lengths[tail_docs].min()))
+        return docs, freqs, peak, short
 
     def at(self, term: int, among: npt.NDArray[np.int64]) -> tuple[I32, F32]:
         """`of(term)` restricted to the doc positions `among` (sorted): a binary search per
@@ -230,7 +257,8 @@ class _Postings:
     @property
     def nbytes(self) -> int:
         arrays = (self.offsets, self.docs, self.freqs, self.tail_terms, self.tail_docs)
-        return sum(int(a.nbytes) for a in arrays) + int(self.tail_freqs.nbytes)
+        extra = (self.tail_freqs, self.peaks, self.shortest)
+        return sum(int(a.nbytes) for a in (*arrays, *extra))
 
 
 @dataclass(frozen=True)
@@ -243,6 +271,7 @@ class _Loaded:
     total_length: float
     postings: _Postings
     norms: npt.NDArray[np.float64]  # per item: BM25's length term k1 * (1 - b + b * dl / avgdl)
+    avgdl: float
 
     @staticmethod
     def of(
@@ -251,8 +280,14 @@ class _Loaded:
         n = docs.n
         avgdl = total / n if n and total > 0 else 1.0
         lengths = docs.lengths[:n].astype(np.float64)  # float32 arithmetic would round
-        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl)
-        return _Loaded(gen, marker, removals, docs, n, total, postings, norms)
+        return _Loaded(
+            gen, marker, removals, docs, n, total, postings, _norms(lengths, avgdl), avgdl
+        )
+
+
+def _norms(lengths: npt.NDArray[np.float64], avgdl: float) -> npt.NDArray[np.float64]:
+    """BM25's length term of items of these lengths."""
+    return np.asarray(BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl), dtype=np.float64)
 
 
 class KeywordIndex:
@@ -341,7 +376,9 @@ class KeywordIndex:
             return None
         terms, positions, freqs = docs.add(delta.rows)
         total = cached.total_length + float(docs.lengths[cached.n : docs.n].sum(dtype=np.float64))
-        postings = cached.postings.appended(terms, positions, freqs, len(docs.vocab))
+        postings = cached.postings.appended(
+            terms, positions, freqs, len(docs.vocab), docs.lengths[: docs.n]
+        )
         return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
 
     def _reloaded(self, project_id: str, gen: int) -> _Loaded:
@@ -349,7 +386,7 @@ class KeywordIndex:
         delta = self.store.keyword_changes(project_id, 0)
         docs = _Docs()
         terms, positions, freqs = docs.add(delta.rows)
-        postings = _Postings.build(terms, positions, freqs, len(docs.vocab))
+        postings = _Postings.build(terms, positions, freqs, len(docs.vocab), docs.lengths)
         total = float(docs.lengths[: docs.n].sum(dtype=np.float64))
         return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
 
@@ -419,9 +456,13 @@ class KeywordIndex:
             tid = vocab.get(term)
             if tid is None or not n:
                 continue
+            tf_bound = 1.0
             if among is None:
-                docs, freqs = loaded.postings.of(tid)
+                docs, freqs, peak, short = loaded.postings.held(tid, loaded.docs.lengths)
                 df = int(docs.size)
+                if df:  # no item holds more of it, none is shorter
+                    norm = float(_norms(np.asarray([short], np.float64), loaded.avgdl)[0])
+                    tf_bound = peak / (peak + norm)
             else:  # idf still counts every doc of the term
                 df = loaded.postings.df(tid)
                 docs, freqs = loaded.postings.at(tid, among)
@@ -429,7 +470,7 @@ class KeywordIndex:
                 continue
             idf = math.log((n - df + 0.5) / (df + 0.5))
             idf = idf if idf > 0 else 1e-6  # as FTS5: a very common term still counts a little
-            out.append(TermPostings(docs, freqs, idf))
+            out.append(TermPostings(docs, freqs, idf, tf_bound))
         if mode == "and" and len(out) < len(wanted):
             return []
         return out
