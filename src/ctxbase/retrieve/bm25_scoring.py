@@ -218,7 +218,7 @@ def _merged(docs: Sequence[I64], scores: Sequence[F64]) -> tuple[I64, F64]:
     first = np.ones(cat.size, dtype=np.bool_)
     first[1:] = cat[1:] != cat[:-1]
     summed = np.bincount(np.cumsum(first) - 1, weights=np.concatenate(scores)[order])
-    return cat[first], summed
+    return cat[first], np.asarray(summed, dtype=np.float64)
 
 
 def _kth(scores: F64, k: int) -> float:
