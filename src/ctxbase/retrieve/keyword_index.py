@@ -2,8 +2,10 @@
 
 The store's own keyword query (FTS5's bm25, PostgreSQL's tsvector ranking) computes a score
 for every item that matches any query term: tens of thousands for a common word in a large
-project. Here the postings are compact arrays and a query adds each term's impacts into one
-score vector with numpy, then picks the best. Same scoring as the stores: FTS5's bm25 over
+project. Here the postings are compact arrays and a query scores only the postings it
+touches with numpy (bm25_scoring.py): for the best `limit`, a common term's long postings are
+only looked up for the items that can still reach them (MaxScore, bounded by each term's
+largest frequency and shortest item, held per term). Same scoring as the stores: FTS5's bm25 over
 two columns (indexed terms = own plus live context terms, weight 1; own terms, weight
 OWN_TERMS_WEIGHT), k1 = 1.2, b = 0.75, statistics over the project's active items.
 
