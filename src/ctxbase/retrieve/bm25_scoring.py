@@ -3,10 +3,11 @@ with the postings a query touches, not with the project's size.
 
 `exhaustive` scores every item holding a query term (what "and" mode, a filter listed whole
 and a search widening past its first window need). `top` returns only the best `k`
-(MaxScore): a term adds at most idf * (k1 + 1) to an item's score (tf / (tf + norm) < 1), so
-once the k-th best partial score exceeds what the remaining common terms could add together,
-an item holding none but those cannot enter the top k. Their long postings are then only
-looked up for the candidates still in reach, never read whole.
+(MaxScore): a term adds at most idf * (k1 + 1) * tf_bound to an item's score (tf_bound: the
+largest tf / (tf + norm) among its items, below 1), so once a lower bound of the k-th best
+score exceeds what the remaining common terms could add together, an item holding none but
+those cannot enter the top k. Their long postings are then only looked up for the
+candidates still in reach, never read whole.
 
 Both sum an item's impacts in query-term order, as `dense` (one score per item of the
 project) does: the same floats, so the same order and the same ties.
