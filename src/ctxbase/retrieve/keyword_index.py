@@ -2,8 +2,10 @@
 
 The store's own keyword query (FTS5's bm25, PostgreSQL's tsvector ranking) computes a score
 for every item that matches any query term: tens of thousands for a common word in a large
-project. Here the postings are compact arrays and a query adds each term's impacts into one
-score vector with numpy, then picks the best. Same scoring as the stores: FTS5's bm25 over
+project. Here the postings are compact arrays and a query scores only the postings it
+touches with numpy (bm25_scoring.py): for the best `limit`, a common term's long postings are
+only looked up for the items that can still reach them (MaxScore, bounded by each term's
+largest frequency and shortest item, held per term). Same scoring as the stores: FTS5's bm25 over
 two columns (indexed terms = own plus live context terms, weight 1; own terms, weight
 OWN_TERMS_WEIGHT), k1 = 1.2, b = 0.75, statistics over the project's active items.
 
@@ -17,23 +19,34 @@ so about `limit` rows are checked in the store instead of several times as many.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from ..store.base import OWN_TERMS_WEIGHT, ItemFilter, KeywordRow, Store
+from .bm25_scoring import (
+    BM25_B,
+    BM25_K1,
+    Admit,
+    Ranked,
+    TermPostings,
+    best,
+    dense,
+    exhaustive,
+    top,
+)
 from .row_filter import RowAttributes
 from .synced import appendable, current
 
 __all__ = ["BM25_B", "BM25_K1", "Admission", "KeywordIndex"]
 
-BM25_K1 = 1.2
-BM25_B = 0.75
 _OWN = 1.0 + OWN_TERMS_WEIGHT  # an own term counts in both columns
 
 # Appended postings are kept unsorted and scanned per query term; past this many (or an
@@ -142,15 +155,30 @@ class _Postings:
     tail_docs: I32
     tail_freqs: F32
 
+    # per term, for its bound on what it adds to a score: the largest frequency and the
+    # shortest item among its sorted postings (appended ones are read per query)
+    peaks: F32
+    shortest: F32
+
     @staticmethod
-    def build(terms: I32, docs: I32, freqs: F32, vocab_size: int) -> _Postings:
+    def build(terms: I32, docs: I32, freqs: F32, vocab_size: int, lengths: F32) -> _Postings:
         order = np.lexsort((docs, terms))
         offsets = np.zeros(vocab_size + 1, dtype=np.int64)
         np.cumsum(np.bincount(terms, minlength=vocab_size), out=offsets[1:])
+        docs, freqs = docs[order], freqs[order]
+        held = np.flatnonzero(np.diff(offsets))
+        peaks = np.zeros(vocab_size, dtype=np.float32)
+        shortest = np.full(vocab_size, np.inf, dtype=np.float32)
+        if held.size:
+            peaks[held] = np.maximum.reduceat(freqs, offsets[held])
+            shortest[held] = np.minimum.reduceat(lengths[docs], offsets[held])
         empty = np.zeros(0, dtype=np.int32)
-        return _Postings(offsets, docs[order], freqs[order], empty, empty, np.zeros(0, np.float32))
+        no_tail = np.zeros(0, np.float32)
+        return _Postings(offsets, docs, freqs, empty, empty, no_tail, peaks, shortest)
 
-    def appended(self, terms: I32, docs: I32, freqs: F32, vocab_size: int) -> _Postings:
+    def appended(
+        self, terms: I32, docs: I32, freqs: F32, vocab_size: int, lengths: F32
+    ) -> _Postings:
         tail_terms = np.concatenate([self.tail_terms, terms])
         if tail_terms.size > max(_TAIL_POSTINGS, self.docs.size // 8):
             sorted_terms = np.repeat(
@@ -161,28 +189,39 @@ class _Postings:
                 np.concatenate([self.docs, self.tail_docs, docs]),
                 np.concatenate([self.freqs, self.tail_freqs, freqs]),
                 vocab_size,
+                lengths,
             )
-        return _Postings(
-            self.offsets,
-            self.docs,
-            self.freqs,
-            tail_terms,
-            np.concatenate([self.tail_docs, docs]),
-            np.concatenate([self.tail_freqs, freqs]),
+        return dataclasses.replace(
+            self,
+            tail_terms=tail_terms,
+            tail_docs=np.concatenate([self.tail_docs, docs]),
+            tail_freqs=np.concatenate([self.tail_freqs, freqs]),
         )
 
     def of(self, term: int) -> tuple[I32, F32]:
+        return self.held(term)[:2]
+
+    def held(self, term: int, lengths: F32 | None = None) -> tuple[I32, F32, float, float]:
+        """The term's postings (positions ascending, frequencies), the largest frequency and
+        the shortest item's length among them (with `lengths`, else 0 and inf)."""
+        peak, short = 0.0, math.inf
         if term + 1 < self.offsets.size:
             lo, hi = int(self.offsets[term]), int(self.offsets[term + 1])
             docs, freqs = self.docs[lo:hi], self.freqs[lo:hi]
+            if lengths is not None:
+                peak, short = float(self.peaks[term]), float(self.shortest[term])
         else:
             docs, freqs = self.docs[:0], self.freqs[:0]
         if self.tail_terms.size:
             hit = self.tail_terms == term
             if hit.any():
-                docs = np.concatenate([docs, self.tail_docs[hit]])
-                freqs = np.concatenate([freqs, self.tail_freqs[hit]])
-        return docs, freqs
+                tail_docs, tail_freqs = self.tail_docs[hit], self.tail_freqs[hit]
+                docs = np.concatenate([docs, tail_docs])
+                freqs = np.concatenate([freqs, tail_freqs])
+                if lengths is not None:
+                    peak = max(peak, float(tail_freqs.max()))
+                    short = min(short, float(lengths[tail_docs].min()))
+        return docs, freqs, peak, short
 
     def at(self, term: int, among: npt.NDArray[np.int64]) -> tuple[I32, F32]:
         """`of(term)` restricted to the doc positions `among` (sorted): a binary search per
@@ -220,7 +259,8 @@ class _Postings:
     @property
     def nbytes(self) -> int:
         arrays = (self.offsets, self.docs, self.freqs, self.tail_terms, self.tail_docs)
-        return sum(int(a.nbytes) for a in arrays) + int(self.tail_freqs.nbytes)
+        extra = (self.tail_freqs, self.peaks, self.shortest)
+        return sum(int(a.nbytes) for a in (*arrays, *extra))
 
 
 @dataclass(frozen=True)
@@ -233,6 +273,7 @@ class _Loaded:
     total_length: float
     postings: _Postings
     norms: npt.NDArray[np.float64]  # per item: BM25's length term k1 * (1 - b + b * dl / avgdl)
+    avgdl: float
 
     @staticmethod
     def of(
@@ -241,8 +282,14 @@ class _Loaded:
         n = docs.n
         avgdl = total / n if n and total > 0 else 1.0
         lengths = docs.lengths[:n].astype(np.float64)  # float32 arithmetic would round
-        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl)
-        return _Loaded(gen, marker, removals, docs, n, total, postings, norms)
+        return _Loaded(
+            gen, marker, removals, docs, n, total, postings, _norms(lengths, avgdl), avgdl
+        )
+
+
+def _norms(lengths: npt.NDArray[np.float64], avgdl: float) -> npt.NDArray[np.float64]:
+    """BM25's length term of items of these lengths."""
+    return np.asarray(BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / avgdl), dtype=np.float64)
 
 
 class KeywordIndex:
@@ -253,7 +300,8 @@ class KeywordIndex:
         self._cache: dict[str, _Loaded] = {}
         self._lock = threading.Lock()
         self.reloads = 0  # full reads of a project's items (the rest were appends)
-        self.scored = 0  # postings scored by searches
+        self.scored = 0  # postings read by searches (whole, or looked up for a candidate)
+        self.scoring: Literal["top", "exhaustive", "dense"] = "top"
 
     def drop(self, project_id: str) -> int:
         """Forget the project's postings held in memory (after a hard forget); returns how
@@ -330,7 +378,9 @@ class KeywordIndex:
             return None
         terms, positions, freqs = docs.add(delta.rows)
         total = cached.total_length + float(docs.lengths[cached.n : docs.n].sum(dtype=np.float64))
-        postings = cached.postings.appended(terms, positions, freqs, len(docs.vocab))
+        postings = cached.postings.appended(
+            terms, positions, freqs, len(docs.vocab), docs.lengths[: docs.n]
+        )
         return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
 
     def _reloaded(self, project_id: str, gen: int) -> _Loaded:
@@ -338,7 +388,7 @@ class KeywordIndex:
         delta = self.store.keyword_changes(project_id, 0)
         docs = _Docs()
         terms, positions, freqs = docs.add(delta.rows)
-        postings = _Postings.build(terms, positions, freqs, len(docs.vocab))
+        postings = _Postings.build(terms, positions, freqs, len(docs.vocab), docs.lengths)
         total = float(docs.lengths[: docs.n].sum(dtype=np.float64))
         return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
 
@@ -364,35 +414,100 @@ class KeywordIndex:
             among = np.unique(
                 np.fromiter((p for p in held if p is not None and p < loaded.n), dtype=np.int64)
             )
-        scores, matched = self._scores(loaded, terms, mode, among)
-        if matched.size == 0:
+        postings = self._postings(loaded, terms, mode, among)
+        if not postings:
             return []
-        ids = loaded.docs.ids
         whole = among is not None
         attrs = loaded.docs.attrs
-        if flt is not None and not whole:
-            # what the attributes held here rule out is never looked up in the store
-            matched = matched[attrs.admitted(flt, matched)]
-            if matched.size == 0:
-                return []
+        # what the attributes held here rule out is never looked up in the store
+        admit = None if flt is None or whole else partial(attrs.admitted, flt)
+        rank = self._ranking(loaded.norms, postings, mode, admit, pruned=not whole)
         # a filter the attributes do not decide whole fails more often in the store
         broad = not whole and not attrs.holds(flt)
-        first = 4 * limit + 64 if broad else limit + _SLACK
-        order = self._best(scores, matched, min(matched.size, first))
+        ranked = rank(4 * limit + 64 if broad else limit + _SLACK)
+        ids = loaded.docs.ids
         hits: list[tuple[str, float]] = []
         checked = 0
         while True:
-            window = [ids[int(p)] for p in order[checked:]]
+            order = ranked.positions[checked:]
+            window = [ids[int(p)] for p in order]
             admitted = self._admitted(project_id, window, flt, allowed)
             hits += [
-                (i, float(scores[p]))
-                for i, p in zip(window, order[checked:], strict=True)
+                (i, float(s))
+                for i, s in zip(window, ranked.scores[checked:], strict=True)
                 if i in admitted
             ]
-            checked = order.size
-            if len(hits) >= limit or checked >= matched.size:
+            checked = ranked.positions.size
+            if len(hits) >= limit or ranked.complete or checked == 0:
                 return hits[:limit]
-            order = self._best(scores, matched, min(matched.size, checked * 8))
+            ranked = rank(checked * 8)
+
+    def _postings(
+        self,
+        loaded: _Loaded,
+        terms: Sequence[str],
+        mode: Literal["or", "and"],
+        among: npt.NDArray[np.int64] | None,
+    ) -> list[TermPostings]:
+        """The query terms' postings (with `among`, only those of these sorted positions);
+        none when no item can match."""
+        wanted = list(dict.fromkeys(t for t in terms if t.strip()))
+        vocab, out = loaded.docs.vocab, []
+        n = loaded.n
+        for term in wanted:
+            tid = vocab.get(term)
+            if tid is None or not n:
+                continue
+            tf_bound = 1.0
+            if among is None:
+                docs, freqs, peak, short = loaded.postings.held(tid, loaded.docs.lengths)
+                df = int(docs.size)
+                if df:  # no item holds more of it, none is shorter
+                    norm = float(_norms(np.asarray([short], np.float64), loaded.avgdl)[0])
+                    tf_bound = peak / (peak + norm)
+            else:  # idf still counts every doc of the term
+                df = loaded.postings.df(tid)
+                docs, freqs = loaded.postings.at(tid, among)
+            if not df:
+                continue
+            idf = math.log((n - df + 0.5) / (df + 0.5))
+            idf = idf if idf > 0 else 1e-6  # as FTS5: a very common term still counts a little
+            out.append(TermPostings(docs, freqs, idf, tf_bound))
+        if mode == "and" and len(out) < len(wanted):
+            return []
+        return out
+
+    def _ranking(
+        self,
+        norms: npt.NDArray[np.float64],
+        postings: list[TermPostings],
+        mode: Literal["or", "and"],
+        admit: Admit | None,
+        pruned: bool,
+    ) -> Callable[[int], Ranked]:
+        """The best k matches for a k, by `self.scoring`: "top" prunes what cannot reach the
+        k best where it can, "exhaustive" scores every match once, "dense" as "exhaustive"
+        through one score per item of the project (the former way, kept to compare)."""
+        if pruned and mode == "or" and self.scoring == "top":
+
+            def pruning(k: int) -> Ranked:
+                ranked = top(postings, norms, k, admit)
+                self.scored += ranked.read
+                return ranked
+
+            return pruning
+        every = (dense if self.scoring == "dense" else exhaustive)(postings, norms, mode)
+        self.scored += every.read
+        positions, scores = every.positions, every.scores
+        if admit is not None and positions.size:
+            keep = admit(positions)
+            positions, scores = positions[keep], scores[keep]
+
+        def listed(k: int) -> Ranked:
+            pick = best(positions, scores, min(k, positions.size))
+            return Ranked(positions[pick], scores[pick], 0, k >= positions.size)
+
+        return listed
 
     def _admitted(
         self,
@@ -409,64 +524,3 @@ class KeywordIndex:
         if allowed is not None:  # `flt` resolved: listed from the store, or checked there
             return allowed.admits(window)
         return self.store.filter_item_ids(project_id, flt or ItemFilter(), among=window)
-
-    @staticmethod
-    def _best(
-        scores: npt.NDArray[np.float64], matched: npt.NDArray[np.int64], k: int
-    ) -> npt.NDArray[np.int64]:
-        """The `k` best of `matched` by score, then by position (storing order)."""
-        values = scores[matched]
-        if k < matched.size:
-            cut = np.argpartition(-values, k - 1)[:k]
-            # ties at the cut: every tied position competes, the earliest win
-            edge = values[cut].min()
-            cut = np.flatnonzero(values >= edge)
-            matched, values = matched[cut], values[cut]
-        top = np.lexsort((matched, -values))[:k]
-        return matched[top]
-
-    def _scores(
-        self,
-        loaded: _Loaded,
-        terms: Sequence[str],
-        mode: Literal["or", "and"],
-        among: npt.NDArray[np.int64] | None = None,
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-        """BM25 of every item (0 where none of the terms occurs) and the matching positions;
-        with `among` (sorted positions) only those items are scored and can match."""
-        n = loaded.n
-        scores = np.zeros(n, dtype=np.float64)
-        wanted = list(dict.fromkeys(t for t in terms if t.strip()))
-        if not n or not wanted:
-            return scores, np.zeros(0, dtype=np.int64)
-        vocab = loaded.docs.vocab
-        hits = np.zeros(n, dtype=np.int32) if mode == "and" else None
-        present = 0
-        for term in wanted:
-            tid = vocab.get(term)
-            if tid is None:
-                continue
-            if among is None:
-                docs, freqs = loaded.postings.of(tid)
-                df = int(docs.size)
-            else:  # idf still counts every doc of the term
-                df = loaded.postings.df(tid)
-                docs, freqs = loaded.postings.at(tid, among)
-            self.scored += int(docs.size)
-            if not df:
-                continue
-            present += 1
-            idf = math.log((n - df + 0.5) / (df + 0.5))
-            idf = idf if idf > 0 else 1e-6  # as FTS5: a very common term still counts a little
-            f = freqs.astype(np.float64)
-            scores[docs] += (idf * (BM25_K1 + 1.0)) * f / (f + loaded.norms[docs])
-            if hits is not None:
-                hits[docs] += 1
-        if hits is not None:
-            if present < len(wanted):
-                return scores, np.zeros(0, dtype=np.int64)
-            return scores, np.flatnonzero(hits == len(wanted)).astype(np.int64)
-        # every match scores above 0 (idf >= 1e-6, f > 0)
-        if among is not None:
-            return scores, among[scores[among] > 0]
-        return scores, np.flatnonzero(scores).astype(np.int64)

@@ -509,11 +509,8 @@ class Searcher:
             want = limit * 4
             while True:
                 found = self.vectors.search(project_id, model, qvec, want, None)
-                screen = self.keywords.screen(project_id, [i for i, _ in found], allowed.flt)
-                if screen is not None:  # ruled out by what the keyword index holds
-                    kept = [h for h, ok in zip(found, screen, strict=True) if ok]
-                else:
-                    kept = found
+                screen = self._screen(project_id, [i for i, _ in found], allowed)
+                kept = [h for h, ok in zip(found, screen, strict=True) if ok]
                 hits = first_admitted(kept, limit, allowed.admits)
                 if len(hits) >= limit or len(found) < want:
                     break
@@ -540,6 +537,15 @@ class Searcher:
         for stored in self.store.get_items(project_id, missing) if missing else []:
             items[stored.item_id] = stored
         return {k: fused[k] for k in best}
+
+    def _screen(self, project_id: str, ids: list[str], allowed: FilterScope) -> list[bool]:
+        """Per id, False where the attributes the keyword index holds rule it out of a filter
+        checked on candidates: those are never looked up in the store (a listed filter is
+        checked in memory anyway)."""
+        screen = None
+        if allowed.ids is None:
+            screen = self.keywords.screen(project_id, ids, allowed.flt)
+        return [True] * len(ids) if screen is None else screen
 
     def _expand(
         self,
@@ -597,7 +603,10 @@ class Searcher:
         for it in self.store.get_items(project_id, sorted(owner_items)):
             by_owner.setdefault(it.owner_id, []).append(it)
         firsts = [found[0].item_id for found in by_owner.values() if found]
-        admitted = set(firsts) if allowed is None else allowed.admits(firsts)
+        admitted = set(firsts)
+        if allowed is not None:
+            screen = self._screen(project_id, firsts, allowed)
+            admitted = allowed.admits(i for i, ok in zip(firsts, screen, strict=True) if ok)
         for owner, (s, via, conf) in new_nodes.items():
             for it in by_owner.get(owner, [])[:1]:
                 if it.item_id not in admitted:
