@@ -241,6 +241,6 @@ def test_a_removal_rebuilds_the_index_without_the_removed_row(tmp_path: Path, an
         assert gone.id not in _top(index, cb, "volcanic glass knives", 20)
         after = next(iter(index._cache.values()))
         assert index.reloads == 2 and after.ann is not None and after.ann is not first
-        assert after.ann.count == after.n == 150 and gone.id not in after.rows.positions
+        assert after.ann.count == after.n == 150 and gone.id not in after.rows.ids
     finally:
         cb.close()

@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from ..store.base import Store, VectorDelta, VectorRow
 from .ann import AnnIndex, AnnSettings, ann_class, settings_from_env
+from .id_map import IdMap
 from .synced import appendable, current
 
 __all__ = ["ANN_THRESHOLD", "VectorIndex"]
@@ -34,8 +35,7 @@ class _Rows:
     snapshot while later rows are appended behind it. `buffer` is None once an HNSW index
     holds the vectors."""
 
-    ids: list[str] = field(default_factory=list)
-    positions: dict[str, int] = field(default_factory=dict)
+    ids: IdMap = field(default_factory=IdMap)  # id by position and position by id
     buffer: npt.NDArray[np.float32] | None = field(
         default_factory=lambda: np.zeros((0, 1), dtype=np.float32)
     )
@@ -63,9 +63,7 @@ class _Rows:
                     grown[: self.n] = self.buffer[: self.n]
                     self.buffer = grown  # older snapshots keep the old buffer
                 self.buffer[self.n : self.n + len(ids)] = block
-        for item_id in ids:
-            self.positions[item_id] = len(self.ids)
-            self.ids.append(item_id)
+        self.ids.extend(ids)
         self.n += len(ids)
 
 
@@ -126,7 +124,7 @@ class VectorIndex:
         replaced, or something was removed, hidden or restored."""
         rows = cached.rows
         new_ids = (r.item_id for r in delta.rows)
-        if not appendable(cached, delta.removals, rows.n, new_ids, rows.positions):
+        if not appendable(cached, delta.removals, rows.n, new_ids, rows.ids):
             return None
         block = rows.append(delta.rows)
         ann = cached.ann
@@ -184,11 +182,7 @@ class VectorIndex:
         q = query.astype(np.float32)
         if allowed_ids is not None:
             # Only the allowed rows: the work follows the filter's size, not the project's.
-            positions, n_rows = loaded.rows.positions, loaded.n
-            rows = np.fromiter(
-                (p for i in allowed_ids if (p := positions.get(i)) is not None and p < n_rows),
-                dtype=np.int64,
-            )
+            rows = ids.positions(allowed_ids, loaded.n)
             if not rows.size:
                 return []
             if loaded.matrix is not None:
