@@ -6,9 +6,11 @@ holds a project's vectors they are kept there only (a filtered search reads the 
 vectors back from it): a second float32 copy would double the memory of a large project.
 When the store's index generation moves, the vectors stored since the last load are
 appended (`Store.vector_changes`) instead of reloading the project: an agent that writes
-between searches would otherwise reload every vector on each search. Anything else (a vector
-removed, hidden or replaced) reloads. Backends with a native vector index (pgvector) answer
-`Store.vector_search` themselves instead.
+between searches would otherwise reload every vector on each search. With an HNSW index, rows
+removed or hidden are marked removed in it (`Store.vector_ids` tells which); anything else (a
+vector replaced or restored, a removal without HNSW, a quarter of the rows gone) reloads.
+Backends with a native vector index (pgvector) answer `Store.vector_search` themselves
+instead.
 """
 
 from __future__ import annotations
@@ -77,6 +79,20 @@ class _Loaded:
     ann: AnnIndex | None
     # The exact search's matrix (a view that keeps its buffer alive); None with an ANN.
     matrix: npt.NDArray[np.float32] | None
+    # Rows removed or hidden since the ANN was built (marked removed in it; rows past its
+    # length are live); None: none.
+    dead: npt.NDArray[np.bool_] | None = None
+
+    @property
+    def live(self) -> int:
+        return self.n - (0 if self.dead is None else int(np.count_nonzero(self.dead)))
+
+    def live_rows(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """`rows` without the removed ones."""
+        if self.dead is None or not rows.size:
+            return rows
+        inside = rows < len(self.dead)
+        return rows[~inside | ~self.dead[np.where(inside, rows, 0)]]
 
 
 class VectorIndex:
@@ -108,7 +124,9 @@ class VectorIndex:
             if not cached.marker:
                 return None
             delta = self.store.vector_changes(project_id, model, cached.marker)
-            return None if delta is None else self._appended(cached, delta, gen)
+            if delta is None:
+                return None
+            return self._appended(cached, delta, gen, project_id, model)
 
         return current(
             self._lock,
@@ -119,18 +137,51 @@ class VectorIndex:
             lambda: self._reloaded(project_id, model, gen),
         )
 
-    def _appended(self, cached: _Loaded, delta: VectorDelta, gen: int) -> _Loaded | None:
-        """`cached` plus the new vectors, or None when only a reload is right: a vector was
-        replaced, or something was removed, hidden or restored."""
-        rows = cached.rows
-        new_ids = (r.item_id for r in delta.rows)
-        if not appendable(cached, delta.removals, rows.n, new_ids, rows.ids):
+    def _appended(
+        self, cached: _Loaded, delta: VectorDelta, gen: int, project_id: str, model: str
+    ) -> _Loaded | None:
+        """`cached` plus the new vectors, less those removed or hidden when an ANN holds
+        them (at 1M rows a reload rebuilds it for many minutes); None when only a reload is
+        right: a vector was replaced or restored, or something was removed without an ANN."""
+        rows, dead = cached.rows, cached.dead
+        if delta.removals != cached.removals and cached.ann is not None:
+            dead = self._removed(cached, delta, project_id, model)
+            if dead is None:
+                return None
+        elif not appendable(
+            cached, delta.removals, rows.n, (r.item_id for r in delta.rows), rows.ids
+        ):
             return None
         block = rows.append(delta.rows)
         ann = cached.ann
         if ann is not None and delta.rows:
             ann = ann.add(block, cached.n)
-        return self._snapshot(gen, delta.marker, delta.removals, rows, ann)
+        return self._snapshot(gen, delta.marker, delta.removals, rows, ann, dead)
+
+    def _removed(
+        self, cached: _Loaded, delta: VectorDelta, project_id: str, model: str
+    ) -> npt.NDArray[np.bool_] | None:
+        """Which rows of `cached` are gone now (newly gone ones marked removed in its ANN),
+        when nothing changed but removals and the new rows of `delta`; else None."""
+        rows, ann = cached.rows, cached.ann
+        if ann is None or rows.n != cached.n or any(r.item_id in rows.ids for r in delta.rows):
+            return None  # rows appended by another snapshot, or a vector replaced
+        listed = self.store.vector_ids(project_id, model)
+        if listed is None or (listed.marker, listed.removals) != (delta.marker, delta.removals):
+            return None  # the backend cannot tell, or the store moved between the reads
+        at = rows.ids.lookup(listed.ids)
+        if int(np.count_nonzero(at < 0)) != len(delta.rows):
+            return None  # an active row neither held nor new: restored
+        alive = np.zeros(cached.n, dtype=np.bool_)
+        alive[at[at >= 0]] = True
+        before = np.zeros(cached.n, dtype=np.bool_)
+        if cached.dead is not None:
+            before[: len(cached.dead)] = cached.dead
+        dead = ~alive
+        if (alive & before).any() or np.count_nonzero(dead) > cached.n // 4:
+            return None  # a removed row restored, or most removed: a reload compacts
+        ann.remove(np.flatnonzero(dead & ~before))
+        return dead
 
     def _reloaded(self, project_id: str, model: str, gen: int) -> _Loaded:
         self.reloads += 1
@@ -141,7 +192,13 @@ class VectorIndex:
         return self._snapshot(gen, block.marker, block.removals, rows, None)
 
     def _snapshot(
-        self, gen: int, marker: int, removals: int, rows: _Rows, ann: AnnIndex | None
+        self,
+        gen: int,
+        marker: int,
+        removals: int,
+        rows: _Rows,
+        ann: AnnIndex | None,
+        dead: npt.NDArray[np.bool_] | None = None,
     ) -> _Loaded:
         """What searches read; builds the ANN (and hands it the vectors) at the threshold."""
         if ann is None and rows.buffer is not None and rows.n >= self.ann_threshold:
@@ -149,7 +206,7 @@ class VectorIndex:
             if ann is not None:
                 rows.buffer = None  # the index holds them now
         matrix = None if rows.buffer is None else rows.buffer[: rows.n]
-        return _Loaded(gen, marker, removals, rows, rows.n, ann, matrix)
+        return _Loaded(gen, marker, removals, rows, rows.n, ann, matrix, dead)
 
     def _build_ann(self, matrix: npt.NDArray[np.float32]) -> AnnIndex | None:
         if self.ann_class is None:
@@ -172,7 +229,9 @@ class VectorIndex:
             return []
         ids = loaded.rows.ids
         if loaded.ann is not None and allowed_ids is None:
-            k = min(limit, loaded.n)
+            k = min(limit, loaded.live)
+            if k <= 0:
+                return []
             labels, sims = loaded.ann.search(query, k)
             return [
                 (ids[int(i)], float(s))
@@ -182,7 +241,7 @@ class VectorIndex:
         q = query.astype(np.float32)
         if allowed_ids is not None:
             # Only the allowed rows: the work follows the filter's size, not the project's.
-            rows = ids.positions(allowed_ids, loaded.n)
+            rows = loaded.live_rows(ids.positions(allowed_ids, loaded.n))
             if not rows.size:
                 return []
             if loaded.matrix is not None:
