@@ -59,6 +59,18 @@ VARIANTS: dict[str, tuple[type[Any], AnnSettings]] = {
         UsearchIndex,
         AnnSettings(library="usearch", scalar="f16", expansion_search=256),
     ),
+    # lower connectivity (HNSW's M): fewer links per vector
+    **{
+        f"usearch-f16-m{m}": (
+            UsearchIndex,
+            AnnSettings(library="usearch", scalar="f16", connectivity=m),
+        )
+        for m in (8, 10, 12)
+    },
+    "usearch-f16-m16": (
+        UsearchIndex,
+        AnnSettings(library="usearch", scalar="f16", connectivity=16),
+    ),
 }
 
 

@@ -72,3 +72,23 @@ def test_a_large_block_is_read_without_an_object_per_vector(store: Store, projec
     np.testing.assert_array_equal(np.stack([by_id[i] for i in ids]), vecs)
     held = block.matrix.nbytes + sum(len(i) + 57 for i in block.ids)  # str objects, list
     assert peak <= 1.6 * held, (peak, held)
+
+
+def test_vector_ids_list_the_active_vectors_with_the_same_marks(
+    store: Store, project_id: str
+) -> None:
+    ids = _events(store, project_id, 5)
+    store.put_vectors("m", [(project_id, i, v) for i, v in zip(ids, _vectors(5, 4), strict=True)])
+    listed = store.vector_ids(project_id, "m")
+    if listed is None:  # the backend cannot tell (it searches its own index): readers reload
+        assert store.vector_changes(project_id, "m", 0) is None
+        return
+    block = store.vector_block(project_id, "m")
+    assert listed.ids == block.ids == ids and listed.matrix.size == 0
+    assert (listed.marker, listed.removals) == (block.marker, block.removals)
+    store.set_active(project_id, [ids[1]], False)  # hidden: no longer listed, counted
+    hidden = store.vector_ids(project_id, "m")
+    assert hidden is not None and hidden.ids == [ids[0], *ids[2:]]
+    changes = store.vector_changes(project_id, "m", block.marker)
+    assert changes is not None and hidden.removals == changes.removals != block.removals
+    assert hidden.marker == changes.marker

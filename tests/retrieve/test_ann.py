@@ -99,6 +99,35 @@ def test_the_environment_chooses_the_library_and_scalar() -> None:
         assert err.value.field == "CTXBASE_ANN"
 
 
+def test_the_environment_sets_the_graph() -> None:
+    m12 = settings_from_env({"CTXBASE_ANN": "usearch:f16:m=12"})
+    assert (m12.library, m12.scalar, m12.connectivity, m12.expansion_add) == (
+        "usearch",
+        "f16",
+        12,
+        None,
+    )
+    both = settings_from_env({"CTXBASE_ANN": "hnswlib:m=8:ea=100"})
+    assert (both.library, both.connectivity, both.expansion_add) == ("hnswlib", 8, 100)
+    assert settings_from_env({"CTXBASE_ANN": "auto:ea=64"}).expansion_add == 64
+    assert settings_from_env({"CTXBASE_ANN": "usearch:m=10"}).scalar == AnnSettings().scalar
+    # the built index takes them
+    index = UsearchIndex.build(_clustered(200), m12)
+    assert index._index.connectivity == 12
+    bad = {
+        "usearch:f16:m=x": "m='x': not an integer (connectivity)",
+        "usearch:m=1": "m=1: input should be greater than or equal to 2",
+        "usearch:f16:m=300": "m=300: input should be less than or equal to 256",
+        "hnswlib:ea=0": "ea=0: input should be greater than or equal to 1",
+        "usearch:f16:ef=9": "unknown setting 'ef=9': use m=<int> or ea=<int>",
+        "usearch:f16:m": "unknown setting 'm': use m=<int> or ea=<int>",
+    }
+    for raw, message in bad.items():
+        with pytest.raises(ValidationError) as err:
+            settings_from_env({"CTXBASE_ANN": raw})
+        assert (err.value.field, str(err.value)) == ("CTXBASE_ANN", f"CTXBASE_ANN: {message}")
+
+
 def test_without_the_libraries_auto_falls_back_and_a_named_one_says_what_to_install() -> None:
     script = textwrap.dedent(
         """
@@ -131,9 +160,11 @@ def test_the_cli_names_a_bad_setting_and_exits_2(tmp_path: Path) -> None:
     cli = [sys.executable, "-m", "ctxbase", "--embedder", "hash", "-q"]
     capture = [*cli, "capture", "--session", "s", "--text", "the cache is cold"]
     subprocess.run(capture, capture_output=True, env=env, check=True)
-    env["CTXBASE_ANN"] = "usearch:f8"
-    run = subprocess.run([*cli, "search", "cache"], capture_output=True, text=True, env=env)
-    assert run.returncode == 2
-    assert run.stderr.strip().splitlines() == [
-        "error: CTXBASE_ANN: unknown scalar 'f8': use f16, i8 or f32"
-    ]
+    for value, message in (
+        ("usearch:f8", "unknown scalar 'f8': use f16, i8 or f32"),
+        ("usearch:f16:m=twelve", "m='twelve': not an integer (connectivity)"),
+    ):
+        env["CTXBASE_ANN"] = value
+        run = subprocess.run([*cli, "search", "cache"], capture_output=True, text=True, env=env)
+        assert run.returncode == 2
+        assert run.stderr.strip().splitlines() == [f"error: CTXBASE_ANN: {message}"]

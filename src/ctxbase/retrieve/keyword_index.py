@@ -42,6 +42,7 @@ from .bm25_scoring import (
     exhaustive,
     top,
 )
+from .id_map import IdMap
 from .row_filter import RowAttributes
 from .synced import appendable, current
 
@@ -114,8 +115,7 @@ class _Docs:
     """Documents of one project, append-only: a search sees the first `n` of a snapshot
     while later documents are appended behind it."""
 
-    ids: list[str] = field(default_factory=list)
-    positions: dict[str, int] = field(default_factory=dict)
+    ids: IdMap = field(default_factory=IdMap)  # id by position and position by id
     vocab: dict[str, int] = field(default_factory=dict)
     lengths: F32 = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     attrs: RowAttributes = field(default_factory=RowAttributes)  # what filters read
@@ -137,9 +137,7 @@ class _Docs:
             self.lengths = grown  # older snapshots keep the old buffer
         self.lengths[start : start + len(rows)] = lengths
         self.attrs.append(rows)
-        for r in rows:
-            self.positions[r.item_id] = len(self.ids)
-            self.ids.append(r.item_id)
+        self.ids.extend(r.item_id for r in rows)
         self.n += len(rows)
         return terms, docs, freqs
 
@@ -340,8 +338,7 @@ class KeywordIndex:
             loaded = self._cache.get(project_id)
         if loaded is None or loaded.generation != self.store.index_generation(project_id):
             return None
-        positions = loaded.docs.positions
-        at = np.fromiter((positions.get(i, -1) for i in ids), dtype=np.int64, count=len(ids))
+        at = loaded.docs.ids.lookup(ids)
         held = (at >= 0) & (at < loaded.n)
         keep = np.ones(len(ids), dtype=np.bool_)
         keep[held] = loaded.docs.attrs.admitted(flt, at[held])
@@ -374,7 +371,7 @@ class KeywordIndex:
         delta = self.store.keyword_changes(project_id, cached.marker)
         docs = cached.docs
         new_ids = (r.item_id for r in delta.rows)
-        if not appendable(cached, delta.removals, docs.n, new_ids, docs.positions):
+        if not appendable(cached, delta.removals, docs.n, new_ids, docs.ids):
             return None
         terms, positions, freqs = docs.add(delta.rows)
         total = cached.total_length + float(docs.lengths[cached.n : docs.n].sum(dtype=np.float64))
@@ -410,10 +407,7 @@ class KeywordIndex:
         among: npt.NDArray[np.int64] | None = None
         if allowed is not None and allowed.ids is not None:
             # a filter listed whole (read from the store by this search): score only its items
-            held = (loaded.docs.positions.get(i) for i in allowed.ids)
-            among = np.unique(
-                np.fromiter((p for p in held if p is not None and p < loaded.n), dtype=np.int64)
-            )
+            among = np.unique(loaded.docs.ids.positions(allowed.ids, loaded.n))
         postings = self._postings(loaded, terms, mode, among)
         if not postings:
             return []

@@ -6,9 +6,11 @@ holds a project's vectors they are kept there only (a filtered search reads the 
 vectors back from it): a second float32 copy would double the memory of a large project.
 When the store's index generation moves, the vectors stored since the last load are
 appended (`Store.vector_changes`) instead of reloading the project: an agent that writes
-between searches would otherwise reload every vector on each search. Anything else (a vector
-removed, hidden or replaced) reloads. Backends with a native vector index (pgvector) answer
-`Store.vector_search` themselves instead.
+between searches would otherwise reload every vector on each search. With an HNSW index, rows
+removed or hidden are marked removed in it (`Store.vector_ids` tells which); anything else (a
+vector replaced or restored, a removal without HNSW, a quarter of the rows gone) reloads.
+Backends with a native vector index (pgvector) answer `Store.vector_search` themselves
+instead.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy.typing as npt
 
 from ..store.base import Store, VectorDelta, VectorRow
 from .ann import AnnIndex, AnnSettings, ann_class, settings_from_env
+from .id_map import IdMap
 from .synced import appendable, current
 
 __all__ = ["ANN_THRESHOLD", "VectorIndex"]
@@ -35,8 +38,7 @@ class _Rows:
     snapshot while later rows are appended behind it. `buffer` is None once an HNSW index
     holds the vectors."""
 
-    ids: list[str] = field(default_factory=list)
-    positions: dict[str, int] = field(default_factory=dict)
+    ids: IdMap = field(default_factory=IdMap)  # id by position and position by id
     buffer: npt.NDArray[np.float32] | None = field(
         default_factory=lambda: np.zeros((0, 1), dtype=np.float32)
     )
@@ -64,9 +66,7 @@ class _Rows:
                     grown[: self.n] = self.buffer[: self.n]
                     self.buffer = grown  # older snapshots keep the old buffer
                 self.buffer[self.n : self.n + len(ids)] = block
-        for item_id in ids:
-            self.positions[item_id] = len(self.ids)
-            self.ids.append(item_id)
+        self.ids.extend(ids)
         self.n += len(ids)
 
 
@@ -80,6 +80,20 @@ class _Loaded:
     ann: AnnIndex | None
     # The exact search's matrix (a view that keeps its buffer alive); None with an ANN.
     matrix: npt.NDArray[np.float32] | None
+    # Rows removed or hidden since the ANN was built (marked removed in it; rows past its
+    # length are live); None: none.
+    dead: npt.NDArray[np.bool_] | None = None
+
+    @property
+    def live(self) -> int:
+        return self.n - (0 if self.dead is None else int(np.count_nonzero(self.dead)))
+
+    def live_rows(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """`rows` without the removed ones."""
+        if self.dead is None or not rows.size:
+            return rows
+        inside = rows < len(self.dead)
+        return rows[~inside | ~self.dead[np.where(inside, rows, 0)]]
 
 
 class VectorIndex:
@@ -111,7 +125,9 @@ class VectorIndex:
             if not cached.marker:
                 return None
             delta = self.store.vector_changes(project_id, model, cached.marker)
-            return None if delta is None else self._appended(cached, delta, gen)
+            if delta is None:
+                return None
+            return self._appended(cached, delta, gen, project_id, model)
 
         return current(
             self._lock,
@@ -122,18 +138,51 @@ class VectorIndex:
             lambda: self._reloaded(project_id, model, gen),
         )
 
-    def _appended(self, cached: _Loaded, delta: VectorDelta, gen: int) -> _Loaded | None:
-        """`cached` plus the new vectors, or None when only a reload is right: a vector was
-        replaced, or something was removed, hidden or restored."""
-        rows = cached.rows
-        new_ids = (r.item_id for r in delta.rows)
-        if not appendable(cached, delta.removals, rows.n, new_ids, rows.positions):
+    def _appended(
+        self, cached: _Loaded, delta: VectorDelta, gen: int, project_id: str, model: str
+    ) -> _Loaded | None:
+        """`cached` plus the new vectors, less those removed or hidden when an ANN holds
+        them (at 1M rows a reload rebuilds it for many minutes); None when only a reload is
+        right: a vector was replaced or restored, or something was removed without an ANN."""
+        rows, dead = cached.rows, cached.dead
+        if delta.removals != cached.removals and cached.ann is not None:
+            dead = self._removed(cached, delta, project_id, model)
+            if dead is None:
+                return None
+        elif not appendable(
+            cached, delta.removals, rows.n, (r.item_id for r in delta.rows), rows.ids
+        ):
             return None
         block = rows.append(delta.rows)
         ann = cached.ann
         if ann is not None and delta.rows:
             ann = ann.add(block, cached.n)
-        return self._snapshot(gen, delta.marker, delta.removals, rows, ann)
+        return self._snapshot(gen, delta.marker, delta.removals, rows, ann, dead)
+
+    def _removed(
+        self, cached: _Loaded, delta: VectorDelta, project_id: str, model: str
+    ) -> npt.NDArray[np.bool_] | None:
+        """Which rows of `cached` are gone now (newly gone ones marked removed in its ANN),
+        when nothing changed but removals and the new rows of `delta`; else None."""
+        rows, ann = cached.rows, cached.ann
+        if ann is None or rows.n != cached.n or any(r.item_id in rows.ids for r in delta.rows):
+            return None  # rows appended by another snapshot, or a vector replaced
+        listed = self.store.vector_ids(project_id, model)
+        if listed is None or (listed.marker, listed.removals) != (delta.marker, delta.removals):
+            return None  # the backend cannot tell, or the store moved between the reads
+        at = rows.ids.lookup(listed.ids)
+        if int(np.count_nonzero(at < 0)) != len(delta.rows):
+            return None  # an active row neither held nor new: restored
+        alive = np.zeros(cached.n, dtype=np.bool_)
+        alive[at[at >= 0]] = True
+        before = np.zeros(cached.n, dtype=np.bool_)
+        if cached.dead is not None:
+            before[: len(cached.dead)] = cached.dead
+        dead = ~alive
+        if (alive & before).any() or np.count_nonzero(dead) > cached.n // 4:
+            return None  # a removed row restored, or most removed: a reload compacts
+        ann.remove(np.flatnonzero(dead & ~before))
+        return dead
 
     def _reloaded(self, project_id: str, model: str, gen: int) -> _Loaded:
         self.reloads += 1
@@ -144,7 +193,13 @@ class VectorIndex:
         return self._snapshot(gen, block.marker, block.removals, rows, None)
 
     def _snapshot(
-        self, gen: int, marker: int, removals: int, rows: _Rows, ann: AnnIndex | None
+        self,
+        gen: int,
+        marker: int,
+        removals: int,
+        rows: _Rows,
+        ann: AnnIndex | None,
+        dead: npt.NDArray[np.bool_] | None = None,
     ) -> _Loaded:
         """What searches read; builds the ANN (and hands it the vectors) at the threshold."""
         if ann is None and rows.buffer is not None and rows.n >= self.ann_threshold:
@@ -152,7 +207,7 @@ class VectorIndex:
             if ann is not None:
                 rows.buffer = None  # the index holds them now
         matrix = None if rows.buffer is None else rows.buffer[: rows.n]
-        return _Loaded(gen, marker, removals, rows, rows.n, ann, matrix)
+        return _Loaded(gen, marker, removals, rows, rows.n, ann, matrix, dead)
 
     def _build_ann(self, matrix: npt.NDArray[np.float32]) -> AnnIndex | None:
         if self.ann_class is None:
@@ -169,8 +224,8 @@ class VectorIndex:
             loaded = self._cache.get((project_id, model))
         if loaded is None:
             return self.store.get_vectors(project_id, model, ids)
-        positions = loaded.rows.positions
-        held = [(i, p) for i in ids if (p := positions.get(i)) is not None and p < loaded.n]
+        found = loaded.rows.ids.lookup(list(ids)).tolist()
+        held = [(i, p) for i, p in zip(ids, found, strict=True) if 0 <= p < loaded.n]
         rows = np.array([p for _, p in held], dtype=np.int64)
         if loaded.matrix is not None:
             block = loaded.matrix[rows]
@@ -195,7 +250,9 @@ class VectorIndex:
             return []
         ids = loaded.rows.ids
         if loaded.ann is not None and allowed_ids is None:
-            k = min(limit, loaded.n)
+            k = min(limit, loaded.live)
+            if k <= 0:
+                return []
             labels, sims = loaded.ann.search(query, k)
             return [
                 (ids[int(i)], float(s))
@@ -205,11 +262,7 @@ class VectorIndex:
         q = query.astype(np.float32)
         if allowed_ids is not None:
             # Only the allowed rows: the work follows the filter's size, not the project's.
-            positions, n_rows = loaded.rows.positions, loaded.n
-            rows = np.fromiter(
-                (p for i in allowed_ids if (p := positions.get(i)) is not None and p < n_rows),
-                dtype=np.int64,
-            )
+            rows = loaded.live_rows(ids.positions(allowed_ids, loaded.n))
             if not rows.size:
                 return []
             if loaded.matrix is not None:

@@ -492,6 +492,13 @@ class Store(ABC):
         and update them instead of reloading; None when the backend cannot tell (reload)."""
         return None
 
+    def vector_ids(self, project_id: str, model: str) -> VectorBlock | None:
+        """The ids of every active vector of a (project, model), without the vectors (a 0 x 0
+        matrix), with the marker and removal count of the same read: a reader that keeps the
+        vectors finds what was removed or hidden without reading them all again. None when
+        the backend cannot tell (reload)."""
+        return None
+
     @abstractmethod
     def vector_search(
         self,

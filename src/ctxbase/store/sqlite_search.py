@@ -259,6 +259,21 @@ class SQLiteSearch(SQLiteBase):
                 conn.execute("COMMIT")
         return fill.block(marker, removals)
 
+    def vector_ids(self, project_id: str, model: str) -> VectorBlock:
+        with self._read() as conn:
+            conn.execute("BEGIN")
+            try:
+                ids = [
+                    r[0]
+                    for r in conn.execute(
+                        f"SELECT v.item_id {_ACTIVE_VECTORS} ORDER BY v.rowid", (project_id, model)
+                    )
+                ]
+                marker, removals = self._vector_marks(conn, project_id, model, 0)
+            finally:
+                conn.execute("COMMIT")
+        return VectorBlock(ids, np.zeros((0, 0), dtype=np.float32), marker, removals)
+
     def _vector_marks(
         self, conn: sqlite3.Connection, project_id: str, model: str, after: int
     ) -> tuple[int, int]:

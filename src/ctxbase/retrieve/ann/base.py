@@ -62,6 +62,13 @@ class AnnIndex(ABC):
             self._add(block, start)
         return self
 
+    def remove(self, rows: npt.NDArray[np.int64]) -> None:
+        """Mark `rows` removed: searches no longer find them and their vectors cannot be
+        read back (the memory they hold stays until the owner reloads)."""
+        if rows.size:
+            with self.lock:
+                self._remove(rows)
+
     def search(self, query: Matrix, k: int) -> tuple[npt.NDArray[np.int64], Matrix]:
         """The `k` nearest rows: labels and cosine similarities, best first."""
         with self.lock:
@@ -87,6 +94,9 @@ class AnnIndex(ABC):
 
     @abstractmethod
     def _add(self, block: Matrix, start: int) -> None: ...
+
+    @abstractmethod
+    def _remove(self, rows: npt.NDArray[np.int64]) -> None: ...
 
     @abstractmethod
     def _search(self, query: Matrix, k: int) -> tuple[npt.NDArray[np.int64], Matrix]: ...

@@ -1,5 +1,5 @@
-"""The ANN over hnswlib: float32 vectors, a fixed capacity (a full index is rebuilt from
-its own vectors with room again)."""
+"""The ANN over hnswlib: float32 vectors, a capacity with room to append (a full index is
+resized in place)."""
 
 from __future__ import annotations
 
@@ -34,13 +34,6 @@ class HnswlibIndex(AnnIndex):
     def capacity(self) -> int:
         return int(self._index.get_max_elements())
 
-    def add(self, block: Matrix, start: int) -> AnnIndex:
-        if start + len(block) <= self.capacity:
-            return super().add(block, start)
-        # out of room: a fresh index (with room again) from the rows held and the new ones
-        held = self.vectors(np.arange(start, dtype=np.int64))
-        return self.build(np.concatenate([held, block]), self.settings)
-
     @property
     def count(self) -> int:
         return int(self._index.get_current_count())
@@ -55,7 +48,14 @@ class HnswlibIndex(AnnIndex):
         return slots * per_slot + rows * per_row
 
     def _add(self, block: Matrix, start: int) -> None:
-        self._index.add_items(block, np.arange(start, start + len(block)))
+        end = start + len(block)
+        if end > self.capacity:  # out of room: grown in place, with room again
+            self._index.resize_index(end + max(1024, end // 4))
+        self._index.add_items(block, np.arange(start, end))
+
+    def _remove(self, rows: npt.NDArray[np.int64]) -> None:
+        for row in rows.tolist():
+            self._index.mark_deleted(row)
 
     def _search(self, query: Matrix, k: int) -> tuple[npt.NDArray[np.int64], Matrix]:
         labels, dists = self._index.knn_query(query, k=k)

@@ -42,6 +42,9 @@ class UsearchIndex(AnnIndex):
     def _add(self, block: Matrix, start: int) -> None:
         self._index.add(np.arange(start, start + len(block), dtype=np.uint64), block)
 
+    def _remove(self, rows: npt.NDArray[np.int64]) -> None:
+        self._index.remove(rows.astype(np.uint64))
+
     def _search(self, query: Matrix, k: int) -> tuple[npt.NDArray[np.int64], Matrix]:
         found = self._index.search(query, k)
         keys = np.asarray(found.keys, dtype=np.int64)
