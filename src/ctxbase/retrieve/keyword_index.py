@@ -44,7 +44,7 @@ from .bm25_scoring import (
 )
 from .id_map import IdMap
 from .row_filter import RowAttributes
-from .synced import appendable, current
+from .synced import appendable, current, grown
 
 __all__ = ["BM25_B", "BM25_K1", "Admission", "KeywordIndex"]
 
@@ -131,10 +131,7 @@ class _Docs:
         if not parts:
             return _postings([], start, self.vocab)[:3]
         terms, docs, freqs, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
-        if start + len(rows) > self.lengths.shape[0]:
-            grown = np.zeros(max(2 * self.lengths.shape[0], start + len(rows)), np.float32)
-            grown[:start] = self.lengths[:start]
-            self.lengths = grown  # older snapshots keep the old buffer
+        self.lengths = grown(self.lengths, start + len(rows), start)
         self.lengths[start : start + len(rows)] = lengths
         self.attrs.append(rows)
         self.ids.extend(r.item_id for r in rows)

@@ -17,31 +17,21 @@ still checks every row returned (forgotten, hidden or changed since the index's 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..store.base import ItemFilter, KeywordRow
+from .synced import grown
 
 __all__ = ["RowAttributes"]
 
 _COLUMNS = ("kind", "type", "session_id", "agent_id", "agent_role")
 _NULL = -1
 
-G = TypeVar("G", bound=np.generic)
 Mask = npt.NDArray[np.bool_]
 Positions = npt.NDArray[np.int64]
-
-
-def _grown(old: npt.NDArray[G], size: int, used: int) -> npt.NDArray[G]:
-    """`old` with room for `size` rows: a new buffer (older snapshots keep reading the old
-    one, whose first `used` rows are copied), or `old` when it is big enough."""
-    if size <= old.shape[0]:
-        return old
-    grown = np.zeros(max(2 * old.shape[0], size), dtype=old.dtype)
-    grown[:used] = old[:used]
-    return grown
 
 
 class _Codes:
@@ -59,7 +49,7 @@ class _Codes:
             dtype=np.int32,
             count=len(values),
         )
-        codes = _grown(self.codes, start + len(values), start)
+        codes = grown(self.codes, start + len(values), start)
         codes[start : start + len(values)] = block
         self.codes = codes  # assigned once filled: readers see old or new, both complete
 
@@ -103,9 +93,9 @@ class RowAttributes:
             self.known = False
         for name, col in self.columns.items():
             col.put(start, [getattr(r, name) for r in rows])
-        ts = _grown(self.ts, size, start)
+        ts = grown(self.ts, size, start)
         ts[start:size] = np.fromiter((r.ts for r in rows), dtype=np.float64, count=len(rows))
-        latest = _grown(self.latest, size, start)
+        latest = grown(self.latest, size, start)
         latest[start:size] = np.fromiter((r.latest for r in rows), dtype=np.bool_, count=len(rows))
         self.ts, self.latest = ts, latest
         self.n = size

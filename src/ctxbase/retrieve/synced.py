@@ -10,7 +10,10 @@ from collections.abc import Callable, Container, Iterable
 from functools import cache
 from typing import Protocol, TypeVar
 
-__all__ = ["LARGE_RELOAD", "Snapshot", "appendable", "current", "return_freed_memory"]
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["LARGE_RELOAD", "Snapshot", "appendable", "current", "grown", "return_freed_memory"]
 
 # Rows from which a reload hands the memory its transient objects used back to the system.
 LARGE_RELOAD = 20_000
@@ -27,6 +30,17 @@ class Snapshot(Protocol):
 
 S = TypeVar("S", bound=Snapshot)
 K = TypeVar("K")
+G = TypeVar("G", bound=np.generic)
+
+
+def grown(old: npt.NDArray[G], size: int, used: int) -> npt.NDArray[G]:
+    """`old` with room for `size` rows: a new buffer (older snapshots keep reading the old
+    one, whose first `used` rows are copied), or `old` when it is big enough."""
+    if size <= old.shape[0]:
+        return old
+    new = np.zeros((max(2 * old.shape[0], size), *old.shape[1:]), dtype=old.dtype)
+    new[:used] = old[:used]
+    return new
 
 
 def current(

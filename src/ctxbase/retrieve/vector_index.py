@@ -25,7 +25,7 @@ import numpy.typing as npt
 from ..store.base import Store, VectorDelta, VectorRow
 from .ann import AnnIndex, AnnSettings, ann_class, settings_from_env
 from .id_map import IdMap
-from .synced import appendable, current
+from .synced import appendable, current, grown
 
 __all__ = ["ANN_THRESHOLD", "VectorIndex"]
 
@@ -60,11 +60,7 @@ class _Rows:
             if self.n == 0:
                 self.buffer = block  # a first block is held as it is, not copied
             else:
-                if self.n + len(ids) > self.buffer.shape[0]:
-                    size = max(2 * self.buffer.shape[0], self.n + len(ids))
-                    grown = np.zeros((size, block.shape[1]), dtype=np.float32)
-                    grown[: self.n] = self.buffer[: self.n]
-                    self.buffer = grown  # older snapshots keep the old buffer
+                self.buffer = grown(self.buffer, self.n + len(ids), self.n)
                 self.buffer[self.n : self.n + len(ids)] = block
         self.ids.extend(ids)
         self.n += len(ids)
