@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -199,8 +200,10 @@ def test_with_hnsw_the_vectors_are_held_once_and_filtered_search_stays_exact(
             assert abs(score - want[item_id]) <= tolerance
         fifth = sorted(want.values(), reverse=True)[4]
         assert all(want[i] >= fifth - 2 * tolerance for i, _ in got)
-        if ann != "usearch-i8":
-            assert [i for i, _ in got] == list(want)[:5]
+        # the order follows the exact scores except where two rows are within the rounding
+        # of the stored vectors (the hash embedder makes such near-ties common)
+        exact_scores = [want[i] for i, _ in got]
+        assert all(a >= b - 2 * tolerance for a, b in itertools.pairwise(exact_scores))
     finally:
         cb.close()
 
