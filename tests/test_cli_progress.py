@@ -192,3 +192,31 @@ def test_progress_lines_in_a_log_give_the_rate_and_the_time_left() -> None:
     # 100 in 10 s: 10/s, so the 300 left take about 30 s
     assert first.startswith("embedding: 100/400 vectors, 10.0 vectors/s, about 30 s left"), first
     assert pipe.getvalue().splitlines()[-1].startswith("embedding: 100/400 vectors, done in ")
+
+
+def test_search_shows_the_backlog_it_embeds_first_and_skips_it_when_asked(tmp_path: Path) -> None:
+    repo = small_repo(tmp_path, files=3)
+    db = str(tmp_path / "s.db")
+    # ingested without an embedder: every unit waits for a hash vector
+    assert run("--db", db, "--embedder", "none", "ingest", str(repo), cwd=tmp_path).returncode == 0
+    base = ["--db", db, "--embedder", "hash", "search", "redis cache orders"]
+    at_once = run(*base, "--wait-embeddings", "0", cwd=tmp_path)
+    assert at_once.returncode == 0, at_once.stderr
+    assert "embedding" not in at_once.stderr
+    assert "have no vector yet and were found by keyword and graph only" in at_once.stderr
+    backlog = int(at_once.stderr.split("note: ")[1].split()[0])
+    assert backlog >= 4
+
+    waited = run(*base, cwd=tmp_path)
+    assert waited.returncode == 0, waited.stderr
+    lines = waited.stderr.strip().splitlines()
+    assert lines[0] == (
+        f"embedding {backlog} item(s) that have no vector yet (before searching, up to 60 s;"
+        " --wait-embeddings 0 searches at once)"
+    )
+    assert lines[1].startswith(f"embedding: {backlog}/{backlog} vectors, done in ")
+    assert len(lines) == 2 and "orders_" in waited.stdout
+
+    # nothing left to embed: nothing said
+    again = run(*base, cwd=tmp_path)
+    assert again.returncode == 0 and again.stderr == "" and "orders_" in again.stdout

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -193,9 +194,16 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open_existing(args) as cb, _quiet(EMBEDDER_LOGGER):  # the failure is reported below
         if cb.embedder is not None and args.preset != "keyword" and args.wait_embeddings > 0:
             # This process is the only one embedding here: embed the backlog first, for
-            # a bounded time. A failing embedder is reported by the search below.
+            # a bounded time and with its progress shown. A failing embedder is reported
+            # by the search below.
             with contextlib.suppress(EmbedderUnavailableError):
-                cb.wait_for_embeddings(args.wait_embeddings)
+                _wait_for_vectors(
+                    cb,
+                    _progress(args),
+                    timeout=args.wait_embeddings,
+                    why=f"before searching, up to {args.wait_embeddings:g} s;"
+                    " --wait-embeddings 0 searches at once",
+                )
         response = cb.search(args.query, preset=args.preset, filters=flt, top_k=args.k)
         if args.json:
             _print_json(
@@ -380,19 +388,31 @@ def _vectors_line(cb: Any, *, waiting: bool) -> str:
 _BACKLOG_CAP = 10_000_000
 
 
-def _wait_for_vectors(cb: Any, progress: Progress) -> int:
+def _wait_for_vectors(
+    cb: Any, progress: Progress, timeout: float | None = None, why: str = ""
+) -> int:
     """Wait for the background embedder to give every unit of the project its vector,
-    with a bar of vectors done out of the backlog found first; returns how many were made."""
+    with a bar of vectors done out of the backlog found first, for at most `timeout`
+    seconds (None: until done); returns how many were made. `why`, when given, is shown
+    once before the bar, and only when there is a backlog to wait for."""
     name, project = cb.embedder.name, cb.project
 
     def pending() -> int:
         return int(cb.store.count_pending_embeddings(name, _BACKLOG_CAP, project))
 
     total = pending()
+    if total == 0 and why:
+        return 0
+    if why:
+        progress.note(f"embedding {total} item(s) that have no vector yet ({why})")
+    deadline = None if timeout is None else time.monotonic() + timeout
     with progress.bar("embedding", total=total, unit="vector") as bar:
         while not cb.wait_for_embeddings(0.5):
             left = pending()
             bar.update_to(max(0, total - left))
+            if deadline is not None and time.monotonic() >= deadline:
+                bar.close(finished=False)
+                return max(0, total - left)
         bar.update_to(total)
     return total
 
