@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -202,3 +206,25 @@ def test_add_words_makes_a_domain_term_whole() -> None:
     terms = index_terms("共享的上下文库")
     assert "上下文库" in terms
     assert "上下文" in terms  # search mode still yields the sub-word
+
+
+def test_jieba_is_loaded_without_pkg_resources_and_segments_from_its_files() -> None:
+    # pkg_resources parses every installed distribution's metadata (~1 s of start-up)
+    code = (
+        "import sys\n"
+        "from ctxbase.retrieve.tokenize import index_terms\n"
+        "from ctxbase.anchor.documents import _extractor\n"
+        "print(index_terms('中华人民共和国的订单缓存'))\n"
+        "print(_extractor().extract_tags('订单查询要走 Redis 缓存，缓存五分钟过期', topK=2))\n"
+        "print('pkg_resources' in sys.modules)\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    terms, tags, loaded = done.stdout.splitlines()
+    assert "'中华人民共和国'" in terms and "'缓存'" in terms
+    assert "缓存" in tags
+    assert loaded == "False"

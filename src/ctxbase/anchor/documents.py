@@ -9,6 +9,7 @@ fenced block, each section knowing its heading path.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import logging
 import math
@@ -21,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from ..retrieve.tokenize import import_jieba
 from .fenced import CodeBlock, extract_code_blocks
 from .parsed import ParsedReference, ParsedUnit, ParseResult
 
@@ -491,15 +493,15 @@ def _extractor() -> Any:
     global _jieba_extractor
     with _jieba_lock:
         if _jieba_extractor is None:
-            import jieba
-            import jieba.analyse
-            import jieba.posseg
+            jieba = import_jieba()  # first: without pkg_resources
+            analyse = importlib.import_module("jieba.analyse")
+            posseg = importlib.import_module("jieba.posseg")
 
             logging.getLogger("jieba").setLevel(logging.WARNING)
             tokenizer = jieba.Tokenizer()
-            extractor = jieba.analyse.TFIDF()
+            extractor = analyse.TFIDF()
             extractor.tokenizer = tokenizer
-            extractor.postokenizer = jieba.posseg.POSTokenizer(tokenizer)
+            extractor.postokenizer = posseg.POSTokenizer(tokenizer)
             _jieba_extractor = extractor
         return _jieba_extractor
 

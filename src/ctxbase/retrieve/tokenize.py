@@ -28,6 +28,7 @@ from __future__ import annotations
 import importlib
 import logging
 import re
+import sys
 import threading
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_TERM_LENGTH",
     "add_words",
     "fts_match_expression",
+    "import_jieba",
     "index_terms",
     "index_terms_with_tail",
     "query_terms",
@@ -102,6 +104,22 @@ _CACHED_WORD_CHARS = 80
 _CACHED_RUN_CHARS = 64
 
 
+def import_jieba() -> Any:
+    """The jieba module, imported without `pkg_resources`: jieba imports it only to open
+    its dictionary files, and that import parses every installed distribution's metadata,
+    about 1 s of each process's start. Without it jieba opens the same files by path."""
+    if (loaded := sys.modules.get("jieba")) is not None:
+        return loaded
+    blocked = "pkg_resources" not in sys.modules
+    if blocked:
+        sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # import raises
+    try:
+        return importlib.import_module("jieba")
+    finally:
+        if blocked and "pkg_resources" in sys.modules and sys.modules["pkg_resources"] is None:
+            del sys.modules["pkg_resources"]
+
+
 def _segmenter() -> Any:
     """The module's own jieba tokenizer, built once (loading the dictionary takes ~1 s)."""
     global _jieba_tokenizer
@@ -110,7 +128,7 @@ def _segmenter() -> Any:
         return tokenizer
     with _jieba_lock:
         if _jieba_tokenizer is None:
-            jieba = importlib.import_module("jieba")
+            jieba = import_jieba()
             # jieba sets its logger to DEBUG on import and reports dictionary loading on
             # stderr; raise the level after the import so those lines stay quiet.
             logging.getLogger("jieba").setLevel(logging.WARNING)
