@@ -4,6 +4,7 @@ report, tombstones, and copying a project between backends."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -160,6 +161,52 @@ def test_bulk_copy_keeps_vectors_searchable(tmp_path: Path, pg_url: str, project
     finally:
         lite.close()
         pg.close()
+
+
+def _rows(store: Store, project_id: str, table: str) -> list[dict[str, Any]]:
+    return [r for batch in store.export_rows(project_id, table, 2) for r in batch]
+
+
+def _comparable(rows: list[dict[str, Any]]) -> list[str]:
+    """Rows as sorted texts; vectors as lists, the projects' write counter left out (each
+    import bumps it)."""
+    out = []
+    for r in rows:
+        r = {k: (v.tolist() if k == "vec" else v) for k, v in r.items() if k != "generation"}
+        out.append(repr(sorted(r.items())))
+    return sorted(out)
+
+
+def test_import_rows_counts_only_the_rows_it_inserted(store: Store, project_id: str) -> None:
+    """A batch holding rows already there (and one row twice) counts only its new rows, and
+    every row comes back as exported: JSON, vectors, timestamps to the last bit."""
+    _populate(store, project_id)
+    copy = f"{project_id}-copy"
+    exported = {t: [{**r, "project_id": copy} for r in _rows(store, project_id, t)] for t in TABLES}
+    exported["events"][0]["ts"] = 1700000000.1234567  # 17 significant digits
+    exported["events"][0]["importance"] = 1 / 3
+    for table in TABLES:
+        rows = exported[table]
+        half = rows[: len(rows) // 2]
+        assert store.import_rows(copy, table, half) == len(half), table
+        batch = [*rows, *rows[:1]]  # the first row again within the batch
+        assert store.import_rows(copy, table, batch) == len(rows) - len(half), table
+        assert store.import_rows(copy, table, rows) == 0, table
+        assert store.count_rows(copy, table) == len(rows), table
+    for table in TABLES:
+        got = _rows(store, copy, table)
+        assert _comparable(got) == _comparable(exported[table]), table
+    event = store.get_events(copy, [exported["events"][0]["event_id"]])[0]
+    assert (event.ts, event.importance) == (1700000000.1234567, 1 / 3)
+    vectors = [r.vector for b in store.iter_vectors(copy, "m") for r in b]
+    assert len(vectors) == 6 and all(v.dtype == np.float32 for v in vectors)
+    # the imported items are in the keyword index
+    found = store.keyword_search(copy, match("alpha"), None, 9)
+    assert sorted(h.item_id for h in found) == sorted(
+        h.item_id for h in store.keyword_search(project_id, match("alpha"), None, 9)
+    )
+    with pytest.raises(ValueError, match="another project"):
+        store.import_rows(copy, "events", [*exported["events"][:1], {"project_id": "x"}])
 
 
 def _plan(pg: PostgresStore, dim: int) -> str:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import StorageError
 from ..model import StateFact
@@ -16,7 +17,7 @@ from .base import ApiKeyRecord, ForgetReport
 from .forget_steps import ForgetSteps
 from .pg_base import INDEX_LOCK, Conn, PgBase, as_array, jsonb, text
 from .rows import next_version, tombstone_hash, trace_keys
-from .schema import FORGET_TABLES, JSON_COLUMNS, TABLES
+from .schema import FORGET_TABLES, TABLES
 from .shared import table_columns
 
 __all__ = ["PgAdmin"]
@@ -223,23 +224,48 @@ class PgAdmin(ForgetSteps, PgBase):
                     yield [_export_row(cols, r) for r in rows]
 
     def import_rows(self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]) -> int:
+        """Each batch is COPied (binary, so floats and vectors are never formatted as text)
+        into a staging table and moved over by one INSERT ... SELECT that skips rows already
+        present; its row count is the rows inserted."""
         cols = table_columns(table)
         if any(r["project_id"] != project_id for r in rows):
             raise ValueError(f"import_rows({project_id!r}, {table!r}) got another project's row")
+        if not rows:
+            return 0
         if table == "item_vectors":
             for dim in sorted({len(r["vec"]) for r in rows}):
                 self._ensure_hnsw(int(dim))
+        names, stage = ", ".join(cols), f"ctxbase_import_{table}"
         with self._tx() as conn:
             if table != "projects":
                 self._lock(conn, [project_id], ensure=False, bump=True)
-            before = self._count(conn, project_id, table)
-            self._many(
+            types = self._import_types.get(table)
+            if types is None:  # the columns' types, read once: the COPY sends them in binary
+                cur = self._x(
+                    conn, f"SELECT {names} FROM {table} WHERE project_id=%s LIMIT 0", (project_id,)
+                )
+                types = self._import_types[table] = _column_types(conn, cur.description or [])
+            self._x(
                 conn,
-                f"INSERT INTO {table}({', '.join(cols)}) VALUES ({','.join(['%s'] * len(cols))})"
-                " ON CONFLICT DO NOTHING",
-                [tuple(_import_value(c, r.get(c)) for c in cols) for r in rows],
+                f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS "
+                f"SELECT {names} FROM {table} WHERE project_id=%s WITH NO DATA",
+                (project_id,),
             )
-            return self._count(conn, project_id, table) - before
+            copy_sql = f"COPY {stage} ({names}) FROM STDIN (FORMAT BINARY)"
+            if self._on_statement is not None:
+                self._on_statement(copy_sql)
+            convert = [_CONVERT.get(name, _same) for _, name in types]
+            with conn.cursor() as cur, cur.copy(copy_sql) as copy:
+                copy.set_types([oid for oid, _ in types])
+                for r in rows:
+                    copy.write_row([f(r.get(c)) for f, c in zip(convert, cols, strict=True)])
+            inserted = self._x(
+                conn,
+                f"INSERT INTO {table}({names}) SELECT {names} FROM {stage} ON CONFLICT DO NOTHING",
+            ).rowcount
+            # dropped now, not at commit: an outer transaction() may import this table again
+            self._x(conn, f"DROP TABLE {stage}")
+        return max(inserted, 0)
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
@@ -293,12 +319,6 @@ class PgAdmin(ForgetSteps, PgBase):
             for table in TABLES:
                 self._x(conn, f"ANALYZE {table}")
 
-    def _count(self, conn: Conn, project_id: str, table: str) -> int:
-        row = self._x(
-            conn, f"SELECT count(*) FROM {table} WHERE project_id=%s", (project_id,)
-        ).fetchone()
-        return int(row[0]) if row else 0
-
     # -- API keys (a global table: a reference table under Citus) ---------------------------
     def create_api_key(self, key: ApiKeyRecord) -> None:
         with self._tx() as conn:
@@ -337,13 +357,46 @@ def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
     return out
 
 
-def _import_value(col: str, value: Any) -> Any:
-    if col in JSON_COLUMNS:
-        return jsonb(value)
-    if col == "vec":
-        return np.asarray(value, dtype=np.float32)
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, str):
-        return text(value)
+def _column_types(conn: Conn, description: Sequence[Any]) -> tuple[tuple[int, str], ...]:
+    """(type oid, type name) of each column of a result description."""
+    out = []
+    for column in description:
+        info = conn.adapters.types.get(column.type_code)
+        out.append((int(column.type_code), info.name if info is not None else ""))
+    return tuple(out)
+
+
+# Exported values as the binary COPY of each column type takes them; the same values as the
+# former INSERT's assignment casts made of them (a float into an integer column rounds).
+def _same(value: Any) -> Any:
     return value
+
+
+def _integer(value: Any) -> int | None:
+    if value is None:
+        return None
+    return round(value) if isinstance(value, float) else int(value)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else text(value if isinstance(value, str) else str(value))
+
+
+def _vector(value: Any) -> npt.NDArray[np.float32] | None:
+    return None if value is None else np.asarray(value, dtype=np.float32)
+
+
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "int2": _integer,
+    "int4": _integer,
+    "int8": _integer,
+    "float4": _float,
+    "float8": _float,
+    "text": _text,
+    "jsonb": jsonb,
+    "vector": _vector,
+}

@@ -90,6 +90,7 @@ class PgBase(SharedReads):
         self._known_dims: set[int] = set()
         self._dims_lock = threading.Lock()
         self._bulk_loads = 0  # while above 0, HNSW indexes are built at the end (bulk_load)
+        self._import_types: dict[str, tuple[tuple[int, str], ...]] = {}  # table -> (oid, name)
         # project -> (gen, n, mean indexed terms, mean own terms)
         self._stats: dict[str, tuple[int, int, float, float]] = {}
         self._closed = False
