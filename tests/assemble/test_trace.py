@@ -11,8 +11,11 @@ import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.assembler import Assembler
 from ctxbase.assemble.diff import diff_messages, render_diff
+from ctxbase.assemble.policy import load_default_policies
+from ctxbase.assemble.strategies import Gatherer
 from ctxbase.assemble.trace import diff_contexts, explain_trace, get_trace
 from ctxbase.errors import NotFoundError
+from ctxbase.retrieve.config import get_preset
 
 
 @pytest.fixture
@@ -74,3 +77,25 @@ def test_a_hit_below_top_k_says_which_search_left_it_out(cb: ContextBase) -> Non
         "project_scope_fallback: ranked below top_k 3",
     }
     assert "top_k below top_k" not in explain_trace(trace)
+
+
+def test_a_long_entity_left_out_is_listed_once_not_per_passage(cb: ContextBase) -> None:
+    # a document of several passages, each a search hit below the notes
+    body = "\n\n".join(
+        f"Section {n}: redis cache order queries, checklist item {n}. " + "filler " * 60
+        for n in range(12)
+    )
+    cb.upsert_entity("document", "部署手册", body, id="doc_long")
+    for n in range(12):
+        cb.record("user_message", session_id="s", text=f"redis cache order queries note {n}")
+    cb.wait_for_embeddings()
+    g = Gatherer(
+        cb, "p", load_default_policies().default, session_id=None, intent="x", exclude=set()
+    )
+    config = get_preset("hybrid", top_k=5)
+    g.search("redis cache order queries", config, None, "semantic_recall", 0.0, 1.0)
+    passages = cb.search("redis cache order queries", config=config).considered
+    assert sum(c.item.owner_id == "doc_long" and bool(c.dropped) for c in passages) > 1
+    keys = [(d["id"], d["reason"], d["detail"]) for d in g.dropped]
+    assert ("doc_long", "top_k", "semantic_recall: ranked below top_k 5") in keys
+    assert len(keys) == len(set(keys)), keys

@@ -186,6 +186,7 @@ class Gatherer:
         self.exclude, self.record = exclude, record
         self.cands: dict[str, MemoryCandidate] = {}
         self.dropped: list[dict[str, Any]] = []
+        self._drops: set[tuple[str, str, str]] = set()
         self.considered: list[dict[str, Any]] = []
         self.relations: list[dict[str, Any]] = []
         self.notes: list[str] = []
@@ -197,6 +198,10 @@ class Gatherer:
 
     def drop(self, owner_id: str, reason: str, detail: str = "") -> None:
         if self.record:
+            key = (owner_id, reason, detail)
+            if key in self._drops:  # a long entity's passages drop once, not per passage
+                return
+            self._drops.add(key)
             self.dropped.append(
                 {"id": owner_id, "layer": "memory", "reason": reason, "detail": detail}
             )
