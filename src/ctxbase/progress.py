@@ -81,7 +81,8 @@ class Bar:
         if self._tqdm is not None:
             self._tqdm.set_postfix_str(text, refresh=False)
 
-    def close(self, *, finished: bool = True) -> None:
+    def close(self, *, finished: bool = True, say: bool = True) -> None:
+        """End the phase; `say=False` ends it without its last line (an error follows)."""
         if self._closed:
             return
         self._closed = True
@@ -89,7 +90,7 @@ class Bar:
             if finished:
                 self._tqdm.set_postfix_str("", refresh=False)
             self._tqdm.close()
-        elif self._owner.mode == "lines":
+        elif self._owner.mode == "lines" and say:
             elapsed = time.monotonic() - self._started
             state = f"done in {elapsed:.1f} s" if finished else "stopped"
             self._owner.line(f"{self.desc}: {self._count()}, {state}")
