@@ -94,6 +94,22 @@ def test_soft_forget_of_a_session_hides_its_events(tmp_path: Path, db: str) -> N
     one_error_line(run("--db", db, "forget", "--soft", cwd=tmp_path), 2, "--soft")
 
 
+def test_search_in_an_unknown_repository_names_the_known_ones(tmp_path: Path, db: str) -> None:
+    (tmp_path / "shop-api").mkdir()
+    (tmp_path / "shop-api" / "cache.md").write_text("# Cache\n\nRedis keys expire.\n")
+    base = ("--db", db, "--embedder", "none")
+    assert run(*base, "ingest", "shop-api", cwd=tmp_path).returncode == 0
+    proc = run(*base, "search", "Redis", "--repo", "shop-apj", cwd=tmp_path)
+    one_error_line(
+        proc, 3, "repository 'shop-apj' not found in project 'default' (its repositories: shop-api)"
+    )
+    known = run(*base, "search", "Redis", "--repo", "shop-api", cwd=tmp_path)
+    assert known.returncode == 0 and "shop-api:cache.md" in known.stdout
+    # a known repository that holds no match is an empty answer, not an error
+    empty = run(*base, "search", "zeppelin", "--repo", "shop-api", cwd=tmp_path)
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, "", "")
+
+
 def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("just some text, not SQLite\n" * 50)
     proc = run("--db", "notes.txt", "events", "s1", cwd=tmp_path)

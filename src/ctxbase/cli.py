@@ -79,6 +79,24 @@ class _UnknownProject(NotFoundError):
         self.args = (f"project {project!r} not found in {db} ({hint})",)
 
 
+class _UnknownRepos(NotFoundError):
+    def __init__(self, unknown: Sequence[str], project: str, known: Sequence[str]) -> None:
+        super().__init__("repository", unknown[0])
+        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+        hint = f"its repositories: {listed}" if known else "it has no ingested repository"
+        names = ", ".join(repr(r) for r in unknown)
+        which = "repositories" if len(unknown) > 1 else "repository"
+        self.args = (f"{which} {names} not found in project {project!r} ({hint})",)
+
+
+def _check_repos(cb: Any, repos: Sequence[str]) -> None:
+    """A --repo naming no ingested repository is a typo, not an empty answer."""
+    known = cb.store.list_repos(cb.project)
+    unknown = [r for r in repos if r not in known]
+    if unknown:
+        raise _UnknownRepos(unknown, cb.project, known)
+
+
 def _existing_file(kind: str, path: str) -> str:
     """`path`, which must exist: reading a missing file is an error, not an empty result."""
     if not os.path.exists(path):
@@ -197,6 +215,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             with contextlib.suppress(EmbedderUnavailableError):
                 cb.wait_for_embeddings(args.wait_embeddings)
         response = cb.search(args.query, preset=args.preset, filters=flt, top_k=args.k)
+        if flt.repos and not response.results:  # listing the names reads every item: only now
+            _check_repos(cb, flt.repos)
         if args.json:
             _print_json(
                 [
