@@ -97,6 +97,19 @@ def _check_repos(cb: Any, repos: Sequence[str]) -> None:
         raise _UnknownRepos(unknown, cb.project, known)
 
 
+class _NothingMatched(NotFoundError):
+    """A forget whose events, entities or session match nothing: most likely a mistyped id,
+    which must not pass for done."""
+
+    def __init__(self, verb: str, args: argparse.Namespace, note: str = "") -> None:
+        named = [f"event {i!r}" for i in args.event or []]
+        named += [f"entity {i!r}" for i in args.entity or []]
+        named += [f"session {args.session!r}"] if args.session else []
+        super().__init__("item", ", ".join(named))
+        where = f"not found in project {args.project!r}{note}"
+        self.args = (f"nothing to {verb}: {', '.join(named)} {where}",)
+
+
 def _existing_file(kind: str, path: str) -> str:
     """`path`, which must exist: reading a missing file is an error, not an empty result."""
     if not os.path.exists(path):
@@ -428,6 +441,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 cb.get_session(args.session)
                 ids += [e.id for e in cb.store.list_events(cb.project, args.session)]
             n = cb.soft_delete(ids)
+            if n == 0:
+                raise _NothingMatched("hide", args, " (or hidden already)")
             print(f"hidden {n} item(s)")
             return 0
         older = args.soft_deleted_older_than
@@ -443,6 +458,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 whole_project=args.whole_project,
                 soft_deleted_older_than=older,
             )
+            if report.total == 0 and (args.event or args.entity or args.session):
+                raise _NothingMatched("forget", args)
         _print_json(report.as_dict())
     return 0
 
