@@ -94,6 +94,42 @@ def test_soft_forget_of_a_session_hides_its_events(tmp_path: Path, db: str) -> N
     one_error_line(run("--db", db, "forget", "--soft", cwd=tmp_path), 2, "--soft")
 
 
+def test_a_forget_that_matches_nothing_is_not_found(tmp_path: Path, db: str) -> None:
+    # a mistyped id or session used to end with 0 and an empty report
+    base = ("--db", db, "--embedder", "none", "forget")
+    line = one_error_line(run(*base, "--session", "nosuch", cwd=tmp_path), 3, "nothing to forget")
+    assert "session 'nosuch' not found in project 'default'" in line
+    proc = run(*base, "--event", "ev_x", "--entity", "doc_y", cwd=tmp_path)
+    one_error_line(proc, 3, "event 'ev_x', entity 'doc_y' not found")
+    proc = run(*base, "--soft", "--event", "unknown", cwd=tmp_path)
+    one_error_line(proc, 3, "nothing to hide: event 'unknown' not found", "hidden already")
+    (first,) = json.loads(run("--db", db, "events", "s1", "--json", cwd=tmp_path).stdout)[:1]
+    hidden = run(*base, "--soft", "--event", first["id"], cwd=tmp_path)
+    assert (hidden.returncode, hidden.stdout.strip()) == (0, "hidden 1 item(s)")
+    one_error_line(run(*base, "--soft", "--event", first["id"], cwd=tmp_path), 3, "hidden already")
+    # a purge with nothing old enough is no mistake: an empty report, 0
+    purge = run(*base, "--soft-deleted-older-than", "30d", cwd=tmp_path)
+    assert purge.returncode == 0 and json.loads(purge.stdout)["total"] == 0
+    gone = run(*base, "--session", "s1", cwd=tmp_path)
+    assert gone.returncode == 0 and json.loads(gone.stdout)["total"] > 0
+
+
+def test_search_in_an_unknown_repository_names_the_known_ones(tmp_path: Path, db: str) -> None:
+    (tmp_path / "shop-api").mkdir()
+    (tmp_path / "shop-api" / "cache.md").write_text("# Cache\n\nRedis keys expire.\n")
+    base = ("--db", db, "--embedder", "none")
+    assert run(*base, "ingest", "shop-api", cwd=tmp_path).returncode == 0
+    proc = run(*base, "search", "Redis", "--repo", "shop-apj", cwd=tmp_path)
+    one_error_line(
+        proc, 3, "repository 'shop-apj' not found in project 'default' (its repositories: shop-api)"
+    )
+    known = run(*base, "search", "Redis", "--repo", "shop-api", cwd=tmp_path)
+    assert known.returncode == 0 and "shop-api:cache.md" in known.stdout
+    # a known repository that holds no match is an empty answer, not an error
+    empty = run(*base, "search", "zeppelin", "--repo", "shop-api", cwd=tmp_path)
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, "", "")
+
+
 def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("just some text, not SQLite\n" * 50)
     proc = run("--db", "notes.txt", "events", "s1", cwd=tmp_path)

@@ -80,6 +80,37 @@ class _UnknownProject(NotFoundError):
         self.args = (f"project {project!r} not found in {db} ({hint})",)
 
 
+class _UnknownRepos(NotFoundError):
+    def __init__(self, unknown: Sequence[str], project: str, known: Sequence[str]) -> None:
+        super().__init__("repository", unknown[0])
+        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+        hint = f"its repositories: {listed}" if known else "it has no ingested repository"
+        names = ", ".join(repr(r) for r in unknown)
+        which = "repositories" if len(unknown) > 1 else "repository"
+        self.args = (f"{which} {names} not found in project {project!r} ({hint})",)
+
+
+def _check_repos(cb: Any, repos: Sequence[str]) -> None:
+    """A --repo naming no ingested repository is a typo, not an empty answer."""
+    known = cb.store.list_repos(cb.project)
+    unknown = [r for r in repos if r not in known]
+    if unknown:
+        raise _UnknownRepos(unknown, cb.project, known)
+
+
+class _NothingMatched(NotFoundError):
+    """A forget whose events, entities or session match nothing: most likely a mistyped id,
+    which must not pass for done."""
+
+    def __init__(self, verb: str, args: argparse.Namespace, note: str = "") -> None:
+        named = [f"event {i!r}" for i in args.event or []]
+        named += [f"entity {i!r}" for i in args.entity or []]
+        named += [f"session {args.session!r}"] if args.session else []
+        super().__init__("item", ", ".join(named))
+        where = f"not found in project {args.project!r}{note}"
+        self.args = (f"nothing to {verb}: {', '.join(named)} {where}",)
+
+
 def _existing_file(kind: str, path: str) -> str:
     """`path`, which must exist: reading a missing file is an error, not an empty result."""
     if not os.path.exists(path):
@@ -205,6 +236,8 @@ def cmd_search(args: argparse.Namespace) -> int:
                     " --wait-embeddings 0 searches at once",
                 )
         response = cb.search(args.query, preset=args.preset, filters=flt, top_k=args.k)
+        if flt.repos and not response.results:  # listing the names reads every item: only now
+            _check_repos(cb, flt.repos)
         if args.json:
             _print_json(
                 [
@@ -443,6 +476,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 cb.get_session(args.session)
                 ids += [e.id for e in cb.store.list_events(cb.project, args.session)]
             n = cb.soft_delete(ids)
+            if n == 0:
+                raise _NothingMatched("hide", args, " (or hidden already)")
             print(f"hidden {n} item(s)")
             return 0
         older = args.soft_deleted_older_than
@@ -458,6 +493,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 whole_project=args.whole_project,
                 soft_deleted_older_than=older,
             )
+            if report.total == 0 and (args.event or args.entity or args.session):
+                raise _NothingMatched("forget", args)
         _print_json(report.as_dict())
     return 0
 

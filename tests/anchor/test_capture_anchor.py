@@ -149,3 +149,24 @@ def test_an_anchoring_batch_reads_the_documents_once_and_no_statements(cb: Conte
         del store.get_entities, store.list_entities
     follows = {r.from_id for r in cb.relationships("doc_redis", types=["FOLLOWS"])}
     assert len(follows) == 24  # every requirement still follows the named document
+
+
+def test_a_requirement_sentence_is_served_once_not_twice(cb: ContextBase) -> None:
+    # its name is the sentence (cut at 80 characters), its text the whole sentence
+    short = "We must support SSO login for admins."
+    long = "We must keep every invoice line " + "with its tax code and currency " * 3 + "."
+    for n, text in enumerate((short, long)):
+        cb.record("user_message", session_id=f"s{n}", text=text)
+    cb.flush()
+    reqs = {e.text: e for e in cb.list_entities(type="requirement")}
+    assert set(reqs) == {short, long} and reqs[long].name.endswith("…")
+    for text, req in reqs.items():
+        # the unit holds the sentence once (and so is a near-duplicate of its message)
+        (unit,) = [c for c in cb.search(text, top_k=10).considered if c.item.owner_id == req.id]
+        assert unit.item.text == text
+    ctx = cb.assemble_context(
+        agent_role="coder", user_intent="SSO login for admins", session_id="s0"
+    )
+    (memory,) = [m["content"] for m in ctx.messages if "Retrieved context" in m["content"]]
+    assert f"[requirement {reqs[short].id}]\n{short}" in memory
+    assert memory.count(short) == 1

@@ -299,3 +299,29 @@ def test_a_version_2_database_gains_the_repo_column(tmp_path: Path) -> None:
         assert _owners(cb, "kestrel", repos=("app",)) == set()
         again = cb.ingest(str(root))  # an unchanged file keeps its items as they were
         assert again.files_unchanged == 1
+
+
+def test_without_a_remote_the_repository_is_the_folder_paths_are_relative_to(
+    cb: ContextBase, tmp_path: Path
+) -> None:
+    # package metadata is not read: the checkout's folder names the repository
+    checkout = _write(
+        tmp_path / "checkout-7",
+        {
+            "pyproject.toml": '[project]\nname = "coolpkg"\n',
+            "coolpkg/__init__.py": "def cormorant():\n    return 1\n",
+        },
+    )
+    assert ingest_path(cb, checkout).repo == "checkout-7"
+    # a Python package is stored under its parent, as imports name it: the same repository
+    package = ingest_path(cb, checkout / "coolpkg")
+    assert (package.repo, package.files_unchanged) == ("checkout-7", 1)
+    # in a git checkout without a remote, a subfolder belongs to the top level's repository
+    top = _write(tmp_path / "tool", {"lib/m.py": "def heron():\n    return 2\n"})
+    subprocess.run(["git", "init", "-q", str(top)], check=True)
+    assert ingest_path(cb, top / "lib").repo == "tool"
+    assert {(r, p) for r, p in _files(cb)} == {
+        ("checkout-7", "pyproject.toml"),
+        ("checkout-7", "coolpkg/__init__.py"),
+        ("tool", "lib/m.py"),
+    }

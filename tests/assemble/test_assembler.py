@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,8 @@ from ctxbase.assemble.manager import ContextManager
 from ctxbase.assemble.policy import PolicyError
 from ctxbase.assemble.tokens import count_messages, get_token_counter
 from ctxbase.errors import ConflictError
+from ctxbase.retrieve.embed import HashingEmbedder
+from ctxbase.retrieve.embed.base import FloatMatrix, FloatVector
 
 
 @pytest.fixture
@@ -254,6 +258,52 @@ policies:
     assert ctx.trace["timed_out"] is True
     assert ctx.trace["skipped_strategies"]
     assert any("assemble_timeout_ms=1 exceeded" in n for n in ctx.trace["notes"])
+
+
+class SlowStartEmbedder(HashingEmbedder):
+    """The hash embedder behind a model that takes `start_s` to load on first use."""
+
+    def __init__(self, start_s: float) -> None:
+        super().__init__(dim=64)
+        self._start_s: float | None = start_s
+        self._lock = threading.Lock()
+
+    def _started(self) -> None:
+        with self._lock:  # the first caller loads; the others wait for it, as a model does
+            if self._start_s is not None:
+                time.sleep(self._start_s)
+                self._start_s = None
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        self._started()
+        return super().embed_documents(texts)
+
+    def embed_query(self, text: str) -> FloatVector:
+        self._started()
+        return super().embed_query(text)
+
+
+def test_the_deadline_starts_once_the_model_has_loaded(tmp_path: Path) -> None:
+    yaml_text = """
+version: 1
+policies:
+  - name: quick
+    match: {default: true}
+    assemble_timeout_ms: 400
+    strategies:
+      - {name: semantic_recall}
+      - {name: project_scope_fallback}
+      - {name: recent_window}
+"""
+    cb = ctxbase.open(str(tmp_path / "x.db"), project="p", embedder=SlowStartEmbedder(1.0))
+    try:
+        ctx = Assembler(cb, yaml_text).assemble(agent_role="x", user_intent="cache settings")
+    finally:
+        cb.close()
+    # the first assembly of the process waited a second for the model, then did its work
+    assert ctx.trace["timings_ms"]["model_start"] >= 1000
+    assert ctx.trace["timed_out"] is False
+    assert {"semantic_recall", "project_scope_fallback"} <= set(ctx.strategies)
 
 
 CONSENSUS_POLICIES = """

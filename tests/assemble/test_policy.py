@@ -221,6 +221,35 @@ policies:
     assert "did you mean 'agent_roles'" in joined
 
 
+def test_a_typo_far_from_every_whole_key_is_matched_by_its_words() -> None:
+    problems = _problems(
+        """
+policies:
+  - name: a
+    match: {rolee: [coder]}
+  - name: b
+    rolee: [coder]
+  - name: c
+    match: {default: true}
+    budget: {memroy: 0.3}
+"""
+    )
+    # "rolee" is too far from "agent_roles" as a whole, close to its word "roles"
+    assert problems[0].startswith(
+        "policies[0].match.rolee: unknown key 'rolee' (did you mean 'agent_roles'?); valid keys: "
+    )
+    # written a level too high: the key it belongs under is named
+    hint = "(did you mean 'match.agent_roles'?)"
+    assert problems[1].startswith(f"policies[1].rolee: unknown key 'rolee' {hint}")
+    hint = "(did you mean 'memory'?)"
+    assert problems[2].startswith(f"policies[2].budget.memroy: unknown key 'memroy' {hint}")
+
+
+def test_a_key_like_no_valid_one_gets_no_guess() -> None:
+    (problem,) = _problems("policies:\n  - name: a\n    zzz: 1\n")
+    assert problem.startswith("policies[0].zzz: unknown key 'zzz'; valid keys: ")
+
+
 def test_other_errors() -> None:
     assert (
         "invalid regular expression"

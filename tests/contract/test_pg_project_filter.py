@@ -25,6 +25,7 @@ _KEYWORDS = {"where", "set", "on", "join", "using", "group", "order", "limit", "
 def _workload(store: PostgresStore, pid: str, tmp_path: Path) -> None:
     store.ensure_project(pid)
     store.list_projects()
+    store.list_repos(pid)
     store.upsert_session(SessionInfo(project_id=pid, session_id="s1"))
     store.get_session(pid, "s1")
     store.list_sessions(pid)

@@ -23,6 +23,17 @@ def test_projects_are_listed_once(store: Store, project_id: str) -> None:
     assert store.list_projects().count(project_id) == 1
 
 
+def test_repositories_are_listed_from_the_projects_items(store: Store, project_id: str) -> None:
+    for name, repo in (("a", "httpx"), ("b", "sqlite-utils"), ("c", "httpx")):
+        add_entity(store, project_id, "file", name, f"text {name}", properties={"repo": repo})
+    add_entity(store, project_id, "document", "d", "no repository")
+    other = "other-" + project_id
+    add_entity(store, other, "file", "e", "text e", properties={"repo": "elsewhere"})
+    assert store.list_repos(project_id) == ["httpx", "sqlite-utils"]
+    assert store.list_repos(other) == ["elsewhere"]
+    assert store.list_repos("none-" + project_id) == []
+
+
 def test_sessions_upsert_keeps_one_row(store: Store, project_id: str) -> None:
     s = SessionInfo(project_id=project_id, session_id="s1", title="first", created_at=10.0,
                     updated_at=10.0, metadata={"k": [1, "二"]})  # fmt: skip

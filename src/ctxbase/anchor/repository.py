@@ -4,7 +4,8 @@ Entities of an ingested file are keyed by repository and path (`<repo>:<path>`),
 repositories that both hold `README.md` keep their own entities. The repository's name is
 given (`ingest(..., repo=...)`, `ctxbase ingest --repo`), or the last part of the git
 remote `origin` (without `.git`), or the name of the folder stored paths are relative to
-(the git top level, or the folder ingested).
+(the git top level, the parent of a Python package folder, or the folder ingested).
+Package metadata (pyproject.toml, setup.py) is not read for it.
 
 Ingest never reads outside that folder: a listed path that is a symbolic link (to a file or a
 folder, inside or outside the tree) is skipped with its reason, as is a name with `..`, an

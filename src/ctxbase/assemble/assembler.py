@@ -272,7 +272,12 @@ class Assembler:
         limit = policy.max_tokens if max_tokens is None else max_tokens
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
             raise ValidationError("max_tokens", f"must be a positive integer (got {limit!r})")
-        deadline = t0 + policy.assemble_timeout_ms / 1000.0
+        # The deadline bounds the assembly's own work: a model still starting up (the first
+        # query of a process) is waited for, overlapped with the reads above, before it runs.
+        clock = t0
+        if self.cb.embeds and self.cb.searcher.wait_for_model(user_intent):
+            clock = time.perf_counter()
+        deadline = clock + policy.assemble_timeout_ms / 1000.0
         notes: list[str] = []
 
         statuses = message_statuses(self.cb, session_id, project=pid) if session_id else {}
@@ -296,6 +301,8 @@ class Assembler:
             repos=repo_set,
         )
         timings: dict[str, float] = {"prepare": _ms(t0)}
+        if clock != t0:
+            timings["model_start"] = round((clock - t0) * 1000.0, 3)
         ran, skipped = self._run(
             g,
             selection,
@@ -309,7 +316,7 @@ class Assembler:
         if skipped:
             notes.append(
                 f"assemble_timeout_ms={policy.assemble_timeout_ms} exceeded after "
-                f"{_ms(t0)} ms; skipped optional strategies: {', '.join(skipped)}"
+                f"{_ms(clock)} ms; skipped optional strategies: {', '.join(skipped)}"
             )
         notes.extend(g.notes)
         if g.check is not None:  # an entity found tampered later stays out everywhere

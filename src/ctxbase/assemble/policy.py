@@ -31,12 +31,9 @@ problem, with the closest valid key or strategy name when a name is misspelt.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
 import re
-import types
-import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -47,7 +44,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from ..errors import CtxbaseError, ValidationError
+from ..errors import ValidationError
+from .policy_issues import PolicyError, PolicyIssue, issue_from_error
 
 __all__ = [
     "BUDGET_PROFILES",
@@ -641,123 +639,6 @@ class PolicySet:
         return PolicySelection(chosen, tuple(triggered), tuple(reasons))
 
 
-@dataclass(frozen=True)
-class PolicyIssue:
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
-
-
-class PolicyError(CtxbaseError, ValueError):
-    """The policy file is unreadable or invalid; lists every problem with its YAML path."""
-
-    code = "invalid_policy"
-
-    def __init__(self, source: str, issues: Sequence[PolicyIssue]) -> None:
-        self.source = source
-        self.issues = tuple(issues)
-        if len(self.issues) == 1:
-            text = f"{source}: {self.issues[0]}"
-        else:
-            lines = "\n".join(f"  {issue}" for issue in self.issues)
-            text = f"{source}: {len(self.issues)} problems:\n{lines}"
-        super().__init__(text)
-
-
-def _strip_annotated(tp: Any) -> Any:
-    while typing.get_origin(tp) is Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def _union_members(tp: Any) -> tuple[Any, ...]:
-    if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return tuple(_strip_annotated(a) for a in typing.get_args(tp))
-    return ()
-
-
-def _is_model(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, BaseModel)
-
-
-def _walk_loc(loc: Sequence[int | str]) -> tuple[str, Any]:
-    """Turn a pydantic error location into a YAML path, and find the type found there.
-
-    Discriminated unions put the tag in the location (`strategies.0.recent_window.x`); the
-    YAML has no such level, so it is consumed here instead of printed.
-    """
-    tp: Any = PolicyDocument
-    path = ""
-    for part in loc:
-        tp = _strip_annotated(tp)
-        members = _union_members(tp)
-        if isinstance(part, str) and members:
-            tagged = [m for m in members if _is_model(m) and _tag_of(m) == part]
-            if tagged:
-                tp = tagged[0]
-                continue
-            non_none = [m for m in members if m is not type(None)]
-            tp = non_none[0] if len(non_none) == 1 else None
-            tp = _strip_annotated(tp)
-        if isinstance(part, int):
-            path += f"[{part}]"
-            args = typing.get_args(tp)
-            tp = args[0] if args else None
-        elif _is_model(tp):
-            path += f".{part}" if path else part
-            field = tp.model_fields.get(part)
-            tp = field.annotation if field is not None else None
-        else:
-            path += f".{part}" if path else str(part)
-            args = typing.get_args(tp)
-            tp = args[-1] if typing.get_origin(tp) is dict and args else None
-    return path, _strip_annotated(tp)
-
-
-def _tag_of(model: Any) -> str | None:
-    field = model.model_fields.get("name")
-    default = getattr(field, "default", None)
-    return default if isinstance(default, str) else None
-
-
-def _closest(word: str, options: Sequence[str]) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def _issue_from_error(error: Any) -> PolicyIssue:
-    loc: tuple[int | str, ...] = tuple(error.get("loc", ()))
-    kind = error.get("type", "")
-    if kind == "extra_forbidden" and loc:
-        key = str(loc[-1])
-        path, _ = _walk_loc(loc)
-        _, parent = _walk_loc(loc[:-1])
-        valid = sorted(parent.model_fields) if _is_model(parent) else []
-        hint = _closest(key, valid)
-        listing = f"; valid keys: {', '.join(valid)}" if valid else ""
-        return PolicyIssue(path, f"unknown key {key!r}{hint}{listing}")
-    path, _ = _walk_loc(loc)
-    if kind == "union_tag_invalid":
-        tag = str(error.get("ctx", {}).get("tag", ""))
-        return PolicyIssue(
-            path,
-            f"unknown strategy {tag!r}{_closest(tag, STRATEGY_NAMES)}; "
-            f"valid strategies: {', '.join(STRATEGY_NAMES)}",
-        )
-    if kind == "union_tag_not_found":
-        return PolicyIssue(
-            path, f"strategy needs a 'name'; valid strategies: {', '.join(STRATEGY_NAMES)}"
-        )
-    message = str(error.get("msg", "invalid value"))
-    message = message.removeprefix("Value error, ")
-    value = error.get("input")
-    if isinstance(value, str | int | float | bool) and kind not in ("missing",):
-        message += f" (got {value!r})"
-    return PolicyIssue(path, message)
-
-
 def parse_policies(text: str, *, source: str = "<string>") -> PolicySet:
     """Parse and validate policy YAML text; `source` names it in error messages."""
     try:
@@ -777,7 +658,8 @@ def parse_policies(text: str, *, source: str = "<string>") -> PolicySet:
     try:
         document = PolicyDocument.model_validate(data)
     except PydanticValidationError as exc:
-        raise PolicyError(source, [_issue_from_error(e) for e in exc.errors()]) from None
+        issues = [issue_from_error(e, PolicyDocument, STRATEGY_NAMES) for e in exc.errors()]
+        raise PolicyError(source, issues) from None
     return PolicySet.from_document(document, source=source)
 
 

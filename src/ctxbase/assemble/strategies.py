@@ -22,6 +22,7 @@ from ..components import ComponentsSource, components_of
 from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, SearchConfig, get_preset
+from ..retrieve.indexing import names_its_text
 from ..retrieve.relevance import first_evidence, relevance_floor
 from ..retrieve.search import Candidate
 from ..store.base import ItemFilter
@@ -107,7 +108,9 @@ class MemoryCandidate:
             if counter.count(self.text) <= max_item_tokens
             else (fit_to_tokens(self.text, max_item_tokens, counter) + " …")
         )
-        return f"{label_for(self.type, self.owner_id, self.name)}\n{body}"
+        # a name that only repeats the text (a requirement sentence) is not shown twice
+        name = "" if names_its_text(self.name, self.text) else self.name
+        return f"{label_for(self.type, self.owner_id, name)}\n{body}"
 
 
 def relation_entry(rel: Relation, strategy: str, floor: float) -> dict[str, Any]:

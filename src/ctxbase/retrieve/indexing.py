@@ -25,6 +25,7 @@ __all__ = [
     "entity_unit_matches",
     "event_items",
     "event_search_text",
+    "names_its_text",
 ]
 
 # How much of the preceding event is indexed with an event (its end matters most).
@@ -165,13 +166,27 @@ def event_items(
     )
 
 
-def entity_search_text(entity: Entity) -> str:
-    """The text a search sees for an entity: its name (and title), then its text."""
+def _search_head(entity: Entity) -> str:
     head = entity.name
     title = entity.properties.get("title")
     if title and title != head:
         head = f"{head} {title}"
-    return f"{head}\n{entity.text}" if entity.text else head
+    return head
+
+
+def names_its_text(head: str, text: str) -> bool:
+    """True when the name is the text itself or its cut-off start ("…"), as for the
+    requirement and decision sentences anchored from messages."""
+    return text == head or (head.endswith("…") and text.startswith(head[:-1]))
+
+
+def entity_search_text(entity: Entity) -> str:
+    """The text a search sees for an entity: its name (and title), then its text; a name
+    that only repeats the text's start is left out, so the text is not shown twice."""
+    head, text = _search_head(entity), entity.text
+    if not text:
+        return head
+    return text if names_its_text(head, text) else f"{head}\n{text}"
 
 
 def _entity_labels(entity: Entity) -> dict[str, Any]:
@@ -215,10 +230,12 @@ def entity_unit_matches(entity: Entity, item: SearchItem) -> bool:
     if item.owner_id != entity.id:
         return False
     full = entity_search_text(entity)
+    # indexed before a name repeating the text was left out: "name\ntext" is the entity's too
+    before = f"{_search_head(entity)}\n{entity.text}" if entity.text else full
     # a verbatim, non-blank piece of a text long enough to have been chunked
-    span = len(full) > _WHOLE_TEXT_CHARS and bool(item.text.strip()) and item.text in full
+    span = len(before) > _WHOLE_TEXT_CHARS and bool(item.text.strip()) and item.text in before
     if item.kind == "entity":
-        text_ok = item.item_id == entity.id and (item.text == full or span)
+        text_ok = item.item_id == entity.id and (item.text in (full, before) or span)
     elif item.kind == "chunk":
         prefix = f"{entity.id}#"
         index = item.item_id[len(prefix) :]

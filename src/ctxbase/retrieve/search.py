@@ -9,6 +9,7 @@ and says why (`embedder_error`).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import time
@@ -144,6 +145,7 @@ class Searcher:
         self.prefetch_queries = True
         self._inflight: dict[str, Future[FloatVector]] = {}
         self._forgets = 0  # a forget in between keeps a late vector out of the cache
+        self._embedded_a_query = False  # the model has started (it loads on first use)
 
     def query_vector(self, query: str) -> FloatVector:
         """The query's vector (cached); EmbedderUnavailableError when the embedder fails.
@@ -185,6 +187,17 @@ class Searcher:
 
         threading.Thread(target=run, name="ctxbase-query-embedding", daemon=True).start()
 
+    def wait_for_model(self, query: str) -> bool:
+        """Until this searcher's first query vector exists, wait for `query`'s (the model
+        starts up on first use: seconds for a local model). True when it waited; False at
+        once when a query was embedded before or there is no embedder. A failing embedder is
+        not raised here: the search that needs the vector reports it."""
+        if self._embedded_a_query or self.query_embedder is None or self.health is None:
+            return False
+        with contextlib.suppress(EmbedderUnavailableError):
+            self.query_vector(query)
+        return True
+
     def _embed_query(self, query: str) -> FloatVector:
         assert self.query_embedder is not None and self.health is not None
         if not self.health.may_try():
@@ -197,6 +210,7 @@ class Searcher:
             self.health.record_failure(exc)
             raise self.health.unavailable() from exc
         self.health.record_success()
+        self._embedded_a_query = True
         self._remember(query, vec, forgets)
         return vec
 
@@ -223,6 +237,7 @@ class Searcher:
             part = todo[start : start + 64]
             for q, vec in zip(part, embed_queries(self.embedder, part), strict=True):
                 self._remember(q, vec)
+            self._embedded_a_query = True
 
     def _remember(self, query: str, vec: FloatVector, forgets: int | None = None) -> None:
         with self._cache_lock:

@@ -282,6 +282,11 @@ class Store(ABC):
     def list_projects(self) -> list[str]: ...
 
     @abstractmethod
+    def list_repos(self, project_id: str) -> list[str]:
+        """The repositories ingested into the project (its items' `repo`), sorted. Reads
+        every item of the project: for telling a user which names exist, not per query."""
+
+    @abstractmethod
     def upsert_session(self, session: SessionInfo) -> None: ...
 
     @abstractmethod

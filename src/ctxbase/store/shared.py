@@ -56,6 +56,13 @@ class SharedReads:
         sql = self._dialect.cross_project + "SELECT project_id FROM projects ORDER BY project_id"
         return [r[0] for r in self._all(sql)]
 
+    def list_repos(self, project_id: str) -> list[str]:
+        sql = (
+            "SELECT DISTINCT repo FROM items "
+            "WHERE project_id=? AND active=1 AND repo IS NOT NULL ORDER BY repo"
+        )
+        return [r[0] for r in self._all(sql, (project_id,))]
+
     _SESSION_SELECT = (
         "SELECT project_id, session_id, status, title, created_at, updated_at, metadata "
         "FROM sessions "
