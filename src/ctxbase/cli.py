@@ -212,7 +212,9 @@ def cmd_chain(args: argparse.Namespace) -> int:
 
 def cmd_search(args: argparse.Namespace) -> int:
     from .store.base import ItemFilter
+    from .validation import check_query
 
+    check_query(args.query)  # before the database and the model are opened
     flt = ItemFilter(
         session_ids=tuple(args.session) if args.session else None,
         agent_ids=tuple(args.agent) if args.agent else None,
@@ -267,6 +269,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_assemble(args: argparse.Namespace) -> int:
+    from .validation import check_query
+
+    check_query(args.intent, field="intent")  # before the database is opened
     policies = None if args.policies is None else _existing_file("policies", args.policies)
     with _open_existing(args, policies=policies) as cb:
         ctx = cb.assemble_context(

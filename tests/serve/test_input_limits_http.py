@@ -107,3 +107,52 @@ def test_a_body_that_is_not_json_names_the_body(live: Live, pid: str) -> None:
     assert "application/x-www-form-urlencoded" in err["message"]
     ok = c.post(url, content=body, headers={"content-type": "application/json"})
     assert ok.status_code == 200, ok.text
+
+
+def test_long_queries_and_misplaced_options_are_422(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    base = f"/v1/projects/{pid}"
+    event = {"type": "user_message", "session_id": "s", "text": "the cache on orders"}
+    assert c.post(f"{base}/events", json=event).status_code == 201
+    over = "cache " * 1400
+    cases: list[tuple[str, dict[str, Any], str, list[str]]] = [
+        (f"{base}/search", {"query": over}, "query", [f"{len(over)} characters", "8000"]),
+        (
+            "/v1/context/assemble",
+            {"project_id": pid, "agent_role": "coder", "user_intent": over},
+            "user_intent",
+            [f"{len(over)} characters", "8000"],
+        ),
+        (f"{base}/search", {"query": "cache", "k": 3}, "k", ["options.top_k"]),
+        (f"{base}/search", {"query": "cache", "top_k": 3}, "top_k", ["options.top_k"]),
+        (f"{base}/search", {"query": "cache", "graph_hops": 1}, "graph_hops", ["options."]),
+        (f"{base}/search", {"query": "cache", "options": {"k": 3}}, "options.k", []),
+    ]
+    for path, body, field, words in cases:
+        r = c.post(path, json=body)
+        assert r.status_code == 422, (body, r.text)
+        err = r.json()["error"]
+        assert err["field"] == field, r.text
+        assert err["message"].startswith(f"{field}: ")
+        for word in words:
+            assert word in err["message"], r.text
+    # the same request with the option where it belongs
+    ok = c.post(f"{base}/search", json={"query": "cache", "options": {"top_k": 3}})
+    assert ok.status_code == 200 and len(ok.json()["results"]) == 1
+
+
+def test_missing_fields_are_reported_as_missing(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    base = f"/v1/projects/{pid}"
+    msg = {"type": "user_message", "session_id": "s"}
+    cases: list[tuple[str, dict[str, Any], str]] = [
+        ("/events", msg, "text: is missing"),
+        ("/events/queue", msg, "text: is missing"),
+        ("/events/batch", {"events": [msg]}, "events[0].text: is missing"),
+        ("/events", {"type": "user_message", "text": "x"}, "session_id: is missing"),
+    ]
+    for path, body, message in cases:
+        r = c.post(base + path, json=body)
+        assert r.status_code == 422, (path, r.text)
+        assert r.json()["error"]["message"] == message, r.text
+    assert c.get(f"{base}/events", params={"session_id": "s"}).json() == []

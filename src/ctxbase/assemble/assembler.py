@@ -28,6 +28,7 @@ from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, TaskInfo
 from ..retrieve.config import SearchConfig, get_preset
+from ..validation import check_query
 from .budget import (
     BudgetAllocation,
     BudgetItem,
@@ -236,8 +237,7 @@ class Assembler:
         sessions are refused.
         """
         t0 = time.perf_counter()
-        if not isinstance(user_intent, str) or not user_intent.strip():
-            raise ValidationError("user_intent", "must be a non-empty string")
+        check_query(user_intent, field="user_intent")
         if not agent_role or not isinstance(agent_role, str):
             raise ValidationError("agent_role", "must be a non-empty string")
         pid = self.cb.project if project_id is None else project_id

@@ -101,7 +101,10 @@ def build_event(
     body = check_text("text", text)
     # Blank text next to data (a tool call's arguments) is fine.
     if is_blank(body) and data is None and not allow_blank:
-        raise ValidationError("text", "an event needs text or data (the text is empty)")
+        # The same words as the REST service's for any required field left out.
+        if body is None:
+            raise ValidationError("text", "is missing")
+        raise ValidationError("text", "is blank (an event needs text or data)")
     # Content gets one byte limit of its own below; data is checked for shape here.
     data_json = None if data is None else check_json("data", data, max_bytes=None)
     text_size = len((body or "").encode("utf-8"))

@@ -11,6 +11,7 @@ Pure functions over the query text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from .tokenize import query_terms
 
@@ -26,21 +27,42 @@ MAX_CLAUSES = 3
 _CLAUSE_END = re.compile(r"[，；？！。]|[,;?!](?=\s|$)|\.(?=\s+\S)")
 
 
+def _pieces(query: str) -> Iterator[str]:
+    """The query's non-blank pieces between clause ends, found one at a time."""
+    at = 0
+    for end in _CLAUSE_END.finditer(query):
+        piece = query[at : end.start()].strip()
+        at = end.end()
+        if piece:
+            yield piece
+    piece = query[at:].strip()
+    if piece:
+        yield piece
+
+
 def query_clauses(query: str, min_terms: int = MIN_CLAUSE_TERMS) -> list[str]:
     """The query's clauses, each with at least `min_terms` search terms, when there are two
     to MAX_CLAUSES of them; otherwise [] (the query asks one thing, or describes more). A
-    clause too short to stand alone is joined to the one before it (or, first, to the next)."""
-    pieces = [p.strip() for p in _CLAUSE_END.split(query)]
-    pieces = [p for p in pieces if p]
-    clauses: list[str] = []
-    pending = ""  # short leading pieces, waiting for a clause to join
-    for piece in pieces:
-        text = f"{pending} {piece}".strip() if pending else piece
-        if len(query_terms(text)) >= min_terms:
-            clauses.append(text)
-            pending = ""
-        elif clauses:
-            clauses[-1] = f"{clauses[-1]} {piece}"
-        else:
-            pending = text
-    return clauses if 2 <= len(clauses) <= MAX_CLAUSES else []
+    clause too short to stand alone is joined to the one before it (or, first, to the next).
+
+    Linear in the query's length: each piece is tokenized once (the terms of pieces joined
+    by a space are the pieces' terms), and the scan stops at the clause past MAX_CLAUSES."""
+    clauses: list[list[str]] = []  # each clause's pieces, joined by spaces at the end
+    pending: list[str] = []  # short leading pieces, waiting for a clause to join
+    pending_terms: set[str] = set()
+    for piece in _pieces(query):
+        if clauses:
+            terms = query_terms(piece)
+            if len(terms) >= min_terms:
+                if len(clauses) == MAX_CLAUSES:
+                    return []  # a description, not a question: no need to read on
+                clauses.append([piece])
+            else:
+                clauses[-1].append(piece)
+            continue
+        pending.append(piece)
+        pending_terms.update(query_terms(piece))
+        if len(pending_terms) >= min_terms:
+            clauses.append(pending)
+            pending, pending_terms = [], set()
+    return [" ".join(c) for c in clauses] if len(clauses) >= 2 else []

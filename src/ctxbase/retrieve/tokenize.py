@@ -102,6 +102,8 @@ _words_version = 0
 # (longer ones are rare and would only fill the caches).
 _CACHED_WORD_CHARS = 80
 _CACHED_RUN_CHARS = 64
+# Longer runs of Chinese characters in a query are segmented in pieces of this length.
+_QUERY_RUN_CHARS = 256
 
 
 def import_jieba() -> Any:
@@ -153,6 +155,7 @@ def add_words(words: Iterable[str]) -> None:
                 tokenizer.add_word(cleaned)
         _words_version += 1
     _run_terms.cache_clear()
+    _cached_query_terms.cache_clear()
 
 
 def words_version() -> int:
@@ -322,8 +325,30 @@ def index_terms_with_tail(text: str, tail_chars: int) -> tuple[list[str], list[s
 
 
 def query_terms(text: str) -> list[str]:
-    """Terms of a query: the same normalisation as documents, deduplicated, order kept."""
-    return list(dict.fromkeys(index_terms(text)))
+    """Terms of a query: the same normalisation as documents, deduplicated, order kept.
+
+    A run of Chinese characters longer than `_QUERY_RUN_CHARS` is segmented piece by piece
+    (jieba's unknown-word pass copies its path at every character: quadratic in the run);
+    real queries have no such runs, a pasted blob loses at most a word at each cut."""
+    return list(_cached_query_terms(_words_version, text))
+
+
+# A query's terms are asked for by several ranking passes of one search (keyword,
+# clauses, feedback, coverage): tokenized once.
+@lru_cache(maxsize=64)
+def _cached_query_terms(version: int, text: str) -> tuple[str, ...]:
+    # `version`: the words version the text is segmented under (part of the cache key)
+    normalised = _normalise(text)
+    if normalised.isascii():
+        return tuple(dict.fromkeys(_terms_of(normalised)))
+    terms: list[str] = []
+    for cjk_run, word in _TOKEN_PATTERN.findall(normalised):
+        if not cjk_run:
+            terms.extend(_token_terms("", word, version))
+            continue
+        for at in range(0, len(cjk_run), _QUERY_RUN_CHARS):
+            terms.extend(_token_terms(cjk_run[at : at + _QUERY_RUN_CHARS], "", version))
+    return tuple(dict.fromkeys(terms))
 
 
 def _quote_fts_term(term: str) -> str:

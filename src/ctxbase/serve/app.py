@@ -76,6 +76,10 @@ def _validation_response(
     ctx = first.get("ctx")
     if isinstance(ctx, dict) and isinstance(ctx.get("error"), ValidationError):
         msg = ctx["error"].message  # a library check: its own words, without the prefix
+        if field == "body":  # a check of the whole body names the field it is about
+            field = ctx["error"].field
+    elif first.get("type") == "missing":
+        msg = "is missing"  # the library's words for a required input left out
     elif first.get("type") == "json_invalid":
         # FastAPI puts the character offset in loc ("body", 25): name the body, not "[25]".
         field = "body"

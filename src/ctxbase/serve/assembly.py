@@ -64,7 +64,7 @@ def compute_assembly(rt: Runtime, body: AssembleIn) -> Cached:
 
 def _assemble(rt: Runtime, body: AssembleIn) -> Cached:
     if body.project_id is None:  # the route fills it in from the key before assembling
-        raise ValidationError("project_id", "Field required")
+        raise ValidationError("project_id", "is missing")
     ctx = rt.cb.assemble_context(
         project_id=body.project_id,
         agent_role=body.agent_role,

@@ -141,7 +141,7 @@ def _key_project(who: Principal) -> str:
     if who.projects is not None and len(who.projects) == 1:
         return next(iter(who.projects))
     seen = "every project" if who.projects is None else f"{len(who.projects)} projects"
-    raise ValidationError("project_id", f"Field required (this key is for {seen}: name one)")
+    raise ValidationError("project_id", f"is missing (this key is for {seen}: name one)")
 
 
 @router.get("/v1/traces/{context_id}", response_model=dict[str, Any], tags=["context"])

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ..assemble.loop import ProducedRelation
+from ..errors import ValidationError
 from ..model import Event
-from ..validation import INT64_MAX, INT64_MIN, check_text
+from ..validation import INT64_MAX, INT64_MIN, MAX_QUERY_CHARS, check_text
 
 __all__ = [
     "AssembleIn",
@@ -318,8 +319,18 @@ class SearchOptionsIn(_In):
         return self.model_dump(exclude_unset=True)
 
 
+# "k" is what other search APIs call top_k.
+_OPTION_ALIASES = {"k": "top_k"}
+
+
 class SearchIn(_In):
-    query: str
+    """A search. SearchConfig fields go in `options`: one sent at the top level (`top_k`,
+    or `k`) is refused (422) with the name it belongs under, rather than left unused."""
+
+    query: str = Field(
+        json_schema_extra={"maxLength": MAX_QUERY_CHARS},
+        description=f"at most {MAX_QUERY_CHARS} characters",
+    )
     preset: str = "hybrid"
     filters: FilterIn | None = None
     options: SearchOptionsIn = Field(default_factory=SearchOptionsIn)
@@ -329,6 +340,18 @@ class SearchIn(_In):
         "follow only relations that verify (the server's key: CTXBASE_HMAC_KEY_<PROJECT> or "
         "CTXBASE_HMAC_KEY; never one from the client)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _options_at_top_level(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for name in data:
+                option = _OPTION_ALIASES.get(name, name)
+                if name not in cls.model_fields and option in SearchOptionsIn.model_fields:
+                    raise ValidationError(
+                        name, f"is not a field of the request: send it as options.{option}"
+                    )
+        return data
 
 
 class SearchItemOut(_Out):
@@ -383,7 +406,10 @@ class AssembleIn(_In):
         default=None, description="may be left out when the key is for exactly one project"
     )
     agent_role: str
-    user_intent: str
+    user_intent: str = Field(
+        json_schema_extra={"maxLength": MAX_QUERY_CHARS},
+        description=f"at most {MAX_QUERY_CHARS} characters",
+    )
     session_id: str | None = None
     task_id: str | None = None
     max_tokens: Int64 | None = None

