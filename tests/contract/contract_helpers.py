@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ctxbase import ContextBase
+from ctxbase.assemble.facts import RuleFactExtractor
+from ctxbase.assemble.manager import ContextManager
 from ctxbase.model import Entity, Event, Relation, keyed_event_id, make_entity_id
 from ctxbase.retrieve.indexing import entity_items, event_items
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
@@ -54,3 +57,20 @@ def relation(
     """An open relation a -> b created (and valid) from `at`."""
     return Relation(project_id=project_id, from_id=a, type=type, to_id=b, confidence=confidence,
                     source="human", created_at=at, valid_from=at)  # fmt: skip
+
+
+def assembly_project(cb: ContextBase) -> str:
+    """A session with a current task, a suspended one, messages and facts in every scope."""
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    sid = cm.create_session("alice")
+    cm.switch_task(sid, "draft the refund report")
+    cm.set_state(sid, "audience", "finance")  # the draft task's fact
+    cm.switch_task(sid, "ship the refund report")
+    for n in range(6):
+        cm.add_message(sid, "user", f"message {n}: the refund report needs column {n}")
+        cm.add_message(sid, "assistant", f"ok {n}, adding column {n}")
+    cm.set_state(sid, "owner", "alice")
+    cm.set_state(sid, "format", "csv", scope="session")
+    cm.set_state(sid, "region", "eu", scope="project")
+    cb.wait_for_embeddings()
+    return sid

@@ -67,6 +67,7 @@ def _workload(store: PostgresStore, pid: str, tmp_path: Path) -> None:
     store.set_active(pid, [b.id], True)
     store.set_state(StateFact(project_id=pid, scope="session", scope_id="s1", key="k", value=1))
     store.get_state(pid, "session", "s1")
+    store.get_states(pid, [("session", "s1"), ("task", "t1")])
     store.state_history(pid, "session", "s1", "k")
     store.delete_state(pid, "session", "s1", "k", "why")
     store.put_trace(pid, "c", {"x": 1})
@@ -86,9 +87,29 @@ def _workload(store: PostgresStore, pid: str, tmp_path: Path) -> None:
     store.schema_version()
 
 
+def _parts(flat: str) -> list[str]:
+    """A statement's parts: for `WITH a AS (...), b AS (...) main`, each body and the main
+    statement (each is checked on its own); else the statement itself."""
+    if not flat.upper().startswith("WITH "):
+        return [flat]
+    parts, at = [], 5
+    while (head := re.match(r"\s*,?\s*\w+\s+AS\s*\(", flat[at:], re.IGNORECASE)) is not None:
+        start, depth = at + head.end() - 1, 0
+        for end in range(start, len(flat)):  # the parenthesis closing the body
+            depth += {"(": 1, ")": -1}.get(flat[end], 0)
+            if depth == 0:
+                break
+        parts.append(flat[start + 1 : end])
+        at = end + 1
+    return [*parts, flat[at:].strip()]
+
+
 def _problems(sql: str) -> list[str]:
     """Why a statement on project tables does not pin the project (empty when it does)."""
-    flat = " ".join(sql.split())
+    parts = _parts(" ".join(sql.split()))
+    if len(parts) > 1:
+        return [p for part in parts for p in _problems(part)]
+    flat = parts[0]
     out = []
     refs = [(t.lower(), (al or "").lower()) for _, t, al in _REF.findall(flat)]
     keyed = [(t, al) for t, al in refs if t in TABLES]
@@ -152,3 +173,11 @@ def test_the_checker_catches_unfiltered_statements() -> None:
     )
     assert _problems("INSERT INTO tombstones(hashed_id) VALUES (%s)")
     assert not _problems("SELECT 1 FROM events e WHERE e.project_id = %s AND e.active = 0")
+    # each part of a statement with a WITH clause on its own
+    cte = (
+        "WITH a AS (SELECT project_id FROM projects WHERE {cond} FOR NO KEY UPDATE), "
+        "b AS (SELECT (1)) INSERT INTO traces(project_id, context_id) SELECT %s, %s FROM a, b "
+        "ON CONFLICT (project_id, context_id) DO NOTHING"
+    )
+    assert not _problems(cte.format(cond="project_id = %s"))
+    assert _problems(cte.format(cond="generation > 0"))

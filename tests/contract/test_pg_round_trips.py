@@ -5,6 +5,8 @@ statistics after a bulk load."""
 from __future__ import annotations
 
 import tempfile
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -12,8 +14,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from contract_helpers import add_entity, make_event, write
+from contract_helpers import add_entity, assembly_project, make_event, write
 
+from ctxbase import ContextBase
 from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.sqlite import SQLiteStore
 from ctxbase.store.transfer import copy_project
@@ -75,14 +78,121 @@ def test_lone_reads_take_one_round_trip_each(one_conn: PostgresStore, project_id
         assert [e.id for e in pg.get_events(project_id, [ev.id])] == [ev.id]
 
 
-def test_trace_write_is_pipelined(one_conn: PostgresStore, project_id: str) -> None:
-    """Every assembly writes its trace: six statements (BEGIN, the commit setting, the
-    project's lock, the insert, COMMIT) sent in a pipeline wait at most four times."""
+def test_trace_write_is_one_round_trip(one_conn: PostgresStore, project_id: str) -> None:
+    """Every assembly writes its trace: one statement (the project's lock, the commit
+    setting and the insert) outside a transaction block, so one round trip."""
     pg = one_conn
     pg.put_trace(project_id, "ctx-0", {"a": 0})  # the project exists: the usual case
-    trips = round_trips(pg, lambda: pg.put_trace(project_id, "ctx-1", {"a": 1}))
-    assert 1 <= trips <= 4, trips
+    assert round_trips(pg, lambda: pg.put_trace(project_id, "ctx-1", {"a": 1})) == 1
     assert pg.get_trace(project_id, "ctx-1") == {"a": 1}
+    # a new project is created by the same statement
+    fresh = project_id + "-new"
+    assert round_trips(pg, lambda: pg.put_trace(fresh, "ctx-2", {"b": 2})) == 1
+    assert pg.get_trace(fresh, "ctx-2") == {"b": 2}
+    assert fresh in pg.list_projects()
+    pg.put_trace(fresh, "ctx-2", {"b": 3})  # written again: replaced
+    assert pg.get_trace(fresh, "ctx-2") == {"b": 3}
+
+
+def test_round_trips_per_assembly(one_conn: PostgresStore, project_id: str) -> None:
+    """Every store call of an assembly is a round trip or more: their sum, per shape, has a
+    ceiling (what it takes now; before one get_states read, one generation reading per
+    search and the trace in one statement: 32 without a session, 30 with one, 37 for a
+    planner)."""
+    cb = ContextBase(one_conn, project=project_id, embedder="hash", background_embedding=False)
+    sid = assembly_project(cb)
+    shapes: dict[str, tuple[Callable[[], Any], int]] = {
+        "no_session": (
+            lambda: cb.assemble_context(agent_role="coder", user_intent="refund column"),
+            28,
+        ),
+        "session": (
+            lambda: cb.assemble_context(
+                agent_role="coder", user_intent="refund column", session_id=sid
+            ),
+            25,
+        ),
+        "planner": (
+            lambda: cb.assemble_context(
+                agent_role="planner", user_intent="refund report plan", session_id=sid
+            ),
+            26,
+        ),
+    }
+    for name, (run, ceiling) in shapes.items():
+        for _ in range(6):  # warm: the indexes load, psycopg prepares repeated statements
+            run()
+        trips = [round_trips(one_conn, run) for _ in range(3)]
+        assert min(trips) <= ceiling, (name, trips)  # min: a late prepare adds one-offs
+
+
+def _waiting(url: str, since: float) -> bool:
+    """Whether a backend of this database waits on a lock (put_trace's, in a test)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        while time.monotonic() - since < 10:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+            ).fetchone()
+            if row and row[0]:
+                return True
+            time.sleep(0.02)
+    return False
+
+
+def test_trace_write_waits_for_the_project_lock(pg_url: str, project_id: str) -> None:
+    """The trace is inserted after the project's row lock is taken, as other writes do: a
+    writer holding the lock (a forget) holds the trace back until it commits."""
+    import psycopg
+
+    pg = PostgresStore(pg_url, min_size=1, max_size=2)
+    try:
+        pg.put_trace(project_id, "ctx-0", {"a": 0})
+        with psycopg.connect(pg_url) as holder:
+            holder.execute(
+                "SELECT 1 FROM projects WHERE project_id = %s FOR NO KEY UPDATE", (project_id,)
+            )
+            writer = threading.Thread(target=pg.put_trace, args=(project_id, "ctx-1", {"a": 1}))
+            writer.start()
+            assert _waiting(pg_url, time.monotonic())
+            with psycopg.connect(pg_url, autocommit=True) as other:  # not written yet
+                assert not other.execute(
+                    "SELECT 1 FROM traces WHERE project_id=%s AND context_id='ctx-1'",
+                    (project_id,),
+                ).fetchall()
+            holder.commit()
+            writer.join(10)
+        assert pg.get_trace(project_id, "ctx-1") == {"a": 1}
+    finally:
+        pg.close()
+
+
+def test_trace_of_a_project_created_meanwhile_is_still_written(
+    pg_url: str, project_id: str
+) -> None:
+    """A project row committed by another writer after the statement began is invisible to
+    its lock: nothing is inserted, and the trace is written statement by statement."""
+    import psycopg
+
+    sent: list[str] = []
+    pg = PostgresStore(pg_url, min_size=1, max_size=2, on_statement=sent.append)
+    try:
+        with psycopg.connect(pg_url) as creator:
+            creator.execute(
+                "INSERT INTO projects(project_id, created_at, settings) VALUES (%s, 0, '{}')",
+                (project_id,),
+            )
+            writer = threading.Thread(target=pg.put_trace, args=(project_id, "ctx-1", {"a": 1}))
+            writer.start()
+            assert _waiting(pg_url, time.monotonic())  # its insert waits on the creator's
+            creator.commit()
+            writer.join(10)
+        assert pg.get_trace(project_id, "ctx-1") == {"a": 1}
+        assert any("SET LOCAL synchronous_commit" in s for s in sent)  # the stepwise path
+    finally:
+        pg.close()
 
 
 def test_bulk_load_leaves_planner_statistics(tmp_path: Path, pg_url: str) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
-from ..model import Event, TaskInfo
+from ..model import Event, SessionInfo, StateFact, TaskInfo
 from ..retrieve.config import SearchConfig, get_preset
 from ..validation import check_query
 from .budget import (
@@ -56,7 +56,16 @@ from .policy import (
     load_policies,
     strategy_defaults,
 )
-from .state import CURRENT_TASK_KEY, LLMConfig, Scope, get_facts, message_statuses, render_fact
+from .state import (
+    CURRENT_TASK_KEY,
+    MESSAGE_SCOPE,
+    LLMConfig,
+    Scope,
+    get_scope_facts,
+    render_fact,
+    state_scopes,
+    statuses_of,
+)
 from .strategies import (
     Gatherer,
     MemoryCandidate,
@@ -172,6 +181,57 @@ def _history_text(e: Event) -> str:
     )
 
 
+def _user_of(session: SessionInfo | None) -> str | None:
+    user = None if session is None else session.metadata.get("user_id")
+    return user if isinstance(user, str) and user else None
+
+
+def _state_items(
+    scopes: Sequence[tuple[Scope, str, float]],
+    facts: Mapping[tuple[str, str], Mapping[str, StateFact]],
+) -> list[BudgetItem]:
+    """The state layer: each scope's facts, newest first; a key a narrower scope already
+    gave is left out (other tasks' facts are listed as theirs)."""
+    items: list[BudgetItem] = []
+    seen: set[str] = set()
+    for scope, scope_id, weight in scopes:
+        held = facts.get((scope, scope_id), {})
+        for key, fact in sorted(held.items(), key=lambda kv: -kv[1].updated_at):
+            if scope != "task" or weight == 1.0:
+                if key in seen:
+                    continue  # the narrower scope already said it
+                seen.add(key)
+            line = "- " + render_fact(key, fact.value)
+            if weight == 0.4:
+                line += f" (task {scope_id})"
+            items.append(
+                BudgetItem(f"state:{scope}:{scope_id}:{key}", line, weight, source=f"state:{scope}")
+            )
+    return items
+
+
+def _task_items(task: TaskInfo | None, others: Sequence[TaskInfo]) -> list[BudgetItem]:
+    """The task layer: the current task's goal and background, and (global view) the
+    session's other tasks."""
+    items: list[BudgetItem] = []
+    if task is not None:
+        text = f"- goal: {task.metadata.get('goal') or task.title}"
+        if task.metadata.get("background"):
+            text += f"\n- background: {task.metadata['background']}"
+        items.append(BudgetItem(f"task:{task.task_id}", text, 1.0, source="task"))
+    for other in others:
+        if task is None or other.task_id != task.task_id:
+            items.append(
+                BudgetItem(
+                    f"task:{other.task_id}",
+                    f"- {other.status} task: {other.title}",
+                    0.3,
+                    source="task",
+                )
+            )
+    return items
+
+
 class Assembler:
     """Assembles prompts for one context base under a set of policies.
 
@@ -280,7 +340,20 @@ class Assembler:
         deadline = clock + policy.assemble_timeout_ms / 1000.0
         notes: list[str] = []
 
-        statuses = message_statuses(self.cb, session_id, project=pid) if session_id else {}
+        # Every fact the assembly shows and the session's message statuses: one read.
+        others = (
+            self.cb.store.list_tasks(pid, session_id)
+            if policy.view == "global" and session_id
+            else []
+        )
+        scopes = state_scopes(
+            pid, session_id, task_id, policy.view, _user_of(session), [t.task_id for t in others]
+        )
+        asked = [(scope, scope_id) for scope, scope_id, _ in scopes]
+        facts = get_scope_facts(
+            self.cb, [*asked, *([(MESSAGE_SCOPE, session_id)] if session_id else [])], project=pid
+        )
+        statuses = statuses_of(facts[(MESSAGE_SCOPE, session_id)].values()) if session_id else {}
         window = policy.strategy("recent_window")
         if not isinstance(window, RecentWindow) or not window.enabled:
             window = RecentWindow()
@@ -299,6 +372,7 @@ class Assembler:
             task_id=task_id,
             signing_key=key,
             repos=repo_set,
+            statuses={session_id: statuses} if session_id else None,
         )
         timings: dict[str, float] = {"prepare": _ms(t0)}
         if clock != t0:
@@ -324,8 +398,12 @@ class Assembler:
                 del g.cands[refused]
 
         t = time.perf_counter()
+        layers = {
+            "state": _state_items(scopes, facts),
+            "task": _task_items(task, others),
+        }
         items, roles, hist_notes = self._layer_items(
-            pid, session_id, task, policy, agent_role, g, hist, window, limit, user_intent
+            pid, layers, policy, agent_role, g, hist, window, limit, user_intent
         )
         notes.extend(hist_notes)
         alloc, messages = self._fit(
@@ -486,8 +564,7 @@ class Assembler:
     def _layer_items(
         self,
         pid: str,
-        session_id: str | None,
-        task: TaskInfo | None,
+        layers: dict[str, list[BudgetItem]],
         policy: Policy,
         role: str,
         g: Gatherer,
@@ -500,8 +577,7 @@ class Assembler:
         system = self.system_prompt.format(role=role, project=pid)
         items: dict[str, list[BudgetItem]] = {
             "system": [BudgetItem("system", system, 1.0, required=True, source="policy")],
-            "state": self._state_items(pid, session_id, task, policy.view),
-            "task": self._task_items(pid, session_id, task, policy.view),
+            **layers,
             "memory": _memory_items(g.cands, counter, self.max_item_tokens),
         }
         roles: dict[str, str] = {}
@@ -578,69 +654,6 @@ class Assembler:
             except Exception as exc:  # any endpoint failure: the extractive summary still works
                 notes.append(f"LLM summary failed ({type(exc).__name__}); used extractive")
         return compress_extractive(texts, max_tokens, self.counter)
-
-    def _state_items(
-        self, pid: str, session_id: str | None, task: TaskInfo | None, view: str
-    ) -> list[BudgetItem]:
-        scopes: list[tuple[Scope, str, float]] = []
-        if task is not None:
-            scopes.append(("task", task.task_id, 1.0))
-        if view != "subtask" or task is None:
-            if session_id:
-                scopes.append(("session", session_id, 0.8))
-                user = self._session_user(pid, session_id)
-                if user is not None:  # the person's own facts follow them across sessions
-                    scopes.append(("user", user, 0.7))
-            scopes.append(("project", pid, 0.6))
-        if view == "global" and session_id:  # planners see the facts of every task
-            for other in self.cb.store.list_tasks(pid, session_id):
-                if task is None or other.task_id != task.task_id:
-                    scopes.append(("task", other.task_id, 0.4))
-        items: list[BudgetItem] = []
-        seen: set[str] = set()
-        for scope, scope_id, weight in scopes:
-            facts = get_facts(self.cb, scope=scope, scope_id=scope_id, project=pid)
-            for key, fact in sorted(facts.items(), key=lambda kv: -kv[1].updated_at):
-                if scope != "task" or weight == 1.0:
-                    if key in seen:
-                        continue  # the narrower scope already said it
-                    seen.add(key)
-                line = "- " + render_fact(key, fact.value)
-                if weight == 0.4:
-                    line += f" (task {scope_id})"
-                items.append(
-                    BudgetItem(
-                        f"state:{scope}:{scope_id}:{key}", line, weight, source=f"state:{scope}"
-                    )
-                )
-        return items
-
-    def _session_user(self, pid: str, session_id: str) -> str | None:
-        info = self.cb.store.get_session(pid, session_id)
-        user = None if info is None else info.metadata.get("user_id")
-        return user if isinstance(user, str) and user else None
-
-    def _task_items(
-        self, pid: str, session_id: str | None, task: TaskInfo | None, view: str
-    ) -> list[BudgetItem]:
-        items: list[BudgetItem] = []
-        if task is not None:
-            text = f"- goal: {task.metadata.get('goal') or task.title}"
-            if task.metadata.get("background"):
-                text += f"\n- background: {task.metadata['background']}"
-            items.append(BudgetItem(f"task:{task.task_id}", text, 1.0, source="task"))
-        if view == "global" and session_id:
-            for other in self.cb.store.list_tasks(pid, session_id):
-                if task is None or other.task_id != task.task_id:
-                    items.append(
-                        BudgetItem(
-                            f"task:{other.task_id}",
-                            f"- {other.status} task: {other.title}",
-                            0.3,
-                            source="task",
-                        )
-                    )
-        return items
 
     # -- budget and result -----------------------------------------------------------------
     def _fit(

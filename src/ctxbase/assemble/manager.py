@@ -38,7 +38,7 @@ from .state import (
     expire_message_record,
     extract_into_state,
     fact_history,
-    get_facts,
+    get_scope_facts,
     message_statuses,
     rollback_fact,
     set_fact,
@@ -309,13 +309,19 @@ class ContextManager:
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any:
         """A fact's value: the task's, else the session's, else the project's (or one scope)."""
         scopes: Sequence[Scope] = ("task", "session", "project") if scope is None else (scope,)
-        for sc in scopes:
-            eff = self._effective_scope(session_id, sc)
-            facts = get_facts(
-                self.cb, scope=eff, scope_id=self._scope_id(session_id, eff), project=self.project
-            )
-            if key in facts:
-                return facts[key].value
+        task = self.current_task(session_id)
+        pairs: list[tuple[str, str]] = []
+        for sc in scopes:  # as _effective_scope and _scope_id place them, the task read once
+            if sc == "project":
+                pairs.append(("project", self.project))
+            elif sc == "task" and task is not None:
+                pairs.append(("task", task.task_id))
+            else:  # without a task the session holds task-scoped facts
+                pairs.append(("session", session_id))
+        facts = get_scope_facts(self.cb, pairs, project=self.project)  # every scope in one read
+        for pair in pairs:
+            if key in facts[pair]:
+                return facts[pair][key].value
         return None
 
     def state_history(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from typing import Any, Literal
 
@@ -47,10 +47,13 @@ __all__ = [
     "extract_into_state",
     "fact_history",
     "get_facts",
+    "get_scope_facts",
     "message_statuses",
     "render_fact",
     "rollback_fact",
     "set_fact",
+    "state_scopes",
+    "statuses_of",
 ]
 
 log = logging.getLogger("ctxbase.assemble")
@@ -128,6 +131,45 @@ def get_facts(
     _check_scope(scope)
     pid = cb.project if project is None else project
     return {f.key: f for f in cb.store.get_state(pid, scope, scope_id)}
+
+
+def get_scope_facts(
+    cb: ComponentsSource, scopes: Sequence[tuple[str, str]], *, project: str | None = None
+) -> dict[tuple[str, str], dict[str, StateFact]]:
+    """The current facts of several (scope, scope_id) pairs, by pair then key, read at once
+    (message scopes may be asked for too: see `statuses_of`)."""
+    cb = components_of(cb)
+    for scope, _ in scopes:
+        if scope != MESSAGE_SCOPE:
+            _check_scope(scope)
+    pid = cb.project if project is None else project
+    found = cb.store.get_states(pid, scopes)
+    return {pair: {f.key: f for f in facts} for pair, facts in found.items()}
+
+
+def state_scopes(
+    pid: str,
+    session_id: str | None,
+    task_id: str | None,
+    view: str,
+    user_id: str | None,
+    other_task_ids: Sequence[str] = (),
+) -> list[tuple[Scope, str, float]]:
+    """The fact scopes an assembly shows, narrowest first, with their weights: the task's;
+    unless a subtask view of a task, the session's, its user's and the project's; in the
+    global view, the session's other tasks' (`other_task_ids`)."""
+    scopes: list[tuple[Scope, str, float]] = []
+    if task_id is not None:
+        scopes.append(("task", task_id, 1.0))
+    if view != "subtask" or task_id is None:
+        if session_id:
+            scopes.append(("session", session_id, 0.8))
+            if user_id is not None:  # the person's own facts follow them across sessions
+                scopes.append(("user", user_id, 0.7))
+        scopes.append(("project", pid, 0.6))
+    if view == "global" and session_id:  # planners see the facts of every task
+        scopes.extend(("task", other, 0.4) for other in other_task_ids if other != task_id)
+    return scopes
 
 
 def fact_history(
@@ -283,8 +325,13 @@ def message_statuses(
     """Recorded statuses of a session's messages; a message without a record is active."""
     cb = components_of(cb)
     pid = cb.project if project is None else project
+    return statuses_of(cb.store.get_state(pid, MESSAGE_SCOPE, session_id))
+
+
+def statuses_of(records: Iterable[StateFact]) -> dict[str, Status]:
+    """Message statuses from a message scope's records (unknown values left out)."""
     out: dict[str, Status] = {}
-    for fact in cb.store.get_state(pid, MESSAGE_SCOPE, session_id):
+    for fact in records:
         try:
             out[fact.key] = Status(fact.value)
         except ValueError:

@@ -172,7 +172,9 @@ class Gatherer:
         signing_key: bytes | None = None,
         check: SignatureCheck | None = None,
         repos: frozenset[str] | None = None,
+        statuses: Mapping[str, Mapping[str, Status]] | None = None,
     ) -> None:
+        """`statuses`: message statuses already read, by session (not read again)."""
         cb = components_of(cb)
         self.cb, self.pid, self.policy = cb, pid, policy
         # with repositories named, entities ingested from any other one stay out
@@ -196,7 +198,7 @@ class Gatherer:
         # True once a search found a hit about the question (a keyword match, or similarity
         # at the relevance floor); the project baseline is added only to such questions
         self.on_topic = False
-        self._statuses: dict[str, dict[str, Status]] = {}
+        self._statuses: dict[str, Mapping[str, Status]] = dict(statuses or {})
         self._hidden: dict[str, str | None] = {}
 
     def drop(self, owner_id: str, reason: str, detail: str = "") -> None:

@@ -44,7 +44,7 @@ from .bm25_scoring import (
 )
 from .id_map import IdMap
 from .row_filter import RowAttributes
-from .synced import appendable, current, grown
+from .synced import appendable, current, generation, grown
 
 __all__ = ["BM25_B", "BM25_K1", "Admission", "KeywordIndex"]
 
@@ -333,7 +333,7 @@ class KeywordIndex:
         read for this, and a replaced row's old attributes must not rule it out."""
         with self._lock:
             loaded = self._cache.get(project_id)
-        if loaded is None or loaded.generation != self.store.index_generation(project_id):
+        if loaded is None or loaded.generation != generation(self.store, project_id):
             return None
         at = loaded.docs.ids.lookup(ids)
         held = (at >= 0) & (at < loaded.n)
@@ -353,7 +353,7 @@ class KeywordIndex:
         return attrs.count(flt, loaded.n) if attrs.holds(flt) else None
 
     def _load(self, project_id: str) -> _Loaded:
-        gen = self.store.index_generation(project_id)
+        gen = generation(self.store, project_id)
         return current(
             self._lock,
             self._cache,

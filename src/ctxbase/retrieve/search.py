@@ -45,6 +45,7 @@ from .query_dates import in_period, query_period
 from .query_parts import query_clauses
 from .questions import asks_only
 from .role_names import role_names
+from .synced import one_generation
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
@@ -248,6 +249,7 @@ class Searcher:
             while len(self._query_vectors) > self._query_cache_size:
                 self._query_vectors.popitem(last=False)
 
+    @one_generation()  # the indexes it consults share one reading of the generation
     def search(
         self,
         project_id: str,

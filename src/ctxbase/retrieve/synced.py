@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Iterator
+from contextlib import contextmanager
 from functools import cache
 from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LARGE_RELOAD", "Snapshot", "appendable", "current", "grown", "return_freed_memory"]
+__all__ = [
+    "LARGE_RELOAD",
+    "Snapshot",
+    "appendable",
+    "current",
+    "generation",
+    "grown",
+    "one_generation",
+    "return_freed_memory",
+]
 
 # Rows from which a reload hands the memory its transient objects used back to the system.
 LARGE_RELOAD = 20_000
@@ -31,6 +41,41 @@ class Snapshot(Protocol):
 S = TypeVar("S", bound=Snapshot)
 K = TypeVar("K")
 G = TypeVar("G", bound=np.generic)
+
+
+class GenerationSource(Protocol):
+    def index_generation(self, project_id: str) -> int: ...
+
+
+# The generations read inside the calling thread's one_generation block, by (store, project).
+_held = threading.local()
+
+
+@contextmanager
+def one_generation() -> Iterator[None]:
+    """Inside the block (or a function it decorates), `generation` asks each store for a
+    project's index generation once on this thread: a search consults several indexes,
+    and each asked the store (a round trip each on PostgreSQL). Blocks nest (an inner one
+    joins the outer); other threads keep their own readings."""
+    if getattr(_held, "gens", None) is not None:
+        yield
+        return
+    _held.gens = {}
+    try:
+        yield
+    finally:
+        _held.gens = None
+
+
+def generation(store: GenerationSource, project_id: str) -> int:
+    """`store.index_generation(project_id)`, read once per one_generation block."""
+    gens: dict[tuple[int, str], int] | None = getattr(_held, "gens", None)
+    if gens is None:
+        return store.index_generation(project_id)
+    key = (id(store), project_id)  # the store outlives the block that holds its reading
+    if key not in gens:
+        gens[key] = store.index_generation(project_id)
+    return gens[key]
 
 
 def grown(old: npt.NDArray[G], size: int, used: int) -> npt.NDArray[G]:

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from ..store.base import Store, VectorDelta, VectorRow
 from .ann import AnnIndex, AnnSettings, ann_class, settings_from_env
 from .id_map import IdMap
-from .synced import appendable, current, grown
+from .synced import appendable, current, generation, grown
 
 __all__ = ["ANN_THRESHOLD", "VectorIndex"]
 
@@ -115,7 +115,7 @@ class VectorIndex:
             return sum(self._cache.pop(k).n for k in keys)
 
     def _load(self, project_id: str, model: str) -> _Loaded:
-        gen = self.store.index_generation(project_id)
+        gen = generation(self.store, project_id)
 
         def appended(cached: _Loaded) -> _Loaded | None:
             if not cached.marker:

@@ -535,6 +535,14 @@ class Store(ABC):
         self, project_id: str, scope: str, scope_id: str, key: str | None = None
     ) -> list[StateFact]: ...
 
+    def get_states(
+        self, project_id: str, scopes: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[StateFact]]:
+        """The facts of several (scope, scope_id) pairs at once, by pair (each pair asked
+        for is a key, with [] when it holds none), each list ordered by key as `get_state`
+        orders it. Backends read them in one statement; this default asks once per pair."""
+        return {pair: self.get_state(project_id, *pair) for pair in dict.fromkeys(scopes)}
+
     @abstractmethod
     def state_history(
         self, project_id: str, scope: str, scope_id: str, key: str | None = None

@@ -22,6 +22,27 @@ from .shared import table_columns
 
 __all__ = ["PgAdmin"]
 
+_TRACE_INSERT = (
+    "INSERT INTO traces(project_id, context_id, created_at, trace, agent_role, session_id, task_id)"
+)
+_TRACE_UPSERT = (
+    " ON CONFLICT (project_id, context_id) DO UPDATE SET created_at=EXCLUDED.created_at, "
+    "trace=EXCLUDED.trace, agent_role=EXCLUDED.agent_role, session_id=EXCLUDED.session_id, "
+    "task_id=EXCLUDED.task_id"
+)
+# put_trace in one statement: the project created if missing (then this transaction holds
+# its new row) or its row locked as _lock does, the commit setting, then the insert; no row
+# to lock (see put_trace) inserts nothing.
+_TRACE_SQL = (
+    "WITH ensured AS (INSERT INTO projects(project_id, created_at, settings) "
+    "VALUES (%s, %s, %s) ON CONFLICT (project_id) DO NOTHING RETURNING project_id), "
+    "locked AS (SELECT project_id FROM projects WHERE project_id = %s FOR NO KEY UPDATE), "
+    "held AS (SELECT project_id FROM ensured UNION ALL SELECT project_id FROM locked LIMIT 1) "
+    f"{_TRACE_INSERT} SELECT %s, %s, %s, %s, %s, %s, %s "
+    "FROM held, (SELECT set_config('synchronous_commit', 'off', true)) AS setting"
+    f"{_TRACE_UPSERT}"
+)
+
 
 class PgAdmin(ForgetSteps, PgBase):
     # -- state ---------------------------------------------------------------------------
@@ -79,22 +100,26 @@ class PgAdmin(ForgetSteps, PgBase):
 
     # -- traces --------------------------------------------------------------------------
     def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
-        # on every assembly's path: its five statements go in one pipeline
+        # On every assembly's path: one statement, so one round trip. It creates the
+        # project when missing and takes its row lock before the insert (the insert reads
+        # the locked row, so the lock comes first); the commit need not wait for the WAL
+        # flush (set_config local lasts to the commit: a server crash may lose the last
+        # traces, never corrupt anything).
+        row = (project_id, context_id, time.time(), jsonb(trace), *trace_keys(trace))
+        with self._read() as conn:  # no transaction block: the statement is one
+            done = self._x(
+                conn, _TRACE_SQL, (project_id, time.time(), jsonb({}), project_id, *row)
+            ).rowcount
+        if done != 1:
+            # The row was not there to lock: created by another writer after this
+            # statement's snapshot, or removed by a forget. The statements one by one.
+            self._put_trace_stepwise(row)
+
+    def _put_trace_stepwise(self, row: tuple[Any, ...]) -> None:
         with self._tx(pipelined=True) as conn:
-            # Every assembly writes one: the commit need not wait for the WAL flush (a
-            # server crash may lose the last traces, never corrupt anything)
             self._x(conn, "SET LOCAL synchronous_commit = off", ())
-            self._lock(conn, [project_id], ensure=True, bump=False)
-            self._x(
-                conn,
-                "INSERT INTO traces(project_id, context_id, created_at, trace, agent_role, "
-                "session_id, task_id) VALUES (%s,%s,%s,%s,%s,%s,%s) "
-                "ON CONFLICT (project_id, context_id) DO UPDATE SET "
-                "created_at=EXCLUDED.created_at, trace=EXCLUDED.trace, "
-                "agent_role=EXCLUDED.agent_role, session_id=EXCLUDED.session_id, "
-                "task_id=EXCLUDED.task_id",
-                (project_id, context_id, time.time(), jsonb(trace), *trace_keys(trace)),
-            )
+            self._lock(conn, [row[0]], ensure=True, bump=False)
+            self._x(conn, _TRACE_INSERT + " VALUES (%s,%s,%s,%s,%s,%s,%s)" + _TRACE_UPSERT, row)
 
     def _run(self, conn: Conn, sql: str, args: Sequence[Any] = ()) -> Any:
         return self._x(conn, sql, args)

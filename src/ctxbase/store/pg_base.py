@@ -150,9 +150,9 @@ class PgBase(SharedReads):
 
     @contextmanager
     def _read(self) -> Iterator[Conn]:
-        """A pooled connection for one read statement, outside a transaction block (its own
-        snapshot): no BEGIN and COMMIT round trips, which under load cost as much as the read.
-        Reads of several statements that must agree use _tx()."""
+        """A pooled connection for one statement, outside a transaction block (its own
+        snapshot and transaction): no BEGIN and COMMIT round trips, which under load cost as
+        much as the statement. Reads of several statements that must agree use _tx()."""
         if self._closed:
             raise StorageError("the store is closed")
         joined: Conn | None = getattr(self._local, "tx", None)

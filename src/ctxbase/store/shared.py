@@ -18,6 +18,9 @@ from .schema import COLUMNS
 
 __all__ = ["SharedReads", "table_columns"]
 
+# (scope, scope_id) pairs per get_states statement: two bound parameters each
+_STATE_PAIRS = 400
+
 
 def table_columns(table: str) -> tuple[str, ...]:
     """The columns of one table of schema.TABLES (ValueError for any other name)."""
@@ -384,6 +387,26 @@ class SharedReads:
             " ORDER BY key",
         )
         return [rows.state_fact_row(r, self._dialect.load) for r in found]
+
+    def get_states(
+        self, project_id: str, scopes: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], list[StateFact]]:
+        pairs = list(dict.fromkeys(scopes))
+        out: dict[tuple[str, str], list[StateFact]] = {pair: [] for pair in pairs}
+        # One statement for every scope an assembly shows (it was one per scope); each arm
+        # is a prefix of the primary key. Chunked only to stay under bound-parameter limits.
+        for i in range(0, len(pairs), _STATE_PAIRS):
+            part = pairs[i : i + _STATE_PAIRS]
+            arms = " OR ".join(["(scope=? AND scope_id=?)"] * len(part))
+            found = self._all(
+                "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at "
+                f"FROM state WHERE project_id=? AND ({arms}) ORDER BY scope, scope_id, key",
+                [project_id, *(v for pair in part for v in pair)],
+            )
+            for r in found:
+                fact = rows.state_fact_row(r, self._dialect.load)
+                out.setdefault((fact.scope, fact.scope_id), []).append(fact)
+        return out
 
     def state_history(
         self, project_id: str, scope: str, scope_id: str, key: str | None = None
