@@ -53,3 +53,13 @@ def test_a_row_costs_a_fraction_of_a_list_and_dict() -> None:
     held = IdMap(names).nbytes
     assert held * 2 < as_objects  # ~61 vs ~145 bytes a row
     assert held < 70 * len(names)
+
+
+def test_an_id_appended_again_is_found_at_its_latest_position() -> None:
+    # the keyword index appends an item written again as a new row (the old one is dead)
+    ids = IdMap([f"id{i}" for i in range(3000)])  # sorted in
+    ids.extend(["id5", "id7"])  # held in the dict of recent rows
+    assert ids.get("id5") == 3000 and list(ids.lookup(["id5", "id7", "id9"])) == [3000, 3001, 9]
+    ids.extend([f"new{i}" for i in range(2000)] + ["id5"])  # all sorted in, id5 a third time
+    assert ids.get("id5") == 5002 and list(ids.lookup(["id5", "id7"])) == [5002, 3001]
+    assert list(ids.positions(["id5"], below=5002)) == []  # a snapshot before it: not its own

@@ -34,7 +34,8 @@ class _Lookup:
 
 
 class IdMap:
-    """Append-only ids: `ids[p]` is the id at position p, `ids.get(id)` its position."""
+    """Append-only ids: `ids[p]` is the id at position p, `ids.get(id)` its position (the
+    latest, for an id appended again: the keyword index appends a re-added item anew)."""
 
     def __init__(self, ids: Iterable[str] = ()) -> None:
         self._n = 0
@@ -73,26 +74,29 @@ class IdMap:
             return out
         wanted = np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids))
         if len(table.keys):
-            at = np.minimum(np.searchsorted(table.keys, wanted), len(table.keys) - 1)
-            hit = table.keys[at] == wanted
+            # the last row of an equal hash: an id appended again is found at its latest
+            at = np.searchsorted(table.keys, wanted, side="right") - 1
+            hit = (at >= 0) & (table.keys[np.maximum(at, 0)] == wanted)
             out[hit] = table.order[at[hit]]
         found = out.tolist()
+        recent = table.recent
         for i, position in enumerate(found):
-            if position >= 0 and self[position] != ids[i]:  # an equal hash, another id
+            if recent and (later := recent.get(ids[i])) is not None:
+                found[i] = later  # appended since the sort: the latest
+            elif position >= 0 and self[position] != ids[i]:  # an equal hash, another id
                 walked = self._walk(table, ids[i], int(wanted[i]))
                 found[i] = -1 if walked is None else walked
-            elif position < 0 and table.recent:
-                found[i] = table.recent.get(ids[i], -1)
         return np.asarray(found, dtype=np.int64)
 
     def _walk(self, table: _Lookup, item_id: str, key: int) -> int | None:
-        """The position of `item_id` among the sorted rows whose ids hash to `key`."""
+        """The latest position of `item_id` among the sorted rows whose ids hash to `key`
+        (rows of one hash are sorted by position)."""
         keys, order = table.keys, table.order
-        j = int(keys.searchsorted(key))
-        while j < len(keys) and int(keys[j]) == key:
+        j = int(keys.searchsorted(key, side="right")) - 1
+        while j >= 0 and int(keys[j]) == key:
             if self[int(order[j])] == item_id:
                 return int(order[j])
-            j += 1
+            j -= 1
         return None
 
     def positions(self, ids: Iterable[str], below: int) -> _I64:

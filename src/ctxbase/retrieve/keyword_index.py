@@ -10,8 +10,12 @@ two columns (indexed terms = own plus live context terms, weight 1; own terms, w
 OWN_TERMS_WEIGHT), k1 = 1.2, b = 0.75, statistics over the project's active items.
 
 Like the vector index: when the store's index generation moves, the items stored since the
-last read are appended (`Store.keyword_changes`); a removal, hide, restore or in-place
-change reloads. An index can still be a moment behind the store, so the best rows are
+last read are appended (`Store.keyword_changes`). Rows that left the store's index since
+(removed, hidden, replaced; a row restored or whose context words changed comes back as a
+new row) are marked dead in place: their postings no longer score, and the statistics
+(item count, document frequencies, lengths) are those a reload would compute. Past half of
+the rows dead, or when the store cannot tell what it removed, the project is read again.
+An index can still be a moment behind the store, so the best rows are
 always checked against the store (project, active, filter) before they are returned. What
 filters read of each item is held too (row_filter.py): a filter rules out what it can here,
 so about `limit` rows are checked in the store instead of several times as many.
@@ -119,6 +123,11 @@ class _Docs:
     vocab: dict[str, int] = field(default_factory=dict)
     lengths: F32 = field(default_factory=lambda: np.zeros(0, dtype=np.float32))
     attrs: RowAttributes = field(default_factory=RowAttributes)  # what filters read
+    # the store's change number of each row (KeywordRow.seq), ascending
+    seqs: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # rows that left the store's index; a snapshot reads it below its `n` (marks made
+    # after it was taken show too: they are gone from the store as well)
+    dead: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     n: int = 0
 
     def add(self, rows: Sequence[KeywordRow]) -> tuple[I32, I32, F32]:
@@ -133,10 +142,23 @@ class _Docs:
         terms, docs, freqs, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
         self.lengths = grown(self.lengths, start + len(rows), start)
         self.lengths[start : start + len(rows)] = lengths
+        self.seqs = grown(self.seqs, start + len(rows), start)
+        self.seqs[start : start + len(rows)] = [r.seq for r in rows]
+        self.dead = grown(self.dead, start + len(rows), start)
         self.attrs.append(rows)
         self.ids.extend(r.item_id for r in rows)
         self.n += len(rows)
         return terms, docs, freqs
+
+    def held(self, seqs: Sequence[int]) -> npt.NDArray[np.int64]:
+        """The live positions of the rows numbered `seqs` (numbers not held are left out)."""
+        if not seqs or not self.n:
+            return np.zeros(0, dtype=np.int64)
+        wanted = np.unique(np.asarray(seqs, dtype=np.int64))
+        held = self.seqs[: self.n]
+        at = np.minimum(np.searchsorted(held, wanted), self.n - 1)
+        at = at[held[at] == wanted]
+        return np.asarray(at[~self.dead[at]], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -238,6 +260,13 @@ class _Postings:
                 freqs = np.concatenate([freqs, self.tail_freqs[hit][keep]])
         return docs, freqs
 
+    def dead_counts(self, dead: npt.NDArray[np.bool_], vocab_size: int) -> npt.NDArray[np.int64]:
+        """Per term, how many of its postings are of the rows marked in `dead`."""
+        hit = np.flatnonzero(dead[self.docs])
+        terms = np.searchsorted(self.offsets, hit, side="right") - 1
+        tail = self.tail_terms[dead[self.tail_docs]]
+        return np.bincount(np.concatenate([terms, tail]), minlength=vocab_size).astype(np.int64)
+
     def df(self, term: int) -> int:
         """How many docs hold `term`."""
         n = 0
@@ -264,22 +293,113 @@ class _Loaded:
     marker: int
     removals: int
     docs: _Docs
-    n: int
-    total_length: float
+    n: int  # rows held, dead ones included
+    live: int  # rows not dead: BM25's item count
+    total_length: float  # of the live rows
     postings: _Postings
     norms: npt.NDArray[np.float64]  # per item: BM25's length term k1 * (1 - b + b * dl / avgdl)
     avgdl: float
+    # per term, its postings of dead rows (None: no row dead)
+    dead_df: npt.NDArray[np.int64] | None
 
     @staticmethod
     def of(
-        gen: int, marker: int, removals: int, docs: _Docs, total: float, postings: _Postings
+        gen: int,
+        marker: int,
+        removals: int,
+        docs: _Docs,
+        postings: _Postings,
+        dead_df: npt.NDArray[np.int64] | None = None,
     ) -> _Loaded:
         n = docs.n
-        avgdl = total / n if n and total > 0 else 1.0
         lengths = docs.lengths[:n].astype(np.float64)  # float32 arithmetic would round
+        alive = ~docs.dead[:n]
+        live = int(np.count_nonzero(alive))
+        # lengths are whole numbers: the float64 sum is exact in any order, as a reload's
+        total = float(lengths[alive].sum()) if live < n else float(lengths.sum())
+        avgdl = total / live if live and total > 0 else 1.0
         return _Loaded(
-            gen, marker, removals, docs, n, total, postings, _norms(lengths, avgdl), avgdl
+            gen,
+            marker,
+            removals,
+            docs,
+            n,
+            live,
+            total,
+            postings,
+            _norms(lengths, avgdl),
+            avgdl,
+            dead_df if live < n else None,
         )
+
+    def df(self, term: int, held: int) -> int:
+        """Live items holding `term`, of which `held` postings are held."""
+        return held - int(self.dead_df[term]) if self.dead_df is not None else held
+
+    def alive(self, positions: npt.NDArray[np.integer]) -> npt.NDArray[np.bool_]:
+        alive: npt.NDArray[np.bool_] = ~self.docs.dead[positions]
+        return alive
+
+
+def _updated(
+    cached: _Loaded,
+    gone: npt.NDArray[np.int64],
+    rows: Sequence[KeywordRow],
+    gen: int,
+    marker: int,
+    removals: int,
+) -> _Loaded:
+    """`cached` with its live rows at positions `gone` marked dead and `rows` appended:
+    what a reload of the same rows would score, to the statistics (the live item count,
+    total length and each term's document frequency count live rows only)."""
+    docs = cached.docs
+    dead_df = cached.dead_df
+    if gone.size:
+        newly = np.zeros(cached.n, dtype=np.bool_)
+        newly[gone] = True
+        counts = cached.postings.dead_counts(newly, len(docs.vocab))
+        dead_df = counts if dead_df is None else dead_df + counts
+        docs.dead[gone] = True
+    terms, positions, freqs = docs.add(rows)
+    postings = cached.postings
+    if rows:
+        postings = postings.appended(
+            terms, positions, freqs, len(docs.vocab), docs.lengths[: docs.n]
+        )
+    if dead_df is not None and dead_df.size < len(docs.vocab):  # new terms: none dead
+        dead_df = np.concatenate([dead_df, np.zeros(len(docs.vocab) - dead_df.size, np.int64)])
+    return _Loaded.of(gen, marker, removals, docs, postings, dead_df)
+
+
+def _in_order(docs: _Docs, rows: Sequence[KeywordRow]) -> bool:
+    """Whether `rows` are numbered after every row held, ascending (as the store hands
+    them out), so a row's number finds its position."""
+    seqs = np.fromiter((r.seq for r in rows), dtype=np.int64, count=len(rows))
+    last = int(docs.seqs[docs.n - 1]) if docs.n else 0
+    return not seqs.size or (int(seqs[0]) > last and bool(np.all(np.diff(seqs) > 0)))
+
+
+def _replaced(docs: _Docs, new_ids: Sequence[str], gone: npt.NDArray[np.int64]) -> bool:
+    """Whether every new row whose id is held replaces a row that left (dead already or
+    `gone` now): else the store changed a row without saying so."""
+    if not new_ids or not docs.n:
+        return True
+    at = docs.ids.lookup(new_ids)
+    at = at[(at >= 0) & (at < docs.n)]
+    live = at[~docs.dead[at]]
+    return bool(np.isin(live, gone).all())
+
+
+def _both(alive: Admit, admit: Admit | None) -> Admit:
+    """`alive` and then `admit` (on the rows `alive` passes)."""
+
+    def admitted(positions: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        keep = alive(positions)
+        if admit is not None and keep.any():
+            keep[keep] = admit(positions[keep])
+        return keep
+
+    return admitted
 
 
 def _norms(lengths: npt.NDArray[np.float64], avgdl: float) -> npt.NDArray[np.float64]:
@@ -309,7 +429,7 @@ class KeywordIndex:
         """Size of the project's index: items, distinct terms, postings, bytes of arrays."""
         loaded = self._load(project_id)
         return {
-            "items": loaded.n,
+            "items": loaded.live,
             "terms": len(loaded.docs.vocab),
             "postings": loaded.postings.size,
             "array_bytes": loaded.postings.nbytes + int(loaded.docs.lengths.nbytes),
@@ -322,9 +442,10 @@ class KeywordIndex:
         loaded = self._load(project_id)
         vocab, out = loaded.docs.vocab, {}
         for term in terms:
-            if (tid := vocab.get(term)) is not None:
-                out[term] = int(loaded.postings.of(tid)[0].size)
-        return loaded.n, out
+            tid = vocab.get(term)
+            if tid is not None and (df := loaded.df(tid, int(loaded.postings.of(tid)[0].size))):
+                out[term] = df
+        return loaded.live, out
 
     def screen(self, project_id: str, ids: Sequence[str], flt: ItemFilter) -> list[bool] | None:
         """Per id, whether `flt` may admit it by the attributes held here (False only where
@@ -350,7 +471,10 @@ class KeywordIndex:
                 return None
         loaded = self._load(project_id)
         attrs = loaded.docs.attrs
-        return attrs.count(flt, loaded.n) if attrs.holds(flt) else None
+        if not attrs.holds(flt):
+            return None
+        dead = np.flatnonzero(loaded.docs.dead[: loaded.n])
+        return attrs.count(flt, loaded.n) - int(np.count_nonzero(attrs.admitted(flt, dead)))
 
     def _load(self, project_id: str) -> _Loaded:
         gen = generation(self.store, project_id)
@@ -364,18 +488,25 @@ class KeywordIndex:
         )
 
     def _appended(self, cached: _Loaded, project_id: str, gen: int) -> _Loaded | None:
-        """`cached` plus the items stored since, or None when only a reload is right."""
+        """`cached` less the rows the store removed since and plus the items stored since,
+        or None when only a reload is right."""
         delta = self.store.keyword_changes(project_id, cached.marker)
         docs = cached.docs
-        new_ids = (r.item_id for r in delta.rows)
-        if not appendable(cached, delta.removals, docs.n, new_ids, docs.ids):
-            return None
-        terms, positions, freqs = docs.add(delta.rows)
-        total = cached.total_length + float(docs.lengths[cached.n : docs.n].sum(dtype=np.float64))
-        postings = cached.postings.appended(
-            terms, positions, freqs, len(docs.vocab), docs.lengths[: docs.n]
-        )
-        return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
+        new_ids = [r.item_id for r in delta.rows]
+        if delta.removed is None:  # the store cannot tell what left: only appends
+            if not appendable(cached, delta.removals, docs.n, new_ids, docs.ids):
+                return None
+            gone = np.zeros(0, dtype=np.int64)
+        else:
+            if docs.n != cached.n:
+                return None  # rows appended by another snapshot
+            gone = docs.held(delta.removed)
+            if not _in_order(docs, delta.rows) or not _replaced(docs, new_ids, gone):
+                return None
+            dead = cached.n - cached.live + gone.size
+            if 2 * dead > cached.n + len(delta.rows):
+                return None  # most rows dead: a reload compacts
+        return _updated(cached, gone, delta.rows, gen, delta.marker, delta.removals)
 
     def _reloaded(self, project_id: str, gen: int) -> _Loaded:
         self.reloads += 1
@@ -383,8 +514,7 @@ class KeywordIndex:
         docs = _Docs()
         terms, positions, freqs = docs.add(delta.rows)
         postings = _Postings.build(terms, positions, freqs, len(docs.vocab), docs.lengths)
-        total = float(docs.lengths[: docs.n].sum(dtype=np.float64))
-        return _Loaded.of(gen, delta.marker, delta.removals, docs, total, postings)
+        return _Loaded.of(gen, delta.marker, delta.removals, docs, postings)
 
     def search(
         self,
@@ -405,13 +535,17 @@ class KeywordIndex:
         if allowed is not None and allowed.ids is not None:
             # a filter listed whole (read from the store by this search): score only its items
             among = np.unique(loaded.docs.ids.positions(allowed.ids, loaded.n))
+            among = among[loaded.alive(among)]
         postings = self._postings(loaded, terms, mode, among)
         if not postings:
             return []
         whole = among is not None
         attrs = loaded.docs.attrs
-        # what the attributes held here rule out is never looked up in the store
-        admit = None if flt is None or whole else partial(attrs.admitted, flt)
+        # what the attributes held here rule out is never looked up in the store, nor is
+        # a dead row
+        admit: Admit | None = None if flt is None or whole else partial(attrs.admitted, flt)
+        if loaded.live < loaded.n and not whole:
+            admit = _both(loaded.alive, admit)
         rank = self._ranking(loaded.norms, postings, mode, admit, pruned=not whole)
         # a filter the attributes do not decide whole fails more often in the store
         broad = not whole and not attrs.holds(flt)
@@ -444,7 +578,7 @@ class KeywordIndex:
         none when no item can match."""
         wanted = list(dict.fromkeys(t for t in terms if t.strip()))
         vocab, out = loaded.docs.vocab, []
-        n = loaded.n
+        n = loaded.live
         for term in wanted:
             tid = vocab.get(term)
             if tid is None or not n:
@@ -452,12 +586,12 @@ class KeywordIndex:
             tf_bound = 1.0
             if among is None:
                 docs, freqs, peak, short = loaded.postings.held(tid, loaded.docs.lengths)
-                df = int(docs.size)
-                if df:  # no item holds more of it, none is shorter
+                df = loaded.df(tid, int(docs.size))
+                if df:  # no item holds more of it, none is shorter (dead ones included)
                     norm = float(_norms(np.asarray([short], np.float64), loaded.avgdl)[0])
                     tf_bound = peak / (peak + norm)
             else:  # idf still counts every doc of the term
-                df = loaded.postings.df(tid)
+                df = loaded.df(tid, loaded.postings.df(tid))
                 docs, freqs = loaded.postings.at(tid, among)
             if not df:
                 continue

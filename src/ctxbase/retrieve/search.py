@@ -223,6 +223,10 @@ class Searcher:
             queries = len(self._query_vectors)
             self._query_vectors.clear()
             self._forgets += 1
+        # The keyword index could mark the forgotten rows dead in place (as it does for
+        # hides and for removals other processes make), but its vocabulary and postings
+        # would still hold the forgotten words in memory until a reload: a hard forget
+        # drops them now, and the next search reads the project again.
         return {
             "query_vectors": queries,
             "vector_index": self.vectors.drop(project_id),

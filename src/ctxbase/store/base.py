@@ -36,7 +36,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts
@@ -135,7 +135,10 @@ class KeywordRow:
     live context (empty when the context is hidden), each space-joined, and what structured
     filters read of it (`kind` None: not given, the store alone applies filters). None of
     these change while the row is stored: an item that changes is stored again as a new
-    row, which `KeywordDelta.removals` counts."""
+    row, which `KeywordDelta.removals` counts. `seq` is the row's change number: a new one,
+    above every number handed out before, whenever the row enters the index (stored,
+    replaced, restored, or its context words changed); `KeywordDelta.removed` names rows
+    by it."""
 
     item_id: str
     terms: str
@@ -147,6 +150,7 @@ class KeywordRow:
     agent_role: str | None = None
     ts: float = 0.0
     latest: bool = True
+    seq: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +158,18 @@ class KeywordDelta:
     """The active items of a project stored after `marker` of an earlier delta (0: all),
     `marker` to pass next time, and `removals`, a count that moves whenever one of the
     project's items is removed, hidden, restored or has its indexed terms changed in place
-    (a reader that sees it move reloads). A replaced item comes back as a new row."""
+    (a reader that sees it move reloads). A replaced item comes back as a new row.
+
+    `removed`: the change numbers (`KeywordRow.seq`) of rows that left the index after
+    `marker` of the earlier delta: removed, hidden, replaced, or renumbered because their
+    context words changed (they come back in `rows` under a new number). A reader applies
+    them in place instead of reloading; it may be told of a row it never held, or of one
+    twice. None: the store cannot tell (its record of removals was cut short since)."""
 
     rows: list[KeywordRow]
     marker: int
     removals: int
+    removed: list[int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,8 +437,9 @@ class Store(ABC):
 
     @abstractmethod
     def keyword_changes(self, project_id: str, after: int) -> KeywordDelta:
-        """The project's active items stored since `after` (0: all), for readers that keep
-        a keyword index in memory and update it instead of reloading."""
+        """The project's active items stored since `after` (0: all) and the rows removed
+        since (see KeywordDelta), for readers that keep a keyword index in memory and
+        update it instead of reloading."""
 
     @abstractmethod
     def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]: ...

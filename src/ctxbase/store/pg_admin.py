@@ -153,8 +153,8 @@ class PgAdmin(ForgetSteps, PgBase):
             # Their words must not linger in the items that were indexed with them.
             self._x(
                 conn,
-                "UPDATE items SET context_terms='', context_id=NULL, context_hidden=0 "
-                "WHERE project_id=%s AND context_id = ANY(%s)",
+                "UPDATE items SET context_terms='', context_id=NULL, context_hidden=0, "
+                f"{q.NEXT_CHANGE_SEQ} WHERE project_id=%s AND context_id = ANY(%s)",
                 (project_id, list(nodes)),
             )
             if nodes:
@@ -202,6 +202,15 @@ class PgAdmin(ForgetSteps, PgBase):
             report.add(table, cur.rowcount)
         # Tombstones stay (they hold only hashes): a stale retry must not come back.
         self._tombstone(conn, project_id, forgotten)
+        # Every row just left: readers reload rather than apply a removal per row. The
+        # record is cut, leaving a mark (seq 0) under a new number for readers behind it.
+        self._x(conn, "DELETE FROM keyword_removed WHERE project_id=%s", (project_id,))
+        self._x(
+            conn,
+            "INSERT INTO keyword_removed(project_id, at, seq) "
+            f"VALUES (%s, nextval('{q.ITEM_CHANGE_SEQ}'), 0)",
+            (project_id,),
+        )
         self._stats.pop(project_id, None)
 
     def _tombstone(self, conn: Conn, project_id: str, ids: Sequence[str]) -> None:

@@ -76,23 +76,36 @@ class PgSearch(PgBase):
 
     def keyword_changes(self, project_id: str, after: int) -> KeywordDelta:
         # Read in this order, each statement seeing what committed before it: a removal
-        # after the first read moves the count seen next time, and an item numbered after
-        # the second read is above `marker`, so the next call returns it.
+        # after the first read moves the count seen next time, and an item or a record of
+        # a removal numbered after the second read is above `marker`, so the next call
+        # returns it (a project's numbers become visible in order: see pg_sql v6).
+        removed: list[int] | None = []
         with self._read() as conn:
             row = self._x(
                 conn, "SELECT n FROM item_removals WHERE project_id=%s", (project_id,)
             ).fetchone()
             removals = int(row[0]) if row else 0
             top = self._x(
-                conn, "SELECT max(change_seq) FROM items WHERE project_id=%s", (project_id,)
+                conn,
+                "SELECT greatest((SELECT max(change_seq) FROM items WHERE project_id=%s), "
+                "(SELECT max(at) FROM keyword_removed WHERE project_id=%s))",
+                (project_id, project_id),
             ).fetchone()
             marker = max(int(after), int(top[0]) if top and top[0] is not None else 0)
             rows = keyword_rows(self._x(conn, q.KEYWORD_CHANGES_SQL, (project_id, after, marker)))
-        return KeywordDelta(
-            rows=rows,
-            marker=marker,
-            removals=removals,
-        )
+            if after:
+                removed = [
+                    int(r[0])
+                    for r in self._x(
+                        conn,
+                        "SELECT seq FROM keyword_removed WHERE project_id=%s "
+                        "AND at > %s AND at <= %s",
+                        (project_id, after, marker),
+                    ).fetchall()
+                ]
+                if 0 in removed:  # the record was cut after `after`
+                    removed = None
+        return KeywordDelta(rows=rows, marker=marker, removals=removals, removed=removed)
 
     def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]:
         uniq = list(dict.fromkeys(ids))

@@ -28,6 +28,7 @@ __all__ = [
     "ITEM_CHANGE_SEQ",
     "ITEM_COLS",
     "KEYWORD_CHANGES_SQL",
+    "NEXT_CHANGE_SEQ",
     "PG",
     "POST_MIGRATIONS",
     "PRE_MIGRATIONS",
@@ -102,6 +103,37 @@ BEGIN
 END
 $fn$"""
 
+# v6: the same counts, and each row that left the keyword index (deleted, hidden, or
+# renumbered: replaced, restored, or its context words changed) recorded with its change
+# number under the next one, for keyword_changes. Writers hold the project's row lock, so a
+# project's records become visible in order, as its items' numbers do.
+ITEMS_REMOVED_FN_V6 = f"""CREATE OR REPLACE FUNCTION ctxbase_items_removed()
+RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        INSERT INTO item_removals(project_id, n)
+        SELECT DISTINCT project_id, 1 FROM old_rows
+        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;
+        INSERT INTO keyword_removed(project_id, at, seq)
+        SELECT project_id, nextval('{ITEM_CHANGE_SEQ}'), change_seq FROM old_rows
+        WHERE active = 1;
+    ELSE
+        INSERT INTO item_removals(project_id, n)
+        SELECT DISTINCT o.project_id, 1 FROM old_rows o JOIN new_rows n
+            ON n.project_id = o.project_id AND n.item_id = o.item_id
+        WHERE o.active <> n.active OR o.context_hidden <> n.context_hidden
+            OR o.context_terms <> n.context_terms OR o.change_seq <> n.change_seq
+        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;
+        INSERT INTO keyword_removed(project_id, at, seq)
+        SELECT o.project_id, nextval('{ITEM_CHANGE_SEQ}'), o.change_seq
+        FROM old_rows o JOIN new_rows n
+            ON n.project_id = o.project_id AND n.item_id = o.item_id
+        WHERE o.active = 1 AND (n.active = 0 OR o.change_seq <> n.change_seq);
+    END IF;
+    RETURN NULL;
+END
+$fn$"""
+
 # Statements run before / after the shared schema of a version.
 PRE_MIGRATIONS: dict[int, list[str]] = {1: ["CREATE EXTENSION IF NOT EXISTS vector"]}
 POST_MIGRATIONS: dict[int, list[str]] = {
@@ -149,12 +181,16 @@ POST_MIGRATIONS: dict[int, list[str]] = {
         "REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows "
         "FOR EACH STATEMENT EXECUTE FUNCTION ctxbase_items_removed()",
     ],
+    6: [ITEMS_REMOVED_FN_V6],
 }
+
+# Takes the next change number: a row that changes what it is indexed by is numbered again.
+NEXT_CHANGE_SEQ = f"change_seq=nextval('{ITEM_CHANGE_SEQ}')"
 
 
 # The active items of a project numbered in (after, upto]: own terms and live context terms.
 KEYWORD_CHANGES_SQL = (
-    f"SELECT {KEYWORD_ROW_COLS} "
+    f"SELECT {KEYWORD_ROW_COLS}, change_seq "
     "FROM items WHERE project_id = %s AND change_seq > %s AND change_seq <= %s AND active = 1 "
     "ORDER BY change_seq"
 )

@@ -328,16 +328,22 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                     (flag, project_id, uniq, flag),
                 )
                 changed += cur.rowcount
+            # A restored item is numbered again: keyword readers append it as a new row (its
+            # old number left their index when it was hidden).
+            renumber = f", {q.NEXT_CHANGE_SEQ}" if active else ""
             self._x(
                 conn,
-                "UPDATE items SET active=%s WHERE project_id=%s AND owner_id = ANY(%s)",
-                (flag, project_id, uniq),
+                f"UPDATE items SET active=%s{renumber} WHERE project_id=%s "
+                "AND owner_id = ANY(%s) AND active<>%s",
+                (flag, project_id, uniq, flag),
             )
-            # Items indexed with the words of a hidden event stop matching on them.
+            # Items indexed with the words of a hidden event stop matching on them (numbered
+            # again: what they are indexed by changed).
             self._x(
                 conn,
-                "UPDATE items SET context_hidden=%s WHERE project_id=%s AND context_id = ANY(%s)",
-                (1 - flag, project_id, uniq),
+                f"UPDATE items SET context_hidden=%s, {q.NEXT_CHANGE_SEQ} WHERE project_id=%s "
+                "AND context_id = ANY(%s) AND context_hidden<>%s",
+                (1 - flag, project_id, uniq, 1 - flag),
             )
             self._record_soft_delete(conn, project_id, uniq, active)
         return changed

@@ -54,7 +54,8 @@ ITEM_COLS = (
 )
 
 # What keyword_changes reads per item: the indexed terms (the context's only while it is
-# shown), then the attributes filters read (see KeywordRow).
+# shown), then the attributes filters read (see KeywordRow); each backend adds the row's
+# change number last.
 KEYWORD_ROW_COLS = (
     "item_id, terms, CASE WHEN context_hidden = 0 THEN context_terms ELSE '' END, "
     "kind, type, session_id, agent_id, agent_role, ts, latest"
@@ -325,6 +326,7 @@ def keyword_rows(rows: Iterable[Sequence[Any]]) -> list[KeywordRow]:
             shared(r[7]),
             float(r[8]),
             bool(r[9]),
+            int(r[10]) if len(r) > 10 else 0,
         )
         for r in rows
     ]

@@ -165,7 +165,16 @@ _V5 = [
     "DROP INDEX IF EXISTS relations_from",
     "DROP INDEX IF EXISTS relations_to",
 ]
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+# v6: in-memory keyword readers apply removals in place: per project, the change number of
+# each row that left the keyword index (`seq`, a KeywordRow.seq) with the number taken when
+# it left (`at`), so a reader asks for those after its marker. `seq` 0 marks where older
+# entries were dropped (a reader behind it reloads). Each backend fills it by trigger.
+_V6 = [
+    "CREATE TABLE IF NOT EXISTS keyword_removed ("
+    "project_id TEXT NOT NULL, at BIGINT NOT NULL, seq BIGINT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS keyword_removed_at ON keyword_removed (project_id, at)",
+]
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 
 # The version table, the same in every backend: one row, key 'schema_version'.
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"

@@ -404,10 +404,14 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                         (flag, project_id, *part, flag),
                     )
                     changed += cur.rowcount
-                conn.execute(
-                    f"UPDATE items SET active=? WHERE project_id=? AND owner_id IN ({ph})",
-                    (flag, project_id, *part),
-                )
+                if active:
+                    self._restore_items_of(conn, project_id, part)
+                else:
+                    conn.execute(
+                        f"UPDATE items SET active=0 WHERE project_id=? AND owner_id IN ({ph}) "
+                        "AND active=1",
+                        (project_id, *part),
+                    )
             self._set_context_state(conn, project_id, list(dict.fromkeys(ids)), 1 - flag)
             self._record_soft_delete(conn, project_id, ids, active)
             self._bump(conn, project_id)

@@ -18,12 +18,14 @@ from .rows import next_version, trace_keys
 from .schema import FORGET_TABLES, JSON_COLUMNS
 from .shared import table_columns
 from .sqlite_base import (
+    ITEM_SEQ,
     SQLiteBase,
     chunks,
     dumps,
     indexed_terms,
     loads,
     placeholders,
+    reserve_rowids,
     tombstone_hash,
 )
 from .sqlite_search import reserve_vector_rowids
@@ -252,6 +254,8 @@ class SQLiteAdmin(ForgetSteps, SQLiteBase):
             "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
             [(project_id, tombstone_hash(eid)) for eid in forgotten_events],
         )
+        # every row just left: readers reload rather than apply a removal per row
+        self._cut_keyword_log(conn, project_id)
         self._purge_fts(conn, report)
 
     # -- bulk copy -----------------------------------------------------------------------
@@ -273,8 +277,12 @@ class SQLiteAdmin(ForgetSteps, SQLiteBase):
             raise ValueError(f"import_rows({project_id!r}, {table!r}) got another project's row")
         inserted = 0
         with self._write() as conn:
-            # item_vectors rowids say when a vector was stored: fresh ones, one per row
-            rowid = reserve_vector_rowids(conn, len(rows)) if table == "item_vectors" else 0
+            # item_vectors and items rowids say when a row was stored: fresh ones, one per row
+            rowid = 0
+            if table == "item_vectors":
+                rowid = reserve_vector_rowids(conn, len(rows))
+            elif table == "items" and rows:
+                rowid = reserve_rowids(conn, ITEM_SEQ, "items", len(rows))
             for n, r in enumerate(rows):
                 values = [_import_value(c, r.get(c)) for c in cols]
                 names = list(cols)
@@ -289,7 +297,7 @@ class SQLiteAdmin(ForgetSteps, SQLiteBase):
                     conn.execute(
                         "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
                         (
-                            cur.lastrowid,
+                            rowid + n,
                             indexed_terms(
                                 r["terms"],
                                 r.get("context_terms") or "",

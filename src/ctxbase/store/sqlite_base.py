@@ -30,12 +30,23 @@ __all__ = [
     "chunks",
     "dumps",
     "indexed_terms",
+    "item_seq",
     "loads",
     "placeholders",
+    "reserve_rowids",
     "tombstone_hash",
 ]
 
 log = logging.getLogger(__name__)
+
+# meta key of the counter item rowids come from (see reserve_rowids).
+ITEM_SEQ = "item_rowid"
+# Takes the counter's next number (started above the largest rowid if it was never set).
+_NEXT_SEQ = (
+    f"INSERT INTO meta(key, value) VALUES ('{ITEM_SEQ}', "
+    "(SELECT coalesce(max(rowid), 0) + 1 FROM items)) "
+    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;"
+)
 
 _EXTRA_MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -83,7 +94,51 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
         "BEGIN INSERT INTO vector_removals(project_id, n) VALUES (NEW.project_id, 1) "
         "ON CONFLICT(project_id) DO UPDATE SET n = n + 1; END",
     ],
+    6: [
+        # Item rowids are change numbers (KeywordRow.seq) from a counter that only grows:
+        # SQLite would hand a deleted largest rowid out again, and a reader would take the
+        # new row for the old one.
+        f"INSERT OR IGNORE INTO meta(key, value) SELECT '{ITEM_SEQ}', coalesce(max(rowid), 0) "
+        "FROM items",
+        # A row leaving the keyword index (deleted, hidden, or renumbered when its context
+        # words change) is recorded under the next number, for keyword_changes.
+        *(
+            f"CREATE TRIGGER IF NOT EXISTS {name} AFTER {event} ON items WHEN {when} BEGIN "
+            f"{_NEXT_SEQ} "
+            "INSERT INTO keyword_removed(project_id, at, seq) VALUES (OLD.project_id, "
+            f"(SELECT CAST(value AS INTEGER) FROM meta WHERE key = '{ITEM_SEQ}'), OLD.rowid); "
+            "END"
+            for name, event, when in (
+                ("items_left_keywords", "DELETE", "OLD.active = 1"),
+                (
+                    "items_renumbered_or_hidden",
+                    "UPDATE",
+                    "OLD.active = 1 AND (NEW.active = 0 OR NEW.rowid <> OLD.rowid)",
+                ),
+            )
+        ),
+    ],
 }
+
+
+def reserve_rowids(conn: sqlite3.Connection, key: str, table: str, n: int) -> int:
+    """The first of `n` fresh rowids of `table`, never handed out before.
+
+    SQLite reuses the largest rowid after its row is deleted; readers ask what was stored
+    after a rowid (keyword_changes, vector_changes), so rowids come from a counter that only
+    grows (meta `key`, kept above any rowid stored without it)."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+    top = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0] or 0
+    first = max(int(row[0]) if row else 0, int(top)) + 1
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(first + n - 1)))
+    return first
+
+
+def item_seq(conn: sqlite3.Connection) -> int:
+    """The largest item change number handed out so far (rowids and removals)."""
+    row = conn.execute("SELECT value FROM meta WHERE key=?", (ITEM_SEQ,)).fetchone()
+    top = conn.execute("SELECT max(rowid) FROM items").fetchone()[0] or 0
+    return max(int(row[0]) if row else 0, int(top))
 
 
 def indexed_terms(terms: str, context_terms: str, context_hidden: int) -> str:
@@ -427,9 +482,8 @@ class SQLiteBase(SharedReads):
                 "DELETE FROM item_vectors WHERE project_id=? AND item_id=?",
                 [(r[1], r[2]) for r in old],
             )
-        # The rowids SQLite would choose one insert at a time (the largest plus one), given
-        # up front so the keyword-index rows can name them.
-        top = conn.execute("SELECT max(rowid) FROM items").fetchone()[0] or 0
+        # Fresh rowids (change numbers), given up front so the keyword-index rows name them.
+        top = reserve_rowids(conn, ITEM_SEQ, "items", len(rows)) - 1
         if top > _MAX_ROWID - len(rows):  # SQLite would pick free rowids at random
             for pid, it in rows:
                 self._insert_item(conn, pid, it)
@@ -458,43 +512,88 @@ class SQLiteBase(SharedReads):
                 "DELETE FROM item_vectors WHERE project_id=? AND item_id=?",
                 (project_id, it.item_id),
             )
-        cur = conn.execute(
-            f"INSERT INTO items({ITEM_COLS}, project_id) VALUES ({placeholders(19)})",
-            _item_values(project_id, it),
-        )
+        rowid: int | None = reserve_rowids(conn, ITEM_SEQ, "items", 1)
+        if rowid is None or rowid > _MAX_ROWID:  # numbers used up: SQLite picks a free one
+            rowid = conn.execute(
+                f"INSERT INTO items({ITEM_COLS}, project_id) VALUES ({placeholders(19)})",
+                _item_values(project_id, it),
+            ).lastrowid
+        else:
+            conn.execute(
+                f"INSERT INTO items(rowid, {ITEM_COLS}, project_id) VALUES ({placeholders(20)})",
+                (rowid, *_item_values(project_id, it)),
+            )
         conn.execute(
             "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
-            (cur.lastrowid, indexed_terms(it.terms, it.context_terms, 0), it.terms),
+            (rowid, indexed_terms(it.terms, it.context_terms, 0), it.terms),
         )
 
     def _set_context_state(
         self, conn: sqlite3.Connection, project_id: str, ids: Sequence[str], hidden: int | None
     ) -> None:
         """Items indexed with the words of `ids`: hide (1) or show (0) those words, or drop
-        them for good (None)."""
+        them for good (None). A changed row takes a new rowid: keyword readers see its old
+        number leave (trigger items_renumbered_or_hidden) and the row come back as new."""
         for part in chunks(list(ids)):
             ph = placeholders(len(part))
+            same = "" if hidden is None else " AND context_hidden <> ?"
             rows = conn.execute(
                 f"SELECT rowid, terms, context_terms FROM items WHERE project_id=? "
-                f"AND context_id IN ({ph})",
-                (project_id, *part),
+                f"AND context_id IN ({ph}){same}",
+                (project_id, *part, *(() if hidden is None else (hidden,))),
             ).fetchall()
-            for rowid, terms, context_terms in rows:
+            first = reserve_rowids(conn, ITEM_SEQ, "items", len(rows)) if rows else 0
+            for n, (rowid, terms, context_terms) in enumerate(rows):
+                new = first + n
                 if hidden is None:
                     conn.execute(
-                        "UPDATE items SET context_terms='', context_id=NULL, context_hidden=0 "
-                        "WHERE rowid=?",
-                        (rowid,),
+                        "UPDATE items SET context_terms='', context_id=NULL, context_hidden=0, "
+                        "rowid=? WHERE rowid=?",
+                        (new, rowid),
                     )
                     context_terms, flag = "", 0
                 else:
-                    conn.execute("UPDATE items SET context_hidden=? WHERE rowid=?", (hidden, rowid))
+                    conn.execute(
+                        "UPDATE items SET context_hidden=?, rowid=? WHERE rowid=?",
+                        (hidden, new, rowid),
+                    )
                     flag = hidden
                 conn.execute("DELETE FROM item_fts WHERE rowid=?", (rowid,))
                 conn.execute(
                     "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
-                    (rowid, indexed_terms(terms, context_terms, flag), terms),
+                    (new, indexed_terms(terms, context_terms, flag), terms),
                 )
+
+    def _restore_items_of(
+        self, conn: sqlite3.Connection, project_id: str, owner_ids: Sequence[str]
+    ) -> None:
+        """Show the hidden items of `owner_ids` again, each under a new rowid: keyword
+        readers append it as a new row (its old number left their index when hidden)."""
+        rows = conn.execute(
+            f"SELECT rowid FROM items WHERE project_id=? AND owner_id IN "
+            f"({placeholders(len(owner_ids))}) AND active=0",
+            (project_id, *owner_ids),
+        ).fetchall()
+        if not rows:
+            return
+        first = reserve_rowids(conn, ITEM_SEQ, "items", len(rows))
+        for n, (rowid,) in enumerate(rows):
+            conn.execute("UPDATE items SET active=1, rowid=? WHERE rowid=?", (first + n, rowid))
+            fts = conn.execute("SELECT terms, own FROM item_fts WHERE rowid=?", (rowid,)).fetchone()
+            if fts is not None:
+                conn.execute("DELETE FROM item_fts WHERE rowid=?", (rowid,))
+                conn.execute(
+                    "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)", (first + n, *fts)
+                )
+
+    def _cut_keyword_log(self, conn: sqlite3.Connection, project_id: str) -> None:
+        """Drop the project's record of keyword removals, leaving a mark under a new number:
+        a reader that last read before it is told the store cannot say what it removed."""
+        at = reserve_rowids(conn, ITEM_SEQ, "items", 1)
+        conn.execute("DELETE FROM keyword_removed WHERE project_id=?", (project_id,))
+        conn.execute(
+            "INSERT INTO keyword_removed(project_id, at, seq) VALUES (?, ?, 0)", (project_id, at)
+        )
 
     def _delete_items_of(
         self,

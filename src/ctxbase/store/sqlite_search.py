@@ -28,7 +28,15 @@ from .base import (
 )
 from .dialect import filter_sql
 from .rows import KEYWORD_ROW_COLS, item_row, keyword_rows
-from .sqlite_base import ITEM_COLS, SQLITE, SQLiteBase, chunks, placeholders
+from .sqlite_base import (
+    ITEM_COLS,
+    SQLITE,
+    SQLiteBase,
+    chunks,
+    item_seq,
+    placeholders,
+    reserve_rowids,
+)
 from .vector_block import BATCH_ROWS, VectorFill
 
 __all__ = ["SQLiteSearch", "reserve_vector_rowids"]
@@ -56,18 +64,9 @@ _FEW_ADMITTED = 2_000
 
 
 def reserve_vector_rowids(conn: sqlite3.Connection, n: int) -> int:
-    """The first of `n` fresh item_vectors rowids, never handed out before.
-
-    SQLite reuses the highest rowid after its row is deleted; vector_changes tells readers
-    what was stored after a rowid, so rowids come from a counter that only grows (in meta,
-    kept above any rowid stored without it)."""
-    row = conn.execute("SELECT value FROM meta WHERE key=?", (_VECTOR_SEQ,)).fetchone()
-    top = conn.execute("SELECT max(rowid) FROM item_vectors").fetchone()[0] or 0
-    first = max(int(row[0]) if row else 0, int(top)) + 1
-    conn.execute(
-        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (_VECTOR_SEQ, str(first + n - 1))
-    )
-    return first
+    """The first of `n` fresh item_vectors rowids (vector_changes reads what was stored
+    after a rowid; see reserve_rowids)."""
+    return reserve_rowids(conn, _VECTOR_SEQ, "item_vectors", n)
 
 
 class SQLiteSearch(SQLiteBase):
@@ -143,30 +142,43 @@ class SQLiteSearch(SQLiteBase):
         return [KeywordHit(r[0], -float(r[1])) for r in rows]
 
     def keyword_changes(self, project_id: str, after: int) -> KeywordDelta:
-        # One writer at a time takes the next rowid (the largest plus one), so rowid order
-        # is the order of committing; a replaced item is deleted (counted in
-        # vector_removals) and gets a new rowid. The reads see one snapshot.
+        # Item rowids are change numbers from a counter that only grows (reserve_rowids),
+        # taken one writer at a time, so their order is the order of committing; a replaced
+        # item is deleted and gets a new rowid. Rows that left the index are recorded under
+        # numbers of the same counter (triggers of schema v6). The reads see one snapshot.
         # NOT INDEXED: walk the table's rowid order from `after`, not the project's index.
+        removed: list[int] | None = []
         with self._read() as conn:
             conn.execute("BEGIN")
             try:
                 rows = keyword_rows(  # row by row: no second copy of a large project
                     conn.execute(
-                        f"SELECT {KEYWORD_ROW_COLS} FROM items NOT INDEXED WHERE rowid > ? "
-                        "AND project_id = ? AND active = 1 ORDER BY rowid",
+                        f"SELECT {KEYWORD_ROW_COLS}, rowid FROM items NOT INDEXED "
+                        "WHERE rowid > ? AND project_id = ? AND active = 1 ORDER BY rowid",
                         (after, project_id),
                     )
                 )
+                if after:
+                    removed = [
+                        int(r[0])
+                        for r in conn.execute(
+                            "SELECT seq FROM keyword_removed WHERE project_id=? AND at > ?",
+                            (project_id, after),
+                        )
+                    ]
+                    if 0 in removed:  # the record was cut after `after`
+                        removed = None
                 removals = conn.execute(
                     "SELECT n FROM vector_removals WHERE project_id=?", (project_id,)
                 ).fetchone()
-                last = conn.execute("SELECT max(rowid) FROM items").fetchone()
+                last = item_seq(conn)
             finally:
                 conn.execute("COMMIT")
         return KeywordDelta(
             rows=rows,
-            marker=max(int(after), int(last[0] or 0)),
+            marker=max(int(after), last),
             removals=int(removals[0]) if removals else 0,
+            removed=removed,
         )
 
     def get_items(self, project_id: str, ids: Sequence[str]) -> list[SearchItem]:
