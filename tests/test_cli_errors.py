@@ -123,6 +123,12 @@ def test_search_in_an_unknown_repository_names_the_known_ones(tmp_path: Path, db
     one_error_line(
         proc, 3, "repository 'shop-apj' not found in project 'default' (its repositories: shop-api)"
     )
+    assemble = run(*base, "assemble", "Redis keys", "--role", "coder", "--repo", "shop-apj",
+                   cwd=tmp_path)  # fmt: skip
+    one_error_line(assemble, 3, "repository 'shop-apj' not found", "its repositories: shop-api")
+    assembled = run(*base, "assemble", "Redis keys", "--role", "coder", "--repo", "shop-api",
+                    cwd=tmp_path)  # fmt: skip
+    assert assembled.returncode == 0 and "Redis keys expire" in assembled.stdout
     known = run(*base, "search", "Redis", "--repo", "shop-api", cwd=tmp_path)
     assert known.returncode == 0 and "shop-api:cache.md" in known.stdout
     # a known repository that holds no match is an empty answer, not an error

@@ -274,6 +274,8 @@ def cmd_assemble(args: argparse.Namespace) -> int:
     check_query(args.intent, field="intent")  # before the database is opened
     policies = None if args.policies is None else _existing_file("policies", args.policies)
     with _open_existing(args, policies=policies) as cb:
+        if args.repo:  # a misspelt name would only leave its entities out, silently
+            _check_repos(cb, args.repo)
         ctx = cb.assemble_context(
             agent_role=args.role,
             user_intent=args.intent,
