@@ -8,6 +8,7 @@ from contract_helpers import add_entity, make_event, write
 
 from ctxbase.model import Event
 from ctxbase.retrieve.indexing import event_items
+from ctxbase.retrieve.keyword_index import KeywordIndex
 from ctxbase.store.base import KeywordDelta, Store
 
 
@@ -113,3 +114,21 @@ def test_forgetting_the_whole_project_cuts_the_record(store: Store, project_id: 
     (new,) = write(store, make_event(project_id, "s1", "a new otter"))
     fresh = store.keyword_changes(project_id, behind.marker)
     assert fresh.removed == [] and [r.item_id for r in fresh.rows] == [new.id]
+
+
+def test_a_project_forgotten_whole_and_written_again_does_not_look_unchanged(
+    store: Store, project_id: str
+) -> None:
+    """The project's row goes with a whole-project forget and its write count starts again:
+    a reader that cached the count before (another process) must not find it unchanged
+    after as many writes, keeping the forgotten words and missing the new items."""
+    for i in range(2):
+        write(store, make_event(project_id, "s1", f"a secret walrus {i}"))
+    index = KeywordIndex(store)  # told nothing of the forget, as in another process
+    assert len(index.search(project_id, ["walrus"], 10)) == 2
+    before = store.index_generation(project_id)
+    store.forget(project_id, whole_project=True)
+    again = [write(store, make_event(project_id, "s1", f"a new walrus {i}"))[0] for i in range(2)]
+    assert store.index_generation(project_id) != before
+    assert {i for i, _ in index.search(project_id, ["walrus"], 10)} == {e.id for e in again}
+    assert "secret" not in index._load(project_id).docs.vocab

@@ -196,3 +196,27 @@ def test_a_version_5_sqlite_database_is_upgraded(tmp_path: Path) -> None:
         new = cb.record("user_message", session_id="s9", text="a heron after")
         assert {i for i, _ in index.search("p", ["heron"], 10)} == {*old[:2], new.id}
         assert index.reloads == 1
+
+
+def test_a_row_stored_without_the_counter_is_named_when_it_leaves(tmp_path: Path) -> None:
+    """A process of version 5 still running after another upgraded the file stores items
+    under SQLite's own rowids, past the counter; a hide of such a row is recorded under a
+    number above them, else a reader whose marker already passed it never hears of it."""
+    path = tmp_path / "mixed.db"
+    with ContextBase(SQLiteStore(path), project="p", embedder=None) as cb:
+        cb.record("user_message", session_id="s", text="a heron by this version")
+        conn = sqlite3.connect(path)
+        cols = [str(r[1]) for r in conn.execute("PRAGMA table_info(items)")]
+        copied = ", ".join(
+            {"item_id": "'old-item'", "owner_id": "'old-owner'"}.get(c, c) for c in cols
+        )
+        conn.execute(  # as version 5 stored it: the next rowid, the counter left alone
+            f"INSERT INTO items({', '.join(cols)}) SELECT {copied} FROM items LIMIT 1"
+        )
+        conn.commit()
+        conn.close()
+        start = cb.store.keyword_changes("p", 0)
+        seq = {r.item_id: r.seq for r in start.rows}["old-item"]
+        assert start.marker >= seq
+        cb.store.set_active("p", ["old-owner"], False)
+        assert cb.store.keyword_changes("p", start.marker).removed == [seq]

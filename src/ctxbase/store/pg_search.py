@@ -25,7 +25,7 @@ from .base import (
 )
 from .dialect import filter_sql
 from .pg_base import Conn, PgBase, as_array
-from .rows import item_row, keyword_rows
+from .rows import generation_key, item_row, keyword_rows
 from .vector_block import BATCH_ROWS, VectorFill
 
 __all__ = ["PgSearch"]
@@ -36,10 +36,13 @@ class PgSearch(PgBase):
     def _doc_stats(self, conn: Conn, project_id: str) -> tuple[int, float, float]:
         """(active items, mean indexed terms per item, mean own terms per item), cached until
         the project's generation moves."""
-        row = self._x(
-            conn, "SELECT generation FROM projects WHERE project_id=%s", (project_id,)
-        ).fetchone()
-        gen = int(row[0]) if row else 0
+        gen = generation_key(
+            self._x(
+                conn,
+                "SELECT generation, created_at FROM projects WHERE project_id=%s",
+                (project_id,),
+            ).fetchone()
+        )
         cached = self._stats.get(project_id)
         if cached is not None and cached[0] == gen:
             return cached[1], cached[2], cached[3]

@@ -30,6 +30,7 @@ __all__ = [
     "event_edges",
     "event_links",
     "event_row",
+    "generation_key",
     "item_row",
     "keyword_rows",
     "next_version",
@@ -83,6 +84,18 @@ def stamp(value: Any) -> float:
 def tombstone_hash(item_id: str) -> str:
     """Tombstones keep only a hash, so a forgotten id leaves no readable trace."""
     return hashlib.sha256(item_id.encode("utf-8")).hexdigest()
+
+
+def generation_key(row: Sequence[Any] | None) -> int:
+    """`index_generation` from a project's (generation, created_at) row (None: no project).
+
+    The write count offset by the creation time in microseconds: a whole-project forget
+    drops the row, and the project written again counts from 0, so after as many writes the
+    count alone would repeat the one a reader (another process) cached before the forget,
+    and the reader would keep the forgotten rows and miss the new ones."""
+    if not row:
+        return 0
+    return int(row[0]) + round(float(row[1]) * 1_000_000)
 
 
 def next_version(last: Sequence[Any] | None) -> int:

@@ -363,8 +363,11 @@ class SharedReads:
         return int(row[0]) if row else 0
 
     def index_generation(self, project_id: str) -> int:
-        row = self._one("SELECT generation FROM projects WHERE project_id=?", (project_id,))
-        return int(row[0]) if row else 0
+        return rows.generation_key(
+            self._one(
+                "SELECT generation, created_at FROM projects WHERE project_id=?", (project_id,)
+            )
+        )
 
     # -- state ---------------------------------------------------------------------------
     def _scoped(

@@ -41,11 +41,14 @@ log = logging.getLogger(__name__)
 
 # meta key of the counter item rowids come from (see reserve_rowids).
 ITEM_SEQ = "item_rowid"
-# Takes the counter's next number (started above the largest rowid if it was never set).
+# Takes the counter's next number, above every rowid stored (a process of an earlier
+# version still writing the file stores rows under SQLite's own rowids, past the counter)
+# and the row leaving: a reader whose marker passed them must still hear of the removal.
+_ABOVE_ROWS = "max(OLD.rowid, (SELECT coalesce(max(rowid), 0) FROM items))"
 _NEXT_SEQ = (
-    f"INSERT INTO meta(key, value) VALUES ('{ITEM_SEQ}', "
-    "(SELECT coalesce(max(rowid), 0) + 1 FROM items)) "
-    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1;"
+    f"INSERT INTO meta(key, value) VALUES ('{ITEM_SEQ}', {_ABOVE_ROWS} + 1) "
+    "ON CONFLICT(key) DO UPDATE SET "
+    "value = max(CAST(value AS INTEGER) + 1, CAST(excluded.value AS INTEGER));"
 )
 
 _EXTRA_MIGRATIONS: dict[int, list[str]] = {
