@@ -343,3 +343,19 @@ def test_a_query_over_the_limit_is_bad_input_before_anything_opens(tmp_path: Pat
         line = one_error_line(proc, 2, f"{len(query)} characters", "limit of 8000")
         assert line.startswith("error: query: " if argv[0] == "search" else "error: intent: ")
     assert not (tmp_path / "c.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (("--port", "99999"), "--port: input should be less than or equal to 65535 (got 99999)"),
+        (("--workers", "0"), "--workers: input should be greater than or equal to 1 (got 0)"),
+        (("--assemble-cache-ttl", "-5"), "--assemble-cache-ttl: input should be greater than"),
+        (("--session-idle-timeout", "-1"), "--session-idle-timeout: input should be greater"),
+    ],
+)
+def test_serve_names_a_bad_option_in_one_line_and_exits_2(
+    tmp_path: Path, option: tuple[str, str], message: str
+) -> None:
+    proc = run("--db", str(tmp_path / "s.db"), "serve", *option, cwd=tmp_path, timeout=60)
+    one_error_line(proc, 2, message)

@@ -394,3 +394,13 @@ def test_capture_after_close_is_an_error(open_base: Opener) -> None:
         cb.capture("user_message", session_id="s", text="too late")
     with pytest.raises(CtxbaseError):
         cb.record("user_message", session_id="s", text="too late")
+
+
+def test_no_parents_may_be_none_and_one_parent_a_plain_id(cb: ContextBase) -> None:
+    first = cb.record("user_message", session_id="s", text="缓存五分钟", parent_event_ids=None).id
+    second = cb.record("assistant_message", session_id="s", text="ok", parent_event_ids=first).id
+    third = cb.capture("user_message", session_id="s", text="and then", refers_to=None)
+    cb.flush()
+    assert cb.get_event(second).parent_event_ids == [first]
+    assert cb.get_event(first).parent_event_ids == []
+    assert third is not None and cb.get_event(third).refers_to == []

@@ -74,8 +74,8 @@ def build_event(
     agent_id: str = "agent",
     agent_role: str | None = None,
     task_id: str | None = None,
-    parent_event_ids: list[str] | tuple[str, ...] = (),
-    refers_to: list[str] | tuple[str, ...] = (),
+    parent_event_ids: list[str] | tuple[str, ...] | str | None = (),
+    refers_to: list[str] | tuple[str, ...] | str | None = (),
     importance: float = 0.5,
     metadata: Mapping[str, Any] | None = None,
     ts: float | None = None,
@@ -115,10 +115,10 @@ def build_event(
             "data" if data_size > text_size else "text",
             f"content is {size} bytes, over the limit of {max_content_bytes} bytes",
         )
-    parents = list(dict.fromkeys(parent_event_ids))
+    parents = _id_list(parent_event_ids)
     for i, pid in enumerate(parents):
         check_id(f"parent_event_ids[{i}]", pid)
-    refs = list(dict.fromkeys(refers_to))
+    refs = _id_list(refers_to)
     for i, rid in enumerate(refs):
         check_id(f"refers_to[{i}]", rid)
     if not isinstance(importance, int | float) or not 0.0 <= float(importance) <= 1.0:
@@ -151,3 +151,10 @@ def build_event(
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "event"
         raise ValidationError(field, err["msg"]) from exc
+
+
+def _id_list(ids: list[str] | tuple[str, ...] | str | None) -> list[str]:
+    """Ids in order, once each; None is none and one string is one id (not its letters)."""
+    if ids is None:
+        return []
+    return list(dict.fromkeys([ids] if isinstance(ids, str) else ids))

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from ..errors import AddressInUseError
+import pydantic
+
+from ..errors import AddressInUseError, ValidationError
 from ._deps import require
 from .logs import LOGGER_NAME, configure_logging
 from .settings import ENV_SETTINGS, LOOPBACK_HOST, ServerSettings, check_settings
@@ -24,6 +26,26 @@ from .settings import ENV_SETTINGS, LOOPBACK_HOST, ServerSettings, check_setting
 __all__ = ["BackgroundServer", "check_settings", "free_port", "run_server"]
 
 log = logging.getLogger(LOGGER_NAME)
+
+
+# Settings whose `ctxbase serve` option is named otherwise.
+_OPTIONS = {
+    "rate_limit_per_s": "--rate-limit",
+    "rate_limit_burst": "--rate-burst",
+    "assemble_cache_ttl_s": "--assemble-cache-ttl",
+    "soft_delete_retention_s": "--soft-delete-retention",
+    "session_idle_timeout_s": "--session-idle-timeout",
+}
+
+
+def _option_error(exc: pydantic.ValidationError) -> ValidationError:
+    """The first bad setting as the `ctxbase serve` option a user typed, with its value."""
+    first = exc.errors()[0]
+    name = str(first["loc"][0]) if first["loc"] else "settings"
+    option = _OPTIONS.get(name, "--" + name.replace("_", "-"))
+    return ValidationError(
+        option, f"{first['msg'][:1].lower()}{first['msg'][1:]} (got {first.get('input')!r})"
+    )
 
 
 def run_server(
@@ -44,7 +66,10 @@ def run_server(
     )
     if db is not None:
         fields["db"] = db
-    settings = check_settings(ServerSettings(**fields))
+    try:
+        settings = check_settings(ServerSettings(**fields))
+    except pydantic.ValidationError as exc:  # one line naming the option, not a traceback
+        raise _option_error(exc) from None
     configure_logging(settings.log_level)
     _check_free(settings.host, settings.port)
     _warn_without_keys(settings)
