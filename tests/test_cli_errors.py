@@ -359,3 +359,16 @@ def test_serve_names_a_bad_option_in_one_line_and_exits_2(
 ) -> None:
     proc = run("--db", str(tmp_path / "s.db"), "serve", *option, cwd=tmp_path, timeout=60)
     one_error_line(proc, 2, message)
+
+
+def test_assemble_for_a_role_no_policy_names_says_so(tmp_path: Path, db: str) -> None:
+    base = ("--db", db, "--embedder", "none", "assemble", "Redis cache")
+    typo = run(*base, "--role", "codr", cwd=tmp_path)
+    assert typo.returncode == 0 and "Redis cache" in typo.stdout
+    note = typo.stderr.strip().splitlines()
+    assert len(note) == 1 and note[0].startswith(
+        "note: no policy is for role 'codr', so the default policy was used (roles with a policy:"
+    )
+    assert " coder," in note[0]
+    known = run(*base, "--role", "coder", cwd=tmp_path)
+    assert known.returncode == 0 and known.stderr == ""

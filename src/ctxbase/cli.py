@@ -283,6 +283,14 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             repos=args.repo,
         )
+        reasons = ctx.trace.get("reasons") or [""]
+        if str(reasons[0]).startswith("no policy matched"):  # a typo'd role would pass unseen
+            roles = sorted({r for p in cb.assembler.policies.policies for r in p.match.agent_roles})
+            print(
+                f"note: no policy is for role {args.role!r}, so the default policy was used"
+                f" (roles with a policy: {', '.join(roles) or 'none'})",
+                file=sys.stderr,
+            )
         if args.json:
             _print_json(ctx.payload())
             return 0
