@@ -372,3 +372,24 @@ def test_assemble_for_a_role_no_policy_names_says_so(tmp_path: Path, db: str) ->
     assert " coder," in note[0]
     known = run(*base, "--role", "coder", cwd=tmp_path)
     assert known.returncode == 0 and known.stderr == ""
+
+
+def test_a_forget_naming_known_and_unknown_ids_says_which_were_not_found(
+    tmp_path: Path, db: str
+) -> None:
+    base = ("--db", db, "--embedder", "none", "forget")
+    first, second = json.loads(run("--db", db, "events", "s1", "--json", cwd=tmp_path).stdout)[:2]
+    hidden = run(*base, "--soft", "--event", first["id"], "--event", "ev_typo", cwd=tmp_path)
+    assert (hidden.returncode, hidden.stdout.strip()) == (0, "hidden 1 item(s)")
+    assert hidden.stderr.strip() == (
+        "note: not found in project 'default', nothing done for: event 'ev_typo'"
+    )
+    gone = run(*base, "--event", second["id"], "--entity", "doc_typo", cwd=tmp_path)
+    assert gone.returncode == 0 and json.loads(gone.stdout)["total"] > 0
+    assert gone.stderr.strip() == (
+        "note: not found in project 'default', nothing done for: entity 'doc_typo'"
+    )
+    # all known: nothing said
+    third = json.loads(run("--db", db, "events", "s1", "--json", cwd=tmp_path).stdout)[0]
+    quiet = run(*base, "--event", third["id"], cwd=tmp_path)
+    assert quiet.returncode == 0 and quiet.stderr == ""

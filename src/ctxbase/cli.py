@@ -480,8 +480,29 @@ def _wait_for_vectors(
 _QUIET_WAIT_S = 1.0
 
 
+def _unknown_ids(cb: Any, args: argparse.Namespace) -> list[str]:
+    """The --event / --entity ids the project holds neither as an event nor an entity."""
+    named = [("event", i) for i in args.event or []] + [("entity", i) for i in args.entity or []]
+    if not named:
+        return []
+    ids = [i for _, i in named]
+    cb.flush()
+    known = {e.id for e in cb.store.get_events(cb.project, ids, include_inactive=True)}
+    known |= {e.id for e in cb.store.get_entities(cb.project, ids, include_inactive=True)}
+    return [f"{kind} {i!r}" for kind, i in named if i not in known]
+
+
+def _note_unknown(cb: Any, unknown: Sequence[str]) -> None:
+    if unknown:  # the rest was done: say what was not, so a typo does not pass for done
+        print(
+            f"note: not found in project {cb.project!r}, nothing done for: {', '.join(unknown)}",
+            file=sys.stderr,
+        )
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
     with _open(args, embedder=None) as cb:
+        unknown = _unknown_ids(cb, args)
         if args.soft:
             ids = (args.event or []) + (args.entity or [])
             if args.whole_project or not (ids or args.session):
@@ -494,6 +515,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             if n == 0:
                 raise _NothingMatched("hide", args, " (or hidden already)")
             print(f"hidden {n} item(s)")
+            _note_unknown(cb, unknown)
             return 0
         older = args.soft_deleted_older_than
         if args.all_projects:
@@ -511,6 +533,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             if report.total == 0 and (args.event or args.entity or args.session):
                 raise _NothingMatched("forget", args)
         _print_json(report.as_dict())
+        _note_unknown(cb, unknown)
     return 0
 
 
