@@ -393,3 +393,42 @@ def test_a_forget_naming_known_and_unknown_ids_says_which_were_not_found(
     third = json.loads(run("--db", db, "events", "s1", "--json", cwd=tmp_path).stdout)[0]
     quiet = run(*base, "--event", third["id"], cwd=tmp_path)
     assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_serve_says_which_address_it_cannot_have_and_which_port_it_took(tmp_path: Path) -> None:
+    import socket
+
+    db = ("--db", str(tmp_path / "s.db"), "--embedder", "none")
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        taken = run(*db, "serve", "--port", str(port), "--no-auth", cwd=tmp_path, timeout=60)
+        one_error_line(taken, 5, f"cannot listen on 127.0.0.1:{port}", "another --port")
+    bad = run(*db, "serve", "--host", "999.1.1.1", cwd=tmp_path, timeout=60)
+    one_error_line(bad, 2, "--host: '999.1.1.1' is not an address here")
+    # --port 0: the port the system chose is the one printed, and it answers
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ctxbase", *db, "serve", "--port", "0", "--no-auth"],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = next(li for li in proc.stderr if li.startswith("ctxbase serving "))
+        chosen = int(line.split("http://127.0.0.1:")[1].split(",")[0])
+        assert chosen != 0
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", chosen), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the printed port never answered"
+                time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

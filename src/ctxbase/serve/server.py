@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import shutil
@@ -71,7 +72,8 @@ def run_server(
     except pydantic.ValidationError as exc:  # one line naming the option, not a traceback
         raise _option_error(exc) from None
     configure_logging(settings.log_level)
-    _check_free(settings.host, settings.port)
+    if (port := _check_free(settings.host, settings.port)) != settings.port:
+        settings = settings.model_copy(update={"port": port})  # --port 0: the one chosen
     _warn_without_keys(settings)
     # the address first, on stderr: logs are JSON lines, this is for the person who typed it
     url = f"http://{settings.host}:{settings.port}"
@@ -118,17 +120,26 @@ def _shared_metrics_dir() -> Iterator[str]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _check_free(host: str, port: int) -> None:
-    """Fail with a clear error when the address is taken, before loading anything else."""
+def _check_free(host: str, port: int) -> int:
+    """Fail with a clear error when the address is taken or cannot be had, before loading
+    anything else; returns the port (the one the system chose for port 0)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
+        except socket.gaierror as exc:  # not an address, nor a name that resolves
+            raise ValidationError("--host", f"{host!r} is not an address here ({exc})") from None
         except OSError as exc:
-            raise AddressInUseError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
-                "stop what uses it or choose another --port"
-            ) from exc
+            if exc.errno == errno.EADDRINUSE:
+                raise AddressInUseError(
+                    f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                    "stop what uses it or choose another --port"
+                ) from exc
+            option = "--port" if exc.errno == errno.EACCES else "--host"
+            raise ValidationError(
+                option, f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+            ) from None
+        return int(s.getsockname()[1])
 
 
 def _warn_without_keys(settings: ServerSettings) -> None:
