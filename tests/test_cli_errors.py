@@ -234,6 +234,9 @@ def test_negative_counts_name_the_option(tmp_path: Path, db: str) -> None:
     proc = run("--db", db, "entities", "--limit", "-1", cwd=tmp_path)
     one_error_line(proc, 2, "--limit", ">= 0")
     assert proc.stdout == ""
+    proc = run("--db", db, "search", "cache", "--wait-embeddings", "-1", cwd=tmp_path)
+    one_error_line(proc, 2, "--wait-embeddings: must be 0 or more seconds (got -1)")
+    assert proc.stdout == ""
 
 
 def test_status_names_the_embedder_without_loading_it(tmp_path: Path, db: str) -> None:

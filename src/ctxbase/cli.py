@@ -211,6 +211,10 @@ def cmd_chain(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    if not args.wait_embeddings >= 0:  # NaN too
+        raise ValidationError(
+            "--wait-embeddings", f"must be 0 or more seconds (got {args.wait_embeddings:g})"
+        )
     from .store.base import ItemFilter
     from .validation import check_query
 
