@@ -23,3 +23,17 @@ def test_count_pending_embeddings_per_project_and_model(store: Store) -> None:
     assert store.count_pending_embeddings("m1", 100, b) == 1
     store.set_active(a, [store.pending_embeddings("m1", 1, a)[0][1]], False)
     assert store.count_pending_embeddings("m1", 100, a) == 0  # hidden items wait for nothing
+
+
+def test_pending_among_names_the_listed_items_without_a_vector(store: Store) -> None:
+    a, b = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
+    write(store, *(make_event(a, "s", f"text {n}") for n in range(3)))
+    write(store, make_event(b, "s", "other project"))
+    ids = sorted(i for _, i, _ in store.pending_embeddings("m1", 100, a))
+    other = store.pending_embeddings("m1", 100, b)[0][1]
+    store.put_vectors("m1", [(a, ids[0], np.ones(8, dtype=np.float32))])
+    assert store.pending_among(a, "m1", [*ids, other, "missing"]) == set(ids[1:])
+    assert store.pending_among(a, "m2", ids) == set(ids)  # a vector of another model
+    assert store.pending_among(a, "m1", []) == set()
+    store.set_active(a, [ids[1]], False)
+    assert store.pending_among(a, "m1", ids) == {ids[2]}  # hidden items wait for nothing

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from ctxbase.retrieve.fusion import (
     dedupe_near_identical,
     dynamic_top_k,
+    keyword_stand_ins,
     normalise_scores,
     rrf_fuse,
     standout,
@@ -30,6 +31,48 @@ def test_weighted_fuse_normalises_each_method() -> None:
     fused = weighted_fuse({"kw": {"a": 10.0, "b": 5.0}, "sem": {"a": 0.1, "b": 0.9}}, {})
     assert fused["a"] == pytest.approx(1.0) and fused["b"] == pytest.approx(1.0)
     assert normalise_scores({"x": 3.0}) == {"x": 1.0}
+
+
+def test_semantic_lists_borrow_the_keyword_list_of_the_same_text() -> None:
+    names = ["keyword", "semantic", "semantic_topic", "clause0", "clause0_semantic", "feedback"]
+    assert keyword_stand_ins(names) == {
+        "semantic": "keyword",
+        "semantic_topic": "keyword",
+        "clause0_semantic": "clause0",
+    }
+    assert keyword_stand_ins(["semantic", "clause1_semantic"]) == {}  # no keyword list ran
+
+
+RANKINGS = {"keyword": ["new", "b", "c", "d"], "semantic": ["c", "b", "d", "e"]}
+WEIGHTS = {"keyword": 1.0, "semantic": 0.7}
+
+
+def test_rrf_places_a_pending_unit_in_the_semantic_list_at_its_keyword_rank() -> None:
+    plain = rrf_fuse(RANKINGS, WEIGHTS, 60)
+    fused = rrf_fuse(RANKINGS, WEIGHTS, 60, pending={"new"})
+    # without: the best keyword hit loses to units both lists found weakly
+    assert max(plain, key=plain.__getitem__) == "b"
+    assert fused["new"] == pytest.approx(1.0 / 61 + 0.7 / 61)
+    assert max(fused, key=fused.__getitem__) == "new"
+    del plain["new"], fused["new"]
+    assert fused == plain  # nothing else moves
+    # a unit with a vector that the semantic search left out stays left out
+    assert rrf_fuse(RANKINGS, WEIGHTS, 60, pending={"x"}) == rrf_fuse(RANKINGS, WEIGHTS, 60)
+    # a pending unit the semantic list did place keeps its real rank
+    assert rrf_fuse(RANKINGS, WEIGHTS, 60, pending={"c"}) == rrf_fuse(RANKINGS, WEIGHTS, 60)
+    # a keyword list weighted 0 lends nothing
+    assert "new" not in rrf_fuse(RANKINGS, {"keyword": 0.0, "semantic": 0.7}, 60, {"new"})
+
+
+def test_weighted_fusion_gives_a_pending_unit_its_keyword_score_twice() -> None:
+    scores = {
+        "keyword": {"new": 9.0, "b": 5.0, "c": 1.0},
+        "semantic": {"b": 0.8, "c": 0.6},
+    }
+    plain = weighted_fuse(scores, WEIGHTS)
+    fused = weighted_fuse(scores, WEIGHTS, pending={"new"})
+    assert plain["new"] == pytest.approx(1.0) and fused["new"] == pytest.approx(1.7)
+    assert fused["b"] == plain["b"] and fused["c"] == plain["c"]
 
 
 def test_time_decay_halves_per_half_life() -> None:

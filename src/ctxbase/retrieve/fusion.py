@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 __all__ = [
     "dedupe_near_identical",
     "dynamic_top_k",
+    "keyword_stand_ins",
     "normalise_scores",
     "rrf_fuse",
     "standout",
@@ -17,10 +18,29 @@ __all__ = [
 ]
 
 
+def keyword_stand_ins(names: Iterable[str]) -> dict[str, str]:
+    """For each semantic list among `names`, the keyword list searched for the same text:
+    its rank stands in for the semantic one of a unit with no vector yet."""
+    pairs = {"semantic": "keyword", "semantic_topic": "keyword", "dense_feedback": "feedback"}
+    listed = set(names)
+    for name in listed:
+        if name.endswith("_semantic"):  # clause{n}_semantic beside clause{n}
+            pairs[name] = name.removesuffix("_semantic")
+    return {sem: kw for sem, kw in pairs.items() if sem in listed and kw in listed}
+
+
 def rrf_fuse(
-    rankings: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = 60
+    rankings: Mapping[str, Sequence[str]],
+    weights: Mapping[str, float],
+    k: int = 60,
+    pending: Collection[str] = (),
 ) -> dict[str, float]:
-    """Weighted reciprocal-rank fusion: sum of weight / (k + rank) over the rankings."""
+    """Weighted reciprocal-rank fusion: sum of weight / (k + rank) over the rankings.
+
+    A `pending` unit (no vector yet) missing from a semantic list was never compared, not
+    rejected: there it counts at its rank in the paired keyword list (`keyword_stand_ins`),
+    so a strong keyword hit written a moment ago ranks as one. Nothing else moves.
+    """
     fused: dict[str, float] = {}
     for name, ranked in rankings.items():
         w = weights.get(name, 1.0)
@@ -28,6 +48,14 @@ def rrf_fuse(
             continue
         for rank, item in enumerate(ranked, start=1):
             fused[item] = fused.get(item, 0.0) + w / (k + rank)
+    if pending:
+        for sem, kw in keyword_stand_ins(rankings).items():
+            w, placed = weights.get(sem, 1.0), set(rankings[sem])
+            if w == 0 or weights.get(kw, 1.0) == 0:  # a list left out lends nothing
+                continue
+            for rank, item in enumerate(rankings[kw], start=1):
+                if item in pending and item not in placed:
+                    fused[item] = fused.get(item, 0.0) + w / (k + rank)
     return fused
 
 
@@ -56,14 +84,26 @@ def normalise_scores(scores: Mapping[str, float]) -> dict[str, float]:
 
 
 def weighted_fuse(
-    scores: Mapping[str, Mapping[str, float]], weights: Mapping[str, float]
+    scores: Mapping[str, Mapping[str, float]],
+    weights: Mapping[str, float],
+    pending: Collection[str] = (),
 ) -> dict[str, float]:
-    """Sum of weight * min-max-normalised score per method."""
+    """Sum of weight * min-max-normalised score per method; a `pending` unit missing from a
+    semantic method counts there with its normalised score of the paired keyword method
+    (as in `rrf_fuse`)."""
     fused: dict[str, float] = {}
     for name, method_scores in scores.items():
         w = weights.get(name, 1.0)
         for item, s in normalise_scores(method_scores).items():
             fused[item] = fused.get(item, 0.0) + w * s
+    if pending:
+        for sem, kw in keyword_stand_ins(scores).items():
+            w, placed = weights.get(sem, 1.0), scores[sem]
+            if w == 0 or weights.get(kw, 1.0) == 0:
+                continue
+            for item, s in normalise_scores(scores[kw]).items():
+                if item in pending and item not in placed:
+                    fused[item] = fused.get(item, 0.0) + w * s
     return fused
 
 

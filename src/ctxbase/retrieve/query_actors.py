@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-__all__ = ["first_mention", "query_subject"]
+__all__ = ["actor_free_query", "first_mention", "query_subject"]
 
 
 def first_mention(query: str, name: str) -> int | None:
@@ -52,3 +52,22 @@ def query_subject(
         if best is None or key < best:
             best = key
     return None if best is None else best[2]
+
+
+def actor_free_query(query: str, names: Iterable[str]) -> str:
+    """The query without the given actor names (and a possessive ending after one).
+
+    "What has Alice painted?" -> "What has painted?": what is left is the topic of the
+    events asked for. A small embedding model otherwise matches the name more than the topic
+    (every event that addresses or mentions the actor), and the name is a common keyword.
+    """
+    out = query
+    for name in sorted(set(names), key=len, reverse=True):
+        if not name:
+            continue
+        if name.isascii():
+            pattern = rf"(?<![\w]){re.escape(name)}(?:['\u2019]s?)?(?![\w])"
+            out = re.sub(pattern, " ", out, flags=re.IGNORECASE)
+        else:
+            out = out.replace(name, " ")
+    return " ".join(out.split()) if out != query else query

@@ -3,7 +3,8 @@ expansion -> decay, importance, de-duplication -> top-k.
 
 Every candidate keeps the scores that placed it, so assembly can explain its choices.
 A query never waits for vectors: items not embedded yet are found by keyword and graph only
-(`pending_vectors` counts them), and an embedder that fails leaves the semantic part out
+(`pending_vectors` counts them; fusion ranks them as if semantic search agreed with keyword
+search, not as rejected by it), and an embedder that fails leaves the semantic part out
 and says why (`embedder_error`).
 """
 
@@ -40,7 +41,8 @@ from .fusion import (
 )
 from .graph import RelationFilter
 from .keyword_index import KeywordIndex
-from .query_actors import query_subject
+from .pending import PendingUnits
+from .query_actors import actor_free_query, query_subject
 from .query_dates import in_period, query_period
 from .query_parts import query_clauses
 from .questions import asks_only
@@ -298,6 +300,13 @@ class Searcher:
             rankings["keyword"] = [i for i, _ in hits_k]
             raw_scores["keyword"] = dict(hits_k)
             timings["keyword"] = _ms(t)
+        pending: set[str] = set()  # found units with no vector yet (fusion: not rejected)
+        unembedded: PendingUnits | None = None
+        if config.semantic and self.embedder is not None:
+            # before the vector search: a vector stored later is not taken for one compared
+            unembedded = PendingUnits(self.store, project_id, self.embedder.name, PENDING_COUNT_CAP)
+            unembedded.note(rankings.get("keyword", ()))
+            pending = unembedded.ids
         if semantic:
             t = time.perf_counter()
             try:
@@ -311,7 +320,7 @@ class Searcher:
             rankings["semantic"] = [i for i, _ in hits_v]
             raw_scores["semantic"] = dict(hits_v)
             timings["vector"] = _ms(t)
-        pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
+        pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
 
         topic = query
         if config.actor_free_query:
@@ -331,6 +340,8 @@ class Searcher:
                     hits_k = self._keyword_hits(project_id, topic, flt, config, allowed)
                     rankings["keyword"] = [i for i, _ in hits_k]
                     raw_scores["keyword"] = dict(hits_k)
+                    if unembedded is not None:
+                        unembedded.note(rankings["keyword"])
                 # semantic: the topic as a second query, next to the whole one
                 if semantic:
                     try:
@@ -339,7 +350,7 @@ class Searcher:
                         hits_v, embedder_error = [], str(exc)
                     rankings["semantic_topic"] = [i for i, _ in hits_v]
                     raw_scores["semantic_topic"] = dict(hits_v)
-                pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
+                pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
             timings["topic"] = _ms(t)
 
         if config.clause_weight > 0 and (clauses := query_clauses(topic)):
@@ -352,6 +363,8 @@ class Searcher:
                 parts: list[tuple[str, float, list[tuple[str, float]]]] = []
                 if config.keyword:
                     hits = self._keyword_hits(project_id, clause, flt, config, allowed)
+                    if unembedded is not None:
+                        unembedded.note(i for i, _ in hits)
                     parts.append((f"clause{n}", config.keyword_weight, hits))
                 if semantic and config.clause_semantic:
                     try:
@@ -363,7 +376,7 @@ class Searcher:
                     rankings[name] = [i for i, _ in found]
                     raw_scores[name] = dict(found)
                     weights[name] = config.clause_weight * weight
-            pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
+            pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
             timings["clauses"] = _ms(t)
 
         if config.feedback_weight > 0 and config.keyword and config.keyword_index:
@@ -372,8 +385,10 @@ class Searcher:
             found = feedback_hits(self.keywords, project_id, topic, seeds, config, flt, allowed)
             if found:
                 rankings["feedback"], raw_scores["feedback"] = [i for i, _ in found], dict(found)
+                if unembedded is not None:
+                    unembedded.note(rankings["feedback"])
                 weights["feedback"] = config.feedback_weight * config.keyword_weight
-                pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
+                pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
             timings["feedback"] = _ms(t)
 
         if config.dense_feedback_weight > 0 and semantic:
@@ -382,7 +397,7 @@ class Searcher:
             if found:
                 rankings["dense_feedback"], raw_scores["dense_feedback"] = [i for i, _ in found], {}
                 weights["dense_feedback"] = config.dense_feedback_weight * config.semantic_weight
-                pool = self._pool(project_id, rankings, raw_scores, weights, config, items)
+                pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
             timings["dense_feedback"] = _ms(t)
 
         kw_rank = {k: n for n, k in enumerate(rankings.get("keyword", []), start=1)}
@@ -477,18 +492,14 @@ class Searcher:
         for c in ranked:
             if c.item_id not in kept_ids and c.dropped is None:
                 c.dropped = "below top_k"
-        pending = 0
-        if config.semantic and self.embedder is not None:
-            pending = self.store.count_pending_embeddings(
-                self.embedder.name, PENDING_COUNT_CAP, project_id
-            )
         timings["total"] = _ms(t0)
         return SearchResponse(
             query=query,
             results=[cands[i] for i, _ in kept],
             considered=ranked,
             timings_ms=timings,
-            pending_vectors=pending,
+            # never fewer than the units found without a vector
+            pending_vectors=0 if unembedded is None else max(unembedded.count, len(pending)),
             embedder_error=embedder_error,
         )
 
@@ -546,13 +557,15 @@ class Searcher:
         weights: dict[str, float],
         config: SearchConfig,
         items: dict[str, SearchItem],
+        pending: set[str],
     ) -> dict[str, float]:
         """Fused scores of the best ids, with their items read into `items` (only the best
-        are read back in full: the tail cannot reach the top k)."""
+        are read back in full: the tail cannot reach the top k). `pending`: units with no
+        vector yet, placed in the semantic lists by their keyword ranks."""
         if config.fusion == "rrf":
-            fused = rrf_fuse(rankings, weights, config.rrf_k)
+            fused = rrf_fuse(rankings, weights, config.rrf_k, pending)
         else:
-            fused = weighted_fuse(raw_scores, weights)
+            fused = weighted_fuse(raw_scores, weights, pending)
         best = sorted(fused, key=lambda k: -fused[k])[: 4 * config.top_k + config.graph_seeds + 20]
         missing = [k for k in best if k not in items]
         for stored in self.store.get_items(project_id, missing) if missing else []:
@@ -780,25 +793,6 @@ def favoured_actors(query: str, items: Sequence[SearchItem], config: SearchConfi
         return set(named)
     subject = query_subject(query, named, lambda a: actor_names(a, other))
     return set() if subject is None else {subject}
-
-
-def actor_free_query(query: str, names: Iterable[str]) -> str:
-    """The query without the given actor names (and a possessive ending after one).
-
-    "What has Alice painted?" -> "What has painted?": what is left is the topic of the
-    events asked for. A small embedding model otherwise matches the name more than the topic
-    (every event that addresses or mentions the actor), and the name is a common keyword.
-    """
-    out = query
-    for name in sorted(set(names), key=len, reverse=True):
-        if not name:
-            continue
-        if name.isascii():
-            pattern = rf"(?<![\w]){re.escape(name)}(?:['\u2019]s?)?(?![\w])"
-            out = re.sub(pattern, " ", out, flags=re.IGNORECASE)
-        else:
-            out = out.replace(name, " ")
-    return " ".join(out.split()) if out != query else query
 
 
 def _with_latest(flt: ItemFilter | None) -> ItemFilter:

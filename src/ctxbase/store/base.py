@@ -471,6 +471,10 @@ class Store(ABC):
         return len(self.pending_embeddings(model, limit, project_id))
 
     @abstractmethod
+    def pending_among(self, project_id: str, model: str, ids: Sequence[str]) -> set[str]:
+        """Those of `ids` that are active items of the project with no vector for `model`."""
+
+    @abstractmethod
     def put_vectors(
         self, model: str, rows: Sequence[tuple[str, str, npt.NDArray[np.float32]]]
     ) -> int:

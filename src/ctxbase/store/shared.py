@@ -362,6 +362,18 @@ class SharedReads:
         row = self._one(f"SELECT count(*) FROM ({sql} LIMIT ?) pending", (*args, int(limit)))
         return int(row[0]) if row else 0
 
+    def pending_among(self, project_id: str, model: str, ids: Sequence[str]) -> set[str]:
+        sql = (
+            "SELECT item_id FROM items WHERE project_id=? AND active=1 "
+            "AND (embedded_model IS NULL OR embedded_model<>?) AND "
+        )
+        found: set[str] = set()
+        wanted = list(dict.fromkeys(ids))
+        for start in range(0, len(wanted), 500):
+            cond, args = self._dialect.any_of("item_id", wanted[start : start + 500])
+            found.update(r[0] for r in self._all(sql + cond, (project_id, model, *args)))
+        return found
+
     def index_generation(self, project_id: str) -> int:
         return rows.generation_key(
             self._one(
