@@ -132,8 +132,10 @@ class ForgetMethods:
         raise NotImplementedError
 
     def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:
-        """Hide events or entities from every read; `restore` brings them back. When they
-        were hidden is recorded: `purge_soft_deleted` forgets them after a retention."""
+        """Hide events or entities from every read; `restore` brings them back. What was
+        anchored from a hidden event (its entities, and mentions no other visible event
+        names) is hidden and restored with it, and counted. When they were hidden is
+        recorded: `purge_soft_deleted` forgets them after a retention."""
         self.flush()
         return self.store.set_active(self._pid(project), list(ids), False)
 

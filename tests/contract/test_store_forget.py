@@ -105,6 +105,58 @@ def test_forget_whole_project(store: Store, project_id: str) -> None:
     assert ids["s2"][1] not in store.existing_ids(project_id, ids["s2"])
 
 
+def _anchored(store: Store, project_id: str) -> dict[str, str]:
+    """Two messages and what capture anchoring made of them: a requirement of the first, a
+    mention only it names, one both name; and an ingested table the first names."""
+    a, b = write(store, make_event(project_id, "s1", "must keep zqxpay in ledger"),
+                 make_event(project_id, "s2", "ask mallory"))  # fmt: skip
+    req = add_entity(store, project_id, "requirement", "must keep zqxpay", "must keep zqxpay",
+                     properties={"event_id": a.id, "rule": "ctxbase:requirement"})  # fmt: skip
+    own = add_entity(store, project_id, "mention", "zqxpay", "table zqxpay",
+                     properties={"kind": "table", "rule": "ctxbase:table_name"})  # fmt: skip
+    shared = add_entity(store, project_id, "mention", "mallory", "person mallory",
+                        properties={"kind": "person", "rule": "ctxbase:person_handle"})  # fmt: skip
+    table = add_entity(store, project_id, "table", "ledger", "CREATE TABLE ledger",
+                       properties={"rule": "auto:sql"})  # fmt: skip
+    store.upsert_relations([
+        Relation(project_id=project_id, from_id=f, type=t, to_id=to, source="ctxbase:x")
+        for f, t, to in ((a.id, "GENERATES", req.id), (a.id, "MENTIONS", own.id),
+                         (a.id, "MENTIONS", shared.id), (b.id, "MENTIONS", shared.id),
+                         (a.id, "MENTIONS", table.id))
+    ])  # fmt: skip
+    return {"a": a.id, "b": b.id, "req": req.id, "own": own.id, "shared": shared.id,
+            "table": table.id}  # fmt: skip
+
+
+def _shown(store: Store, project_id: str, ids: dict[str, str]) -> set[str]:
+    found = {e.id for e in store.get_entities(project_id, list(ids.values()))}
+    return {name for name, i in ids.items() if i in found and name not in ("a", "b")}
+
+
+def test_hiding_a_message_hides_what_was_anchored_from_it(store: Store, project_id: str) -> None:
+    ids = _anchored(store, project_id)
+    assert store.set_active(project_id, [ids["a"]], False) == 3  # the message, req, own
+    assert _shown(store, project_id, ids) == {"shared", "table"}
+    assert store.keyword_search(project_id, match("zqxpay"), None, 9) == []
+    assert store.set_active(project_id, [ids["b"]], False) == 2  # no visible event names it
+    assert _shown(store, project_id, ids) == {"table"}
+    assert store.set_active(project_id, [ids["a"]], True) == 4
+    assert _shown(store, project_id, ids) == {"req", "own", "shared", "table"}
+    assert len(store.keyword_search(project_id, match("zqxpay"), None, 9)) == 3
+
+
+def test_forget_removes_what_only_the_message_made(store: Store, project_id: str) -> None:
+    ids = _anchored(store, project_id)
+    store.set_active(project_id, [ids["b"]], False)  # hidden, not forgotten: still names it
+    report = store.forget(project_id, event_ids=[ids["a"]])
+    assert report.removed["events"] == 1 and report.removed["entities"] == 2
+    left = store.get_entities(project_id, list(ids.values()), include_inactive=True)
+    assert {e.id for e in left} == {ids["shared"], ids["table"]}
+    report = store.forget(project_id, event_ids=[ids["b"]])
+    assert report.removed["entities"] == 1  # mallory: nothing names it now
+    assert [e.id for e in store.get_entities(project_id, [ids["table"]])] == [ids["table"]]
+
+
 def _snapshot(store: Store, project_id: str) -> dict[str, object]:
     return {
         "events": [e.model_dump() for e in store.list_events(project_id, include_inactive=True)],

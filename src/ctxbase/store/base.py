@@ -372,7 +372,8 @@ class Store(ABC):
 
     @abstractmethod
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
-        """Soft delete (False) or restore (True) events or entities; returns rows changed.
+        """Soft delete (False) or restore (True) events or entities, with what capture
+        anchoring made from those events (see ForgetSteps._made_from); returns rows changed.
         The first soft delete's time is kept (see forget's `soft_deleted_before`)."""
 
     # -- entities and relations ----------------------------------------------------------
@@ -615,7 +616,8 @@ class Store(ABC):
     ) -> ForgetReport:
         """Hard forget events and entities (named, a session's, or those soft-deleted before
         `soft_deleted_before`, a unix time) or the whole project: their rows, search units,
-        index entries, vectors and edges; entities anchored from a forgotten event; the
+        index entries, vectors and edges; entities anchored from a forgotten event and the
+        capture-made mentions no remaining event names; the
         facts (with history) of a forgotten session's scopes and facts extracted from a
         forgotten event; the session's own traces. Traces of other sessions that used them
         are redacted (see store.trace_redaction)."""

@@ -2,10 +2,12 @@
 
 A backend's `forget` runs them inside its own write transaction: `_forget_scope` works out
 everything the forget covers (named events and entities, a session's events and tasks,
-soft-deleted rows past their retention, entities anchored from forgotten events) and what
-they said; the backend removes rows, index entries, vectors and edges; then
-`_forget_state` and `_forget_traces` remove or redact what else held that content.
-Statements are written with `?` placeholders and run through the backend's `_run`.
+soft-deleted rows past their retention, entities anchored from forgotten events and the
+mentions only they named) and what they said; the backend removes rows, index entries,
+vectors and edges; then `_forget_state` and `_forget_traces` remove or redact what else
+held that content. A soft delete (`set_active`) hides and restores with an event what
+`_made_from` finds was anchored from it. Statements are written with `?` placeholders
+and run through the backend's `_run`.
 """
 
 from __future__ import annotations
@@ -134,6 +136,8 @@ class ForgetSteps:
                 scope.event_ids, pid,
             )
         ]  # fmt: skip
+        # So are the mentions capture anchoring made for it that no other event names.
+        scope.entity_ids += self._unmentioned(conn, project_id, scope.event_ids, visible=False)
         scope.entity_ids = list(dict.fromkeys(scope.entity_ids))
         texts: list[str | None] = []
         events = self._rows_in(
@@ -156,6 +160,69 @@ class ForgetSteps:
         scope.fact_scope_ids.add(project_id)
         scope.forgotten = Forgotten(scope.node_ids, texts)
         return scope
+
+    # -- entities made from messages ------------------------------------------------------------
+    def _capture_mentions(
+        self, conn: Any, project_id: str, event_ids: Sequence[str]
+    ) -> dict[str, list[tuple[str, bool]]]:
+        """The mention entities capture anchoring made (rule `ctxbase:...`; not ingested or
+        the user's) that `event_ids` link to -> every event linking to each, and whether
+        that event is visible."""
+        made = self._dialect.json_text("e.properties", "rule")
+        found = {
+            r[0]
+            for r in self._rows_in(
+                conn,
+                "SELECT r.to_id FROM relations r JOIN entities e ON e.project_id=r.project_id "
+                f"AND e.entity_id=r.to_id WHERE r.project_id=? AND e.type='mention' "
+                f"AND {made} LIKE ?",
+                "r.from_id",
+                list(dict.fromkeys(event_ids)),
+                (project_id, "ctxbase:%"),
+            )
+        }
+        linked: dict[str, list[tuple[str, bool]]] = {m: [] for m in sorted(found)}
+        for to_id, from_id, active in self._rows_in(
+            conn,
+            "SELECT r.to_id, r.from_id, v.active FROM relations r JOIN events v "
+            "ON v.project_id=r.project_id AND v.event_id=r.from_id WHERE r.project_id=?",
+            "r.to_id",
+            list(linked),
+            (project_id,),
+        ):
+            linked[to_id].append((from_id, bool(active)))
+        return linked
+
+    def _unmentioned(
+        self, conn: Any, project_id: str, event_ids: Sequence[str], *, visible: bool
+    ) -> list[str]:
+        """Capture-made mentions of `event_ids` that no other stored event (`visible`: no
+        other visible event) links to: what is left of them would be only what these said."""
+        going = set(event_ids)
+        return [
+            mention
+            for mention, linkers in self._capture_mentions(conn, project_id, event_ids).items()
+            if not any(e not in going and (shown or not visible) for e, shown in linkers)
+        ]
+
+    def _made_from(self, conn: Any, project_id: str, ids: Sequence[str], active: bool) -> list[str]:
+        """Entities hidden (`active` False) or restored with the events among `ids`: those
+        anchored from them (`properties.event_id`), and their capture-made mentions (hidden
+        when no other visible event names them; restored as a restored event names them)."""
+        uniq = list(dict.fromkeys(ids))
+        anchored = self._dialect.json_text("properties", "event_id")
+        made = [
+            r[0]
+            for r in self._rows_in(
+                conn, "SELECT entity_id FROM entities WHERE project_id=?", anchored, uniq,
+                (project_id,),
+            )
+        ]  # fmt: skip
+        if active:
+            made += list(self._capture_mentions(conn, project_id, uniq))
+        else:
+            made += self._unmentioned(conn, project_id, uniq, visible=True)
+        return [m for m in dict.fromkeys(made) if m not in set(uniq)]
 
     def _soft_deleted(
         self, conn: Any, project_id: str, before: float

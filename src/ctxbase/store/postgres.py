@@ -318,6 +318,8 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         changed = 0
         with self._tx() as conn:
             self._lock(conn, [project_id], ensure=False, bump=True)
+            # what was anchored from a hidden message is hidden (and restored) with it
+            uniq += self._made_from(conn, project_id, uniq, active)
             if not active:
                 self._reset_soft_delete(conn, project_id, uniq)
             for table, col in (("events", "event_id"), ("entities", "entity_id")):

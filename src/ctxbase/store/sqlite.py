@@ -393,6 +393,8 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         flag = 1 if active else 0
         changed = 0
         with self._write() as conn:
+            # what was anchored from a hidden message is hidden (and restored) with it
+            ids = [*dict.fromkeys(ids), *self._made_from(conn, project_id, ids, active)]
             if not active:
                 self._reset_soft_delete(conn, project_id, ids)
             for part in chunks(list(dict.fromkeys(ids))):
