@@ -435,3 +435,14 @@ def test_serve_says_which_address_it_cannot_have_and_which_port_it_took(tmp_path
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_trace_under_another_project_names_the_one_it_belongs_to(tmp_path: Path, db: str) -> None:
+    base = ("--db", db, "--embedder", "none")
+    done = run(*base, "assemble", "Redis cache", "--role", "coder", "--json", cwd=tmp_path)
+    context_id = json.loads(done.stdout)["context_id"]
+    assert run(*base, "trace", context_id, cwd=tmp_path).returncode == 0  # found by its id
+    wrong = run(*base, "--project", "other", "trace", context_id, cwd=tmp_path)
+    one_error_line(
+        wrong, 3, f"context {context_id!r} not found in project 'other'", "project 'default'"
+    )

@@ -371,8 +371,13 @@ def cmd_trace(args: argparse.Namespace) -> int:
 
     with _open(args, embedder=None) as cb:
         project = args.project
+        owner = cb.store.trace_project(args.context_id)
         if not args.project_given:  # a context id names its project: no --project needed
-            project = cb.store.trace_project(args.context_id) or project
+            project = owner or project
+        elif owner is not None and owner != project:
+            error = NotFoundError("context", args.context_id)
+            error.args = (f"{error} in project {project!r}: it belongs to project {owner!r}",)
+            raise error
         trace = cb.get_trace(args.context_id, project=project)
         if args.json:
             _print_json(trace)
