@@ -82,57 +82,49 @@ def _term_count(terms: str) -> str:
 
 ITEM_CHANGE_SEQ = "items_change_seq"
 
-# One statement-level trigger function for deletes and updates of items: counts, per
-# project, the statements that removed an item or changed whether/what it is indexed by.
-ITEMS_REMOVED_FN = """CREATE OR REPLACE FUNCTION ctxbase_items_removed()
+
+def _items_removed_fn(on_delete: str = "", on_update: str = "") -> str:
+    """The statement-level trigger function for deletes and updates of items: counts, per
+    project, the statements that removed an item or changed whether/what it is indexed by,
+    then runs what a schema version adds to each branch."""
+    return f"""CREATE OR REPLACE FUNCTION ctxbase_items_removed()
 RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         INSERT INTO item_removals(project_id, n)
         SELECT DISTINCT project_id, 1 FROM old_rows
-        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;
+        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;{on_delete}
     ELSE
         INSERT INTO item_removals(project_id, n)
         SELECT DISTINCT o.project_id, 1 FROM old_rows o JOIN new_rows n
             ON n.project_id = o.project_id AND n.item_id = o.item_id
         WHERE o.active <> n.active OR o.context_hidden <> n.context_hidden
             OR o.context_terms <> n.context_terms OR o.change_seq <> n.change_seq
-        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;
+        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;{on_update}
     END IF;
     RETURN NULL;
 END
 $fn$"""
 
+
+ITEMS_REMOVED_FN = _items_removed_fn()
+
 # v6: the same counts, and each row that left the keyword index (deleted, hidden, or
 # renumbered: replaced, restored, or its context words changed) recorded with its change
 # number under the next one, for keyword_changes. Writers hold the project's row lock, so a
 # project's records become visible in order, as its items' numbers do.
-ITEMS_REMOVED_FN_V6 = f"""CREATE OR REPLACE FUNCTION ctxbase_items_removed()
-RETURNS trigger LANGUAGE plpgsql AS $fn$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        INSERT INTO item_removals(project_id, n)
-        SELECT DISTINCT project_id, 1 FROM old_rows
-        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;
+ITEMS_REMOVED_FN_V6 = _items_removed_fn(
+    on_delete=f"""
         INSERT INTO keyword_removed(project_id, at, seq)
         SELECT project_id, nextval('{ITEM_CHANGE_SEQ}'), change_seq FROM old_rows
-        WHERE active = 1;
-    ELSE
-        INSERT INTO item_removals(project_id, n)
-        SELECT DISTINCT o.project_id, 1 FROM old_rows o JOIN new_rows n
-            ON n.project_id = o.project_id AND n.item_id = o.item_id
-        WHERE o.active <> n.active OR o.context_hidden <> n.context_hidden
-            OR o.context_terms <> n.context_terms OR o.change_seq <> n.change_seq
-        ON CONFLICT (project_id) DO UPDATE SET n = item_removals.n + 1;
+        WHERE active = 1;""",
+    on_update=f"""
         INSERT INTO keyword_removed(project_id, at, seq)
         SELECT o.project_id, nextval('{ITEM_CHANGE_SEQ}'), o.change_seq
         FROM old_rows o JOIN new_rows n
             ON n.project_id = o.project_id AND n.item_id = o.item_id
-        WHERE o.active = 1 AND (n.active = 0 OR o.change_seq <> n.change_seq);
-    END IF;
-    RETURN NULL;
-END
-$fn$"""
+        WHERE o.active = 1 AND (n.active = 0 OR o.change_seq <> n.change_seq);""",
+)
 
 # Statements run before / after the shared schema of a version.
 PRE_MIGRATIONS: dict[int, list[str]] = {1: ["CREATE EXTENSION IF NOT EXISTS vector"]}
