@@ -36,6 +36,7 @@ from ctxbase.progress import Progress
 from ctxbase.retrieve.keyword_index import KeywordIndex
 from ctxbase.retrieve.tokenize import query_terms
 from scale_data import make_corpus, make_intents
+from search_after_write import pct
 
 __all__ = ["main"]
 
@@ -60,11 +61,6 @@ def _differ(a: list[tuple[str, float]], b: list[tuple[str, float]]) -> bool:
         return True
     scores = sorted(da.values(), reverse=True), sorted(db.values(), reverse=True)
     return any(abs(x - y) > 1e-9 for x, y in zip(*scores, strict=True))
-
-
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -121,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reloads = {name: index.reloads for name, index in indexes.items()}
         cb.close()
     rows = {
-        name: {"p50_ms": _pct(v, 0.5), "max_ms": round(max(v), 2), "mean_ms": statistics.fmean(v)}
+        name: {"p50_ms": pct(v, 0.5), "max_ms": round(max(v), 2), "mean_ms": statistics.fmean(v)}
         for name, v in times.items()
     }
     ratio = rows["reload"]["p50_ms"] / max(rows["in_place"]["p50_ms"], 1e-9)

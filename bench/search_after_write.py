@@ -51,7 +51,8 @@ class _ReloadingIndex(VectorIndex):
         self.store = _NoFeed()  # type: ignore[assignment]
 
 
-def _pct(values: list[float], q: float) -> float:
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile of `values` (nearest rank below), rounded to 0.01."""
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
@@ -98,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 assert len(hits) == 20
         cb.close()
     rows = {
-        name: {"p50_ms": _pct(v, 0.5), "p95_ms": _pct(v, 0.95), "mean_ms": statistics.fmean(v)}
+        name: {"p50_ms": pct(v, 0.5), "p95_ms": pct(v, 0.95), "mean_ms": statistics.fmean(v)}
         for name, v in times.items()
     }
     ratio = rows["reload"]["p50_ms"] / max(rows["append"]["p50_ms"], 1e-9)
