@@ -134,8 +134,9 @@ class ForgetMethods:
     def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> int:
         """Hide events or entities from every read; `restore` brings them back. What was
         anchored from a hidden event (its entities, and mentions no other visible event
-        names) is hidden and restored with it, and counted. When they were hidden is
-        recorded: `purge_soft_deleted` forgets them after a retention."""
+        names) is hidden and restored with it, and counted; an entity hidden by its own id
+        stays hidden when the event is restored. When they were hidden is recorded:
+        `purge_soft_deleted` forgets them after a retention."""
         self.flush()
         return self.store.set_active(self._pid(project), list(ids), False)
 

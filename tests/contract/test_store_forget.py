@@ -145,6 +145,46 @@ def test_hiding_a_message_hides_what_was_anchored_from_it(store: Store, project_
     assert len(store.keyword_search(project_id, match("zqxpay"), None, 9)) == 3
 
 
+def test_restoring_a_message_brings_back_what_was_hidden_with_it(
+    store: Store, project_id: str
+) -> None:
+    ids = _anchored(store, project_id)
+    assert store.set_active(project_id, [ids["a"]], False) == 3  # the message, req, own
+    assert store.set_active(project_id, [ids["a"]], True) == 3
+    assert _shown(store, project_id, ids) == {"req", "own", "shared", "table"}
+    assert len(store.keyword_search(project_id, match("zqxpay"), None, 9)) == 3
+
+
+def test_restoring_a_message_leaves_hidden_what_was_hidden_on_its_own(
+    store: Store, project_id: str
+) -> None:
+    ids = _anchored(store, project_id)
+    assert store.set_active(project_id, [ids["req"]], False) == 1  # hidden first, by its id
+    assert store.set_active(project_id, [ids["a"]], False) == 2  # the message and own
+    assert _shown(store, project_id, ids) == {"shared", "table"}
+    assert store.set_active(project_id, [ids["a"]], True) == 2  # req stays hidden
+    assert _shown(store, project_id, ids) == {"own", "shared", "table"}
+    found = {h.item_id for h in store.keyword_search(project_id, match("zqxpay"), None, 9)}
+    assert found and not any(i.startswith(ids["req"]) for i in found)
+    assert store.set_active(project_id, [ids["req"]], True) == 1  # restored by its own id
+    assert _shown(store, project_id, ids) == {"req", "own", "shared", "table"}
+    assert len(store.keyword_search(project_id, match("zqxpay"), None, 9)) == 3
+
+
+def test_an_entity_hidden_by_its_id_after_its_message_stays_hidden(
+    store: Store, project_id: str
+) -> None:
+    """Hidden with the message, then hidden by its own id too (nothing changes then): the
+    user's own hide holds when the message comes back."""
+    ids = _anchored(store, project_id)
+    assert store.set_active(project_id, [ids["a"]], False) == 3
+    assert store.set_active(project_id, [ids["own"]], False) == 0  # already hidden
+    assert store.set_active(project_id, [ids["a"]], True) == 2  # the message and req
+    assert _shown(store, project_id, ids) == {"req", "shared", "table"}
+    assert store.set_active(project_id, [ids["own"]], True) == 1
+    assert _shown(store, project_id, ids) == {"req", "own", "shared", "table"}
+
+
 def test_forget_removes_what_only_the_message_made(store: Store, project_id: str) -> None:
     ids = _anchored(store, project_id)
     store.set_active(project_id, [ids["b"]], False)  # hidden, not forgotten: still names it

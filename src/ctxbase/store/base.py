@@ -374,7 +374,9 @@ class Store(ABC):
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
         """Soft delete (False) or restore (True) events or entities, with what capture
         anchoring made from those events (see ForgetSteps._made_from); returns rows changed.
-        The first soft delete's time is kept (see forget's `soft_deleted_before`)."""
+        An entity soft-deleted by its own id is not restored with an event it was anchored
+        from, only by its id. The first soft delete's time is kept (see forget's
+        `soft_deleted_before`)."""
 
     # -- entities and relations ----------------------------------------------------------
     @abstractmethod

@@ -6,7 +6,8 @@ soft-deleted rows past their retention, entities anchored from forgotten events 
 mentions only they named) and what they said; the backend removes rows, index entries,
 vectors and edges; then `_forget_state` and `_forget_traces` remove or redact what else
 held that content. A soft delete (`set_active`) hides and restores with an event what
-`_made_from` finds was anchored from it. Statements are written with `?` placeholders
+`_made_from` finds was anchored from it, except, on restore, what was hidden by its own id.
+Statements are written with `?` placeholders
 and run through the backend's `_run`.
 """
 
@@ -21,11 +22,14 @@ from .base import ForgetReport
 from .dialect import Dialect
 from .trace_redaction import Forgotten
 
-__all__ = ["SOFT_DELETED_SCOPE", "ForgetScope", "ForgetSteps"]
+__all__ = ["HIDDEN_ON_ITS_OWN", "SOFT_DELETED_SCOPE", "ForgetScope", "ForgetSteps"]
 
 # State records of when an event or entity was soft-deleted (key: its id; updated_at: when):
 # what a retention purge reads. Not a fact scope (facts are task, session or project).
 SOFT_DELETED_SCOPE = "soft_deleted"
+# The `cause` of such a record when the row was hidden by its own id (NULL: hidden with an
+# event it was anchored from): restoring that event leaves it hidden.
+HIDDEN_ON_ITS_OWN = "own"
 # State records keyed by an event id: its message status, its soft-delete time.
 _KEYED_BY_ID_SCOPES = ("message", SOFT_DELETED_SCOPE)
 _FACT_SCOPES = ("task", "session", "project", "user")
@@ -208,7 +212,8 @@ class ForgetSteps:
     def _made_from(self, conn: Any, project_id: str, ids: Sequence[str], active: bool) -> list[str]:
         """Entities hidden (`active` False) or restored with the events among `ids`: those
         anchored from them (`properties.event_id`), and their capture-made mentions (hidden
-        when no other visible event names them; restored as a restored event names them)."""
+        when no other visible event names them; restored as a restored event names them,
+        unless hidden by their own id: see `_record_soft_delete`)."""
         uniq = list(dict.fromkeys(ids))
         anchored = self._dialect.json_text("properties", "event_id")
         made = [
@@ -222,7 +227,18 @@ class ForgetSteps:
             made += list(self._capture_mentions(conn, project_id, uniq))
         else:
             made += self._unmentioned(conn, project_id, uniq, visible=True)
-        return [m for m in dict.fromkeys(made) if m not in set(uniq)]
+        named = set(uniq)
+        made = [m for m in dict.fromkeys(made) if m not in named]
+        if active and made:
+            own = {
+                r[0]
+                for r in self._rows_in(
+                    conn, "SELECT key FROM state WHERE project_id=? AND scope=? AND scope_id='' "
+                    "AND cause=?", "key", made, (project_id, SOFT_DELETED_SCOPE, HIDDEN_ON_ITS_OWN),
+                )
+            }  # fmt: skip
+            made = [m for m in made if m not in own]
+        return made
 
     def _soft_deleted(
         self, conn: Any, project_id: str, before: float
@@ -270,10 +286,17 @@ class ForgetSteps:
                 )
 
     def _record_soft_delete(
-        self, conn: Any, project_id: str, ids: Sequence[str], active: bool
+        self,
+        conn: Any,
+        project_id: str,
+        ids: Sequence[str],
+        active: bool,
+        named: Sequence[str] = (),
     ) -> None:
         """Remember when ids were soft-deleted (the first time; a repeat does not restart
-        the retention), or forget it when they are restored."""
+        the retention), or forget it when they are restored. `named`: the ids hidden by
+        their own id (not with an event): recorded as hidden on their own, also when they
+        were hidden with an event before, so restoring that event leaves them hidden."""
         if active:
             args = (project_id, SOFT_DELETED_SCOPE)
             where = "project_id=? AND scope=? AND scope_id=''"
@@ -292,6 +315,14 @@ class ForgetSteps:
                     f"AND s.scope_id='' AND s.key=t.{col})",
                     (SOFT_DELETED_SCOPE, now, project_id, *cond_args, SOFT_DELETED_SCOPE),
                 )
+        for part in _chunks(list(dict.fromkeys(named))):
+            cond, cond_args = self._dialect.any_of("key", part)
+            self._q(
+                conn,
+                f"UPDATE state SET cause=? WHERE project_id=? AND scope=? AND scope_id='' "
+                f"AND {cond}",
+                (HIDDEN_ON_ITS_OWN, project_id, SOFT_DELETED_SCOPE, *cond_args),
+            )
 
     # -- state ---------------------------------------------------------------------------------
     def _forget_state(

@@ -314,12 +314,12 @@ class PostgresStore(PgSearch, PgAdmin, Store):
 
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
         flag = 1 if active else 0
-        uniq = list(dict.fromkeys(ids))
+        named = list(dict.fromkeys(ids))
         changed = 0
         with self._tx() as conn:
             self._lock(conn, [project_id], ensure=False, bump=True)
             # what was anchored from a hidden message is hidden (and restored) with it
-            uniq += self._made_from(conn, project_id, uniq, active)
+            uniq = named + self._made_from(conn, project_id, named, active)
             if not active:
                 self._reset_soft_delete(conn, project_id, uniq)
             for table, col in (("events", "event_id"), ("entities", "entity_id")):
@@ -347,7 +347,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 "AND context_id = ANY(%s) AND context_hidden<>%s",
                 (1 - flag, project_id, uniq, 1 - flag),
             )
-            self._record_soft_delete(conn, project_id, uniq, active)
+            self._record_soft_delete(conn, project_id, uniq, active, named)
         return changed
 
     # -- entities and relations ----------------------------------------------------------

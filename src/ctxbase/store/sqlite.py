@@ -392,9 +392,10 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
         flag = 1 if active else 0
         changed = 0
+        named = list(dict.fromkeys(ids))
         with self._write() as conn:
             # what was anchored from a hidden message is hidden (and restored) with it
-            ids = [*dict.fromkeys(ids), *self._made_from(conn, project_id, ids, active)]
+            ids = [*named, *self._made_from(conn, project_id, named, active)]
             if not active:
                 self._reset_soft_delete(conn, project_id, ids)
             for part in chunks(list(dict.fromkeys(ids))):
@@ -415,7 +416,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                         (project_id, *part),
                     )
             self._set_context_state(conn, project_id, list(dict.fromkeys(ids)), 1 - flag)
-            self._record_soft_delete(conn, project_id, ids, active)
+            self._record_soft_delete(conn, project_id, ids, active, named)
             self._bump(conn, project_id)
         return changed
 
