@@ -18,6 +18,8 @@ import numpy.typing as npt
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
 
 __all__ = [
+    "KEYWORD_LOG_CHECK_EVERY",
+    "KEYWORD_LOG_LIMIT",
     "OWN_TERMS_WEIGHT",
     "SCHEMA_VERSION",
     "ApiKeyRecord",
@@ -43,6 +45,13 @@ SCHEMA_VERSION = 6
 # tf(indexed) + OWN_TERMS_WEIGHT * tf(own), so a word an item says itself outranks one it
 # only follows. Every backend ranks this way.
 OWN_TERMS_WEIGHT = 0.5
+
+# A project's record of the rows that left the keyword index (KeywordDelta.removed) is kept
+# to this many rows: past it the oldest are dropped, and a reader that last read before the
+# newest one dropped reloads (store/keyword_log.py). The record is measured every this many
+# writes of a project that can add to it (per store; the first write included).
+KEYWORD_LOG_LIMIT = 50_000
+KEYWORD_LOG_CHECK_EVERY = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +173,9 @@ class KeywordDelta:
     `marker` of the earlier delta: removed, hidden, replaced, or renumbered because their
     context words changed (they come back in `rows` under a new number). A reader applies
     them in place instead of reloading; it may be told of a row it never held, or of one
-    twice. None: the store cannot tell (its record of removals was cut short since)."""
+    twice. None: the store cannot tell (its record of removals was cut short since: its
+    oldest rows past Store.keyword_log_limit are dropped, and a whole-project forget drops
+    it all)."""
 
     rows: list[KeywordRow]
     marker: int
@@ -271,6 +282,10 @@ class Store(ABC):
     """A storage backend. Methods are thread-safe; writes are transactional per call."""
 
     url: str
+    # The bound on the record of keyword removals and how often it is checked (see
+    # KEYWORD_LOG_LIMIT); set on a store to change them for it (tests use small ones).
+    keyword_log_limit: int = KEYWORD_LOG_LIMIT
+    keyword_log_check_every: int = KEYWORD_LOG_CHECK_EVERY
 
     @property
     def reads_never_wait(self) -> bool:

@@ -15,6 +15,7 @@ from ..model import StateFact
 from . import pg_sql as q
 from .base import ApiKeyRecord, ForgetReport
 from .forget_steps import ForgetSteps
+from .keyword_log import KeywordLog
 from .pg_base import INDEX_LOCK, Conn, PgBase, as_array, jsonb, text
 from .rows import next_version, tombstone_hash, trace_keys
 from .schema import FORGET_TABLES, TABLES
@@ -44,7 +45,7 @@ _TRACE_SQL = (
 )
 
 
-class PgAdmin(ForgetSteps, PgBase):
+class PgAdmin(ForgetSteps, KeywordLog, PgBase):
     # -- state ---------------------------------------------------------------------------
     def set_state(self, fact: StateFact) -> StateFact:
         key = (fact.project_id, fact.scope, fact.scope_id, fact.key)
@@ -188,6 +189,7 @@ class PgAdmin(ForgetSteps, PgBase):
                 "ORDER BY e.seq DESC LIMIT 1) WHERE project_id=%s",
                 (project_id, project_id),
             )
+            self._keep_keyword_log(conn, project_id)
         return report
 
     def _forget_project(self, conn: Conn, project_id: str, report: ForgetReport) -> None:

@@ -119,6 +119,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 fresh = self._fresh_events(conn, pid, by_project[pid], events)
                 stored = self._insert_events(conn, pid, [(events[n], items[n]) for n in fresh])
                 done.update(zip(fresh, stored, strict=True))
+                self._keep_keyword_log(conn, pid)
         return [done[n] for n in sorted(done)]
 
     def _fresh_events(
@@ -348,6 +349,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 (1 - flag, project_id, uniq, 1 - flag),
             )
             self._record_soft_delete(conn, project_id, uniq, active, named)
+            self._keep_keyword_log(conn, project_id)
         return changed
 
     # -- entities and relations ----------------------------------------------------------
@@ -388,6 +390,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             # Replace the entity's search units wholesale: stale chunks must not linger.
             self._delete_items_of(conn, pid, [entity.id], ForgetReport())
             self._insert_items(conn, pid, items)
+            self._keep_keyword_log(conn, pid)
         return stored
 
     def get_entities(

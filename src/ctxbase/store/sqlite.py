@@ -120,6 +120,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             fresh = self._fresh_events(conn, events)
             inserted = self._insert_events(conn, [(events[n], items[n]) for n in fresh])
             for project_id in projects:
+                self._keep_keyword_log(conn, project_id)
                 self._bump(conn, project_id)
         return inserted
 
@@ -417,6 +418,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                     )
             self._set_context_state(conn, project_id, list(dict.fromkeys(ids)), 1 - flag)
             self._record_soft_delete(conn, project_id, ids, active, named)
+            self._keep_keyword_log(conn, project_id)
             self._bump(conn, project_id)
         return changed
 
@@ -455,6 +457,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             # Replace the entity's search units wholesale: stale chunks must not linger.
             self._delete_items_of(conn, stored.project_id, [stored.id], ForgetReport())
             self._insert_items(conn, stored.project_id, items)
+            self._keep_keyword_log(conn, stored.project_id)
             self._bump(conn, stored.project_id)
         return stored
 

@@ -14,6 +14,7 @@ from ..errors import StorageError
 from ..model import StateFact
 from .base import ApiKeyRecord, ForgetReport
 from .forget_steps import ForgetSteps
+from .keyword_log import KeywordLog
 from .rows import next_version, trace_keys
 from .schema import FORGET_TABLES, JSON_COLUMNS
 from .shared import table_columns
@@ -33,7 +34,7 @@ from .sqlite_search import reserve_vector_rowids
 __all__ = ["SQLiteAdmin"]
 
 
-class SQLiteAdmin(ForgetSteps, SQLiteBase):
+class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
     # -- state ---------------------------------------------------------------------------
     def set_state(self, fact: StateFact) -> StateFact:
         with self._write() as conn:
@@ -206,6 +207,7 @@ class SQLiteAdmin(ForgetSteps, SQLiteBase):
                 report.add(table, n)
         self._fix_session_tails(conn, project_id)
         self._purge_fts(conn, report)
+        self._keep_keyword_log(conn, project_id)
         self._bump(conn, project_id)
 
     def _truncate_wal(self) -> None:
