@@ -107,7 +107,10 @@ def test_common_words_are_not_read_whole(cb: ContextBase) -> None:
     for way in ("top", "dense"):
         index.scoring = way  # type: ignore[assignment]
         before = index.scored
-        for query in QUERIES[:3]:
+        # the queries pairing a rare word with common ones, no Chinese: the characters of a
+        # Chinese word are terms too, here exactly as frequent as their word (in real text
+        # they are more common), which leaves little to skip (bench/keyword_scale.py)
+        for query in (QUERIES[0], QUERIES[1], QUERIES[5]):
             index.search(cb.project, query_terms(query), 5)
         read[way] = index.scored - before
     # the common words' postings (~280 items each) are looked up for the few items in reach

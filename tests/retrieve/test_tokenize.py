@@ -15,8 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxbase.cjk_terms import with_characters, with_characters_joined
 from ctxbase.retrieve.tokenize import (
     add_words,
+    document_terms,
     fts_match_expression,
     index_terms,
     query_terms,
@@ -85,7 +87,8 @@ def test_code_line() -> None:
 
 def test_index_terms_keeps_repeats_and_query_terms_deduplicates() -> None:
     assert index_terms("缓存 缓存 cache caching") == ["缓存", "缓存", "cach", "cach"]
-    assert query_terms("缓存 缓存 cache caching") == ["缓存", "cach"]
+    # then the characters of the Chinese words, once each
+    assert query_terms("缓存 缓存 cache caching") == ["缓存", "cach", "缓", "存"]
 
 
 def test_empty_and_symbol_only_text() -> None:
@@ -131,7 +134,7 @@ def test_fts5_finds_chinese_word_through_terms_but_not_raw_text(fts: sqlite3.Con
     for document in documents:
         fts.execute(
             "INSERT INTO docs(raw, terms) VALUES (?, ?)",
-            (document, " ".join(index_terms(document))),
+            (document, " ".join(document_terms(document))),
         )
     query = fts_match_expression(query_terms("缓存"))
     # unicode61 sees "我们用", "redis", "缓存用户表以加速查询": no token equals 缓存.
@@ -164,7 +167,7 @@ _text = st.text(
 @settings(max_examples=150, deadline=None)
 @given(_text)
 def test_terms_are_never_empty_or_spaced_and_always_quotable(text: str) -> None:
-    terms = index_terms(text)
+    terms = document_terms(text)
     assert all(term and not any(char.isspace() for char in term) for term in terms)
     assert set(query_terms(text)) == set(terms)
     expression = fts_match_expression(terms)
@@ -238,8 +241,31 @@ def test_a_long_chinese_run_in_a_query_is_segmented_in_pieces() -> None:
     run = "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(2000))
     pieces = [run[at : at + 256] for at in range(0, len(run), 256)]
     want = list(dict.fromkeys(t for piece in pieces for t in index_terms(piece)))
-    assert query_terms(run) == want
-    assert query_terms(f"redis {run} cache") == ["redi", *want, "cach"]
+    assert query_terms(run) == with_characters(want)
+    assert query_terms(f"redis {run} cache") == with_characters(["redi", *want, "cach"])
     sentence = "我们用缓存加速查询" * 28  # 252 characters: one piece
-    assert query_terms(sentence) == list(dict.fromkeys(index_terms(sentence)))
-    assert query_terms(sentence) == ["用", "缓存", "加速", "查询"]
+    assert query_terms(sentence) == with_characters(list(dict.fromkeys(index_terms(sentence))))
+    # the words, then their characters ("用" is a word already)
+    assert query_terms(sentence) == ["用", "缓存", "加速", "查询", *"缓存加速查询"]
+
+
+def test_characters_of_chinese_words_are_terms_too() -> None:
+    question, answer = "体检前一天晚上有什么要求？", "前一晚10点以后禁食禁水"
+    # jieba cuts the question and the answer differently: they share no word
+    assert set(index_terms(question)) & set(index_terms(answer)) == set()
+    asked, said = query_terms(question), document_terms(answer)
+    # ...but characters: each once, after the words; stop words ("以") left out
+    assert {"前", "晚", "一"} <= set(asked) & set(said)
+    assert "以" not in said and said.count("晚") == 1
+    assert said[: len(index_terms(answer))] == index_terms(answer)
+
+
+def test_with_characters_is_idempotent_and_leaves_other_scripts_alone() -> None:
+    terms = ["缓存", "用", "redis", "cach", "数据库", "数据", "カ"]
+    once = with_characters(terms)
+    assert once == [*terms, "缓", "存", "数", "据", "库"]  # "用" is a word already
+    assert with_characters(once) == once
+    assert with_characters(["redis", "cach", "getuser"]) == ["redis", "cach", "getuser"]
+    assert with_characters_joined("redis cach") == "redis cach"
+    assert with_characters_joined(" ".join(terms)) == " ".join(once)
+    assert with_characters_joined("") == ""

@@ -11,6 +11,10 @@ What a term is:
 
 * Chinese runs are segmented with jieba in search mode, so both ``中华人民共和国`` and its
   sub-words (``人民``, ``共和国``) are indexed; particles and other stop words are dropped.
+  Documents and queries then also get each character of those words as a term of its own
+  (``ctxbase.cjk_terms.with_characters``): two segmentations of the same phrase that share
+  no word still share characters. :func:`index_terms` alone, used to compare texts rather
+  than to index them, leaves the characters out.
 * Other words are lowercased; English stop words are dropped and plain ASCII words are
   Snowball-stemmed (``caching`` -> ``cach``), so ``cache`` and ``caching`` meet.
 * Identifiers (``snake_case``, ``camelCase``, ``dotted.names``, ``kebab-case``) yield the
@@ -35,11 +39,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..cjk_terms import CHINESE_STOP_WORDS, CJK_CHARS, with_characters
+
 __all__ = [
     "CHINESE_STOP_WORDS",
     "ENGLISH_STOP_WORDS",
     "MAX_TERM_LENGTH",
     "add_words",
+    "document_terms",
     "fts_match_expression",
     "import_jieba",
     "index_terms",
@@ -64,19 +71,8 @@ _ENGLISH_STOP_WORDS_TEXT = """
 """
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset(_ENGLISH_STOP_WORDS_TEXT.split())
 
-# Particles, copulas, conjunctions, pronouns and fillers: frequent, carry no topic.
-_CHINESE_STOP_WORDS_TEXT = """
-    的 了 吗 呢 吧 啊 呀 哦 嗯 哈 啦 么 嘛 是 在 和 与 及 或 也 都 就 而 且 把 被 让 给
-    着 过 之 其 这 那 哪 个 我 你 您 他 她 它 们 我们 你们 他们 她们 它们 咱们 自己 这个 那个
-    这些 那些 这里 那里 这样 那样 什么 怎么 为 为了 对 对于 从 向 于 以 及其 并 并且 但 但是
-    而且 或者 还是 如果 因为 所以 因此 然后 就是 只是 可以 已经 一个 一些 有 没有 不 很 还
-    又 再 更 最 得 地 将 等 等等 该 此 每 各 啥
-"""
-CHINESE_STOP_WORDS: frozenset[str] = frozenset(_CHINESE_STOP_WORDS_TEXT.split())
 
-# Han ideographs (incl. extensions and compatibility forms) plus kana. jieba segments Han;
-# it yields kana one character at a time, which still makes Japanese text findable.
-_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_CJK_CHARS = CJK_CHARS
 # A word character that is not CJK (letters of other scripts, digits, underscore).
 _WORD_CHAR = rf"[^\W{_CJK_CHARS}]"
 _TOKEN_PATTERN = re.compile(
@@ -280,12 +276,21 @@ def _terms_of(normalised: str) -> list[str]:
 
 
 def index_terms(text: str) -> list[str]:
-    """Terms to index a document by, in text order and with repeats (BM25 counts them)."""
+    """The words of a text, in text order and with repeats (BM25 counts them); the keyword
+    index holds them with the characters of their Chinese words (`index_terms_with_tail`)."""
     return _terms_of(_normalise(text))
 
 
+def document_terms(text: str) -> list[str]:
+    """The terms the keyword index holds for a text: its words (`index_terms`), then the
+    characters of its Chinese words."""
+    return with_characters(index_terms(text))
+
+
 def index_terms_with_tail(text: str, tail_chars: int) -> tuple[list[str], list[str] | None]:
-    """``index_terms(text)`` and ``index_terms(text[-tail_chars:])`` from one tokenization.
+    """``index_terms(text)`` and ``index_terms(text[-tail_chars:])`` from one tokenization,
+    each with the characters of its Chinese words (``cjk_terms.with_characters``): the terms
+    the keyword index holds for a text and for its tail.
 
     The tail's terms are the text's own from the first token after the cut on, preceded by
     the terms of the piece of a token the cut splits, if any. That holds when the tail's
@@ -294,11 +299,11 @@ def index_terms_with_tail(text: str, tail_chars: int) -> tuple[list[str], list[s
     """
     normalised = _normalise(text)
     if len(text) <= tail_chars:
-        whole = _terms_of(normalised)
+        whole = with_characters(_terms_of(normalised))
         return whole, list(whole)
     tail_text = _normalise(text[-tail_chars:])
     if not normalised.endswith(tail_text):
-        return _terms_of(normalised), None
+        return with_characters(_terms_of(normalised)), None
     # The tail is normalised[cut:]. The pattern looks neither behind nor at word
     # boundaries, and its tokens are maximal: scanning normalised[cut:] finds the tokens
     # that start at or after `cut`, after the tokens of the piece normalised[cut:end] of a
@@ -321,11 +326,12 @@ def index_terms_with_tail(text: str, tail_chars: int) -> tuple[list[str], list[s
         extend(token)
     if tail < 0:
         tail = len(terms)
-    return terms, head + terms[tail:]
+    return with_characters(terms), with_characters(head + terms[tail:])
 
 
 def query_terms(text: str) -> list[str]:
-    """Terms of a query: the same normalisation as documents, deduplicated, order kept.
+    """Terms of a query: the same normalisation as documents, deduplicated, order kept,
+    then the characters of its Chinese words (as documents have them).
 
     A run of Chinese characters longer than `_QUERY_RUN_CHARS` is segmented piece by piece
     (jieba's unknown-word pass copies its path at every character: quadratic in the run);
@@ -348,7 +354,7 @@ def _cached_query_terms(version: int, text: str) -> tuple[str, ...]:
             continue
         for at in range(0, len(cjk_run), _QUERY_RUN_CHARS):
             terms.extend(_token_terms(cjk_run[at : at + _QUERY_RUN_CHARS], "", version))
-    return tuple(dict.fromkeys(terms))
+    return tuple(with_characters(list(dict.fromkeys(terms))))
 
 
 def _quote_fts_term(term: str) -> str:

@@ -38,7 +38,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
+from ..cjk_terms import CJK_CHARS, with_characters_joined
 from ..errors import StorageError, ValidationError
 from ..validation import loads_tolerant
 from . import pg_sql as q
@@ -223,6 +224,8 @@ class PgBase(SharedReads):
                     conn.execute(sql)
                 for stmt in q.POST_MIGRATIONS.get(version, []):
                     conn.execute(stmt)
+                if version == 7:
+                    _add_character_terms(conn)
                 conn.execute(
                     "INSERT INTO meta(key, value) VALUES ('schema_version', %s) "
                     "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
@@ -294,3 +297,30 @@ class PgBase(SharedReads):
             conn.execute(q.hnsw_index_sql(dim))
             if not self._in_transaction():  # an outer block may still roll the index back
                 self._known_dims.add(dim)
+
+
+def _add_character_terms(conn: Conn) -> None:
+    """Schema 7: each item's own and context terms get the characters of their Chinese
+    words (cjk_terms.with_characters); the keyword columns are generated from them. Only
+    the items with Chinese in their terms are read, through a server-side cursor (a large
+    store is not read into memory at once); the cursor's snapshot does not see the updates."""
+    pattern = f"[{CJK_CHARS}]"
+    with conn.cursor(name="ctxbase_character_terms") as rows:
+        rows.execute(
+            "SELECT project_id, item_id, terms, context_terms FROM items "
+            "WHERE terms ~ %s OR context_terms ~ %s",
+            (pattern, pattern),
+        )
+        while batch := rows.fetchmany(2000):
+            rewritten = [
+                (with_characters_joined(terms), with_characters_joined(context), pid, item_id)
+                for pid, item_id, terms, context in batch
+            ]
+            changed = [r for r, old in zip(rewritten, batch, strict=True) if r[:2] != old[2:]]
+            if changed:
+                with conn.cursor() as write:
+                    write.executemany(
+                        "UPDATE items SET terms = %s, context_terms = %s "
+                        "WHERE project_id = %s AND item_id = %s",
+                        changed,
+                    )

@@ -174,7 +174,10 @@ _V6 = [
     "project_id TEXT NOT NULL, at BIGINT NOT NULL, seq BIGINT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS keyword_removed_at ON keyword_removed (project_id, at)",
 ]
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
+# v7: no new tables; each backend rewrites the items' terms in Python (the characters of
+# their Chinese words as terms too, ctxbase.cjk_terms), which SQL alone cannot do.
+_V7: list[str] = []
+MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
 
 # The version table, the same in every backend: one row, key 'schema_version'.
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"

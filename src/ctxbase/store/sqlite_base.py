@@ -9,10 +9,11 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, ClassVar, TypeVar
 
+from ..cjk_terms import with_characters_joined
 from ..errors import StorageError
 from ..validation import loads_tolerant
 from .base import ForgetReport, SearchItem
@@ -150,6 +151,36 @@ def indexed_terms(terms: str, context_terms: str, context_hidden: int) -> str:
         return f"{terms} {context_terms}"
     return terms
 
+
+def _add_character_terms(conn: sqlite3.Connection) -> None:
+    """Schema 7: each item's own and context terms get the characters of their Chinese
+    words (cjk_terms.with_characters), its keyword-index row with them; in rowid order, a
+    batch at a time (a large store is not read into memory at once)."""
+    after = -(2**63)
+    while rows := conn.execute(
+        "SELECT rowid, terms, context_terms, context_hidden FROM items WHERE rowid > ? "
+        "ORDER BY rowid LIMIT 2000",
+        (after,),
+    ).fetchall():
+        after = rows[-1][0]
+        for rowid, terms, context, hidden in rows:
+            new_terms, new_context = with_characters_joined(terms), with_characters_joined(context)
+            if new_terms == terms and new_context == context:
+                continue
+            conn.execute(
+                "UPDATE items SET terms=?, context_terms=? WHERE rowid=?",
+                (new_terms, new_context, rowid),
+            )
+            if conn.execute("SELECT 1 FROM item_fts WHERE rowid=?", (rowid,)).fetchone():
+                conn.execute("DELETE FROM item_fts WHERE rowid=?", (rowid,))
+                conn.execute(
+                    "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
+                    (rowid, indexed_terms(new_terms, new_context, hidden), new_terms),
+                )
+
+
+# Steps a version needs beyond its SQL, run after it in the same transaction.
+_DATA_MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {7: _add_character_terms}
 
 # json.dumps(value, ensure_ascii=False) builds an encoder per call; this one is reused.
 _encode_json = json.JSONEncoder(ensure_ascii=False).encode
@@ -424,6 +455,8 @@ class SQLiteBase(SharedReads):
                         # a column already there has nothing to do.
                         if "duplicate column name" not in str(exc):
                             raise
+                if version in _DATA_MIGRATIONS:
+                    _DATA_MIGRATIONS[version](conn)
                 conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(version),),
