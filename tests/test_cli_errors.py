@@ -102,11 +102,16 @@ def test_a_forget_that_matches_nothing_is_not_found(tmp_path: Path, db: str) -> 
     proc = run(*base, "--event", "ev_x", "--entity", "doc_y", cwd=tmp_path)
     one_error_line(proc, 3, "event 'ev_x', entity 'doc_y' not found")
     proc = run(*base, "--soft", "--event", "unknown", cwd=tmp_path)
-    one_error_line(proc, 3, "nothing to hide: event 'unknown' not found", "hidden already")
+    line = one_error_line(proc, 3, "nothing to hide: event 'unknown' not found")
+    assert "hidden already" not in line  # an unknown id is not taken for a hidden one
     (first,) = json.loads(run("--db", db, "events", "s1", "--json", cwd=tmp_path).stdout)[:1]
     hidden = run(*base, "--soft", "--event", first["id"], cwd=tmp_path)
     assert (hidden.returncode, hidden.stdout.strip()) == (0, "hidden 1 item(s)")
-    one_error_line(run(*base, "--soft", "--event", first["id"], cwd=tmp_path), 3, "hidden already")
+    again = run(*base, "--soft", "--event", first["id"], cwd=tmp_path)
+    one_error_line(again, 3, f"nothing to hide: event {first['id']!r} hidden already")
+    mixed = run(*base, "--soft", "--event", first["id"], "--entity", "doc_x", cwd=tmp_path)
+    line = one_error_line(mixed, 3, f"event {first['id']!r} hidden already in project")
+    assert line.endswith("; not found: entity 'doc_x'")
     # a purge with nothing old enough is no mistake: an empty report, 0
     purge = run(*base, "--soft-deleted-older-than", "30d", cwd=tmp_path)
     assert purge.returncode == 0 and json.loads(purge.stdout)["total"] == 0
