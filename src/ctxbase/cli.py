@@ -509,6 +509,30 @@ def _note_unknown(cb: Any, unknown: Sequence[str]) -> None:
         )
 
 
+def _confirm_whole_project(project: str, db: str) -> None:
+    """`forget --whole-project` removes everything: on a terminal the user types the
+    project's name; otherwise --yes must say so (exit 2 without it, nothing done)."""
+    if not sys.stdin.isatty():
+        raise ValidationError(
+            "--whole-project",
+            f"removes everything project {project!r} holds; pass --yes to confirm "
+            "(no terminal to ask on)",
+        )
+    print(
+        f"forget --whole-project removes everything project {project!r} holds in {db}, "
+        "for good.\nType the project's name to confirm: ",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+    typed = sys.stdin.readline().strip()
+    if typed != project:
+        raise ValidationError(
+            "--whole-project",
+            f"not confirmed (typed {typed!r}, not {project!r}): nothing forgotten",
+        )
+
+
 def _cmd_hide(cb: Any, args: argparse.Namespace, unknown: Sequence[str]) -> int:
     ids = (args.event or []) + (args.entity or [])
     if args.whole_project or not (ids or args.session):
@@ -546,6 +570,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 raise ValidationError("--all-projects", "goes with --soft-deleted-older-than only")
             report = cb.purge_soft_deleted(older, all_projects=True)
         else:
+            if args.whole_project and not args.yes:
+                db = _db(args)
+                _confirm_whole_project(cb.project, "the database" if _is_url(db) else db)
             report = cb.forget(
                 event_ids=args.event or [],
                 entity_ids=args.entity or [],
