@@ -6,32 +6,60 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pty
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
-def run(
-    *argv: str, cwd: Path, code: str | None = None, timeout: float = 120
-) -> subprocess.CompletedProcess[str]:
-    """`python -m ctxbase ARGV` (or `python -c CODE ARGV`) with this checkout first."""
+def _env() -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("CTXBASE_DB", None)
+    return env
+
+
+def run(
+    *argv: str, cwd: Path, code: str | None = None, timeout: float = 120, stdin: Any = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m ctxbase ARGV` (or `python -c CODE ARGV`) with this checkout first."""
     head = ["-c", code] if code is not None else ["-m", "ctxbase"]
     return subprocess.run(
         [sys.executable, *head, *argv],
         cwd=cwd,
-        env=env,
+        env=_env(),
         capture_output=True,
         text=True,
         timeout=timeout,
+        stdin=stdin,
     )
+
+
+def run_on_a_terminal(*argv: str, cwd: Path, typed: str) -> subprocess.CompletedProcess[str]:
+    """`python -m ctxbase ARGV` whose stdin is a terminal (a pty) on which `typed` is typed."""
+    main_fd, term_fd = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ctxbase", *argv],
+            cwd=cwd,
+            env=_env(),
+            stdin=term_fd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        os.write(main_fd, typed.encode())
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(term_fd)
+        os.close(main_fd)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
@@ -102,16 +130,51 @@ def test_a_forget_that_matches_nothing_is_not_found(tmp_path: Path, db: str) -> 
     proc = run(*base, "--event", "ev_x", "--entity", "doc_y", cwd=tmp_path)
     one_error_line(proc, 3, "event 'ev_x', entity 'doc_y' not found")
     proc = run(*base, "--soft", "--event", "unknown", cwd=tmp_path)
-    one_error_line(proc, 3, "nothing to hide: event 'unknown' not found", "hidden already")
+    line = one_error_line(proc, 3, "nothing to hide: event 'unknown' not found")
+    assert "hidden already" not in line  # an unknown id is not taken for a hidden one
     (first,) = json.loads(run("--db", db, "events", "s1", "--json", cwd=tmp_path).stdout)[:1]
     hidden = run(*base, "--soft", "--event", first["id"], cwd=tmp_path)
     assert (hidden.returncode, hidden.stdout.strip()) == (0, "hidden 1 item(s)")
-    one_error_line(run(*base, "--soft", "--event", first["id"], cwd=tmp_path), 3, "hidden already")
+    again = run(*base, "--soft", "--event", first["id"], cwd=tmp_path)
+    one_error_line(again, 3, f"nothing to hide: event {first['id']!r} hidden already")
+    mixed = run(*base, "--soft", "--event", first["id"], "--entity", "doc_x", cwd=tmp_path)
+    line = one_error_line(mixed, 3, f"event {first['id']!r} hidden already in project")
+    assert line.endswith("; not found: entity 'doc_x'")
     # a purge with nothing old enough is no mistake: an empty report, 0
     purge = run(*base, "--soft-deleted-older-than", "30d", cwd=tmp_path)
     assert purge.returncode == 0 and json.loads(purge.stdout)["total"] == 0
     gone = run(*base, "--session", "s1", cwd=tmp_path)
     assert gone.returncode == 0 and json.loads(gone.stdout)["total"] > 0
+
+
+def test_forget_whole_project_needs_yes_without_a_terminal(tmp_path: Path, db: str) -> None:
+    base = ("--db", db, "--embedder", "none", "forget", "--whole-project")
+    proc = run(*base, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    line = one_error_line(proc, 2, "--whole-project", "pass --yes to confirm")
+    assert "project 'default'" in line and proc.stdout == ""
+    kept = run("--db", db, "events", "s1", "--json", cwd=tmp_path)
+    assert kept.returncode == 0 and len(json.loads(kept.stdout)) == 3
+    done = run(*base, "--yes", cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["removed"]["events"] == 3
+    one_error_line(run("--db", db, "events", "s1", cwd=tmp_path), 3, "project 'default'")
+
+
+def test_forget_whole_project_on_a_terminal_asks_for_the_project_name(
+    tmp_path: Path, db: str
+) -> None:
+    base = ("--db", db, "--embedder", "none", "forget", "--whole-project")
+    refused = run_on_a_terminal(*base, cwd=tmp_path, typed="y\n")
+    assert refused.returncode == 2, refused.stderr
+    assert "Type the project's name to confirm" in refused.stderr
+    assert "error: --whole-project: not confirmed (typed 'y', not 'default')" in refused.stderr
+    assert "Traceback" not in refused.stderr and refused.stdout == ""
+    kept = run("--db", db, "events", "s1", "--json", cwd=tmp_path)
+    assert kept.returncode == 0 and len(json.loads(kept.stdout)) == 3
+    done = run_on_a_terminal(*base, cwd=tmp_path, typed="default\n")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["removed"]["events"] == 3
+    one_error_line(run("--db", db, "events", "s1", cwd=tmp_path), 3, "project 'default'")
 
 
 def test_search_in_an_unknown_repository_names_the_known_ones(tmp_path: Path, db: str) -> None:

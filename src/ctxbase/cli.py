@@ -102,12 +102,12 @@ class _NothingMatched(NotFoundError):
     """A forget whose events, entities or session match nothing: most likely a mistyped id,
     which must not pass for done."""
 
-    def __init__(self, verb: str, args: argparse.Namespace, note: str = "") -> None:
+    def __init__(self, verb: str, args: argparse.Namespace, state: str = "not found") -> None:
         named = [f"event {i!r}" for i in args.event or []]
         named += [f"entity {i!r}" for i in args.entity or []]
         named += [f"session {args.session!r}"] if args.session else []
         super().__init__("item", ", ".join(named))
-        where = f"not found in project {args.project!r}{note}"
+        where = f"{state} in project {args.project!r}"
         self.args = (f"nothing to {verb}: {', '.join(named)} {where}",)
 
 
@@ -509,29 +509,70 @@ def _note_unknown(cb: Any, unknown: Sequence[str]) -> None:
         )
 
 
+def _confirm_whole_project(project: str, db: str) -> None:
+    """`forget --whole-project` removes everything: on a terminal the user types the
+    project's name; otherwise --yes must say so (exit 2 without it, nothing done)."""
+    if not sys.stdin.isatty():
+        raise ValidationError(
+            "--whole-project",
+            f"removes everything project {project!r} holds; pass --yes to confirm "
+            "(no terminal to ask on)",
+        )
+    print(
+        f"forget --whole-project removes everything project {project!r} holds in {db}, "
+        "for good.\nType the project's name to confirm: ",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
+    typed = sys.stdin.readline().strip()
+    if typed != project:
+        raise ValidationError(
+            "--whole-project",
+            f"not confirmed (typed {typed!r}, not {project!r}): nothing forgotten",
+        )
+
+
+def _cmd_hide(cb: Any, args: argparse.Namespace, unknown: Sequence[str]) -> int:
+    ids = (args.event or []) + (args.entity or [])
+    if args.whole_project or not (ids or args.session):
+        raise ValidationError("forget", "--soft hides --event, --entity or --session")
+    if ids and len(unknown) == len(ids) and not args.session:
+        raise _NothingMatched("hide", args)
+    if args.session:
+        cb.flush()
+        cb.get_session(args.session)
+        ids += [e.id for e in cb.store.list_events(cb.project, args.session)]
+    report = cb.set_hidden(ids, True)
+    if report.changed == 0:
+        error = _NothingMatched("hide", args, "hidden already")
+        if unknown:  # name only the hidden ones as such
+            hidden = [f"event {i!r}" for i in args.event or [] if i in report.unchanged]
+            hidden += [f"entity {i!r}" for i in args.entity or [] if i in report.unchanged]
+            error.args = (
+                f"nothing to hide: {', '.join(hidden)} hidden already in project "
+                f"{cb.project!r}; not found: {', '.join(unknown)}",
+            )
+        raise error
+    print(f"hidden {report.changed} item(s)")
+    _note_unknown(cb, unknown)
+    return 0
+
+
 def cmd_forget(args: argparse.Namespace) -> int:
     with _open(args, embedder=None) as cb:
-        unknown = _unknown_ids(cb, args)
         if args.soft:
-            ids = (args.event or []) + (args.entity or [])
-            if args.whole_project or not (ids or args.session):
-                raise ValidationError("forget", "--soft hides --event, --entity or --session")
-            if args.session:
-                cb.flush()
-                cb.get_session(args.session)
-                ids += [e.id for e in cb.store.list_events(cb.project, args.session)]
-            n = cb.soft_delete(ids)
-            if n == 0:
-                raise _NothingMatched("hide", args, " (or hidden already)")
-            print(f"hidden {n} item(s)")
-            _note_unknown(cb, unknown)
-            return 0
+            return _cmd_hide(cb, args, _unknown_ids(cb, args))
+        unknown: list[str] = []
         older = args.soft_deleted_older_than
         if args.all_projects:
             if older is None or args.event or args.entity or args.session or args.whole_project:
                 raise ValidationError("--all-projects", "goes with --soft-deleted-older-than only")
             report = cb.purge_soft_deleted(older, all_projects=True)
         else:
+            if args.whole_project and not args.yes:
+                db = _db(args)
+                _confirm_whole_project(cb.project, "the database" if _is_url(db) else db)
             report = cb.forget(
                 event_ids=args.event or [],
                 entity_ids=args.entity or [],
@@ -541,6 +582,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
             )
             if report.total == 0 and (args.event or args.entity or args.session):
                 raise _NothingMatched("forget", args)
+            missing = set(report.not_found)
+            unknown = [f"event {i!r}" for i in args.event or [] if i in missing]
+            unknown += [f"entity {i!r}" for i in args.entity or [] if i in missing]
         _print_json(report.as_dict())
         _note_unknown(cb, unknown)
     return 0

@@ -200,7 +200,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     p.add_argument("--event", action="append", help="an event id (repeatable)")
     p.add_argument("--entity", action="append", help="an entity id (repeatable)")
     p.add_argument("--session", help="a whole session, with its events")
-    p.add_argument("--whole-project", action="store_true", help="everything the project holds")
+    p.add_argument(
+        "--whole-project",
+        action="store_true",
+        help="everything the project holds (asks for the project's name, or pass --yes)",
+    )
+    p.add_argument("--yes", action="store_true", help="with --whole-project: confirmed, do not ask")
     p.add_argument(
         "--soft-deleted-older-than",
         metavar="DURATION",

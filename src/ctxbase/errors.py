@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "AddressInUseError",
     "ConflictError",
@@ -31,14 +33,24 @@ class ValidationError(CtxbaseError, ValueError):
 
 
 class NotFoundError(CtxbaseError, LookupError):
-    """The item does not exist in this project (or is not visible to the caller)."""
+    """The item does not exist in this project (or is not visible to the caller). `ids`
+    lists every id not found when a call named several (the first is `item_id`); `message`
+    replaces the default text."""
 
     code = "not_found"
 
-    def __init__(self, kind: str, item_id: str) -> None:
+    def __init__(
+        self,
+        kind: str,
+        item_id: str,
+        *,
+        ids: Sequence[str] = (),
+        message: str | None = None,
+    ) -> None:
         self.kind = kind
         self.item_id = item_id
-        super().__init__(f"{kind} {item_id!r} not found")
+        self.ids = tuple(ids) or (item_id,)
+        super().__init__(message or f"{kind} {item_id!r} not found")
 
 
 class ConflictError(CtxbaseError):

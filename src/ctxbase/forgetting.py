@@ -11,10 +11,11 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .errors import ValidationError
+from .errors import NotFoundError, ValidationError
 from .retrieve.caches import clear_text_caches
 from .store.base import ForgetReport
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ForgetMethods",
+    "VisibilityReport",
     "forget",
     "parse_duration",
     "purge_soft_deleted",
@@ -53,6 +55,64 @@ def retention_seconds(value: float | timedelta | str, field: str = "older_than")
     return float(seconds)
 
 
+@dataclass
+class VisibilityReport:
+    """What a soft delete or restore did: `changed` rows (what was anchored from a named
+    event included), the named ids that were already hidden (soft delete) or visible
+    (restore), and those the project holds as neither event nor entity."""
+
+    changed: int = 0
+    unchanged: list[str] = field(default_factory=list)
+    not_found: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "changed": self.changed,
+            "unchanged": list(self.unchanged),
+            "not_found": list(self.not_found),
+        }
+
+
+def _nothing_matched(verb: str, named: Sequence[tuple[str, str]], project: str) -> NotFoundError:
+    """Every id a call named is unknown: most likely a typo, which must not pass for done."""
+    kinds = {kind for kind, _ in named}
+    text = ", ".join(f"{kind} {i!r}" if kind else repr(i) for kind, i in named)
+    where = f"not found in project {project!r}"
+    if kinds == {""}:
+        verb_s = "matches" if len(named) == 1 else "match"
+        where = f"{verb_s} no event or entity of project {project!r}"
+    kind, first = named[0]
+    return NotFoundError(
+        (kind if len(kinds) == 1 else "") or "item",
+        first,
+        ids=[i for _, i in named],
+        message=f"nothing to {verb}: {text} {where}",
+    )
+
+
+def _unknown_targets(
+    store: Store,
+    pid: str,
+    event_ids: Sequence[str],
+    entity_ids: Sequence[str],
+    session_id: str | None,
+) -> tuple[list[tuple[str, str]], int]:
+    """The (kind, id) a forget named that the project does not hold, and how many it named.
+    The store forgets an id whichever list names it, so an id is known when it is an event
+    or an entity; its kind in the answer is the list that named it."""
+    named = [("event", i) for i in dict.fromkeys(event_ids)]
+    named += [("entity", i) for i in dict.fromkeys(entity_ids)]
+    ids = list(dict.fromkeys(i for _, i in named))
+    known: set[str] = set()
+    if ids:
+        known = {e.id for e in store.get_events(pid, ids, include_inactive=True)}
+        known |= {e.id for e in store.get_entities(pid, ids, include_inactive=True)}
+    unknown = [(kind, i) for kind, i in named if i not in known]
+    if session_id is not None and store.get_session(pid, session_id) is None:
+        unknown.append(("session", session_id))
+    return unknown, len(named) + (session_id is not None)
+
+
 def forget(
     cb: ForgetMethods,
     *,
@@ -76,6 +136,9 @@ def forget(
         before = time.time() - retention_seconds(soft_deleted_older_than)
     pid = cb.resolve_project(project)
     cb.flush()
+    unknown, named = _unknown_targets(cb.store, pid, event_ids, entity_ids, session_id)
+    if named and len(unknown) == named and not whole_project and before is None:
+        raise _nothing_matched("forget", unknown, pid)
     report = cb.store.forget(
         pid,
         event_ids=list(event_ids),
@@ -87,6 +150,7 @@ def forget(
     for cache, n in cb._forget_cached(pid).items():
         report.add_cache(cache, n)
     report.add_cache("text_analysis", clear_text_caches())
+    report.not_found = [i for _, i in unknown]
     return report
 
 
@@ -136,12 +200,36 @@ class ForgetMethods:
         anchored from a hidden event (its entities, and mentions no other visible event
         names) is hidden and restored with it, and counted; an entity hidden by its own id
         stays hidden when the event is restored. When they were hidden is recorded:
-        `purge_soft_deleted` forgets them after a retention."""
-        self.flush()
-        return self.store.set_active(self._pid(project), list(ids), False)
+        `purge_soft_deleted` forgets them after a retention. Returns the rows hidden;
+        `set_hidden` also says which ids were hidden already or are unknown. NotFoundError
+        when every id is unknown (an id hidden already is no error)."""
+        return self.set_hidden(ids, True, project=project).changed
 
     def restore(self, ids: Sequence[str], *, project: str | None = None) -> int:
-        return self.store.set_active(self._pid(project), list(ids), True)
+        """Bring back what `soft_delete` hid; the rows restored (see `set_hidden`)."""
+        return self.set_hidden(ids, False, project=project).changed
+
+    def set_hidden(
+        self, ids: Sequence[str], hidden: bool = True, *, project: str | None = None
+    ) -> VisibilityReport:
+        """Soft delete (`hidden=True`) or restore events or entities, as `soft_delete` and
+        `restore` do, with a report: the rows changed, the ids that were already in that
+        state, and the ids the project holds as neither event nor entity (NotFoundError
+        when that is every id named)."""
+        pid = self._pid(project)
+        self.flush()
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return VisibilityReport()
+        state = {e.id: e.active for e in self.store.get_events(pid, wanted, include_inactive=True)}
+        for entity in self.store.get_entities(pid, wanted, include_inactive=True):
+            state.setdefault(entity.id, entity.active)
+        missing = [i for i in wanted if i not in state]
+        if len(missing) == len(wanted):
+            raise _nothing_matched("hide" if hidden else "restore", [("", i) for i in missing], pid)
+        changed = self.store.set_active(pid, wanted, not hidden)
+        unchanged = [i for i in wanted if i in state and state[i] == (not hidden)]
+        return VisibilityReport(changed=changed, unchanged=unchanged, not_found=missing)
 
     def forget(
         self,

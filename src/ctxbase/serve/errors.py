@@ -99,6 +99,7 @@ def error_body(exc: CtxbaseError) -> tuple[int, dict[str, Any]]:
     elif isinstance(exc, NotFoundError):
         err["kind"] = exc.kind
         err["id"] = exc.item_id
+        err["ids"] = list(exc.ids)
     elif isinstance(exc, RequestTooLargeError):
         err["field"] = exc.field
     elif code == "budget_too_small":
@@ -121,7 +122,13 @@ def exception_from_body(status: int, body: Any) -> CtxbaseError:
         text = message[len(prefix) :] if field and message.startswith(prefix) else message
         return ValidationError(str(field or "input"), text)
     if code == NotFoundError.code and "kind" in err:
-        return NotFoundError(str(err["kind"]), str(err.get("id", "")))
+        ids = err.get("ids")
+        return NotFoundError(
+            str(err["kind"]),
+            str(err.get("id", "")),
+            ids=[str(i) for i in ids] if isinstance(ids, list) else (),
+            message=message or None,
+        )
     if code == "budget_too_small" and isinstance(err.get("max_tokens"), int):
         from ..assemble.budget import BudgetTooSmall
 

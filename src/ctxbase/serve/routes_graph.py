@@ -128,20 +128,25 @@ def neighbourhood(
 # -- forget --------------------------------------------------------------------------------
 @router.post("/soft-delete", response_model=ChangedOut, tags=["forget"])
 def soft_delete(pid: WriteProject, body: IdsIn, rt: Rt) -> ChangedOut:
-    """Hide events or entities from every read; /restore brings them back."""
-    return ChangedOut(changed=rt.cb.soft_delete(body.ids, project=pid))
+    """Hide events or entities from every read; /restore brings them back. `changed`
+    counts the rows hidden, `unchanged` names the ids hidden already, `not_found` those
+    the project does not hold (404 when that is every id)."""
+    return ChangedOut(**rt.cb.set_hidden(body.ids, True, project=pid).as_dict())
 
 
 @router.post("/restore", response_model=ChangedOut, tags=["forget"])
 def restore(pid: WriteProject, body: IdsIn, rt: Rt) -> ChangedOut:
-    return ChangedOut(changed=rt.cb.restore(body.ids, project=pid))
+    """Bring back what /soft-delete hid; the answer is /soft-delete's."""
+    return ChangedOut(**rt.cb.set_hidden(body.ids, False, project=pid).as_dict())
 
 
 @router.post("/forget", response_model=ForgetOut, tags=["forget"])
 def forget(pid: AdminOnlyProject, body: ForgetIn, rt: Rt) -> ForgetOut:
     """Hard forget (admin keys): every stored copy is removed, or redacted in other
     sessions' traces; `soft_deleted_older_than_s` forgets what was soft-deleted longer ago.
-    The report counts rows removed and redacted per table and cache entries dropped."""
+    The report counts rows removed and redacted per table and cache entries dropped, and
+    names in `not_found` the ids (and session) it named that the project does not hold;
+    404 when every one named is unknown (and neither whole_project nor a purge was asked)."""
     # Before and after: an assembly racing with the forget must not stay cached.
     cached = rt.cache.invalidate(pid)
     fields = body.model_dump()

@@ -518,6 +518,8 @@ class ForgetOut(_Out):
     redacted: dict[str, int] = Field(default_factory=dict)  # rows kept, redacted, per table
     caches: dict[str, int] = Field(default_factory=dict)  # in-memory entries per cache
     total: int  # rows removed
+    # event ids, entity ids and session id named that the project does not hold
+    not_found: list[str] = Field(default_factory=list)
 
 
 class IdsIn(_In):
@@ -525,4 +527,6 @@ class IdsIn(_In):
 
 
 class ChangedOut(_Out):
-    changed: int
+    changed: int  # rows hidden or restored, what was anchored from a named event included
+    unchanged: list[str] = Field(default_factory=list)  # named ids already in that state
+    not_found: list[str] = Field(default_factory=list)  # named ids: no event nor entity

@@ -227,6 +227,7 @@ class Client:
     delete_fact = _sync(Calls.delete_fact)
     soft_delete = _sync(Calls.soft_delete)
     restore = _sync(Calls.restore)
+    set_hidden = _sync(Calls.set_hidden)
     forget = _sync(Calls.forget)
     purge_soft_deleted = _sync(Calls.purge_soft_deleted)
 
@@ -351,6 +352,7 @@ class AsyncClient:
     delete_fact = _async(Calls.delete_fact)
     soft_delete = _async(Calls.soft_delete)
     restore = _async(Calls.restore)
+    set_hidden = _async(Calls.set_hidden)
     forget = _async(Calls.forget)
     purge_soft_deleted = _async(Calls.purge_soft_deleted)
 

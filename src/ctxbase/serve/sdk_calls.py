@@ -20,7 +20,7 @@ from ..aliases import edge_args, entity_args, identity_source
 from ..capture.bus import BusStats
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
 from ..errors import ValidationError
-from ..forgetting import retention_seconds
+from ..forgetting import VisibilityReport, retention_seconds
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, check_id
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
@@ -111,6 +111,15 @@ def _forget_report(raw: Mapping[str, Any]) -> ForgetReport:
         removed=dict(raw["removed"]),
         redacted=dict(raw.get("redacted") or {}),
         caches=dict(raw.get("caches") or {}),
+        not_found=list(raw.get("not_found") or []),
+    )
+
+
+def _visibility(raw: Mapping[str, Any]) -> VisibilityReport:
+    return VisibilityReport(
+        changed=int(raw["changed"]),
+        unchanged=list(raw.get("unchanged") or []),
+        not_found=list(raw.get("not_found") or []),
     )
 
 
@@ -712,6 +721,12 @@ class Calls:
     def restore(self, ids: Sequence[str], *, project: str | None = None) -> Call[int]:
         path = self._path(project, "restore")
         return Call("POST", path, lambda r: int(r["changed"]), body={"ids": list(ids)})
+
+    def set_hidden(
+        self, ids: Sequence[str], hidden: bool = True, *, project: str | None = None
+    ) -> Call[VisibilityReport]:
+        path = self._path(project, "soft-delete" if hidden else "restore")
+        return Call("POST", path, _visibility, body={"ids": list(ids)})
 
     def forget(
         self,

@@ -1,0 +1,87 @@
+"""Forget, soft delete and restore say what they did not find (on SQLite and PostgreSQL):
+ids the project does not hold are named in the report, and a call whose every id is
+unknown is NotFoundError instead of an empty answer; an id hidden (or visible) already is
+no error and is told apart from an unknown one."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxbase import ContextBase
+from ctxbase.errors import NotFoundError
+
+
+def _seed(cb: ContextBase) -> tuple[str, str]:
+    event = cb.record("user_message", session_id="s1", text="the deploy key rotates monthly")
+    doc = cb.upsert_entity("document", "runbook", "rotate the deploy key every month")
+    cb.flush()
+    return event.id, doc.id
+
+
+def test_a_forget_names_the_ids_it_did_not_find(cb: ContextBase) -> None:
+    event_id, doc_id = _seed(cb)
+    report = cb.forget(event_ids=[event_id, "ev_typo"], entity_ids=[doc_id, "doc_typo"])
+    assert report.removed["events"] == 1 and report.removed["entities"] >= 1
+    assert report.not_found == ["ev_typo", "doc_typo"]
+    assert report.as_dict()["not_found"] == ["ev_typo", "doc_typo"]
+    # an id is forgotten whichever list names it: an entity named as an event is found
+    named_as_event = cb.upsert_entity("document", "other", "goes too")
+    cb.flush()
+    mixed = cb.forget(event_ids=[named_as_event.id])
+    assert mixed.not_found == [] and mixed.removed["entities"] == 1
+    with pytest.raises(NotFoundError):
+        cb.get_entity(named_as_event.id)
+
+
+def test_a_forget_whose_every_id_is_unknown_is_not_found(cb: ContextBase) -> None:
+    event_id, _ = _seed(cb)
+    with pytest.raises(NotFoundError) as err:
+        cb.forget(event_ids=["ev_x"], entity_ids=["doc_y"], session_id="nosuch")
+    assert str(err.value) == (
+        f"nothing to forget: event 'ev_x', entity 'doc_y', session 'nosuch' not found in "
+        f"project {cb.project!r}"
+    )
+    assert err.value.ids == ("ev_x", "doc_y", "nosuch") and err.value.kind == "item"
+    with pytest.raises(NotFoundError) as one:
+        cb.forget(session_id="nosuch")
+    assert (one.value.kind, one.value.item_id) == ("session", "nosuch")
+    assert cb.get_event(event_id).id == event_id  # nothing was touched
+    # the session is found while its events are; once forgotten, a repeat is not found
+    assert cb.forget(session_id="s1").not_found == []
+    with pytest.raises(NotFoundError, match="session 's1' not found"):
+        cb.forget(session_id="s1")
+
+
+def test_whole_project_and_purges_are_never_not_found(cb: ContextBase) -> None:
+    _seed(cb)
+    purge = cb.forget(event_ids=["ev_x"], soft_deleted_older_than="30d")
+    assert purge.total == 0 and purge.not_found == ["ev_x"]
+    everything = cb.forget(whole_project=True, event_ids=["ev_x"])
+    assert everything.total > 0 and everything.not_found == ["ev_x"]
+    assert cb.purge_soft_deleted("1d").not_found == []
+
+
+def test_hide_and_restore_tell_unknown_ids_from_ids_already_in_that_state(
+    cb: ContextBase,
+) -> None:
+    event_id, doc_id = _seed(cb)
+    first = cb.set_hidden([event_id, "ev_typo"], True)
+    assert (first.changed, first.unchanged, first.not_found) == (1, [], ["ev_typo"])
+    again = cb.set_hidden([event_id, doc_id], True)
+    assert (again.changed, again.unchanged, again.not_found) == (1, [event_id], [])
+    assert again.as_dict() == {"changed": 1, "unchanged": [event_id], "not_found": []}
+    assert cb.soft_delete([event_id]) == 0  # the int API: hidden already, no error
+    with pytest.raises(NotFoundError) as err:
+        cb.soft_delete(["ev_typo", "doc_typo"])
+    assert str(err.value) == (
+        f"nothing to hide: 'ev_typo', 'doc_typo' match no event or entity of project {cb.project!r}"
+    )
+    assert err.value.ids == ("ev_typo", "doc_typo")
+    back = cb.set_hidden([event_id, doc_id, "x"], False)
+    assert (back.changed, back.unchanged, back.not_found) == (2, [], ["x"])
+    assert cb.restore([event_id]) == 0
+    visible = cb.set_hidden([event_id], False)
+    assert (visible.changed, visible.unchanged) == (0, [event_id])
+    with pytest.raises(NotFoundError, match="nothing to restore: 'x' matches no event"):
+        cb.restore(["x"])
+    assert cb.soft_delete([]) == 0 and cb.set_hidden([]).as_dict()["not_found"] == []

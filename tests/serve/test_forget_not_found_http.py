@@ -1,0 +1,188 @@
+"""POST /forget, /soft-delete and /restore over HTTP, on both backends, say what they did
+not find: the ids the project does not hold are named in the answer, every id unknown is a
+404 naming them, and an id hidden (or visible) already is a 200 that says so. The remote
+SDK answers as the embedded ContextBase does."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import ctxbase
+from conftest import Live, start
+from ctxbase.errors import NotFoundError
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Live]:
+    tmp = tmp_path_factory.mktemp("forget404")
+    overrides: dict[str, Any] = {}
+    if request.param == "postgres":
+        overrides["db"] = request.getfixturevalue("pg_url")
+    bg = start(tmp, **overrides)
+    try:
+        yield Live(bg.url, bg.settings.db, bg)
+    finally:
+        bg.stop()
+
+
+def _event(c: httpx.Client, base: str, session: str, text: str) -> str:
+    r = c.post(f"{base}/events", json={"type": "user_message", "session_id": session, "text": text})
+    assert r.status_code == 201, r.text
+    return str(r.json()["id"])
+
+
+def test_rest_forget_names_unknown_ids_and_404s_when_none_matched(server: Live, pid: str) -> None:
+    base = f"/v1/projects/{pid}"
+    with server.client(server.key(pid, role="admin")) as c:
+        kept = _event(c, base, "s1", "the deploy key rotates monthly")
+        gone = _event(c, base, "s1", "the staging password is hunter2")
+
+        r = c.post(f"{base}/forget", json={"event_ids": ["ev_typo"], "entity_ids": ["doc_x"]})
+        assert r.status_code == 404, r.text
+        err = r.json()["error"]
+        assert err["code"] == "not_found" and err["ids"] == ["ev_typo", "doc_x"]
+        assert err["message"] == (
+            f"nothing to forget: event 'ev_typo', entity 'doc_x' not found in project {pid!r}"
+        )
+        r = c.post(f"{base}/forget", json={"session_id": "nosuch"})
+        assert r.status_code == 404 and "session 'nosuch' not found" in r.text
+
+        r = c.post(f"{base}/forget", json={"event_ids": [gone, "ev_typo"]})
+        assert r.status_code == 200, r.text
+        assert r.json()["removed"]["events"] == 1 and r.json()["not_found"] == ["ev_typo"]
+        again = c.post(f"{base}/forget", json={"event_ids": [gone]})
+        assert again.status_code == 404 and again.json()["error"]["ids"] == [gone]
+
+        purge = c.post(f"{base}/forget", json={"soft_deleted_older_than_s": 0, "event_ids": ["x"]})
+        assert purge.status_code == 200 and purge.json()["not_found"] == ["x"]
+        assert c.get(f"{base}/events/{kept}").status_code == 200
+
+
+def test_rest_soft_delete_and_restore_tell_unknown_from_unchanged(server: Live, pid: str) -> None:
+    base = f"/v1/projects/{pid}"
+    with server.client(server.key(pid, role="write")) as c:
+        ev = _event(c, base, "s1", "a note to hide")
+
+        r = c.post(f"{base}/soft-delete", json={"ids": [ev, "ev_typo"]})
+        assert r.json() == {"changed": 1, "unchanged": [], "not_found": ["ev_typo"]}
+        r = c.post(f"{base}/soft-delete", json={"ids": [ev]})
+        assert r.status_code == 200
+        assert r.json() == {"changed": 0, "unchanged": [ev], "not_found": []}
+        r = c.post(f"{base}/soft-delete", json={"ids": ["ev_typo"]})
+        assert r.status_code == 404, r.text
+        assert r.json()["error"]["ids"] == ["ev_typo"]
+        assert r.json()["error"]["message"] == (
+            f"nothing to hide: 'ev_typo' matches no event or entity of project {pid!r}"
+        )
+
+        r = c.post(f"{base}/restore", json={"ids": [ev]})
+        assert r.json() == {"changed": 1, "unchanged": [], "not_found": []}
+        r = c.post(f"{base}/restore", json={"ids": [ev, "ev_typo"]})
+        assert r.json() == {"changed": 0, "unchanged": [ev], "not_found": ["ev_typo"]}
+        r = c.post(f"{base}/restore", json={"ids": ["ev_typo", "doc_typo"]})
+        assert r.status_code == 404 and r.json()["error"]["ids"] == ["ev_typo", "doc_typo"]
+        assert c.post(f"{base}/soft-delete", json={"ids": []}).json()["changed"] == 0
+
+
+def _scenario(api: Any) -> dict[str, Any]:
+    """The same calls on the embedded API and the remote SDK; what each gave, with the
+    project and the event ids (which differ: the backends may share one database) named
+    alike."""
+    out: dict[str, Any] = {}
+    first = api.record("user_message", session_id="s1", text="first note")
+    second = api.record("user_message", session_id="s1", text="second note")
+    hidden = api.set_hidden([first.id, "ev_typo"], True)
+    out["hidden"] = (hidden.changed, hidden.unchanged, hidden.not_found)
+    out["hidden_again"] = api.soft_delete([first.id])
+    again = api.set_hidden([first.id], True)
+    out["unchanged"] = (again.changed, again.unchanged, again.not_found)
+    back = api.set_hidden([first.id, "ev_typo"], False)
+    out["restored"] = (back.changed, back.unchanged, back.not_found)
+    out["restored_again"] = api.restore([first.id])
+    for call in (
+        lambda: api.soft_delete(["ev_typo"]),
+        lambda: api.restore(["ev_typo", "doc_typo"]),
+        lambda: api.forget(event_ids=["ev_typo"], session_id="nosuch"),
+    ):
+        with pytest.raises(NotFoundError) as err:
+            call()
+        out.setdefault("errors", []).append((type(err.value), str(err.value), err.value.ids))
+    report = api.forget(event_ids=[second.id, "ev_typo"])
+    out["forget"] = (report.removed.get("events"), report.not_found)
+    with pytest.raises(NotFoundError) as repeat:
+        api.forget(event_ids=[second.id])
+    out["forget_again"] = (str(repeat.value), repeat.value.ids)
+    text = repr(out).replace(api.project, "<p>").replace(first.id, "<first>")
+    return {"text": text.replace(second.id, "<second>")}
+
+
+def test_the_remote_sdk_answers_as_the_embedded_api(
+    server: Live, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    postgres = "postgres" in request.node.callspec.id
+    target = request.getfixturevalue("pg_url") if postgres else str(tmp_path / "embedded.db")
+    embedded = ctxbase.open(target, project=f"emb-{uuid.uuid4().hex[:8]}", embedder="hash")
+    try:
+        local = _scenario(embedded)
+    finally:
+        embedded.close()
+    project = f"rem-{uuid.uuid4().hex[:8]}"
+    key = server.key(project, role="admin")
+    with ctxbase.connect(server.url, api_key=key, project=project) as client:
+        remote = _scenario(client)
+    assert remote == local
+    expected = {
+        "hidden": (1, [], ["ev_typo"]),
+        "hidden_again": 0,
+        "unchanged": (0, ["<first>"], []),
+        "restored": (1, [], ["ev_typo"]),
+        "restored_again": 0,
+        "errors": [
+            (
+                NotFoundError,
+                "nothing to hide: 'ev_typo' matches no event or entity of project '<p>'",
+                ("ev_typo",),
+            ),
+            (
+                NotFoundError,
+                "nothing to restore: 'ev_typo', 'doc_typo' match no event or entity of "
+                "project '<p>'",
+                ("ev_typo", "doc_typo"),
+            ),
+            (
+                NotFoundError,
+                "nothing to forget: event 'ev_typo', session 'nosuch' not found in project '<p>'",
+                ("ev_typo", "nosuch"),
+            ),
+        ],
+        "forget": (1, ["ev_typo"]),
+        "forget_again": (
+            "nothing to forget: event '<second>' not found in project '<p>'",
+            ("<second>",),
+        ),
+    }
+    assert local == {"text": repr(expected)}
+
+
+def test_the_async_client_reports_the_same(server: Live, pid: str) -> None:
+    async def run() -> tuple[Any, str]:
+        key = server.key(pid, role="write")
+        async with ctxbase.connect_async(server.url, api_key=key, project=pid) as ac:
+            ev = await ac.record("user_message", session_id="s", text="hide me")
+            report = await ac.set_hidden([ev.id, "ev_typo"], True)
+            with pytest.raises(NotFoundError) as err:
+                await ac.restore(["ev_typo"])
+            return report, str(err.value)
+
+    report, error = asyncio.run(run())
+    assert (report.changed, report.unchanged, report.not_found) == (1, [], ["ev_typo"])
+    assert error == f"nothing to restore: 'ev_typo' matches no event or entity of project {pid!r}"
