@@ -62,6 +62,7 @@ def test_lone_reads_take_one_round_trip_each(one_conn: PostgresStore, project_id
         "get_entities": lambda: pg.get_entities(project_id, [ent.id]),
         "index_generation": lambda: pg.index_generation(project_id),
         "existing_ids": lambda: pg.existing_ids(project_id, [ev.id]),
+        "forgotten_ids": lambda: pg.forgotten_ids(project_id, [ev.id]),
         "vector_search": lambda: pg.vector_search(project_id, "m", query, 3),
         "list_relations": lambda: pg.list_relations(project_id, [ent.id]),
         "get_session": lambda: pg.get_session(project_id, "s1"),

@@ -57,6 +57,25 @@ def test_forget_events_removes_rows_index_vectors_edges(store: Store, project_id
     assert retry.id == gone and write(store, retry) == []
 
 
+def test_forgotten_ids_names_the_events_forgotten_before(store: Store, project_id: str) -> None:
+    ids = _populate(store, project_id)
+    gone, kept = ids["s2"][0], ids["s2"][1]
+    (entity,) = ids["entity"]
+    assert store.forgotten_ids(project_id, [gone, kept, entity]) == set()
+    # named beside a stored event, an id that was never one is not tombstoned
+    store.forget(project_id, event_ids=[gone, "ev_never"], entity_ids=[entity])
+    assert store.forgotten_ids(project_id, [gone, kept, entity, "ev_never", gone]) == {gone}
+    assert store.forgotten_ids(project_id, []) == set()
+    # per project: the same id elsewhere is not forgotten there
+    assert store.forgotten_ids(project_id + "-other", [gone]) == set()
+    # a session's events and a whole project's are tombstoned too, many ids in one call
+    store.forget(project_id, session_id="s1")
+    many = [f"ev_{n}" for n in range(1200)] + ids["s1"]
+    assert store.forgotten_ids(project_id, many) == {*ids["s1"]}
+    store.forget(project_id, whole_project=True)
+    assert store.forgotten_ids(project_id, [*many, gone, kept]) == {*ids["s1"], gone, kept}
+
+
 def test_forget_last_event_moves_the_session_tail(store: Store, project_id: str) -> None:
     ids = _populate(store, project_id)
     store.forget(project_id, event_ids=[ids["s1"][-1]])

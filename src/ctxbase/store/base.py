@@ -351,6 +351,12 @@ class Store(ABC):
         """Which of these ids are stored events or entities in the project (active or not)."""
 
     @abstractmethod
+    def forgotten_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
+        """Which of these ids are events the project has hard-forgotten (it keeps a
+        tombstone, the hash of the id, for each). Entities have no tombstones: a forgotten
+        entity's id is not among them."""
+
+    @abstractmethod
     def get_events(
         self, project_id: str, ids: Sequence[str], include_inactive: bool = False
     ) -> list[Event]: ...

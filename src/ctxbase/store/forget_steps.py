@@ -46,6 +46,9 @@ class ForgetScope:
     """Everything one forget covers."""
 
     event_ids: list[str] = field(default_factory=list)
+    # those of `event_ids` stored as events: the ones tombstoned (a named id that was never
+    # an event must not read as forgotten, nor keep a future event of that id out)
+    stored_event_ids: list[str] = field(default_factory=list)
     entity_ids: list[str] = field(default_factory=list)
     session_id: str | None = None
     task_ids: list[str] = field(default_factory=list)
@@ -146,12 +149,13 @@ class ForgetSteps:
         texts: list[str | None] = []
         events = self._rows_in(
             conn,
-            "SELECT session_id, task_id, text FROM events WHERE project_id=?",
+            "SELECT event_id, session_id, task_id, text FROM events WHERE project_id=?",
             "event_id",
             scope.event_ids,
             pid,
         )
-        for session, task, text in events:
+        for event_id, session, task, text in events:
+            scope.stored_event_ids.append(event_id)
             scope.fact_scope_ids.update(s for s in (session, task) if s)
             texts.append(text)
         texts += [

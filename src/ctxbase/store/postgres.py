@@ -280,6 +280,18 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             ).fetchall()
         return {r[0] for r in rows}
 
+    def forgotten_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
+        hashes = {tombstone_hash(i): i for i in dict.fromkeys(ids)}
+        if not hashes:
+            return set()
+        with self._read() as conn:
+            rows = self._x(
+                conn,
+                "SELECT hashed_id FROM tombstones WHERE project_id=%s AND hashed_id = ANY(%s)",
+                (project_id, list(hashes)),
+            ).fetchall()
+        return {hashes[r[0]] for r in rows}
+
     def _events(self, conn: Conn, rows: Sequence[Sequence[Any]]) -> list[Event]:
         if not rows:
             return []

@@ -325,6 +325,19 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                     found.update(r[0] for r in rows)
         return found
 
+    def forgotten_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
+        hashes = {tombstone_hash(i): i for i in dict.fromkeys(ids)}
+        found: set[str] = set()
+        with self._read() as conn:
+            for part in chunks(list(hashes)):
+                rows = conn.execute(
+                    f"SELECT hashed_id FROM tombstones WHERE project_id=? "
+                    f"AND hashed_id IN ({placeholders(len(part))})",
+                    (project_id, *part),
+                ).fetchall()
+                found.update(hashes[r[0]] for r in rows)
+        return found
+
     def get_events(
         self, project_id: str, ids: Sequence[str], include_inactive: bool = False
     ) -> list[Event]:

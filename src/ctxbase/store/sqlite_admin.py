@@ -194,7 +194,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             report.add("entities", n)
         conn.executemany(
             "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-            [(project_id, tombstone_hash(eid)) for eid in scope.event_ids],
+            [(project_id, tombstone_hash(eid)) for eid in scope.stored_event_ids],
         )
         self._forget_state(conn, project_id, scope, report)
         self._forget_traces(conn, project_id, scope, report)
