@@ -461,6 +461,34 @@ def test_a_forget_naming_known_and_unknown_ids_says_which_were_not_found(
     assert quiet.returncode == 0 and quiet.stderr == ""
 
 
+def test_forgetting_an_event_again_says_already_forgotten(tmp_path: Path, db: str) -> None:
+    base = ("--db", db, "--embedder", "none", "forget")
+    first, second = json.loads(run("--db", db, "events", "s1", "--json", cwd=tmp_path).stdout)[:2]
+    gone = run(*base, "--event", first["id"], cwd=tmp_path)
+    assert gone.returncode == 0 and json.loads(gone.stdout)["removed"]["events"] == 1
+    # again: no error, nothing removed, and the note says why
+    again = run(*base, "--event", first["id"], cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    report = json.loads(again.stdout)
+    assert (report["total"], report["already_forgotten"]) == (0, [first["id"]])
+    assert again.stderr.strip() == (
+        f"note: already forgotten in project 'default': event {first['id']!r}"
+    )
+    # beside an unknown id: still 0, each said as what it is
+    mixed = run(*base, "--event", first["id"], "--entity", "doc_typo", cwd=tmp_path)
+    assert mixed.returncode == 0, mixed.stderr
+    assert mixed.stderr.strip().splitlines() == [
+        f"note: already forgotten in project 'default': event {first['id']!r}",
+        "note: not found in project 'default', nothing done for: entity 'doc_typo'",
+    ]
+    # with a known one: that one is forgotten
+    both = run(*base, "--event", second["id"], "--event", first["id"], cwd=tmp_path)
+    assert both.returncode == 0 and json.loads(both.stdout)["removed"]["events"] == 1
+    assert "already forgotten" in both.stderr and f"{second['id']!r}" not in both.stderr
+    # an id that matches nothing at all is still not found (3)
+    one_error_line(run(*base, "--event", "ev_typo", cwd=tmp_path), 3, "event 'ev_typo' not found")
+
+
 def test_serve_says_which_address_it_cannot_have_and_which_port_it_took(tmp_path: Path) -> None:
     import socket
 

@@ -509,6 +509,13 @@ def _note_unknown(cb: Any, unknown: Sequence[str]) -> None:
         )
 
 
+def _named_in(args: argparse.Namespace, ids: Sequence[str]) -> list[str]:
+    """The --event / --entity ids among `ids`, each as the option named it."""
+    wanted = set(ids)
+    named = [f"event {i!r}" for i in dict.fromkeys(args.event or []) if i in wanted]
+    return named + [f"entity {i!r}" for i in dict.fromkeys(args.entity or []) if i in wanted]
+
+
 def _confirm_whole_project(project: str, db: str) -> None:
     """`forget --whole-project` removes everything: on a terminal the user types the
     project's name; otherwise --yes must say so (exit 2 without it, nothing done)."""
@@ -564,6 +571,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
         if args.soft:
             return _cmd_hide(cb, args, _unknown_ids(cb, args))
         unknown: list[str] = []
+        already: list[str] = []
         older = args.soft_deleted_older_than
         if args.all_projects:
             if older is None or args.event or args.entity or args.session or args.whole_project:
@@ -580,12 +588,17 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 whole_project=args.whole_project,
                 soft_deleted_older_than=older,
             )
-            if report.total == 0 and (args.event or args.entity or args.session):
+            named = args.event or args.entity or args.session
+            if report.total == 0 and named and not report.already_forgotten:
                 raise _NothingMatched("forget", args)
-            missing = set(report.not_found)
-            unknown = [f"event {i!r}" for i in args.event or [] if i in missing]
-            unknown += [f"entity {i!r}" for i in args.entity or [] if i in missing]
+            unknown = _named_in(args, report.not_found)
+            already = _named_in(args, report.already_forgotten)
         _print_json(report.as_dict())
+        if already:  # forgotten by an earlier forget: nothing left, and no error
+            print(
+                f"note: already forgotten in project {cb.project!r}: {', '.join(already)}",
+                file=sys.stderr,
+            )
         _note_unknown(cb, unknown)
     return 0
 

@@ -90,27 +90,47 @@ def _nothing_matched(verb: str, named: Sequence[tuple[str, str]], project: str) 
     )
 
 
-def _unknown_targets(
+@dataclass
+class _Targets:
+    """What a forget named: how many targets, how many of them the project holds, the
+    (kind, id) it does not hold, and the ids of events it forgot before (tombstoned)."""
+
+    named: int
+    held: int
+    unknown: list[tuple[str, str]]
+    already_forgotten: list[str]
+
+
+def _targets(
     store: Store,
     pid: str,
     event_ids: Sequence[str],
     entity_ids: Sequence[str],
     session_id: str | None,
-) -> tuple[list[tuple[str, str]], int]:
-    """The (kind, id) a forget named that the project does not hold, and how many it named.
-    The store forgets an id whichever list names it, so an id is known when it is an event
-    or an entity; its kind in the answer is the list that named it."""
+) -> _Targets:
+    """The store forgets an id whichever list names it, so an id is known when it is an
+    event or an entity, and already forgotten when it is neither but has a tombstone (an
+    event forgotten before); its kind in the answer is the list that named it. Entities
+    have no tombstones: an entity forgotten before is not found."""
     named = [("event", i) for i in dict.fromkeys(event_ids)]
     named += [("entity", i) for i in dict.fromkeys(entity_ids)]
     ids = list(dict.fromkeys(i for _, i in named))
     known: set[str] = set()
+    gone: set[str] = set()
     if ids:
         known = {e.id for e in store.get_events(pid, ids, include_inactive=True)}
         known |= {e.id for e in store.get_entities(pid, ids, include_inactive=True)}
-    unknown = [(kind, i) for kind, i in named if i not in known]
-    if session_id is not None and store.get_session(pid, session_id) is None:
-        unknown.append(("session", session_id))
-    return unknown, len(named) + (session_id is not None)
+        rest = [i for i in ids if i not in known]
+        gone = store.forgotten_ids(pid, rest) if rest else set()
+    unknown = [(kind, i) for kind, i in named if i not in known and i not in gone]
+    held = sum(1 for _, i in named if i in known)
+    if session_id is not None:
+        if store.get_session(pid, session_id) is None:
+            unknown.append(("session", session_id))
+        else:
+            held += 1
+    already = [i for i in ids if i in gone]
+    return _Targets(len(named) + (session_id is not None), held, unknown, already)
 
 
 def forget(
@@ -136,21 +156,29 @@ def forget(
         before = time.time() - retention_seconds(soft_deleted_older_than)
     pid = cb.resolve_project(project)
     cb.flush()
-    unknown, named = _unknown_targets(cb.store, pid, event_ids, entity_ids, session_id)
-    if named and len(unknown) == named and not whole_project and before is None:
+    targets = _targets(cb.store, pid, event_ids, entity_ids, session_id)
+    unknown, named = targets.unknown, targets.named
+    only_named = not whole_project and before is None
+    if named and len(unknown) == named and only_named:
         raise _nothing_matched("forget", unknown, pid)
-    report = cb.store.forget(
-        pid,
-        event_ids=list(event_ids),
-        entity_ids=list(entity_ids),
-        session_id=session_id,
-        whole_project=whole_project,
-        soft_deleted_before=before,
-    )
-    for cache, n in cb._forget_cached(pid).items():
-        report.add_cache(cache, n)
-    report.add_cache("text_analysis", clear_text_caches())
+    if only_named and targets.held == 0:
+        # nothing named is held: a repeat (or a retry whose first answer was lost) of a
+        # forget that was done, which has nothing left to remove
+        report = ForgetReport()
+    else:
+        report = cb.store.forget(
+            pid,
+            event_ids=list(event_ids),
+            entity_ids=list(entity_ids),
+            session_id=session_id,
+            whole_project=whole_project,
+            soft_deleted_before=before,
+        )
+        for cache, n in cb._forget_cached(pid).items():
+            report.add_cache(cache, n)
+        report.add_cache("text_analysis", clear_text_caches())
     report.not_found = [i for _, i in unknown]
+    report.already_forgotten = targets.already_forgotten
     return report
 
 
@@ -245,7 +273,12 @@ class ForgetMethods:
         `soft_deleted_older_than`, or the whole project: every stored copy is removed (rows,
         index entries, vectors, edges, facts, the session's traces) or redacted (other
         sessions' traces), and in-memory caches are dropped; a stale retry of a forgotten
-        event is ignored. The report counts each per table and cache."""
+        event is ignored. The report counts each per table and cache, names the ids the
+        project does not hold (`not_found`) and the events it forgot before
+        (`already_forgotten`: forgetting again is no error, so a retry is harmless).
+        NotFoundError when every id and session named is unknown (unless whole_project or
+        a purge was asked). Entities have no tombstones: an entity forgotten before is
+        unknown, as is a session forgotten before."""
         return forget(
             self,
             event_ids=event_ids,

@@ -1,7 +1,8 @@
 """Forget, soft delete and restore say what they did not find (on SQLite and PostgreSQL):
 ids the project does not hold are named in the report, and a call whose every id is
-unknown is NotFoundError instead of an empty answer; an id hidden (or visible) already is
-no error and is told apart from an unknown one."""
+unknown is NotFoundError instead of an empty answer; an event forgotten before is named as
+already forgotten, no error; an id hidden (or visible) already is no error and is told
+apart from an unknown one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from ctxbase import ContextBase
 from ctxbase.errors import NotFoundError
+from ctxbase.model import new_event_id
 
 
 def _seed(cb: ContextBase) -> tuple[str, str]:
@@ -50,6 +52,45 @@ def test_a_forget_whose_every_id_is_unknown_is_not_found(cb: ContextBase) -> Non
     assert cb.forget(session_id="s1").not_found == []
     with pytest.raises(NotFoundError, match="session 's1' not found"):
         cb.forget(session_id="s1")
+
+
+def test_forgetting_an_event_again_says_it_was_forgotten_already(cb: ContextBase) -> None:
+    event_id, doc_id = _seed(cb)
+    first = cb.forget(event_ids=[event_id])
+    assert first.removed["events"] == 1 and first.already_forgotten == []
+    # again (a repeat, or a retry whose answer was lost): no error, nothing removed
+    again = cb.forget(event_ids=[event_id, event_id])
+    assert (again.removed, again.total, again.caches) == ({}, 0, {})
+    assert (again.already_forgotten, again.not_found) == ([event_id], [])
+    assert again.as_dict()["already_forgotten"] == [event_id]
+    # beside a typo: the typo is not found, and no error as the event is accounted for
+    mixed = cb.forget(event_ids=["ev_typo", event_id])
+    assert (mixed.not_found, mixed.already_forgotten) == (["ev_typo"], [event_id])
+    # an id is forgotten whichever list names it, so a forgotten event named as an entity
+    assert cb.forget(entity_ids=[event_id]).already_forgotten == [event_id]
+    # entities leave no tombstone: forgotten before, an entity is not found
+    assert cb.forget(entity_ids=[doc_id]).removed["entities"] == 1
+    with pytest.raises(NotFoundError, match=f"entity {doc_id!r} not found"):
+        cb.forget(entity_ids=[doc_id])
+
+
+def test_only_forgotten_events_count_as_forgotten(cb: ContextBase) -> None:
+    event_id, _ = _seed(cb)
+    later = new_event_id()  # an id named before any event has it
+    report = cb.forget(event_ids=[event_id, later])
+    assert (report.not_found, report.already_forgotten) == ([later], [])
+    with pytest.raises(NotFoundError, match=f"event {later!r} not found"):
+        cb.forget(event_ids=[later])
+    # it was not tombstoned: an event captured with it later is stored
+    stored = cb.record("user_message", session_id="s1", text="later", event_id=later)
+    assert stored.seq is not None and cb.get_event(later).text == "later"
+    # events forgotten with their session, or with the whole project, are forgotten too
+    one = cb.record("user_message", session_id="s2", text="in session two")
+    cb.forget(session_id="s2")
+    assert cb.forget(event_ids=[one.id]).already_forgotten == [one.id]
+    cb.forget(whole_project=True)
+    both = cb.forget(event_ids=[later, one.id, "ev_typo"])
+    assert (both.already_forgotten, both.not_found) == ([later, one.id], ["ev_typo"])
 
 
 def test_whole_project_and_purges_are_never_not_found(cb: ContextBase) -> None:

@@ -1,18 +1,22 @@
 """POST /forget, /soft-delete and /restore over HTTP, on both backends, say what they did
 not find: the ids the project does not hold are named in the answer, every id unknown is a
-404 naming them, and an id hidden (or visible) already is a 200 that says so. The remote
-SDK answers as the embedded ContextBase does."""
+404 naming them, an event forgotten before is a 200 naming it as already forgotten (so the
+SDK's retry after a lost answer succeeds), and an id hidden (or visible) already is a 200
+that says so. The remote SDK answers as the embedded ContextBase does."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import uuid
 from collections.abc import Iterator
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from test_idempotency import _LoseFirstAnswer
 
 import ctxbase
 from conftest import Live, start
@@ -60,7 +64,15 @@ def test_rest_forget_names_unknown_ids_and_404s_when_none_matched(server: Live, 
         assert r.status_code == 200, r.text
         assert r.json()["removed"]["events"] == 1 and r.json()["not_found"] == ["ev_typo"]
         again = c.post(f"{base}/forget", json={"event_ids": [gone]})
-        assert again.status_code == 404 and again.json()["error"]["ids"] == [gone]
+        assert again.status_code == 200, again.text
+        assert again.json()["already_forgotten"] == [gone] and again.json()["not_found"] == []
+        assert again.json()["total"] == 0 and again.json()["removed"] == {}
+        mixed = c.post(f"{base}/forget", json={"event_ids": ["ev_typo"], "entity_ids": [gone]})
+        assert mixed.status_code == 200, mixed.text
+        assert (mixed.json()["not_found"], mixed.json()["already_forgotten"]) == (
+            ["ev_typo"],
+            [gone],
+        )
 
         purge = c.post(f"{base}/forget", json={"soft_deleted_older_than_s": 0, "event_ids": ["x"]})
         assert purge.status_code == 200 and purge.json()["not_found"] == ["x"]
@@ -117,10 +129,12 @@ def _scenario(api: Any) -> dict[str, Any]:
             call()
         out.setdefault("errors", []).append((type(err.value), str(err.value), err.value.ids))
     report = api.forget(event_ids=[second.id, "ev_typo"])
-    out["forget"] = (report.removed.get("events"), report.not_found)
-    with pytest.raises(NotFoundError) as repeat:
-        api.forget(event_ids=[second.id])
-    out["forget_again"] = (str(repeat.value), repeat.value.ids)
+    out["forget"] = (report.removed.get("events"), report.not_found, report.already_forgotten)
+    repeat = api.forget(event_ids=[second.id, "ev_typo"])
+    out["forget_again"] = (repeat.total, repeat.not_found, repeat.already_forgotten)
+    with pytest.raises(NotFoundError) as typo:
+        api.forget(event_ids=["ev_typo"])
+    out["typo_again"] = (str(typo.value), typo.value.ids)
     text = repr(out).replace(api.project, "<p>").replace(first.id, "<first>")
     return {"text": text.replace(second.id, "<second>")}
 
@@ -164,10 +178,11 @@ def test_the_remote_sdk_answers_as_the_embedded_api(
                 ("ev_typo", "nosuch"),
             ),
         ],
-        "forget": (1, ["ev_typo"]),
-        "forget_again": (
-            "nothing to forget: event '<second>' not found in project '<p>'",
-            ("<second>",),
+        "forget": (1, ["ev_typo"], []),
+        "forget_again": (0, ["ev_typo"], ["<second>"]),
+        "typo_again": (
+            "nothing to forget: event 'ev_typo' not found in project '<p>'",
+            ("ev_typo",),
         ),
     }
     assert local == {"text": repr(expected)}
@@ -186,3 +201,27 @@ def test_the_async_client_reports_the_same(server: Live, pid: str) -> None:
     report, error = asyncio.run(run())
     assert (report.changed, report.unchanged, report.not_found) == (1, [], ["ev_typo"])
     assert error == f"nothing to restore: 'ev_typo' matches no event or entity of project {pid!r}"
+
+
+def test_the_sdk_retry_of_a_forget_whose_answer_was_lost_succeeds(server: Live, pid: str) -> None:
+    """The first forget is done on the server but its answer never arrives (the connection
+    drops); the SDK sends it again and gets the report, the event named as forgotten."""
+    key = server.key(pid, role="admin")
+    with ctxbase.connect(server.url, api_key=key, project=pid) as direct:
+        event = direct.record("user_message", session_id="s1", text="the api token is abc123")
+    handler = type("Lose", (_LoseFirstAnswer,), {"upstream": server.url, "lost": 0})
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=proxy.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{proxy.server_address[1]}"
+        with ctxbase.connect(url, api_key=key, project=pid, backoff=0.01) as client:
+            report = client.forget(event_ids=[event.id])
+            assert handler.lost == 2  # the forget went twice
+            assert (report.total, report.already_forgotten, report.not_found) == (0, [event.id], [])
+            with pytest.raises(NotFoundError):
+                client.get_event(event.id)
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+        thread.join(timeout=10)

@@ -112,6 +112,7 @@ def _forget_report(raw: Mapping[str, Any]) -> ForgetReport:
         redacted=dict(raw.get("redacted") or {}),
         caches=dict(raw.get("caches") or {}),
         not_found=list(raw.get("not_found") or []),
+        already_forgotten=list(raw.get("already_forgotten") or []),
     )
 
 

@@ -247,13 +247,16 @@ class ForgetReport:
     """What a hard forget did: rows removed per table (index entries as `item_fts` on
     SQLite), rows kept but redacted per table (traces of other sessions that used forgotten
     events), and in-memory cache entries dropped per cache. `not_found` lists the event ids,
-    entity ids and session id the forget named that the project does not hold (filled in by
-    `ContextBase.forget`, which raises NotFoundError when every one it named is unknown)."""
+    entity ids and session id the forget named that the project does not hold, and
+    `already_forgotten` the ids named that were events the project has forgotten before
+    (filled in by `ContextBase.forget`, which raises NotFoundError when every one it named
+    is unknown)."""
 
     removed: dict[str, int] = field(default_factory=dict)
     redacted: dict[str, int] = field(default_factory=dict)
     caches: dict[str, int] = field(default_factory=dict)
     not_found: list[str] = field(default_factory=list)
+    already_forgotten: list[str] = field(default_factory=list)
 
     def add(self, table: str, n: int) -> None:
         if n:
@@ -279,6 +282,7 @@ class ForgetReport:
             "caches": dict(self.caches),
             "total": self.total,
             "not_found": list(self.not_found),
+            "already_forgotten": list(self.already_forgotten),
         }
 
 
