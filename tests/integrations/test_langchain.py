@@ -109,3 +109,5 @@ def test_chat_history_round_trip(tmp_path: Path) -> None:
         history.clear()
         assert history.messages == []
         assert cb.last_events("chat", 10) == []
+        history.clear()  # clearing an empty history, or one never written, is no error
+        CtxbaseChatHistory(cb, session_id="never-written").clear()

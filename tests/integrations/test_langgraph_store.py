@@ -58,6 +58,8 @@ def test_same_answers_as_in_memory_store(cb: ContextBase) -> None:
     for s in stores:
         s.put(("users", "u1", "memories"), "m1", {"text": "likes Redis a lot", "stars": 4})
         s.delete(("docs",), "readme")
+        s.delete(("docs",), "readme")  # again: deleting what is not there is no error
+        s.delete(("nowhere",), "never")
     assert both(stores, "get", ("users", "u1", "memories"), "m1")[2]["stars"] == 4
     assert both(stores, "get", ("docs",), "readme") is None
     # InMemoryStore keeps listing a namespace once its last item is gone; a namespace

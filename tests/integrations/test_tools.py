@@ -44,6 +44,10 @@ def test_dispatcher_runs_model_calls(cb: ContextBase) -> None:
     assert call(scope, "search_memory", {"query": "cache TTL", "mode": "keyword"})["results"] == []
     gone = call(scope, "forget", {"event_ids": [stored["event_id"]], "hard": True})
     assert gone["hard"] is True and gone["removed"]
+    assert gone["not_found"] == [] and gone["already_forgotten"] == []
+    # a retried forget says what it found forgotten already, and what it never found
+    again = call(scope, "forget", {"event_ids": [stored["event_id"], "ev_typo"], "hard": True})
+    assert again["already_forgotten"] == [stored["event_id"]] and again["not_found"] == ["ev_typo"]
 
 
 def test_bad_calls_come_back_as_errors(cb: ContextBase) -> None:

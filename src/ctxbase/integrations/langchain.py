@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import require
@@ -38,6 +39,7 @@ with warnings.catch_warnings():  # deprecated in langchain-core 1.6.4, still wha
     warnings.simplefilter("ignore")
     from langchain_core.chat_history import BaseChatMessageHistory
 
+from ..errors import NotFoundError  # noqa: E402
 from .tools import ToolScope, run_tool  # noqa: E402
 
 if TYPE_CHECKING:
@@ -169,5 +171,7 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
             parent = event.id
 
     def clear(self) -> None:
-        """Forget the session's events for good (hard forget)."""
-        self.cb.forget(session_id=self.session_id, project=self.project)
+        """Forget the session's events for good (hard forget); a history with nothing
+        stored (never written, or cleared already) is left as it is."""
+        with suppress(NotFoundError):
+            self.cb.forget(session_id=self.session_id, project=self.project)

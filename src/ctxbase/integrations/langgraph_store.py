@@ -21,6 +21,7 @@ import json
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -226,7 +227,9 @@ class CtxbaseStore(BaseStore):
 
     def _delete(self, entity_ids: list[str]) -> None:
         if entity_ids:
-            self.cb.forget(entity_ids=entity_ids, project=self.project)
+            # deleting a key that is not there is no error for a BaseStore
+            with suppress(NotFoundError):
+                self.cb.forget(entity_ids=entity_ids, project=self.project)
 
     def _refresh(self, stored: _Stored, refresh: bool) -> None:
         """Push the expiry of an item with a TTL out again, as reading it counts as use."""

@@ -315,7 +315,12 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
     pid = scope.project_id
     if a.hard:
         report = scope.cb.forget(event_ids=a.event_ids, session_id=a.session_id, project=pid)
-        return {"hard": True, "removed": report.removed}
+        return {
+            "hard": True,
+            "removed": report.removed,
+            "not_found": list(report.not_found),
+            "already_forgotten": list(report.already_forgotten),
+        }
     ids = list(a.event_ids)
     if a.session_id:
         ids += [e.id for e in scope.cb.last_events(a.session_id, 1_000_000, project=pid)]
