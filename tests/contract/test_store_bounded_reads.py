@@ -67,6 +67,11 @@ def test_limit_per_node_without_types_cuts_each_type_the_node_has(
     assert store.list_relations(project_id, ["hub"], direction="out", limit_per_node=1) == [
         r for r in kept if r.from_id == "hub"
     ]
+    # a type left out is not read, whatever the node has of it
+    no_mentions = store.list_relations(
+        project_id, ["hub", "nobody"], limit_per_node=2, exclude_types=["MENTIONS"]
+    )
+    assert no_mentions == [r for r in kept if r.type != "MENTIONS"]
 
 
 def test_limit_per_node_applies_after_the_other_conditions(store: Store, project_id: str) -> None:

@@ -248,6 +248,12 @@ def test_relations_direction_types_confidence(store: Store, project_id: str) -> 
     assert ends(direction="in") == [("c", "a")]
     assert ends(types=["MENTIONS"]) == [("a", "d")]
     assert ends(min_confidence=0.5) == [("a", "b"), ("a", "d")]
+    # left out by type, alone and with the other conditions
+    assert ends(exclude_types=["MENTIONS"]) == [("a", "b"), ("c", "a")]
+    assert ends(exclude_types=["USES", "MENTIONS"]) == []
+    assert ends(exclude_types=["MENTIONS"], direction="out") == [("a", "b")]
+    assert ends(exclude_types=["USES"], types=["MENTIONS"]) == [("a", "d")]
+    assert ends(exclude_types=[]) == ends()
     with pytest.raises(ValueError):
         store.list_relations(project_id, ["a"], direction="sideways")
 

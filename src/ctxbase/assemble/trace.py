@@ -369,7 +369,10 @@ def build_result(
     relationships: list[dict[str, Any]] = []
     if ids:
         wanted = set(ids)
-        rels = cb.store.list_relations(pid, ids)
+        # a relation shown joins two included items: each is one going out of one of them
+        rels = cb.store.list_relations(
+            pid, ids, direction="out", exclude_types=sorted(_ORDER_EDGES)
+        )
         if check is not None:
             rels = check.relations(
                 [r for r in rels if r.type not in _ORDER_EDGES and {r.from_id, r.to_id} <= wanted]

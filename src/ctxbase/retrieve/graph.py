@@ -49,7 +49,12 @@ def _walk(
         if not frontier or len(best) >= max_nodes:
             break
         rels = store.list_relations(
-            project_id, frontier, direction=direction, types=types, limit_per_node=per_node
+            project_id,
+            frontier,
+            direction=direction,
+            types=types,
+            limit_per_node=per_node,
+            exclude_types=exclude_types,
         )
         if accept is not None:
             rels = accept(rels)

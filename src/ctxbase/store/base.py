@@ -453,8 +453,11 @@ class Store(ABC):
         include_closed: bool = False,
         min_confidence: float = 0.0,
         limit_per_node: int | None = None,
+        exclude_types: Sequence[str] = (),
     ) -> list[Relation]:
-        """Relations touching `node_ids` (or all), oldest first (created_at, id).
+        """Relations touching `node_ids` (or all), oldest first (created_at, id); none of
+        `exclude_types` (left out by the query: an event's NEXT and CAUSED_BY edges are most
+        of its edges, and most readers skip them).
 
         `limit_per_node` (with `node_ids` and `types`) keeps the first that many of each
         node, side and type, read by index: a node with thousands of edges (an entity every

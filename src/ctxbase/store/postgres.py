@@ -487,6 +487,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         include_closed: bool = False,
         min_confidence: float = 0.0,
         limit_per_node: int | None = None,
+        exclude_types: Sequence[str] = (),
     ) -> list[Relation]:
         check_direction(direction)
         check_per_node(limit_per_node, node_ids, types)
@@ -501,6 +502,9 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         if min_confidence > 0:
             conds += " AND r.confidence>=%s"
             cond_args.append(min_confidence)
+        if exclude_types:
+            conds += " AND r.type <> ALL(%s)"
+            cond_args.append(list(dict.fromkeys(exclude_types)))
         # A soft-deleted event or entity is hidden from every read, so are its edges.
         conds += (
             " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = r.project_id"

@@ -554,9 +554,11 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         include_closed: bool = False,
         min_confidence: float = 0.0,
         limit_per_node: int | None = None,
+        exclude_types: Sequence[str] = (),
     ) -> list[Relation]:
         check_direction(direction)
         check_per_node(limit_per_node, node_ids, types)
+        excluded = list(dict.fromkeys(exclude_types))
         base = (
             "SELECT project_id, relation_id, from_id, type, to_id, confidence, source, "
             "created_at, valid_from, valid_to, properties FROM relations WHERE project_id=?"
@@ -568,6 +570,9 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         if min_confidence > 0:
             extra += " AND confidence>=?"
             extra_args.append(min_confidence)
+        if excluded:
+            extra += f" AND type NOT IN ({placeholders(len(excluded))})"
+            extra_args += excluded
         extra += _NO_SOFT_DELETED_END
         typed = ""
         if types:
