@@ -68,6 +68,8 @@ def test_store_calls_per_assembly(cb: ContextBase, shape: str) -> None:
     assert searches >= 1
     assert counts.get("index_generation", 0) <= searches, counts  # one reading per search
     assert counts.get("put_trace") == 1
+    # the statuses of the sessions a search's hits are in: read with them, not one by one
+    assert "get_state" not in counts, counts
     if shape != "no_session":
         # the facts of every scope and the message statuses: one read; the session once
         assert counts.get("get_states") == 1 and "get_state" not in counts, counts

@@ -14,7 +14,7 @@ project baseline 0.2-0.3.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ from .policy import (
     ReferencedCodeFirst,
     SemanticRecall,
 )
-from .state import message_statuses
+from .state import MESSAGE_SCOPE, message_statuses, statuses_of
 from .tokens import TokenCounter
 
 if TYPE_CHECKING:
@@ -211,6 +211,23 @@ class Gatherer:
                 {"id": owner_id, "layer": "memory", "reason": reason, "detail": detail}
             )
 
+    def _prefetch_statuses(self, nodes: Iterable[Entity | Event]) -> None:
+        """The message statuses of the sessions the events among `nodes` are in, in one
+        read: a search's hits span many sessions, and reading each when its first event is
+        checked cost a round trip per session."""
+        missing = list(
+            dict.fromkeys(
+                n.session_id
+                for n in nodes
+                if isinstance(n, Event) and n.session_id not in self._statuses
+            )
+        )
+        if not missing:
+            return
+        found = self.cb.store.get_states(self.pid, [(MESSAGE_SCOPE, s) for s in missing])
+        for session_id in missing:
+            self._statuses[session_id] = statuses_of(found.get((MESSAGE_SCOPE, session_id), []))
+
     def _hidden_reason(self, e: Event) -> str | None:
         if e.id not in self._hidden:
             statuses = self._statuses.get(e.session_id)
@@ -384,6 +401,7 @@ class Gatherer:
         self.on_topic = True
         best = max((c.score for c in resp.results), default=0.0) or 1.0
         owners = self.nodes(list(dict.fromkeys(c.item.owner_id for c in resp.results)))
+        self._prefetch_statuses(owners.values())
         for c in resp.results:
             rel = c.score / best
             self._consider(c, strategy, rel)
