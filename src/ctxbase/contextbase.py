@@ -1,6 +1,10 @@
 """`ContextBase`: the embedded API over one store — capture, graph, entities, forget.
 
-Sessions and tasks, with their lifecycle, come from `sessions.SessionMethods`.
+The facade is composed of mixins, one concept each: sessions and tasks, with their
+lifecycle, come from `sessions.SessionMethods`; events, the event graph, entities and
+relations from `knowledge_graph.GraphMethods`; hiding, restoring and forgetting from
+`forgetting.ForgetMethods`. What stays here is the base itself (store, embedder, background
+workers, lifecycle) and capture.
 
 `ctxbase.open(path)` returns one; the remote SDK offers the same methods over HTTP.
 Retrieval and assembly are mixed in from their own layers (see retrieve/ and assemble/).
@@ -9,12 +13,10 @@ Retrieval and assembly are mixed in from their own layers (see retrieve/ and ass
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
-from .aliases import edge_args, entity_args, identity_source
 from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
 from .capture.bus import BusConfig, BusStats, CaptureBus
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
@@ -22,33 +24,18 @@ from .capture.hooks import message_key, plan_message_events
 from .components import Components
 from .errors import ValidationError
 from .forgetting import ForgetMethods
-from .model import (
-    Entity,
-    Event,
-    Relation,
-    check_id,
-    event_priority,
-    make_entity_id,
-)
-from .retrieve import graph
+from .knowledge_graph import GraphMethods
+from .model import Event, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embed.base import Embedder
 from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.embedding_worker import EmbeddingWorker
-from .retrieve.indexing import entity_items, event_items, event_search_text
+from .retrieve.indexing import event_items, event_search_text
 from .retrieve.search import Searcher, SearchResponse
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
-from .validation import (
-    check_entity_properties,
-    check_finite,
-    check_int64,
-    check_json,
-    check_query,
-    check_text,
-    is_blank,
-)
+from .validation import check_query
 
 if TYPE_CHECKING:
     from .anchor.anchoring import AnchorReport
@@ -61,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["ContextBase"]
 
 
-class ContextBase(SessionMethods, ForgetMethods):
+class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
     """Shared memory for agents, embedded in this process."""
 
     def __init__(
@@ -446,202 +433,6 @@ class ContextBase(SessionMethods, ForgetMethods):
             for e in events:
                 self._bus.submit(e, event_priority(e.type))
         return [e.id for e in events]
-
-    # -- events and the event graph ----------------------------------------------------
-    def get_event(
-        self, event_id: str, *, project: str | None = None, include_inactive: bool = False
-    ) -> Event:
-        return self.components.get_event(
-            event_id, project=project, include_inactive=include_inactive
-        )
-
-    def last_events(
-        self, session_id: str, n: int = 20, *, project: str | None = None
-    ) -> list[Event]:
-        """The last n events of a session, oldest first."""
-        if n < 0:
-            raise ValidationError("n", "must be >= 0")
-        return self.store.list_events(self._pid(project), session_id, last_n=n)
-
-    def _visible(self, project_id: str, hits: list[graph.GraphHit]) -> list[Event]:
-        return self.store.get_events(project_id, [h.node_id for h in hits])
-
-    def causal_chain(self, event_id: str, *, project: str | None = None) -> list[Event]:
-        """Everything upstream of an event (its causes, their causes...), nearest first."""
-        pid = self._pid(project)
-        self.get_event(event_id, project=pid)
-        return self._visible(pid, graph.upstream(self.store, pid, event_id))
-
-    def effects(self, event_id: str, *, project: str | None = None) -> list[Event]:
-        """Everything downstream of an event, nearest first."""
-        pid = self._pid(project)
-        self.get_event(event_id, project=pid)
-        return self._visible(pid, graph.downstream(self.store, pid, event_id))
-
-    def neighbourhood(
-        self,
-        node_id: str,
-        k: int = 1,
-        *,
-        project: str | None = None,
-        types: Sequence[str] | None = None,
-    ) -> list[graph.GraphHit]:
-        return graph.neighbourhood(self.store, self._pid(project), node_id, k, types)
-
-    # -- entities and relations ----------------------------------------------------------
-    def upsert_entity(
-        self,
-        type: str | None = None,
-        name: str | None = None,
-        text: str = "",
-        *,
-        id: str | None = None,
-        properties: Mapping[str, Any] | None = None,
-        project: str | None = None,
-        version: int | None = None,
-        entity_type: str | None = None,
-        entity_id: str | None = None,
-    ) -> Entity:
-        """Create or update a typed entity (document, code, sql, requirement, ...).
-
-        Seed 000's spelling works too: `entity_type`, `entity_id`, and the text given as
-        ``properties["content"]``; an entity without a name is named by its id. A signed
-        entity (properties["_sig"]) must carry a version greater than the stored one:
-        ConflictError otherwise (an older signed version written back is a replay)."""
-        pid = self._pid(project)
-        args = entity_args(
-            type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
-        )
-        type, name, properties = args.type, args.name, args.properties
-        if not isinstance(type, str) or is_blank(type):
-            raise ValidationError("type", "an entity needs a type")
-        if not isinstance(name, str) or is_blank(name):
-            raise ValidationError("name", "an entity needs a name")
-        check_text("type", type)
-        check_text("name", name)
-        check_entity_properties(dict(properties or {}))
-        if version is not None and check_int64("version", version) < 1:
-            raise ValidationError("version", "must be >= 1")
-        body = check_text("text", args.text) or ""
-        eid = check_id("id", args.id) if args.id is not None else make_entity_id(type, name)
-        old = self.store.get_entities(pid, [eid], include_inactive=True)
-        entity = Entity(
-            id=eid,
-            project_id=pid,
-            type=type,
-            name=name,
-            text=body,
-            properties=dict(properties or {}),
-            version=version if version is not None else (old[0].version if old else 1),
-            created_at=old[0].created_at if old else time.time(),
-        )
-        from .anchor.signing import check_signed_write
-
-        check_signed_write(old[0] if old else None, entity)  # no replay of a signed version
-        stored = self.store.upsert_entity(entity, entity_items(entity))
-        self._after_write()
-        return stored
-
-    def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
-        return self.components.get_entity(entity_id, project=project)
-
-    def list_entities(
-        self,
-        *,
-        type: str | None = None,
-        name: str | None = None,
-        latest_only: bool = True,
-        project: str | None = None,
-        limit: int | None = None,
-    ) -> list[Entity]:
-        return self.store.list_entities(
-            self._pid(project), type=type, name=name, latest_only=latest_only, limit=limit
-        )
-
-    def upsert_relationship(
-        self,
-        from_id: str | None = None,
-        type: str | None = None,
-        to_id: str | None = None,
-        *,
-        source: str | None = None,
-        confidence: float | None = None,
-        properties: Mapping[str, Any] | None = None,
-        project: str | None = None,
-        check_nodes: bool = True,
-        edge_type: str | None = None,
-    ) -> Relation:
-        """Create or update the edge (from, type, to); never a duplicate.
-
-        Seed 000's spelling works too: `edge_type`, positional ``(from_id, to_id, type)``,
-        confidence and source inside `properties`. Without a source, this base's identity
-        (``agent:<agent_id>``, else the local user) is the source: it is never empty."""
-        pid = self._pid(project)
-        args = edge_args(
-            from_id,
-            type,
-            to_id,
-            edge_type=edge_type,
-            source=source,
-            confidence=confidence,
-            properties=properties,
-            identity=identity_source(self.agent_id),
-        )
-        check_id("from_id", args.from_id)
-        check_id("to_id", args.to_id)
-        check_json("properties", args.properties)
-        confidence = args.confidence
-        if confidence is None:
-            existing = self.store.list_relations(
-                pid, [args.from_id], direction="out", types=[args.type]
-            )
-            same = [r for r in existing if r.to_id == args.to_id]
-            confidence = same[0].confidence if same else 1.0
-        try:
-            rel = Relation(
-                project_id=pid,
-                from_id=args.from_id,
-                type=args.type,
-                to_id=args.to_id,
-                confidence=confidence,
-                source=args.source,
-                properties=args.properties,
-            )
-        except Exception as exc:
-            raise _as_validation(exc) from exc
-        if check_nodes:
-            ends = [args.from_id, args.to_id]
-            missing = set(ends) - self.store.existing_ids(pid, ends)
-            for field, node in (("from_id", args.from_id), ("to_id", args.to_id)):
-                if node in missing:
-                    raise ValidationError(field, f"{node!r} does not exist in project {pid!r}")
-        return self.store.upsert_relations([rel])[0]
-
-    create_edge = upsert_relationship
-
-    def close_relationship(
-        self, relation_id: str, *, project: str | None = None, at: float | None = None
-    ) -> bool:
-        """Mark a relation as superseded: it is kept, with its validity closed."""
-        when = time.time() if at is None else check_finite("at", at)
-        return self.store.close_relation(self._pid(project), relation_id, when)
-
-    def relationships(
-        self,
-        node_id: str | None = None,
-        *,
-        direction: str = "both",
-        types: Sequence[str] | None = None,
-        include_closed: bool = False,
-        project: str | None = None,
-    ) -> list[Relation]:
-        return self.store.list_relations(
-            self._pid(project),
-            None if node_id is None else [node_id],
-            direction=direction,
-            types=types,
-            include_closed=include_closed,
-        )
 
     # -- retrieval -----------------------------------------------------------------------
     @property

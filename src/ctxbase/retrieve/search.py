@@ -1,5 +1,5 @@
 """Hybrid search: structured filter -> keyword + vector candidates -> fusion -> graph
-expansion -> decay, importance, de-duplication -> top-k.
+expansion -> boosts, decay, importance (retrieve/score_adjust.py) -> de-duplication -> top-k.
 
 Every candidate keeps the scores that placed it, so assembly can explain its choices.
 A query never waits for vectors: items not embedded yet are found by keyword and graph only
@@ -11,18 +11,16 @@ and says why (`embedder_error`).
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
 from ..errors import EmbedderUnavailableError
 from ..store.base import ItemFilter, SearchItem, Store
 from . import graph
-from .answer_types import asks_for_number, states_number
 from .config import SearchConfig
 from .coverage import complemented
 from .dense_feedback import dense_feedback_hits
@@ -31,22 +29,13 @@ from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
 from .feedback import feedback_hits
 from .filter_scope import FilterScope, first_admitted, restricts
-from .fusion import (
-    dedupe_near_identical,
-    dynamic_top_k,
-    rrf_fuse,
-    standout,
-    time_decay,
-    weighted_fuse,
-)
+from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, weighted_fuse
 from .graph import RelationFilter
 from .keyword_index import KeywordIndex
 from .pending import PendingUnits
-from .query_actors import actor_free_query, query_subject
-from .query_dates import in_period, query_period
+from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_parts import query_clauses
-from .questions import asks_only
-from .role_names import role_names
+from .score_adjust import adjust_expanded, boost_standout
 from .synced import one_generation
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
@@ -419,49 +408,15 @@ class Searcher:
                 similarity=similarity.get(k),
             )
 
-        if config.standout_boost != 1.0:
-            # A semantic first hit far ahead of the rest is usually right, which rank fusion
-            # cannot see; before expansion, so its neighbours gain with it.
-            sims = {k: c.similarity for k, c in cands.items() if c.similarity is not None}
-            if (best := standout(sims, config.standout_gap)) is not None:
-                cands[best].score *= config.standout_boost
+        # before expansion: the standout's neighbours gain with it
+        boost_standout(cands, config)
 
         if config.graph_hops > 0 or config.session_window > 0:
             t = time.perf_counter()
             self._expand(project_id, config, cands, allowed, relation_filter)
             timings["graph"] = _ms(t)
 
-        if config.question_weight != 1.0:
-            for c in cands.values():
-                if c.item.kind == "event" and asks_only(c.item.text):
-                    c.score *= config.question_weight
-
-        if config.number_boost != 1.0 and asks_for_number(query):
-            for c in cands.values():
-                if states_number(c.item.text):
-                    c.score *= config.number_boost
-
-        if config.actor_boost != 1.0:
-            favoured = favoured_actors(query, [c.item for c in cands.values()], config)
-            for c in cands.values():
-                if favoured & {c.item.agent_id, c.item.agent_role}:
-                    c.score *= config.actor_boost
-
-        if config.date_boost != 1.0 and (period := query_period(query)) is not None:
-            for c in cands.values():
-                if in_period(c.item.ts, period):
-                    c.score *= config.date_boost
-
-        now = time.time() if now is None else now
-        for c in cands.values():
-            if config.time_decay_half_life_days:
-                c.score *= time_decay(now - c.item.ts, config.time_decay_half_life_days)
-            if config.importance_weight:
-                c.score *= (
-                    1.0
-                    - config.importance_weight
-                    + config.importance_weight * 2 * c.item.importance
-                )
+        adjust_expanded(cands.values(), query, config, time.time() if now is None else now)
 
         ranked = sorted(cands.values(), key=lambda c: (-c.score, c.item.ts, c.item_id))
         # each next top place to a hit that also answers what those above it leave out
@@ -737,34 +692,6 @@ class Searcher:
         return out
 
 
-def _mentions(query: str, name: str) -> bool:
-    if name.isascii():
-        return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", query) is not None
-    return name in query
-
-
-def _actors(items: Iterable[SearchItem]) -> set[str]:
-    # ids shorter than 3 ("a", "u1") would match inside too many queries
-    return {a for it in items for a in (it.agent_id, it.agent_role) if a and len(a) >= 3}
-
-
-def actor_names(actor: str, other_names: bool = False) -> tuple[str, ...]:
-    """What a query may call `actor`: its id, and with `other_names` what its role is called
-    in the other language ("测试" for ``tester``; retrieve/role_names.py)."""
-    return role_names(actor) if other_names else (actor,)
-
-
-def named_actors(
-    query: str, candidates: Iterable[SearchItem], other_names: bool = False
-) -> list[str]:
-    """The agent ids and roles of the candidates that the query names, sorted."""
-    q = query.casefold()
-    actors = _actors(candidates)
-    return sorted(
-        a for a in actors if any(_mentions(q, n.casefold()) for n in actor_names(a, other_names))
-    )
-
-
 def named_actor(
     query: str, candidates: Iterable[Candidate], other_names: bool = False
 ) -> str | None:
@@ -774,25 +701,6 @@ def named_actor(
     """
     named = named_actors(query, (c.item for c in candidates), other_names)
     return named[0] if len(named) == 1 else None
-
-
-def favoured_actors(query: str, items: Sequence[SearchItem], config: SearchConfig) -> set[str]:
-    """The actors whose items the actor boost favours for `query`.
-
-    Without `subject_actor`: the one actor the query names, if exactly one. With it, a query
-    naming several favours the one it names first ("What did Nate give Joanna?"): in a
-    conversation of two, naming both says nothing more. With `team_actors`, where three or
-    more actors take part, a query naming several asks how their work relates ("测试报的问题，
-    开发怎么修的？"): all of them are favoured.
-    """
-    other = config.role_names
-    named = named_actors(query, items, other)
-    if not config.subject_actor:
-        return set(named) if len(named) == 1 else set()
-    if len(named) >= 2 and config.team_actors and len(_actors(items)) >= 3:
-        return set(named)
-    subject = query_subject(query, named, lambda a: actor_names(a, other))
-    return set() if subject is None else {subject}
 
 
 def _with_latest(flt: ItemFilter | None) -> ItemFilter:

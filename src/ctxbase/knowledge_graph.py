@@ -1,0 +1,258 @@
+"""Events, entities and the relations between them (`GraphMethods`, mixed into
+ContextBase): reading events and walking the event graph (causes, effects, neighbourhood),
+creating and reading typed entities, and the relations that link any two nodes.
+
+Entities are written with their search units (retrieve.indexing); a signed entity cannot be
+written back at an older version (anchor.signing). A relation's missing source is the
+base's own identity, and both of its ends must exist unless the caller says otherwise.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .aliases import edge_args, entity_args, identity_source
+from .errors import ValidationError
+from .model import Entity, Event, Relation, check_id, make_entity_id
+from .retrieve import graph
+from .retrieve.indexing import entity_items
+from .validation import (
+    check_entity_properties,
+    check_finite,
+    check_int64,
+    check_json,
+    check_text,
+    is_blank,
+)
+
+if TYPE_CHECKING:
+    from .components import Components
+    from .store.base import Store
+
+__all__ = ["GraphMethods"]
+
+
+class GraphMethods:
+    """Mixed into `ContextBase`: it supplies `store`, `components`, `agent_id`, `_pid` and
+    `_after_write`."""
+
+    store: Store
+    components: Components
+    agent_id: str | None
+
+    def _pid(self, project: str | None) -> str:
+        raise NotImplementedError
+
+    def _after_write(self) -> None:
+        raise NotImplementedError
+
+    # -- events and the event graph ----------------------------------------------------
+    def get_event(
+        self, event_id: str, *, project: str | None = None, include_inactive: bool = False
+    ) -> Event:
+        return self.components.get_event(
+            event_id, project=project, include_inactive=include_inactive
+        )
+
+    def last_events(
+        self, session_id: str, n: int = 20, *, project: str | None = None
+    ) -> list[Event]:
+        """The last n events of a session, oldest first."""
+        if n < 0:
+            raise ValidationError("n", "must be >= 0")
+        return self.store.list_events(self._pid(project), session_id, last_n=n)
+
+    def _visible(self, project_id: str, hits: list[graph.GraphHit]) -> list[Event]:
+        return self.store.get_events(project_id, [h.node_id for h in hits])
+
+    def causal_chain(self, event_id: str, *, project: str | None = None) -> list[Event]:
+        """Everything upstream of an event (its causes, their causes...), nearest first."""
+        pid = self._pid(project)
+        self.get_event(event_id, project=pid)
+        return self._visible(pid, graph.upstream(self.store, pid, event_id))
+
+    def effects(self, event_id: str, *, project: str | None = None) -> list[Event]:
+        """Everything downstream of an event, nearest first."""
+        pid = self._pid(project)
+        self.get_event(event_id, project=pid)
+        return self._visible(pid, graph.downstream(self.store, pid, event_id))
+
+    def neighbourhood(
+        self,
+        node_id: str,
+        k: int = 1,
+        *,
+        project: str | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[graph.GraphHit]:
+        return graph.neighbourhood(self.store, self._pid(project), node_id, k, types)
+
+    # -- entities and relations ----------------------------------------------------------
+    def upsert_entity(
+        self,
+        type: str | None = None,
+        name: str | None = None,
+        text: str = "",
+        *,
+        id: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        version: int | None = None,
+        entity_type: str | None = None,
+        entity_id: str | None = None,
+    ) -> Entity:
+        """Create or update a typed entity (document, code, sql, requirement, ...).
+
+        Seed 000's spelling works too: `entity_type`, `entity_id`, and the text given as
+        ``properties["content"]``; an entity without a name is named by its id. A signed
+        entity (properties["_sig"]) must carry a version greater than the stored one:
+        ConflictError otherwise (an older signed version written back is a replay)."""
+        pid = self._pid(project)
+        args = entity_args(
+            type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
+        )
+        type, name, properties = args.type, args.name, args.properties
+        if not isinstance(type, str) or is_blank(type):
+            raise ValidationError("type", "an entity needs a type")
+        if not isinstance(name, str) or is_blank(name):
+            raise ValidationError("name", "an entity needs a name")
+        check_text("type", type)
+        check_text("name", name)
+        check_entity_properties(dict(properties or {}))
+        if version is not None and check_int64("version", version) < 1:
+            raise ValidationError("version", "must be >= 1")
+        body = check_text("text", args.text) or ""
+        eid = check_id("id", args.id) if args.id is not None else make_entity_id(type, name)
+        old = self.store.get_entities(pid, [eid], include_inactive=True)
+        entity = Entity(
+            id=eid,
+            project_id=pid,
+            type=type,
+            name=name,
+            text=body,
+            properties=dict(properties or {}),
+            version=version if version is not None else (old[0].version if old else 1),
+            created_at=old[0].created_at if old else time.time(),
+        )
+        from .anchor.signing import check_signed_write
+
+        check_signed_write(old[0] if old else None, entity)  # no replay of a signed version
+        stored = self.store.upsert_entity(entity, entity_items(entity))
+        self._after_write()
+        return stored
+
+    def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
+        return self.components.get_entity(entity_id, project=project)
+
+    def list_entities(
+        self,
+        *,
+        type: str | None = None,
+        name: str | None = None,
+        latest_only: bool = True,
+        project: str | None = None,
+        limit: int | None = None,
+    ) -> list[Entity]:
+        return self.store.list_entities(
+            self._pid(project), type=type, name=name, latest_only=latest_only, limit=limit
+        )
+
+    def upsert_relationship(
+        self,
+        from_id: str | None = None,
+        type: str | None = None,
+        to_id: str | None = None,
+        *,
+        source: str | None = None,
+        confidence: float | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        check_nodes: bool = True,
+        edge_type: str | None = None,
+    ) -> Relation:
+        """Create or update the edge (from, type, to); never a duplicate.
+
+        Seed 000's spelling works too: `edge_type`, positional ``(from_id, to_id, type)``,
+        confidence and source inside `properties`. Without a source, this base's identity
+        (``agent:<agent_id>``, else the local user) is the source: it is never empty."""
+        pid = self._pid(project)
+        args = edge_args(
+            from_id,
+            type,
+            to_id,
+            edge_type=edge_type,
+            source=source,
+            confidence=confidence,
+            properties=properties,
+            identity=identity_source(self.agent_id),
+        )
+        check_id("from_id", args.from_id)
+        check_id("to_id", args.to_id)
+        check_json("properties", args.properties)
+        confidence = args.confidence
+        if confidence is None:
+            existing = self.store.list_relations(
+                pid, [args.from_id], direction="out", types=[args.type]
+            )
+            same = [r for r in existing if r.to_id == args.to_id]
+            confidence = same[0].confidence if same else 1.0
+        try:
+            rel = Relation(
+                project_id=pid,
+                from_id=args.from_id,
+                type=args.type,
+                to_id=args.to_id,
+                confidence=confidence,
+                source=args.source,
+                properties=args.properties,
+            )
+        except Exception as exc:
+            raise _as_validation(exc) from exc
+        if check_nodes:
+            ends = [args.from_id, args.to_id]
+            missing = set(ends) - self.store.existing_ids(pid, ends)
+            for field, node in (("from_id", args.from_id), ("to_id", args.to_id)):
+                if node in missing:
+                    raise ValidationError(field, f"{node!r} does not exist in project {pid!r}")
+        return self.store.upsert_relations([rel])[0]
+
+    create_edge = upsert_relationship
+
+    def close_relationship(
+        self, relation_id: str, *, project: str | None = None, at: float | None = None
+    ) -> bool:
+        """Mark a relation as superseded: it is kept, with its validity closed."""
+        when = time.time() if at is None else check_finite("at", at)
+        return self.store.close_relation(self._pid(project), relation_id, when)
+
+    def relationships(
+        self,
+        node_id: str | None = None,
+        *,
+        direction: str = "both",
+        types: Sequence[str] | None = None,
+        include_closed: bool = False,
+        project: str | None = None,
+    ) -> list[Relation]:
+        return self.store.list_relations(
+            self._pid(project),
+            None if node_id is None else [node_id],
+            direction=direction,
+            types=types,
+            include_closed=include_closed,
+        )
+
+
+def _as_validation(exc: Exception) -> ValidationError:
+    if isinstance(exc, ValidationError):
+        return exc
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        err = errors()[0]
+        ctx_error = err.get("ctx", {}).get("error")
+        if isinstance(ctx_error, ValidationError):
+            return ctx_error
+        return ValidationError(".".join(str(p) for p in err["loc"]), str(err["msg"]))
+    return ValidationError("input", str(exc))

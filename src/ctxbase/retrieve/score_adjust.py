@@ -1,0 +1,116 @@
+"""Score adjustments after fusion: what rank fusion cannot see about a candidate.
+
+`Searcher.search` fuses the keyword and semantic rankings, then multiplies the candidates'
+scores by these factors, in this order: the semantic standout (before graph expansion, so
+the standout's neighbours gain with it), then after expansion (`adjust_expanded`) the
+question weight, the number, actor and date boosts, time decay and importance. Each step
+is a plain function over the candidates and the config, off when its setting is neutral
+(a boost or weight of 1.0, no half-life, importance weight 0); the order is kept because
+floating-point products depend on it, and rankings must not move when the code does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
+
+from .answer_types import asks_for_number, states_number
+from .config import SearchConfig
+from .fusion import standout, time_decay
+from .query_actors import favoured_actors
+from .query_dates import in_period, query_period
+from .questions import asks_only
+
+if TYPE_CHECKING:
+    from .search import Candidate
+
+__all__ = [
+    "adjust_expanded",
+    "boost_actors",
+    "boost_dates",
+    "boost_numbers",
+    "boost_standout",
+    "decay_by_age",
+    "weigh_importance",
+    "weigh_questions",
+]
+
+
+def boost_standout(cands: Mapping[str, Candidate], config: SearchConfig) -> None:
+    """A semantic first hit far ahead of the rest (`fusion.standout` over the candidates'
+    similarities) scores `standout_boost` times more: usually right, and rank fusion cannot
+    see how far ahead it is."""
+    if config.standout_boost == 1.0:
+        return
+    sims = {k: c.similarity for k, c in cands.items() if c.similarity is not None}
+    if (best := standout(sims, config.standout_gap)) is not None:
+        cands[best].score *= config.standout_boost
+
+
+def weigh_questions(cands: Collection[Candidate], config: SearchConfig) -> None:
+    """Events that only ask a question score `question_weight` of their score: the answer,
+    not the question, is the memory wanted."""
+    if config.question_weight == 1.0:
+        return
+    for c in cands:
+        if c.item.kind == "event" and asks_only(c.item.text):
+            c.score *= config.question_weight
+
+
+def boost_numbers(cands: Collection[Candidate], query: str, config: SearchConfig) -> None:
+    """A query asking for a number favours the candidates that state one (`number_boost`)."""
+    if config.number_boost == 1.0 or not asks_for_number(query):
+        return
+    for c in cands:
+        if states_number(c.item.text):
+            c.score *= config.number_boost
+
+
+def boost_actors(cands: Collection[Candidate], query: str, config: SearchConfig) -> None:
+    """The candidates whose agent id or role is one the query is about (`favoured_actors`,
+    chosen among the candidates' own actors) score `actor_boost` times more."""
+    if config.actor_boost == 1.0:
+        return
+    favoured = favoured_actors(query, [c.item for c in cands], config)
+    for c in cands:
+        if favoured & {c.item.agent_id, c.item.agent_role}:
+            c.score *= config.actor_boost
+
+
+def boost_dates(cands: Collection[Candidate], query: str, config: SearchConfig) -> None:
+    """A query naming a dated period favours the candidates recorded in it (`date_boost`)."""
+    if config.date_boost == 1.0 or (period := query_period(query)) is None:
+        return
+    for c in cands:
+        if in_period(c.item.ts, period):
+            c.score *= config.date_boost
+
+
+def decay_by_age(cands: Collection[Candidate], config: SearchConfig, now: float) -> None:
+    """Older candidates score less: halved every `time_decay_half_life_days` before `now`."""
+    if not config.time_decay_half_life_days:
+        return
+    for c in cands:
+        c.score *= time_decay(now - c.item.ts, config.time_decay_half_life_days)
+
+
+def weigh_importance(cands: Collection[Candidate], config: SearchConfig) -> None:
+    """Scores scaled by importance: 1 - w + 2w * importance (1 at the default 0.5)."""
+    if not config.importance_weight:
+        return
+    w = config.importance_weight
+    for c in cands:
+        c.score *= 1.0 - w + w * 2 * c.item.importance
+
+
+def adjust_expanded(
+    cands: Collection[Candidate], query: str, config: SearchConfig, now: float
+) -> None:
+    """Every adjustment that follows graph expansion, in order: questions, numbers,
+    actors, dates, then age and importance."""
+    weigh_questions(cands, config)
+    boost_numbers(cands, query, config)
+    boost_actors(cands, query, config)
+    boost_dates(cands, query, config)
+    decay_by_age(cands, config, now)
+    weigh_importance(cands, config)
