@@ -582,16 +582,3 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         from .anchor.anchoring import anchor_document
 
         return anchor_document(self.components, text, **options)
-
-
-def _as_validation(exc: Exception) -> ValidationError:
-    if isinstance(exc, ValidationError):
-        return exc
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        err = errors()[0]
-        ctx_error = err.get("ctx", {}).get("error")
-        if isinstance(ctx_error, ValidationError):
-            return ctx_error
-        return ValidationError(".".join(str(p) for p in err["loc"]), str(err["msg"]))
-    return ValidationError("input", str(exc))

@@ -47,6 +47,21 @@ def start(tmp: Path, **overrides: object) -> BackgroundServer:
     return BackgroundServer(ServerSettings.model_validate(fields)).start()
 
 
+def serve_on_param(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, name: str
+) -> Iterator[Live]:
+    """A server on the backend a fixture is parametrised with ("sqlite" or "postgres", the
+    shared PostgreSQL database): the body of the modules' `server` fixtures."""
+    overrides: dict[str, object] = {}
+    if request.param == "postgres":
+        overrides["db"] = request.getfixturevalue("pg_url")
+    bg = start(tmp_path_factory.mktemp(name), **overrides)
+    try:
+        yield Live(bg.url, bg.settings.db, bg)
+    finally:
+        bg.stop()
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     tmp = tmp_path_factory.mktemp("serve")

@@ -19,7 +19,7 @@ import pytest
 from test_idempotency import _LoseFirstAnswer
 
 import ctxbase
-from conftest import Live, start
+from conftest import Live, serve_on_param
 from ctxbase.errors import NotFoundError
 
 
@@ -27,15 +27,7 @@ from ctxbase.errors import NotFoundError
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    tmp = tmp_path_factory.mktemp("forget404")
-    overrides: dict[str, Any] = {}
-    if request.param == "postgres":
-        overrides["db"] = request.getfixturevalue("pg_url")
-    bg = start(tmp, **overrides)
-    try:
-        yield Live(bg.url, bg.settings.db, bg)
-    finally:
-        bg.stop()
+    yield from serve_on_param(request, tmp_path_factory, "forget404")
 
 
 def _event(c: httpx.Client, base: str, session: str, text: str) -> str:

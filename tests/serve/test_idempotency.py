@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import ctxbase
-from conftest import Live, start
+from conftest import Live, serve_on_param
 from ctxbase.model import keyed_event_id, new_event_id
 
 
@@ -22,15 +22,7 @@ from ctxbase.model import keyed_event_id, new_event_id
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    tmp = tmp_path_factory.mktemp("idem")
-    overrides: dict[str, Any] = {}
-    if request.param == "postgres":
-        overrides["db"] = request.getfixturevalue("pg_url")
-    bg = start(tmp, **overrides)
-    try:
-        yield Live(bg.url, bg.settings.db, bg)
-    finally:
-        bg.stop()
+    yield from serve_on_param(request, tmp_path_factory, "idem")
 
 
 def _texts(c: httpx.Client, base: str, session_id: str) -> list[str]:

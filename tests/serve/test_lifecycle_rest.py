@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import ctxbase
-from conftest import Live, start
+from conftest import Live, serve_on_param, start
 from ctxbase.errors import ConflictError, ValidationError
 from ctxbase.model import TaskInfo
 
@@ -20,15 +20,7 @@ from ctxbase.model import TaskInfo
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
-    tmp: Path = tmp_path_factory.mktemp("lifecycle")
-    overrides: dict[str, object] = {}
-    if request.param == "postgres":
-        overrides["db"] = request.getfixturevalue("pg_url")
-    bg = start(tmp, **overrides)
-    try:
-        yield Live(bg.url, bg.settings.db, bg)
-    finally:
-        bg.stop()
+    yield from serve_on_param(request, tmp_path_factory, "lifecycle")
 
 
 @pytest.fixture

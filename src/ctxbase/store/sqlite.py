@@ -139,14 +139,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                     (pid, *part),
                 ).fetchall()
                 seen.update((pid, r[0]) for r in rows)
-            hashes = {tombstone_hash(i): i for i in ids}
-            for part in chunks(list(hashes)):
-                rows = conn.execute(
-                    f"SELECT hashed_id FROM tombstones WHERE project_id=? "
-                    f"AND hashed_id IN ({placeholders(len(part))})",
-                    (pid, *part),
-                ).fetchall()
-                seen.update((pid, hashes[r[0]]) for r in rows)
+            seen.update((pid, i) for i in _tombstoned(conn, pid, ids))
         fresh: list[int] = []
         for n, e in enumerate(events):
             key = (e.project_id, e.id)
@@ -326,17 +319,8 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         return found
 
     def forgotten_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
-        hashes = {tombstone_hash(i): i for i in dict.fromkeys(ids)}
-        found: set[str] = set()
         with self._read() as conn:
-            for part in chunks(list(hashes)):
-                rows = conn.execute(
-                    f"SELECT hashed_id FROM tombstones WHERE project_id=? "
-                    f"AND hashed_id IN ({placeholders(len(part))})",
-                    (project_id, *part),
-                ).fetchall()
-                found.update(hashes[r[0]] for r in rows)
-        return found
+            return _tombstoned(conn, project_id, ids)
 
     def get_events(
         self, project_id: str, ids: Sequence[str], include_inactive: bool = False
@@ -633,3 +617,17 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                         rel = relation_row(row, loads)
                         found[rel.id] = rel
         return found
+
+
+def _tombstoned(conn: sqlite3.Connection, project_id: str, ids: Sequence[str]) -> set[str]:
+    """The ids among `ids` whose events the project has forgotten (their tombstones)."""
+    hashes = {tombstone_hash(i): i for i in dict.fromkeys(ids)}
+    found: set[str] = set()
+    for part in chunks(list(hashes)):
+        rows = conn.execute(
+            f"SELECT hashed_id FROM tombstones WHERE project_id=? "
+            f"AND hashed_id IN ({placeholders(len(part))})",
+            (project_id, *part),
+        ).fetchall()
+        found.update(hashes[r[0]] for r in rows)
+    return found
