@@ -135,16 +135,48 @@ def test_a_forget_that_matches_nothing_is_not_found(tmp_path: Path, db: str) -> 
     (first,) = json.loads(run("--db", db, "events", "s1", "--json", cwd=tmp_path).stdout)[:1]
     hidden = run(*base, "--soft", "--event", first["id"], cwd=tmp_path)
     assert (hidden.returncode, hidden.stdout.strip()) == (0, "hidden 1 item(s)")
+    # hiding it again is no error (a retried soft delete succeeds), and is said so
     again = run(*base, "--soft", "--event", first["id"], cwd=tmp_path)
-    one_error_line(again, 3, f"nothing to hide: event {first['id']!r} hidden already")
+    assert (again.returncode, again.stdout.strip()) == (0, "hidden 0 item(s)")
+    assert again.stderr.strip() == (
+        f"note: hidden already in project 'default': event {first['id']!r}"
+    )
     mixed = run(*base, "--soft", "--event", first["id"], "--entity", "doc_x", cwd=tmp_path)
-    line = one_error_line(mixed, 3, f"event {first['id']!r} hidden already in project")
-    assert line.endswith("; not found: entity 'doc_x'")
+    assert mixed.returncode == 0, mixed.stderr
+    assert mixed.stderr.strip().splitlines() == [
+        f"note: hidden already in project 'default': event {first['id']!r}",
+        "note: not found in project 'default', nothing done for: entity 'doc_x'",
+    ]
     # a purge with nothing old enough is no mistake: an empty report, 0
     purge = run(*base, "--soft-deleted-older-than", "30d", cwd=tmp_path)
     assert purge.returncode == 0 and json.loads(purge.stdout)["total"] == 0
     gone = run(*base, "--session", "s1", cwd=tmp_path)
     assert gone.returncode == 0 and json.loads(gone.stdout)["total"] > 0
+
+
+def test_restore_brings_back_what_a_soft_forget_hid(tmp_path: Path, db: str) -> None:
+    base = ("--db", db, "--embedder", "none")
+    first = json.loads(run(*base, "events", "s1", "--json", cwd=tmp_path).stdout)[0]
+    hidden = run(*base, "forget", "--soft", "--event", first["id"], cwd=tmp_path)
+    assert hidden.returncode == 0, hidden.stderr
+    listed = json.loads(run(*base, "events", "s1", "--json", cwd=tmp_path).stdout)
+    assert first["id"] not in [e["id"] for e in listed]
+    back = run(*base, "restore", "--event", first["id"], cwd=tmp_path)
+    assert (back.returncode, back.stdout.strip(), back.stderr) == (0, "restored 1 item(s)", "")
+    listed = json.loads(run(*base, "events", "s1", "--json", cwd=tmp_path).stdout)
+    assert first["id"] in [e["id"] for e in listed]
+    again = run(*base, "restore", "--event", first["id"], cwd=tmp_path)
+    assert (again.returncode, again.stdout.strip()) == (0, "restored 0 item(s)")
+    assert again.stderr.strip() == (
+        f"note: visible already in project 'default': event {first['id']!r}"
+    )
+    one_error_line(run(*base, "restore", "--event", "ev_nope", cwd=tmp_path), 3, "ev_nope")
+    one_error_line(run(*base, "restore", cwd=tmp_path), 2, "--event")
+    one_error_line(run(*base, "restore", "--session", "nosuch", cwd=tmp_path), 3, "'nosuch'")
+    # a whole session: what it hid comes back
+    assert run(*base, "forget", "--soft", "--session", "s1", cwd=tmp_path).returncode == 0
+    whole = run(*base, "restore", "--session", "s1", cwd=tmp_path)
+    assert (whole.returncode, whole.stdout.strip()) == (0, "restored 3 item(s)")
 
 
 def test_forget_whole_project_needs_yes_without_a_terminal(tmp_path: Path, db: str) -> None:

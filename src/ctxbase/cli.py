@@ -540,30 +540,42 @@ def _confirm_whole_project(project: str, db: str) -> None:
         )
 
 
-def _cmd_hide(cb: Any, args: argparse.Namespace, unknown: Sequence[str]) -> int:
+def _cmd_hide(
+    cb: Any, args: argparse.Namespace, unknown: Sequence[str], hidden: bool = True
+) -> int:
+    """`forget --soft` (hidden) or `restore`: an id already in that state is said so and is
+    no error (a retried soft delete succeeds); exit 3 only when nothing named exists."""
+    verb, done, already = (
+        ("hide", "hidden", "hidden already")
+        if hidden
+        else ("restore", "restored", "visible already")
+    )
     ids = (args.event or []) + (args.entity or [])
-    if args.whole_project or not (ids or args.session):
-        raise ValidationError("forget", "--soft hides --event, --entity or --session")
+    if getattr(args, "whole_project", False) or not (ids or args.session):
+        what = "--soft hides" if hidden else "restore brings back"
+        raise ValidationError(
+            "forget" if hidden else "restore", f"{what} --event, --entity or --session"
+        )
     if ids and len(unknown) == len(ids) and not args.session:
-        raise _NothingMatched("hide", args)
+        raise _NothingMatched(verb, args)
     if args.session:
         cb.flush()
         cb.get_session(args.session)
-        ids += [e.id for e in cb.store.list_events(cb.project, args.session)]
-    report = cb.set_hidden(ids, True)
-    if report.changed == 0:
-        error = _NothingMatched("hide", args, "hidden already")
-        if unknown:  # name only the hidden ones as such
-            hidden = [f"event {i!r}" for i in args.event or [] if i in report.unchanged]
-            hidden += [f"entity {i!r}" for i in args.entity or [] if i in report.unchanged]
-            error.args = (
-                f"nothing to hide: {', '.join(hidden)} hidden already in project "
-                f"{cb.project!r}; not found: {', '.join(unknown)}",
-            )
-        raise error
-    print(f"hidden {report.changed} item(s)")
+        # restoring: the session's hidden events are the ones to bring back
+        events = cb.store.list_events(cb.project, args.session, include_inactive=not hidden)
+        ids += [e.id for e in events]
+    report = cb.set_hidden(ids, hidden)
+    print(f"{done} {report.changed} item(s)")
+    same = _named_in(args, report.unchanged)
+    if same:
+        print(f"note: {already} in project {cb.project!r}: {', '.join(same)}", file=sys.stderr)
     _note_unknown(cb, unknown)
     return 0
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    with _open(args, embedder=None) as cb:
+        return _cmd_hide(cb, args, _unknown_ids(cb, args), hidden=False)
 
 
 def cmd_forget(args: argparse.Namespace) -> int:

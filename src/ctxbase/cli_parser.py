@@ -219,6 +219,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     )
     p.set_defaults(func=h.cmd_forget)
 
+    p = _command(sub, "restore", "bring back what forget --soft hid")
+    p.add_argument("--event", action="append", help="an event id (repeatable)")
+    p.add_argument("--entity", action="append", help="an entity id (repeatable)")
+    p.add_argument("--session", help="a whole session, with its events")
+    p.set_defaults(func=h.cmd_restore)
+
     p = _command(sub, "migrate", "create or upgrade the schema; prints its version")
     p.set_defaults(func=h.cmd_migrate)
 

@@ -105,7 +105,7 @@ def test_ctxbase_tree_counts_match_an_ast_walk(tree_ingest: tuple) -> None:
 def test_ctxbase_tree_known_edges(tree_ingest: tuple) -> None:
     cb, _, _ = tree_ingest
     code = {e.properties["symbol"]: e for e in cb.list_entities(type="code")}
-    upsert = code["ctxbase.contextbase.ContextBase.upsert_entity"]
+    upsert = code["ctxbase.knowledge_graph.GraphMethods.upsert_entity"]
     items = code["ctxbase.retrieve.indexing.entity_items"]
     out = {r.to_id: r for r in cb.relationships(upsert.id, direction="out", types=["CALLS"])}
     assert out[items.id].confidence == 0.95 and out[items.id].source == "auto:calls"
@@ -114,9 +114,9 @@ def test_ctxbase_tree_known_edges(tree_ingest: tuple) -> None:
     inherits = cb.relationships(sqlite_store.id, direction="out", types=["INHERITS"])
     assert store_base.id in {r.to_id for r in inherits}
     # The class unit holds its own lines, not its methods' bodies.
-    assert "def upsert_entity" in code["ctxbase.contextbase.ContextBase"].text
-    assert "self.store.upsert_entity(" not in code["ctxbase.contextbase.ContextBase"].text
-    assert upsert.properties["path"] == "ctxbase/contextbase.py"
+    assert "def upsert_entity" in code["ctxbase.knowledge_graph.GraphMethods"].text
+    assert "self.store.upsert_entity(" not in code["ctxbase.knowledge_graph.GraphMethods"].text
+    assert upsert.properties["path"] == "ctxbase/knowledge_graph.py"
     assert upsert.properties["line_start"] < upsert.properties["line_end"]
 
 
