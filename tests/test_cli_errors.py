@@ -106,6 +106,29 @@ def test_migrate_data_from_a_missing_file_creates_nothing(tmp_path: Path) -> Non
     assert not (tmp_path / "out.db").exists()
 
 
+def test_forget_and_restore_of_a_missing_database_or_project_create_nothing(
+    tmp_path: Path, db: str
+) -> None:
+    missing = str(tmp_path / "typo.db")
+    for args in (
+        ("forget", "--event", "ev_x"),
+        ("forget", "--whole-project", "--yes"),
+        ("forget", "--soft-deleted-older-than", "30d", "--all-projects"),
+        ("restore", "--event", "ev_x"),
+    ):
+        one_error_line(run("--db", missing, *args, cwd=tmp_path), 3, "typo.db")
+    assert not (tmp_path / "typo.db").exists()
+    # a project the database does not hold: not found, its projects named, nothing removed
+    line = one_error_line(
+        run("--db", db, "--project", "shpo", "forget", "--whole-project", "--yes", cwd=tmp_path),
+        3,
+        "project 'shpo' not found",
+    )
+    assert "default" in line
+    kept = run("--db", db, "events", "s1", "--json", cwd=tmp_path)
+    assert kept.returncode == 0 and len(json.loads(kept.stdout)) == 3
+
+
 def test_events_of_an_unknown_session_is_not_found(tmp_path: Path, db: str) -> None:
     one_error_line(run("--db", db, "events", "nosuch", cwd=tmp_path), 3, "session", "nosuch")
     known = run("--db", db, "events", "s1", "--json", cwd=tmp_path)

@@ -574,12 +574,20 @@ def _cmd_hide(
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    with _open_existing(args, embedder=None) as cb:
         return _cmd_hide(cb, args, _unknown_ids(cb, args), hidden=False)
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
-    with _open(args, embedder=None) as cb:
+    # Nothing to forget in a database that is not there or a project it does not hold: a
+    # mistyped --db or --project is not found (3), not an empty report from a database
+    # created for it.
+    if args.all_projects:
+        _existing_db(args)
+    opened = (
+        _open(args, embedder=None) if args.all_projects else _open_existing(args, embedder=None)
+    )
+    with opened as cb:
         if args.soft:
             return _cmd_hide(cb, args, _unknown_ids(cb, args))
         unknown: list[str] = []
