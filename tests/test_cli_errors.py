@@ -143,6 +143,9 @@ def test_soft_forget_of_a_session_hides_its_events(tmp_path: Path, db: str) -> N
     assert after.returncode == 0 and json.loads(after.stdout) == []
     one_error_line(run("--db", db, "forget", "--soft", "--session", "x", cwd=tmp_path), 3, "'x'")
     one_error_line(run("--db", db, "forget", "--soft", cwd=tmp_path), 2, "--soft")
+    # nothing named: the options to name it with, not the library's argument names
+    line = one_error_line(run("--db", db, "forget", cwd=tmp_path), 2, "--event, --entity")
+    assert "event_ids" not in line
 
 
 def test_a_forget_that_matches_nothing_is_not_found(tmp_path: Path, db: str) -> None:

@@ -579,6 +579,12 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    named = args.event or args.entity or args.session or args.whole_project
+    if not (named or args.soft or args.soft_deleted_older_than is not None):
+        raise ValidationError(
+            "forget",
+            "name --event, --entity, --session, --soft-deleted-older-than or --whole-project",
+        )
     # Nothing to forget in a database that is not there or a project it does not hold: a
     # mistyped --db or --project is not found (3), not an empty report from a database
     # created for it.
