@@ -35,7 +35,6 @@ _CHINESE_STOP_WORDS_TEXT = """
 CHINESE_STOP_WORDS: frozenset[str] = frozenset(_CHINESE_STOP_WORDS_TEXT.split())
 
 _CJK_CHAR = re.compile(f"[{CJK_CHARS}]")
-_HAS_CJK = re.compile(f"[{CJK_CHARS}]")
 
 
 def with_characters(terms: Sequence[str]) -> list[str]:
@@ -59,6 +58,6 @@ def with_characters(terms: Sequence[str]) -> list[str]:
 
 def with_characters_joined(joined: str) -> str:
     """`with_characters` over a space-joined term string, as the stores hold terms."""
-    if not joined or not _HAS_CJK.search(joined):
+    if not joined or not _CJK_CHAR.search(joined):
         return joined
     return " ".join(with_characters(joined.split()))

@@ -72,11 +72,10 @@ _ENGLISH_STOP_WORDS_TEXT = """
 ENGLISH_STOP_WORDS: frozenset[str] = frozenset(_ENGLISH_STOP_WORDS_TEXT.split())
 
 
-_CJK_CHARS = CJK_CHARS
 # A word character that is not CJK (letters of other scripts, digits, underscore).
-_WORD_CHAR = rf"[^\W{_CJK_CHARS}]"
+_WORD_CHAR = rf"[^\W{CJK_CHARS}]"
 _TOKEN_PATTERN = re.compile(
-    rf"(?P<cjk>[{_CJK_CHARS}]+)|(?P<word>{_WORD_CHAR}+(?:[.\-]{_WORD_CHAR}+)*)"
+    rf"(?P<cjk>[{CJK_CHARS}]+)|(?P<word>{_WORD_CHAR}+(?:[.\-]{_WORD_CHAR}+)*)"
 )
 # The same pattern for ASCII text (no CJK; a word character is [A-Za-z0-9_]), which the
 # regex engine matches faster than the Unicode classes above.
@@ -298,12 +297,14 @@ def index_terms_with_tail(text: str, tail_chars: int) -> tuple[list[str], list[s
     does); otherwise the second value is None, and the tail has to be tokenized by itself.
     """
     normalised = _normalise(text)
+    # only a text with a non-ASCII character can hold a Chinese word (capture's hot path)
+    chars = list if normalised.isascii() else with_characters
     if len(text) <= tail_chars:
-        whole = with_characters(_terms_of(normalised))
+        whole = chars(_terms_of(normalised))
         return whole, list(whole)
     tail_text = _normalise(text[-tail_chars:])
     if not normalised.endswith(tail_text):
-        return with_characters(_terms_of(normalised)), None
+        return chars(_terms_of(normalised)), None
     # The tail is normalised[cut:]. The pattern looks neither behind nor at word
     # boundaries, and its tokens are maximal: scanning normalised[cut:] finds the tokens
     # that start at or after `cut`, after the tokens of the piece normalised[cut:end] of a
@@ -326,7 +327,7 @@ def index_terms_with_tail(text: str, tail_chars: int) -> tuple[list[str], list[s
         extend(token)
     if tail < 0:
         tail = len(terms)
-    return with_characters(terms), with_characters(head + terms[tail:])
+    return chars(terms), chars(head + terms[tail:])
 
 
 def query_terms(text: str) -> list[str]:
