@@ -489,18 +489,6 @@ def _wait_for_vectors(
 _QUIET_WAIT_S = 1.0
 
 
-def _unknown_ids(cb: Any, args: argparse.Namespace) -> list[str]:
-    """The --event / --entity ids the project holds neither as an event nor an entity."""
-    named = [("event", i) for i in args.event or []] + [("entity", i) for i in args.entity or []]
-    if not named:
-        return []
-    ids = [i for _, i in named]
-    cb.flush()
-    known = {e.id for e in cb.store.get_events(cb.project, ids, include_inactive=True)}
-    known |= {e.id for e in cb.store.get_entities(cb.project, ids, include_inactive=True)}
-    return [f"{kind} {i!r}" for kind, i in named if i not in known]
-
-
 def _note_unknown(cb: Any, unknown: Sequence[str]) -> None:
     if unknown:  # the rest was done: say what was not, so a typo does not pass for done
         print(
@@ -540,9 +528,7 @@ def _confirm_whole_project(project: str, db: str) -> None:
         )
 
 
-def _cmd_hide(
-    cb: Any, args: argparse.Namespace, unknown: Sequence[str], hidden: bool = True
-) -> int:
+def _cmd_hide(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
     """`forget --soft` (hidden) or `restore`: an id already in that state is said so and is
     no error (a retried soft delete succeeds); exit 3 only when nothing named exists."""
     verb, done, already = (
@@ -556,26 +542,29 @@ def _cmd_hide(
         raise ValidationError(
             "forget" if hidden else "restore", f"{what} --event, --entity or --session"
         )
-    if ids and len(unknown) == len(ids) and not args.session:
-        raise _NothingMatched(verb, args)
     if args.session:
         cb.flush()
         cb.get_session(args.session)
         # restoring: the session's hidden events are the ones to bring back
         events = cb.store.list_events(cb.project, args.session, include_inactive=not hidden)
         ids += [e.id for e in events]
-    report = cb.set_hidden(ids, hidden)
+    try:
+        report = cb.set_hidden(ids, hidden)
+    except NotFoundError:
+        if args.session:  # ids named beside the session's: its error stands
+            raise
+        raise _NothingMatched(verb, args) from None  # each id named as its option named it
     print(f"{done} {report.changed} item(s)")
     same = _named_in(args, report.unchanged)
     if same:
         print(f"note: {already} in project {cb.project!r}: {', '.join(same)}", file=sys.stderr)
-    _note_unknown(cb, unknown)
+    _note_unknown(cb, _named_in(args, report.not_found))
     return 0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
     with _open_existing(args, embedder=None) as cb:
-        return _cmd_hide(cb, args, _unknown_ids(cb, args), hidden=False)
+        return _cmd_hide(cb, args, hidden=False)
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
@@ -595,7 +584,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
     )
     with opened as cb:
         if args.soft:
-            return _cmd_hide(cb, args, _unknown_ids(cb, args))
+            return _cmd_hide(cb, args)
         unknown: list[str] = []
         already: list[str] = []
         older = args.soft_deleted_older_than
@@ -614,8 +603,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 whole_project=args.whole_project,
                 soft_deleted_older_than=older,
             )
-            named = args.event or args.entity or args.session
-            if report.total == 0 and named and not report.already_forgotten:
+            by_id = args.event or args.entity or args.session
+            if report.total == 0 and by_id and not report.already_forgotten:
                 raise _NothingMatched("forget", args)
             unknown = _named_in(args, report.not_found)
             already = _named_in(args, report.already_forgotten)

@@ -118,8 +118,7 @@ def _targets(
     known: set[str] = set()
     gone: set[str] = set()
     if ids:
-        known = {e.id for e in store.get_events(pid, ids, include_inactive=True)}
-        known |= {e.id for e in store.get_entities(pid, ids, include_inactive=True)}
+        known = store.existing_ids(pid, ids)
         rest = [i for i in ids if i not in known]
         gone = store.forgotten_ids(pid, rest) if rest else set()
     unknown = [(kind, i) for kind, i in named if i not in known and i not in gone]

@@ -135,16 +135,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 (project_id, ids),
             ).fetchall()
         }
-        hashes = {tombstone_hash(i): i for i in ids}
-        forgotten = {
-            hashes[r[0]]
-            for r in self._x(
-                conn,
-                "SELECT hashed_id FROM tombstones WHERE project_id=%s AND hashed_id = ANY(%s)",
-                (project_id, list(hashes)),
-            ).fetchall()
-        }
-        seen = stored | forgotten
+        seen = stored | self._tombstoned(conn, project_id, ids)
         fresh: list[int] = []
         for n in idx:
             if events[n].id not in seen:
@@ -281,15 +272,19 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         return {r[0] for r in rows}
 
     def forgotten_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
-        hashes = {tombstone_hash(i): i for i in dict.fromkeys(ids)}
-        if not hashes:
+        if not ids:
             return set()
         with self._read() as conn:
-            rows = self._x(
-                conn,
-                "SELECT hashed_id FROM tombstones WHERE project_id=%s AND hashed_id = ANY(%s)",
-                (project_id, list(hashes)),
-            ).fetchall()
+            return self._tombstoned(conn, project_id, ids)
+
+    def _tombstoned(self, conn: Conn, project_id: str, ids: Sequence[str]) -> set[str]:
+        """The ids among `ids` whose events the project has forgotten (their tombstones)."""
+        hashes = {tombstone_hash(i): i for i in dict.fromkeys(ids)}
+        rows = self._x(
+            conn,
+            "SELECT hashed_id FROM tombstones WHERE project_id=%s AND hashed_id = ANY(%s)",
+            (project_id, list(hashes)),
+        ).fetchall()
         return {hashes[r[0]] for r in rows}
 
     def _events(self, conn: Conn, rows: Sequence[Sequence[Any]]) -> list[Event]:
