@@ -545,6 +545,12 @@ def test_forgetting_an_event_again_says_already_forgotten(tmp_path: Path, db: st
     assert "already forgotten" in both.stderr and f"{second['id']!r}" not in both.stderr
     # an id that matches nothing at all is still not found (3)
     one_error_line(run(*base, "--event", "ev_typo", cwd=tmp_path), 3, "event 'ev_typo' not found")
+    # a session forgotten before is the same: the report, 0 and a note
+    assert run(*base, "--session", "s1", cwd=tmp_path).returncode == 0
+    repeat = run(*base, "--session", "s1", cwd=tmp_path)
+    assert repeat.returncode == 0, repeat.stderr
+    assert json.loads(repeat.stdout)["already_forgotten"] == ["s1"]
+    assert repeat.stderr.strip() == "note: already forgotten in project 'default': session 's1'"
 
 
 def test_serve_says_which_address_it_cannot_have_and_which_port_it_took(tmp_path: Path) -> None:

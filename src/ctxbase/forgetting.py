@@ -93,7 +93,7 @@ def _nothing_matched(verb: str, named: Sequence[tuple[str, str]], project: str) 
 @dataclass
 class _Targets:
     """What a forget named: how many targets, how many of them the project holds, the
-    (kind, id) it does not hold, and the ids of events it forgot before (tombstoned)."""
+    (kind, id) it does not hold, and the ids (and session) it forgot before (tombstoned)."""
 
     named: int
     held: int
@@ -109,9 +109,10 @@ def _targets(
     session_id: str | None,
 ) -> _Targets:
     """The store forgets an id whichever list names it, so an id is known when it is an
-    event or an entity, and already forgotten when it is neither but has a tombstone (an
-    event forgotten before); its kind in the answer is the list that named it. Entities
-    have no tombstones: an entity forgotten before is not found."""
+    event or an entity, and already forgotten when it is neither but has an event's or an
+    entity's tombstone; its kind in the answer is the list that named it. A session is
+    known when the project holds it, and already forgotten when it has a session's
+    tombstone."""
     named = [("event", i) for i in dict.fromkeys(event_ids)]
     named += [("entity", i) for i in dict.fromkeys(entity_ids)]
     ids = list(dict.fromkeys(i for _, i in named))
@@ -120,15 +121,17 @@ def _targets(
     if ids:
         known = store.existing_ids(pid, ids)
         rest = [i for i in ids if i not in known]
-        gone = store.forgotten_ids(pid, rest) if rest else set()
+        gone = store.forgotten_ids(pid, rest, ("event", "entity")) if rest else set()
     unknown = [(kind, i) for kind, i in named if i not in known and i not in gone]
     held = sum(1 for _, i in named if i in known)
-    if session_id is not None:
-        if store.get_session(pid, session_id) is None:
-            unknown.append(("session", session_id))
-        else:
-            held += 1
     already = [i for i in ids if i in gone]
+    if session_id is not None:
+        if store.get_session(pid, session_id) is not None:
+            held += 1
+        elif store.forgotten_ids(pid, [session_id], ("session",)):
+            already.append(session_id)
+        else:
+            unknown.append(("session", session_id))
     return _Targets(len(named) + (session_id is not None), held, unknown, already)
 
 
@@ -273,11 +276,10 @@ class ForgetMethods:
         index entries, vectors, edges, facts, the session's traces) or redacted (other
         sessions' traces), and in-memory caches are dropped; a stale retry of a forgotten
         event is ignored. The report counts each per table and cache, names the ids the
-        project does not hold (`not_found`) and the events it forgot before
-        (`already_forgotten`: forgetting again is no error, so a retry is harmless).
-        NotFoundError when every id and session named is unknown (unless whole_project or
-        a purge was asked). Entities have no tombstones: an entity forgotten before is
-        unknown, as is a session forgotten before."""
+        project does not hold (`not_found`) and the events, entities and session it forgot
+        before (`already_forgotten`: forgetting again is no error, so a retry is harmless;
+        a forget keeps a tombstone, a hash of each id, for that). NotFoundError when every
+        id and session named is unknown (unless whole_project or a purge was asked)."""
         return forget(
             self,
             event_ids=event_ids,

@@ -3,6 +3,8 @@ report, tombstones, and copying a project between backends."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +13,9 @@ import pytest
 from contract_helpers import add_entity, make_event, match, write
 
 from ctxbase.model import Relation, SessionInfo, StateFact, TaskInfo
-from ctxbase.store.base import Store
+from ctxbase.store.base import Store, TombstoneKind
 from ctxbase.store.postgres import PostgresStore
+from ctxbase.store.rows import tombstone_hash
 from ctxbase.store.schema import TABLES
 from ctxbase.store.sqlite import SQLiteStore
 from ctxbase.store.transfer import copy_project
@@ -74,6 +77,36 @@ def test_forgotten_ids_names_the_events_forgotten_before(store: Store, project_i
     assert store.forgotten_ids(project_id, many) == {*ids["s1"]}
     store.forget(project_id, whole_project=True)
     assert store.forgotten_ids(project_id, [*many, gone, kept]) == {*ids["s1"], gone, kept}
+
+
+def test_forgotten_entities_and_sessions_keep_tombstones_of_their_kind(
+    store: Store, project_id: str
+) -> None:
+    ids = _populate(store, project_id)
+    (entity,) = ids["entity"]
+    kinds: tuple[TombstoneKind, ...] = ("event", "entity", "session")
+    store.forget(project_id, entity_ids=[entity, "doc:never"])
+    assert store.forgotten_ids(project_id, [entity, "doc:never"], ("entity",)) == {entity}
+    assert store.forgotten_ids(project_id, [entity]) == set()  # not as an event
+    # a session named beside a stored event but never held is not tombstoned
+    store.forget(project_id, event_ids=[ids["s2"][0]], session_id="s-never")
+    assert store.forgotten_ids(project_id, ["s-never"], kinds) == set()
+    store.forget(project_id, session_id="s1")
+    assert store.forgotten_ids(project_id, ["s1", "s2"], ("session",)) == {"s1"}
+    assert store.forgotten_ids(project_id, ["s1"], ("event", "entity")) == set()
+    # an entity created again (on purpose, unlike a stale event retry) lifts its tombstone
+    assert add_entity(store, project_id, "document", "spec.md", "gamma again").id == entity
+    assert store.forgotten_ids(project_id, [entity], kinds) == set()
+    # a whole project's events, entities and sessions are tombstoned, each as its kind
+    store.forget(project_id, whole_project=True)
+    kept = ids["s2"][1]
+    assert store.forgotten_ids(project_id, [entity, "s2", kept], kinds) == {entity, "s2", kept}
+    assert store.forgotten_ids(project_id, ["s2"], ("event", "entity")) == set()
+    # hashes only; an event's is the bare digest, as every tombstone written before kinds
+    rows = [r["hashed_id"] for batch in store.export_rows(project_id, "tombstones") for r in batch]
+    assert len(rows) == 8  # 5 events, the entity (one row, forgotten twice), s1 and s2
+    assert all(re.fullmatch(r"((entity|session):)?[0-9a-f]{64}", h) for h in rows)
+    assert tombstone_hash(kept) == hashlib.sha256(kept.encode()).hexdigest() in rows
 
 
 def test_forget_last_event_moves_the_session_tail(store: Store, project_id: str) -> None:

@@ -6,6 +6,8 @@ apart from an unknown one."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from ctxbase import ContextBase
@@ -48,10 +50,10 @@ def test_a_forget_whose_every_id_is_unknown_is_not_found(cb: ContextBase) -> Non
         cb.forget(session_id="nosuch")
     assert (one.value.kind, one.value.item_id) == ("session", "nosuch")
     assert cb.get_event(event_id).id == event_id  # nothing was touched
-    # the session is found while its events are; once forgotten, a repeat is not found
+    # the session is found while it is held; once forgotten, a repeat is already forgotten
     assert cb.forget(session_id="s1").not_found == []
-    with pytest.raises(NotFoundError, match="session 's1' not found"):
-        cb.forget(session_id="s1")
+    again = cb.forget(session_id="s1")
+    assert (again.total, again.already_forgotten, again.not_found) == (0, ["s1"], [])
 
 
 def test_forgetting_an_event_again_says_it_was_forgotten_already(cb: ContextBase) -> None:
@@ -68,10 +70,46 @@ def test_forgetting_an_event_again_says_it_was_forgotten_already(cb: ContextBase
     assert (mixed.not_found, mixed.already_forgotten) == (["ev_typo"], [event_id])
     # an id is forgotten whichever list names it, so a forgotten event named as an entity
     assert cb.forget(entity_ids=[event_id]).already_forgotten == [event_id]
-    # entities leave no tombstone: forgotten before, an entity is not found
+    # an entity forgotten before is already forgotten too, whichever list names it
     assert cb.forget(entity_ids=[doc_id]).removed["entities"] == 1
-    with pytest.raises(NotFoundError, match=f"entity {doc_id!r} not found"):
-        cb.forget(entity_ids=[doc_id])
+    doc_again = cb.forget(entity_ids=[doc_id])
+    assert (doc_again.total, doc_again.already_forgotten, doc_again.not_found) == (0, [doc_id], [])
+    assert cb.forget(event_ids=[doc_id]).already_forgotten == [doc_id]
+
+
+def test_forgetting_a_session_again_says_it_was_forgotten_already(cb: ContextBase) -> None:
+    event_id, doc_id = _seed(cb)
+    first = cb.forget(session_id="s1")
+    assert first.removed["sessions"] == 1 and first.already_forgotten == []
+    # a repeat, or the SDK's retry of a forget whose answer was lost: no error, nothing done
+    again = cb.forget(session_id="s1")
+    assert (again.removed, again.caches, again.not_found) == ({}, {}, [])
+    assert again.already_forgotten == ["s1"]
+    both = cb.forget(session_id="s1", event_ids=[event_id, "ev_typo"])
+    assert (both.already_forgotten, both.not_found) == ([event_id, "s1"], ["ev_typo"])
+    # a stale retry of its event stores nothing, and brings the session back neither
+    cb.record("user_message", session_id="s1", text="stale", event_id=event_id)
+    assert cb.forget(session_id="s1").already_forgotten == ["s1"]
+    # a session named beside a held id but never held is not tombstoned by that forget
+    cb.forget(entity_ids=[doc_id], session_id="s-never")
+    with pytest.raises(NotFoundError, match="session 's-never' not found"):
+        cb.forget(session_id="s-never")
+    # a session used again is held again: forgotten anew, not "already forgotten"
+    cb.record("user_message", session_id="s1", text="a new start")
+    anew = cb.forget(session_id="s1")
+    assert (anew.removed["sessions"], anew.already_forgotten) == (1, [])
+
+
+def test_a_whole_project_forget_tombstones_its_entities_and_sessions(cb: ContextBase) -> None:
+    event_id, doc_id = _seed(cb)
+    cb.forget(whole_project=True)
+    again = cb.forget(event_ids=[event_id], entity_ids=[doc_id], session_id="s1")
+    assert (again.total, again.not_found) == (0, [])
+    assert again.already_forgotten == [event_id, doc_id, "s1"]
+    # the tombstones hold hashes only: no id named, let alone text
+    rows = [r for batch in cb.store.export_rows(cb.project, "tombstones") for r in batch]
+    assert len(rows) >= 3
+    assert all(re.fullmatch(r"((entity|session):)?[0-9a-f]{64}", r["hashed_id"]) for r in rows)
 
 
 def test_only_forgotten_events_count_as_forgotten(cb: ContextBase) -> None:

@@ -1,8 +1,8 @@
 """POST /forget, /soft-delete and /restore over HTTP, on both backends, say what they did
 not find: the ids the project does not hold are named in the answer, every id unknown is a
-404 naming them, an event forgotten before is a 200 naming it as already forgotten (so the
-SDK's retry after a lost answer succeeds), and an id hidden (or visible) already is a 200
-that says so. The remote SDK answers as the embedded ContextBase does."""
+404 naming them, an event, entity or session forgotten before is a 200 naming it as
+already forgotten (so the SDK's retry after a lost answer succeeds), and an id hidden (or
+visible) already is a 200 that says so. The remote SDK answers as the embedded ContextBase does."""
 
 from __future__ import annotations
 
@@ -127,6 +127,9 @@ def _scenario(api: Any) -> dict[str, Any]:
     with pytest.raises(NotFoundError) as typo:
         api.forget(event_ids=["ev_typo"])
     out["typo_again"] = (str(typo.value), typo.value.ids)
+    api.forget(session_id="s1")
+    session = api.forget(session_id="s1")
+    out["session_again"] = (session.total, session.not_found, session.already_forgotten)
     text = repr(out).replace(api.project, "<p>").replace(first.id, "<first>")
     return {"text": text.replace(second.id, "<second>")}
 
@@ -176,6 +179,7 @@ def test_the_remote_sdk_answers_as_the_embedded_api(
             "nothing to forget: event 'ev_typo' not found in project '<p>'",
             ("ev_typo",),
         ),
+        "session_again": (0, [], ["s1"]),
     }
     assert local == {"text": repr(expected)}
 
@@ -195,12 +199,23 @@ def test_the_async_client_reports_the_same(server: Live, pid: str) -> None:
     assert error == f"nothing to restore: 'ev_typo' matches no event or entity of project {pid!r}"
 
 
-def test_the_sdk_retry_of_a_forget_whose_answer_was_lost_succeeds(server: Live, pid: str) -> None:
+@pytest.mark.parametrize("what", ["event", "entity", "session"])
+def test_the_sdk_retry_of_a_forget_whose_answer_was_lost_succeeds(
+    server: Live, pid: str, what: str
+) -> None:
     """The first forget is done on the server but its answer never arrives (the connection
-    drops); the SDK sends it again and gets the report, the event named as forgotten."""
+    drops); the SDK sends it again and gets the report, the event (entity, session) named
+    as forgotten."""
     key = server.key(pid, role="admin")
     with ctxbase.connect(server.url, api_key=key, project=pid) as direct:
         event = direct.record("user_message", session_id="s1", text="the api token is abc123")
+        doc = direct.upsert_entity("document", "tokens.md", "the api token rotates")
+    named: dict[str, Any] = {
+        "event": {"event_ids": [event.id]},
+        "entity": {"entity_ids": [doc.id]},
+        "session": {"session_id": "s1"},
+    }[what]
+    gone = {"event": event.id, "entity": doc.id, "session": "s1"}[what]
     handler = type("Lose", (_LoseFirstAnswer,), {"upstream": server.url, "lost": 0})
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=proxy.serve_forever, daemon=True)
@@ -208,11 +223,11 @@ def test_the_sdk_retry_of_a_forget_whose_answer_was_lost_succeeds(server: Live, 
     try:
         url = f"http://127.0.0.1:{proxy.server_address[1]}"
         with ctxbase.connect(url, api_key=key, project=pid, backoff=0.01) as client:
-            report = client.forget(event_ids=[event.id])
+            report = client.forget(**named)
             assert handler.lost == 2  # the forget went twice
-            assert (report.total, report.already_forgotten, report.not_found) == (0, [event.id], [])
+            assert (report.total, report.already_forgotten, report.not_found) == (0, [gone], [])
             with pytest.raises(NotFoundError):
-                client.get_event(event.id)
+                client.get_entity(doc.id) if what == "entity" else client.get_event(event.id)
     finally:
         proxy.shutdown()
         proxy.server_close()

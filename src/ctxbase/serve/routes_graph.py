@@ -146,9 +146,9 @@ def forget(pid: AdminOnlyProject, body: ForgetIn, rt: Rt) -> ForgetOut:
     sessions' traces; `soft_deleted_older_than_s` forgets what was soft-deleted longer ago.
     The report counts rows removed and redacted per table and cache entries dropped, and
     names in `not_found` the ids (and session) it named that the project does not hold
-    and in `already_forgotten` those that were events it forgot before (no error, so a
-    retry after a lost answer is a 200); 404 when every one named is unknown (and neither
-    whole_project nor a purge was asked)."""
+    and in `already_forgotten` the events, entities and session it forgot before (no
+    error, so a retry after a lost answer is a 200); 404 when every one named is unknown
+    (and neither whole_project nor a purge was asked)."""
     # Before and after: an assembly racing with the forget must not stay cached.
     cached = rt.cache.invalidate(pid)
     fields = body.model_dump()

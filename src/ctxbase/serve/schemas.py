@@ -520,7 +520,7 @@ class ForgetOut(_Out):
     total: int  # rows removed
     # event ids, entity ids and session id named that the project does not hold
     not_found: list[str] = Field(default_factory=list)
-    # ids named that were events the project forgot before (forgetting again is no error)
+    # ids (and session) named that the project forgot before (forgetting again is no error)
     already_forgotten: list[str] = Field(default_factory=list)
 
 

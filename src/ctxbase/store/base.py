@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,7 @@ __all__ = [
     "SearchItem",
     "StateChange",
     "Store",
+    "TombstoneKind",
     "TraceSummary",
     "VectorBlock",
     "VectorDelta",
@@ -39,6 +40,10 @@ __all__ = [
 ]
 
 SCHEMA_VERSION = 7
+
+# What a tombstone stands for: a forgotten event (a stale retry of it is never written
+# again), entity or session (forgetting it again is "already forgotten", not "not found").
+TombstoneKind = Literal["event", "entity", "session"]
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts
@@ -248,7 +253,7 @@ class ForgetReport:
     SQLite), rows kept but redacted per table (traces of other sessions that used forgotten
     events), and in-memory cache entries dropped per cache. `not_found` lists the event ids,
     entity ids and session id the forget named that the project does not hold, and
-    `already_forgotten` the ids named that were events the project has forgotten before
+    `already_forgotten` the ids (and session) named that the project has forgotten before
     (filled in by `ContextBase.forget`, which raises NotFoundError when every one it named
     is unknown)."""
 
@@ -355,10 +360,12 @@ class Store(ABC):
         """Which of these ids are stored events or entities in the project (active or not)."""
 
     @abstractmethod
-    def forgotten_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
-        """Which of these ids are events the project has hard-forgotten (it keeps a
-        tombstone, the hash of the id, for each). Entities have no tombstones: a forgotten
-        entity's id is not among them."""
+    def forgotten_ids(
+        self, project_id: str, ids: Sequence[str], kinds: Sequence[TombstoneKind] = ("event",)
+    ) -> set[str]:
+        """Which of these ids the project has hard-forgotten as one of `kinds` (events by
+        default): a forget keeps a tombstone, a hash of the id and its kind, for each
+        stored event, entity and session it removed (see rows.tombstone_hash)."""
 
     @abstractmethod
     def get_events(

@@ -50,6 +50,8 @@ class ForgetScope:
     # an event must not read as forgotten, nor keep a future event of that id out)
     stored_event_ids: list[str] = field(default_factory=list)
     entity_ids: list[str] = field(default_factory=list)
+    # those of `entity_ids` stored as entities (tombstoned likewise)
+    stored_entity_ids: list[str] = field(default_factory=list)
     session_id: str | None = None
     task_ids: list[str] = field(default_factory=list)
     # sessions and tasks of the forgotten events: where facts extracted from them live
@@ -158,13 +160,12 @@ class ForgetSteps:
             scope.stored_event_ids.append(event_id)
             scope.fact_scope_ids.update(s for s in (session, task) if s)
             texts.append(text)
-        texts += [
-            r[0]
-            for r in self._rows_in(
-                conn, "SELECT text FROM entities WHERE project_id=?", "entity_id",
-                scope.entity_ids, pid,
-            )
-        ]  # fmt: skip
+        for entity_id, text in self._rows_in(
+            conn, "SELECT entity_id, text FROM entities WHERE project_id=?", "entity_id",
+            scope.entity_ids, pid,
+        ):  # fmt: skip
+            scope.stored_entity_ids.append(entity_id)
+            texts.append(text)
         scope.fact_scope_ids.add(project_id)
         scope.forgotten = Forgotten(scope.node_ids, texts)
         return scope

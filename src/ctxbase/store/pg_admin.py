@@ -13,7 +13,7 @@ import numpy.typing as npt
 from ..errors import StorageError
 from ..model import StateFact
 from . import pg_sql as q
-from .base import ApiKeyRecord, ForgetReport
+from .base import ApiKeyRecord, ForgetReport, TombstoneKind
 from .forget_steps import ForgetSteps
 from .keyword_log import KeywordLog
 from .pg_base import INDEX_LOCK, Conn, PgBase, as_array, jsonb, text
@@ -170,9 +170,9 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                         (project_id, nodes, nodes) if table == "relations" else (project_id, nodes)
                     )
                     report.add(table, self._x(conn, sql, args).rowcount)
-            self._tombstone(conn, project_id, scope.stored_event_ids)
             self._forget_state(conn, project_id, scope, report)
             self._forget_traces(conn, project_id, scope, report)
+            sessions: list[str] = []
             if session_id is not None:
                 for table in ("tasks", "sessions"):
                     cur = self._x(
@@ -181,6 +181,10 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                         (project_id, session_id),
                     )
                     report.add(table, cur.rowcount)
+                sessions = [session_id] if report.removed.get("sessions") else []
+            self._tombstone(
+                conn, project_id, scope.stored_event_ids, scope.stored_entity_ids, sessions
+            )
             # A forgotten last event must not stay as the NEXT anchor of its session.
             self._x(
                 conn,
@@ -194,16 +198,18 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
 
     def _forget_project(self, conn: Conn, project_id: str, report: ForgetReport) -> None:
         forgotten = [
-            r[0]
-            for r in self._x(
-                conn, "SELECT event_id FROM events WHERE project_id=%s", (project_id,)
-            ).fetchall()
+            [r[0] for r in self._x(conn, sql, (project_id,)).fetchall()]
+            for sql in (
+                "SELECT event_id FROM events WHERE project_id=%s",
+                "SELECT entity_id FROM entities WHERE project_id=%s",
+                "SELECT session_id FROM sessions WHERE project_id=%s",
+            )
         ]
         for table in FORGET_TABLES:
             cur = self._x(conn, f"DELETE FROM {table} WHERE project_id=%s", (project_id,))
             report.add(table, cur.rowcount)
         # Tombstones stay (they hold only hashes): a stale retry must not come back.
-        self._tombstone(conn, project_id, forgotten)
+        self._tombstone(conn, project_id, *forgotten)
         # Every row just left: readers reload rather than apply a removal per row. The
         # record is cut, leaving a mark (seq 0) under a new number for readers behind it.
         self._x(conn, "DELETE FROM keyword_removed WHERE project_id=%s", (project_id,))
@@ -215,12 +221,26 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         )
         self._stats.pop(project_id, None)
 
-    def _tombstone(self, conn: Conn, project_id: str, ids: Sequence[str]) -> None:
+    def _tombstone(
+        self,
+        conn: Conn,
+        project_id: str,
+        events: Sequence[str],
+        entities: Sequence[str] = (),
+        sessions: Sequence[str] = (),
+    ) -> None:
+        """The tombstones (hashes only) of forgotten events, entities and sessions, in one
+        batch; one already there stays."""
+        kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
+            ("event", events),
+            ("entity", entities),
+            ("session", sessions),
+        )
         self._many(
             conn,
             "INSERT INTO tombstones(project_id, hashed_id) VALUES (%s,%s) "
             "ON CONFLICT (project_id, hashed_id) DO NOTHING",
-            [(project_id, tombstone_hash(i)) for i in dict.fromkeys(ids)],
+            [(project_id, tombstone_hash(i, k)) for k, ids in kinds for i in dict.fromkeys(ids)],
         )
 
     def context_entities(self, project_id: str, context_id: str) -> set[str] | None:

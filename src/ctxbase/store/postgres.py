@@ -27,7 +27,7 @@ from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
 from . import pg_sql as q
-from .base import ForgetReport, SearchItem, Store
+from .base import ForgetReport, SearchItem, Store, TombstoneKind
 from .pg_admin import PgAdmin
 from .pg_base import Conn, jsonb, text
 from .pg_search import PgSearch
@@ -271,15 +271,24 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             ).fetchall()
         return {r[0] for r in rows}
 
-    def forgotten_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
-        if not ids:
+    def forgotten_ids(
+        self, project_id: str, ids: Sequence[str], kinds: Sequence[TombstoneKind] = ("event",)
+    ) -> set[str]:
+        if not ids or not kinds:
             return set()
         with self._read() as conn:
-            return self._tombstoned(conn, project_id, ids)
+            return self._tombstoned(conn, project_id, ids, kinds)
 
-    def _tombstoned(self, conn: Conn, project_id: str, ids: Sequence[str]) -> set[str]:
-        """The ids among `ids` whose events the project has forgotten (their tombstones)."""
-        hashes = {tombstone_hash(i): i for i in dict.fromkeys(ids)}
+    def _tombstoned(
+        self,
+        conn: Conn,
+        project_id: str,
+        ids: Sequence[str],
+        kinds: Sequence[TombstoneKind] = ("event",),
+    ) -> set[str]:
+        """The ids among `ids` the project has forgotten as one of `kinds` (their
+        tombstones), in one statement."""
+        hashes = {tombstone_hash(i, kind): i for i in dict.fromkeys(ids) for kind in kinds}
         rows = self._x(
             conn,
             "SELECT hashed_id FROM tombstones WHERE project_id=%s AND hashed_id = ANY(%s)",
@@ -368,7 +377,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             self._x(
                 conn,
                 "DELETE FROM tombstones WHERE project_id=%s AND hashed_id=%s",
-                (pid, tombstone_hash(entity.id)),
+                (pid, tombstone_hash(entity.id, "entity")),
             )
             row = self._x(
                 conn,

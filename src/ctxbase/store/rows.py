@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
-from .base import ApiKeyRecord, KeywordRow, SearchItem, StateChange
+from .base import ApiKeyRecord, KeywordRow, SearchItem, StateChange, TombstoneKind
 
 __all__ = [
     "EVENT_COLS",
@@ -81,9 +81,14 @@ def stamp(value: Any) -> float:
     return number if math.isfinite(number) else 0.0
 
 
-def tombstone_hash(item_id: str) -> str:
-    """Tombstones keep only a hash, so a forgotten id leaves no readable trace."""
-    return hashlib.sha256(item_id.encode("utf-8")).hexdigest()
+def tombstone_hash(item_id: str, kind: TombstoneKind = "event") -> str:
+    """Tombstones keep only a hash, so a forgotten id leaves no readable trace. An event's
+    is the bare hex digest (as every tombstone was before entities and sessions had them);
+    an entity's or a session's is prefixed with its kind ("session:<digest>"), so the same
+    id forgotten as two kinds keeps two tombstones and one never reads as the other (a
+    digest is hex: no prefix can make it one)."""
+    digest = hashlib.sha256(item_id.encode("utf-8")).hexdigest()
+    return digest if kind == "event" else f"{kind}:{digest}"
 
 
 def generation_key(row: Sequence[Any] | None) -> int:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
-from .base import ForgetReport, SearchItem, Store
+from .base import ForgetReport, SearchItem, Store, TombstoneKind
 from .rows import (
     EVENT_EDGE_SOURCE,
     check_direction,
@@ -297,13 +297,6 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             rows,
         )
 
-    def _is_tombstoned(self, conn: sqlite3.Connection, project_id: str, item_id: str) -> bool:
-        row = conn.execute(
-            "SELECT 1 FROM tombstones WHERE project_id=? AND hashed_id=?",
-            (project_id, tombstone_hash(item_id)),
-        ).fetchone()
-        return row is not None
-
     def existing_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         uniq = list(dict.fromkeys(ids))
@@ -318,9 +311,11 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                     found.update(r[0] for r in rows)
         return found
 
-    def forgotten_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:
+    def forgotten_ids(
+        self, project_id: str, ids: Sequence[str], kinds: Sequence[TombstoneKind] = ("event",)
+    ) -> set[str]:
         with self._read() as conn:
-            return _tombstoned(conn, project_id, ids)
+            return _tombstoned(conn, project_id, ids, kinds)
 
     def get_events(
         self, project_id: str, ids: Sequence[str], include_inactive: bool = False
@@ -423,11 +418,11 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
     def upsert_entity(self, entity: Entity, items: Sequence[SearchItem]) -> Entity:
         with self._write() as conn:
             self._ensure_project(conn, entity.project_id)
-            if self._is_tombstoned(conn, entity.project_id, entity.id):
-                conn.execute(
-                    "DELETE FROM tombstones WHERE project_id=? AND hashed_id=?",
-                    (entity.project_id, tombstone_hash(entity.id)),
-                )
+            # Re-creating a forgotten entity is deliberate (unlike a stale event retry).
+            conn.execute(
+                "DELETE FROM tombstones WHERE project_id=? AND hashed_id=?",
+                (entity.project_id, tombstone_hash(entity.id, "entity")),
+            )
             old = conn.execute(
                 "SELECT created_at FROM entities WHERE project_id=? AND entity_id=?",
                 (entity.project_id, entity.id),
@@ -619,9 +614,14 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         return found
 
 
-def _tombstoned(conn: sqlite3.Connection, project_id: str, ids: Sequence[str]) -> set[str]:
-    """The ids among `ids` whose events the project has forgotten (their tombstones)."""
-    hashes = {tombstone_hash(i): i for i in dict.fromkeys(ids)}
+def _tombstoned(
+    conn: sqlite3.Connection,
+    project_id: str,
+    ids: Sequence[str],
+    kinds: Sequence[TombstoneKind] = ("event",),
+) -> set[str]:
+    """The ids among `ids` the project has forgotten as one of `kinds` (their tombstones)."""
+    hashes = {tombstone_hash(i, kind): i for i in dict.fromkeys(ids) for kind in kinds}
     found: set[str] = set()
     for part in chunks(list(hashes)):
         rows = conn.execute(

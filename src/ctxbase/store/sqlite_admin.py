@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import StorageError
 from ..model import StateFact
-from .base import ApiKeyRecord, ForgetReport
+from .base import ApiKeyRecord, ForgetReport, TombstoneKind
 from .forget_steps import ForgetSteps
 from .keyword_log import KeywordLog
 from .rows import next_version, trace_keys
@@ -192,12 +192,9 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                 (project_id, *part),
             ).rowcount
             report.add("entities", n)
-        conn.executemany(
-            "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-            [(project_id, tombstone_hash(eid)) for eid in scope.stored_event_ids],
-        )
         self._forget_state(conn, project_id, scope, report)
         self._forget_traces(conn, project_id, scope, report)
+        sessions: list[str] = []
         if session_id is not None:
             for table in ("tasks", "sessions"):
                 n = conn.execute(
@@ -205,6 +202,8 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                     (project_id, session_id),
                 ).rowcount
                 report.add(table, n)
+            sessions = [session_id] if report.removed.get("sessions") else []
+        _tombstone(conn, project_id, scope.stored_event_ids, scope.stored_entity_ids, sessions)
         self._fix_session_tails(conn, project_id)
         self._purge_fts(conn, report)
         self._keep_keyword_log(conn, project_id)
@@ -228,11 +227,13 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
     def _forget_project(
         self, conn: sqlite3.Connection, project_id: str, report: ForgetReport
     ) -> None:
-        forgotten_events = [
-            r[0]
-            for r in conn.execute(
-                "SELECT event_id FROM events WHERE project_id=?", (project_id,)
-            ).fetchall()
+        forgotten = [
+            [r[0] for r in conn.execute(sql, (project_id,)).fetchall()]
+            for sql in (
+                "SELECT event_id FROM events WHERE project_id=?",
+                "SELECT entity_id FROM entities WHERE project_id=?",
+                "SELECT session_id FROM sessions WHERE project_id=?",
+            )
         ]
         rowids = [
             r[0]
@@ -252,10 +253,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             n = conn.execute(f"DELETE FROM {table} WHERE project_id=?", (project_id,)).rowcount
             report.add(table, n)
         # Tombstones stay (they hold only hashes): a stale retry must not come back.
-        conn.executemany(
-            "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-            [(project_id, tombstone_hash(eid)) for eid in forgotten_events],
-        )
+        _tombstone(conn, project_id, *forgotten)
         # every row just left: readers reload rather than apply a removal per row
         self._cut_keyword_log(conn, project_id)
         self._purge_fts(conn, report)
@@ -389,3 +387,23 @@ def _import_value(col: str, value: Any) -> Any:
     if isinstance(value, bool):
         return int(value)
     return value
+
+
+def _tombstone(
+    conn: sqlite3.Connection,
+    project_id: str,
+    events: Sequence[str],
+    entities: Sequence[str] = (),
+    sessions: Sequence[str] = (),
+) -> None:
+    """The tombstones (hashes only) of forgotten events, entities and sessions; one already
+    there stays."""
+    kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
+        ("event", events),
+        ("entity", entities),
+        ("session", sessions),
+    )
+    conn.executemany(
+        "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
+        [(project_id, tombstone_hash(i, k)) for k, ids in kinds for i in dict.fromkeys(ids)],
+    )
