@@ -205,6 +205,23 @@ def test_restore_brings_back_what_a_soft_forget_hid(tmp_path: Path, db: str) -> 
     assert (whole.returncode, whole.stdout.strip()) == (0, "restored 3 item(s)")
 
 
+def test_soft_forget_and_restore_of_what_was_forgotten_say_so(tmp_path: Path, db: str) -> None:
+    base = ("--db", db, "--embedder", "none")
+    first = json.loads(run(*base, "events", "s1", "--json", cwd=tmp_path).stdout)[0]
+    assert run(*base, "forget", "--event", first["id"], cwd=tmp_path).returncode == 0
+    note = f"note: already forgotten in project 'default': event {first['id']!r}"
+    for command, said in ((("forget", "--soft"), "hidden"), (("restore",), "restored")):
+        proc = run(*base, *command, "--event", first["id"], cwd=tmp_path)
+        assert (proc.returncode, proc.stdout.strip()) == (0, f"{said} 0 item(s)"), proc.stderr
+        assert proc.stderr.strip() == note
+    # a session forgotten before: nothing to hide, said so (exit 3 is for unknown ones)
+    assert run(*base, "forget", "--session", "s1", cwd=tmp_path).returncode == 0
+    soft = run(*base, "forget", "--soft", "--session", "s1", cwd=tmp_path)
+    assert (soft.returncode, soft.stdout.strip()) == (0, "hidden 0 item(s)"), soft.stderr
+    assert soft.stderr.strip() == "note: already forgotten in project 'default': session 's1'"
+    one_error_line(run(*base, "restore", "--session", "nosuch", cwd=tmp_path), 3, "'nosuch'")
+
+
 def test_forget_whole_project_needs_yes_without_a_terminal(tmp_path: Path, db: str) -> None:
     base = ("--db", db, "--embedder", "none", "forget", "--whole-project")
     proc = run(*base, cwd=tmp_path, stdin=subprocess.DEVNULL)

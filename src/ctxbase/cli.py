@@ -532,8 +532,9 @@ def _confirm_whole_project(project: str, db: str) -> None:
 
 
 def _cmd_hide(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
-    """`forget --soft` (hidden) or `restore`: an id already in that state is said so and is
-    no error (a retried soft delete succeeds); exit 3 only when nothing named exists."""
+    """`forget --soft` (hidden) or `restore`: an id already in that state, or hard-forgotten
+    before (a session too), is said so and is no error (a retried soft delete succeeds);
+    exit 3 only when nothing named exists or ever did."""
     verb, done, already = (
         ("hide", "hidden", "hidden already")
         if hidden
@@ -545,9 +546,15 @@ def _cmd_hide(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
         raise ValidationError(
             "forget" if hidden else "restore", f"{what} --event, --entity or --session"
         )
+    forgotten: list[str] = []
     if args.session:
         cb.flush()
-        cb.get_session(args.session)
+        try:
+            cb.get_session(args.session)
+        except NotFoundError:
+            if not cb.store.forgotten_ids(cb.project, [args.session], ("session",)):
+                raise
+            forgotten.append(args.session)  # hard-forgotten: no events left to change
         # restoring: the session's hidden events are the ones to bring back
         events = cb.store.list_events(cb.project, args.session, include_inactive=not hidden)
         ids += [e.id for e in events]
@@ -561,6 +568,11 @@ def _cmd_hide(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
     same = _named_in(args, report.unchanged)
     if same:
         print(f"note: {already} in project {cb.project!r}: {', '.join(same)}", file=sys.stderr)
+    gone = _named_in(args, [*report.already_forgotten, *forgotten])
+    if gone:
+        print(
+            f"note: already forgotten in project {cb.project!r}: {', '.join(gone)}", file=sys.stderr
+        )
     _note_unknown(cb, _named_in(args, report.not_found))
     return 0
 

@@ -59,17 +59,20 @@ def retention_seconds(value: float | timedelta | str, field: str = "older_than")
 class VisibilityReport:
     """What a soft delete or restore did: `changed` rows (what was anchored from a named
     event included), the named ids that were already hidden (soft delete) or visible
-    (restore), and those the project holds as neither event nor entity."""
+    (restore), those the project holds as neither event nor entity, and those it
+    hard-forgot before (`already_forgotten`: nothing left to hide or bring back)."""
 
     changed: int = 0
     unchanged: list[str] = field(default_factory=list)
     not_found: list[str] = field(default_factory=list)
+    already_forgotten: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "changed": self.changed,
             "unchanged": list(self.unchanged),
             "not_found": list(self.not_found),
+            "already_forgotten": list(self.already_forgotten),
         }
 
 
@@ -231,8 +234,9 @@ class ForgetMethods:
         names) is hidden and restored with it, and counted; an entity hidden by its own id
         stays hidden when the event is restored. When they were hidden is recorded:
         `purge_soft_deleted` forgets them after a retention. Returns the rows hidden;
-        `set_hidden` also says which ids were hidden already or are unknown. NotFoundError
-        when every id is unknown (an id hidden already is no error)."""
+        `set_hidden` also says which ids were hidden already, hard-forgotten before or are
+        unknown. NotFoundError when every id is unknown (an id hidden already, or
+        forgotten, is no error)."""
         return self.set_hidden(ids, True, project=project).changed
 
     def restore(self, ids: Sequence[str], *, project: str | None = None) -> int:
@@ -244,8 +248,9 @@ class ForgetMethods:
     ) -> VisibilityReport:
         """Soft delete (`hidden=True`) or restore events or entities, as `soft_delete` and
         `restore` do, with a report: the rows changed, the ids that were already in that
-        state, and the ids the project holds as neither event nor entity (NotFoundError
-        when that is every id named)."""
+        state, the ids of events and entities hard-forgotten before (known by their
+        tombstones; no error, nothing to do for them), and the ids the project holds as
+        neither (NotFoundError when that is every id named)."""
         pid = self._pid(project)
         self.flush()
         wanted = list(dict.fromkeys(ids))
@@ -255,11 +260,17 @@ class ForgetMethods:
         for entity in self.store.get_entities(pid, wanted, include_inactive=True):
             state.setdefault(entity.id, entity.active)
         missing = [i for i in wanted if i not in state]
+        gone = self.store.forgotten_ids(pid, missing, ("event", "entity")) if missing else set()
+        unknown = [i for i in missing if i not in gone]
+        forgotten = [i for i in missing if i in gone]
+        if len(unknown) == len(wanted):
+            raise _nothing_matched("hide" if hidden else "restore", [("", i) for i in unknown], pid)
+        report = VisibilityReport(not_found=unknown, already_forgotten=forgotten)
         if len(missing) == len(wanted):
-            raise _nothing_matched("hide" if hidden else "restore", [("", i) for i in missing], pid)
-        changed = self.store.set_active(pid, wanted, not hidden)
-        unchanged = [i for i in wanted if i in state and state[i] == (not hidden)]
-        return VisibilityReport(changed=changed, unchanged=unchanged, not_found=missing)
+            return report  # every id was forgotten (or unknown): nothing left to change
+        report.changed = self.store.set_active(pid, wanted, not hidden)
+        report.unchanged = [i for i in wanted if i in state and state[i] == (not hidden)]
+        return report
 
     def forget(
         self,

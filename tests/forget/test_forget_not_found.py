@@ -148,7 +148,9 @@ def test_hide_and_restore_tell_unknown_ids_from_ids_already_in_that_state(
     assert (first.changed, first.unchanged, first.not_found) == (1, [], ["ev_typo"])
     again = cb.set_hidden([event_id, doc_id], True)
     assert (again.changed, again.unchanged, again.not_found) == (1, [event_id], [])
-    assert again.as_dict() == {"changed": 1, "unchanged": [event_id], "not_found": []}
+    assert again.as_dict() == {
+        "changed": 1, "unchanged": [event_id], "not_found": [], "already_forgotten": []
+    }  # fmt: skip
     assert cb.soft_delete([event_id]) == 0  # the int API: hidden already, no error
     with pytest.raises(NotFoundError) as err:
         cb.soft_delete(["ev_typo", "doc_typo"])
@@ -164,3 +166,22 @@ def test_hide_and_restore_tell_unknown_ids_from_ids_already_in_that_state(
     with pytest.raises(NotFoundError, match="nothing to restore: 'x' matches no event"):
         cb.restore(["x"])
     assert cb.soft_delete([]) == 0 and cb.set_hidden([]).as_dict()["not_found"] == []
+
+
+def test_hide_and_restore_name_hard_forgotten_ids_as_already_forgotten(cb: ContextBase) -> None:
+    event_id, doc_id = _seed(cb)
+    kept = cb.record("user_message", session_id="s2", text="kept")
+    cb.forget(event_ids=[event_id], entity_ids=[doc_id])
+    for hidden in (True, False):
+        # every id forgotten: nothing to do, and no error (it was not a typo)
+        report = cb.set_hidden([event_id, doc_id], hidden)
+        assert (report.changed, report.unchanged) == (0, [])
+        assert (report.not_found, report.already_forgotten) == ([], [event_id, doc_id])
+        beside = cb.set_hidden([event_id, "ev_typo"], hidden)
+        assert (beside.not_found, beside.already_forgotten) == (["ev_typo"], [event_id])
+    assert cb.soft_delete([event_id]) == 0 and cb.restore([doc_id]) == 0
+    mixed = cb.set_hidden([kept.id, event_id], True)
+    assert (mixed.changed, mixed.already_forgotten, mixed.not_found) == (1, [event_id], [])
+    assert mixed.as_dict()["already_forgotten"] == [event_id]
+    with pytest.raises(NotFoundError, match="nothing to restore: 'ev_typo' matches no"):
+        cb.restore(["ev_typo"])

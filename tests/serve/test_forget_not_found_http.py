@@ -77,10 +77,14 @@ def test_rest_soft_delete_and_restore_tell_unknown_from_unchanged(server: Live, 
         ev = _event(c, base, "s1", "a note to hide")
 
         r = c.post(f"{base}/soft-delete", json={"ids": [ev, "ev_typo"]})
-        assert r.json() == {"changed": 1, "unchanged": [], "not_found": ["ev_typo"]}
+        assert r.json() == {
+            "changed": 1, "unchanged": [], "not_found": ["ev_typo"], "already_forgotten": []
+        }  # fmt: skip
         r = c.post(f"{base}/soft-delete", json={"ids": [ev]})
         assert r.status_code == 200
-        assert r.json() == {"changed": 0, "unchanged": [ev], "not_found": []}
+        assert r.json() == {
+            "changed": 0, "unchanged": [ev], "not_found": [], "already_forgotten": []
+        }  # fmt: skip
         r = c.post(f"{base}/soft-delete", json={"ids": ["ev_typo"]})
         assert r.status_code == 404, r.text
         assert r.json()["error"]["ids"] == ["ev_typo"]
@@ -89,12 +93,36 @@ def test_rest_soft_delete_and_restore_tell_unknown_from_unchanged(server: Live, 
         )
 
         r = c.post(f"{base}/restore", json={"ids": [ev]})
-        assert r.json() == {"changed": 1, "unchanged": [], "not_found": []}
+        assert r.json() == {
+            "changed": 1, "unchanged": [], "not_found": [], "already_forgotten": []
+        }  # fmt: skip
         r = c.post(f"{base}/restore", json={"ids": [ev, "ev_typo"]})
-        assert r.json() == {"changed": 0, "unchanged": [ev], "not_found": ["ev_typo"]}
+        assert r.json() == {
+            "changed": 0, "unchanged": [ev], "not_found": ["ev_typo"], "already_forgotten": []
+        }  # fmt: skip
         r = c.post(f"{base}/restore", json={"ids": ["ev_typo", "doc_typo"]})
         assert r.status_code == 404 and r.json()["error"]["ids"] == ["ev_typo", "doc_typo"]
         assert c.post(f"{base}/soft-delete", json={"ids": []}).json()["changed"] == 0
+
+
+def test_rest_soft_delete_and_restore_of_forgotten_ids_say_so(server: Live, pid: str) -> None:
+    base = f"/v1/projects/{pid}"
+    with server.client(server.key(pid, role="admin")) as c:
+        ev = _event(c, base, "s1", "a note to forget")
+        kept = _event(c, base, "s1", "a note to keep")
+        assert c.post(f"{base}/forget", json={"event_ids": [ev]}).status_code == 200
+        for path in ("soft-delete", "restore"):
+            # every id forgotten: nothing to do, a 200 that says why (a 404 before)
+            r = c.post(f"{base}/{path}", json={"ids": [ev]})
+            assert r.status_code == 200, r.text
+            assert r.json() == {
+                "changed": 0, "unchanged": [], "not_found": [], "already_forgotten": [ev]
+            }  # fmt: skip
+            r = c.post(f"{base}/{path}", json={"ids": [ev, "ev_typo"]})
+            assert r.status_code == 200, r.text
+            assert (r.json()["not_found"], r.json()["already_forgotten"]) == (["ev_typo"], [ev])
+        r = c.post(f"{base}/soft-delete", json={"ids": [kept, ev]})
+        assert (r.json()["changed"], r.json()["already_forgotten"]) == (1, [ev])
 
 
 def _scenario(api: Any) -> dict[str, Any]:
@@ -127,6 +155,9 @@ def _scenario(api: Any) -> dict[str, Any]:
     with pytest.raises(NotFoundError) as typo:
         api.forget(event_ids=["ev_typo"])
     out["typo_again"] = (str(typo.value), typo.value.ids)
+    gone = api.set_hidden([second.id, "ev_typo"], True)
+    out["hide_forgotten"] = (gone.changed, gone.not_found, gone.already_forgotten)
+    out["restore_forgotten"] = api.restore([second.id])
     api.forget(session_id="s1")
     session = api.forget(session_id="s1")
     out["session_again"] = (session.total, session.not_found, session.already_forgotten)
@@ -179,6 +210,8 @@ def test_the_remote_sdk_answers_as_the_embedded_api(
             "nothing to forget: event 'ev_typo' not found in project '<p>'",
             ("ev_typo",),
         ),
+        "hide_forgotten": (0, ["ev_typo"], ["<second>"]),
+        "restore_forgotten": 0,
         "session_again": (0, [], ["s1"]),
     }
     assert local == {"text": repr(expected)}

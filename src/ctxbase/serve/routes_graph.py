@@ -129,8 +129,9 @@ def neighbourhood(
 @router.post("/soft-delete", response_model=ChangedOut, tags=["forget"])
 def soft_delete(pid: WriteProject, body: IdsIn, rt: Rt) -> ChangedOut:
     """Hide events or entities from every read; /restore brings them back. `changed`
-    counts the rows hidden, `unchanged` names the ids hidden already, `not_found` those
-    the project does not hold (404 when that is every id)."""
+    counts the rows hidden, `unchanged` names the ids hidden already, `already_forgotten`
+    those hard-forgotten before (no error: nothing left to hide), `not_found` those the
+    project does not hold (404 when that is every id)."""
     return ChangedOut(**rt.cb.set_hidden(body.ids, True, project=pid).as_dict())
 
 

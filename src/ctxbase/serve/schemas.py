@@ -532,3 +532,5 @@ class ChangedOut(_Out):
     changed: int  # rows hidden or restored, what was anchored from a named event included
     unchanged: list[str] = Field(default_factory=list)  # named ids already in that state
     not_found: list[str] = Field(default_factory=list)  # named ids: no event nor entity
+    # named ids of events and entities hard-forgotten before (nothing to hide or restore)
+    already_forgotten: list[str] = Field(default_factory=list)

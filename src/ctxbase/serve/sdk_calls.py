@@ -121,6 +121,7 @@ def _visibility(raw: Mapping[str, Any]) -> VisibilityReport:
         changed=int(raw["changed"]),
         unchanged=list(raw.get("unchanged") or []),
         not_found=list(raw.get("not_found") or []),
+        already_forgotten=list(raw.get("already_forgotten") or []),
     )
 
 
