@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from . import exit_hooks
 from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
 from .capture.bus import BusConfig, BusStats, CaptureBus
-from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
+from .capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event
 from .capture.hooks import message_key, plan_message_events
 from .components import Components
 from .errors import ValidationError
@@ -354,7 +354,9 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
     ) -> Event:
         """Capture synchronously: the event is stored when this returns (with its seq).
         Takes the fields of `capture`; a retry with the same `idempotency_key` returns the
-        event stored the first time."""
+        event stored the first time. A retry of an event hard-forgotten since is not
+        written again: it comes back as built, `seq` None (`record_events_report` names
+        such ids)."""
         event = self._build(
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
@@ -362,20 +364,29 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         return self.record_events([event])[0]
 
     def record_events(self, events: Sequence[Event]) -> list[Event]:
-        """Write already-built events synchronously, in order; all or nothing is validated."""
+        """Write already-built events synchronously, in order; all or nothing is validated.
+        Each comes back as stored; one whose id was hard-forgotten is not written again
+        and comes back as given, `seq` None (see `record_events_report`)."""
+        return self.record_events_report(events).events
+
+    def record_events_report(self, events: Sequence[Event]) -> RecordReport:
+        """`record_events`, with the ids of the events it did not write because the project
+        forgot them (`forgotten`): the truthful answer to a stale retry."""
         for event in events:
             self._check_parents_batch(event, events)
         self._bus.flush()  # keep session order: queued events go first
         self._write_events(events)
-        stored = {
-            e.id: e
-            for e in self.store.get_events(
-                events[0].project_id if events else self.project,
-                [e.id for e in events],
-                include_inactive=True,
-            )
-        }
-        return [stored.get(e.id, e) for e in events]
+        pid = events[0].project_id if events else self.project
+        ids = [e.id for e in events]
+        stored = {e.id: e for e in self.store.get_events(pid, ids, include_inactive=True)}
+        # Not stored after the write: the store skipped it for its tombstone (or it was
+        # forgotten since); the tombstones say which.
+        missing = [i for i in dict.fromkeys(ids) if i not in stored]
+        gone = self.store.forgotten_ids(pid, missing) if missing else set()
+        return RecordReport(
+            events=[stored.get(e.id, e) for e in events],
+            forgotten=[i for i in missing if i in gone],
+        )
 
     def _check_parents_batch(self, event: Event, batch: Sequence[Event]) -> None:
         earlier = {e.id for e in batch}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
@@ -29,6 +30,7 @@ from ..validation import (
 __all__ = [
     "DEFAULT_MAX_CONTENT_BYTES",
     "MAX_IDEMPOTENCY_KEY_CHARS",
+    "RecordReport",
     "build_event",
     "check_json",
     "check_text",
@@ -38,6 +40,24 @@ __all__ = [
 # An event's text and data together (validation.MAX_TEXT_BYTES).
 DEFAULT_MAX_CONTENT_BYTES = MAX_TEXT_BYTES
 MAX_IDEMPOTENCY_KEY_CHARS = 255
+
+
+@dataclass
+class RecordReport:
+    """What a synchronous write of events did (`ContextBase.record_events_report`): each
+    event as stored (with its seq; the one stored first for a retry of a stored event),
+    and `forgotten`, the ids of those not written because the project hard-forgot an event
+    of that id: a stale retry of a forgotten event is never written again, and comes back
+    as it was sent (seq None)."""
+
+    events: list[Event] = field(default_factory=list)
+    forgotten: list[str] = field(default_factory=list)
+
+    @property
+    def stored(self) -> list[Event]:
+        """The events the store holds now (those not forgotten)."""
+        gone = set(self.forgotten)
+        return [e for e in self.events if e.id not in gone]
 
 
 def event_identity(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Response, status
+from fastapi.responses import JSONResponse
 
 from ..aliases import identity_source
-from ..capture.events import build_event
+from ..capture.events import RecordReport, build_event
 from ..errors import NotFoundError, ValidationError
 from ..model import Event, SessionInfo, TaskInfo
 from .auth import Principal
@@ -18,6 +19,7 @@ from .schemas import (
     CaptureOut,
     EventBatchIn,
     EventIn,
+    EventNotStoredOut,
     IdsOut,
     MessagesIn,
     SessionIn,
@@ -119,13 +121,31 @@ def get_task(pid: ReadProject, task_id: str, rt: Rt) -> TaskInfo:
 
 
 # -- events --------------------------------------------------------------------------------
-@router.post("/events", response_model=Event, status_code=status.HTTP_201_CREATED, tags=["events"])
+@router.post(
+    "/events",
+    response_model=Event,
+    status_code=status.HTTP_201_CREATED,
+    responses={
+        200: {
+            "model": EventNotStoredOut,
+            "description": "not written: the project forgot an event of this id",
+        }
+    },
+    tags=["events"],
+)
 def record_event(
     pid: WriteProject, body: EventIn, rt: Rt, who: Caller, idempotency_key: IdempotencyKey = None
-) -> Event:
+) -> Event | JSONResponse:
     """Store one event synchronously; the answer carries its session order (seq). A retry
-    with the same id or idempotency key answers with the event stored the first time."""
-    return rt.cb.record_events([_event(rt, pid, body, who, header_key=idempotency_key)])[0]
+    with the same id or idempotency key answers with the event stored the first time. A
+    retry of an event the project has forgotten since is not written again: 200 (not 201)
+    with the event as sent and `"stored": false, "reason": "forgotten"`."""
+    report = rt.cb.record_events_report([_event(rt, pid, body, who, header_key=idempotency_key)])
+    (event,) = report.events
+    if report.forgotten:
+        answer = EventNotStoredOut(**event.model_dump())
+        return JSONResponse(answer.model_dump(mode="json"), status_code=status.HTTP_200_OK)
+    return event
 
 
 @router.post(
@@ -154,7 +174,10 @@ def capture_event(
     "/events/batch",
     response_model=BatchOut,
     status_code=status.HTTP_201_CREATED,
-    responses={202: {"model": BatchOut, "description": "queued (`wait: false`), not durable"}},
+    responses={
+        200: {"model": BatchOut, "description": "none written: the project forgot every id"},
+        202: {"model": BatchOut, "description": "queued (`wait: false`), not durable"},
+    },
     tags=["events"],
 )
 def capture_batch(
@@ -166,9 +189,12 @@ def capture_batch(
     idempotency_key: IdempotencyKey = None,
 ) -> BatchOut:
     """Several events in order. By default (`wait: true`) they are stored when the answer
-    comes: 201, `durable: true`. With `wait: false` they are queued: 202, `durable: false`
-    (a crash before the next flush loses them). An Idempotency-Key header K keys each event
-    without its own id or key as "K/<position>"."""
+    comes: 201, `durable: true`; `forgotten` names those not written because the project
+    forgot an event of that id (a stale retry is never written again), and when that is
+    every event the answer is 200. With `wait: false` they are queued: 202, `durable:
+    false` (a crash before the next flush loses them; a forgotten id is skipped when
+    written). An Idempotency-Key header K keys each event without its own id or key as
+    "K/<position>"."""
     if len(body.events) > rt.settings.max_batch:
         raise RequestTooLargeError(
             f"batch of {len(body.events)} events is over the limit of {rt.settings.max_batch}",
@@ -184,10 +210,13 @@ def capture_batch(
         for i, e in enumerate(body.events)
     ]
     if body.wait:
-        stored = rt.cb.record_events(events) if events else []
-        return BatchOut(ids=[e.id for e in stored], events=stored, durable=True)
+        report = rt.cb.record_events_report(events) if events else RecordReport()
+        if events and set(report.forgotten) >= {e.id for e in events}:
+            response.status_code = status.HTTP_200_OK  # nothing of it is written
+        ids: list[str | None] = [e.id for e in report.events]
+        return BatchOut(ids=ids, events=report.events, durable=True, forgotten=report.forgotten)
     response.status_code = status.HTTP_202_ACCEPTED
-    ids: list[str | None] = []
+    ids = []
     for e, event in zip(body.events, events, strict=True):
         ids.append(
             rt.cb.capture(

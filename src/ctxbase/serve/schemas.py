@@ -28,6 +28,7 @@ __all__ = [
     "EntityIn",
     "EventBatchIn",
     "EventIn",
+    "EventNotStoredOut",
     "ExpireIdleIn",
     "ExpiredOut",
     "FilterIn",
@@ -134,6 +135,19 @@ class BatchOut(_Out):
         description="true: on disk when this answer comes (wait); false: queued, on disk "
         "after the next flush",
     )
+    forgotten: list[str] = Field(
+        default_factory=list,
+        description="ids of events not written because the project forgot them (wait): a "
+        "forgotten id is never written again; such an event is in `events` as sent",
+    )
+
+
+class EventNotStoredOut(Event):
+    """The answer to POST /events of an id the project forgot (200, not 201): the event as
+    sent, not written (a stale retry of a forgotten event is never written again)."""
+
+    stored: Literal[False] = False
+    reason: Literal["forgotten"] = "forgotten"
 
 
 class MessagesIn(_In):

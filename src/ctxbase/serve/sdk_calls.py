@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from ..aliases import edge_args, entity_args, identity_source
 from ..capture.bus import BusStats
-from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
+from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event
 from ..errors import ValidationError
 from ..forgetting import VisibilityReport, retention_seconds
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, check_id
@@ -57,6 +57,16 @@ def _none(_: Any) -> None:
 
 def _events(raw: Any) -> list[Event]:
     return [Event.model_validate(e) for e in raw]
+
+
+def _recorded(raw: Mapping[str, Any]) -> Event:
+    """POST /events' answer: the event, stored or (200, `"stored": false`) not written
+    because the project forgot its id, which comes back as sent (seq None), as embedded."""
+    return Event.model_validate({k: v for k, v in raw.items() if k not in ("stored", "reason")})
+
+
+def _record_report(raw: Mapping[str, Any]) -> RecordReport:
+    return RecordReport(events=_events(raw["events"]), forgotten=list(raw.get("forgotten") or []))
 
 
 def _event_wire(event: Event) -> dict[str, Any]:
@@ -202,23 +212,29 @@ class Calls:
         project: str | None = None,
         **fields: Any,
     ) -> Call[Event]:
-        """Store an event synchronously; returns it with its seq."""
+        """Store an event synchronously; returns it with its seq (as sent, seq None, when
+        the project forgot an event of its id: it is not written again)."""
         event = self._build(
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
         path = self._path(event.project_id, "events")
-        return Call("POST", path, Event.model_validate, body=_event_wire(event))
+        return Call("POST", path, _recorded, body=_event_wire(event))
 
     def record_events(self, events: Sequence[Event]) -> Call[list[Event]]:
         """Store already-built events (one project) synchronously, in order."""
+        return self._record_batch(events, lambda r: _events(r["events"]))
+
+    def record_events_report(self, events: Sequence[Event]) -> Call[RecordReport]:
+        """`record_events`, with the ids not written because the project forgot them."""
+        return self._record_batch(events, _record_report)
+
+    def _record_batch(self, events: Sequence[Event], parse: Callable[[Any], T]) -> Call[T]:
         pid = events[0].project_id if events else self.project
         for i, e in enumerate(events):
             if e.project_id != pid:
                 raise ValidationError(f"events[{i}].project_id", "one batch is one project")
         body = {"events": [_event_wire(e) for e in events], "wait": True}
-        return Call(
-            "POST", self._path(pid, "events", "batch"), lambda r: _events(r["events"]), body=body
-        )
+        return Call("POST", self._path(pid, "events", "batch"), parse, body=body)
 
     def capture_messages(
         self,
