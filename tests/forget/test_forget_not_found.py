@@ -185,3 +185,13 @@ def test_hide_and_restore_name_hard_forgotten_ids_as_already_forgotten(cb: Conte
     assert mixed.as_dict()["already_forgotten"] == [event_id]
     with pytest.raises(NotFoundError, match="nothing to restore: 'ev_typo' matches no"):
         cb.restore(["ev_typo"])
+
+
+def test_what_a_purge_forgot_is_already_forgotten_after(cb: ContextBase) -> None:
+    event_id, doc_id = _seed(cb)
+    cb.soft_delete([event_id, doc_id])
+    purged = cb.purge_soft_deleted(0)
+    assert (purged.removed["events"], purged.removed["entities"]) == (1, 1)
+    again = cb.forget(event_ids=[event_id], entity_ids=[doc_id])
+    assert (again.total, again.already_forgotten, again.not_found) == (0, [event_id, doc_id], [])
+    assert cb.set_hidden([doc_id], False).already_forgotten == [doc_id]

@@ -75,7 +75,10 @@ def test_batch_answers_say_whether_they_are_durable(live: Live, pid: str) -> Non
     assert stored.json()["durable"] is True and stored.json()["events"][0]["seq"] == 1
     queued = c.post(url, json={"events": [{**events[0], "text": "two"}], "wait": False})
     assert queued.status_code == 202
-    assert queued.json() == {"ids": [queued.json()["ids"][0]], "events": None, "durable": False}
+    assert queued.json() == {
+        "ids": [queued.json()["ids"][0]], "events": None, "durable": False, "forgotten": None
+    }  # fmt: skip
+    assert stored.json()["forgotten"] == []
     single = c.post(f"/v1/projects/{pid}/events/queue", json={**events[0], "text": "three"})
     assert single.status_code == 202 and single.json()["durable"] is False
     assert c.post(f"/v1/projects/{pid}/flush").status_code == 204

@@ -135,8 +135,8 @@ class BatchOut(_Out):
         description="true: on disk when this answer comes (wait); false: queued, on disk "
         "after the next flush",
     )
-    forgotten: list[str] = Field(
-        default_factory=list,
+    forgotten: list[str] | None = Field(
+        default=None,
         description="ids of events not written because the project forgot them (wait): a "
         "forgotten id is never written again; such an event is in `events` as sent",
     )
