@@ -661,7 +661,10 @@ class Store(ABC):
         capture-made mentions no remaining event names; the
         facts (with history) of a forgotten session's scopes and facts extracted from a
         forgotten event; the session's own traces. Traces of other sessions that used them
-        are redacted (see store.trace_redaction)."""
+        are redacted (see store.trace_redaction). Each stored event and entity removed, and
+        the session when the project held it, leaves a tombstone (`forgotten_ids`); a
+        whole-project forget leaves those of all the project's events, entities and
+        sessions, and keeps the tombstones already there."""
 
     # -- bulk copy (migrate-data) ----------------------------------------------------------
     @abstractmethod

@@ -126,7 +126,9 @@ _V1 = [
         project_id TEXT NOT NULL, context_id TEXT NOT NULL, created_at {float} NOT NULL,
         trace {json} NOT NULL,
         PRIMARY KEY (project_id, context_id))""",
-    # Hashes of hard-forgotten ids: a stale retry of a forgotten event must not bring it back.
+    # Hashes of hard-forgotten ids: a stale retry of a forgotten event must not bring it back,
+    # and forgetting an event, entity or session again is "already forgotten". The kind is in
+    # the value (rows.tombstone_hash): an event's is the bare digest, as it always was.
     """CREATE TABLE IF NOT EXISTS tombstones (
         project_id TEXT NOT NULL, hashed_id TEXT NOT NULL,
         PRIMARY KEY (project_id, hashed_id))""",
