@@ -287,6 +287,9 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             repos=args.repo,
         )
+        for note in ctx.trace.get("notes") or []:  # a mistyped --session shows here
+            if str(note).startswith("session "):
+                print(f"note: {note}", file=sys.stderr)
         reasons = ctx.trace.get("reasons") or [""]
         if str(reasons[0]).startswith("no policy matched"):  # a typo'd role would pass unseen
             roles = sorted({r for p in cb.assembler.policies.policies for r in p.match.agent_roles})

@@ -12,13 +12,14 @@ Retrieval and assembly are mixed in from their own layers (see retrieve/ and ass
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
 from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
-from .capture.bus import BusConfig, BusStats, CaptureBus
+from .capture.bus import BusConfig, BusStats, CaptureBus, CaptureError
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event
 from .capture.hooks import message_key, plan_message_events
 from .components import Components
@@ -45,7 +46,10 @@ if TYPE_CHECKING:
     from .assemble.manager import ContextManager
     from .assemble.trace import AssembledContext
 
-__all__ = ["ContextBase"]
+__all__ = ["READ_WAIT_S", "ContextBase"]
+
+# How long a search or an assembly waits for the events captured before it to be written.
+READ_WAIT_S = 5.0
 
 
 class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
@@ -141,6 +145,13 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         self._bus.flush(timeout)
         if self._anchorer is not None:
             self._anchorer.wait_idle(timeout)
+
+    def _caught_up(self) -> None:
+        # Read your writes: a turn captured a moment ago is in the history and the search
+        # that follow it. A writer that cannot keep up (a store locked elsewhere) delays a
+        # read by READ_WAIT_S at most, then the read answers from what is written.
+        with contextlib.suppress(CaptureError):
+            self._bus.flush(READ_WAIT_S)
 
     def capture_stats(self) -> BusStats:
         return self._bus.stats()
@@ -479,12 +490,15 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         text is not their signed entity's, and relations that do not verify are left out and
         listed in `tampered`; unsigned entities and relations are left out too, events
         always pass (see anchor.signing).
-        Never waits for vectors: `pending_vectors` counts the items found without one, and
-        `embedder_error` says why the semantic part is missing when the embedder fails.
+        Sees the events captured before the call (it waits for them to be written, up to
+        `READ_WAIT_S`), but never waits for vectors: `pending_vectors` counts the items
+        found without one, and `embedder_error` says why the semantic part is missing when
+        the embedder fails.
         """
         check_query(query, filters)
         cfg = config if config is not None else get_preset(preset, **overrides)
         pid = self._pid(project)
+        self._caught_up()
         if not require_signature:
             return self.searcher.search(pid, query, cfg, filters)
         from .anchor.signing import SignatureCheck, checked_search, project_key
@@ -534,7 +548,9 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         (documents found, relations, tokens injected) is printed to stderr.
         `require_signature` keeps out entities whose HMAC signature fails or is missing
         (as in `search`); `AssembledContext.tampered` names the tampered ones. `repos`
-        keeps out entities ingested from other repositories."""
+        keeps out entities ingested from other repositories. Events captured before the
+        call are in it (it waits for them to be written, up to `READ_WAIT_S`)."""
+        self._caught_up()
         ctx = self.assembler.assemble(
             project_id=self._pid(project_id),
             session_id=session_id,

@@ -35,8 +35,8 @@ __all__ = ["GraphMethods"]
 
 
 class GraphMethods:
-    """Mixed into `ContextBase`: it supplies `store`, `components`, `agent_id`, `_pid` and
-    `_after_write`."""
+    """Mixed into `ContextBase`: it supplies `store`, `components`, `agent_id`, `_pid`,
+    `_after_write` and `_caught_up`."""
 
     store: Store
     components: Components
@@ -46,6 +46,9 @@ class GraphMethods:
         raise NotImplementedError
 
     def _after_write(self) -> None:
+        raise NotImplementedError
+
+    def _caught_up(self) -> None:
         raise NotImplementedError
 
     # -- events and the event graph ----------------------------------------------------
@@ -59,9 +62,11 @@ class GraphMethods:
     def last_events(
         self, session_id: str, n: int = 20, *, project: str | None = None
     ) -> list[Event]:
-        """The last n events of a session, oldest first."""
+        """The last n events of a session, oldest first (those captured before the call
+        included)."""
         if n < 0:
             raise ValidationError("n", "must be >= 0")
+        self._caught_up()
         return self.store.list_events(self._pid(project), session_id, last_n=n)
 
     def _visible(self, project_id: str, hits: list[graph.GraphHit]) -> list[Event]:

@@ -121,6 +121,25 @@ def test_archived_sessions_are_refused(cb: ContextBase) -> None:
         Assembler(cb).assemble(session_id=sid, agent_role="coder", user_intent="继续")
 
 
+def test_a_repeated_answer_stays_in_the_history(cb: ContextBase) -> None:
+    # The second "yes" answers another question: leaving it out as a duplicate would tell
+    # the agent the production table was never approved (or, worse, hide that it was).
+    said = [
+        ("assistant_message", "bot", "Drop the staging table orders_tmp?"),
+        ("user_message", "alice", "yes"),
+        ("assistant_message", "bot", "Done. Also drop the production table orders?"),
+        ("user_message", "alice", "yes"),
+    ]
+    for kind, agent, text in said:
+        cb.capture(kind, session_id="s", agent_id=agent, text=text)
+    cb.flush()
+    ctx = cb.assemble_context(agent_role="coder", user_intent="go on", session_id="s")
+    history = ctx.trace["layers"]["history"]["items"]
+    assert [i["text"] for i in history] == [text for _, _, text in said]
+    assert [m["content"] for m in ctx.messages if m["role"] == "user"] == ["yes", "yes", "go on"]
+    assert not [d for d in ctx.trace["dropped"] if d["layer"] == "history"]
+
+
 def test_referenced_code_first_brings_the_sql_and_where_it_was_said(cb: ContextBase) -> None:
     cm = ContextManager(cb, extractor=RuleFactExtractor())
     sid = cm.create_session(session_id="s")
@@ -413,3 +432,26 @@ def test_memory_section_for_packs_like_the_assembler(cb: ContextBase) -> None:
     more, more_tokens = memory_section_for(cb, "p", "订单缓存规则", 1200)
     assert len(more) > len(ids) and more_tokens <= 1200
     assert memory_section_for(cb, "p", "订单缓存规则", 5) == ([], 0)
+
+
+def test_a_session_with_no_events_yet_assembles_with_an_empty_history(cb: ContextBase) -> None:
+    # An agent's first turn assembles before it captures anything.
+    cb.capture("user_message", session_id="other", agent_id="u", text="订单表加了索引")
+    ctx = cb.assemble_context(agent_role="coder", user_intent="订单表索引", session_id="new")
+    assert ctx.trace["layers"]["history"]["items"] == []
+    assert "session 'new' has no events yet: the history is empty" in ctx.trace["notes"]
+    cb.capture("user_message", session_id="new", agent_id="u", text="first words")
+    ctx = cb.assemble_context(agent_role="coder", user_intent="next", session_id="new")
+    assert [i["text"] for i in ctx.trace["layers"]["history"]["items"]] == ["first words"]
+    assert not [n for n in ctx.trace["notes"] if "no events yet" in n]
+
+
+def test_what_was_captured_just_before_is_read(cb: ContextBase) -> None:
+    # capture() returns before the event is written: the reads of the next moment still see it.
+    for n in range(3):
+        cb.capture("user_message", session_id="s", agent_id="u", text=f"turn {n} on invoices")
+        ctx = cb.assemble_context(agent_role="coder", user_intent="what now", session_id="s")
+        assert len(ctx.trace["layers"]["history"]["items"]) == n + 1
+        assert len(cb.last_events("s")) == n + 1
+        found = cb.search(f"turn {n} invoices", preset="keyword").results
+        assert any(r.item.text.startswith(f"turn {n}") for r in found)

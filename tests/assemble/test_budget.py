@@ -140,6 +140,27 @@ def test_threshold_and_duplicates_are_reported() -> None:
     assert allocation.texts("memory") == ["pinned text"]
 
 
+def test_repeated_turns_of_the_conversation_are_all_kept() -> None:
+    # "yes" twice answers two questions: the history layer keeps both, and a recalled "yes"
+    # elsewhere does not take the place of either.
+    items = {
+        "memory": [BudgetItem("old_yes", "Yes", score=0.9)],
+        "history": [
+            BudgetItem("q1", "Drop the staging table orders_tmp?", score=1.0),
+            BudgetItem("a1", "yes", score=1.0),
+            BudgetItem("q2", "Done. Also drop the production table orders?", score=1.0),
+            BudgetItem("a2", "yes", score=1.0),
+        ],
+    }
+    allocation = allocate_budget(500, SHARES, COUNTER, items)
+    assert [i.item.id for i in allocation.layers["history"].included] == ["q1", "a1", "q2", "a2"]
+    assert not allocation.dropped
+    # other layers still drop a text they repeat
+    items["memory"].append(BudgetItem("old_yes_again", " yes ", score=0.8))
+    allocation = allocate_budget(500, SHARES, COUNTER, items)
+    assert [(d.item.id, d.reason) for d in allocation.dropped] == [("old_yes_again", "duplicate")]
+
+
 def test_one_truncated_item_per_layer() -> None:
     items = {"memory": [BudgetItem(f"m{i}", words(50, f"m{i}_"), score=1.0) for i in range(3)]}
     allocation = allocate_budget(40, {"memory": 1.0}, COUNTER, items, min_truncated_tokens=5)

@@ -294,7 +294,8 @@ class Assembler:
 
         Raises BudgetTooSmall when the latest input alone (with its message framing) exceeds
         `max_tokens`; other layers shrink or vanish when the budget is tight. Archived
-        sessions are refused.
+        sessions are refused; a session with no events yet has an empty history (a note in
+        the trace says so).
         """
         t0 = time.perf_counter()
         check_query(user_intent, field="user_intent")
@@ -310,9 +311,9 @@ class Assembler:
         session = None
         if session_id is not None:
             session = self.cb.store.get_session(pid, session_id)
-            if session is None:
-                raise NotFoundError("session", session_id)
-            if session.status == Status.ARCHIVED:
+            # A session with no events yet (an agent's first turn assembles before anything
+            # is captured) has an empty history; the trace says so.
+            if session is not None and session.status == Status.ARCHIVED:
                 raise ConflictError(f"session {session_id!r} is archived; assemble in a live one")
         if task_id is None and session is not None:
             current = session.metadata.get(CURRENT_TASK_KEY)
@@ -339,6 +340,8 @@ class Assembler:
             clock = time.perf_counter()
         deadline = clock + policy.assemble_timeout_ms / 1000.0
         notes: list[str] = []
+        if session_id is not None and session is None:
+            notes.append(f"session {session_id!r} has no events yet: the history is empty")
 
         # Every fact the assembly shows and the session's message statuses: one read.
         others = (

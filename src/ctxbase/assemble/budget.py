@@ -26,6 +26,7 @@ from typing import Literal, Protocol
 from ..errors import CtxbaseError
 
 __all__ = [
+    "KEEP_REPEATS",
     "LAYER_ORDER",
     "REDISTRIBUTION_ORDER",
     "BudgetAllocation",
@@ -49,6 +50,11 @@ LAYER_ORDER: tuple[str, ...] = ("system", "state", "task", "memory", "history")
 REDISTRIBUTION_ORDER: tuple[str, ...] = ("memory", "history", "task", "state", "system")
 
 DropReason = Literal["budget", "threshold", "duplicate"]
+
+# Layers whose items are a conversation's turns, kept as said: "yes" twice is two answers
+# (to two questions), so a turn is never left out as a duplicate of another text. They do
+# not count as seen either: a recalled text in another layer is judged on its own.
+KEEP_REPEATS: frozenset[str] = frozenset({"history"})
 
 
 class TokenCounterProtocol(Protocol):
@@ -234,8 +240,9 @@ def allocate_budget(
     given to any layer joins the pool); with `latest_share`, fractions of `max_tokens` with
     that much kept for the input (see `layer_quota`). `min_scores` drops unpinned items
     scoring below their layer's minimum. Duplicates (same text up to whitespace and case)
-    keep their first occurrence in prompt order. Raises `BudgetTooSmall` when the input alone
-    is too long and `allow_truncate_input` is False.
+    keep their first occurrence in prompt order, except in the `KEEP_REPEATS` layers (the
+    conversation's turns), whose items are never duplicates. Raises `BudgetTooSmall` when
+    the input alone is too long and `allow_truncate_input` is False.
     """
     if max_tokens < 0:
         raise ValueError(f"max_tokens must be >= 0 (got {max_tokens})")
@@ -270,13 +277,14 @@ def allocate_budget(
                 detail = f"score {item.score:.3f} below {minimum:.3f}"
                 dropped.append(DroppedItem(item, name, "threshold", detail))
                 continue
-            key = _normalized(item.text)
-            if dedupe and key in seen:
-                first_id, first_layer = seen[key]
-                detail = f"same text as {first_id!r} in {first_layer}"
-                dropped.append(DroppedItem(item, name, "duplicate", detail))
-                continue
-            seen[key] = (item.id, name)
+            if name not in KEEP_REPEATS:
+                key = _normalized(item.text)
+                if dedupe and key in seen:
+                    first_id, first_layer = seen[key]
+                    detail = f"same text as {first_id!r} in {first_layer}"
+                    dropped.append(DroppedItem(item, name, "duplicate", detail))
+                    continue
+                seen[key] = (item.id, name)
             candidates.append(_Candidate(index, item, counter.count(item.text)))
         candidates.sort(key=_priority)
         quota = layer_quota(share, latest_share, max_tokens, input_tokens)
