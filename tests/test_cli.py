@@ -15,6 +15,7 @@ import pytest
 
 import ctxbase
 from ctxbase.cli import main
+from ctxbase.demo import run_demo
 from ctxbase.store import open_store
 from ctxbase.store.base import SCHEMA_VERSION
 
@@ -31,6 +32,21 @@ def test_demo_prints_the_causal_chain_and_an_assembled_context(tmp_path: Path, c
     assert "causal chain of the tool result" in out
     assert "<- tool_invocation" in out and "<- user_message" in out
     assert "assembled context" in out and "run_sql" in out
+
+
+def test_demo_matches_the_question_by_meaning_too(tmp_path: Path) -> None:
+    # The demo waits for its vectors: the day-3 question's hits carry a similarity, not
+    # only a keyword rank (a search never waits for vectors by itself).
+    lines: list[str] = []
+    result = run_demo(str(tmp_path / "d.db"), embedder="hash", out=lines.append)
+    assert result["embedded"] is True
+    assert any(line.startswith("vectors: every event embedded by") for line in lines)
+    with ctxbase.open(str(tmp_path / "d.db"), project="demo-shop", embedder="hash") as cb:
+        trace = cb.get_trace(result["context_id"])
+        assert cb.embedder is not None
+        assert not cb.store.pending_embeddings(cb.embedder.name, 1, "demo-shop")
+    found = [c["explain"] for c in trace["candidates"] if c.get("explain")]
+    assert any(e["similarity"] is not None for e in found)
 
 
 def test_capture_events_chain_search_forget(tmp_path: Path, capsys: Any) -> None:

@@ -17,6 +17,8 @@ from .contextbase import ContextBase
 __all__ = ["run_demo"]
 
 DAY = 86400.0
+# How long the demo waits for its vectors before searching without the missing ones.
+VECTOR_WAIT_S = 120.0
 
 
 def run_demo(
@@ -107,6 +109,18 @@ def run_demo(
 
         out("ctxbase demo — project 'demo-shop' in " + cb.store.url)
         out("")
+        # The day-3 question is matched by meaning too: its vectors first (the model loads
+        # on first use, a few seconds; a search never waits for vectors by itself).
+        embedded = not cb.embeds or cb.wait_for_embeddings(timeout=VECTOR_WAIT_S)
+        if cb.embeds:
+            name = cb.embedder.name if cb.embedder is not None else "the embedder"
+            out(
+                f"vectors: every event embedded by {name}"
+                if embedded
+                else f"vectors: not all ready after {VECTOR_WAIT_S:.0f} s; what has none is "
+                "found by keyword and graph only"
+            )
+            out("")
         for sid in (s1, s2):
             out(f"session {sid}:")
             for ev in cb.last_events(sid, 20):
@@ -142,4 +156,10 @@ def run_demo(
         out("and what it caused:")
         for ev in cb.effects(res):
             out(f"  -> {ev.type:<18} by {ev.agent_id:<8} {(ev.text or '')[:70]}")
-        return {"tool_result": res, "user_followup": u2, "project": "demo-shop"}
+        return {
+            "tool_result": res,
+            "user_followup": u2,
+            "project": "demo-shop",
+            "context_id": ctx.context_id,
+            "embedded": embedded,
+        }
