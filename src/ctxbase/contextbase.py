@@ -18,14 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
 from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
-from .capture.bus import BusConfig, BusStats, CaptureBus
+from .archived_sessions import ArchivedSessions, archived_error
+from .capture.alignment import MESSAGE_TYPES, align_messages
+from .capture.bus import BusConfig, BusStats, CaptureBus, WriteResult
 from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
-from .capture.hooks import message_key, plan_message_events
+from .capture.hooks import plan_message_events
 from .components import Components
 from .errors import ValidationError
 from .forgetting import ForgetMethods
 from .knowledge_graph import GraphMethods
-from .model import Event, check_id, event_priority
+from .model import Event, SessionInfo, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embed.base import Embedder
 from .retrieve.embedder_health import EmbedderHealth
@@ -110,6 +112,10 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig.from_env(anchoring)
         # Stored messages are anchored off the caller's thread (anchor/capture_anchor.py).
         self._anchorer = AnchorWorker(self.components, cfg) if cfg.enabled else None
+        # Sessions known to be archived: captures into them are refused (archived_sessions).
+        self._archived = ArchivedSessions(self.store)
+        # One message list of a session is aligned and queued at a time (capture_messages).
+        self._message_locks = [threading.Lock() for _ in range(32)]
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
         exit_hooks.register(self)
@@ -219,7 +225,18 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         return worker.wait_idle(timeout)
 
     # -- capture -----------------------------------------------------------------------
-    def _write_events(self, events: Sequence[Event]) -> int:
+    def _write_events(self, events: Sequence[Event], *, strict: bool = False) -> WriteResult:
+        """Write a batch; events of archived sessions are refused: ConflictError when
+        `strict` (a synchronous write), else left out and reported in the result."""
+        events, refused = self._archived.split(events)
+        if refused and strict:
+            raise archived_error(refused[0].session_id)
+        reason = None
+        if refused:
+            names = ", ".join(dict.fromkeys(repr(e.session_id) for e in refused))
+            reason = f"ConflictError: session {names} is archived; its events were not stored"
+        if not events:
+            return WriteResult(0, len(refused), reason)
         texts = [event_search_text(e) for e in events]
         contexts = self._contexts(events, texts)
         written = self.store.write_events(
@@ -233,7 +250,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             self._after_write()
             if self._anchorer is not None:
                 self._anchorer.submit(written)
-        return len(written)
+        return WriteResult(len(written), len(refused), reason)
 
     def _contexts(
         self, events: Sequence[Event], texts: Sequence[str] | None = None
@@ -336,10 +353,15 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         a low-priority event dropped under backpressure (counted in
         `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
         task_id, parent_event_ids, refers_to, importance, metadata, ts.
+
+        An archived session is read-only: ConflictError when this process knows it is
+        archived; one archived elsewhere refuses the event when it is written (counted in
+        `capture_stats().refused`, the session named in `last_error`).
         """
         event = self._build(
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
+        self._archived.check(event.project_id, event.session_id)
         self._check_parents(event)
         return self._bus.submit(event, event_priority(event.type))
 
@@ -354,7 +376,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
     ) -> Event:
         """Capture synchronously: the event is stored when this returns (with its seq).
         Takes the fields of `capture`; a retry with the same `idempotency_key` returns the
-        event stored the first time."""
+        event stored the first time. ConflictError when the session is archived."""
         event = self._build(
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
@@ -362,11 +384,13 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         return self.record_events([event])[0]
 
     def record_events(self, events: Sequence[Event]) -> list[Event]:
-        """Write already-built events synchronously, in order; all or nothing is validated."""
+        """Write already-built events synchronously, in order; all or nothing is validated
+        (ConflictError, nothing written, when one's session is archived)."""
         for event in events:
+            self._archived.check(event.project_id, event.session_id)
             self._check_parents_batch(event, events)
         self._bus.flush()  # keep session order: queued events go first
-        self._write_events(events)
+        self._write_events(events, strict=True)
         stored = {
             e.id: e
             for e in self.store.get_events(
@@ -400,39 +424,101 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         assistant_role: str | None = None,
         task_id: str | None = None,
         sync: bool = False,
+        idempotency_key: str | None = None,
     ) -> list[str]:
-        """Capture an OpenAI-style message list; calling again with a longer list adds only
-        the new messages. Returns the event ids, one or more per message."""
+        """Capture an OpenAI-style message list; returns the event ids, one or more per
+        message (those of messages stored before included).
+
+        The list may be the whole history each turn, a window of the last messages
+        (possibly after the system prompt), or only the new messages: the longest run of
+        its first messages equal to the session's last stored messages (kind, text, data, in
+        order; queued ones count) was sent before, and so were leading system messages
+        equal to the session's first ones when more messages follow; the rest is new, even
+        when identical to earlier messages. So a list re-sent unchanged adds nothing, except
+        a list of one message, which is always new: a one-message call is retried safely
+        only with `idempotency_key` (the same key for the retry of the same call, a new one
+        for each call; the remote SDK sends one itself). ConflictError when the session is
+        archived.
+        """
+        pid = self._pid(project)
+        check_id("session_id", session_id)
+        self._archived.check(pid, session_id)
         planned = plan_message_events(
             messages, user_id=user_id, assistant_id=assistant_id, assistant_role=assistant_role
         )
-        events: list[Event] = []
-        for n, p in enumerate(planned):
-            parents = [events[i].id for i in p.parents]
-            events.append(
+        if not planned:
+            return []
+        with self._message_locks[hash((pid, session_id)) % len(self._message_locks)]:
+            # queued events first: one written meanwhile is then found among the stored
+            pending = [e for e in self._bus.pending(pid, session_id) if e.type in MESSAGE_TYPES]
+            stored = self.store.list_events(
+                pid,
+                session_id,
+                # a few more than the list: the calls of tool results sent after them
+                last_n=len(planned) + 16,
+                types=MESSAGE_TYPES,
+                include_inactive=True,
+            )
+            seen = {e.id for e in stored}
+            queued = {e.id: e for e in pending if e.id not in seen}
+            tail = [*stored, *queued.values()]
+            first_system: list[Event] = []
+            if planned[0].type == "system" and len(planned) > 1:
+                first_system = self.store.list_events(
+                    pid, session_id, types=["system"], include_inactive=True
+                )[: len(planned)]
+                if not first_system:
+                    first_system = [e for e in pending if e.type == "system"]
+            aligned = align_messages(
+                planned,
+                project_id=pid,
+                session_id=session_id,
+                tail=tail,
+                first_system=first_system,
+                messages=len(messages),
+                idempotency_key=idempotency_key,
+            )
+            events = [
                 self._build(
-                    project,
+                    pid,
                     {
-                        "type": p.type,
+                        "type": planned[i].type,
                         "session_id": session_id,
-                        "text": p.text,
-                        "data": p.data,
-                        "agent_id": p.agent_id,
-                        "agent_role": p.agent_role,
+                        "text": planned[i].text,
+                        "data": planned[i].data,
+                        "agent_id": planned[i].agent_id,
+                        "agent_role": planned[i].agent_role,
                         "task_id": task_id,
                         "parent_event_ids": parents,
-                        "metadata": p.metadata,
-                        "idempotency_key": message_key(n, p, parents),
+                        "metadata": planned[i].metadata,
+                        "idempotency_key": key,
                         "allow_blank": True,  # an empty message is still a turn
                     },
                 )
-            )
-        if sync:
-            self.record_events(events)
-        else:
-            for e in events:
-                self._bus.submit(e, event_priority(e.type))
-        return [e.id for e in events]
+                for i, key, parents in aligned.new
+            ]
+            if sync:
+                self.record_events(events)
+            else:
+                for e in events:
+                    self._bus.submit(e, event_priority(e.type))
+        return aligned.ids
+
+    def archive_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "archive"
+    ) -> SessionInfo:
+        """Archive the session and its tasks; the extractive summary of its messages is
+        kept in `metadata["archive_summary"]`. The archive is read-only: events captured
+        before this call are stored first, later captures are refused (ConflictError)."""
+        self._bus.flush()
+        info = super().archive_session(session_id, project=project, cause=cause)
+        self._archived.add(info.project_id, session_id)
+        return info
+
+    def _forget_cached(self, project_id: str) -> dict[str, int]:
+        # a forgotten session's record is gone: it may be created (live) again
+        self._archived.forget(project_id)
+        return super()._forget_cached(project_id)
 
     # -- retrieval -----------------------------------------------------------------------
     @property

@@ -202,14 +202,30 @@ def capture_batch(
 
 
 @router.post("/messages", response_model=IdsOut, tags=["events"])
-def capture_messages(pid: WriteProject, body: MessagesIn, rt: Rt) -> IdsOut:
-    """An OpenAI-style message list; sending a longer list again adds only the new ones."""
+def capture_messages(
+    pid: WriteProject, body: MessagesIn, rt: Rt, idempotency_key: IdempotencyKey = None
+) -> IdsOut:
+    """An OpenAI-style message list: the whole history, a window of the last messages or
+    only the new ones; what equals the session's last stored messages is not added again,
+    except a single message (see `ContextBase.capture_messages`). A retry of the same call
+    with the same idempotency key (body or Idempotency-Key header) adds nothing. 409 when
+    the session is archived."""
+    if (
+        idempotency_key is not None
+        and body.idempotency_key is not None
+        and idempotency_key != body.idempotency_key
+    ):
+        raise ValidationError(
+            "idempotency_key", "differs from the Idempotency-Key header; send one"
+        )
     if len(body.messages) > rt.settings.max_batch:
         raise RequestTooLargeError(
             f"{len(body.messages)} messages is over the limit of {rt.settings.max_batch}",
             field="messages",
         )
     args = body.model_dump(exclude={"messages", "session_id"})
+    if args["idempotency_key"] is None:
+        args["idempotency_key"] = idempotency_key
     return IdsOut(
         ids=rt.cb.capture_messages(body.messages, session_id=body.session_id, project=pid, **args)
     )
