@@ -383,11 +383,17 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         self._check_parents(event)
         return self.record_events([event])[0]
 
+    def check_writable(self, events: Sequence[Event]) -> None:
+        """ConflictError when one of the events' sessions is known to be archived (no store
+        read): a batch that will be queued is refused whole, before any of it is."""
+        for event in events:
+            self._archived.check(event.project_id, event.session_id)
+
     def record_events(self, events: Sequence[Event]) -> list[Event]:
         """Write already-built events synchronously, in order; all or nothing is validated
         (ConflictError, nothing written, when one's session is archived)."""
+        self.check_writable(events)
         for event in events:
-            self._archived.check(event.project_id, event.session_id)
             self._check_parents_batch(event, events)
         self._bus.flush()  # keep session order: queued events go first
         self._write_events(events, strict=True)

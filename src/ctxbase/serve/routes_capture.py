@@ -124,7 +124,8 @@ def record_event(
     pid: WriteProject, body: EventIn, rt: Rt, who: Caller, idempotency_key: IdempotencyKey = None
 ) -> Event:
     """Store one event synchronously; the answer carries its session order (seq). A retry
-    with the same id or idempotency key answers with the event stored the first time."""
+    with the same id or idempotency key answers with the event stored the first time. 409
+    when the session is archived."""
     return rt.cb.record_events([_event(rt, pid, body, who, header_key=idempotency_key)])[0]
 
 
@@ -138,7 +139,9 @@ def capture_event(
     pid: WriteProject, body: EventIn, rt: Rt, who: Caller, idempotency_key: IdempotencyKey = None
 ) -> CaptureOut:
     """Queue one event (written in the background; `durable` is false: it is on disk only
-    after a flush); `id` is null if it was dropped."""
+    after a flush); `id` is null if it was dropped. 409 when the session is archived (one
+    archived by another process is refused when written: `GET /v1/capture/stats` counts
+    it in `refused`)."""
     event = _event(rt, pid, body, who, header_key=idempotency_key)
     eid = rt.cb.capture(
         body.type,
@@ -168,7 +171,8 @@ def capture_batch(
     """Several events in order. By default (`wait: true`) they are stored when the answer
     comes: 201, `durable: true`. With `wait: false` they are queued: 202, `durable: false`
     (a crash before the next flush loses them). An Idempotency-Key header K keys each event
-    without its own id or key as "K/<position>"."""
+    without its own id or key as "K/<position>". 409, nothing stored or queued, when one
+    event's session is archived."""
     if len(body.events) > rt.settings.max_batch:
         raise RequestTooLargeError(
             f"batch of {len(body.events)} events is over the limit of {rt.settings.max_batch}",
@@ -186,6 +190,7 @@ def capture_batch(
     if body.wait:
         stored = rt.cb.record_events(events) if events else []
         return BatchOut(ids=[e.id for e in stored], events=stored, durable=True)
+    rt.cb.check_writable(events)  # an archived session refuses the whole batch (409)
     response.status_code = status.HTTP_202_ACCEPTED
     ids: list[str | None] = []
     for e, event in zip(body.events, events, strict=True):
