@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 from . import exit_hooks
 from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
 from .archived_sessions import ArchivedSessions, archived_error
-from .capture.alignment import MESSAGE_TYPES, align_messages
 from .capture.bus import BusConfig, BusStats, CaptureBus, WriteResult
-from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event
+from .capture.events import DEFAULT_MAX_CONTENT_BYTES, build_event, check_idempotency_key
 from .capture.hooks import plan_message_events
 from .components import Components
 from .errors import ValidationError
 from .forgetting import ForgetMethods
 from .knowledge_graph import GraphMethods
+from .message_lists import align_list, call_metadata
 from .model import Event, SessionInfo, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embed.base import Embedder
@@ -440,14 +440,19 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         its first messages equal to the session's last stored messages (kind, text, data, in
         order; queued ones count) was sent before, and so were leading system messages
         equal to the session's first ones when more messages follow; the rest is new, even
-        when identical to earlier messages. So a list re-sent unchanged adds nothing, except
-        a list of one message, which is always new: a one-message call is retried safely
-        only with `idempotency_key` (the same key for the retry of the same call, a new one
-        for each call; the remote SDK sends one itself). ConflictError when the session is
-        archived.
+        when identical to earlier messages. Hidden messages count as sent, and so do
+        hard-forgotten ones of a history re-sent whole (their tombstones keep them out).
+        So a list re-sent unchanged adds nothing, except a list of one message, which is
+        always new: a one-message call is retried safely only with `idempotency_key` (the
+        same key for the retry of the same call, a new one for each call; the remote SDK
+        sends one itself). The messages a keyed call adds carry the key in
+        `metadata["capture_call"]`; a call whose key is found among the session's last
+        messages is a retry. ConflictError when the session is archived.
         """
         pid = self._pid(project)
         check_id("session_id", session_id)
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
         self._archived.check(pid, session_id)
         planned = plan_message_events(
             messages, user_id=user_id, assistant_id=assistant_id, assistant_role=assistant_role
@@ -455,32 +460,12 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         if not planned:
             return []
         with self._message_locks[hash((pid, session_id)) % len(self._message_locks)]:
-            # queued events first: one written meanwhile is then found among the stored
-            pending = [e for e in self._bus.pending(pid, session_id) if e.type in MESSAGE_TYPES]
-            stored = self.store.list_events(
+            aligned = align_list(
+                self.store,
+                self._bus,
                 pid,
                 session_id,
-                # a few more than the list: the calls of tool results sent after them
-                last_n=len(planned) + 16,
-                types=MESSAGE_TYPES,
-                include_inactive=True,
-            )
-            seen = {e.id for e in stored}
-            queued = {e.id: e for e in pending if e.id not in seen}
-            tail = [*stored, *queued.values()]
-            first_system: list[Event] = []
-            if planned[0].type == "system" and len(planned) > 1:
-                first_system = self.store.list_events(
-                    pid, session_id, types=["system"], include_inactive=True
-                )[: len(planned)]
-                if not first_system:
-                    first_system = [e for e in pending if e.type == "system"]
-            aligned = align_messages(
                 planned,
-                project_id=pid,
-                session_id=session_id,
-                tail=tail,
-                first_system=first_system,
                 messages=len(messages),
                 idempotency_key=idempotency_key,
             )
@@ -496,7 +481,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
                         "agent_role": planned[i].agent_role,
                         "task_id": task_id,
                         "parent_event_ids": parents,
-                        "metadata": planned[i].metadata,
+                        "metadata": call_metadata(planned[i].metadata, idempotency_key),
                         "idempotency_key": key,
                         "allow_blank": True,  # an empty message is still a turn
                     },

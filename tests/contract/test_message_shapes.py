@@ -140,3 +140,44 @@ def test_a_tool_result_may_answer_a_call_sent_in_an_earlier_list(cb: ContextBase
             [{"role": "tool", "tool_call_id": "nope", "content": "?"}], session_id="t"
         )
     assert err.value.field == "messages[0].tool_call_id"
+
+
+def test_a_history_re_sent_after_a_forget_keeps_the_forgotten_out(cb: ContextBase) -> None:
+    history = [SYSTEM, _user("my password is hunter2"), _bot("noted"), _user("thanks")]
+    ids = cb.capture_messages(history, session_id="f", sync=True)
+    cb.forget(event_ids=[ids[1]])
+    history.append(_bot("welcome"))
+    again = cb.capture_messages(history, session_id="f", sync=True)
+    assert again[:4] == ids
+    texts = _texts(cb, "f")
+    assert texts == [SYSTEM["content"], "noted", "thanks", "welcome"]
+    # the whole session forgotten: the re-sent history is a stale retry, nothing comes back
+    cb.forget(session_id="f")
+    cb.capture_messages(history, session_id="f", sync=True)
+    assert _texts(cb, "f") == []
+
+
+def test_new_messages_equal_to_the_session_start_are_new(cb: ContextBase) -> None:
+    # the session begins with "yes"; later the same two messages come as new ones
+    cb.capture_messages([_user("yes"), _bot("ok")], session_id="n", sync=True)
+    cb.capture_messages([_user("later"), _bot("sure")], session_id="n", sync=True)
+    cb.forget(event_ids=[cb.last_events("n")[1].id])  # a forgotten message in between
+    cb.capture_messages([_user("yes"), _bot("ok")], session_id="n", sync=True)
+    assert _texts(cb, "n") == ["yes", "later", "sure", "yes", "ok"]
+
+
+def test_a_keyed_retry_of_a_queued_call_adds_nothing(cb: ContextBase) -> None:
+    one = cb.capture_messages([_user("yes")], session_id="k", idempotency_key="a")
+    same = cb.capture_messages([_user("yes")], session_id="k", idempotency_key="a")
+    other = cb.capture_messages([_user("yes")], session_id="k", idempotency_key="b")
+    cb.flush()
+    assert same == one and other != one
+    events = cb.last_events("k")
+    assert [e.text for e in events] == ["yes", "yes"]
+    assert [e.metadata["capture_call"] for e in events] == ["a", "b"]
+    # the retry of a call that came before another one is still found
+    again = cb.capture_messages([_user("yes")], session_id="k", idempotency_key="a", sync=True)
+    assert again == one and len(cb.last_events("k")) == 2
+    with pytest.raises(ValidationError) as err:
+        cb.capture_messages([_user("yes")], session_id="k", idempotency_key=" ")
+    assert err.value.field == "idempotency_key"

@@ -118,7 +118,8 @@ def test_rest_message_lists_keep_repeats_and_merge_keyed_retries(
 
 
 def test_sdk_message_lists_behave_as_the_library(server: Live, project: str) -> None:
-    with ctxbase.connect(server.url, api_key=server.key(project), project=project) as client:
+    key = server.key(project, role="admin")  # admin: forget
+    with ctxbase.connect(server.url, api_key=key, project=project) as client:
         history = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
         first = client.capture_messages(history, session_id="h", sync=True)
         history.append({"role": "assistant", "content": "hi"})
@@ -128,3 +129,8 @@ def test_sdk_message_lists_behave_as_the_library(server: Live, project: str) -> 
         client.capture_messages([{"role": "user", "content": "hi"}], session_id="h", sync=True)
         client.capture_messages([{"role": "user", "content": "hi"}], session_id="h", sync=True)
         assert [e.text for e in client.last_events("h")] == ["be brief", "hi", "hi", "hi", "hi"]
+        # a history re-sent to a forgotten session is a stale retry (the SDK's own keys
+        # leave the messages' ids as the library gives them)
+        client.forget(session_id="h")
+        client.capture_messages(history, session_id="h", sync=True)
+        assert client.last_events("h") == []

@@ -14,13 +14,14 @@ system messages equal to the session's first stored system messages are the same
 (a trimmed window keeps the system prompt) when more messages follow them. One exception
 keeps repeats: a list of a single message is always new, even when it equals the session's
 last message, since it cannot be told from a user who repeats themselves; such a call is
-retried safely only with an idempotency key.
+retried safely only with an idempotency key (see message_lists).
 
 Identity: a new message's id is derived from its content, its parents and the id of the
 message it follows (`chain_key`), so two writers that align the same list the same way give
-it the same ids, and the store keeps it once; with a caller's idempotency key the ids are
-derived from the key and the position in the list (`call_key`), so a retry of the same call
-is the same events whatever was stored in between.
+it the same ids, and the store keeps it once. A history's ids are therefore those of its
+messages aligned from the session's start: a history re-sent after some of its messages
+were forgotten is recognised by them (`from_the_start`), and the forgotten ones stay
+forgotten (their tombstones ignore a stale write).
 """
 
 from __future__ import annotations
@@ -39,9 +40,9 @@ __all__ = [
     "MESSAGE_TYPES",
     "Alignment",
     "align_messages",
-    "call_key",
     "chain_key",
     "event_signature",
+    "from_the_start",
     "leading_system",
     "overlap",
     "planned_signature",
@@ -90,14 +91,15 @@ def event_signature(event: Event) -> str:
     return _signature(event.type, event.text, data, event.metadata.get("call_id"))
 
 
-def overlap(tail: Sequence[str], planned: Sequence[str], *, messages: int) -> int:
+def overlap(tail: Sequence[str], planned: Sequence[str], *, single: bool) -> int:
     """How many of the planned events were sent before: the longest k with the last k
-    signatures of `tail` equal to the first k of `planned`. A list of one message (`messages`
-    == 1) that equals the tail's end counts as new (k = 0): it may be said again."""
+    signatures of `tail` equal to the first k of `planned`. With `single` (a list of one
+    message), the whole list equal to the tail's end counts as new (k = 0): it may be said
+    again."""
     n = len(planned)
     for k in range(min(len(tail), n), 0, -1):
         if list(tail[len(tail) - k :]) == list(planned[:k]):
-            if k == n and messages == 1:
+            if k == n and single:
                 return 0
             return k
     return 0
@@ -118,11 +120,6 @@ def chain_key(previous_id: str | None, signature: str, parent_ids: Sequence[str]
     return "messages:" + _digest(raw)
 
 
-def call_key(key: str, position: int, signature: str) -> str:
-    """The idempotency key of the message at `position` of a call keyed `key`."""
-    return "messages:" + _digest(_dumps(["call", key, position, signature]))
-
-
 def stored_calls(tail: Sequence[Event]) -> Mapping[str, str]:
     """Tool-call id -> id of the stored invocation, for tool results whose call was sent
     in an earlier list."""
@@ -135,10 +132,13 @@ def stored_calls(tail: Sequence[Event]) -> Mapping[str, str]:
 
 @dataclass
 class Alignment:
-    """The list's events: `ids` (one per planned event, stored or new), and for each new one
-    its planned index, idempotency key and parents' ids."""
+    """The list's events: `ids` (one per planned event, stored or new); `sent`, how many
+    of them were sent before (`overlap` of them equal to the session's last messages); for
+    each new one, its planned index, idempotency key and parents' ids."""
 
     ids: list[str] = field(default_factory=list)
+    sent: int = 0
+    overlap: int = 0
     new: list[tuple[int, str, list[str]]] = field(default_factory=list)
 
 
@@ -149,14 +149,14 @@ def align_messages(
     session_id: str,
     tail: Sequence[Event],
     first_system: Sequence[Event] = (),
-    messages: int,
-    idempotency_key: str | None = None,
+    single: bool = False,
 ) -> Alignment:
     """Decide which planned events are stored already and give the new ones their keys.
 
     `tail`: the session's last message events (stored, then queued), oldest first, at least
     as many as `planned`; `first_system`: its first stored system messages, oldest first
-    (read only when the list starts with one); `messages`: how many messages the list holds.
+    (read only when the list starts with one); `single`: the list is one message, new even
+    when it equals the last one stored.
     """
     sigs = [planned_signature(p) for p in planned]
     out = Alignment()
@@ -166,8 +166,9 @@ def align_messages(
     else:
         head = 0
     tail_sigs = [event_signature(e) for e in tail[-(len(planned) - head) :]] if tail else []
-    k = overlap(tail_sigs, sigs[head:], messages=messages)
+    k = overlap(tail_sigs, sigs[head:], single=single)
     out.ids += [e.id for e in tail[len(tail) - k :]] if k else []
+    out.sent, out.overlap = head + k, k
     previous = out.ids[-1] if k else (tail[-1].id if tail else None)
     calls = stored_calls(tail)
     for i in range(head + k, len(planned)):
@@ -183,13 +184,29 @@ def align_messages(
             parents = [stored]
         elif not parents and previous is not None and p.type != "tool_invocation":
             parents = [previous]  # the list continues the stored conversation
-        key = (
-            call_key(idempotency_key, i, sigs[i])
-            if idempotency_key is not None
-            else chain_key(previous, sigs[i], parents)
-        )
+        key = chain_key(previous, sigs[i], parents)
         eid = keyed_event_id(project_id, session_id, key)
         out.ids.append(eid)
         out.new.append((i, key, parents))
         previous = eid
     return out
+
+
+def from_the_start(
+    root: Alignment, present: set[str], forgotten: set[str], tail: Sequence[Event]
+) -> Alignment | None:
+    """The list as a re-sent history some of whose messages were forgotten, or None.
+
+    `root` is the list aligned as the session's first messages (an empty tail): its ids are
+    those the messages got when first sent, so the leading ones the store holds (`present`:
+    stored or queued) or keeps tombstones of (`forgotten`) were sent before. Taken only when
+    that run covers the session's last message and includes a forgotten one (why the plain
+    alignment failed); the forgotten ones are not written again (their tombstones ignore
+    them), and the new messages follow the run."""
+    n = 0
+    while n < len(root.ids) and (root.ids[n] in present or root.ids[n] in forgotten):
+        n += 1
+    run = set(root.ids[:n])
+    if not tail or tail[-1].id not in run or not (run & forgotten):
+        return None
+    return Alignment(ids=root.ids, sent=n, overlap=n, new=[x for x in root.new if x[0] >= n])
