@@ -99,6 +99,19 @@ def test_ingest_of_a_missing_path_is_not_found(tmp_path: Path, db: str) -> None:
     one_error_line(proc, 3, "not found", "nope")
 
 
+def test_capture_into_an_archived_session_is_a_conflict(tmp_path: Path, db: str) -> None:
+    archive = (
+        "import ctxbase, sys; ctxbase.open(sys.argv[1], embedder='none').archive_session('s1')"
+    )
+    proc = run(db, code=archive, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    proc = run("--db", db, "--embedder", "none", "capture", "--session", "s1",
+               "--text", "one more", cwd=tmp_path)  # fmt: skip
+    one_error_line(proc, 1, "'s1' is archived")
+    proc = run("--db", db, "--embedder", "none", "events", "s1", cwd=tmp_path)
+    assert proc.returncode == 0 and "one more" not in proc.stdout
+
+
 def test_migrate_data_from_a_missing_file_creates_nothing(tmp_path: Path) -> None:
     proc = run("migrate-data", "--from", "missing.db", "--to", "out.db", cwd=tmp_path)
     one_error_line(proc, 3, "missing.db")

@@ -19,14 +19,21 @@ from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
 from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
-from .capture.bus import BusConfig, BusStats, CaptureBus, CaptureError
-from .capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event
-from .capture.hooks import message_key, plan_message_events
+from .archived_sessions import ArchivedSessions, archived_error
+from .capture.bus import BusConfig, BusStats, CaptureBus, CaptureError, WriteResult
+from .capture.events import (
+    DEFAULT_MAX_CONTENT_BYTES,
+    RecordReport,
+    build_event,
+    check_idempotency_key,
+)
+from .capture.hooks import plan_message_events
 from .components import Components
 from .errors import ValidationError
 from .forgetting import ForgetMethods
 from .knowledge_graph import GraphMethods
-from .model import Event, check_id, event_priority
+from .message_lists import align_list, call_metadata
+from .model import Event, SessionInfo, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embed.base import Embedder
 from .retrieve.embedder_health import EmbedderHealth
@@ -114,6 +121,10 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig.from_env(anchoring)
         # Stored messages are anchored off the caller's thread (anchor/capture_anchor.py).
         self._anchorer = AnchorWorker(self.components, cfg) if cfg.enabled else None
+        # Sessions known to be archived: captures into them are refused (archived_sessions).
+        self._archived = ArchivedSessions(self.store)
+        # One message list of a session is aligned and queued at a time (capture_messages).
+        self._message_locks = [threading.Lock() for _ in range(32)]
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
         exit_hooks.register(self)
@@ -230,7 +241,18 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         return worker.wait_idle(timeout)
 
     # -- capture -----------------------------------------------------------------------
-    def _write_events(self, events: Sequence[Event]) -> int:
+    def _write_events(self, events: Sequence[Event], *, strict: bool = False) -> WriteResult:
+        """Write a batch; events of archived sessions are refused: ConflictError when
+        `strict` (a synchronous write), else left out and reported in the result."""
+        events, refused = self._archived.split(events)
+        if refused and strict:
+            raise archived_error(refused[0].session_id)
+        reason = None
+        if refused:
+            names = ", ".join(dict.fromkeys(repr(e.session_id) for e in refused))
+            reason = f"ConflictError: session {names} is archived; its events were not stored"
+        if not events:
+            return WriteResult(0, len(refused), reason)
         texts = [event_search_text(e) for e in events]
         contexts = self._contexts(events, texts)
         written = self.store.write_events(
@@ -244,7 +266,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             self._after_write()
             if self._anchorer is not None:
                 self._anchorer.submit(written)
-        return len(written)
+        return WriteResult(len(written), len(refused), reason)
 
     def _contexts(
         self, events: Sequence[Event], texts: Sequence[str] | None = None
@@ -347,10 +369,15 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         a low-priority event dropped under backpressure (counted in
         `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
         task_id, parent_event_ids, refers_to, importance, metadata, ts.
+
+        An archived session is read-only: ConflictError when this process knows it is
+        archived; one archived elsewhere refuses the event when it is written (counted in
+        `capture_stats().refused`, the session named in `last_error`).
         """
         event = self._build(
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
+        self._archived.check(event.project_id, event.session_id)
         self._check_parents(event)
         return self._bus.submit(event, event_priority(event.type))
 
@@ -367,26 +394,34 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         Takes the fields of `capture`; a retry with the same `idempotency_key` returns the
         event stored the first time. A retry of an event hard-forgotten since is not
         written again: it comes back as built, `seq` None (`record_events_report` names
-        such ids)."""
+        such ids). ConflictError when the session is archived."""
         event = self._build(
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
         self._check_parents(event)
         return self.record_events([event])[0]
 
+    def check_writable(self, events: Sequence[Event]) -> None:
+        """ConflictError when one of the events' sessions is known to be archived (no store
+        read): a batch that will be queued is refused whole, before any of it is."""
+        for event in events:
+            self._archived.check(event.project_id, event.session_id)
+
     def record_events(self, events: Sequence[Event]) -> list[Event]:
-        """Write already-built events synchronously, in order; all or nothing is validated.
-        Each comes back as stored; one whose id was hard-forgotten is not written again
-        and comes back as given, `seq` None (see `record_events_report`)."""
+        """Write already-built events synchronously, in order; all or nothing is validated
+        (ConflictError, nothing written, when one's session is archived). Each comes back as
+        stored; one whose id was hard-forgotten is not written again and comes back as
+        given, `seq` None (see `record_events_report`)."""
         return self.record_events_report(events).events
 
     def record_events_report(self, events: Sequence[Event]) -> RecordReport:
         """`record_events`, with the ids of the events it did not write because the project
         forgot them (`forgotten`): the truthful answer to a stale retry."""
+        self.check_writable(events)
         for event in events:
             self._check_parents_batch(event, events)
         self._bus.flush()  # keep session order: queued events go first
-        self._write_events(events)
+        self._write_events(events, strict=True)
         pid = events[0].project_id if events else self.project
         ids = [e.id for e in events]
         stored = {e.id: e for e in self.store.get_events(pid, ids, include_inactive=True)}
@@ -422,39 +457,86 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         assistant_role: str | None = None,
         task_id: str | None = None,
         sync: bool = False,
+        idempotency_key: str | None = None,
     ) -> list[str]:
-        """Capture an OpenAI-style message list; calling again with a longer list adds only
-        the new messages. Returns the event ids, one or more per message."""
+        """Capture an OpenAI-style message list; returns the event ids, one or more per
+        message (those of messages stored before included).
+
+        The list may be the whole history each turn, a window of the last messages
+        (possibly after the system prompt), or only the new messages: the longest run of
+        its first messages equal to the session's last stored messages (kind, text, data, in
+        order; queued ones count) was sent before, and so were leading system messages
+        equal to the session's first ones when more messages follow; the rest is new, even
+        when identical to earlier messages. Hidden messages count as sent, and so do
+        hard-forgotten ones of a history re-sent whole (their tombstones keep them out).
+        So a list re-sent unchanged adds nothing, except a list of one message, which is
+        always new: a one-message call is retried safely only with `idempotency_key` (the
+        same key for the retry of the same call, a new one for each call; the remote SDK
+        sends one itself). The messages a keyed call adds carry the key in
+        `metadata["capture_call"]`; a call whose key is found among the session's last
+        messages is a retry. ConflictError when the session is archived.
+        """
+        pid = self._pid(project)
+        check_id("session_id", session_id)
+        if idempotency_key is not None:
+            check_idempotency_key(idempotency_key)
+        self._archived.check(pid, session_id)
         planned = plan_message_events(
             messages, user_id=user_id, assistant_id=assistant_id, assistant_role=assistant_role
         )
-        events: list[Event] = []
-        for n, p in enumerate(planned):
-            parents = [events[i].id for i in p.parents]
-            events.append(
+        if not planned:
+            return []
+        with self._message_locks[hash((pid, session_id)) % len(self._message_locks)]:
+            aligned = align_list(
+                self.store,
+                self._bus,
+                pid,
+                session_id,
+                planned,
+                messages=len(messages),
+                idempotency_key=idempotency_key,
+            )
+            events = [
                 self._build(
-                    project,
+                    pid,
                     {
-                        "type": p.type,
+                        "type": planned[i].type,
                         "session_id": session_id,
-                        "text": p.text,
-                        "data": p.data,
-                        "agent_id": p.agent_id,
-                        "agent_role": p.agent_role,
+                        "text": planned[i].text,
+                        "data": planned[i].data,
+                        "agent_id": planned[i].agent_id,
+                        "agent_role": planned[i].agent_role,
                         "task_id": task_id,
                         "parent_event_ids": parents,
-                        "metadata": p.metadata,
-                        "idempotency_key": message_key(n, p, parents),
+                        "metadata": call_metadata(planned[i].metadata, idempotency_key),
+                        "idempotency_key": key,
                         "allow_blank": True,  # an empty message is still a turn
                     },
                 )
-            )
-        if sync:
-            self.record_events(events)
-        else:
-            for e in events:
-                self._bus.submit(e, event_priority(e.type))
-        return [e.id for e in events]
+                for i, key, parents in aligned.new
+            ]
+            if sync:
+                self.record_events(events)
+            else:
+                for e in events:
+                    self._bus.submit(e, event_priority(e.type))
+        return aligned.ids
+
+    def archive_session(
+        self, session_id: str, *, project: str | None = None, cause: str = "archive"
+    ) -> SessionInfo:
+        """Archive the session and its tasks; the extractive summary of its messages is
+        kept in `metadata["archive_summary"]`. The archive is read-only: events captured
+        before this call are stored first, later captures are refused (ConflictError)."""
+        self._bus.flush()
+        info = super().archive_session(session_id, project=project, cause=cause)
+        self._archived.add(info.project_id, session_id)
+        return info
+
+    def _forget_cached(self, project_id: str) -> dict[str, int]:
+        # a forgotten session's record is gone: it may be created (live) again
+        self._archived.forget(project_id)
+        return super()._forget_cached(project_id)
 
     # -- retrieval -----------------------------------------------------------------------
     @property

@@ -15,6 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from ctxbase import ContextBase
+from ctxbase.errors import ConflictError
 from ctxbase.integrations.langchain import CtxbaseChatHistory, CtxbaseRetriever
 
 TEXTS = [
@@ -111,3 +112,16 @@ def test_chat_history_round_trip(tmp_path: Path) -> None:
         assert cb.last_events("chat", 10) == []
         history.clear()  # clearing an empty history, or one never written, is no error
         CtxbaseChatHistory(cb, session_id="never-written").clear()
+
+
+def test_chat_history_keeps_repeated_messages_and_refuses_an_archive(tmp_path: Path) -> None:
+    # LangChain hands add_messages only the new messages: each is stored, even a repeat.
+    with ContextBase(str(tmp_path / "r.db"), project="r", embedder="hash") as cb:
+        history = CtxbaseChatHistory(cb, "chat")
+        for m in (AIMessage("Drop orders_tmp?"), HumanMessage("yes")) * 2:
+            history.add_messages([m])
+        assert [m.text for m in history.messages] == ["Drop orders_tmp?", "yes"] * 2
+        cb.archive_session("chat")
+        with pytest.raises(ConflictError, match="archived"):
+            history.add_messages([HumanMessage("yes")])
+        assert len(history.messages) == 4

@@ -7,22 +7,28 @@
 - Bursts of LOW events of the same kind from the same agent within a short window are
   aggregated into one event while they still wait in the queue.
 - `flush()` returns once every event submitted before the call is committed to storage.
+- An event the writer refuses (a session archived after it was queued) is not retried: it is
+  counted in `refused`, with the reason in `last_error`, and logged as a warning.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import CtxbaseError
 from ..model import Event, Priority
 
-__all__ = ["BusConfig", "BusStats", "CaptureBus", "CaptureError"]
+__all__ = ["BusConfig", "BusStats", "CaptureBus", "CaptureError", "WriteResult"]
+
+log = logging.getLogger(__name__)
 
 
 class CaptureError(CtxbaseError):
@@ -55,8 +61,17 @@ class BusStats:
     aggregated: int = 0
     written_by_caller: int = 0
     write_errors: int = 0
+    refused: int = 0  # events the writer would not store (an archived session)
     queue_depth: int = 0
     last_error: str | None = None
+
+
+class WriteResult(NamedTuple):
+    """What writing a batch did: events stored, events refused, and why they were."""
+
+    written: int
+    refused: int = 0
+    reason: str | None = None
 
 
 @dataclass
@@ -74,7 +89,7 @@ class CaptureBus:
 
     def __init__(
         self,
-        write_batch: Callable[[Sequence[Event]], int],
+        write_batch: Callable[[Sequence[Event]], WriteResult],
         config: BusConfig | None = None,
         *,
         name: str = "ctxbase-capture",
@@ -96,6 +111,7 @@ class CaptureBus:
         self._stats = BusStats()
         self._closed = False
         self._writing = False
+        self._in_flight: list[_Slot] = []  # the batch being written, out of the queue
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -139,11 +155,10 @@ class CaptureBus:
                 self._cond.notify_all()
                 return event.id
         # The queue stayed full: the caller writes this one itself rather than lose it.
-        written = self._write_batch([event])
+        result = self._write_batch([event])
         with self._cond:
             self._stats.written_by_caller += 1
-            self._stats.written += written
-            self._stats.duplicates += 1 - written
+            self._count(result, 1)
         return event.id
 
     def _try_aggregate(self, event: Event, now: float) -> str | None:
@@ -175,6 +190,16 @@ class CaptureBus:
         self._merged[event.id] = tail.event.id
         self._stats.aggregated += 1
         return tail.event.id
+
+    def pending(self, project_id: str, session_id: str) -> list[Event]:
+        """The session's events queued or being written (not yet committed), in order."""
+        with self._cond:
+            slots = [*self._in_flight, *self._queue]
+            return [
+                s.event
+                for s in slots
+                if s.event.session_id == session_id and s.event.project_id == project_id
+            ]
 
     def unwritten(self, ids: Sequence[str]) -> set[str]:
         """Those of `ids` that are queued or being written (not yet committed)."""
@@ -246,6 +271,7 @@ class CaptureBus:
                 for slot in batch:
                     for merged_id in slot.merged_ids:
                         self._merged.pop(merged_id, None)
+                self._in_flight = batch
                 self._stats.queue_depth = len(self._queue)
                 self._cond.notify_all()  # room for waiting producers
             self._write_with_retry(batch)
@@ -255,7 +281,7 @@ class CaptureBus:
         attempt = 0
         while True:
             try:
-                written = self._write_batch(events)
+                result = self._write_batch(events)
                 break
             except Exception as exc:  # keep the events; storage may come back
                 attempt += 1
@@ -264,18 +290,28 @@ class CaptureBus:
                     self._stats.last_error = f"{type(exc).__name__}: {exc}"
                     if self._closed and attempt >= 3:
                         self._forget_unwritten(events)
+                        self._in_flight = []
                         return  # shutting down: flush() reports the loss via last_error
                 time.sleep(min(self.config.retry_backoff_s * attempt, 2.0))
         with self._cond:
             self._forget_unwritten(events)
-            self._stats.written += written
-            self._stats.duplicates += len(events) - written
+            self._in_flight = []
+            self._count(result, len(events))
             for slot in batch:
                 self._pending_done.add(slot.ticket)
             while self._done + 1 in self._pending_done:
                 self._done += 1
                 self._pending_done.discard(self._done)
             self._cond.notify_all()
+
+    def _count(self, result: WriteResult, submitted: int) -> None:
+        # caller holds self._cond
+        self._stats.written += result.written
+        self._stats.duplicates += submitted - result.written - result.refused
+        if result.refused:
+            self._stats.refused += result.refused
+            self._stats.last_error = result.reason
+            log.warning("capture: %d event(s) refused: %s", result.refused, result.reason)
 
     def _forget_unwritten(self, events: Sequence[Event]) -> None:
         # caller holds self._cond

@@ -32,6 +32,7 @@ __all__ = [
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "RecordReport",
     "build_event",
+    "check_idempotency_key",
     "check_json",
     "check_text",
     "event_identity",
@@ -74,14 +75,19 @@ def event_identity(
             raise ValidationError("event_id", f"event ids start with 'ev_' (got {event_id!r})")
         return event_id
     if idempotency_key is not None:
-        key = check_text("idempotency_key", idempotency_key)
-        if not key or not key.strip() or len(key) > MAX_IDEMPOTENCY_KEY_CHARS:
-            raise ValidationError(
-                "idempotency_key",
-                f"must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters, not blank",
-            )
-        return keyed_event_id(project_id, session_id, key)
+        return keyed_event_id(project_id, session_id, check_idempotency_key(idempotency_key))
     return new_event_id()
+
+
+def check_idempotency_key(idempotency_key: str) -> str:
+    """A caller's idempotency key: 1-255 characters of valid text, not blank."""
+    key = check_text("idempotency_key", idempotency_key)
+    if not key or not key.strip() or len(key) > MAX_IDEMPOTENCY_KEY_CHARS:
+        raise ValidationError(
+            "idempotency_key",
+            f"must be 1-{MAX_IDEMPOTENCY_KEY_CHARS} characters, not blank",
+        )
+    return key
 
 
 def build_event(

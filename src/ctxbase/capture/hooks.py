@@ -1,8 +1,7 @@
 """Turning a plain OpenAI-style message list into events with the right causal parents.
 
-Chat hooks re-send the whole list every turn, so each planned event carries an idempotency
-key (`message_key`): the same message at the same place of the same conversation gets the
-same id and is skipped, and only the new messages are written.
+Which of the planned events are new, and their ids, is decided against the session's stored
+messages (capture.alignment).
 
 Causality: a user or system message follows the message before it; an assistant message is
 caused by the tool results since the previous assistant message (or else by the message just
@@ -12,7 +11,6 @@ made it; a `tool` message becomes a `tool_result` caused by the invocation with 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +18,7 @@ from typing import Any
 
 from ..errors import ValidationError
 
-__all__ = ["PlannedEvent", "message_key", "plan_message_events"]
+__all__ = ["PlannedEvent", "plan_message_events"]
 
 
 @dataclass
@@ -34,27 +32,9 @@ class PlannedEvent:
     agent_role: str | None = None
     parents: list[int] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def message_key(position: int, event: PlannedEvent, parent_ids: Sequence[str]) -> str:
-    """The idempotency key of the event planned at `position` of a message list.
-
-    Event ids are not derived from content (a user who says "yes" twice said it twice), but a
-    hook that re-sends the list each turn is retrying the earlier messages: their position in
-    the conversation, their content and their parents' ids (themselves keyed this way, so the
-    whole prefix counts) name them. An identical message later in the list is another event.
-    Caller-side options (user_id, assistant_role, task_id) are left out: changing them
-    between turns does not make the earlier messages new.
-    """
-    raw = json.dumps(
-        [position, event.type, event.text, event.data, list(parent_ids)],
-        ensure_ascii=False,
-        sort_keys=True,
-        separators=(",", ":"),
-        default=repr,  # unserialisable data is refused by build_event, naming its field
-    )
-    # surrogatepass: invalid text is refused by build_event too, not here
-    return "messages:" + hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    # a tool result whose call is not in the list: resolved against the stored messages
+    unresolved_call: str | None = None
+    message: int = 0  # the index of the message it comes from
 
 
 def _content_text(content: Any, where: str) -> str | None:
@@ -151,22 +131,21 @@ def plan_message_events(
                 raise ValidationError(f"{where}.tool_call_id", "is required for role 'tool'")
             call_id = str(raw_call_id)
             parent = invocation_by_call.get(call_id)
-            if parent is None:
-                raise ValidationError(
-                    f"{where}.tool_call_id", f"{call_id!r} matches no earlier tool call"
-                )
             planned.append(
                 PlannedEvent(
                     "tool_result",
                     text or "",
                     agent_id=str(name or "tool"),
                     agent_role="tool",
-                    parents=[parent],
+                    parents=[] if parent is None else [parent],
                     metadata={"call_id": str(call_id)},
+                    unresolved_call=call_id if parent is None else None,
                 )
             )
             tool_results_since_assistant.append(len(planned) - 1)
         else:
             raise ValidationError(f"{where}.role", f"unknown role {role!r}")
+        for event in planned[0 if last_index is None else last_index + 1 :]:
+            event.message = n
         last_index = len(planned) - 1
     return planned

@@ -139,7 +139,8 @@ def record_event(
     """Store one event synchronously; the answer carries its session order (seq). A retry
     with the same id or idempotency key answers with the event stored the first time. A
     retry of an event the project has forgotten since is not written again: 200 (not 201)
-    with the event as sent and `"stored": false, "reason": "forgotten"`."""
+    with the event as sent and `"stored": false, "reason": "forgotten"`. 409 when the session
+    is archived."""
     report = rt.cb.record_events_report([_event(rt, pid, body, who, header_key=idempotency_key)])
     (event,) = report.events
     if report.forgotten:
@@ -158,7 +159,9 @@ def capture_event(
     pid: WriteProject, body: EventIn, rt: Rt, who: Caller, idempotency_key: IdempotencyKey = None
 ) -> CaptureOut:
     """Queue one event (written in the background; `durable` is false: it is on disk only
-    after a flush); `id` is null if it was dropped."""
+    after a flush); `id` is null if it was dropped. 409 when the session is archived (one
+    archived by another process is refused when written: `GET /v1/capture/stats` counts
+    it in `refused`)."""
     event = _event(rt, pid, body, who, header_key=idempotency_key)
     eid = rt.cb.capture(
         body.type,
@@ -194,7 +197,7 @@ def capture_batch(
     every event the answer is 200. With `wait: false` they are queued: 202, `durable:
     false` (a crash before the next flush loses them; a forgotten id is skipped when
     written). An Idempotency-Key header K keys each event without its own id or key as
-    "K/<position>"."""
+    "K/<position>". 409, nothing stored or queued, when one event's session is archived."""
     if len(body.events) > rt.settings.max_batch:
         raise RequestTooLargeError(
             f"batch of {len(body.events)} events is over the limit of {rt.settings.max_batch}",
@@ -215,6 +218,7 @@ def capture_batch(
             response.status_code = status.HTTP_200_OK  # nothing of it is written
         ids: list[str | None] = [e.id for e in report.events]
         return BatchOut(ids=ids, events=report.events, durable=True, forgotten=report.forgotten)
+    rt.cb.check_writable(events)  # an archived session refuses the whole batch (409)
     response.status_code = status.HTTP_202_ACCEPTED
     ids = []
     for e, event in zip(body.events, events, strict=True):
@@ -231,14 +235,30 @@ def capture_batch(
 
 
 @router.post("/messages", response_model=IdsOut, tags=["events"])
-def capture_messages(pid: WriteProject, body: MessagesIn, rt: Rt) -> IdsOut:
-    """An OpenAI-style message list; sending a longer list again adds only the new ones."""
+def capture_messages(
+    pid: WriteProject, body: MessagesIn, rt: Rt, idempotency_key: IdempotencyKey = None
+) -> IdsOut:
+    """An OpenAI-style message list: the whole history, a window of the last messages or
+    only the new ones; what equals the session's last stored messages is not added again,
+    except a single message (see `ContextBase.capture_messages`). A retry of the same call
+    with the same idempotency key (body or Idempotency-Key header) adds nothing. 409 when
+    the session is archived."""
+    if (
+        idempotency_key is not None
+        and body.idempotency_key is not None
+        and idempotency_key != body.idempotency_key
+    ):
+        raise ValidationError(
+            "idempotency_key", "differs from the Idempotency-Key header; send one"
+        )
     if len(body.messages) > rt.settings.max_batch:
         raise RequestTooLargeError(
             f"{len(body.messages)} messages is over the limit of {rt.settings.max_batch}",
             field="messages",
         )
     args = body.model_dump(exclude={"messages", "session_id"})
+    if args["idempotency_key"] is None:
+        args["idempotency_key"] = idempotency_key
     return IdsOut(
         ids=rt.cb.capture_messages(body.messages, session_id=body.session_id, project=pid, **args)
     )

@@ -158,6 +158,8 @@ class MessagesIn(_In):
     assistant_role: str | None = None
     task_id: str | None = None
     sync: bool = False
+    # the same key for a retry of the same call (also read from the Idempotency-Key header)
+    idempotency_key: str | None = None
 
 
 class IdsOut(_Out):
@@ -172,6 +174,7 @@ class CaptureStatsOut(_Out):
     aggregated: int
     written_by_caller: int
     write_errors: int
+    refused: int = 0
     queue_depth: int
     last_error: str | None = None
 

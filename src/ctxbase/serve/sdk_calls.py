@@ -10,6 +10,7 @@ out stores nothing twice, and errors are raised before anything leaves the proce
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import timedelta
@@ -247,7 +248,10 @@ class Calls:
         assistant_role: str | None = None,
         task_id: str | None = None,
         sync: bool = False,
+        idempotency_key: str | None = None,
     ) -> Call[list[str]]:
+        """The call keys itself (the caller's `idempotency_key`, else a fresh one), so the
+        SDK's own retry of it adds nothing, even for a list of one message."""
         body = {
             "messages": [dict(m) for m in messages],
             "session_id": session_id,
@@ -256,6 +260,7 @@ class Calls:
             "assistant_role": assistant_role,
             "task_id": task_id,
             "sync": sync,
+            "idempotency_key": idempotency_key or f"sdk:{uuid.uuid4().hex}",
         }
         return Call("POST", self._path(project, "messages"), lambda r: list(r["ids"]), body=body)
 

@@ -1,0 +1,97 @@
+"""The session side of capturing a message list: what the list is aligned against.
+
+capture.alignment decides, given the session's last message events, which messages of a list
+were sent before. This module reads them: the stored ones (hidden ones included: a hidden
+message was still sent) and the ones still queued on the capture bus, which count as sent
+too, so a list re-sent before the previous one is written adds nothing. It also recognises
+two cases the plain alignment cannot:
+
+- a retry of a keyed call (`idempotency_key`): the events a keyed call adds carry the key
+  in `metadata["capture_call"]`; a call with a key found among the session's last messages
+  is aligned against the messages up to there, with nothing new unless the list grew;
+- a history re-sent after some of its messages were hard-forgotten: the plain alignment
+  finds no overlap, but the ids the messages got when first sent are reproducible (each
+  follows the one before it from the session's start), and the store knows them or keeps
+  their tombstones (`alignment.from_the_start`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .capture.alignment import (
+    MESSAGE_TYPES,
+    Alignment,
+    align_messages,
+    from_the_start,
+)
+from .capture.bus import CaptureBus
+from .capture.hooks import PlannedEvent
+from .errors import ValidationError
+from .model import Event
+from .store.base import Store
+
+__all__ = ["CALL_METADATA", "align_list", "call_metadata"]
+
+# The metadata key that carries the idempotency key of the call that added a message.
+CALL_METADATA = "capture_call"
+# Messages read beyond the list's length: the calls of tool results sent after them.
+_TAIL_MARGIN = 16
+
+
+def call_metadata(metadata: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
+    """A new message's metadata: the planned one, with the key of a keyed call."""
+    return metadata if idempotency_key is None else {**metadata, CALL_METADATA: idempotency_key}
+
+
+def _tail(store: Store, bus: CaptureBus, pid: str, sid: str, n: int) -> list[Event]:
+    # queued events first: one written meanwhile is then found among the stored
+    pending = [e for e in bus.pending(pid, sid) if e.type in MESSAGE_TYPES]
+    stored = store.list_events(
+        pid, sid, last_n=n + _TAIL_MARGIN, types=MESSAGE_TYPES, include_inactive=True
+    )
+    seen = {e.id for e in stored}
+    queued = {e.id: e for e in pending if e.id not in seen}
+    return [*stored, *queued.values()]
+
+
+def align_list(
+    store: Store,
+    bus: CaptureBus,
+    pid: str,
+    sid: str,
+    planned: Sequence[PlannedEvent],
+    *,
+    messages: int,
+    idempotency_key: str | None,
+) -> Alignment:
+    """Align a planned message list against the session (see the module doc)."""
+    tail = _tail(store, bus, pid, sid, len(planned))
+    retry = False
+    if idempotency_key is not None:
+        marked = [i for i, e in enumerate(tail) if e.metadata.get(CALL_METADATA) == idempotency_key]
+        if marked:
+            tail, retry = tail[: marked[-1] + 1], True
+    first_system: list[Event] = []
+    if planned[0].type == "system" and len(planned) > 1:
+        first_system = store.list_events(pid, sid, types=["system"], include_inactive=True)
+        if not first_system:
+            first_system = [e for e in tail if e.type == "system"]
+    aligned = align_messages(
+        planned,
+        project_id=pid,
+        session_id=sid,
+        tail=tail,
+        first_system=first_system[: len(planned)],
+        single=messages == 1 and not retry,
+    )
+    if aligned.overlap or not tail or len(planned) < 2 or retry:
+        return aligned
+    try:
+        root = align_messages(planned, project_id=pid, session_id=sid, tail=[])
+    except ValidationError:  # a tool result of an earlier list: not a whole history
+        return aligned
+    present = store.existing_ids(pid, root.ids) | bus.unwritten(root.ids)
+    again = from_the_start(root, present, store.forgotten_ids(pid, root.ids), tail)
+    return aligned if again is None else again
