@@ -275,6 +275,11 @@ class ContextManager:
             return self.project
         if scope == "session":
             return session_id
+        if scope == "user":
+            user_id = self._user_id(session_id)
+            if user_id is None:
+                raise ValidationError("scope", f"session {session_id!r} names no user")
+            return user_id
         task = self.current_task(session_id)
         # Without a task the session holds task-scoped facts: nothing is lost.
         return task.task_id if task is not None else session_id
@@ -307,13 +312,20 @@ class ContextManager:
         )
 
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any:
-        """A fact's value: the task's, else the session's, else the project's (or one scope)."""
-        scopes: Sequence[Scope] = ("task", "session", "project") if scope is None else (scope,)
+        """A fact's value: the task's, else the session's, else the session user's own (the
+        preferences extracted from their messages), else the project's (or one scope), as
+        the assembled prompt shows them."""
+        everywhere: Sequence[Scope] = ("task", "session", "user", "project")
+        scopes = everywhere if scope is None else (scope,)
         task = self.current_task(session_id)
         pairs: list[tuple[str, str]] = []
         for sc in scopes:  # as _effective_scope and _scope_id place them, the task read once
             if sc == "project":
                 pairs.append(("project", self.project))
+            elif sc == "user":
+                user_id = self._user_id(session_id)
+                if user_id is not None:
+                    pairs.append(("user", user_id))
             elif sc == "task" and task is not None:
                 pairs.append(("task", task.task_id))
             else:  # without a task the session holds task-scoped facts
@@ -323,6 +335,12 @@ class ContextManager:
             if key in facts[pair]:
                 return facts[pair][key].value
         return None
+
+    def _user_id(self, session_id: str) -> str | None:
+        """The user the session was created for (the scope of their own facts), if any."""
+        owner = self.cb.store.get_session(self.project, session_id)
+        user_id = owner.metadata.get("user_id") if owner is not None else None
+        return user_id if isinstance(user_id, str) and user_id else None
 
     def state_history(
         self, session_id: str, key: str | None = None, *, scope: Scope = "task"
@@ -402,14 +420,12 @@ class ContextManager:
         )
         if role == "user" and self.extract_facts:
             scope: Scope = "task" if task_id else "session"
-            owner = self.cb.store.get_session(self.project, session_id)
-            user_id = owner.metadata.get("user_id") if owner is not None else None
             extract_into_state(
                 self.cb,
                 content,
                 scope=scope,
                 scope_id=task_id or session_id,
-                user_id=user_id if isinstance(user_id, str) and user_id else None,
+                user_id=self._user_id(session_id),
                 event_id=event.id,
                 extractor=self.extractor,
                 # Relative dates ("下周三", "end of next month") count from the message's time.
