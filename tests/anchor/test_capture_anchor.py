@@ -170,3 +170,15 @@ def test_a_requirement_sentence_is_served_once_not_twice(cb: ContextBase) -> Non
     (memory,) = [m["content"] for m in ctx.messages if "Retrieved context" in m["content"]]
     assert f"[requirement {reqs[short].id}]\n{short}" in memory
     assert memory.count(short) == 1
+
+
+def test_a_block_pasted_with_full_width_punctuation_is_anchored(cb: ContextBase) -> None:
+    ev = cb.record(
+        "user_message",
+        session_id="s1",
+        text="这段代码报错了：\n```python\n"
+        "def list_orders（user_id， page）：\n    return page\n```",
+    )
+    cb.flush()
+    (fn,) = [e for e in cb.list_entities(type="code") if e.name == "list_orders"]
+    assert fn.properties["event_id"] == ev.id
