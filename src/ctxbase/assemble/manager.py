@@ -40,6 +40,7 @@ from .state import (
     fact_history,
     get_scope_facts,
     message_statuses,
+    retract_message_facts,
     rollback_fact,
     set_fact,
 )
@@ -451,12 +452,29 @@ class ContextManager:
             )
 
     def expire_message(self, session_id: str, message_id: str, *, cause: str = "retracted") -> None:
-        """Retract a message: it never appears in an assembled prompt again."""
+        """Retract a message: it never appears in an assembled prompt again, and the facts
+        extracted from it go back to what they were before it (the task's or session's, and
+        the user's own), unless a later message changed them again."""
         self.session(session_id)
         found = self.cb.store.get_events(self.project, [message_id], include_inactive=True)
         if not found or found[0].session_id != session_id:
             raise NotFoundError("message", message_id)
         expire_message_record(self.cb, session_id, [message_id], cause=cause, project=self.project)
+        task_id = found[0].task_id
+        own: tuple[Scope, str] = ("task", task_id) if task_id else ("session", session_id)
+        scopes = [own]
+        user_id = self._user_id(session_id)
+        if user_id is not None:
+            scopes.append(("user", user_id))
+        statuses = message_statuses(self.cb, session_id, project=self.project)
+        retract_message_facts(
+            self.cb,
+            message_id,
+            scopes=scopes,
+            retracted=[m for m, st in statuses.items() if st != Status.ACTIVE],
+            cause=cause,
+            project=self.project,
+        )
 
     def message_status(self, session_id: str, message_id: str) -> Status:
         return message_statuses(self.cb, session_id, project=self.project).get(
