@@ -413,3 +413,37 @@ def test_memory_section_for_packs_like_the_assembler(cb: ContextBase) -> None:
     more, more_tokens = memory_section_for(cb, "p", "订单缓存规则", 1200)
     assert len(more) > len(ids) and more_tokens <= 1200
     assert memory_section_for(cb, "p", "订单缓存规则", 5) == ([], 0)
+
+
+def test_referenced_code_first_finds_what_this_session_just_wrote(cb: ContextBase) -> None:
+    # seed 000, 2.1 语义断连: "把刚才生成的 SQL 改成支持分页" must find that SQL, and the
+    # article's step 2 reads context_payload['code_snippets'][0]['content'].
+    block = "```sql\n{}\n```"
+    cb.record("assistant_message", session_id="old", text=block.format("SELECT * FROM refunds"))
+    cb.record("user_message", session_id="s", text="帮我写个查询用户交易记录的 SQL")
+    made = cb.record(
+        "assistant_message",
+        session_id="s",
+        text=block.format("SELECT id, amount FROM transactions WHERE user_id = 7"),
+    )
+    cb.record("user_message", session_id="s", text="好的，另外今天天气不错")
+    cb.flush()
+    context_payload = cb.assemble_context(
+        agent_role="code_gen",
+        user_intent="把刚才生成的 SQL 改成支持分页",
+        session_id="s",
+        strategy="referenced_code_first",
+    )
+    first = context_payload["code_snippets"][0]
+    assert "FROM transactions" in first["content"]
+    assert all("refunds" not in c["content"] for c in context_payload["code_snippets"])
+    chosen = next(c for c in context_payload.trace["candidates"] if c["id"] == first["id"])
+    assert f"produced by {made.id} in this session" in " ".join(chosen["reasons"])
+    # an intent that does not point back brings no code of the session
+    plain = cb.assemble_context(
+        agent_role="code_gen",
+        user_intent="优化一下",
+        session_id="s",
+        strategy="referenced_code_first",
+    )
+    assert plain["code_snippets"] == []

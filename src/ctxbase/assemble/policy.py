@@ -210,8 +210,12 @@ class ReferencedCodeFirst(_Frozen):
     trigger_words: tuple[str, ...] = DEFAULT_REFERENCE_TRIGGERS
     max_items: int = Field(default=5, ge=1, le=100)
 
+    def refers_back(self, intent: str) -> str | None:
+        """The trigger word the intent points back with ("刚才"), if any."""
+        return _find_word(intent, self.trigger_words)
+
     def trigger_reason(self, request: SelectionRequest) -> str | None:
-        word = _find_word(request.intent, self.trigger_words)
+        word = self.refers_back(request.intent)
         if word is None:
             return None
         return f"referenced_code_first: intent refers back ({word!r}), up to {self.max_items}"
