@@ -447,3 +447,26 @@ def test_referenced_code_first_finds_what_this_session_just_wrote(cb: ContextBas
         strategy="referenced_code_first",
     )
     assert plain["code_snippets"] == []
+
+
+def test_a_recent_window_counted_in_tokens_ends_where_they_run_out(tmp_path: Path) -> None:
+    # seed 004: "rolling window 既可以按消息数计，也可以按 token 计"
+    def history_tokens(window: str) -> tuple[int, int]:
+        policy = (
+            "policies:\n  - name: a\n    match: {default: true}\n    strategies:\n"
+            f"      - {{name: recent_window, {window}}}\n"
+        )
+        with ctxbase.open(
+            str(tmp_path / f"{len(window)}.db"), embedder="hash", policies=policy
+        ) as cb:
+            for i in range(12):
+                kind = "user_message" if i % 2 == 0 else "assistant_message"
+                cb.record(kind, session_id="s", text=f"turn {i} is about lunch and the weather")
+            ctx = cb.assemble_context(agent_role="x", user_intent="what next", session_id="s")
+            shown = [m for m in ctx.messages if m["role"] in ("user", "assistant")]
+            return len(shown), ctx.trace["tokens_by_layer"]["history"]
+
+    by_count, count_tokens = history_tokens("max_messages: 20")
+    by_tokens, token_tokens = history_tokens("max_messages: 20, max_tokens: 40")
+    assert by_count == 13 and count_tokens > 100
+    assert 1 < by_tokens < 6 and token_tokens <= 40
