@@ -171,6 +171,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                     )
                     report.add(table, self._x(conn, sql, args).rowcount)
             self._tombstone(conn, project_id, scope.stored_event_ids)
+            self._forget_derived_relations(conn, project_id, scope, report)
             self._forget_state(conn, project_id, scope, report)
             self._forget_traces(conn, project_id, scope, report)
             if session_id is not None:

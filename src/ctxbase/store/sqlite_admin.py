@@ -196,6 +196,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
             [(project_id, tombstone_hash(eid)) for eid in scope.stored_event_ids],
         )
+        self._forget_derived_relations(conn, project_id, scope, report)
         self._forget_state(conn, project_id, scope, report)
         self._forget_traces(conn, project_id, scope, report)
         if session_id is not None:
