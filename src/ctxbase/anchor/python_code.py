@@ -16,7 +16,7 @@ from typing import Any
 from .parsed import ParsedReference, ParsedUnit, ParseResult
 from .plaintext import plain_text_result
 
-__all__ = ["module_name_for_path", "parse_python"]
+__all__ = ["ascii_reading", "module_name_for_path", "parse_python"]
 
 # Folders that sit above the import root; the module name starts after the last of them.
 _ROOT_MARKERS = ("src", "lib", "site-packages", "dist-packages")
@@ -61,17 +61,22 @@ def module_name_for_path(path: str) -> str:
 _FULL_WIDTH_CODE = str.maketrans("（）：，；【】＝\u3000", "():,;[]= ")
 
 
+def ascii_reading(source: str) -> str:
+    """`source` with full-width punctuation read as ASCII (same length, same lines)."""
+    return source.translate(_FULL_WIDTH_CODE)
+
+
 def _parse_tree(source: str, path: str | None) -> tuple[ast.Module, tuple[str, ...]]:
     """The module's tree; source that fails only for full-width punctuation is parsed as
     its ASCII reading (said in the warnings returned). Raises the first SyntaxError."""
     try:
         return ast.parse(source, filename=path or "<string>", type_comments=False), ()
     except SyntaxError:
-        ascii_reading = source.translate(_FULL_WIDTH_CODE)
-        if ascii_reading == source:
+        readable = ascii_reading(source)
+        if readable == source:
             raise
         try:
-            tree = ast.parse(ascii_reading, filename=path or "<string>", type_comments=False)
+            tree = ast.parse(readable, filename=path or "<string>", type_comments=False)
         except SyntaxError:
             pass
         else:
