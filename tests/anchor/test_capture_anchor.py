@@ -170,3 +170,44 @@ def test_a_requirement_sentence_is_served_once_not_twice(cb: ContextBase) -> Non
     (memory,) = [m["content"] for m in ctx.messages if "Retrieved context" in m["content"]]
     assert f"[requirement {reqs[short].id}]\n{short}" in memory
     assert memory.count(short) == 1
+
+
+def test_a_block_pasted_with_full_width_punctuation_is_anchored(cb: ContextBase) -> None:
+    ev = cb.record(
+        "user_message",
+        session_id="s1",
+        text="这段代码报错了：\n```python\n"
+        "def list_orders（user_id， page）：\n    return page\n```",
+    )
+    cb.flush()
+    (fn,) = [e for e in cb.list_entities(type="code") if e.name == "list_orders"]
+    assert fn.properties["event_id"] == ev.id
+
+
+def test_a_spec_named_to_change_earlier_sql_references_that_sql(cb: ContextBase) -> None:
+    # seed 000, 2.2: "参考刚才的合规指南修改 SQL" -> doc_789 -(REFERENCES)-> sql_456
+    guide = "2024跨境支付合规指南"
+    doc = cb.upsert_entity("document", guide, "跨境支付 限额 申报义务", id="doc_789")
+    cb.record("assistant_message", session_id="other", text="```sql\nSELECT * FROM refunds\n```")
+    cb.record(
+        "assistant_message",
+        session_id="s1",
+        text="```sql\nSELECT id, amount FROM transactions WHERE user_id = 7\n```",
+    )
+    cb.record("user_message", session_id="s1", text="参考刚才的合规指南回答这个问题。")
+    ev = cb.record("user_message", session_id="s1", text="参考刚才的合规指南修改 SQL")
+    cb.flush()
+    out = [r for r in cb.relationships(doc.id) if r.from_id == doc.id]
+    assert len(out) == 1
+    (edge,) = out
+    sql = cb.get_entity(edge.to_id)
+    assert edge.type == "REFERENCES" and edge.source == "ctxbase:spec_applies_to"
+    assert sql.type == "sql" and "transactions" in sql.text
+    assert edge.properties.get("event_id") == ev.id
+    (ref,) = [r for r in cb.relationships(ev.id) if r.to_id == doc.id]
+    assert edge.confidence == ref.confidence  # as sure as the document was named
+    # the relation is what the message said: forgetting the message forgets it
+    report = cb.forget(event_ids=[ev.id])
+    assert report.removed.get("relations", 0) >= 2
+    assert not [r for r in cb.relationships(doc.id) if r.from_id == doc.id]
+    assert cb.get_entity(sql.id).type == "sql"  # the SQL itself stays

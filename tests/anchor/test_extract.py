@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from ctxbase.anchor.extract import match_document, mentions, spec_references, statements
+from ctxbase.anchor.extract import (
+    code_asked_for,
+    match_document,
+    mentions,
+    spec_references,
+    statements,
+)
 
 
 def test_a_chinese_requirement_and_its_spec() -> None:
@@ -61,3 +67,11 @@ def test_mentions_of_files_tables_routes_and_people() -> None:
 def test_plain_prose_mentions_nothing() -> None:
     assert mentions("We went to the lake on Sunday and had a great time.") == []
     assert mentions("我们周末去爬山，天气很好。") == []
+
+
+def test_code_asked_for_names_existing_code_only() -> None:
+    assert code_asked_for("参考刚才的合规指南修改 SQL") == "sql"
+    assert code_asked_for("按照 Redis 规范改一下刚才的函数") == "code"
+    assert code_asked_for("per the API spec, fix that query") == "sql"
+    assert code_asked_for("按照规范写一个订单查询接口") is None  # new code, nothing to point at
+    assert code_asked_for("参考合规指南回答这个问题") is None

@@ -79,3 +79,10 @@ def test_parse_code_dispatches_by_language() -> None:
     other = parse_code("fn main() {}", "rust")
     assert other.fallback is True and other.parser == "plain_text" and other.language == "rust"
     assert parse_code("function f() { return 1 }", "js").language == "javascript"
+
+
+def test_an_untagged_block_with_full_width_punctuation_is_python() -> None:
+    code = "def pay（user_id，amount）：\n    return amount\n"
+    assert guess_language(code) == "python"
+    (fn,) = [u for u in parse_code(code, None).units if u.kind == "function"]
+    assert fn.name == "pay"

@@ -172,3 +172,18 @@ def test_redefinitions_get_distinct_qualnames() -> None:
     )
     result = parse_python(source, "src/m.py")
     assert [unit.qualname for unit in result.units_of("method")] == ["m.C.x", "m.C.x#2"]
+
+
+def test_full_width_punctuation_is_read_as_ascii() -> None:
+    # seed 000, 5.1: code pasted with Chinese brackets and full-width spaces still parses
+    source = "def pay（user_id， amount）：\n\u3000\u3000return charge（user_id）\n"
+    result = parse_python(source, "pay.py")
+    assert not result.fallback and result.parser == "python_ast"
+    (fn,) = [u for u in result.units if u.kind == "function"]
+    assert fn.name == "pay" and fn.properties["parameters"] == ("user_id", "amount")
+    assert fn.text == source.rstrip("\n")  # the stored text is what was written
+    assert any("full-width" in w for w in result.warnings)
+    assert "charge" in {r.target for r in result.references}
+    # code that is broken for another reason stays plain text
+    broken = parse_python("def pay（user_id）：\n    return (\n", "pay.py")
+    assert broken.fallback and "SyntaxError" in broken.warnings[0]

@@ -455,3 +455,60 @@ def test_what_was_captured_just_before_is_read(cb: ContextBase) -> None:
         assert len(cb.last_events("s")) == n + 1
         found = cb.search(f"turn {n} invoices", preset="keyword").results
         assert any(r.item.text.startswith(f"turn {n}") for r in found)
+
+
+def test_referenced_code_first_finds_what_this_session_just_wrote(cb: ContextBase) -> None:
+    # seed 000, 2.1 语义断连: "把刚才生成的 SQL 改成支持分页" must find that SQL, and the
+    # article's step 2 reads context_payload['code_snippets'][0]['content'].
+    block = "```sql\n{}\n```"
+    cb.record("assistant_message", session_id="old", text=block.format("SELECT * FROM refunds"))
+    cb.record("user_message", session_id="s", text="帮我写个查询用户交易记录的 SQL")
+    made = cb.record(
+        "assistant_message",
+        session_id="s",
+        text=block.format("SELECT id, amount FROM transactions WHERE user_id = 7"),
+    )
+    cb.record("user_message", session_id="s", text="好的，另外今天天气不错")
+    cb.flush()
+    context_payload = cb.assemble_context(
+        agent_role="code_gen",
+        user_intent="把刚才生成的 SQL 改成支持分页",
+        session_id="s",
+        strategy="referenced_code_first",
+    )
+    first = context_payload["code_snippets"][0]
+    assert "FROM transactions" in first["content"]
+    assert all("refunds" not in c["content"] for c in context_payload["code_snippets"])
+    chosen = next(c for c in context_payload.trace["candidates"] if c["id"] == first["id"])
+    assert f"produced by {made.id} in this session" in " ".join(chosen["reasons"])
+    # an intent that does not point back brings no code of the session
+    plain = cb.assemble_context(
+        agent_role="code_gen",
+        user_intent="优化一下",
+        session_id="s",
+        strategy="referenced_code_first",
+    )
+    assert plain["code_snippets"] == []
+
+
+def test_a_recent_window_counted_in_tokens_ends_where_they_run_out(tmp_path: Path) -> None:
+    # seed 004: "rolling window 既可以按消息数计，也可以按 token 计"
+    def history_tokens(window: str) -> tuple[int, int]:
+        policy = (
+            "policies:\n  - name: a\n    match: {default: true}\n    strategies:\n"
+            f"      - {{name: recent_window, {window}}}\n"
+        )
+        with ctxbase.open(
+            str(tmp_path / f"{len(window)}.db"), embedder="hash", policies=policy
+        ) as cb:
+            for i in range(12):
+                kind = "user_message" if i % 2 == 0 else "assistant_message"
+                cb.record(kind, session_id="s", text=f"turn {i} is about lunch and the weather")
+            ctx = cb.assemble_context(agent_role="x", user_intent="what next", session_id="s")
+            shown = [m for m in ctx.messages if m["role"] in ("user", "assistant")]
+            return len(shown), ctx.trace["tokens_by_layer"]["history"]
+
+    by_count, count_tokens = history_tokens("max_messages: 20")
+    by_tokens, token_tokens = history_tokens("max_messages: 20, max_tokens: 40")
+    assert by_count == 13 and count_tokens > 100
+    assert 1 < by_tokens < 6 and token_tokens <= 40

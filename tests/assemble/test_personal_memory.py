@@ -35,3 +35,25 @@ def test_a_preference_follows_its_user_to_new_sessions_only(cb: ContextBase) -> 
     assert not get_facts(cb, scope="user", scope_id="alice")
     again = assembler.assemble(session_id=later, agent_role="coder", user_intent="做一个登录按钮")
     assert "蓝色" not in _state_text(again)
+
+
+def test_get_state_reads_the_preference_the_prompt_shows(cb: ContextBase) -> None:
+    # seed 003: "用户说'我喜欢蓝色' ... 提取结构化事实写入状态层"; reading the state back must
+    # give what the assembled prompt states, in the session and in the user's next one.
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    sid = cm.create_session("alice")
+    cm.switch_task(sid, "设计登录页")
+    cm.add_message(sid, "user", "我喜欢蓝色")
+    liked = {"polarity": "like", "item": "蓝色"}
+    assert cm.get_state(sid, "preference:蓝色") == liked
+    assert cm.get_state(sid, "preference:蓝色", scope="user") == liked
+    assert cm.get_state(sid, "preference:蓝色", scope="task") is None
+    later = cm.create_session("alice")
+    assert cm.get_state(later, "preference:蓝色") == liked
+    assert cm.get_state(cm.create_session("bob"), "preference:蓝色") is None
+    # a task's own fact still comes first, and the user scope is writable by name
+    cm.set_state(sid, "preference:蓝色", {"polarity": "dislike", "item": "蓝色"})
+    assert cm.get_state(sid, "preference:蓝色")["polarity"] == "dislike"
+    cm.set_state(later, "timezone", "Asia/Shanghai", scope="user")
+    assert get_facts(cb, scope="user", scope_id="alice")["timezone"].value == "Asia/Shanghai"
+    assert cm.get_state(sid, "timezone") == "Asia/Shanghai"

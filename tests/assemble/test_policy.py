@@ -340,3 +340,38 @@ def test_policy_file_without_good_version(tmp_path: Path) -> None:
     watched = PolicyFile(path, fallback=fallback)
     assert watched.current() is fallback
     assert watched.last_error is not None
+
+
+def test_strategy_parameters_beside_the_strategy_seed_000_table() -> None:
+    # Seed 000's table of strategies writes each parameter beside `strategy:`.
+    text = """
+policies:
+  - name: fallback
+    match: {agent_roles: [planner]}
+    strategy: project_scope_fallback
+    fallback_depth: 3
+  - name: repair
+    match: {agent_roles: [fixer]}
+    strategy: error_driven_repair
+    max_retry: 1
+    top_k: 7
+  - name: consensus
+    match: {agent_roles: [code_gen, test_gen]}
+    strategy: multi_agent_consensus
+    agents: [code_gen, test_gen]
+"""
+    policies = parse_policies(text)
+    fallback = policies.get("fallback")
+    assert fallback is not None and fallback.strategies[0].model_dump()["fallback_depth"] == 3
+    repair = policies.get("repair")
+    assert repair is not None and repair.strategies[0].model_dump()["max_retry"] == 1
+    assert repair.top_k == 7  # a policy field stays the policy's
+    consensus = policies.select("x", "test_gen", "写测试")
+    assert consensus.strategy_names == ("multi_agent_consensus",)
+    assert consensus.policy.strategies[0].model_dump()["agents"] == ("code_gen", "test_gen")
+    twice = "    fallback_depth: 3\n    parameters: {fallback_depth: 4}"
+    both = text.replace("    fallback_depth: 3", twice)
+    with pytest.raises(PolicyError, match="fallback_depth"):
+        parse_policies(both)
+    with pytest.raises(PolicyError, match="max_retri"):  # a typo is still named
+        parse_policies(text.replace("max_retry: 1", "max_retri: 1"))

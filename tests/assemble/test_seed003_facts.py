@@ -71,3 +71,30 @@ def test_relative_dates_count_from_the_message_time(cb: ContextBase) -> None:
     assert cm.get_state(sid, "deadline")["date"] == "2025-07-31"
     prompt = "\n".join(m["content"] for m in cm.get_prompt_messages(sid, 1500, user_input="好"))
     assert "deadline <= 2025-07-31" in prompt
+
+
+def test_a_retracted_message_takes_its_facts_with_it(cb: ContextBase) -> None:
+    # seed 003, 4.1: "撤回消息仍生效" -> expire_message, and the model no longer uses it
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    sid = cm.create_session("alice")
+    first = cm.add_message(sid, "user", "用户预算5万")
+    wrong = cm.add_message(sid, "user", "把预算控制在3万以内")
+    assert cm.get_state(sid, "budget")["amount"] == 30000
+    cm.expire_message(sid, wrong)
+    assert cm.get_state(sid, "budget") == {"op": "=", "amount": 50000, "currency": "CNY"}
+    prompt = "\n".join(m["content"] for m in cm.get_prompt_messages(sid, user_input="那时间呢"))
+    assert "30000" not in prompt and "budget = 50000" in prompt
+    assert wrong in (cm.state_history(sid, "budget")[-1].cause or "")
+    # with the earlier statement retracted too, nothing is left of the budget
+    cm.expire_message(sid, first)
+    assert cm.get_state(sid, "budget") is None
+    # the user's own preference goes with the message that stated it
+    liked = cm.add_message(sid, "user", "我喜欢蓝色")
+    assert cm.get_state(sid, "preference:蓝色") is not None
+    cm.expire_message(sid, liked)
+    assert cm.get_state(sid, "preference:蓝色") is None
+    # a fact a later message changed keeps that later value
+    said = cm.add_message(sid, "user", "截止日期是月底")
+    cm.add_message(sid, "user", "截止日期改到下周三")
+    cm.expire_message(sid, said)
+    assert cm.get_state(sid, "deadline")["expression"] == "下周三"

@@ -4,6 +4,7 @@ both backends: what a model's tool call does, and what it gets back when it is w
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from ctxbase import ContextBase
 from ctxbase.integrations.tools import TOOLS, ToolScope, handle_tool_call, openai_tools
@@ -92,3 +93,19 @@ def test_scope_is_checked_when_built(cb: ContextBase) -> None:
         assert err.value.field == field
     with pytest.raises(ValidationError):
         ToolScope(cb, project="x y")
+
+
+def test_search_memory_narrows_to_repositories(cb: ContextBase, tmp_path: Path) -> None:
+    # seed 002's active tool: search_mem(query, repos) -> only those repositories' blocks
+    for repo in ("user-service", "auth-repo"):
+        folder = tmp_path / repo
+        folder.mkdir()
+        (folder / "compat.md").write_text(f"# {repo} notes\n\nauth_v2 token refresh workaround\n")
+        cb.ingest(str(folder), repo=repo)
+    scope = ToolScope(cb, agent_id="coder", agent_role="coder")
+    query = {"query": "auth_v2 token refresh workaround", "mode": "keyword"}
+    everywhere = call(scope, "search_memory", query)["results"]
+    assert {h.get("repo") for h in everywhere} == {"user-service", "auth-repo"}
+    mine = call(scope, "search_memory", {**query, "repos": ["auth-repo"]})["results"]
+    assert mine and {h["repo"] for h in mine} == {"auth-repo"}
+    assert call(scope, "search_memory", {**query, "repos": ["nowhere"]})["results"] == []

@@ -273,3 +273,18 @@ def test_a_semantic_first_hit_that_stands_out_comes_first(cb: ContextBase) -> No
     assert [c.item.owner_id for c in plain] == [short.id, said.id]
     boosted = cb.search(query, config=get_preset("hybrid", top_k=2, standout_boost=2.0)).results
     assert [c.item.owner_id for c in boosted] == [said.id, short.id]
+
+
+def test_graph_expansion_does_not_bring_back_superseded_versions(cb: ContextBase) -> None:
+    # seed 000: an outdated V1.0 served beside the current V2.0 through its edges
+    old = "# Cache Guide V1.0\n\n## Expiry\n\nEvery cached query sets an expiry.\n\n"
+    cb.anchor_document(
+        old + "## Legacy store\n\nKeys live in memcached.\n", title="Cache Guide V1.0"
+    )
+    new = "# Cache Guide V2.0\n\n## Expiry\n\nEvery cached query sets an expiry in seconds.\n"
+    cb.anchor_document(new, title="Cache Guide V2.0")
+    hits = cb.search("Cache Guide expiry", preset="hybrid_graph", top_k=20).results
+    assert hits and all(h.item.latest for h in hits)
+    assert not any("V1.0" in h.item.text or "memcached" in h.item.text for h in hits)
+    everything = cb.search("Cache Guide expiry", preset="hybrid_graph", latest_only=False, top_k=20)
+    assert any("memcached" in h.item.text for h in everything.results)  # kept, when asked for

@@ -10,7 +10,6 @@ GENERATES the code; the message text REFERENCES the entities it names.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from ..components import ComponentsSource, components_of
 from ..model import Entity, Event, Relation, make_entity_id
 from ..retrieve.indexing import entity_items
+from .doc_versions import VERSION_WORDS as _VERSION_WORDS
 from .entities import (
     EntitySpec,
     read_vectors,
@@ -50,9 +50,6 @@ __all__ = [
 # Event types whose code was written by the agent side (the others quote or paste code).
 GENERATING_EVENT_TYPES = frozenset(
     {"assistant_message", "model_call", "tool_invocation", "tool_result", "internal_thought"}
-)
-_VERSION_WORDS = re.compile(
-    r"[\s_-]*(?:版本号?|version|ver\.?)?\s*[vV]?\d+(?:\.\d+){1,3}\s*$", re.IGNORECASE
 )
 
 

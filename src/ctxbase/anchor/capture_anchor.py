@@ -16,6 +16,9 @@ events it stored to `AnchorWorker`, which anchors them in order, off the caller'
   (a file, a table) or a `mention` entity shared by every event that names the same thing
   (`ctxbase:file_path`, `ctxbase:table_name`, `ctxbase:api_route`, `ctxbase:person_handle`),
   so retrieval can hop event -> entity -> event;
+- "参考刚才的合规指南修改 SQL": the named document REFERENCES the SQL (or code) this
+  session's latest turn with such a block produced (`ctxbase:spec_applies_to`), so the
+  code is found as "the code the guide governs";
 - names of known entities in prose -> REFERENCES (`ctxbase:mentions`);
 - with `AnchorConfig.llm` (or CTXBASE_EXTRACT_BASE_URL / CTXBASE_EXTRACT_MODEL), what a chat
   model finds in the prose is added after the rules' edges (`ctxbase:llm`, see
@@ -310,6 +313,7 @@ def _anchor_events(
                         links.append(
                             _link(ev.id, "REFERENCES", hit[0], hit[1], ref.rule, phrase=ref.phrase)
                         )
+                links.extend(_spec_applies_to(cb, ev, prose, titles))
         if cfg.mentions:
             if pid not in known:
                 known[pid] = _known_mention_names(cb, pid)
@@ -359,6 +363,44 @@ def _llm_anchor(
         extractor.record_error(f"writing what the model found in {ev.id} failed: {exc}")
         log.warning("LLM extraction for %s not written: %s", ev.id, exc)
         return 0
+
+
+_PRODUCED_LOOKBACK = 50  # events of the session searched for the code a message means
+_PRODUCED_MAX = 5  # entities one producing event contributes
+
+
+def _spec_applies_to(cb: Components, ev: Event, prose: str, titles: dict[str, str]) -> list[Link]:
+    """A sentence naming a document and code ("参考刚才的合规指南修改 SQL"): the document
+    REFERENCES the SQL or code of that kind that the session produced last, before `ev`."""
+    wanted: dict[str, tuple[str, float]] = {}  # document -> (kind, confidence)
+    for ref in extract.spec_references(prose):
+        kind = extract.code_asked_for(ref.sentence.replace(ref.phrase, " "))
+        hit = extract.match_document(ref.phrase, titles) if kind else None
+        if kind and hit is not None and hit[0] not in wanted:
+            wanted[hit[0]] = (kind, hit[1])
+    if not wanted:
+        return []
+    pid = ev.project_id
+    session = [e.id for e in cb.store.list_events(pid, ev.session_id, last_n=_PRODUCED_LOOKBACK)]
+    before = session[: session.index(ev.id)] if ev.id in session else session
+    order = {eid: n for n, eid in enumerate(before)}  # oldest first
+    rels = cb.store.list_relations(pid, list(order), direction="out", types=["GENERATES"])
+    made = {e.id: e for e in cb.store.get_entities(pid, [r.to_id for r in rels])}
+    links: list[Link] = []
+    for doc_id, (kind, conf) in wanted.items():
+        by_event: dict[str, list[str]] = {}
+        for rel in rels:
+            entity = made.get(rel.to_id)
+            if rel.from_id in order and entity is not None and entity.type == kind:
+                by_event.setdefault(rel.from_id, []).append(entity.id)
+        if by_event:
+            newest = max(by_event, key=lambda eid: order[eid])
+            for entity_id in sorted(by_event[newest])[:_PRODUCED_MAX]:
+                # event_id: forgetting the message forgets the relation it made
+                links.append(
+                    _link(doc_id, "REFERENCES", entity_id, conf, "spec_applies_to", event_id=ev.id)
+                )
+    return links
 
 
 def _known_names(ev: Event, prose: str, idx: SymbolIndex, cfg: AnchorConfig) -> list[Link]:

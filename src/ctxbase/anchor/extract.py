@@ -22,6 +22,7 @@ __all__ = [
     "Mention",
     "SpecReference",
     "Statement",
+    "code_asked_for",
     "match_document",
     "mentions",
     "spec_references",
@@ -168,6 +169,29 @@ def spec_references(text: str) -> list[SpecReference]:
                 if phrase:
                     found.append(SpecReference(phrase, sentence, rule, 0.9))
     return found
+
+
+# Code a sentence asks to change, or points back at: "修改 SQL", "改一下刚才的函数", "fix
+# that query". Writing new code ("写一个接口") names no code that exists yet.
+_SQL_NOUN = re.compile(r"sql|查询语句|\bquer(?:y|ies)\b", re.IGNORECASE)
+_CODE_NOUN = re.compile(r"代码|函数|方法|脚本|\b(?:code|function|method|script)\b", re.IGNORECASE)
+_CHANGE_OR_BACK = re.compile(
+    r"改|修|调整|优化|重构|补上|加上|刚才|刚刚|上一个|上次|之前|前面|那个|那段|"
+    r"\b(?:fix|change|update|modify|refactor|rewrite|adjust|previous|earlier|that|last)\b",
+    re.IGNORECASE,
+)
+
+
+def code_asked_for(sentence: str) -> str | None:
+    """The kind of existing code a sentence asks to change or points back at: "sql",
+    "code", or None."""
+    if not _CHANGE_OR_BACK.search(sentence):
+        return None
+    if _SQL_NOUN.search(sentence):
+        return "sql"
+    if _CODE_NOUN.search(sentence):
+        return "code"
+    return None
 
 
 def _terms(text: str) -> set[str]:

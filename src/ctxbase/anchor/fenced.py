@@ -17,7 +17,7 @@ from sqlglot.errors import SqlglotError
 
 from .parsed import ParseResult
 from .plaintext import plain_text_result
-from .python_code import parse_python
+from .python_code import ascii_reading, parse_python
 from .sql import SQL_DIALECT_ALIASES, normalize_dialect, parse_sql
 
 __all__ = [
@@ -178,13 +178,16 @@ def guess_language(code: str) -> str:
 
 
 def _parses_as_python(code: str) -> bool:
-    try:
-        with python_warnings.catch_warnings():
-            python_warnings.simplefilter("ignore")  # invalid escape sequences in snippets
-            ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+    # as parse_python reads it: full-width punctuation pasted into code as ASCII
+    for reading in dict.fromkeys((code, ascii_reading(code))):
+        try:
+            with python_warnings.catch_warnings():
+                python_warnings.simplefilter("ignore")  # invalid escape sequences in snippets
+                ast.parse(reading)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        return True
+    return False
 
 
 def _parses_as_sql(code: str) -> bool:

@@ -51,6 +51,7 @@ from ..components import Components, ComponentsSource, components_of
 from ..errors import NotFoundError, ValidationError
 from ..model import Entity, make_entity_id
 from ..retrieve.indexing import entity_items
+from .doc_versions import mark_latest_versions
 from .entities import (
     EntitySpec,
     read_vectors,
@@ -414,6 +415,8 @@ def ingest_path(
             report.files_deleted += 1
             report.units_removed += len(units)
             report.files.append(FileOutcome(rel, "deleted", removed=len(units)))
+    # versions of one document in separate files: the newest is the latest
+    mark_latest_versions(cb, pid, repo)
     _weave(cb, pid, all_refs, contains, mention_texts, changed_from, report, sign_key)
     cb.notify_embedder()
     report.seconds = time.perf_counter() - started

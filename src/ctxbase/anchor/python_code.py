@@ -16,7 +16,7 @@ from typing import Any
 from .parsed import ParsedReference, ParsedUnit, ParseResult
 from .plaintext import plain_text_result
 
-__all__ = ["module_name_for_path", "parse_python"]
+__all__ = ["ascii_reading", "module_name_for_path", "parse_python"]
 
 # Folders that sit above the import root; the module name starts after the last of them.
 _ROOT_MARKERS = ("src", "lib", "site-packages", "dist-packages")
@@ -55,10 +55,39 @@ def module_name_for_path(path: str) -> str:
     return ".".join(part for part in parts if part.isidentifier())
 
 
+# Full-width punctuation that Chinese input methods put into pasted code (seed 000, 5.1:
+# "用户上传的代码含非常规字符（如中文括号、全角空格），AST 解析器崩溃"), each read as the
+# ASCII character it stands for. One character for one keeps every line and column.
+_FULL_WIDTH_CODE = str.maketrans("（）：，；【】＝\u3000", "():,;[]= ")
+
+
+def ascii_reading(source: str) -> str:
+    """`source` with full-width punctuation read as ASCII (same length, same lines)."""
+    return source.translate(_FULL_WIDTH_CODE)
+
+
+def _parse_tree(source: str, path: str | None) -> tuple[ast.Module, tuple[str, ...]]:
+    """The module's tree; source that fails only for full-width punctuation is parsed as
+    its ASCII reading (said in the warnings returned). Raises the first SyntaxError."""
+    try:
+        return ast.parse(source, filename=path or "<string>", type_comments=False), ()
+    except SyntaxError:
+        readable = ascii_reading(source)
+        if readable == source:
+            raise
+        try:
+            tree = ast.parse(readable, filename=path or "<string>", type_comments=False)
+        except SyntaxError:
+            pass
+        else:
+            return tree, ("full-width punctuation read as ASCII to parse",)
+        raise
+
+
 def parse_python(source: str, path: str | None = None) -> ParseResult:
     """Parse Python source into units and references; never raises on bad source."""
     try:
-        tree = ast.parse(source, filename=path or "<string>", type_comments=False)
+        tree, repaired = _parse_tree(source, path)
     except SyntaxError as error:
         where = f"line {error.lineno}" if error.lineno else "an unknown line"
         warning = f"SyntaxError at {where}: {error.msg}; anchored as plain text"
@@ -84,7 +113,7 @@ def parse_python(source: str, path: str | None = None) -> ParseResult:
         language="python",
         units=tuple(collector.units),
         references=tuple(collector.references),
-        warnings=tuple(collector.warnings),
+        warnings=(*repaired, *collector.warnings),
         fallback=False,
         parser="python_ast",
         properties={"module": module_name or None},

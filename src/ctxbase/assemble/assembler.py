@@ -632,8 +632,12 @@ class Assembler:
         kept = {e.id for e in whole}
         compressed = {e.id for e in to_compress}
         n = len(in_window)
+        beyond = 0
         for i, e in enumerate(in_window):
             if e.id in compressed:
+                continue
+            if window.max_tokens is not None and e.id not in kept:
+                beyond += 1  # a window counted in tokens (seed 004) ends where they run out
                 continue
             # Whole recent messages first, newest first; the rest may use spare tokens.
             score = 1.0 + i / max(n, 1) if e.id in kept else 0.1 + 0.1 * i / max(n, 1)
@@ -645,6 +649,10 @@ class Assembler:
             notes.append(
                 f"recent_window: {len(hist) - window.max_messages} older messages "
                 f"outside the window ({len(outside)} important, compressed)"
+            )
+        if beyond:
+            notes.append(
+                f"recent_window: {beyond} older messages past max_tokens={window.max_tokens}"
             )
         return items, roles, notes
 

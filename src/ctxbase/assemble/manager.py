@@ -40,6 +40,7 @@ from .state import (
     fact_history,
     get_scope_facts,
     message_statuses,
+    retract_message_facts,
     rollback_fact,
     set_fact,
 )
@@ -275,6 +276,11 @@ class ContextManager:
             return self.project
         if scope == "session":
             return session_id
+        if scope == "user":
+            user_id = self._user_id(session_id)
+            if user_id is None:
+                raise ValidationError("scope", f"session {session_id!r} names no user")
+            return user_id
         task = self.current_task(session_id)
         # Without a task the session holds task-scoped facts: nothing is lost.
         return task.task_id if task is not None else session_id
@@ -307,13 +313,20 @@ class ContextManager:
         )
 
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any:
-        """A fact's value: the task's, else the session's, else the project's (or one scope)."""
-        scopes: Sequence[Scope] = ("task", "session", "project") if scope is None else (scope,)
+        """A fact's value: the task's, else the session's, else the session user's own (the
+        preferences extracted from their messages), else the project's (or one scope), as
+        the assembled prompt shows them."""
+        everywhere: Sequence[Scope] = ("task", "session", "user", "project")
+        scopes = everywhere if scope is None else (scope,)
         task = self.current_task(session_id)
         pairs: list[tuple[str, str]] = []
         for sc in scopes:  # as _effective_scope and _scope_id place them, the task read once
             if sc == "project":
                 pairs.append(("project", self.project))
+            elif sc == "user":
+                user_id = self._user_id(session_id)
+                if user_id is not None:
+                    pairs.append(("user", user_id))
             elif sc == "task" and task is not None:
                 pairs.append(("task", task.task_id))
             else:  # without a task the session holds task-scoped facts
@@ -323,6 +336,12 @@ class ContextManager:
             if key in facts[pair]:
                 return facts[pair][key].value
         return None
+
+    def _user_id(self, session_id: str) -> str | None:
+        """The user the session was created for (the scope of their own facts), if any."""
+        owner = self.cb.store.get_session(self.project, session_id)
+        user_id = owner.metadata.get("user_id") if owner is not None else None
+        return user_id if isinstance(user_id, str) and user_id else None
 
     def state_history(
         self, session_id: str, key: str | None = None, *, scope: Scope = "task"
@@ -402,14 +421,12 @@ class ContextManager:
         )
         if role == "user" and self.extract_facts:
             scope: Scope = "task" if task_id else "session"
-            owner = self.cb.store.get_session(self.project, session_id)
-            user_id = owner.metadata.get("user_id") if owner is not None else None
             extract_into_state(
                 self.cb,
                 content,
                 scope=scope,
                 scope_id=task_id or session_id,
-                user_id=user_id if isinstance(user_id, str) and user_id else None,
+                user_id=self._user_id(session_id),
                 event_id=event.id,
                 extractor=self.extractor,
                 # Relative dates ("下周三", "end of next month") count from the message's time.
@@ -435,12 +452,29 @@ class ContextManager:
             )
 
     def expire_message(self, session_id: str, message_id: str, *, cause: str = "retracted") -> None:
-        """Retract a message: it never appears in an assembled prompt again."""
+        """Retract a message: it never appears in an assembled prompt again, and the facts
+        extracted from it go back to what they were before it (the task's or session's, and
+        the user's own), unless a later message changed them again."""
         self.session(session_id)
         found = self.cb.store.get_events(self.project, [message_id], include_inactive=True)
         if not found or found[0].session_id != session_id:
             raise NotFoundError("message", message_id)
         expire_message_record(self.cb, session_id, [message_id], cause=cause, project=self.project)
+        task_id = found[0].task_id
+        own: tuple[Scope, str] = ("task", task_id) if task_id else ("session", session_id)
+        scopes = [own]
+        user_id = self._user_id(session_id)
+        if user_id is not None:
+            scopes.append(("user", user_id))
+        statuses = message_statuses(self.cb, session_id, project=self.project)
+        retract_message_facts(
+            self.cb,
+            message_id,
+            scopes=scopes,
+            retracted=[m for m, st in statuses.items() if st != Status.ACTIVE],
+            cause=cause,
+            project=self.project,
+        )
 
     def message_status(self, session_id: str, message_id: str) -> Status:
         return message_statuses(self.cb, session_id, project=self.project).get(

@@ -24,7 +24,8 @@ File shape::
       - name: default
         match: {default: true}
 
-The one-strategy form ``strategy: <name>`` with ``parameters: {...}`` is accepted too.
+The one-strategy form ``strategy: <name>`` with ``parameters: {...}`` is accepted too, as is
+the strategy's parameters written beside ``strategy:`` (``fallback_depth: 3``).
 Validation errors name the file, the YAML path (``policies[2].strategies[0].agents``) and the
 problem, with the closest valid key or strategy name when a name is misspelt.
 """
@@ -209,8 +210,12 @@ class ReferencedCodeFirst(_Frozen):
     trigger_words: tuple[str, ...] = DEFAULT_REFERENCE_TRIGGERS
     max_items: int = Field(default=5, ge=1, le=100)
 
+    def refers_back(self, intent: str) -> str | None:
+        """The trigger word the intent points back with ("刚才"), if any."""
+        return _find_word(intent, self.trigger_words)
+
     def trigger_reason(self, request: SelectionRequest) -> str | None:
-        word = _find_word(request.intent, self.trigger_words)
+        word = self.refers_back(request.intent)
         if word is None:
             return None
         return f"referenced_code_first: intent refers back ({word!r}), up to {self.max_items}"
@@ -294,17 +299,20 @@ STRATEGY_NAMES: tuple[str, ...] = (
 )
 
 
+_STRATEGY_CLASSES: dict[str, type[_Frozen]] = {
+    "recent_window": RecentWindow,
+    "semantic_recall": SemanticRecall,
+    "referenced_code_first": ReferencedCodeFirst,
+    "project_scope_fallback": ProjectScopeFallback,
+    "error_driven_repair": ErrorDrivenRepair,
+    "multi_agent_consensus": MultiAgentConsensus,
+}
+
+
 def strategy_defaults(name: str) -> Strategy:
     """The strategy `name` with its default parameters (for a caller that asks for it by
     name while the policy does not list it)."""
-    plain: dict[str, type[_Frozen]] = {
-        "recent_window": RecentWindow,
-        "semantic_recall": SemanticRecall,
-        "referenced_code_first": ReferencedCodeFirst,
-        "project_scope_fallback": ProjectScopeFallback,
-        "error_driven_repair": ErrorDrivenRepair,
-    }
-    cls = plain.get(name)
+    cls = _STRATEGY_CLASSES.get(name) if name != "multi_agent_consensus" else None
     if cls is None:
         detail = (
             "multi_agent_consensus needs its agents; list it in the policy"
@@ -486,7 +494,10 @@ class Policy(_Frozen):
     @model_validator(mode="before")
     @classmethod
     def _one_strategy_form(cls, data: Any) -> Any:
-        # The short form `strategy: x` + `parameters: {...}` becomes a one-item list.
+        # The short form `strategy: x` + `parameters: {...}` becomes a one-item list. The
+        # strategy's own parameters may also sit beside `strategy:` (seed 000's table:
+        # `strategy: project_scope_fallback` + `fallback_depth: 3`); a key that is also a
+        # policy field (top_k, max_tokens) stays the policy's.
         if isinstance(data, dict) and "strategy" in data:
             if "strategies" in data:
                 raise ValueError("give either 'strategy' (+ 'parameters') or 'strategies'")
@@ -495,6 +506,13 @@ class Policy(_Frozen):
             params = data.pop("parameters", None) or {}
             if not isinstance(params, dict):
                 raise ValueError("'parameters' must be a mapping")
+            params = dict(params)
+            own = _STRATEGY_CLASSES.get(name) if isinstance(name, str) else None
+            own_keys = set(own.model_fields) - {"name"} if own is not None else set()
+            for key in [k for k in data if k in own_keys and k not in cls.model_fields]:
+                if key in params:
+                    raise ValueError(f"{key!r} is given beside 'strategy' and in 'parameters'")
+                params[key] = data.pop(key)
             data["strategies"] = [{"name": name, **params}]
         return data
 

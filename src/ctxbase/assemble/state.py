@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import date
 from typing import Any, Literal
@@ -50,6 +51,7 @@ __all__ = [
     "get_scope_facts",
     "message_statuses",
     "render_fact",
+    "retract_message_facts",
     "rollback_fact",
     "set_fact",
     "state_scopes",
@@ -278,8 +280,9 @@ def extract_into_state(
         seen = personal if mine else known
         if fact.key in seen and seen[fact.key].value == fact.value:
             continue  # restating a fact is not a change
-        # The message's id in the cause: forgetting the message finds its facts by it.
-        source = f" (from {event_id})" if event_id else ""
+        # The message's id in the cause: forgetting or retracting the message finds its
+        # facts by it.
+        source = _from_message(event_id) if event_id else ""
         span = text[fact.span[0] : fact.span[1]]
         why = cause or f"extracted by {fact.rule}{source}: {span!r}"
         written.append(
@@ -288,6 +291,57 @@ def extract_into_state(
             )
         )
     return written
+
+
+def _from_message(event_id: str) -> str:
+    return f" (from {event_id})"
+
+
+_FROM_MESSAGE = re.compile(r"\(from [^)\s]+\)")
+
+
+def retract_message_facts(
+    cb: ComponentsSource,
+    message_id: str,
+    *,
+    scopes: Sequence[tuple[Scope, str]],
+    retracted: Iterable[str] = (),
+    cause: str,
+    project: str | None = None,
+) -> list[StateChange]:
+    """Undo the facts a retracted message stated (seed 003: a retracted message must not
+    stay in effect). A fact of `scopes` whose current value came from `message_id` goes back
+    to its newest value that no retracted message stated (`retracted`: the session's other
+    ones), or is deleted when it has none; a fact a later message restated or changed keeps
+    that value. Each change is recorded with `cause`; returns them."""
+    cb = components_of(cb)
+    pid = cb.project if project is None else project
+    gone = {message_id, *retracted}
+    marks = [_from_message(m) for m in gone]
+    current = get_scope_facts(cb, scopes, project=pid)
+    undone: list[StateChange] = []
+    for scope, scope_id in scopes:
+        for key, fact in current[(scope, scope_id)].items():
+            if _from_message(message_id) not in (fact.cause or ""):
+                continue
+            history = fact_history(cb, key, scope_id=scope_id, scope=scope, project=pid)
+            kept = next(
+                (c for c in reversed(history) if not any(m in (c.cause or "") for m in marks)),
+                None,
+            )
+            why = f"{cause}: message {message_id} retracted"
+            if kept is None or kept.deleted:
+                cb.store.delete_state(pid, scope, scope_id, key, why)
+            else:
+                # The value restored keeps naming the message that stated it, so retracting
+                # that one later (or forgetting it) finds it too.
+                source = _FROM_MESSAGE.search(kept.cause or "")
+                why += f", back to v{kept.version}" + (f" {source.group(0)}" if source else "")
+                set_fact(
+                    cb, key, kept.new_value, scope_id=scope_id, scope=scope, cause=why, project=pid
+                )
+            undone.append(fact_history(cb, key, scope_id=scope_id, scope=scope, project=pid)[-1])
+    return undone
 
 
 def _money(value: Mapping[str, Any]) -> str | None:

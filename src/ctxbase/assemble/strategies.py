@@ -479,11 +479,16 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
     ranked: list[str] = []
     why: dict[str, str] = {}
     if g.session_id:  # what this session pointed at, newest first
-        for ev in reversed(g.cb.store.list_events(g.pid, g.session_id, last_n=50)):
+        recent = list(reversed(g.cb.store.list_events(g.pid, g.session_id, last_n=50)))
+        for ev in recent:
             for ref in ev.refers_to:
                 if ref not in why:
                     ranked.append(ref)
                     why[ref] = f"referenced by {ev.id} in this session"
+        if s.refers_back(g.intent) is not None:
+            # "把刚才生成的 SQL 改成支持分页": the code and SQL this session's turns produced
+            # (anchored from their blocks), newest first, are what "刚才" points at.
+            _produced_in_session(g, recent, ranked, why)
     chosen = [e for e in g.cb.store.get_entities(g.pid, ranked) if e.type in types]
     anchors = _matched_entities(g, ["document", "requirement"], s.max_items)
     anchor_of: dict[str, str] = {}  # linked code -> the document or requirement it came from
@@ -526,6 +531,20 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
         for ev in newest:
             g.add(_event_cand(ev, seeds[eid] * 0.9, s.name, f"{s.name}: referenced {eid}"), ev)
     g.follow(seeds, _SEMANTIC_EDGES, s.name, hops=2)
+
+
+def _produced_in_session(
+    g: Gatherer, recent: Sequence[Event], ranked: list[str], why: dict[str, str]
+) -> None:
+    """Add to `ranked` what the events `recent` (newest first) GENERATE, in that order."""
+    order = {ev.id: i for i, ev in enumerate(recent)}
+    rels = g.verified(
+        g.cb.store.list_relations(g.pid, list(order), direction="out", types=["GENERATES"])
+    )
+    for rel in sorted(rels, key=lambda r: order.get(r.from_id, len(order))):
+        if rel.from_id in order and rel.to_id not in why:
+            ranked.append(rel.to_id)
+            why[rel.to_id] = f"produced by {rel.from_id} in this session"
 
 
 def semantic_recall(g: Gatherer, s: SemanticRecall) -> None:

@@ -103,6 +103,12 @@ class SearchMemoryArgs(_Args):
         description="Only these event or entity types, e.g. user_message, tool_result, "
         "python_function, sql_table, document_section.",
     )
+    repos: list[str] | None = Field(
+        default=None,
+        max_length=50,
+        description="Only code and documents ingested from these repositories (each hit "
+        "names its repo).",
+    )
     mode: Literal["keyword", "semantic", "hybrid", "hybrid_graph"] = Field(
         default="hybrid",
         description="keyword (exact words), semantic (meaning), hybrid (both), "
@@ -229,10 +235,11 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
     from ..store.base import ItemFilter
 
     flt = None
-    if a.session_id or a.types:
+    if a.session_id or a.types or a.repos:
         flt = ItemFilter(
             session_ids=(a.session_id,) if a.session_id else None,
             types=tuple(a.types) if a.types else None,
+            repos=tuple(a.repos) if a.repos else None,
         )
     response = scope.cb.search(
         a.query, project=scope.project_id, preset=a.mode, filters=flt, top_k=a.top_k
@@ -250,6 +257,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
         for key, value in (
             ("session_id", it.session_id),
             ("agent_id", it.agent_id),
+            ("repo", it.repo),
             ("path", it.path),
             ("line_start", it.line_start),
             ("line_end", it.line_end),

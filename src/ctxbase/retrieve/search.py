@@ -588,7 +588,9 @@ class Searcher:
         if not new_nodes:
             return
         by_owner: dict[str, list[SearchItem]] = {}
-        owner_items = self.store.filter_item_ids(project_id, ItemFilter(owner_ids=tuple(new_nodes)))
+        # a superseded version is not reached through its edges either
+        reach = ItemFilter(owner_ids=tuple(new_nodes), latest_only=config.latest_only)
+        owner_items = self.store.filter_item_ids(project_id, reach)
         for it in self.store.get_items(project_id, sorted(owner_items)):
             by_owner.setdefault(it.owner_id, []).append(it)
         firsts = [found[0].item_id for found in by_owner.values() if found]

@@ -329,6 +329,19 @@ class ForgetSteps:
                 (HIDDEN_ON_ITS_OWN, project_id, SOFT_DELETED_SCOPE, *cond_args),
             )
 
+    # -- relations drawn from what a message said ---------------------------------------------
+    def _forget_derived_relations(
+        self, conn: Any, project_id: str, scope: ForgetScope, report: ForgetReport
+    ) -> None:
+        """Relations capture anchoring drew between two other nodes because a forgotten
+        message said so (their `properties.event_id`, e.g. a document REFERENCES the SQL a
+        message asked to change under it) go with the message."""
+        made_by = self._dialect.json_text("properties", "event_id")
+        n = self._delete_in(
+            conn, "relations", "project_id=?", made_by, scope.event_ids, (project_id,)
+        )
+        report.add("relations", n)
+
     # -- state ---------------------------------------------------------------------------------
     def _forget_state(
         self, conn: Any, project_id: str, scope: ForgetScope, report: ForgetReport

@@ -170,6 +170,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                         (project_id, nodes, nodes) if table == "relations" else (project_id, nodes)
                     )
                     report.add(table, self._x(conn, sql, args).rowcount)
+            self._forget_derived_relations(conn, project_id, scope, report)
             self._forget_state(conn, project_id, scope, report)
             self._forget_traces(conn, project_id, scope, report)
             sessions: list[str] = []

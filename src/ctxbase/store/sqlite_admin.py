@@ -192,6 +192,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                 (project_id, *part),
             ).rowcount
             report.add("entities", n)
+        self._forget_derived_relations(conn, project_id, scope, report)
         self._forget_state(conn, project_id, scope, report)
         self._forget_traces(conn, project_id, scope, report)
         sessions: list[str] = []

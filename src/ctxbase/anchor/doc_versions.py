@@ -1,0 +1,98 @@
+"""Versions of one document kept in separate files: only the newest is the latest.
+
+Seed 000 tells of an outdated API document (V2.1) served as the current one (V3.2). A new
+version of a document under the same path or title supersedes the old one where it is
+anchored (`anchor_document`, `upsert_versioned`); a repository often keeps versions side by
+side instead ("api_v2.1.md", "api_v3.2.md"). After each ingest, the documents of a
+repository whose titles differ only in their version ("订单 API 文档 V2.1" / "订单 API 文档
+V3.2", the version detected from the title or the front matter) are versions of one
+document: the newest one's document and sections are `latest`, the older ones' are not
+(kept, and found with `latest_only=False`). When the newest file is removed, the next one
+is the latest again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ..components import Components
+from ..model import Entity
+from .entities import read_vectors, restore_vectors, write_entity
+
+__all__ = ["document_title_key", "mark_latest_versions", "version_order"]
+
+# A version at the end of a title ("V3.2", "version 2.1", "版本 1.0"), as anchor_document
+# strips it to key versions of one document.
+VERSION_WORDS = re.compile(
+    r"[\s_-]*(?:版本号?|version|ver\.?)?\s*[vV]?\d+(?:\.\d+){1,3}\s*$", re.IGNORECASE
+)
+_NUMBER = re.compile(r"\d+")
+
+
+def document_title_key(title: str) -> str:
+    """The title without its version, folded: what versions of one document share."""
+    return VERSION_WORDS.sub("", title.strip()).strip().casefold()
+
+
+def version_order(version: str) -> tuple[int, ...]:
+    """A version's numbers, to compare: "3.2" > "2.10" > "2.9"."""
+    return tuple(int(n) for n in _NUMBER.findall(version))
+
+
+def _versioned_documents(cb: Components, pid: str, repo: str) -> dict[str, list[Entity]]:
+    groups: dict[str, list[Entity]] = {}
+    for doc in cb.store.list_entities(pid, type="document", latest_only=False):
+        props = doc.properties
+        version = props.get("version")
+        if (
+            not doc.active
+            or props.get("repo") != repo
+            or not props.get("path")
+            or "archived_from" in props  # a stored earlier version of the same file
+            or not isinstance(version, str)
+            or not version_order(version)
+        ):
+            continue
+        key = document_title_key(str(props.get("title") or doc.name))
+        if key:
+            groups.setdefault(key, []).append(doc)
+    return groups
+
+
+def mark_latest_versions(cb: Components, pid: str, repo: str) -> list[str]:
+    """Make the newest version of each versioned document of `repo` the latest, and its
+    older versions not; returns the ids of the documents and sections changed."""
+    wanted: dict[str, bool] = {}  # file id -> whether its document is the latest version
+    for docs in _versioned_documents(cb, pid, repo).values():
+        newest = max(version_order(str(d.properties["version"])) for d in docs)
+        for doc in docs:
+            latest = len(docs) == 1 or version_order(str(doc.properties["version"])) == newest
+            wanted[str(doc.properties.get("file_id") or doc.id)] = latest
+    if not wanted:
+        return []
+    changed: list[Entity] = []
+    for kind in ("document", "section"):
+        for entity in cb.store.list_entities(pid, type=kind, latest_only=False):
+            file_id = str(entity.properties.get("file_id") or entity.id)
+            if (
+                entity.active
+                and file_id in wanted
+                and "archived_from" not in entity.properties
+                and entity.latest != wanted[file_id]
+            ):
+                changed.append(entity.model_copy(update={"latest": wanted[file_id]}))
+    _rewrite(cb, pid, changed)
+    return [e.id for e in changed]
+
+
+def _rewrite(cb: Components, pid: str, entities: Sequence[Entity]) -> None:
+    """Store the entities' new `latest`, keeping their vectors (their text is the same)."""
+    if not entities:
+        return
+    from ..retrieve.indexing import entity_items
+
+    vectors = read_vectors(cb, pid, [it.item_id for e in entities for it in entity_items(e)])
+    for entity in entities:
+        write_entity(cb, entity, notify=False)
+    restore_vectors(cb, pid, vectors)
