@@ -10,6 +10,7 @@ __all__ = [
     "CtxbaseError",
     "EmbedderUnavailableError",
     "NotFoundError",
+    "RepositoryNameTakenError",
     "StorageError",
     "ValidationError",
 ]
@@ -30,6 +31,24 @@ class ValidationError(CtxbaseError, ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
+
+
+class RepositoryNameTakenError(ValidationError):
+    """An ingest under a repository name another folder holds: nothing was written.
+
+    `repo` is the name, `held_by` the folder whose files it holds, `folder` the one being
+    ingested; `option` is how the caller names another repository (`repo=NAME` in the
+    library, `--repo NAME` on the command line)."""
+
+    def __init__(self, repo: str, held_by: str, folder: str, option: str = "repo=NAME") -> None:
+        self.repo = repo
+        self.held_by = held_by
+        self.folder = folder
+        super().__init__(
+            "repo",
+            f"repository {repo!r} holds the files of {held_by}; {folder} is another folder: "
+            f"pass {option} to ingest it under a name of its own (nothing was changed)",
+        )
 
 
 class NotFoundError(CtxbaseError, LookupError):
