@@ -190,6 +190,7 @@ def test_remote_identity() -> None:
         for url in (
             "https://github.com/encode/httpx.git",
             "https://user:token@GitHub.com/encode/httpx",
+            "https://user:p@ss:word@github.com/encode/httpx/",
             "ssh://git@github.com:22/encode/httpx.git",
             "git@github.com:encode/httpx.git",
             "github.com:encode/httpx/",
@@ -199,4 +200,5 @@ def test_remote_identity() -> None:
     assert remote_identity("/srv/git/tools.git") == "/srv/git/tools"
     assert remote_identity("file:///srv/git/tools.git") == "file:///srv/git/tools"
     assert remote_identity("C:\\repos\\tools") == "C:\\repos\\tools"
+    assert "token" not in str(remote_identity("weird+scheme://user:token@/x"))
     assert remote_identity(None) is None and remote_identity("  ") is None

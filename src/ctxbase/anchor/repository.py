@@ -105,13 +105,13 @@ def remote_identity(url: str | None) -> str | None:
     text = url.strip().rstrip("/")
     if text.endswith(".git"):
         text = text[: -len(".git")].rstrip("/")
-    full = re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/]*@)?([^/:@]+)(?::\d*)?(/.*)?", text)
+    full = re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://(?:[^/]*@)?([^/:@]+)(?::\d*)?(/.*)?", text)
     if full:
         return f"{full.group(1).lower()}{full.group(2) or ''}"
     scp = re.fullmatch(r"(?:[^@/]+@)?([^/:@]+):(?!/)(.+)", text)
     if scp and len(scp.group(1)) > 1:  # not a Windows drive letter
         return f"{scp.group(1).lower()}/{scp.group(2).lstrip('/')}"
-    return text  # a local path
+    return re.sub(r"(?<=//)[^/]*@", "", text)  # a local path (credentials left out anyway)
 
 
 @dataclass(frozen=True)
