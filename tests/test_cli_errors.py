@@ -276,8 +276,10 @@ def test_a_second_folder_named_like_the_first_is_refused_and_removes_nothing(
     first = run(*base, "ingest", p1, cwd=tmp_path)
     assert first.returncode == 0 and "(repository src)" in first.stdout, first.stderr
     for argv, cwd in (((p2,), tmp_path), ((".",), Path(p2))):  # a path, or `.` inside it
-        line = one_error_line(run(*base, "ingest", *argv, cwd=cwd), 2, "--repo NAME", p1, p2)
-        assert "repo=NAME" not in line
+        line = one_error_line(
+            run(*base, "ingest", *argv, cwd=cwd), 2, "--repo NAME", "--moved", p1, p2
+        )
+        assert "repo=NAME" not in line and "moved=True" not in line
         assert files() == {"src:p1.py"}
     named = run(*base, "ingest", p2, "--repo", "p2-src", cwd=tmp_path)
     assert named.returncode == 0 and "0 deleted" in named.stdout, named.stderr
@@ -290,6 +292,17 @@ def test_a_second_folder_named_like_the_first_is_refused_and_removes_nothing(
     gone = run(*base, "ingest", p1, cwd=tmp_path)
     assert gone.returncode == 0 and "1 deleted" in gone.stdout
     assert files() == {"p2-src:p2.py"}
+    # a folder moved, said so: the name follows it, what it lacks is removed
+    moved = tmp_path / "p3" / "src"
+    moved.parent.mkdir()
+    Path(p2).rename(moved)
+    (moved / "p3.py").write_text("def gamma_orders():\n    return 3\n")
+    (moved / "p2.py").unlink()
+    follows = run(*base, "ingest", str(moved), "--repo", "p2-src", "--moved", cwd=tmp_path)
+    assert follows.returncode == 0, follows.stderr
+    assert f"(repository p2-src, recorded at {p2} before)" in follows.stdout
+    assert "1 new" in follows.stdout and "1 deleted" in follows.stdout
+    assert files() == {"p2-src:p3.py"}
 
 
 def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:

@@ -408,14 +408,18 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # a failure is raised, one line
         try:
             report = cb.ingest(
-                args.path, progress=on_file, max_file_bytes=args.max_file_bytes, repo=args.repo
+                args.path,
+                progress=on_file,
+                max_file_bytes=args.max_file_bytes,
+                repo=args.repo,
+                moved=args.moved,
             )
         except BaseException as error:
             for bar in files:
                 bar.close(finished=False)
             if isinstance(error, RepositoryNameTakenError):  # the option, not the argument
                 taken = (error.repo, error.held_by, error.folder)
-                raise RepositoryNameTakenError(*taken, option="--repo NAME") from None
+                raise RepositoryNameTakenError(*taken, ("--repo NAME", "--moved")) from None
             raise
         for bar in files:
             bar.close()

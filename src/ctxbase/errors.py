@@ -37,17 +37,26 @@ class RepositoryNameTakenError(ValidationError):
     """An ingest under a repository name another folder holds: nothing was written.
 
     `repo` is the name, `held_by` the folder whose files it holds, `folder` the one being
-    ingested; `option` is how the caller names another repository (`repo=NAME` in the
-    library, `--repo NAME` on the command line)."""
+    ingested; `options` are how the caller names another repository and says the folder
+    moved (`repo=NAME`, `moved=True` in the library; `--repo NAME`, `--moved` on the
+    command line)."""
 
-    def __init__(self, repo: str, held_by: str, folder: str, option: str = "repo=NAME") -> None:
+    def __init__(
+        self,
+        repo: str,
+        held_by: str,
+        folder: str,
+        options: tuple[str, str] = ("repo=NAME", "moved=True"),
+    ) -> None:
         self.repo = repo
         self.held_by = held_by
         self.folder = folder
+        name, moved = options
         super().__init__(
             "repo",
             f"repository {repo!r} holds the files of {held_by}; {folder} is another folder: "
-            f"pass {option} to ingest it under a name of its own (nothing was changed)",
+            f"pass {name} to ingest it under a name of its own, or {moved} if it is that "
+            "folder moved here (nothing was changed)",
         )
 
 

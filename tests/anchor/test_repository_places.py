@@ -53,7 +53,7 @@ def test_a_second_folder_with_the_same_name_is_refused_and_removes_nothing(
     error = caught.value
     assert isinstance(error, ValidationError) and error.field == "repo"
     assert (error.repo, error.held_by, error.folder) == ("src", str(one), str(two))
-    assert "repo=NAME" in str(error) and str(one) in str(error)
+    assert "repo=NAME" in str(error) and "moved=True" in str(error) and str(one) in str(error)
     assert _active(cb) == {("src", "alpha.py")}  # nothing removed, nothing added
     assert "alpha_orders" in _code_names(cb) and "beta_orders" not in _code_names(cb)
     # named, the second folder is a repository of its own; both are kept
@@ -156,6 +156,23 @@ def test_a_checkout_of_the_same_remote_elsewhere_is_the_same_repository(
     with pytest.raises(RepositoryNameTakenError):
         ingest_path(cb, fork)
     assert _active(cb) == {("tools", "a.md")}
+
+
+def test_a_folder_without_a_remote_that_moved_says_so(cb: ContextBase, tmp_path: Path) -> None:
+    old = _write(tmp_path / "old" / "notes", {"a.md": "# A\n\nOsprey.\n", "b.md": "# B\n"})
+    ingest_path(cb, old)
+    new = tmp_path / "new" / "notes"
+    new.parent.mkdir()
+    shutil.move(str(old), str(new))
+    (new / "b.md").unlink()
+    with pytest.raises(RepositoryNameTakenError):
+        ingest_path(cb, new)  # nothing tells it from another folder named alike
+    assert _active(cb) == {("notes", "a.md"), ("notes", "b.md")}
+    report = ingest_path(cb, new, moved=True)
+    assert (report.repo, report.moved_from, report.repo_root) == ("notes", str(old), str(new))
+    assert (report.files_unchanged, report.files_deleted) == (1, 1)
+    assert _active(cb) == {("notes", "a.md")}
+    assert ingest_path(cb, new).files_unchanged == 1  # recorded there now
 
 
 def test_a_name_whose_files_are_all_gone_is_free(cb: ContextBase, tmp_path: Path) -> None:

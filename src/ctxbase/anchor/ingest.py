@@ -362,13 +362,15 @@ def ingest_path(
     keep_history: bool = True,
     sign_key: bytes | None = None,
     repo: str | None = None,
+    moved: bool = False,
 ) -> IngestReport:
     """Anchor every file under `path` (or that one file) and weave their edges.
 
     `repo` names the repository the files belong to (default: the name this folder or its
     remote was ingested under, else the git remote `origin`'s name, else the name of the
     folder paths are relative to); a name another folder holds raises
-    RepositoryNameTakenError (see repository.py)."""
+    RepositoryNameTakenError unless `moved` says this is that folder, moved here (its
+    files this folder lacks are then removed); see repository.py."""
     cb = components_of(cb)
     started = time.perf_counter()
     pid = cb.resolve_project(project)
@@ -392,7 +394,9 @@ def ingest_path(
     remote = git.remote if git else None
     place = RepoPlace(str(base), remote_identity(remote))
     derived = default_repo_name(base, remote)
-    repo, held = choose_repo_name(cb.store, pid, place, given=repo, derived=derived, files=stored)
+    repo, held = choose_repo_name(
+        cb.store, pid, place, given=repo, derived=derived, files=stored, moved=moved
+    )
     commit = git.commit if git else None
     rels = [posixpath.join(prefix, rel) if prefix else rel for rel in listed]
     report = IngestReport(

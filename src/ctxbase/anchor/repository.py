@@ -12,8 +12,9 @@ folder each repository's paths are relative to and its git remote (`RepoPlace`, 
 record of scope `repository` keyed by the name). An ingest under a name another folder
 holds would take that folder's files for its own deleted ones, so it is refused
 (`RepositoryNameTakenError`, nothing written) unless both have the same git remote: then
-it is the same repository, moved or checked out again, and the name follows it. A name
-whose repository holds no file any more is free. Without a name given, an ingest takes the
+it is the same repository, moved or checked out again, and the name follows it; a folder
+without a remote that moved says so (`moved=True`, `--moved`). A name whose repository
+holds no file any more is free. Without a name given, an ingest takes the
 name its folder (or remote) was ingested under before, so `--repo` is needed once.
 
 Ingest never reads outside that folder: a listed path that is a symbolic link (to a file or a
@@ -156,6 +157,7 @@ def choose_repo_name(
     given: str | None,
     derived: str,
     files: Iterable[Entity],
+    moved: bool = False,
 ) -> tuple[str, RepoPlace | None]:
     """The name an ingest of `place` writes under, and where that name was recorded before
     (None: nowhere). Writes nothing (see `record_place`).
@@ -164,8 +166,9 @@ def choose_repo_name(
     `files` the project's file entities. Without `given`, the name the same folder (or
     remote) was ingested under before is taken when `derived` is not one of them and there
     is exactly one. A name recorded for a repository elsewhere (another folder, not the
-    same remote) that still holds active files raises RepositoryNameTakenError. A name
-    holding files but recorded nowhere (ingested before places were recorded) is free."""
+    same remote) that still holds active files raises RepositoryNameTakenError, unless
+    `moved` says this is that folder moved here. A name holding files but recorded nowhere
+    (ingested before places were recorded) is free."""
     places = recorded_places(store, project_id)
     name = given
     if name is None:
@@ -173,7 +176,7 @@ def choose_repo_name(
         name = mine[0] if len(mine) == 1 and derived not in mine else derived
     held = places.get(name)
     holds_files = any(f.active and f.properties.get("repo") == name for f in files)
-    if held is not None and holds_files and not held.same_repository(place):
+    if held is not None and holds_files and not held.same_repository(place) and not moved:
         raise RepositoryNameTakenError(name, held.root, place.root)
     return name, held
 
