@@ -287,6 +287,54 @@ def test_search_in_an_unknown_repository_names_the_known_ones(tmp_path: Path, db
     assert (empty.returncode, empty.stdout, empty.stderr) == (0, "", "")
 
 
+def test_a_second_folder_named_like_the_first_is_refused_and_removes_nothing(
+    tmp_path: Path,
+) -> None:
+    """Two folders both named `src` once shared the repository name: the second ingest took
+    the first one's files for deleted ones and removed them."""
+    for name, func in (("p1", "alpha_orders"), ("p2", "beta_orders")):
+        (tmp_path / name / "src").mkdir(parents=True)
+        (tmp_path / name / "src" / f"{name}.py").write_text(f"def {func}():\n    return 1\n")
+    p1, p2 = (str((tmp_path / name / "src").resolve()) for name in ("p1", "p2"))
+    base = ("--db", str(tmp_path / "x.db"), "--project", "shop", "--embedder", "none")
+
+    def files() -> set[str]:
+        listed = run(*base, "entities", "--type", "file", "--json", cwd=tmp_path)
+        assert listed.returncode == 0, listed.stderr
+        return {f"{e['properties']['repo']}:{e['name']}" for e in json.loads(listed.stdout)}
+
+    first = run(*base, "ingest", p1, cwd=tmp_path)
+    assert first.returncode == 0 and "(repository src)" in first.stdout, first.stderr
+    for argv, cwd in (((p2,), tmp_path), ((".",), Path(p2))):  # a path, or `.` inside it
+        line = one_error_line(
+            run(*base, "ingest", *argv, cwd=cwd), 2, "--repo NAME", "--moved", p1, p2
+        )
+        assert "repo=NAME" not in line and "moved=True" not in line
+        assert files() == {"src:p1.py"}
+    named = run(*base, "ingest", p2, "--repo", "p2-src", cwd=tmp_path)
+    assert named.returncode == 0 and "0 deleted" in named.stdout, named.stderr
+    again = run(*base, "ingest", ".", cwd=Path(p2))  # the name it was given is found again
+    assert again.returncode == 0 and "1 unchanged" in again.stdout
+    assert "(repository p2-src)" in again.stdout
+    assert files() == {"src:p1.py", "p2-src:p2.py"}
+    # the same folder again still removes what it no longer holds
+    Path(p1, "p1.py").unlink()
+    gone = run(*base, "ingest", p1, cwd=tmp_path)
+    assert gone.returncode == 0 and "1 deleted" in gone.stdout
+    assert files() == {"p2-src:p2.py"}
+    # a folder moved, said so: the name follows it, what it lacks is removed
+    moved = tmp_path / "p3" / "src"
+    moved.parent.mkdir()
+    Path(p2).rename(moved)
+    (moved / "p3.py").write_text("def gamma_orders():\n    return 3\n")
+    (moved / "p2.py").unlink()
+    follows = run(*base, "ingest", str(moved), "--repo", "p2-src", "--moved", cwd=tmp_path)
+    assert follows.returncode == 0, follows.stderr
+    assert f"(repository p2-src, recorded at {p2} before)" in follows.stdout
+    assert "1 new" in follows.stdout and "1 deleted" in follows.stdout
+    assert files() == {"p2-src:p3.py"}
+
+
 def test_a_file_that_is_not_a_database(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("just some text, not SQLite\n" * 50)
     proc = run("--db", "notes.txt", "events", "s1", cwd=tmp_path)

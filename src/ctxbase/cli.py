@@ -21,6 +21,7 @@ from .errors import (
     CtxbaseError,
     EmbedderUnavailableError,
     NotFoundError,
+    RepositoryNameTakenError,
     StorageError,
     ValidationError,
 )
@@ -410,15 +411,23 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # a failure is raised, one line
         try:
             report = cb.ingest(
-                args.path, progress=on_file, max_file_bytes=args.max_file_bytes, repo=args.repo
+                args.path,
+                progress=on_file,
+                max_file_bytes=args.max_file_bytes,
+                repo=args.repo,
+                moved=args.moved,
             )
-        except BaseException:
+        except BaseException as error:
             for bar in files:
                 bar.close(finished=False)
+            if isinstance(error, RepositoryNameTakenError):  # the option, not the argument
+                taken = (error.repo, error.held_by, error.folder)
+                raise RepositoryNameTakenError(*taken, ("--repo NAME", "--moved")) from None
             raise
         for bar in files:
             bar.close()
-        print(f"{report.summary()} (repository {report.repo})")
+        moved = f", recorded at {report.moved_from} before" if report.moved_from else ""
+        print(f"{report.summary()} (repository {report.repo}{moved})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
         if cb.embeds:

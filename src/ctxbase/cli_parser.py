@@ -187,7 +187,14 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--repo",
-        help="repository name (default: the git remote origin's name, else the folder's)",
+        help="repository name (default: the name this folder was ingested under, else the git "
+        "remote origin's name, else the folder's); a name another folder holds is refused",
+    )
+    p.add_argument(
+        "--moved",
+        action="store_true",
+        help="the repository (--repo or the default name) now lives in this folder: take its "
+        "name from the folder recorded before; files this folder lacks are removed",
     )
     p.add_argument(
         "--wait-embeddings",

@@ -10,6 +10,7 @@ __all__ = [
     "CtxbaseError",
     "EmbedderUnavailableError",
     "NotFoundError",
+    "RepositoryNameTakenError",
     "StorageError",
     "ValidationError",
 ]
@@ -30,6 +31,33 @@ class ValidationError(CtxbaseError, ValueError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
+
+
+class RepositoryNameTakenError(ValidationError):
+    """An ingest under a repository name another folder holds: nothing was written.
+
+    `repo` is the name, `held_by` the folder whose files it holds, `folder` the one being
+    ingested; `options` are how the caller names another repository and says the folder
+    moved (`repo=NAME`, `moved=True` in the library; `--repo NAME`, `--moved` on the
+    command line)."""
+
+    def __init__(
+        self,
+        repo: str,
+        held_by: str,
+        folder: str,
+        options: tuple[str, str] = ("repo=NAME", "moved=True"),
+    ) -> None:
+        self.repo = repo
+        self.held_by = held_by
+        self.folder = folder
+        name, moved = options
+        super().__init__(
+            "repo",
+            f"repository {repo!r} holds the files of {held_by}; {folder} is another folder: "
+            f"pass {name} to ingest it under a name of its own, or {moved} if it is that "
+            "folder moved here (nothing was changed)",
+        )
 
 
 class NotFoundError(CtxbaseError, LookupError):

@@ -27,7 +27,10 @@ to its parent when the folder is itself a Python package, so module names come o
 Entities are keyed by repository and path (`<repo>:<path>`, see repository.py), and an
 ingest sees only its own repository's files: ingesting a second repository into the same
 project leaves the first one's entities alone, and re-ingesting one repository removes only
-its own deleted files. Symbolic links are never followed (skipped with their reason).
+its own deleted files. A repository is also where it lives: a name another folder holds
+(not a checkout of the same remote) is refused before anything is written, so two folders
+named alike never take each other's files for deleted ones (see repository.py). Symbolic
+links are never followed (skipped with their reason).
 
 Files ingested before entities had a repository carry no `repo` property: an ingest that
 lists a file at the same path replaces such a file (the old entities are soft-deleted, the
@@ -63,7 +66,15 @@ from .entities import (
 from .files import detect_file
 from .gitignore import list_files
 from .parsed import ParseResult
-from .repository import check_repo_name, default_repo_name, unsafe_reason
+from .repository import (
+    RepoPlace,
+    check_repo_name,
+    choose_repo_name,
+    default_repo_name,
+    record_place,
+    remote_identity,
+    unsafe_reason,
+)
 from .weave import Link, StoredRef, SymbolIndex, find_mentions, links_for_refs, write_links
 
 __all__ = [
@@ -105,6 +116,10 @@ class IngestReport:
     project: str
     git_commit: str | None = None
     repo: str | None = None
+    # the folder the repository's paths are relative to, and where it was recorded before
+    # when that was another folder (a checkout of the same remote, moved or cloned again)
+    repo_root: str | None = None
+    moved_from: str | None = None
     files_total: int = 0
     files_new: int = 0
     files_changed: int = 0
@@ -348,11 +363,15 @@ def ingest_path(
     keep_history: bool = True,
     sign_key: bytes | None = None,
     repo: str | None = None,
+    moved: bool = False,
 ) -> IngestReport:
     """Anchor every file under `path` (or that one file) and weave their edges.
 
-    `repo` names the repository the files belong to (default: the git remote `origin`'s
-    name, else the name of the folder paths are relative to); see the module doc."""
+    `repo` names the repository the files belong to (default: the name this folder or its
+    remote was ingested under, else the git remote `origin`'s name, else the name of the
+    folder paths are relative to); a name another folder holds raises
+    RepositoryNameTakenError unless `moved` says this is that folder, moved here (its
+    files this folder lacks are then removed); see repository.py."""
     cb = components_of(cb)
     started = time.perf_counter()
     pid = cb.resolve_project(project)
@@ -372,15 +391,29 @@ def ingest_path(
 
         git = git_info(root.parent)
     base, prefix = _base_and_prefix(root, git.toplevel if git else None)
-    repo = repo or default_repo_name(base, git.remote if git else None)
+    stored = cb.store.list_entities(pid, type="file", latest_only=False)
+    remote = git.remote if git else None
+    place = RepoPlace(str(base), remote_identity(remote))
+    derived = default_repo_name(base, remote)
+    repo, held = choose_repo_name(
+        cb.store, pid, place, given=repo, derived=derived, files=stored, moved=moved
+    )
     commit = git.commit if git else None
     rels = [posixpath.join(prefix, rel) if prefix else rel for rel in listed]
     report = IngestReport(
-        root=str(root), project=pid, git_commit=commit, repo=repo, files_total=len(rels)
+        root=str(root),
+        project=pid,
+        git_commit=commit,
+        repo=repo,
+        repo_root=place.root,
+        moved_from=held.root if held is not None and held.root != place.root else None,
+        files_total=len(rels),
     )
-    in_scope = _in_scope(cb, pid, repo, prefix, root.is_dir(), rels, report)
+    in_scope = _in_scope(cb, pid, stored, repo, prefix, root.is_dir(), rels, report)
     if not root.exists() and not in_scope:  # nothing to read, nothing ingested to delete
         raise NotFoundError("path", str(path))
+    if held != place:
+        record_place(cb.store, pid, repo, place)
     all_refs: list[StoredRef] = []
     contains: list[tuple[str, str]] = []
     mention_texts: list[tuple[str, str]] = []
@@ -432,6 +465,7 @@ def _within(path: str, prefix: str, is_dir: bool, rels: Sequence[str]) -> bool:
 def _in_scope(
     cb: Components,
     pid: str,
+    stored: Sequence[Entity],
     repo: str,
     prefix: str,
     is_dir: bool,
@@ -446,7 +480,7 @@ def _in_scope(
     own: dict[str, Entity] = {}
     legacy: list[Entity] = []
     listed = set(rels)
-    for entity in cb.store.list_entities(pid, type="file", latest_only=False):
+    for entity in stored:
         path = str(entity.properties.get("path"))
         if not _within(path, prefix, is_dir, rels):
             continue

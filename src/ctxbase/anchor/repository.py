@@ -7,6 +7,16 @@ remote `origin` (without `.git`), or the name of the folder stored paths are rel
 (the git top level, the parent of a Python package folder, or the folder ingested).
 Package metadata (pyproject.toml, setup.py) is not read for it.
 
+A repository is where it lives, not only its name: the store records, per project, the
+folder each repository's paths are relative to and its git remote (`RepoPlace`, a state
+record of scope `repository` keyed by the name). An ingest under a name another folder
+holds would take that folder's files for its own deleted ones, so it is refused
+(`RepositoryNameTakenError`, nothing written) unless both have the same git remote: then
+it is the same repository, moved or checked out again, and the name follows it; a folder
+without a remote that moved says so (`moved=True`, `--moved`). A name whose repository
+holds no file any more is free. Without a name given, an ingest takes the
+name its folder (or remote) was ingested under before, so `--repo` is needed once.
+
 Ingest never reads outside that folder: a listed path that is a symbolic link (to a file or a
 folder, inside or outside the tree) is skipped with its reason, as is a name with `..`, an
 absolute name or one whose resolved place is not under the folder.
@@ -16,17 +26,31 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from ..errors import ValidationError
+from ..errors import RepositoryNameTakenError, ValidationError
+from ..model import Entity, StateFact
+from ..store.base import Store
 
 __all__ = [
+    "REPOSITORY_SCOPE",
     "REPO_NAME_CHARS",
+    "RepoPlace",
     "check_repo_name",
+    "choose_repo_name",
     "default_repo_name",
     "name_from_remote",
+    "record_place",
+    "recorded_places",
+    "remote_identity",
     "unsafe_reason",
 ]
+
+# State records of where each ingested repository lives (scope_id '', key: the name).
+REPOSITORY_SCOPE = "repository"
 
 # What a repository name may hold: no `/`, `\\`, `:` or `#` (they separate the repository
 # from the path and the symbol in entity keys), no control characters.
@@ -71,6 +95,103 @@ def default_repo_name(base: Path, remote: str | None) -> str:
         if named:
             return named
     return _cleaned(base.name) or "root"
+
+
+def remote_identity(url: str | None) -> str | None:
+    """What names a remote whatever the URL's form, without credentials:
+    `github.com/encode/httpx` for `https://user:token@github.com/encode/httpx.git`,
+    `ssh://git@github.com:22/encode/httpx` and `git@github.com:encode/httpx`."""
+    if not url or not url.strip():
+        return None
+    text = url.strip().rstrip("/")
+    if text.endswith(".git"):
+        text = text[: -len(".git")].rstrip("/")
+    full = re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://(?:[^/]*@)?([^/:@]+)(?::\d*)?(/.*)?", text)
+    if full:
+        return f"{full.group(1).lower()}{full.group(2) or ''}"
+    scp = re.fullmatch(r"(?:[^@/]+@)?([^/:@]+):(?!/)(.+)", text)
+    if scp and len(scp.group(1)) > 1:  # not a Windows drive letter
+        return f"{scp.group(1).lower()}/{scp.group(2).lstrip('/')}"
+    return re.sub(r"(?<=//)[^/]*@", "", text)  # a local path (credentials left out anyway)
+
+
+@dataclass(frozen=True)
+class RepoPlace:
+    """Where a repository lives: the folder its paths are relative to (absolute) and its
+    git remote (`remote_identity`, None outside git or without an `origin`)."""
+
+    root: str
+    remote: str | None = None
+
+    def same_repository(self, other: RepoPlace) -> bool:
+        """The same folder, or checkouts of the same remote."""
+        return self.root == other.root or (self.remote is not None and self.remote == other.remote)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"root": self.root, "remote": self.remote}
+
+    @classmethod
+    def from_json(cls, value: Any) -> RepoPlace | None:
+        if not isinstance(value, dict) or not isinstance(value.get("root"), str):
+            return None
+        remote = value.get("remote")
+        return cls(value["root"], remote if isinstance(remote, str) else None)
+
+
+def recorded_places(store: Store, project_id: str) -> dict[str, RepoPlace]:
+    """Where each repository of the project lives, by name (those ingested since it is
+    recorded)."""
+    out: dict[str, RepoPlace] = {}
+    for fact in store.get_state(project_id, REPOSITORY_SCOPE, ""):
+        place = RepoPlace.from_json(fact.value)
+        if place is not None:
+            out[fact.key] = place
+    return out
+
+
+def choose_repo_name(
+    store: Store,
+    project_id: str,
+    place: RepoPlace,
+    *,
+    given: str | None,
+    derived: str,
+    files: Iterable[Entity],
+    moved: bool = False,
+) -> tuple[str, RepoPlace | None]:
+    """The name an ingest of `place` writes under, and where that name was recorded before
+    (None: nowhere). Writes nothing (see `record_place`).
+
+    `given` is the name asked for, `derived` the default one (`default_repo_name`),
+    `files` the project's file entities. Without `given`, the name the same folder (or
+    remote) was ingested under before is taken when `derived` is not one of them and there
+    is exactly one. A name recorded for a repository elsewhere (another folder, not the
+    same remote) that still holds active files raises RepositoryNameTakenError, unless
+    `moved` says this is that folder moved here. A name holding files but recorded nowhere
+    (ingested before places were recorded) is free."""
+    places = recorded_places(store, project_id)
+    name = given
+    if name is None:
+        mine = [n for n, p in places.items() if p.same_repository(place)]
+        name = mine[0] if len(mine) == 1 and derived not in mine else derived
+    held = places.get(name)
+    holds_files = any(f.active and f.properties.get("repo") == name for f in files)
+    if held is not None and holds_files and not held.same_repository(place) and not moved:
+        raise RepositoryNameTakenError(name, held.root, place.root)
+    return name, held
+
+
+def record_place(store: Store, project_id: str, name: str, place: RepoPlace) -> None:
+    """Record that repository `name` lives at `place` (its history keeps the former ones)."""
+    fact = StateFact(
+        project_id=project_id,
+        scope=REPOSITORY_SCOPE,
+        scope_id="",
+        key=name,
+        value=place.to_json(),
+        cause="ingest",
+    )
+    store.set_state(fact)
 
 
 def unsafe_reason(base: Path, rel: str) -> str | None:
