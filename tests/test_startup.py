@@ -115,6 +115,15 @@ def test_light_commands_load_neither_server_nor_parsers_nor_assembler(
     assert _heavy(modules, NOT_FOR_LIGHT_COMMANDS) == []
 
 
+@pytest.mark.parametrize("argv", [("events", "s1"), ("sessions",), ("entities",)], ids=" ".join)
+def test_commands_that_read_no_vector_load_no_numpy(
+    small_store: Path, argv: tuple[str, ...]
+) -> None:
+    modules = _loaded(CLI, "--project", "p", *argv, cwd=small_store)
+    assert "ctxbase.store.sqlite" in modules
+    assert _heavy(modules, ("numpy", *NOT_FOR_LIGHT_COMMANDS)) == []
+
+
 def test_a_plain_capture_loads_no_parser(small_store: Path) -> None:
     argv = ("--project", "p", "--embedder", "hash", "capture", "--session", "s2", "--text", "hi")
     modules = _loaded(CLI, *argv, cwd=small_store)
