@@ -34,7 +34,7 @@ from .store import open_store
 from .store.base import ItemFilter, Store
 from .validation import check_query
 
-if TYPE_CHECKING:  # loaded on first use: a base that only reads loads no search or model
+if TYPE_CHECKING:  # imported where used: a base that never searches loads no retrieval
     from .anchor.anchoring import AnchorReport
     from .anchor.ingest import IngestReport
     from .assemble.assembler import Assembler

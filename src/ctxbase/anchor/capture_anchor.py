@@ -25,8 +25,8 @@ events it stored to `AnchorWorker`, which anchors them in order, off the caller'
 `cb.flush()` returns once what was captured before it is anchored too.
 
 This module holds the settings and the worker; the rules are in capture_rules.py, loaded
-with the parsers they use when the first batch is anchored, so opening a base that only
-reads loads none of them.
+when the first batch is anchored (the code parsers with the first code block), so opening
+a base that only reads loads none of them.
 """
 
 from __future__ import annotations
@@ -41,11 +41,10 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..components import ComponentsSource, components_of
-from .llm_extract import LLMExtractConfig, LLMExtractStats
+from .llm_extract import LLMExtractConfig, LLMExtractor, LLMExtractStats
 
 if TYPE_CHECKING:
     from ..model import Event
-    from .llm_extract import LLMExtractor
 
 __all__ = ["AnchorConfig", "AnchorStats", "AnchorWorker"]
 
@@ -98,11 +97,7 @@ class AnchorWorker:
         self._closed = False
         self._stats = AnchorStats()
         self._thread: threading.Thread | None = None
-        self._extractor: LLMExtractor | None = None
-        if config.llm is not None:
-            from .llm_extract import LLMExtractor
-
-            self._extractor = LLMExtractor(config.llm)
+        self._extractor = LLMExtractor(config.llm) if config.llm is not None else None
 
     def submit(self, events: Sequence[Event]) -> None:
         todo = [e for e in events if (e.text or "").strip() and e.type not in SKIP_TYPES]
