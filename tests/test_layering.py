@@ -49,7 +49,7 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("ctxbase.retrieve.search", "ctxbase.assemble.tokens"): (
         "snippets are cut to a token budget with the assembler's counter"
     ),
-    ("ctxbase.anchor.capture_anchor", "ctxbase.assemble.loop"): (
+    ("ctxbase.anchor.capture_rules", "ctxbase.assemble.loop"): (
         "an anchored answer is linked to the context entities it used by record_outcome's "
         "evidence rule (used_evidence), imported when such an answer is anchored"
     ),
@@ -109,7 +109,7 @@ def test_the_parser_sees_the_imports_it_must_judge() -> None:
     # guards the test itself: a relative, a TYPE_CHECKING and a function-local import
     assert "ctxbase.store.base" in EDGES["ctxbase.retrieve.search"]
     assert "ctxbase.retrieve.search" in EDGES["ctxbase.anchor.signing"]
-    assert "ctxbase.assemble.loop" in EDGES["ctxbase.anchor.capture_anchor"]
+    assert "ctxbase.assemble.loop" in EDGES["ctxbase.anchor.capture_rules"]
     assert "ctxbase.components" in EDGES["ctxbase.contextbase"]
 
 

@@ -7,13 +7,14 @@ cb.capture("user_message", session_id="s1", text="把预算控制在5万以内")
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from .contextbase import ContextBase
 from .errors import ConflictError, CtxbaseError, NotFoundError, StorageError, ValidationError
-from .model import Entity, Event, Priority, Relation, register_event_type
 
 if TYPE_CHECKING:
+    from .contextbase import ContextBase
+    from .model import Entity, Event, Priority, Relation, register_event_type
     from .serve.sdk import AsyncClient, Client
 
 __all__ = [
@@ -36,10 +37,37 @@ __all__ = [
 
 __version__ = "0.1.0"
 
+# Loaded on first use, so `import ctxbase` (and `ctxbase --help`) stays cheap: the facade
+# imports every layer, and the model pydantic.
+_LAZY = {
+    "ContextBase": "contextbase",
+    "Entity": "model",
+    "Event": "model",
+    "Priority": "model",
+    "Relation": "model",
+    "register_event_type": "model",
+}
+
+
+if not TYPE_CHECKING:  # mypy reads the imports above; an unknown name stays an error
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value  # once: later reads find it without this function
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})
+
 
 def open(path: str | None = None, **options: Any) -> ContextBase:
     """Open a context base on a SQLite file (default ./ctxbase.db) or a postgresql:// URL.
     `project_id=` (the seed articles' word) is accepted for `project=`."""
+    from .contextbase import ContextBase
+
     return ContextBase(path, **_project_alias(options))
 
 

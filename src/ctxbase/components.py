@@ -88,7 +88,8 @@ class Components:
 
     store: Store
     project: str  # the default project of calls that name none
-    searcher: Searcher
+    # the facade's searcher, made on first use: a base that never searches loads no retrieval
+    get_searcher: Callable[[], Searcher]
     embedder: Embedder | None
     notify_embedder: Callable[[], None]  # wake the embedding worker after a direct write
     record: RecordEvent
@@ -99,6 +100,10 @@ class Components:
     @property
     def components(self) -> Components:
         return self
+
+    @property
+    def searcher(self) -> Searcher:
+        return self.get_searcher()
 
     @property
     def embeds(self) -> bool:

@@ -35,23 +35,23 @@ from .knowledge_graph import GraphMethods
 from .message_lists import align_list, call_metadata
 from .model import Event, SessionInfo, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
-from .retrieve.embed.base import Embedder
 from .retrieve.embedder_health import EmbedderHealth
-from .retrieve.embedding_worker import EmbeddingWorker
 from .retrieve.indexing import event_items, event_search_text
-from .retrieve.search import Searcher, SearchResponse
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
 from .validation import check_query
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: a base that never searches loads no retrieval
     from .anchor.anchoring import AnchorReport
     from .anchor.ingest import IngestReport
     from .assemble.assembler import Assembler
     from .assemble.loop import Outcome
     from .assemble.manager import ContextManager
     from .assemble.trace import AssembledContext
+    from .retrieve.embed.base import Embedder
+    from .retrieve.embedding_worker import EmbeddingWorker
+    from .retrieve.search import Searcher, SearchResponse
 
 __all__ = ["READ_WAIT_S", "ContextBase"]
 
@@ -110,7 +110,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         self.components = Components(  # what the layers below get: never the facade itself
             store=self.store,
             project=self.project,
-            searcher=self.searcher,
+            get_searcher=lambda: self.searcher,
             embedder=self.embedder,
             notify_embedder=self.notify_embedder,
             record=self.record,
@@ -207,6 +207,8 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
     def embedding_worker(self) -> EmbeddingWorker | None:
         with self._worker_lock:
             if self._embedding_worker is None and self.embedder is not None:
+                from .retrieve.embedding_worker import EmbeddingWorker
+
                 self._embedding_worker = EmbeddingWorker(
                     self.store, self.embedder, health=self._embedder_health(self.embedder)
                 )
@@ -543,6 +545,8 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
     def searcher(self) -> Searcher:
         with self._worker_lock:
             if self._searcher is None:
+                from .retrieve.search import Searcher
+
                 embedder = self.embedder
                 health = None if embedder is None else self._embedder_health(embedder)
                 self._searcher = Searcher(

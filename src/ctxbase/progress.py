@@ -15,11 +15,12 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Never, TextIO, TypeVar
+from typing import TYPE_CHECKING, Never, TextIO, TypeVar
 
 # tqdm rather than rich: tqdm has no dependencies of its own (rich brings pygments and
 # markdown-it-py into every install), and a one-line bar on stderr is all needed here.
-from tqdm import tqdm
+if TYPE_CHECKING:  # loaded for the first bar on a terminal: pipes and logs never need it
+    from tqdm import tqdm
 
 __all__ = ["Bar", "Progress"]
 
@@ -42,6 +43,8 @@ class Bar:
         self._closed = False
         self._tqdm: tqdm[Never] | None = None
         if owner.mode == "bar":
+            from tqdm import tqdm
+
             self._tqdm = tqdm(
                 total=total,
                 desc=desc,
@@ -166,6 +169,8 @@ class Progress:
 
     def line(self, message: str) -> None:
         if self.mode == "bar" and self._open:
+            from tqdm import tqdm
+
             tqdm.write(message, file=self.stream)
         else:
             print(message, file=self.stream, flush=True)

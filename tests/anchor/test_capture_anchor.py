@@ -113,7 +113,7 @@ def test_an_anchoring_batch_reads_the_documents_once_and_no_statements(cb: Conte
     """A batch's reads follow the project's code and documents, not the conversation's
     length: the titles are read once per batch, and the statements and mentions earlier
     messages produced are not read at all."""
-    from ctxbase.anchor.capture_anchor import anchor_events
+    from ctxbase.anchor.capture_rules import anchor_events
 
     cb.upsert_entity("document", "Redis 缓存规范 V3.2", "key 以服务名为前缀", id="doc_redis")
     quiet = ContextBase(cb.store, project=cb.project, embedder="hash", anchoring=False)

@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..components import Components
 from ..errors import CtxbaseError
-from ..model import Event, make_entity_id
-from ..retrieve.embed.base import openai_http_client
-from .extract import match_document
-from .weave import Link, SymbolIndex
+from ..model import make_entity_id
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # capture_anchor reads the config: the client and the weaving load on use
     import httpx
+
+    from ..components import Components
+    from ..model import Event
+    from .weave import Link, SymbolIndex
 
 __all__ = [
     "ENTITY_KINDS",
@@ -302,6 +302,8 @@ class LLMExtractor:
     def _http(self) -> httpx.Client:
         with self._lock:
             if self._client is None:
+                from ..retrieve.embed.base import openai_http_client
+
                 self._client = openai_http_client(
                     self.config.base_url,
                     self.config.api_key() or None,
@@ -348,6 +350,8 @@ def _known_owner(ent: LLMEntity, index: SymbolIndex) -> str | None:
     elif ent.kind == "code":
         owners = index.qualified.get(ent.name) or index.bare.get(ent.name, [])
     elif ent.kind == "document":
+        from .extract import match_document
+
         titles = {eid: title for title, ids in index.titles.items() for eid in ids}
         hit = match_document(ent.name, titles)
         owners = [hit[0]] if hit is not None else []
@@ -412,6 +416,8 @@ def llm_links(
     a requirement or a decision), and the relations between them; source `ctxbase:llm`.
     `known` maps mention names to ids (updated); `stated` maps the rules' (kind, sentence)
     to their requirement and decision entities, so one sentence is one entity."""
+    from .weave import Link
+
     ids: dict[str, str] = {}
     links: list[Link] = []
     for ent in found.entities:

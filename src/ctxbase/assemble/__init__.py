@@ -5,11 +5,15 @@ from ctxbase.assemble import Assembler, ContextManager, record_outcome
 
 from __future__ import annotations
 
-from .assembler import Assembler, memory_section_for
-from .loop import Outcome, Produced, record_outcome
-from .manager import ContextManager
-from .state import LLMConfig
-from .trace import AssembledContext, diff_contexts, explain_trace, get_trace
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .assembler import Assembler, memory_section_for
+    from .loop import Outcome, Produced, record_outcome
+    from .manager import ContextManager
+    from .state import LLMConfig
+    from .trace import AssembledContext, diff_contexts, explain_trace, get_trace
 
 __all__ = [
     "AssembledContext",
@@ -24,3 +28,33 @@ __all__ = [
     "memory_section_for",
     "record_outcome",
 ]
+
+# Each name is imported from its module on first use: sessions.py reads the lifecycle rules
+# without loading policies, fact extraction and the assembler.
+_LAZY = {
+    "Assembler": "assembler",
+    "memory_section_for": "assembler",
+    "Outcome": "loop",
+    "Produced": "loop",
+    "record_outcome": "loop",
+    "ContextManager": "manager",
+    "LLMConfig": "state",
+    "AssembledContext": "trace",
+    "diff_contexts": "trace",
+    "explain_trace": "trace",
+    "get_trace": "trace",
+}
+
+
+if not TYPE_CHECKING:  # mypy reads the imports above; an unknown name stays an error
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value  # once: later reads find it without this function
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})

@@ -12,7 +12,6 @@ import threading
 import time
 
 from ..errors import EmbedderUnavailableError
-from .embed.base import EmbeddingError
 
 __all__ = ["LOGGER_NAME", "EmbedderHealth", "is_permanent"]
 
@@ -26,6 +25,8 @@ def is_permanent(exc: BaseException) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
+    from .embed.base import EmbeddingError  # loaded by any embedder that raised it
+
     if isinstance(exc, ImportError | EmbeddingError) and str(exc):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"

@@ -13,7 +13,11 @@ if TYPE_CHECKING:
     from .sdk import AsyncClient, Client, connect, connect_async
     from .server import run_server
 
-__all__ = ["AsyncClient", "Client", "connect", "connect_async", "run_server"]
+__all__ = ["LOOPBACK_HOST", "AsyncClient", "Client", "connect", "connect_async", "run_server"]
+
+# Where a server listens unless told otherwise, and the only address `--no-auth` allows
+# (here, not in settings, so the command line's help reads it without pydantic).
+LOOPBACK_HOST = "127.0.0.1"
 
 
 def __getattr__(name: str) -> Any:

@@ -15,10 +15,8 @@ import sys
 import time
 from typing import Any
 
-from ..forgetting import parse_duration
-from ..store import open_store
+from . import LOOPBACK_HOST
 from .keys import ROLES, create_key, list_keys, revoke_key
-from .settings import LOOPBACK_HOST
 
 __all__ = ["add_subcommands", "cmd_keys", "cmd_mcp", "cmd_serve"]
 
@@ -29,6 +27,7 @@ def _db(args: argparse.Namespace) -> str:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..errors import NotFoundError
+    from ..forgetting import parse_duration
     from .server import run_server
 
     if args.policies is not None:
@@ -96,6 +95,8 @@ def _when(ts: float | None) -> str:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
+    from ..store import open_store
+
     store = open_store(_db(args))
     try:
         if args.keys_command == "create":

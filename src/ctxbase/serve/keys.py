@@ -20,10 +20,12 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import NotFoundError, ValidationError
-from ..model import check_id
-from ..store.base import ApiKeyRecord, Store
+
+if TYPE_CHECKING:  # the command line reads ROLES: it does not load the model or the store
+    from ..store.base import ApiKeyRecord, Store
 
 __all__ = [
     "ALL_PROJECTS",
@@ -126,6 +128,9 @@ def create_key(
     store: Store, *, projects: Sequence[str], role: str = "read", name: str | None = None
 ) -> CreatedKey:
     """Create a key for `projects` with `role`; returns it with its secret (shown once)."""
+    from ..model import check_id
+    from ..store.base import ApiKeyRecord
+
     if role not in ROLES:
         raise ValidationError("role", f"must be one of {', '.join(ROLES)} (got {role!r})")
     if not projects:

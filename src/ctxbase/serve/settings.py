@@ -7,11 +7,11 @@ import os
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ValidationError
+from . import LOOPBACK_HOST
 
 __all__ = ["ENV_SETTINGS", "LOOPBACK_HOST", "ServerSettings", "check_settings"]
 
 ENV_SETTINGS = "CTXBASE_SERVE_SETTINGS"
-LOOPBACK_HOST = "127.0.0.1"
 
 
 class ServerSettings(BaseModel):

@@ -10,10 +10,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # vectors are numpy arrays; a command that reads no vector never loads it
+    import numpy as np
+    import numpy.typing as npt
 
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
 

@@ -8,8 +8,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
-
 from ..errors import StorageError
 from ..model import StateFact
 from .base import ApiKeyRecord, ForgetReport, TombstoneKind
@@ -375,6 +373,8 @@ def _export_row(cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
         if col in JSON_COLUMNS:
             value = loads(value)
         elif col == "vec":
+            import numpy as np  # only a copied vector needs it: opening a store does not
+
             value = np.frombuffer(value, dtype=np.float32).copy()
         out[col] = value
     return out
@@ -384,6 +384,8 @@ def _import_value(col: str, value: Any) -> Any:
     if col in JSON_COLUMNS:
         return dumps(value)
     if col == "vec":
+        import numpy as np
+
         return np.asarray(value, dtype=np.float32).tobytes()
     if isinstance(value, bool):
         return int(value)

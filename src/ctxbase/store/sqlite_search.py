@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator, Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from ..errors import StorageError
 from .base import (
@@ -38,6 +36,10 @@ from .sqlite_base import (
     reserve_rowids,
 )
 from .vector_block import BATCH_ROWS, VectorFill
+
+if TYPE_CHECKING:  # the vector methods load it: a command that reads no vector never does
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["SQLiteSearch", "reserve_vector_rowids"]
 
@@ -198,6 +200,8 @@ class SQLiteSearch(SQLiteBase):
     def put_vectors(
         self, model: str, rows: Sequence[tuple[str, str, npt.NDArray[np.float32]]]
     ) -> int:
+        import numpy as np
+
         written = 0
         with self._write() as conn:
             rowid = reserve_vector_rowids(conn, len(rows))  # one per row; skipped ones unused
@@ -236,6 +240,8 @@ class SQLiteSearch(SQLiteBase):
     def iter_vectors(
         self, project_id: str, model: str, batch: int = 4096
     ) -> Iterator[list[VectorRow]]:
+        import numpy as np
+
         with self._read() as conn:
             rows = conn.execute(
                 "SELECT v.item_id, v.vec FROM item_vectors v JOIN items i "
@@ -272,6 +278,8 @@ class SQLiteSearch(SQLiteBase):
         return fill.block(marker, removals)
 
     def vector_ids(self, project_id: str, model: str) -> VectorBlock:
+        import numpy as np
+
         with self._read() as conn:
             conn.execute("BEGIN")
             try:
@@ -302,6 +310,8 @@ class SQLiteSearch(SQLiteBase):
     def vector_changes(self, project_id: str, model: str, after: int) -> VectorDelta | None:
         # Rowids come from reserve_vector_rowids, so rowid order is the order of storing
         # (a replaced vector gets a new one); the reads see one snapshot.
+        import numpy as np
+
         sql = _ACTIVE_VECTORS
         with self._read() as conn:
             conn.execute("BEGIN")

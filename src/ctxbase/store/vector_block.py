@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from .base import VectorBlock
+
+if TYPE_CHECKING:  # loaded by the first read of vectors, not by opening a store
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = ["BATCH_ROWS", "VectorFill"]
 
@@ -20,12 +22,16 @@ class VectorFill:
     caller counted) sizes it once; more rows than that grow it by half again."""
 
     def __init__(self, expected: int = 0) -> None:
+        import numpy as np
+
         self.expected = expected
         self.ids: list[str] = []
         self.matrix: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
 
     def add_rows(self, rows: Iterable[tuple[str, bytes | npt.NDArray[np.float32]]]) -> None:
         """Add rows whose vector is float32 bytes (as stored) or an array."""
+        import numpy as np
+
         ids: list[str] = []
         parts: list[npt.NDArray[np.float32]] = []
         for item_id, vec in rows:

