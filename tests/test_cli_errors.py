@@ -421,9 +421,78 @@ def test_ingest_waiting_for_vectors_with_the_usem_extra_missing(tmp_path: Path, 
     assert "1 files" in proc.stdout  # what was ingested is reported before the error
 
 
-def test_search_with_a_bad_top_k_is_bad_input(tmp_path: Path, db: str) -> None:
-    proc = run("--db", db, "--embedder", "none", "search", "cache", "-k", "0", cwd=tmp_path)
-    one_error_line(proc, 2, "top_k")
+def test_search_with_a_bad_top_k_or_preset_is_bad_input_named_as_the_option(
+    tmp_path: Path, db: str
+) -> None:
+    for k in ("-k", "--top-k"):
+        proc = run("--db", db, "--embedder", "none", "search", "cache", k, "0", cwd=tmp_path)
+        line = one_error_line(proc, 2, "error: -k/--top-k: ")
+        assert "top_k:" not in line
+    proc = run("--db", db, "--embedder", "none", "search", "cache", "--preset", "x", cwd=tmp_path)
+    one_error_line(proc, 2, "error: --preset: ", "'x'", "hybrid")
+    ok = run("--db", db, "--embedder", "none", "search", "cache", "--top-k", "1", cwd=tmp_path)
+    assert ok.returncode == 0 and len(ok.stdout.splitlines()) == 1
+
+
+def test_empty_db_and_ids_are_bad_input(tmp_path: Path, db: str) -> None:
+    # --db "" used to fall back to ./ctxbase.db and report that missing (or use it)
+    for argv in (["events", "s1"], ["capture", "--session", "s1", "--text", "x"]):
+        one_error_line(run("--db", "", *argv, cwd=tmp_path), 2, "--db: must not be empty")
+    assert not (tmp_path / "ctxbase.db").exists()
+    for argv, name in (
+        (["chain", ""], "event_id"),
+        (["events", " "], "session"),
+        (["trace", ""], "context_id"),
+    ):
+        one_error_line(run("--db", db, *argv, cwd=tmp_path), 2, f"{name}: must not be empty")
+
+
+def test_search_in_an_unknown_session_is_not_found(tmp_path: Path, db: str) -> None:
+    base = ("--db", db, "--embedder", "none", "search", "cache")
+    one_error_line(run(*base, "--session", "nosuch", cwd=tmp_path), 3, "session 'nosuch'")
+    # one unknown among known ones is still a typo to report, as `events` does
+    proc = run(*base, "--session", "s1", "--session", "s2", cwd=tmp_path)
+    one_error_line(proc, 3, "session 's2' not found")
+    assert proc.stdout == ""
+    known = run(*base, "--session", "s1", cwd=tmp_path)
+    assert known.returncode == 0 and "Redis" in known.stdout and known.stderr == ""
+
+
+def test_a_session_hidden_by_a_soft_forget_says_so(tmp_path: Path, db: str) -> None:
+    base = ("--db", db, "--embedder", "none")
+    run(*base, "capture", "--session", "s2", "--text", "another session", cwd=tmp_path)
+    proc = run(*base, "forget", "--soft", "--session", "s1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    note = "note: 3 event(s) of session 's1' are hidden (forget --soft), {};"
+    restore = " restore --session s1 brings them back"
+    events = run(*base, "events", "s1", cwd=tmp_path)
+    assert (events.returncode, events.stdout) == (0, "")
+    assert events.stderr.strip() == note.format("not listed") + restore
+    search = run(*base, "search", "cache", "--session", "s1", cwd=tmp_path)
+    assert (search.returncode, search.stdout) == (0, "")
+    assert search.stderr.strip() == note.format("not searched") + restore
+    listed = run(*base, "sessions", cwd=tmp_path)
+    assert listed.returncode == 0
+    rows = {line.split()[0]: line.split()[1:] for line in listed.stdout.splitlines()}
+    assert rows == {"s1": ["active", "3", "hidden"], "s2": ["active"]}
+    as_json = json.loads(run(*base, "sessions", "--json", cwd=tmp_path).stdout)
+    assert {s["session_id"]: s["hidden_events"] for s in as_json} == {"s1": 3, "s2": 0}
+    # restored: listed again, and nothing more to say
+    assert run(*base, "restore", "--session", "s1", cwd=tmp_path).returncode == 0
+    events = run(*base, "events", "s1", cwd=tmp_path)
+    assert len(events.stdout.splitlines()) == 3 and events.stderr == ""
+    listed = run(*base, "sessions", cwd=tmp_path)
+    assert "hidden" not in listed.stdout
+
+
+def test_a_postgresql_url_without_the_postgres_extra_is_bad_input(tmp_path: Path) -> None:
+    proc = run("psycopg", "--db", "postgresql://u:secret@h/db", "events", "s1",
+               code=WITHOUT, cwd=tmp_path)  # fmt: skip
+    line = one_error_line(proc, 2, "postgres extra", "pip install 'ctxbase[postgres]'")
+    assert "secret" not in line
+    proc = run("--db", "mysql://u:secret@h/db", "events", "s1", cwd=tmp_path)
+    line = one_error_line(proc, 2, "unsupported database URL scheme 'mysql'")
+    assert "secret" not in line
 
 
 def test_negative_counts_name_the_option(tmp_path: Path, db: str) -> None:

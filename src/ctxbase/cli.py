@@ -38,6 +38,14 @@ def _db(args: argparse.Namespace) -> str:
     return str(args.db or os.environ.get("CTXBASE_DB") or "ctxbase.db")
 
 
+def _given(name: str, value: str | None) -> str | None:
+    """An option or argument that names something must not be empty: `--db ""` would
+    fall back to ./ctxbase.db, `chain ""` look up an id no one can have."""
+    if value is not None and not value.strip():
+        raise ValidationError(name, "must not be empty")
+    return value
+
+
 def _open(args: argparse.Namespace, **options: Any) -> Any:
     from .contextbase import ContextBase
 
@@ -186,6 +194,7 @@ def _count(option: str, value: int) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
+    _given("session", args.session)
     with _open_existing(args, embedder=None) as cb:
         events = cb.last_events(args.session, _count("--last", args.last))
         if not events:
@@ -194,10 +203,13 @@ def cmd_events(args: argparse.Namespace) -> int:
             _print_json([e.model_dump() for e in events])
         for e in events if not args.json else []:
             print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
+        if len(events) < args.last:  # fewer than asked: say if hidden ones are missing
+            _note_hidden(cb.store.hidden_event_counts(cb.project, [args.session]), "not listed")
     return 0
 
 
 def cmd_chain(args: argparse.Namespace) -> int:
+    _given("event_id", args.event_id)
     with _open_existing(args, embedder=None) as cb:
         root = cb.get_event(args.event_id)
         chain = cb.effects(args.event_id) if args.down else cb.causal_chain(args.event_id)
@@ -216,10 +228,15 @@ def cmd_search(args: argparse.Namespace) -> int:
         raise ValidationError(
             "--wait-embeddings", f"must be 0 or more seconds (got {args.wait_embeddings:g})"
         )
+    from .retrieve.config import get_preset
     from .store.base import ItemFilter
     from .validation import check_query
 
     check_query(args.query)  # before the database and the model are opened
+    try:
+        get_preset(args.preset, top_k=args.k)
+    except ValidationError as exc:  # named as typed, not as the library's parameter
+        raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
     flt = ItemFilter(
         session_ids=tuple(args.session) if args.session else None,
         agent_ids=tuple(args.agent) if args.agent else None,
@@ -230,6 +247,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     from .retrieve.embedder_health import LOGGER_NAME as EMBEDDER_LOGGER
 
     with _open_existing(args) as cb, _quiet(EMBEDDER_LOGGER):  # the failure is reported below
+        for session in dict.fromkeys(args.session or []):
+            cb.get_session(session)  # a mistyped --session is not found, as for `events`
         if cb.embedder is not None and args.preset != "keyword" and args.wait_embeddings > 0:
             # This process is the only one embedding here: embed the backlog first, for
             # a bounded time and with its progress shown. A failing embedder is reported
@@ -245,6 +264,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         response = cb.search(args.query, preset=args.preset, filters=flt, top_k=args.k)
         if flt.repos and not response.results:  # listing the names reads every item: only now
             _check_repos(cb, flt.repos)
+        if flt.session_ids and not response.results:  # hidden by forget --soft: say so
+            _note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
         if args.json:
             _print_json(
                 [
@@ -271,6 +292,21 @@ def cmd_search(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _note_hidden(hidden: dict[str, int], what: str) -> None:
+    """A note per session whose events forget --soft hid: they are there, not gone."""
+    sys.stdout.flush()
+    for session, n in hidden.items():
+        print(
+            f"note: {n} event(s) of session {session!r} are hidden (forget --soft), {what};"
+            f" restore --session {session} brings them back",
+            file=sys.stderr,
+        )
+
+
+# The search options the library's fields are typed as.
+_SEARCH_OPTIONS = {"top_k": "-k/--top-k", "preset": "--preset"}
 
 
 def cmd_assemble(args: argparse.Namespace) -> int:
@@ -322,10 +358,15 @@ def cmd_projects(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     with _open_existing(args, embedder=None) as cb:
         sessions = cb.list_sessions()
+        # a session whose events forget --soft hid is still there: say how many are hidden
+        hidden = cb.store.hidden_event_counts(cb.project) if sessions else {}
         if args.json:
-            _print_json([x.model_dump() for x in sessions])
+            hides = [{"hidden_events": hidden.get(x.session_id, 0)} for x in sessions]
+            _print_json([x.model_dump() | h for x, h in zip(sessions, hides, strict=True)])
         for x in [] if args.json else sessions:
-            print(f"{x.session_id:<30} {x.status:<9} {x.title or ''}")
+            n = hidden.get(x.session_id, 0)
+            mark = f"{n} hidden" if n else ""
+            print(f"{x.session_id:<30} {x.status:<9} {mark:<10} {x.title or ''}".rstrip())
     return 0
 
 
@@ -373,6 +414,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_trace(args: argparse.Namespace) -> int:
     from .assemble.trace import explain_trace
 
+    _given("context_id", args.context_id)
     with _open(args, embedder=None) as cb:
         project = args.project
         owner = cb.store.trace_project(args.context_id)
@@ -754,6 +796,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.embedder == "none":
         args.embedder = None
     try:
+        _given("--db", args.db)
         code: int = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code

@@ -122,7 +122,9 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         default="hybrid",
         help="keyword, semantic, hybrid (default) or hybrid_graph (also follows links)",
     )
-    p.add_argument("-k", type=int, default=10, help="how many results (default 10)")
+    p.add_argument(
+        "-k", "--top-k", dest="k", type=int, default=10, help="how many results (default 10)"
+    )
     p.add_argument("--session", action="append", help="only this session (repeatable)")
     p.add_argument("--agent", action="append", help="only this agent's items (repeatable)")
     p.add_argument(

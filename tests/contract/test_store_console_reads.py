@@ -1,5 +1,6 @@
 """The storage contract for the console's reads: a page of a session's events, event
-counts by agent and type, entity counts by type, and the list of stored assemblies.
+counts by agent and type, hidden events by session, entity counts by type, and the list
+of stored assemblies.
 
 Each test runs once per backend through the parametrised `store` fixture."""
 
@@ -75,6 +76,20 @@ def test_event_counts_by_agent_and_type(store: Store, project_id: str) -> None:
     ]
     assert sum(c.count for c in counts) == 5
     assert store.event_counts(project_id, "nope") == []
+
+
+def test_hidden_event_counts_by_session(store: Store, project_id: str) -> None:
+    ids = _session(store, project_id, 6)
+    assert store.hidden_event_counts(project_id) == {}
+    store.set_active(project_id, ids[:2], False)
+    other = store.list_events(project_id, "s2")
+    store.set_active(project_id, [other[0].id], False)
+    assert store.hidden_event_counts(project_id) == {"s1": 2, "s2": 1}
+    assert store.hidden_event_counts(project_id, ["s1", "nope"]) == {"s1": 2}
+    assert store.hidden_event_counts(project_id, []) == {}
+    assert store.hidden_event_counts("other-" + project_id) == {}
+    store.set_active(project_id, ids[:1], True)  # restored: counted no more
+    assert store.hidden_event_counts(project_id, ["s1"]) == {"s1": 1}
 
 
 def test_entity_type_counts(store: Store, project_id: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import StorageError
+from ..errors import ValidationError
 from .base import ForgetReport, ItemFilter, KeywordHit, SearchItem, StateChange, Store, VectorRow
 
 __all__ = [
@@ -25,23 +25,29 @@ DEFAULT_DB_PATH = "ctxbase.db"
 def open_store(url: str | None = None) -> Store:
     """Open a store from a path (SQLite) or a postgresql:// URL.
 
-    With no argument: $CTXBASE_DB, else ./ctxbase.db.
+    With no argument: $CTXBASE_DB, else ./ctxbase.db. A URL this installation cannot open
+    (a scheme it does not know, postgresql:// without the postgres extra) is bad input
+    (ValidationError, field `db`), as a malformed one is.
     """
     target = url or os.environ.get("CTXBASE_DB") or DEFAULT_DB_PATH
     if target.startswith(("postgresql://", "postgres://")):
         try:
             from .postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]
-        except ImportError as exc:  # the extra is not installed
-            raise StorageError(
-                "PostgreSQL support needs the postgres extra: pip install 'ctxbase[postgres]'"
-                f" ({exc})"
+        except ImportError as exc:  # the extra is not installed: the message says which
+            raise ValidationError(
+                "db",
+                "a postgresql:// URL needs the postgres extra: pip install 'ctxbase[postgres]'"
+                f" ({exc.__cause__ or exc})",
             ) from exc
         store: Store = PostgresStore(target)
         return store
     if target.startswith("sqlite:///"):
         target = target[len("sqlite:///") :]
     elif "://" in target:
-        raise StorageError(f"unsupported database URL {target!r}: use a file path or postgresql://")
+        scheme = target.split("://", 1)[0]  # the rest may carry a password
+        raise ValidationError(
+            "db", f"unsupported database URL scheme {scheme!r}: use a file path or postgresql://"
+        )
     from .sqlite import SQLiteStore
 
     return SQLiteStore(target)

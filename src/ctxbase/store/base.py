@@ -408,6 +408,13 @@ class Store(ABC):
         """A session's active events counted by (agent, type), with first and last time."""
 
     @abstractmethod
+    def hidden_event_counts(
+        self, project_id: str, session_ids: Sequence[str] | None = None
+    ) -> dict[str, int]:
+        """Session id -> how many of its events are hidden (soft-deleted), for the sessions
+        (all when None) that have any."""
+
+    @abstractmethod
     def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
         """Soft delete (False) or restore (True) events or entities, with what capture
         anchoring made from those events (see ForgetSteps._made_from); returns rows changed.

@@ -32,8 +32,8 @@ try:
     from psycopg.rows import TupleRow
     from psycopg.types.json import Jsonb, set_json_loads
     from psycopg_pool import ConnectionPool
-except ImportError as exc:  # the optional extra is missing
-    raise StorageError(
+except ImportError as exc:  # the optional extra is missing (open_store: bad input, `db`)
+    raise ImportError(
         f"PostgreSQL support needs the postgres extra: pip install 'ctxbase[postgres]' ({exc})"
     ) from exc
 

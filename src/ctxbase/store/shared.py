@@ -183,6 +183,22 @@ class SharedReads:
         )
         return [EventCount(r[0], r[1], int(r[2]), float(r[3]), float(r[4])) for r in found]
 
+    def hidden_event_counts(
+        self, project_id: str, session_ids: Sequence[str] | None = None
+    ) -> dict[str, int]:
+        sql, args = (
+            "SELECT session_id, count(*) FROM events WHERE project_id=? AND active=0",
+            [project_id],
+        )
+        if session_ids is not None:
+            if not session_ids:
+                return {}
+            cond, cond_args = self._dialect.any_of("session_id", list(session_ids))
+            sql += f" AND {cond}"
+            args += cond_args
+        found = self._all(sql + " GROUP BY session_id ORDER BY session_id", args)
+        return {str(r[0]): int(r[1]) for r in found}
+
     def last_events_of_sessions(
         self, project_id: str, session_ids: Sequence[str]
     ) -> dict[str, Event]:
