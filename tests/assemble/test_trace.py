@@ -99,3 +99,65 @@ def test_a_long_entity_left_out_is_listed_once_not_per_passage(cb: ContextBase) 
     keys = [(d["id"], d["reason"], d["detail"]) for d in g.dropped]
     assert ("doc_long", "top_k", "semantic_recall: ranked below top_k 5") in keys
     assert len(keys) == len(set(keys)), keys
+
+
+def test_the_text_trace_says_how_each_item_was_found(cb: ContextBase) -> None:
+    for text in ("the redis cache ttl is 10 minutes", "deploy went fine", "lunch at noon"):
+        cb.record("user_message", session_id="s", text=text)
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb).assemble(agent_role="coder", user_intent="redis cache ttl")
+    text = explain_trace(get_trace(cb, ctx.context_id))
+    # the policy's search is named as `ctxbase search --preset` takes it
+    assert "preset 'default'" not in text
+    assert "min_score=0.35 relative to the best hit, preset 'hybrid' + 1 graph hop" in text
+    lines = text.splitlines()
+    items = [n for n, line in enumerate(lines) if line.startswith("  + ev_")]
+    assert items
+    for n in items:  # under each memory item: how it was found, and the compared score
+        assert lines[n + 1].startswith("      "), lines[n : n + 2]
+    top = lines[items[0] + 1].strip()
+    assert top.startswith("semantic_recall: keyword rank 1, vector similarity ")
+    assert top.endswith("relative score 1.000 >= min_score 0.35")
+
+
+def test_the_text_trace_names_keyword_vector_and_graph_origins() -> None:
+    def hit(owner: str, strategy: str, rel: float | None, **how: object) -> dict[str, object]:
+        base = {"keyword_rank": None, "similarity": None, "graph_via": None}
+        found = {"owner_id": owner, "strategy": strategy, "relative": rel, "min_score": 0.35}
+        return found | base | how
+
+    item = {"source": "semantic_recall", "score": 0.5, "text": "x", "truncated": False}
+    trace = {
+        "layers": {
+            "memory": {
+                "tokens": 9,
+                "items": [item | {"id": i} for i in ("a", "b", "c", "d")],
+            }
+        },
+        "search_considered": [
+            hit("a", "semantic_recall", 1.0, keyword_rank=2, similarity=0.41234),
+            hit("b", "semantic_recall", 0.3, graph_via="REFERENCES from a"),
+            hit("c", "semantic_recall", None, keyword_rank=9),  # cut by top_k: no line
+        ],
+        "candidates": [
+            {"id": "c", "reasons": ["project_scope_fallback: linked to a seed"]},
+            {
+                "id": "d",
+                "reasons": ["semantic_recall: search hit"],
+                "explain": {"keyword_rank": 3},
+            },
+        ],
+    }
+    lines = [line.strip() for line in explain_trace(trace).splitlines()]
+    assert lines[lines.index("+ a [semantic_recall] score 0.500: x") + 1] == (
+        "semantic_recall: keyword rank 2, vector similarity 0.412; "
+        "relative score 1.000 >= min_score 0.35"
+    )
+    assert lines[lines.index("+ b [semantic_recall] score 0.500: x") + 1] == (
+        "semantic_recall: graph via REFERENCES from a; relative score 0.300 < min_score 0.35"
+    )
+    assert lines[lines.index("+ c [semantic_recall] score 0.500: x") + 1] == (
+        "project_scope_fallback: linked to a seed"
+    )
+    # a trace stored without its search hits still says how its candidate was found
+    assert lines[lines.index("+ d [semantic_recall] score 0.500: x") + 1] == "keyword rank 3"

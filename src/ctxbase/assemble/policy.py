@@ -55,6 +55,8 @@ __all__ = [
     "DEFAULT_POLICIES_PATH",
     "DEFAULT_REFERENCE_TRIGGERS",
     "DEFAULT_RELATION_THRESHOLDS",
+    "DEFAULT_SEARCH",
+    "DEFAULT_SEARCH_PRESET",
     "STRATEGY_NAMES",
     "ErrorDrivenRepair",
     "LayerShares",
@@ -184,21 +186,35 @@ class RecentWindow(_Frozen):
         return f"recent_window: always on (last {self.max_messages} messages{limit})"
 
 
+# search_preset "default" is no search preset of its own: the hybrid preset with one hop
+# along trusted edges (preset name, graph hops).
+DEFAULT_SEARCH_PRESET = "default"
+DEFAULT_SEARCH = ("hybrid", 1)
+
+
 class SemanticRecall(_Frozen):
-    """Search memory by meaning with the intent as the query."""
+    """Search memory by meaning with the intent as the query. A hit is kept when its score
+    over the best hit's (its relative score) is at least `min_score`."""
 
     name: Literal["semantic_recall"] = "semantic_recall"
     enabled: bool = True
     top_k: int = Field(default=5, ge=1, le=200)
     min_score: float = Field(default=0.3, ge=0.0, le=1.0)
-    search_preset: str = Field(default="default", min_length=1)
+    search_preset: str = Field(default=DEFAULT_SEARCH_PRESET, min_length=1)
+
+    def search_label(self) -> str:
+        """The search this strategy runs, named as `ctxbase search --preset` takes it."""
+        if self.search_preset == DEFAULT_SEARCH_PRESET:
+            preset, hops = DEFAULT_SEARCH
+            return f"preset {preset!r} + {hops} graph hop"
+        return f"preset {self.search_preset!r}"
 
     def trigger_reason(self, request: SelectionRequest) -> str | None:
         if not request.intent.strip():
             return None
         return (
             f"semantic_recall: intent is searchable (top_k={self.top_k}, "
-            f"min_score={self.min_score}, preset {self.search_preset!r})"
+            f"min_score={self.min_score} relative to the best hit, {self.search_label()})"
         )
 
 

@@ -29,6 +29,8 @@ from ..store.base import ItemFilter
 from .budget import fit_to_tokens
 from .lifecycle import Status
 from .policy import (
+    DEFAULT_SEARCH,
+    DEFAULT_SEARCH_PRESET,
     ErrorDrivenRepair,
     MultiAgentConsensus,
     Policy,
@@ -404,7 +406,7 @@ class Gatherer:
         self._prefetch_statuses(owners.values())
         for c in resp.results:
             rel = c.score / best
-            self._consider(c, strategy, rel)
+            self._consider(c, strategy, rel, min_score)
             if rel < min_score:
                 self.drop(
                     c.item.owner_id,
@@ -437,9 +439,15 @@ class Gatherer:
                     c.item.owner_id, "top_k" if over else "duplicate", f"{strategy}: {detail}"
                 )
 
-    def _consider(self, c: Candidate, strategy: str, relative: float | None) -> None:
+    def _consider(
+        self, c: Candidate, strategy: str, relative: float | None, min_score: float | None = None
+    ) -> None:
+        """Record a search hit: `relative` is its score over the best hit's, the value the
+        strategy's `min_score` is compared with."""
         if self.record:
-            self.considered.append({**c.explain(), "strategy": strategy, "relative": relative})
+            self.considered.append(
+                {**c.explain(), "strategy": strategy, "relative": relative, "min_score": min_score}
+            )
 
 
 # -- strategies ---------------------------------------------------------------------------------
@@ -556,8 +564,8 @@ def semantic_recall(g: Gatherer, s: SemanticRecall) -> None:
         overrides["dynamic_top_k"] = g.policy.dynamic_top_k
         overrides["token_allowance"] = g.policy.memory_token_allowance
     preset = s.search_preset
-    if preset not in PRESETS and preset == "default":
-        preset, overrides["graph_hops"] = "hybrid", 1  # one hop along trusted edges
+    if preset not in PRESETS and preset == DEFAULT_SEARCH_PRESET:
+        preset, overrides["graph_hops"] = DEFAULT_SEARCH  # one hop along trusted edges
     g.search(g.intent, get_preset(preset, **overrides), None, s.name, s.min_score, 0.8)
 
 

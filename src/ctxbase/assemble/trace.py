@@ -131,13 +131,62 @@ def diff_contexts(
     )
 
 
+def _how_found(trace: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Owner id -> one line per strategy that found it, from the search hits the trace
+    recorded (`search_considered`), else from its candidate's reasons and first hit."""
+    out: dict[str, list[str]] = {}
+    seen: set[tuple[str, str]] = set()
+    for hit in trace.get("search_considered", ()):
+        owner, strategy, rel = (
+            str(hit.get("owner_id")),
+            str(hit.get("strategy")),
+            hit.get("relative"),
+        )
+        if rel is None or (owner, strategy) in seen:
+            continue  # dropped by the search itself (top_k, duplicate): in the drops below
+        seen.add((owner, strategy))
+        floor = hit.get("min_score")
+        cmp = "" if floor is None else f" {'>=' if rel >= floor else '<'} min_score {floor:g}"
+        out.setdefault(owner, []).append(
+            f"{strategy}: {_origin(hit)}; relative score {rel:.3f}{cmp}"
+        )
+    for cand in trace.get("candidates", ()):
+        owner = str(cand.get("id"))
+        searched = {s for o, s in seen if o == owner}
+        for reason in cand.get("reasons", ()):
+            strategy = str(reason).split(":", 1)[0]
+            if strategy not in searched and not str(reason).endswith("search hit"):
+                out.setdefault(owner, []).append(str(reason))
+        if owner not in out and cand.get("explain"):  # a trace recorded without the hits
+            out[owner] = [_origin(cand["explain"])]
+    return out
+
+
+def _origin(hit: Mapping[str, Any]) -> str:
+    """How a search found a hit: keyword rank, vector similarity, graph edge."""
+    how = []
+    if hit.get("keyword_rank") is not None:
+        how.append(f"keyword rank {hit['keyword_rank']}")
+    if hit.get("similarity") is not None:
+        how.append(f"vector similarity {hit['similarity']:.3f}")
+    if hit.get("graph_via"):
+        how.append(f"graph via {hit['graph_via']}")
+    return ", ".join(how) or "search hit"
+
+
 def _short(text: str, width: int = 70) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def explain_trace(trace: Mapping[str, Any]) -> str:
-    """A readable account of one assembly: policy and why, layers, inclusions, drops."""
+    """A readable account of one assembly: policy and why, layers, inclusions, drops.
+
+    Each memory item shows its score (the rank it was allocated by) and, under it, how each
+    strategy found it: by keyword (rank), vector (similarity) or graph (the edge followed),
+    with the relative score (over the search's best hit) its `min_score` was compared with;
+    an item no search returned (a linked or recent one) shows why it was taken."""
+    found = _how_found(trace)
     lines = [
         f"context {trace.get('context_id')} for role {trace.get('agent_role')!r}, "
         f"{trace.get('total_tokens')}/{trace.get('max_tokens')} tokens",
@@ -152,9 +201,11 @@ def explain_trace(trace: Mapping[str, Any]) -> str:
             score = item.get("score")
             shown = "-" if score is None else f"{score:.3f}"
             lines.append(
-                f"  + {item.get('id')} [{item.get('source')}] {shown}{cut}: "
+                f"  + {item.get('id')} [{item.get('source')}] score {shown}{cut}: "
                 f"{_short(item.get('text', ''))}"
             )
+            if name == "memory":
+                lines.extend(f"      {how}" for how in found.get(str(item.get("id")), ()))
     for dropped in trace.get("dropped", ()):
         lines.append(
             f"  - {dropped.get('id')} ({dropped.get('layer', '?')}): {dropped.get('reason')}"
