@@ -64,6 +64,28 @@ def test_mentions_of_files_tables_routes_and_people() -> None:
     }
 
 
+def _tables(text: str) -> list[str]:
+    return [m.value for m in mentions(text) if m.kind == "table"]
+
+
+def test_a_conjunction_or_stop_word_next_to_table_is_no_table() -> None:
+    # "X table" took the word before "table" whatever it was: "and" became a table
+    assert _tables("see app/cache.py and table orders") == []
+    assert _tables("read from table orders, then the orders table") == ["orders"]
+    assert _tables("join orders_v2 and table orders") == ["orders_v2"]
+    assert _tables("run create table orders_v2; drop table if exists tmp_orders") == [
+        "orders_v2",
+        "tmp_orders",
+    ]
+    # Chinese: 和 / 以及 / 与 between the names, never one of them
+    assert _tables("看 app/cache.py 和表 orders") == ["orders"]
+    assert _tables("检查 app/cache.py 以及 表 orders。") == ["orders"]
+    assert _tables("orders表和users表") == ["orders", "users"]
+    assert _tables("表orders以及表users") == ["orders", "users"]
+    assert _tables("查 orders 与 user_roles 表") == ["user_roles"]
+    assert _tables("用户表 and 订单表 都要加索引") == []
+
+
 def test_plain_prose_mentions_nothing() -> None:
     assert mentions("We went to the lake on Sunday and had a great time.") == []
     assert mentions("我们周末去爬山，天气很好。") == []

@@ -4,7 +4,10 @@
   decisions ("决定/选用/采用 ...", "we decided / we'll go with / let's go with ...").
 - `spec_references`: "符合/参考/按照/遵循 X 规范", "per / following / according to the X
   spec": the phrase naming a document, matched to known documents by `match_document`.
-- `mentions`: file paths, table names, API routes and people (@handles) a text names.
+- `mentions`: file paths, table names, API routes and people (@handles) a text names. A
+  table name is an identifier next to "table" / "表" or after a SQL keyword ("orders
+  table", "表 orders", "join orders_v2"); a function word or SQL keyword standing there
+  ("and table orders", "from table t", "create table") is none.
 
 Each finding carries the rule that produced it and a confidence; anchoring turns them into
 entities and edges with source `ctxbase:<rule>`.
@@ -93,15 +96,39 @@ _PATH = re.compile(
 )
 _IDENT = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?"
 _TABLE_BEFORE = re.compile(
-    rf"\b(?:from|join|into|update|table|tables)\s+[`\"\[]?({_IDENT})[`\"\]]?", re.IGNORECASE
+    rf"\b(?:from|join|into|update|table|tables)\s+(?:if\s+(?:not\s+)?exists\s+)?"
+    rf"[`\"\[]?({_IDENT})[`\"\]]?",
+    re.IGNORECASE,
 )
 _TABLE_AFTER = re.compile(rf"[`\"]?({_IDENT})[`\"]?\s*(?:表|数据表|\btable\b)", re.IGNORECASE)
+# "和表 orders": in Chinese prose an ASCII word right after 表 is the table's name
+_TABLE_AFTER_ZH = re.compile(rf"(?:表|数据表)\s*[`\"]?({_IDENT})(?![A-Za-z0-9_.])[`\"]?")
 _ROUTE = re.compile(
     r"(?:\b(GET|POST|PUT|PATCH|DELETE)\s+|(?<![\w/.:]))(/(?:api|v\d+)?[\w{}:.-]*(?:/[\w{}:.-]+)*)",
 )
 _PERSON = re.compile(r"(?<![\w.])@([A-Za-z][\w.-]{1,30}[A-Za-z0-9])")
+# Words that stand next to "table" / "表" without naming one ("see x.py and table orders",
+# "read from table t", "create table t"): function words and SQL keywords. Chinese ones
+# ("和", "以及", "与") never match: a table name is an ASCII identifier.
 _NOT_TABLES = frozenset(
-    {"the", "a", "an", "this", "that", "which", "where", "select", "set", "values", "each"}
+    {
+        # articles, determiners, pronouns
+        *("the", "a", "an", "this", "that", "these", "those", "which", "what", "whose"),
+        *("where", "when", "each", "every", "any", "some", "all", "both", "either", "neither"),
+        *("another", "other", "such", "same", "its", "our", "your", "their", "his", "her"),
+        *("one", "new", "they", "you"),
+        # conjunctions
+        *("and", "nor", "but", "yet", "plus", "then", "also", "than", "while", "whereas"),
+        # prepositions
+        *("from", "into", "onto", "with", "without", "within", "via", "per", "about", "over"),
+        *("under", "after", "before", "between", "across", "through", "like", "against"),
+        *("off", "out", "for"),
+        # verbs seen before "table"
+        *("are", "was", "were", "been", "has", "have", "had", "see", "use", "check", "read"),
+        # SQL
+        *("select", "set", "values", "create", "alter", "drop", "truncate", "rename", "lock"),
+        *("temporary", "temp", "exists", "not", "join", "update", "delete", "insert"),
+    }
 )
 
 
@@ -233,7 +260,7 @@ def mentions(text: str) -> list[Mention]:
         value = m.group(1).removeprefix("./")
         if "/" in value or "_" in value or value.count(".") == 1:
             _add(out, Mention("file", value, "file_path", 0.9 if "/" in value else 0.8))
-    for pattern in (_TABLE_BEFORE, _TABLE_AFTER):
+    for pattern in (_TABLE_BEFORE, _TABLE_AFTER, _TABLE_AFTER_ZH):
         for m in pattern.finditer(text):
             name = m.group(1)
             if name.lower() in _NOT_TABLES or len(name) < 3:
