@@ -56,6 +56,7 @@ def test_assistant_code_is_generated_and_user_code_referenced(cb: ContextBase) -
             "```sql\nSELECT id FROM orders WHERE user_id = 1 LIMIT 20;\n```\n"
         ),
     )
+    cb.flush()  # capture anchoring (ctxbase:<rule>) done: this call's auto:<rule> edges last
     report = anchor_message(cb, reply)
     assert report.blocks == 2 and report.languages == ["python", "sql"]
     snippets = cb.store.get_entities("p", report.entity_ids)

@@ -29,6 +29,64 @@ def test_a_captured_requirement_follows_the_named_spec(cb: ContextBase) -> None:
     }
 
 
+def test_every_edge_capture_anchoring_writes_has_a_ctxbase_source(cb: ContextBase) -> None:
+    # The requirement's FOLLOWS came from weave_requirement as auto:cites_document, over
+    # the follows_spec edge the spec phrase had found.
+    doc = cb.upsert_entity(
+        "document", "Payments", "refund rules", id="doc_pay", properties={"title": "Payments"}
+    )
+    cb.upsert_entity(
+        "code",
+        "refund_order",
+        "def refund_order(): ...",
+        id="code_refund",
+        properties={"kind": "function", "symbol": "app.refunds.refund_order"},
+    )
+    said = cb.record("user_message", session_id="s1", text="We must follow the Payments spec.")
+    named = cb.record("user_message", session_id="s1", text="We must call refund_order twice.")
+    per = cb.record("user_message", session_id="s1", text="按照 Payments 规范处理退款。")
+    code = "```python\ndef refund_twice(order):\n    refund_order(order)\n```"
+    wrote = cb.record("assistant_message", session_id="s1", text=code)
+    cb.flush()
+    reqs = {r.properties["event_id"]: r for r in cb.list_entities(type="requirement")}
+    assert _edges(cb, reqs[said.id].id, ["FOLLOWS"]) == {
+        (reqs[said.id].id, "FOLLOWS", doc.id, "ctxbase:follows_spec")
+    }
+    assert _edges(cb, reqs[named.id].id, ["REFERENCES"]) == {
+        (reqs[named.id].id, "REFERENCES", "code_refund", "ctxbase:mentions")
+    }
+    # no requirement sentence: the event REFERENCES the document, found by the spec phrase
+    # as well as by the title's name; the spec phrase names the edge
+    assert _edges(cb, per.id, ["REFERENCES"]) == {
+        (per.id, "REFERENCES", doc.id, "ctxbase:spec_reference")
+    }
+    made = [e.id for e in cb.list_entities(type="code") if e.id != "code_refund"]
+    assert made  # the block's module and function
+    sources = {
+        r.source
+        for node in (said.id, named.id, per.id, wrote.id, *made, *(r.id for r in reqs.values()))
+        for r in cb.relationships(node, direction="out")
+        if r.type != "NEXT"  # the event graph's own edge (auto:capture)
+    }
+    assert "ctxbase:message_code" in sources  # the event GENERATES the block's code
+    assert all(s.startswith("ctxbase:") for s in sources), sources
+
+
+def test_a_requirement_naming_a_document_by_title_follows_it(cb: ContextBase) -> None:
+    doc = cb.upsert_entity(
+        "document", "Payments", "refund rules", id="doc_pay", properties={"title": "Payments"}
+    )
+    ev = cb.record(
+        "user_message", session_id="s1", text="We must keep Payments refunds idempotent."
+    )
+    cb.flush()
+    (req,) = cb.list_entities(type="requirement")
+    assert req.properties["event_id"] == ev.id
+    assert _edges(cb, req.id, ["FOLLOWS"]) == {
+        (req.id, "FOLLOWS", doc.id, "ctxbase:cites_document")
+    }
+
+
 def test_decisions_and_mentions_are_anchored(cb: ContextBase) -> None:
     ev = cb.record(
         "user_message",

@@ -207,6 +207,7 @@ def test_event_mentions_and_requirements(woven: ContextBase) -> None:
             "```python\ndef cached_user_orders(user_id):\n    return get_user_orders(user_id)\n```"
         ),
     )
+    cb.flush()  # capture anchoring (ctxbase:<rule>) done: this call's auto:<rule> edges last
     report = anchor_message(cb, reply)
     assert len(report.entity_ids) == 2  # the snippet module and its function
     generated = _edges(cb, req.id, "GENERATES")

@@ -85,8 +85,10 @@ def anchor_message(
     project: str | None = None,
     sign_key: bytes | None = None,
     index: SymbolIndex | None = None,
+    origin: str = "auto",
 ) -> AnchorReport:
-    """Anchor the code blocks of a stored event and weave their edges (see module doc)."""
+    """Anchor the code blocks of a stored event and weave their edges (see module doc),
+    with sources `<origin>:<rule>` (capture anchoring passes "ctxbase")."""
     cb = components_of(cb)
     from dataclasses import replace
 
@@ -162,6 +164,7 @@ def anchor_message(
         for link in session_code_links(cb, pid, requirements, ev.session_id)
         if link.to_id in own
     )
+    links = [replace(link, origin=origin) for link in links]
     report.relations = write_links(cb, links, project=pid, sign_key=sign_key)
     cb.notify_embedder()
     return report

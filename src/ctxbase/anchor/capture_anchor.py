@@ -3,7 +3,8 @@
 Capture stays fast (no parsing or model on the caller's thread): the writer hands the
 events it stored to `AnchorWorker`, which anchors them in order, off the caller's thread:
 
-- code and SQL blocks: `anchor_message` (entities keyed by the event and the block); a
+- code and SQL blocks: `anchor_message` (entities keyed by the event and the block; its
+  edges' sources `ctxbase:message_code`, `ctxbase:calls`, `ctxbase:sql_table`...); a
   function named `test_<name>` VALIDATES the code called `<name>` (`ctxbase:test_name`);
   an answer to an assembled context links the context entities it used: GENERATES, and
   VALIDATES for a test of context code (`ctxbase:context_used`, evidence recorded);
@@ -11,7 +12,9 @@ events it stored to `AnchorWorker`, which anchors them in order, off the caller'
   GENERATES (`ctxbase:requirement`, `ctxbase:decision`);
 - "符合 X 规范" / "per the X spec" -> the requirement of that sentence FOLLOWS, or else the
   event REFERENCES, the known document whose title matches best (`ctxbase:follows_spec`,
-  `ctxbase:spec_reference`);
+  `ctxbase:spec_reference`); a requirement also FOLLOWS a document it names by title or
+  path, GENERATES its session's code and REFERENCES what else it names
+  (`ctxbase:cites_document`, `ctxbase:session_code`, `ctxbase:mentions`, weave.py);
 - file paths, table names, API routes and @people -> the event MENTIONS the known entity
   (a file, a table) or a `mention` entity shared by every event that names the same thing
   (`ctxbase:file_path`, `ctxbase:table_name`, `ctxbase:api_route`, `ctxbase:person_handle`),
@@ -19,7 +22,9 @@ events it stored to `AnchorWorker`, which anchors them in order, off the caller'
 - "参考刚才的合规指南修改 SQL": the named document REFERENCES the SQL (or code) this
   session's latest turn with such a block produced (`ctxbase:spec_applies_to`), so the
   code is found as "the code the guide governs";
-- names of known entities in prose -> REFERENCES (`ctxbase:mentions`);
+- names of known entities in prose -> REFERENCES (`ctxbase:mentions`); an edge two rules
+  find is written once, with the more confident rule's source, on a tie not `mentions`'
+  (weave.preferred);
 - with `AnchorConfig.llm` (or CTXBASE_EXTRACT_BASE_URL / CTXBASE_EXTRACT_MODEL), what a chat
   model finds in the prose is added after the rules' edges (`ctxbase:llm`, see
   llm_extract.py); when the model fails, the rules' edges are all there is.

@@ -224,7 +224,7 @@ def _anchor_events(
             from .anchoring import anchor_message
             from .fenced import extract_code_blocks
         if cfg.code_blocks and fenced and not produced:
-            report = anchor_message(cb, ev, index=idx)
+            report = anchor_message(cb, ev, index=idx, origin="ctxbase")
             written += len(report.relations)
             for e in cb.store.get_entities(pid, report.entity_ids):
                 idx.add(e)
@@ -265,7 +265,9 @@ def _anchor_events(
         if links:
             written += len(write_links(cb, links, project=pid))
         for req in requirements:  # FOLLOWS the documents it names by title, GENERATES code
-            written += len(weave_requirement(cb, req, project=pid, index=idx))
+            written += len(
+                weave_requirement(cb, req, project=pid, index=idx, origin="ctxbase", found=links)
+            )
         if extractor is not None and extractor.wants(ev.type, prose):
             if pid not in known:
                 known[pid] = _known_mention_names(cb, pid)

@@ -1,6 +1,7 @@
 """Relationship weaving without a model: rules that turn names into typed, scored edges.
 
-Every edge carries `source="auto:<rule>"` and a confidence that says how good the match was:
+Every edge carries `source="auto:<rule>"` (`ctxbase:<rule>` when capture anchoring wrote
+it, capture_anchor.py) and a confidence that says how good the match was:
 
 - `mentions`: text (an event, a document, a requirement) REFERENCES a named entity:
   exact qualified name 0.95, dotted suffix 0.9, distinctive bare identifier 0.85, table 0.8,
@@ -16,6 +17,10 @@ Every edge carries `source="auto:<rule>"` and a confidence that says how good th
 - `contains`: a file or a parent unit CONTAINS its units, 1.0.
 - `version` (entities.py): the newest version MODIFIES the previous one, 1.0.
 
+One edge is written per (from, type, to): when several rules find it, the most confident
+one names its source; on a tie a rule that only saw a name (`mentions`, `cites_document`)
+yields to the other (a spec phrase, a link, a SQL statement).
+
 Names are matched as whole identifiers (ASCII word boundaries, so Chinese text around them
 does not matter); common words are not names: a bare word matches only when it is
 distinctive (snake_case, CamelCase, digits) or written in backticks, and a plain-word table
@@ -27,7 +32,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..components import Components, ComponentsSource, components_of
@@ -35,6 +40,7 @@ from ..model import Entity, Relation
 from ..store.base import Store
 
 __all__ = [
+    "NAME_RULES",
     "Link",
     "Mention",
     "StoredRef",
@@ -42,6 +48,7 @@ __all__ = [
     "find_mentions",
     "is_distinctive",
     "links_for_refs",
+    "preferred",
     "weave_event",
     "weave_requirement",
     "weave_text",
@@ -113,6 +120,10 @@ class Mention:
     confidence: float
     matched: str
     how: str  # "qualified", "suffix", "bare", "backticked", "table", "path", "title"
+
+
+# Rules that find an edge because a name appears in the text: the weakest evidence of one.
+NAME_RULES = frozenset({"mentions", "cites_document"})
 
 
 @dataclass(frozen=True)
@@ -407,13 +418,8 @@ def write_links(
     from .signing import SIGNATURE_PROPERTY, sign_relation
 
     pid = cb.resolve_project(project)
-    best: dict[tuple[str, str, str], Link] = {}
-    for link in links:
-        key = (link.from_id, link.type, link.to_id)
-        if key not in best or link.confidence > best[key].confidence:
-            best[key] = link
     relations: list[Relation] = []
-    for link in best.values():
+    for link in preferred(links):
         rel = Relation(
             project_id=pid,
             from_id=link.from_id,
@@ -428,6 +434,22 @@ def write_links(
             rel = rel.model_copy(update={"properties": signed})
         relations.append(rel)
     return cb.store.upsert_relations(relations) if relations else []
+
+
+def preferred(links: Iterable[Link]) -> list[Link]:
+    """One link per (from, type, to): the most confident, on a tie not a name match
+    (NAME_RULES), else the first."""
+    best: dict[tuple[str, str, str], Link] = {}
+    for link in links:
+        key = (link.from_id, link.type, link.to_id)
+        old = best.get(key)
+        if old is None or _strength(link) > _strength(old):
+            best[key] = link
+    return list(best.values())
+
+
+def _strength(link: Link) -> tuple[float, bool]:
+    return link.confidence, link.rule not in NAME_RULES
 
 
 def weave_text(
@@ -472,9 +494,13 @@ def weave_requirement(
     *,
     project: str | None = None,
     index: SymbolIndex | None = None,
+    origin: str = "auto",
+    found: Sequence[Link] = (),
 ) -> list[Relation]:
     """A requirement FOLLOWS the documents it names, GENERATES its session's code and
-    REFERENCES the other entities it names."""
+    REFERENCES the other entities it names; `origin` prefixes the sources. `found`: edges
+    other rules wrote for the same text (capture anchoring's `follows_spec`): an edge among
+    them is written again only when this weave's rule is preferred (see `preferred`)."""
     cb = components_of(cb)
     pid = cb.resolve_project(project)
     req = cb.get_entity(requirement_id, project=pid)
@@ -497,7 +523,9 @@ def weave_requirement(
     session = req.properties.get("session_id")
     if isinstance(session, str):
         links.extend(session_code_links(cb, pid, [req], session))
-    return write_links(cb, links, project=pid)
+    links = [replace(link, origin=origin) for link in links]
+    mine = {id(link) for link in links}
+    return write_links(cb, [k for k in preferred([*found, *links]) if id(k) in mine], project=pid)
 
 
 def session_code_links(
