@@ -172,8 +172,10 @@ def _capture_text(args: argparse.Namespace) -> str:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
+    from .cli_chunking import chunking_option
+
     text = _capture_text(args)
-    with _open(args) as cb:
+    with _open(args, chunking=chunking_option(args)) as cb:
         event = cb.record(
             args.type,
             session_id=args.session,
@@ -439,6 +441,7 @@ def _progress(args: argparse.Namespace) -> Progress:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
+    from .cli_chunking import chunking_option
     from .retrieve.embedder_health import LOGGER_NAME as EMBEDDER_LOGGER
 
     progress = _progress(args)
@@ -450,7 +453,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         files[0].set_detail(path[-50:])
         files[0].update_to(done)
 
-    with _open(args) as cb, _quiet(EMBEDDER_LOGGER):  # a failure is raised, one line
+    chunking = chunking_option(args)  # a bad value stops before the database opens
+    with _open(args, chunking=chunking) as cb, _quiet(EMBEDDER_LOGGER):  # a failure: one line
         try:
             report = cb.ingest(
                 args.path,

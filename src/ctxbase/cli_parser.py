@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from . import __version__
+from .cli_chunking import add_chunking_flags
 
 __all__ = ["DESCRIPTION", "build_parser"]
 
@@ -99,6 +100,7 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     p.add_argument("--agent", default="agent", help="id of the agent that produced the event")
     p.add_argument("--role", help="the agent's role (planner, coder, tester, ...)")
     p.add_argument("--parent", action="append", help="parent event id (repeatable)")
+    add_chunking_flags(p)
     p.set_defaults(func=h.cmd_capture)
 
     p = _command(sub, "events", "the last events of a session")
@@ -203,6 +205,7 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         action="store_true",
         help="return only when every new unit has its vector (shows the backlog shrinking)",
     )
+    add_chunking_flags(p)
     p.set_defaults(func=h.cmd_ingest)
 
     p = _command(sub, "forget", "hard forget (or --soft: hide) events, entities, sessions")

@@ -19,10 +19,11 @@ from .validation import check_query
 
 if TYPE_CHECKING:  # types only: importing this module loads neither retrieval nor a backend
     from .model import Entity, Event, Relation
+    from .retrieve.chunking import ChunkingConfig
     from .retrieve.config import SearchConfig
     from .retrieve.embed.base import Embedder
     from .retrieve.search import Searcher, SearchResponse
-    from .store.base import ItemFilter, Store
+    from .store.base import ItemFilter, SearchItem, Store
 
 __all__ = [
     "Components",
@@ -96,10 +97,18 @@ class Components:
     upsert_entity: UpsertEntity
     upsert_relationship: UpsertRelationship
     session_idle_timeout_s: float | None = None
+    # how long texts are cut into search units (None: the defaults, 256 tokens overlapping 64)
+    chunking: ChunkingConfig | None = None
 
     @property
     def components(self) -> Components:
         return self
+
+    def entity_items(self, entity: Entity) -> list[SearchItem]:
+        """The search units of an entity, its long text cut by this base's chunking."""
+        from .retrieve.indexing import chunker_for, entity_items
+
+        return entity_items(entity, chunker_for(self.chunking))
 
     @property
     def searcher(self) -> Searcher:

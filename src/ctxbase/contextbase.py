@@ -13,6 +13,7 @@ Retrieval and assembly are mixed in from their own layers (see retrieve/ and ass
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -34,9 +35,10 @@ from .forgetting import ForgetMethods
 from .knowledge_graph import GraphMethods
 from .message_lists import align_list, call_metadata
 from .model import Event, SessionInfo, check_id, event_priority
+from .retrieve.chunking import ChunkingConfig, resolve_chunking
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedder_health import EmbedderHealth
-from .retrieve.indexing import event_items, event_search_text
+from .retrieve.indexing import chunker_for, event_items, event_search_text
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
@@ -77,8 +79,13 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         session_idle_timeout_s: float | None = None,
         anchoring: bool | AnchorConfig = True,
         query_batching: bool = False,
+        chunking: str | ChunkingConfig | Mapping[str, Any] | None = None,
     ) -> None:
         self.project = check_id("project", project)
+        # How long texts (tool output, documents, ingested files) are cut into search units:
+        # a preset ("default", "fine", "coarse") or a ChunkingConfig; applies to what is
+        # written from now on (stored units keep the cut they were written with).
+        self.chunking: ChunkingConfig = resolve_chunking(chunking)
         # Who writes through this base: the provenance of edges whose caller names no source.
         self.agent_id = agent_id
         self.debug_mode = debug_mode
@@ -117,6 +124,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             upsert_entity=self.upsert_entity,
             upsert_relationship=self.upsert_relationship,
             session_idle_timeout_s=session_idle_timeout_s,
+            chunking=self.chunking,
         )
         cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig.from_env(anchoring)
         # Stored messages are anchored off the caller's thread (anchor/capture_anchor.py).
@@ -257,10 +265,11 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             return WriteResult(0, len(refused), reason)
         texts = [event_search_text(e) for e in events]
         contexts = self._contexts(events, texts)
+        chunker = chunker_for(self.chunking)
         written = self.store.write_events(
             events,
             [
-                event_items(e, context=contexts.get(e.id), search_text=text)
+                event_items(e, chunker, context=contexts.get(e.id), search_text=text)
                 for e, text in zip(events, texts, strict=True)
             ],
         )
@@ -678,11 +687,22 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         return record_outcome(self.components, context_id, answer, produced, **options)
 
     # -- anchoring -----------------------------------------------------------------------
-    def ingest(self, path: str, **options: Any) -> IngestReport:
-        """Anchor a directory or repository (code, SQL, documents), incrementally."""
+    def ingest(
+        self,
+        path: str,
+        *,
+        chunking: str | ChunkingConfig | Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> IngestReport:
+        """Anchor a directory or repository (code, SQL, documents), incrementally.
+
+        `chunking` cuts this ingest's long texts otherwise than the base's own setting."""
         from .anchor.ingest import ingest_path
 
-        return ingest_path(self.components, path, **options)
+        components = self.components
+        if chunking is not None:
+            components = dataclasses.replace(components, chunking=resolve_chunking(chunking))
+        return ingest_path(components, path, **options)
 
     def anchor_message(self, event: Event | str, **options: Any) -> AnchorReport:
         """Anchor the code blocks of a message as entities linked to it."""

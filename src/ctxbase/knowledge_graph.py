@@ -17,7 +17,6 @@ from .aliases import edge_args, entity_args, identity_source
 from .errors import ValidationError
 from .model import Entity, Event, Relation, check_id, make_entity_id
 from .retrieve import graph
-from .retrieve.indexing import entity_items
 from .validation import (
     check_entity_properties,
     check_finite,
@@ -144,7 +143,7 @@ class GraphMethods:
         from .anchor.signing import check_signed_write
 
         check_signed_write(old[0] if old else None, entity)  # no replay of a signed version
-        stored = self.store.upsert_entity(entity, entity_items(entity))
+        stored = self.store.upsert_entity(entity, self.components.entity_items(entity))
         self._after_write()
         return stored
 

@@ -106,8 +106,9 @@ def test_ctxbase_tree_known_edges(tree_ingest: tuple) -> None:
     cb, _, _ = tree_ingest
     code = {e.properties["symbol"]: e for e in cb.list_entities(type="code")}
     upsert = code["ctxbase.knowledge_graph.GraphMethods.upsert_entity"]
-    items = code["ctxbase.retrieve.indexing.entity_items"]
-    out = {r.to_id: r for r in cb.relationships(upsert.id, direction="out", types=["CALLS"])}
+    write = code["ctxbase.contextbase.ContextBase._write_events"]
+    items = code["ctxbase.retrieve.indexing.event_items"]
+    out = {r.to_id: r for r in cb.relationships(write.id, direction="out", types=["CALLS"])}
     assert out[items.id].confidence == 0.95 and out[items.id].source == "auto:calls"
     sqlite_store = code["ctxbase.store.sqlite.SQLiteStore"]
     store_base = code["ctxbase.store.base.Store"]

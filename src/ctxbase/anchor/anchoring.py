@@ -16,7 +16,6 @@ from typing import Any
 
 from ..components import ComponentsSource, components_of
 from ..model import Entity, Event, Relation, make_entity_id
-from ..retrieve.indexing import entity_items
 from .doc_versions import VERSION_WORDS as _VERSION_WORDS
 from .entities import (
     EntitySpec,
@@ -289,7 +288,7 @@ def anchor_document(
     if gone:
         # Sections the new version dropped stay as part of the old version: not latest.
         olds = cb.store.get_entities(pid, gone)
-        vectors = read_vectors(cb, pid, [it.item_id for e in olds for it in entity_items(e)])
+        vectors = read_vectors(cb, pid, [it.item_id for e in olds for it in cb.entity_items(e)])
         for entity in olds:
             write_entity(cb, entity.model_copy(update={"latest": False}), notify=False)
         restore_vectors(cb, pid, vectors)

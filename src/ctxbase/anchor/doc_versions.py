@@ -90,9 +90,7 @@ def _rewrite(cb: Components, pid: str, entities: Sequence[Entity]) -> None:
     """Store the entities' new `latest`, keeping their vectors (their text is the same)."""
     if not entities:
         return
-    from ..retrieve.indexing import entity_items
-
-    vectors = read_vectors(cb, pid, [it.item_id for e in entities for it in entity_items(e)])
+    vectors = read_vectors(cb, pid, [it.item_id for e in entities for it in cb.entity_items(e)])
     for entity in entities:
         write_entity(cb, entity, notify=False)
     restore_vectors(cb, pid, vectors)

@@ -31,7 +31,6 @@ from ..capture.events import check_json, check_text
 from ..components import Components, ComponentsSource, components_of
 from ..errors import ValidationError
 from ..model import Entity, Relation, check_id, make_entity_id
-from ..retrieve.indexing import entity_items
 from ..store.base import Store
 from .parsed import ParsedUnit, ParseResult, thaw
 
@@ -344,7 +343,7 @@ def write_entity(cb: ComponentsSource, entity: Entity, *, notify: bool = True) -
     check_text("text", entity.text)
     check_text("name", entity.name)
     check_json("properties", entity.properties)
-    stored = cb.store.upsert_entity(entity, entity_items(entity))
+    stored = cb.store.upsert_entity(entity, cb.entity_items(entity))
     if notify:
         _notify(cb)
     return stored
@@ -397,8 +396,8 @@ def restore_vectors(
     return cb.store.put_vectors(model, rows)
 
 
-def _item_ids(entity: Entity) -> list[str]:
-    return [item.item_id for item in entity_items(entity)]
+def _item_ids(cb: Components, entity: Entity) -> list[str]:
+    return [item.item_id for item in cb.entity_items(entity)]
 
 
 def upsert_versioned(
@@ -450,7 +449,7 @@ def upsert_versioned(
     archived: str | None = None
     old_vectors: dict[str, npt.NDArray[np.float32]] = {}
     if old is not None:
-        ids = _item_ids(old)
+        ids = _item_ids(cb, old)
         if prefetched is not None:
             old_vectors = {i: prefetched[i] for i in ids if i in prefetched}
         else:
@@ -464,7 +463,7 @@ def upsert_versioned(
             signed = {**old_props, "_sig": sign_entity(copy, sign_key)}
             copy = copy.model_copy(update={"properties": signed})
         write_entity(cb, copy, notify=False)
-        renames = dict(zip(_item_ids(old), _item_ids(copy), strict=True))
+        renames = dict(zip(_item_ids(cb, old), _item_ids(cb, copy), strict=True))
         restore_vectors(cb, pid, old_vectors, renames)
     stored = write_entity(cb, entity, notify=False)
     if old is not None and not content_changed:

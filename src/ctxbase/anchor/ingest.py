@@ -53,7 +53,6 @@ from typing import Any
 from ..components import Components, ComponentsSource, components_of
 from ..errors import NotFoundError, ValidationError
 from ..model import Entity, make_entity_id
-from ..retrieve.indexing import entity_items
 from .doc_versions import mark_latest_versions
 from .entities import (
     EntitySpec,
@@ -595,7 +594,7 @@ def _apply(
     vectors: dict[str, Any] = {}
     if rewrites:
         olds = cb.store.get_entities(pid, rewrites, include_inactive=True)
-        vectors = read_vectors(cb, pid, [it.item_id for e in olds for it in entity_items(e)])
+        vectors = read_vectors(cb, pid, [it.item_id for e in olds for it in cb.entity_items(e)])
     for plan in plans:
         _apply_one(cb, pid, plan, report, keep_history, sign_key, vectors)
         if on_done is not None:
@@ -715,7 +714,7 @@ def _write_plan(
         file_entity.name,
         file_entity.text,
     ):
-        kept = {i: vectors[i] for i in _item_ids(file_entity) if i in vectors}
+        kept = {i: vectors[i] for i in _item_ids(cb, file_entity) if i in vectors}
         restore_vectors(cb, pid, kept)
 
 
@@ -738,8 +737,8 @@ def _file_summary(plan: _Plan) -> str:
     return "\n".join(line for line in lines if line)[:800]
 
 
-def _item_ids(entity: Entity) -> list[str]:
-    return [item.item_id for item in entity_items(entity)]
+def _item_ids(cb: Components, entity: Entity) -> list[str]:
+    return [item.item_id for item in cb.entity_items(entity)]
 
 
 def _weave(

@@ -32,7 +32,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..components import Components, ComponentsSource, components_of
 from ..errors import ValidationError
 from ..model import Entity, Relation
-from ..retrieve.indexing import entity_items
 from ..retrieve.tokenize import index_terms
 from .trace import get_trace
 
@@ -195,7 +194,7 @@ def record_outcome(
                 version=old.version + 1,
             )
             stale = old.model_copy(update={"latest": False})
-            cb.store.upsert_entity(stale, entity_items(stale))
+            cb.store.upsert_entity(stale, cb.entity_items(stale))
             link(new.id, "MODIFIES", old.id, f"a new version of {old.id}")
         else:
             new = cb.upsert_entity(p.type, p.name, p.text, id=p.id, properties=props, project=pid)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ValidationError as PydanticValidationError
 
 from ctxbase.assemble.tokens import get_token_counter
 
@@ -36,6 +37,7 @@ __all__ = [
     "ChunkingConfig",
     "CountTokens",
     "chunk_text",
+    "resolve_chunking",
 ]
 
 # Counts the tokens of a text, e.g. ``get_token_counter().count``.
@@ -55,7 +57,10 @@ class ChunkingConfig(BaseModel):
     @model_validator(mode="after")
     def _overlap_below_max(self) -> ChunkingConfig:
         if self.overlap_tokens >= self.max_tokens:
-            raise ValueError("overlap_tokens must be smaller than max_tokens")
+            raise ValueError(
+                f"overlap_tokens ({self.overlap_tokens}) must be smaller than max_tokens "
+                f"({self.max_tokens})"
+            )
         return self
 
 
@@ -70,6 +75,69 @@ CHUNKING_PRESETS: Mapping[str, ChunkingConfig] = MappingProxyType(
         "coarse": ChunkingConfig(max_tokens=512, overlap_tokens=128),
     }
 )
+
+
+def resolve_chunking(
+    spec: str | ChunkingConfig | Mapping[str, object] | None = None,
+    *,
+    max_tokens: int | None = None,
+    overlap_tokens: int | None = None,
+    names: Mapping[str, str] | None = None,
+) -> ChunkingConfig:
+    """The chunking a setting names: a preset name (``"fine"``), a config, or some of a
+    config's fields as a mapping (from JSON), with `max_tokens` / `overlap_tokens` on top.
+
+    A bad value raises ValidationError naming the setting as `names` spells it (keys
+    ``preset``, ``max_tokens``, ``overlap_tokens``; e.g. ``{"max_tokens": "--chunk-tokens"}``).
+    """
+    from ..errors import ValidationError
+
+    label = {
+        "preset": "chunking",
+        "max_tokens": "chunking.max_tokens",
+        "overlap_tokens": "chunking.overlap_tokens",
+        **(names or {}),
+    }
+    fields: dict[str, object]
+    if spec is None:
+        fields = DEFAULT_CHUNKING.model_dump()
+    elif isinstance(spec, ChunkingConfig):
+        fields = spec.model_dump()
+    elif isinstance(spec, str):
+        preset = CHUNKING_PRESETS.get(spec.strip().lower())
+        if preset is None:
+            choices = ", ".join(CHUNKING_PRESETS)
+            message = f"unknown chunking preset {spec!r}; choose one of {choices}"
+            raise ValidationError(label["preset"], message)
+        fields = preset.model_dump()
+    elif isinstance(spec, Mapping):  # the fields it names, the defaults' for the rest
+        fields = {**DEFAULT_CHUNKING.model_dump(), **spec}
+    else:
+        kind = type(spec).__name__
+        message = f"a preset name ({', '.join(CHUNKING_PRESETS)}) or a ChunkingConfig, not {kind}"
+        raise ValidationError(label["preset"], message)
+    if max_tokens is not None:
+        fields["max_tokens"] = max_tokens
+    if overlap_tokens is not None:
+        fields["overlap_tokens"] = overlap_tokens
+    try:
+        return ChunkingConfig.model_validate(fields)
+    except PydanticValidationError as exc:
+        err = exc.errors()[0]
+    where = str(err["loc"][0]) if err["loc"] else ""
+    message = str(err["msg"]).removeprefix("Value error, ")
+    if where == "max_tokens" and err["type"] == "greater_than_equal":
+        message = "must be at least 16 tokens, enough for any one character"
+    elif where == "overlap_tokens" and err["type"] == "greater_than_equal":
+        message = "must be 0 (no overlap) or more"
+    if where in ("max_tokens", "overlap_tokens"):
+        raise ValidationError(label[where], f"{message} (got {err.get('input')!r})")
+    if not where:  # the two together: an overlap as large as the chunk never moves on
+        size, overlap = fields.get("max_tokens"), fields.get("overlap_tokens")
+        bound = label["max_tokens"]
+        message = f"must be smaller than {bound} (got {overlap} with {bound} {size})"
+        raise ValidationError(label["overlap_tokens"], message)
+    raise ValidationError(f"{label['preset']}.{where}", message)
 
 
 @dataclass(frozen=True, slots=True)

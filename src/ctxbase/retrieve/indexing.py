@@ -9,15 +9,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..model import Entity, Event
 from ..store.base import SearchItem
 from ..validation import is_blank
 from .tokenize import index_terms_with_tail, words_version
 
+if TYPE_CHECKING:
+    from .chunking import ChunkingConfig
+
 __all__ = [
     "CONTEXT_CHARS",
+    "Chunker",
+    "chunker_for",
     "context_terms",
     "default_chunker",
     "entity_items",
@@ -33,6 +38,9 @@ CONTEXT_CHARS = 600
 
 # Below this many characters a text is indexed whole (cheaper than counting tokens).
 _WHOLE_TEXT_CHARS = 1200
+
+# Cuts a long text into (chunk, start, end) spans.
+Chunker = Callable[[str], list[tuple[str, int, int]]]
 
 
 def event_search_text(event: Event) -> str:
@@ -51,9 +59,7 @@ def event_search_text(event: Event) -> str:
     return "\n".join(p for p in parts if p.strip())
 
 
-def _chunked(
-    text: str, chunker: Callable[[str], list[tuple[str, int, int]]] | None
-) -> list[tuple[str, int, int]]:
+def _chunked(text: str, chunker: Chunker | None) -> list[tuple[str, int, int]]:
     if len(text) <= _WHOLE_TEXT_CHARS or chunker is None:
         return [(text, 0, len(text))]
     return chunker(text) or [(text, 0, len(text))]
@@ -63,6 +69,22 @@ def default_chunker(text: str) -> list[tuple[str, int, int]]:
     from .chunking import chunk_text
 
     return [(c.text, c.start, c.end) for c in chunk_text(text)]
+
+
+@lru_cache(maxsize=64)
+def chunker_for(config: ChunkingConfig | None) -> Chunker:
+    """The chunker cutting by `config` (None: the defaults, 256 tokens overlapping by 64)."""
+    if config is None:
+        return default_chunker
+    from .chunking import DEFAULT_CHUNKING, chunk_text
+
+    if config == DEFAULT_CHUNKING:
+        return default_chunker
+
+    def chunker(text: str) -> list[tuple[str, int, int]]:
+        return [(c.text, c.start, c.end) for c in chunk_text(text, config)]
+
+    return chunker
 
 
 class _Analysed(NamedTuple):
@@ -137,7 +159,7 @@ def _units(
 
 def event_items(
     event: Event,
-    chunker: Callable[[str], list[tuple[str, int, int]]] | None = default_chunker,
+    chunker: Chunker | None = default_chunker,
     context: tuple[str, str] | None = None,
     search_text: str | None = None,
 ) -> list[SearchItem]:
@@ -205,9 +227,7 @@ def _entity_labels(entity: Entity) -> dict[str, Any]:
     }
 
 
-def entity_items(
-    entity: Entity, chunker: Callable[[str], list[tuple[str, int, int]]] | None = default_chunker
-) -> list[SearchItem]:
+def entity_items(entity: Entity, chunker: Chunker | None = default_chunker) -> list[SearchItem]:
     return _units(
         entity.id,
         "entity",

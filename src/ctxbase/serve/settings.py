@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ValidationError
 from . import LOOPBACK_HOST
@@ -43,6 +44,19 @@ class ServerSettings(BaseModel):
     policies: str | None = None  # policy YAML path for the assembler
     # sessions idle this long expire (seed 003's lifecycle); None: never
     session_idle_timeout_s: float | None = Field(default=None, gt=0)
+    # how long texts are cut into search units (--chunking, --chunk-tokens, --chunk-overlap):
+    # a ChunkingConfig's fields (a preset name or a ChunkingConfig is accepted); None: the
+    # defaults. Kept as plain fields so that reading the settings loads no retrieval code.
+    chunking: dict[str, Any] | None = None
+
+    @field_validator("chunking", mode="before")
+    @classmethod
+    def _chunking_fields(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        from ..retrieve.chunking import resolve_chunking
+
+        return resolve_chunking(value).model_dump()
 
 
 def check_settings(settings: ServerSettings) -> ServerSettings:
