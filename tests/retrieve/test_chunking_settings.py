@@ -8,9 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ctxbase import ContextBase
+from ctxbase.anchor.signing import sign_stored_entities
 from ctxbase.assemble.tokens import get_token_counter
 from ctxbase.errors import ValidationError
 from ctxbase.retrieve.chunking import (
@@ -227,3 +229,36 @@ def test_presets_and_overrides_resolve() -> None:
             max_tokens=100,
             names={"max_tokens": "--chunk-tokens", "overlap_tokens": "--chunk-overlap"},
         )
+
+
+def test_units_cut_again_after_a_change_get_vectors_of_their_own_text(
+    backend: str, tmp_path: Path, project_id: str, request: pytest.FixtureRequest
+) -> None:
+    # Signing rewrites stored entities without changing their text and carries their
+    # vectors over; under a new setting their units are cut anew, and a unit whose id now
+    # holds another text must not keep the vector of the text it held before.
+    db = _db(backend, tmp_path, request)
+    folder = _write_docs(tmp_path / "docs")
+    options: dict[str, Any] = {"embedder": "hash", "background_embedding": False}
+    with ContextBase(db, project=project_id, **options) as base:
+        base.ingest(str(folder))
+        base.wait_for_embeddings()
+        sections = [s.id for s in base.list_entities(type="section", limit=100)]
+    with ContextBase(db, project=f"{project_id}-ref", chunking=SMALL, **options) as base:
+        base.ingest(str(folder))  # the same texts cut by SMALL, embedded from scratch
+        base.wait_for_embeddings()
+        assert base.embedder is not None
+        items = base.store.get_items(
+            base.project, sorted(base.store.filter_item_ids(base.project, ItemFilter()))
+        )
+        found = base.store.get_vectors(base.project, base.embedder.name, [i.item_id for i in items])
+        reference = {it.text: found[it.item_id] for it in items}
+    with ContextBase(db, project=project_id, chunking=SMALL, **options) as base:
+        assert sign_stored_entities(base, sections, b"k" * 32) == len(sections)
+        base.wait_for_embeddings()
+        assert base.embedder is not None
+        units = [u for s in sections for u in _units(base, s)]
+        assert sum(u.kind == "chunk" for u in units) > 8
+        vectors = base.store.get_vectors(project_id, base.embedder.name, [u.item_id for u in units])
+    for unit in units:
+        assert np.array_equal(vectors[unit.item_id], reference[unit.text]), unit.item_id

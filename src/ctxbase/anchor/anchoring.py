@@ -19,10 +19,10 @@ from ..model import Entity, Event, Relation, make_entity_id
 from .doc_versions import VERSION_WORDS as _VERSION_WORDS
 from .entities import (
     EntitySpec,
-    read_vectors,
     restore_vectors,
     specs_from_result,
     unit_entity_id,
+    unit_vectors,
     upsert_versioned,
     write_entity,
 )
@@ -288,7 +288,7 @@ def anchor_document(
     if gone:
         # Sections the new version dropped stay as part of the old version: not latest.
         olds = cb.store.get_entities(pid, gone)
-        vectors = read_vectors(cb, pid, [it.item_id for e in olds for it in cb.entity_items(e)])
+        vectors = unit_vectors(cb, pid, olds)
         for entity in olds:
             write_entity(cb, entity.model_copy(update={"latest": False}), notify=False)
         restore_vectors(cb, pid, vectors)

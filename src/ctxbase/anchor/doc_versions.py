@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from ..components import Components
 from ..model import Entity
-from .entities import read_vectors, restore_vectors, write_entity
+from .entities import restore_vectors, unit_vectors, write_entity
 
 __all__ = ["document_title_key", "mark_latest_versions", "version_order"]
 
@@ -90,7 +90,7 @@ def _rewrite(cb: Components, pid: str, entities: Sequence[Entity]) -> None:
     """Store the entities' new `latest`, keeping their vectors (their text is the same)."""
     if not entities:
         return
-    vectors = read_vectors(cb, pid, [it.item_id for e in entities for it in cb.entity_items(e)])
+    vectors = unit_vectors(cb, pid, entities)
     for entity in entities:
         write_entity(cb, entity, notify=False)
     restore_vectors(cb, pid, vectors)

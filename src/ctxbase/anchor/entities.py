@@ -52,6 +52,7 @@ __all__ = [
     "restore_vectors",
     "specs_from_result",
     "unit_entity_id",
+    "unit_vectors",
     "upsert_versioned",
     "write_entity",
 ]
@@ -378,6 +379,22 @@ def read_vectors(
     return out
 
 
+def unit_vectors(
+    cb: ComponentsSource, project_id: str, entities: Iterable[Entity]
+) -> dict[str, npt.NDArray[np.float32]]:
+    """Current-model vectors of the entities' search units as this base cuts them, to carry
+    over when they are written again with the same text. A unit stored under the same id
+    with another text (cut by another chunking setting) gives none: its vector is of that
+    text, so the unit is embedded again."""
+    cb = components_of(cb)
+    if not cb.embeds:
+        return {}
+    units = {u.item_id: u.text for e in entities for u in cb.entity_items(e)}
+    stored = cb.store.get_items(project_id, list(units)) if units else []
+    recut = {it.item_id for it in stored if it.text != units[it.item_id]}
+    return read_vectors(cb, project_id, [i for i in units if i not in recut])
+
+
 def restore_vectors(
     cb: ComponentsSource,
     project_id: str,
@@ -414,7 +431,7 @@ def upsert_versioned(
 
     When only properties changed (a line range moved), the entity is rewritten in place and
     its vectors are carried over, so nothing is re-embedded. `prefetched` holds vectors read
-    beforehand with `read_vectors` (one pass for a whole batch instead of one per entity).
+    beforehand with `unit_vectors` (one pass for a whole batch instead of one per entity).
     """
     cb = components_of(cb)
     from .signing import sign_entity
@@ -453,7 +470,7 @@ def upsert_versioned(
         if prefetched is not None:
             old_vectors = {i: prefetched[i] for i in ids if i in prefetched}
         else:
-            old_vectors = read_vectors(cb, pid, ids)
+            old_vectors = unit_vectors(cb, pid, [old])
     if old is not None and content_changed and keep_history and old.active:
         archived = archived_id(old.id, old.version)
         old_props = {k: v for k, v in old.properties.items() if k != "_sig"}

@@ -56,9 +56,9 @@ from ..model import Entity, make_entity_id
 from .doc_versions import mark_latest_versions
 from .entities import (
     EntitySpec,
-    read_vectors,
     restore_vectors,
     specs_from_result,
+    unit_vectors,
     upsert_versioned,
     write_entity,
 )
@@ -594,7 +594,7 @@ def _apply(
     vectors: dict[str, Any] = {}
     if rewrites:
         olds = cb.store.get_entities(pid, rewrites, include_inactive=True)
-        vectors = read_vectors(cb, pid, [it.item_id for e in olds for it in cb.entity_items(e)])
+        vectors = unit_vectors(cb, pid, olds)
     for plan in plans:
         _apply_one(cb, pid, plan, report, keep_history, sign_key, vectors)
         if on_done is not None:

@@ -403,12 +403,11 @@ def sign_stored_entities(
 ) -> int:
     """Sign entities already stored; their vectors are kept (signing changes no text)."""
     cb = components_of(cb)
-    from .entities import read_vectors, restore_vectors, write_entity
+    from .entities import restore_vectors, unit_vectors, write_entity
 
     pid = cb.resolve_project(project)
     entities = cb.store.get_entities(pid, list(ids), include_inactive=True)
-    item_ids = [it.item_id for e in entities for it in cb.entity_items(e)]
-    vectors = read_vectors(cb, pid, item_ids)
+    vectors = unit_vectors(cb, pid, entities)
     for entity in entities:
         write_entity(cb, signed_entity(entity, key), notify=False)
     restore_vectors(cb, pid, vectors)
