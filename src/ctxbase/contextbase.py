@@ -35,7 +35,6 @@ from .forgetting import ForgetMethods
 from .knowledge_graph import GraphMethods
 from .message_lists import align_list, call_metadata
 from .model import Event, SessionInfo, check_id, event_priority
-from .retrieve.chunking import ChunkingConfig, resolve_chunking
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.indexing import chunker_for, event_items, event_search_text
@@ -51,6 +50,7 @@ if TYPE_CHECKING:  # imported where used: a base that never searches loads no re
     from .assemble.loop import Outcome
     from .assemble.manager import ContextManager
     from .assemble.trace import AssembledContext
+    from .retrieve.chunking import ChunkingConfig
     from .retrieve.embed.base import Embedder
     from .retrieve.embedding_worker import EmbeddingWorker
     from .retrieve.search import Searcher, SearchResponse
@@ -84,8 +84,9 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         self.project = check_id("project", project)
         # How long texts (tool output, documents, ingested files) are cut into search units:
         # a preset ("default", "fine", "coarse") or a ChunkingConfig; applies to what is
-        # written from now on (stored units keep the cut they were written with).
-        self.chunking: ChunkingConfig = resolve_chunking(chunking)
+        # written from now on (stored units keep the cut they were written with). None: the
+        # defaults, whose code loads when a long text is first cut.
+        self._chunking = None if chunking is None else _resolve_chunking(chunking)
         # Who writes through this base: the provenance of edges whose caller names no source.
         self.agent_id = agent_id
         self.debug_mode = debug_mode
@@ -124,7 +125,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             upsert_entity=self.upsert_entity,
             upsert_relationship=self.upsert_relationship,
             session_idle_timeout_s=session_idle_timeout_s,
-            chunking=self.chunking,
+            chunking=self._chunking,
         )
         cfg = anchoring if isinstance(anchoring, AnchorConfig) else AnchorConfig.from_env(anchoring)
         # Stored messages are anchored off the caller's thread (anchor/capture_anchor.py).
@@ -181,6 +182,13 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
 
     def _pid(self, project: str | None) -> str:
         return self.project if project is None else check_id("project", project)
+
+    @property
+    def chunking(self) -> ChunkingConfig:
+        """How this base cuts long texts into search units (the `chunking` it was opened with)."""
+        from .retrieve.chunking import DEFAULT_CHUNKING
+
+        return DEFAULT_CHUNKING if self._chunking is None else self._chunking
 
     def resolve_project(self, project: str | None = None) -> str:
         """The project a call addresses: the given one (checked) or this base's default."""
@@ -265,7 +273,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             return WriteResult(0, len(refused), reason)
         texts = [event_search_text(e) for e in events]
         contexts = self._contexts(events, texts)
-        chunker = chunker_for(self.chunking)
+        chunker = chunker_for(self._chunking)
         written = self.store.write_events(
             events,
             [
@@ -701,7 +709,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
 
         components = self.components
         if chunking is not None:
-            components = dataclasses.replace(components, chunking=resolve_chunking(chunking))
+            components = dataclasses.replace(components, chunking=_resolve_chunking(chunking))
         return ingest_path(components, path, **options)
 
     def anchor_message(self, event: Event | str, **options: Any) -> AnchorReport:
@@ -715,3 +723,9 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         from .anchor.anchoring import anchor_document
 
         return anchor_document(self.components, text, **options)
+
+
+def _resolve_chunking(spec: str | ChunkingConfig | Mapping[str, Any]) -> ChunkingConfig:
+    from .retrieve.chunking import resolve_chunking
+
+    return resolve_chunking(spec)
