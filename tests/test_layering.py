@@ -20,7 +20,15 @@ SRC = Path(ctxbase.__file__).parent
 LAYERS = ("capture", "anchor", "store", "retrieve", "assemble")
 # Modules outside the layers that a layer may import: the shared vocabulary, and the
 # components the facade hands down (anchor and assemble only, see ALLOWED).
-SHARED = frozenset({"ctxbase.cjk_terms", "ctxbase.errors", "ctxbase.model", "ctxbase.validation"})
+SHARED = frozenset(
+    {
+        "ctxbase.cjk_terms",
+        "ctxbase.errors",
+        "ctxbase.lazy_names",
+        "ctxbase.model",
+        "ctxbase.validation",
+    }
+)
 COMPONENTS = "ctxbase.components"
 
 # Every edge between subpackages, with why it exists (each one is checked to be real).

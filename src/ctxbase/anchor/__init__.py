@@ -9,8 +9,9 @@ of an event, `anchor_document` an uploaded document; `weave` holds the relation 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from .anchoring import AnchorReport, anchor_document, anchor_message, upsert_requirement
@@ -170,14 +171,4 @@ _LAZY = {
 
 
 if not TYPE_CHECKING:  # mypy reads the imports above; an unknown name stays an error
-
-    def __getattr__(name: str) -> Any:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        globals()[name] = value  # once: later reads find it without this function
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *_LAZY})
+    __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)

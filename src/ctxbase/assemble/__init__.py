@@ -5,8 +5,9 @@ from ctxbase.assemble import Assembler, ContextManager, record_outcome
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from .assembler import Assembler, memory_section_for
@@ -47,14 +48,4 @@ _LAZY = {
 
 
 if not TYPE_CHECKING:  # mypy reads the imports above; an unknown name stays an error
-
-    def __getattr__(name: str) -> Any:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-        globals()[name] = value  # once: later reads find it without this function
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *_LAZY})
+    __getattr__, __dir__ = lazy_names(__name__, globals(), _LAZY)
