@@ -208,3 +208,20 @@ def test_counting_loads_only_the_rust_core_not_every_vocabulary() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@needs_bpe_openai
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_max_token_bytes_is_the_vocabularys_longest_token(name: str) -> None:
+    # Chunking relies on it: a text of more than n times this many bytes has more than n
+    # tokens, so it is not counted to learn that it does not fit.
+    counter = get_token_counter(name)
+    assert isinstance(counter, BpeTokenCounter)
+    encoding = counter.encoding
+    longest = max(
+        len(encoding.decode_bytes([token]))
+        for token in range(len(encoding._load_ranks()))  # type: ignore[attr-defined]
+    )
+    assert counter.max_token_bytes == longest
+    spaces = " " * 1000
+    assert counter.count(spaces) >= len(spaces.encode()) / longest

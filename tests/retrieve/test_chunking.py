@@ -201,3 +201,36 @@ def test_chunk_properties(
 def test_chunk_properties_on_arbitrary_unicode(text: str) -> None:
     config = ChunkingConfig(max_tokens=16, overlap_tokens=4)
     _check_invariants(text, chunk_text(text, config, REAL.count), config, REAL)
+
+
+def test_a_long_run_without_breaks_is_split_without_counting_its_rest_each_time() -> None:
+    # 20k characters of Chinese with no punctuation: one sentence, hard-split into ~90
+    # pieces. Counting what is left of it before every cut was quadratic in its length.
+    text = "".join(f"第{i}段缓存策略数据库迁移方案" for i in range(1500))
+    config = ChunkingConfig()
+    counted: list[int] = []
+
+    def count(span: str) -> int:
+        counted.append(len(span.encode()))
+        return REAL.count(span)
+
+    bound = getattr(REAL, "max_token_bytes", None)
+    assert bound is not None
+    fast = chunk_text(text, config, count, max_token_bytes=bound)
+    slow = chunk_text(text, config, REAL.count)  # no bound: the rest is counted each time
+    assert fast == slow
+    _check_invariants(text, fast, config, REAL)
+    # Beyond the one count of the whole sentence, no span counted is longer than the
+    # bound lets through (max_tokens tokens of max_token_bytes bytes each).
+    assert counted[0] == len(text.encode())
+    assert max(counted[1:]) <= config.max_tokens * bound
+    assert len(counted) < 40 * len(fast)
+
+
+def test_the_default_counter_brings_its_bound() -> None:
+    text = "甲乙丙丁" * 3000 + " tail words. " * 50
+    assert chunk_text(text) == chunk_text(text, count_tokens=REAL.count)
+    assert APPROX.max_token_bytes == 16
+    assert chunk_text(text, count_tokens=APPROX.count, max_token_bytes=16) == chunk_text(
+        text, count_tokens=APPROX.count
+    )

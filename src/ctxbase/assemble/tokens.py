@@ -55,6 +55,10 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING_TOKENS = 3
 
+# The longest token of o200k_base and cl100k_base, in UTF-8 bytes (checked by a test against
+# the vocabularies): a text of more than n times this many bytes has more than n tokens.
+_MAX_TOKEN_BYTES = {"o200k_base": 128, "cl100k_base": 128}
+
 # bpe-openai refuses inputs of 1M characters or 200k tokens; 50k characters stay well below
 # both (at most 4 UTF-8 bytes, so at most 4 tokens, per character).
 _BLOCK_CHARS = 50_000
@@ -105,6 +109,12 @@ class ApproxTokenCounter:
 
     chars_per_token: int = 4
     name: str = APPROX_COUNTER_NAME
+
+    @property
+    def max_token_bytes(self) -> int | None:
+        """The most UTF-8 bytes one counted token covers: one CJK character, or
+        `chars_per_token` other characters, of at most 4 bytes each."""
+        return 4 * self.chars_per_token if self.chars_per_token >= 1 else None
 
     def count(self, text: str) -> int:
         cjk = sum(1 for char in text if _is_cjk(char))
@@ -179,6 +189,11 @@ class BpeTokenCounter:
 
     name: str
     encoding: _BpeEncoding = field(repr=False)
+
+    @property
+    def max_token_bytes(self) -> int | None:
+        """The most UTF-8 bytes one token covers (None for a vocabulary not known here)."""
+        return _MAX_TOKEN_BYTES.get(self.name)
 
     def count(self, text: str) -> int:
         if not text:

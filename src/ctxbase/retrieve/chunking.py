@@ -258,14 +258,35 @@ def _longest_fitting_end(
     return low
 
 
+def _too_long(
+    text: str, start: int, end: int, max_tokens: int, max_token_bytes: int | None
+) -> bool:
+    """True when ``text[start:end]`` has more than ``max_tokens`` tokens by its size alone:
+    no token covers more than ``max_token_bytes`` UTF-8 bytes, nor a character less than
+    one. Counting a long remainder again for every piece cut from it was quadratic."""
+    if max_token_bytes is None:
+        return False
+    limit = max_tokens * max_token_bytes
+    if end - start > limit:
+        return True
+    return len(text[start:end].encode("utf-8", "surrogatepass")) > limit
+
+
 def _hard_split(
-    text: str, start: int, end: int, max_tokens: int, count: CountTokens
+    text: str,
+    start: int,
+    end: int,
+    max_tokens: int,
+    count: CountTokens,
+    max_token_bytes: int | None = None,
 ) -> list[tuple[int, int]]:
     """Split one over-long span into pieces that fit, cutting at whitespace if possible."""
     pieces: list[tuple[int, int]] = []
     start, end = _trimmed(text, start, end)
     while start < end:
-        if count(text[start:end]) <= max_tokens:
+        if not _too_long(text, start, end, max_tokens, max_token_bytes) and (
+            count(text[start:end]) <= max_tokens
+        ):
             pieces.append((start, end))
             break
         cut = _longest_fitting_end(text, start, end, max_tokens, count)
@@ -282,7 +303,11 @@ def _hard_split(
 
 
 def _fit_segments(
-    text: str, segments: list[_Segment], max_tokens: int, count: CountTokens
+    text: str,
+    segments: list[_Segment],
+    max_tokens: int,
+    count: CountTokens,
+    max_token_bytes: int | None = None,
 ) -> list[_Segment]:
     """Replace every segment longer than ``max_tokens`` by hard-split pieces."""
     fitted: list[_Segment] = []
@@ -290,7 +315,7 @@ def _fit_segments(
         if count(text[segment.start : segment.end]) <= max_tokens:
             fitted.append(segment)
             continue
-        pieces = _hard_split(text, segment.start, segment.end, max_tokens, count)
+        pieces = _hard_split(text, segment.start, segment.end, max_tokens, count, max_token_bytes)
         for position, (start, end) in enumerate(pieces):
             fitted.append(
                 _Segment(
@@ -364,15 +389,30 @@ def chunk_text(
     text: str,
     config: ChunkingConfig = DEFAULT_CHUNKING,
     count_tokens: CountTokens | None = None,
+    max_token_bytes: int | None = None,
 ) -> list[Chunk]:
     """Chunks of ``text``, in order, each within ``config.max_tokens`` tokens.
 
     ``count_tokens`` defaults to the best offline tokenizer (see
-    :func:`ctxbase.assemble.tokens.get_token_counter`). Whitespace-only text gives ``[]``.
+    :func:`ctxbase.assemble.tokens.get_token_counter`), and ``max_token_bytes`` to the most
+    UTF-8 bytes one of its tokens covers: a span too long to fit by that bound alone is not
+    counted (the chunks are the same, found without counting a long line's rest again for
+    every piece cut from it). Whitespace-only text gives ``[]``.
     """
-    count = count_tokens if count_tokens is not None else get_token_counter().count
+    count: CountTokens
+    if count_tokens is None:
+        counter = get_token_counter()
+        count = counter.count
+        if max_token_bytes is None:
+            max_token_bytes = getattr(counter, "max_token_bytes", None)
+    else:
+        count = count_tokens
     segments = _fit_segments(
-        text, _segments(text, config.respect_headings), config.max_tokens, count
+        text,
+        _segments(text, config.respect_headings),
+        config.max_tokens,
+        count,
+        max_token_bytes,
     )
     chunks: list[Chunk] = []
     first_new = 0
