@@ -52,6 +52,24 @@ def _statement_entities(
     links: list[Link] = []
     requirements: list[str] = []
     found = extract.statements(ev.text or "") if cfg.statements else []
+    if not found:
+        return links, requirements
+    # One commit for the message's statements, not one each: a long message holds hundreds.
+    with cb.store.transaction():
+        _write_statements(cb, ev, cfg, titles, found, links, requirements)
+    cb.notify_embedder()  # their units are committed now
+    return links, requirements
+
+
+def _write_statements(
+    cb: Components,
+    ev: Event,
+    cfg: AnchorConfig,
+    titles: dict[str, str],
+    found: Sequence[extract.Statement],
+    links: list[Link],
+    requirements: list[str],
+) -> None:
     said_by_user = ev.type == "user_message"
     for n, st in enumerate(found, start=1):
         conf = st.confidence if said_by_user else round(st.confidence - 0.1, 3)
@@ -77,7 +95,6 @@ def _statement_entities(
                     )
         if st.kind == "requirement":
             requirements.append(eid)
-    return links, requirements
 
 
 _WORD = re.compile(r"(?<![\w./-])([A-Za-z_][\w.]*[A-Za-z0-9_])(?![\w/])")
