@@ -269,3 +269,32 @@ def test_a_spec_named_to_change_earlier_sql_references_that_sql(cb: ContextBase)
     assert report.removed.get("relations", 0) >= 2
     assert not [r for r in cb.relationships(doc.id) if r.from_id == doc.id]
     assert cb.get_entity(sql.id).type == "sql"  # the SQL itself stays
+
+
+def test_every_requirement_of_a_long_message_generates_its_sessions_code(cb: ContextBase) -> None:
+    # The requirements of one message are written in one transaction and read the
+    # session's code once: each still links to all of it, and to no other session's.
+    cb.record(
+        "assistant_message",
+        session_id="s1",
+        text="```python\ndef apply_coupon(order):\n    return order\n```",
+    )
+    cb.record(
+        "assistant_message",
+        session_id="s2",
+        text="```python\ndef refund(order):\n    return order\n```",
+    )
+    cb.flush()
+    code = {e.id for e in cb.list_entities(type="code") if e.properties["session_id"] == "s1"}
+    other = {e.id for e in cb.list_entities(type="code") if e.properties["session_id"] == "s2"}
+    assert code and other
+    sentences = [f"第{i}个接口必须支持分页查询。" for i in range(30)]
+    cb.record("user_message", session_id="s1", text="".join(sentences))
+    cb.flush()
+    requirements = cb.list_entities(type="requirement")
+    assert len(requirements) == 30
+    for req in requirements:
+        generated = {
+            r.to_id for r in cb.relationships(req.id, direction="out", types=["GENERATES"])
+        }
+        assert generated == code

@@ -8,12 +8,13 @@ and, when configured, what a chat model finds (llm_extract.py).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 from collections.abc import Sequence
 
 from ..components import Components, ComponentsSource, components_of
-from ..model import Event, make_entity_id
+from ..model import Entity, Event, make_entity_id
 from . import extract
 from .capture_anchor import SKIP_TYPES, AnchorConfig
 from .llm_extract import LLMExtractor, llm_links
@@ -279,12 +280,24 @@ def _anchor_events(
                 known[pid] = _known_mention_names(cb, pid)
             links.extend(_mention_links(cb, ev, prose, idx, known[pid]))
         links = [lk for lk in links if lk.confidence >= cfg.min_confidence]
-        if links:
-            written += len(write_links(cb, links, project=pid))
-        for req in requirements:  # FOLLOWS the documents it names by title, GENERATES code
-            written += len(
-                weave_requirement(cb, req, project=pid, index=idx, origin="ctxbase", found=links)
-            )
+        # One commit for the message's edges, not one per requirement; its requirements
+        # read the session's code once.
+        with cb.store.transaction() if links or requirements else contextlib.nullcontext():
+            if links:
+                written += len(write_links(cb, links, project=pid))
+            code: dict[str, list[Entity]] = {}
+            for req in requirements:  # FOLLOWS the documents it names, GENERATES code
+                written += len(
+                    weave_requirement(
+                        cb,
+                        req,
+                        project=pid,
+                        index=idx,
+                        origin="ctxbase",
+                        found=links,
+                        session_code=code,
+                    )
+                )
         if extractor is not None and extractor.wants(ev.type, prose):
             if pid not in known:
                 known[pid] = _known_mention_names(cb, pid)

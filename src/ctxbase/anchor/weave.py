@@ -496,11 +496,14 @@ def weave_requirement(
     index: SymbolIndex | None = None,
     origin: str = "auto",
     found: Sequence[Link] = (),
+    session_code: dict[str, list[Entity]] | None = None,
 ) -> list[Relation]:
     """A requirement FOLLOWS the documents it names, GENERATES its session's code and
     REFERENCES the other entities it names; `origin` prefixes the sources. `found`: edges
     other rules wrote for the same text (capture anchoring's `follows_spec`): an edge among
-    them is written again only when this weave's rule is preferred (see `preferred`)."""
+    them is written again only when this weave's rule is preferred (see `preferred`).
+    `session_code` keeps each session's code entities for the next requirement (the
+    requirements of one message share them)."""
     cb = components_of(cb)
     pid = cb.resolve_project(project)
     req = cb.get_entity(requirement_id, project=pid)
@@ -522,23 +525,38 @@ def weave_requirement(
             links.append(Link(req.id, "REFERENCES", m.entity_id, m.confidence, "mentions"))
     session = req.properties.get("session_id")
     if isinstance(session, str):
-        links.extend(session_code_links(cb, pid, [req], session))
+        code = None if session_code is None else session_code.get(session)
+        if code is None:
+            code = _session_code(cb, pid, session)
+            if session_code is not None:
+                session_code[session] = code
+        links.extend(session_code_links(cb, pid, [req], session, code))
     links = [replace(link, origin=origin) for link in links]
     mine = {id(link) for link in links}
     return write_links(cb, [k for k in preferred([*found, *links]) if id(k) in mine], project=pid)
 
 
-def session_code_links(
-    cb: ComponentsSource, project_id: str, requirements: Sequence[Entity], session_id: str
-) -> list[Link]:
-    """Requirements of a session GENERATES the code anchored from that session."""
-    cb = components_of(cb)
-    code = [
+def _session_code(cb: Components, project_id: str, session_id: str) -> list[Entity]:
+    """The code, SQL, table and test entities anchored from one session."""
+    return [
         e
         for etype in ("code", "sql", "table", "test_case")
         for e in cb.store.list_entities(project_id, type=etype)
         if e.properties.get("session_id") == session_id
     ]
+
+
+def session_code_links(
+    cb: ComponentsSource,
+    project_id: str,
+    requirements: Sequence[Entity],
+    session_id: str,
+    code: Sequence[Entity] | None = None,
+) -> list[Link]:
+    """Requirements of a session GENERATES the code anchored from that session (`code`,
+    when the caller has read it already)."""
+    if code is None:
+        code = _session_code(components_of(cb), project_id, session_id)
     return [
         Link(req.id, "GENERATES", c.id, 0.7, "session_code", {"session_id": session_id})
         for req in requirements
