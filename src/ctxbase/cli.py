@@ -522,14 +522,16 @@ def _wait_for_vectors(
     total = pending()
     deadline = None if timeout is None else time.monotonic() + timeout
     if why:
-        if total == 0 or cb.wait_for_embeddings(min(_QUIET_WAIT_S, timeout or _QUIET_WAIT_S)):
+        if total == 0 or cb.wait_for_embeddings(
+            min(_QUIET_WAIT_S, timeout or _QUIET_WAIT_S), warn=False
+        ):
             return total
         if deadline is not None and time.monotonic() >= deadline:
             return max(0, total - pending())
         progress.note(f"embedding {total} item(s) that have no vector yet ({why})")
     with progress.bar("embedding", total=total, unit="vector") as bar:
         try:
-            while not cb.wait_for_embeddings(0.5):
+            while not cb.wait_for_embeddings(0.5, warn=False):
                 left = pending()
                 bar.update_to(max(0, total - left))
                 if deadline is not None and time.monotonic() >= deadline:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +58,8 @@ if TYPE_CHECKING:  # imported where used: a base that never searches loads no re
     from .retrieve.search import Searcher, SearchResponse
 
 __all__ = ["READ_WAIT_S", "ContextBase"]
+
+log = logging.getLogger(__name__)
 
 # How long a search or an assembly waits for the events captured before it to be written.
 READ_WAIT_S = 5.0
@@ -241,22 +245,41 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             if w is not None:
                 w.notify()
 
-    def wait_for_embeddings(self, timeout: float | None = None) -> bool:
+    def wait_for_embeddings(
+        self, timeout: float | None = None, *, progress: bool = False, warn: bool = True
+    ) -> bool:
         """Block until every stored item has a vector (background mode), or embed them now;
-        what capture anchoring has still to write is waited for first.
+        what capture anchoring has still to write is waited for first, within the same
+        `timeout` (seconds; None: no limit).
 
-        Returns False when `timeout` passes first. Raises EmbedderUnavailableError, with
-        the cause, when the embedder fails, instead of waiting for vectors that never come.
+        Returns False when `timeout` passes first, and logs a warning saying how many items
+        of this base's project still have no vector (they keep being embedded in the
+        background; `warn=False` for a caller that polls in short waits and says it
+        itself). `progress=True` shows the vectors made out of the backlog on stderr.
+        Raises EmbedderUnavailableError, with the cause, when the embedder fails, instead
+        of waiting for vectors that never come.
         """
-        if self._anchorer is not None:
-            self._anchorer.wait_idle(timeout)
+        from .retrieve.embedding_wait import wait_for_vectors
+
+        started = time.monotonic()
+        if self._anchorer is not None and not self._anchorer.wait_idle(timeout):
+            if warn:
+                log.warning(
+                    "wait_for_embeddings: timed out after %.0f s with %d event(s) still to anchor",
+                    timeout,
+                    self._anchorer.stats().pending,
+                )
+            return False
         worker = self.embedding_worker
         if worker is None:
             return True
         if not self._background_embedding:
             worker.drain()
             return True
-        return worker.wait_idle(timeout)
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        return wait_for_vectors(
+            self.store, worker, self.project, left, progress=progress, warn=warn, started=started
+        )
 
     # -- capture -----------------------------------------------------------------------
     def _write_events(self, events: Sequence[Event], *, strict: bool = False) -> WriteResult:

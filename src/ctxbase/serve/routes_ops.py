@@ -72,4 +72,5 @@ def wait_for_embeddings(
 ) -> IdleOut:
     """Block until every stored item has a vector (or the timeout passes); a failing
     embedder is a 503 with its error, not a wait for vectors that never come."""
-    return IdleOut(idle=rt.cb.wait_for_embeddings(timeout))
+    # idle=false tells the client; a client polling would fill the server log with warnings
+    return IdleOut(idle=rt.cb.wait_for_embeddings(timeout, warn=False))

@@ -1,0 +1,89 @@
+"""Waiting for the background embedder: with a bar if asked, and a warning on timeout.
+
+`ContextBase.wait_for_embeddings` waits here. A wait that runs out says so (logger
+`ctxbase.retrieve.embedding_wait`, WARNING: shown on stderr even when logging is not
+configured) with how many items of the project still have no vector and the pace so far,
+instead of only returning False: a caller that ignores the result still learns that the
+embedding is not done. With `progress`, the vectors made out of the backlog are shown on
+stderr as `ctxbase ingest --wait-embeddings` shows them (progress.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from ..progress import Progress
+from ..store.base import Store
+from .embedding_worker import EmbeddingWorker
+
+__all__ = ["BACKLOG_CAP", "wait_for_vectors"]
+
+log = logging.getLogger(__name__)
+
+# Counting the backlog stops here; a larger one is reported as this many.
+BACKLOG_CAP = 10_000_000
+
+# How often a wait with a bar looks at the backlog.
+_POLL_S = 0.5
+
+
+def _pending(store: Store, model: str, project: str) -> int:
+    return int(store.count_pending_embeddings(model, BACKLOG_CAP, project))
+
+
+def wait_for_vectors(
+    store: Store,
+    worker: EmbeddingWorker,
+    project: str,
+    timeout: float | None,
+    *,
+    progress: bool = False,
+    warn: bool = True,
+    started: float | None = None,
+) -> bool:
+    """Wait until the worker leaves nothing without a vector; False when `timeout`
+    (seconds, None: no limit) passes first, after logging how much is left (unless not
+    `warn`). `started`: when the caller's wait began (time.monotonic()), for the log."""
+    model = worker.embedder.name
+    now = time.monotonic()
+    started = now if started is None else started
+    deadline = None if timeout is None else now + max(0.0, timeout)
+    total = _pending(store, model, project)  # the backlog: the pace and the bar
+    if progress and total:
+        with Progress().bar("embedding", total=total, unit="vector") as bar:
+            while True:
+                left = None if deadline is None else deadline - time.monotonic()
+                if worker.wait_idle(_POLL_S if left is None else max(0.0, min(_POLL_S, left))):
+                    bar.update_to(total)
+                    return True
+                remaining = _pending(store, model, project)
+                bar.update_to(max(0, total - remaining))
+                if deadline is not None and time.monotonic() >= deadline:
+                    bar.close(finished=False)
+                    break
+    elif worker.wait_idle(None if deadline is None else max(0.0, deadline - time.monotonic())):
+        return True
+    remaining = _pending(store, model, project)
+    if remaining == 0:  # done as the time ran out: every item has its vector
+        return True
+    if warn:
+        _warn_timeout(model, project, time.monotonic() - started, total, remaining)
+    return False
+
+
+def _warn_timeout(model: str, project: str, elapsed: float, total: int, left: int) -> None:
+    pace = ""
+    if total > left and elapsed > 0:
+        rate = (total - left) / elapsed
+        pace = f"; {rate:.1f} vectors/s so far, about {left / rate:.0f} s more"
+    log.warning(
+        "wait_for_embeddings: timed out after %.0f s with %d item(s) of project %r still "
+        "without a %s vector%s; they are embedded in the background (keyword and graph "
+        "search find them meanwhile)",
+        elapsed,
+        left,
+        project,
+        model,
+        pace,
+    )

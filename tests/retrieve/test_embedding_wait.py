@@ -1,0 +1,96 @@
+"""Waiting for vectors: a wait that runs out says how much is left; a bar if asked."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from ctxbase import ContextBase
+from ctxbase.retrieve.embed.base import FloatMatrix
+from ctxbase.retrieve.embed.hashing import HashingEmbedder
+
+WAIT_LOGGER = "ctxbase.retrieve.embedding_wait"
+
+
+class SlowEmbedder(HashingEmbedder):
+    """Hashing vectors at the pace of a model on a loaded CPU: until released, each call
+    takes `pause` seconds."""
+
+    def __init__(self, pause: float) -> None:
+        super().__init__()
+        self.pause = pause
+        self.released = threading.Event()
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        if not self.released.is_set():
+            self.released.wait(self.pause)
+        return super().embed_documents(texts)
+
+
+def _base(tmp_path: Path, embedder: SlowEmbedder, n: int = 200) -> ContextBase:
+    cb = ContextBase(str(tmp_path / "w.db"), project="p", embedder=embedder)
+    for i in range(n):
+        cb.capture("tool_result", session_id="s", text=f"line {i} of a long build log")
+    cb.flush()
+    return cb
+
+
+def test_a_wait_that_runs_out_says_how_many_items_are_left(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    embedder = SlowEmbedder(pause=30.0)
+    cb = _base(tmp_path, embedder)
+    try:
+        started = time.monotonic()
+        with caplog.at_level(logging.WARNING, logger=WAIT_LOGGER):
+            assert cb.wait_for_embeddings(timeout=0.5) is False
+        # one timeout for anchoring and embedding together, not one each
+        assert time.monotonic() - started < 5
+        (record,) = [r for r in caplog.records if r.name == WAIT_LOGGER]
+        message = record.getMessage()
+        assert record.levelno == logging.WARNING
+        assert "timed out" in message and "'p'" in message
+        left = cb.store.count_pending_embeddings(embedder.name, 1000, "p")
+        assert left > 0 and f"with {left} item(s)" in message
+        caplog.clear()
+        embedder.released.set()
+        with caplog.at_level(logging.WARNING, logger=WAIT_LOGGER):
+            assert cb.wait_for_embeddings(timeout=60) is True
+        assert not [r for r in caplog.records if r.name == WAIT_LOGGER]  # done: nothing said
+        assert cb.store.count_pending_embeddings(embedder.name, 1000, "p") == 0
+    finally:
+        embedder.released.set()
+        cb.close()
+
+
+def test_a_quiet_wait_says_nothing(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    embedder = SlowEmbedder(pause=30.0)
+    cb = _base(tmp_path, embedder, n=10)
+    try:
+        with caplog.at_level(logging.WARNING, logger=WAIT_LOGGER):
+            assert cb.wait_for_embeddings(timeout=0.2, warn=False) is False
+        assert not [r for r in caplog.records if r.name == WAIT_LOGGER]
+    finally:
+        embedder.released.set()
+        cb.close()
+
+
+def test_progress_shows_the_vectors_made_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    embedder = SlowEmbedder(pause=0.05)
+    cb = _base(tmp_path, embedder)
+    try:
+        assert cb.store.count_pending_embeddings(embedder.name, 1000, "p") > 0
+        assert cb.wait_for_embeddings(timeout=120, progress=True) is True
+        err = capsys.readouterr().err  # not a terminal: one plain line when it ends
+        done = re.search(r"embedding: (\d+)/(\d+) vectors, done in", err)
+        assert done is not None and done.group(1) == done.group(2) != "0", err
+    finally:
+        cb.close()
