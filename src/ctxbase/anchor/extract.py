@@ -100,7 +100,12 @@ _TABLE_BEFORE = re.compile(
     rf"[`\"\[]?({_IDENT})[`\"\]]?",
     re.IGNORECASE,
 )
-_TABLE_AFTER = re.compile(rf"[`\"]?({_IDENT})[`\"]?\s*(?:表|数据表|\btable\b)", re.IGNORECASE)
+# A name can only start where a run of identifier characters starts (after its leading
+# digits) or after a dot in it: a later start in the run ends where the first one did and
+# fails as it did. Without that a long run ("a" * 20_000, a hex dump) took quadratic time.
+_TABLE_AFTER = re.compile(
+    rf"[`\"]?(?<![A-Za-z0-9_])[0-9]*({_IDENT})[`\"]?\s*(?:表|数据表|\btable\b)", re.IGNORECASE
+)
 # "和表 orders": in Chinese prose an ASCII word right after 表 is the table's name
 _TABLE_AFTER_ZH = re.compile(rf"(?:表|数据表)\s*[`\"]?({_IDENT})(?![A-Za-z0-9_.])[`\"]?")
 _ROUTE = re.compile(
