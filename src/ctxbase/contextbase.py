@@ -259,7 +259,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         Raises EmbedderUnavailableError, with the cause, when the embedder fails, instead
         of waiting for vectors that never come.
         """
-        from .retrieve.embedding_wait import wait_for_vectors
+        from .embedding_wait import wait_for_vectors
 
         started = time.monotonic()
         if self._anchorer is not None and not self._anchorer.wait_idle(timeout):

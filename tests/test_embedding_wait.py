@@ -15,7 +15,7 @@ from ctxbase import ContextBase
 from ctxbase.retrieve.embed.base import FloatMatrix
 from ctxbase.retrieve.embed.hashing import HashingEmbedder
 
-WAIT_LOGGER = "ctxbase.retrieve.embedding_wait"
+WAIT_LOGGER = "ctxbase.embedding_wait"
 
 
 class SlowEmbedder(HashingEmbedder):

@@ -1,7 +1,7 @@
 """Waiting for the background embedder: with a bar if asked, and a warning on timeout.
 
 `ContextBase.wait_for_embeddings` waits here. A wait that runs out says so (logger
-`ctxbase.retrieve.embedding_wait`, WARNING: shown on stderr even when logging is not
+`ctxbase.embedding_wait`, WARNING: shown on stderr even when logging is not
 configured) with how many items of the project still have no vector and the pace so far,
 instead of only returning False: a caller that ignores the result still learns that the
 embedding is not done. With `progress`, the vectors made out of the backlog are shown on
@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 import time
 
-from ..progress import Progress
-from ..store.base import Store
-from .embedding_worker import EmbeddingWorker
+from .progress import Progress
+from .retrieve.embedding_worker import EmbeddingWorker
+from .store.base import Store
 
 __all__ = ["BACKLOG_CAP", "wait_for_vectors"]
 
