@@ -83,8 +83,10 @@ def test_soft_delete_hides_what_was_made_from_the_message(cb: ContextBase) -> No
     assert not _owners(cb, "hr_salaries_secret payroll_dump system must store")
     again = cb.assemble_context(agent_role="coder", user_intent="payroll table", session_id="s21")
     assert "hr_salaries_secret" not in json.dumps(again.messages)
-    # a hide can be undone: the stored trace keeps what it showed until a hard forget
-    assert "hr_salaries_secret" in json.dumps(cb.get_trace(ctx.context_id))
+    # a hide can be undone: the stored trace keeps what it showed until a hard forget, and
+    # a read of it shows what is hidden now as hidden
+    assert "hr_salaries_secret" in json.dumps(cb.store.get_trace(cb.project, ctx.context_id))
+    assert "hr_salaries_secret" not in json.dumps(cb.get_trace(ctx.context_id))
     # mallory goes once every event naming it is hidden, and comes back with one of them
     assert cb.soft_delete([other]) == 2 and _names(cb, "mention") == set()
     assert cb.restore([other]) == 2 and _names(cb, "mention") == {"mallory"}

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from ..components import ComponentsSource, components_of
 from ..errors import NotFoundError
+from ..store.base import Store
+from ..store.trace_redaction import Forgotten
 from .budget import LAYER_ORDER, BudgetAllocation
 from .diff import TraceDiff, diff_traces
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from .strategies import MemoryCandidate
 
 __all__ = [
+    "HIDDEN",
     "LOGGER_NAME",
     "AssembledContext",
     "assembly_log",
@@ -36,6 +39,7 @@ __all__ = [
     "explain_trace",
     "get_trace",
     "log_trace",
+    "mask_hidden",
     "print_assembly_log",
 ]
 
@@ -110,15 +114,45 @@ class AssembledContext:
         }
 
 
+# What stands in a trace where an item soft-deleted since was (restoring it shows it again).
+HIDDEN = "[hidden]"
+
+
 def get_trace(
     cb: ComponentsSource, context_id: str, *, project: str | None = None
 ) -> dict[str, Any]:
-    """The stored trace of an assembly; NotFoundError when there is none."""
+    """The stored trace of an assembly; NotFoundError when there is none. Events and
+    entities soft-deleted since the assembly show as `HIDDEN` (ids, texts, and the texts
+    where another entry quotes them), as they are hidden from every other read."""
     cb = components_of(cb)
-    trace = cb.store.get_trace(cb.project if project is None else project, context_id)
+    pid = cb.project if project is None else project
+    trace = cb.store.get_trace(pid, context_id)
     if trace is None:
         raise NotFoundError("context", context_id)
-    return trace
+    return mask_hidden(cb.store, pid, trace)
+
+
+def mask_hidden(store: Store, project_id: str, trace: dict[str, Any]) -> dict[str, Any]:
+    """`trace` with the events and entities now soft-deleted masked (see `get_trace`)."""
+    named: set[str] = set()
+    for layer in trace.get("layers", {}).values():
+        named.update(str(item.get("id")) for item in layer.get("items", ()))
+    for key in ("candidates", "search_considered", "dropped"):
+        for entry in trace.get(key, ()):
+            named.update(str(entry.get(k)) for k in ("id", "owner_id") if entry.get(k))
+    owners = sorted({n.split("#", 1)[0] for n in named if n and n != "None"})
+    if not owners:
+        return trace
+    events = store.get_events(project_id, owners, include_inactive=True)
+    entities = store.get_entities(project_id, owners, include_inactive=True)
+    hidden = [(e.id, e.text) for e in events if not e.active]
+    hidden += [(e.id, e.text) for e in entities if not e.active]
+    if not hidden:
+        return trace
+    masked, _ = Forgotten([i for i, _ in hidden], [t for _, t in hidden], marker=HIDDEN).redact(
+        trace
+    )
+    return dict(masked)
 
 
 def diff_contexts(

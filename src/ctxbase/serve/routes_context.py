@@ -157,11 +157,9 @@ def get_trace(
     if project_id is not None:
         who.check(project_id, "read")
         return rt.cb.get_trace(context_id, project=project_id)
-    projects = sorted(who.projects) if who.projects is not None else rt.cb.store.list_projects()
-    for pid in projects:
-        trace = rt.cb.store.get_trace(pid, context_id)
-        if trace is not None:
-            return trace
+    pid = rt.cb.store.trace_project(context_id)
+    if pid is not None and (who.projects is None or pid in who.projects):
+        return rt.cb.get_trace(context_id, project=pid)  # soft-deleted items masked
     raise NotFoundError("context", context_id)
 
 

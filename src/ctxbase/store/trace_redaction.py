@@ -39,7 +39,10 @@ _QUOTED_CAUSE = re.compile(r":\s*('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\")\s*$")
 class Forgotten:
     """The ids (events, entities, their search units) and texts a forget removes."""
 
-    def __init__(self, ids: Iterable[str], texts: Iterable[str | None] = ()) -> None:
+    def __init__(
+        self, ids: Iterable[str], texts: Iterable[str | None] = (), marker: str = REDACTED
+    ) -> None:
+        self.marker = marker  # what stands where forgotten content was
         self.ids = frozenset(i for i in ids if i)
         self.texts = sorted(
             {t for t in texts if t and len(t.strip()) >= MIN_TEXT_CHARS}, key=len, reverse=True
@@ -90,9 +93,9 @@ class Forgotten:
         """`value` with forgotten texts and ids replaced where they occur."""
         for text in self.texts:
             if text in value:
-                value = value.replace(text, REDACTED)
+                value = value.replace(text, self.marker)
         if self._id_pattern is not None:
-            value = self._id_pattern.sub(REDACTED, value)
+            value = self._id_pattern.sub(self.marker, value)
         return value
 
     def redact(self, trace: Any) -> tuple[Any, bool]:
@@ -111,7 +114,7 @@ class Forgotten:
             out: dict[str, Any] = {}
             for key, v in value.items():
                 if about and isinstance(v, str) and key not in _STRUCTURAL_KEYS:
-                    out[key] = REDACTED
+                    out[key] = self.marker
                 else:
                     out[key] = self._walk(v)
             return out
