@@ -165,10 +165,20 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             exit_hooks.unregister(self)
 
     def flush(self, timeout: float | None = None) -> None:
-        """Return once every event captured before this call is on disk and anchored."""
+        """Return once every event captured before this call is on disk and anchored.
+        With `timeout` (seconds, for both), CaptureError when it passes first, saying
+        whether events are still unwritten or written but not yet anchored."""
+        deadline = None if timeout is None else time.monotonic() + timeout
         self._bus.flush(timeout)
-        if self._anchorer is not None:
-            self._anchorer.wait_idle(timeout)
+        if self._anchorer is None:
+            return
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._anchorer.wait_idle(left):
+            waiting = self._anchorer.stats().pending
+            raise CaptureError(
+                f"flush timed out: every event is written, but {waiting or 'some'} are not yet"
+                " anchored (their entities and relations come when anchoring catches up)"
+            )
 
     def _caught_up(self) -> None:
         # Read your writes: a turn captured a moment ago is in the history and the search

@@ -26,6 +26,7 @@ from ctxbase.anchor.llm_extract import (
     entity_kind,
     parse_extraction,
 )
+from ctxbase.capture.bus import CaptureError
 from ctxbase.model import Relation, make_entity_id
 from ctxbase.store.base import Store
 
@@ -195,6 +196,9 @@ def test_capture_search_and_assembly_never_wait_on_the_model(
         # all of that went on while the model held its answer (capture waiting on it would
         # have blocked here until the gate opened)
         assert not chat_server.released.is_set() and len(chat_server.requests) == 1
+        # a flush with a timeout says it ran out, and on what, instead of returning as if done
+        with pytest.raises(CaptureError, match=r"written, but .* not yet anchored"):
+            cb.flush(timeout=0.2)
         chat_server.gate.set()
         cb.flush()
         assert {e for e in _edges(cb, held) if e[3] == "ctxbase:llm"}
