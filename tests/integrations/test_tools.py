@@ -41,7 +41,13 @@ def test_dispatcher_runs_model_calls(cb: ContextBase) -> None:
     ctx = call(scope, "assemble_context", {"intent": "what is the budget"})
     assert "50000" in json.dumps(ctx["messages"])
     assert call(scope, "get_trace", {"context_id": ctx["context_id"]})["policy"]
-    assert call(scope, "forget", {"session_id": "s1"}) == {"hard": False, "hidden": 1}
+    assert call(scope, "forget", {"session_id": "s1"}) == {
+        "hard": False,
+        "hidden": 1,
+        "unchanged": [],
+        "not_found": [],
+        "already_forgotten": [],
+    }
     assert call(scope, "search_memory", {"query": "cache TTL", "mode": "keyword"})["results"] == []
     gone = call(scope, "forget", {"event_ids": [stored["event_id"]], "hard": True})
     assert gone["hard"] is True and gone["removed"]
@@ -80,6 +86,10 @@ def test_roles_limit_what_a_call_may_do(cb: ContextBase) -> None:
     denied = call(writer, "forget", {"event_ids": [event_id], "hard": True})["error"]
     assert denied["code"] == "forbidden"
     assert call(writer, "forget", {"event_ids": [event_id]})["hidden"] == 1
+    # an agent retrying the hide is told it was hidden already, not given an error
+    again = call(writer, "forget", {"event_ids": [event_id, "ev_typo"]})
+    assert again["hidden"] == 0 and again["unchanged"] == [event_id]
+    assert again["not_found"] == ["ev_typo"]
 
 
 def test_scope_is_checked_when_built(cb: ContextBase) -> None:

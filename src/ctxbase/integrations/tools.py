@@ -178,7 +178,8 @@ class RememberArgs(_Args):
 class ForgetArgs(_Args):
     """Remove memories: the given events, or every event of a session. By default they
     are hidden (reversible); hard=true deletes them for good (needs an admin key).
-    Returns how many were removed."""
+    Returns how many were hidden or removed, and the ids that were hidden already
+    (unchanged), forgotten before (already_forgotten) or unknown (not_found)."""
 
     event_ids: list[str] = Field(
         default_factory=list, max_length=1000, description="Ids of events to forget."
@@ -332,7 +333,23 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
     ids = list(a.event_ids)
     if a.session_id:
         ids += [e.id for e in scope.cb.last_events(a.session_id, 1_000_000, project=pid)]
-    return {"hard": False, "hidden": scope.cb.soft_delete(ids, project=pid) if ids else 0}
+    if not ids:  # a session with nothing left to hide
+        return {
+            "hard": False,
+            "hidden": 0,
+            "unchanged": [],
+            "not_found": [],
+            "already_forgotten": [],
+        }
+    # the whole report, as a hard forget gives: a retried hide is "unchanged", not an error
+    seen = scope.cb.set_hidden(ids, True, project=pid)
+    return {
+        "hard": False,
+        "hidden": seen.changed,
+        "unchanged": list(seen.unchanged),
+        "not_found": list(seen.not_found),
+        "already_forgotten": list(seen.already_forgotten),
+    }
 
 
 def _list_sessions(scope: ToolScope, a: ListSessionsArgs) -> dict[str, Any]:
