@@ -488,8 +488,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def _vectors_line(cb: Any, *, waiting: bool) -> str:
     """What is searchable right after an ingest: keyword and graph at once, by meaning
     only the items that already have their vector."""
+    from .embedding_wait import pending_vectors
+
     total = int(cb.store.count_items(cb.project))
-    left = int(cb.store.count_pending_embeddings(cb.embedder.name, _BACKLOG_CAP, cb.project))
+    left = pending_vectors(cb.store, cb.embedder.name, cb.project)
     line = f"searchable by keyword and graph now; vectors {max(0, total - left)}/{total}"
     if left and not waiting:
         line += (
@@ -497,10 +499,6 @@ def _vectors_line(cb: Any, *, waiting: bool) -> str:
             " database; --wait-embeddings waits for them)"
         )
     return line
-
-
-# Counting the backlog stops here; a larger one is shown as this many until it shrinks.
-_BACKLOG_CAP = 10_000_000
 
 
 def _wait_for_vectors(
@@ -514,10 +512,12 @@ def _wait_for_vectors(
     `_QUIET_WAIT_S`: a small backlog or an embedder that fails at once says nothing here
     (the search reports the failure); a longer wait says why, then shows the bar, and a
     failure ends the bar without a line of its own."""
+    from .embedding_wait import pending_vectors
+
     name, project = cb.embedder.name, cb.project
 
     def pending() -> int:
-        return int(cb.store.count_pending_embeddings(name, _BACKLOG_CAP, project))
+        return pending_vectors(cb.store, name, project)
 
     total = pending()
     deadline = None if timeout is None else time.monotonic() + timeout

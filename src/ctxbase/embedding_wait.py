@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
 from .progress import Progress
-from .retrieve.embedding_worker import EmbeddingWorker
-from .store.base import Store
 
-__all__ = ["BACKLOG_CAP", "wait_for_vectors"]
+if TYPE_CHECKING:
+    from .retrieve.embedding_worker import EmbeddingWorker
+    from .store.base import Store
+
+__all__ = ["BACKLOG_CAP", "pending_vectors", "wait_for_vectors"]
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +31,8 @@ BACKLOG_CAP = 10_000_000
 _POLL_S = 0.5
 
 
-def _pending(store: Store, model: str, project: str) -> int:
+def pending_vectors(store: Store, model: str, project: str) -> int:
+    """Items of `project` with no vector for `model` (counted up to BACKLOG_CAP)."""
     return int(store.count_pending_embeddings(model, BACKLOG_CAP, project))
 
 
@@ -49,7 +53,7 @@ def wait_for_vectors(
     now = time.monotonic()
     started = now if started is None else started
     deadline = None if timeout is None else now + max(0.0, timeout)
-    total = _pending(store, model, project)  # the backlog: the pace and the bar
+    total = pending_vectors(store, model, project)  # the backlog: the pace and the bar
     if progress and total:
         with Progress().bar("embedding", total=total, unit="vector") as bar:
             while True:
@@ -57,14 +61,14 @@ def wait_for_vectors(
                 if worker.wait_idle(_POLL_S if left is None else max(0.0, min(_POLL_S, left))):
                     bar.update_to(total)
                     return True
-                remaining = _pending(store, model, project)
+                remaining = pending_vectors(store, model, project)
                 bar.update_to(max(0, total - remaining))
                 if deadline is not None and time.monotonic() >= deadline:
                     bar.close(finished=False)
                     break
     elif worker.wait_idle(None if deadline is None else max(0.0, deadline - time.monotonic())):
         return True
-    remaining = _pending(store, model, project)
+    remaining = pending_vectors(store, model, project)
     if remaining == 0:  # done as the time ran out: every item has its vector
         return True
     if warn:
