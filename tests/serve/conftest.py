@@ -4,13 +4,15 @@ the module's tests; each test gets fresh project ids so tests stay independent."
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import pytest
 
+import ctxbase
 from ctxbase.serve.keys import create_key
 from ctxbase.serve.server import BackgroundServer
 from ctxbase.serve.settings import ServerSettings
@@ -34,6 +36,28 @@ class Live:
     def client(self, key: str | None) -> httpx.Client:
         headers = {} if key is None else {"Authorization": f"Bearer {key}"}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
+
+
+T = TypeVar("T")
+
+
+def embedded_and_remote(
+    server: Live, tmp_path: Path, request: pytest.FixtureRequest, scenario: Callable[[Any], T]
+) -> tuple[T, T]:
+    """`scenario` run on an embedded base of the test's backend, then on the remote SDK of
+    `server` (an admin key), each in a new project: what each answered, to compare."""
+    postgres = "postgres" in request.node.callspec.id
+    target = request.getfixturevalue("pg_url") if postgres else str(tmp_path / "embedded.db")
+    embedded = ctxbase.open(target, project=f"emb-{uuid.uuid4().hex[:8]}", embedder="hash")
+    try:
+        local = scenario(embedded)
+    finally:
+        embedded.close()
+    project = f"rem-{uuid.uuid4().hex[:8]}"
+    key = server.key(project, role="admin")
+    with ctxbase.connect(server.url, api_key=key, project=project) as client:
+        remote = scenario(client)
+    return local, remote
 
 
 def start(tmp: Path, **overrides: object) -> BackgroundServer:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -19,7 +18,7 @@ import pytest
 from test_idempotency import _LoseFirstAnswer
 
 import ctxbase
-from conftest import Live, serve_on_param
+from conftest import Live, embedded_and_remote, serve_on_param
 from ctxbase.errors import NotFoundError
 
 
@@ -168,17 +167,7 @@ def _scenario(api: Any) -> dict[str, Any]:
 def test_the_remote_sdk_answers_as_the_embedded_api(
     server: Live, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    postgres = "postgres" in request.node.callspec.id
-    target = request.getfixturevalue("pg_url") if postgres else str(tmp_path / "embedded.db")
-    embedded = ctxbase.open(target, project=f"emb-{uuid.uuid4().hex[:8]}", embedder="hash")
-    try:
-        local = _scenario(embedded)
-    finally:
-        embedded.close()
-    project = f"rem-{uuid.uuid4().hex[:8]}"
-    key = server.key(project, role="admin")
-    with ctxbase.connect(server.url, api_key=key, project=project) as client:
-        remote = _scenario(client)
+    local, remote = embedded_and_remote(server, tmp_path, request, _scenario)
     assert remote == local
     expected = {
         "hidden": (1, [], ["ev_typo"]),

@@ -6,7 +6,6 @@ remote SDK gives what the embedded API gives."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import pytest
 
 import ctxbase
-from conftest import Live, serve_on_param
+from conftest import Live, embedded_and_remote, serve_on_param
 from ctxbase.capture.events import build_event
 
 
@@ -84,18 +83,7 @@ def _scenario(api: Any) -> dict[str, Any]:
 def test_the_remote_sdk_answers_as_the_embedded_api(
     server: Live, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    postgres = "postgres" in request.node.callspec.id
-    target = request.getfixturevalue("pg_url") if postgres else str(tmp_path / "embedded.db")
-    embedded = ctxbase.open(target, project=f"emb-{uuid.uuid4().hex[:8]}", embedder="hash")
-    try:
-        local = _scenario(embedded)
-    finally:
-        embedded.close()
-    project = f"rem-{uuid.uuid4().hex[:8]}"
-    with ctxbase.connect(
-        server.url, api_key=server.key(project, role="admin"), project=project
-    ) as c:
-        remote = _scenario(c)
+    local, remote = embedded_and_remote(server, tmp_path, request, _scenario)
     assert remote == local
     assert local == {
         "record": (True, None, "secret"),
