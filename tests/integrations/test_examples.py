@@ -1,4 +1,5 @@
-"""Every example under examples/ runs offline against a real ctxbase and gives its answer."""
+"""Every example under examples/, and the README's LlamaIndex and AutoGen snippets, run
+offline against a real ctxbase and give their answer."""
 
 from __future__ import annotations
 
@@ -52,3 +53,33 @@ def test_langgraph_example_shows_the_memory_ctxbase_search_finds(
         load("langgraph_agent").main(str(tmp_path / "memory.db"))
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("ctxbase search"))
     assert "Alice prefers PostgreSQL 18 for new services" in line
+
+
+def readme_snippet(marker: str) -> str:
+    """The first Python block of the README after `marker`."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    after = text[text.index(marker) :]
+    start = after.index("```python\n") + len("```python\n")
+    return after[start : after.index("```", start)]
+
+
+@pytest.mark.parametrize(
+    ("marker", "expected"),
+    [
+        ("**LlamaIndex** (", "['user_message', 'assistant_message']"),
+        ("**AutoGen** (", "{'budget': 50000}\nRelevant memory content"),
+    ],
+)
+def test_readme_snippet_runs(
+    marker: str,
+    expected: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the snippets write memory.db where they run
+    code = compile(readme_snippet(marker), f"README.md {marker}", "exec")
+    exec(code, {"__name__": "__main__"})
+    out = capsys.readouterr().out
+    assert expected in out
+    assert "Alice prefers PostgreSQL 18" in out or "section:" in out

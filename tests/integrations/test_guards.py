@@ -22,6 +22,8 @@ def test_missing_framework_names_the_extra() -> None:
         ("ctxbase.integrations.mcp_server", "mcp", "mcp"),
         ("ctxbase.integrations.langgraph_store", "langgraph.store.base", "langgraph"),
         ("ctxbase.integrations.langchain", "langchain_core", "langchain"),
+        ("ctxbase.integrations.autogen_memory", "autogen_core.memory", "autogen"),
+        ("ctxbase.integrations.llamaindex", "llama_index.core", "llamaindex"),
     ],
 )
 def test_each_integration_says_what_to_install(

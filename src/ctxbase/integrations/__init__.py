@@ -1,7 +1,9 @@
 """ctxbase inside agent frameworks: the agent-callable tools (`tools`), an MCP server
-(`mcp_server`), a LangGraph store (`langgraph_store`) and LangChain retriever and chat
-history (`langchain`). Each module imports its framework only when it is imported, and
-says which extra to install when the framework is missing."""
+(`mcp_server`), a LangGraph store (`langgraph_store`), LangChain retriever and chat
+history (`langchain`), an AutoGen memory (`autogen_memory`) and LlamaIndex retriever and
+chat memory (`llamaindex`); the last three recall through `recall`. Each module imports its
+framework only when it is imported, and says which extra to install when the framework is
+missing."""
 
 from __future__ import annotations
 

@@ -5,9 +5,10 @@
     context = CtxbaseRetriever(cb=cb, mode="assemble", agent_role="coder")  # assembled context
     history = CtxbaseChatHistory(cb, session_id="s1", agent_id="coder")
 
-The retriever runs the `search_memory` tool of integrations/tools.py (same hits, same
-fields) or an assembly; the history records each message as a ctxbase event of the
-session, linked to the message before it, so other agents find the conversation.
+The retriever recalls through integrations/recall.py (the `search_memory` and
+`assemble_context` tools: same hits, same fields as every other adapter); the history
+records each message as a ctxbase event of the session, linked to the message before it,
+so other agents find the conversation.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ with warnings.catch_warnings():  # deprecated in langchain-core 1.6.4, still wha
     from langchain_core.chat_history import BaseChatMessageHistory
 
 from ..errors import NotFoundError  # noqa: E402
-from .tools import ToolScope, run_tool  # noqa: E402
+from .recall import assembled, searched  # noqa: E402
+from .tools import ToolScope  # noqa: E402
 
 if TYPE_CHECKING:
     from ..contextbase import ContextBase
@@ -80,45 +82,18 @@ class CtxbaseRetriever(BaseRetriever):
     ) -> list[Document]:
         k = int(kwargs.get("k", self.k))
         if self.mode == "assemble":
-            return self._assembled(query, k)
-        args: dict[str, Any] = {"query": query, "top_k": k, "mode": self.search_mode}
-        if self.session_id:
-            args["session_id"] = self.session_id
-        hits = run_tool(self._scope(), "search_memory", args)["results"]
-        return [
-            Document(
-                page_content=h["text"],
-                id=h["id"],
-                metadata={key: value for key, value in h.items() if key != "text"},
+            items = assembled(
+                self._scope(),
+                query,
+                agent_role=self.agent_role,
+                session_id=self.session_id,
+                max_tokens=self.max_tokens,
+            )[1][:k]
+        else:
+            items = searched(
+                self._scope(), query, k, mode=self.search_mode, session_id=self.session_id
             )
-            for h in hits[:k]
-        ]
-
-    def _assembled(self, query: str, k: int) -> list[Document]:
-        args: dict[str, Any] = {"intent": query, "agent_role": self.agent_role}
-        if self.session_id:
-            args["session_id"] = self.session_id
-        if self.max_tokens:
-            args["max_tokens"] = self.max_tokens
-        ctx = run_tool(self._scope(), "assemble_context", args)
-        items = [
-            (source, item)
-            for source in ("documents", "code_snippets", "events")
-            for item in ctx.get(source, ())
-        ]
-        items.sort(key=lambda pair: -float(pair[1].get("score") or 0.0))
-        return [
-            Document(
-                page_content=str(item.get("content") or ""),
-                id=str(item.get("id")),
-                metadata={
-                    "source": source,
-                    "context_id": ctx["context_id"],
-                    **{key: v for key, v in item.items() if key != "content"},
-                },
-            )
-            for source, item in items[:k]
-        ]
+        return [Document(page_content=r.text, id=r.id, metadata=r.metadata) for r in items]
 
 
 class CtxbaseChatHistory(BaseChatMessageHistory):

@@ -1,0 +1,275 @@
+"""AutoGen memory over ctxbase: `autogen_core.memory.Memory` for AutoGen 0.7 agents.
+
+    from ctxbase.integrations.autogen_memory import CtxbaseMemory
+    memory = CtxbaseMemory(cb, session_id="support-1", agent_id="planner")
+    agent = AssistantAgent("planner", model_client=..., memory=[memory])
+
+`add` records each MemoryContent as an event of the memory's session (text and markdown as
+their text, JSON as its text with the object kept in the event's data, so `query` gives back
+what was added, mime type and metadata included). `query` searches the whole project (other
+agents' events, documents and code too), with the same hits as the other adapters
+(integrations/recall.py). `update_context` runs before each model call, as AutoGen's ListMemory
+does: it adds one system message with what ctxbase recalls for the last message, from a
+search (`recall="search"`) or an assembly (`recall="assemble"`: the project's facts and the
+memory the role's policy recalls, within its token budget; the conversation is in the
+model context already, so the assembly names no session).
+
+`clear` hides (soft deletes) the events this memory added to its session (among the
+session's last SESSION_LIMIT events): they leave
+searches and assemblies, and `cb.restore(ids)` brings them back; nothing else of the store is
+touched, and nothing is deleted for good (`cb.forget(session_id=...)` does that). `close`
+leaves the context base open: whoever opened it closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+from . import require
+
+require("autogen_core.memory", "autogen")
+
+from autogen_core import CancellationToken  # noqa: E402
+from autogen_core.memory import (  # noqa: E402
+    Memory,
+    MemoryContent,
+    MemoryMimeType,
+    MemoryQueryResult,
+    UpdateContextResult,
+)
+from autogen_core.model_context import ChatCompletionContext  # noqa: E402
+from autogen_core.models import LLMMessage, SystemMessage  # noqa: E402
+
+from ..errors import ValidationError  # noqa: E402
+from ..model import Event, check_id  # noqa: E402
+from .recall import SESSION_LIMIT, assembled, searched  # noqa: E402
+from .tools import ToolScope  # noqa: E402
+
+if TYPE_CHECKING:
+    from ..contextbase import ContextBase
+    from ..serve.sdk import Client
+
+__all__ = ["MIME_TYPES", "CtxbaseMemory"]
+
+# What a MemoryContent looked like rides in the event's data, so `query` gives it back.
+_AG_KEY = "autogen_memory"
+MIME_TYPES = (MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value, MemoryMimeType.JSON.value)
+HEADER = "Relevant memory content (from ctxbase, best first):"
+
+
+def _mime(content: MemoryContent) -> str:
+    mime = content.mime_type
+    return mime.value if isinstance(mime, MemoryMimeType) else str(mime)
+
+
+def _as_text(content: MemoryContent) -> tuple[str, Any]:
+    """The event text of a MemoryContent, and the value kept to give it back."""
+    mime, value = _mime(content), content.content
+    if mime not in MIME_TYPES:
+        raise ValidationError(
+            "mime_type", f"ctxbase stores text: one of {', '.join(MIME_TYPES)} (got {mime!r})"
+        )
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError("content", f"bytes that are not UTF-8 ({exc.reason})") from exc
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True), value
+    if not isinstance(value, str):
+        raise ValidationError("content", f"text, bytes or a dict (got {type(value).__name__})")
+    if mime == MemoryMimeType.JSON.value:
+        try:
+            json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValidationError("content", f"not valid JSON: {exc.msg}") from exc
+    return value, value
+
+
+def _message_text(message: LLMMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    # a user message's list (text and images) or a list of function calls/results
+    parts = [
+        getattr(part, "content", None) if not isinstance(part, str) else part for part in content
+    ]
+    return " ".join(p for p in parts if isinstance(p, str))
+
+
+class CtxbaseMemory(Memory):
+    """An AutoGen Memory whose store is a ctxbase (embedded or `ctxbase.connect`); what it
+    adds is shared with every other agent of the project, and what they stored is recalled.
+
+    `k` hits are recalled (`search_mode` as in `search_memory`); `recall="assemble"` recalls
+    through the `agent_role`'s assembly policy instead (`max_tokens`: its budget). `add`
+    records events of `event_type` under `agent_id`. A live context base is no
+    configuration, so the memory does not take part in AutoGen's `dump_component`."""
+
+    def __init__(
+        self,
+        cb: ContextBase | Client,
+        *,
+        session_id: str = "autogen-memory",
+        project: str | None = None,
+        agent_id: str = "autogen",
+        agent_role: str | None = None,
+        k: int = 5,
+        search_mode: Literal["keyword", "semantic", "hybrid", "hybrid_graph"] = "hybrid",
+        recall: Literal["search", "assemble"] = "search",
+        max_tokens: int | None = None,
+        event_type: str = "assistant_message",
+        name: str | None = None,
+    ) -> None:
+        if not 1 <= k <= 50:
+            raise ValidationError("k", f"must be between 1 and 50 (got {k})")
+        if recall not in ("search", "assemble"):
+            raise ValidationError("recall", f"search or assemble (got {recall!r})")
+        check_id("session_id", session_id)
+        self.cb = cb
+        self.session_id = session_id
+        self.project = project or cb.project
+        self.agent_id = agent_id
+        self.agent_role = agent_role
+        self.k = k
+        self.search_mode = search_mode
+        self.recall = recall
+        self.max_tokens = max_tokens
+        self.event_type = event_type
+        self.name = name or f"ctxbase:{self.project}/{session_id}"
+        self._scope = ToolScope(cb, project=self.project, agent_id=agent_id, role="read")
+
+    # -- Memory --------------------------------------------------------------------------
+    async def add(
+        self, content: MemoryContent, cancellation_token: CancellationToken | None = None
+    ) -> None:
+        """Record the content as an event of the memory's session (text, markdown or JSON;
+        images and other binary content are refused with a ValidationError)."""
+        text, value = _as_text(content)
+        data = {_AG_KEY: {"mime_type": _mime(content), "content": value}}
+        if content.metadata:
+            data[_AG_KEY]["metadata"] = content.metadata
+        await asyncio.to_thread(
+            self.cb.record,
+            self.event_type,
+            session_id=self.session_id,
+            text=text,
+            data=data,
+            project=self.project,
+            agent_id=self.agent_id,
+            agent_role=self.agent_role,
+        )
+
+    async def query(
+        self,
+        query: str | MemoryContent,
+        cancellation_token: CancellationToken | None = None,
+        **kwargs: Any,
+    ) -> MemoryQueryResult:
+        """Search the project's memory, best first. Keyword arguments: `k` (hits), `mode`
+        (search mode), `session_id` (only that session). What this adapter added comes back
+        as it was added; other hits are text/plain. Each result's metadata has the hit's
+        id, type, score (and session, agent, repo, path where known)."""
+        text = query if isinstance(query, str) else _as_text(query)[0]
+        if not text.strip():
+            return MemoryQueryResult(results=[])
+        args: dict[str, Any] = {
+            "query": text,
+            "k": int(kwargs.get("k", self.k)),
+            "mode": kwargs.get("mode", self.search_mode),
+            "session_id": kwargs.get("session_id"),
+        }
+        results = await asyncio.to_thread(self._search, args)
+        return MemoryQueryResult(results=results)
+
+    async def update_context(self, model_context: ChatCompletionContext) -> UpdateContextResult:
+        """Add what ctxbase recalls for the last message as one system message (nothing
+        when the context is empty or nothing is recalled)."""
+        messages = await model_context.get_messages()
+        if not messages:
+            return UpdateContextResult(memories=MemoryQueryResult(results=[]))
+        intent = _message_text(messages[-1])
+        if not intent.strip():
+            return UpdateContextResult(memories=MemoryQueryResult(results=[]))
+        if self.recall == "assemble":
+            body, results = await asyncio.to_thread(self._assembled, intent)
+        else:
+            results = (await self.query(intent)).results
+            body = "\n".join(f"{i}. {_shown(m)}" for i, m in enumerate(results, 1))
+        if body:
+            await model_context.add_message(SystemMessage(content=f"{HEADER}\n{body}"))
+        return UpdateContextResult(memories=MemoryQueryResult(results=results))
+
+    async def clear(self) -> None:
+        """Hide the events this memory added to its session (restorable with
+        `cb.restore`); other agents' events and the rest of the store stay as they are."""
+        await asyncio.to_thread(self._hide_own)
+
+    async def close(self) -> None:
+        """Nothing to release: the context base stays open for whoever opened it."""
+
+    # -- the calls, in a worker thread -------------------------------------------------
+    def _search(self, args: dict[str, Any]) -> list[MemoryContent]:
+        out: list[MemoryContent] = []
+        seen: set[str] = set()
+        for hit in searched(self._scope, **args):
+            if hit.id in seen:  # chunks of one long event: its best one stands for it
+                continue
+            seen.add(hit.id)
+            stored = self._stored(hit.id)
+            if stored is None:
+                out.append(
+                    MemoryContent(content=hit.text, mime_type="text/plain", metadata=hit.metadata)
+                )
+            else:
+                out.append(
+                    MemoryContent(
+                        content=stored["content"],
+                        mime_type=stored["mime_type"],
+                        metadata={**stored.get("metadata", {}), **hit.metadata},
+                    )
+                )
+        return out
+
+    def _stored(self, hit_id: str) -> dict[str, Any] | None:
+        """What `add` kept of an event it recorded (None for anything else)."""
+        if not hit_id.startswith("ev_"):
+            return None
+        data = self.cb.get_event(hit_id, project=self.project).data
+        return data[_AG_KEY] if isinstance(data, dict) and _AG_KEY in data else None
+
+    def _assembled(self, intent: str) -> tuple[str, list[MemoryContent]]:
+        ctx, items = assembled(
+            self._scope,
+            intent,
+            agent_role=self.agent_role or "executor",
+            max_tokens=self.max_tokens,
+        )
+        # No session: the model context holds the conversation, so the assembly has no
+        # history layer. Its system messages without the policy's own prompt (the agent
+        # has one): facts, task, recalled memory.
+        parts = [m["content"] for m in ctx["messages"][1:] if m["role"] == "system"]
+        results = [
+            MemoryContent(content=r.text, mime_type="text/plain", metadata=r.metadata)
+            for r in items
+        ]
+        return "\n\n".join(parts), results
+
+    def _hide_own(self) -> None:
+        events = self.cb.last_events(self.session_id, SESSION_LIMIT, project=self.project)
+        ids = [e.id for e in events if _added_here(e)]
+        if ids:
+            self.cb.set_hidden(ids, True, project=self.project)
+
+
+def _added_here(event: Event) -> bool:
+    return isinstance(event.data, dict) and _AG_KEY in event.data
+
+
+def _shown(memory: MemoryContent) -> str:
+    content = memory.content
+    if isinstance(content, dict):
+        return json.dumps(content, ensure_ascii=False, sort_keys=True)
+    return str(content)
