@@ -10,6 +10,7 @@ from typing import Any
 import anyio
 import httpx
 import httpx2  # the MCP client's HTTP library
+import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -156,3 +157,28 @@ def test_rate_limit_applies_to_mcp(tmp_path: Path, pid: str) -> None:
         assert "/v1/projects/{project_id}/mcp" in metrics
     finally:
         server.stop()
+
+
+def test_forget_tool_hides_a_session_in_pages_over_the_remote_client(
+    live: Live, pid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session longer than one page of `last_events` (REST allows 10,000) is hidden whole,
+    page by page; the remote client was refused the one read of "every" event (422)."""
+    import ctxbase
+    from ctxbase.integrations import tools
+
+    client = ctxbase.connect(live.url, api_key=live.key(pid, role="write"), project=pid)
+    try:
+        for n in range(8):
+            client.record("user_message", session_id="long", text=f"note {n}")
+        client.record("user_message", session_id="short", text="one note")
+        scope = tools.ToolScope(client, agent_id="remote", role="write")
+        assert tools.run_tool(scope, "forget", {"session_id": "short"})["hidden"] == 1
+        monkeypatch.setattr(tools, "HIDE_PAGE", 3)  # pages of 3 stand for pages of 10,000
+        done = tools.run_tool(scope, "forget", {"session_id": "long"})
+        assert done["hidden"] == 8 and done["not_found"] == [] and done["unchanged"] == []
+        assert client.last_events("long", 100) == []
+        again = tools.run_tool(scope, "forget", {"session_id": "long"})
+        assert again["hidden"] == 0
+    finally:
+        client.close()

@@ -49,6 +49,7 @@ __all__ = [
 
 log = logging.getLogger("ctxbase.tools")
 
+HIDE_PAGE = 10_000  # a session's events hidden per call: REST's largest `last_events` page
 MAX_TEXT_CHARS = 4000  # per hit: enough to act on, small enough for a tool answer
 
 
@@ -330,26 +331,35 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
             "not_found": list(report.not_found),
             "already_forgotten": list(report.already_forgotten),
         }
-    ids = list(a.event_ids)
-    if a.session_id:
-        ids += [e.id for e in scope.cb.last_events(a.session_id, 1_000_000, project=pid)]
-    if not ids:  # a session with nothing left to hide
-        return {
-            "hard": False,
-            "hidden": 0,
-            "unchanged": [],
-            "not_found": [],
-            "already_forgotten": [],
-        }
     # the whole report, as a hard forget gives: a retried hide is "unchanged", not an error
-    seen = scope.cb.set_hidden(ids, True, project=pid)
-    return {
+    out: dict[str, Any] = {
         "hard": False,
-        "hidden": seen.changed,
-        "unchanged": list(seen.unchanged),
-        "not_found": list(seen.not_found),
-        "already_forgotten": list(seen.already_forgotten),
+        "hidden": 0,
+        "unchanged": [],
+        "not_found": [],
+        "already_forgotten": [],
     }
+
+    def hide(ids: list[str]) -> int:
+        seen = scope.cb.set_hidden(ids, True, project=pid)
+        out["hidden"] += seen.changed
+        out["unchanged"] += seen.unchanged
+        out["not_found"] += seen.not_found
+        out["already_forgotten"] += seen.already_forgotten
+        return seen.changed
+
+    def page() -> list[str]:
+        # A session's visible events, newest first: a hidden event leaves the list, so each
+        # call gives the next page; one the REST API allows (the remote client too).
+        if not a.session_id:
+            return []
+        return [e.id for e in scope.cb.last_events(a.session_id, HIDE_PAGE, project=pid)]
+
+    ids = [*a.event_ids, *page()]
+    if ids and hide(ids) and a.session_id:
+        while (more := page()) and hide(more):
+            pass  # a page that changes nothing (hidden elsewhere meanwhile) ends it
+    return out
 
 
 def _list_sessions(scope: ToolScope, a: ListSessionsArgs) -> dict[str, Any]:
