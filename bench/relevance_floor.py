@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from ctxbase.retrieve.embed.registry import get_embedder
-from ctxbase.retrieve.tokenize import index_terms, query_terms
+from ctxbase.retrieve.relevance import CALIBRATED_STANDOUT, mostly_cjk, standout_evidence
+from ctxbase.retrieve.tokenize import index_terms
 
 __all__ = ["main"]
 
@@ -50,34 +51,42 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args(argv)
     emb = get_embedder(args.embedder)
-    convs: list[tuple[str, list[str], Any, list[set[str]], list[dict[str, Any]]]] = []
+    convs: list[tuple[str, list[str], Any, list[set[str]], list[dict[str, Any]], list[str]]] = []
     for name in ("zh_memory.json", "en_memory.json"):
         for c in json.loads((DATA / name).read_text())["conversations"]:
             ids = [e["id"] for e in c["events"]]
             texts = [e["text"] for e in c["events"]]
             terms = [set(index_terms(t)) for t in texts]
-            convs.append((c["id"], ids, emb.embed_documents(texts), terms, c["queries"]))
-    qvec = {q["query"]: emb.embed_query(q["query"]) for *_, qs in convs for q in qs}
+            convs.append((c["id"], ids, emb.embed_documents(texts), terms, c["queries"], texts))
+    qvec = {q["query"]: emb.embed_query(q["query"]) for *_, qs, _ in convs for q in qs}
     qvec.update({q: emb.embed_query(q) for q in OFF_TOPIC})
 
-    def gate(query: str, conv: tuple[Any, ...], floor: float) -> bool:
-        _, _, matrix, terms, _ = conv
-        qt = set(query_terms(query))
+    standout = CALIBRATED_STANDOUT.get(emb.name)
+    texts_of = {c[0]: c[5] for c in convs}
+
+    def gate(query: str, conv: tuple[Any, ...], floor: float, with_standout: bool) -> bool:
+        cid, ids, matrix, terms, _, _ = conv
+        qt = set(index_terms(query))  # the question's words, as the assembly's gate has them
         sims = matrix @ qvec[query]
-        return any(bool(qt & t) or s >= floor for t, s in zip(terms, sims, strict=True))
+        if any(bool(qt & t) or s >= floor for t, s in zip(terms, sims, strict=True)):
+            return True
+        if not with_standout or standout is None:
+            return False
+        hits = zip(ids, (float(s) for s in sims), texts_of[cid], strict=True)
+        return standout_evidence(query, hits, floor, *standout) is not None
 
     related: list[float] = []
     other_top: list[float] = []
     off_top: list[float] = []
-    for cid, ids, matrix, _, queries in convs:
+    for cid, ids, matrix, _, queries, _ in convs:
         for q in queries:
             sims = matrix @ qvec[q["query"]]
             related += [float(sims[ids.index(e)]) for e in q.get("evidence", []) if e in ids]
             other_top += [
-                float((m @ qvec[q["query"]]).max()) for c2, _, m, _, _ in convs if c2 != cid
+                float((m @ qvec[q["query"]]).max()) for c2, _, m, _, _, _ in convs if c2 != cid
             ]
     for q in OFF_TOPIC:
-        off_top += [float((m @ qvec[q]).max()) for _, _, m, _, _ in convs]
+        off_top += [float((m @ qvec[q]).max()) for _, _, m, _, _, _ in convs]
     result: dict[str, Any] = {
         "embedder": emb.name,
         "related_evidence_pct_5_25_50": _pct(related, [5, 25, 50]),
@@ -85,19 +94,40 @@ def main(argv: list[str] | None = None) -> int:
         "off_topic_top_pct_50_max": _pct(off_top, [50, 100]),
         "floors": {},
     }
+
+    def crossed(q: dict[str, Any], c: tuple[Any, ...]) -> bool:
+        ev = [c[5][c[1].index(e)] for e in q.get("evidence", []) if e in c[1]]
+        return bool(ev) and all(mostly_cjk(t) != mostly_cjk(q["query"]) for t in ev)
+
+    def share(values: list[bool]) -> float | None:
+        return round(float(np.mean(values)), 3) if values else None
+
     for floor in (float(f) for f in args.floors.split(",")):
-        own = [gate(q["query"], c, floor) for c in convs for q in c[4]]
-        other = [
-            gate(q["query"], c2, floor) for c in convs for q in c[4] for c2 in convs if c2 is not c
-        ]
-        off = [gate(q, c, floor) for q in OFF_TOPIC for c in convs]
-        result["floors"][f"{floor:.2f}"] = {
+        row: dict[str, Any] = {
             "related_evidence_by_similarity": round(float(np.mean(np.array(related) >= floor)), 3),
             "off_topic_by_similarity": round(float(np.mean(np.array(off_top) >= floor)), 3),
-            "gate_questions_with_evidence": round(float(np.mean(own)), 3),
-            "gate_other_conversation": round(float(np.mean(other)), 3),
-            "gate_off_topic": round(float(np.mean(off)), 3),
         }
+        for suffix, with_standout in (("", False), ("_with_standout", True)):
+            own = [gate(q["query"], c, floor, with_standout) for c in convs for q in c[4]]
+            cross = [
+                gate(q["query"], c, floor, with_standout)
+                for c in convs
+                for q in c[4]
+                if crossed(q, c)
+            ]
+            other = [
+                gate(q["query"], c2, floor, with_standout)
+                for c in convs
+                for q in c[4]
+                for c2 in convs
+                if c2 is not c
+            ]
+            off = [gate(q, c, floor, with_standout) for q in OFF_TOPIC for c in convs]
+            row[f"gate_questions_with_evidence{suffix}"] = share(own)
+            row[f"cross_language_questions_with_evidence{suffix}"] = share(cross)
+            row[f"gate_other_conversation{suffix}"] = share(other)
+            row[f"gate_off_topic{suffix}"] = share(off)
+        result["floors"][f"{floor:.2f}"] = row
     print(json.dumps(result, indent=2, ensure_ascii=False))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False))

