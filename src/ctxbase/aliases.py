@@ -6,6 +6,7 @@ The article's client writes ``upsert_entity(entity_type=..., entity_id=..., prop
 "confidence": 0.95})`` and ``upsert_relationship(from_id, to_id, edge_type)`` (positional,
 target before type). The native names (``type``, ``name``, ``text``, ``id``; ``from_id, type,
 to_id``) keep working; these helpers turn either spelling into the native arguments.
+(Seed 001's event field names are mapped in capture/event_fields.py.)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ValidationError
+from .validation import either
 
 __all__ = [
     "EdgeArgs",
@@ -49,12 +51,6 @@ def identity_source(agent_id: str | None, fallback: str | None = None) -> str:
     return f"local:{user}" if user else "local"
 
 
-def _one(field: str, native: Any, alias_field: str, alias: Any) -> Any:
-    if native is not None and alias is not None and native != alias:
-        raise ValidationError(alias_field, f"give either {field!r} or {alias_field!r}, not both")
-    return native if native is not None else alias
-
-
 @dataclass(frozen=True)
 class EntityArgs:
     type: str
@@ -80,8 +76,8 @@ def entity_args(
     without a text, ``properties["content"]`` is the text (moved out of the properties, so it
     is stored and indexed once).
     """
-    kind = _one("type", type, "entity_type", entity_type)
-    eid = _one("id", id, "entity_id", entity_id)
+    kind = either("type", type, "entity_type", entity_type)
+    eid = either("id", id, "entity_id", entity_id)
     props = dict(properties or {})
     if not kind or not isinstance(kind, str):
         raise ValidationError("type", "an entity needs a type (type= or entity_type=)")
@@ -130,7 +126,7 @@ def edge_args(
     if edge_type is not None:
         if type is not None and to_id is None:
             type, to_id = None, type  # upsert_relationship(a, b, edge_type="X")
-        kind = _one("type", type, "edge_type", edge_type)
+        kind = either("type", type, "edge_type", edge_type)
     elif looks_like_relation_type(to_id) and not looks_like_relation_type(type):
         kind, to_id = to_id, type
     else:

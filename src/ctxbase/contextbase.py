@@ -24,6 +24,7 @@ from . import exit_hooks
 from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
 from .archived_sessions import ArchivedSessions, archived_error
 from .capture.bus import BusConfig, BusStats, CaptureBus, CaptureError, WriteResult
+from .capture.event_fields import capture_fields
 from .capture.events import (
     DEFAULT_MAX_CONTENT_BYTES,
     RecordReport,
@@ -406,7 +407,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
 
     def capture(
         self,
-        type: str,
+        type: str | None = None,
         *,
         session_id: str,
         text: str | bytes | None = None,
@@ -420,22 +421,24 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         stored once, and a retry of a hard-forgotten one is ignored. Returns None only for
         a low-priority event dropped under backpressure (counted in
         `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
-        task_id, parent_event_ids, refers_to, importance, metadata, ts.
+        task_id, parent_event_ids, refers_to, importance, metadata, ts (epoch seconds, an
+        ISO-8601 string or a datetime). Seed 001's names work as well: `event_type` for
+        `type` (``capture(event_type="user_message", session_id=..., content="hi")``),
+        `content` for `text` (a dict or list content is the event's `data`), `timestamp`
+        for `ts`. Any other field is a ValidationError naming it and the accepted ones.
 
         An archived session is read-only: ConflictError when this process knows it is
         archived; one archived elsewhere refuses the event when it is written (counted in
         `capture_stats().refused`, the session named in `last_error`).
         """
-        event = self._build(
-            project, {"type": type, "session_id": session_id, "text": text, **fields}
-        )
+        event = self._build(project, capture_fields(type, session_id, text, fields))
         self._archived.check(event.project_id, event.session_id)
         self._check_parents(event)
         return self._bus.submit(event, event_priority(event.type))
 
     def record(
         self,
-        type: str,
+        type: str | None = None,
         *,
         session_id: str,
         text: str | bytes | None = None,
@@ -447,9 +450,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         event stored the first time. A retry of an event hard-forgotten since is not
         written again: it comes back as built, `seq` None (`record_events_report` names
         such ids). ConflictError when the session is archived."""
-        event = self._build(
-            project, {"type": type, "session_id": session_id, "text": text, **fields}
-        )
+        event = self._build(project, capture_fields(type, session_id, text, fields))
         self._check_parents(event)
         return self.record_events([event])[0]
 

@@ -164,6 +164,28 @@ class Event(_Record):
     def _importance_range(cls, v: float) -> float:
         return _check_unit_interval("importance", v)
 
+    # Seed 001's names for the fields, to read an event as the article writes it. They are
+    # properties, not fields: JSON and model_dump carry the native names only, once.
+    @property
+    def event_id(self) -> str:
+        """`id`."""
+        return self.id
+
+    @property
+    def event_type(self) -> str:
+        """`type`."""
+        return self.type
+
+    @property
+    def content(self) -> Any:
+        """The text, or the data of an event without text (as `content=` is captured)."""
+        return self.text if self.text is not None else self.data
+
+    @property
+    def timestamp(self) -> float:
+        """`ts` (epoch seconds)."""
+        return self.ts
+
 
 class Entity(_Record):
     """A typed, anchored unit worth remembering: a document, a code symbol, a SQL table..."""

@@ -40,6 +40,7 @@ __all__ = [
     "check_json",
     "check_query",
     "check_text",
+    "either",
     "is_blank",
     "loads_tolerant",
 ]
@@ -242,3 +243,11 @@ def loads_tolerant(text: str | bytes) -> Any:
     except RecursionError:
         return DEEP_JSON_PLACEHOLDER  # deeper than the decoder itself can go
     return cap_depth(value)
+
+
+def either(field: str, native: Any, alias_field: str, alias: Any) -> Any:
+    """The value of an input that has two names (a native one and a seed article's): the
+    one given (None: neither); both given, differing, is refused naming both."""
+    if native is not None and alias is not None and native != alias:
+        raise ValidationError(alias_field, f"give either {field!r} or {alias_field!r}, not both")
+    return native if native is not None else alias

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
@@ -21,11 +22,12 @@ from ..errors import ValidationError
 from ..model import Event, check_id, is_event_type, keyed_event_id, new_event_id
 from ..validation import (
     MAX_TEXT_BYTES,
-    check_finite,
     check_json,
     check_text,
+    either,
     is_blank,
 )
+from .event_fields import event_body, event_time
 
 __all__ = [
     "DEFAULT_MAX_CONTENT_BYTES",
@@ -94,7 +96,7 @@ def build_event(
     *,
     project_id: str,
     session_id: str,
-    type: str,
+    type: str | None = None,
     text: str | bytes | None = None,
     data: Any = None,
     agent_id: str = "agent",
@@ -104,13 +106,21 @@ def build_event(
     refers_to: list[str] | tuple[str, ...] | str | None = (),
     importance: float = 0.5,
     metadata: Mapping[str, Any] | None = None,
-    ts: float | None = None,
+    ts: float | str | datetime | None = None,
     event_id: str | None = None,
     idempotency_key: str | None = None,
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
     allow_blank: bool = False,
+    event_type: str | None = None,
+    content: Any = None,
+    timestamp: float | str | datetime | None = None,
 ) -> Event:
     """Validate the parts of an event and give it its id (see `event_identity`).
+
+    Seed 001's names are accepted beside the native ones (capture.event_fields):
+    `event_type` for `type`, `content` for `text` (a string) or `data` (structured
+    content), `timestamp` for `ts`; `ts` and `timestamp` take epoch seconds, an ISO-8601
+    string or a datetime (UTC when it has no offset).
 
     An event needs text or data: blank text (empty or whitespace) without data is refused,
     unless `allow_blank` (a transcript's empty message is still a turn of it). Blank events
@@ -120,25 +130,33 @@ def build_event(
     check_id("agent_id", agent_id)
     if task_id is not None:
         check_id("task_id", task_id)
-    if not isinstance(type, str) or not is_event_type(type):
+    kind = either("type", type, "event_type", event_type)
+    if kind is None:
+        raise ValidationError("type", "is missing (type= or event_type=)")
+    if not isinstance(kind, str) or not is_event_type(kind):
+        field = "type" if type is not None else "event_type"
         raise ValidationError(
-            "type", f"unknown event type {type!r}; register it with register_event_type()"
+            field, f"unknown event type {kind!r}; register it with register_event_type()"
         )
-    body = check_text("text", text)
+    text, data = event_body(text, data, content)
+    # Errors name the field as the caller spelt it.
+    text_field = "content" if content is not None and text is content else "text"
+    data_field = "content" if content is not None and data is content else "data"
+    body = check_text(text_field, text)
     # Blank text next to data (a tool call's arguments) is fine.
     if is_blank(body) and data is None and not allow_blank:
         # The same words as the REST service's for any required field left out.
         if body is None:
             raise ValidationError("text", "is missing")
-        raise ValidationError("text", "is blank (an event needs text or data)")
+        raise ValidationError(text_field, "is blank (an event needs text or data)")
     # Content gets one byte limit of its own below; data is checked for shape here.
-    data_json = None if data is None else check_json("data", data, max_bytes=None)
+    data_json = None if data is None else check_json(data_field, data, max_bytes=None)
     text_size = len((body or "").encode("utf-8"))
     data_size = len((data_json or "").encode("utf-8"))
     size = text_size + data_size
     if size > max_content_bytes:
         raise ValidationError(
-            "data" if data_size > text_size else "text",
+            data_field if data_size > text_size else text_field,
             f"content is {size} bytes, over the limit of {max_content_bytes} bytes",
         )
     parents = _id_list(parent_event_ids)
@@ -154,7 +172,8 @@ def build_event(
     meta = dict(metadata or {})
     if meta:  # no metadata serialises as "{}": nothing to check
         check_json("metadata", meta)
-    stamp = time.time() if ts is None else check_finite("ts", ts)
+    when = either("ts", event_time("ts", ts), "timestamp", event_time("timestamp", timestamp))
+    stamp = time.time() if when is None else when
     eid = event_identity(project_id, session_id, event_id, idempotency_key)
     try:
         return Event(
@@ -164,7 +183,7 @@ def build_event(
             task_id=task_id,
             agent_id=agent_id,
             agent_role=agent_role,
-            type=type,
+            type=kind,
             text=body,
             data=data,
             ts=stamp,

@@ -78,6 +78,8 @@ def _validation_response(
         msg = ctx["error"].message  # a library check: its own words, without the prefix
         if field == "body":  # a check of the whole body names the field it is about
             field = ctx["error"].field
+        elif isinstance(loc[-1], int):  # so does a check of one whole item of a list
+            field = f"{field}.{ctx['error'].field}"
     elif first.get("type") == "missing":
         msg = "is missing"  # the library's words for a required input left out
     elif first.get("type") == "json_invalid":

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ..assemble.loop import ProducedRelation
+from ..capture.event_fields import rest_event_fields
 from ..errors import ValidationError
 from ..model import Event
 from ..validation import INT64_MAX, INT64_MIN, MAX_QUERY_CHARS, check_text
@@ -91,7 +92,10 @@ class _Out(BaseModel):
 class EventIn(_In):
     """One event; every request stores a new one. A retried request writes nothing twice
     when it carries the same `id` (assigned by the client, starting "ev_"; the SDK does) or
-    the same `idempotency_key` (also read from the Idempotency-Key header)."""
+    the same `idempotency_key` (also read from the Idempotency-Key header). Seed 001's
+    names are accepted too: `event_type` (type), `content` (text; an object or list is the
+    data), `timestamp` (ts) and `event_id` (id); `ts`/`timestamp` take epoch seconds or an
+    ISO-8601 string. Any other field is refused (422) naming it and the accepted ones."""
 
     type: str
     session_id: str
@@ -106,9 +110,19 @@ class EventIn(_In):
     refers_to: list[str] = Field(default_factory=list)
     importance: float = 0.5
     metadata: dict[str, Any] = Field(default_factory=dict)
-    ts: float | None = None
+    ts: float | None = Field(
+        default=None,
+        description="epoch seconds; an ISO-8601 string is read too (UTC without an offset)",
+    )
     id: str | None = None
     idempotency_key: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _article_names(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return rest_event_fields(data, cls.model_fields)
+        return data
 
 
 class EventBatchIn(_In):

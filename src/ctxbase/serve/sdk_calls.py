@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from ..aliases import edge_args, entity_args, identity_source
 from ..capture.bus import BusStats
+from ..capture.event_fields import capture_fields
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event
 from ..errors import ValidationError
 from ..forgetting import VisibilityReport, retention_seconds
@@ -189,24 +190,24 @@ class Calls:
     def capture(
         self,
         /,
-        type: str,
+        type: str | None = None,
         *,
         session_id: str,
         text: str | bytes | None = None,
         project: str | None = None,
         **fields: Any,
     ) -> Call[str | None]:
-        """Queue an event on the server; returns its id (None if dropped under backpressure)."""
-        event = self._build(
-            project, {"type": type, "session_id": session_id, "text": text, **fields}
-        )
+        """Queue an event on the server; returns its id (None if dropped under backpressure).
+        Takes the fields of `ContextBase.capture`, seed 001's names included; an unknown
+        field is refused before anything is sent."""
+        event = self._build(project, capture_fields(type, session_id, text, fields))
         path = self._path(event.project_id, "events", "queue")
         return Call("POST", path, lambda r: r["id"], body=_event_wire(event))
 
     def record(
         self,
         /,
-        type: str,
+        type: str | None = None,
         *,
         session_id: str,
         text: str | bytes | None = None,
@@ -215,9 +216,7 @@ class Calls:
     ) -> Call[Event]:
         """Store an event synchronously; returns it with its seq (as sent, seq None, when
         the project forgot an event of its id: it is not written again)."""
-        event = self._build(
-            project, {"type": type, "session_id": session_id, "text": text, **fields}
-        )
+        event = self._build(project, capture_fields(type, session_id, text, fields))
         path = self._path(event.project_id, "events")
         return Call("POST", path, _recorded, body=_event_wire(event))
 
