@@ -294,8 +294,9 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
     # -- capture -----------------------------------------------------------------------
     def _write_events(self, events: Sequence[Event], *, strict: bool = False) -> WriteResult:
         """Write a batch; events of archived sessions are refused: ConflictError when
-        `strict` (a synchronous write), else left out and reported in the result."""
-        events, refused = self._archived.split(events)
+        `strict` (a synchronous write), else left out and reported in the result. Expired
+        sessions written to are re-activated (archived_sessions)."""
+        events, refused, expired = self._archived.split(events)
         if refused and strict:
             raise archived_error(refused[0].session_id)
         reason = None
@@ -314,6 +315,8 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
                 for e, text in zip(events, texts, strict=True)
             ],
         )
+        if expired:
+            self._archived.reactivate(expired, written)
         if written:
             self._after_write()
             if self._anchorer is not None:
