@@ -447,6 +447,22 @@ def test_empty_db_and_ids_are_bad_input(tmp_path: Path, db: str) -> None:
         one_error_line(run("--db", db, *argv, cwd=tmp_path), 2, f"{name}: must not be empty")
 
 
+def test_an_empty_ctxbase_db_variable_is_bad_input(tmp_path: Path) -> None:
+    # CTXBASE_DB="" used to fall back to ./ctxbase.db silently, unlike --db ""
+    env = {**_env(), "CTXBASE_DB": ""}
+    for argv in (["events", "s1"], ["capture", "--session", "s1", "--text", "x"], ["serve"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ctxbase", "--embedder", "none", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        one_error_line(proc, 2, "CTXBASE_DB", "empty")
+    assert not (tmp_path / "ctxbase.db").exists()
+
+
 def test_search_in_an_unknown_session_is_not_found(tmp_path: Path, db: str) -> None:
     base = ("--db", db, "--embedder", "none", "search", "cache")
     one_error_line(run(*base, "--session", "nosuch", cwd=tmp_path), 3, "session 'nosuch'")

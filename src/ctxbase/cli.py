@@ -35,7 +35,9 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _db(args: argparse.Namespace) -> str:
-    return str(args.db or os.environ.get("CTXBASE_DB") or "ctxbase.db")
+    from .store import default_db
+
+    return str(args.db or default_db())
 
 
 def _given(name: str, value: str | None) -> str | None:
