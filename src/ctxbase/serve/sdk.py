@@ -207,7 +207,27 @@ class Client:
     create_edge = upsert_relationship
     close_relationship = _sync(Calls.close_relationship)
     relationships = _sync(Calls.relationships)
-    wait_for_embeddings = _sync(Calls.wait_for_embeddings)
+
+    def wait_for_embeddings(
+        self,
+        timeout: float | None = None,
+        *,
+        progress: bool = False,
+        warn: bool = True,
+        project: str | None = None,
+    ) -> bool:
+        """As embedded: block until the server has a vector for every stored item, or
+        `timeout` (seconds; None: no limit) passes, then False and a warning with the
+        project's backlog (not with `warn=False`); `progress=True` shows the bar."""
+        from ..embedding_wait import RemoteWait
+
+        wait = RemoteWait(timeout, progress=progress, warn=warn)
+        while True:
+            step = self._calls.embeddings_wait_step(wait.step(), project)
+            done = wait.answer(self._run(step))
+            if done is not None:
+                return done
+
     search = _sync(Calls.search)
     _assemble = _sync(Calls.assemble_context)
 
@@ -333,7 +353,25 @@ class AsyncClient:
     create_edge = upsert_relationship
     close_relationship = _async(Calls.close_relationship)
     relationships = _async(Calls.relationships)
-    wait_for_embeddings = _async(Calls.wait_for_embeddings)
+
+    async def wait_for_embeddings(
+        self,
+        timeout: float | None = None,
+        *,
+        progress: bool = False,
+        warn: bool = True,
+        project: str | None = None,
+    ) -> bool:
+        """`Client.wait_for_embeddings`, awaited."""
+        from ..embedding_wait import RemoteWait
+
+        wait = RemoteWait(timeout, progress=progress, warn=warn)
+        while True:
+            step = self._calls.embeddings_wait_step(wait.step(), project)
+            done = wait.answer(await self._run(step))
+            if done is not None:
+                return done
+
     search = _async(Calls.search)
     _assemble = _async(Calls.assemble_context)
 
