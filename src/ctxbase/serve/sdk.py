@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from ..aliases import identity_source
 from ..assemble.trace import AssembledContext, print_assembly_log
 from ..errors import CtxbaseError, ValidationError
+from ..open_options import check_remote_options
 from .errors import RemoteError, exception_from_body
 from .sdk_calls import Call, Calls
 
@@ -417,7 +418,9 @@ def connect(
     url: str, *, api_key: str | None = None, project: str | None = None, **options: Any
 ) -> Client:
     """A remote context base: `ctxbase.connect("http://host:8765", api_key="cb_...")`; with
-    no `project`, the key's own project when it has exactly one."""
+    no `project`, the key's own project when it has exactly one. An option only the server
+    sets (`chunking=`, `embedder=`, ...) is a ValidationError naming it (open_options)."""
+    check_remote_options(options)
     if project is None:
         project = key_project(url, api_key, options.get("timeout", 30.0))
     return Client(url, api_key=api_key, project=project, **options)
@@ -427,6 +430,7 @@ def connect_async(
     url: str, *, api_key: str | None = None, project: str | None = None, **options: Any
 ) -> AsyncClient:
     """As `connect` (the key's project is looked up once, before the client is made)."""
+    check_remote_options(options)
     if project is None:
         project = key_project(url, api_key, options.get("timeout", 30.0))
     return AsyncClient(url, api_key=api_key, project=project, **options)
