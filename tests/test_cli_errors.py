@@ -246,6 +246,18 @@ def test_forget_whole_project_needs_yes_without_a_terminal(tmp_path: Path, db: s
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["removed"]["events"] == 3
     one_error_line(run("--db", db, "events", "s1", cwd=tmp_path), 3, "project 'default'")
+    # forgetting it again is the truthful answer "nothing left", as for events and sessions
+    again = run(*base, "--yes", cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["total"] == 0
+    assert again.stderr.strip() == "note: project 'default' was forgotten before"
+    session = run("--db", db, "forget", "--session", "s1", cwd=tmp_path)
+    assert session.returncode == 0, session.stderr
+    assert "already forgotten in project 'default': session 's1'" in session.stderr
+    one_error_line(run("--db", db, "forget", "--session", "s9", cwd=tmp_path), 3, "'s9'")
+    # a project that never held anything is still not found
+    typo = run("--db", db, "--project", "defualt", *base[2:], "--yes", cwd=tmp_path)
+    one_error_line(typo, 3, "project 'defualt' not found")
 
 
 def test_forget_whole_project_on_a_terminal_asks_for_the_project_name(
@@ -445,6 +457,22 @@ def test_empty_db_and_ids_are_bad_input(tmp_path: Path, db: str) -> None:
         (["trace", ""], "context_id"),
     ):
         one_error_line(run("--db", db, *argv, cwd=tmp_path), 2, f"{name}: must not be empty")
+
+
+def test_an_empty_ctxbase_db_variable_is_bad_input(tmp_path: Path) -> None:
+    # CTXBASE_DB="" used to fall back to ./ctxbase.db silently, unlike --db ""
+    env = {**_env(), "CTXBASE_DB": ""}
+    for argv in (["events", "s1"], ["capture", "--session", "s1", "--text", "x"], ["serve"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ctxbase", "--embedder", "none", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        one_error_line(proc, 2, "CTXBASE_DB", "empty")
+    assert not (tmp_path / "ctxbase.db").exists()
 
 
 def test_search_in_an_unknown_session_is_not_found(tmp_path: Path, db: str) -> None:

@@ -94,3 +94,24 @@ def test_progress_shows_the_vectors_made_on_stderr(
         assert done is not None and done.group(1) == done.group(2) != "0", err
     finally:
         cb.close()
+
+
+def test_a_wait_for_another_project_counts_that_projects_backlog(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the base's own project has nothing pending: that is no answer for project "q"
+    embedder = SlowEmbedder(pause=30.0)
+    cb = ContextBase(str(tmp_path / "w.db"), project="p", embedder=embedder)
+    try:
+        for i in range(20):
+            cb.capture("tool_result", session_id="s", text=f"line {i}", project="q")
+        cb.flush()
+        with caplog.at_level(logging.WARNING, logger=WAIT_LOGGER):
+            assert cb.wait_for_embeddings(timeout=0.5, project="q") is False
+        (record,) = [r for r in caplog.records if r.name == WAIT_LOGGER]
+        assert "of project 'q'" in record.getMessage()
+        embedder.released.set()
+        assert cb.wait_for_embeddings(timeout=60, project="q") is True
+    finally:
+        embedder.released.set()
+        cb.close()

@@ -57,7 +57,9 @@ def open(path: str | None = None, **options: Any) -> ContextBase:
     """Open a context base on a SQLite file (default ./ctxbase.db) or a postgresql:// URL.
     `project_id=` (the seed articles' word) is accepted for `project=`."""
     from .contextbase import ContextBase
+    from .open_options import check_embedded_options
 
+    check_embedded_options(options)
     return ContextBase(path, **_project_alias(options))
 
 
@@ -76,7 +78,9 @@ def _project_alias(options: dict[str, Any]) -> dict[str, Any]:
 
 def connect(url: str, *, api_key: str | None = None, **options: Any) -> Client:
     """A context base on a ctxbase server, with the methods of `open` (needs the server
-    extras: pip install 'ctxbase[server]')."""
+    extras: pip install 'ctxbase[server]'). The options that set how the base stores and
+    embeds (chunking, embedder, ...) are the server's: ValidationError naming the option
+    (open_options)."""
     from .serve.sdk import connect as _connect
 
     return _connect(url, api_key=api_key, **_project_alias(options))

@@ -35,7 +35,9 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _db(args: argparse.Namespace) -> str:
-    return str(args.db or os.environ.get("CTXBASE_DB") or "ctxbase.db")
+    from .store import default_db
+
+    return str(args.db or default_db())
 
 
 def _given(name: str, value: str | None) -> str | None:
@@ -64,15 +66,16 @@ def _existing_db(args: argparse.Namespace) -> str:
     return db
 
 
-def _open_existing(args: argparse.Namespace, **options: Any) -> Any:
+def _open_existing(args: argparse.Namespace, *, forgotten: bool = False, **options: Any) -> Any:
     """`_open` for a command that only reads: a missing database file or a project with no
     data is not found (exit 3), instead of an empty answer from a database created for it
-    (a mistyped --db, a forgotten --project)."""
+    (a mistyped --db, a forgotten --project). With `forgotten` (forget, restore), a project
+    whose data was hard-forgotten (its tombstones) is there: "already forgotten", exit 0."""
     db = _existing_db(args)
     cb = _open(args, **options)
     try:
         known = cb.store.list_projects()
-        if cb.project not in known:
+        if cb.project not in known and not (forgotten and cb.store.has_forgotten(cb.project)):
             # A URL may carry a password: name only a file.
             raise _UnknownProject(cb.project, "the database" if _is_url(db) else db, known)
     except BaseException:
@@ -638,7 +641,7 @@ def _cmd_hide(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    with _open_existing(args, embedder=None) as cb:
+    with _open_existing(args, forgotten=True, embedder=None) as cb:
         return _cmd_hide(cb, args, hidden=False)
 
 
@@ -655,7 +658,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if args.all_projects:
         _existing_db(args)
     opened = (
-        _open(args, embedder=None) if args.all_projects else _open_existing(args, embedder=None)
+        _open(args, embedder=None)
+        if args.all_projects
+        else _open_existing(args, forgotten=True, embedder=None)
     )
     with opened as cb:
         if args.soft:
@@ -683,6 +688,8 @@ def cmd_forget(args: argparse.Namespace) -> int:
                 raise _NothingMatched("forget", args)
             unknown = _named_in(args, report.not_found)
             already = _named_in(args, report.already_forgotten)
+            if args.whole_project and report.total == 0:  # a repeat: nothing left to forget
+                print(f"note: project {cb.project!r} was forgotten before", file=sys.stderr)
         _print_json(report.as_dict())
         if already:  # forgotten by an earlier forget: nothing left, and no error
             print(

@@ -257,16 +257,21 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
                 w.notify()
 
     def wait_for_embeddings(
-        self, timeout: float | None = None, *, progress: bool = False, warn: bool = True
+        self,
+        timeout: float | None = None,
+        *,
+        progress: bool = False,
+        warn: bool = True,
+        project: str | None = None,
     ) -> bool:
         """Block until every stored item has a vector (background mode), or embed them now;
         what capture anchoring has still to write is waited for first, within the same
         `timeout` (seconds; None: no limit).
 
         Returns False when `timeout` passes first, and logs a warning saying how many items
-        of this base's project still have no vector (they keep being embedded in the
-        background; `warn=False` for a caller that polls in short waits and says it
-        itself). `progress=True` shows the vectors made out of the backlog on stderr.
+        of the project (this base's, or `project`) still have no vector (they keep being
+        embedded in the background; `warn=False` for a caller that polls in short waits and
+        says it itself). `progress=True` shows the vectors made out of the backlog on stderr.
         Raises EmbedderUnavailableError, with the cause, when the embedder fails, instead
         of waiting for vectors that never come.
         """
@@ -288,15 +293,17 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             worker.drain()
             return True
         left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+        pid = self._pid(project)
         return wait_for_vectors(
-            self.store, worker, self.project, left, progress=progress, warn=warn, started=started
+            self.store, worker, pid, left, progress=progress, warn=warn, started=started
         )
 
     # -- capture -----------------------------------------------------------------------
     def _write_events(self, events: Sequence[Event], *, strict: bool = False) -> WriteResult:
         """Write a batch; events of archived sessions are refused: ConflictError when
-        `strict` (a synchronous write), else left out and reported in the result."""
-        events, refused = self._archived.split(events)
+        `strict` (a synchronous write), else left out and reported in the result. Expired
+        sessions written to are re-activated (archived_sessions)."""
+        events, refused, expired = self._archived.split(events)
         if refused and strict:
             raise archived_error(refused[0].session_id)
         reason = None
@@ -315,6 +322,8 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
                 for e, text in zip(events, texts, strict=True)
             ],
         )
+        if expired:
+            self._archived.reactivate(expired, written)
         if written:
             self._after_write()
             if self._anchorer is not None:

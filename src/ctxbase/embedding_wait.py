@@ -6,21 +6,26 @@ configured) with how many items of the project still have no vector and the pace
 instead of only returning False: a caller that ignores the result still learns that the
 embedding is not done. With `progress`, the vectors made out of the backlog are shown on
 stderr as `ctxbase ingest --wait-embeddings` shows them (progress.py).
+
+The remote SDK's wait is a series of short server-side waits (`POST /v1/embeddings/wait`,
+each answering the project's backlog); `RemoteWait` keeps its clock, bar and warning, so a
+remote wait shows and says the same as an embedded one.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .progress import Progress
 
 if TYPE_CHECKING:
+    from .progress import Bar
     from .retrieve.embedding_worker import EmbeddingWorker
     from .store.base import Store
 
-__all__ = ["BACKLOG_CAP", "pending_vectors", "wait_for_vectors"]
+__all__ = ["BACKLOG_CAP", "RemoteWait", "pending_vectors", "wait_for_vectors"]
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +34,11 @@ BACKLOG_CAP = 10_000_000
 
 # How often a wait with a bar looks at the backlog.
 _POLL_S = 0.5
+
+# The longest server-side wait of a remote wait (well under the client's HTTP timeout);
+# with a bar, the server is asked this often.
+_REMOTE_STEP_S = 10.0
+_REMOTE_BAR_STEP_S = 1.0
 
 
 def pending_vectors(store: Store, model: str, project: str) -> int:
@@ -91,3 +101,58 @@ def _warn_timeout(model: str, project: str, elapsed: float, total: int, left: in
         model,
         pace,
     )
+
+
+class RemoteWait:
+    """The client side of a remote `wait_for_embeddings`: how long each server-side wait
+    may take (`step`), and what its answer means (`answer`): done, timed out (after the
+    same warning as an embedded wait, unless not `warn`), or ask again."""
+
+    def __init__(self, timeout: float | None, *, progress: bool = False, warn: bool = True):
+        self.started = time.monotonic()
+        self.deadline = None if timeout is None else self.started + max(0.0, timeout)
+        self.progress = progress
+        self.warn = warn
+        self.total: int | None = None  # the backlog first answered: the bar and the pace
+        self._bar: Bar | None = None
+        self._asked = False
+
+    def step(self) -> float:
+        """Seconds the next server-side wait may take (the first, with a bar, is 0: it only
+        counts the backlog)."""
+        if self.progress and not self._asked:
+            return 0.0
+        step = _REMOTE_BAR_STEP_S if self.progress else _REMOTE_STEP_S
+        if self.deadline is None:
+            return step
+        return max(0.0, min(step, self.deadline - time.monotonic()))
+
+    def answer(self, raw: dict[str, Any]) -> bool | None:
+        """True when the server is done, False when the time is up (warned), None: ask
+        again. `raw`: the answer (idle; pending_vectors, project and model when the server
+        says them)."""
+        first, self._asked = not self._asked, True
+        left = raw.get("pending_vectors")
+        if first and isinstance(left, int):
+            self.total = left
+            if self.progress and left:
+                self._bar = Progress().bar("embedding", total=left, unit="vector")
+        if raw.get("idle") or left == 0:
+            if self._bar is not None:
+                self._bar.update_to(self._bar.total or 0)
+                self._bar.close()
+            return True
+        if self._bar is not None and isinstance(left, int):
+            self._bar.update_to(max(0, (self.total or 0) - left))
+        if self.deadline is None or time.monotonic() < self.deadline:
+            return None
+        if self._bar is not None:
+            self._bar.close(finished=False)
+        if self.warn:
+            elapsed = time.monotonic() - self.started
+            if isinstance(left, int):
+                model, project = str(raw.get("model")), str(raw.get("project"))
+                _warn_timeout(model, project, elapsed, self.total or left, left)
+            else:  # a server that does not count its backlog
+                log.warning("wait_for_embeddings: timed out after %.0f s", elapsed)
+        return False

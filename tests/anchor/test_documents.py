@@ -137,6 +137,10 @@ def test_version_patterns() -> None:
     assert detect_version("接口文档 版本 1.2", "") == "1.2"
     assert detect_version("API guide", "# API guide\n\nVersion: 2.0.1\n") == "2.0.1"
     assert detect_version("Python tips", "We use Python v3.11 here.") is None
+    assert detect_version("Guide V2", "") == "2"
+    assert detect_version("订单文档 版本2", "") == "2"
+    for title in ("Python 3", "Step 2", "Setup IPv6"):
+        assert detect_version(title, "") is None, title
 
 
 def test_key_terms_chinese() -> None:

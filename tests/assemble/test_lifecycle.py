@@ -47,11 +47,15 @@ def test_archive_is_final_for_every_kind() -> None:
                 transition(Status.ARCHIVED, target, kind)
 
 
-def test_expired_only_goes_to_archive() -> None:
-    for kind in ContextKind:
+def test_expired_goes_to_archive_and_only_a_session_comes_back() -> None:
+    # an expired session is idle, not closed: used again, it is active again
+    assert allowed_targets(Status.EXPIRED, ContextKind.SESSION) == {Status.ACTIVE, Status.ARCHIVED}
+    for kind in (ContextKind.TASK, ContextKind.MESSAGE):
         assert allowed_targets(Status.EXPIRED, kind) == {Status.ARCHIVED}
     with pytest.raises(IllegalTransition):
-        transition("expired", "active", "session")
+        transition("expired", "active", "task")
+    with pytest.raises(IllegalTransition):
+        transition("expired", "suspended", "session")
 
 
 def test_staying_in_place_is_refused() -> None:

@@ -104,9 +104,15 @@ def test_sessions_expire_after_the_idle_timeout(cb: ContextBase) -> None:
     assert cm.session_status(sid) == Status.EXPIRED
     log = cm.session(sid).metadata["status_log"]
     assert log[-1]["from"] == "active" and log[-1]["cause"].startswith("idle for")
-    with pytest.raises(ConflictError, match="expired"):
-        cm.add_message(sid, "user", "还在吗")
-    cm.archive_session(sid)  # expired -> archived is the one move left
+    with pytest.raises(ConflictError, match="re-activates"):
+        cm.set_state(sid, "budget", "6万")  # an expired session takes no state writes
+    cm.add_message(sid, "user", "还在吗")  # the user came back: the session is active again
+    assert cm.session_status(sid) == Status.ACTIVE
+    log = cm.session(sid).metadata["status_log"]
+    assert (log[-1]["from"], log[-1]["to"], log[-1]["cause"]) == ("expired", "active", "capture")
+    clock[0] += 3600
+    assert cm.session_status(sid) == Status.EXPIRED
+    cm.archive_session(sid)
     assert cm.session_status(sid) == Status.ARCHIVED
 
 
@@ -126,3 +132,14 @@ def test_idle_sweep_and_lazy_expiry_on_the_base(cb: ContextBase) -> None:
     assert cb.get_session("fresh").status == Status.ACTIVE  # its last event is in the future
     cb.create_session("brief")
     assert {s.session_id: s.status for s in cb.list_sessions()}["brief"] == Status.EXPIRED
+
+
+def test_an_expired_session_refuses_other_writes_but_resumes(cb: ContextBase) -> None:
+    cb.create_session("s")
+    cb.expire_session("s")
+    with pytest.raises(ConflictError, match="re-activates"):
+        cb.create_session("s", title="renamed")
+    with pytest.raises(ConflictError):
+        cb.switch_task("s", "new goal")
+    assert cb.resume_session("s").status == Status.ACTIVE
+    assert cb.create_session("s", title="renamed").title == "renamed"

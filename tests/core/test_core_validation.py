@@ -273,3 +273,22 @@ def test_bad_relation_properties(db_path: Path, cb: ContextBase, props: dict[str
         "properties",
         lambda: cb.upsert_relationship(a, "USES", a, source="human", properties=props),
     )
+
+
+def test_an_empty_ctxbase_db_variable_is_bad_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # set but empty is a mistake, not "use ./ctxbase.db": the library and the server say so
+    import ctxbase
+    from ctxbase.serve.settings import ServerSettings
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CTXBASE_DB", " ")
+    for make in (lambda: ctxbase.open(project="p"), ServerSettings):
+        with pytest.raises(ValidationError) as err:
+            make()
+        assert err.value.field == "CTXBASE_DB"
+    assert not (tmp_path / "ctxbase.db").exists()
+    monkeypatch.setenv("CTXBASE_DB", str(tmp_path / "named.db"))
+    ctxbase.open(project="p", embedder="none").close()
+    assert (tmp_path / "named.db").exists()

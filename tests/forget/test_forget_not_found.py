@@ -102,7 +102,11 @@ def test_forgetting_a_session_again_says_it_was_forgotten_already(cb: ContextBas
 
 def test_a_whole_project_forget_tombstones_its_entities_and_sessions(cb: ContextBase) -> None:
     event_id, doc_id = _seed(cb)
+    assert not cb.store.has_forgotten(cb.project)
     cb.forget(whole_project=True)
+    # the project is gone from the listing, but known as forgotten (not a typo)
+    assert cb.project not in cb.store.list_projects()
+    assert cb.store.has_forgotten(cb.project) and not cb.store.has_forgotten("never-held")
     again = cb.forget(event_ids=[event_id], entity_ids=[doc_id], session_id="s1")
     assert (again.total, again.not_found) == (0, [])
     assert again.already_forgotten == [event_id, doc_id, "s1"]

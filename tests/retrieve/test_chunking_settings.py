@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ctxbase import ContextBase
+from ctxbase.anchor.plaintext import DEFAULT_CHUNK_CHARS
 from ctxbase.anchor.signing import sign_stored_entities
 from ctxbase.assemble.tokens import get_token_counter
 from ctxbase.errors import ValidationError
@@ -151,6 +152,42 @@ def test_an_ingested_document_is_cut_by_the_base_or_the_call_setting(
     base = bases(f"{project_id}-c")
     base.ingest(str(folder), chunking=SMALL)
     assert sorted(u.text for u in _section_chunks(base)) == sorted(u.text for u in small)
+
+
+# A plain-text file: 40 paragraphs of about 300 characters, 12,000 characters in all.
+NOTES = "\n\n".join(
+    " ".join(
+        f"Note {p}.{s}: the order cache of shard {p} kept {s * 11 + 40} keys warm for "
+        f"{s + 2} minutes."
+        for s in range(4)
+    )
+    for p in range(40)
+)
+
+
+def test_plain_text_parts_are_sized_by_the_setting(
+    bases: Any, project_id: str, tmp_path: Path
+) -> None:
+    # A plain-text file is split into parts (sections) before its search units are cut: the
+    # parts follow the setting, so coarse units are not capped at the default part size and
+    # fine ones are smaller; the default keeps its parts of about 1,500 characters.
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "notes.txt").write_text(NOTES, encoding="utf-8")
+    count = get_token_counter().count
+    units: dict[str, list[SearchItem]] = {}
+    parts: dict[str, list[str]] = {}
+    for name in ("fine", "default", "coarse"):
+        base = _ingested(bases(f"{project_id}-{name}", chunking=name), folder)
+        sections = base.list_entities(type="section", limit=500)
+        parts[name] = [s.text or "" for s in sections]
+        units[name] = [u for s in sections for u in _units(base, s.id)]
+    assert len(units["fine"]) > len(units["default"]) > len(units["coarse"])
+    assert max(len(p) for p in parts["default"]) <= DEFAULT_CHUNK_CHARS
+    # a coarse unit holds more than the largest default part could
+    assert max(count(u.text) for u in units["coarse"]) > max(count(p) for p in parts["default"])
+    assert max(count(u.text) for u in units["coarse"]) <= CHUNKING_PRESETS["coarse"].max_tokens
+    assert max(len(p) for p in parts["fine"]) < DEFAULT_CHUNK_CHARS // 2 + 100
 
 
 def _ingested(base: ContextBase, folder: Path) -> ContextBase:

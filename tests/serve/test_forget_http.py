@@ -33,7 +33,7 @@ def test_forget_a_session_over_rest_redacts_and_reports(live: Live, pid: str) ->
     c = live.client(live.key(pid, role="admin"))
     gone = _post_event(c, pid, "s-gone", f"the vault code is {marker} 火烈鸟协议 budget")
     _post_event(c, pid, "s-keep", "which vault budget did we agree on")
-    assert c.post("/v1/embeddings/wait", params={"timeout": 30}).json() == {"idle": True}
+    assert c.post("/v1/embeddings/wait", params={"timeout": 30}).json()["idle"] is True
     own = _assemble(c, pid, "s-gone", "vault budget")
     other = _assemble(c, pid, "s-keep", "vault budget 火烈鸟协议")
     assert gone in c.get(f"/v1/traces/{other}").text

@@ -28,6 +28,10 @@ def project() -> str:
     return f"life-{uuid.uuid4().hex[:10]}"
 
 
+def _event(session: str) -> dict[str, str]:
+    return {"type": "user_message", "session_id": session, "text": "back again"}
+
+
 def test_rest_put_session_cannot_revive_an_archive(server: Live, project: str) -> None:
     c = server.client(server.key(project))
     base = f"/v1/projects/{project}"
@@ -126,6 +130,43 @@ def test_lifecycle_calls_over_the_sdk(server: Live, project: str) -> None:
             client.switch_task("idle", "too late")
 
 
+def test_a_capture_reactivates_an_expired_session_over_rest_and_the_sdk(
+    server: Live, project: str
+) -> None:
+    c = server.client(server.key(project))
+    base = f"/v1/projects/{project}"
+    said = {"role": "user", "content": "back again"}
+    captures = {
+        "one": lambda sid: c.post(f"{base}/events", json=_event(sid)),
+        "queued": lambda sid: c.post(f"{base}/events/queue", json=_event(sid)),
+        "batch": lambda sid: c.post(f"{base}/events/batch", json={"events": [_event(sid)]}),
+        "messages": lambda sid: c.post(
+            f"{base}/messages", json={"session_id": sid, "messages": [said]}
+        ),
+    }
+    for sid in captures:
+        assert c.put(f"{base}/sessions/{sid}", json={}).status_code == 200
+    r = c.post(f"{base}/sessions/expire-idle", json={"idle_timeout_s": 1e-6})
+    assert sorted(r.json()["expired"]) == sorted(captures)
+    for sid, capture in captures.items():
+        assert capture(sid).status_code in (200, 201, 202), sid
+    assert c.post(f"{base}/flush").status_code == 204
+    for sid in captures:
+        got = c.get(f"{base}/sessions/{sid}").json()
+        assert got["status"] == "active", sid
+        entry = got["metadata"]["status_log"][-1]
+        assert (entry["from"], entry["to"], entry["cause"]) == ("expired", "active", "capture")
+    with ctxbase.connect(server.url, api_key=server.key(project), project=project) as client:
+        client.create_session("sdk")
+        client.expire_session("sdk")
+        client.capture("user_message", session_id="sdk", text="back again")
+        client.flush()
+        assert client.get_session("sdk").status == "active"
+        client.expire_session("sdk")
+        client.record("user_message", session_id="sdk", text="and again")
+        assert client.get_session("sdk").status == "active"
+
+
 def test_server_setting_expires_idle_sessions(tmp_path: Path) -> None:
     bg = start(tmp_path, session_idle_timeout_s=0.001)  # every read comes later than that
     try:
@@ -135,6 +176,8 @@ def test_server_setting_expires_idle_sessions(tmp_path: Path) -> None:
         got = c.get("/v1/projects/p1/sessions/s1").json()
         assert got["status"] == "expired"
         assert got["metadata"]["status_log"][-1]["cause"].startswith("idle for")
-        assert c.post("/v1/projects/p1/sessions/s1/resume", json={}).status_code == 409
+        # expired is not closed: resume (or a capture) re-activates it
+        r = c.post("/v1/projects/p1/sessions/s1/resume", json={})
+        assert r.status_code == 200 and r.json()["status"] == "active"
     finally:
         bg.stop()

@@ -194,8 +194,10 @@ _LINK = re.compile(
 )
 _BARE_URL = re.compile(r"(?<![(<\w])https?://[^\s<>)\]]+")
 _AUTOLINK = re.compile(r"<(https?://[^>\s]+)>")
+# In a title, a version follows a version word ("版本 2", "version 1.2") or a V/v that starts
+# a word ("V3.2", "Guide V2"; not "IPv6"); a bare number ("Python 3", "step 2") is none.
 _VERSION_IN_TITLE = re.compile(
-    r"(?:版本号?|version|ver\.?)\s*[:：]?\s*[vV]?\s*(\d+(?:\.\d+){0,3})|(?<![\w.])[vV]\.?\s?(\d+(?:\.\d+){1,3})\b",
+    r"(?:版本号?|version|ver\.?)\s*[:：]?\s*[vV]?\s*(\d+(?:\.\d+){0,3})|(?<![\w.])[vV]\.?\s?(\d+(?:\.\d+){0,3})\b",
     re.IGNORECASE,
 )
 _VERSION_IN_BODY = re.compile(

@@ -65,6 +65,7 @@ from .entities import (
 from .files import detect_file
 from .gitignore import list_files
 from .parsed import ParseResult
+from .plaintext import DEFAULT_CHUNK_CHARS, part_chars
 from .repository import (
     RepoPlace,
     check_repo_name,
@@ -180,7 +181,11 @@ def _file_id(path: str, repo: str | None = None) -> str:
     return make_entity_id("file", _key(path, repo))
 
 
-def _parse(text: str, path: str, language: str) -> ParseResult:
+def _parse(
+    text: str, path: str, language: str, max_chars: int = DEFAULT_CHUNK_CHARS
+) -> ParseResult:
+    """The file parsed by its language's parser, else (no parser, or one that failed) as
+    plain-text parts of about `max_chars` characters."""
     from .documents import parse_markdown
     from .plaintext import plain_text_result
     from .python_code import parse_python
@@ -198,8 +203,8 @@ def _parse(text: str, path: str, language: str) -> ParseResult:
             return parse_outline(text, language, path)
     except Exception as error:  # parsers should not raise; if one does, keep the text
         reason = f"{type(error).__name__} in the {language} parser: {error}; plain text"
-        return plain_text_result(text, path, language, (reason,))
-    return plain_text_result(text, path, language)
+        return plain_text_result(text, path, language, (reason,), max_chars=max_chars)
+    return plain_text_result(text, path, language, max_chars=max_chars)
 
 
 def anchor_file_text(
@@ -209,13 +214,15 @@ def anchor_file_text(
     *,
     git_commit: str | None = None,
     repo: str | None = None,
+    plain_part_chars: int = DEFAULT_CHUNK_CHARS,
 ) -> tuple[ParseResult, list[EntitySpec], list[StoredRef], list[tuple[str, str]]]:
     """Parse one file's text into entity specs, references and parent->child pairs (pure);
-    ids are keyed by `repo` and `path`."""
+    ids are keyed by `repo` and `path`. Plain text is cut into parts of about
+    `plain_part_chars` characters (plaintext.part_chars of the chunking setting)."""
     from .documents import key_terms
     from .fenced import parse_code
 
-    result = _parse(text, path, language)
+    result = _parse(text, path, language, plain_part_chars)
     prose = language in ("markdown", *_PROSE)
     file_key = _key(path, repo)
     file_id = _file_id(path, repo)
@@ -413,6 +420,10 @@ def ingest_path(
         raise NotFoundError("path", str(path))
     if held != place:
         record_place(cb.store, pid, repo, place)
+    # plain-text parts sized by the chunking setting, which cuts their search units
+    from ..retrieve.chunking import DEFAULT_CHUNKING
+
+    part_size = part_chars((cb.chunking or DEFAULT_CHUNKING).max_tokens)
     all_refs: list[StoredRef] = []
     contains: list[tuple[str, str]] = []
     mention_texts: list[tuple[str, str]] = []
@@ -427,7 +438,10 @@ def ingest_path(
 
     for start in range(0, len(rels), _BATCH_FILES):
         batch = rels[start : start + _BATCH_FILES]
-        plans = [_plan(base, rel, in_scope.get(rel), commit, max_file_bytes, repo) for rel in batch]
+        plans = [
+            _plan(base, rel, in_scope.get(rel), commit, max_file_bytes, repo, part_size)
+            for rel in batch
+        ]
         _apply(cb, pid, plans, report, keep_history, sign_key, tick)
         for plan in plans:
             failed = plan.outcome.status == "error"
@@ -496,7 +510,13 @@ def _in_scope(
 
 
 def _plan(
-    base: Path, rel: str, old: Entity | None, commit: str | None, max_bytes: int, repo: str
+    base: Path,
+    rel: str,
+    old: Entity | None,
+    commit: str | None,
+    max_bytes: int,
+    repo: str,
+    part_size: int = DEFAULT_CHUNK_CHARS,
 ) -> _Plan:
     """Read, classify and (when changed) parse one file; writes nothing."""
     file_id = _file_id(rel, repo)
@@ -525,7 +545,12 @@ def _plan(
         )
     try:
         result, specs, refs, pairs = anchor_file_text(
-            verdict.text, rel, verdict.language, git_commit=commit, repo=repo
+            verdict.text,
+            rel,
+            verdict.language,
+            git_commit=commit,
+            repo=repo,
+            plain_part_chars=part_size,
         )
     except Exception as error:  # keep going: one bad file must not stop an ingest
         outcome = FileOutcome(rel, "error", f"{type(error).__name__}: {error}")

@@ -1,16 +1,28 @@
 """Plain-text chunking: the last resort of every parser, so nothing is ever lost.
 
 Chunks follow blank-line paragraphs and never split a line unless a single line is longer
-than the chunk limit; that keeps line numbers exact for the chunks' anchors.
+than the chunk limit; that keeps line numbers exact for the chunks' anchors. These parts are
+entities (sections of the file's document); the search units are cut from each part by the
+chunking setting, so an ingest sizes the parts by that setting too (`part_chars`): 1,500
+characters for the default 256-token chunks, in proportion for others, so that a coarser
+setting is not capped by parts smaller than its chunks and a finer one gets smaller parts.
 """
 
 from __future__ import annotations
 
 from .parsed import ParsedUnit, ParseResult
 
-__all__ = ["DEFAULT_CHUNK_CHARS", "chunk_text", "plain_text_result"]
+__all__ = ["DEFAULT_CHUNK_CHARS", "chunk_text", "part_chars", "plain_text_result"]
 
 DEFAULT_CHUNK_CHARS = 1500
+# The chunk size (tokens) DEFAULT_CHUNK_CHARS goes with: the default chunking setting's.
+_DEFAULT_CHUNK_TOKENS = 256
+
+
+def part_chars(max_tokens: int) -> int:
+    """The size of plain-text parts for search units of at most `max_tokens` tokens: 1,500
+    characters for the default 256, in proportion otherwise (750 for 128, 3,000 for 512)."""
+    return max(1, round(DEFAULT_CHUNK_CHARS * max_tokens / _DEFAULT_CHUNK_TOKENS))
 
 
 def chunk_text(

@@ -5,14 +5,16 @@ sense for every kind: a message is never suspended (it lives and dies with its t
 nothing comes back from the archive. Every change of status is an explicit call to
 `transition`; an implicit change ("nobody used it, so it is suspended now") cannot be replayed
 or debugged, so there is no such thing here. The one automatic move, expiry after an idle
-time, is an explicit rule too (`expire_idle`), logged with its cause like any other.
+time, is an explicit rule too (`expire_idle`), logged with its cause like any other, and so
+is its undoing: an expired session is idle, not closed, so a capture into it re-activates it
+(`reactivate`, cause "capture"), as `resume_session` does; only the archive closes a session.
 
 `save_session` and `save_task` are the only way session and task records are written: the
 library (`ContextBase.create_session`, `upsert_task`, `ContextManager`), the REST routes and
 therefore the SDK all go through them. They refuse unknown statuses, illegal moves, and any
 write to an archived record (the archive is read-only; an expired record may only be
-archived), keep the lifecycle's own metadata (`status_log`, `current_task_id`,
-`archive_summary`), and log every status change.
+archived, or for a session re-activated), keep the lifecycle's own metadata (`status_log`,
+`current_task_id`, `archive_summary`), and log every status change.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = [
     "expire_idle",
     "is_terminal",
     "logged",
+    "reactivate",
     "save_session",
     "save_task",
     "transition",
@@ -70,13 +73,14 @@ class ContextKind(StrEnum):
 _S = Status
 
 # Suspension is how a task switch parks work without losing it; expiry is automatic (idle
-# timeout, a retracted message) and only leads to the archive; the archive is final.
+# timeout, a retracted message) and leads to the archive, except that a session comes back to
+# active when it is used again (a capture, or resume); the archive is final.
 LEGAL_TRANSITIONS: Mapping[ContextKind, Mapping[Status, frozenset[Status]]] = {
     ContextKind.SESSION: {
         _S.CREATED: frozenset({_S.ACTIVE, _S.EXPIRED, _S.ARCHIVED}),
         _S.ACTIVE: frozenset({_S.SUSPENDED, _S.EXPIRED, _S.ARCHIVED}),
         _S.SUSPENDED: frozenset({_S.ACTIVE, _S.EXPIRED, _S.ARCHIVED}),
-        _S.EXPIRED: frozenset({_S.ARCHIVED}),
+        _S.EXPIRED: frozenset({_S.ACTIVE, _S.ARCHIVED}),
         _S.ARCHIVED: frozenset(),
     },
     ContextKind.TASK: {
@@ -157,7 +161,8 @@ def transition(current: Status | str, target: Status | str, kind: ContextKind | 
 
 
 class ReadOnlyRecord(ConflictError):
-    """A write to an archived session or task (or to an expired one, other than archiving)."""
+    """A write to an archived session or task (or to an expired one, other than archiving it
+    or re-activating a session)."""
 
     code = "conflict"
 
@@ -186,8 +191,11 @@ def logged(
 def _guard(kind: ContextKind, name: str, current: Status, target: Status) -> None:
     if current == Status.ARCHIVED:
         raise ReadOnlyRecord(f"{kind.value} {name!r} is archived; it is read-only")
-    if current == Status.EXPIRED and target != Status.ARCHIVED:
-        raise ReadOnlyRecord(f"{kind.value} {name!r} is expired; it can only be archived")
+    if current == Status.EXPIRED and target not in LEGAL_TRANSITIONS[kind][current]:
+        hint = "it can only be archived"
+        if kind == ContextKind.SESSION:
+            hint = "a capture or resume re-activates it, archiving closes it"
+        raise ReadOnlyRecord(f"{kind.value} {name!r} is expired; {hint}")
 
 
 def _logged_move(
@@ -296,4 +304,17 @@ def expire_idle(
     cause = f"idle for {idle:.0f} s (timeout {idle_timeout_s:g} s)"
     return save_session(
         store, info.model_copy(update={"status": Status.EXPIRED.value}), cause=cause, now=at
+    )
+
+
+def reactivate(
+    store: Store, info: SessionInfo, *, cause: str = "capture", now: float | None = None
+) -> SessionInfo:
+    """Move an expired session back to active (a capture into it: the user came back).
+
+    Returns the session as it is now (re-activated, or unchanged when it was not expired)."""
+    if check_status(info.status) != Status.EXPIRED:
+        return info
+    return save_session(
+        store, info.model_copy(update={"status": Status.ACTIVE.value}), cause=cause, now=now
     )

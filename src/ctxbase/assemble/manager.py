@@ -192,7 +192,18 @@ class ContextManager:
     def _writable(self, session_id: str) -> SessionInfo:
         info = self.session(session_id)
         if info.status in (Status.ARCHIVED, Status.EXPIRED):
-            raise ConflictError(f"session {session_id!r} is {info.status}; it takes no writes")
+            hint = "it takes no writes"
+            if info.status == Status.EXPIRED:
+                hint = "it takes no writes until a message or resume_session re-activates it"
+            raise ConflictError(f"session {session_id!r} is {info.status}; {hint}")
+        return info
+
+    def _capturable(self, session_id: str) -> SessionInfo:
+        """A message may go into a live or expired session (the capture re-activates an
+        expired one), never into an archived one."""
+        info = self.session(session_id)
+        if info.status == Status.ARCHIVED:
+            raise ConflictError(f"session {session_id!r} is archived; it takes no writes")
         return info
 
     # -- tasks -----------------------------------------------------------------------------
@@ -386,9 +397,10 @@ class ContextManager:
         A user message starts a new turn: per-turn tool results of earlier turns expire
         (explicitly, with that cause), and facts it states are extracted into the state, with
         relative dates resolved against the message's time (`today` overrides it). A message
-        that asks to be kept ("记一下…") is important.
+        that asks to be kept ("记一下…") is important. A message into an expired session
+        re-activates it (the user came back); an archived one refuses it (ConflictError).
         """
-        self._writable(session_id)
+        self._capturable(session_id)
         event_type = ROLE_EVENT_TYPES.get(role)
         if event_type is None:
             raise ValidationError("role", f"must be one of {', '.join(ROLE_EVENT_TYPES)}")

@@ -23,7 +23,9 @@ __all__ = ["add_subcommands", "cmd_keys", "cmd_mcp", "cmd_serve"]
 
 
 def _db(args: argparse.Namespace) -> str:
-    return str(getattr(args, "db", None) or os.environ.get("CTXBASE_DB") or "ctxbase.db")
+    from ..store import default_db
+
+    return str(getattr(args, "db", None) or default_db())
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

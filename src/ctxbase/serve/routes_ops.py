@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from .auth import Principal
 from .deps import Caller, Rt
 from .runtime import COUNTER_HELP
 from .schemas import CaptureStatsOut, IdleOut, ProjectsOut
@@ -68,9 +69,31 @@ def capture_stats(rt: Rt, who: Caller) -> CaptureStatsOut:
     responses={503: {"description": "the embedder fails (embedder_unavailable, with why)"}},
 )
 def wait_for_embeddings(
-    rt: Rt, who: Caller, timeout: Annotated[float, Query(ge=0, le=60)] = 10.0
+    rt: Rt,
+    who: Caller,
+    timeout: Annotated[float, Query(ge=0, le=60)] = 10.0,
+    project: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
 ) -> IdleOut:
-    """Block until every stored item has a vector (or the timeout passes); a failing
-    embedder is a 503 with its error, not a wait for vectors that never come."""
+    """Block until every stored item has a vector (or the timeout passes), then answer how
+    many items of `project` still have none (`pending_vectors`; without `project`: the
+    key's one project, else the server's default). A failing embedder is a 503 with its
+    error, not a wait for vectors that never come."""
+    from ..embedding_wait import pending_vectors
+
+    if project is not None:
+        who.check(project, "read")
+    pid = project or _only_project(who) or rt.cb.project
     # idle=false tells the client; a client polling would fill the server log with warnings
-    return IdleOut(idle=rt.cb.wait_for_embeddings(timeout, warn=False))
+    if not who.sees(pid):
+        return IdleOut(idle=rt.cb.wait_for_embeddings(timeout, warn=False))
+    idle = rt.cb.wait_for_embeddings(timeout, warn=False, project=pid)
+    worker = rt.cb.embedding_worker
+    if worker is None:  # no vectors made: none pending
+        return IdleOut(idle=idle, project=pid, pending_vectors=0)
+    model = worker.embedder.name
+    left = pending_vectors(rt.cb.store, model, pid)
+    return IdleOut(idle=idle, project=pid, pending_vectors=left, model=model)
+
+
+def _only_project(who: Principal) -> str | None:
+    return next(iter(who.projects)) if who.projects is not None and len(who.projects) == 1 else None

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 from ..aliases import identity_source
 from ..assemble.trace import AssembledContext, print_assembly_log
 from ..errors import CtxbaseError, ValidationError
+from ..open_options import check_remote_options
 from .errors import RemoteError, exception_from_body
 from .sdk_calls import Call, Calls
 
@@ -207,7 +208,27 @@ class Client:
     create_edge = upsert_relationship
     close_relationship = _sync(Calls.close_relationship)
     relationships = _sync(Calls.relationships)
-    wait_for_embeddings = _sync(Calls.wait_for_embeddings)
+
+    def wait_for_embeddings(
+        self,
+        timeout: float | None = None,
+        *,
+        progress: bool = False,
+        warn: bool = True,
+        project: str | None = None,
+    ) -> bool:
+        """As embedded: block until the server has a vector for every stored item, or
+        `timeout` (seconds; None: no limit) passes, then False and a warning with the
+        project's backlog (not with `warn=False`); `progress=True` shows the bar."""
+        from ..embedding_wait import RemoteWait
+
+        wait = RemoteWait(timeout, progress=progress, warn=warn)
+        while True:
+            step = self._calls.embeddings_wait_step(wait.step(), project)
+            done = wait.answer(self._run(step))
+            if done is not None:
+                return done
+
     search = _sync(Calls.search)
     _assemble = _sync(Calls.assemble_context)
 
@@ -333,7 +354,25 @@ class AsyncClient:
     create_edge = upsert_relationship
     close_relationship = _async(Calls.close_relationship)
     relationships = _async(Calls.relationships)
-    wait_for_embeddings = _async(Calls.wait_for_embeddings)
+
+    async def wait_for_embeddings(
+        self,
+        timeout: float | None = None,
+        *,
+        progress: bool = False,
+        warn: bool = True,
+        project: str | None = None,
+    ) -> bool:
+        """`Client.wait_for_embeddings`, awaited."""
+        from ..embedding_wait import RemoteWait
+
+        wait = RemoteWait(timeout, progress=progress, warn=warn)
+        while True:
+            step = self._calls.embeddings_wait_step(wait.step(), project)
+            done = wait.answer(await self._run(step))
+            if done is not None:
+                return done
+
     search = _async(Calls.search)
     _assemble = _async(Calls.assemble_context)
 
@@ -379,7 +418,9 @@ def connect(
     url: str, *, api_key: str | None = None, project: str | None = None, **options: Any
 ) -> Client:
     """A remote context base: `ctxbase.connect("http://host:8765", api_key="cb_...")`; with
-    no `project`, the key's own project when it has exactly one."""
+    no `project`, the key's own project when it has exactly one. An option only the server
+    sets (`chunking=`, `embedder=`, ...) is a ValidationError naming it (open_options)."""
+    check_remote_options(options)
     if project is None:
         project = key_project(url, api_key, options.get("timeout", 30.0))
     return Client(url, api_key=api_key, project=project, **options)
@@ -389,6 +430,7 @@ def connect_async(
     url: str, *, api_key: str | None = None, project: str | None = None, **options: Any
 ) -> AsyncClient:
     """As `connect` (the key's project is looked up once, before the client is made)."""
+    check_remote_options(options)
     if project is None:
         project = key_project(url, api_key, options.get("timeout", 30.0))
     return AsyncClient(url, api_key=api_key, project=project, **options)

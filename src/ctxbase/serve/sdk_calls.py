@@ -548,10 +548,14 @@ class Calls:
             params=params,
         )
 
-    def wait_for_embeddings(self, timeout: float | None = None) -> Call[bool]:
-        """Block until the server has a vector for every stored item (at most 60 s)."""
-        params = {"timeout": 10.0 if timeout is None else min(timeout, 60.0)}
-        return Call("POST", "/v1/embeddings/wait", lambda r: bool(r["idle"]), params=params)
+    def embeddings_wait_step(
+        self, timeout: float, project: str | None = None
+    ) -> Call[dict[str, Any]]:
+        """One server-side wait of up to `timeout` s (at most 60) for vectors; the answer
+        says whether the server is done and the project's backlog. The clients'
+        `wait_for_embeddings` asks again until done or out of time (embedding_wait)."""
+        params = {"timeout": min(max(0.0, timeout), 60.0), "project": self._pid(project)}
+        return Call("POST", "/v1/embeddings/wait", dict, params=params)
 
     # -- retrieval and assembly ------------------------------------------------------------------
     def search(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ValidationError
+from ..store import default_db
 from . import LOOPBACK_HOST
 
 __all__ = ["ENV_SETTINGS", "LOOPBACK_HOST", "ServerSettings", "check_settings"]
@@ -18,7 +18,7 @@ ENV_SETTINGS = "CTXBASE_SERVE_SETTINGS"
 class ServerSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    db: str = Field(default_factory=lambda: os.environ.get("CTXBASE_DB") or "ctxbase.db")
+    db: str = Field(default_factory=default_db)  # $CTXBASE_DB, else ./ctxbase.db
     host: str = LOOPBACK_HOST
     port: int = Field(default=8765, ge=0, le=65535)
     workers: int = Field(default=1, ge=1, le=64)

@@ -16,20 +16,38 @@ __all__ = [
     "StateChange",
     "Store",
     "VectorRow",
+    "default_db",
     "open_store",
 ]
 
 DEFAULT_DB_PATH = "ctxbase.db"
+DB_ENV = "CTXBASE_DB"
+
+
+def default_db() -> str:
+    """The database to use when none is named: $CTXBASE_DB, else ./ctxbase.db.
+
+    A variable set but empty is bad input (ValidationError naming CTXBASE_DB), as `--db ""`
+    is: an empty value is a mistake in a script or a service file, and falling back to
+    ./ctxbase.db would write to a database nobody asked for."""
+    value = os.environ.get(DB_ENV)
+    if value is None:
+        return DEFAULT_DB_PATH
+    if not value.strip():
+        raise ValidationError(
+            DB_ENV, "is set but empty: unset it for ./ctxbase.db, or name a database"
+        )
+    return value
 
 
 def open_store(url: str | None = None) -> Store:
     """Open a store from a path (SQLite) or a postgresql:// URL.
 
-    With no argument: $CTXBASE_DB, else ./ctxbase.db. A URL this installation cannot open
-    (a scheme it does not know, postgresql:// without the postgres extra) is bad input
-    (ValidationError, field `db`), as a malformed one is.
+    With no argument: $CTXBASE_DB, else ./ctxbase.db (`default_db`). A URL this
+    installation cannot open (a scheme it does not know, postgresql:// without the postgres
+    extra) is bad input (ValidationError, field `db`), as a malformed one is.
     """
-    target = url or os.environ.get("CTXBASE_DB") or DEFAULT_DB_PATH
+    target = url or default_db()
     if target.startswith(("postgresql://", "postgres://")):
         try:
             from .postgres import PostgresStore  # type: ignore[import-not-found,unused-ignore]

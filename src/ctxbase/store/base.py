@@ -322,6 +322,11 @@ class Store(ABC):
     def list_projects(self) -> list[str]: ...
 
     @abstractmethod
+    def has_forgotten(self, project_id: str) -> bool:
+        """True when the project keeps tombstones (`forgotten_ids`): it held data that was
+        hard-forgotten, a whole-project forget included, whether or not it holds any now."""
+
+    @abstractmethod
     def list_repos(self, project_id: str) -> list[str]:
         """The repositories ingested into the project (its items' `repo`), sorted. Reads
         every item of the project: for telling a user which names exist, not per query."""

@@ -59,6 +59,12 @@ class SharedReads:
         sql = self._dialect.cross_project + "SELECT project_id FROM projects ORDER BY project_id"
         return [r[0] for r in self._all(sql)]
 
+    def has_forgotten(self, project_id: str) -> bool:
+        return (
+            self._one("SELECT 1 FROM tombstones WHERE project_id=? LIMIT 1", (project_id,))
+            is not None
+        )
+
     def list_repos(self, project_id: str) -> list[str]:
         sql = (
             "SELECT DISTINCT repo FROM items "

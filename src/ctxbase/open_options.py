@@ -1,0 +1,58 @@
+"""What `ctxbase.open` and `ctxbase.connect` accept: one list for both.
+
+Both take `project` (or `project_id`), `agent_id` and `debug_mode`. A remote client does
+what its server does, so the options that set how a base stores, cuts, embeds and anchors
+what it is given belong to the server (`ctxbase serve` flags, `ServerSettings`): `connect`
+refuses each of them by name, saying where it is set (ValidationError, field = the option),
+instead of a TypeError. `open` refuses the remote client's own options (`api_key`,
+`timeout`, `retries`, `backoff`) the same way. Any other unknown keyword stays a TypeError.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import ValidationError
+
+__all__ = ["REMOTE_ONLY", "SERVER_SIDE", "check_embedded_options", "check_remote_options"]
+
+# The embedded options a server decides for its clients, and where a server sets them.
+SERVER_SIDE: Mapping[str, str] = {
+    "chunking": "ctxbase serve --chunking / --chunk-tokens / --chunk-overlap, "
+    "ServerSettings(chunking=...)",
+    "embedder": "ctxbase serve --embedder, ServerSettings(embedder=...)",
+    "background_embedding": "ServerSettings(background_embedding=...)",
+    "query_batching": "ServerSettings(query_batching=...)",
+    "policies": "ctxbase serve --policies, ServerSettings(policies=...)",
+    "session_idle_timeout_s": "ctxbase serve --session-idle-timeout, "
+    "ServerSettings(session_idle_timeout_s=...)",
+    "anchoring": "the server's environment (CTXBASE_EXTRACT_* for LLM extraction)",
+    "max_content_bytes": "the server (its request limit: ctxbase serve --max-body-bytes)",
+    "bus_config": "the server (its capture queue)",
+}
+
+# The remote client's own options: an embedded base calls no server.
+REMOTE_ONLY: tuple[str, ...] = ("api_key", "timeout", "retries", "backoff")
+
+
+def check_remote_options(options: Mapping[str, Any]) -> None:
+    """ValidationError naming the first option of `options` that only a server sets."""
+    for name in options:
+        if name in SERVER_SIDE:
+            raise ValidationError(
+                name,
+                f"is decided by the server a remote client talks to: set it there "
+                f"({SERVER_SIDE[name]}), or use ctxbase.open for an embedded base",
+            )
+
+
+def check_embedded_options(options: Mapping[str, Any]) -> None:
+    """ValidationError naming the first option of `options` that only a remote client has."""
+    for name in options:
+        if name in REMOTE_ONLY:
+            raise ValidationError(
+                name,
+                "is an option of a remote client (ctxbase.connect); an embedded base "
+                "calls no server",
+            )
