@@ -39,6 +39,7 @@ from .policy import (
     ReferencedCodeFirst,
     SemanticRecall,
 )
+from .repeats import contained_repeats
 from .state import MESSAGE_SCOPE, message_statuses, statuses_of
 from .tokens import TokenCounter
 
@@ -203,6 +204,16 @@ class Gatherer:
         self.on_topic = False
         self._statuses: dict[str, Mapping[str, Status]] = dict(statuses or {})
         self._hidden: dict[str, str | None] = {}
+
+    def drop_repeats(self) -> None:
+        """Leave out candidates that say what another says (assemble/repeats.py); the one
+        kept ranks at the better of the two scores."""
+        texts = {k: (c.text, c.kind == "entity") for k, c in self.cands.items()}
+        for gone, holder in contained_repeats(texts).items():
+            cand = self.cands.pop(gone)
+            kept = self.cands[holder]
+            kept.score = max(kept.score, cand.score)
+            self.drop(gone, "duplicate", f"says what {holder!r} says")
 
     def drop(self, owner_id: str, reason: str, detail: str = "") -> None:
         if self.record:
