@@ -8,7 +8,10 @@ from pathlib import Path
 import ctxbase
 from ctxbase.assemble.repeats import contained_repeats
 
-TEST = "def test_orders_page_size():\n    rows = query_orders(uid=1, off=0)\n    assert len(rows) <= 50"
+TEST = (
+    "def test_orders_page_size():\n    rows = query_orders(uid=1, off=0)\n"
+    "    assert len(rows) <= 50"
+)
 
 
 def test_an_entity_saying_what_its_message_says_stays_and_the_message_goes() -> None:
