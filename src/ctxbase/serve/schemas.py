@@ -344,6 +344,11 @@ class SearchOptionsIn(_In):
     dynamic_top_k: tuple[int, int] | None = None
     token_allowance: int | None = None
     latest_only: bool | None = None
+    kb_version: str | None = Field(
+        default=None,
+        description="the knowledge-base version searched: a `kb tag` name, or `latest` "
+        "whatever is pinned (default: the pinned version, else the latest)",
+    )
 
     def overrides(self) -> dict[str, Any]:
         """The fields the request set (an explicit null included), for get_preset."""
