@@ -141,6 +141,10 @@ def test_pin_holds_after_reopening_and_follows_ingests(opener: Opener, tmp_path:
     cb.ingest(str(root))
     assert "fourteen" in _texts(cb, "refund window days")
     assert "thirty" not in _texts(cb, "refund window days")
+    # an ingest that changes nothing writes no new pin record
+    written = len(cb.store.state_history(cb.project, "kb_pin", "", "pin"))
+    assert cb.ingest(str(root)).files_changed == 0
+    assert len(cb.store.state_history(cb.project, "kb_pin", "", "pin")) == written
     cb.close()
 
     again = opener()
@@ -192,3 +196,39 @@ def test_touch_index_changes_the_generation_and_nothing_else(store: Store, proje
     store.touch_index(project_id)
     assert store.index_generation(project_id) != before
     assert store.count_items(project_id) == count
+
+
+def test_assembly_does_not_reach_newer_units_by_their_edges(opener: Opener, tmp_path: Path) -> None:
+    """A document of the tag links to code by its stable id, which holds the newer version:
+    followed while pinned, that edge brings nothing written since the tag."""
+    root = _write(
+        tmp_path / "shop",
+        {
+            "docs/policy.md": "# Policy\n\nThe window is computed by `refund_days`.\n",
+            "src/refund.py": '"""Refunds."""\n\n\ndef refund_days():\n    return 14\n',
+        },
+    )
+    cb = opener()
+    cb.ingest(str(root))
+    cb.tag_knowledge("v1")
+    (root / "src/refund.py").write_text(
+        '"""Refunds."""\n\n\ndef refund_days():\n    return 30\n', encoding="utf-8"
+    )
+    cb.ingest(str(root))
+
+    def code(ctx: Any) -> str:
+        return "\n".join(str(c.get("content") or c.get("text")) for c in ctx.code_snippets)
+
+    def assemble() -> Any:
+        return cb.assemble_context(
+            agent_role="coder",
+            user_intent="what does the window policy say",
+            strategy="referenced_code_first",
+        )
+
+    assert "return 30" in code(assemble())
+    cb.pin_knowledge("v1")
+    pinned = assemble()
+    assert "return 30" not in code(pinned)
+    dropped = [d for d in pinned.trace["dropped"] if d.get("reason") == "not in the pinned version"]
+    assert dropped

@@ -144,10 +144,15 @@ def tag_knowledge(
     return KnowledgeTag(name, chosen, len(entities), now)
 
 
-def _pinned_tag(cb: Components, pid: str) -> str | None:
+def _pin_record(cb: Components, pid: str) -> dict[str, Any] | None:
     facts = cb.store.get_state(pid, KB_PIN_SCOPE, "", KB_PIN_KEY)
     value = facts[0].value if facts else None
-    return str(value["tag"]) if isinstance(value, dict) and value.get("tag") else None
+    return value if isinstance(value, dict) and value.get("tag") else None
+
+
+def _pinned_tag(cb: Components, pid: str) -> str | None:
+    record = _pin_record(cb, pid)
+    return None if record is None else str(record["tag"])
 
 
 def knowledge_tags(cb: ComponentsSource, *, project: str | None = None) -> list[KnowledgeTag]:
@@ -171,16 +176,18 @@ def knowledge_tags(cb: ComponentsSource, *, project: str | None = None) -> list[
 
 def _write_pin(cb: Components, pid: str, name: str, cause: str) -> PinReport:
     resolved = resolve_view(cb.store, pid, read_tag(cb.store, pid, name))
-    fact = StateFact(
-        project_id=pid,
-        scope=KB_PIN_SCOPE,
-        scope_id="",
-        key=KB_PIN_KEY,
-        value=resolved.to_json(name),
-        cause=cause,
-    )
-    cb.store.set_state(fact)
-    cb.store.touch_index(pid)  # after the record: searches read it again (kb_view.ViewCache)
+    value = resolved.to_json(name)
+    if value != _pin_record(cb, pid):  # the same view again: no new record, no history
+        fact = StateFact(
+            project_id=pid,
+            scope=KB_PIN_SCOPE,
+            scope_id="",
+            key=KB_PIN_KEY,
+            value=value,
+            cause=cause,
+        )
+        cb.store.set_state(fact)
+        cb.store.touch_index(pid)  # after the record: searches read it again (ViewCache)
     view = resolved.view
     return PinReport(
         name,

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import NotFoundError
+from ..model import Entity
 from ..store.base import KnowledgeView, Store
 from .synced import generation
 
@@ -35,6 +36,7 @@ __all__ = [
     "LATEST",
     "ResolvedTag",
     "ViewCache",
+    "entities_in_view",
     "kept_id",
     "pinned_view",
     "read_tag",
@@ -157,9 +159,39 @@ class ViewCache:
         if held is not None and held[0] == gen:
             return held[1]
         found = view_for(self.store, project_id, version)
+        self._hold(key, gen, found)
+        return found
+
+    def last(self, project_id: str) -> KnowledgeView | None:
+        """The pinned view as the project's last search read it (read now if none did):
+        what reads beside a search (assembly's listings) use, with no store call."""
+        with self._lock:
+            held = self._held.get((project_id, None))
+        return held[1] if held is not None else self.view(project_id, None)
+
+    def _hold(self, key: tuple[str, str | None], gen: int, found: KnowledgeView | None) -> None:
         with self._lock:
             self._held[key] = (gen, found)
             self._held.move_to_end(key)
             while len(self._held) > self.SIZE:
                 self._held.popitem(last=False)
-        return found
+
+
+def entities_in_view(
+    store: Store,
+    project_id: str,
+    view: KnowledgeView | None,
+    entities: Sequence[Entity],
+    types: Collection[str],
+) -> list[Entity]:
+    """Latest `entities` (of `types`, as a listing returns them) as `view` sees them: those
+    written since its tag left out, the tagged earlier versions of `types` added."""
+    if view is None:
+        return list(entities)
+    hidden = set(view.hidden_owner_ids)
+    kept = [e for e in entities if e.id not in hidden]
+    if view.shown_owner_ids:
+        have = {e.id for e in kept}
+        shown = store.get_entities(project_id, list(view.shown_owner_ids))
+        kept += [e for e in shown if e.type in types and e.id not in have]
+    return kept
