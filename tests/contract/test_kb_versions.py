@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from contract_helpers import make_event, write
+from contract_helpers import add_entity, make_event, write
 
 from ctxbase import ContextBase
 from ctxbase.errors import NotFoundError, ValidationError
@@ -232,3 +232,19 @@ def test_assembly_does_not_reach_newer_units_by_their_edges(opener: Opener, tmp_
     assert "return 30" not in code(pinned)
     dropped = [d for d in pinned.trace["dropped"] if d.get("reason") == "not in the pinned version"]
     assert dropped
+
+
+def test_a_view_of_many_units_is_one_argument_each(store: Store, project_id: str) -> None:
+    """A pinned view hiding more units than a statement takes arguments still filters."""
+    ev = make_event(project_id, "s1", "hello there")
+    write(store, ev)
+    ent = add_entity(store, project_id, "section", "a.md > A", "alpha", properties={"repo": "shop"})
+    many = tuple(f"code:{i:020d}" for i in range(40_000))
+    items = store.filter_item_ids(project_id, ItemFilter())
+    own = {i for i in items if i != ev.id}
+    assert own  # the entity's units
+    view = KnowledgeView(("shop",), hidden_owner_ids=many, shown_owner_ids=many)
+    assert store.filter_item_ids(project_id, ItemFilter(latest_only=True, view=view)) == items
+    hiding = KnowledgeView(("shop",), hidden_owner_ids=(*many, ent.id, ev.id))
+    # the event is of no repository: a view does not concern it
+    assert store.filter_item_ids(project_id, ItemFilter(view=hiding)) == {ev.id}
