@@ -255,6 +255,8 @@ def _keep_tagged(cb: Components, pid: str, ids: Iterable[str], sign_key: bytes |
         if e.active and (e.id, e.version) in tagged and e.type != "file"
     ]
     copies = {kept_id(e.id, e.version): e for e in olds}
+    if not copies:
+        return []
     stored = {e.id for e in cb.store.get_entities(pid, list(copies), include_inactive=True)}
     kept: list[str] = []
     for copy_id, old in copies.items():
