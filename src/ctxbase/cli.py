@@ -266,7 +266,9 @@ def cmd_search(args: argparse.Namespace) -> int:
                     why=f"before searching, up to {args.wait_embeddings:g} s;"
                     " --wait-embeddings 0 searches at once",
                 )
-        response = cb.search(args.query, preset=args.preset, filters=flt, top_k=args.k)
+        response = cb.search(
+            args.query, preset=args.preset, filters=flt, top_k=args.k, kb_version=args.kb_version
+        )
         if flt.repos and not response.results:  # listing the names reads every item: only now
             _check_repos(cb, flt.repos)
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so

@@ -1,7 +1,8 @@
 """The `ctxbase` command line: every subcommand and option, with the help a user reads.
 
-Handlers live in cli.py (and serve/cli_commands.py for serve, mcp and keys); this module
-only describes the arguments, so `ctxbase <cmd> --help` stays readable in one place.
+Handlers live in cli.py (serve/cli_commands.py for serve, mcp and keys; cli_kb.py for kb);
+this module only describes the arguments, so `ctxbase <cmd> --help` stays readable in one
+place.
 """
 
 from __future__ import annotations
@@ -137,6 +138,11 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--path", help="only ingested files under this path prefix")
     p.add_argument("--repo", action="append", help="only this ingested repository (repeatable)")
+    p.add_argument(
+        "--kb-version",
+        help="search the knowledge base as of this `kb tag` version, or `latest` whatever is "
+        "pinned (default: the pinned version, else the latest)",
+    )
     _json_flag(p, "the results, with their score breakdown,")
     p.add_argument(
         "--wait-embeddings",
@@ -254,6 +260,9 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     from .serve.cli_commands import add_subcommands
 
     add_subcommands(sub)  # serve, mcp, keys
+    from .cli_kb import add_kb_command
+
+    add_kb_command(sub, h)  # kb tag, list, pin, unpin
 
     bench_parser = _command(sub, "bench", "retrieval benchmarks (recall@k against baselines)")
     bench = bench_parser.add_subparsers(

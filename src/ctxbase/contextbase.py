@@ -49,6 +49,7 @@ from .validation import check_query
 if TYPE_CHECKING:  # imported where used: a base that never searches loads no retrieval
     from .anchor.anchoring import AnchorReport
     from .anchor.ingest import IngestReport
+    from .anchor.kb_versions import KnowledgeTag, PinReport
     from .assemble.assembler import Assembler
     from .assemble.loop import Outcome
     from .assemble.manager import ContextManager
@@ -754,6 +755,31 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         if chunking is not None:
             components = dataclasses.replace(components, chunking=_resolve_chunking(chunking))
         return ingest_path(components, path, **options)
+
+    # -- knowledge-base versions (anchor/kb_versions.py) ------------------------------------
+    def tag_knowledge(self, name: str, **options: Any) -> KnowledgeTag:
+        """Record the ingested repositories' current versions as `name` (`repos=`: only
+        those); `pin_knowledge(name)` later makes searches see them as they are now."""
+        from .anchor.kb_versions import tag_knowledge
+
+        return tag_knowledge(self.components, name, **options)
+
+    def knowledge_tags(self, *, project: str | None = None) -> list[KnowledgeTag]:
+        from .anchor.kb_versions import knowledge_tags
+
+        return knowledge_tags(self.components, project=project)
+
+    def pin_knowledge(self, name: str, *, project: str | None = None) -> PinReport:
+        """Searches and assemblies see the knowledge base as of tag `name` (a view: the
+        newer ingest is kept); stored, so it holds after reopening, until unpinned."""
+        from .anchor.kb_versions import pin_knowledge
+
+        return pin_knowledge(self.components, name, project=project)
+
+    def unpin_knowledge(self, *, project: str | None = None) -> str | None:
+        from .anchor.kb_versions import unpin_knowledge
+
+        return unpin_knowledge(self.components, project=project)
 
     def anchor_message(self, event: Event | str, **options: Any) -> AnchorReport:
         """Anchor the code blocks of a message as entities linked to it."""

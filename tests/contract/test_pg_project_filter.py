@@ -11,7 +11,7 @@ import numpy as np
 from contract_helpers import add_entity, make_event, match, write
 
 from ctxbase.model import Relation, SessionInfo, StateFact, TaskInfo
-from ctxbase.store.base import ItemFilter
+from ctxbase.store.base import ItemFilter, KnowledgeView
 from ctxbase.store.pg_base import CROSS_PROJECT
 from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.schema import GLOBAL_TABLES, TABLES
@@ -63,6 +63,9 @@ def _workload(store: PostgresStore, pid: str, tmp_path: Path) -> None:
     store.vector_search(pid, "m", np.ones(16, dtype=np.float32), 3)
     store.vector_search(pid, "m", np.ones(16, dtype=np.float32), 3, {a.id})
     store.index_generation(pid)
+    store.touch_index(pid)
+    view = KnowledgeView(("r",), hidden_owner_ids=("x",), shown_owner_ids=("y",))
+    store.filter_item_ids(pid, ItemFilter(latest_only=True, view=view))
     store.set_active(pid, [b.id], False)
     store.set_active(pid, [b.id], True)
     store.set_state(StateFact(project_id=pid, scope="session", scope_id="s1", key="k", value=1))

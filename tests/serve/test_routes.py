@@ -188,6 +188,19 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     idle = c.post(f"{base}/sessions/expire-idle", json={"idle_timeout_s": 1e-6}).json()
     assert "idle" in idle["expired"]
 
+    # knowledge-base versions (an entity of a repository, as an ingest writes it)
+    kb_doc = {
+        "type": "document",
+        "name": "kb.md",
+        "text": "refund window fourteen days",
+        "properties": {"repo": "shop", "path": "kb.md"},
+    }
+    assert c.post(f"{base}/entities", json=kb_doc).status_code == 200
+    assert c.post(f"{base}/kb/versions", json={"name": "v1.2"}).json()["repos"] == ["shop"]
+    assert c.put(f"{base}/kb/pin", json={"tag": "v1.2"}).json()["missing"] == 0
+    assert [t["pinned"] for t in c.get(f"{base}/kb/versions").json()] == [True]
+    assert c.delete(f"{base}/kb/pin").json() == {"unpinned": "v1.2"}
+
     # close a relation, soft delete, restore, forget
     assert c.post(f"{base}/relations/{rel['id']}/close", json={}).json() == {"closed": True}
     refs = {"node_id": doc["id"], "direction": "out", "types": ["REFERENCES"]}

@@ -15,6 +15,7 @@ vector carried over. A changed unit keeps its previous version (see entities.py)
 Units that disappear from a file, and files that disappear from the tree, are soft-deleted:
 they vanish from every read but their history and edges can be restored, and a unit that
 comes back is simply re-activated; `ContextBase.forget` removes them for good when needed.
+A unit a knowledge-base version holds is kept as `<id>@v<n>` first (kb_versions.py).
 
 Bad input never stops an ingest: binary, too large, undecodable and empty files are skipped,
 code that does not parse is anchored as plain text, each with its reason in the report. A
@@ -64,6 +65,7 @@ from .entities import (
 )
 from .files import detect_file
 from .gitignore import list_files
+from .kb_versions import deactivate, refresh_pin
 from .parsed import ParseResult
 from .plaintext import DEFAULT_CHUNK_CHARS, part_chars
 from .repository import (
@@ -457,13 +459,14 @@ def ingest_path(
     for rel, entity in in_scope.items():
         if rel not in listed_set and entity.active:
             units = list(entity.properties.get("units", {}))
-            cb.store.set_active(pid, [*units, entity.id], False)
+            deactivate(cb, pid, [*units, entity.id], sign_key)  # tagged ones are kept
             report.files_deleted += 1
             report.units_removed += len(units)
             report.files.append(FileOutcome(rel, "deleted", removed=len(units)))
     # versions of one document in separate files: the newest is the latest
     mark_latest_versions(cb, pid, repo)
     _weave(cb, pid, all_refs, contains, mention_texts, changed_from, report, sign_key)
+    refresh_pin(cb, pid)  # a pinned version hides what this ingest wrote
     cb.notify_embedder()
     report.seconds = time.perf_counter() - started
     return report
@@ -717,7 +720,7 @@ def _write_plan(
     gone = [uid for uid in old_units if uid not in {s.id for s in plan.specs}]
     gone += [u for u in plan.properties.get("previous_units", []) if u not in gone]
     if gone:
-        cb.store.set_active(pid, gone, False)
+        deactivate(cb, pid, gone, sign_key)  # a unit a tag holds is kept (kb_versions.py)
         outcome.removed += len(gone)
         report.units_removed += len(gone)
     file_entity = Entity(

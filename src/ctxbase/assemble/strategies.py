@@ -23,6 +23,7 @@ from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, SearchConfig, get_preset
 from ..retrieve.indexing import names_its_text
+from ..retrieve.kb_view import entities_in_view
 from ..retrieve.relevance import CALIBRATED_STANDOUT, first_evidence, relevance_floor
 from ..retrieve.search import Candidate
 from ..retrieve.tokenize import index_terms
@@ -199,6 +200,7 @@ class Gatherer:
         self.considered: list[dict[str, Any]] = []
         self.relations: list[dict[str, Any]] = []
         self.notes: list[str] = []
+        self._pinned_hidden: frozenset[str] | None = None
         # True once a search found a hit about the question (a keyword match, or similarity
         # at the relevance floor); the project baseline is added only to such questions
         self.on_topic = False
@@ -271,6 +273,14 @@ class Gatherer:
         """The relations that may be followed: all, or with a check the verified ones."""
         return rels if self.check is None else self.check.relations(rels)
 
+    def _pinned_out(self) -> frozenset[str]:
+        """Units a pinned knowledge-base version hides, as this assembly's searches saw it."""
+        if self._pinned_hidden is None:
+            view = self.cb.searcher.kb_views.last(self.pid)
+            hidden = frozenset(view.hidden_owner_ids) if view is not None else frozenset()
+            self._pinned_hidden = hidden
+        return self._pinned_hidden
+
     def add(self, cand: MemoryCandidate, event: Event | None = None) -> bool:
         if cand.owner_id in self.exclude:
             return False  # already in the history layer or the latest input
@@ -278,6 +288,9 @@ class Gatherer:
             return False
         if self.repos is not None and cand.repo is not None and cand.repo not in self.repos:
             self.drop(cand.owner_id, "other repository", f"ingested from {cand.repo!r}")
+            return False
+        if cand.repo is not None and cand.owner_id in self._pinned_out():  # reached by an edge
+            self.drop(cand.owner_id, "not in the pinned version", "written since its tag")
             return False
         if event is not None:
             if (
@@ -497,6 +510,8 @@ def _recent_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Enti
     found = [
         e for t in types for e in store.list_entities(g.pid, type=t, limit=limit, newest_first=True)
     ]
+    # a pinned knowledge-base version: as the assembly's searches saw it (retrieve/kb_view.py)
+    found = entities_in_view(store, g.pid, g.cb.searcher.kb_views.last(g.pid), found, types)
     order = {t: i for i, t in enumerate(types)}
     found.sort(key=lambda e: (order.get(e.type, 99), -e.updated_at, e.id))
     return found[:limit]

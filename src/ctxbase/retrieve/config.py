@@ -119,6 +119,9 @@ class SearchConfig(BaseModel):
     dynamic_top_k: tuple[int, int] | None = None
     token_allowance: int | None = Field(default=None, ge=1)
     latest_only: bool = True
+    # the knowledge-base version searched (retrieve/kb_view.py): None the pinned one (or the
+    # latest when none is pinned), "latest" the latest whatever is pinned, else a tag's name
+    kb_version: str | None = Field(default=None, min_length=1, max_length=100)
 
     @model_validator(mode="after")
     def _check(self) -> SearchConfig:

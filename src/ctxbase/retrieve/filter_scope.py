@@ -92,5 +92,6 @@ def restricts(flt: ItemFilter) -> bool:
             flt.since,
             flt.until,
             flt.exclude_session_ids,
+            flt.view,
         )
     )

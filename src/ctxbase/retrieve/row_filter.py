@@ -107,7 +107,14 @@ class RowAttributes:
             return True
         return self.known and all(
             v is None
-            for v in (flt.owner_ids, flt.repos, flt.path_prefix, flt.line_from, flt.line_to)
+            for v in (
+                flt.owner_ids,
+                flt.repos,
+                flt.path_prefix,
+                flt.line_from,
+                flt.line_to,
+                flt.view,
+            )
         )
 
     def admitted(self, flt: ItemFilter | None, positions: Positions) -> Mask:
@@ -147,6 +154,6 @@ class RowAttributes:
             keep &= rows(self.ts) >= flt.since
         if flt.until is not None:
             keep &= rows(self.ts) <= flt.until
-        if flt.latest_only:
-            keep &= rows(self.latest)
+        if flt.latest_only and (flt.view is None or not flt.view.shown_owner_ids):
+            keep &= rows(self.latest)  # (a pinned version may be shown: the store decides)
         return keep

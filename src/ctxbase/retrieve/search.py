@@ -31,6 +31,7 @@ from .feedback import feedback_hits
 from .filter_scope import FilterScope, first_admitted, restricts
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, weighted_fuse
 from .graph import RelationFilter
+from .kb_view import ViewCache
 from .keyword_index import KeywordIndex
 from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
@@ -127,6 +128,7 @@ class Searcher:
         self.health = health
         self.vectors = VectorIndex(store)
         self.keywords = KeywordIndex(store)
+        self.kb_views = ViewCache(store)  # the pinned knowledge-base version (kb_view.py)
         # Agents repeat queries (every turn re-asks for context); embedding is the slow part.
         # 4096 vectors of 384 floats: about 6 MB.
         self._query_vectors: OrderedDict[str, FloatVector] = OrderedDict()
@@ -261,6 +263,10 @@ class Searcher:
         t0 = time.perf_counter()
         if config.latest_only and (flt is None or not flt.latest_only):
             flt = _with_latest(flt)
+        view = self.kb_views.view(project_id, config.kb_version)
+        if view is not None:  # a pinned knowledge-base version (retrieve/kb_view.py)
+            flt = replace(flt or ItemFilter(), view=view)
+        shown = frozenset(view.shown_owner_ids) if view is not None else frozenset()
         allowed: FilterScope | None = None
         if flt is not None and restricts(flt):
             held = config.keyword and config.keyword_index  # loaded for this search anyway
@@ -397,7 +403,7 @@ class Searcher:
             it = items.get(k)
             # Missing: forgotten or hidden since the index read. Superseded versions are
             # dropped here for the vector side, which has no filter of its own.
-            if it is None or (config.latest_only and not it.latest):
+            if it is None or (config.latest_only and not it.latest and it.owner_id not in shown):
                 continue
             cands[k] = Candidate(
                 it,
@@ -589,7 +595,8 @@ class Searcher:
             return
         by_owner: dict[str, list[SearchItem]] = {}
         # a superseded version is not reached through its edges either
-        reach = ItemFilter(owner_ids=tuple(new_nodes), latest_only=config.latest_only)
+        view = allowed.flt.view if allowed is not None else None
+        reach = ItemFilter(owner_ids=tuple(new_nodes), latest_only=config.latest_only, view=view)
         owner_items = self.store.filter_item_ids(project_id, reach)
         for it in self.store.get_items(project_id, sorted(owner_items)):
             by_owner.setdefault(it.owner_id, []).append(it)

@@ -45,6 +45,7 @@ from .retention import RetentionPurger
 from .routes_capture import router as capture_router
 from .routes_context import router as context_router
 from .routes_graph import router as graph_router
+from .routes_kb import router as kb_router
 from .routes_lifecycle import router as lifecycle_router
 from .routes_ops import router as ops_router
 from .runtime import COUNTER_HELP, Runtime
@@ -192,7 +193,14 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
     app.add_middleware(AssembleShortcut)
     app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes)
     _install_error_handlers(app)
-    routers = (ops_router, lifecycle_router, capture_router, graph_router, context_router)
+    routers = (
+        ops_router,
+        lifecycle_router,
+        capture_router,
+        graph_router,
+        context_router,
+        kb_router,
+    )
     for router in routers:
         app.include_router(router)
     mount_console(app)  # /ui and its read endpoints

@@ -350,6 +350,11 @@ class SearchOptionsIn(_In):
     dynamic_top_k: tuple[int, int] | None = None
     token_allowance: int | None = None
     latest_only: bool | None = None
+    kb_version: str | None = Field(
+        default=None,
+        description="the knowledge-base version searched: a `kb tag` name, or `latest` "
+        "whatever is pinned (default: the pinned version, else the latest)",
+    )
 
     def overrides(self) -> dict[str, Any]:
         """The fields the request set (an explicit null included), for get_preset."""
@@ -571,3 +576,35 @@ class ChangedOut(_Out):
     not_found: list[str] = Field(default_factory=list)  # named ids: no event nor entity
     # named ids of events and entities hard-forgotten before (nothing to hide or restore)
     already_forgotten: list[str] = Field(default_factory=list)
+
+
+# -- knowledge-base versions (anchor/kb_versions.py) ----------------------------------------
+class KbTagIn(_In):
+    name: str = Field(description="the version's name (e.g. v1.2), recorded once")
+    repos: list[str] | None = Field(
+        default=None, description="only these ingested repositories (default: every one)"
+    )
+
+
+class KbTagOut(_Out):
+    name: str
+    repos: list[str]
+    entities: int  # units recorded
+    created_at: float
+    pinned: bool = False
+
+
+class KbPinIn(_In):
+    tag: str = Field(description="a recorded version (POST .../kb/versions)")
+
+
+class KbPinOut(_Out):
+    tag: str
+    repos: list[str]
+    hidden: int  # units written since the tag, hidden
+    shown: int  # earlier versions shown instead of the latest
+    missing: int  # tagged versions no longer stored
+
+
+class KbUnpinOut(_Out):
+    unpinned: str | None  # the version that was pinned (None: nothing was)

@@ -252,6 +252,10 @@ class Client:
     set_hidden = _sync(Calls.set_hidden)
     forget = _sync(Calls.forget)
     purge_soft_deleted = _sync(Calls.purge_soft_deleted)
+    tag_knowledge = _sync(Calls.tag_knowledge)
+    knowledge_tags = _sync(Calls.knowledge_tags)
+    pin_knowledge = _sync(Calls.pin_knowledge)
+    unpin_knowledge = _sync(Calls.unpin_knowledge)
 
 
 class AsyncClient:
@@ -396,6 +400,10 @@ class AsyncClient:
     set_hidden = _async(Calls.set_hidden)
     forget = _async(Calls.forget)
     purge_soft_deleted = _async(Calls.purge_soft_deleted)
+    tag_knowledge = _async(Calls.tag_knowledge)
+    knowledge_tags = _async(Calls.knowledge_tags)
+    pin_knowledge = _async(Calls.pin_knowledge)
+    unpin_knowledge = _async(Calls.unpin_knowledge)
 
 
 def key_project(url: str, api_key: str | None, timeout: float = 30.0) -> str:

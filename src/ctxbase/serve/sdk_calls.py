@@ -27,6 +27,7 @@ from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, c
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..store.base import ForgetReport, ItemFilter, SearchItem, StateChange
+from .sdk_kb_calls import KnowledgeCalls
 
 if TYPE_CHECKING:
     from ..assemble.loop import Outcome
@@ -151,11 +152,15 @@ def _graph_hit(raw: Mapping[str, Any]) -> GraphHit:
 def _filters(flt: ItemFilter | None) -> dict[str, Any] | None:
     if flt is None:
         return None
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(flt).items()}
+    if flt.view is not None:  # the server applies its own pin (options.kb_version)
+        raise ValidationError("filters.view", "is not sent: name a version with kb_version")
+    raw = {k: v for k, v in asdict(flt).items() if k != "view"}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in raw.items()}
 
 
-class Calls:
-    """Request builders with the signatures of ContextBase's methods."""
+class Calls(KnowledgeCalls):
+    """Request builders with the signatures of ContextBase's methods (the knowledge-base
+    versions' in sdk_kb_calls.py)."""
 
     def __init__(
         self,

@@ -30,6 +30,7 @@ __all__ = [
     "KeywordDelta",
     "KeywordHit",
     "KeywordRow",
+    "KnowledgeView",
     "SearchItem",
     "StateChange",
     "Store",
@@ -92,6 +93,22 @@ class SearchItem:
 
 
 @dataclass(frozen=True, slots=True)
+class KnowledgeView:
+    """The knowledge base as of a tag (see anchor/kb_versions.py), as item owners.
+
+    Items of `repos` are admitted only when they are latest (as of now) and their owner is
+    not in `hidden_owner_ids` (units written or changed since the tag), or when their owner
+    is in `shown_owner_ids` (the versions the tag holds that are no longer the latest: kept
+    copies `<id>@v<n>`), whether or not the search asks for latest versions only. Items of
+    other repositories, and items of no repository (events, anchored messages), are not
+    concerned. Both sets hold only what changed since the tag, not the whole repository."""
+
+    repos: tuple[str, ...]
+    hidden_owner_ids: tuple[str, ...] = ()
+    shown_owner_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ItemFilter:
     """Structured filters applied before any ranking (the first layer of dual-layer search)."""
 
@@ -111,6 +128,8 @@ class ItemFilter:
     # items of any session but these (and items of no session); cheaper than naming every
     # other session of a large project
     exclude_session_ids: tuple[str, ...] | None = None
+    # a pinned knowledge-base version: what its repositories' items are as of that tag
+    view: KnowledgeView | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -590,6 +609,11 @@ class Store(ABC):
     @abstractmethod
     def index_generation(self, project_id: str) -> int:
         """A number that changes whenever the project's items or vectors change (cache key)."""
+
+    @abstractmethod
+    def touch_index(self, project_id: str) -> None:
+        """Change the project's index generation with no item changed: what searches cache
+        by it (the pinned knowledge-base view, retrieve/kb_view.py) is read again."""
 
     # -- state ---------------------------------------------------------------------------
     @abstractmethod

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from .base import ItemFilter
+from .base import ItemFilter, KnowledgeView
 
 __all__ = ["Dialect", "filter_sql"]
 
@@ -86,10 +86,39 @@ def filter_sql(dialect: Dialect, flt: ItemFilter | None, alias: str = "i") -> tu
         if value is not None:
             sql += f" AND {alias}.{cond}"
             args.append(value)
+    view = flt.view
+    shown: tuple[str, list[Any]] | None = None
+    if view is not None and view.shown_owner_ids:
+        shown = dialect.any_of(f"{alias}.owner_id", view.shown_owner_ids)
     if flt.latest_only:
-        sql += f" AND {alias}.latest = 1"
+        if shown is None:
+            sql += f" AND {alias}.latest = 1"
+        else:  # a version the pinned tag holds counts as the latest
+            sql += f" AND ({alias}.latest = 1 OR {shown[0]})"
+            args += shown[1]
     if flt.exclude_session_ids:
         cond, cond_args = dialect.any_of(f"{alias}.session_id", flt.exclude_session_ids)
         sql += f" AND ({alias}.session_id IS NULL OR NOT {cond})"
         args += cond_args
+    if view is not None:
+        sql_v, args_v = _view_sql(dialect, view, alias, shown)
+        sql += sql_v
+        args += args_v
     return dialect.sql(sql), args
+
+
+def _view_sql(
+    dialect: Dialect, view: KnowledgeView, alias: str, shown: tuple[str, list[Any]] | None
+) -> tuple[str, list[Any]]:
+    """Items of the view's repositories: the latest ones not hidden, and the shown ones."""
+    repo_in, args = dialect.any_of(f"{alias}.repo", view.repos)
+    kept = f"{alias}.latest = 1"
+    if view.hidden_owner_ids:
+        hidden, hidden_args = dialect.any_of(f"{alias}.owner_id", view.hidden_owner_ids)
+        kept += f" AND NOT {hidden}"
+        args += hidden_args
+    sql = f" AND ({alias}.repo IS NULL OR NOT {repo_in} OR ({kept})"
+    if shown is not None:
+        sql += f" OR {shown[0]}"
+        args += shown[1]
+    return sql + ")", args

@@ -99,6 +99,10 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
             )
         return True
 
+    def touch_index(self, project_id: str) -> None:
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=True, bump=True)
+
     # -- traces --------------------------------------------------------------------------
     def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
         # On every assembly's path: one statement, so one round trip. It creates the

@@ -90,6 +90,11 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             )
         return True
 
+    def touch_index(self, project_id: str) -> None:
+        with self._write() as conn:
+            self._ensure_project(conn, project_id)
+            self._bump(conn, project_id)
+
     # -- traces --------------------------------------------------------------------------
     def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
         # Every assembly writes one: not worth a disk flush each (see _write)
