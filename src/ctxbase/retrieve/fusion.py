@@ -7,11 +7,13 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 __all__ = [
+    "confidence_factor",
     "dedupe_near_identical",
     "dynamic_top_k",
     "keyword_stand_ins",
     "normalise_scores",
     "rrf_fuse",
+    "spared_age",
     "standout",
     "time_decay",
     "weighted_fuse",
@@ -112,6 +114,25 @@ def time_decay(age_seconds: float, half_life_days: float | None) -> float:
     if not half_life_days or age_seconds <= 0:
         return 1.0
     return math.pow(0.5, age_seconds / (half_life_days * 86400.0))
+
+
+def spared_age(
+    age_seconds: float, since_use_seconds: float | None, uses: int, spare_uses: int
+) -> float:
+    """The age time decay counts for an item: 0 when it was placed in at least
+    `spare_uses` assembled contexts (`spare_uses` 0: never), the time since its last use
+    when it was used at all, else its own age."""
+    if spare_uses and uses >= spare_uses:
+        return 0.0
+    if uses and since_use_seconds is not None:
+        return min(age_seconds, since_use_seconds)
+    return age_seconds
+
+
+def confidence_factor(confidence: float, weight: float) -> float:
+    """Score factor of a confidence in [0, 1]: 1 - w + 2w * confidence, so 1 at the
+    neutral 0.5, 1 + w at 1 and 1 - w at 0; 1 when `weight` is 0."""
+    return 1.0 - weight + weight * 2.0 * confidence
 
 
 def dynamic_top_k(

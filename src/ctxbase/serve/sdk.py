@@ -252,6 +252,9 @@ class Client:
     set_hidden = _sync(Calls.set_hidden)
     forget = _sync(Calls.forget)
     purge_soft_deleted = _sync(Calls.purge_soft_deleted)
+    feedback = _sync(Calls.feedback)
+    get_feedback = _sync(Calls.get_feedback)
+    feedback_history = _sync(Calls.feedback_history)
 
 
 class AsyncClient:
@@ -396,6 +399,9 @@ class AsyncClient:
     set_hidden = _async(Calls.set_hidden)
     forget = _async(Calls.forget)
     purge_soft_deleted = _async(Calls.purge_soft_deleted)
+    feedback = _async(Calls.feedback)
+    get_feedback = _async(Calls.get_feedback)
+    feedback_history = _async(Calls.feedback_history)
 
 
 def key_project(url: str, api_key: str | None, timeout: float = 30.0) -> str:

@@ -27,6 +27,7 @@ from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, c
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..store.base import ForgetReport, ItemFilter, SearchItem, StateChange
+from .sdk_feedback import FeedbackCalls
 
 if TYPE_CHECKING:
     from ..assemble.loop import Outcome
@@ -154,7 +155,7 @@ def _filters(flt: ItemFilter | None) -> dict[str, Any] | None:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(flt).items()}
 
 
-class Calls:
+class Calls(FeedbackCalls):
     """Request builders with the signatures of ContextBase's methods."""
 
     def __init__(

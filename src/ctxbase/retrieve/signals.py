@@ -1,0 +1,199 @@
+"""What a search knows about its candidates beyond their text: confidence and use.
+
+Seed 001 (6.2) asks for two signals against "memory hallucination": a confidence on every
+stored event (from a tool's return status, the user's like or dislike, later checks) and
+a time decay that spares what is "frequently retrieved or explicitly linked". The store
+keeps them as state records keyed by the node (store.base.FEEDBACK_SCOPE, USES_SCOPE);
+`read_signals` reads what a search's config needs of them for its candidates, in at most
+four bounded reads (none with the defaults and no feedback: one), and `UsageRecorder`
+counts the memories assembled contexts placed, written in batches.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import StorageError
+from ..store.base import FEEDBACK_SCOPE, USES_SCOPE, Store
+from .config import SearchConfig
+
+__all__ = [
+    "USES_FLUSH_EVERY",
+    "USES_FLUSH_S",
+    "Confidence",
+    "Signals",
+    "UsageRecorder",
+    "feedback_confidence",
+    "read_signals",
+    "tool_failed",
+]
+
+log = logging.getLogger(__name__)
+
+# Uses held in memory are written once this many assembled contexts noted them, or on the
+# first note this long after the last write, and when the base closes.
+USES_FLUSH_EVERY = 32
+USES_FLUSH_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Confidence:
+    value: float
+    source: str  # "feedback:<label>" or "tool_error"
+
+
+@dataclass
+class Signals:
+    """Per owner id (event or entity): confidence when not neutral, uses and last use,
+    and the edge that links it (the relation type) when one does."""
+
+    confidence: dict[str, Confidence] = field(default_factory=dict)
+    uses: dict[str, tuple[int, float]] = field(default_factory=dict)
+    linked: dict[str, str] = field(default_factory=dict)
+
+
+def tool_failed(metadata: Mapping[str, Any]) -> bool:
+    """A tool result that reports a failure: metadata `error`, or a non-zero `exit_code`."""
+    code = metadata.get("exit_code")
+    return bool(metadata.get("error")) or (code is not None and code != 0)
+
+
+def feedback_confidence(value: Any) -> Confidence | None:
+    """The confidence a stored feedback record (its value) sets, or None if malformed."""
+    if not isinstance(value, Mapping):
+        return None
+    conf = value.get("confidence")
+    if isinstance(conf, bool) or not isinstance(conf, int | float):
+        return None
+    return Confidence(float(conf), f"feedback:{value.get('label', '?')}")
+
+
+def _decays(config: SearchConfig) -> bool:
+    return bool(config.time_decay_half_life_days)
+
+
+def read_signals(
+    store: Store,
+    project_id: str,
+    owners: Mapping[str, str],
+    config: SearchConfig,
+    usage: UsageRecorder | None = None,
+) -> Signals:
+    """The signals of `owners` (owner id -> its item's type) that `config` uses: confidence
+    unless `confidence_weight` and `min_confidence` are both 0; uses and links only with a
+    time decay. Uses not yet written by `usage` count too."""
+    out = Signals()
+    ids = list(owners)
+    if not ids:
+        return out
+    if config.confidence_weight > 0 or config.min_confidence > 0:
+        for key, fact in store.get_state_keys(project_id, FEEDBACK_SCOPE, "", ids).items():
+            if (conf := feedback_confidence(fact.value)) is not None:
+                out.confidence[key] = conf
+        tools = [i for i, t in owners.items() if t == "tool_result" and i not in out.confidence]
+        if config.tool_error_confidence is not None and tools:
+            for event in store.get_events(project_id, tools):
+                if tool_failed(event.metadata):
+                    out.confidence[event.id] = Confidence(
+                        config.tool_error_confidence, "tool_error"
+                    )
+    if not _decays(config):
+        return out
+    for key, fact in store.get_state_keys(project_id, USES_SCOPE, "", ids).items():
+        out.uses[key] = (int(fact.version), float(fact.updated_at))
+    if usage is not None:
+        for key, (n, at) in usage.pending(project_id, ids).items():
+            stored, last = out.uses.get(key, (0, 0.0))
+            out.uses[key] = (stored + n, max(last, at))
+    types = [t for t in config.decay_spare_relations if t != "CAUSED_BY"]
+    if types:
+        for rel in store.list_relations(project_id, ids, types=types, limit_per_node=1):
+            for end in (rel.from_id, rel.to_id):
+                if end in owners:
+                    out.linked.setdefault(end, rel.type)
+    if "CAUSED_BY" in config.decay_spare_relations:  # an event it caused: the edge comes in
+        for rel in store.list_relations(
+            project_id, ids, direction="in", types=["CAUSED_BY"], limit_per_node=1
+        ):
+            if rel.to_id in owners:
+                out.linked.setdefault(rel.to_id, "CAUSED_BY")
+    return out
+
+
+class UsageRecorder:
+    """Counts, per project and node, the assembled contexts that placed it, and writes the
+    counts in batches (`Store.add_uses`): an assembly adds no write of its own."""
+
+    def __init__(
+        self, store: Store, flush_every: int = USES_FLUSH_EVERY, flush_s: float = USES_FLUSH_S
+    ) -> None:
+        self.store = store
+        self.flush_every = flush_every
+        self.flush_s = flush_s
+        self._lock = threading.Lock()
+        self._counts: dict[str, Counter[str]] = {}
+        self._last: dict[str, float] = {}  # project -> when it last noted a use
+        self._noted = 0
+        self._written_at = time.monotonic()
+
+    def note(self, project_id: str, node_ids: Iterable[str], at: float | None = None) -> None:
+        """One assembled context placed these nodes."""
+        ids = set(node_ids)
+        if not ids:
+            return
+        with self._lock:
+            self._counts.setdefault(project_id, Counter()).update(ids)
+            self._last[project_id] = time.time() if at is None else at
+            self._noted += 1
+            due = (
+                self._noted >= self.flush_every
+                or time.monotonic() - self._written_at >= self.flush_s
+            )
+        if due:
+            self.flush()
+
+    def pending(self, project_id: str, ids: Collection[str]) -> dict[str, tuple[int, float]]:
+        """Uses of `ids` noted but not written yet, with when the project last noted one."""
+        with self._lock:
+            counts = self._counts.get(project_id)
+            if not counts:
+                return {}
+            at = self._last.get(project_id, 0.0)
+            return {i: (counts[i], at) for i in ids if counts.get(i)}
+
+    def forget(self, project_id: str, ids: Collection[str] | None = None) -> int:
+        """Drop noted uses of forgotten nodes (None: the whole project); how many."""
+        with self._lock:
+            counts = self._counts.get(project_id)
+            if not counts:
+                return 0
+            if ids is None:
+                del self._counts[project_id]
+                return len(counts)
+            gone = [i for i in ids if i in counts]
+            for i in gone:
+                del counts[i]
+            return len(gone)
+
+    def flush(self) -> None:
+        """Write every noted use. A failed write is logged and keeps them for the next
+        try: a use is a hint, and an assembly must not fail for it."""
+        with self._lock:
+            batch, self._counts = self._counts, {}
+            last, self._last = self._last, {}
+            self._noted = 0
+            self._written_at = time.monotonic()
+        for pid, counts in batch.items():
+            try:
+                self.store.add_uses(pid, dict(counts), last.get(pid, time.time()))
+            except StorageError as exc:
+                log.warning("memory uses of project %s not written yet: %s", pid, exc)
+                with self._lock:
+                    self._counts.setdefault(pid, Counter()).update(counts)
+                    self._last.setdefault(pid, last.get(pid, time.time()))
