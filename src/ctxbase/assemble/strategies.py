@@ -25,6 +25,7 @@ from ..retrieve.config import PRESETS, SearchConfig, get_preset
 from ..retrieve.indexing import names_its_text
 from ..retrieve.relevance import CALIBRATED_STANDOUT, first_evidence, relevance_floor
 from ..retrieve.search import Candidate
+from ..retrieve.signals import tool_failed
 from ..retrieve.tokenize import index_terms
 from ..store.base import ItemFilter
 from .budget import fit_to_tokens
@@ -84,9 +85,7 @@ def label_for(type_: str, owner_id: str, name: str = "") -> str:
 
 def event_failed(event: Event) -> bool:
     """A tool result that reports a failure (metadata error, or a non-zero exit code)."""
-    meta = event.metadata
-    code = meta.get("exit_code")
-    return bool(meta.get("error")) or (code is not None and code != 0)
+    return tool_failed(event.metadata)
 
 
 @dataclass
