@@ -166,10 +166,10 @@ def test_decay_spares_linked_memories_and_those_assemblies_use(cb: ContextBase) 
     usage.flush()
     stored = cb.store.get_state_keys(cb.project, USES_SCOPE, "", [old[1]])
     assert stored[old[1]].version == 3
-    # a threshold above the uses: it decays from its last use (just now) instead
+    # a threshold above the uses: it decays as if 1 + 3 times younger
     fewer = cb.search("orders cache ttl note", **decay, decay_spare_uses=10)
     one = next(c for c in fewer.results if c.item.owner_id == old[1])
-    assert one.decay == pytest.approx(1.0, abs=1e-3)
+    assert one.decay == pytest.approx(0.5**0.75, rel=1e-3)
     # no decay: nothing read, nothing shown
     plain = cb.search("orders cache ttl note", **KEYWORD)
     assert all(c.decay is None and c.decay_spared is None for c in plain.results)

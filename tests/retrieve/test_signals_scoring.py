@@ -32,13 +32,13 @@ def test_confidence_factor_is_one_at_neutral_and_bounded_by_the_weight() -> None
     assert confidence_factor(0.75, 0.4) > 1.0 > confidence_factor(0.25, 0.4)
 
 
-def test_spared_age_counts_from_the_last_use_and_not_at_all_past_the_threshold() -> None:
-    age, since_use = 100 * DAY, 2 * DAY
-    assert spared_age(age, None, 0, 3) == age  # never used
-    assert spared_age(age, since_use, 1, 3) == since_use  # used: from the last use
-    assert spared_age(age, since_use, 3, 3) == 0.0  # used often: no decay
-    assert spared_age(age, since_use, 50, 0) == since_use  # threshold 0: count never spares
-    assert spared_age(DAY, 5 * DAY, 1, 3) == DAY  # a use before... never makes it older
+def test_spared_age_slows_with_each_use_and_stops_at_the_threshold() -> None:
+    age = 100 * DAY
+    assert spared_age(age, 0, 3) == age  # never used
+    assert spared_age(age, 1, 3) == age / 2  # each use slows it
+    assert spared_age(age, 2, 3) == age / 3
+    assert spared_age(age, 3, 3) == 0.0  # used often: no decay
+    assert spared_age(age, 50, 0) == age / 51  # threshold 0: the count never stops it
 
 
 def test_weigh_confidence_scales_rated_candidates_and_drops_below_the_floor() -> None:
@@ -70,16 +70,14 @@ def test_decay_spares_linked_and_often_used_items() -> None:
     now = 400 * DAY
     config = SearchConfig(time_decay_half_life_days=30, decay_spare_uses=3)
     cands = [_cand(k, ts=now - 90 * DAY) for k in ("old", "linked", "used", "once")]
-    signals = Signals(
-        uses={"used": (5, now - 80 * DAY), "once": (1, now - 30 * DAY)},
-        linked={"linked": "REFERS_TO"},
-    )
+    signals = Signals(uses={"used": 5, "once": 1}, linked={"linked": "REFERS_TO"})
     decay_by_age(cands, config, now, signals)
     by = {c.item_id: c for c in cands}
     assert by["old"].score == pytest.approx(0.125)  # three half-lives
     assert by["linked"].score == 1.0 and by["linked"].decay_spared == "linked by REFERS_TO"
     assert by["used"].score == 1.0 and by["used"].decay_spared == "used 5 times"
-    assert by["once"].score == pytest.approx(0.5)  # one half-life since its last use
+    assert by["once"].score == pytest.approx(0.5**1.5)  # half as old: 1.5 half-lives
+    assert by["once"].decay_spared == "used 1 time"
     assert by["old"].explain()["decay"] == 0.125
     # without signals: the decay of every candidate, as before this change
     plain = [_cand(k, ts=now - 90 * DAY) for k in ("linked", "used")]

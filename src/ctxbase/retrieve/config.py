@@ -115,7 +115,7 @@ class SearchConfig(BaseModel):
     # Time decay spares the memories still in use (seed 001 6.2: "unless frequently
     # retrieved or explicitly linked"; retrieve/signals.py). An item placed in at least
     # `decay_spare_uses` assembled contexts does not decay (0: use never spares); one placed
-    # in fewer decays from its last use, not from when it was recorded.
+    # in n fewer decays as if 1 + n times younger.
     decay_spare_uses: int = Field(default=3, ge=0)
     # An item with a current edge of one of these types (at either end; CAUSED_BY: only an
     # event it caused) does not decay. NEXT, CAUSED_BY and MENTIONS are left out by default:

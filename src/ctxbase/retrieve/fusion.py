@@ -116,17 +116,13 @@ def time_decay(age_seconds: float, half_life_days: float | None) -> float:
     return math.pow(0.5, age_seconds / (half_life_days * 86400.0))
 
 
-def spared_age(
-    age_seconds: float, since_use_seconds: float | None, uses: int, spare_uses: int
-) -> float:
-    """The age time decay counts for an item: 0 when it was placed in at least
-    `spare_uses` assembled contexts (`spare_uses` 0: never), the time since its last use
-    when it was used at all, else its own age."""
+def spared_age(age_seconds: float, uses: int, spare_uses: int) -> float:
+    """The age time decay counts for an item placed in `uses` assembled contexts: none at
+    `spare_uses` or more (`spare_uses` 0: never), else its age over 1 + uses (each use
+    slows its decay; 1 + 0 = its own age)."""
     if spare_uses and uses >= spare_uses:
         return 0.0
-    if uses and since_use_seconds is not None:
-        return min(age_seconds, since_use_seconds)
-    return age_seconds
+    return age_seconds / (1 + uses)
 
 
 def confidence_factor(confidence: float, weight: float) -> float:

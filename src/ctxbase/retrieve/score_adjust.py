@@ -96,21 +96,19 @@ def decay_by_age(
     """Older candidates score less: halved every `time_decay_half_life_days` before `now`.
     With `signals`, an item explicitly linked (`decay_spare_relations`) or placed in at
     least `decay_spare_uses` assembled contexts does not decay, and one placed in fewer
-    decays from its last use (`fusion.spared_age`)."""
+    decays more slowly (`fusion.spared_age`)."""
     if not config.time_decay_half_life_days:
         return
     sig = signals or Signals()
     for c in cands:
         owner = c.item.owner_id
         age = now - c.item.ts
-        uses, last = sig.uses.get(owner, (0, 0.0))
+        uses = sig.uses.get(owner, 0)
         if (link := sig.linked.get(owner)) is not None:
             age, c.decay_spared = 0.0, f"linked by {link}"
         elif uses:
-            age = spared_age(age, now - last, uses, config.decay_spare_uses)
-            c.decay_spared = (
-                f"used {uses} times" if age == 0.0 else f"used {uses} times: decays from the last"
-            )
+            age = spared_age(age, uses, config.decay_spare_uses)
+            c.decay_spared = f"used {uses} time{'s' if uses != 1 else ''}"
         factor = time_decay(age, config.time_decay_half_life_days)
         c.decay = factor
         c.score *= factor

@@ -50,11 +50,11 @@ class Confidence:
 
 @dataclass
 class Signals:
-    """Per owner id (event or entity): confidence when not neutral, uses and last use,
-    and the edge that links it (the relation type) when one does."""
+    """Per owner id (event or entity): confidence when not neutral, the assembled contexts
+    that placed it, and the edge that links it (the relation type) when one does."""
 
     confidence: dict[str, Confidence] = field(default_factory=dict)
-    uses: dict[str, tuple[int, float]] = field(default_factory=dict)
+    uses: dict[str, int] = field(default_factory=dict)
     linked: dict[str, str] = field(default_factory=dict)
 
 
@@ -106,11 +106,10 @@ def read_signals(
     if not _decays(config):
         return out
     for key, fact in store.get_state_keys(project_id, USES_SCOPE, "", ids).items():
-        out.uses[key] = (int(fact.version), float(fact.updated_at))
+        out.uses[key] = int(fact.version)
     if usage is not None:
-        for key, (n, at) in usage.pending(project_id, ids).items():
-            stored, last = out.uses.get(key, (0, 0.0))
-            out.uses[key] = (stored + n, max(last, at))
+        for key, n in usage.pending(project_id, ids).items():
+            out.uses[key] = out.uses.get(key, 0) + n
     types = [t for t in config.decay_spare_relations if t != "CAUSED_BY"]
     if types:
         for rel in store.list_relations(project_id, ids, types=types, limit_per_node=1):
@@ -158,14 +157,13 @@ class UsageRecorder:
         if due:
             self.flush()
 
-    def pending(self, project_id: str, ids: Collection[str]) -> dict[str, tuple[int, float]]:
-        """Uses of `ids` noted but not written yet, with when the project last noted one."""
+    def pending(self, project_id: str, ids: Collection[str]) -> dict[str, int]:
+        """Uses of `ids` noted but not written yet."""
         with self._lock:
             counts = self._counts.get(project_id)
             if not counts:
                 return {}
-            at = self._last.get(project_id, 0.0)
-            return {i: (counts[i], at) for i in ids if counts.get(i)}
+            return {i: counts[i] for i in ids if counts.get(i)}
 
     def forget(self, project_id: str, ids: Collection[str] | None = None) -> int:
         """Drop noted uses of forgotten nodes (None: the whole project); how many."""

@@ -347,7 +347,12 @@ class SearchOptionsIn(_In):
     dense_feedback_seeds: int | None = None
     dense_feedback_mix: float | None = None
     time_decay_half_life_days: float | None = None
+    decay_spare_uses: int | None = None
+    decay_spare_relations: tuple[str, ...] | None = None
     importance_weight: float | None = None
+    confidence_weight: float | None = None
+    min_confidence: float | None = None
+    tool_error_confidence: float | None = None
     dedupe_threshold: float | None = None
     top_k: int | None = None
     dynamic_top_k: tuple[int, int] | None = None
