@@ -10,7 +10,8 @@ correction, not a forget: the memory stays stored, and feedback "neutral" undoes
 
 The record is a state record keyed by the node (store.base.FEEDBACK_SCOPE): the latest
 feedback is current, its history keeps every one given, and a hard forget of the node
-removes both.
+removes both. Giving feedback moves the project's index generation on, which searches
+cache confidence by (retrieve/signals.py) and the service caches assemblies by.
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ def give_feedback(
             cause=f"feedback {label}" + (f" in {context_id}" if context_id else ""),
         )
     )
+    store.bump_generation(pid)  # searches read confidence again, cached assemblies refresh
     record = _record(stored)
     assert record is not None  # written just above in the shape _record reads
     return record

@@ -41,6 +41,15 @@ def test_add_uses_accumulates_without_history(store: Store, project_id: str) -> 
     assert project_id in store.list_projects()  # a project first seen here is made
 
 
+def test_bump_generation_moves_only_the_generation(store: Store, project_id: str) -> None:
+    store.ensure_project(project_id)
+    before = store.index_generation(project_id)
+    store.bump_generation(project_id)
+    store.bump_generation(project_id + "-none")  # a project not stored: nothing to move
+    assert store.index_generation(project_id) > before
+    assert store.count_items(project_id) == 0
+
+
 def test_forget_removes_feedback_and_uses_of_the_node(store: Store, project_id: str) -> None:
     events = [
         Event(id=f"ev_{n}", project_id=project_id, session_id="s1", type="user_message",

@@ -10,8 +10,10 @@ import time
 import pytest
 
 from ctxbase import ContextBase
+from ctxbase.assemble.trace import explain_trace
 from ctxbase.errors import NotFoundError, ValidationError
 from ctxbase.store.base import FEEDBACK_SCOPE, USES_SCOPE
+from store_calls import StoreCalls
 
 DAY = 86400.0
 KEYWORD = {"preset": "keyword"}
@@ -86,6 +88,22 @@ def test_liked_rises_a_little_and_confidence_weight_0_ignores_feedback(cb: Conte
     assert sorted(ids) == sorted(base)
 
 
+def test_confidence_is_read_once_per_generation_and_seen_across_bases(
+    cb: ContextBase, second: ContextBase
+) -> None:
+    ids = _memories(cb)
+    query = "redis cache ttl orders"
+    cb.search(query, **KEYWORD)
+    calls = StoreCalls(cb.store)
+    cb.search(query, **KEYWORD)  # nothing changed: the feedback read before holds
+    assert "get_state_keys" not in calls.counts and "get_events" not in calls.counts
+    before = cb.store.index_generation(cb.project)
+    second.feedback(ids[0], "wrong", confidence=0.0)  # another connection, as another process
+    assert cb.store.index_generation(cb.project) > before
+    assert ids[0] not in [c.item.owner_id for c in cb.search(query, **KEYWORD).results]
+    assert calls.counts["get_state_keys"] == 1
+
+
 def test_feedback_checks_what_it_names(cb: ContextBase) -> None:
     ids = _memories(cb)
     with pytest.raises(ValidationError):
@@ -114,6 +132,7 @@ def test_feedback_names_the_assembled_context_and_the_trace_shows_confidence(
     assert shown["explain"]["confidence_source"] == "feedback:disliked"
     others = [c for c in again.trace["candidates"] if c["id"] in ids and c["id"] != placed[0]]
     assert all("confidence" not in (c["explain"] or {}) for c in others)
+    assert "confidence 0.25 (feedback:disliked)" in explain_trace(again.trace)
 
 
 def test_a_failed_tool_result_starts_with_lower_confidence(cb: ContextBase) -> None:

@@ -36,7 +36,7 @@ from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_parts import query_clauses
 from .score_adjust import adjust_expanded, boost_standout
-from .signals import UsageRecorder, read_signals
+from .signals import KnownSignals, UsageRecorder, read_signals
 from .synced import one_generation
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
@@ -161,6 +161,7 @@ class Searcher:
         self._embedded_a_query = False  # the model has started (it loads on first use)
         # memories that assembled contexts placed, written in batches (retrieve/signals.py)
         self.usage = UsageRecorder(store)
+        self.known_signals = KnownSignals()  # confidence read by earlier searches
 
     def query_vector(self, query: str) -> FloatVector:
         """The query's vector (cached); EmbedderUnavailableError when the embedder fails.
@@ -245,6 +246,7 @@ class Searcher:
             "query_vectors": queries,
             "vector_index": self.vectors.drop(project_id),
             "keyword_index": self.keywords.drop(project_id),
+            "memory_signals": self.known_signals.drop(project_id),
         }
 
     def warm_queries(self, queries: list[str]) -> None:
@@ -441,7 +443,9 @@ class Searcher:
 
         t = time.perf_counter()
         owners = {c.item.owner_id: c.item.type for c in cands.values()}
-        signals = read_signals(self.store, project_id, owners, config, self.usage)
+        signals = read_signals(
+            self.store, project_id, owners, config, self.usage, self.known_signals
+        )
         timings["signals"] = _ms(t)
         now = time.time() if now is None else now
         adjust_expanded(cands.values(), query, config, now, signals)

@@ -4,9 +4,11 @@ Seed 001 (6.2) asks for two signals against "memory hallucination": a confidence
 stored event (from a tool's return status, the user's like or dislike, later checks) and
 a time decay that spares what is "frequently retrieved or explicitly linked". The store
 keeps them as state records keyed by the node (store.base.FEEDBACK_SCOPE, USES_SCOPE);
-`read_signals` reads what a search's config needs of them for its candidates, in at most
-four bounded reads (none with the defaults and no feedback: one), and `UsageRecorder`
-counts the memories assembled contexts placed, written in batches.
+`read_signals` reads what a search's config needs of them for its candidates: confidence
+by key, remembered (`KnownSignals`) while the project's index generation stands (feedback
+moves it), so a repeated search reads nothing more; with a time decay, the uses and
+links of the candidates (two bounded reads). `UsageRecorder` counts the memories
+assembled contexts placed and writes them in batches.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from typing import Any
 from ..errors import StorageError
 from ..store.base import FEEDBACK_SCOPE, USES_SCOPE, Store
 from .config import SearchConfig
+from .synced import generation
 
 __all__ = [
     "USES_FLUSH_EVERY",
     "USES_FLUSH_S",
     "Confidence",
+    "KnownSignals",
     "Signals",
     "UsageRecorder",
     "feedback_confidence",
@@ -78,31 +82,85 @@ def _decays(config: SearchConfig) -> bool:
     return bool(config.time_decay_half_life_days)
 
 
+class KnownSignals:
+    """What searches read of confidence, per project: each node's feedback (or that it has
+    none) while the project's index generation stands, and whether a tool result reports a
+    failure (its metadata never changes). Bounded: past `limit` entries it starts again."""
+
+    def __init__(self, limit: int = 100_000) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._feedback: dict[str, tuple[int, dict[str, Confidence | None]]] = {}
+        self._failed: dict[tuple[str, str], bool] = {}
+
+    def feedback(
+        self, store: Store, project_id: str, ids: Collection[str]
+    ) -> dict[str, Confidence]:
+        gen = generation(store, project_id)
+        with self._lock:
+            held_gen, held = self._feedback.get(project_id, (gen, {}))
+            known = dict(held) if held_gen == gen else {}
+        missing = [i for i in ids if i not in known]
+        if missing:
+            found = store.get_state_keys(project_id, FEEDBACK_SCOPE, "", missing)
+            for i in missing:
+                fact = found.get(i)
+                known[i] = None if fact is None else feedback_confidence(fact.value)
+            with self._lock:
+                if len(known) > self.limit:
+                    known = {i: known[i] for i in ids}
+                self._feedback[project_id] = (gen, known)
+        return {i: c for i in ids if (c := known.get(i)) is not None}
+
+    def failed_tools(self, store: Store, project_id: str, ids: Collection[str]) -> set[str]:
+        with self._lock:
+            known = {
+                i: self._failed[(project_id, i)] for i in ids if (project_id, i) in self._failed
+            }
+        missing = [i for i in ids if i not in known]
+        if missing:
+            events = {e.id: tool_failed(e.metadata) for e in store.get_events(project_id, missing)}
+            with self._lock:
+                if len(self._failed) > self.limit:
+                    self._failed.clear()
+                for i, failed in events.items():
+                    self._failed[(project_id, i)] = failed
+            known.update(events)
+        return {i for i, failed in known.items() if failed}
+
+    def drop(self, project_id: str) -> int:
+        """Forget what is held of a project (after a hard forget); the entries dropped."""
+        with self._lock:
+            n = len(self._feedback.pop(project_id, (0, {}))[1])
+            gone = [k for k in self._failed if k[0] == project_id]
+            for k in gone:
+                del self._failed[k]
+            return n + len(gone)
+
+
 def read_signals(
     store: Store,
     project_id: str,
     owners: Mapping[str, str],
     config: SearchConfig,
     usage: UsageRecorder | None = None,
+    known: KnownSignals | None = None,
 ) -> Signals:
     """The signals of `owners` (owner id -> its item's type) that `config` uses: confidence
-    unless `confidence_weight` and `min_confidence` are both 0; uses and links only with a
-    time decay. Uses not yet written by `usage` count too."""
+    unless `confidence_weight` and `min_confidence` are both 0 (through `known`, which
+    remembers them); uses and links only with a time decay. Uses not yet written by
+    `usage` count too."""
     out = Signals()
     ids = list(owners)
     if not ids:
         return out
+    known = known if known is not None else KnownSignals()
     if config.confidence_weight > 0 or config.min_confidence > 0:
-        for key, fact in store.get_state_keys(project_id, FEEDBACK_SCOPE, "", ids).items():
-            if (conf := feedback_confidence(fact.value)) is not None:
-                out.confidence[key] = conf
+        out.confidence.update(known.feedback(store, project_id, ids))
         tools = [i for i, t in owners.items() if t == "tool_result" and i not in out.confidence]
         if config.tool_error_confidence is not None and tools:
-            for event in store.get_events(project_id, tools):
-                if tool_failed(event.metadata):
-                    out.confidence[event.id] = Confidence(
-                        config.tool_error_confidence, "tool_error"
-                    )
+            for event_id in known.failed_tools(store, project_id, tools):
+                out.confidence[event_id] = Confidence(config.tool_error_confidence, "tool_error")
     if not _decays(config):
         return out
     for key, fact in store.get_state_keys(project_id, USES_SCOPE, "", ids).items():

@@ -634,6 +634,11 @@ class Store(ABC):
         return {f.key: f for f in self.get_state(project_id, scope, scope_id) if f.key in wanted}
 
     @abstractmethod
+    def bump_generation(self, project_id: str) -> None:
+        """Move the project's index generation on without changing an item: something
+        search ranks by changed (feedback on a memory), so what is cached by it refreshes."""
+
+    @abstractmethod
     def add_uses(self, project_id: str, counts: Mapping[str, int], at: float) -> None:
         """Add `counts` (node id -> assembled contexts that placed it) to the project's
         USES_SCOPE records (scope id ""), each record's `updated_at` becoming `at`: one

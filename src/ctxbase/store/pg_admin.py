@@ -99,6 +99,10 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
             )
         return True
 
+    def bump_generation(self, project_id: str) -> None:
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=False, bump=True)
+
     def add_uses(self, project_id: str, counts: Mapping[str, int], at: float) -> None:
         if not counts:
             return

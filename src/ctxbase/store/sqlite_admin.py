@@ -97,6 +97,10 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             )
         return True
 
+    def bump_generation(self, project_id: str) -> None:
+        with self._write() as conn:
+            self._bump(conn, project_id)
+
     def add_uses(self, project_id: str, counts: Mapping[str, int], at: float) -> None:
         if not counts:
             return
