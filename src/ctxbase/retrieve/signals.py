@@ -24,7 +24,6 @@ from typing import Any
 from ..errors import StorageError
 from ..store.base import FEEDBACK_SCOPE, USES_SCOPE, Store
 from .config import SearchConfig
-from .synced import generation
 
 __all__ = [
     "USES_FLUSH_EVERY",
@@ -96,6 +95,8 @@ class KnownSignals:
     def feedback(
         self, store: Store, project_id: str, ids: Collection[str]
     ) -> dict[str, Confidence]:
+        from .synced import generation  # numpy: not for the commands that only give feedback
+
         gen = generation(store, project_id)
         with self._lock:
             held_gen, held = self._feedback.get(project_id, (gen, {}))
