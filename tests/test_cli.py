@@ -334,3 +334,26 @@ def test_listings_show_a_multi_line_text_on_its_own_row(tmp_path: Path, capsys: 
     assert code == 0 and len(out.splitlines()) == 2 and out.splitlines()[0].endswith("why no cache")
     code, out, _ = _run(capsys, *base, "search", "cache", "--preset", "keyword")
     assert code == 0 and len(out.splitlines()) == 2
+
+
+def test_feedback_marks_a_memory_and_shows_it(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "f.db"), "--project", "p", "--embedder", "hash"]
+    code, out, _ = _run(capsys, *base, "capture", "--session", "s1", "--text", "cache ttl 60s")
+    assert code == 0
+    event_id = out.strip()
+    code, out, _ = _run(capsys, *base, "feedback", event_id, "wrong", "--note", "it is 300s")
+    assert code == 0 and "wrong (confidence 0.1)" in out and "it is 300s" in out
+    code, out, _ = _run(capsys, *base, "feedback", event_id, "neutral", "--by", "li")
+    assert code == 0 and "by li" in out
+    code, out, _ = _run(capsys, *base, "feedback", event_id, "--json")
+    shown = json.loads(out)
+    assert shown["current"]["label"] == "neutral"
+    assert [h["label"] for h in shown["history"]] == ["wrong", "neutral"]
+    code, out, _ = _run(capsys, *base, "feedback", event_id)
+    assert code == 0 and "neutral" in out and "before:" in out
+    code, _, err = _run(capsys, *base, "feedback", event_id, "great")
+    assert code == 2 and "label" in err
+    code, _, err = _run(capsys, *base, "feedback", "ev_nosuch", "liked")
+    assert code == 3
+    code, _, err = _run(capsys, *base, "feedback", event_id, "--note", "x")
+    assert code == 2

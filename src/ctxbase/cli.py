@@ -439,6 +439,14 @@ def cmd_trace(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_feedback(args: argparse.Namespace) -> int:
+    from .cli_feedback import run_feedback
+
+    _given("node_id", args.node_id)
+    with _open_existing(args, embedder=None) as cb:
+        return run_feedback(cb, args)
+
+
 def _progress(args: argparse.Namespace) -> Progress:
     from .progress import Progress
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import __version__
 from .cli_chunking import add_chunking_flags
+from .cli_feedback import add_feedback_arguments
 
 __all__ = ["DESCRIPTION", "build_parser"]
 
@@ -236,6 +237,10 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         "--soft", action="store_true", help="hide from search and assembly instead of deleting"
     )
     p.set_defaults(func=h.cmd_forget)
+
+    p = _command(sub, "feedback", "mark a memory liked, disliked or wrong (its confidence)")
+    add_feedback_arguments(p)
+    p.set_defaults(func=h.cmd_feedback)
 
     p = _command(sub, "restore", "bring back what forget --soft hid")
     p.add_argument("--event", action="append", help="an event id (repeatable)")

@@ -36,6 +36,7 @@ from .components import Components
 from .errors import ValidationError
 from .forgetting import ForgetMethods
 from .knowledge_graph import GraphMethods
+from .memory_feedback import FeedbackMethods
 from .message_lists import align_list, call_metadata
 from .model import Event, SessionInfo, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
@@ -67,7 +68,7 @@ log = logging.getLogger(__name__)
 READ_WAIT_S = 5.0
 
 
-class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
+class ContextBase(SessionMethods, ForgetMethods, GraphMethods, FeedbackMethods):
     """Shared memory for agents, embedded in this process."""
 
     def __init__(
@@ -159,6 +160,9 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         try:
             self._bus.close()
         finally:
+            if self._searcher is not None:  # the memory uses noted since the last write
+                with contextlib.suppress(Exception):
+                    self._searcher.usage.flush()
             if self._anchorer is not None:
                 self._anchorer.stop()
             if self._embedding_worker is not None:

@@ -161,6 +161,8 @@ def forget(
         before = time.time() - retention_seconds(soft_deleted_older_than)
     pid = cb.resolve_project(project)
     cb.flush()
+    if cb._searcher is not None:  # noted uses first: the forget then removes those it covers
+        cb._searcher.usage.flush()
     targets = _targets(cb.store, pid, event_ids, entity_ids, session_id)
     unknown, named = targets.unknown, targets.named
     only_named = not whole_project and before is None

@@ -109,6 +109,7 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
         "forget",
         "list_sessions",
         "get_trace",
+        "rate_memory",
     }
     # One definition: the MCP schemas are the OpenAI function parameters.
     exported = {t["function"]["name"]: t["function"] for t in openai_tools()}

@@ -119,3 +119,23 @@ def test_search_memory_narrows_to_repositories(cb: ContextBase, tmp_path: Path) 
     mine = call(scope, "search_memory", {**query, "repos": ["auth-repo"]})["results"]
     assert mine and {h["repo"] for h in mine} == {"auth-repo"}
     assert call(scope, "search_memory", {**query, "repos": ["nowhere"]})["results"] == []
+
+
+def test_rate_memory_sets_the_confidence_search_shows(cb: ContextBase) -> None:
+    scope = ToolScope(cb, agent_id="tester", agent_role="tester")
+    good = call(scope, "remember", {"text": "the orders cache ttl is 60 s", "session_id": "s"})
+    bad = call(scope, "remember", {"text": "the orders cache ttl is 5 s", "session_id": "s"})
+    rated = call(scope, "rate_memory", {"id": bad["event_id"], "label": "wrong", "note": "old"})
+    assert rated == {"id": bad["event_id"], "label": "wrong", "confidence": 0.1}
+    feedback = cb.get_feedback(bad["event_id"])
+    assert feedback is not None and feedback.by == "agent:tester" and feedback.note == "old"
+    hits = call(scope, "search_memory", {"query": "orders cache ttl", "mode": "keyword"})
+    by_id = {h["id"]: h for h in hits["results"]}
+    assert by_id[bad["event_id"]]["confidence"] == 0.1
+    assert "confidence" not in by_id[good["event_id"]]
+    assert hits["results"][0]["id"] == good["event_id"]
+    wrong_label = call(scope, "rate_memory", {"id": bad["event_id"], "label": "great"})
+    assert "error" in wrong_label
+    reader = ToolScope(cb, agent_id="r", role="read")
+    denied = call(reader, "rate_memory", {"id": bad["event_id"], "label": "liked"})
+    assert "error" in denied

@@ -150,6 +150,13 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
         },
     )
     assert r.status_code == 200 and r.json()["entities"][0]["name"] == "orders.py#cached"
+    # feedback on a memory the context placed
+    r = c.post(
+        f"{base}/feedback",
+        json={"node_id": doc["id"], "label": "helpful", "context_id": ctx["context_id"]},
+    )
+    assert r.status_code == 200 and r.json()["confidence"] == 0.75
+    assert c.get(f"{base}/feedback/{doc['id']}").json()["current"]["label"] == "helpful"
 
     # state with history and rollback
     q = {"scope": "session", "scope_id": "s1"}

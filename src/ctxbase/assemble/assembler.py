@@ -450,6 +450,10 @@ class Assembler:
             threshold_for=policy.threshold_for,
         )
         self.cb.store.put_trace(pid, context_id, ctx.trace)
+        # the memories this context placed: time decay spares what is often used
+        self.cb.searcher.usage.note(
+            pid, (c["id"] for c in ctx.trace["candidates"] if c.get("included"))
+        )
         log_trace(ctx.trace, full=debug)
         return ctx
 

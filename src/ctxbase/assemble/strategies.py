@@ -26,6 +26,7 @@ from ..retrieve.indexing import names_its_text
 from ..retrieve.kb_view import entities_in_view
 from ..retrieve.relevance import CALIBRATED_STANDOUT, first_evidence, relevance_floor
 from ..retrieve.search import Candidate
+from ..retrieve.signals import tool_failed
 from ..retrieve.tokenize import index_terms
 from ..store.base import ItemFilter
 from .budget import fit_to_tokens
@@ -85,9 +86,7 @@ def label_for(type_: str, owner_id: str, name: str = "") -> str:
 
 def event_failed(event: Event) -> bool:
     """A tool result that reports a failure (metadata error, or a non-zero exit code)."""
-    meta = event.metadata
-    code = meta.get("exit_code")
-    return bool(meta.get("error")) or (code is not None and code != 0)
+    return tool_failed(event.metadata)
 
 
 @dataclass

@@ -197,7 +197,8 @@ def _how_found(trace: Mapping[str, Any]) -> dict[str, list[str]]:
 
 
 def _origin(hit: Mapping[str, Any]) -> str:
-    """How a search found a hit: keyword rank, vector similarity, graph edge."""
+    """How a search found a hit (keyword rank, vector similarity, graph edge) and what
+    moved its score: confidence, time decay."""
     how = []
     if hit.get("keyword_rank") is not None:
         how.append(f"keyword rank {hit['keyword_rank']}")
@@ -205,6 +206,11 @@ def _origin(hit: Mapping[str, Any]) -> str:
         how.append(f"vector similarity {hit['similarity']:.3f}")
     if hit.get("graph_via"):
         how.append(f"graph via {hit['graph_via']}")
+    if hit.get("confidence") is not None:  # feedback or a failed tool result
+        how.append(f"confidence {hit['confidence']:g} ({hit.get('confidence_source')})")
+    if hit.get("decay") is not None:
+        spared = f" ({hit['decay_spared']})" if hit.get("decay_spared") else ""
+        how.append(f"decay x{hit['decay']:.3f}{spared}")
     return ", ".join(how) or "search hit"
 
 
@@ -218,7 +224,8 @@ def explain_trace(trace: Mapping[str, Any]) -> str:
 
     Each memory item shows its score (the rank it was allocated by) and, under it, how each
     strategy found it: by keyword (rank), vector (similarity) or graph (the edge followed),
-    with the relative score (over the search's best hit) its `min_score` was compared with;
+    with the relative score (over the search's best hit) its `min_score` was compared with,
+    its confidence (feedback, a failed tool result) and its time decay where they apply;
     an item no search returned (a linked or recent one) shows why it was taken."""
     found = _how_found(trace)
     lines = [

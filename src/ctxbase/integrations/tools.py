@@ -37,6 +37,7 @@ __all__ = [
     "ForgetArgs",
     "GetTraceArgs",
     "ListSessionsArgs",
+    "RateMemoryArgs",
     "RememberArgs",
     "SearchMemoryArgs",
     "ToolScope",
@@ -206,6 +207,23 @@ class GetTraceArgs(_Args):
     )
 
 
+class RateMemoryArgs(_Args):
+    """Give feedback on a memory search_memory or assemble_context returned: liked or
+    helpful (it ranks a little higher), disliked (lower) or wrong (much lower: a
+    correction, it stays stored); neutral undoes it. Returns the memory's confidence."""
+
+    id: str = Field(
+        min_length=1, max_length=200, description="The id of the memory (a result's id)."
+    )
+    label: Literal["liked", "helpful", "disliked", "wrong", "neutral"] = Field(
+        description="What the memory was worth."
+    )
+    context_id: str | None = Field(
+        default=None, max_length=200, description="The context_id it was seen in, if any."
+    )
+    note: str | None = Field(default=None, max_length=2000, description="Why, in a few words.")
+
+
 Handler = Callable[[ToolScope, Any], dict[str, Any]]
 
 
@@ -264,6 +282,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             ("line_start", it.line_start),
             ("line_end", it.line_end),
             ("found_via", c.graph_via),
+            ("confidence", c.confidence),
         ):
             if value is not None:
                 hit[key] = value
@@ -382,6 +401,18 @@ def _get_trace(scope: ToolScope, a: GetTraceArgs) -> dict[str, Any]:
     return scope.cb.get_trace(a.context_id, project=scope.project_id)
 
 
+def _rate_memory(scope: ToolScope, a: RateMemoryArgs) -> dict[str, Any]:
+    given = scope.cb.feedback(
+        a.id,
+        a.label,
+        context_id=a.context_id,
+        note=a.note,
+        by=f"agent:{scope.agent_id}",
+        project=scope.project_id,
+    )
+    return {"id": given.node_id, "label": given.label, "confidence": given.confidence}
+
+
 TOOLS: dict[str, ToolSpec] = {
     t.name: t
     for t in (
@@ -391,6 +422,7 @@ TOOLS: dict[str, ToolSpec] = {
         ToolSpec("forget", ForgetArgs, _forget, "write", False),
         ToolSpec("list_sessions", ListSessionsArgs, _list_sessions, "read", True),
         ToolSpec("get_trace", GetTraceArgs, _get_trace, "read", True),
+        ToolSpec("rate_memory", RateMemoryArgs, _rate_memory, "write", False),
     )
 }
 

@@ -112,7 +112,27 @@ class SearchConfig(BaseModel):
     dense_feedback_seeds: int = Field(default=3, ge=1, le=50)
     dense_feedback_mix: float = Field(default=1.0, ge=0, le=10.0)
     time_decay_half_life_days: float | None = Field(default=None, gt=0)
+    # Time decay spares the memories still in use (seed 001 6.2: "unless frequently
+    # retrieved or explicitly linked"; retrieve/signals.py). An item placed in at least
+    # `decay_spare_uses` assembled contexts does not decay (0: use never spares); one placed
+    # in n fewer decays as if 1 + n times younger.
+    decay_spare_uses: int = Field(default=3, ge=0)
+    # An item with a current edge of one of these types (at either end; CAUSED_BY: only an
+    # event it caused) does not decay. NEXT, CAUSED_BY and MENTIONS are left out by default:
+    # every event gets them without anyone linking it on purpose.
+    decay_spare_relations: tuple[str, ...] = (
+        "REFERS_TO", "REFERENCES", "FOLLOWS", "MODIFIES", "VALIDATES", "GENERATES",
+    )  # fmt: skip
     importance_weight: float = Field(default=0.0, ge=0, le=1)
+    # Confidence (seed 001 6.2, "基于置信度的过滤"): feedback on a memory (ContextBase.feedback)
+    # or a failed tool result sets it; scores scale by 1 - w + 2w * confidence, 1 at the
+    # neutral 0.5 an item without any has (fusion.confidence_factor). 0: off.
+    confidence_weight: float = Field(default=0.4, ge=0, le=1)
+    # an item whose confidence is below this is left out (feedback "wrong" with confidence 0)
+    min_confidence: float = Field(default=0.05, ge=0, le=1)
+    # a tool result whose metadata reports an error (or a non-zero exit code) and that has
+    # no feedback starts at this confidence; None: as any other item
+    tool_error_confidence: float | None = Field(default=0.3, ge=0, le=1)
     dedupe_threshold: float | None = Field(default=0.9, gt=0, le=1)
     top_k: int = Field(default=10, ge=1, le=1000)
     # seed 002: keep min..max results, cut at a relative score drop or a token allowance

@@ -7,11 +7,13 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 __all__ = [
+    "confidence_factor",
     "dedupe_near_identical",
     "dynamic_top_k",
     "keyword_stand_ins",
     "normalise_scores",
     "rrf_fuse",
+    "spared_age",
     "standout",
     "time_decay",
     "weighted_fuse",
@@ -112,6 +114,21 @@ def time_decay(age_seconds: float, half_life_days: float | None) -> float:
     if not half_life_days or age_seconds <= 0:
         return 1.0
     return math.pow(0.5, age_seconds / (half_life_days * 86400.0))
+
+
+def spared_age(age_seconds: float, uses: int, spare_uses: int) -> float:
+    """The age time decay counts for an item placed in `uses` assembled contexts: none at
+    `spare_uses` or more (`spare_uses` 0: never), else its age over 1 + uses (each use
+    slows its decay; 1 + 0 = its own age)."""
+    if spare_uses and uses >= spare_uses:
+        return 0.0
+    return age_seconds / (1 + uses)
+
+
+def confidence_factor(confidence: float, weight: float) -> float:
+    """Score factor of a confidence in [0, 1]: 1 - w + 2w * confidence, so 1 at the
+    neutral 0.5, 1 + w at 1 and 1 - w at 0; 1 when `weight` is 0."""
+    return 1.0 - weight + weight * 2.0 * confidence
 
 
 def dynamic_top_k(

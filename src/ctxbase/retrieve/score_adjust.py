@@ -3,10 +3,12 @@
 `Searcher.search` fuses the keyword and semantic rankings, then multiplies the candidates'
 scores by these factors, in this order: the semantic standout (before graph expansion, so
 the standout's neighbours gain with it), then after expansion (`adjust_expanded`) the
-question weight, the number, actor and date boosts, time decay and importance. Each step
+question weight, the number, actor and date boosts, time decay (sparing what is used or
+linked), importance and confidence (retrieve/signals.py reads both signals). Each step
 is a plain function over the candidates and the config, off when its setting is neutral
-(a boost or weight of 1.0, no half-life, importance weight 0); the order is kept because
-floating-point products depend on it, and rankings must not move when the code does.
+(a boost or weight of 1.0, no half-life, importance weight 0, no confidence); the order is
+kept because floating-point products depend on it, and rankings must not move when the
+code does.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from typing import TYPE_CHECKING
 
 from .answer_types import asks_for_number, states_number
 from .config import SearchConfig
-from .fusion import standout, time_decay
+from .fusion import confidence_factor, spared_age, standout, time_decay
 from .query_actors import favoured_actors
 from .query_dates import in_period, query_period
 from .questions import asks_only
+from .signals import Signals
 
 if TYPE_CHECKING:
     from .search import Candidate
@@ -31,6 +34,7 @@ __all__ = [
     "boost_numbers",
     "boost_standout",
     "decay_by_age",
+    "weigh_confidence",
     "weigh_importance",
     "weigh_questions",
 ]
@@ -86,12 +90,28 @@ def boost_dates(cands: Collection[Candidate], query: str, config: SearchConfig) 
             c.score *= config.date_boost
 
 
-def decay_by_age(cands: Collection[Candidate], config: SearchConfig, now: float) -> None:
-    """Older candidates score less: halved every `time_decay_half_life_days` before `now`."""
+def decay_by_age(
+    cands: Collection[Candidate], config: SearchConfig, now: float, signals: Signals | None = None
+) -> None:
+    """Older candidates score less: halved every `time_decay_half_life_days` before `now`.
+    With `signals`, an item explicitly linked (`decay_spare_relations`) or placed in at
+    least `decay_spare_uses` assembled contexts does not decay, and one placed in fewer
+    decays more slowly (`fusion.spared_age`)."""
     if not config.time_decay_half_life_days:
         return
+    sig = signals or Signals()
     for c in cands:
-        c.score *= time_decay(now - c.item.ts, config.time_decay_half_life_days)
+        owner = c.item.owner_id
+        age = now - c.item.ts
+        uses = sig.uses.get(owner, 0)
+        if (link := sig.linked.get(owner)) is not None:
+            age, c.decay_spared = 0.0, f"linked by {link}"
+        elif uses:
+            age = spared_age(age, uses, config.decay_spare_uses)
+            c.decay_spared = f"used {uses} time{'s' if uses != 1 else ''}"
+        factor = time_decay(age, config.time_decay_half_life_days)
+        c.decay = factor
+        c.score *= factor
 
 
 def weigh_importance(cands: Collection[Candidate], config: SearchConfig) -> None:
@@ -103,14 +123,39 @@ def weigh_importance(cands: Collection[Candidate], config: SearchConfig) -> None
         c.score *= 1.0 - w + w * 2 * c.item.importance
 
 
+def weigh_confidence(
+    cands: Collection[Candidate], config: SearchConfig, signals: Signals | None
+) -> None:
+    """Candidates with a confidence (feedback, a failed tool result) score
+    `fusion.confidence_factor` of it; those below `min_confidence` are dropped (a
+    correction, not a forget: they stay stored and are listed as considered). Candidates
+    without one are not touched."""
+    if signals is None or not signals.confidence:
+        return
+    for c in cands:
+        conf = signals.confidence.get(c.item.owner_id)
+        if conf is None:
+            continue
+        c.confidence, c.confidence_source = conf.value, conf.source
+        if conf.value < config.min_confidence:
+            c.dropped = f"confidence {conf.value:g} below min_confidence ({conf.source})"
+        elif config.confidence_weight:
+            c.score *= confidence_factor(conf.value, config.confidence_weight)
+
+
 def adjust_expanded(
-    cands: Collection[Candidate], query: str, config: SearchConfig, now: float
+    cands: Collection[Candidate],
+    query: str,
+    config: SearchConfig,
+    now: float,
+    signals: Signals | None = None,
 ) -> None:
     """Every adjustment that follows graph expansion, in order: questions, numbers,
-    actors, dates, then age and importance."""
+    actors, dates, then age, importance and confidence."""
     weigh_questions(cands, config)
     boost_numbers(cands, query, config)
     boost_actors(cands, query, config)
     boost_dates(cands, query, config)
-    decay_by_age(cands, config, now)
+    decay_by_age(cands, config, now, signals)
     weigh_importance(cands, config)
+    weigh_confidence(cands, config, signals)

@@ -37,6 +37,7 @@ from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_parts import query_clauses
 from .score_adjust import adjust_expanded, boost_standout
+from .signals import KnownSignals, UsageRecorder, read_signals
 from .synced import one_generation
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
@@ -71,6 +72,13 @@ class Candidate:
     graph_via: str | None = None  # "<RELATION> from <node id>"
     graph_confidence: float | None = None
     dropped: str | None = None  # why it was not returned ("duplicate of ..", "top_k")
+    # confidence and its source ("feedback:wrong", "tool_error") when not neutral
+    confidence: float | None = None
+    confidence_source: str | None = None
+    # with time decay: the factor applied, and what spared the item ("used 4 times",
+    # "linked by REFERS_TO") when something did
+    decay: float | None = None
+    decay_spared: str | None = None
 
     @property
     def item_id(self) -> str:
@@ -85,7 +93,20 @@ class Candidate:
             "similarity": None if self.similarity is None else round(self.similarity, 4),
             "graph_via": self.graph_via,
             "dropped": self.dropped,
+            **self._signals(),
         }
+
+    def _signals(self) -> dict[str, object]:
+        """Confidence and decay, shown only where they apply (why it ranked where it did)."""
+        out: dict[str, object] = {}
+        if self.confidence is not None:
+            out["confidence"] = round(self.confidence, 4)
+            out["confidence_source"] = self.confidence_source
+        if self.decay is not None:
+            out["decay"] = round(self.decay, 4)
+        if self.decay_spared is not None:
+            out["decay_spared"] = self.decay_spared
+        return out
 
 
 @dataclass
@@ -140,6 +161,9 @@ class Searcher:
         self._inflight: dict[str, Future[FloatVector]] = {}
         self._forgets = 0  # a forget in between keeps a late vector out of the cache
         self._embedded_a_query = False  # the model has started (it loads on first use)
+        # memories that assembled contexts placed, written in batches (retrieve/signals.py)
+        self.usage = UsageRecorder(store)
+        self.known_signals = KnownSignals()  # confidence read by earlier searches
 
     def query_vector(self, query: str) -> FloatVector:
         """The query's vector (cached); EmbedderUnavailableError when the embedder fails.
@@ -224,6 +248,7 @@ class Searcher:
             "query_vectors": queries,
             "vector_index": self.vectors.drop(project_id),
             "keyword_index": self.keywords.drop(project_id),
+            "memory_signals": self.known_signals.drop(project_id),
         }
 
     def warm_queries(self, queries: list[str]) -> None:
@@ -422,9 +447,19 @@ class Searcher:
             self._expand(project_id, config, cands, allowed, relation_filter)
             timings["graph"] = _ms(t)
 
-        adjust_expanded(cands.values(), query, config, time.time() if now is None else now)
+        t = time.perf_counter()
+        owners = {c.item.owner_id: c.item.type for c in cands.values()}
+        signals = read_signals(
+            self.store, project_id, owners, config, self.usage, self.known_signals
+        )
+        timings["signals"] = _ms(t)
+        now = time.time() if now is None else now
+        adjust_expanded(cands.values(), query, config, now, signals)
 
-        ranked = sorted(cands.values(), key=lambda c: (-c.score, c.item.ts, c.item_id))
+        # below the confidence floor (a memory marked wrong): considered, never returned
+        excluded = [c for c in cands.values() if c.dropped is not None]
+        kept_cands = [c for c in cands.values() if c.dropped is None]
+        ranked = sorted(kept_cands, key=lambda c: (-c.score, c.item.ts, c.item_id))
         # each next top place to a hit that also answers what those above it leave out
         ranked = complemented(ranked, query, config.coverage_boost, config.coverage_window)
         pairs = [(c.item_id, c.score) for c in ranked]
@@ -457,7 +492,7 @@ class Searcher:
         return SearchResponse(
             query=query,
             results=[cands[i] for i, _ in kept],
-            considered=ranked,
+            considered=[*ranked, *excluded],
             timings_ms=timings,
             # never fewer than the units found without a vector
             pending_vectors=0 if unembedded is None else max(unembedded.count, len(pending)),

@@ -80,6 +80,10 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
                 graph_via=c.graph_via,
                 graph_confidence=c.graph_confidence,
                 dropped=c.dropped,
+                confidence=c.confidence,
+                confidence_source=c.confidence_source,
+                decay=c.decay,
+                decay_spared=c.decay_spared,
             )
             for c in response.results
         ],

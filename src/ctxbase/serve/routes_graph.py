@@ -1,4 +1,5 @@
-"""Entities, relations, graph neighbourhoods, and forgetting, in one project."""
+"""Entities, relations, graph neighbourhoods, feedback on memories, and forgetting, in one
+project."""
 
 from __future__ import annotations
 
@@ -6,13 +7,17 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
+from ..aliases import identity_source
+from ..memory_feedback import Feedback
 from ..model import Entity, Relation
-from .deps import AdminOnlyProject, ReadProject, Rt, WriteProject
+from .deps import AdminOnlyProject, Caller, ReadProject, Rt, WriteProject
 from .schemas import (
     ChangedOut,
     ClosedOut,
     CloseRelationIn,
     EntityIn,
+    FeedbackIn,
+    FeedbackOut,
     ForgetIn,
     ForgetOut,
     GraphHitOut,
@@ -123,6 +128,33 @@ def neighbourhood(
         )
         for h in hits
     ]
+
+
+# -- feedback ------------------------------------------------------------------------------
+@router.post("/feedback", response_model=Feedback, tags=["feedback"])
+def give_feedback(pid: WriteProject, body: FeedbackIn, rt: Rt, who: Caller) -> Feedback:
+    """Mark a memory (event, entity, or a search unit of one) liked, helpful, disliked,
+    wrong or neutral: its confidence, which search ranking uses. 404 when the project
+    holds no such node or `context_id`. `by` defaults to the API key's identity."""
+    by = body.by or (None if who.key_id is None else identity_source(None, f"key:{who.key_id}"))
+    return rt.cb.feedback(
+        body.node_id,
+        body.label,
+        confidence=body.confidence,
+        context_id=body.context_id,
+        note=body.note,
+        by=by,
+        project=pid,
+    )
+
+
+@router.get("/feedback/{node_id:path}", response_model=FeedbackOut, tags=["feedback"])
+def read_feedback(pid: ReadProject, node_id: str, rt: Rt) -> FeedbackOut:
+    """The current feedback on a node (null: none) and every feedback given on it."""
+    return FeedbackOut(
+        current=rt.cb.get_feedback(node_id, project=pid),
+        history=rt.cb.feedback_history(node_id, project=pid),
+    )
 
 
 # -- forget --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from ..assemble.loop import ProducedRelation
 from ..capture.event_fields import rest_event_fields
 from ..errors import ValidationError
+from ..memory_feedback import Feedback
 from ..model import Event
 from ..validation import INT64_MAX, INT64_MIN, MAX_QUERY_CHARS, check_text
 
@@ -32,6 +33,8 @@ __all__ = [
     "EventNotStoredOut",
     "ExpireIdleIn",
     "ExpiredOut",
+    "FeedbackIn",
+    "FeedbackOut",
     "FilterIn",
     "ForgetIn",
     "ForgetOut",
@@ -344,7 +347,12 @@ class SearchOptionsIn(_In):
     dense_feedback_seeds: int | None = None
     dense_feedback_mix: float | None = None
     time_decay_half_life_days: float | None = None
+    decay_spare_uses: int | None = None
+    decay_spare_relations: tuple[str, ...] | None = None
     importance_weight: float | None = None
+    confidence_weight: float | None = None
+    min_confidence: float | None = None
+    tool_error_confidence: float | None = None
     dedupe_threshold: float | None = None
     top_k: int | None = None
     dynamic_top_k: tuple[int, int] | None = None
@@ -425,6 +433,11 @@ class SearchHitOut(_Out):
     graph_via: str | None = None
     graph_confidence: float | None = None
     dropped: str | None = None
+    # feedback or a failed tool result (null: neutral), and time decay with what spared it
+    confidence: float | None = None
+    confidence_source: str | None = None
+    decay: float | None = None
+    decay_spared: str | None = None
 
 
 class SearchOut(_Out):
@@ -608,3 +621,18 @@ class KbPinOut(_Out):
 
 class KbUnpinOut(_Out):
     unpinned: str | None  # the version that was pinned (None: nothing was)
+
+
+# -- feedback on memories ------------------------------------------------------------------
+class FeedbackIn(_In):
+    node_id: str = Field(min_length=1, max_length=200)  # event, entity or search unit id
+    label: str  # liked | helpful | disliked | wrong | neutral
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    context_id: str | None = Field(default=None, max_length=200)
+    note: str | None = None
+    by: str | None = Field(default=None, max_length=200)  # default: the API key's identity
+
+
+class FeedbackOut(_Out):
+    current: Feedback | None  # None: no feedback on the node
+    history: list[Feedback]  # every feedback given, oldest first

@@ -256,6 +256,9 @@ class Client:
     knowledge_tags = _sync(Calls.knowledge_tags)
     pin_knowledge = _sync(Calls.pin_knowledge)
     unpin_knowledge = _sync(Calls.unpin_knowledge)
+    feedback = _sync(Calls.feedback)
+    get_feedback = _sync(Calls.get_feedback)
+    feedback_history = _sync(Calls.feedback_history)
 
 
 class AsyncClient:
@@ -404,6 +407,9 @@ class AsyncClient:
     knowledge_tags = _async(Calls.knowledge_tags)
     pin_knowledge = _async(Calls.pin_knowledge)
     unpin_knowledge = _async(Calls.unpin_knowledge)
+    feedback = _async(Calls.feedback)
+    get_feedback = _async(Calls.get_feedback)
+    feedback_history = _async(Calls.feedback_history)
 
 
 def key_project(url: str, api_key: str | None, timeout: float = 30.0) -> str:

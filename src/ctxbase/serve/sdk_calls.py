@@ -27,6 +27,7 @@ from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, c
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..store.base import ForgetReport, ItemFilter, SearchItem, StateChange
+from .sdk_feedback import FeedbackCalls
 from .sdk_kb_calls import KnowledgeCalls
 
 if TYPE_CHECKING:
@@ -158,9 +159,9 @@ def _filters(flt: ItemFilter | None) -> dict[str, Any] | None:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in raw.items()}
 
 
-class Calls(KnowledgeCalls):
+class Calls(KnowledgeCalls, FeedbackCalls):
     """Request builders with the signatures of ContextBase's methods (the knowledge-base
-    versions' in sdk_kb_calls.py)."""
+    versions' in sdk_kb_calls.py, feedback's in sdk_feedback.py)."""
 
     def __init__(
         self,

@@ -19,10 +19,12 @@ if TYPE_CHECKING:  # vectors are numpy arrays; a command that reads no vector ne
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
 
 __all__ = [
+    "FEEDBACK_SCOPE",
     "KEYWORD_LOG_CHECK_EVERY",
     "KEYWORD_LOG_LIMIT",
     "OWN_TERMS_WEIGHT",
     "SCHEMA_VERSION",
+    "USES_SCOPE",
     "ApiKeyRecord",
     "EventCount",
     "ForgetReport",
@@ -46,6 +48,15 @@ SCHEMA_VERSION = 7
 # What a tombstone stands for: a forgotten event (a stale retry of it is never written
 # again), entity or session (forgetting it again is "already forgotten", not "not found").
 TombstoneKind = Literal["event", "entity", "session"]
+
+# State records keyed by the id of an event or entity that are no facts (facts are task,
+# session, user or project): feedback on a memory (value: label, confidence, where it was
+# seen; its history is every feedback given; memory_feedback.py) and how often assembled
+# contexts placed it (`version`: that count, `updated_at`: the last one; no history; written
+# in batches by retrieve/signals.py). Scope id "": the project's. A forget removes them
+# with the node.
+FEEDBACK_SCOPE = "feedback"
+USES_SCOPE = "uses"
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts
@@ -613,7 +624,8 @@ class Store(ABC):
     @abstractmethod
     def touch_index(self, project_id: str) -> None:
         """Change the project's index generation with no item changed: what searches cache
-        by it (the pinned knowledge-base view, retrieve/kb_view.py) is read again."""
+        by it (the pinned knowledge-base view, retrieve/kb_view.py; memories' confidence)
+        is read again."""
 
     # -- state ---------------------------------------------------------------------------
     @abstractmethod
@@ -637,6 +649,20 @@ class Store(ABC):
         for is a key, with [] when it holds none), each list ordered by key as `get_state`
         orders it. Backends read them in one statement; this default asks once per pair."""
         return {pair: self.get_state(project_id, *pair) for pair in dict.fromkeys(scopes)}
+
+    def get_state_keys(
+        self, project_id: str, scope: str, scope_id: str, keys: Sequence[str]
+    ) -> dict[str, StateFact]:
+        """The facts of one scope whose keys are among `keys`, by key. Backends read them
+        by key in one statement; this default reads the whole scope."""
+        wanted = set(keys)
+        return {f.key: f for f in self.get_state(project_id, scope, scope_id) if f.key in wanted}
+
+    @abstractmethod
+    def add_uses(self, project_id: str, counts: Mapping[str, int], at: float) -> None:
+        """Add `counts` (node id -> assembled contexts that placed it) to the project's
+        USES_SCOPE records (scope id ""), each record's `updated_at` becoming `at`: one
+        transaction, no history."""
 
     @abstractmethod
     def state_history(

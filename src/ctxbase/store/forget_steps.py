@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .base import ForgetReport
+from .base import FEEDBACK_SCOPE, USES_SCOPE, ForgetReport
 from .dialect import Dialect
 from .trace_redaction import Forgotten
 
@@ -30,8 +30,9 @@ SOFT_DELETED_SCOPE = "soft_deleted"
 # The `cause` of such a record when the row was hidden by its own id (NULL: hidden with an
 # event it was anchored from): restoring that event leaves it hidden.
 HIDDEN_ON_ITS_OWN = "own"
-# State records keyed by an event id: its message status, its soft-delete time.
-_KEYED_BY_ID_SCOPES = ("message", SOFT_DELETED_SCOPE)
+# State records keyed by an event id: its message status, its soft-delete time; by an event
+# or entity id: feedback on it, its use in assembled contexts.
+_KEYED_BY_ID_SCOPES = ("message", SOFT_DELETED_SCOPE, FEEDBACK_SCOPE, USES_SCOPE)
 _FACT_SCOPES = ("task", "session", "project", "user")
 _CHUNK = 500
 

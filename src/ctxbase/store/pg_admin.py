@@ -13,7 +13,7 @@ import numpy.typing as npt
 from ..errors import StorageError
 from ..model import StateFact
 from . import pg_sql as q
-from .base import ApiKeyRecord, ForgetReport, TombstoneKind
+from .base import USES_SCOPE, ApiKeyRecord, ForgetReport, TombstoneKind
 from .forget_steps import ForgetSteps
 from .keyword_log import KeywordLog
 from .pg_base import INDEX_LOCK, Conn, PgBase, as_array, jsonb, text
@@ -102,6 +102,22 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
     def touch_index(self, project_id: str) -> None:
         with self._tx() as conn:
             self._lock(conn, [project_id], ensure=True, bump=True)
+
+    def add_uses(self, project_id: str, counts: Mapping[str, int], at: float) -> None:
+        if not counts:
+            return
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=True, bump=False)
+            self._x(conn, "SET LOCAL synchronous_commit = off", ())  # a usage signal
+            self._x(
+                conn,
+                "INSERT INTO state(project_id, scope, scope_id, key, value, version, cause, "
+                "updated_at) SELECT %s, %s, '', k, NULL, n, NULL, %s "
+                "FROM unnest(%s::text[], %s::bigint[]) AS u(k, n) "
+                "ON CONFLICT (project_id, scope, scope_id, key) DO UPDATE "
+                "SET version = state.version + EXCLUDED.version, updated_at = EXCLUDED.updated_at",
+                (project_id, USES_SCOPE, at, list(counts), list(counts.values())),
+            )
 
     # -- traces --------------------------------------------------------------------------
     def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:

@@ -445,6 +445,23 @@ class SharedReads:
                 out.setdefault((fact.scope, fact.scope_id), []).append(fact)
         return out
 
+    def get_state_keys(
+        self, project_id: str, scope: str, scope_id: str, keys: Sequence[str]
+    ) -> dict[str, StateFact]:
+        out: dict[str, StateFact] = {}
+        wanted = list(dict.fromkeys(keys))
+        for i in range(0, len(wanted), _STATE_PAIRS):
+            cond, cond_args = self._dialect.any_of("key", wanted[i : i + _STATE_PAIRS])
+            found = self._all(
+                "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at "
+                f"FROM state WHERE project_id=? AND scope=? AND scope_id=? AND {cond}",
+                [project_id, scope, scope_id, *cond_args],
+            )
+            for r in found:
+                fact = rows.state_fact_row(r, self._dialect.load)
+                out[fact.key] = fact
+        return out
+
     def state_history(
         self, project_id: str, scope: str, scope_id: str, key: str | None = None
     ) -> list[StateChange]:

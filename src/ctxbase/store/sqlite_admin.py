@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import StorageError
 from ..model import StateFact
-from .base import ApiKeyRecord, ForgetReport, TombstoneKind
+from .base import USES_SCOPE, ApiKeyRecord, ForgetReport, TombstoneKind
 from .forget_steps import ForgetSteps
 from .keyword_log import KeywordLog
 from .rows import next_version, trace_keys
@@ -30,6 +30,13 @@ from .sqlite_base import (
 from .sqlite_search import reserve_vector_rowids
 
 __all__ = ["SQLiteAdmin"]
+
+# Store.add_uses, one row per node: the count adds to the stored one.
+_ADD_USES = (
+    "INSERT INTO state(project_id, scope, scope_id, key, value, version, cause, updated_at) "
+    "VALUES (?,?,'',?,NULL,?,NULL,?) ON CONFLICT (project_id, scope, scope_id, key) DO UPDATE "
+    "SET version = state.version + excluded.version, updated_at = excluded.updated_at"
+)
 
 
 class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
@@ -94,6 +101,15 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         with self._write() as conn:
             self._ensure_project(conn, project_id)
             self._bump(conn, project_id)
+
+    def add_uses(self, project_id: str, counts: Mapping[str, int], at: float) -> None:
+        if not counts:
+            return
+        with self._write(durable=False) as conn:  # a usage signal, not worth a disk flush
+            self._ensure_project(conn, project_id)
+            conn.executemany(
+                _ADD_USES, [(project_id, USES_SCOPE, k, n, at) for k, n in counts.items()]
+            )
 
     # -- traces --------------------------------------------------------------------------
     def put_trace(self, project_id: str, context_id: str, trace: dict[str, Any]) -> None:

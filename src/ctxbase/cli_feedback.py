@@ -1,0 +1,82 @@
+"""`ctxbase feedback`: mark a memory liked, helpful, disliked, wrong or neutral, or show
+the feedback on it (memory_feedback.py). cli_parser.py adds the arguments; cli.py's
+handler opens the base and runs `run_feedback`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING, Any
+
+from .errors import ValidationError
+
+if TYPE_CHECKING:  # `ctxbase --help` loads no pydantic: the library checks the label
+    from .contextbase import ContextBase
+    from .memory_feedback import Feedback
+
+__all__ = ["add_feedback_arguments", "run_feedback"]
+
+
+def add_feedback_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("node_id", help="an event, entity or search unit id")
+    p.add_argument(
+        "label",
+        nargs="?",
+        help="liked, helpful, disliked, wrong or neutral (undoes it); without it, show the "
+        "feedback given on the node",
+    )
+    p.add_argument(
+        "--confidence", type=float, help="0..1 in place of the label's (wrong 0: left out)"
+    )
+    p.add_argument("--context", dest="context_id", help="the context id it was seen in")
+    p.add_argument("--note", help="why, in a few words")
+    p.add_argument("--by", help="who gives it (default: the local user)")
+    p.add_argument("--json", action="store_true", help="print the feedback as JSON")
+
+
+def _line(f: Feedback) -> str:
+    where = f" in {f.context_id}" if f.context_id else ""
+    note = f": {f.note}" if f.note else ""
+    return f"{f.node_id} {f.label} (confidence {f.confidence:g}) by {f.by}{where}{note}"
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2, default=str))
+
+
+def run_feedback(cb: ContextBase, args: argparse.Namespace) -> int:
+    """Give the feedback `args` names on `cb`, or show the feedback on the node."""
+    if args.label is None:
+        if args.confidence is not None or args.context_id or args.note or args.by:
+            raise ValidationError(
+                "label", "give a label with --confidence, --context, --note or --by"
+            )
+        current = cb.get_feedback(args.node_id)
+        history = cb.feedback_history(args.node_id)
+        if args.json:
+            _print_json(
+                {
+                    "current": None if current is None else current.model_dump(mode="json"),
+                    "history": [h.model_dump(mode="json") for h in history],
+                }
+            )
+        elif current is None:
+            print(f"{args.node_id}: no feedback")
+        else:
+            print(_line(current))
+            for h in history[:-1]:
+                print(f"  before: {_line(h)}")
+        return 0
+    given = cb.feedback(
+        args.node_id,
+        args.label,
+        confidence=args.confidence,
+        context_id=args.context_id,
+        note=args.note,
+        by=args.by,
+    )
+    if args.json:
+        _print_json(given.model_dump(mode="json"))
+    else:
+        print(_line(given))
+    return 0

@@ -1,0 +1,214 @@
+"""Feedback on memories (`FeedbackMethods`, mixed into ContextBase): seed 001's
+confidence labels (6.2, "用户的直接反馈如点赞/点踩").
+
+An agent or a user marks an event or entity (or a recalled search unit of one) as liked,
+helpful, disliked or wrong, optionally naming the assembled context it was seen in. The
+label sets the node's confidence, which search ranking uses (retrieve/signals.py,
+score_adjust.weigh_confidence): disliked and wrong memories rank lower, liked ones a
+little higher, and one below `SearchConfig.min_confidence` is left out. It is a
+correction, not a forget: the memory stays stored, and feedback "neutral" undoes it.
+
+The record is a state record keyed by the node (store.base.FEEDBACK_SCOPE): the latest
+feedback is current, its history keeps every one given, and a hard forget of the node
+removes both. Giving feedback moves the project's index generation on, which searches
+cache confidence by (retrieve/signals.py) and the service caches assemblies by.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .aliases import identity_source
+from .errors import NotFoundError, ValidationError
+from .model import StateFact, check_id
+from .retrieve.signals import feedback_confidence
+from .store.base import FEEDBACK_SCOPE
+
+if TYPE_CHECKING:
+    from .store.base import Store
+
+__all__ = ["FEEDBACK_LABELS", "Feedback", "FeedbackMethods", "give_feedback", "read_feedback"]
+
+# Each label's confidence (0.5: neutral, as an item nobody rated). A caller's own
+# `confidence` replaces it: "wrong" with 0 leaves the memory out of every search.
+FEEDBACK_LABELS: dict[str, float] = {
+    "liked": 0.75,
+    "helpful": 0.75,
+    "neutral": 0.5,
+    "disliked": 0.25,
+    "wrong": 0.1,
+}
+_MAX_NOTE = 2000
+
+
+class Feedback(BaseModel):
+    """The current feedback on one node (event or entity)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    node_id: str
+    label: str
+    confidence: float
+    context_id: str | None = None  # the assembled context the memory was seen in
+    item_id: str | None = None  # the search unit (a chunk) it was given on, if not the node
+    note: str | None = None
+    by: str
+    at: float
+    version: int = 1  # how many times feedback was given on this node
+
+
+def _record(fact: StateFact) -> Feedback | None:
+    value = fact.value
+    if not isinstance(value, dict) or feedback_confidence(value) is None:
+        return None
+    return Feedback(
+        node_id=fact.key,
+        label=str(value.get("label")),
+        confidence=float(value["confidence"]),
+        context_id=value.get("context_id"),
+        item_id=value.get("item_id"),
+        note=value.get("note"),
+        by=str(value.get("by") or ""),
+        at=fact.updated_at,
+        version=fact.version,
+    )
+
+
+def _owner(store: Store, pid: str, node_id: str) -> tuple[str, str | None]:
+    """(the event or entity `node_id` names, the search unit given when it is one)."""
+    if store.get_events(pid, [node_id], include_inactive=True):
+        return node_id, None
+    if store.get_entities(pid, [node_id], include_inactive=True):
+        return node_id, None
+    items = store.get_items(pid, [node_id])
+    if items:
+        return items[0].owner_id, node_id
+    raise NotFoundError("node", node_id)
+
+
+def give_feedback(
+    store: Store,
+    pid: str,
+    node_id: str,
+    label: str,
+    *,
+    confidence: float | None = None,
+    context_id: str | None = None,
+    note: str | None = None,
+    by: str,
+) -> Feedback:
+    """See `FeedbackMethods.feedback`."""
+    check_id("node_id", node_id)
+    if label not in FEEDBACK_LABELS:
+        raise ValidationError("label", f"must be one of {sorted(FEEDBACK_LABELS)} (got {label!r})")
+    if confidence is None:
+        confidence = FEEDBACK_LABELS[label]
+    elif isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise ValidationError("confidence", f"must be a number (got {confidence!r})")
+    elif not 0.0 <= confidence <= 1.0:
+        raise ValidationError("confidence", f"must be between 0 and 1 (got {confidence})")
+    if note is not None and len(note) > _MAX_NOTE:
+        raise ValidationError("note", f"must be at most {_MAX_NOTE} characters")
+    owner, item_id = _owner(store, pid, node_id)
+    if context_id is not None:
+        check_id("context_id", context_id)
+        if store.trace_project(context_id) != pid:
+            raise NotFoundError("context", context_id)
+    value: dict[str, Any] = {
+        "label": label,
+        "confidence": float(confidence),
+        "context_id": context_id,
+        "item_id": item_id,
+        "note": note,
+        "by": by,
+    }
+    stored = store.set_state(
+        StateFact(
+            project_id=pid,
+            scope=FEEDBACK_SCOPE,
+            scope_id="",
+            key=owner,
+            value=value,
+            cause=f"feedback {label}" + (f" in {context_id}" if context_id else ""),
+        )
+    )
+    store.touch_index(pid)  # searches read confidence again, cached assemblies refresh
+    record = _record(stored)
+    assert record is not None  # written just above in the shape _record reads
+    return record
+
+
+def read_feedback(store: Store, pid: str, node_ids: list[str]) -> dict[str, Feedback]:
+    """The current feedback on each of `node_ids` that has any."""
+    found = store.get_state_keys(pid, FEEDBACK_SCOPE, "", node_ids)
+    out: dict[str, Feedback] = {}
+    for key, fact in found.items():
+        if (record := _record(fact)) is not None:
+            out[key] = record
+    return out
+
+
+class FeedbackMethods:
+    """Mixed into `ContextBase`: it supplies `store`, `agent_id` and `_pid`."""
+
+    store: Store
+    agent_id: str | None
+
+    def _pid(self, project: str | None) -> str:
+        raise NotImplementedError
+
+    def feedback(
+        self,
+        node_id: str,
+        label: str,
+        *,
+        confidence: float | None = None,
+        context_id: str | None = None,
+        note: str | None = None,
+        by: str | None = None,
+        project: str | None = None,
+    ) -> Feedback:
+        """Mark a memory as "liked", "helpful", "disliked" or "wrong" ("neutral" undoes
+        it): an event, an entity, or a search unit (chunk) of one, whose event or entity
+        is marked. Its confidence becomes the label's (`FEEDBACK_LABELS`) or `confidence`
+        (0..1) and searches rank it by that (`SearchConfig.confidence_weight`; below
+        `min_confidence` it is left out, still stored). `context_id` names the assembled
+        context it was seen in (NotFoundError if the project has no such context); `by`
+        who gives it (default: the base's agent id, else the local user). The latest
+        feedback on a node is current; `feedback_history` lists all."""
+        return give_feedback(
+            self.store,
+            self._pid(project),
+            node_id,
+            label,
+            confidence=confidence,
+            context_id=context_id,
+            note=note,
+            by=by or identity_source(self.agent_id),
+        )
+
+    def get_feedback(self, node_id: str, *, project: str | None = None) -> Feedback | None:
+        """The current feedback on an event or entity, or None."""
+        check_id("node_id", node_id)
+        return read_feedback(self.store, self._pid(project), [node_id]).get(node_id)
+
+    def feedback_history(self, node_id: str, *, project: str | None = None) -> list[Feedback]:
+        """Every feedback given on an event or entity, oldest first."""
+        check_id("node_id", node_id)
+        pid = self._pid(project)
+        out: list[Feedback] = []
+        for change in self.store.state_history(pid, FEEDBACK_SCOPE, "", node_id):
+            fact = StateFact(
+                project_id=pid,
+                scope=FEEDBACK_SCOPE,
+                scope_id="",
+                key=node_id,
+                value=change.new_value,
+                version=change.version,
+                updated_at=change.ts,
+            )
+            if (record := _record(fact)) is not None:
+                out.append(record)
+        return out

@@ -1,0 +1,215 @@
+"""Feedback on memories and the decay that spares used ones, through ContextBase on every
+backend: feedback sets a confidence search ranks by (a correction, not a forget), a
+failed tool result starts lower, assembled contexts count as uses (written in batches),
+linked and often-used memories do not decay, and a forget removes both records."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ctxbase import ContextBase
+from ctxbase.assemble.trace import explain_trace
+from ctxbase.errors import NotFoundError, ValidationError
+from ctxbase.store.base import FEEDBACK_SCOPE, USES_SCOPE
+from store_calls import StoreCalls
+
+DAY = 86400.0
+KEYWORD = {"preset": "keyword"}
+
+
+def _memories(cb: ContextBase) -> list[str]:
+    texts = [
+        "the redis cache ttl for orders is 60 seconds",
+        "redis cache ttl: set the orders cache to 300 seconds",
+        "orders cache uses redis with a ttl of 120 seconds",
+    ]
+    return [cb.record("assistant_message", session_id="s1", text=t).id for t in texts]
+
+
+def _ranked(cb: ContextBase, **overrides: object) -> list[str]:
+    found = cb.search("redis cache ttl orders", **{**KEYWORD, **overrides})
+    return [c.item.owner_id for c in found.results]
+
+
+def test_feedback_moves_a_memory_and_neutral_undoes_it(cb: ContextBase) -> None:
+    ids = _memories(cb)
+    before = cb.search("redis cache ttl orders", **KEYWORD)
+    order = [c.item.owner_id for c in before.results]
+    assert sorted(order) == sorted(ids)
+    top = order[0]
+    score = {c.item.owner_id: c.score for c in before.results}
+
+    given = cb.feedback(top, "wrong", note="the TTL changed", by="user:li")
+    assert (given.node_id, given.label, given.confidence, given.by) == (
+        top, "wrong", 0.1, "user:li",
+    )  # fmt: skip
+    after = cb.search("redis cache ttl orders", **KEYWORD)
+    rated = next(c for c in after.results if c.item.owner_id == top)
+    assert rated.score == pytest.approx(score[top] * 0.68)
+    assert (rated.confidence, rated.confidence_source) == (0.1, "feedback:wrong")
+    assert [c.item.owner_id for c in after.results][-1] == top  # still there, ranked lower
+    assert cb.get_event(top).text  # a correction, not a forget
+
+    # a strong "wrong" leaves it out of the results; it is listed as considered, and why
+    cb.feedback(top, "wrong", confidence=0.0)
+    gone = cb.search("redis cache ttl orders", **KEYWORD)
+    assert top not in [c.item.owner_id for c in gone.results]
+    dropped = next(c for c in gone.considered if c.item.owner_id == top)
+    assert dropped.dropped is not None and "min_confidence" in dropped.dropped
+    assert top in _ranked(cb, min_confidence=0.0)  # the floor is the config's
+
+    cb.feedback(top, "neutral")
+    assert _ranked(cb) == order
+    history = cb.feedback_history(top)
+    assert [(h.label, h.confidence, h.version) for h in history] == [
+        ("wrong", 0.1, 1),
+        ("wrong", 0.0, 2),
+        ("neutral", 0.5, 3),
+    ]
+    current = cb.get_feedback(top)
+    assert current is not None and current.version == 3
+
+
+def test_liked_rises_a_little_and_confidence_weight_0_ignores_feedback(cb: ContextBase) -> None:
+    ids = _memories(cb)
+    query = "redis cache ttl orders"
+    base = {c.item.owner_id: c.score for c in cb.search(query, **KEYWORD).results}
+    last = min(base, key=lambda k: base[k])
+    cb.feedback(last, "liked")
+    liked = {c.item.owner_id: c.score for c in cb.search(query, **KEYWORD).results}
+    assert liked[last] == pytest.approx(base[last] * 1.2)
+    assert {k: v for k, v in liked.items() if k != last} == {
+        k: v for k, v in base.items() if k != last
+    }
+    off = cb.search(query, **KEYWORD, confidence_weight=0.0)
+    assert {c.item.owner_id: c.score for c in off.results} == base
+    assert sorted(ids) == sorted(base)
+
+
+def test_confidence_is_read_once_per_generation_and_seen_across_bases(
+    cb: ContextBase, second: ContextBase
+) -> None:
+    ids = _memories(cb)
+    query = "redis cache ttl orders"
+    cb.search(query, **KEYWORD)
+    calls = StoreCalls(cb.store)
+    cb.search(query, **KEYWORD)  # nothing changed: the feedback read before holds
+    assert "get_state_keys" not in calls.counts and "get_events" not in calls.counts
+    before = cb.store.index_generation(cb.project)
+    second.feedback(ids[0], "wrong", confidence=0.0)  # another connection, as another process
+    assert cb.store.index_generation(cb.project) > before
+    assert ids[0] not in [c.item.owner_id for c in cb.search(query, **KEYWORD).results]
+    assert calls.counts["get_state_keys"] == 1
+
+
+def test_feedback_checks_what_it_names(cb: ContextBase) -> None:
+    ids = _memories(cb)
+    with pytest.raises(ValidationError):
+        cb.feedback(ids[0], "great")
+    with pytest.raises(ValidationError):
+        cb.feedback(ids[0], "liked", confidence=1.5)
+    with pytest.raises(NotFoundError):
+        cb.feedback("ev_nosuch", "liked")
+    with pytest.raises(NotFoundError):
+        cb.feedback(ids[0], "liked", context_id="ctx_nosuch")
+    assert cb.get_feedback(ids[0]) is None and cb.feedback_history(ids[0]) == []
+
+
+def test_feedback_names_the_assembled_context_and_the_trace_shows_confidence(
+    cb: ContextBase,
+) -> None:
+    ids = _memories(cb)
+    ctx = cb.assemble_context(agent_role="coder", user_intent="redis cache ttl orders")
+    placed = [c["id"] for c in ctx.trace["candidates"] if c["included"]]
+    assert placed
+    given = cb.feedback(placed[0], "disliked", context_id=ctx.context_id)
+    assert given.context_id == ctx.context_id
+    again = cb.assemble_context(agent_role="coder", user_intent="redis cache ttl orders")
+    shown = next(c for c in again.trace["candidates"] if c["id"] == placed[0])
+    assert shown["explain"]["confidence"] == 0.25
+    assert shown["explain"]["confidence_source"] == "feedback:disliked"
+    others = [c for c in again.trace["candidates"] if c["id"] in ids and c["id"] != placed[0]]
+    assert all("confidence" not in (c["explain"] or {}) for c in others)
+    assert "confidence 0.25 (feedback:disliked)" in explain_trace(again.trace)
+
+
+def test_a_failed_tool_result_starts_with_lower_confidence(cb: ContextBase) -> None:
+    ok = cb.record("tool_result", session_id="s1", text="deploy of orders service done")
+    failed = cb.record(
+        "tool_result",
+        session_id="s1",
+        text="deploy of orders service failed",
+        metadata={"exit_code": 1},
+    )
+    query = "deploy orders service failed"
+    found = {c.item.owner_id: c for c in cb.search(query, **KEYWORD).results}
+    assert found[failed.id].confidence == 0.3
+    assert found[failed.id].confidence_source == "tool_error"
+    assert found[ok.id].confidence is None
+    plain = cb.search(query, **KEYWORD, tool_error_confidence=None)
+    unrated = {c.item.owner_id: c.score for c in plain.results}
+    assert found[failed.id].score == pytest.approx(unrated[failed.id] * 0.84)
+    # feedback outranks the tool's status
+    cb.feedback(failed.id, "helpful", note="the failure explains the outage")
+    rated = {c.item.owner_id: c for c in cb.search(query, **KEYWORD).results}
+    assert rated[failed.id].confidence_source == "feedback:helpful"
+
+
+def test_decay_spares_linked_memories_and_those_assemblies_use(cb: ContextBase) -> None:
+    now = time.time()
+    old = [
+        cb.record(
+            "assistant_message", session_id="s1", text=f"orders cache ttl note {n}",
+            ts=now - 90 * DAY,
+        ).id
+        for n in range(3)
+    ]  # fmt: skip
+    # one is referred to by a later event: explicitly linked
+    cb.record("user_message", session_id="s1", text="see that note", refers_to=[old[0]])
+    decay = {**KEYWORD, "time_decay_half_life_days": 30.0}
+    found = {c.item.owner_id: c for c in cb.search("orders cache ttl note", **decay).results}
+    assert found[old[0]].decay == 1.0 and found[old[0]].decay_spared == "linked by REFERS_TO"
+    assert found[old[1]].decay == pytest.approx(0.125, rel=1e-3)
+    assert found[old[1]].decay_spared is None
+
+    # uses noted by assemblies are seen at once, and written in one batch
+    usage = cb.searcher.usage
+    for _ in range(3):
+        usage.note(cb.project, [old[1]])
+    assert cb.store.get_state_keys(cb.project, USES_SCOPE, "", [old[1]]) == {}
+    used = {c.item.owner_id: c for c in cb.search("orders cache ttl note", **decay).results}
+    assert used[old[1]].decay == 1.0 and used[old[1]].decay_spared == "used 3 times"
+    assert used[old[2]].decay == pytest.approx(0.125, rel=1e-3)
+    usage.flush()
+    stored = cb.store.get_state_keys(cb.project, USES_SCOPE, "", [old[1]])
+    assert stored[old[1]].version == 3
+    # a threshold above the uses: it decays as if 1 + 3 times younger
+    fewer = cb.search("orders cache ttl note", **decay, decay_spare_uses=10)
+    one = next(c for c in fewer.results if c.item.owner_id == old[1])
+    assert one.decay == pytest.approx(0.5**0.75, rel=1e-3)
+    # no decay: nothing read, nothing shown
+    plain = cb.search("orders cache ttl note", **KEYWORD)
+    assert all(c.decay is None and c.decay_spared is None for c in plain.results)
+
+
+def test_assembled_contexts_count_as_uses(cb: ContextBase) -> None:
+    _memories(cb)
+    ctx = cb.assemble_context(agent_role="coder", user_intent="redis cache ttl orders")
+    placed = [c["id"] for c in ctx.trace["candidates"] if c["included"]]
+    assert placed
+    cb.searcher.usage.flush()
+    uses = cb.store.get_state_keys(cb.project, USES_SCOPE, "", placed)
+    assert {k: f.version for k, f in uses.items()} == dict.fromkeys(placed, 1)
+
+
+def test_forget_removes_feedback_and_uses(cb: ContextBase) -> None:
+    ids = _memories(cb)
+    cb.feedback(ids[0], "wrong")
+    cb.searcher.usage.note(cb.project, ids[:2])  # noted, not written yet
+    cb.forget(event_ids=[ids[0]])
+    assert cb.store.get_state_keys(cb.project, FEEDBACK_SCOPE, "", [ids[0]]) == {}
+    assert cb.store.state_history(cb.project, FEEDBACK_SCOPE, "", ids[0]) == []
+    left = cb.store.get_state_keys(cb.project, USES_SCOPE, "", ids[:2])
+    assert list(left) == [ids[1]]
