@@ -2,9 +2,9 @@
 
 The facade is composed of mixins, one concept each: sessions and tasks, with their
 lifecycle, come from `sessions.SessionMethods`; events, the event graph, entities and
-relations from `knowledge_graph.GraphMethods`; hiding, restoring and forgetting from
-`forgetting.ForgetMethods`. What stays here is the base itself (store, embedder, background
-workers, lifecycle) and capture.
+relations from `knowledge_graph.GraphMethods`; facts from `fact_methods.FactMethods`;
+hiding, restoring and forgetting from `forgetting.ForgetMethods`. What stays here is the
+base itself (store, embedder, background workers, lifecycle, health) and capture.
 
 `ctxbase.open(path)` returns one; the remote SDK offers the same methods over HTTP.
 Retrieval and assembly are mixed in from their own layers (see retrieve/ and assemble/).
@@ -33,6 +33,7 @@ from .capture.events import (
 from .capture.hooks import plan_message_events
 from .components import Components
 from .errors import ValidationError
+from .fact_methods import FactMethods
 from .forgetting import ForgetMethods
 from .knowledge_graph import GraphMethods
 from .message_lists import align_list, call_metadata
@@ -65,7 +66,7 @@ log = logging.getLogger(__name__)
 READ_WAIT_S = 5.0
 
 
-class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
+class ContextBase(SessionMethods, FactMethods, ForgetMethods, GraphMethods):
     """Shared memory for agents, embedded in this process."""
 
     def __init__(
@@ -193,6 +194,19 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
     def anchor_stats(self) -> AnchorStats:
         """Capture anchoring's counts, with the LLM extractor's (requests, errors, timeouts)."""
         return AnchorStats() if self._anchorer is None else self._anchorer.stats()
+
+    def health(self) -> dict[str, Any]:
+        """Whether the store answers: {"status": "ready", "schema_version": n}, else
+        {"status": "unavailable", "reason": ...} (the server's /readyz answer)."""
+        try:
+            version = self.store.schema_version()
+        except Exception as exc:  # any failure means "not ready", with the reason
+            return {"status": "unavailable", "reason": str(exc)[:200]}
+        return {"status": "ready", "schema_version": version}
+
+    def list_projects(self) -> list[str]:
+        """The projects that hold data."""
+        return self.store.list_projects()
 
     def _pid(self, project: str | None) -> str:
         return self.project if project is None else check_id("project", project)
