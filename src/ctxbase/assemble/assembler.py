@@ -56,6 +56,7 @@ from .policy import (
     load_policies,
     strategy_defaults,
 )
+from .role_aliases import acting_agent, agent_aliases
 from .state import (
     CURRENT_TASK_KEY,
     MESSAGE_SCOPE,
@@ -495,7 +496,8 @@ class Assembler:
             elif isinstance(s, ErrorDrivenRepair):
                 error_driven_repair(g, s, failing)
             elif isinstance(s, MultiAgentConsensus):
-                multi_agent_consensus(g, s, role)
+                aliases = agent_aliases(self.policies, g.pid, g.intent, s.agents)
+                multi_agent_consensus(g, s, role, aliases)
             ran.append(name)
             timings[name] = _ms(t)
         return ran, skipped
@@ -503,14 +505,13 @@ class Assembler:
     def _alias_of(self, g: Gatherer, s: MultiAgentConsensus, role: str) -> bool:
         """True when `role` is one of the consensus agents under another name: it selects
         the same policy as one of them. The match is noted in the trace."""
-        for agent in s.agents:
-            if self.policies.select(g.pid, agent, g.intent).policy.name == g.policy.name:
-                g.notes.append(
-                    f"multi_agent_consensus: role {role!r} acts as agent {agent!r} "
-                    f"(both select policy {g.policy.name!r})"
-                )
-                return True
-        return False
+        agent = acting_agent(self.policies, g.pid, g.intent, g.policy.name, s.agents)
+        if agent is not None:
+            g.notes.append(
+                f"multi_agent_consensus: role {role!r} acts as agent {agent!r} "
+                f"(both select policy {g.policy.name!r})"
+            )
+        return agent is not None
 
     # -- layers ----------------------------------------------------------------------------
     def _history(

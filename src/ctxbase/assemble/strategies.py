@@ -652,15 +652,27 @@ def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None
     g.follow(dict.fromkeys(ids, 0.95), ["GENERATES", "FOLLOWS", "REFERENCES"], s.name, hops=2)
 
 
-def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> None:
+def multi_agent_consensus(
+    g: Gatherer,
+    s: MultiAgentConsensus,
+    role: str,
+    aliases: Mapping[str, Sequence[str]] | None = None,
+) -> None:
     """What the named agents were given for this task, merged (seed 000): the last context
     assembled for each of them (of this task, else of the project) and what it produced;
     the entities every one of those contexts shares, and the relations among and from them
     whose confidence reaches `consensus_threshold`. The test agent so sees what the code
-    agent saw, and code it wrote, without simulating the code agent's retrieval."""
-    found = g.cb.store.latest_context_ids(g.pid, s.agents, task_id=g.task_id)
+    agent saw, and code it wrote, without simulating the code agent's retrieval. A context
+    assembled under one of an agent's `aliases` (code_gen for coder) is that agent's."""
+    found = g.cb.store.latest_context_ids(g.pid, s.agents, task_id=g.task_id, aliases=aliases)
     if g.task_id is not None and not found:  # no context of this task yet: the project's
-        found = g.cb.store.latest_context_ids(g.pid, s.agents)
+        found = g.cb.store.latest_context_ids(g.pid, s.agents, aliases=aliases)
+    widened = {a: [r for r in names if r != a] for a, names in (aliases or {}).items()}
+    if any(widened.values()):
+        g.notes.append(
+            f"{s.name}: contexts of "
+            + "; ".join(f"{', '.join(o)} count as {a}'s" for a, o in widened.items() if o)
+        )
     views: dict[str, set[str]] = {}
     for agent, context_id in found.items():
         # read in the database: decoding whole traces cost more than the rest of the strategy
