@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -197,12 +198,18 @@ class ContextBase(SessionMethods, FactMethods, ForgetMethods, GraphMethods):
 
     def health(self) -> dict[str, Any]:
         """Whether the store answers: {"status": "ready", "schema_version": n}, else
-        {"status": "unavailable", "reason": ...} (the server's /readyz answer)."""
+        {"status": "unavailable", "reason": ...} (the server's /readyz answer). With a
+        policy file, "policies" says whether its latest version loaded, else its problem."""
         try:
             version = self.store.schema_version()
         except Exception as exc:  # any failure means "not ready", with the reason
             return {"status": "unavailable", "reason": str(exc)[:200]}
-        return {"status": "ready", "schema_version": version}
+        out: dict[str, Any] = {"status": "ready", "schema_version": version}
+        if isinstance(self._policies, str | os.PathLike):  # a watched file: is it in use?
+            status = self.assembler.policy_status()
+            if status is not None:
+                out["policies"] = status
+        return out
 
     def list_projects(self) -> list[str]:
         """The projects that hold data."""

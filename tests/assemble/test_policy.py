@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from ctxbase.assemble.policy import (
     MultiAgentConsensus,
     Policy,
     PolicyError,
+)
+from ctxbase.assemble.policy_loading import (
     PolicyFile,
     load_default_policies,
     load_policies,
@@ -329,6 +332,39 @@ def test_policy_file_reloads_and_keeps_last_good(tmp_path: Path) -> None:
     _bump(path, SMALL, 3)
     assert watched.current().policies[0].name == "sql_fix"
     assert watched.last_error is None
+
+
+def test_a_broken_or_deleted_policy_file_is_logged_once_per_change(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "policies.yaml"
+    path.write_text(SMALL, encoding="utf-8")
+    watched = PolicyFile(path)
+    assert watched.stale_note() is None and watched.status()["ok"] is True
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+
+    caplog.set_level(logging.WARNING, logger="ctxbase.assemble")
+    _bump(path, SMALL.replace("max_items: 2", "max_items: 0"), 1)
+    for _ in range(3):
+        watched.current()
+    (logged,) = warnings()
+    assert str(path) in logged and "policies[0].strategies[0].max_items" in logged
+    note = watched.stale_note()
+    assert note is not None and str(path) in note and "max_items" in note
+    status = watched.status()
+    assert status["ok"] is False and "max_items" in status["error"]
+
+    path.unlink()
+    for _ in range(3):
+        watched.current()
+    assert len(warnings()) == 2 and "cannot read" in warnings()[1]
+
+    _bump(path, SMALL, 2)
+    watched.current()
+    assert len(warnings()) == 3 and "loaded again" in warnings()[2]
+    assert watched.stale_note() is None and watched.status()["ok"] is True
 
 
 def test_policy_file_without_good_version(tmp_path: Path) -> None:

@@ -33,20 +33,16 @@ problem, with the closest valid key or strategy name when a name is misspelt.
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ValidationError
-from .policy_issues import PolicyError, PolicyIssue, issue_from_error
+from .policy_issues import PolicyError, PolicyIssue
 
 __all__ = [
     "BUDGET_PROFILES",
@@ -64,7 +60,6 @@ __all__ = [
     "Policy",
     "PolicyDocument",
     "PolicyError",
-    "PolicyFile",
     "PolicyIssue",
     "PolicyMatch",
     "PolicySelection",
@@ -75,9 +70,6 @@ __all__ = [
     "SelectionRequest",
     "SemanticRecall",
     "Strategy",
-    "load_default_policies",
-    "load_policies",
-    "parse_policies",
     "strategy_defaults",
 ]
 
@@ -671,127 +663,3 @@ class PolicySet:
                 triggered.append(strategy)
                 reasons.append(reason)
         return PolicySelection(chosen, tuple(triggered), tuple(reasons))
-
-
-def parse_policies(text: str, *, source: str = "<string>") -> PolicySet:
-    """Parse and validate policy YAML text; `source` names it in error messages."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise PolicyError(source, [PolicyIssue(where, f"invalid YAML: {exc.problem}")]) from None
-    except yaml.YAMLError as exc:
-        raise PolicyError(source, [PolicyIssue("", f"invalid YAML: {exc}")]) from None
-    if data is None:
-        raise PolicyError(source, [PolicyIssue("", "the policy file is empty")])
-    if not isinstance(data, dict):
-        raise PolicyError(
-            source, [PolicyIssue("", "the top level must be a mapping with a 'policies' list")]
-        )
-    try:
-        document = PolicyDocument.model_validate(data)
-    except PydanticValidationError as exc:
-        issues = [issue_from_error(e, PolicyDocument, STRATEGY_NAMES) for e in exc.errors()]
-        raise PolicyError(source, issues) from None
-    return PolicySet.from_document(document, source=source)
-
-
-def _is_file(name: str) -> bool:
-    try:
-        return Path(name).is_file()
-    except (OSError, ValueError):  # too long a name, or a NUL byte: not a path
-        return False
-
-
-def load_policies(path_or_text: str | os.PathLike[str]) -> PolicySet:
-    """Load policies from a file path, or from YAML text.
-
-    A string is a path when it is one line that names an existing file or ends in .yaml/.yml;
-    anything else is YAML text. Use `parse_policies` to be explicit.
-    """
-    if isinstance(path_or_text, str):
-        one_line = "\n" not in path_or_text
-        is_path = one_line and (path_or_text.endswith((".yaml", ".yml")) or _is_file(path_or_text))
-        if not is_path:
-            return parse_policies(path_or_text)
-    path = Path(path_or_text)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError(str(path), [PolicyIssue("", f"cannot read: {exc.strerror}")]) from exc
-    return parse_policies(text, source=str(path))
-
-
-@lru_cache(maxsize=1)
-def load_default_policies() -> PolicySet:
-    """The policies shipped with ctxbase (planner, coder, tester, reviewer, executor, default)."""
-    return load_policies(DEFAULT_POLICIES_PATH)
-
-
-class PolicyFile:
-    """A policy file that reloads itself when it changes on disk.
-
-    The check happens on access (no thread, no inotify): `current()` stats the file and
-    reloads when its modification time or size moved. A file that stops parsing does not take
-    the service down: the last good policies stay in use and `last_error` says what is wrong.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, fallback: PolicySet | None = None):
-        self._path = Path(path)
-        self._stamp: tuple[int, int] | None = None
-        self._last_error: Exception | None = None
-        self._policies: PolicySet | None = fallback
-        self._reloads = 0
-        if not self.reload_if_changed() and self._policies is None:
-            assert self._last_error is not None
-            raise self._last_error
-
-    @property
-    def path(self) -> Path:
-        return self._path
-
-    @property
-    def last_error(self) -> Exception | None:
-        """The error of the latest reload attempt, or None when it succeeded."""
-        return self._last_error
-
-    @property
-    def reload_count(self) -> int:
-        return self._reloads
-
-    def reload_if_changed(self) -> bool:
-        """Reload when the file changed since the last attempt; True when new policies loaded."""
-        try:
-            stat = self._path.stat()
-        except OSError as exc:
-            self._last_error = PolicyError(
-                str(self._path), [PolicyIssue("", f"cannot read: {exc.strerror}")]
-            )
-            self._stamp = None
-            return False
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        if stamp == self._stamp:
-            return False
-        # Remember the stamp even when parsing fails, so a broken file is not re-parsed on
-        # every access; the next edit changes the stamp and triggers a new attempt.
-        self._stamp = stamp
-        try:
-            policies = load_policies(self._path)
-        except PolicyError as exc:
-            self._last_error = exc
-            return False
-        self._policies = policies
-        self._last_error = None
-        self._reloads += 1
-        return True
-
-    def current(self) -> PolicySet:
-        self.reload_if_changed()
-        assert self._policies is not None
-        return self._policies
-
-    def select(
-        self, project_id: str, agent_role: str, intent: str, *, has_error: bool = False
-    ) -> PolicySelection:
-        return self.current().select(project_id, agent_role, intent, has_error=has_error)

