@@ -331,7 +331,10 @@ def cmd_assemble(args: argparse.Namespace) -> int:
                 print(f"note: {note}", file=sys.stderr)
         reasons = ctx.trace.get("reasons") or [""]
         if str(reasons[0]).startswith("no policy matched"):  # a typo'd role would pass unseen
-            roles = sorted({r for p in cb.assembler.policies.policies for r in p.match.agent_roles})
+            known = cb.assembler.policies
+            roles = sorted(
+                {r for p in (*known.policies, *known.presets) for r in p.match.agent_roles}
+            )
             print(
                 f"note: no policy is for role {args.role!r}, so the default policy was used"
                 f" (roles with a policy: {', '.join(roles) or 'none'})",

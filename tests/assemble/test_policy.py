@@ -94,7 +94,7 @@ def test_consensus_triggers_for_group_members() -> None:
 
 
 def test_priority_then_specificity_then_order() -> None:
-    policies = parse_policies(SMALL)
+    policies = parse_policies(SMALL.replace("version: 1", "version: 1\ninherit_presets: false"))
     assert policies.select("shop_1", "coder", "SQL 查询加分页").policy.name == "sql_fix"
     # same priority: the project-specific policy wins over the any-project one
     chosen = policies.select("shop_1", "coder", "write tests")
@@ -105,6 +105,41 @@ def test_priority_then_specificity_then_order() -> None:
     assert fallback.policy.name == "fallback"
     assert "no policy matched" in fallback.reasons[0]
     assert fallback.strategy_names == ("project_scope_fallback",)
+
+
+ONE_ROLE = """
+version: 1
+policies:
+  - name: sql_writer
+    match: {agent_roles: [sql_writer]}
+    strategies:
+      - {name: referenced_code_first, max_items: 3}
+"""
+
+
+def test_a_user_file_is_layered_over_the_shipped_presets() -> None:
+    layered = parse_policies(ONE_ROLE)
+    assert layered.select("shop", "sql_writer", "分页 SQL").policy.name == "sql_writer"
+    # the README's roles keep their shipped policies: the file only added one
+    for role, preset in (("code_gen", "coder"), ("test_gen", "tester"), ("planner", "planner")):
+        chosen = layered.select("shop", role, "把上次那个SQL改成游标分页")
+        assert chosen.policy.name == preset
+        assert "shipped preset" in chosen.reasons[0]
+    assert layered.select("shop", "unknown", "x").policy.name == "default"  # the shipped one
+    # the file's policies are tried first: one with no role list takes every role
+    anyone = parse_policies(ONE_ROLE.replace("match: {agent_roles: [sql_writer]}", "match: {}"))
+    assert anyone.select("shop", "code_gen", "x").policy.name == "sql_writer"
+    # a file's policy named as a preset replaces it; its own default is the default
+    own = parse_policies(
+        ONE_ROLE.replace("name: sql_writer", "name: coder")
+        + "  - name: mine\n    match: {default: true}\n"
+    )
+    assert own.select("shop", "code_gen", "x").policy.name == "mine"
+    assert own.select("shop", "tester", "x").policy.name == "tester"
+    # inherit_presets: false replaces them, as before
+    alone = parse_policies(ONE_ROLE.replace("version: 1", "version: 1\ninherit_presets: false"))
+    chosen = alone.select("shop", "code_gen", "x")
+    assert chosen.policy.name == "builtin_default" and "no policy matched" in chosen.reasons[0]
 
 
 def test_reasons_explain_the_match() -> None:
@@ -151,7 +186,8 @@ policies:
 
 def test_relation_thresholds_merge_with_defaults() -> None:
     policies = parse_policies(
-        "policies:\n  - name: p\n    relation_thresholds: {REFERENCES: 0.9, MUST_CACHE: 0.5}\n"
+        "policies:\n  - name: p\n    relation_thresholds: {REFERENCES: 0.9, MUST_CACHE: 0.5}\n",
+        presets=False,
     )
     assert policies.default.name == "builtin_default"  # the file has no default policy
     chosen = policies.policies[0]
@@ -294,9 +330,9 @@ def test_yaml_syntax_error_gives_line() -> None:
 def test_load_from_path_and_text(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(SMALL, encoding="utf-8")
-    assert load_policies(path).source == str(path)
+    assert load_policies(path).source == f"{path} (over the shipped presets)"
     assert load_policies(str(path)).policies[0].name == "sql_fix"
-    assert load_policies(SMALL).source == "<string>"
+    assert load_policies(SMALL).source == "<string> (over the shipped presets)"
     with pytest.raises(PolicyError, match=r"missing\.yaml"):
         load_policies(str(tmp_path / "missing.yaml"))
 

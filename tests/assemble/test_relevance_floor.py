@@ -15,6 +15,7 @@ from ctxbase.retrieve.relevance import CALIBRATED_FLOORS, first_evidence, releva
 
 POLICY = """
 version: 1
+inherit_presets: false
 policies:
   - name: all
     match: {default: true}

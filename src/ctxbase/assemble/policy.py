@@ -576,6 +576,10 @@ class PolicyDocument(_Frozen):
     """The whole YAML file."""
 
     version: Literal[1] = 1
+    # true: the file is layered over the shipped presets (a request none of the file's
+    # policies matches is matched against the presets' before the default); false: the
+    # file replaces them
+    inherit_presets: bool = True
     policies: tuple[Policy, ...]
 
     @model_validator(mode="after")
@@ -605,13 +609,28 @@ class PolicySelection:
         return tuple(s.name for s in self.strategies)
 
 
+def _ranked(
+    policies: Sequence[Policy], request: SelectionRequest
+) -> list[tuple[int, int, int, Policy, list[str]]]:
+    """The policies that match, best first: priority, then specificity, then file order."""
+    found = []
+    for index, policy in enumerate(policies):
+        why = policy.match.explain(request)
+        if why is not None:
+            found.append((policy.priority, policy.match.specificity(), -index, policy, why))
+    return sorted(found, key=lambda c: c[:3], reverse=True)
+
+
 @dataclass(frozen=True)
 class PolicySet:
-    """The loaded policies plus the catch-all used when none matches."""
+    """The loaded policies plus the catch-all used when none matches. With `presets` (a
+    user file layered over the shipped policies), a request none of `policies` matches is
+    matched against the presets' before it falls to `default`."""
 
     policies: tuple[Policy, ...]
     default: Policy
     source: str = "<built-in>"
+    presets: tuple[Policy, ...] = ()
 
     @classmethod
     def from_document(cls, document: PolicyDocument, source: str = "<string>") -> PolicySet:
@@ -622,27 +641,23 @@ class PolicySet:
     def get(self, name: str) -> Policy | None:
         if self.default.name == name:
             return self.default
-        return next((p for p in self.policies if p.name == name), None)
+        return next((p for p in (*self.policies, *self.presets) if p.name == name), None)
 
     def select(
         self, project_id: str, agent_role: str, intent: str, *, has_error: bool = False
     ) -> PolicySelection:
         """Pick the matching policy with the highest priority (then the most specific match,
-        then the first in the file) and evaluate its strategies' triggers."""
+        then the first in the file; the presets only when none of the file's matches) and
+        evaluate its strategies' triggers."""
         request = SelectionRequest(project_id, agent_role, intent, has_error)
-        candidates: list[tuple[int, int, int, Policy, list[str]]] = []
-        for index, policy in enumerate(self.policies):
-            why = policy.match.explain(request)
-            if why is not None:
-                candidates.append(
-                    (policy.priority, policy.match.specificity(), -index, policy, why)
-                )
+        candidates, layer = _ranked(self.policies, request), ""
+        if not candidates and self.presets:
+            candidates, layer = _ranked(self.presets, request), "shipped preset, "
         reasons: list[str] = []
         if candidates:
-            candidates.sort(key=lambda c: c[:3], reverse=True)
             _, _, _, chosen, why = candidates[0]
             detail = "; ".join(why) if why else "matches any project, role and intent"
-            reasons.append(f"policy {chosen.name!r} (priority {chosen.priority}): {detail}")
+            reasons.append(f"policy {chosen.name!r} ({layer}priority {chosen.priority}): {detail}")
             for priority, _, _, other, _ in candidates[1:]:
                 reasons.append(f"also matched {other.name!r} (priority {priority}), ranked lower")
         else:

@@ -31,6 +31,7 @@ from .policy_issues import PolicyError, PolicyIssue, issue_from_error
 
 __all__ = [
     "PolicyFile",
+    "layer_over_presets",
     "load_default_policies",
     "load_policies",
     "parse_policies",
@@ -40,8 +41,10 @@ __all__ = [
 log = logging.getLogger("ctxbase.assemble")
 
 
-def parse_policies(text: str, *, source: str = "<string>") -> PolicySet:
-    """Parse and validate policy YAML text; `source` names it in error messages."""
+def parse_policies(text: str, *, source: str = "<string>", presets: bool = True) -> PolicySet:
+    """Parse and validate policy YAML text; `source` names it in error messages. The
+    policies are layered over the shipped presets (`layer_over_presets`) unless the text
+    says `inherit_presets: false` or `presets` is False."""
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
@@ -61,7 +64,25 @@ def parse_policies(text: str, *, source: str = "<string>") -> PolicySet:
     except PydanticValidationError as exc:
         issues = [issue_from_error(e, PolicyDocument, STRATEGY_NAMES) for e in exc.errors()]
         raise PolicyError(source, issues) from None
-    return PolicySet.from_document(document, source=source)
+    own = PolicySet.from_document(document, source=source)
+    if not (presets and document.inherit_presets):
+        return own
+    has_default = any(p.match.default for p in document.policies)
+    return layer_over_presets(own, load_default_policies(), keep_default=has_default)
+
+
+def layer_over_presets(own: PolicySet, presets: PolicySet, *, keep_default: bool) -> PolicySet:
+    """`own` over `presets`: a request is matched against `own`'s policies first, against
+    the presets' only when none of them matches, then falls to the default: `own`'s when
+    it has one (`keep_default`), else the presets'. A preset named as one of `own`'s is
+    left out (the file replaces it)."""
+    names = {p.name for p in own.policies} | {own.default.name}
+    return PolicySet(
+        policies=own.policies,
+        default=own.default if keep_default else presets.default,
+        source=f"{own.source} (over the shipped presets)",
+        presets=tuple(p for p in presets.policies if p.name not in names),
+    )
 
 
 def _is_file(name: str) -> bool:
@@ -93,7 +114,8 @@ def load_policies(path_or_text: str | os.PathLike[str]) -> PolicySet:
 @lru_cache(maxsize=1)
 def load_default_policies() -> PolicySet:
     """The policies shipped with ctxbase (planner, coder, tester, reviewer, executor, default)."""
-    return load_policies(DEFAULT_POLICIES_PATH)
+    path = DEFAULT_POLICIES_PATH
+    return parse_policies(path.read_text(encoding="utf-8"), source=str(path), presets=False)
 
 
 def policy_source(

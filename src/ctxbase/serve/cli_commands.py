@@ -211,7 +211,11 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="expire sessions idle this long (when read, or by POST .../sessions/expire-idle)",
     )
-    p.add_argument("--policies", help="policy YAML file (reloaded when it changes)")
+    p.add_argument(
+        "--policies",
+        help="policy YAML file, reloaded when it changes; layered over the bundled policies"
+        " (its own are tried first; 'inherit_presets: false' in it replaces them)",
+    )
     p.add_argument("--log-level", default="info", help="debug, info (default), warning or error")
     add_chunking_flags(p)
     p.set_defaults(func=cmd_serve)
