@@ -320,6 +320,37 @@ def test_other_errors() -> None:
     )
 
 
+def test_the_fresh_users_three_mistakes_get_paths_hints_and_valid_values() -> None:
+    (preset,) = _problems(
+        "policies:\n  - name: a\n    strategies: [{name: semantic_recall, search_preset: hybird}]\n"
+    )
+    assert preset.startswith("policies[0].strategies[0].search_preset: unknown search preset")
+    assert "did you mean 'hybrid'?" in preset and "valid presets: default, hybrid" in preset
+    # a single string where a list is expected is a list of one; a bare strategy name is
+    # that strategy with its defaults
+    policies = parse_policies(
+        "policies:\n  - name: a\n    match: {agent_roles: sql_writer}\n"
+        "    strategies: [recent_window, semantic_recall]\n",
+        presets=False,
+    )
+    (policy,) = policies.policies
+    assert policy.match.agent_roles == ("sql_writer",)
+    assert [s.name for s in policy.strategies] == ["recent_window", "semantic_recall"]
+    (bare,) = _problems("policies:\n  - name: a\n    strategies: [recent_windw]\n")
+    assert bare.startswith("policies[0].strategies[0]: unknown strategy 'recent_windw'")
+    assert "did you mean 'recent_window'?" in bare and "valid strategies: " in bare
+    # what still cannot be read says what shape it wants, in the file's words
+    (match,) = _problems("policies:\n  - name: a\n    match: coder\n")
+    assert match == (
+        "policies[0].match: must be a mapping (key: value) with the keys agent_roles, default,"
+        " intent_keywords, intent_patterns, project_id (got 'coder')"
+    )
+    (roles,) = _problems("policies:\n  - name: a\n    match: {agent_roles: {a: 1}}\n")
+    assert roles == "policies[0].match.agent_roles: must be a list, such as [a, b]"
+    for problem in (preset, bare, match, roles):
+        assert "Input should be" not in problem and "valid dictionary" not in problem
+
+
 def test_yaml_syntax_error_gives_line() -> None:
     (problem,) = _problems("policies:\n  - name: [unclosed\n")
     assert "line " in problem and "invalid YAML" in problem

@@ -39,10 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import ValidationError
-from .policy_issues import PolicyError, PolicyIssue
+from .policy_issues import PolicyError, PolicyIssue, closest
 
 __all__ = [
     "BUDGET_PROFILES",
@@ -184,6 +191,15 @@ DEFAULT_SEARCH_PRESET = "default"
 DEFAULT_SEARCH = ("hybrid", 1)
 
 
+def _one_or_many(value: Any) -> Any:
+    # `agent_roles: sql_writer` means the one-item list a file would write as [sql_writer]
+    return (value,) if isinstance(value, str) else value
+
+
+# A list of words or names; a single string is a list of one.
+Words = Annotated[tuple[str, ...], BeforeValidator(_one_or_many)]
+
+
 class SemanticRecall(_Frozen):
     """Search memory by meaning with the intent as the query. A hit is kept when its score
     over the best hit's (its relative score) is at least `min_score`."""
@@ -193,6 +209,20 @@ class SemanticRecall(_Frozen):
     top_k: int = Field(default=5, ge=1, le=200)
     min_score: float = Field(default=0.3, ge=0.0, le=1.0)
     search_preset: str = Field(default=DEFAULT_SEARCH_PRESET, min_length=1)
+
+    @field_validator("search_preset")
+    @classmethod
+    def _known_preset(cls, value: str) -> str:
+        from ..retrieve.config import PRESETS
+
+        valid = [DEFAULT_SEARCH_PRESET, *sorted(PRESETS)]
+        if value not in valid:
+            hint = closest(value, valid)
+            mean = f" (did you mean {hint!r}?)" if hint else ""
+            raise ValueError(
+                f"unknown search preset {value!r}{mean}; valid presets: {', '.join(valid)}"
+            )
+        return value
 
     def search_label(self) -> str:
         """The search this strategy runs, named as `ctxbase search --preset` takes it."""
@@ -215,7 +245,7 @@ class ReferencedCodeFirst(_Frozen):
 
     name: Literal["referenced_code_first"] = "referenced_code_first"
     enabled: bool = True
-    trigger_words: tuple[str, ...] = DEFAULT_REFERENCE_TRIGGERS
+    trigger_words: Words = DEFAULT_REFERENCE_TRIGGERS
     max_items: int = Field(default=5, ge=1, le=100)
 
     def refers_back(self, intent: str) -> str | None:
@@ -258,7 +288,7 @@ class ErrorDrivenRepair(_Frozen):
     max_retry: int = Field(default=2, ge=0, le=10)
     include_test_cases: bool = True
     include_logs: bool = True
-    trigger_words: tuple[str, ...] = DEFAULT_ERROR_TRIGGERS
+    trigger_words: Words = DEFAULT_ERROR_TRIGGERS
 
     def trigger_reason(self, request: SelectionRequest) -> str | None:
         if request.has_error:
@@ -274,7 +304,7 @@ class MultiAgentConsensus(_Frozen):
 
     name: Literal["multi_agent_consensus"] = "multi_agent_consensus"
     enabled: bool = True
-    agents: tuple[str, ...] = Field(min_length=2)
+    agents: Words = Field(min_length=2)
     consensus_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
 
     def trigger_reason(self, request: SelectionRequest) -> str | None:
@@ -405,9 +435,9 @@ class PolicyMatch(_Frozen):
     """When a policy applies. Empty lists mean "any"; `default: true` marks the catch-all."""
 
     project_id: str = "*"
-    agent_roles: tuple[str, ...] = ()
-    intent_patterns: tuple[str, ...] = ()
-    intent_keywords: tuple[str, ...] = ()
+    agent_roles: Words = ()
+    intent_patterns: Words = ()
+    intent_keywords: Words = ()
     default: bool = False
 
     @field_validator("intent_patterns")
@@ -551,6 +581,17 @@ class Policy(_Frozen):
                 raise ValueError(f"relation types are UPPER_SNAKE_CASE (got {rel_type!r})")
             if not 0.0 <= threshold <= 1.0:
                 raise ValueError(f"threshold of {rel_type} must be in [0, 1] (got {threshold})")
+        return value
+
+    @field_validator("strategies", mode="before")
+    @classmethod
+    def _bare_names(cls, value: Any) -> Any:
+        # `strategies: [recent_window, semantic_recall]`: a name alone is the strategy with
+        # its defaults (a misspelt one is then named as an unknown strategy)
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list | tuple):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
 
     @field_validator("strategies")
