@@ -386,6 +386,7 @@ class Assembler:
                 f"assemble_timeout_ms={policy.assemble_timeout_ms} exceeded after "
                 f"{_ms(clock)} ms; skipped optional strategies: {', '.join(skipped)}"
             )
+        g.note_unknown_repos()
         notes.extend(g.notes)
         if g.check is not None:  # an entity found tampered later stays out everywhere
             for refused in [oid for oid in g.cands if oid in g.check.refused]:

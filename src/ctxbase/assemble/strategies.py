@@ -181,6 +181,7 @@ class Gatherer:
         self.cb, self.pid, self.policy = cb, pid, policy
         # with repositories named, entities ingested from any other one stay out
         self.repos = repos
+        self.repos_seen: set[str] = set()  # the named ones some candidate came from
         # With a key (require_signature) only verified entities, units and relations enter;
         # what the check refuses is reported once, by the trace (build_result).
         self.signing_key = signing_key
@@ -255,6 +256,22 @@ class Gatherer:
             return False
         return self.check.entity(entity_id) in ("invalid", "unsigned")
 
+    def note_unknown_repos(self) -> None:
+        """Note the named repositories the project has none of: a misspelt name leaves
+        every repository's code out, which must not pass for an answer about it. (The
+        names are listed only when a named one brought no candidate: it reads every item.)"""
+        unseen = (self.repos or frozenset()) - self.repos_seen
+        if not unseen:
+            return
+        known = self.cb.store.list_repos(self.pid)
+        unknown = sorted(unseen - set(known))
+        if unknown:
+            self.notes.append(
+                f"repos: no repository {', '.join(map(repr, unknown))} is ingested in project "
+                f"{self.pid!r} (ingested: {', '.join(known) or 'none'}); only memory of no "
+                "repository could come in"
+            )
+
     def verified(self, rels: list[Relation]) -> list[Relation]:
         """The relations that may be followed: all, or with a check the verified ones."""
         return rels if self.check is None else self.check.relations(rels)
@@ -264,9 +281,11 @@ class Gatherer:
             return False  # already in the history layer or the latest input
         if cand.kind == "entity" and self._signature_refused(cand.owner_id):
             return False
-        if self.repos is not None and cand.repo is not None and cand.repo not in self.repos:
-            self.drop(cand.owner_id, "other repository", f"ingested from {cand.repo!r}")
-            return False
+        if self.repos is not None and cand.repo is not None:
+            if cand.repo not in self.repos:
+                self.drop(cand.owner_id, "other repository", f"ingested from {cand.repo!r}")
+                return False
+            self.repos_seen.add(cand.repo)
         if event is not None:
             if (
                 self.task_id is not None
