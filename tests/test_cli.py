@@ -267,7 +267,10 @@ def test_trace_finds_its_project_keys_take_the_global_project_and_policies_load(
     base = ["--db", db, "--embedder", "hash"]
     _run(capsys, *base, "--project", "shop", "capture", "--session", "s", "--text", "订单缓存")
     policies = tmp_path / "policies.yaml"
-    policies.write_text("version: 1\npolicies:\n  - name: only\n    match: {default: true}\n")
+    policies.write_text(
+        "version: 1\ninherit_presets: false\n"
+        "policies:\n  - name: only\n    match: {default: true}\n"
+    )
     code, out, _ = _run(
         capsys, *base, "--project", "shop", "assemble", "订单缓存", "--role", "coder",
         "--policies", str(policies), "--json",

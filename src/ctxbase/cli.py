@@ -322,8 +322,6 @@ def cmd_assemble(args: argparse.Namespace) -> int:
     check_query(args.intent, field="intent")  # before the database is opened
     policies = None if args.policies is None else _existing_file("policies", args.policies)
     with _open_existing(args, policies=policies) as cb:
-        if args.repo:  # a misspelt name would only leave its entities out, silently
-            _check_repos(cb, args.repo)
         ctx = cb.assemble_context(
             agent_role=args.role,
             user_intent=args.intent,
@@ -331,12 +329,15 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             repos=args.repo,
         )
-        for note in ctx.trace.get("notes") or []:  # a mistyped --session shows here
-            if str(note).startswith("session "):
+        for note in ctx.trace.get("notes") or []:  # a mistyped --session or --repo shows here
+            if str(note).startswith(("session ", "repos: ")):
                 print(f"note: {note}", file=sys.stderr)
         reasons = ctx.trace.get("reasons") or [""]
         if str(reasons[0]).startswith("no policy matched"):  # a typo'd role would pass unseen
-            roles = sorted({r for p in cb.assembler.policies.policies for r in p.match.agent_roles})
+            known = cb.assembler.policies
+            roles = sorted(
+                {r for p in (*known.policies, *known.presets) for r in p.match.agent_roles}
+            )
             print(
                 f"note: no policy is for role {args.role!r}, so the default policy was used"
                 f" (roles with a policy: {', '.join(roles) or 'none'})",

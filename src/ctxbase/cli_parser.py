@@ -162,7 +162,11 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, help="token budget (default: the role's policy)")
     p.add_argument("--repo", action="append", help="only this ingested repository's entities")
     p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
-    p.add_argument("--policies", help="policy YAML file (default: the bundled policies)")
+    p.add_argument(
+        "--policies",
+        help="policy YAML file, layered over the bundled policies (its own are tried first;"
+        " 'inherit_presets: false' in it replaces them)",
+    )
     p.set_defaults(func=h.cmd_assemble)
 
     p = _command(sub, "projects", "the projects that hold data")

@@ -2,9 +2,9 @@
 
 The facade is composed of mixins, one concept each: sessions and tasks, with their
 lifecycle, come from `sessions.SessionMethods`; events, the event graph, entities and
-relations from `knowledge_graph.GraphMethods`; hiding, restoring and forgetting from
-`forgetting.ForgetMethods`. What stays here is the base itself (store, embedder, background
-workers, lifecycle) and capture.
+relations from `knowledge_graph.GraphMethods`; facts from `fact_methods.FactMethods`;
+hiding, restoring and forgetting from `forgetting.ForgetMethods`. What stays here is the
+base itself (store, embedder, background workers, lifecycle, health) and capture.
 
 `ctxbase.open(path)` returns one; the remote SDK offers the same methods over HTTP.
 Retrieval and assembly are mixed in from their own layers (see retrieve/ and assemble/).
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,7 @@ from .capture.events import (
 from .capture.hooks import plan_message_events
 from .components import Components
 from .errors import ValidationError
+from .fact_methods import FactMethods
 from .forgetting import ForgetMethods
 from .knowledge_graph import GraphMethods
 from .memory_feedback import FeedbackMethods
@@ -68,7 +70,7 @@ log = logging.getLogger(__name__)
 READ_WAIT_S = 5.0
 
 
-class ContextBase(SessionMethods, ForgetMethods, GraphMethods, FeedbackMethods):
+class ContextBase(SessionMethods, FactMethods, ForgetMethods, GraphMethods, FeedbackMethods):
     """Shared memory for agents, embedded in this process."""
 
     def __init__(
@@ -199,6 +201,25 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods, FeedbackMethods):
     def anchor_stats(self) -> AnchorStats:
         """Capture anchoring's counts, with the LLM extractor's (requests, errors, timeouts)."""
         return AnchorStats() if self._anchorer is None else self._anchorer.stats()
+
+    def health(self) -> dict[str, Any]:
+        """Whether the store answers: {"status": "ready", "schema_version": n}, else
+        {"status": "unavailable", "reason": ...} (the server's /readyz answer). With a
+        policy file, "policies" says whether its latest version loaded, else its problem."""
+        try:
+            version = self.store.schema_version()
+        except Exception as exc:  # any failure means "not ready", with the reason
+            return {"status": "unavailable", "reason": str(exc)[:200]}
+        out: dict[str, Any] = {"status": "ready", "schema_version": version}
+        if isinstance(self._policies, str | os.PathLike):  # a watched file: is it in use?
+            status = self.assembler.policy_status()
+            if status is not None:
+                out["policies"] = status
+        return out
+
+    def list_projects(self) -> list[str]:
+        """The projects that hold data."""
+        return self.store.list_projects()
 
     def _pid(self, project: str | None) -> str:
         return self.project if project is None else check_id("project", project)

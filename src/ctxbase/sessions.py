@@ -159,6 +159,19 @@ class SessionMethods:
         return save_task(self.store, task.model_copy(update=update), cause="upsert_task")
 
     # -- explicit moves ---------------------------------------------------------------------
+    def get_task(self, task_id: str, *, project: str | None = None) -> TaskInfo:
+        """One task (NotFoundError when the project has none with this id)."""
+        task = self.store.get_task(self._pid(project), task_id)
+        if task is None:
+            raise NotFoundError("task", task_id)
+        return task
+
+    def list_tasks(
+        self, session_id: str | None = None, *, project: str | None = None
+    ) -> list[TaskInfo]:
+        """The project's tasks, or one session's."""
+        return self.store.list_tasks(self._pid(project), session_id)
+
     def suspend_session(
         self, session_id: str, *, project: str | None = None, cause: str = "suspend"
     ) -> SessionInfo:

@@ -382,6 +382,42 @@ def test_multi_agent_consensus_gives_the_test_agent_what_the_code_agent_saw(
     assert any("no context assembled for code_gen" in n for n in fresh.trace["notes"])
 
 
+def test_consensus_finds_contexts_assembled_under_the_agents_role_aliases(
+    cb: ContextBase,
+) -> None:
+    """The shipped tester policy merges [coder, tester]; the README's roles code_gen and
+    test_gen select those policies, so their contexts are the coder's and the tester's."""
+    doc = cb.upsert_entity("document", "Redis 规范", "订单查询缓存五分钟，键带版本号")
+    req = cb.upsert_entity("requirement", "订单分页", "订单查询接口按用户分页，缓存五分钟")
+    cm = ContextManager(cb, extractor=RuleFactExtractor())
+    day1 = cm.create_session(session_id="day1")
+    cb.wait_for_embeddings()
+    assembler = Assembler(cb)  # the shipped policies
+    seen = assembler.assemble(
+        session_id=day1, agent_role="code_gen", user_intent="生成分页版订单查询接口，缓存五分钟"
+    )
+    assert seen.policy == "coder" and {doc.id, req.id} <= set(seen.included_ids)
+    ctx = assembler.assemble(
+        session_id=day1, agent_role="test_gen", user_intent="为刚写的分页接口写测试用例"
+    )
+    notes = ctx.trace["notes"]
+    assert "multi_agent_consensus" in ctx.strategies
+    assert any(f"merged coder ({seen.context_id})" in n for n in notes), notes
+    assert any("code_gen" in n and "count as coder's" in n for n in notes), notes
+    assert {doc.id, req.id} <= set(ctx.included_ids)
+    # the other way: a policy naming the alias finds contexts recorded under the role
+    policies = CONSENSUS_POLICIES.replace("[code_gen]}", "[code_gen, coder]}").replace(
+        "[test_gen]}", "[test_gen, tester]}"
+    )
+    seen = Assembler(cb, policies).assemble(
+        session_id=day1, agent_role="coder", user_intent="生成分页版订单查询接口，缓存五分钟"
+    )
+    ctx = Assembler(cb, policies).assemble(
+        session_id=day1, agent_role="tester", user_intent="为刚写的分页接口写测试用例"
+    )
+    assert any(seen.context_id in n for n in ctx.trace["notes"]), ctx.trace["notes"]
+
+
 def test_policy_file_typos_are_clear_and_edits_reload(cb: ContextBase, tmp_path: Path) -> None:
     with pytest.raises(PolicyError, match="did you mean 'semantic_recall'"):
         Assembler(cb, "version: 1\npolicies:\n  - name: a\n    strategy: semantic_recal\n")

@@ -10,7 +10,8 @@ import pytest
 from ctxbase import ContextBase
 from ctxbase.assemble.assembler import Assembler
 from ctxbase.assemble.budget import BudgetItem, allocate_budget, layer_quota
-from ctxbase.assemble.policy import LayerShares, PolicyError, parse_policies
+from ctxbase.assemble.policy import LayerShares, PolicyError
+from ctxbase.assemble.policy_loading import parse_policies
 
 _TOKEN = re.compile(r"\S+")
 

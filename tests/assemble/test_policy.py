@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from ctxbase.assemble.policy import (
     MultiAgentConsensus,
     Policy,
     PolicyError,
+)
+from ctxbase.assemble.policy_loading import (
     PolicyFile,
     load_default_policies,
     load_policies,
@@ -91,7 +94,7 @@ def test_consensus_triggers_for_group_members() -> None:
 
 
 def test_priority_then_specificity_then_order() -> None:
-    policies = parse_policies(SMALL)
+    policies = parse_policies(SMALL.replace("version: 1", "version: 1\ninherit_presets: false"))
     assert policies.select("shop_1", "coder", "SQL 查询加分页").policy.name == "sql_fix"
     # same priority: the project-specific policy wins over the any-project one
     chosen = policies.select("shop_1", "coder", "write tests")
@@ -102,6 +105,41 @@ def test_priority_then_specificity_then_order() -> None:
     assert fallback.policy.name == "fallback"
     assert "no policy matched" in fallback.reasons[0]
     assert fallback.strategy_names == ("project_scope_fallback",)
+
+
+ONE_ROLE = """
+version: 1
+policies:
+  - name: sql_writer
+    match: {agent_roles: [sql_writer]}
+    strategies:
+      - {name: referenced_code_first, max_items: 3}
+"""
+
+
+def test_a_user_file_is_layered_over_the_shipped_presets() -> None:
+    layered = parse_policies(ONE_ROLE)
+    assert layered.select("shop", "sql_writer", "分页 SQL").policy.name == "sql_writer"
+    # the README's roles keep their shipped policies: the file only added one
+    for role, preset in (("code_gen", "coder"), ("test_gen", "tester"), ("planner", "planner")):
+        chosen = layered.select("shop", role, "把上次那个SQL改成游标分页")
+        assert chosen.policy.name == preset
+        assert "shipped preset" in chosen.reasons[0]
+    assert layered.select("shop", "unknown", "x").policy.name == "default"  # the shipped one
+    # the file's policies are tried first: one with no role list takes every role
+    anyone = parse_policies(ONE_ROLE.replace("match: {agent_roles: [sql_writer]}", "match: {}"))
+    assert anyone.select("shop", "code_gen", "x").policy.name == "sql_writer"
+    # a file's policy named as a preset replaces it; its own default is the default
+    own = parse_policies(
+        ONE_ROLE.replace("name: sql_writer", "name: coder")
+        + "  - name: mine\n    match: {default: true}\n"
+    )
+    assert own.select("shop", "code_gen", "x").policy.name == "mine"
+    assert own.select("shop", "tester", "x").policy.name == "tester"
+    # inherit_presets: false replaces them, as before
+    alone = parse_policies(ONE_ROLE.replace("version: 1", "version: 1\ninherit_presets: false"))
+    chosen = alone.select("shop", "code_gen", "x")
+    assert chosen.policy.name == "builtin_default" and "no policy matched" in chosen.reasons[0]
 
 
 def test_reasons_explain_the_match() -> None:
@@ -148,7 +186,8 @@ policies:
 
 def test_relation_thresholds_merge_with_defaults() -> None:
     policies = parse_policies(
-        "policies:\n  - name: p\n    relation_thresholds: {REFERENCES: 0.9, MUST_CACHE: 0.5}\n"
+        "policies:\n  - name: p\n    relation_thresholds: {REFERENCES: 0.9, MUST_CACHE: 0.5}\n",
+        presets=False,
     )
     assert policies.default.name == "builtin_default"  # the file has no default policy
     chosen = policies.policies[0]
@@ -281,6 +320,37 @@ def test_other_errors() -> None:
     )
 
 
+def test_the_fresh_users_three_mistakes_get_paths_hints_and_valid_values() -> None:
+    (preset,) = _problems(
+        "policies:\n  - name: a\n    strategies: [{name: semantic_recall, search_preset: hybird}]\n"
+    )
+    assert preset.startswith("policies[0].strategies[0].search_preset: unknown search preset")
+    assert "did you mean 'hybrid'?" in preset and "valid presets: default, hybrid" in preset
+    # a single string where a list is expected is a list of one; a bare strategy name is
+    # that strategy with its defaults
+    policies = parse_policies(
+        "policies:\n  - name: a\n    match: {agent_roles: sql_writer}\n"
+        "    strategies: [recent_window, semantic_recall]\n",
+        presets=False,
+    )
+    (policy,) = policies.policies
+    assert policy.match.agent_roles == ("sql_writer",)
+    assert [s.name for s in policy.strategies] == ["recent_window", "semantic_recall"]
+    (bare,) = _problems("policies:\n  - name: a\n    strategies: [recent_windw]\n")
+    assert bare.startswith("policies[0].strategies[0]: unknown strategy 'recent_windw'")
+    assert "did you mean 'recent_window'?" in bare and "valid strategies: " in bare
+    # what still cannot be read says what shape it wants, in the file's words
+    (match,) = _problems("policies:\n  - name: a\n    match: coder\n")
+    assert match == (
+        "policies[0].match: must be a mapping (key: value) with the keys agent_roles, default,"
+        " intent_keywords, intent_patterns, project_id (got 'coder')"
+    )
+    (roles,) = _problems("policies:\n  - name: a\n    match: {agent_roles: {a: 1}}\n")
+    assert roles == "policies[0].match.agent_roles: must be a list, such as [a, b]"
+    for problem in (preset, bare, match, roles):
+        assert "Input should be" not in problem and "valid dictionary" not in problem
+
+
 def test_yaml_syntax_error_gives_line() -> None:
     (problem,) = _problems("policies:\n  - name: [unclosed\n")
     assert "line " in problem and "invalid YAML" in problem
@@ -291,9 +361,9 @@ def test_yaml_syntax_error_gives_line() -> None:
 def test_load_from_path_and_text(tmp_path: Path) -> None:
     path = tmp_path / "p.yaml"
     path.write_text(SMALL, encoding="utf-8")
-    assert load_policies(path).source == str(path)
+    assert load_policies(path).source == f"{path} (over the shipped presets)"
     assert load_policies(str(path)).policies[0].name == "sql_fix"
-    assert load_policies(SMALL).source == "<string>"
+    assert load_policies(SMALL).source == "<string> (over the shipped presets)"
     with pytest.raises(PolicyError, match=r"missing\.yaml"):
         load_policies(str(tmp_path / "missing.yaml"))
 
@@ -329,6 +399,39 @@ def test_policy_file_reloads_and_keeps_last_good(tmp_path: Path) -> None:
     _bump(path, SMALL, 3)
     assert watched.current().policies[0].name == "sql_fix"
     assert watched.last_error is None
+
+
+def test_a_broken_or_deleted_policy_file_is_logged_once_per_change(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "policies.yaml"
+    path.write_text(SMALL, encoding="utf-8")
+    watched = PolicyFile(path)
+    assert watched.stale_note() is None and watched.status()["ok"] is True
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+
+    caplog.set_level(logging.WARNING, logger="ctxbase.assemble")
+    _bump(path, SMALL.replace("max_items: 2", "max_items: 0"), 1)
+    for _ in range(3):
+        watched.current()
+    (logged,) = warnings()
+    assert str(path) in logged and "policies[0].strategies[0].max_items" in logged
+    note = watched.stale_note()
+    assert note is not None and str(path) in note and "max_items" in note
+    status = watched.status()
+    assert status["ok"] is False and "max_items" in status["error"]
+
+    path.unlink()
+    for _ in range(3):
+        watched.current()
+    assert len(warnings()) == 2 and "cannot read" in warnings()[1]
+
+    _bump(path, SMALL, 2)
+    watched.current()
+    assert len(warnings()) == 3 and "loaded again" in warnings()[2]
+    assert watched.stale_note() is None and watched.status()["ok"] is True
 
 
 def test_policy_file_without_good_version(tmp_path: Path) -> None:

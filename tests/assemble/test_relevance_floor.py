@@ -21,6 +21,7 @@ from ctxbase.retrieve.relevance import (
 
 POLICY = """
 version: 1
+inherit_presets: false
 policies:
   - name: all
     match: {default: true}

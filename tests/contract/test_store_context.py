@@ -67,4 +67,14 @@ def test_latest_context_ids_by_role_and_task(store: Store, project_id: str) -> N
         "test_gen": "ctx-2",
     }
     assert store.latest_context_ids(project_id, roles, task_id="t9") == {}
+    # an agent's aliases: the latest context of any of its role names is the agent's
+    aliases = {"coder": ["code_gen"], "tester": ["test_gen", "qa"]}
+    assert store.latest_context_ids(project_id, ["coder", "tester"], aliases=aliases) == {
+        "coder": "ctx-3",
+        "tester": "ctx-2",
+    }
+    assert store.latest_context_ids(project_id, ["coder"], task_id="t1", aliases=aliases) == {
+        "coder": "ctx-1"
+    }
+    assert store.latest_context_ids(project_id, ["coder"]) == {}
     assert store.latest_context_ids("another-project", roles) == {}

@@ -77,6 +77,22 @@ def test_bad_calls_come_back_as_errors(cb: ContextBase) -> None:
     assert missing["code"] == "not_found"
 
 
+def test_the_library_names_and_messages_work_in_tools(cb: ContextBase) -> None:
+    scope = ToolScope(cb, agent_role="coder")
+    call(scope, "remember", {"text": "订单缓存过期时间 300 秒", "session_id": "s1"})
+    # the library's keyword, user_intent, is accepted beside the tool's own, intent
+    ctx = call(scope, "assemble_context", {"user_intent": "订单缓存过期时间", "session_id": "s1"})
+    assert "error" not in ctx and "300" in json.dumps(ctx["messages"])
+    both = call(scope, "assemble_context", {"intent": "a", "user_intent": "b"})["error"]
+    assert both["field"] == "user_intent" and "same" in both["message"]
+    # blank text is said to be blank, as the library says it
+    for blank in ("   ", "", "\n\t"):
+        err = call(scope, "remember", {"text": blank})["error"]
+        assert (err["field"], err["message"]) == ("text", "text: is blank"), err
+    err = call(scope, "assemble_context", {"intent": "  "})["error"]
+    assert (err["field"], err["message"]) == ("intent", "intent: is blank")
+
+
 def test_roles_limit_what_a_call_may_do(cb: ContextBase) -> None:
     reader = ToolScope(cb, role="read")
     assert call(reader, "remember", {"text": "x"})["error"]["code"] == "forbidden"

@@ -36,6 +36,18 @@ def test_search_and_assembly_filter_by_repository(live: Live, pid: str, tmp_path
             agent_role="coder", user_intent="flamingo pelican overview", repos=["alpha"]
         )
         assert {e.get("repo") for e in [*ctx.documents, *ctx.code_snippets]} == {"alpha"}
+        assert not any(n.startswith("repos:") for n in ctx.trace["notes"])
+        # a repository the project does not hold: an answer, with a note naming it
+        ctx = client.assemble_context(
+            agent_role="coder", user_intent="flamingo pelican overview", repos=["alpah", "beta"]
+        )
+        (note,) = [n for n in ctx.trace["notes"] if n.startswith("repos:")]
+        assert "'alpah'" in note and "'beta'" not in note and "ingested: alpha, beta" in note
+    with ctxbase.open(live.db, project=pid, embedder="hash") as cb:  # the library says the same
+        ctx = cb.assemble_context(
+            agent_role="coder", user_intent="flamingo pelican overview", repos=["alpah", "beta"]
+        )
+        assert [n for n in ctx.trace["notes"] if n.startswith("repos:")] == [note]
     with live.client(key) as http:
         url = f"/v1/projects/{pid}/search"
         body = {"query": "overview", "preset": "keyword", "filters": {"repos": ["alpha"]}}

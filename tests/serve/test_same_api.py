@@ -131,6 +131,20 @@ def scenario(cb: Any) -> dict[str, Any]:
     out["hidden_error"] = str(missing.value)
     out["restored"] = cb.restore([req.id])
     out["sessions"] = cb.list_sessions()
+    out["task_again"] = cb.get_task("t1")
+    out["tasks"] = cb.list_tasks("day1")
+    out["fact_v1"] = cb.set_fact("cache_ttl", 300, scope_id="t1", cause="day 1")
+    out["fact_v2"] = cb.set_fact("cache_ttl", 600, scope_id="t1")
+    out["facts"] = cb.get_facts(scope_id="t1")
+    out["rolled_back"] = cb.rollback_fact("cache_ttl", 1, scope_id="t1")
+    out["fact_history"] = cb.fact_history("cache_ttl", scope_id="t1")
+    out["fact_deleted"] = (
+        cb.delete_fact("cache_ttl", scope_id="t1"),
+        cb.delete_fact("cache_ttl", scope_id="t1"),
+    )
+    out["facts_after"] = cb.get_facts(scope_id="t1")
+    out["projects"] = cb.project in cb.list_projects()
+    out["health"] = cb.health()["status"]
     for bad in (
         lambda: cb.record("user_message", session_id="bad id!", text="x"),
         lambda: cb.record("no_such_type", session_id="day1", text="x"),
@@ -146,6 +160,7 @@ def scenario(cb: Any) -> dict[str, Any]:
         lambda: cb.get_event("ev_nope"),
         lambda: cb.get_session("nope"),
         lambda: cb.get_trace("ctx_nope"),
+        lambda: cb.get_task("task_nope"),
     ):
         with pytest.raises(NotFoundError) as nf:
             missing_call()
@@ -170,7 +185,11 @@ def test_same_calls_same_results(api: Any) -> None:
     assert got["closed"] is True and got["closed_twice"] is False
     assert (got["hidden"], got["restored"]) == (1, 1)
     assert got["forget"][0] == 1
-    assert len(got["validation"]) == 6 and len(got["not_found"]) == 3
+    assert len(got["validation"]) == 6 and len(got["not_found"]) == 4
+    assert got["rolled_back"].value == 300 and got["rolled_back"].version == 3
+    assert got["fact_deleted"] == (True, False) and got["facts_after"] == {}
+    assert [t.task_id for t in got["tasks"]] == ["t1"]
+    assert got["projects"] is True and got["health"] == "ready"
     _results[kind] = _plain(got)
     if len(_results) == 2:  # the second run compares with the first, key by key
         for key, value in _results["embedded"].items():

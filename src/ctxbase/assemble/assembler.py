@@ -21,7 +21,6 @@ import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..components import ComponentsSource, components_of
@@ -44,7 +43,6 @@ from .policy import (
     ErrorDrivenRepair,
     MultiAgentConsensus,
     Policy,
-    PolicyFile,
     PolicySelection,
     PolicySet,
     ProjectScopeFallback,
@@ -52,10 +50,10 @@ from .policy import (
     ReferencedCodeFirst,
     SemanticRecall,
     Strategy,
-    load_default_policies,
-    load_policies,
     strategy_defaults,
 )
+from .policy_loading import PolicyFile, load_default_policies, policy_source
+from .role_aliases import acting_agent, agent_aliases
 from .state import (
     CURRENT_TASK_KEY,
     MESSAGE_SCOPE,
@@ -105,19 +103,6 @@ _OPTIONAL_ORDER = (
     "error_driven_repair",
     "multi_agent_consensus",
 )
-
-
-def _policy_source(
-    policies: PolicySet | PolicyFile | str | os.PathLike[str] | None,
-) -> PolicySet | PolicyFile:
-    if policies is None:
-        return load_default_policies()
-    if isinstance(policies, PolicySet | PolicyFile):
-        return policies
-    text = os.fspath(policies)
-    if "\n" not in text and Path(text).is_file():
-        return PolicyFile(text)  # reloads on change, no restart
-    return load_policies(text)
 
 
 def _llm_summary(
@@ -252,7 +237,7 @@ class Assembler:
         max_item_tokens: int = 600,
     ) -> None:
         self.cb = components_of(cb)
-        self._policies = _policy_source(policies)
+        self._policies = policy_source(policies)
         self.counter = counter if counter is not None else get_token_counter()
         self.llm = llm if llm is not None else LLMConfig.from_env()
         self.system_prompt = system_prompt
@@ -262,6 +247,11 @@ class Assembler:
     def policies(self) -> PolicySet:
         src = self._policies
         return src.current() if isinstance(src, PolicyFile) else src
+
+    def policy_status(self) -> dict[str, Any] | None:
+        """The watched policy file's state (see `PolicyFile.status`); None without one."""
+        src = self._policies
+        return src.status() if isinstance(src, PolicyFile) else None
 
     def assemble(
         self,
@@ -339,7 +329,8 @@ class Assembler:
         if self.cb.embeds and self.cb.searcher.wait_for_model(user_intent):
             clock = time.perf_counter()
         deadline = clock + policy.assemble_timeout_ms / 1000.0
-        notes: list[str] = []
+        stale = self._policies.stale_note() if isinstance(self._policies, PolicyFile) else None
+        notes: list[str] = [] if stale is None else [stale]
         if session_id is not None and session is None:
             notes.append(f"session {session_id!r} has no events yet: the history is empty")
 
@@ -395,6 +386,7 @@ class Assembler:
                 f"assemble_timeout_ms={policy.assemble_timeout_ms} exceeded after "
                 f"{_ms(clock)} ms; skipped optional strategies: {', '.join(skipped)}"
             )
+        g.note_unknown_repos()
         notes.extend(g.notes)
         if g.check is not None:  # an entity found tampered later stays out everywhere
             for refused in [oid for oid in g.cands if oid in g.check.refused]:
@@ -499,7 +491,8 @@ class Assembler:
             elif isinstance(s, ErrorDrivenRepair):
                 error_driven_repair(g, s, failing)
             elif isinstance(s, MultiAgentConsensus):
-                multi_agent_consensus(g, s, role)
+                aliases = agent_aliases(self.policies, g.pid, g.intent, s.agents)
+                multi_agent_consensus(g, s, role, aliases)
             ran.append(name)
             timings[name] = _ms(t)
         return ran, skipped
@@ -507,14 +500,13 @@ class Assembler:
     def _alias_of(self, g: Gatherer, s: MultiAgentConsensus, role: str) -> bool:
         """True when `role` is one of the consensus agents under another name: it selects
         the same policy as one of them. The match is noted in the trace."""
-        for agent in s.agents:
-            if self.policies.select(g.pid, agent, g.intent).policy.name == g.policy.name:
-                g.notes.append(
-                    f"multi_agent_consensus: role {role!r} acts as agent {agent!r} "
-                    f"(both select policy {g.policy.name!r})"
-                )
-                return True
-        return False
+        agent = acting_agent(self.policies, g.pid, g.intent, g.policy.name, s.agents)
+        if agent is not None:
+            g.notes.append(
+                f"multi_agent_consensus: role {role!r} acts as agent {agent!r} "
+                f"(both select policy {g.policy.name!r})"
+            )
+        return agent is not None
 
     # -- layers ----------------------------------------------------------------------------
     def _history(

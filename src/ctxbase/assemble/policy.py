@@ -33,20 +33,23 @@ problem, with the closest valid key or strategy name when a name is misspelt.
 from __future__ import annotations
 
 import fnmatch
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pydantic import ValidationError as PydanticValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import ValidationError
-from .policy_issues import PolicyError, PolicyIssue, issue_from_error
+from .policy_issues import PolicyError, PolicyIssue, closest
 
 __all__ = [
     "BUDGET_PROFILES",
@@ -64,7 +67,6 @@ __all__ = [
     "Policy",
     "PolicyDocument",
     "PolicyError",
-    "PolicyFile",
     "PolicyIssue",
     "PolicyMatch",
     "PolicySelection",
@@ -75,9 +77,6 @@ __all__ = [
     "SelectionRequest",
     "SemanticRecall",
     "Strategy",
-    "load_default_policies",
-    "load_policies",
-    "parse_policies",
     "strategy_defaults",
 ]
 
@@ -192,6 +191,15 @@ DEFAULT_SEARCH_PRESET = "default"
 DEFAULT_SEARCH = ("hybrid", 1)
 
 
+def _one_or_many(value: Any) -> Any:
+    # `agent_roles: sql_writer` means the one-item list a file would write as [sql_writer]
+    return (value,) if isinstance(value, str) else value
+
+
+# A list of words or names; a single string is a list of one.
+Words = Annotated[tuple[str, ...], BeforeValidator(_one_or_many)]
+
+
 class SemanticRecall(_Frozen):
     """Search memory by meaning with the intent as the query. A hit is kept when its score
     over the best hit's (its relative score) is at least `min_score`."""
@@ -201,6 +209,20 @@ class SemanticRecall(_Frozen):
     top_k: int = Field(default=5, ge=1, le=200)
     min_score: float = Field(default=0.3, ge=0.0, le=1.0)
     search_preset: str = Field(default=DEFAULT_SEARCH_PRESET, min_length=1)
+
+    @field_validator("search_preset")
+    @classmethod
+    def _known_preset(cls, value: str) -> str:
+        from ..retrieve.config import PRESETS
+
+        valid = [DEFAULT_SEARCH_PRESET, *sorted(PRESETS)]
+        if value not in valid:
+            hint = closest(value, valid)
+            mean = f" (did you mean {hint!r}?)" if hint else ""
+            raise ValueError(
+                f"unknown search preset {value!r}{mean}; valid presets: {', '.join(valid)}"
+            )
+        return value
 
     def search_label(self) -> str:
         """The search this strategy runs, named as `ctxbase search --preset` takes it."""
@@ -223,7 +245,7 @@ class ReferencedCodeFirst(_Frozen):
 
     name: Literal["referenced_code_first"] = "referenced_code_first"
     enabled: bool = True
-    trigger_words: tuple[str, ...] = DEFAULT_REFERENCE_TRIGGERS
+    trigger_words: Words = DEFAULT_REFERENCE_TRIGGERS
     max_items: int = Field(default=5, ge=1, le=100)
 
     def refers_back(self, intent: str) -> str | None:
@@ -266,7 +288,7 @@ class ErrorDrivenRepair(_Frozen):
     max_retry: int = Field(default=2, ge=0, le=10)
     include_test_cases: bool = True
     include_logs: bool = True
-    trigger_words: tuple[str, ...] = DEFAULT_ERROR_TRIGGERS
+    trigger_words: Words = DEFAULT_ERROR_TRIGGERS
 
     def trigger_reason(self, request: SelectionRequest) -> str | None:
         if request.has_error:
@@ -282,7 +304,7 @@ class MultiAgentConsensus(_Frozen):
 
     name: Literal["multi_agent_consensus"] = "multi_agent_consensus"
     enabled: bool = True
-    agents: tuple[str, ...] = Field(min_length=2)
+    agents: Words = Field(min_length=2)
     consensus_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
 
     def trigger_reason(self, request: SelectionRequest) -> str | None:
@@ -413,9 +435,9 @@ class PolicyMatch(_Frozen):
     """When a policy applies. Empty lists mean "any"; `default: true` marks the catch-all."""
 
     project_id: str = "*"
-    agent_roles: tuple[str, ...] = ()
-    intent_patterns: tuple[str, ...] = ()
-    intent_keywords: tuple[str, ...] = ()
+    agent_roles: Words = ()
+    intent_patterns: Words = ()
+    intent_keywords: Words = ()
     default: bool = False
 
     @field_validator("intent_patterns")
@@ -561,6 +583,17 @@ class Policy(_Frozen):
                 raise ValueError(f"threshold of {rel_type} must be in [0, 1] (got {threshold})")
         return value
 
+    @field_validator("strategies", mode="before")
+    @classmethod
+    def _bare_names(cls, value: Any) -> Any:
+        # `strategies: [recent_window, semantic_recall]`: a name alone is the strategy with
+        # its defaults (a misspelt one is then named as an unknown strategy)
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list | tuple):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
     @field_validator("strategies")
     @classmethod
     def _strategies_unique(cls, value: tuple[Strategy, ...]) -> tuple[Strategy, ...]:
@@ -584,6 +617,10 @@ class PolicyDocument(_Frozen):
     """The whole YAML file."""
 
     version: Literal[1] = 1
+    # true: the file is layered over the shipped presets (a request none of the file's
+    # policies matches is matched against the presets' before the default); false: the
+    # file replaces them
+    inherit_presets: bool = True
     policies: tuple[Policy, ...]
 
     @model_validator(mode="after")
@@ -613,13 +650,28 @@ class PolicySelection:
         return tuple(s.name for s in self.strategies)
 
 
+def _ranked(
+    policies: Sequence[Policy], request: SelectionRequest
+) -> list[tuple[int, int, int, Policy, list[str]]]:
+    """The policies that match, best first: priority, then specificity, then file order."""
+    found = []
+    for index, policy in enumerate(policies):
+        why = policy.match.explain(request)
+        if why is not None:
+            found.append((policy.priority, policy.match.specificity(), -index, policy, why))
+    return sorted(found, key=lambda c: c[:3], reverse=True)
+
+
 @dataclass(frozen=True)
 class PolicySet:
-    """The loaded policies plus the catch-all used when none matches."""
+    """The loaded policies plus the catch-all used when none matches. With `presets` (a
+    user file layered over the shipped policies), a request none of `policies` matches is
+    matched against the presets' before it falls to `default`."""
 
     policies: tuple[Policy, ...]
     default: Policy
     source: str = "<built-in>"
+    presets: tuple[Policy, ...] = ()
 
     @classmethod
     def from_document(cls, document: PolicyDocument, source: str = "<string>") -> PolicySet:
@@ -630,27 +682,23 @@ class PolicySet:
     def get(self, name: str) -> Policy | None:
         if self.default.name == name:
             return self.default
-        return next((p for p in self.policies if p.name == name), None)
+        return next((p for p in (*self.policies, *self.presets) if p.name == name), None)
 
     def select(
         self, project_id: str, agent_role: str, intent: str, *, has_error: bool = False
     ) -> PolicySelection:
         """Pick the matching policy with the highest priority (then the most specific match,
-        then the first in the file) and evaluate its strategies' triggers."""
+        then the first in the file; the presets only when none of the file's matches) and
+        evaluate its strategies' triggers."""
         request = SelectionRequest(project_id, agent_role, intent, has_error)
-        candidates: list[tuple[int, int, int, Policy, list[str]]] = []
-        for index, policy in enumerate(self.policies):
-            why = policy.match.explain(request)
-            if why is not None:
-                candidates.append(
-                    (policy.priority, policy.match.specificity(), -index, policy, why)
-                )
+        candidates, layer = _ranked(self.policies, request), ""
+        if not candidates and self.presets:
+            candidates, layer = _ranked(self.presets, request), "shipped preset, "
         reasons: list[str] = []
         if candidates:
-            candidates.sort(key=lambda c: c[:3], reverse=True)
             _, _, _, chosen, why = candidates[0]
             detail = "; ".join(why) if why else "matches any project, role and intent"
-            reasons.append(f"policy {chosen.name!r} (priority {chosen.priority}): {detail}")
+            reasons.append(f"policy {chosen.name!r} ({layer}priority {chosen.priority}): {detail}")
             for priority, _, _, other, _ in candidates[1:]:
                 reasons.append(f"also matched {other.name!r} (priority {priority}), ranked lower")
         else:
@@ -671,127 +719,3 @@ class PolicySet:
                 triggered.append(strategy)
                 reasons.append(reason)
         return PolicySelection(chosen, tuple(triggered), tuple(reasons))
-
-
-def parse_policies(text: str, *, source: str = "<string>") -> PolicySet:
-    """Parse and validate policy YAML text; `source` names it in error messages."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise PolicyError(source, [PolicyIssue(where, f"invalid YAML: {exc.problem}")]) from None
-    except yaml.YAMLError as exc:
-        raise PolicyError(source, [PolicyIssue("", f"invalid YAML: {exc}")]) from None
-    if data is None:
-        raise PolicyError(source, [PolicyIssue("", "the policy file is empty")])
-    if not isinstance(data, dict):
-        raise PolicyError(
-            source, [PolicyIssue("", "the top level must be a mapping with a 'policies' list")]
-        )
-    try:
-        document = PolicyDocument.model_validate(data)
-    except PydanticValidationError as exc:
-        issues = [issue_from_error(e, PolicyDocument, STRATEGY_NAMES) for e in exc.errors()]
-        raise PolicyError(source, issues) from None
-    return PolicySet.from_document(document, source=source)
-
-
-def _is_file(name: str) -> bool:
-    try:
-        return Path(name).is_file()
-    except (OSError, ValueError):  # too long a name, or a NUL byte: not a path
-        return False
-
-
-def load_policies(path_or_text: str | os.PathLike[str]) -> PolicySet:
-    """Load policies from a file path, or from YAML text.
-
-    A string is a path when it is one line that names an existing file or ends in .yaml/.yml;
-    anything else is YAML text. Use `parse_policies` to be explicit.
-    """
-    if isinstance(path_or_text, str):
-        one_line = "\n" not in path_or_text
-        is_path = one_line and (path_or_text.endswith((".yaml", ".yml")) or _is_file(path_or_text))
-        if not is_path:
-            return parse_policies(path_or_text)
-    path = Path(path_or_text)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PolicyError(str(path), [PolicyIssue("", f"cannot read: {exc.strerror}")]) from exc
-    return parse_policies(text, source=str(path))
-
-
-@lru_cache(maxsize=1)
-def load_default_policies() -> PolicySet:
-    """The policies shipped with ctxbase (planner, coder, tester, reviewer, executor, default)."""
-    return load_policies(DEFAULT_POLICIES_PATH)
-
-
-class PolicyFile:
-    """A policy file that reloads itself when it changes on disk.
-
-    The check happens on access (no thread, no inotify): `current()` stats the file and
-    reloads when its modification time or size moved. A file that stops parsing does not take
-    the service down: the last good policies stay in use and `last_error` says what is wrong.
-    """
-
-    def __init__(self, path: str | os.PathLike[str], *, fallback: PolicySet | None = None):
-        self._path = Path(path)
-        self._stamp: tuple[int, int] | None = None
-        self._last_error: Exception | None = None
-        self._policies: PolicySet | None = fallback
-        self._reloads = 0
-        if not self.reload_if_changed() and self._policies is None:
-            assert self._last_error is not None
-            raise self._last_error
-
-    @property
-    def path(self) -> Path:
-        return self._path
-
-    @property
-    def last_error(self) -> Exception | None:
-        """The error of the latest reload attempt, or None when it succeeded."""
-        return self._last_error
-
-    @property
-    def reload_count(self) -> int:
-        return self._reloads
-
-    def reload_if_changed(self) -> bool:
-        """Reload when the file changed since the last attempt; True when new policies loaded."""
-        try:
-            stat = self._path.stat()
-        except OSError as exc:
-            self._last_error = PolicyError(
-                str(self._path), [PolicyIssue("", f"cannot read: {exc.strerror}")]
-            )
-            self._stamp = None
-            return False
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        if stamp == self._stamp:
-            return False
-        # Remember the stamp even when parsing fails, so a broken file is not re-parsed on
-        # every access; the next edit changes the stamp and triggers a new attempt.
-        self._stamp = stamp
-        try:
-            policies = load_policies(self._path)
-        except PolicyError as exc:
-            self._last_error = exc
-            return False
-        self._policies = policies
-        self._last_error = None
-        self._reloads += 1
-        return True
-
-    def current(self) -> PolicySet:
-        self.reload_if_changed()
-        assert self._policies is not None
-        return self._policies
-
-    def select(
-        self, project_id: str, agent_role: str, intent: str, *, has_error: bool = False
-    ) -> PolicySelection:
-        return self.current().select(project_id, agent_role, intent, has_error=has_error)

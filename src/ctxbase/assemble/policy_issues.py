@@ -158,7 +158,23 @@ def issue_from_error(error: Any, root: Any, strategy_names: Sequence[str]) -> Po
         return PolicyIssue(path, f"strategy needs a 'name'; valid strategies: {names}")
     message = str(error.get("msg", "invalid value"))
     message = message.removeprefix("Value error, ")
+    _, expected = _walk_loc(root, loc)
+    if kind in ("model_type", "model_attributes_type", "dict_type"):
+        keys = (
+            f" with the keys {', '.join(sorted(expected.model_fields))}"
+            if _is_model(expected)
+            else ""
+        )
+        message = f"must be a mapping (key: value){keys}"
+    elif kind in ("tuple_type", "list_type"):
+        message = "must be a list, such as [a, b]"
+    elif kind == "too_short":
+        message = f"must list at least {error.get('ctx', {}).get('min_length', 1)} items"
     value = error.get("input")
-    if isinstance(value, str | int | float | bool) and kind not in ("missing",):
+    if (
+        isinstance(value, str | int | float | bool)
+        and kind != "missing"
+        and repr(value) not in message
+    ):
         message += f" (got {value!r})"
     return PolicyIssue(path, message)

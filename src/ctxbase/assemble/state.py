@@ -44,6 +44,7 @@ __all__ = [
     "LLMConfig",
     "Scope",
     "default_extractor",
+    "delete_fact",
     "expire_message_record",
     "extract_into_state",
     "fact_history",
@@ -123,6 +124,24 @@ def set_fact(
         "state %s/%s %s = %r (v%d, cause %r)", scope, scope_id, key, value, stored.version, cause
     )
     return stored
+
+
+def delete_fact(
+    cb: ComponentsSource,
+    key: str,
+    *,
+    scope_id: str,
+    scope: Scope = "task",
+    cause: str | None = None,
+    project: str | None = None,
+) -> bool:
+    """Delete one fact (recorded in its history, so it can be rolled back); False when the
+    scope holds no such key."""
+    cb = components_of(cb)
+    _check_scope(scope)
+    check_text("cause", cause)
+    pid = cb.project if project is None else project
+    return cb.store.delete_state(pid, scope, scope_id, key, cause)
 
 
 def get_facts(

@@ -183,6 +183,7 @@ class Gatherer:
         self.cb, self.pid, self.policy = cb, pid, policy
         # with repositories named, entities ingested from any other one stay out
         self.repos = repos
+        self.repos_seen: set[str] = set()  # the named ones some candidate came from
         # With a key (require_signature) only verified entities, units and relations enter;
         # what the check refuses is reported once, by the trace (build_result).
         self.signing_key = signing_key
@@ -268,6 +269,22 @@ class Gatherer:
             return False
         return self.check.entity(entity_id) in ("invalid", "unsigned")
 
+    def note_unknown_repos(self) -> None:
+        """Note the named repositories the project has none of: a misspelt name leaves
+        every repository's code out, which must not pass for an answer about it. (The
+        names are listed only when a named one brought no candidate: it reads every item.)"""
+        unseen = (self.repos or frozenset()) - self.repos_seen
+        if not unseen:
+            return
+        known = self.cb.store.list_repos(self.pid)
+        unknown = sorted(unseen - set(known))
+        if unknown:
+            self.notes.append(
+                f"repos: no repository {', '.join(map(repr, unknown))} is ingested in project "
+                f"{self.pid!r} (ingested: {', '.join(known) or 'none'}); only memory of no "
+                "repository could come in"
+            )
+
     def verified(self, rels: list[Relation]) -> list[Relation]:
         """The relations that may be followed: all, or with a check the verified ones."""
         return rels if self.check is None else self.check.relations(rels)
@@ -285,9 +302,11 @@ class Gatherer:
             return False  # already in the history layer or the latest input
         if cand.kind == "entity" and self._signature_refused(cand.owner_id):
             return False
-        if self.repos is not None and cand.repo is not None and cand.repo not in self.repos:
-            self.drop(cand.owner_id, "other repository", f"ingested from {cand.repo!r}")
-            return False
+        if self.repos is not None and cand.repo is not None:
+            if cand.repo not in self.repos:
+                self.drop(cand.owner_id, "other repository", f"ingested from {cand.repo!r}")
+                return False
+            self.repos_seen.add(cand.repo)
         if cand.repo is not None and cand.owner_id in self._pinned_out():  # reached by an edge
             self.drop(cand.owner_id, "not in the pinned version", "written since its tag")
             return False
@@ -704,15 +723,27 @@ def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None
     g.follow(dict.fromkeys(ids, 0.95), ["GENERATES", "FOLLOWS", "REFERENCES"], s.name, hops=2)
 
 
-def multi_agent_consensus(g: Gatherer, s: MultiAgentConsensus, role: str) -> None:
+def multi_agent_consensus(
+    g: Gatherer,
+    s: MultiAgentConsensus,
+    role: str,
+    aliases: Mapping[str, Sequence[str]] | None = None,
+) -> None:
     """What the named agents were given for this task, merged (seed 000): the last context
     assembled for each of them (of this task, else of the project) and what it produced;
     the entities every one of those contexts shares, and the relations among and from them
     whose confidence reaches `consensus_threshold`. The test agent so sees what the code
-    agent saw, and code it wrote, without simulating the code agent's retrieval."""
-    found = g.cb.store.latest_context_ids(g.pid, s.agents, task_id=g.task_id)
+    agent saw, and code it wrote, without simulating the code agent's retrieval. A context
+    assembled under one of an agent's `aliases` (code_gen for coder) is that agent's."""
+    found = g.cb.store.latest_context_ids(g.pid, s.agents, task_id=g.task_id, aliases=aliases)
     if g.task_id is not None and not found:  # no context of this task yet: the project's
-        found = g.cb.store.latest_context_ids(g.pid, s.agents)
+        found = g.cb.store.latest_context_ids(g.pid, s.agents, aliases=aliases)
+    widened = {a: [r for r in names if r != a] for a, names in (aliases or {}).items()}
+    if any(widened.values()):
+        g.notes.append(
+            f"{s.name}: contexts of "
+            + "; ".join(f"{', '.join(o)} count as {a}'s" for a, o in widened.items() if o)
+        )
     views: dict[str, set[str]] = {}
     for agent, context_id in found.items():
         # read in the database: decoding whole traces cost more than the rest of the strategy

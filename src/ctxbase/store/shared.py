@@ -7,7 +7,7 @@ by the shared row converters (rows.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..model import Entity, Event, SessionInfo, StateFact, TaskInfo
@@ -337,15 +337,22 @@ class SharedReads:
         ]
 
     def latest_context_ids(
-        self, project_id: str, agent_roles: Sequence[str], *, task_id: str | None = None
+        self,
+        project_id: str,
+        agent_roles: Sequence[str],
+        *,
+        task_id: str | None = None,
+        aliases: Mapping[str, Sequence[str]] | None = None,
     ) -> dict[str, str]:
         out: dict[str, str] = {}
         scope = " AND task_id=?" if task_id is not None else ""
         for role in dict.fromkeys(agent_roles):
+            names = list(dict.fromkeys([role, *(aliases or {}).get(role, ())]))
+            marks = ",".join("?" * len(names))
             row = self._one(
-                "SELECT context_id FROM traces WHERE project_id=? AND agent_role=?"
+                f"SELECT context_id FROM traces WHERE project_id=? AND agent_role IN ({marks})"
                 f"{scope} ORDER BY created_at DESC LIMIT 1",
-                (project_id, role, *([task_id] if task_id is not None else [])),
+                (project_id, *names, *([task_id] if task_id is not None else [])),
             )
             if row:
                 out[role] = str(row[0])
