@@ -7,7 +7,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import ctxbase
+from ctxbase.assemble.assembler import Assembler
 from ctxbase.capture.events import build_event
+
+_STRICT = """
+version: 1
+policies:
+  - name: strict
+    match: {default: true}
+    relevance_floor: 0.99
+    strategies:
+      - {name: semantic_recall}
+"""
 
 
 @dataclass
@@ -132,3 +143,76 @@ def seed_big_session(db: str, project: str, session: str, n: int) -> None:
             cb.record_events(batch)
     finally:
         cb.close()
+
+
+@dataclass
+class Docs:
+    """The "docs" project: a session with one event shown and one hidden, an entity graph of
+    14 nodes with long Chinese names, and an assembly whose memory hits were all off topic
+    (one of them, an event of another session, hidden since)."""
+
+    project: str
+    entities: dict[str, str] = field(default_factory=dict)  # name -> entity id
+    context: str = ""
+    hidden_event: str = ""
+
+
+def seed_docs_project(db: str, project: str = "docs") -> Docs:
+    out = Docs(project=project)
+    cb = ctxbase.open(db, project=project, embedder="hash")
+    try:
+        cb.create_session("d1", title="文档整理")
+        cb.record("user_message", session_id="d1", agent_id="alice", text="整理订单API规范的目录")
+        gone = cb.record("user_message", session_id="d1", agent_id="alice", text="写错了，忽略")
+        spec = "docs/订单API规范.md"
+        nodes = [
+            ("file", "file", spec, "订单API规范的文档文件"),
+            ("doc", "document", "订单API规范 V2.1", "订单查询接口的规范，第二版第一次修订"),
+            ("s_main", "section", f"{spec} > 订单API规范 V2.1", "规范正文：分页、缓存、限流"),
+            ("s_page", "section", f"{spec} > 分页", "每页最多50条，超出时返回下一页的游标"),
+            ("s_cache", "section", f"{spec} > 缓存", "订单查询结果在Redis缓存5分钟，按用户区分"),
+            ("py", "file", "shop/orders.py", "orders module of the shop service"),
+            ("init", "file", "shop/__init__.py", "package marker"),
+            ("mod", "code", "shop.orders", "import cache, db"),
+            ("query", "code", "shop.orders.query_orders", "def query_orders(user_id): ..."),
+            ("run_sql", "code", "shop.orders.run_sql", "def run_sql(sql): ..."),
+            ("block", "code", "python block 1 of ev_01a236bcfcaeaa9f4ae62cf08b8e917e", "x = 1"),
+            ("sql", "sql", "select orders", "SELECT * FROM orders WHERE user_id = ? LIMIT 50"),
+            ("req", "requirement", "订单查询接口必须按照《订单API规范》分页，每页最多50条。", "-"),
+            ("test", "test_case", "test_orders_page_size", "assert len(page) <= 50"),
+        ]
+        for key, type_, name, text in nodes:
+            out.entities[key] = cb.upsert_entity(type_, name, text, id=f"{type_}_{key}").id
+        e = out.entities
+        for a, rel, b, conf in [
+            ("req", "GENERATES", "sql", 0.7),
+            ("req", "GENERATES", "block", 0.7),
+            ("req", "GENERATES", "test", 0.7),
+            ("query", "CALLS", "run_sql", 0.95),
+            ("file", "CONTAINS", "doc", 1.0),
+            ("doc", "CONTAINS", "s_main", 1.0),
+            ("doc", "CONTAINS", "s_page", 1.0),
+            ("doc", "CONTAINS", "s_cache", 1.0),
+            ("py", "CONTAINS", "mod", 1.0),
+            ("mod", "CONTAINS", "query", 1.0),
+            ("mod", "CONTAINS", "run_sql", 1.0),
+            ("s_main", "REFERENCES", "doc", 0.9),
+        ]:
+            cb.upsert_relationship(e[a], rel, e[b], confidence=conf, source="auto:contains")
+        for text in ("zebras crossed the road", "migrating the old schema", "weather report"):
+            cb.record("assistant_message", session_id="d2", agent_id="bot", text=text)
+        cb.flush()
+        cb.wait_for_embeddings(30)
+        # a floor no hash similarity reaches: every search hit is off topic
+        ctx = Assembler(cb, _STRICT).assemble(
+            agent_role="coder", user_intent="zebr migra", session_id="d1", max_tokens=2000
+        )
+        out.context = ctx.context_id
+        trace = cb.get_trace(ctx.context_id)
+        # an event dropped off topic, hidden since (the graph keeps its 14 entities)
+        off_topic = [d["id"] for d in trace["dropped"] if d["reason"] == "off topic"]
+        out.hidden_event = next(i for i in off_topic if i.startswith("ev_"))
+        cb.soft_delete([gone.id, out.hidden_event])
+    finally:
+        cb.close()
+    return out

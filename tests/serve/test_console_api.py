@@ -10,14 +10,20 @@ from pathlib import Path
 
 import httpx
 import pytest
-from console_seed import Seeded, seed_big_session, seed_project
+from console_seed import Docs, Seeded, seed_big_session, seed_docs_project, seed_project
 
 from conftest import Live, start
 
 
 @pytest.fixture(scope="module")
-def seeded_live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Live, Seeded]]:
+def docs_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Docs]:
     tmp = tmp_path_factory.mktemp("console-api")
+    return tmp, seed_docs_project(str(tmp / "serve.db"), "docs")
+
+
+@pytest.fixture(scope="module")
+def seeded_live(docs_db: tuple[Path, Docs]) -> Iterator[tuple[Live, Seeded]]:
+    tmp = docs_db[0]
     db = str(tmp / "serve.db")
     seeded = seed_project(db, "shop")
     seed_big_session(db, "big", "long", 450)
@@ -179,6 +185,47 @@ def test_contexts_list_and_diff(http: httpx.Client, seeded: Seeded) -> None:
     assert gone.status_code == 404
 
 
+def test_timeline_counts_hidden_events(
+    seeded_live: tuple[Live, Seeded], http: httpx.Client
+) -> None:
+    live, _ = seeded_live
+    with live.client(live.key("docs", role="read")) as docs:
+        got = docs.get("/v1/projects/docs/timeline", params={"session_id": "d1"}).json()
+    assert [e["text"] for e in got["events"]] == ["整理订单API规范的目录"]
+    assert (got["total"], got["hidden"]) == (1, 1)
+    assert http.get("/v1/projects/shop/timeline", params={"session_id": "s1"}).json()["hidden"] == 0
+
+
+def test_a_context_trace_names_what_was_dropped(
+    seeded_live: tuple[Live, Seeded], docs_db: tuple[Path, Docs], http: httpx.Client
+) -> None:
+    live, seeded = seeded_live
+    docs = docs_db[1]
+    with live.client(live.key("docs", role="read")) as client:
+        got = client.get(f"/v1/projects/docs/contexts/{docs.context}")
+        assert got.status_code == 200, got.text
+        plain = client.get(f"/v1/traces/{docs.context}").json()
+    trace = got.json()
+    dropped = trace["dropped"]
+    assert {d["reason"] for d in dropped} == {"off topic"}
+    texts = {d["id"]: d.get("text") for d in dropped}
+    query = docs.entities["query"]
+    assert texts[query] == "shop.orders.query_orders: def query_orders(user_id): ..."
+    # hidden since: masked like the rest of its entry, its text included
+    assert texts["[hidden]"] == "[hidden]" and docs.hidden_event not in str(trace)
+    assert all(texts.values())
+    # the rest is the trace GET /v1/traces answers
+    assert {k: v for k, v in trace.items() if k != "dropped"} == {
+        k: v for k, v in plain.items() if k != "dropped"
+    }
+    assert [{k: v for k, v in d.items() if k != "text"} for d in dropped] == plain["dropped"]
+    # events dropped show their text too
+    wide = http.get(f"/v1/projects/shop/contexts/{seeded.contexts[0]}").json()
+    assert all(d.get("text") for d in wide["dropped"] if d["id"].startswith("ev_"))
+    assert http.get("/v1/projects/shop/contexts/ctx_nope").status_code == 404
+    assert http.get(f"/v1/projects/shop/contexts/{docs.context}").status_code == 404
+
+
 def test_other_projects_stay_hidden(seeded_live: tuple[Live, Seeded]) -> None:
     live, seeded = seeded_live
     with live.client(live.key("elsewhere", role="read")) as other:
@@ -187,6 +234,7 @@ def test_other_projects_stay_hidden(seeded_live: tuple[Live, Seeded]) -> None:
             (f"/v1/projects/shop/events/{seeded.events['ask']}/chain", {}),
             ("/v1/projects/shop/graph", {}),
             ("/v1/projects/shop/contexts", {}),
+            (f"/v1/projects/shop/contexts/{seeded.contexts[0]}", {}),
         ):
             assert other.get(path, params=params).status_code == 404, path
     with live.client(None) as anonymous:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from console_seed import Seeded, seed_big_session, seed_project
+from console_seed import Docs, Seeded, seed_big_session, seed_docs_project, seed_project
 
 from conftest import Live, start
 from ctxbase.serve.server import BackgroundServer
@@ -51,7 +51,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Seed
 
 
 @pytest.fixture(scope="module")
-def server(world: tuple[Path, Seeded]) -> Iterator[BackgroundServer]:
+def docs(world: tuple[Path, Seeded]) -> Docs:
+    return seed_docs_project(str(world[0] / "serve.db"), "docs")
+
+
+@pytest.fixture(scope="module")
+def server(world: tuple[Path, Seeded], docs: Docs) -> Iterator[BackgroundServer]:
     """`ctxbase serve --no-auth` on the seeded database."""
     srv = start(world[0], no_auth=True)
     try:
@@ -104,8 +109,8 @@ def shot(page: Page, tmp_path: Path, name: str) -> None:
 def test_projects_and_sessions(page: Page, server: BackgroundServer, tmp_path: Path) -> None:
     page.goto(ui(server))
     cards = page.locator("#projects .project-card")
-    expect(cards).to_have_count(2)
-    expect(cards).to_have_text(["big", "shop"])
+    expect(cards).to_have_count(3)
+    expect(cards).to_have_text(["big", "docs", "shop"])
     expect(page.locator("#who")).to_have_text("no auth (local)")
     expect(page.locator("#login")).to_be_hidden()
     shot(page, tmp_path, "projects")
@@ -367,3 +372,153 @@ def test_an_unknown_item_is_named_not_a_blank_page(
         expect(tab.locator("#page-error")).to_contain_text("session 'nope' not found")
     finally:
         context.close()
+
+
+def test_layer_table_adds_up(
+    page: Page, server: BackgroundServer, world: tuple[Path, Seeded], tmp_path: Path
+) -> None:
+    for cid in world[1].contexts:
+        page.goto(ui(server, f"#/p/shop/c/{cid}"))
+        rows = page.locator("#layers .layer-row")
+        expect(rows.first).to_be_visible()
+        pooled = 0
+        for i in range(rows.count()):
+            row = rows.nth(i)
+            used_here = int(row.locator("td.used").inner_text())
+            if row.get_attribute("data-layer") == "input":  # the input has no quota
+                expect(row.locator("td.quota")).to_have_text("-")
+                continue
+            quota = int(row.locator("td.quota").inner_text())
+            own = int(row.locator("td.own").inner_text())
+            extra = int(row.locator("td.extra").inner_text().lstrip("+"))
+            assert own + extra == used_here and 0 <= own <= quota, (cid, i)
+            pooled += extra
+        # the memory layer has no quota of its own here: all it holds came from the pool
+        memory = page.locator('#layers .layer-row[data-layer="memory"]')
+        expect(memory.locator("td.quota")).to_have_text("0")
+        expect(memory.locator("td.own")).to_have_text("0")
+        used = memory.locator("td.used").inner_text()
+        assert memory.locator("td.extra").inner_text() == f"+{used}" != "+0"
+        assert pooled > 0
+    expect(page.locator("#layers-note")).to_contain_text("from pool")
+    shot(page, tmp_path, "trace-layers")
+
+
+def test_dropped_items_show_their_text(
+    page: Page, server: BackgroundServer, docs: Docs, world: tuple[Path, Seeded], tmp_path: Path
+) -> None:
+    page.goto(ui(server, f"#/p/docs/c/{docs.context}"))
+    drops = page.locator("#dropped .drop-row")
+    expect(drops).to_have_count(5)
+    off = page.locator('#dropped .drop-row[data-reason="off topic"]')
+    expect(off).to_have_count(5)
+    query = page.locator(f'#dropped .drop-row[data-id="{docs.entities["query"]}"]')
+    expect(query.locator(".drop-text")).to_have_text(
+        "shop.orders.query_orders: def query_orders(user_id): ..."
+    )
+    expect(query.locator(".detail")).to_contain_text("no hit shares a keyword")
+    for i in range(5):
+        assert drops.nth(i).locator(".drop-text").inner_text().strip() != ""
+    # hidden since the assembly: its id, detail and text stay masked
+    hidden = page.locator('#dropped .drop-row[data-id="[hidden]"]')
+    expect(hidden).to_have_count(1)
+    expect(hidden.locator(".drop-text")).to_have_text("[hidden]")
+    expect(page.locator("#notes")).to_contain_text("nothing about the intent")
+    expect(page.locator("#dropped")).not_to_contain_text(docs.hidden_event)
+    for text in ("zebras", "migrating", "weather"):  # the events of session d2
+        expect(page.locator("#dropped")).not_to_contain_text(text)
+    shot(page, tmp_path, "trace-drops")
+    # events dropped below top_k show their text too
+    page.goto(ui(server, f"#/p/shop/c/{world[1].contexts[0]}"))
+    expect(page.locator("#dropped .drop-row .drop-text").first).not_to_be_empty()
+
+
+def test_timeline_rows_are_links(
+    page: Page, server: BackgroundServer, world: tuple[Path, Seeded]
+) -> None:
+    ev = world[1].events
+    page.goto(ui(server, "#/p/shop/s/s1"))
+    rows = page.locator("#timeline .event-row")
+    expect(rows).to_have_count(6)
+    for i, name in enumerate(["ask", "plan", "sql", "rows", "test", "fix"]):
+        href = f"#/p/shop/e/{ev[name]}"
+        expect(rows.nth(i).locator("a.event-link")).to_have_attribute("href", href)
+        expect(rows.nth(i).locator("a.row-link")).to_have_attribute("href", href)
+    expect(page.locator("#lanes a circle")).to_have_count(6)
+    # ctrl-click on the link, and on a cell of the row, open the event in a new tab
+    with page.context.expect_page() as opened:
+        rows.nth(3).locator("a.event-link").click(modifiers=["Control"])
+    tab = opened.value
+    tab.wait_for_load_state()
+    assert tab.url.endswith(f"#/p/shop/e/{ev['rows']}")
+    expect(tab.locator("#event-detail")).to_contain_text("20 rows in 840 ms")
+    tab.close()
+    with page.context.expect_page() as opened:
+        rows.nth(1).locator("td").nth(2).click(modifiers=["Control"])
+    tab = opened.value
+    tab.wait_for_load_state()
+    assert tab.url.endswith(f"#/p/shop/e/{ev['plan']}")
+    tab.close()
+    assert page.url.endswith("#/p/shop/s/s1")  # this tab stayed
+    # the keyboard: tab to a row's link, Enter opens it
+    rows.nth(2).locator("a.event-link").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#event-detail")).to_contain_text("run_sql(SELECT")
+    assert page.url.endswith(f"#/p/shop/e/{ev['sql']}")
+
+
+def test_a_session_names_its_hidden_events(page: Page, server: BackgroundServer) -> None:
+    page.goto(ui(server, "#/p/docs/s/d1"))
+    summary = page.locator("#session-summary")
+    expect(summary).to_contain_text("1 event (1 hidden) · 1 agent")
+    expect(page.locator("#timeline .event-row")).to_have_count(1)
+    page.goto(ui(server, "#/p/shop/s/s1"))
+    expect(summary).to_contain_text("6 events · 4 agents")
+    expect(summary).not_to_contain_text("hidden")
+
+
+# Every node's box and label, in the svg's own units and on screen.
+_GRAPH_BOXES = """svg => {
+  const vb = svg.viewBox.baseVal, screen = svg.getBoundingClientRect();
+  const nodes = [...svg.querySelectorAll('.node')].map((g) => {
+    const rect = g.querySelector('rect'), m = g.transform.baseVal.consolidate().matrix;
+    const r = rect.getBBox(), s = rect.getBoundingClientRect();
+    return {
+      id: g.dataset.node,
+      box: [m.e + r.x, m.f + r.y, m.e + r.x + r.width, m.f + r.y + r.height],
+      screen: [s.left, s.top, s.right, s.bottom],
+      texts: [...g.querySelectorAll('text')].map((t) => {
+        const b = t.getBBox();
+        return [m.e + b.x, m.e + b.x + b.width];
+      }),
+    };
+  });
+  return { viewBox: [vb.x, vb.y, vb.width, vb.height],
+    screen: [screen.left, screen.top, screen.right, screen.bottom], nodes };
+}"""
+
+
+def test_graph_keeps_nodes_inside_and_apart(
+    page: Page, server: BackgroundServer, tmp_path: Path
+) -> None:
+    page.goto(ui(server, "#/p/docs/graph"))
+    graph = page.locator("#entity-graph")
+    expect(graph.locator(".node")).to_have_count(14)
+    expect(graph.locator(".edge")).to_have_count(12)
+    got = graph.evaluate(_GRAPH_BOXES)
+    x0, y0, w, h = got["viewBox"]
+    sl, st, sr, sb = got["screen"]
+    boxes = got["nodes"]
+    for n in boxes:
+        left, top, right, bottom = n["box"]
+        assert x0 <= left and right <= x0 + w and y0 <= top and bottom <= y0 + h, n
+        a, b, c, d = n["screen"]
+        assert sl <= a and c <= sr and st <= b and d <= sb, n
+        for text_left, text_right in n["texts"]:  # labels are cut to their box
+            assert left <= text_left and text_right <= right, n
+    for i, p in enumerate(boxes):
+        for q in boxes[i + 1 :]:
+            pl, pt, pr, pb = p["box"]
+            ql, qt, qr, qb = q["box"]
+            assert pr <= ql or qr <= pl or pb <= qt or qb <= pt, (p["id"], q["id"])
+    shot(page, tmp_path, "graph-14")

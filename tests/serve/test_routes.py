@@ -141,6 +141,8 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     assert ctx["context_id"] in {x["context_id"] for x in listed}
     same = {"before_id": ctx["context_id"], "after_id": ctx["context_id"]}
     assert c.get(f"{base}/contexts/diff", params=same).json()["is_empty"] is True
+    one = c.get(f"{base}/contexts/{ctx['context_id']}").json()
+    assert one["context_id"] == ctx["context_id"] and "dropped" in one
     r = c.post(
         f"{base}/contexts/{ctx['context_id']}/outcome",
         json={

@@ -1,6 +1,7 @@
 """The read endpoints the web console needs beyond the rest of the API: a paged session
 timeline, an event's causal chain both ways, the entity graph, the list of assembled
-contexts and the diff of two. Same keys and project checks as every other route."""
+contexts, one context's trace with its dropped items' texts, and the diff of two. Same
+keys and project checks as every other route."""
 
 from __future__ import annotations
 
@@ -99,3 +100,12 @@ def context_diff(pid: ReadProject, rt: Rt, before_id: Id, after_id: Id) -> dict[
     """What changed from one assembled context to another: items added, removed and moved,
     score changes, tokens per layer, drops, and the unified diff of the prompts."""
     return views.context_diff(rt.cb, pid, before_id, after_id)
+
+
+@router.get("/contexts/{context_id}", response_model=dict[str, Any])
+def context_trace(
+    pid: ReadProject, rt: Rt, context_id: Annotated[str, Path(min_length=1, max_length=200)]
+) -> dict[str, Any]:
+    """An assembly's trace (as GET /v1/traces/{context_id}) with a short text of each
+    dropped event or entity; what is hidden now shows as `[hidden]`."""
+    return views.trace(rt.cb, pid, context_id)

@@ -1,6 +1,7 @@
 """What the web console shows, read from one project: a page of a session's timeline, the
 causal chain of an event both ways, the entity graph (or one node's neighbourhood), the
-list of assembled contexts and the diff of two.
+list of assembled contexts, one context's trace (with its dropped items' texts) and the
+diff of two.
 
 Each function is a few store reads through the ContextBase and returns a response model;
 the routes (api.py) only check access and pass the arguments on.
@@ -15,8 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ...assemble.trace import diff_contexts
+from ...assemble.trace import diff_contexts, mask_hidden
 from ...contextbase import ContextBase
+from ...errors import NotFoundError
 from ...model import Entity, Event, Relation, SessionInfo
 from ...retrieve import graph
 
@@ -35,6 +37,7 @@ __all__ = [
     "contexts",
     "entity_graph",
     "timeline",
+    "trace",
 ]
 
 # Edges of the event graph itself (order and causes): the causal chain view draws those.
@@ -59,6 +62,7 @@ class TimelineOut(_Out):
     events: list[Event]
     total: int  # events of the session that the filters admit
     counts: list[EventCountOut]  # the whole session, by agent and type (for the filters)
+    hidden: int  # events of the session hidden (soft-deleted): in no count, page or total
     has_before: bool
     has_after: bool
 
@@ -156,6 +160,7 @@ def timeline(
         events=events,
         total=total,
         counts=[EventCountOut(**asdict(c)) for c in counts],
+        hidden=store.hidden_event_counts(pid, [session_id]).get(session_id, 0),
         has_before=has_before,
         has_after=has_after,
     )
@@ -283,6 +288,36 @@ def contexts(
         contexts=[ContextSummaryOut(**asdict(t)) for t in found],
         next_before=found[-1].created_at if more and found else None,
     )
+
+
+def trace(cb: ContextBase, pid: str, context_id: str) -> dict[str, Any]:
+    """The stored trace of an assembly (as GET /v1/traces) with a short `text` for each
+    dropped event or entity, read from the store: a drop records only its id, reason and
+    detail. Texts are added before what is hidden now is masked, so a hidden item's text
+    shows as `[hidden]` like the rest of its entry."""
+    found = cb.store.get_trace(pid, context_id)
+    if found is None:
+        raise NotFoundError("context", context_id)
+    dropped = [d for d in found.get("dropped", ()) if isinstance(d, dict)]
+    ids = list(dict.fromkeys(str(d.get("id")) for d in dropped if d.get("id")))
+    texts: dict[str, str] = {}
+    if ids:
+        store = cb.store
+        texts.update(
+            (e.id, e.text) for e in store.get_events(pid, ids, include_inactive=True) if e.text
+        )
+        texts.update(
+            (e.id, f"{e.name}: {e.text}" if e.text else e.name)
+            for e in store.get_entities(pid, ids, include_inactive=True)
+        )
+    with_texts = {
+        **found,
+        "dropped": [
+            {**d, "text": _short(texts[str(d.get("id"))])} if str(d.get("id")) in texts else d
+            for d in found.get("dropped", ())
+        ],
+    }
+    return mask_hidden(cb.store, pid, with_texts)
 
 
 def context_diff(cb: ContextBase, pid: str, before_id: str, after_id: str) -> dict[str, Any]:

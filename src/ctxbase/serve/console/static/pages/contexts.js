@@ -79,7 +79,7 @@ function itemLink(pid, kind, id) {
 }
 
 export async function tracePage(view, pid, cid) {
-  const t = await api(`/v1/traces/${encodeURIComponent(cid)}`, { query: { project_id: pid } });
+  const t = await api(`${p(pid)}/contexts/${encodeURIComponent(cid)}`);
   const layerOf = new Map();
   for (const [layer, v] of Object.entries(t.layers || {})) {
     for (const item of v.items || []) layerOf.set(item.id, layer);
@@ -97,18 +97,29 @@ export async function tracePage(view, pid, cid) {
         : h("span", { class: "badge drop" }, `dropped · ${dropped.get(c.id) || c.dropped || "not included"}`)),
       h("td", {}, (c.reasons || []).join("; ")));
   });
-  const layers = Object.entries(t.layers || {}).map(([layer, v]) => h("tr", { class: "layer-row" },
-    h("td", {}, swatch(layer), layer), h("td", { class: "num" }, v.tokens ?? 0),
-    h("td", { class: "num" }, v.quota ?? ""), h("td", { class: "num" }, (v.items || []).length),
-    h("td", {}, (v.items || []).map((i) => h("div", { class: "text", title: short(i.text, 600) },
-      h("span", { class: "mono" }, short(i.id, 28)), ` [${i.source}] `, short(i.text, 90))))));
+  const layers = Object.entries(t.layers || {}).map(([layer, v]) => {
+    const used = v.tokens ?? 0;
+    // a layer spends its own quota first, then what the pool handed it (budget.py)
+    const pooled = v.quota == null ? null : v.extra ?? null;
+    return h("tr", { class: "layer-row", dataset: { layer } },
+      h("td", {}, swatch(layer), layer),
+      h("td", { class: "num quota" }, v.quota ?? "-"),
+      h("td", { class: "num own" }, pooled == null ? "-" : used - pooled),
+      h("td", { class: "num extra" }, pooled == null ? "-" : `+${pooled}`),
+      h("td", { class: "num used" }, used), h("td", { class: "num" }, (v.items || []).length),
+      h("td", {}, (v.items || []).map((i) => h("div", { class: "text", title: short(i.text, 600) },
+        h("span", { class: "mono" }, short(i.id, 28)), ` [${i.source}] `, short(i.text, 90)))));
+  });
   const considered = (t.search_considered || []).map((x) => h("tr", { class: "considered-row" },
     h("td", { class: "mono" }, short(x.owner_id || x.id, 40)), h("td", {}, x.strategy || ""),
     h("td", { class: "num" }, fmtNum(x.score, 4)), h("td", { class: "num" }, fmtNum(x.relative)),
     h("td", {}, scoreBadges(x)), h("td", {}, x.dropped || "")));
-  const drops = (t.dropped || []).map((d) => h("tr", { class: "drop-row" },
-    h("td", { class: "mono" }, short(d.id, 40)), h("td", {}, d.reason || ""),
-    h("td", { class: "text" }, short(d.text || d.detail || "", 100))));
+  // the text of a dropped event or entity comes from the console's trace read (views.trace)
+  const drops = (t.dropped || []).map((d) => h("tr", { class: "drop-row",
+    dataset: { id: d.id, reason: d.reason || "" } },
+  h("td", { class: "mono" }, short(d.id, 40)), h("td", {}, d.layer || ""),
+  h("td", {}, d.reason || ""), h("td", { class: "detail" }, d.detail || ""),
+  h("td", { class: "text drop-text", title: short(d.text, 600) }, short(d.text, 100))));
   const relations = (t.relations || []).map((r) => h("tr", {},
     h("td", { class: "mono" }, short(r.from, 30)), h("td", {}, r.type),
     h("td", { class: "mono" }, short(r.to, 30)), h("td", { class: "num" }, fmtNum(r.confidence, 2)),
@@ -128,8 +139,12 @@ export async function tracePage(view, pid, cid) {
     h("h2", {}, "Why this policy and these strategies"),
     h("ul", { id: "reasons" }, (t.reasons || []).map((r) => h("li", {}, r))),
     h("h2", {}, "Tokens per layer"), tokenBar(t.tokens_by_layer || {}, "token-bar"),
-    table(["layer", { label: "tokens", cls: "num" }, { label: "quota", cls: "num" },
+    table(["layer", { label: "quota", cls: "num" }, { label: "used of quota", cls: "num" },
+      { label: "from pool", cls: "num" }, { label: "used", cls: "num" },
       { label: "items", cls: "num" }, "kept"], layers, { id: "layers" }),
+    h("p", { class: "muted", id: "layers-note" }, "A layer first fills its own quota (its " +
+      "share of the budget); what the layers leave unused goes to a pool handed out again, " +
+      "memory first, then history. Used = used of quota + from pool."),
     h("h2", {}, `Candidates (${cands.length})`),
     cands.length ? table(["id", "kind", { label: "score", cls: "num" }, "found by", "strategies",
       "outcome", "why"], cands, { id: "candidates" }) : h("p", { class: "muted" }, "none"),
@@ -138,12 +153,13 @@ export async function tracePage(view, pid, cid) {
       { label: "relative", cls: "num" }, "found by", "dropped"], considered, { id: "considered" })
       : h("p", { class: "muted" }, "no search ran"),
     h("h2", {}, `Dropped (${drops.length})`),
-    drops.length ? table(["id", "reason", "text"], drops, { id: "dropped" })
+    drops.length ? table(["id", "layer", "reason", "detail", "text"], drops, { id: "dropped" })
       : h("p", { class: "muted" }, "nothing was dropped"),
     h("h2", {}, `Relations (${relations.length})`),
     relations.length ? table(["from", "type", "to", { label: "conf.", cls: "num" }, "source",
       "strategy", ""], relations, { id: "trace-relations" }) : h("p", { class: "muted" }, "none"),
     h("h2", {}, "Timings (ms)"),
     h("p", { class: "mono" }, Object.entries(t.timings_ms || {}).map(([k, v]) => `${k} ${v}`).join(" · ")),
-    (t.notes || []).length ? [h("h2", {}, "Notes"), h("ul", {}, t.notes.map((n) => h("li", {}, String(n))))] : "");
+    ...((t.notes || []).length ? [h("h2", {}, "Notes"),
+      h("ul", { id: "notes" }, t.notes.map((n) => h("li", {}, String(n))))] : []));
 }

@@ -39,7 +39,9 @@ export async function graphPage(view, pid, query) {
     title: `${e.type}  confidence ${fmtNum(e.confidence, 2)}  source ${e.source}\n` +
       `${e.from_id} → ${e.to_id}`,
   }));
-  const size = forceLayout(nodes, edges, { width: 980, height: nodes.length > 60 ? 760 : 560 });
+  const box = [150, 34];
+  const size = forceLayout(nodes, edges,
+    { width: 980, height: nodes.length > 60 ? 760 : 560, box });
   const panel = h("div", { class: "card panel", id: "graph-panel" },
     h("p", { class: "muted" }, "Click a node or an edge for its details."));
   const byId = new Map(nodes.map((n) => [n.id, n]));
@@ -59,7 +61,7 @@ export async function graphPage(view, pid, query) {
       h("dt", {}, "confidence"), h("dd", {}, fmtNum(e.confidence, 2)),
       h("dt", {}, "source"), h("dd", {}, e.source),
       h("dt", {}, "id"), h("dd", { class: "mono" }, e.id)));
-  const svg = drawGraph({ ...size, nodes, edges, box: [150, 34], edgeLabels: edges.length <= 80,
+  const svg = drawGraph({ ...size, nodes, edges, box, edgeLabels: edges.length <= 80,
     onNode: showNode, onEdge: showEdge, cls: "entity-graph" });
   svg.id = "entity-graph";
   const name = (id) => byId.get(id)?.name ?? id;

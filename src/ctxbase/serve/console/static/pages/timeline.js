@@ -54,21 +54,28 @@ export async function timelinePage(view, pid, sid, query) {
     h("button", { type: "button", id: "page-last", disabled: !data.has_after,
       onclick: () => { location.hash = here({ before: Number.MAX_SAFE_INTEGER }); } }, "Last ⇥"));
 
-  const rows = ev.map((e) => h("tr", {
-    class: "clickable event-row", dataset: { event: e.id, seq: e.seq },
-    onclick: () => { location.hash = link(["p", pid, "e", e.id]); },
-  },
-  h("td", { class: "num" }, e.seq), h("td", { class: "mono" }, fmtTime(e.ts)),
-  h("td", {}, swatch(e.agent_id), e.agent_id, e.agent_role ? ` (${e.agent_role})` : ""),
-  h("td", {}, swatch(e.type), e.type),
-  h("td", { class: "num" }, e.parent_event_ids.length || ""),
-  h("td", { class: "text", title: short(e.text, 600) }, short(e.text ?? JSON.stringify(e.data)))));
+  // Each row is a link to the event (keyboard, ctrl-click, middle click, copy address); a
+  // click anywhere else in the row opens it too.
+  const rows = ev.map((e) => {
+    const href = link(["p", pid, "e", e.id]);
+    return h("tr", { class: "clickable event-row", dataset: { event: e.id, seq: e.seq },
+      onclick: (click) => openRow(click, href) },
+    h("td", { class: "num" }, h("a", { class: "event-link", href }, e.seq)),
+    h("td", { class: "mono" }, fmtTime(e.ts)),
+    h("td", {}, swatch(e.agent_id), e.agent_id, e.agent_role ? ` (${e.agent_role})` : ""),
+    h("td", {}, swatch(e.type), e.type),
+    h("td", { class: "num" }, e.parent_event_ids.length || ""),
+    h("td", { class: "text", title: short(e.text, 600) },
+      h("a", { class: "row-link", href, tabindex: "-1" },
+        short(e.text ?? JSON.stringify(e.data)))));
+  });
 
   const info = data.session;
   clear(view).append(
     h("h1", {}, `Session ${info.session_id}`),
-    h("p", { class: "muted" }, [info.title, `status ${info.status}`,
-      `${sessionTotal} events`, `${allAgents.length} agents`].filter(Boolean).join(" · "), " · ",
+    h("p", { class: "muted", id: "session-summary" }, [info.title, `status ${info.status}`,
+      eventCount(sessionTotal, data.hidden), plural(allAgents.length, "agent")]
+      .filter(Boolean).join(" · "), " · ",
     h("a", { id: "session-contexts", href: link(["p", pid, "contexts"], { session: sid }) },
       "contexts assembled in this session")),
     checks("agent", allAgents, agents), checks("type", allTypes, types),
@@ -76,6 +83,20 @@ export async function timelinePage(view, pid, sid, query) {
     table([{ label: "#", cls: "num" }, "time", "agent", "type", { label: "causes", cls: "num" },
       "text"], rows, { id: "timeline" }));
   view.dataset.renderMs = String(Math.round(performance.now() - started));
+}
+
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+// "1 event (1 hidden)": hidden (soft-deleted) events are in no count or page.
+export function eventCount(shown, hidden) {
+  return plural(shown, "event") + (hidden ? ` (${hidden} hidden)` : "");
+}
+
+// A click on the row outside its links: a modified click opens a new tab, as on a link.
+function openRow(click, href) {
+  if (click.target.closest("a") || getSelection().toString()) return;
+  if (click.ctrlKey || click.metaKey || click.shiftKey) window.open(href, "_blank", "noopener");
+  else location.hash = href;
 }
 
 // One lane per agent; x is time across the page; a dot per event, coloured by type.
@@ -96,11 +117,10 @@ function lanes(pid, events, agents) {
   const lane = new Map(agents.map((a, i) => [a, i]));
   events.forEach((e, i) => {
     const y = 14 + (lane.get(e.agent_id) ?? 0) * laneH + laneH / 2;
-    const dot = s("circle", { cx: x(e, i), cy: y, r: 5, fill: colour(e.type), class: "node",
-      dataset: { event: e.id } }, s("title", {}, `#${e.seq} ${e.type} ${fmtTime(e.ts)}\n` +
-      short(e.text, 200)));
-    dot.addEventListener("click", () => { location.hash = link(["p", pid, "e", e.id]); });
-    svg.append(dot);
+    svg.append(s("a", { href: link(["p", pid, "e", e.id]) },
+      s("circle", { cx: x(e, i), cy: y, r: 5, fill: colour(e.type), class: "node",
+        dataset: { event: e.id } }, s("title", {}, `#${e.seq} ${e.type} ${fmtTime(e.ts)}\n` +
+        short(e.text, 200)))));
   });
   svg.append(s("text", { x: left, y: height - 2, class: "muted" }, fmtTime(t0)),
     s("text", { x: width - 12, y: height - 2, "text-anchor": "end" }, fmtTime(t1)));
