@@ -3,7 +3,9 @@
 The facade is composed of mixins, one concept each: sessions and tasks, with their
 lifecycle, come from `sessions.SessionMethods`; events, the event graph, entities and
 relations from `knowledge_graph.GraphMethods`; facts from `fact_methods.FactMethods`;
-hiding, restoring and forgetting from `forgetting.ForgetMethods`. What stays here is the
+feedback on memories from `memory_feedback.FeedbackMethods`; knowledge-base versions from
+`kb_methods.KnowledgeMethods`; hiding, restoring and forgetting from
+`forgetting.ForgetMethods`. What stays here is the
 base itself (store, embedder, background workers, lifecycle, health) and capture.
 
 `ctxbase.open(path)` returns one; the remote SDK offers the same methods over HTTP.
@@ -37,6 +39,7 @@ from .components import Components
 from .errors import ValidationError
 from .fact_methods import FactMethods
 from .forgetting import ForgetMethods
+from .kb_methods import KnowledgeMethods
 from .knowledge_graph import GraphMethods
 from .memory_feedback import FeedbackMethods
 from .message_lists import align_list, call_metadata
@@ -52,7 +55,6 @@ from .validation import check_query
 if TYPE_CHECKING:  # imported where used: a base that never searches loads no retrieval
     from .anchor.anchoring import AnchorReport
     from .anchor.ingest import IngestReport
-    from .anchor.kb_versions import KnowledgeTag, PinReport
     from .assemble.assembler import Assembler
     from .assemble.loop import Outcome
     from .assemble.manager import ContextManager
@@ -70,7 +72,9 @@ log = logging.getLogger(__name__)
 READ_WAIT_S = 5.0
 
 
-class ContextBase(SessionMethods, FactMethods, ForgetMethods, GraphMethods, FeedbackMethods):
+class ContextBase(
+    SessionMethods, FactMethods, ForgetMethods, GraphMethods, FeedbackMethods, KnowledgeMethods
+):
     """Shared memory for agents, embedded in this process."""
 
     def __init__(
@@ -780,31 +784,6 @@ class ContextBase(SessionMethods, FactMethods, ForgetMethods, GraphMethods, Feed
         if chunking is not None:
             components = dataclasses.replace(components, chunking=_resolve_chunking(chunking))
         return ingest_path(components, path, **options)
-
-    # -- knowledge-base versions (anchor/kb_versions.py) ------------------------------------
-    def tag_knowledge(self, name: str, **options: Any) -> KnowledgeTag:
-        """Record the ingested repositories' current versions as `name` (`repos=`: only
-        those); `pin_knowledge(name)` later makes searches see them as they are now."""
-        from .anchor.kb_versions import tag_knowledge
-
-        return tag_knowledge(self.components, name, **options)
-
-    def knowledge_tags(self, *, project: str | None = None) -> list[KnowledgeTag]:
-        from .anchor.kb_versions import knowledge_tags
-
-        return knowledge_tags(self.components, project=project)
-
-    def pin_knowledge(self, name: str, *, project: str | None = None) -> PinReport:
-        """Searches and assemblies see the knowledge base as of tag `name` (a view: the
-        newer ingest is kept); stored, so it holds after reopening, until unpinned."""
-        from .anchor.kb_versions import pin_knowledge
-
-        return pin_knowledge(self.components, name, project=project)
-
-    def unpin_knowledge(self, *, project: str | None = None) -> str | None:
-        from .anchor.kb_versions import unpin_knowledge
-
-        return unpin_knowledge(self.components, project=project)
 
     def anchor_message(self, event: Event | str, **options: Any) -> AnchorReport:
         """Anchor the code blocks of a message as entities linked to it."""

@@ -60,8 +60,6 @@ PARAMETER_DIFFERENCES: dict[str, tuple[set[str], set[str]]] = {
         {"options"},
         {"project", "session_id", "agent_role", "source", "confidence"},
     ),
-    # a progress bar and a warning are printed by the process that waits
-    "wait_for_embeddings": ({"progress", "warn"}, set()),
 }
 
 
