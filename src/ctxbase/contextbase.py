@@ -29,6 +29,7 @@ from .capture.events import (
     RecordReport,
     build_event,
     check_idempotency_key,
+    with_ids,
 )
 from .capture.hooks import plan_message_events
 from .components import Components
@@ -462,13 +463,16 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
     def record_events(self, events: Sequence[Event]) -> list[Event]:
         """Write already-built events synchronously, in order; all or nothing is validated
         (ConflictError, nothing written, when one's session is archived). Each comes back as
-        stored; one whose id was hard-forgotten is not written again and comes back as
-        given, `seq` None (see `record_events_report`)."""
+        stored; one built without an id gets a fresh one (a new event each call), one whose
+        id was hard-forgotten is not written again and comes back as given, `seq` None (see
+        `record_events_report`)."""
         return self.record_events_report(events).events
 
     def record_events_report(self, events: Sequence[Event]) -> RecordReport:
         """`record_events`, with the ids of the events it did not write because the project
-        forgot them (`forgotten`): the truthful answer to a stale retry."""
+        forgot them (`forgotten`): the truthful answer to a stale retry. An event built
+        without an id (`Event.id` ""), gets a fresh one (see `with_ids`)."""
+        events = with_ids(events)
         self.check_writable(events)
         for event in events:
             self._check_parents_batch(event, events)

@@ -4,8 +4,11 @@ stale retry of the forgotten capture, never a new capture of the same text."""
 
 from __future__ import annotations
 
+import pytest
+
 from ctxbase import ContextBase
 from ctxbase.model import keyed_event_id, new_event_id
+from ctxbase.store.base import Store
 
 
 def _texts(cb: ContextBase, session_id: str) -> list[tuple[int | None, str | None]]:
@@ -98,3 +101,38 @@ def test_a_re_sent_message_list_adds_only_new_messages(cb: ContextBase) -> None:
     cb.forget(session_id="chat")
     cb.capture_messages(turn2, session_id="chat", sync=True)
     assert cb.last_events("chat") == []
+
+
+def test_events_built_without_an_id_are_each_stored(cb: ContextBase) -> None:
+    from ctxbase.model import Event
+
+    texts = ("alpha", "beta", "gamma")
+    built = [
+        Event(project_id=cb.project, session_id="x", type="user_message", text=t) for t in texts
+    ]
+    report = cb.record_events_report(built)
+    assert [(e.seq, e.text) for e in report.events] == [(1, "alpha"), (2, "beta"), (3, "gamma")]
+    assert len({e.id for e in report.events}) == 3 and all(e.id for e in report.events)
+    assert report.forgotten == []
+    assert _texts(cb, "x") == [(1, "alpha"), (2, "beta"), (3, "gamma")]
+    # each call is new events: the same id-less list written again is three more
+    again = cb.record_events(built)
+    assert [e.seq for e in again] == [4, 5, 6]
+    assert {e.id for e in again}.isdisjoint({e.id for e in report.events})
+    # each text is found under its own event
+    assert cb.search("beta", preset="keyword").results[0].item.text == "beta"
+
+
+def test_the_store_refuses_an_empty_event_id_and_finds_none(store: Store) -> None:
+    from contract_helpers import make_event, write
+
+    from ctxbase.errors import ValidationError
+
+    ok = make_event("p", "s", "kept")
+    blank = ok.model_copy(update={"id": "", "text": "lost"})
+    with pytest.raises(ValidationError, match=r"events\[1\]\.id"):
+        write(store, ok, blank)
+    assert store.get_events("p", [ok.id]) == []  # nothing of the batch is written
+    write(store, ok)
+    assert store.get_events("p", ["", ok.id, ""]) == [store.get_events("p", [ok.id])[0]]
+    assert store.get_events("p", [""], include_inactive=True) == []

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from ..aliases import edge_args, entity_args, identity_source
 from ..capture.bus import BusStats
-from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event
+from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event, with_ids
 from ..errors import ValidationError
 from ..forgetting import VisibilityReport, retention_seconds
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, check_id
@@ -230,6 +230,8 @@ class Calls:
         return self._record_batch(events, _record_report)
 
     def _record_batch(self, events: Sequence[Event], parse: Callable[[Any], T]) -> Call[T]:
+        # ids are given before sending, so the SDK's own retry of the call adds nothing
+        events = with_ids(events)
         pid = events[0].project_id if events else self.project
         for i, e in enumerate(events):
             if e.project_id != pid:
@@ -397,6 +399,8 @@ class Calls:
     def get_event(
         self, event_id: str, *, project: str | None = None, include_inactive: bool = False
     ) -> Call[Event]:
+        if not event_id:
+            raise ValidationError("event_id", "is empty")  # as the embedded API says
         params = {"include_inactive": "true"} if include_inactive else None
         path = self._path(project, "events", _q(event_id))
         return Call("GET", path, Event.model_validate, params=params)
