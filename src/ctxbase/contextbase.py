@@ -35,6 +35,7 @@ from .capture.hooks import plan_message_events
 from .components import Components
 from .errors import ValidationError
 from .forgetting import ForgetMethods
+from .idempotency import IdempotencyConflict, batch_conflicts, written_conflicts
 from .knowledge_graph import GraphMethods
 from .message_lists import align_list, call_metadata
 from .model import Event, SessionInfo, check_id, event_priority
@@ -305,6 +306,16 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             reason = f"ConflictError: session {names} is archived; its events were not stored"
         if not events:
             return WriteResult(0, len(refused), reason)
+        written = self._insert_events(events)
+        # an id taken by other content: a key reused for another request (see idempotency)
+        conflicts = written_conflicts(self.store, events, written)
+        if conflicts and strict:
+            raise conflicts[0]
+        if conflicts:
+            reason = f"ConflictError: {conflicts[0]}; not stored"
+        return WriteResult(len(written), len(refused) + len(conflicts), reason)
+
+    def _insert_events(self, events: Sequence[Event]) -> list[Event]:
         texts = [event_search_text(e) for e in events]
         contexts = self._contexts(events, texts)
         chunker = chunker_for(self._chunking)
@@ -319,7 +330,7 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
             self._after_write()
             if self._anchorer is not None:
                 self._anchorer.submit(written)
-        return WriteResult(len(written), len(refused), reason)
+        return written
 
     def _contexts(
         self, events: Sequence[Event], texts: Sequence[str] | None = None
@@ -418,7 +429,9 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
 
         Every call is a new event, even with the same content. To make a retry safe, give
         the same `idempotency_key` (or `event_id`, starting "ev_") each time: the event is
-        stored once, and a retry of a hard-forgotten one is ignored. Returns None only for
+        stored once, and a retry of a hard-forgotten one is ignored. A key or id already
+        used for different content (see `idempotency`) is refused when written, counted in
+        `capture_stats().refused` with the event named in `last_error`. Returns None only for
         a low-priority event dropped under backpressure (counted in
         `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
         task_id, parent_event_ids, refers_to, importance, metadata, ts.
@@ -445,14 +458,19 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
     ) -> Event:
         """Capture synchronously: the event is stored when this returns (with its seq).
         Takes the fields of `capture`; a retry with the same `idempotency_key` returns the
-        event stored the first time. A retry of an event hard-forgotten since is not
-        written again: it comes back as built, `seq` None (`record_events_report` names
-        such ids). ConflictError when the session is archived."""
+        event stored the first time; the key reused with different content (session, type,
+        text, data, parents or references) is a ConflictError naming it, nothing written.
+        A retry of an event hard-forgotten since is not written again: it comes back as
+        built, `seq` None (`record_events_report` names such ids). ConflictError when the
+        session is archived."""
         event = self._build(
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
         self._check_parents(event)
-        return self.record_events([event])[0]
+        try:
+            return self.record_events([event])[0]
+        except IdempotencyConflict as exc:
+            raise exc.for_key(fields.get("idempotency_key")) from None
 
     def check_writable(self, events: Sequence[Event]) -> None:
         """ConflictError when one of the events' sessions is known to be archived (no store
@@ -462,7 +480,8 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
 
     def record_events(self, events: Sequence[Event]) -> list[Event]:
         """Write already-built events synchronously, in order; all or nothing is validated
-        (ConflictError, nothing written, when one's session is archived). Each comes back as
+        (ConflictError, nothing written, when one's session is archived or one's id names
+        an event of different content, see `idempotency`). Each comes back as
         stored; one built without an id gets a fresh one (a new event each call), one whose
         id was hard-forgotten is not written again and comes back as given, `seq` None (see
         `record_events_report`)."""
@@ -477,6 +496,9 @@ class ContextBase(SessionMethods, ForgetMethods, GraphMethods):
         for event in events:
             self._check_parents_batch(event, events)
         self._bus.flush()  # keep session order: queued events go first
+        conflict = batch_conflicts(self.store, events)
+        if conflict is not None:  # nothing of the batch is written
+            raise conflict
         self._write_events(events, strict=True)
         pid = events[0].project_id if events else self.project
         ids = [e.id for e in events]

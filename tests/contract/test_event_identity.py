@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ctxbase import ContextBase
-from ctxbase.model import keyed_event_id, new_event_id
+from ctxbase.model import Event, keyed_event_id, new_event_id
 from ctxbase.store.base import Store
 
 
@@ -136,3 +136,72 @@ def test_the_store_refuses_an_empty_event_id_and_finds_none(store: Store) -> Non
     write(store, ok)
     assert store.get_events("p", ["", ok.id, ""]) == [store.get_events("p", [ok.id])[0]]
     assert store.get_events("p", [""], include_inactive=True) == []
+
+
+def test_a_key_reused_with_different_content_is_a_conflict(cb: ContextBase) -> None:
+    from ctxbase.errors import ConflictError
+
+    yes = cb.record("user_message", session_id="s", text="yes", idempotency_key="k1")
+    with pytest.raises(ConflictError, match=r"idempotency key 'k1' .* different text"):
+        cb.record("user_message", session_id="s", text="no", idempotency_key="k1")
+    # an identical retry still answers with the stored event; time and metadata may differ
+    again = cb.record(
+        "user_message", session_id="s", text="yes", idempotency_key="k1", ts=1.0,
+        metadata={"attempt": 2}, importance=0.9,
+    )  # fmt: skip
+    assert (again.id, again.seq, again.text, again.ts) == (yes.id, 1, "yes", yes.ts)
+    # data is compared as stored (key order does not matter, values do)
+    cb.record("tool_result", session_id="s", data={"a": 1, "b": [1, 2]}, idempotency_key="d")
+    cb.record("tool_result", session_id="s", data={"b": (1, 2), "a": 1}, idempotency_key="d")
+    with pytest.raises(ConflictError, match="different data"):
+        cb.record("tool_result", session_id="s", data={"a": 2, "b": [1, 2]}, idempotency_key="d")
+    with pytest.raises(ConflictError, match="different type"):
+        cb.record("assistant_message", session_id="s", text="yes", idempotency_key="k1")
+    with pytest.raises(ConflictError, match="different parent_event_ids"):
+        cb.record(
+            "user_message", session_id="s", text="yes", idempotency_key="k1",
+            parent_event_ids=[yes.id],
+        )  # fmt: skip
+    # a caller-assigned id is the same: it names one request
+    own = new_event_id()
+    cb.record("user_message", session_id="s", text="one", event_id=own)
+    with pytest.raises(ConflictError, match=f"event id '{own}' .* different text"):
+        cb.record("user_message", session_id="s", text="two", event_id=own)
+    assert _texts(cb, "s") == [(1, "yes"), (2, None), (3, "one")]
+
+
+def test_a_batch_with_a_conflict_writes_nothing(cb: ContextBase) -> None:
+    from ctxbase.capture.events import build_event
+    from ctxbase.errors import ConflictError
+
+    def ev(text: str, key: str) -> Event:
+        return build_event(
+            project_id=cb.project, session_id="b", type="user_message", text=text,
+            idempotency_key=key,
+        )  # fmt: skip
+
+    cb.record_events([ev("first", "a")])
+    with pytest.raises(ConflictError, match="different text"):
+        cb.record_events([ev("fresh", "b"), ev("changed", "a")])
+    with pytest.raises(ConflictError, match="different text"):  # within one batch too
+        cb.record_events([ev("fresh", "c"), ev("other", "c")])
+    assert _texts(cb, "b") == [(1, "first")]
+    # the same batch twice is a retry
+    batch = [ev("fresh", "b"), ev("first", "a")]
+    assert [e.seq for e in cb.record_events(batch)] == [2, 1]
+    assert [e.seq for e in cb.record_events(batch)] == [2, 1]
+
+
+def test_a_queued_capture_reusing_a_key_is_refused_when_written(cb: ContextBase) -> None:
+    before = cb.capture_stats().refused
+    first = cb.capture("user_message", session_id="q", text="yes", idempotency_key="k")
+    cb.flush()
+    same = cb.capture("user_message", session_id="q", text="yes", idempotency_key="k")
+    other = cb.capture("user_message", session_id="q", text="no", idempotency_key="k")
+    cb.flush()
+    assert first == same == other
+    stats = cb.capture_stats()
+    assert stats.refused == before + 1  # the identical retry is a duplicate, not refused
+    assert stats.last_error is not None and first in stats.last_error
+    assert "different text" in stats.last_error
+    assert _texts(cb, "q") == [(1, "yes")]

@@ -70,8 +70,13 @@ def _record_report(raw: Mapping[str, Any]) -> RecordReport:
     return RecordReport(events=_events(raw["events"]), forgotten=list(raw.get("forgotten") or []))
 
 
-def _event_wire(event: Event) -> dict[str, Any]:
-    return {**event.model_dump(mode="json", exclude=_EVENT_WIRE_EXCLUDE), "id": event.id}
+def _event_wire(event: Event, idempotency_key: str | None = None) -> dict[str, Any]:
+    """The event as sent: its id, or the caller's idempotency key it was derived from (the
+    server derives the same id, and names the key in a conflict)."""
+    body = event.model_dump(mode="json", exclude=_EVENT_WIRE_EXCLUDE)
+    if idempotency_key is not None:
+        return {**body, "idempotency_key": idempotency_key}
+    return {**body, "id": event.id}
 
 
 def _candidate(raw: Mapping[str, Any]) -> Candidate:
@@ -201,7 +206,8 @@ class Calls:
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
         path = self._path(event.project_id, "events", "queue")
-        return Call("POST", path, lambda r: r["id"], body=_event_wire(event))
+        body = _event_wire(event, fields.get("idempotency_key"))
+        return Call("POST", path, lambda r: r["id"], body=body)
 
     def record(
         self,
@@ -219,7 +225,8 @@ class Calls:
             project, {"type": type, "session_id": session_id, "text": text, **fields}
         )
         path = self._path(event.project_id, "events")
-        return Call("POST", path, _recorded, body=_event_wire(event))
+        body = _event_wire(event, fields.get("idempotency_key"))
+        return Call("POST", path, _recorded, body=body)
 
     def record_events(self, events: Sequence[Event]) -> Call[list[Event]]:
         """Store already-built events (one project) synchronously, in order."""
