@@ -7,7 +7,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Query, Response, status
 from fastapi.responses import JSONResponse
 
-from ..aliases import identity_source
 from ..capture.events import RecordReport, build_event
 from ..errors import NotFoundError, ValidationError
 from ..idempotency import IdempotencyConflict
@@ -15,6 +14,7 @@ from ..model import Event, SessionInfo, TaskInfo
 from .auth import Principal
 from .deps import Caller, ReadProject, Rt, WriteProject
 from .errors import RequestTooLargeError
+from .keys import key_agent
 from .schemas import (
     BatchOut,
     CaptureOut,
@@ -38,7 +38,7 @@ IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 def _agent(who: Principal) -> str:
     # An event whose body names no agent is the key's, as an edge without a source is.
-    return "agent" if who.key_id is None else identity_source(None, f"key:{who.key_id}")
+    return "agent" if who.key_id is None else key_agent(who.key_id)
 
 
 def _event(
