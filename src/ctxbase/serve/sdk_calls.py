@@ -129,6 +129,8 @@ def _forget_report(raw: Mapping[str, Any]) -> ForgetReport:
         caches=dict(raw.get("caches") or {}),
         not_found=list(raw.get("not_found") or []),
         already_forgotten=list(raw.get("already_forgotten") or []),
+        sources_forgotten=list(raw.get("sources_forgotten") or []),
+        sources_still_visible=list(raw.get("sources_still_visible") or []),
     )
 
 
@@ -138,6 +140,8 @@ def _visibility(raw: Mapping[str, Any]) -> VisibilityReport:
         unchanged=list(raw.get("unchanged") or []),
         not_found=list(raw.get("not_found") or []),
         already_forgotten=list(raw.get("already_forgotten") or []),
+        sources_hidden=list(raw.get("sources_hidden") or []),
+        sources_still_visible=list(raw.get("sources_still_visible") or []),
     )
 
 
