@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import NotFoundError
+from .errors import NotFoundError, ValidationError
 from .model import check_id
 from .validation import check_query
 
@@ -126,6 +126,8 @@ class Components:
     def get_event(
         self, event_id: str, *, project: str | None = None, include_inactive: bool = False
     ) -> Event:
+        if not event_id:
+            raise ValidationError("event_id", "is empty")  # no event is stored without an id
         found = self.store.get_events(self.resolve_project(project), [event_id], include_inactive)
         if not found:
             raise NotFoundError("event", event_id)

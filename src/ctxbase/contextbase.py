@@ -33,12 +33,14 @@ from .capture.events import (
     RecordReport,
     build_event,
     check_idempotency_key,
+    with_ids,
 )
 from .capture.hooks import plan_message_events
 from .components import Components
 from .errors import ValidationError
 from .fact_methods import FactMethods
 from .forgetting import ForgetMethods
+from .idempotency import IdempotencyConflict, batch_conflicts, written_conflicts
 from .kb_methods import KnowledgeMethods
 from .knowledge_graph import GraphMethods
 from .memory_feedback import FeedbackMethods
@@ -342,6 +344,18 @@ class ContextBase(
             reason = f"ConflictError: session {names} is archived; its events were not stored"
         if not events:
             return WriteResult(0, len(refused), reason)
+        written = self._insert_events(events)
+        if expired:
+            self._archived.reactivate(expired, written)
+        # an id taken by other content: a key reused for another request (see idempotency)
+        conflicts = written_conflicts(self.store, events, written)
+        if conflicts and strict:
+            raise conflicts[0]
+        if conflicts:
+            reason = f"ConflictError: {conflicts[0]}; not stored"
+        return WriteResult(len(written), len(refused) + len(conflicts), reason)
+
+    def _insert_events(self, events: Sequence[Event]) -> list[Event]:
         texts = [event_search_text(e) for e in events]
         contexts = self._contexts(events, texts)
         chunker = chunker_for(self._chunking)
@@ -352,13 +366,11 @@ class ContextBase(
                 for e, text in zip(events, texts, strict=True)
             ],
         )
-        if expired:
-            self._archived.reactivate(expired, written)
         if written:
             self._after_write()
             if self._anchorer is not None:
                 self._anchorer.submit(written)
-        return WriteResult(len(written), len(refused), reason)
+        return written
 
     def _contexts(
         self, events: Sequence[Event], texts: Sequence[str] | None = None
@@ -457,7 +469,9 @@ class ContextBase(
 
         Every call is a new event, even with the same content. To make a retry safe, give
         the same `idempotency_key` (or `event_id`, starting "ev_") each time: the event is
-        stored once, and a retry of a hard-forgotten one is ignored. Returns None only for
+        stored once, and a retry of a hard-forgotten one is ignored. A key or id already
+        used for different content (see `idempotency`) is refused when written, counted in
+        `capture_stats().refused` with the event named in `last_error`. Returns None only for
         a low-priority event dropped under backpressure (counted in
         `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
         task_id, parent_event_ids, refers_to, importance, metadata, ts (epoch seconds, an
@@ -486,12 +500,17 @@ class ContextBase(
     ) -> Event:
         """Capture synchronously: the event is stored when this returns (with its seq).
         Takes the fields of `capture`; a retry with the same `idempotency_key` returns the
-        event stored the first time. A retry of an event hard-forgotten since is not
-        written again: it comes back as built, `seq` None (`record_events_report` names
-        such ids). ConflictError when the session is archived."""
+        event stored the first time; the key reused with different content (session, type,
+        text, data, parents or references) is a ConflictError naming it, nothing written.
+        A retry of an event hard-forgotten since is not written again: it comes back as
+        built, `seq` None (`record_events_report` names such ids). ConflictError when the
+        session is archived."""
         event = self._build(project, capture_fields(type, session_id, text, fields))
         self._check_parents(event)
-        return self.record_events([event])[0]
+        try:
+            return self.record_events([event])[0]
+        except IdempotencyConflict as exc:
+            raise exc.for_key(fields.get("idempotency_key")) from None
 
     def check_writable(self, events: Sequence[Event]) -> None:
         """ConflictError when one of the events' sessions is known to be archived (no store
@@ -501,18 +520,25 @@ class ContextBase(
 
     def record_events(self, events: Sequence[Event]) -> list[Event]:
         """Write already-built events synchronously, in order; all or nothing is validated
-        (ConflictError, nothing written, when one's session is archived). Each comes back as
-        stored; one whose id was hard-forgotten is not written again and comes back as
-        given, `seq` None (see `record_events_report`)."""
+        (ConflictError, nothing written, when one's session is archived or one's id names
+        an event of different content, see `idempotency`). Each comes back as
+        stored; one built without an id gets a fresh one (a new event each call), one whose
+        id was hard-forgotten is not written again and comes back as given, `seq` None (see
+        `record_events_report`)."""
         return self.record_events_report(events).events
 
     def record_events_report(self, events: Sequence[Event]) -> RecordReport:
         """`record_events`, with the ids of the events it did not write because the project
-        forgot them (`forgotten`): the truthful answer to a stale retry."""
+        forgot them (`forgotten`): the truthful answer to a stale retry. An event built
+        without an id (`Event.id` ""), gets a fresh one (see `with_ids`)."""
+        events = with_ids(events)
         self.check_writable(events)
         for event in events:
             self._check_parents_batch(event, events)
         self._bus.flush()  # keep session order: queued events go first
+        conflict = batch_conflicts(self.store, events)
+        if conflict is not None:  # nothing of the batch is written
+            raise conflict
         self._write_events(events, strict=True)
         pid = events[0].project_id if events else self.project
         ids = [e.id for e in events]

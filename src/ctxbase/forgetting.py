@@ -4,6 +4,16 @@ ContextBase).
 The store removes or redacts every stored copy (`Store.forget`); this layer flushes the
 capture queue first and then drops what the process holds in memory: cached query
 vectors, the project's in-memory vectors, and the term and text-analysis caches.
+
+An entity anchored from a message (a decision or requirement statement, a code block: its
+`properties["event_id"]` names the message) is a copy of part of what the message said, and
+search often ranks it first. Forgetting or hiding it alone would leave the message saying
+the same thing, so an agent told to forget would believe it did. When the entity's text is
+the message's text (the statement is the whole message), the message is the same memory
+and goes with it (`sources_forgotten` / `sources_hidden`); when the message says more, it
+is left as it is and named in `sources_still_visible`, for the caller to forget too if its
+content must go. A mention (a table or service named in many messages) names no message:
+forgetting it never touches the messages that mention it.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .errors import NotFoundError, ValidationError
+from .model import Event
 from .retrieve.caches import clear_text_caches
 from .store.base import ForgetReport
 
@@ -66,6 +77,10 @@ class VisibilityReport:
     unchanged: list[str] = field(default_factory=list)
     not_found: list[str] = field(default_factory=list)
     already_forgotten: list[str] = field(default_factory=list)
+    # messages a named entity was anchored from that say what it says: hidden (or restored)
+    # with it; and those that say more, left visible (see the module's docstring)
+    sources_hidden: list[str] = field(default_factory=list)
+    sources_still_visible: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +88,8 @@ class VisibilityReport:
             "unchanged": list(self.unchanged),
             "not_found": list(self.not_found),
             "already_forgotten": list(self.already_forgotten),
+            "sources_hidden": list(self.sources_hidden),
+            "sources_still_visible": list(self.sources_still_visible),
         }
 
 
@@ -102,6 +119,43 @@ class _Targets:
     held: int
     unknown: list[tuple[str, str]]
     already_forgotten: list[str]
+
+
+@dataclass
+class _Sources:
+    """The messages named entities were anchored from: those that say what the entity says
+    (`same`: they go with it) and those that say more (`more`: left, and named)."""
+
+    same: list[Event] = field(default_factory=list)
+    more: list[Event] = field(default_factory=list)
+
+
+def _anchored_sources(store: Store, pid: str, ids: Sequence[str]) -> _Sources:
+    """The source messages of the entities among `ids` (not those named themselves)."""
+    named = set(ids)
+    texts: dict[str, list[str]] = {}
+    for entity in store.get_entities(pid, list(named), include_inactive=True):
+        source = entity.properties.get("event_id")
+        if isinstance(source, str) and source and source not in named:
+            texts.setdefault(source, []).append(entity.text)
+    out = _Sources()
+    if not texts:
+        return out
+    for event in store.get_events(pid, list(texts), include_inactive=True):
+        said = _said(event.text)
+        same = bool(said) and any(_said(t) == said for t in texts[event.id])
+        (out.same if same else out.more).append(event)
+    return out
+
+
+def _said(text: str | None) -> str:
+    """Text as said: whitespace runs as one space, without the closing punctuation."""
+    return " ".join((text or "").split()).rstrip("。．.!！?？;；")
+
+
+def _visible(store: Store, pid: str, events: Sequence[Event]) -> list[str]:
+    """Those of the events still visible now."""
+    return [e.id for e in store.get_events(pid, [e.id for e in events])]
 
 
 def _targets(
@@ -165,6 +219,7 @@ def forget(
         cb._searcher.usage.flush()
     targets = _targets(cb.store, pid, event_ids, entity_ids, session_id)
     unknown, named = targets.unknown, targets.named
+    sources = _anchored_sources(cb.store, pid, [*event_ids, *entity_ids])
     only_named = not whole_project and before is None
     if named and len(unknown) == named and only_named:
         raise _nothing_matched("forget", unknown, pid)
@@ -175,7 +230,7 @@ def forget(
     else:
         report = cb.store.forget(
             pid,
-            event_ids=list(event_ids),
+            event_ids=[*event_ids, *(e.id for e in sources.same)],
             entity_ids=list(entity_ids),
             session_id=session_id,
             whole_project=whole_project,
@@ -186,6 +241,9 @@ def forget(
         report.add_cache("text_analysis", clear_text_caches())
     report.not_found = [i for _, i in unknown]
     report.already_forgotten = targets.already_forgotten
+    if report.total:
+        report.sources_forgotten = [e.id for e in sources.same]
+    report.sources_still_visible = _visible(cb.store, pid, sources.more)
     return report
 
 
@@ -270,8 +328,13 @@ class ForgetMethods:
         report = VisibilityReport(not_found=unknown, already_forgotten=forgotten)
         if len(missing) == len(wanted):
             return report  # every id was forgotten (or unknown): nothing left to change
-        report.changed = self.store.set_active(pid, wanted, not hidden)
+        sources = _anchored_sources(self.store, pid, wanted)
+        with_them = [e.id for e in sources.same if e.active == hidden]
+        report.changed = self.store.set_active(pid, [*wanted, *with_them], not hidden)
         report.unchanged = [i for i in wanted if i in state and state[i] == (not hidden)]
+        report.sources_hidden = with_them
+        if hidden:
+            report.sources_still_visible = _visible(self.store, pid, sources.more)
         return report
 
     def forget(

@@ -4,8 +4,11 @@ stale retry of the forgotten capture, never a new capture of the same text."""
 
 from __future__ import annotations
 
+import pytest
+
 from ctxbase import ContextBase
-from ctxbase.model import keyed_event_id, new_event_id
+from ctxbase.model import Event, keyed_event_id, new_event_id
+from ctxbase.store.base import Store
 
 
 def _texts(cb: ContextBase, session_id: str) -> list[tuple[int | None, str | None]]:
@@ -98,3 +101,107 @@ def test_a_re_sent_message_list_adds_only_new_messages(cb: ContextBase) -> None:
     cb.forget(session_id="chat")
     cb.capture_messages(turn2, session_id="chat", sync=True)
     assert cb.last_events("chat") == []
+
+
+def test_events_built_without_an_id_are_each_stored(cb: ContextBase) -> None:
+    from ctxbase.model import Event
+
+    texts = ("alpha", "beta", "gamma")
+    built = [
+        Event(project_id=cb.project, session_id="x", type="user_message", text=t) for t in texts
+    ]
+    report = cb.record_events_report(built)
+    assert [(e.seq, e.text) for e in report.events] == [(1, "alpha"), (2, "beta"), (3, "gamma")]
+    assert len({e.id for e in report.events}) == 3 and all(e.id for e in report.events)
+    assert report.forgotten == []
+    assert _texts(cb, "x") == [(1, "alpha"), (2, "beta"), (3, "gamma")]
+    # each call is new events: the same id-less list written again is three more
+    again = cb.record_events(built)
+    assert [e.seq for e in again] == [4, 5, 6]
+    assert {e.id for e in again}.isdisjoint({e.id for e in report.events})
+    # each text is found under its own event
+    assert cb.search("beta", preset="keyword").results[0].item.text == "beta"
+
+
+def test_the_store_refuses_an_empty_event_id_and_finds_none(store: Store) -> None:
+    from contract_helpers import make_event, write
+
+    from ctxbase.errors import ValidationError
+
+    ok = make_event("p", "s", "kept")
+    blank = ok.model_copy(update={"id": "", "text": "lost"})
+    with pytest.raises(ValidationError, match=r"events\[1\]\.id"):
+        write(store, ok, blank)
+    assert store.get_events("p", [ok.id]) == []  # nothing of the batch is written
+    write(store, ok)
+    assert store.get_events("p", ["", ok.id, ""]) == [store.get_events("p", [ok.id])[0]]
+    assert store.get_events("p", [""], include_inactive=True) == []
+
+
+def test_a_key_reused_with_different_content_is_a_conflict(cb: ContextBase) -> None:
+    from ctxbase.errors import ConflictError
+
+    yes = cb.record("user_message", session_id="s", text="yes", idempotency_key="k1")
+    with pytest.raises(ConflictError, match=r"idempotency key 'k1' .* different text"):
+        cb.record("user_message", session_id="s", text="no", idempotency_key="k1")
+    # an identical retry still answers with the stored event; time and metadata may differ
+    again = cb.record(
+        "user_message", session_id="s", text="yes", idempotency_key="k1", ts=1.0,
+        metadata={"attempt": 2}, importance=0.9,
+    )  # fmt: skip
+    assert (again.id, again.seq, again.text, again.ts) == (yes.id, 1, "yes", yes.ts)
+    # data is compared as stored (key order does not matter, values do)
+    cb.record("tool_result", session_id="s", data={"a": 1, "b": [1, 2]}, idempotency_key="d")
+    cb.record("tool_result", session_id="s", data={"b": (1, 2), "a": 1}, idempotency_key="d")
+    with pytest.raises(ConflictError, match="different data"):
+        cb.record("tool_result", session_id="s", data={"a": 2, "b": [1, 2]}, idempotency_key="d")
+    with pytest.raises(ConflictError, match="different type"):
+        cb.record("assistant_message", session_id="s", text="yes", idempotency_key="k1")
+    with pytest.raises(ConflictError, match="different parent_event_ids"):
+        cb.record(
+            "user_message", session_id="s", text="yes", idempotency_key="k1",
+            parent_event_ids=[yes.id],
+        )  # fmt: skip
+    # a caller-assigned id is the same: it names one request
+    own = new_event_id()
+    cb.record("user_message", session_id="s", text="one", event_id=own)
+    with pytest.raises(ConflictError, match=f"event id '{own}' .* different text"):
+        cb.record("user_message", session_id="s", text="two", event_id=own)
+    assert _texts(cb, "s") == [(1, "yes"), (2, None), (3, "one")]
+
+
+def test_a_batch_with_a_conflict_writes_nothing(cb: ContextBase) -> None:
+    from ctxbase.capture.events import build_event
+    from ctxbase.errors import ConflictError
+
+    def ev(text: str, key: str) -> Event:
+        return build_event(
+            project_id=cb.project, session_id="b", type="user_message", text=text,
+            idempotency_key=key,
+        )  # fmt: skip
+
+    cb.record_events([ev("first", "a")])
+    with pytest.raises(ConflictError, match="different text"):
+        cb.record_events([ev("fresh", "b"), ev("changed", "a")])
+    with pytest.raises(ConflictError, match="different text"):  # within one batch too
+        cb.record_events([ev("fresh", "c"), ev("other", "c")])
+    assert _texts(cb, "b") == [(1, "first")]
+    # the same batch twice is a retry
+    batch = [ev("fresh", "b"), ev("first", "a")]
+    assert [e.seq for e in cb.record_events(batch)] == [2, 1]
+    assert [e.seq for e in cb.record_events(batch)] == [2, 1]
+
+
+def test_a_queued_capture_reusing_a_key_is_refused_when_written(cb: ContextBase) -> None:
+    before = cb.capture_stats().refused
+    first = cb.capture("user_message", session_id="q", text="yes", idempotency_key="k")
+    cb.flush()
+    same = cb.capture("user_message", session_id="q", text="yes", idempotency_key="k")
+    other = cb.capture("user_message", session_id="q", text="no", idempotency_key="k")
+    cb.flush()
+    assert first == same == other
+    stats = cb.capture_stats()
+    assert stats.refused == before + 1  # the identical retry is a duplicate, not refused
+    assert stats.last_error is not None and first in stats.last_error
+    assert "different text" in stats.last_error
+    assert _texts(cb, "q") == [(1, "yes")]

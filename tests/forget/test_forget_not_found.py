@@ -153,7 +153,8 @@ def test_hide_and_restore_tell_unknown_ids_from_ids_already_in_that_state(
     again = cb.set_hidden([event_id, doc_id], True)
     assert (again.changed, again.unchanged, again.not_found) == (1, [event_id], [])
     assert again.as_dict() == {
-        "changed": 1, "unchanged": [event_id], "not_found": [], "already_forgotten": []
+        "changed": 1, "unchanged": [event_id], "not_found": [], "already_forgotten": [],
+        "sources_hidden": [], "sources_still_visible": [],
     }  # fmt: skip
     assert cb.soft_delete([event_id]) == 0  # the int API: hidden already, no error
     with pytest.raises(NotFoundError) as err:

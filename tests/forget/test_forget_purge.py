@@ -93,7 +93,10 @@ def test_cli_forget_prints_the_whole_report(tmp_path: Path, capsys: Any) -> None
     assert main([*base, "forget", "--session", "s1"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["removed"]["events"] == 1
-    assert set(out) == {"removed", "redacted", "caches", "total", "not_found", "already_forgotten"}
+    assert set(out) == {
+        "removed", "redacted", "caches", "total", "not_found", "already_forgotten",
+        "sources_forgotten", "sources_still_visible",
+    }  # fmt: skip
     assert out["not_found"] == []
     assert main([*base, "forget", "--soft-deleted-older-than", "30d", "--all-projects"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] == 0

@@ -47,6 +47,8 @@ def test_dispatcher_runs_model_calls(cb: ContextBase) -> None:
         "unchanged": [],
         "not_found": [],
         "already_forgotten": [],
+        "sources_hidden": [],
+        "sources_still_visible": [],
     }
     assert call(scope, "search_memory", {"query": "cache TTL", "mode": "keyword"})["results"] == []
     gone = call(scope, "forget", {"event_ids": [stored["event_id"]], "hard": True})

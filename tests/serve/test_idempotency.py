@@ -42,8 +42,11 @@ def test_rest_retries_with_a_key_store_one_event(server: Live, pid: str) -> None
         # header key: a retry answers with the event stored the first time
         h = {"Idempotency-Key": "req-1"}
         first = c.post(f"{base}/events", json=body, headers=h)
-        retry = c.post(f"{base}/events", json={**body, "text": "yes!"}, headers=h)
+        retry = c.post(f"{base}/events", json=body, headers=h)
         assert first.status_code == retry.status_code == 201
+        # the key reused for other content is refused, not answered with the first event
+        other = c.post(f"{base}/events", json={**body, "text": "yes!"}, headers=h)
+        assert other.status_code == 409 and "'req-1'" in other.json()["error"]["message"]
         assert first.json()["id"] == retry.json()["id"] == keyed_event_id(pid, "s", "req-1")
         assert retry.json()["text"] == "yes" and retry.json()["seq"] == 3
         # body key, on the queue route

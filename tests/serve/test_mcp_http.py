@@ -15,6 +15,13 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import Live, start
+from ctxbase.serve.keys import key_agent, parse_key
+
+
+def key_id(key: str) -> str:
+    parsed = parse_key(key)
+    assert parsed is not None
+    return parsed[0]
 
 
 def mcp_call(url: str, key: str | None, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
@@ -61,7 +68,14 @@ def test_tools_run_in_the_keys_project(live: Live, pid: str, other_pid: str) -> 
     with httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {key}"}) as http:
         event = http.get(f"/v1/projects/{pid}/events/{event_id}").json()
     assert event["project_id"] == pid
-    assert event["agent_id"] == "test"  # the key's name, not anything the model said
+    # the key's agent, not anything the model said, and the same as the key's REST writes
+    assert event["agent_id"] == key_agent(key_id(key))
+    with httpx.Client(base_url=live.url, headers={"Authorization": f"Bearer {key}"}) as http:
+        body = {"type": "user_message", "session_id": "s1", "text": "sent over REST"}
+        rest = http.post(f"/v1/projects/{pid}/events", json=body).json()
+        agents = http.get(f"/v1/projects/{pid}/events", params={"session_id": "s1", "n": 10}).json()
+    assert rest["agent_id"] == event["agent_id"]
+    assert {e["agent_id"] for e in agents} == {f"key:{key_id(key)}"}
     # Another project's endpoint knows nothing of it, and this key cannot reach it.
     other = live.key(other_pid, role="write")
     _, found_elsewhere = mcp_call(

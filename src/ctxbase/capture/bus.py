@@ -7,8 +7,9 @@
 - Bursts of LOW events of the same kind from the same agent within a short window are
   aggregated into one event while they still wait in the queue.
 - `flush()` returns once every event submitted before the call is committed to storage.
-- An event the writer refuses (a session archived after it was queued) is not retried: it is
-  counted in `refused`, with the reason in `last_error`, and logged as a warning.
+- An event the writer refuses (a session archived after it was queued, an idempotency key
+  or event id already used for different content) is not retried: it is counted in
+  `refused`, with the reason in `last_error`, and logged as a warning.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class BusStats:
     aggregated: int = 0
     written_by_caller: int = 0
     write_errors: int = 0
-    refused: int = 0  # events the writer would not store (an archived session)
+    refused: int = 0  # events the writer would not store (archived session, key conflict)
     queue_depth: int = 0
     last_error: str | None = None
 

@@ -11,7 +11,7 @@ Only a retry of the same capture is merged, by the caller naming it: an `idempot
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -38,6 +38,7 @@ __all__ = [
     "check_json",
     "check_text",
     "event_identity",
+    "with_ids",
 ]
 
 # An event's text and data together (validation.MAX_TEXT_BYTES).
@@ -79,6 +80,13 @@ def event_identity(
     if idempotency_key is not None:
         return keyed_event_id(project_id, session_id, check_idempotency_key(idempotency_key))
     return new_event_id()
+
+
+def with_ids(events: Sequence[Event]) -> list[Event]:
+    """The events, each with an id: one built without (`Event.id` is "" by default) gets a
+    fresh one, as a capture without `event_id` or `idempotency_key` does. Such an event is
+    a new event each time it is written; a retry is merged only when it resends the id."""
+    return [e if e.id else e.model_copy(update={"id": new_event_id()}) for e in events]
 
 
 def check_idempotency_key(idempotency_key: str) -> str:

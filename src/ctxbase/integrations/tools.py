@@ -188,7 +188,11 @@ class ForgetArgs(_Args):
     """Remove memories: the given events, or every event of a session. By default they
     are hidden (reversible); hard=true deletes them for good (needs an admin key).
     Returns how many were hidden or removed, and the ids that were hidden already
-    (unchanged), forgotten before (already_forgotten) or unknown (not_found)."""
+    (unchanged), forgotten before (already_forgotten) or unknown (not_found). A search
+    hit may be an entity taken from a message (a decision, a requirement, a code block):
+    when it is the whole message, the message goes with it (sources_hidden /
+    sources_forgotten); when the message says more, it stays and is listed in
+    sources_still_visible: forget those ids too if what they say must be forgotten."""
 
     event_ids: list[str] = Field(
         default_factory=list, max_length=1000, description="Ids of events to forget."
@@ -356,6 +360,8 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
             "removed": report.removed,
             "not_found": list(report.not_found),
             "already_forgotten": list(report.already_forgotten),
+            "sources_forgotten": list(report.sources_forgotten),
+            "sources_still_visible": list(report.sources_still_visible),
         }
     # the whole report, as a hard forget gives: a retried hide is "unchanged", not an error
     out: dict[str, Any] = {
@@ -364,6 +370,8 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
         "unchanged": [],
         "not_found": [],
         "already_forgotten": [],
+        "sources_hidden": [],
+        "sources_still_visible": [],
     }
 
     def hide(ids: list[str]) -> int:
@@ -372,6 +380,8 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
         out["unchanged"] += seen.unchanged
         out["not_found"] += seen.not_found
         out["already_forgotten"] += seen.already_forgotten
+        out["sources_hidden"] += seen.sources_hidden
+        out["sources_still_visible"] += seen.sources_still_visible
         return seen.changed
 
     def page() -> list[str]:

@@ -35,6 +35,7 @@ __all__ = [
     "CreatedKey",
     "create_key",
     "hash_secret",
+    "key_agent",
     "list_keys",
     "parse_key",
     "recall_key",
@@ -116,6 +117,13 @@ def hash_secret(secret: str) -> str:
 def role_allows(role: str, needed: str) -> bool:
     """Whether a key's role covers the role an operation needs."""
     return ROLES.index(role) >= ROLES.index(needed)
+
+
+def key_agent(key_id: str) -> str:
+    """The agent a key writes as when the request names none: `key:<key id>`, the same on
+    every path (REST events, MCP over HTTP, the SDK's edge provenance), so one key is one
+    agent in timelines, agent filters and the consensus merge."""
+    return f"key:{key_id}"
 
 
 def parse_key(token: str) -> tuple[str, str] | None:

@@ -3,7 +3,8 @@
 Each request is checked exactly like a REST request: the API key (Bearer or X-API-Key),
 its rate limit, and that the key may see the project in the path (404 otherwise). The
 tools then run with the key's role (remember needs write, a hard forget admin) and write
-under the key's name as agent id. Without the `mcp` extra the endpoint is simply absent.
+as the key's agent, `key:<key id>`, as REST does (`keys.key_agent`). Without the `mcp`
+extra the endpoint is simply absent.
 """
 
 from __future__ import annotations
@@ -14,11 +15,10 @@ from typing import TYPE_CHECKING, Any
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 
-from ..errors import ValidationError
 from ..model import check_id
 from .auth import LOCAL_PRINCIPAL, presented_token, principal_of
 from .errors import AuthenticationError
-from .keys import recall_key, verify_key
+from .keys import key_agent, recall_key, verify_key
 from .logs import LOGGER_NAME
 from .runtime import Runtime
 
@@ -61,10 +61,7 @@ async def authorize(scope: dict[str, Any]) -> ToolScope:
             rt.metrics.inc("ctxbase_rate_limited_total")
             raise
         assert record is not None  # principal_of refused None
-        try:
-            agent_id = check_id("agent_id", record.name or "")
-        except ValidationError:
-            agent_id = f"key-{record.key_id}"
+        agent_id = key_agent(record.key_id)  # as REST writes it: one key is one agent
     who.check(project, "read")
     return ToolScope(
         rt.cb, project=project, agent_id=agent_id, role=who.role, on_write=rt.cache.invalidate

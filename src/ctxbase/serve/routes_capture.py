@@ -7,13 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Path, Query, Response, status
 from fastapi.responses import JSONResponse
 
-from ..aliases import identity_source
 from ..capture.events import RecordReport, build_event
 from ..errors import ValidationError
+from ..idempotency import IdempotencyConflict
 from ..model import Event, SessionInfo, TaskInfo
 from .auth import Principal
 from .deps import Caller, ReadProject, Rt, WriteProject
 from .errors import RequestTooLargeError
+from .keys import key_agent
 from .schemas import (
     BatchOut,
     CaptureOut,
@@ -37,7 +38,7 @@ IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
 
 def _agent(who: Principal) -> str:
     # An event whose body names no agent is the key's, as an edge without a source is.
-    return "agent" if who.key_id is None else identity_source(None, f"key:{who.key_id}")
+    return "agent" if who.key_id is None else key_agent(who.key_id)
 
 
 def _event(
@@ -50,13 +51,11 @@ def _event(
 ) -> Event:
     """Build and check an event: the client's id, else one from its idempotency key (the
     body's, else the header's), else a fresh one."""
-    key = body.idempotency_key
-    if header_key is not None and key is not None and header_key != key:
+    if header_key is not None and body.idempotency_key not in (None, header_key):
         raise ValidationError(
             f"{field}idempotency_key", "differs from the Idempotency-Key header; send one"
         )
-    if key is None and body.id is None:
-        key = header_key
+    key = _request_key(body, header_key)
     fields = body.model_dump(exclude={"id", "idempotency_key"})
     if fields["agent_id"] is None:
         fields["agent_id"] = _agent(who)
@@ -71,6 +70,14 @@ def _event(
     except ValidationError as exc:  # name the field as the request spells it
         name = "id" if exc.field == "event_id" else exc.field
         raise ValidationError(field + name, exc.message) from exc
+
+
+def _request_key(body: EventIn, header_key: str | None) -> str | None:
+    """The idempotency key an event is written under: the body's, else the header's (when
+    the body gives no id)."""
+    if body.idempotency_key is not None or body.id is not None:
+        return body.idempotency_key
+    return header_key
 
 
 def _capture_args(body: EventIn, event: Event) -> dict[str, Any]:
@@ -137,8 +144,13 @@ def record_event(
     with the same id or idempotency key answers with the event stored the first time. A
     retry of an event the project has forgotten since is not written again: 200 (not 201)
     with the event as sent and `"stored": false, "reason": "forgotten"`. 409 when the session
-    is archived."""
-    report = rt.cb.record_events_report([_event(rt, pid, body, who, header_key=idempotency_key)])
+    is archived, or when the id or idempotency key was used for an event with different
+    content (a retry must resend the same request)."""
+    event = _event(rt, pid, body, who, header_key=idempotency_key)
+    try:
+        report = rt.cb.record_events_report([event])
+    except IdempotencyConflict as exc:
+        raise exc.for_key(_request_key(body, idempotency_key)) from None
     (event,) = report.events
     if report.forgotten:
         answer = EventNotStoredOut(**event.model_dump())
@@ -194,7 +206,9 @@ def capture_batch(
     every event the answer is 200. With `wait: false` they are queued: 202, `durable:
     false` (a crash before the next flush loses them; a forgotten id is skipped when
     written). An Idempotency-Key header K keys each event without its own id or key as
-    "K/<position>". 409, nothing stored or queued, when one event's session is archived."""
+    "K/<position>". 409, nothing stored or queued, when one event's session is archived;
+    409, nothing stored, when one event's id or key names an event with different content
+    (queued, such an event is refused when written: `GET /v1/capture/stats` counts it)."""
     if len(body.events) > rt.settings.max_batch:
         raise RequestTooLargeError(
             f"batch of {len(body.events)} events is over the limit of {rt.settings.max_batch}",
@@ -210,7 +224,14 @@ def capture_batch(
         for i, e in enumerate(body.events)
     ]
     if body.wait:
-        report = rt.cb.record_events_report(events) if events else RecordReport()
+        keys = {
+            event.id: _request_key(e, header_key(i, e))
+            for i, (e, event) in enumerate(zip(body.events, events, strict=True))
+        }
+        try:
+            report = rt.cb.record_events_report(events) if events else RecordReport()
+        except IdempotencyConflict as exc:
+            raise exc.for_key(keys.get(exc.event_id)) from None
         if events and set(report.forgotten) >= {e.id for e in events}:
             response.status_code = status.HTTP_200_OK  # nothing of it is written
         ids: list[str | None] = [e.id for e in report.events]

@@ -577,6 +577,10 @@ class ForgetOut(_Out):
     not_found: list[str] = Field(default_factory=list)
     # ids (and session) named that the project forgot before (forgetting again is no error)
     already_forgotten: list[str] = Field(default_factory=list)
+    # messages a forgotten entity was anchored from: said the same (forgotten with it), or
+    # say more (still visible: forget them too if their content must go)
+    sources_forgotten: list[str] = Field(default_factory=list)
+    sources_still_visible: list[str] = Field(default_factory=list)
 
 
 class IdsIn(_In):
@@ -589,6 +593,10 @@ class ChangedOut(_Out):
     not_found: list[str] = Field(default_factory=list)  # named ids: no event nor entity
     # named ids of events and entities hard-forgotten before (nothing to hide or restore)
     already_forgotten: list[str] = Field(default_factory=list)
+    # messages a named entity was anchored from: said the same (hidden or restored with it),
+    # or say more (still visible after a hide)
+    sources_hidden: list[str] = Field(default_factory=list)
+    sources_still_visible: list[str] = Field(default_factory=list)
 
 
 # -- knowledge-base versions (anchor/kb_versions.py) ----------------------------------------

@@ -43,10 +43,10 @@ def _httpx() -> Any:
 
 def _identity(agent_id: str | None, api_key: str | None) -> str:
     """Who writes through this client: its agent id, else the API key's id."""
-    from .keys import parse_key
+    from .keys import key_agent, parse_key
 
     parsed = parse_key(api_key) if api_key else None
-    return identity_source(agent_id, f"key:{parsed[0]}" if parsed else None)
+    return identity_source(agent_id, key_agent(parsed[0]) if parsed else None)
 
 
 def _event_agent(agent_id: str | None) -> str | None:

@@ -20,7 +20,7 @@ from urllib.parse import quote
 from ..aliases import edge_args, entity_args, identity_source
 from ..capture.bus import BusStats
 from ..capture.event_fields import capture_fields
-from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event
+from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event, with_ids
 from ..errors import ValidationError
 from ..forgetting import VisibilityReport, retention_seconds
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, check_id
@@ -73,8 +73,13 @@ def _record_report(raw: Mapping[str, Any]) -> RecordReport:
     return RecordReport(events=_events(raw["events"]), forgotten=list(raw.get("forgotten") or []))
 
 
-def _event_wire(event: Event) -> dict[str, Any]:
-    return {**event.model_dump(mode="json", exclude=_EVENT_WIRE_EXCLUDE), "id": event.id}
+def _event_wire(event: Event, idempotency_key: str | None = None) -> dict[str, Any]:
+    """The event as sent: its id, or the caller's idempotency key it was derived from (the
+    server derives the same id, and names the key in a conflict)."""
+    body = event.model_dump(mode="json", exclude=_EVENT_WIRE_EXCLUDE)
+    if idempotency_key is not None:
+        return {**body, "idempotency_key": idempotency_key}
+    return {**body, "id": event.id}
 
 
 def _candidate(raw: Mapping[str, Any]) -> Candidate:
@@ -127,6 +132,8 @@ def _forget_report(raw: Mapping[str, Any]) -> ForgetReport:
         caches=dict(raw.get("caches") or {}),
         not_found=list(raw.get("not_found") or []),
         already_forgotten=list(raw.get("already_forgotten") or []),
+        sources_forgotten=list(raw.get("sources_forgotten") or []),
+        sources_still_visible=list(raw.get("sources_still_visible") or []),
     )
 
 
@@ -136,6 +143,8 @@ def _visibility(raw: Mapping[str, Any]) -> VisibilityReport:
         unchanged=list(raw.get("unchanged") or []),
         not_found=list(raw.get("not_found") or []),
         already_forgotten=list(raw.get("already_forgotten") or []),
+        sources_hidden=list(raw.get("sources_hidden") or []),
+        sources_still_visible=list(raw.get("sources_still_visible") or []),
     )
 
 
@@ -208,7 +217,8 @@ class Calls(KnowledgeCalls, FeedbackCalls):
         field is refused before anything is sent."""
         event = self._build(project, capture_fields(type, session_id, text, fields))
         path = self._path(event.project_id, "events", "queue")
-        return Call("POST", path, lambda r: r["id"], body=_event_wire(event))
+        body = _event_wire(event, fields.get("idempotency_key"))
+        return Call("POST", path, lambda r: r["id"], body=body)
 
     def record(
         self,
@@ -224,7 +234,8 @@ class Calls(KnowledgeCalls, FeedbackCalls):
         the project forgot an event of its id: it is not written again)."""
         event = self._build(project, capture_fields(type, session_id, text, fields))
         path = self._path(event.project_id, "events")
-        return Call("POST", path, _recorded, body=_event_wire(event))
+        body = _event_wire(event, fields.get("idempotency_key"))
+        return Call("POST", path, _recorded, body=body)
 
     def record_events(self, events: Sequence[Event]) -> Call[list[Event]]:
         """Store already-built events (one project) synchronously, in order."""
@@ -235,6 +246,8 @@ class Calls(KnowledgeCalls, FeedbackCalls):
         return self._record_batch(events, _record_report)
 
     def _record_batch(self, events: Sequence[Event], parse: Callable[[Any], T]) -> Call[T]:
+        # ids are given before sending, so the SDK's own retry of the call adds nothing
+        events = with_ids(events)
         pid = events[0].project_id if events else self.project
         for i, e in enumerate(events):
             if e.project_id != pid:
@@ -402,6 +415,8 @@ class Calls(KnowledgeCalls, FeedbackCalls):
     def get_event(
         self, event_id: str, *, project: str | None = None, include_inactive: bool = False
     ) -> Call[Event]:
+        if not event_id:
+            raise ValidationError("event_id", "is empty")  # as the embedded API says
         params = {"include_inactive": "true"} if include_inactive else None
         path = self._path(project, "events", _q(event_id))
         return Call("GET", path, Event.model_validate, params=params)

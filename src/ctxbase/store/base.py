@@ -293,6 +293,10 @@ class ForgetReport:
     caches: dict[str, int] = field(default_factory=dict)
     not_found: list[str] = field(default_factory=list)
     already_forgotten: list[str] = field(default_factory=list)
+    # messages a forgotten entity was anchored from: those that said what it said, forgotten
+    # with it, and those that say more, left visible (filled in by `ContextBase.forget`)
+    sources_forgotten: list[str] = field(default_factory=list)
+    sources_still_visible: list[str] = field(default_factory=list)
 
     def add(self, table: str, n: int) -> None:
         if n:
@@ -319,6 +323,8 @@ class ForgetReport:
             "total": self.total,
             "not_found": list(self.not_found),
             "already_forgotten": list(self.already_forgotten),
+            "sources_forgotten": list(self.sources_forgotten),
+            "sources_still_visible": list(self.sources_still_visible),
         }
 
 

@@ -33,6 +33,7 @@ from .pg_base import Conn, jsonb, text
 from .pg_search import PgSearch
 from .rows import (
     check_direction,
+    check_event_ids,
     check_per_node,
     entity_row,
     event_edges,
@@ -109,6 +110,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             raise ValueError("write_events needs one list of search items per event")
         if not events:
             return []
+        check_event_ids(events)
         by_project: dict[str, list[int]] = {}
         for n, e in enumerate(events):
             by_project.setdefault(e.project_id, []).append(n)
@@ -314,7 +316,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
     def get_events(
         self, project_id: str, ids: Sequence[str], include_inactive: bool = False
     ) -> list[Event]:
-        uniq = list(dict.fromkeys(ids))
+        uniq = [i for i in dict.fromkeys(ids) if i]  # no event has id ""
         if not uniq:
             return []
         sql = f"SELECT {q.EVENT_COLS} FROM events WHERE project_id=%s AND event_id = ANY(%s)"

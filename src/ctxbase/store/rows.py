@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..errors import ValidationError
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
 from .base import ApiKeyRecord, KeywordRow, SearchItem, StateChange, TombstoneKind
 
@@ -25,6 +26,7 @@ __all__ = [
     "api_key_row",
     "as_is",
     "check_direction",
+    "check_event_ids",
     "check_per_node",
     "entity_row",
     "event_edges",
@@ -106,6 +108,14 @@ def generation_key(row: Sequence[Any] | None) -> int:
 def next_version(last: Sequence[Any] | None) -> int:
     """A state fact's next version from the `max(version)` row of its history."""
     return int(last[0] or 0) + 1 if last else 1
+
+
+def check_event_ids(events: Sequence[Event]) -> None:
+    """Every event written has an id: an empty one would merge every id-less event of a
+    batch into the first (the caller's layer assigns ids, see `ContextBase.record_events`)."""
+    for i, event in enumerate(events):
+        if not event.id:
+            raise ValidationError(f"events[{i}].id", "is empty; an event is stored under an id")
 
 
 def check_direction(direction: str) -> None:

@@ -24,6 +24,7 @@ from .base import ForgetReport, SearchItem, Store, TombstoneKind
 from .rows import (
     EVENT_EDGE_SOURCE,
     check_direction,
+    check_event_ids,
     check_per_node,
     entity_row,
     event_links,
@@ -113,6 +114,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             raise ValueError("write_events needs one list of search items per event")
         if not events:
             return []
+        check_event_ids(events)
         projects = list(dict.fromkeys(e.project_id for e in events))
         with self._write() as conn:
             for project_id in projects:
@@ -322,7 +324,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
     ) -> list[Event]:
         out: dict[str, Event] = {}
         with self._read() as conn:
-            for part in chunks(list(dict.fromkeys(ids))):
+            for part in chunks([i for i in dict.fromkeys(ids) if i]):  # no event has id ""
                 sql = (
                     f"SELECT {EVENT_COLS} FROM events WHERE project_id=? "
                     f"AND event_id IN ({placeholders(len(part))})"
