@@ -12,6 +12,7 @@ from ctxbase.capture.events import build_event
 
 _STRICT = """
 version: 1
+inherit_presets: false
 policies:
   - name: strict
     match: {default: true}
