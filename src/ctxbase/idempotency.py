@@ -10,7 +10,8 @@ key). As with well-known APIs that take an Idempotency-Key, such a write is an e
 "The same request" is the event's content: `REQUEST_FIELDS` (session, type, text, data,
 parents and references). The rest may differ on a retry without being a new request: the
 time stamp is taken again, and agent, role, task, importance and metadata describe the
-writer rather than what was said.
+writer rather than what was said. A key belongs to its session: the id it gives is derived
+from project, session and key, so the same key in another session names another request.
 
 A synchronous write (`record`, `record_events`, REST `POST /events`) checks the whole batch
 before writing anything (`batch_conflicts`), so a conflict leaves nothing written; the write
@@ -22,6 +23,7 @@ itself is checked again afterwards (`written_conflicts`), which also catches a q
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -85,10 +87,17 @@ def batch_conflicts(store: Store, events: Sequence[Event]) -> IdempotencyConflic
 def written_conflicts(
     store: Store, events: Sequence[Event], written: Iterable[Event]
 ) -> list[IdempotencyConflict]:
-    """The conflicts of a write: the events the store did not insert (their id was taken)
-    whose stored event has different content."""
+    """The conflicts of a write: the events the store did not insert (their id was taken,
+    before or earlier in the batch) whose stored event has different content."""
     inserted = {(e.project_id, e.id) for e in written}
-    skipped = [e for e in events if (e.project_id, e.id) not in inserted]
+    counts = Counter((e.project_id, e.id) for e in events)
+    # an id the batch holds twice was inserted once: each copy is compared with what was
+    # stored (two queued captures under one key before a flush), the identical one passes
+    skipped = [
+        e
+        for e in events
+        if (e.project_id, e.id) not in inserted or counts[(e.project_id, e.id)] > 1
+    ]
     out: list[IdempotencyConflict] = []
     for pid in dict.fromkeys(e.project_id for e in skipped):
         mine = [e for e in skipped if e.project_id == pid]

@@ -4,9 +4,11 @@ confidence labels (6.2, "用户的直接反馈如点赞/点踩").
 An agent or a user marks an event or entity (or a recalled search unit of one) as liked,
 helpful, disliked or wrong, optionally naming the assembled context it was seen in. The
 label sets the node's confidence, which search ranking uses (retrieve/signals.py,
-score_adjust.weigh_confidence): disliked and wrong memories rank lower, liked ones a
-little higher, and one below `SearchConfig.min_confidence` is left out. It is a
-correction, not a forget: the memory stays stored, and feedback "neutral" undoes it.
+score_adjust.weigh_confidence): disliked memories rank lower, liked ones a little higher,
+and one below `SearchConfig.min_confidence` (a wrong one) is left out. It is a
+correction, not a forget: the memory stays stored, and feedback "neutral" undoes it. A
+statement kept twice (a message and the entity anchored from it with its text) is rated
+once for both (`_same_statement`).
 
 The record is a state record keyed by the node (store.base.FEEDBACK_SCOPE): the latest
 feedback is current, its history keeps every one given, and a hard forget of the node
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .aliases import identity_source
 from .errors import NotFoundError, ValidationError
@@ -38,7 +40,9 @@ FEEDBACK_LABELS: dict[str, float] = {
     "helpful": 0.75,
     "neutral": 0.5,
     "disliked": 0.25,
-    "wrong": 0.1,
+    # false: left out (below SearchConfig.min_confidence), as seed 001's confidence filter
+    # does; a low but kept rank is "disliked" or a confidence the caller gives
+    "wrong": 0.0,
 }
 _MAX_NOTE = 2000
 
@@ -57,6 +61,9 @@ class Feedback(BaseModel):
     by: str
     at: float
     version: int = 1  # how many times feedback was given on this node
+    # the other copies of the same statement given the same feedback: the message an
+    # anchored entity says, or the entities anchored from a message that say it
+    same_statement: list[str] = Field(default_factory=list)
 
 
 def _record(fact: StateFact) -> Feedback | None:
@@ -86,6 +93,32 @@ def _owner(store: Store, pid: str, node_id: str) -> tuple[str, str | None]:
     if items:
         return items[0].owner_id, node_id
     raise NotFoundError("node", node_id)
+
+
+def _same_statement(store: Store, pid: str, owner: str) -> list[str]:
+    """The other copies of what `owner` says: the message an entity was anchored from, or
+    the entities a message's anchoring made (GENERATES), when they say the same
+    (assemble/repeats.says_the_same); a rating of one is a rating of the statement."""
+    from .assemble.repeats import says_the_same
+
+    events = store.get_events(pid, [owner], include_inactive=True)
+    if events:
+        made = store.list_relations(pid, [owner], direction="out", types=["GENERATES"])
+        ids = list(dict.fromkeys(r.to_id for r in made))
+        return [
+            e.id
+            for e in store.get_entities(pid, ids, include_inactive=True)
+            if e.properties.get("event_id") == owner and says_the_same(e.text, events[0].text or "")
+        ]
+    for entity in store.get_entities(pid, [owner], include_inactive=True):
+        source = entity.properties.get("event_id")
+        if isinstance(source, str) and source:
+            return [
+                e.id
+                for e in store.get_events(pid, [source], include_inactive=True)
+                if says_the_same(e.text or "", entity.text)
+            ]
+    return []
 
 
 def give_feedback(
@@ -124,20 +157,28 @@ def give_feedback(
         "note": note,
         "by": by,
     }
+    cause = f"feedback {label}" + (f" in {context_id}" if context_id else "")
     stored = store.set_state(
         StateFact(
-            project_id=pid,
-            scope=FEEDBACK_SCOPE,
-            scope_id="",
-            key=owner,
-            value=value,
-            cause=f"feedback {label}" + (f" in {context_id}" if context_id else ""),
+            project_id=pid, scope=FEEDBACK_SCOPE, scope_id="", key=owner, value=value, cause=cause
         )
     )
+    twins = _same_statement(store, pid, owner)
+    for twin in twins:
+        store.set_state(
+            StateFact(
+                project_id=pid,
+                scope=FEEDBACK_SCOPE,
+                scope_id="",
+                key=twin,
+                value=value,
+                cause=f"{cause} (the same statement as {owner})",
+            )
+        )
     store.touch_index(pid)  # searches read confidence again, cached assemblies refresh
     record = _record(stored)
     assert record is not None  # written just above in the shape _record reads
-    return record
+    return record.model_copy(update={"same_statement": twins})
 
 
 def read_feedback(store: Store, pid: str, node_ids: list[str]) -> dict[str, Feedback]:

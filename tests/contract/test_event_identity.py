@@ -205,3 +205,18 @@ def test_a_queued_capture_reusing_a_key_is_refused_when_written(cb: ContextBase)
     assert stats.last_error is not None and first in stats.last_error
     assert "different text" in stats.last_error
     assert _texts(cb, "q") == [(1, "yes")]
+
+
+def test_two_queued_captures_under_one_key_before_a_write_refuse_the_second(
+    cb: ContextBase,
+) -> None:
+    """Both are in one batch of the background writer: the second, with other content, is
+    refused and reported, not counted as a duplicate of the first."""
+    cb.capture("user_message", session_id="s1", text="付款 100 元", idempotency_key="pay-1")
+    cb.capture("user_message", session_id="s1", text="付款 200 元", idempotency_key="pay-1")
+    cb.capture("user_message", session_id="s1", text="付款 100 元", idempotency_key="pay-1")
+    cb.flush()
+    stats = cb.capture_stats()
+    assert [e.text for e in cb.last_events("s1", 10)] == ["付款 100 元"]
+    assert stats.refused == 1 and stats.last_error is not None
+    assert "different text" in stats.last_error

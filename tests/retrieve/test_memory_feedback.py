@@ -41,19 +41,19 @@ def test_feedback_moves_a_memory_and_neutral_undoes_it(cb: ContextBase) -> None:
     top = order[0]
     score = {c.item.owner_id: c.score for c in before.results}
 
-    given = cb.feedback(top, "wrong", note="the TTL changed", by="user:li")
+    given = cb.feedback(top, "disliked", note="the TTL changed", by="user:li")
     assert (given.node_id, given.label, given.confidence, given.by) == (
-        top, "wrong", 0.1, "user:li",
+        top, "disliked", 0.25, "user:li",
     )  # fmt: skip
     after = cb.search("redis cache ttl orders", **KEYWORD)
     rated = next(c for c in after.results if c.item.owner_id == top)
-    assert rated.score == pytest.approx(score[top] * 0.68)
-    assert (rated.confidence, rated.confidence_source) == (0.1, "feedback:wrong")
+    assert rated.score == pytest.approx(score[top] * 0.8)
+    assert (rated.confidence, rated.confidence_source) == (0.25, "feedback:disliked")
     assert [c.item.owner_id for c in after.results][-1] == top  # still there, ranked lower
     assert cb.get_event(top).text  # a correction, not a forget
 
-    # a strong "wrong" leaves it out of the results; it is listed as considered, and why
-    cb.feedback(top, "wrong", confidence=0.0)
+    # "wrong" (false) leaves it out of the results; it is listed as considered, and why
+    cb.feedback(top, "wrong")
     gone = cb.search("redis cache ttl orders", **KEYWORD)
     assert top not in [c.item.owner_id for c in gone.results]
     dropped = next(c for c in gone.considered if c.item.owner_id == top)
@@ -64,7 +64,7 @@ def test_feedback_moves_a_memory_and_neutral_undoes_it(cb: ContextBase) -> None:
     assert _ranked(cb) == order
     history = cb.feedback_history(top)
     assert [(h.label, h.confidence, h.version) for h in history] == [
-        ("wrong", 0.1, 1),
+        ("disliked", 0.25, 1),
         ("wrong", 0.0, 2),
         ("neutral", 0.5, 3),
     ]
@@ -213,3 +213,32 @@ def test_forget_removes_feedback_and_uses(cb: ContextBase) -> None:
     assert cb.store.state_history(cb.project, FEEDBACK_SCOPE, "", ids[0]) == []
     left = cb.store.get_state_keys(cb.project, USES_SCOPE, "", ids[:2])
     assert list(left) == [ids[1]]
+
+
+def test_a_rating_reaches_the_other_copy_of_the_same_statement(cb: ContextBase) -> None:
+    """Capture anchoring keeps a decision as an entity with the message's text: rating the
+    message wrong must not leave its copy in the prompt, nor the other way round."""
+    said = cb.record(
+        "user_message", session_id="s1", text="决定：订单详情的 Redis 缓存 TTL 设为 60 秒。"
+    )
+    later = cb.record(
+        "user_message", session_id="s2", text="更正：订单详情的 Redis 缓存 TTL 改成 300 秒。"
+    )
+    cb.flush()
+    made = cb.store.list_relations(cb.project, [said.id], direction="out", types=["GENERATES"])
+    decision = next(r.to_id for r in made if r.to_id.startswith("decision:"))
+    given = cb.feedback(said.id, "wrong")
+    assert given.same_statement == [decision]
+    rated = cb.get_feedback(decision)
+    assert rated is not None and (rated.label, rated.confidence) == ("wrong", 0.0)
+    found = [
+        c.item.owner_id for c in cb.search("订单详情 Redis 缓存 TTL", preset="keyword").results
+    ]
+    assert said.id not in found and decision not in found and later.id in found
+    ctx = cb.assemble_context(agent_role="coder", user_intent="订单详情 Redis 缓存 TTL 是多少")
+    body = "\n".join(str(m["content"]) for m in ctx.messages)
+    assert "60 秒" not in body and "300 秒" in body
+    # from the entity's side: the message it was anchored from is rated with it
+    back = cb.feedback(decision, "neutral")
+    assert back.same_statement == [said.id]
+    assert cb.get_feedback(said.id).label == "neutral"  # type: ignore[union-attr]

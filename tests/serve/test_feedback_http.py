@@ -29,10 +29,10 @@ def _scenario(api: Any) -> dict[str, Any]:
     query = "orders cache ttl seconds"
     before = api.search(query, preset="keyword")
     top = before.results[0].item.owner_id
-    given = api.feedback(top, "wrong", note="outdated", by="user:li")
+    given = api.feedback(top, "disliked", note="outdated", by="user:li")
     after = api.search(query, preset="keyword")
     rated = {c.item.owner_id: (c.confidence, c.confidence_source) for c in after.results}
-    api.feedback(top, "wrong", confidence=0.0)
+    api.feedback(top, "wrong")
     hidden = [c.item.owner_id for c in api.search(query, preset="keyword").results]
     api.feedback(top, "neutral")
     current = api.get_feedback(top)
@@ -54,12 +54,12 @@ def test_the_remote_sdk_answers_as_the_embedded_api(
     local, remote = embedded_and_remote(server, tmp_path, request, _scenario)
     assert remote == local
     assert local == {
-        "given": (True, "wrong", 0.1, "outdated", "user:li"),
-        "rated": [(0.1, "feedback:wrong")],
+        "given": (True, "disliked", 0.25, "outdated", "user:li"),
+        "rated": [(0.25, "feedback:disliked")],
         "unrated": [(None, None)],
         "hidden": True,
         "current": ("neutral", 0.5, 3),
-        "history": [("wrong", 0.1), ("wrong", 0.0), ("neutral", 0.5)],
+        "history": [("disliked", 0.25), ("wrong", 0.0), ("neutral", 0.5)],
         "none": None,
     }
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["MIN_CHARS", "NEAR_WHOLE", "contained_repeats"]
+__all__ = ["MIN_CHARS", "NEAR_WHOLE", "contained_repeats", "says_the_same"]
 
 MIN_CHARS = 20
 NEAR_WHOLE = 0.8
@@ -25,6 +25,16 @@ _FENCE = re.compile(r"```[\w+#.-]*")
 
 def _key(text: str) -> str:
     return " ".join(_FENCE.sub(" ", text).split()).casefold().strip(" ;。.")
+
+
+def _near_whole(a: str, b: str) -> bool:
+    short, long_ = sorted((a, b), key=len)
+    return len(short) >= MIN_CHARS and short in long_ and len(short) >= NEAR_WHOLE * len(long_)
+
+
+def says_the_same(a: str, b: str) -> bool:
+    """Whether two texts say the same by the rule above (one nearly all of the other)."""
+    return _near_whole(_key(a), _key(b))
 
 
 def contained_repeats(items: Mapping[str, tuple[str, bool]]) -> dict[str, str]:
@@ -38,13 +48,7 @@ def contained_repeats(items: Mapping[str, tuple[str, bool]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for item in order:
         key = keys[item]
-        holder = None
-        if len(key) >= MIN_CHARS:
-            for k in kept:
-                short, long_ = sorted((key, keys[k]), key=len)
-                if short in long_ and len(short) >= NEAR_WHOLE * len(long_):
-                    holder = k
-                    break
+        holder = next((k for k in kept if _near_whole(key, keys[k])), None)
         if holder is None:
             kept.append(item)
         else:

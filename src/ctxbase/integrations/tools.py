@@ -220,8 +220,9 @@ class GetTraceArgs(_Args):
 
 class RateMemoryArgs(_Args):
     """Give feedback on a memory search_memory or assemble_context returned: liked or
-    helpful (it ranks a little higher), disliked (lower) or wrong (much lower: a
-    correction, it stays stored); neutral undoes it. Returns the memory's confidence."""
+    helpful (it ranks a little higher), disliked (lower) or wrong (false: left out of
+    searches and contexts from now on, but kept stored); neutral undoes it. A confidence
+    (0-1) may replace the label's. Returns the memory's confidence."""
 
     id: str = Field(
         min_length=1, max_length=200, description="The id of the memory (a result's id)."
@@ -233,6 +234,13 @@ class RateMemoryArgs(_Args):
         default=None, max_length=200, description="The context_id it was seen in, if any."
     )
     note: str | None = Field(default=None, max_length=2000, description="Why, in a few words.")
+    confidence: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="0 (false) to 1 (sure), instead of the label's own; under 0.05 the "
+        "memory is left out.",
+    )
 
 
 Handler = Callable[[ToolScope, Any], dict[str, Any]]
@@ -422,6 +430,7 @@ def _rate_memory(scope: ToolScope, a: RateMemoryArgs) -> dict[str, Any]:
     given = scope.cb.feedback(
         a.id,
         a.label,
+        confidence=a.confidence,
         context_id=a.context_id,
         note=a.note,
         by=f"agent:{scope.agent_id}",
