@@ -345,7 +345,7 @@ def test_feedback_marks_a_memory_and_shows_it(tmp_path: Path, capsys: Any) -> No
     assert code == 0
     event_id = out.strip()
     code, out, _ = _run(capsys, *base, "feedback", event_id, "wrong", "--note", "it is 300s")
-    assert code == 0 and "wrong (confidence 0.1)" in out and "it is 300s" in out
+    assert code == 0 and "wrong (confidence 0)" in out and "it is 300s" in out
     code, out, _ = _run(capsys, *base, "feedback", event_id, "neutral", "--by", "li")
     assert code == 0 and "by li" in out
     code, out, _ = _run(capsys, *base, "feedback", event_id, "--json")

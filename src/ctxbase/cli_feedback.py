@@ -26,7 +26,7 @@ def add_feedback_arguments(p: argparse.ArgumentParser) -> None:
         "feedback given on the node",
     )
     p.add_argument(
-        "--confidence", type=float, help="0..1 in place of the label's (wrong 0: left out)"
+        "--confidence", type=float, help="0..1 in place of the label's (wrong is 0: left out)"
     )
     p.add_argument("--context", dest="context_id", help="the context id it was seen in")
     p.add_argument("--note", help="why, in a few words")

@@ -143,8 +143,9 @@ def test_rate_memory_sets_the_confidence_search_shows(cb: ContextBase) -> None:
     scope = ToolScope(cb, agent_id="tester", agent_role="tester")
     good = call(scope, "remember", {"text": "the orders cache ttl is 60 s", "session_id": "s"})
     bad = call(scope, "remember", {"text": "the orders cache ttl is 5 s", "session_id": "s"})
-    rated = call(scope, "rate_memory", {"id": bad["event_id"], "label": "wrong", "note": "old"})
-    assert rated == {"id": bad["event_id"], "label": "wrong", "confidence": 0.1}
+    args = {"id": bad["event_id"], "label": "disliked", "note": "old", "confidence": 0.1}
+    rated = call(scope, "rate_memory", args)
+    assert rated == {"id": bad["event_id"], "label": "disliked", "confidence": 0.1}
     feedback = cb.get_feedback(bad["event_id"])
     assert feedback is not None and feedback.by == "agent:tester" and feedback.note == "old"
     hits = call(scope, "search_memory", {"query": "orders cache ttl", "mode": "keyword"})
@@ -152,6 +153,10 @@ def test_rate_memory_sets_the_confidence_search_shows(cb: ContextBase) -> None:
     assert by_id[bad["event_id"]]["confidence"] == 0.1
     assert "confidence" not in by_id[good["event_id"]]
     assert hits["results"][0]["id"] == good["event_id"]
+    # wrong: false, left out of what the agent searches from now on
+    assert call(scope, "rate_memory", {"id": bad["event_id"], "label": "wrong"})["confidence"] == 0
+    hits = call(scope, "search_memory", {"query": "orders cache ttl", "mode": "keyword"})
+    assert [h["id"] for h in hits["results"]] == [good["event_id"]]
     wrong_label = call(scope, "rate_memory", {"id": bad["event_id"], "label": "great"})
     assert "error" in wrong_label
     reader = ToolScope(cb, agent_id="r", role="read")
