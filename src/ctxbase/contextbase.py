@@ -5,11 +5,13 @@ lifecycle, come from `sessions.SessionMethods`; events, the event graph, entitie
 relations from `knowledge_graph.GraphMethods`; facts from `fact_methods.FactMethods`;
 feedback on memories from `memory_feedback.FeedbackMethods`; knowledge-base versions from
 `kb_methods.KnowledgeMethods`; hiding, restoring and forgetting from
-`forgetting.ForgetMethods`. What stays here is the
-base itself (store, embedder, background workers, lifecycle, health) and capture.
+`forgetting.ForgetMethods`; assembly (`assemble_context`, `context_manager`, traces, the
+closed loop) from `assembly_methods.AssemblyMethods`, listed first so its
+`context_manager` is the one the other mixins call. What stays here is the
+base itself (store, embedder, background workers, lifecycle, health), capture, search and
+anchoring.
 
 `ctxbase.open(path)` returns one; the remote SDK offers the same methods over HTTP.
-Retrieval and assembly are mixed in from their own layers (see retrieve/ and assemble/).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from . import exit_hooks
 from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
 from .archived_sessions import ArchivedSessions, archived_error
+from .assembly_methods import AssemblyMethods
 from .capture.bus import BusConfig, BusStats, CaptureBus, CaptureError, WriteResult
 from .capture.event_fields import capture_fields
 from .capture.events import (
@@ -58,9 +61,6 @@ if TYPE_CHECKING:  # imported where used: a base that never searches loads no re
     from .anchor.anchoring import AnchorReport
     from .anchor.ingest import IngestReport
     from .assemble.assembler import Assembler
-    from .assemble.loop import Outcome
-    from .assemble.manager import ContextManager
-    from .assemble.trace import AssembledContext
     from .retrieve.chunking import ChunkingConfig
     from .retrieve.embed.base import Embedder
     from .retrieve.embedding_worker import EmbeddingWorker
@@ -75,7 +75,13 @@ READ_WAIT_S = 5.0
 
 
 class ContextBase(
-    SessionMethods, FactMethods, ForgetMethods, GraphMethods, FeedbackMethods, KnowledgeMethods
+    AssemblyMethods,
+    SessionMethods,
+    FactMethods,
+    ForgetMethods,
+    GraphMethods,
+    FeedbackMethods,
+    KnowledgeMethods,
 ):
     """Shared memory for agents, embedded in this process."""
 
@@ -715,83 +721,6 @@ class ContextBase(
         return checked_search(
             self.components, pid, query, cfg, filters, SignatureCheck(self.store, pid, key)
         )
-
-    # -- assembly ------------------------------------------------------------------------
-    @property
-    def assembler(self) -> Assembler:
-        from .assemble.assembler import Assembler
-
-        with self._worker_lock:
-            if self._assembler is None:
-                self._assembler = Assembler(self.components, self._policies)
-            return self._assembler
-
-    def assemble_context(
-        self,
-        *,
-        agent_role: str,
-        user_intent: str,
-        project_id: str | None = None,
-        session_id: str | None = None,
-        max_tokens: int | None = None,
-        task_id: str | None = None,
-        debug: bool = False,
-        require_signature: bool = False,
-        signing_key: bytes | str | None = None,
-        repos: Sequence[str] | None = None,
-        strategy: str | None = None,
-    ) -> AssembledContext:
-        """The context for one agent turn: messages, structured payload and a context_id.
-
-        `strategy` runs that one strategy (with the policy's parameters for it, if any)
-        instead of the ones the policy triggers, as seed 000's
-        ``strategy="referenced_code_first"``. The result also reads as seed 000's payload:
-        ``ctx["documents"][0]["content"]``. With the base's `debug_mode`, the assembly log
-        (documents found, relations, tokens injected) is printed to stderr.
-        `require_signature` keeps out entities whose HMAC signature fails or is missing
-        (as in `search`); `AssembledContext.tampered` names the tampered ones. `repos`
-        keeps out entities ingested from other repositories. Events captured before the
-        call are in it (it waits for them to be written, up to `READ_WAIT_S`)."""
-        self._caught_up()
-        ctx = self.assembler.assemble(
-            project_id=self._pid(project_id),
-            session_id=session_id,
-            agent_role=agent_role,
-            user_intent=user_intent,
-            max_tokens=max_tokens,
-            task_id=task_id,
-            debug=debug or self.debug_mode,
-            require_signature=require_signature,
-            signing_key=signing_key,
-            repos=repos,
-            strategy=strategy,
-        )
-        if self.debug_mode:
-            from .assemble.trace import print_assembly_log
-
-            print_assembly_log(ctx)
-        return ctx
-
-    def context_manager(self, **options: Any) -> ContextManager:
-        """Seed 003's layered manager (sessions, tasks, state, messages) over this base."""
-        from .assemble.manager import ContextManager
-
-        return ContextManager(self.components, **options)
-
-    def get_trace(self, context_id: str, *, project: str | None = None) -> dict[str, Any]:
-        """The stored trace of an assembly: policy, candidates, inclusions, drops, tokens."""
-        from .assemble.trace import get_trace
-
-        return get_trace(self.components, context_id, project=self._pid(project))
-
-    def record_outcome(
-        self, context_id: str, answer: str, produced: Sequence[Any] = (), **options: Any
-    ) -> Outcome:
-        """Close the loop: store the model's answer and what it produced, linked to the
-        context it was given (GENERATES / MODIFIES)."""
-        from .assemble.loop import record_outcome
-
-        return record_outcome(self.components, context_id, answer, produced, **options)
 
     # -- anchoring -----------------------------------------------------------------------
     def ingest(

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 from ..lazy_names import lazy_names
 
 if TYPE_CHECKING:
-    from .assembler import Assembler, memory_section_for
+    from .assembler import Assembler
     from .loop import Outcome, Produced, record_outcome
     from .manager import ContextManager
+    from .memory_section import memory_section_for
     from .state import LLMConfig
     from .trace import AssembledContext, diff_contexts, explain_trace, get_trace
 
@@ -34,7 +35,7 @@ __all__ = [
 # without loading policies, fact extraction and the assembler.
 _LAZY = {
     "Assembler": "assembler",
-    "memory_section_for": "assembler",
+    "memory_section_for": "memory_section",
     "Outcome": "loop",
     "Produced": "loop",
     "record_outcome": "loop",

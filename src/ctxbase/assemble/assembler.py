@@ -16,7 +16,6 @@ project baseline 0.2-0.3.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 import uuid
@@ -26,7 +25,6 @@ from typing import Any
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, SessionInfo, StateFact, TaskInfo
-from ..retrieve.config import SearchConfig, get_preset
 from ..validation import check_query
 from .budget import (
     BudgetAllocation,
@@ -38,6 +36,7 @@ from .budget import (
     layer_quota,
 )
 from .lifecycle import Status
+from .memory_section import ITEM_OVERHEAD, MEMORY_HEADER, memory_items, memory_section_for
 from .policy import (
     STRATEGY_NAMES,
     ErrorDrivenRepair,
@@ -52,7 +51,7 @@ from .policy import (
     Strategy,
     strategy_defaults,
 )
-from .policy_loading import PolicyFile, load_default_policies, policy_source
+from .policy_loading import PolicyFile, policy_source
 from .role_aliases import acting_agent, agent_aliases
 from .state import (
     CURRENT_TASK_KEY,
@@ -66,7 +65,6 @@ from .state import (
 )
 from .strategies import (
     Gatherer,
-    MemoryCandidate,
     error_driven_repair,
     event_failed,
     label_for,
@@ -88,14 +86,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "their source and id."
 )
 _HISTORY_TYPES = ("user_message", "assistant_message", "tool_result", "system")
-_HEADERS = {
-    "state": "Known facts:",
-    "task": "Current task:",
-    "memory": "Retrieved context (labelled by source):",
-}
+_HEADERS = {"state": "Known facts:", "task": "Current task:", "memory": MEMORY_HEADER}
 _SUMMARY_HEADER = "Earlier conversation (summary):"
-# Per-message chat overhead (3) plus the role (1); also covers the separators of layer items.
-_ITEM_OVERHEAD = 4
 _OPTIONAL_ORDER = (
     "referenced_code_first",
     "semantic_recall",
@@ -132,21 +124,6 @@ def _llm_summary(
     response.raise_for_status()
     content = response.json()["choices"][0]["message"]["content"]
     return fit_to_tokens(str(content).strip(), max_tokens, counter)
-
-
-def _memory_items(
-    cands: Mapping[str, MemoryCandidate], counter: TokenCounter, max_item_tokens: int
-) -> list[BudgetItem]:
-    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.owner_id))
-    return [
-        BudgetItem(
-            c.owner_id,
-            c.item_text(counter, max_item_tokens),
-            c.score,
-            source=",".join(c.strategies),
-        )
-        for c in ranked
-    ]
 
 
 def _important(e: Event) -> bool:
@@ -578,7 +555,7 @@ class Assembler:
         items: dict[str, list[BudgetItem]] = {
             "system": [BudgetItem("system", system, 1.0, required=True, source="policy")],
             **layers,
-            "memory": _memory_items(g.cands, counter, self.max_item_tokens),
+            "memory": memory_items(g.cands, counter, self.max_item_tokens),
         }
         roles: dict[str, str] = {}
         # History: the newest messages whole; older important ones compressed into one item.
@@ -596,7 +573,7 @@ class Assembler:
         whole: list[Event] = []
         used = 0
         for e in reversed(in_window):
-            cost = counter.count(_history_text(e)) + _ITEM_OVERHEAD
+            cost = counter.count(_history_text(e)) + ITEM_OVERHEAD
             if used + cost > quota:
                 break
             whole.insert(0, e)
@@ -607,12 +584,12 @@ class Assembler:
             reserve = quota // 4
             while whole and used > quota - reserve:
                 gone = whole.pop(0)
-                used -= counter.count(_history_text(gone)) + _ITEM_OVERHEAD
+                used -= counter.count(_history_text(gone)) + ITEM_OVERHEAD
                 if _important(gone):
                     to_compress.append(gone)
             summary = self._summarize(
                 [e.text or "" for e in to_compress],
-                max(0, quota - used - _ITEM_OVERHEAD - 8),
+                max(0, quota - used - ITEM_OVERHEAD - 8),
                 notes,
             )
             if summary:
@@ -676,12 +653,12 @@ class Assembler:
         """Allocate, render, count the real messages; shrink until they fit `limit`."""
         counter = self.counter
         input_tokens = counter.count(intent)
-        base = REPLY_PRIMING_TOKENS + _ITEM_OVERHEAD
+        base = REPLY_PRIMING_TOKENS + ITEM_OVERHEAD
         if input_tokens + base > limit:
             raise BudgetTooSmall(limit, input_tokens + base)
-        frame = base + _ITEM_OVERHEAD  # the system message
+        frame = base + ITEM_OVERHEAD  # the system message
         frame += sum(
-            _ITEM_OVERHEAD + counter.count(_HEADERS[n]) + 1 for n in _HEADERS if items.get(n)
+            ITEM_OVERHEAD + counter.count(_HEADERS[n]) + 1 for n in _HEADERS if items.get(n)
         )
         budget = max(input_tokens, limit - frame)
         for _ in range(8):
@@ -691,7 +668,7 @@ class Assembler:
                 counter,
                 items,
                 latest_input=intent,
-                item_overhead_tokens=_ITEM_OVERHEAD,
+                item_overhead_tokens=ITEM_OVERHEAD,
                 latest_share=latest_share,
             )
             messages = build_messages(alloc, roles, _HEADERS)
@@ -723,58 +700,6 @@ def _forced(selection: PolicySelection, name: str) -> PolicySelection:
 
 def _ms(t: float) -> float:
     return round((time.perf_counter() - t) * 1000.0, 3)
-
-
-def memory_section_for(
-    cb: ComponentsSource,
-    project: str | None,
-    query: str,
-    budget_tokens: int,
-    *,
-    config: SearchConfig | None = None,
-    max_item_tokens: int = 600,
-    max_depth: int = 80,
-) -> tuple[list[str], int]:
-    """The retrieved-memory section for `query` packed into `budget_tokens`, as the
-    assembler packs it (labels, per-item overhead, header): (included owner ids, tokens).
-
-    Candidates come from one search (`config`, default the "hybrid_graph" preset), scored
-    as semantic_recall scores them; the benchmark measures evidence recall with it. While
-    every hit fits and the search had more to give, it is asked again, as deep as the budget
-    holds at the tokens per hit seen so far (up to `max_depth` hits): the budget, not a
-    fixed top_k, decides how much memory enters (usually in two searches).
-    """
-    cb = components_of(cb)
-    counter = get_token_counter()
-    pid = cb.project if project is None else project
-    policy = load_default_policies().default
-    frame = _ITEM_OVERHEAD + counter.count(_HEADERS["memory"]) + 1
-    if budget_tokens <= frame:
-        return [], 0
-    base = config or get_preset("hybrid_graph")
-    depth = base.top_k
-    while True:
-        g = Gatherer(cb, pid, policy, session_id=None, intent=query, exclude=set(), record=False)
-        g.search(query, base.model_copy(update={"top_k": depth}), None, "semantic_recall", 0.0, 0.8)
-        alloc = allocate_budget(
-            budget_tokens - frame,
-            {"memory": 1.0},
-            counter,
-            {"memory": _memory_items(g.cands, counter, max_item_tokens)},
-            item_overhead_tokens=_ITEM_OVERHEAD,
-        )
-        full = any(d.reason == "budget" for d in alloc.dropped)
-        if full or len(g.cands) < depth or depth >= max_depth:
-            break
-        # deep enough for the budget at the cost per hit seen so far (at least twice as deep)
-        packed = alloc.layers["memory"]
-        per_hit = packed.tokens / max(1, len(packed.included))
-        wanted = math.ceil(1.25 * (budget_tokens - frame) / max(1.0, per_hit))
-        depth = min(max_depth, max(2 * depth, wanted))
-    included = alloc.layers["memory"].included
-    if not included:
-        return [], 0
-    return [inc.item.id for inc in included], frame + alloc.layers["memory"].tokens
 
 
 def _repo_set(repos: Sequence[str] | None) -> frozenset[str] | None:

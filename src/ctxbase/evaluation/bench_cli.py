@@ -87,7 +87,7 @@ def _budget_recall(
 ) -> dict[str, Any]:
     """Evidence recall when the assembler's retrieved-memory section is capped at `budget`
     tokens (labels included), and the tokens it actually injects."""
-    from ..assemble.assembler import memory_section_for
+    from ..assemble.memory_section import memory_section_for
 
     recalls: list[float] = []
     tokens: list[int] = []

@@ -1,0 +1,91 @@
+"""The retrieved-memory section on its own: `memory_section_for` packs one search's hits
+into a token budget as the assembler packs its memory layer (labels, per-item overhead,
+header), for benchmarks that measure evidence recall at a budget. The assembler builds its
+memory layer with the same `memory_items`, overhead and header.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from ..components import ComponentsSource, components_of
+from ..retrieve.config import SearchConfig, get_preset
+from .budget import BudgetItem, allocate_budget
+from .policy_loading import load_default_policies
+from .strategies import Gatherer, MemoryCandidate
+from .tokens import TokenCounter, get_token_counter
+
+__all__ = ["ITEM_OVERHEAD", "MEMORY_HEADER", "memory_items", "memory_section_for"]
+
+MEMORY_HEADER = "Retrieved context (labelled by source):"
+# Per-message chat overhead (3) plus the role (1); also covers the separators of layer items.
+ITEM_OVERHEAD = 4
+
+
+def memory_items(
+    cands: Mapping[str, MemoryCandidate], counter: TokenCounter, max_item_tokens: int
+) -> list[BudgetItem]:
+    """The memory layer's items: the candidates, best first, each cut to `max_item_tokens`."""
+    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.owner_id))
+    return [
+        BudgetItem(
+            c.owner_id,
+            c.item_text(counter, max_item_tokens),
+            c.score,
+            source=",".join(c.strategies),
+        )
+        for c in ranked
+    ]
+
+
+def memory_section_for(
+    cb: ComponentsSource,
+    project: str | None,
+    query: str,
+    budget_tokens: int,
+    *,
+    config: SearchConfig | None = None,
+    max_item_tokens: int = 600,
+    max_depth: int = 80,
+) -> tuple[list[str], int]:
+    """The retrieved-memory section for `query` packed into `budget_tokens`, as the
+    assembler packs it (labels, per-item overhead, header): (included owner ids, tokens).
+
+    Candidates come from one search (`config`, default the "hybrid_graph" preset), scored
+    as semantic_recall scores them; the benchmark measures evidence recall with it. While
+    every hit fits and the search had more to give, it is asked again, as deep as the budget
+    holds at the tokens per hit seen so far (up to `max_depth` hits): the budget, not a
+    fixed top_k, decides how much memory enters (usually in two searches).
+    """
+    cb = components_of(cb)
+    counter = get_token_counter()
+    pid = cb.project if project is None else project
+    policy = load_default_policies().default
+    frame = ITEM_OVERHEAD + counter.count(MEMORY_HEADER) + 1
+    if budget_tokens <= frame:
+        return [], 0
+    base = config or get_preset("hybrid_graph")
+    depth = base.top_k
+    while True:
+        g = Gatherer(cb, pid, policy, session_id=None, intent=query, exclude=set(), record=False)
+        g.search(query, base.model_copy(update={"top_k": depth}), None, "semantic_recall", 0.0, 0.8)
+        alloc = allocate_budget(
+            budget_tokens - frame,
+            {"memory": 1.0},
+            counter,
+            {"memory": memory_items(g.cands, counter, max_item_tokens)},
+            item_overhead_tokens=ITEM_OVERHEAD,
+        )
+        full = any(d.reason == "budget" for d in alloc.dropped)
+        if full or len(g.cands) < depth or depth >= max_depth:
+            break
+        # deep enough for the budget at the cost per hit seen so far (at least twice as deep)
+        packed = alloc.layers["memory"]
+        per_hit = packed.tokens / max(1, len(packed.included))
+        wanted = math.ceil(1.25 * (budget_tokens - frame) / max(1.0, per_hit))
+        depth = min(max_depth, max(2 * depth, wanted))
+    included = alloc.layers["memory"].included
+    if not included:
+        return [], 0
+    return [inc.item.id for inc in included], frame + alloc.layers["memory"].tokens
