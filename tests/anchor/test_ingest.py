@@ -106,7 +106,7 @@ def test_ctxbase_tree_known_edges(tree_ingest: tuple) -> None:
     cb, _, _ = tree_ingest
     code = {e.properties["symbol"]: e for e in cb.list_entities(type="code")}
     upsert = code["ctxbase.knowledge_graph.GraphMethods.upsert_entity"]
-    write = code["ctxbase.contextbase.ContextBase._write_events"]
+    write = code["ctxbase.contextbase.ContextBase._insert_events"]
     items = code["ctxbase.retrieve.indexing.event_items"]
     out = {r.to_id: r for r in cb.relationships(write.id, direction="out", types=["CALLS"])}
     assert out[items.id].confidence == 0.95 and out[items.id].source == "auto:calls"
