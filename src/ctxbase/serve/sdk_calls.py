@@ -23,10 +23,11 @@ from ..capture.event_fields import capture_fields
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event, with_ids
 from ..errors import ValidationError
 from ..forgetting import VisibilityReport, retention_seconds
-from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo, check_id
+from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, check_id
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
-from ..store.base import ForgetReport, ItemFilter, SearchItem, StateChange
+from ..store.base import ForgetReport, ItemFilter, SearchItem
+from .sdk_facts import FactCalls
 from .sdk_feedback import FeedbackCalls
 from .sdk_kb_calls import KnowledgeCalls
 
@@ -168,9 +169,9 @@ def _filters(flt: ItemFilter | None) -> dict[str, Any] | None:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in raw.items()}
 
 
-class Calls(KnowledgeCalls, FeedbackCalls):
+class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
     """Request builders with the signatures of ContextBase's methods (the knowledge-base
-    versions' in sdk_kb_calls.py, feedback's in sdk_feedback.py)."""
+    versions' in sdk_kb_calls.py, feedback's in sdk_feedback.py, facts' in sdk_facts.py)."""
 
     def __init__(
         self,
@@ -677,88 +678,6 @@ class Calls(KnowledgeCalls, FeedbackCalls):
         }
         path = self._path(project, "contexts", _q(context_id), "outcome")
         return Call("POST", path, _outcome, body=body)
-
-    # -- state -----------------------------------------------------------------------------------
-    def set_fact(
-        self,
-        key: str,
-        value: Any,
-        *,
-        scope_id: str,
-        scope: str = "task",
-        cause: str | None = None,
-        project: str | None = None,
-    ) -> Call[StateFact]:
-        params = {"key": key, "scope_id": scope_id, "scope": scope}
-        return Call(
-            "PUT",
-            self._path(project, "state"),
-            StateFact.model_validate,
-            params=params,
-            body={"value": value, "cause": cause},
-        )
-
-    def get_facts(
-        self, *, scope_id: str, scope: str = "task", project: str | None = None
-    ) -> Call[dict[str, StateFact]]:
-        return Call(
-            "GET",
-            self._path(project, "state"),
-            lambda r: {k: StateFact.model_validate(v) for k, v in r.items()},
-            params={"scope_id": scope_id, "scope": scope},
-        )
-
-    def fact_history(
-        self,
-        key: str | None = None,
-        *,
-        scope_id: str,
-        scope: str = "task",
-        project: str | None = None,
-    ) -> Call[list[StateChange]]:
-        params = {"scope_id": scope_id, "scope": scope}
-        if key is not None:
-            params["key"] = key
-        return Call(
-            "GET",
-            self._path(project, "state", "history"),
-            lambda r: [StateChange(**c) for c in r],
-            params=params,
-        )
-
-    def rollback_fact(
-        self,
-        key: str,
-        to_version: int,
-        *,
-        scope_id: str,
-        scope: str = "task",
-        cause: str | None = None,
-        project: str | None = None,
-    ) -> Call[StateFact | None]:
-        return Call(
-            "POST",
-            self._path(project, "state", "rollback"),
-            lambda r: None if r["fact"] is None else StateFact.model_validate(r["fact"]),
-            params={"key": key, "scope_id": scope_id, "scope": scope},
-            body={"to_version": to_version, "cause": cause},
-        )
-
-    def delete_fact(
-        self,
-        key: str,
-        *,
-        scope_id: str,
-        scope: str = "task",
-        cause: str | None = None,
-        project: str | None = None,
-    ) -> Call[bool]:
-        params = {"key": key, "scope_id": scope_id, "scope": scope}
-        if cause is not None:
-            params["cause"] = cause
-        return Call(
-            "DELETE", self._path(project, "state"), lambda r: bool(r["deleted"]), params=params
-        )
 
     # -- forget ----------------------------------------------------------------------------------
     def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> Call[int]:
