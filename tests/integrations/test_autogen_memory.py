@@ -105,6 +105,7 @@ async def test_update_context_from_an_assembly(cb: ContextBase) -> None:
     assert isinstance(added, SystemMessage) and PREFERENCE in added.content
     assert "You are the" not in added.content  # the agent keeps its own system message
     assert "runs on PostgreSQL" in added.content
+    assert HEADER not in added.content  # one heading: the assembled section's own
     metadata = [m.metadata or {} for m in result.memories.results]
     assert {"documents", "events"} <= {m["source"] for m in metadata}
     assert cb.get_trace(metadata[0]["context_id"])  # the assembly is traced

@@ -194,12 +194,14 @@ class CtxbaseMemory(Memory):
         if not intent.strip():
             return UpdateContextResult(memories=MemoryQueryResult(results=[]))
         if self.recall == "assemble":
+            # the assembled memory section has its own heading ("Retrieved context ...")
             body, results = await asyncio.to_thread(self._assembled, intent)
         else:
             results = (await self.query(intent)).results
-            body = "\n".join(f"{i}. {_shown(m)}" for i, m in enumerate(results, 1))
+            listed = "\n".join(f"{i}. {_shown(m)}" for i, m in enumerate(results, 1))
+            body = f"{HEADER}\n{listed}" if listed else ""
         if body:
-            await model_context.add_message(SystemMessage(content=f"{HEADER}\n{body}"))
+            await model_context.add_message(SystemMessage(content=body))
         return UpdateContextResult(memories=MemoryQueryResult(results=results))
 
     async def clear(self) -> None:
