@@ -195,7 +195,9 @@ class ForgetArgs(_Args):
     sources_still_visible: forget those ids too if what they say must be forgotten."""
 
     event_ids: list[str] = Field(
-        default_factory=list, max_length=1000, description="Ids of events or entities to forget (a search hit's id)."
+        default_factory=list,
+        max_length=1000,
+        description="Ids of events or entities to forget (a search hit's id).",
     )
     session_id: str | None = Field(
         default=None, max_length=200, description="Forget every event of this session."
