@@ -174,9 +174,13 @@ class ContextBase(
         try:
             self._bus.close()
         finally:
-            if self._searcher is not None:  # the memory uses noted since the last write
+            # the memory uses noted since the last write (a store closed under the base
+            # first cannot take them: they are ranking hints, dropped with a debug line)
+            if self._searcher is not None and not self.store.closed:
                 with contextlib.suppress(Exception):
                     self._searcher.usage.flush()
+            elif self._searcher is not None:
+                log.debug("memory uses not written: the store was closed before the base")
             if self._anchorer is not None:
                 self._anchorer.stop()
             if self._embedding_worker is not None:

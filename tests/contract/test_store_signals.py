@@ -4,6 +4,11 @@ and a forget of a node removes both (store.base.FEEDBACK_SCOPE, USES_SCOPE)."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
+from ctxbase import ContextBase
 from ctxbase.model import Event, StateFact
 from ctxbase.store.base import FEEDBACK_SCOPE, USES_SCOPE, Store
 from store_calls import StoreCalls
@@ -55,3 +60,19 @@ def test_forget_removes_feedback_and_uses_of_the_node(store: Store, project_id: 
     assert list(store.get_state_keys(project_id, FEEDBACK_SCOPE, "", ["ev_0", "ev_1"])) == ["ev_1"]
     assert list(store.get_state_keys(project_id, USES_SCOPE, "", ["ev_0", "ev_1"])) == ["ev_1"]
     assert store.state_history(project_id, FEEDBACK_SCOPE, "", "ev_0") == []
+
+
+def test_a_base_whose_store_was_closed_first_closes_quietly(
+    cb: ContextBase, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The uses an assembly noted cannot be written once the store is closed under the
+    base: closing the base then warns of nothing (at interpreter exit the warning went to a
+    closed stream as a logging error)."""
+    cb.record("user_message", session_id="s1", text="orders cache ttl is 60 s")
+    cb.assemble_context(agent_role="coder", user_intent="orders cache ttl")
+    assert not cb.store.closed
+    cb.store.close()
+    assert cb.store.closed
+    with caplog.at_level(logging.WARNING, logger="ctxbase"):
+        cb.close()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]

@@ -347,6 +347,11 @@ class Store(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    @property
+    def closed(self) -> bool:
+        """Whether `close` was called (a backend that tracks it says so; else False)."""
+        return bool(getattr(self, "_closed", False))
+
     @abstractmethod
     def schema_version(self) -> int: ...
 
