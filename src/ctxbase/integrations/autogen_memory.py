@@ -44,7 +44,7 @@ from autogen_core.models import LLMMessage, SystemMessage  # noqa: E402
 
 from ..errors import ValidationError  # noqa: E402
 from ..model import Event, check_id  # noqa: E402
-from .recall import SESSION_LIMIT, assembled, searched  # noqa: E402
+from .recall import SESSION_LIMIT, assembled, check_recall, searched  # noqa: E402
 from .tools import ToolScope  # noqa: E402
 
 if TYPE_CHECKING:
@@ -123,10 +123,7 @@ class CtxbaseMemory(Memory):
         event_type: str = "assistant_message",
         name: str | None = None,
     ) -> None:
-        if not 1 <= k <= 50:
-            raise ValidationError("k", f"must be between 1 and 50 (got {k})")
-        if recall not in ("search", "assemble"):
-            raise ValidationError("recall", f"search or assemble (got {recall!r})")
+        check_recall(k, recall, "recall")
         check_id("session_id", session_id)
         self.cb = cb
         self.session_id = session_id

@@ -30,9 +30,8 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field  # noqa: E402
 from llama_index.core.memory import BaseMemory  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
 
-from ..errors import ValidationError  # noqa: E402
 from ..model import Event  # noqa: E402
-from .recall import SESSION_LIMIT, Recalled, assembled, searched  # noqa: E402
+from .recall import SESSION_LIMIT, Recalled, assembled, check_recall, searched  # noqa: E402
 from .tools import ToolScope  # noqa: E402
 
 if TYPE_CHECKING:
@@ -93,10 +92,7 @@ class CtxbaseRetriever(BaseRetriever):
         max_tokens: int | None = None,
         **kwargs: Any,
     ) -> None:
-        if not 1 <= k <= 50:
-            raise ValidationError("k", f"must be between 1 and 50 (got {k})")
-        if mode not in ("search", "assemble"):
-            raise ValidationError("mode", f"search or assemble (got {mode!r})")
+        check_recall(k, mode, "mode")
         super().__init__(**kwargs)
         self.cb = cb
         self.k = k

@@ -8,12 +8,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ValidationError
 from .tools import ToolScope, run_tool
 
-__all__ = ["SESSION_LIMIT", "Recalled", "assembled", "searched"]
+__all__ = ["SESSION_LIMIT", "Recalled", "assembled", "check_recall", "searched"]
 
 SESSION_LIMIT = 10_000  # events of a session read in one call (the REST API's cap)
 SOURCES = ("documents", "code_snippets", "events")  # the assembled items, by kind
+
+
+def check_recall(k: int, how: str, field: str) -> None:
+    """An adapter's recall settings: `k` hits (1-50) and `how` ("search" or "assemble",
+    the adapter's argument `field`); ValidationError naming the argument otherwise."""
+    if not 1 <= k <= 50:
+        raise ValidationError("k", f"must be between 1 and 50 (got {k})")
+    if how not in ("search", "assemble"):
+        raise ValidationError(field, f"search or assemble (got {how!r})")
 
 
 @dataclass(frozen=True)
