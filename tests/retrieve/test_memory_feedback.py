@@ -242,3 +242,43 @@ def test_a_rating_reaches_the_other_copy_of_the_same_statement(cb: ContextBase) 
     back = cb.feedback(decision, "neutral")
     assert back.same_statement == [said.id]
     assert cb.get_feedback(said.id).label == "neutral"  # type: ignore[union-attr]
+
+
+def test_a_memory_rated_wrong_is_left_out_where_no_search_brings_it(cb: ContextBase) -> None:
+    """The session's own history window and the strategies that follow references reach
+    memories without a search: a message or entity rated wrong is left out there too,
+    and the trace says why."""
+    said = cb.record(
+        "user_message", session_id="s1", text="We decided: the orders cache TTL is 60 s."
+    )
+    sql = cb.record(
+        "assistant_message",
+        session_id="s1",
+        text="```sql\nSELECT id, total FROM orders WHERE status = 'open'\n```",
+    )
+    cb.flush()
+    intent = "what is the orders cache TTL, and the SQL for open orders"
+
+    def body() -> tuple[str, str]:
+        ctx = cb.assemble_context(agent_role="coder", user_intent=intent, session_id="s1")
+        return "\n".join(str(m["content"]) for m in ctx.messages), ctx.context_id
+
+    before, _ = body()
+    assert "60 s" in before and "SELECT id, total" in before  # the history holds both
+    cb.feedback(said.id, "wrong")
+    cb.feedback(sql.id, "wrong")
+    after, context_id = body()
+    assert "60 s" not in after and "SELECT id, total" not in after
+    trace = cb.get_trace(context_id)
+    reasons = {(d["id"], d["reason"]) for d in trace["dropped"]}
+    assert (said.id, "rated false") in reasons and (sql.id, "rated false") in reasons
+    assert cb.get_event(said.id).text  # still stored: a correction, not a forget
+    # the SQL entity anchored from the message is rated with it: brought by the code
+    # strategy ("the SQL just generated"), not by a search, it stays out
+    other = cb.assemble_context(
+        agent_role="coder", user_intent="把刚才生成的 SQL 改成支持分页", session_id="s1"
+    )
+    assert "SELECT id, total" not in "\n".join(str(m["content"]) for m in other.messages)
+    cb.feedback(said.id, "neutral")  # undone: back in the history
+    again, _ = body()
+    assert "60 s" in again

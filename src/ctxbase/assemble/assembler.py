@@ -25,6 +25,7 @@ from typing import Any
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, SessionInfo, StateFact, TaskInfo
+from ..retrieve.signals import rated_false
 from ..validation import check_query
 from .budget import (
     BudgetAllocation,
@@ -332,6 +333,16 @@ class Assembler:
         hist, hist_dropped, input_event = self._history(
             events, statuses, task_id, policy.view, user_intent
         )
+        # a message rated false ("wrong") is left out of the history too: still stored
+        false = rated_false(
+            self.cb.store, pid, [e.id for e in hist], self.cb.searcher.known_signals
+        )
+        if false:
+            hist = [e for e in hist if e.id not in false]
+            hist_dropped += [
+                {"id": i, "layer": "history", "reason": "rated false", "detail": c.source}
+                for i, c in false.items()
+            ]
         exclude = {e.id for e in hist} | ({input_event} if input_event else set())
         g = Gatherer(
             self.cb,
@@ -550,6 +561,7 @@ class Assembler:
         intent: str,
     ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
         counter, notes = self.counter, list[str]()
+        g.drop_rated_false()
         g.drop_repeats()
         system = self.system_prompt.format(role=role, project=pid)
         items: dict[str, list[BudgetItem]] = {

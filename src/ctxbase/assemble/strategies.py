@@ -26,7 +26,7 @@ from ..retrieve.indexing import names_its_text
 from ..retrieve.kb_view import entities_in_view
 from ..retrieve.relevance import CALIBRATED_STANDOUT, first_evidence, relevance_floor
 from ..retrieve.search import Candidate
-from ..retrieve.signals import tool_failed
+from ..retrieve.signals import rated_false, tool_failed
 from ..retrieve.tokenize import index_terms
 from ..store.base import ItemFilter
 from .budget import fit_to_tokens
@@ -216,6 +216,14 @@ class Gatherer:
             kept = self.cands[holder]
             kept.score = max(kept.score, cand.score)
             self.drop(gone, "duplicate", f"says what {holder!r} says")
+
+    def drop_rated_false(self) -> None:
+        """Leave out candidates rated false ("wrong"): searches leave them out already, but
+        references, edges and the session's own code reach memories without a search."""
+        known = self.cb.searcher.known_signals
+        for owner_id, conf in rated_false(self.cb.store, self.pid, list(self.cands), known).items():
+            del self.cands[owner_id]
+            self.drop(owner_id, "rated false", f"{conf.source} (confidence {conf.value:g})")
 
     def drop(self, owner_id: str, reason: str, detail: str = "") -> None:
         if self.record:

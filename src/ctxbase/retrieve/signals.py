@@ -33,6 +33,7 @@ __all__ = [
     "Signals",
     "UsageRecorder",
     "feedback_confidence",
+    "rated_false",
     "read_signals",
     "tool_failed",
 ]
@@ -137,6 +138,20 @@ class KnownSignals:
             for k in gone:
                 del self._failed[k]
             return n + len(gone)
+
+
+def rated_false(
+    store: Store, project_id: str, ids: Collection[str], known: KnownSignals
+) -> dict[str, Confidence]:
+    """Those of `ids` whose feedback says they are false (confidence below the default
+    `SearchConfig.min_confidence`: "wrong"), with that confidence. Searches leave them out
+    themselves; an assembly's history window and the strategies that follow references
+    and edges read no search, and ask this once for what they gathered."""
+    if not ids:
+        return {}
+    floor = SearchConfig.model_fields["min_confidence"].default
+    rated = known.feedback(store, project_id, ids)
+    return {i: c for i, c in rated.items() if c.value < floor}
 
 
 def read_signals(
