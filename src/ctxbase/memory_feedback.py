@@ -7,8 +7,8 @@ label sets the node's confidence, which search ranking uses (retrieve/signals.py
 score_adjust.weigh_confidence): disliked memories rank lower, liked ones a little higher,
 and one below `SearchConfig.min_confidence` (a wrong one) is left out. It is a
 correction, not a forget: the memory stays stored, and feedback "neutral" undoes it. A
-statement kept twice (a message and the entity anchored from it with its text) is rated
-once for both (`_same_statement`).
+message's rating holds for the statements anchored from it (a decision, its SQL); an
+entity's holds for its message when the two say the same (`_same_statement`).
 
 The record is a state record keyed by the node (store.base.FEEDBACK_SCOPE): the latest
 feedback is current, its history keeps every one given, and a hard forget of the node
@@ -61,9 +61,12 @@ class Feedback(BaseModel):
     by: str
     at: float
     version: int = 1  # how many times feedback was given on this node
-    # the other copies of the same statement given the same feedback: the message an
-    # anchored entity says, or the entities anchored from a message that say it
+    # the nodes given the same feedback: the statements anchoring cut from a rated message
+    # (a decision, its SQL), or the message an entity was cut from when it says only that
     same_statement: list[str] = Field(default_factory=list)
+    # the message a rated entity was cut from, when it says more: not rated with it (rated
+    # "wrong", the entity is left out, and that message still says it)
+    also_said_in: list[str] = Field(default_factory=list)
 
 
 def _record(fact: StateFact) -> Feedback | None:
@@ -95,30 +98,37 @@ def _owner(store: Store, pid: str, node_id: str) -> tuple[str, str | None]:
     raise NotFoundError("node", node_id)
 
 
-def _same_statement(store: Store, pid: str, owner: str) -> list[str]:
-    """The other copies of what `owner` says: the message an entity was anchored from, or
-    the entities a message's anchoring made (GENERATES), when they say the same
-    (assemble/repeats.says_the_same); a rating of one is a rating of the statement."""
-    from .assemble.repeats import says_the_same
+def _same_statement(store: Store, pid: str, owner: str) -> tuple[list[str], list[str]]:
+    """(the nodes rated with `owner`, the message `owner` was cut from when that says more).
+
+    A message's rating holds for the statements its anchoring cut from it (GENERATES, each
+    said within the message: a decision, its SQL); an entity's rating holds for its message
+    only when the two say the same (assemble/repeats.says_the_same): a message that says
+    more is not rated for one of its statements, and is named instead."""
+    from .assemble.repeats import cut_from, says_the_same
 
     events = store.get_events(pid, [owner], include_inactive=True)
     if events:
         made = store.list_relations(pid, [owner], direction="out", types=["GENERATES"])
         ids = list(dict.fromkeys(r.to_id for r in made))
+        said = events[0].text or ""
         return [
             e.id
             for e in store.get_entities(pid, ids, include_inactive=True)
-            if e.properties.get("event_id") == owner and says_the_same(e.text, events[0].text or "")
-        ]
+            if e.properties.get("event_id") == owner and cut_from(e.text, said)
+        ], []
     for entity in store.get_entities(pid, [owner], include_inactive=True):
         source = entity.properties.get("event_id")
         if isinstance(source, str) and source:
-            return [
-                e.id
-                for e in store.get_events(pid, [source], include_inactive=True)
-                if says_the_same(e.text or "", entity.text)
-            ]
-    return []
+            same: list[str] = []
+            more: list[str] = []
+            for e in store.get_events(pid, [source], include_inactive=True):
+                if says_the_same(e.text or "", entity.text):
+                    same.append(e.id)
+                elif cut_from(entity.text, e.text or ""):
+                    more.append(e.id)
+            return same, more
+    return [], []
 
 
 def give_feedback(
@@ -163,7 +173,7 @@ def give_feedback(
             project_id=pid, scope=FEEDBACK_SCOPE, scope_id="", key=owner, value=value, cause=cause
         )
     )
-    twins = _same_statement(store, pid, owner)
+    twins, says_more = _same_statement(store, pid, owner)
     for twin in twins:
         store.set_state(
             StateFact(
@@ -178,7 +188,7 @@ def give_feedback(
     store.touch_index(pid)  # searches read confidence again, cached assemblies refresh
     record = _record(stored)
     assert record is not None  # written just above in the shape _record reads
-    return record.model_copy(update={"same_statement": twins})
+    return record.model_copy(update={"same_statement": twins, "also_said_in": says_more})
 
 
 def read_feedback(store: Store, pid: str, node_ids: list[str]) -> dict[str, Feedback]:

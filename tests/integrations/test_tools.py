@@ -162,3 +162,16 @@ def test_rate_memory_sets_the_confidence_search_shows(cb: ContextBase) -> None:
     reader = ToolScope(cb, agent_id="r", role="read")
     denied = call(reader, "rate_memory", {"id": bad["event_id"], "label": "liked"})
     assert "error" in denied
+    # a decision cut from a message that says more: rated alone, the answer names the message
+    said = call(
+        scope,
+        "remember",
+        {"text": "Decision: the orders cache TTL is 30 s. Load tests agree.", "session_id": "s"},
+    )
+    cb.flush()
+    made = cb.store.list_relations(cb.project, [said["event_id"]], direction="out")
+    decision = next(r.to_id for r in made if r.to_id.startswith("decision:"))
+    both = call(scope, "rate_memory", {"id": said["event_id"], "label": "disliked"})
+    assert both["same_statement"] == [decision]
+    alone = call(scope, "rate_memory", {"id": decision, "label": "liked"})
+    assert alone["also_said_in"] == [said["event_id"]] and "same_statement" not in alone

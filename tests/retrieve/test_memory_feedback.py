@@ -282,3 +282,75 @@ def test_a_memory_rated_wrong_is_left_out_where_no_search_brings_it(cb: ContextB
     cb.feedback(said.id, "neutral")  # undone: back in the history
     again, _ = body()
     assert "60 s" in again
+
+
+def test_a_decision_cut_from_a_longer_message_stands_or_falls_with_it(cb: ContextBase) -> None:
+    """Anchoring cuts a decision out of a message that says more: rating the message wrong
+    rates the decision with it; rating the decision leaves the message (which says more)
+    alone and names it; retracting the message takes the decision out of prompts."""
+    said = cb.record(
+        "assistant_message",
+        session_id="s1",
+        agent_id="coder",
+        text="Decision: we will use MongoDB for billing. I checked the benchmarks yesterday.",
+    )
+    cb.flush()
+    made = cb.store.list_relations(cb.project, [said.id], direction="out", types=["GENERATES"])
+    decision = next(r.to_id for r in made if r.to_id.startswith("decision:"))
+    intent = "which database do we use for billing?"
+
+    def prompt(session: str = "s2") -> str:
+        ctx = cb.assemble_context(agent_role="planner", user_intent=intent, session_id=session)
+        return "\n".join(str(m["content"]) for m in ctx.messages)
+
+    assert "MongoDB" in prompt()
+    given = cb.feedback(said.id, "wrong", note="we use PostgreSQL")
+    assert given.same_statement == [decision] and given.also_said_in == []
+    assert cb.get_feedback(decision).label == "wrong"  # type: ignore[union-attr]
+    found = [c.item.owner_id for c in cb.search("database for billing MongoDB").results]
+    assert said.id not in found and decision not in found
+    assert "MongoDB" not in prompt()
+
+    cb.feedback(said.id, "neutral")  # undone for both
+    assert "MongoDB" in prompt()
+    # the decision rated alone: its message says more, so it is not rated, and is named
+    alone = cb.feedback(decision, "disliked")
+    assert alone.same_statement == [] and alone.also_said_in == [said.id]
+    assert cb.get_feedback(said.id).label == "neutral"  # type: ignore[union-attr]
+    cb.feedback(decision, "neutral")
+
+    # a retracted message takes the statement cut from it out of every later prompt
+    cb.expire_message("s1", said.id)
+    assert "MongoDB" not in prompt() and "MongoDB" not in prompt("s1")
+
+
+def test_a_rating_given_before_the_statement_rule_still_holds_in_assembly(
+    cb: ContextBase,
+) -> None:
+    """A message rated wrong whose decision carries no rating of its own (rated before
+    ratings reached the statements cut from it): assembly reads the message's rating."""
+    said = cb.record(
+        "assistant_message",
+        session_id="s1",
+        text="Decision: we will use MongoDB for billing. I checked the benchmarks yesterday.",
+    )
+    cb.flush()
+    from ctxbase.model import StateFact
+
+    cb.store.set_state(
+        StateFact(
+            project_id=cb.project,
+            scope=FEEDBACK_SCOPE,
+            scope_id="",
+            key=said.id,
+            value={"label": "wrong", "confidence": 0.0, "by": "user:old"},
+            cause="feedback wrong",
+        )
+    )
+    cb.store.touch_index(cb.project)
+    ctx = cb.assemble_context(
+        agent_role="planner", user_intent="which database do we use for billing?", session_id="s2"
+    )
+    assert "MongoDB" not in "\n".join(str(m["content"]) for m in ctx.messages)
+    trace = cb.get_trace(ctx.context_id)
+    assert any(d["reason"] == "rated false" and said.id in d["detail"] for d in trace["dropped"])

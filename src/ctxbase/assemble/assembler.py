@@ -561,7 +561,7 @@ class Assembler:
         intent: str,
     ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
         counter, notes = self.counter, list[str]()
-        g.drop_rated_false()
+        g.drop_withdrawn()
         g.drop_repeats()
         system = self.system_prompt.format(role=role, project=pid)
         items: dict[str, list[BudgetItem]] = {

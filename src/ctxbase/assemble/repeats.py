@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["MIN_CHARS", "NEAR_WHOLE", "contained_repeats", "says_the_same"]
+__all__ = ["MIN_CHARS", "NEAR_WHOLE", "contained_repeats", "cut_from", "says_the_same"]
 
 MIN_CHARS = 20
 NEAR_WHOLE = 0.8
@@ -35,6 +35,14 @@ def _near_whole(a: str, b: str) -> bool:
 def says_the_same(a: str, b: str) -> bool:
     """Whether two texts say the same by the rule above (one nearly all of the other)."""
     return _near_whole(_key(a), _key(b))
+
+
+def cut_from(part: str, whole: str) -> bool:
+    """Whether `part` is said within `whole` (code fences, whitespace and case aside): a
+    statement anchoring cut from a message says nothing the message does not. A rating or
+    a retraction of the message holds for it."""
+    key = _key(part)
+    return bool(key) and key in _key(whole)
 
 
 def contained_repeats(items: Mapping[str, tuple[str, bool]]) -> dict[str, str]:

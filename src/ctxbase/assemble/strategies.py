@@ -41,7 +41,7 @@ from .policy import (
     ReferencedCodeFirst,
     SemanticRecall,
 )
-from .repeats import contained_repeats
+from .repeats import contained_repeats, cut_from
 from .state import MESSAGE_SCOPE, message_statuses, statuses_of
 from .tokens import TokenCounter
 
@@ -217,13 +217,49 @@ class Gatherer:
             kept.score = max(kept.score, cand.score)
             self.drop(gone, "duplicate", f"says what {holder!r} says")
 
-    def drop_rated_false(self) -> None:
-        """Leave out candidates rated false ("wrong"): searches leave them out already, but
-        references, edges and the session's own code reach memories without a search."""
+    def drop_withdrawn(self) -> None:
+        """Leave out candidates rated false ("wrong"), and statements anchoring cut from a
+        message that is rated false or retracted: searches leave out what is itself rated
+        false, but references, edges and the session's own code reach memories without a
+        search, and a statement (a decision, its SQL) stands or falls with its message."""
+        store = self.cb.store
+        cut: dict[str, tuple[str, str]] = {}  # entity -> (the message it came from, its text)
+        entities = [c.owner_id for c in self.cands.values() if c.kind == "entity"]
+        for e in store.get_entities(self.pid, entities) if entities else []:
+            source = e.properties.get("event_id")
+            if isinstance(source, str) and source:
+                cut[e.id] = (source, e.text)
+        wanted = list(dict.fromkeys(source for source, _ in cut.values()))
+        events = {ev.id: ev for ev in store.get_events(self.pid, wanted)} if wanted else {}
+        sources = {
+            k: source
+            for k, (source, text) in cut.items()
+            if source in events and cut_from(text, events[source].text or "")
+        }
+        self._prefetch_statuses(events.values())
         known = self.cb.searcher.known_signals
-        for owner_id, conf in rated_false(self.cb.store, self.pid, list(self.cands), known).items():
+        false = rated_false(store, self.pid, [*self.cands, *events], known)
+        for owner_id in list(self.cands):
+            source = sources.get(owner_id)
+            if owner_id in false:
+                conf = false[owner_id]
+                self.drop(owner_id, "rated false", f"{conf.source} (confidence {conf.value:g})")
+            elif source is not None and source in false:
+                self.drop(
+                    owner_id, "rated false", f"cut from {source}, rated {false[source].source}"
+                )
+            elif source is not None and (status := self._message_status(events[source])):
+                self.drop(owner_id, status, f"cut from {source}, a {status} message")
+            else:
+                continue
             del self.cands[owner_id]
-            self.drop(owner_id, "rated false", f"{conf.source} (confidence {conf.value:g})")
+
+    def _message_status(self, e: Event) -> str | None:
+        """Why message `e` is out of prompts by its status (retracted...), or None."""
+        status = self._statuses.get(e.session_id, {}).get(e.id, Status.ACTIVE)
+        if status == Status.ACTIVE:
+            return None
+        return "retracted" if status == Status.EXPIRED else str(status)
 
     def drop(self, owner_id: str, reason: str, detail: str = "") -> None:
         if self.record:

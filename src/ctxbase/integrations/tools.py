@@ -438,7 +438,16 @@ def _rate_memory(scope: ToolScope, a: RateMemoryArgs) -> dict[str, Any]:
         by=f"agent:{scope.agent_id}",
         project=scope.project_id,
     )
-    return {"id": given.node_id, "label": given.label, "confidence": given.confidence}
+    out: dict[str, Any] = {
+        "id": given.node_id,
+        "label": given.label,
+        "confidence": given.confidence,
+    }
+    # rated with it, and the message that says more (it still says what was rated)
+    for name in ("same_statement", "also_said_in"):
+        if getattr(given, name):
+            out[name] = getattr(given, name)
+    return out
 
 
 TOOLS: dict[str, ToolSpec] = {
