@@ -602,7 +602,10 @@ class ContextBase(
         same key for the retry of the same call, a new one for each call; the remote SDK
         sends one itself). The messages a keyed call adds carry the key in
         `metadata["capture_call"]`; a call whose key is found among the session's last
-        messages is a retry. ConflictError when the session is archived.
+        messages is a retry, which adds nothing: one that would add messages (other ones,
+        or more) reuses the key for another request and is a ConflictError naming the key,
+        nothing written or queued, as for `record`. ConflictError when the session is
+        archived.
         """
         pid = self._pid(project)
         check_id("session_id", session_id)

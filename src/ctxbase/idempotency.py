@@ -18,6 +18,11 @@ before writing anything (`batch_conflicts`), so a conflict leaves nothing writte
 itself is checked again afterwards (`written_conflicts`), which also catches a queued capture
 (`capture`, `POST /events/queue`): the background writer refuses it, counts it in
 `capture_stats().refused` and names the event in `last_error`, as for an archived session.
+
+A message-list call (`capture_messages`) keyed with an idempotency key is checked when the
+list is aligned, before anything is written or queued (message_lists): a call whose key
+marks messages already sent is a retry, which must add nothing; one that would add
+messages is an `IdempotencyConflict` with `field` "messages".
 """
 
 from __future__ import annotations
@@ -50,8 +55,12 @@ class IdempotencyConflict(ConflictError):
         self.event_id = event_id
         self.field = field
         self.key = key
+        # "messages": a keyed message-list call (capture_messages) whose retry adds messages
+        used = "a call with other messages" if field == "messages" else None
         if key is None:
             what = f"event id {event_id!r} is already stored with a different {field}"
+        elif used is not None:
+            what = f"idempotency key {key!r} was already used for {used}"
         else:
             what = f"idempotency key {key!r} was already used for an event with a different {field}"
         super().__init__(

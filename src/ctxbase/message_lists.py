@@ -8,7 +8,9 @@ two cases the plain alignment cannot:
 
 - a retry of a keyed call (`idempotency_key`): the events a keyed call adds carry the key
   in `metadata["capture_call"]`; a call with a key found among the session's last messages
-  is aligned against the messages up to there, with nothing new unless the list grew;
+  is aligned against the messages up to there and must add nothing: a list that would add
+  messages (other messages, or more) reuses the key for another request, which is refused
+  as `record` refuses it (`IdempotencyConflict`, field "messages"), nothing written;
 - a history re-sent after some of its messages were hard-forgotten: the plain alignment
   finds no overlap, but the ids the messages got when first sent are reproducible (each
   follows the one before it from the session's start), and the store knows them or keeps
@@ -29,6 +31,7 @@ from .capture.alignment import (
 from .capture.bus import CaptureBus
 from .capture.hooks import PlannedEvent
 from .errors import ValidationError
+from .idempotency import IdempotencyConflict
 from .model import Event
 from .store.base import Store
 
@@ -86,6 +89,8 @@ def align_list(
         first_system=first_system[: len(planned)],
         single=messages == 1 and not retry,
     )
+    if retry and aligned.new:  # the key names another list than this one
+        raise IdempotencyConflict(tail[-1].id, "messages", idempotency_key)
     if aligned.overlap or not tail or len(planned) < 2 or retry:
         return aligned
     try:

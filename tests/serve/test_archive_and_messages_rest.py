@@ -111,6 +111,9 @@ def test_rest_message_lists_keep_repeats_and_merge_keyed_retries(
     keyed = c.post(url, json=yes, headers={"Idempotency-Key": "turn-9"}).json()["ids"]
     retry = c.post(url, json=yes, headers={"Idempotency-Key": "turn-9"}).json()["ids"]
     assert keyed == retry
+    no = {**yes, "messages": [{"role": "user", "content": "no"}]}
+    reused = c.post(url, json=no, headers={"Idempotency-Key": "turn-9"})
+    assert reused.status_code == 409 and "'turn-9'" in reused.json()["error"]["message"]
     r = c.post(url, json={**yes, "idempotency_key": "a"}, headers={"Idempotency-Key": "b"})
     assert r.status_code == 422
     events = c.get(f"/v1/projects/{project}/events", params={"session_id": "m"}).json()

@@ -134,3 +134,46 @@ def test_rest_answers_409_naming_the_key(server: Live, pid: str) -> None:
         assert by_id.status_code == 409 and "event id" in by_id.json()["error"]["message"]
         texts = [e["text"] for e in c.get(f"{base}/events", params={"session_id": "s1"}).json()]
         assert texts == ["yes", "fresh", "no"]
+
+
+def _reused_message_key(api: Any) -> dict[str, Any]:
+    def say(*texts: str, sync: bool = True) -> list[str]:
+        msgs = [{"role": "user", "content": t} for t in texts]
+        out: list[str] = api.capture_messages(
+            msgs, session_id="m", idempotency_key="turn-1", sync=sync
+        )
+        return out
+
+    first = say("yes")
+    out: dict[str, Any] = {"retry": say("yes") == first}
+    for name, texts, sync in (
+        ("other", ("no",), True),
+        ("queued", ("no",), False),
+        ("grown", ("yes", "and drop orders too"), True),
+    ):
+        try:
+            say(*texts, sync=sync)
+            out[name] = "no error"
+        except ConflictError as exc:
+            out[name] = str(exc)
+    api.flush()
+    out["stored"] = [(e.text, e.metadata.get("capture_call")) for e in api.last_events("m", 10)]
+    return out
+
+
+def test_a_message_list_key_reused_for_other_messages_is_a_conflict(
+    server: Live, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    local, remote = embedded_and_remote(server, tmp_path, request, _reused_message_key)
+    assert remote == local
+    refused = (
+        "idempotency key 'turn-1' was already used for a call with other messages:"
+        " a retry must resend the same request; give a new request a new key"
+    )
+    assert local == {
+        "retry": True,
+        "other": refused,
+        "queued": refused,
+        "grown": refused,
+        "stored": [("yes", "turn-1")],
+    }
