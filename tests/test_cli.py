@@ -360,3 +360,35 @@ def test_feedback_marks_a_memory_and_shows_it(tmp_path: Path, capsys: Any) -> No
     assert code == 3
     code, _, err = _run(capsys, *base, "feedback", event_id, "--note", "x")
     assert code == 2
+
+
+def test_search_shows_a_rating_and_names_what_a_wrong_rating_left_out(
+    tmp_path: Path, capsys: Any
+) -> None:
+    base = ["--db", str(tmp_path / "r.db"), "--project", "p", "--embedder", "hash"]
+    ids = {}
+    for name, text in (
+        ("old", "the cache TTL is 60 seconds"),
+        ("new", "the cache TTL is 300 seconds"),
+        ("keys", "the cache keys use the order id"),
+        ("boot", "the cache is warmed at boot"),
+    ):
+        ids[name] = _run(capsys, *base, "capture", "--session", "s", "--text", text)[1].strip()
+    for name, label in (("old", "wrong"), ("new", "liked"), ("keys", "disliked")):
+        assert _run(capsys, *base, "feedback", ids[name], label)[0] == 0
+    code, out, err = _run(capsys, *base, "search", "cache TTL", "--preset", "keyword")
+    assert code == 0
+    lines = {name: [ln for ln in out.splitlines() if ids[name] in ln] for name in ids}
+    assert lines["old"] == []  # rated wrong: left out, as assembly leaves it out
+    assert "(liked 0.75)" in lines["new"][0] and "(disliked 0.25)" in lines["keys"][0]
+    assert "(" not in lines["boot"][0]  # nobody rated it: nothing shown
+    assert f"1 match left out, rated wrong: {ids['old']}" in err
+    assert f"ctxbase feedback {ids['old']} neutral" in err
+    code, out, err = _run(capsys, *base, "search", "cache TTL", "--preset", "keyword", "--json")
+    hits = {h["owner_id"]: h for h in json.loads(out)}
+    assert ids["old"] not in hits and ids["old"] in err
+    assert (hits[ids["new"]]["confidence"], hits[ids["new"]]["confidence_source"]) == (
+        0.75,
+        "feedback:liked",
+    )
+    assert "confidence" not in hits[ids["boot"]]

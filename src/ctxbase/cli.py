@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import cli_parser
+from .cli_feedback import note_rated_out, rating
 from .errors import (
     AddressInUseError,
     CtxbaseError,
@@ -226,7 +227,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     check_query(args.query)  # before the database and the model are opened
     try:
-        get_preset(args.preset, top_k=args.k)
+        cfg = get_preset(args.preset, top_k=args.k)
     except ValidationError as exc:  # named as typed, not as the library's parameter
         raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
     flt = ItemFilter(
@@ -270,7 +271,9 @@ def cmd_search(args: argparse.Namespace) -> int:
         for c in [] if args.json else response.results:
             where = f" {c.item.repo}:{c.item.path}" if c.item.repo else ""
             text = _line(c.item.text, 90)
-            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}  {text}")
+            rated = rating(c)
+            print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}{rated}  {text}")
+        note_rated_out(response.considered, cfg.min_confidence)
         if response.embedder_error:
             sys.stdout.flush()
             print(

@@ -1,11 +1,14 @@
 """`ctxbase feedback`: mark a memory liked, helpful, disliked, wrong or neutral, or show
 the feedback on it (memory_feedback.py). cli_parser.py adds the arguments; cli.py's
-handler opens the base and runs `run_feedback`."""
+handler opens the base and runs `run_feedback`. `ctxbase search` shows the ratings with
+`rating` and `note_rated_out`."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
@@ -13,8 +16,12 @@ from .errors import ValidationError
 if TYPE_CHECKING:  # `ctxbase --help` loads no pydantic: the library checks the label
     from .contextbase import ContextBase
     from .memory_feedback import Feedback
+    from .retrieve.search import Candidate
 
-__all__ = ["add_feedback_arguments", "run_feedback"]
+__all__ = ["add_feedback_arguments", "note_rated_out", "rating", "run_feedback"]
+
+# Rated-out matches named in the note by id; more are counted.
+_NAMED = 5
 
 
 def add_feedback_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,3 +87,37 @@ def run_feedback(cb: ContextBase, args: argparse.Namespace) -> int:
     else:
         print(_line(given))
     return 0
+
+
+def rating(c: Candidate) -> str:
+    """A search hit's rating where it is not the default (neutral): " (liked 0.75)",
+    " (tool error 0.3)", else ""."""
+    source = c.confidence_source
+    if c.confidence is None or source is None or source == "feedback:neutral":
+        return ""
+    return f" ({source.removeprefix('feedback:').replace('_', ' ')} {c.confidence:g})"
+
+
+def note_rated_out(considered: Iterable[Candidate], min_confidence: float) -> None:
+    """A note on stderr naming the matches left out for their rating (below
+    `min_confidence`, as "wrong" is): search and assembly leave them out without a trace
+    in the results, and feedback "neutral" brings one back."""
+    out: dict[str, str] = {}
+    for c in considered:
+        if c.dropped is not None and c.confidence is not None and c.confidence < min_confidence:
+            out.setdefault(c.item.owner_id, (c.confidence_source or "").removeprefix("feedback:"))
+    if not out:
+        return
+    ids = list(out)
+    one = len(ids) == 1
+    named = ", ".join(ids[:_NAMED]) + (
+        f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else ""
+    )
+    back = "ctxbase feedback " + (f"{ids[0]} neutral brings it" if one else "ID neutral brings one")
+    sys.stdout.flush()
+    print(
+        f"note: {len(ids)} match{'' if one else 'es'} left out, rated"
+        f" {' or '.join(sorted(set(out.values())))}: {named}"
+        f" (confidence below {min_confidence:g}; {back} back)",
+        file=sys.stderr,
+    )
