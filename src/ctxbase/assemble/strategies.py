@@ -24,10 +24,9 @@ from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, SearchConfig, get_preset
 from ..retrieve.indexing import names_its_text
 from ..retrieve.kb_view import entities_in_view
-from ..retrieve.relevance import CALIBRATED_STANDOUT, first_evidence, relevance_floor
+from ..retrieve.relevance import search_evidence
 from ..retrieve.search import Candidate
 from ..retrieve.signals import rated_false, tool_failed
-from ..retrieve.tokenize import index_terms
 from ..store.base import ItemFilter
 from .budget import fit_to_tokens
 from .lifecycle import Status
@@ -474,31 +473,9 @@ class Gatherer:
             resp = checked_search(self.cb, self.pid, query, config, flt, self.check)
         embedder = self.cb.embedder
         name = embedder.name if embedder else None
-        floor = relevance_floor(name, self.policy.relevance_floor)
-        # a keyword hit is evidence when its own text shares a word with the intent: with
-        # the characters of Chinese words indexed as terms, "薛定谔方程" matched "定为" by 定
-        words = set(index_terms(query))
-        hits = [
-            (
-                c.item.item_id,
-                c.keyword_rank if words.intersection(c.item.terms.split()) else None,
-                c.similarity,
-            )
-            for c in resp.results
-        ]
-        # a policy's own floor is the policy's decision: the calibrated standout goes with
-        # the calibrated floor only
-        standout = (
-            None
-            if self.policy.relevance_floor is not None or name is None
-            else (CALIBRATED_STANDOUT.get(name))
+        evidence, floor = search_evidence(
+            query, resp.results, resp.considered, name, self.policy.relevance_floor
         )
-        sims = [
-            (c.item.item_id, c.similarity, c.item.text)
-            for c in resp.considered
-            if c.similarity is not None
-        ]
-        evidence = first_evidence(hits, floor, query=query, similarities=sims, standout=standout)
         if evidence is None:
             for c in resp.results:
                 self._consider(c, strategy, None)

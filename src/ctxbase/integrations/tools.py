@@ -93,7 +93,8 @@ class SearchMemoryArgs(_Args):
     """Search the shared memory (past messages, tool calls and results, documents, code,
     SQL, facts) by keywords and meaning. Use it before answering anything that may have
     been said, decided or done earlier ("the SQL from last time", "what did the tester
-    find"). Returns the best hits, best first, each with its id, type, text and score."""
+    find"). Returns the best hits, best first, each with its id, type, text and score;
+    none, with a note, when nothing stored is about the query."""
 
     query: str = Field(
         min_length=1, max_length=2000, description="What to look for, in natural language."
@@ -282,8 +283,14 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             types=tuple(a.types) if a.types else None,
             repos=tuple(a.repos) if a.repos else None,
         )
+    # assembly's relevance gate: an off-topic query gets no nearest-but-unrelated text
     response = scope.cb.search(
-        a.query, project=scope.project_id, preset=a.mode, filters=flt, top_k=a.top_k
+        a.query,
+        project=scope.project_id,
+        preset=a.mode,
+        filters=flt,
+        top_k=a.top_k,
+        relevance_gate=True,
     )
     hits = []
     for c in response.results:
@@ -308,7 +315,10 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             if value is not None:
                 hit[key] = value
         hits.append(hit)
-    return {"query": response.query, "results": hits}
+    out: dict[str, Any] = {"query": response.query, "results": hits}
+    if response.off_topic:
+        out["note"] = response.off_topic
+    return out
 
 
 def _assemble(scope: ToolScope, a: AssembleContextArgs) -> dict[str, Any]:

@@ -133,6 +133,12 @@ class SearchConfig(BaseModel):
     # a tool result whose metadata reports an error (or a non-zero exit code) and that has
     # no feedback starts at this confidence; None: as any other item
     tool_error_confidence: float | None = Field(default=0.3, ge=0, le=1)
+    # Assembly's relevance gate on this search (retrieve/relevance.py): when no hit shares a
+    # keyword with the query or reaches the embedder's calibrated floor (`relevance_floor`,
+    # when set, in its place), nothing is returned (`SearchResponse.off_topic` says why).
+    # The integrations' search-mode recall sets it; a plain search ranks what it finds.
+    relevance_gate: bool = False
+    relevance_floor: float | None = Field(default=None, ge=0, le=1)
     dedupe_threshold: float | None = Field(default=0.9, gt=0, le=1)
     top_k: int = Field(default=10, ge=1, le=1000)
     # seed 002: keep min..max results, cut at a relative score drop or a token allowance

@@ -23,15 +23,24 @@ more often than for off-topic ones (none of the off-topic questions, nor 99.8% o
 against other conversations, in `bench/relevance_floor.py`). A hit that stands out so, and
 reaches at least the floor minus 0.05, is evidence too (calibrated embedders only, and only
 among at least `STANDOUT_MIN_OTHERS` other hits: a margin over two or three says nothing).
+
+`search_evidence` is the gate over one search's hits: assembly's strategies apply it to each
+search they run, and a search asked for it (`SearchConfig.relevance_gate`, which the
+integrations' search-mode recall sets) returns nothing when it finds no evidence.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..cjk_terms import CJK_CHARS
+from .tokenize import index_terms
+
+if TYPE_CHECKING:
+    from .search import Candidate
 
 __all__ = [
     "CALIBRATED_FLOORS",
@@ -40,7 +49,9 @@ __all__ = [
     "Evidence",
     "first_evidence",
     "mostly_cjk",
+    "off_topic_reason",
     "relevance_floor",
+    "search_evidence",
     "standout_evidence",
 ]
 
@@ -147,3 +158,50 @@ def first_evidence(
     if floor is not None and standout is not None:
         return standout_evidence(query, similarities, floor, *standout)
     return None
+
+
+def search_evidence(
+    query: str,
+    results: Sequence[Candidate],
+    considered: Iterable[Candidate],
+    embedder_name: str | None,
+    floor_override: float | None = None,
+) -> tuple[Evidence | None, float | None]:
+    """The relevance gate over one search (its `results` and every candidate it
+    `considered`): the first hit that is evidence, or None, and the floor used. A keyword
+    hit counts when its own text shares a word with the query: with the characters of
+    Chinese words indexed as terms, "薛定谔方程" matched "定为" by 定. A floor given by the
+    caller (`floor_override`) is the caller's decision: the calibrated standout goes with the
+    calibrated floor only."""
+    floor = relevance_floor(embedder_name, floor_override)
+    words = set(index_terms(query))
+    hits = [
+        (
+            c.item.item_id,
+            c.keyword_rank if words.intersection(c.item.terms.split()) else None,
+            c.similarity,
+        )
+        for c in results
+    ]
+    standout = (
+        None
+        if floor_override is not None or embedder_name is None
+        else CALIBRATED_STANDOUT.get(embedder_name)
+    )
+    sims = [
+        (c.item.item_id, c.similarity, c.item.text) for c in considered if c.similarity is not None
+    ]
+    found = first_evidence(hits, floor, query=query, similarities=sims, standout=standout)
+    return found, floor
+
+
+def off_topic_reason(floor: float | None, left_out: int) -> str:
+    """Why a gated search returned nothing (`left_out` hits were found)."""
+    # no floor: any hit found by meaning would have counted, so none was
+    by_meaning = (
+        ", none was found by meaning" if floor is None else f" or reaches similarity {floor}"
+    )
+    return (
+        f"nothing about the query: no hit shares a keyword with it{by_meaning}"
+        f" ({left_out} nearest left out)"
+    )

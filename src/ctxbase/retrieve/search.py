@@ -36,6 +36,7 @@ from .keyword_index import KeywordIndex
 from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_parts import query_clauses
+from .relevance import off_topic_reason, search_evidence
 from .score_adjust import adjust_expanded, boost_standout
 from .signals import KnownSignals, UsageRecorder, read_signals
 from .synced import one_generation
@@ -123,6 +124,8 @@ class SearchResponse:
     pending_vectors: int = 0
     # why the semantic part was left out (the embedder failed), else None
     embedder_error: str | None = None
+    # with `relevance_gate`: why nothing was returned (no hit is about the query), else None
+    off_topic: str | None = None
 
 
 class Searcher:
@@ -489,7 +492,7 @@ class Searcher:
             if c.item_id not in kept_ids and c.dropped is None:
                 c.dropped = "below top_k"
         timings["total"] = _ms(t0)
-        return SearchResponse(
+        response = SearchResponse(
             query=query,
             results=[cands[i] for i, _ in kept],
             considered=[*ranked, *excluded],
@@ -498,6 +501,20 @@ class Searcher:
             pending_vectors=0 if unembedded is None else max(unembedded.count, len(pending)),
             embedder_error=embedder_error,
         )
+        return self._gated(response, config) if config.relevance_gate else response
+
+    def _gated(self, response: SearchResponse, config: SearchConfig) -> SearchResponse:
+        """The response with no results when none is about the query (assembly's gate)."""
+        name = None if self.embedder is None else self.embedder.name
+        evidence, floor = search_evidence(
+            response.query, response.results, response.considered, name, config.relevance_floor
+        )
+        if evidence is not None or not response.results:
+            return response
+        for c in response.results:
+            c.dropped = "off topic"
+        reason = off_topic_reason(floor, len(response.results))
+        return replace(response, results=[], off_topic=reason)
 
     def _keyword_hits(
         self,

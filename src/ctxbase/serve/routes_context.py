@@ -91,6 +91,7 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
         tampered=response.tampered,
         pending_vectors=response.pending_vectors,
         embedder_error=response.embedder_error,
+        off_topic=response.off_topic,
     )
 
 

@@ -353,6 +353,8 @@ class SearchOptionsIn(_In):
     confidence_weight: float | None = None
     min_confidence: float | None = None
     tool_error_confidence: float | None = None
+    relevance_gate: bool | None = None
+    relevance_floor: float | None = None
     dedupe_threshold: float | None = None
     top_k: int | None = None
     dynamic_top_k: tuple[int, int] | None = None
@@ -450,6 +452,11 @@ class SearchOut(_Out):
     )
     embedder_error: str | None = Field(
         default=None, description="why the semantic part was left out (the embedder failed)"
+    )
+    off_topic: str | None = Field(
+        default=None,
+        description="with options.relevance_gate: why nothing was returned (no hit is about "
+        "the query)",
     )
 
 

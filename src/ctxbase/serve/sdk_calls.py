@@ -613,6 +613,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
                 tampered=list(r.get("tampered", ())),
                 pending_vectors=int(r.get("pending_vectors", 0)),
                 embedder_error=r.get("embedder_error"),
+                off_topic=r.get("off_topic"),
             ),
             body=body,
         )
