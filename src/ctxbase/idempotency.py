@@ -14,7 +14,9 @@ writer rather than what was said. A key belongs to its session: the id it gives 
 from project, session and key, so the same key in another session names another request.
 
 A synchronous write (`record`, `record_events`, REST `POST /events`) checks the whole batch
-before writing anything (`batch_conflicts`), so a conflict leaves nothing written; the write
+before writing anything (`batch_conflicts`), so a conflict leaves nothing written; a batch
+holding one id twice with different content is refused the same way, the error naming both
+positions (`events[i]`) rather than a stored event; the write
 itself is checked again afterwards (`written_conflicts`), which also catches a queued capture
 (`capture`, `POST /events/queue`): the background writer refuses it, counts it in
 `capture_stats().refused` and names the event in `last_error`, as for an archived session.
@@ -49,27 +51,47 @@ REQUEST_FIELDS = ("session_id", "type", "text", "data", "parent_event_ids", "ref
 
 class IdempotencyConflict(ConflictError):
     """An event id (given, or derived from an idempotency key) already names an event with
-    different content: `field` is the first of `REQUEST_FIELDS` that differs."""
+    different content: `field` is the first of `REQUEST_FIELDS` that differs. `positions`
+    (earlier, later): both are events of the batch being written, not a stored one."""
 
-    def __init__(self, event_id: str, field: str, key: str | None = None) -> None:
+    def __init__(
+        self,
+        event_id: str,
+        field: str,
+        key: str | None = None,
+        *,
+        positions: tuple[int, int] | None = None,
+    ) -> None:
         self.event_id = event_id
         self.field = field
         self.key = key
-        # "messages": a keyed message-list call (capture_messages) whose retry adds messages
-        used = "a call with other messages" if field == "messages" else None
+        self.positions = positions
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        name, field, key = self.event_id, self.field, self.key
+        if self.positions is not None:
+            # a batch that repeats an id is a mistake in the batch, not a retry of a request
+            first, later = self.positions
+            what, named = ("id", name) if key is None else ("idempotency key", key)
+            return (
+                f"events[{later}] has the {what} of events[{first}] ({named!r}) with a"
+                f" different {field}: a batch may hold an event twice only unchanged; give"
+                f" each event its own {'id' if key is None else 'key'}"
+            )
         if key is None:
-            what = f"event id {event_id!r} is already stored with a different {field}"
-        elif used is not None:
-            what = f"idempotency key {key!r} was already used for {used}"
+            what = f"event id {name!r} is already stored with a different {field}"
+        elif field == "messages":  # a keyed capture_messages call whose retry adds messages
+            what = f"idempotency key {key!r} was already used for a call with other messages"
         else:
             what = f"idempotency key {key!r} was already used for an event with a different {field}"
-        super().__init__(
-            f"{what}: a retry must resend the same request; give a new request a new key"
-        )
+        return f"{what}: a retry must resend the same request; give a new request a new key"
 
     def for_key(self, key: str | None) -> IdempotencyConflict:
         """The same conflict, named by the caller's idempotency key (when there is one)."""
-        return self if key is None else IdempotencyConflict(self.event_id, self.field, key)
+        if key is None:
+            return self
+        return IdempotencyConflict(self.event_id, self.field, key, positions=self.positions)
 
 
 def request_difference(stored: Event, sent: Event) -> str | None:
@@ -122,12 +144,13 @@ def written_conflicts(
 def _first_conflict(
     events: Sequence[Event], known: dict[tuple[str, str], Event]
 ) -> IdempotencyConflict | None:
-    seen = dict(known)
-    for event in events:
-        first = seen.setdefault((event.project_id, event.id), event)
+    # each id's first event: the stored one (position None), else the batch's first
+    seen: dict[tuple[str, str], tuple[int | None, Event]] = {k: (None, e) for k, e in known.items()}
+    for i, event in enumerate(events):
+        at, first = seen.setdefault((event.project_id, event.id), (i, event))
         field = request_difference(first, event)
         if field is not None:
-            return IdempotencyConflict(event.id, field)
+            return IdempotencyConflict(event.id, field, positions=None if at is None else (at, i))
     return None
 
 

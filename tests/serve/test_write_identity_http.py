@@ -14,7 +14,7 @@ import pytest
 from conftest import Live, embedded_and_remote, serve_on_param
 from ctxbase.capture.events import build_event
 from ctxbase.errors import ConflictError, CtxbaseError
-from ctxbase.model import Event
+from ctxbase.model import Event, keyed_event_id
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -177,3 +177,62 @@ def test_a_message_list_key_reused_for_other_messages_is_a_conflict(
         "grown": refused,
         "stored": [("yes", "turn-1")],
     }
+
+
+def _same_id_twice(api: Any) -> dict[str, Any]:
+    def batch(*texts: str, **ident: str) -> list[Event]:
+        return [
+            build_event(
+                project_id=api.project, session_id="d", type="user_message", text=t, **ident
+            )
+            for t in texts
+        ]
+
+    first = build_event(project_id=api.project, session_id="d", type="user_message", text="hi")
+    out: dict[str, Any] = {}
+    for name, events in (
+        ("by id", [first, *batch("yes", "no", event_id="ev_0000000000000000000000000000d0d0")]),
+        ("by key", batch("yes", "no", idempotency_key="turn-4")),
+    ):
+        try:
+            api.record_events(events)
+            out[name] = "no error"
+        except ConflictError as exc:  # a key's id is the project's: named the same here
+            out[name] = str(exc).replace(keyed_event_id(api.project, "d", "turn-4"), "ID")
+    out["stored"] = [e.text for e in api.last_events("d", 10)]
+    # the same event twice, unchanged, is one event
+    twice = batch("once", event_id="ev_0000000000000000000000000000d0d1") * 2
+    out["twice"] = [(e.seq, e.text) for e in api.record_events(twice)]
+    return out
+
+
+def test_a_batch_holding_one_id_twice_says_which_events_and_writes_nothing(
+    server: Live, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    local, remote = embedded_and_remote(server, tmp_path, request, _same_id_twice)
+    assert remote == local
+    assert local == {
+        "by id": "events[2] has the id of events[1] ('ev_0000000000000000000000000000d0d0')"
+        " with a different text: a batch may hold an event twice only unchanged;"
+        " give each event its own id",
+        "by key": "events[1] has the id of events[0] ('ID') with a different text:"
+        " a batch may hold an event twice only unchanged; give each event its own id",
+        "stored": [],
+        "twice": [(1, "once"), (1, "once")],
+    }
+
+
+def test_rest_batch_names_the_repeated_key_and_the_positions(server: Live, pid: str) -> None:
+    base = f"/v1/projects/{pid}"
+    body = {"type": "user_message", "session_id": "b", "idempotency_key": "k7"}
+    with server.client(server.key(pid)) as c:
+        r = c.post(
+            f"{base}/events/batch",
+            json={"events": [{**body, "text": "yes"}, {**body, "text": "no"}]},
+        )
+        assert r.status_code == 409, r.text
+        assert r.json()["error"]["message"] == (
+            "events[1] has the idempotency key of events[0] ('k7') with a different text:"
+            " a batch may hold an event twice only unchanged; give each event its own key"
+        )
+        assert c.get(f"{base}/events", params={"session_id": "b"}).json() == []
