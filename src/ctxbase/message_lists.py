@@ -11,6 +11,8 @@ two cases the plain alignment cannot:
   is aligned against the messages up to there and must add nothing: a list that would add
   messages (other messages, or more) reuses the key for another request, which is refused
   as `record` refuses it (`IdempotencyConflict`, field "messages"), nothing written;
+  A retry some of whose messages were hard-forgotten since is told by the ids its call gave
+  them (aligned against the messages before the call's first): nothing new either;
 - a history re-sent after some of its messages were hard-forgotten: the plain alignment
   finds no overlap, but the ids the messages got when first sent are reproducible (each
   follows the one before it from the session's start), and the store knows them or keeps
@@ -71,10 +73,11 @@ def align_list(
 ) -> Alignment:
     """Align a planned message list against the session (see the module doc)."""
     tail = _tail(store, bus, pid, sid, len(planned))
-    retry = False
+    retry, before = False, tail
     if idempotency_key is not None:
         marked = [i for i, e in enumerate(tail) if e.metadata.get(CALL_METADATA) == idempotency_key]
         if marked:
+            before = tail[: marked[0]]  # what the call was aligned against
             tail, retry = tail[: marked[-1] + 1], True
     first_system: list[Event] = []
     if planned[0].type == "system" and len(planned) > 1:
@@ -89,8 +92,11 @@ def align_list(
         first_system=first_system[: len(planned)],
         single=messages == 1 and not retry,
     )
-    if retry and aligned.new:  # the key names another list than this one
-        raise IdempotencyConflict(tail[-1].id, "messages", idempotency_key)
+    if retry and aligned.new:
+        again = _past_forgotten(store, bus, pid, sid, planned, before, first_system, messages)
+        if again is None:  # the key names another list than this one
+            raise IdempotencyConflict(tail[-1].id, "messages", idempotency_key)
+        return again
     if aligned.overlap or not tail or len(planned) < 2 or retry:
         return aligned
     try:
@@ -100,3 +106,36 @@ def align_list(
     present = store.existing_ids(pid, root.ids) | bus.unwritten(root.ids)
     again = from_the_start(root, present, store.forgotten_ids(pid, root.ids), tail)
     return aligned if again is None else again
+
+
+def _past_forgotten(
+    store: Store,
+    bus: CaptureBus,
+    pid: str,
+    sid: str,
+    planned: Sequence[PlannedEvent],
+    before: Sequence[Event],
+    first_system: Sequence[Event],
+    messages: int,
+) -> Alignment | None:
+    """A keyed retry some of whose messages were hard-forgotten since (their gap keeps the
+    list from aligning), or None. Aligned as the call was, against the messages before its
+    first one, the list gets the ids the call gave; when each is stored, queued or forgotten
+    (and one is forgotten), the list is that call's: nothing new, the forgotten stay out."""
+    try:
+        aligned = align_messages(
+            planned,
+            project_id=pid,
+            session_id=sid,
+            tail=before,
+            first_system=first_system[: len(planned)],
+            single=messages == 1,
+        )
+    except ValidationError:
+        return None
+    ids = [aligned.ids[i] for i, _, _ in aligned.new]
+    gone = store.forgotten_ids(pid, ids)
+    known = store.existing_ids(pid, ids) | bus.unwritten(ids) | gone
+    if not gone or not known.issuperset(ids):
+        return None
+    return Alignment(ids=aligned.ids, sent=len(planned), overlap=aligned.overlap)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ctxbase import ContextBase
-from ctxbase.errors import ValidationError
+from ctxbase.errors import ConflictError, ValidationError
 
 Msg = dict[str, Any]
 
@@ -181,3 +181,22 @@ def test_a_keyed_retry_of_a_queued_call_adds_nothing(cb: ContextBase) -> None:
     with pytest.raises(ValidationError) as err:
         cb.capture_messages([_user("yes")], session_id="k", idempotency_key=" ")
     assert err.value.field == "idempotency_key"
+
+
+def test_a_keyed_retry_after_a_forget_adds_nothing_and_other_messages_conflict(
+    cb: ContextBase,
+) -> None:
+    pair = [_bot("Drop orders?"), _user("yes, my card is 4111")]
+    cb.capture_messages([_user("hi")], session_id="g", sync=True)
+    for gone in (1, 0):  # the call's last message forgotten, then its first
+        sid = f"g{gone}"
+        cb.capture_messages([_user("hi")], session_id=sid, sync=True)
+        ids = cb.capture_messages(pair, session_id=sid, idempotency_key="c", sync=True)
+        cb.forget(event_ids=[ids[gone]])
+        again = cb.capture_messages(pair, session_id=sid, idempotency_key="c", sync=True)
+        assert again == ids, gone
+        kept = [m["content"] for i, m in enumerate(pair) if i != gone]
+        assert _texts(cb, sid) == ["hi", *kept], gone
+        with pytest.raises(ConflictError, match="'c' was already used"):
+            cb.capture_messages([_user("no")], session_id=sid, idempotency_key="c", sync=True)
+        assert _texts(cb, sid) == ["hi", *kept], gone
