@@ -82,6 +82,20 @@ def test_a_query_asking_for_a_number_favours_turns_that_state_one() -> None:
     assert _scores(cands) == {"n": 1.5, "t": 1.0}
 
 
+def test_a_query_asking_when_favours_turns_that_say_a_day() -> None:
+    cands = [
+        _cand("amount", "单车教室固定30个车位"),
+        _cand("day", "6月7日在田林社区打的"),
+        _cand("none", "容量按教室配置"),
+    ]
+    config = SearchConfig(number_boost=1.5)
+    boost_numbers(cands, "乙脑第二针是哪天打的？", config)
+    assert _scores(cands) == {"amount": 1.0, "day": 1.5, "none": 1.0}
+    # asking how much as well: any number, the day's included
+    boost_numbers(cands, "打了几次，最后一次是哪天？", config)
+    assert _scores(cands) == {"amount": 1.5, "day": 2.25, "none": 1.0}
+
+
 def test_the_actor_a_query_names_is_favoured_by_id_or_role() -> None:
     cands = [
         _cand("alice", agent="alice"),

@@ -63,7 +63,8 @@ class SearchConfig(BaseModel):
     # the question, is the memory wanted (retrieve/questions.py).
     question_weight: float = Field(default=0.5, ge=0, le=1)
     # A query that asks for a number ("多少", "几天", "how many") favours the items that
-    # state one by this factor (retrieve/answer_types.py); 1.0: off.
+    # state one by this factor, one asking only when ("哪天", "when") the items that say a day
+    # or a time (retrieve/answer_types.py); 1.0: off.
     number_boost: float = Field(default=1.0, ge=1.0, le=5.0)
     # The semantic first hit scores this much more when it stands out: its similarity lead
     # over the second is at least `standout_gap` of its lead over the median candidate

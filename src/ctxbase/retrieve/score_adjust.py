@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
-from .answer_types import asks_for_number, states_number
+from .answer_types import (
+    asks_for_amount,
+    asks_for_date,
+    asks_for_number,
+    states_date,
+    states_number,
+)
 from .config import SearchConfig
 from .fusion import confidence_factor, spared_age, standout, time_decay
 from .query_actors import favoured_actors
@@ -62,11 +68,14 @@ def weigh_questions(cands: Collection[Candidate], config: SearchConfig) -> None:
 
 
 def boost_numbers(cands: Collection[Candidate], query: str, config: SearchConfig) -> None:
-    """A query asking for a number favours the candidates that state one (`number_boost`)."""
+    """A query asking for a number favours the candidates that state one (`number_boost`);
+    one asking only when (not how much as well), those that say a day or a time."""
     if config.number_boost == 1.0 or not asks_for_number(query):
         return
+    when_only = asks_for_date(query) and not asks_for_amount(query)
+    states = states_date if when_only else states_number
     for c in cands:
-        if states_number(c.item.text):
+        if states(c.item.text):
             c.score *= config.number_boost
 
 
