@@ -25,7 +25,6 @@ from typing import Any
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, SessionInfo, StateFact, TaskInfo
-from ..retrieve.signals import rated_false
 from ..validation import check_query
 from .budget import (
     BudgetAllocation,
@@ -333,16 +332,6 @@ class Assembler:
         hist, hist_dropped, input_event = self._history(
             events, statuses, task_id, policy.view, user_intent
         )
-        # a message rated false ("wrong") is left out of the history too: still stored
-        false = rated_false(
-            self.cb.store, pid, [e.id for e in hist], self.cb.searcher.known_signals
-        )
-        if false:
-            hist = [e for e in hist if e.id not in false]
-            hist_dropped += [
-                {"id": i, "layer": "history", "reason": "rated false", "detail": c.source}
-                for i, c in false.items()
-            ]
         exclude = {e.id for e in hist} | ({input_event} if input_event else set())
         g = Gatherer(
             self.cb,
@@ -359,32 +348,46 @@ class Assembler:
         timings: dict[str, float] = {"prepare": _ms(t0)}
         if clock != t0:
             timings["model_start"] = round((clock - t0) * 1000.0, 3)
-        ran, skipped = self._run(
-            g,
-            selection,
-            agent_role,
-            failing,
-            len(hist),
-            deadline,
-            timings,
-            consensus=strategy in (None, "multi_agent_consensus"),
-        )
-        if skipped:
-            notes.append(
-                f"assemble_timeout_ms={policy.assemble_timeout_ms} exceeded after "
-                f"{_ms(clock)} ms; skipped optional strategies: {', '.join(skipped)}"
-            )
-        g.note_unknown_repos()
-        notes.extend(g.notes)
-        if g.check is not None:  # an entity found tampered later stays out everywhere
-            for refused in [oid for oid in g.cands if oid in g.check.refused]:
-                del g.cands[refused]
+        from ..retrieve.synced import one_generation  # numpy: not at import
 
-        t = time.perf_counter()
-        layers = {
-            "state": _state_items(scopes, facts),
-            "task": _task_items(task, others),
-        }
+        # one reading of the index generation for every search and rating read of this
+        # assembly (each is a round trip on PostgreSQL)
+        with one_generation():
+            ran, skipped = self._run(
+                g,
+                selection,
+                agent_role,
+                failing,
+                len(hist),
+                deadline,
+                timings,
+                consensus=strategy in (None, "multi_agent_consensus"),
+            )
+            if skipped:
+                notes.append(
+                    f"assemble_timeout_ms={policy.assemble_timeout_ms} exceeded after "
+                    f"{_ms(clock)} ms; skipped optional strategies: {', '.join(skipped)}"
+                )
+            g.note_unknown_repos()
+            notes.extend(g.notes)
+            if g.check is not None:  # an entity found tampered later stays out everywhere
+                for refused in [oid for oid in g.cands if oid in g.check.refused]:
+                    del g.cands[refused]
+
+            t = time.perf_counter()
+            layers = {
+                "state": _state_items(scopes, facts),
+                "task": _task_items(task, others),
+            }
+            # what is rated false or cut from a retracted message leaves the memory layer, and a
+            # message rated false the history too (read with the candidates' ratings: one read)
+            false = g.drop_withdrawn([e.id for e in hist])
+            if false:
+                hist = [e for e in hist if e.id not in false]
+                hist_dropped += [
+                    {"id": i, "layer": "history", "reason": "rated false", "detail": c.source}
+                    for i, c in false.items()
+                ]
         items, roles, hist_notes = self._layer_items(
             pid, layers, policy, agent_role, g, hist, window, limit, user_intent
         )
@@ -561,7 +564,6 @@ class Assembler:
         intent: str,
     ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
         counter, notes = self.counter, list[str]()
-        g.drop_withdrawn()
         g.drop_repeats()
         system = self.system_prompt.format(role=role, project=pid)
         items: dict[str, list[BudgetItem]] = {

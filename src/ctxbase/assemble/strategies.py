@@ -26,7 +26,7 @@ from ..retrieve.indexing import names_its_text
 from ..retrieve.kb_view import entities_in_view
 from ..retrieve.relevance import search_evidence
 from ..retrieve.search import Candidate
-from ..retrieve.signals import rated_false, tool_failed
+from ..retrieve.signals import Confidence, rated_false, tool_failed
 from ..store.base import ItemFilter
 from .budget import fit_to_tokens
 from .lifecycle import Status
@@ -216,11 +216,12 @@ class Gatherer:
             kept.score = max(kept.score, cand.score)
             self.drop(gone, "duplicate", f"says what {holder!r} says")
 
-    def drop_withdrawn(self) -> None:
+    def drop_withdrawn(self, also: Sequence[str] = ()) -> dict[str, Confidence]:
         """Leave out candidates rated false ("wrong"), and statements anchoring cut from a
         message that is rated false or retracted: searches leave out what is itself rated
         false, but references, edges and the session's own code reach memories without a
-        search, and a statement (a decision, its SQL) stands or falls with its message."""
+        search, and a statement (a decision, its SQL) stands or falls with its message.
+        Returns those of `also` (the history's messages) that are rated false."""
         store = self.cb.store
         cut: dict[str, tuple[str, str]] = {}  # entity -> (the message it came from, its text)
         entities = [c.owner_id for c in self.cands.values() if c.kind == "entity"]
@@ -237,7 +238,7 @@ class Gatherer:
         }
         self._prefetch_statuses(events.values())
         known = self.cb.searcher.known_signals
-        false = rated_false(store, self.pid, [*self.cands, *events], known)
+        false = rated_false(store, self.pid, [*self.cands, *events, *also], known)
         for owner_id in list(self.cands):
             source = sources.get(owner_id)
             if owner_id in false:
@@ -252,6 +253,7 @@ class Gatherer:
             else:
                 continue
             del self.cands[owner_id]
+        return {i: false[i] for i in also if i in false}
 
     def _message_status(self, e: Event) -> str | None:
         """Why message `e` is out of prompts by its status (retracted...), or None."""
