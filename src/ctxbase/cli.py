@@ -22,6 +22,7 @@ from .errors import (
     EmbedderUnavailableError,
     NotFoundError,
     RepositoryNameTakenError,
+    RepositoryOverlapError,
     StorageError,
     ValidationError,
 )
@@ -463,18 +464,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 max_file_bytes=args.max_file_bytes,
                 repo=args.repo,
                 moved=args.moved,
+                allow_overlap=args.allow_overlap,
             )
         except BaseException as error:
             for bar in files:
                 bar.close(finished=False)
-            if isinstance(error, RepositoryNameTakenError):  # the option, not the argument
-                taken = (error.repo, error.held_by, error.folder)
-                raise RepositoryNameTakenError(*taken, ("--repo NAME", "--moved")) from None
+            _as_options(error)
             raise
         for bar in files:
             bar.close()
         moved = f", recorded at {report.moved_from} before" if report.moved_from else ""
-        print(f"{report.summary()} (repository {report.repo}{moved})")
+        shared = "".join(
+            f"; {n} of its files also held by {name}" for name, n in report.shared_with.items()
+        )
+        print(f"{report.summary()} (repository {report.repo}{moved}{shared})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
         if cb.embeds:
@@ -484,6 +487,24 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             embedded = _wait_for_vectors(cb, progress)  # a failing embedder: exit 1, its error
             print(f"embeddings: {embedded} vector(s) made while waiting, 0 pending: searchable")
     return 0
+
+
+def _as_options(error: BaseException) -> None:
+    """Raise an ingest refusal again naming the command's options, not the library's."""
+    if isinstance(error, RepositoryNameTakenError):
+        taken = (error.repo, error.held_by, error.folder)
+        raise RepositoryNameTakenError(*taken, ("--repo NAME", "--moved")) from None
+    if isinstance(error, RepositoryOverlapError):
+        raise RepositoryOverlapError(
+            error.repo,
+            error.held_by,
+            error.held_root,
+            error.folder,
+            error.files,
+            error.example,
+            error.same_root,
+            ("--repo {name}", "--allow-overlap"),
+        ) from None
 
 
 def _vectors_line(cb: Any, *, waiting: bool) -> str:
