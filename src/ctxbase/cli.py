@@ -261,6 +261,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             _check_repos(cb, flt.repos)
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so
             _note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
+        if not response.results and args.kb_version is None and not getattr(args, "quiet", False):
+            _note_pinned(cb)
         if args.json:
             _print_json(
                 [
@@ -287,6 +289,19 @@ def cmd_search(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _note_pinned(cb: Any) -> None:
+    """An empty answer under a pin: what was ingested since is hidden, not missing."""
+    from .anchor.kb_versions import pinned_version
+
+    pinned = pinned_version(cb.components)
+    if pinned is not None:
+        print(
+            f"note: project {cb.project!r} is pinned at {pinned} (kb pin): what was ingested"
+            " since is not searched; --kb-version latest looks past it",
+            file=sys.stderr,
+        )
 
 
 def _note_hidden(hidden: dict[str, int], what: str) -> None:
