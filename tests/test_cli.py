@@ -225,6 +225,31 @@ def test_ingest_and_search_name_the_repository(tmp_path: Path, capsys: Any) -> N
     assert code == 2 and "repo" in err
 
 
+def test_ingest_refuses_files_another_repository_holds(tmp_path: Path, capsys: Any) -> None:
+    """Two packages copied into one folder are repository `repos`; ingesting one of them
+    again under another name once stored every symbol twice without a word."""
+    base = ["--db", str(tmp_path / "o.db"), "--project", "lib", "--embedder", "hash"]
+    for pkg, cls in (("sortedcontainers", "SortedList"), ("annotated_types", "Gt")):
+        (tmp_path / "repos" / pkg).mkdir(parents=True)
+        (tmp_path / "repos" / pkg / "__init__.py").write_text(f'"""{pkg}."""\n')
+        (tmp_path / "repos" / pkg / "core.py").write_text(f"class {cls}:\n    pass\n")
+        code, out, _ = _run(capsys, *base, "ingest", str(tmp_path / "repos" / pkg))
+        assert code == 0 and "(repository repos)" in out
+    code, out, _ = _run(capsys, *base, "status", "--json")
+    before = {k: json.loads(out)[k] for k in ("entities", "search_units")}
+    sc = str((tmp_path / "repos" / "sortedcontainers").resolve())
+    code, out, err = _run(capsys, *base, "ingest", sc, "--repo", "sc")
+    assert (code, out) == (2, "")
+    assert err.startswith("error: path: repository 'repos' already holds 2 files of " + sc)
+    assert "Pass --repo repos to update them, or pass --allow-overlap" in err
+    assert "repo=" not in err and "allow_overlap" not in err and len(err.splitlines()) == 1
+    code, out, _ = _run(capsys, *base, "status", "--json")
+    assert {k: json.loads(out)[k] for k in before} == before  # nothing written
+    code, out, _ = _run(capsys, *base, "ingest", sc, "--repo", "sc", "--allow-overlap")
+    assert code == 0 and "2 new" in out
+    assert "(repository sc; 2 of its files also held by repos)" in out
+
+
 def test_version_and_global_options_after_the_command(tmp_path: Path, capsys: Any) -> None:
     with pytest.raises(SystemExit) as done:
         main(["--version"])

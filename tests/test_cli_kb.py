@@ -55,3 +55,59 @@ def test_unknown_versions_and_bad_names(tmp_path: Path, capsys: Any) -> None:
     assert _run(capsys, db, "kb", "tag", "v1")[0] == 0
     code, _, err = _run(capsys, db, "kb", "tag", "v1")
     assert code == 2 and "already recorded" in err
+
+
+def _loud(capsys: Any, db: Path, *argv: str) -> tuple[int, str, str]:
+    """As `_run`, without -q: the notes a person reads on stderr."""
+    code = main(["--db", str(db), "--embedder", "none", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_a_new_pin_says_it_replaces_the_old_one(tmp_path: Path, capsys: Any) -> None:
+    """One version is pinned per project: pinning v2 drops v1's pin, which once went unsaid."""
+    db = tmp_path / "kb.db"
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "a.md").write_text("# A\n\nalpha\n", encoding="utf-8")
+    assert _run(capsys, db, "ingest", str(tmp_path / "shop"))[0] == 0
+    assert _run(capsys, db, "kb", "tag", "v1")[0] == 0
+    assert _run(capsys, db, "kb", "tag", "v2")[0] == 0
+    code, out, _ = _run(capsys, db, "kb", "pin", "v1")
+    assert code == 0 and "replaces" not in out
+    code, out, _ = _run(capsys, db, "kb", "pin", "v2")
+    assert code == 0 and out.startswith("pinned v2: ")
+    assert "replaces the pin on v1 (one version is pinned per project)" in out
+    code, out, _ = _run(capsys, db, "kb", "pin", "v1", "--json")
+    assert code == 0 and json.loads(out)["replaced"] == "v2"
+    code, out, _ = _run(capsys, db, "kb", "pin", "v1", "--json")  # the same pin again
+    assert code == 0 and json.loads(out)["replaced"] is None
+
+
+def test_a_pinned_search_that_finds_nothing_says_the_project_is_pinned(
+    tmp_path: Path, capsys: Any
+) -> None:
+    db, doc = tmp_path / "kb.db", tmp_path / "shop" / "a.md"
+    doc.parent.mkdir()
+    doc.write_text("# A\n\nalpha\n", encoding="utf-8")
+    assert _run(capsys, db, "ingest", str(tmp_path / "shop"))[0] == 0
+    assert _run(capsys, db, "kb", "tag", "v1")[0] == 0
+    doc.write_text("# A\n\nalpha\n\nZebracorn was added after v1.\n", encoding="utf-8")
+    assert _run(capsys, db, "ingest", str(tmp_path / "shop"))[0] == 0
+    assert _run(capsys, db, "kb", "pin", "v1")[0] == 0
+    search = ("search", "Zebracorn", "--preset", "keyword")
+    code, out, err = _loud(capsys, db, *search)
+    assert (code, out) == (0, "")
+    assert err == (
+        "note: project 'default' is pinned at v1 (kb pin): what was ingested since is not "
+        "searched; --kb-version latest looks past it\n"
+    )
+    assert _run(capsys, db, *search) == (0, "", "")  # -q: no note
+    code, out, err = _loud(capsys, db, *search, "--kb-version", "latest")
+    assert code == 0 and "Zebracorn" in out and err == ""
+    code, out, err = _loud(capsys, db, *search, "--kb-version", "v1")  # asked for: no note
+    assert (code, out, err) == (0, "", "")
+    code, out, err = _loud(capsys, db, "search", "alpha", "--preset", "keyword")
+    assert code == 0 and "alpha" in out and err == ""  # something found: no note
+    assert _run(capsys, db, "kb", "unpin")[0] == 0
+    code, out, err = _loud(capsys, db, "search", "nothingmatcheshere", "--preset", "keyword")
+    assert (code, out, err) == (0, "", "")  # not pinned: nothing to say

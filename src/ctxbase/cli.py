@@ -23,6 +23,7 @@ from .errors import (
     EmbedderUnavailableError,
     NotFoundError,
     RepositoryNameTakenError,
+    RepositoryOverlapError,
     StorageError,
     ValidationError,
 )
@@ -261,6 +262,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             _check_repos(cb, flt.repos)
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so
             _note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
+        if not response.results and args.kb_version is None and not getattr(args, "quiet", False):
+            _note_pinned(cb)
         if args.json:
             _print_json(
                 [
@@ -289,6 +292,19 @@ def cmd_search(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _note_pinned(cb: Any) -> None:
+    """An empty answer under a pin: what was ingested since is hidden, not missing."""
+    from .anchor.kb_versions import pinned_version
+
+    pinned = pinned_version(cb.components)
+    if pinned is not None:
+        print(
+            f"note: project {cb.project!r} is pinned at {pinned} (kb pin): what was ingested"
+            " since is not searched; --kb-version latest looks past it",
+            file=sys.stderr,
+        )
 
 
 def _note_hidden(hidden: dict[str, int], what: str) -> None:
@@ -466,18 +482,20 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 max_file_bytes=args.max_file_bytes,
                 repo=args.repo,
                 moved=args.moved,
+                allow_overlap=args.allow_overlap,
             )
         except BaseException as error:
             for bar in files:
                 bar.close(finished=False)
-            if isinstance(error, RepositoryNameTakenError):  # the option, not the argument
-                taken = (error.repo, error.held_by, error.folder)
-                raise RepositoryNameTakenError(*taken, ("--repo NAME", "--moved")) from None
+            _as_options(error)
             raise
         for bar in files:
             bar.close()
         moved = f", recorded at {report.moved_from} before" if report.moved_from else ""
-        print(f"{report.summary()} (repository {report.repo}{moved})")
+        shared = "".join(
+            f"; {n} of its files also held by {name}" for name, n in report.shared_with.items()
+        )
+        print(f"{report.summary()} (repository {report.repo}{moved}{shared})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
         if cb.embeds:
@@ -487,6 +505,24 @@ def cmd_ingest(args: argparse.Namespace) -> int:
             embedded = _wait_for_vectors(cb, progress)  # a failing embedder: exit 1, its error
             print(f"embeddings: {embedded} vector(s) made while waiting, 0 pending: searchable")
     return 0
+
+
+def _as_options(error: BaseException) -> None:
+    """Raise an ingest refusal again naming the command's options, not the library's."""
+    if isinstance(error, RepositoryNameTakenError):
+        taken = (error.repo, error.held_by, error.folder)
+        raise RepositoryNameTakenError(*taken, ("--repo NAME", "--moved")) from None
+    if isinstance(error, RepositoryOverlapError):
+        raise RepositoryOverlapError(
+            error.repo,
+            error.held_by,
+            error.held_root,
+            error.folder,
+            error.files,
+            error.example,
+            error.same_root,
+            ("--repo {name}", "--allow-overlap"),
+        ) from None
 
 
 def _vectors_line(cb: Any, *, waiting: bool) -> str:

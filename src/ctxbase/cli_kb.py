@@ -88,9 +88,14 @@ def _pinned(report: Any, as_json: bool, print_json: Any) -> None:
     if as_json:
         print_json(report.to_dict())
         return
+    replaced = (
+        f"; replaces the pin on {report.replaced} (one version is pinned per project)"
+        if report.replaced
+        else ""
+    )
     print(
         f"pinned {report.tag}: {report.hidden} units written since are hidden, "
-        f"{report.shown} earlier versions shown"
+        f"{report.shown} earlier versions shown{replaced}"
     )
     if report.missing:
         print(

@@ -212,6 +212,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         "name from the folder recorded before; files this folder lacks are removed",
     )
     p.add_argument(
+        "--allow-overlap",
+        action="store_true",
+        help="store files another repository of the project holds again, under this one's "
+        "name too (without it such an ingest is refused; the choice is kept for that pair)",
+    )
+    p.add_argument(
         "--wait-embeddings",
         action="store_true",
         help="return only when every new unit has its vector (shows the backlog shrinking)",

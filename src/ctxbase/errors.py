@@ -11,6 +11,7 @@ __all__ = [
     "EmbedderUnavailableError",
     "NotFoundError",
     "RepositoryNameTakenError",
+    "RepositoryOverlapError",
     "StorageError",
     "ValidationError",
 ]
@@ -57,6 +58,54 @@ class RepositoryNameTakenError(ValidationError):
             f"repository {repo!r} holds the files of {held_by}; {folder} is another folder: "
             f"pass {name} to ingest it under a name of its own, or {moved} if it is that "
             "folder moved here (nothing was changed)",
+        )
+
+
+class RepositoryOverlapError(ValidationError):
+    """An ingest whose folder lists files another repository of the project holds: they
+    would be stored twice, under two names; nothing was written.
+
+    `repo` is the name this ingest writes under, `held_by` the repository holding `files` of
+    them (its folder: `held_root`), `folder` the one being ingested, `example` one of those
+    paths. `same_root`: this ingest stores paths relative to `held_root` too, so ingesting
+    under `held_by` updates them; else, when `folder` is inside `held_root`, ingesting
+    `held_root` does. `options` are how the caller names a repository and keeps both copies
+    (`repo=NAME`, `allow_overlap=True` in the library; `--repo NAME`, `--allow-overlap` on
+    the command line)."""
+
+    def __init__(
+        self,
+        repo: str,
+        held_by: str,
+        held_root: str,
+        folder: str,
+        files: int,
+        example: str,
+        same_root: bool,
+        options: tuple[str, str] = ("repo={name!r}", "allow_overlap=True"),
+    ) -> None:
+        self.repo = repo
+        self.held_by = held_by
+        self.held_root = held_root
+        self.folder = folder
+        self.files = files
+        self.example = example
+        self.same_root = same_root
+        name_option, allow = options
+        inside = folder.startswith(held_root.rstrip("/\\") + "/")
+        both = f"pass {allow} to keep both copies"
+        if same_root:
+            advice = f"Pass {name_option.format(name=held_by)} to update them, or {both}"
+        elif inside:
+            advice = f"Ingest {held_root} to update them, or {both}"
+        else:  # the other repository's folder is inside this one: nothing to update here
+            advice = both[0].upper() + both[1:]
+        many = "file" if files == 1 else "files"
+        super().__init__(
+            "path",
+            f"repository {held_by!r} already holds {files} {many} of {folder} (its folder "
+            f"is {held_root}; e.g. {example}): ingesting them as {repo!r} would store them "
+            f"twice. {advice} (nothing was changed)",
         )
 
 

@@ -14,7 +14,7 @@ from ctxbase import ContextBase
 from ctxbase.anchor.entities import write_entity
 from ctxbase.anchor.ingest import anchor_file_text, ingest_path
 from ctxbase.anchor.repository import default_repo_name, name_from_remote, unsafe_reason
-from ctxbase.errors import ValidationError
+from ctxbase.errors import RepositoryOverlapError, ValidationError
 from ctxbase.model import Entity
 from ctxbase.store.base import ItemFilter
 from ctxbase.store.schema import TABLES
@@ -122,7 +122,10 @@ def test_repository_name_given_or_from_the_git_remote(cb: ContextBase, tmp_path:
     git = ["git", "-C", str(root)]
     subprocess.run([*git, "remote", "add", "origin", "git@github.com:simonw/sqlite-utils.git"])
     assert ingest_path(cb, root).repo == "sqlite-utils"
-    named = ingest_path(cb, root, repo="fork")
+    # the same files under a second name: refused unless both copies are asked for
+    with pytest.raises(RepositoryOverlapError):
+        ingest_path(cb, root, repo="fork")
+    named = ingest_path(cb, root, repo="fork", allow_overlap=True)
     assert named.repo == "fork" and named.files_new == 1
     assert {r for r, _ in _files(cb)} == {"sqlite-utils", "fork"}
     with pytest.raises(ValidationError) as caught:

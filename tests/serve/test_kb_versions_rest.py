@@ -41,6 +41,7 @@ def test_tag_pin_unpin_through_the_sdk(live: Live, pid: str, tmp_path: Path) -> 
         assert "thirty" in _found(client)
         report = client.pin_knowledge("v1.2")
         assert isinstance(report, PinReport) and (report.tag, report.missing) == ("v1.2", 0)
+        assert report.replaced is None  # nothing was pinned before
         pinned = _found(client)
         assert "fourteen" in pinned and "thirty" not in pinned
         assert "thirty" in _found(client, kb_version="latest")
@@ -51,12 +52,15 @@ def test_tag_pin_unpin_through_the_sdk(live: Live, pid: str, tmp_path: Path) -> 
             client.pin_knowledge("v9")
         with pytest.raises(ValidationError):  # a view is the server's: kb_version names one
             client.search("refund", filters=ItemFilter(view=KnowledgeView(("shop",))))
+        client.tag_knowledge("v1.3")
+        assert client.pin_knowledge("v1.3").replaced == "v1.2"  # one pin per project
+        assert client.pin_knowledge("v1.2").replaced == "v1.3"
         assert client.unpin_knowledge() == "v1.2"
         assert client.unpin_knowledge() is None
         assert "thirty" in _found(client)
     # the embedded base sees the same tags as the server
     with ctxbase.open(live.db, project=pid, embedder=None) as cb:
-        assert [t.name for t in cb.knowledge_tags()] == ["v1.2"]
+        assert [t.name for t in cb.knowledge_tags()] == ["v1.2", "v1.3"]
 
     async def run() -> list[str]:
         async with ctxbase.connect_async(live.url, api_key=live.key(pid), project=pid) as client:
@@ -82,6 +86,11 @@ def test_rest_answers(live: Live, pid: str, tmp_path: Path) -> None:
         assert http.put(f"{base}/pin", json={"tag": "nope"}).status_code == 404
         pinned = http.put(f"{base}/pin", json={"tag": "v1"})
         assert pinned.status_code == 200 and pinned.json()["tag"] == "v1"
+        assert pinned.json()["replaced"] is None
+        assert http.post(f"{base}/versions", json={"name": "v1b"}).status_code == 201
+        again = http.put(f"{base}/pin", json={"tag": "v1b"})
+        assert again.status_code == 200 and again.json()["replaced"] == "v1"  # one pin each
+        assert http.put(f"{base}/pin", json={"tag": "v1"}).json()["replaced"] == "v1b"
         search = http.post(
             f"/v1/projects/{pid}/search",
             json={"query": "refund", "preset": "keyword", "options": {"kb_version": "v1"}},

@@ -30,8 +30,9 @@ ingest sees only its own repository's files: ingesting a second repository into 
 project leaves the first one's entities alone, and re-ingesting one repository removes only
 its own deleted files. A repository is also where it lives: a name another folder holds
 (not a checkout of the same remote) is refused before anything is written, so two folders
-named alike never take each other's files for deleted ones (see repository.py). Symbolic
-links are never followed (skipped with their reason).
+named alike never take each other's files for deleted ones, and so are files another
+repository holds, which would be stored twice (see repository.py). Symbolic links are
+never followed (skipped with their reason).
 
 Files ingested before entities had a repository carry no `repo` property: an ingest that
 lists a file at the same path replaces such a file (the old entities are soft-deleted, the
@@ -69,6 +70,7 @@ from .kb_versions import deactivate, refresh_pin
 from .plaintext import DEFAULT_CHUNK_CHARS, part_chars
 from .repository import (
     RepoPlace,
+    check_overlap,
     check_repo_name,
     choose_repo_name,
     default_repo_name,
@@ -136,6 +138,8 @@ class IngestReport:
     relations_closed: int = 0
     # files ingested before entities had a repository, replaced by this ingest's own
     legacy_replaced: int = 0
+    # by repository: how many of the files listed it holds too (allow_overlap, once)
+    shared_with: dict[str, int] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
     fallbacks: list[tuple[str, str]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
@@ -223,6 +227,7 @@ def ingest_path(
     sign_key: bytes | None = None,
     repo: str | None = None,
     moved: bool = False,
+    allow_overlap: bool = False,
 ) -> IngestReport:
     """Anchor every file under `path` (or that one file) and weave their edges.
 
@@ -230,7 +235,10 @@ def ingest_path(
     remote was ingested under, else the git remote `origin`'s name, else the name of the
     folder paths are relative to); a name another folder holds raises
     RepositoryNameTakenError unless `moved` says this is that folder, moved here (its
-    files this folder lacks are then removed); see repository.py."""
+    files this folder lacks are then removed). Files another repository of the project
+    holds (the same folder under another name, a folder inside or around an ingested one)
+    raise RepositoryOverlapError, unless `allow_overlap` keeps both copies; see
+    repository.py."""
     cb = components_of(cb)
     started = time.perf_counter()
     pid = cb.resolve_project(project)
@@ -259,6 +267,18 @@ def ingest_path(
     )
     commit = git.commit if git else None
     rels = [posixpath.join(prefix, rel) if prefix else rel for rel in listed]
+    # before anything is written (the legacy replacement in _in_scope writes)
+    place, shared = check_overlap(
+        cb.store,
+        pid,
+        repo,
+        place,
+        held,
+        folder=str(root),
+        rels=rels if root.exists() else [],
+        files=stored,
+        allow=allow_overlap,
+    )
     report = IngestReport(
         root=str(root),
         project=pid,
@@ -267,6 +287,7 @@ def ingest_path(
         repo_root=place.root,
         moved_from=held.root if held is not None and held.root != place.root else None,
         files_total=len(rels),
+        shared_with=shared,
     )
     in_scope = _in_scope(cb, pid, stored, repo, prefix, root.is_dir(), rels, report)
     if not root.exists() and not in_scope:  # nothing to read, nothing ingested to delete

@@ -46,6 +46,7 @@ __all__ = [
     "deactivate",
     "knowledge_tags",
     "pin_knowledge",
+    "pinned_version",
     "refresh_pin",
     "tag_knowledge",
     "unpin_knowledge",
@@ -77,13 +78,15 @@ class KnowledgeTag:
 @dataclass(frozen=True)
 class PinReport:
     """A pinned tag as searches see it: units hidden (written since), earlier versions
-    shown instead of the latest, and tagged versions no longer stored."""
+    shown instead of the latest, and tagged versions no longer stored. `replaced`: the
+    other version that was pinned before (a project pins one version at a time)."""
 
     tag: str
     repos: tuple[str, ...]
     hidden: int
     shown: int
     missing: int
+    replaced: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +95,7 @@ class PinReport:
             "hidden": self.hidden,
             "shown": self.shown,
             "missing": self.missing,
+            "replaced": self.replaced,
         }
 
 
@@ -177,7 +181,9 @@ def knowledge_tags(cb: ComponentsSource, *, project: str | None = None) -> list[
 def _write_pin(cb: Components, pid: str, name: str, cause: str) -> PinReport:
     resolved = resolve_view(cb.store, pid, read_tag(cb.store, pid, name))
     value = resolved.to_json(name)
-    if value != _pin_record(cb, pid):  # the same view again: no new record, no history
+    before = _pin_record(cb, pid)
+    replaced = None if before is None or before["tag"] == name else str(before["tag"])
+    if value != before:  # the same view again: no new record, no history
         fact = StateFact(
             project_id=pid,
             scope=KB_PIN_SCOPE,
@@ -195,6 +201,7 @@ def _write_pin(cb: Components, pid: str, name: str, cause: str) -> PinReport:
         len(view.hidden_owner_ids),
         len(view.shown_owner_ids),
         resolved.missing,
+        replaced,
     )
 
 
@@ -203,6 +210,12 @@ def pin_knowledge(cb: ComponentsSource, name: str, *, project: str | None = None
     across restarts, until `unpin_knowledge`)."""
     cb = components_of(cb)
     return _write_pin(cb, cb.resolve_project(project), name, "kb pin")
+
+
+def pinned_version(cb: ComponentsSource, *, project: str | None = None) -> str | None:
+    """The version searches and assemblies of the project see, or None (the latest)."""
+    cb = components_of(cb)
+    return _pinned_tag(cb, cb.resolve_project(project))
 
 
 def unpin_knowledge(cb: ComponentsSource, *, project: str | None = None) -> str | None:

@@ -17,6 +17,14 @@ without a remote that moved says so (`moved=True`, `--moved`). A name whose repo
 holds no file any more is free. Without a name given, an ingest takes the
 name its folder (or remote) was ingested under before, so `--repo` is needed once.
 
+A file is held by one repository: an ingest that lists files another recorded repository
+holds (the same folder under another name, a folder inside an ingested one, or one that
+contains one) would store them twice, so it is refused (`RepositoryOverlapError`, nothing
+written) unless `allow_overlap` asks for both copies; that choice is recorded with the
+place (`shares`), so later ingests of either repository of the pair need not repeat it.
+A repository recorded before folders were (no place) is never counted: where its files
+live is unknown.
+
 Ingest never reads outside that folder: a listed path that is a symbolic link (to a file or a
 folder, inside or outside the tree) is skipped with its reason, as is a name with `..`, an
 absolute name or one whose resolved place is not under the folder.
@@ -31,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..errors import RepositoryNameTakenError, ValidationError
+from ..errors import RepositoryNameTakenError, RepositoryOverlapError, ValidationError
 from ..model import Entity, StateFact
 from ..store.base import Store
 
@@ -39,6 +47,7 @@ __all__ = [
     "REPOSITORY_SCOPE",
     "REPO_NAME_CHARS",
     "RepoPlace",
+    "check_overlap",
     "check_repo_name",
     "choose_repo_name",
     "default_repo_name",
@@ -118,24 +127,31 @@ def remote_identity(url: str | None) -> str | None:
 @dataclass(frozen=True)
 class RepoPlace:
     """Where a repository lives: the folder its paths are relative to (absolute) and its
-    git remote (`remote_identity`, None outside git or without an `origin`)."""
+    git remote (`remote_identity`, None outside git or without an `origin`). `shares`
+    names the repositories it was allowed to hold files of too (`allow_overlap`)."""
 
     root: str
     remote: str | None = None
+    shares: tuple[str, ...] = ()
 
     def same_repository(self, other: RepoPlace) -> bool:
         """The same folder, or checkouts of the same remote."""
         return self.root == other.root or (self.remote is not None and self.remote == other.remote)
 
     def to_json(self) -> dict[str, Any]:
-        return {"root": self.root, "remote": self.remote}
+        out: dict[str, Any] = {"root": self.root, "remote": self.remote}
+        if self.shares:
+            out["shares"] = list(self.shares)
+        return out
 
     @classmethod
     def from_json(cls, value: Any) -> RepoPlace | None:
         if not isinstance(value, dict) or not isinstance(value.get("root"), str):
             return None
         remote = value.get("remote")
-        return cls(value["root"], remote if isinstance(remote, str) else None)
+        shares = value.get("shares")
+        names = tuple(n for n in shares if isinstance(n, str)) if isinstance(shares, list) else ()
+        return cls(value["root"], remote if isinstance(remote, str) else None, names)
 
 
 def recorded_places(store: Store, project_id: str) -> dict[str, RepoPlace]:
@@ -179,6 +195,56 @@ def choose_repo_name(
     if held is not None and holds_files and not held.same_repository(place) and not moved:
         raise RepositoryNameTakenError(name, held.root, place.root)
     return name, held
+
+
+def check_overlap(
+    store: Store,
+    project_id: str,
+    name: str,
+    place: RepoPlace,
+    held: RepoPlace | None,
+    *,
+    folder: str,
+    rels: Iterable[str],
+    files: Iterable[Entity],
+    allow: bool = False,
+) -> tuple[RepoPlace, dict[str, int]]:
+    """The place to record for repository `name` (with the repositories it shares files
+    with) and, by name, how many of the files this ingest lists (`rels`, relative to
+    `place.root`; `folder` is the path ingested) other repositories hold too.
+
+    A holder not accepted before (in either place's `shares`) raises
+    RepositoryOverlapError, naming the one holding the most, unless `allow`. Writes
+    nothing. Only active files of repositories with a recorded place count."""
+    places = recorded_places(store, project_id)
+    listed = {os.path.join(place.root, rel) for rel in rels}
+    shared: dict[str, list[str]] = {}
+    for entity in files:
+        owner = entity.properties.get("repo")
+        other = places.get(owner) if isinstance(owner, str) and owner != name else None
+        if other is None or not entity.active:
+            continue
+        path = str(entity.properties.get("path"))
+        if os.path.join(other.root, path) in listed:
+            shared.setdefault(str(owner), []).append(path)
+    accepted = set(held.shares if held is not None else ())
+    accepted |= {n for n in shared if name in places[n].shares}
+    refused = sorted((n for n in shared if n not in accepted), key=lambda n: (-len(shared[n]), n))
+    if refused and not allow:
+        first = refused[0]
+        other = places[first]
+        raise RepositoryOverlapError(
+            name,
+            first,
+            other.root,
+            folder,
+            len(shared[first]),
+            sorted(shared[first])[0],
+            same_root=other.root == place.root,
+        )
+    shares = tuple(sorted(set(held.shares if held is not None else ()) | set(refused)))
+    recorded = RepoPlace(place.root, place.remote, shares)
+    return recorded, {n: len(paths) for n, paths in sorted(shared.items())}
 
 
 def record_place(store: Store, project_id: str, name: str, place: RepoPlace) -> None:

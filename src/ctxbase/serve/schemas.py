@@ -632,6 +632,7 @@ class KbPinOut(_Out):
     hidden: int  # units written since the tag, hidden
     shown: int  # earlier versions shown instead of the latest
     missing: int  # tagged versions no longer stored
+    replaced: str | None = None  # the other version pinned before (one per project)
 
 
 class KbUnpinOut(_Out):
