@@ -26,6 +26,7 @@ from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, SessionInfo, StateFact, TaskInfo
 from ..retrieve.signals import rated_false
+from ..retrieve.tokenize import load_segmenter, needs_segmenter, prefetch_segmenter
 from ..validation import check_query
 from .budget import (
     BudgetAllocation,
@@ -274,6 +275,12 @@ class Assembler:
             # Every policy searches the intent: its embedding runs while the session, the
             # history and the strategies' other reads are fetched.
             self.cb.searcher.prefetch_query(user_intent)
+        # A Chinese intent is segmented by every keyword search: the segmenter's dictionary
+        # (seconds, once per process) loads meanwhile too. The strategies search nothing
+        # but the intent, so an English one never needs it.
+        segmented = needs_segmenter(user_intent)
+        if segmented:
+            prefetch_segmenter()
         key = _signing_key(pid, signing_key) if require_signature else None
         repo_set = _repo_set(repos)
         session = None
@@ -301,11 +308,19 @@ class Assembler:
         limit = policy.max_tokens if max_tokens is None else max_tokens
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
             raise ValidationError("max_tokens", f"must be a positive integer (got {limit!r})")
-        # The deadline bounds the assembly's own work: a model still starting up (the first
-        # query of a process) is waited for, overlapped with the reads above, before it runs.
+        # The deadline bounds the assembly's own work: a model still starting up and the
+        # segmenter's dictionary still loading (the first assembly of a process) are waited
+        # for, overlapped with the reads above, before it runs.
         clock = t0
+        waits: dict[str, float] = {}
         if self.cb.embeds and self.cb.searcher.wait_for_model(user_intent):
             clock = time.perf_counter()
+            waits["model_start"] = round((clock - t0) * 1000.0, 3)
+        if segmented:
+            t = time.perf_counter()
+            if load_segmenter():
+                clock = time.perf_counter()
+                waits["segmenter_load"] = round((clock - t) * 1000.0, 3)
         deadline = clock + policy.assemble_timeout_ms / 1000.0
         stale = self._policies.stale_note() if isinstance(self._policies, PolicyFile) else None
         notes: list[str] = [] if stale is None else [stale]
@@ -356,9 +371,7 @@ class Assembler:
             repos=repo_set,
             statuses={session_id: statuses} if session_id else None,
         )
-        timings: dict[str, float] = {"prepare": _ms(t0)}
-        if clock != t0:
-            timings["model_start"] = round((clock - t0) * 1000.0, 3)
+        timings: dict[str, float] = {"prepare": _ms(t0), **waits}
         ran, skipped = self._run(
             g,
             selection,
