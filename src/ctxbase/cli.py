@@ -319,8 +319,9 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             repos=args.repo,
         )
-        for note in ctx.trace.get("notes") or []:  # a mistyped --session or --repo shows here
-            if str(note).startswith(("session ", "repos: ")):
+        # a mistyped --session or --repo, and strategies the time limit skipped, show here
+        for note in ctx.trace.get("notes") or []:
+            if str(note).startswith(("session ", "repos: ", "assemble_timeout_ms=")):
                 print(f"note: {note}", file=sys.stderr)
         reasons = ctx.trace.get("reasons") or [""]
         if str(reasons[0]).startswith("no policy matched"):  # a typo'd role would pass unseen
