@@ -319,21 +319,12 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             repos=args.repo,
         )
-        # a mistyped --session or --repo, and strategies the time limit skipped, show here
+        # a mistyped --role, --session or --repo, and strategies the time limit skipped,
+        # show here
+        shown = ("no policy is for role ", "session ", "repos: ", "assemble_timeout_ms=")
         for note in ctx.trace.get("notes") or []:
-            if str(note).startswith(("session ", "repos: ", "assemble_timeout_ms=")):
+            if str(note).startswith(shown):
                 print(f"note: {note}", file=sys.stderr)
-        reasons = ctx.trace.get("reasons") or [""]
-        if str(reasons[0]).startswith("no policy matched"):  # a typo'd role would pass unseen
-            known = cb.assembler.policies
-            roles = sorted(
-                {r for p in (*known.policies, *known.presets) for r in p.match.agent_roles}
-            )
-            print(
-                f"note: no policy is for role {args.role!r}, so the default policy was used"
-                f" (roles with a policy: {', '.join(roles) or 'none'})",
-                file=sys.stderr,
-            )
         if args.json:
             _print_json(ctx.payload())
             return 0

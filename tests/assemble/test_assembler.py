@@ -482,6 +482,22 @@ def test_a_session_with_no_events_yet_assembles_with_an_empty_history(cb: Contex
     assert not [n for n in ctx.trace["notes"] if "no events yet" in n]
 
 
+def test_a_role_no_policy_names_is_noted_in_the_trace(cb: ContextBase) -> None:
+    # a mistyped or new role falls to the default policy: library and REST users see why
+    ctx = cb.assemble_context(agent_role="sql_writer", user_intent="orders index")
+    notes = [n for n in ctx.trace["notes"] if "sql_writer" in n]
+    assert len(notes) == 1
+    assert notes[0].startswith(
+        "no policy is for role 'sql_writer', so the default policy was used (roles with a policy: "
+    )
+    assert " coder," in notes[0] and ctx.trace["policy"] == "default"
+    stored = cb.get_trace(ctx.context_id)
+    assert notes[0] in stored["notes"]
+    for known in ("coder", "CODER"):  # roles match without case
+        ctx = cb.assemble_context(agent_role=known, user_intent="orders index")
+        assert not [n for n in ctx.trace["notes"] if "no policy is for role" in n]
+
+
 def test_what_was_captured_just_before_is_read(cb: ContextBase) -> None:
     # capture() returns before the event is written: the reads of the next moment still see it.
     for n in range(3):

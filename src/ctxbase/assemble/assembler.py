@@ -324,6 +324,8 @@ class Assembler:
         deadline = clock + policy.assemble_timeout_ms / 1000.0
         stale = self._policies.stale_note() if isinstance(self._policies, PolicyFile) else None
         notes: list[str] = [] if stale is None else [stale]
+        if selection.role_note is not None:
+            notes.append(selection.role_note)
         if session_id is not None and session is None:
             notes.append(f"session {session_id!r} has no events yet: the history is empty")
 
@@ -720,7 +722,7 @@ def _forced(selection: PolicySelection, name: str) -> PolicySelection:
     if name != "recent_window" and window is not None and window.enabled:
         kept = (window, chosen)
     reason = f"strategy {name!r} requested by the caller (the policy's triggers not used)"
-    return PolicySelection(policy, kept, (*selection.reasons, reason))
+    return PolicySelection(policy, kept, (*selection.reasons, reason), selection.role_note)
 
 
 def _ms(t: float) -> float:
