@@ -307,9 +307,10 @@ _SEARCH_OPTIONS = {"top_k": "-k/--top-k", "preset": "--preset"}
 
 
 def cmd_assemble(args: argparse.Namespace) -> int:
-    from .validation import check_query
+    from .validation import check_query, check_role
 
     check_query(args.intent, field="intent")  # before the database is opened
+    check_role(args.role, field="role")
     policies = None if args.policies is None else _existing_file("policies", args.policies)
     with _open_existing(args, policies=policies) as cb:
         ctx = cb.assemble_context(

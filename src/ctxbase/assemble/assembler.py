@@ -27,7 +27,7 @@ from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, SessionInfo, StateFact, TaskInfo
 from ..retrieve.signals import rated_false
 from ..retrieve.tokenize import load_segmenter, needs_segmenter, prefetch_segmenter
-from ..validation import check_query
+from ..validation import check_query, check_role
 from .budget import (
     BudgetAllocation,
     BudgetItem,
@@ -268,8 +268,7 @@ class Assembler:
         """
         t0 = time.perf_counter()
         check_query(user_intent, field="user_intent")
-        if not agent_role or not isinstance(agent_role, str):
-            raise ValidationError("agent_role", "must be a non-empty string")
+        check_role(agent_role)
         pid = self.cb.project if project_id is None else project_id
         if self.cb.embeds:
             # Every policy searches the intent: its embedding runs while the session, the
