@@ -156,6 +156,25 @@ def test_long_queries_and_misplaced_options_are_422(live: Live, pid: str) -> Non
     assert ok.status_code == 200 and len(ok.json()["results"]) == 1
 
 
+def test_a_budget_below_the_system_prompt_and_the_input_is_422_naming_the_least(
+    live: Live, pid: str
+) -> None:
+    c = live.client(live.key(pid, role="write"))
+    body = {"project_id": pid, "agent_role": "coder", "user_intent": "x", "max_tokens": 10}
+    r = c.post("/v1/context/assemble", json=body)
+    assert r.status_code == 422, r.text
+    err = r.json()["error"]
+    assert err["field"] == "max_tokens" and err["max_tokens"] == 10
+    least = err["minimum"]
+    assert isinstance(least, int) and least > 10
+    assert f"raise max_tokens to at least {least}" in err["message"]
+    ok = c.post("/v1/context/assemble", json={**body, "max_tokens": least})
+    assert ok.status_code == 200, ok.text
+    messages = ok.json()["messages"]
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[0]["content"].startswith("You are the coder agent")
+
+
 def test_missing_fields_are_reported_as_missing(live: Live, pid: str) -> None:
     c = live.client(live.key(pid, role="write"))
     base = f"/v1/projects/{pid}"

@@ -261,8 +261,9 @@ class Assembler:
         unsigned entities and relations are kept out; the trace lists them as dropped
         ("tampered", "unsigned") and `AssembledContext.tampered` names the tampered ones.
 
-        Raises BudgetTooSmall when the latest input alone (with its message framing) exceeds
-        `max_tokens`; other layers shrink or vanish when the budget is tight. Archived
+        Raises BudgetTooSmall (naming the least budget) when the system prompt and the latest
+        input, as messages, exceed `max_tokens`; both are kept whole, the other layers shrink
+        or vanish when the budget is tight. Archived
         sessions are refused; a session with no events yet has an empty history (a note in
         the trace says so).
         """
@@ -680,13 +681,20 @@ class Assembler:
         counter = self.counter
         input_tokens = counter.count(intent)
         base = REPLY_PRIMING_TOKENS + ITEM_OVERHEAD
-        if input_tokens + base > limit:
-            raise BudgetTooSmall(limit, input_tokens + base)
+        # The system prompt and the input are required: a budget below them is refused,
+        # naming the least that works, rather than answered with the input alone.
+        pinned = [i for i in items.get("system", []) if i.required]
+        required = [{"role": "system", "content": i.text} for i in pinned]
+        minimum = count_messages([*required, {"role": "user", "content": intent}], counter)
+        if minimum > limit:
+            raise BudgetTooSmall(limit, input_tokens, minimum)
+        # the least budget to allocate: what holds the input and the pinned items whole
+        floor = input_tokens + sum(counter.count(i.text) + ITEM_OVERHEAD for i in pinned)
         frame = base + ITEM_OVERHEAD  # the system message
         frame += sum(
             ITEM_OVERHEAD + counter.count(_HEADERS[n]) + 1 for n in _HEADERS if items.get(n)
         )
-        budget = max(input_tokens, limit - frame)
+        budget = max(floor, limit - frame)
         for _ in range(8):
             alloc = allocate_budget(
                 budget,
@@ -701,9 +709,16 @@ class Assembler:
             over = count_messages(messages, counter) - limit
             if over <= 0:
                 return alloc, messages
-            budget = max(input_tokens, budget - over)
-        # Unreachable in practice (each round removes the overflow); the input alone fits.
-        alloc = allocate_budget(input_tokens, shares, counter, {}, latest_input=intent)
+            budget = max(floor, budget - over)
+        # Unreachable in practice (each round removes the overflow); the required parts fit.
+        alloc = allocate_budget(
+            floor,
+            shares,
+            counter,
+            {"system": pinned},
+            latest_input=intent,
+            item_overhead_tokens=ITEM_OVERHEAD,
+        )
         return alloc, build_messages(alloc, roles, _HEADERS)
 
 
