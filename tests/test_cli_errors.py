@@ -679,6 +679,27 @@ def test_assemble_for_a_role_no_policy_names_says_so(tmp_path: Path, db: str) ->
     assert known.returncode == 0 and known.stderr == ""
 
 
+def test_assemble_says_on_stderr_which_strategies_the_time_limit_skipped(
+    tmp_path: Path, db: str
+) -> None:
+    # 1 ms: the reads before the first strategy use it up, so the strategies are skipped
+    policy = tmp_path / "hurried.yaml"
+    policy.write_text(
+        "version: 1\npolicies:\n  - name: hurried\n    match: {agent_roles: [coder]}\n"
+        "    priority: 100\n    assemble_timeout_ms: 1\n    strategies:\n"
+        "      - {name: semantic_recall}\n      - {name: project_scope_fallback}\n"
+        "      - {name: recent_window}\n",
+        encoding="utf-8",
+    )
+    base = ("--db", db, "--embedder", "none", "assemble", "--policies", str(policy))
+    proc = run(*base, "Redis cache", "--role", "coder", cwd=tmp_path)
+    assert proc.returncode == 0 and "Redis cache" in proc.stdout
+    notes = [line for line in proc.stderr.splitlines() if "assemble_timeout_ms" in line]
+    assert len(notes) == 1, proc.stderr
+    assert notes[0].startswith("note: assemble_timeout_ms=1 exceeded after ")
+    assert "skipped optional strategies: " in notes[0] and "project_scope_fallback" in notes[0]
+
+
 def test_a_forget_naming_known_and_unknown_ids_says_which_were_not_found(
     tmp_path: Path, db: str
 ) -> None:

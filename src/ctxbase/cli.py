@@ -323,9 +323,10 @@ _SEARCH_OPTIONS = {"top_k": "-k/--top-k", "preset": "--preset"}
 
 
 def cmd_assemble(args: argparse.Namespace) -> int:
-    from .validation import check_query
+    from .validation import check_query, check_role
 
     check_query(args.intent, field="intent")  # before the database is opened
+    check_role(args.role, field="role")
     policies = None if args.policies is None else _existing_file("policies", args.policies)
     with _open_existing(args, policies=policies) as cb:
         ctx = cb.assemble_context(
@@ -335,20 +336,12 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             repos=args.repo,
         )
-        for note in ctx.trace.get("notes") or []:  # a mistyped --session or --repo shows here
-            if str(note).startswith(("session ", "repos: ")):
+        # a mistyped --role, --session or --repo, and strategies the time limit skipped,
+        # show here
+        shown = ("no policy is for role ", "session ", "repos: ", "assemble_timeout_ms=")
+        for note in ctx.trace.get("notes") or []:
+            if str(note).startswith(shown):
                 print(f"note: {note}", file=sys.stderr)
-        reasons = ctx.trace.get("reasons") or [""]
-        if str(reasons[0]).startswith("no policy matched"):  # a typo'd role would pass unseen
-            known = cb.assembler.policies
-            roles = sorted(
-                {r for p in (*known.policies, *known.presets) for r in p.match.agent_roles}
-            )
-            print(
-                f"note: no policy is for role {args.role!r}, so the default policy was used"
-                f" (roles with a policy: {', '.join(roles) or 'none'})",
-                file=sys.stderr,
-            )
         if args.json:
             _print_json(ctx.payload())
             return 0

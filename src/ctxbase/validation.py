@@ -6,6 +6,8 @@ read path, including JSON responses: that is what the limits are for.
 - text: valid Unicode (no lone surrogates), at most `MAX_TEXT_BYTES` per event (text + data);
 - a search query or an assembly's user intent: at most `MAX_QUERY_CHARS` characters, so
   one request cannot cost minutes of tokenizing and embedding;
+- an assembly's agent role: at most `MAX_ROLE_CHARS` characters on one line (no control,
+  format or line-separator characters), as it is written into the system prompt;
 - JSON values (event data and metadata, entity and relation properties, state values,
   session and task metadata): finite numbers only (no NaN / Infinity), nested at most
   `MAX_JSON_DEPTH` levels, at most `MAX_JSON_BYTES` once encoded;
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from typing import Any
 
 from .errors import ValidationError
@@ -31,6 +34,7 @@ __all__ = [
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_QUERY_CHARS",
+    "MAX_ROLE_CHARS",
     "MAX_TEXT_BYTES",
     "cap_depth",
     "check_entity_properties",
@@ -39,6 +43,7 @@ __all__ = [
     "check_item_filter",
     "check_json",
     "check_query",
+    "check_role",
     "check_text",
     "either",
     "is_blank",
@@ -48,6 +53,9 @@ __all__ = [
 MAX_TEXT_BYTES = 1_000_000
 # A question or a task description is a few hundred characters; a pasted page is not a query.
 MAX_QUERY_CHARS = 8000
+# A role is a name ("coder", "测试"); it goes into the system prompt ("You are the {role}
+# agent"), so a paragraph there would be instructions, not a name.
+MAX_ROLE_CHARS = 100
 MAX_JSON_DEPTH = 64
 MAX_JSON_BYTES = 1_000_000
 INT64_MIN = -(2**63)
@@ -182,6 +190,31 @@ def check_query(query: Any, filters: Any = None, field: str = "query") -> str:
     if filters is not None:
         check_item_filter(filters)
     return query
+
+
+# Control (newline, tab, NUL), format (bidi overrides, zero-width) and line/paragraph
+# separator characters: none belongs in a name, each can restyle or break the prompt line.
+_NOT_IN_A_ROLE = frozenset({"Cc", "Cf", "Zl", "Zp"})
+
+
+def check_role(role: Any, field: str = "agent_role") -> str:
+    """An assembly's agent role: a non-blank string of valid Unicode, at most MAX_ROLE_CHARS
+    characters, with no control, format or line-separator character."""
+    if not isinstance(role, str) or not role.strip():
+        raise ValidationError(field, "must be a non-empty string")
+    if len(role) > MAX_ROLE_CHARS:
+        raise ValidationError(
+            field, f"is {len(role)} characters long, over the limit of {MAX_ROLE_CHARS}"
+        )
+    check_text(field, role)
+    bad = next((ch for ch in role if unicodedata.category(ch) in _NOT_IN_A_ROLE), None)
+    if bad is not None:
+        raise ValidationError(
+            field,
+            f"holds the control character U+{ord(bad):04X} at {role.index(bad)}; a role is "
+            "a name on one line (it is written into the system prompt)",
+        )
+    return role
 
 
 def check_entity_properties(properties: dict[str, Any]) -> None:

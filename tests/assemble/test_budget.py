@@ -122,6 +122,28 @@ def test_pinned_items_come_before_scores() -> None:
     assert [i.item.id for i in allocation.layers["memory"].included] == ["pinned"]
 
 
+def test_a_pinned_item_over_its_share_is_kept_whole_and_the_others_give_way() -> None:
+    # the system prompt (pinned) is larger than its 10 % share: it still goes in whole,
+    # before the pool is handed out, and the other layers shrink in proportion
+    items = {
+        "system": [BudgetItem("system", words(30, "s"), required=True)],
+        "memory": [BudgetItem(f"m{i}", words(10, f"m{i}"), score=0.9) for i in range(8)],
+        "history": [BudgetItem(f"h{i}", words(10, f"h{i}"), score=1.0) for i in range(8)],
+    }
+    shares = {"system": 0.1, "memory": 0.5, "history": 0.4}
+    allocation = allocate_budget(100, shares, COUNTER, items, item_overhead_tokens=2)
+    assert allocation.texts("system") == [words(30, "s")]
+    assert allocation.total_tokens <= 100
+    assert allocation.layers["memory"].included and allocation.layers["history"].included
+    assert not [d for d in allocation.dropped if d.item.id == "system"]
+    # too small for it: dropped with the reason, never cut
+    small = allocate_budget(20, shares, COUNTER, items, item_overhead_tokens=2)
+    assert small.texts("system") == []
+    assert [d.detail for d in small.dropped if d.item.id == "system"] == [
+        "pinned item needs 32 tokens; layer system is full"
+    ]
+
+
 def test_threshold_and_duplicates_are_reported() -> None:
     items = {
         "state": [BudgetItem("budget", "预算 <= 50000 CNY", score=1.0)],

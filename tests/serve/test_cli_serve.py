@@ -32,6 +32,10 @@ def test_ctxbase_serve_runs_with_its_options_and_stops_on_sigterm(tmp_path: Path
             for _ in range(2)
         ]
         assert ids[0] != ids[1]  # --assemble-cache-ttl 0: every request assembles
+        # the segmenter's dictionary loaded at start-up: the first Chinese request waited not
+        first = httpx.get(url + f"/v1/traces/{ids[0]}", params={"project_id": "cli"}).json()
+        assert "prepare" in first["timings_ms"]
+        assert "segmenter_load" not in first["timings_ms"]
     finally:
         proc.send_signal(signal.SIGTERM)
         code = proc.wait(30)

@@ -25,7 +25,8 @@ from typing import Any
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, SessionInfo, StateFact, TaskInfo
-from ..validation import check_query
+from ..retrieve.tokenize import load_segmenter, needs_segmenter, prefetch_segmenter
+from ..validation import check_query, check_role
 from .budget import (
     BudgetAllocation,
     BudgetItem,
@@ -259,20 +260,26 @@ class Assembler:
         unsigned entities and relations are kept out; the trace lists them as dropped
         ("tampered", "unsigned") and `AssembledContext.tampered` names the tampered ones.
 
-        Raises BudgetTooSmall when the latest input alone (with its message framing) exceeds
-        `max_tokens`; other layers shrink or vanish when the budget is tight. Archived
+        Raises BudgetTooSmall (naming the least budget) when the system prompt and the latest
+        input, as messages, exceed `max_tokens`; both are kept whole, the other layers shrink
+        or vanish when the budget is tight. Archived
         sessions are refused; a session with no events yet has an empty history (a note in
         the trace says so).
         """
         t0 = time.perf_counter()
         check_query(user_intent, field="user_intent")
-        if not agent_role or not isinstance(agent_role, str):
-            raise ValidationError("agent_role", "must be a non-empty string")
+        check_role(agent_role)
         pid = self.cb.project if project_id is None else project_id
         if self.cb.embeds:
             # Every policy searches the intent: its embedding runs while the session, the
             # history and the strategies' other reads are fetched.
             self.cb.searcher.prefetch_query(user_intent)
+        # A Chinese intent is segmented by every keyword search: the segmenter's dictionary
+        # (seconds, once per process) loads meanwhile too. The strategies search nothing
+        # but the intent, so an English one never needs it.
+        segmented = needs_segmenter(user_intent)
+        if segmented:
+            prefetch_segmenter()
         key = _signing_key(pid, signing_key) if require_signature else None
         repo_set = _repo_set(repos)
         session = None
@@ -300,14 +307,24 @@ class Assembler:
         limit = policy.max_tokens if max_tokens is None else max_tokens
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
             raise ValidationError("max_tokens", f"must be a positive integer (got {limit!r})")
-        # The deadline bounds the assembly's own work: a model still starting up (the first
-        # query of a process) is waited for, overlapped with the reads above, before it runs.
+        # The deadline bounds the assembly's own work: a model still starting up and the
+        # segmenter's dictionary still loading (the first assembly of a process) are waited
+        # for, overlapped with the reads above, before it runs.
         clock = t0
+        waits: dict[str, float] = {}
         if self.cb.embeds and self.cb.searcher.wait_for_model(user_intent):
             clock = time.perf_counter()
+            waits["model_start"] = round((clock - t0) * 1000.0, 3)
+        if segmented:
+            t = time.perf_counter()
+            if load_segmenter():
+                clock = time.perf_counter()
+                waits["segmenter_load"] = round((clock - t) * 1000.0, 3)
         deadline = clock + policy.assemble_timeout_ms / 1000.0
         stale = self._policies.stale_note() if isinstance(self._policies, PolicyFile) else None
         notes: list[str] = [] if stale is None else [stale]
+        if selection.role_note is not None:
+            notes.append(selection.role_note)
         if session_id is not None and session is None:
             notes.append(f"session {session_id!r} has no events yet: the history is empty")
 
@@ -345,9 +362,7 @@ class Assembler:
             repos=repo_set,
             statuses={session_id: statuses} if session_id else None,
         )
-        timings: dict[str, float] = {"prepare": _ms(t0)}
-        if clock != t0:
-            timings["model_start"] = round((clock - t0) * 1000.0, 3)
+        timings: dict[str, float] = {"prepare": _ms(t0), **waits}
         from ..retrieve.synced import one_generation  # numpy: not at import
 
         # one reading of the index generation for every search and rating read of this
@@ -668,13 +683,20 @@ class Assembler:
         counter = self.counter
         input_tokens = counter.count(intent)
         base = REPLY_PRIMING_TOKENS + ITEM_OVERHEAD
-        if input_tokens + base > limit:
-            raise BudgetTooSmall(limit, input_tokens + base)
+        # The system prompt and the input are required: a budget below them is refused,
+        # naming the least that works, rather than answered with the input alone.
+        pinned = [i for i in items.get("system", []) if i.required]
+        required = [{"role": "system", "content": i.text} for i in pinned]
+        minimum = count_messages([*required, {"role": "user", "content": intent}], counter)
+        if minimum > limit:
+            raise BudgetTooSmall(limit, input_tokens, minimum)
+        # the least budget to allocate: what holds the input and the pinned items whole
+        floor = input_tokens + sum(counter.count(i.text) + ITEM_OVERHEAD for i in pinned)
         frame = base + ITEM_OVERHEAD  # the system message
         frame += sum(
             ITEM_OVERHEAD + counter.count(_HEADERS[n]) + 1 for n in _HEADERS if items.get(n)
         )
-        budget = max(input_tokens, limit - frame)
+        budget = max(floor, limit - frame)
         for _ in range(8):
             alloc = allocate_budget(
                 budget,
@@ -689,9 +711,16 @@ class Assembler:
             over = count_messages(messages, counter) - limit
             if over <= 0:
                 return alloc, messages
-            budget = max(input_tokens, budget - over)
-        # Unreachable in practice (each round removes the overflow); the input alone fits.
-        alloc = allocate_budget(input_tokens, shares, counter, {}, latest_input=intent)
+            budget = max(floor, budget - over)
+        # Unreachable in practice (each round removes the overflow); the required parts fit.
+        alloc = allocate_budget(
+            floor,
+            shares,
+            counter,
+            {"system": pinned},
+            latest_input=intent,
+            item_overhead_tokens=ITEM_OVERHEAD,
+        )
         return alloc, build_messages(alloc, roles, _HEADERS)
 
 
@@ -709,7 +738,7 @@ def _forced(selection: PolicySelection, name: str) -> PolicySelection:
     if name != "recent_window" and window is not None and window.enabled:
         kept = (window, chosen)
     reason = f"strategy {name!r} requested by the caller (the policy's triggers not used)"
-    return PolicySelection(policy, kept, (*selection.reasons, reason))
+    return PolicySelection(policy, kept, (*selection.reasons, reason), selection.role_note)
 
 
 def _ms(t: float) -> float:

@@ -5,10 +5,12 @@ without the question is worthless. What remains is split between the layers (sys
 task, memory, history) by their shares. With a `latest_share` (seed 003 keeps 20 % for the
 input), shares are fractions of the whole budget and the input's reserve is set aside: a
 longer input shrinks the layers in proportion, a shorter one leaves its spare to the pool.
-Each layer packs its pinned items, then the rest by score; the tokens a layer does not use go
-to a common pool that is handed out again, memory first, then history, then the fixed layers.
-Each layer may cut at most one item on a token boundary to use the end of the pool. Every
-item left out is reported with its reason.
+Pinned items (the system prompt) are packed first, whole, even past their layer's share (the
+other layers' shares give way in proportion); they are never cut. Each layer then packs the
+rest by score; the tokens a layer does not use go to a common pool that is handed out
+again, memory first, then history, then the fixed layers. Each layer may cut at most one
+unpinned item on a token boundary to use the end of the pool. Every item left out is
+reported with its reason.
 
 Token counts are per item plus an optional fixed overhead per item (separators, role tags);
 the total of an allocation never exceeds `max_tokens`.
@@ -66,17 +68,27 @@ class TokenCounterProtocol(Protocol):
 
 
 class BudgetTooSmall(CtxbaseError, ValueError):
-    """The latest user input alone does not fit in the budget."""
+    """The latest user input alone, or with the required parts of the prompt (`minimum`
+    tokens: the system prompt and the input as messages), does not fit in the budget."""
 
     code = "budget_too_small"
 
-    def __init__(self, max_tokens: int, input_tokens: int) -> None:
+    def __init__(self, max_tokens: int, input_tokens: int, minimum: int | None = None) -> None:
         self.max_tokens = max_tokens
         self.input_tokens = input_tokens
-        super().__init__(
-            f"the latest user input needs {input_tokens} tokens but max_tokens is {max_tokens}; "
-            "raise max_tokens or allow the input to be truncated"
-        )
+        self.minimum = minimum
+        if minimum is None:
+            message = (
+                f"the latest user input needs {input_tokens} tokens but max_tokens is "
+                f"{max_tokens}; raise max_tokens or allow the input to be truncated"
+            )
+        else:
+            message = (
+                f"max_tokens is {max_tokens}, but the system prompt and the latest user input "
+                f"need {minimum} tokens together (the input {input_tokens}); raise max_tokens "
+                f"to at least {minimum}"
+            )
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -220,6 +232,31 @@ def layer_quota(share: float, latest_share: float, budget: int, input_tokens: in
     return math.floor(min(share * budget, scaled) + 1e-9)
 
 
+def _pin(layers: Sequence[_LayerState], remaining: int, overhead: int) -> list[int]:
+    """Place every pinned item that fits in `remaining` (whole, never cut) and return each
+    layer's cap for pass 1: its quota, or what its pinned items took when more; the tokens
+    pinned items take past their quotas come out of the other layers' free quota."""
+    used = 0
+    for layer in layers:
+        for cand in layer.candidates:
+            cost = cand.tokens + overhead
+            if cand.item.required and used + cost <= remaining:
+                layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
+                layer.used += cost
+                used += cost
+    over = sum(max(0, layer.used - layer.quota) for layer in layers)
+    free = sum(max(0, layer.quota - layer.used) for layer in layers)
+    caps: list[int] = []
+    for layer in layers:
+        if layer.used >= layer.quota:
+            layer.extra += layer.used - layer.quota
+            caps.append(layer.used)
+        else:
+            room = layer.quota - layer.used
+            caps.append(layer.used + (room - math.ceil(room * over / free) if over else room))
+    return caps
+
+
 def allocate_budget(
     max_tokens: int,
     shares: Mapping[str, float],
@@ -290,11 +327,15 @@ def allocate_budget(
         quota = layer_quota(share, latest_share, max_tokens, input_tokens)
         layers.append(_LayerState(name, share, quota, candidates))
 
+    # Pass 0: pinned items first, whole, whatever their layer's share (the system prompt is
+    # larger than 10 % of a small budget); the other layers' shares give way in proportion.
+    caps = _pin(layers, remaining, item_overhead_tokens)
+
     # Pass 1: each layer within its own share, whole items only.
-    for layer in layers:
+    for layer, cap in zip(layers, caps, strict=True):
         for cand in layer.candidates:
             cost = cand.tokens + item_overhead_tokens
-            if layer.used + cost <= layer.quota:
+            if cand.index not in layer.chosen and layer.used + cost <= cap:
                 layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
                 layer.used += cost
     pool = remaining - sum(layer.used for layer in layers)
@@ -312,7 +353,7 @@ def allocate_budget(
                 layer.used += cost
                 layer.extra += cost
                 pool -= cost
-        pending = layer.pending()
+        pending = [c for c in layer.pending() if not c.item.required]  # pinned: whole or out
         room = pool - item_overhead_tokens
         if pending and not layer.truncated_one and room >= max(1, min_truncated_tokens):
             cand = pending[0]

@@ -644,6 +644,8 @@ class PolicySelection:
     policy: Policy
     strategies: tuple[Strategy, ...]
     reasons: tuple[str, ...]
+    # set when no policy names the role: a typo'd role would otherwise pass unseen
+    role_note: str | None = None
 
     @property
     def strategy_names(self) -> tuple[str, ...]:
@@ -684,6 +686,12 @@ class PolicySet:
             return self.default
         return next((p for p in (*self.policies, *self.presets) if p.name == name), None)
 
+    def roles(self) -> tuple[str, ...]:
+        """Every role a policy (or a shipped preset) names in its match, sorted."""
+        return tuple(
+            sorted({r for p in (*self.policies, *self.presets) for r in p.match.agent_roles})
+        )
+
     def select(
         self, project_id: str, agent_role: str, intent: str, *, has_error: bool = False
     ) -> PolicySelection:
@@ -695,6 +703,7 @@ class PolicySet:
         if not candidates and self.presets:
             candidates, layer = _ranked(self.presets, request), "shipped preset, "
         reasons: list[str] = []
+        role_note: str | None = None
         if candidates:
             _, _, _, chosen, why = candidates[0]
             detail = "; ".join(why) if why else "matches any project, role and intent"
@@ -707,6 +716,12 @@ class PolicySet:
                 f"no policy matched project {project_id!r}, role {agent_role!r}; "
                 f"using default {chosen.name!r}"
             )
+            roles = self.roles()
+            if agent_role.casefold() not in {r.casefold() for r in roles}:
+                role_note = (
+                    f"no policy is for role {agent_role!r}, so the default policy was used "
+                    f"(roles with a policy: {', '.join(roles) or 'none'})"
+                )
         triggered: list[Strategy] = []
         for strategy in chosen.strategies:
             if not strategy.enabled:
@@ -718,4 +733,4 @@ class PolicySet:
             else:
                 triggered.append(strategy)
                 reasons.append(reason)
-        return PolicySelection(chosen, tuple(triggered), tuple(reasons))
+        return PolicySelection(chosen, tuple(triggered), tuple(reasons), role_note)

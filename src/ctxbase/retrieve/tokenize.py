@@ -51,6 +51,9 @@ __all__ = [
     "import_jieba",
     "index_terms",
     "index_terms_with_tail",
+    "load_segmenter",
+    "needs_segmenter",
+    "prefetch_segmenter",
     "query_terms",
     "words_version",
 ]
@@ -88,6 +91,9 @@ _ASCII_LETTERS = re.compile(r"[a-z]+")
 
 _jieba_lock = threading.Lock()
 _jieba_tokenizer: Any = None
+_prefetch_lock = threading.Lock()
+_prefetching = False
+_CJK_CHAR = re.compile(f"[{CJK_CHARS}]")
 _stemmer_state = threading.local()
 # Bumped by add_words: cached segmentations (here and in callers' caches) key on it, so a
 # text tokenized after new words were added is segmented afresh.
@@ -133,6 +139,36 @@ def _segmenter() -> Any:
             fresh.initialize()
             _jieba_tokenizer = fresh
         return _jieba_tokenizer
+
+
+def needs_segmenter(text: str) -> bool:
+    """True when tokenizing `text` segments Chinese (or Japanese kana) with jieba."""
+    if text.isascii():
+        return False
+    return _CJK_CHAR.search(text) is not None or _CJK_CHAR.search(_normalise(text)) is not None
+
+
+def load_segmenter() -> bool:
+    """Load the segmenter's dictionary now, once per process (about 1 s; 3 s on a busy
+    machine). True when this call had to wait for it (it loaded it, or another thread
+    was loading it); False when it was loaded before."""
+    if _jieba_tokenizer is not None:
+        return False
+    _segmenter()
+    return True
+
+
+def prefetch_segmenter() -> None:
+    """Start loading the segmenter's dictionary in the background (if not loaded or being
+    loaded), so it overlaps other work; `load_segmenter` then waits for what is left."""
+    global _prefetching
+    if _jieba_tokenizer is not None:
+        return
+    with _prefetch_lock:
+        if _prefetching:
+            return
+        _prefetching = True
+    threading.Thread(target=_segmenter, name="ctxbase-segmenter-load", daemon=True).start()
 
 
 def add_words(words: Iterable[str]) -> None:

@@ -32,6 +32,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError, ValidationError
+from ..retrieve.tokenize import load_segmenter
 from .assembly import AssembleShortcut
 from .auth import RateLimiter
 from .cache import AssembleCache
@@ -171,6 +172,8 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         _register_gauges(rt)
         if settings.embedder is not None:
             await run_in_threadpool(lambda: base.embedding_worker)  # load the model now
+        # and the Chinese segmenter's dictionary (seconds), off the first request's path
+        await run_in_threadpool(load_segmenter)
         app.state.runtime = runtime_box["rt"] = rt
         purger = None
         if settings.soft_delete_retention_s is not None:

@@ -106,6 +106,7 @@ def error_body(exc: CtxbaseError) -> tuple[int, dict[str, Any]]:
         err["field"] = "max_tokens"
         err["max_tokens"] = getattr(exc, "max_tokens", None)
         err["input_tokens"] = getattr(exc, "input_tokens", None)
+        err["minimum"] = getattr(exc, "minimum", None)
     return STATUS_BY_CODE.get(code, 400), {"error": err}
 
 
@@ -132,7 +133,12 @@ def exception_from_body(status: int, body: Any) -> CtxbaseError:
     if code == "budget_too_small" and isinstance(err.get("max_tokens"), int):
         from ..assemble.budget import BudgetTooSmall
 
-        return BudgetTooSmall(int(err["max_tokens"]), int(err.get("input_tokens") or 0))
+        least = err.get("minimum")
+        return BudgetTooSmall(
+            int(err["max_tokens"]),
+            int(err.get("input_tokens") or 0),
+            least if isinstance(least, int) else None,
+        )
     simple: dict[str, type[CtxbaseError]] = {
         ConflictError.code: ConflictError,
         "illegal_transition": ConflictError,
