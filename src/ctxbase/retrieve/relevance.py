@@ -110,20 +110,22 @@ def standout_evidence(
     floor: float,
     margin: float,
     slack: float,
+    top: int = 1,
 ) -> Evidence | None:
     """The hit of best similarity (item id, similarity, text) when its text is in the other
     script than `query`, it exceeds the mean of the next `STANDOUT_NEXT` by `margin` and
     reaches `floor` - `slack`; None otherwise, or with fewer than `STANDOUT_MIN_OTHERS` other
-    hits to compare with. Pure: the caller gives every similarity its search saw (the
-    candidates beyond the top k too)."""
+    hits to compare with. With `top` n, the mean of the best n is compared with the next
+    hits (measured for questions asking two facts at once; the gate uses 1). Pure: the
+    caller gives every similarity its search saw (the candidates beyond the top k too)."""
     ranked = sorted(similarities, key=lambda hit: -hit[1])
-    others = [s for _, s, _ in ranked[1 : 1 + STANDOUT_NEXT]]
+    others = [s for _, s, _ in ranked[top : top + STANDOUT_NEXT]]
     if len(others) < STANDOUT_MIN_OTHERS:
         return None
     best_id, best, text = ranked[0]
     if mostly_cjk(text) == mostly_cjk(query):
         return None
-    lead = best - sum(others) / len(others)
+    lead = sum(s for _, s, _ in ranked[:top]) / top - sum(others) / len(others)
     if lead >= margin and best >= floor - slack:
         return Evidence(
             best_id,
