@@ -11,8 +11,8 @@ import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.assembler import Assembler
 from ctxbase.assemble.diff import diff_messages, render_diff
+from ctxbase.assemble.gatherer import Gatherer
 from ctxbase.assemble.policy_loading import load_default_policies
-from ctxbase.assemble.strategies import Gatherer
 from ctxbase.assemble.trace import diff_contexts, explain_trace, get_trace
 from ctxbase.errors import NotFoundError
 from ctxbase.retrieve.config import get_preset

@@ -6,8 +6,8 @@ from __future__ import annotations
 from contract_helpers import add_entity, make_event, relation, write
 
 from ctxbase import ContextBase
+from ctxbase.assemble.gatherer import FOLLOW_PER_NODE, Gatherer
 from ctxbase.assemble.policy_loading import load_default_policies
-from ctxbase.assemble.strategies import FOLLOW_PER_NODE, Gatherer
 from ctxbase.retrieve.config import get_preset
 from ctxbase.retrieve.search import FilterScope
 from ctxbase.store.base import ItemFilter

@@ -36,6 +36,7 @@ from .budget import (
     fit_to_tokens,
     layer_quota,
 )
+from .gatherer import Gatherer, event_failed, label_for
 from .lifecycle import Status
 from .memory_section import ITEM_OVERHEAD, MEMORY_HEADER, memory_items, memory_section_for
 from .policy import (
@@ -65,10 +66,7 @@ from .state import (
     statuses_of,
 )
 from .strategies import (
-    Gatherer,
     error_driven_repair,
-    event_failed,
-    label_for,
     multi_agent_consensus,
     project_scope_fallback,
     referenced_code_first,

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from ..components import ComponentsSource, components_of
 from ..retrieve.config import SearchConfig, get_preset
 from .budget import BudgetItem, allocate_budget
+from .gatherer import Gatherer, MemoryCandidate
 from .policy_loading import load_default_policies
-from .strategies import Gatherer, MemoryCandidate
 from .tokens import TokenCounter, get_token_counter
 
 __all__ = ["ITEM_OVERHEAD", "MEMORY_HEADER", "memory_items", "memory_section_for"]
