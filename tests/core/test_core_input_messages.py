@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import ctxbase
 from ctxbase import ContextBase, ValidationError
+from ctxbase.model import Event
+from ctxbase.validation import MAX_EVENT_TS, MIN_EVENT_TS
 
 Opener = Callable[..., ContextBase]
 
@@ -27,3 +32,47 @@ def test_a_chinese_id_is_refused_naming_the_ascii_rule(tmp_path: Path, cb: Conte
         assert "ASCII" in err.value.message
     # a role is text, not an id: Chinese is fine there
     assert cb.record("user_message", session_id="s", text="hi", agent_role="测试").seq == 1
+
+
+@pytest.mark.parametrize(
+    ("ts", "words"),
+    [
+        (1e300, "from 1970-01-01 to 2200-01-01"),
+        (-1e300, "from 1970-01-01 to 2200-01-01"),
+        (-1.0, "from 1970-01-01 to 2200-01-01"),
+        (1_796_226_319_400.8, "looks like milliseconds"),
+        (1_796_226_319_400_800.0, "looks like microseconds"),
+        ("9999-01-01T00:00:00Z", "from 1970-01-01 to 2200-01-01"),
+        (datetime(1960, 1, 1, tzinfo=UTC), "from 1970-01-01 to 2200-01-01"),
+    ],
+)
+def test_an_implausible_time_is_refused_everywhere_an_event_is_written(
+    cb: ContextBase, ts: Any, words: str
+) -> None:
+    for field, write in (
+        ("ts", lambda: cb.capture("user_message", session_id="s", text="x", ts=ts)),
+        ("ts", lambda: cb.record("user_message", session_id="s", text="x", ts=ts)),
+        ("timestamp", lambda: cb.record("user_message", session_id="s", text="x", timestamp=ts)),
+    ):
+        with pytest.raises(ValidationError) as err:
+            write()
+        assert err.value.field == field
+        assert words in err.value.message, err.value.message
+    cb.flush()
+    assert cb.list_sessions() == []  # no session was made with that time
+
+
+def test_a_hand_built_event_with_a_bad_time_is_refused_whole(cb: ContextBase) -> None:
+    good = Event(project_id="p", session_id="s", type="user_message", text="a")
+    bad = Event(project_id="p", session_id="s", type="user_message", text="b", ts=1e300)
+    with pytest.raises(ValidationError) as err:
+        cb.record_events([good, bad])
+    assert err.value.field == "events[1].ts"
+    assert cb.list_sessions() == []
+
+
+def test_the_edges_of_the_time_range_are_accepted(cb: ContextBase) -> None:
+    first = cb.record("user_message", session_id="s", text="x", ts=MIN_EVENT_TS)
+    last = cb.record("user_message", session_id="s", text="y", ts=MAX_EVENT_TS)
+    now = cb.record("user_message", session_id="s", text="z", ts=time.time())
+    assert [first.ts, last.ts] == [0.0, 7_258_118_400.0] and now.seq == 3

@@ -3,7 +3,15 @@ there, 422 for a bad parameter, and the same search explanation as the embedded 
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
+import pytest
+
+import ctxbase
 from conftest import Live
+from ctxbase import ValidationError
+from ctxbase.model import Event
 
 
 def test_a_chinese_session_id_is_422_naming_the_ascii_rule(live: Live, pid: str) -> None:
@@ -16,3 +24,33 @@ def test_a_chinese_session_id_is_422_naming_the_ascii_rule(live: Live, pid: str)
     err = r.json()["error"]
     assert err["field"] == "session_id"
     assert "ASCII" in err["message"] and "第一天" in err["message"]
+
+
+def test_implausible_times_are_422_and_no_session_takes_them(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    base = f"/v1/projects/{pid}"
+    msg = {"type": "user_message", "session_id": "s", "text": "hi"}
+    millis = time.time() * 1000
+    cases: list[tuple[str, dict[str, Any], str, str]] = [
+        ("/events", {**msg, "ts": 1e300}, "ts", "from 1970-01-01 to 2200-01-01"),
+        ("/events", {**msg, "ts": -1e300}, "ts", "from 1970-01-01 to 2200-01-01"),
+        ("/events", {**msg, "ts": millis}, "ts", "looks like milliseconds"),
+        ("/events/queue", {**msg, "timestamp": millis}, "timestamp", "milliseconds"),
+        ("/events/batch", {"events": [msg, {**msg, "ts": 1e300}]}, "events[1].ts", "2200"),
+    ]
+    for path, body, field, words in cases:
+        r = c.post(base + path, json=body)
+        assert r.status_code == 422, (body, r.text)
+        err = r.json()["error"]
+        assert err["field"] == field and words in err["message"], r.text
+    assert c.get(f"{base}/sessions").json() == []
+    # the SDK refuses it before sending, with the same words
+    with ctxbase.connect(live.url, api_key=live.key(pid), project=pid) as sdk:
+        with pytest.raises(ValidationError) as refused:
+            sdk.capture("user_message", session_id="s", text="hi", ts=millis)
+        assert refused.value.field == "ts" and "milliseconds" in refused.value.message
+        hand_built = Event(project_id=pid, session_id="s", type="user_message", text="x", ts=-5)
+        with pytest.raises(ValidationError) as refused:
+            sdk.record_events([hand_built])
+        assert refused.value.field == "events[0].ts"
+        assert sdk.record("user_message", session_id="s", text="ok").seq == 1
