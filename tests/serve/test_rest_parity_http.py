@@ -4,6 +4,7 @@ there, 422 for a bad parameter, and the same search explanation as the embedded 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -54,3 +55,35 @@ def test_implausible_times_are_422_and_no_session_takes_them(live: Live, pid: st
             sdk.record_events([hand_built])
         assert refused.value.field == "events[0].ts"
         assert sdk.record("user_message", session_id="s", text="ok").seq == 1
+
+
+def test_search_lists_what_it_considered_as_the_library_does(
+    live: Live, pid: str, tmp_path: Path
+) -> None:
+    def scenario(api: Any) -> list[tuple[str | None, str | None, str | None]]:
+        wrong = api.record(
+            "assistant_message", session_id="s", text="billing uses MongoDB for orders"
+        )
+        api.record("assistant_message", session_id="s", text="billing uses PostgreSQL 18")
+        api.feedback(wrong.id, "wrong", note="we use PostgreSQL")
+        res = api.search("which database for billing", preset="keyword", top_k=5)
+        assert [c.item.text for c in res.results] == ["billing uses PostgreSQL 18"]
+        return sorted((c.item.text, c.dropped, c.confidence_source) for c in res.considered)
+
+    embedded = ctxbase.open(str(tmp_path / "e.db"), project="p", embedder=None)
+    try:
+        local = scenario(embedded)
+    finally:
+        embedded.close()
+    with ctxbase.connect(live.url, api_key=live.key(pid), project=pid) as sdk:
+        remote = scenario(sdk)
+    assert local == remote
+    assert ("billing uses MongoDB for orders", local[0][1], "feedback:wrong") in local
+    assert "min_confidence" in str(local[0][1])
+    # over REST it is asked for: it is several times the results' size
+    c = live.client(live.key(pid))
+    body = {"query": "billing", "preset": "keyword"}
+    assert c.post(f"/v1/projects/{pid}/search", json=body).json()["considered"] == []
+    asked = c.post(f"/v1/projects/{pid}/search", json={**body, "include_considered": True})
+    considered = asked.json()["considered"]
+    assert {h["confidence_source"] for h in considered} == {None, "feedback:wrong"}

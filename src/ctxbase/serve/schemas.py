@@ -386,6 +386,11 @@ class SearchIn(_In):
     preset: str = "hybrid"
     filters: FilterIn | None = None
     options: SearchOptionsIn = Field(default_factory=SearchOptionsIn)
+    include_considered: bool = Field(
+        default=False,
+        description="also answer `considered`: every candidate ranked, each with why it is "
+        "not a result (several times the bytes of the results; the SDK asks for it)",
+    )
     require_signature: bool = Field(
         default=False,
         description="serve only units whose signed entity verifies and matches them, and "
@@ -445,6 +450,12 @@ class SearchHitOut(_Out):
 class SearchOut(_Out):
     query: str
     results: list[SearchHitOut]
+    considered: list[SearchHitOut] = Field(
+        default_factory=list,
+        description="with `include_considered`: every candidate ranked, `dropped` saying "
+        "why one is not a result (below top_k, a near-duplicate, confidence below "
+        "min_confidence), as the library's SearchResponse.considered; else empty",
+    )
     timings_ms: dict[str, float]
     tampered: list[str] = Field(default_factory=list)
     pending_vectors: int = Field(
