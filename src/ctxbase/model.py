@@ -50,6 +50,13 @@ ID_RULE = "1-200 ASCII characters: letters A-Z a-z, digits 0-9 and _ . : @ / -"
 
 def check_id(field: str, value: str) -> str:
     """Ids are short printable strings; anything else is refused with the field's name."""
+    own_id = getattr(value, "id", None)
+    if not isinstance(value, str) and isinstance(own_id, str):  # record() returns an Event
+        kind = type(value).__name__
+        article = "an" if kind[:1] in "AEIOU" else "a"
+        raise ValidationError(
+            field, f"takes an id, not {article} {kind}: pass the {kind}'s id (.id)"
+        )
     if not isinstance(value, str) or not _ID_RE.fullmatch(value):
         raise ValidationError(field, f"must be {ID_RULE} (got {value!r})")
     return value

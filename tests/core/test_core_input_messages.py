@@ -76,3 +76,28 @@ def test_the_edges_of_the_time_range_are_accepted(cb: ContextBase) -> None:
     last = cb.record("user_message", session_id="s", text="y", ts=MAX_EVENT_TS)
     now = cb.record("user_message", session_id="s", text="z", ts=time.time())
     assert [first.ts, last.ts] == [0.0, 7_258_118_400.0] and now.seq == 3
+
+
+def test_a_filter_given_as_a_search_argument_says_where_it_goes(cb: ContextBase) -> None:
+    for name, value, words in (
+        ("session_id", "s1", "filters=ItemFilter(session_ids=('s1',))"),
+        ("repo", "core", "filters=ItemFilter(repos=('core',))"),
+        ("since", 5.0, "filters=ItemFilter(since=5.0)"),
+    ):
+        with pytest.raises(ValidationError) as err:
+            cb.search("hello", **{name: value})
+        assert err.value.field == name
+        assert "not a search option but a filter" in err.value.message
+        assert words in err.value.message, err.value.message
+    with pytest.raises(ValidationError) as err:  # an unknown option keeps pydantic's word
+        cb.search("hello", no_such_option=1)
+    assert err.value.field == "no_such_option"
+
+
+def test_an_event_where_its_id_belongs_is_refused_naming_id(cb: ContextBase) -> None:
+    event = cb.record("user_message", session_id="s", text="we use MongoDB")
+    with pytest.raises(ValidationError) as err:
+        cb.feedback(event, "wrong")  # type: ignore[arg-type]
+    assert err.value.field == "node_id"
+    assert "pass the Event's id (.id)" in err.value.message
+    assert cb.feedback(event.id, "wrong").confidence == 0.0

@@ -87,3 +87,27 @@ def test_search_lists_what_it_considered_as_the_library_does(
     asked = c.post(f"/v1/projects/{pid}/search", json={**body, "include_considered": True})
     considered = asked.json()["considered"]
     assert {h["confidence_source"] for h in considered} == {None, "feedback:wrong"}
+
+
+def test_misplaced_filters_and_objects_say_what_to_send(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid))
+    r = c.post(f"/v1/projects/{pid}/search", json={"query": "x", "session_id": "s1"})
+    assert r.status_code == 422
+    assert r.json()["error"]["field"] == "session_id"
+    assert "send it as filters.session_ids" in r.json()["error"]["message"]
+    with ctxbase.connect(live.url, api_key=live.key(pid), project=pid) as sdk:
+        event = sdk.record("user_message", session_id="s1", text="we use MongoDB")
+        with pytest.raises(ValidationError) as err:
+            sdk.search("hello", session_id="s1")
+        assert err.value.field == "options.session_id"
+        assert "filters=ItemFilter(session_ids=('s1',))" in err.value.message
+        with pytest.raises(ValidationError) as err:
+            sdk.feedback(event, "wrong")  # type: ignore[arg-type]
+        assert "pass the Event's id (.id)" in err.value.message
+        # a confidence without a label is refused, as the library refuses it
+        no_label = c.post(
+            f"/v1/projects/{pid}/feedback", json={"node_id": event.id, "confidence": 0.7}
+        )
+        assert no_label.status_code == 422
+        assert no_label.json()["error"]["message"] == "label: is missing"
+        assert sdk.feedback(event.id, "disliked", confidence=0.1).confidence == 0.1

@@ -82,6 +82,8 @@ def _validation_response(
             field = ctx["error"].field
         elif isinstance(loc[-1], int):  # so does a check of one whole item of a list
             field = f"{field}.{ctx['error'].field}"
+        elif ctx["error"].field.startswith(f"{field}."):  # a nested model's check, by path
+            field = ctx["error"].field
     elif first.get("type") == "missing":
         msg = "is missing"  # the library's words for a required input left out
     elif first.get("type") == "json_invalid":
