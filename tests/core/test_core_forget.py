@@ -212,7 +212,8 @@ def test_forget_a_session(db_path: Path, cbv: ContextBase) -> None:
     assert count(db_path, "sessions", "session_id='s1'") == 0
     assert report.removed["events"] == 3
     assert report.removed["sessions"] == 1
-    assert cbv.last_events("s1") == []
+    with pytest.raises(NotFoundError):  # the session is gone with its events
+        cbv.last_events("s1")
     assert [e.id for e in cbv.last_events("s2")] == [ids["other"]]
     assert cbv.get_entity(ids["entity"]).name == "vault.md"
     # a stale retry of any of its events stays out
@@ -281,3 +282,4 @@ def test_forget_flushes_queued_events_first(db_path: Path, cb: ContextBase) -> N
     assert report.removed["events"] == 1
     cb.flush()
     _assert_no_trace(db_path, [eid, "zqxqueued"])
+

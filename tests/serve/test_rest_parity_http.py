@@ -11,7 +11,7 @@ import pytest
 
 import ctxbase
 from conftest import Live
-from ctxbase import ValidationError
+from ctxbase import NotFoundError, ValidationError
 from ctxbase.model import Event
 
 
@@ -111,3 +111,55 @@ def test_misplaced_filters_and_objects_say_what_to_send(live: Live, pid: str) ->
         assert no_label.status_code == 422
         assert no_label.json()["error"]["message"] == "label: is missing"
         assert sdk.feedback(event.id, "disliked", confidence=0.1).confidence == 0.1
+
+
+def test_unknown_nodes_and_sessions_are_404_and_bad_hops_422(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid))
+    base = f"/v1/projects/{pid}"
+    first = c.post(f"{base}/events", json={"type": "user_message", "session_id": "s", "text": "a"})
+    node = first.json()["id"]
+    c.post(f"{base}/events", json={"type": "user_message", "session_id": "s", "text": "b"})
+    hood = f"{base}/neighbourhood"
+    assert c.get(hood, params={"node_id": node}).status_code == 200
+    assert len(c.get(hood, params={"node_id": node, "depth": 2}).json()) == 1  # NEXT
+    missing = c.get(hood, params={"node_id": "nope"})
+    assert missing.status_code == 404, missing.text
+    assert missing.json()["error"]["kind"] == "node"
+    for params, field in (
+        ({"node_id": node, "depth": -1}, "depth"),
+        ({"node_id": node, "depth": 100000}, "depth"),
+        ({"node_id": node, "k": 6}, "k"),
+        ({"node_id": node, "k": 1, "depth": 2}, "depth"),
+    ):
+        r = c.get(hood, params=params)
+        assert r.status_code == 422, (params, r.text)
+        assert r.json()["error"]["field"] == field
+    # an unknown session is 404 for its events as for its timeline; a known one lists
+    events = c.get(f"{base}/events", params={"session_id": "nosuch"})
+    assert events.status_code == 404 and events.json()["error"]["kind"] == "session"
+    assert c.get(f"{base}/timeline", params={"session_id": "nosuch"}).status_code == 404
+    assert len(c.get(f"{base}/events", params={"session_id": "s"}).json()) == 2
+    # the SDK says the same as the embedded base
+    with ctxbase.connect(live.url, api_key=live.key(pid), project=pid) as sdk:
+        with pytest.raises(NotFoundError):
+            sdk.neighbourhood("nope")
+        with pytest.raises(NotFoundError):
+            sdk.last_events("nosuch")
+        with pytest.raises(ValidationError):
+            sdk.neighbourhood(node, 9)
+
+
+def test_a_body_nested_past_the_parser_says_so(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    deep = '{"type":"user_message","session_id":"s","data":' + "[" * 100_000 + "]" * 100_000 + "}"
+    r = c.post(
+        f"/v1/projects/{pid}/events",
+        content=deep,
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 422, r.text
+    assert r.json()["error"] == {
+        "code": "invalid",
+        "message": "body: is nested too deep to read (at most 64 levels)",
+        "field": "body",
+    }
