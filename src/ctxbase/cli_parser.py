@@ -179,7 +179,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
 
     p = _command(sub, "entities", "the project's entities (latest versions)")
     p.add_argument("--type", help="only this entity type (document, code, requirement, ...)")
-    p.add_argument("--limit", type=int, default=200, help="at most this many (default 200)")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=200,
+        help="at most this many (default 200; a cut list says so on stderr)",
+    )
     _json_flag(p, "the entities")
     p.set_defaults(func=h.cmd_entities)
 
