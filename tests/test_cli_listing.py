@@ -46,3 +46,21 @@ def test_a_cut_entity_list_says_how_many_there_are(tmp_path: Path, capsys: Any) 
     code, out, err = _run(capsys, *base, "entities", "--limit", str(total))
     assert len(out.splitlines()) == total and err == ""
 
+
+def test_trace_diff_shows_what_changed_between_two_contexts(tmp_path: Path, capsys: Any) -> None:
+    db = str(tmp_path / "t.db")
+    with ctxbase.open(db, project="p", embedder="hash") as cb:
+        cb.record("user_message", session_id="s", text="the orders query is slow")
+        a = cb.assemble_context(agent_role="coder", user_intent="why is orders slow?")
+        cb.record("assistant_message", session_id="s", text="orders needs an index on created_at")
+        b = cb.assemble_context(agent_role="coder", user_intent="why is orders slow?")
+    code, out, err = _run(capsys, "--db", db, "trace", a.context_id, "--diff", b.context_id)
+    assert code == 0, err
+    assert a.context_id in out and b.context_id in out
+    assert "orders needs an index on created_at" in out  # the prompt diff's new line
+    code, out, _ = _run(capsys, "--db", db, "trace", a.context_id, "--diff", b.context_id, "--json")
+    diff = json.loads(out)
+    assert (diff["before_id"], diff["after_id"]) == (a.context_id, b.context_id)
+    assert diff["is_empty"] is False and diff["added"]
+    code, _, err = _run(capsys, "--db", db, "trace", a.context_id, "--diff", "ctx_nope")
+    assert code == 3 and "ctx_nope" in err

@@ -442,6 +442,16 @@ def cmd_trace(args: argparse.Namespace) -> int:
             error = NotFoundError("context", args.context_id)
             error.args = (f"{error} in project {project!r}: it belongs to project {owner!r}",)
             raise error
+        if args.diff is not None:
+            from .assemble.diff import diff_as_json, render_diff
+            from .assemble.trace import diff_contexts
+
+            diff = diff_contexts(cb, args.context_id, args.diff, project=project)
+            if args.json:
+                _print_json(diff_as_json(diff))
+            else:
+                print(render_diff(diff))
+            return 0
         trace = cb.get_trace(args.context_id, project=project)
         if args.json:
             _print_json(trace)

@@ -283,3 +283,15 @@ def test_forget_flushes_queued_events_first(db_path: Path, cb: ContextBase) -> N
     cb.flush()
     _assert_no_trace(db_path, [eid, "zqxqueued"])
 
+
+def test_a_hard_forget_in_the_middle_of_a_chain_cuts_it(cb: ContextBase) -> None:
+    # README's forget section says so: the forgotten event's edges go with it
+    ask = cb.record("user_message", session_id="s", text="why is the orders query slow?")
+    plan = cb.record("assistant_message", session_id="s", text="plan", parent_event_ids=[ask.id])
+    call = cb.record("tool_invocation", session_id="s", text="run_sql", parent_event_ids=[plan.id])
+    result = cb.record("tool_result", session_id="s", text="1 row", parent_event_ids=[call.id])
+    assert [e.id for e in cb.causal_chain(result.id)] == [call.id, plan.id, ask.id]
+    cb.forget(event_ids=[call.id])
+    assert cb.causal_chain(result.id) == []
+    assert [e.id for e in cb.causal_chain(plan.id)] == [ask.id]
+    assert [e.id for e in cb.effects(ask.id)] == [plan.id]
