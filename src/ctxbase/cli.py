@@ -379,11 +379,22 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 def cmd_entities(args: argparse.Namespace) -> int:
     with _open_existing(args, embedder=None) as cb:
-        found = cb.list_entities(type=args.type, limit=_count("--limit", args.limit))
+        limit = _count("--limit", args.limit)
+        found = cb.list_entities(type=args.type, limit=limit + 1)  # one more: was it cut?
+        cut = len(found) > limit
+        found = found[:limit]
+        # an ingested unit's repository is in its properties: shown as a field of its own
+        repos = [e.properties.get("repo") for e in found]
         if args.json:
-            _print_json([e.model_dump() for e in found])
-        for e in [] if args.json else found:
-            print(f"{e.id:<40} {e.type:<12} v{e.version:<3} {_line(e.name, 60)}")
+            _print_json([e.model_dump() | {"repo": r} for e, r in zip(found, repos, strict=True)])
+        width = max((len(str(r)) for r in repos if r), default=0)
+        for e, repo in [] if args.json else zip(found, repos, strict=True):
+            place = f" {repo or '':<{width}}" if width else ""
+            print(f"{e.id:<40} {e.type:<12} v{e.version:<3}{place} {_line(e.name, 60)}")
+        if cut:  # say so: a silent cut reads as entities missing
+            counts = cb.store.entity_type_counts(cb.project)
+            total = counts.get(args.type, 0) if args.type else sum(counts.values())
+            print(f"{limit} of {max(total, limit + 1)} shown (--limit)", file=sys.stderr)
         if args.type and not found:
             # Types are open-ended, so an unknown one is no error; name the ones there are
             # ("code", not "code_symbol") instead of printing nothing.
@@ -431,6 +442,16 @@ def cmd_trace(args: argparse.Namespace) -> int:
             error = NotFoundError("context", args.context_id)
             error.args = (f"{error} in project {project!r}: it belongs to project {owner!r}",)
             raise error
+        if args.diff is not None:
+            from .assemble.diff import diff_as_json, render_diff
+            from .assemble.trace import diff_contexts
+
+            diff = diff_contexts(cb, args.context_id, args.diff, project=project)
+            if args.json:
+                _print_json(diff_as_json(diff))
+            else:
+                print(render_diff(diff))
+            return 0
         trace = cb.get_trace(args.context_id, project=project)
         if args.json:
             _print_json(trace)

@@ -179,7 +179,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
 
     p = _command(sub, "entities", "the project's entities (latest versions)")
     p.add_argument("--type", help="only this entity type (document, code, requirement, ...)")
-    p.add_argument("--limit", type=int, default=200, help="at most this many (default 200)")
+    p.add_argument(
+        "--limit",
+        type=int,
+        default=200,
+        help="at most this many (default 200; a cut list says so on stderr)",
+    )
     _json_flag(p, "the entities")
     p.set_defaults(func=h.cmd_entities)
 
@@ -189,7 +194,13 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
 
     p = _command(sub, "trace", "why an assembled context holds what it holds")
     p.add_argument("context_id", help="the context id an assembly returned")
-    _json_flag(p, "the stored trace")
+    p.add_argument(
+        "--diff",
+        metavar="OTHER_ID",
+        help="what changed from CONTEXT_ID to this later context: items added, removed, "
+        "moved, score and token changes, and the prompts' unified diff",
+    )
+    _json_flag(p, "the stored trace (with --diff: the diff)")
     p.set_defaults(func=h.cmd_trace)
 
     p = _command(sub, "ingest", "anchor a directory or git repository, incrementally")

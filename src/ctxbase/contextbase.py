@@ -55,7 +55,7 @@ from .retrieve.indexing import chunker_for, event_items, event_search_text
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
-from .validation import check_query
+from .validation import check_event_ts, check_query
 
 if TYPE_CHECKING:  # imported where used: a base that never searches loads no retrieval
     from .anchor.anchoring import AnchorReport
@@ -542,6 +542,8 @@ class ContextBase(
         forgot them (`forgotten`): the truthful answer to a stale retry. An event built
         without an id (`Event.id` ""), gets a fresh one (see `with_ids`)."""
         events = with_ids(events)
+        for i, event in enumerate(events):  # built by hand, not by build_event: check its time
+            check_event_ts(f"events[{i}].ts", event.ts)
         self.check_writable(events)
         for event in events:
             self._check_parents_batch(event, events)

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .aliases import edge_args, entity_args, identity_source
-from .errors import ValidationError
+from .errors import NotFoundError, ValidationError
 from .model import Entity, Event, Relation, check_id, make_entity_id
 from .retrieve import graph
 from .validation import (
@@ -30,7 +30,10 @@ if TYPE_CHECKING:
     from .components import Components
     from .store.base import Store
 
-__all__ = ["GraphMethods"]
+__all__ = ["MAX_NEIGHBOURHOOD_HOPS", "GraphMethods"]
+
+# A neighbourhood's hop count: each hop can multiply the nodes read, so one call stays small.
+MAX_NEIGHBOURHOOD_HOPS = 5
 
 
 class GraphMethods:
@@ -62,11 +65,16 @@ class GraphMethods:
         self, session_id: str, n: int = 20, *, project: str | None = None
     ) -> list[Event]:
         """The last n events of a session, oldest first (those captured before the call
-        included)."""
+        included). NotFoundError for a session the project does not have (as the timeline
+        and `ctxbase events` say), not an empty list."""
         if n < 0:
             raise ValidationError("n", "must be >= 0")
         self._caught_up()
-        return self.store.list_events(self._pid(project), session_id, last_n=n)
+        pid = self._pid(project)
+        events = self.store.list_events(pid, session_id, last_n=n)
+        if not events and self.store.get_session(pid, session_id) is None:
+            raise NotFoundError("session", session_id)
+        return events
 
     def _visible(self, project_id: str, hits: list[graph.GraphHit]) -> list[Event]:
         return self.store.get_events(project_id, [h.node_id for h in hits])
@@ -91,7 +99,21 @@ class GraphMethods:
         project: str | None = None,
         types: Sequence[str] | None = None,
     ) -> list[graph.GraphHit]:
-        return graph.neighbourhood(self.store, self._pid(project), node_id, k, types)
+        """Nodes within `k` hops (0 to MAX_NEIGHBOURHOOD_HOPS) of a node, with the edge that
+        reached each. NotFoundError when the node is no event or entity of the project and
+        no relation touches it."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= MAX_NEIGHBOURHOOD_HOPS:
+            raise ValidationError(
+                "k", f"must be an integer from 0 to {MAX_NEIGHBOURHOOD_HOPS} (got {k!r})"
+            )
+        check_id("node_id", node_id)
+        pid = self._pid(project)
+        hits = graph.neighbourhood(self.store, pid, node_id, k, types)
+        known = bool(hits) or bool(self.store.existing_ids(pid, [node_id]))
+        # a relation may name an id that is no stored node (check_nodes=False)
+        if not known and not self.store.list_relations(pid, [node_id], include_closed=True):
+            raise NotFoundError("node", node_id)
+        return hits
 
     # -- entities and relations ----------------------------------------------------------
     def upsert_entity(

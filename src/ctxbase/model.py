@@ -22,6 +22,7 @@ from .errors import ValidationError
 __all__ = [
     "BUILTIN_EVENT_TYPES",
     "EVENT_GRAPH_RELATIONS",
+    "ID_RULE",
     "Entity",
     "Event",
     "Priority",
@@ -42,12 +43,22 @@ __all__ = [
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:@/\-]{1,200}$")
 
 
+# The rule in words for errors: "letters" alone reads as any script's, but only ASCII
+# ones pass, so a Chinese name goes in a title or metadata, not in an id.
+ID_RULE = "1-200 ASCII characters: letters A-Z a-z, digits 0-9 and _ . : @ / -"
+
+
 def check_id(field: str, value: str) -> str:
     """Ids are short printable strings; anything else is refused with the field's name."""
-    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
+    own_id = getattr(value, "id", None)
+    if not isinstance(value, str) and isinstance(own_id, str):  # record() returns an Event
+        kind = type(value).__name__
+        article = "an" if kind[:1] in "AEIOU" else "a"
         raise ValidationError(
-            field, f"must be 1-200 characters of letters, digits and _.:@/- (got {value!r})"
+            field, f"takes an id, not {article} {kind}: pass the {kind}'s id (.id)"
         )
+    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
+        raise ValidationError(field, f"must be {ID_RULE} (got {value!r})")
     return value
 
 

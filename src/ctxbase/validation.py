@@ -12,7 +12,9 @@ read path, including JSON responses: that is what the limits are for.
   session and task metadata): finite numbers only (no NaN / Infinity), nested at most
   `MAX_JSON_DEPTH` levels, at most `MAX_JSON_BYTES` once encoded;
 - integers that reach a database column (versions, line numbers): signed 64-bit;
-- floats that reach a database column (timestamps, confidences): finite.
+- floats that reach a database column (timestamps, confidences): finite;
+- an event's time: epoch seconds from 1970-01-01 to 2200-01-01 UTC (`MIN_EVENT_TS`,
+  `MAX_EVENT_TS`); a time in milliseconds (JavaScript's `Date.now()`) is refused saying so.
 
 Rows written by older versions may break these rules; `loads_tolerant` and `cap_depth` keep
 such rows readable (see `DEEP_JSON_PLACEHOLDER`).
@@ -31,13 +33,16 @@ __all__ = [
     "DEEP_JSON_PLACEHOLDER",
     "INT64_MAX",
     "INT64_MIN",
+    "MAX_EVENT_TS",
     "MAX_JSON_BYTES",
     "MAX_JSON_DEPTH",
     "MAX_QUERY_CHARS",
     "MAX_ROLE_CHARS",
     "MAX_TEXT_BYTES",
+    "MIN_EVENT_TS",
     "cap_depth",
     "check_entity_properties",
+    "check_event_ts",
     "check_finite",
     "check_int64",
     "check_item_filter",
@@ -60,6 +65,15 @@ MAX_JSON_DEPTH = 64
 MAX_JSON_BYTES = 1_000_000
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+# An event's time, epoch seconds: 1970-01-01 to 2200-01-01 UTC. Outside it a time is a
+# mistake (milliseconds, a sentinel) that would become a session's created_at and move
+# its idle expiry and every time filter.
+MIN_EVENT_TS = 0.0
+MAX_EVENT_TS = 7_258_118_400.0
+# A time too large by one of these factors that, divided, falls after 2000 (a recent time
+# sent in the wrong unit) is refused naming the unit.
+_TIME_UNITS = ((1e3, "milliseconds"), (1e6, "microseconds"), (1e9, "nanoseconds"))
+_UNIT_GUESS_FROM = 946_684_800.0  # 2000-01-01
 
 # What a read shows in place of the part of an old row's JSON nested deeper than the limit.
 DEEP_JSON_PLACEHOLDER = f"<nested deeper than {MAX_JSON_DEPTH} levels: not shown>"
@@ -105,6 +119,27 @@ def check_finite(field: str, value: Any) -> float:
     if not math.isfinite(number):
         raise ValidationError(field, f"must be a finite number (got {value!r})")
     return number
+
+
+def check_event_ts(field: str, value: Any) -> float:
+    """An event's time: finite epoch seconds from 1970 to 2200 (`MIN_EVENT_TS` ..
+    `MAX_EVENT_TS`); a value that is such a time in milliseconds (or micro-, nanoseconds)
+    is refused saying so."""
+    seconds = check_finite(field, value)
+    if MIN_EVENT_TS <= seconds <= MAX_EVENT_TS:
+        return seconds
+    for factor, unit in _TIME_UNITS:
+        if _UNIT_GUESS_FROM <= seconds / factor <= MAX_EVENT_TS:
+            raise ValidationError(
+                field,
+                f"{value!r} looks like {unit}: times are epoch seconds "
+                f"(divide by {factor:,.0f}: {seconds / factor!r})",
+            )
+    raise ValidationError(
+        field,
+        f"must be epoch seconds from 1970-01-01 to 2200-01-01 UTC "
+        f"({MIN_EVENT_TS:.0f} to {MAX_EVENT_TS:.0f}; got {value!r})",
+    )
 
 
 def check_int64(field: str, value: Any) -> int:

@@ -9,7 +9,7 @@ import pytest
 
 from ctxbase import ContextBase
 from ctxbase.capture.events import build_event
-from ctxbase.errors import ConflictError
+from ctxbase.errors import ConflictError, NotFoundError
 
 
 def _texts(cb: ContextBase, session_id: str) -> list[str | None]:
@@ -36,7 +36,8 @@ def test_every_capture_into_an_archived_session_is_refused(cb: ContextBase) -> N
         cb.record_events([live, dead])  # all or nothing
     cb.flush()
     assert _texts(cb, "s1") == ["cache orders for 5 minutes", "noted"]
-    assert _texts(cb, "s2") == []
+    with pytest.raises(NotFoundError):  # the refused batch made no session either
+        _texts(cb, "s2")
     assert cb.capture_stats().refused == 0  # refused at the call, nothing reached the writer
     # other sessions take captures as before
     cb.capture("user_message", session_id="s2", text="y")

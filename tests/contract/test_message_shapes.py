@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from ctxbase import ContextBase
-from ctxbase.errors import ConflictError, ValidationError
+from ctxbase.errors import ConflictError, NotFoundError, ValidationError
 
 Msg = dict[str, Any]
 
@@ -154,7 +154,8 @@ def test_a_history_re_sent_after_a_forget_keeps_the_forgotten_out(cb: ContextBas
     # the whole session forgotten: the re-sent history is a stale retry, nothing comes back
     cb.forget(session_id="f")
     cb.capture_messages(history, session_id="f", sync=True)
-    assert _texts(cb, "f") == []
+    with pytest.raises(NotFoundError):  # nor the session
+        _texts(cb, "f")
 
 
 def test_new_messages_equal_to_the_session_start_are_new(cb: ContextBase) -> None:

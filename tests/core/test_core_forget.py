@@ -212,7 +212,8 @@ def test_forget_a_session(db_path: Path, cbv: ContextBase) -> None:
     assert count(db_path, "sessions", "session_id='s1'") == 0
     assert report.removed["events"] == 3
     assert report.removed["sessions"] == 1
-    assert cbv.last_events("s1") == []
+    with pytest.raises(NotFoundError):  # the session is gone with its events
+        cbv.last_events("s1")
     assert [e.id for e in cbv.last_events("s2")] == [ids["other"]]
     assert cbv.get_entity(ids["entity"]).name == "vault.md"
     # a stale retry of any of its events stays out
@@ -281,3 +282,16 @@ def test_forget_flushes_queued_events_first(db_path: Path, cb: ContextBase) -> N
     assert report.removed["events"] == 1
     cb.flush()
     _assert_no_trace(db_path, [eid, "zqxqueued"])
+
+
+def test_a_hard_forget_in_the_middle_of_a_chain_cuts_it(cb: ContextBase) -> None:
+    # README's forget section says so: the forgotten event's edges go with it
+    ask = cb.record("user_message", session_id="s", text="why is the orders query slow?")
+    plan = cb.record("assistant_message", session_id="s", text="plan", parent_event_ids=[ask.id])
+    call = cb.record("tool_invocation", session_id="s", text="run_sql", parent_event_ids=[plan.id])
+    result = cb.record("tool_result", session_id="s", text="1 row", parent_event_ids=[call.id])
+    assert [e.id for e in cb.causal_chain(result.id)] == [call.id, plan.id, ask.id]
+    cb.forget(event_ids=[call.id])
+    assert cb.causal_chain(result.id) == []
+    assert [e.id for e in cb.causal_chain(plan.id)] == [ask.id]
+    assert [e.id for e in cb.effects(ask.id)] == [plan.id]

@@ -108,15 +108,18 @@ def test_last_n_events(cb: ContextBase) -> None:
     assert [e.id for e in cb.last_events("s", 2)] == [ids["a2"], ids["side"]]
     assert len(cb.last_events("s", 100)) == 6
     assert cb.last_events("s", 0) == []
-    assert cb.last_events("no-such-session", 5) == []
+    with pytest.raises(NotFoundError):  # no such session, as its timeline says
+        cb.last_events("no-such-session", 5)
 
 
 def test_events_of_another_project_are_invisible(cb: ContextBase) -> None:
     ids = _run(cb)
     with pytest.raises(NotFoundError):
         cb.get_event(ids["u"], project="other")
-    assert cb.last_events("s", 10, project="other") == []
-    assert cb.neighbourhood(ids["u"], 2, project="other") == []
+    with pytest.raises(NotFoundError):
+        cb.last_events("s", 10, project="other")
+    with pytest.raises(NotFoundError):
+        cb.neighbourhood(ids["u"], 2, project="other")
 
 
 # -- OpenAI-style message lists ------------------------------------------------------------

@@ -170,10 +170,11 @@ def test_what_is_accepted_reads_back_everywhere(
         ]
         if session:
             reads += [
-                c.get(f"{base}/events", params={"session_id": session}),
                 c.get(f"{base}/state", params={"scope_id": session}),
                 c.get(f"{base}/state/history", params={"scope_id": session}),
             ]
+        if session and path != "/state":  # a state write makes no session to list
+            reads.append(c.get(f"{base}/events", params={"session_id": session}))
         for read in reads:
             assert read.status_code == 200, (read.request.url, read.text)
         # a generated query: answered or refused, never a server error
@@ -183,9 +184,10 @@ def test_what_is_accepted_reads_back_everywhere(
     sdk = ctxbase.connect(live.url, api_key=key, project=pid)
     try:
         sdk.list_entities()
-        if session:
+        if session and path != "/state":
             for event in sdk.last_events(session, 50):
                 assert event.text is None or isinstance(event.text, str)
+        if session:
             sdk.get_facts(scope_id=session)
     finally:
         sdk.close()

@@ -179,11 +179,15 @@ def test_a_key_of_project_a_never_sees_project_b(live: Live, pid: str, other_pid
             (f"{base}/sessions", {}),
             (f"{base}/entities", {}),
             (f"{base}/relations", {}),
-            (f"{base}/events", {"session_id": b_ids["session"]}),
             ("/v1/projects", {}),
         ]
     )
     assert not any(s in listed for s in secrets_of_b)
+    # B's session read through A is an unknown session of A: 404, as a ghost's is
+    for session in (b_ids["session"], "ghost-session"):
+        r = a.get(f"{base}/events", params={"session_id": session})
+        assert r.status_code == 404 and r.json()["error"]["kind"] == "session"
+        assert not any(s in r.text for s in secrets_of_b if s != session), r.text
     found = a.post(f"{base}/search", json={"query": "机密预算 B plan", "preset": "keyword"})
     hits = json.dumps(found.json()["results"], ensure_ascii=False)
     assert found.json()["results"] and not any(s in hits for s in secrets_of_b)

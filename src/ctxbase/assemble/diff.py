@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "ScoreChange",
     "TraceDiff",
     "TraceFormatError",
+    "diff_as_json",
     "diff_messages",
     "diff_traces",
     "render_diff",
@@ -382,3 +383,15 @@ def render_diff(diff: TraceDiff | MessageListDiff, *, include_prompt: bool = Tru
     if isinstance(diff, TraceDiff):
         return "\n".join(_render_trace_diff(diff, include_prompt))
     return "\n".join(_render_message_diff(diff, include_prompt))
+
+
+def diff_as_json(diff: TraceDiff) -> dict[str, Any]:
+    """A trace diff as JSON (the console's `/contexts/diff`, `ctxbase trace --diff --json`):
+    its fields, the total token change, whether it is empty, and each row's delta."""
+    out = asdict(diff)
+    out["total_token_delta"] = diff.total_token_delta
+    out["is_empty"] = diff.is_empty
+    rows: tuple[LayerTokenDelta | ScoreChange, ...]
+    for key, rows in (("tokens", diff.tokens), ("score_changes", diff.score_changes)):
+        out[key] = [{**asdict(r), "delta": r.delta} for r in rows]
+    return out

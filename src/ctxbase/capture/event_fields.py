@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import ValidationError
-from ..validation import check_finite, either
+from ..validation import check_event_ts, check_finite, either
 
 __all__ = [
     "ARTICLE_NAMES",
@@ -88,7 +88,8 @@ def capture_fields(
 
 def event_time(field: str, value: Any) -> float | None:
     """Epoch seconds from epoch seconds, an ISO-8601 string or a datetime (None: not given).
-    A time without an offset is UTC, so the answer does not depend on the machine's zone."""
+    A time without an offset is UTC, so the answer does not depend on the machine's zone.
+    The time must be from 1970 to 2200 (validation.check_event_ts)."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -102,11 +103,12 @@ def event_time(field: str, value: Any) -> float | None:
             ) from exc
     if isinstance(value, datetime):
         when: datetime = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-        return when.timestamp()
+        return check_event_ts(field, when.timestamp())
     try:
-        return check_finite(field, value)
+        seconds = check_finite(field, value)
     except ValidationError as exc:
         raise ValidationError(field, f"{exc.message}: epoch seconds or an ISO-8601 time") from exc
+    return check_event_ts(field, seconds)
 
 
 def event_body(text: Any, data: Any, content: Any) -> tuple[Any, Any]:

@@ -45,7 +45,7 @@ from autogen_core.models import LLMMessage, SystemMessage  # noqa: E402
 from ..errors import ValidationError  # noqa: E402
 from ..model import Event, check_id  # noqa: E402
 from .recall import SESSION_LIMIT, assembled, check_recall, searched  # noqa: E402
-from .tools import ToolScope  # noqa: E402
+from .tools import ToolScope, session_events  # noqa: E402
 
 if TYPE_CHECKING:
     from ..contextbase import ContextBase
@@ -257,7 +257,7 @@ class CtxbaseMemory(Memory):
         return "\n\n".join(parts), results
 
     def _hide_own(self) -> None:
-        events = self.cb.last_events(self.session_id, SESSION_LIMIT, project=self.project)
+        events = session_events(self.cb, self.session_id, SESSION_LIMIT, self.project)
         ids = [e.id for e in events if _added_here(e)]
         if ids:
             self.cb.set_hidden(ids, True, project=self.project)

@@ -42,7 +42,7 @@ with warnings.catch_warnings():  # deprecated in langchain-core 1.6.4, still wha
 
 from ..errors import NotFoundError  # noqa: E402
 from .recall import assembled, searched  # noqa: E402
-from .tools import ToolScope  # noqa: E402
+from .tools import ToolScope, session_events  # noqa: E402
 
 if TYPE_CHECKING:
     from ..contextbase import ContextBase
@@ -119,7 +119,7 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        events = self.cb.last_events(self.session_id, HISTORY_LIMIT, project=self.project)
+        events = session_events(self.cb, self.session_id, HISTORY_LIMIT, self.project)
         out: list[BaseMessage] = []
         for e in events:
             if isinstance(e.data, dict) and _LC_KEY in e.data:
@@ -129,7 +129,7 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
         return out
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        last = self.cb.last_events(self.session_id, 1, project=self.project)
+        last = session_events(self.cb, self.session_id, 1, self.project)
         parent = last[-1].id if last else None
         for m in messages:
             event = self.cb.record(

@@ -32,7 +32,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa
 
 from ..model import Event  # noqa: E402
 from .recall import SESSION_LIMIT, Recalled, assembled, check_recall, searched  # noqa: E402
-from .tools import ToolScope  # noqa: E402
+from .tools import ToolScope, session_events  # noqa: E402
 
 if TYPE_CHECKING:
     from ..contextbase import ContextBase
@@ -180,7 +180,7 @@ class CtxbaseChatMemory(BaseMemory):
         """The messages among the session's last n events: their event ids, the messages."""
         if n <= 0:
             return set(), []
-        events = self.cb.last_events(self.session_id, n, project=self._project)
+        events = session_events(self.cb, self.session_id, n, self._project)
         pairs = [(e.id, _message(e)) for e in events]
         return {i for i, m in pairs if m is not None}, [m for _, m in pairs if m is not None]
 
@@ -190,7 +190,7 @@ class CtxbaseChatMemory(BaseMemory):
         self.put_messages([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        last = self.cb.last_events(self.session_id, 1, project=self._project)
+        last = session_events(self.cb, self.session_id, 1, self._project)
         parent = last[-1].id if last else None
         for m in messages:
             user = m.role == MessageRole.USER
@@ -214,7 +214,7 @@ class CtxbaseChatMemory(BaseMemory):
     def reset(self) -> None:
         """Hide the session's messages this memory recorded (restorable with
         `cb.restore`); other agents' events and the rest of the store stay."""
-        events = self.cb.last_events(self.session_id, SESSION_LIMIT, project=self._project)
+        events = session_events(self.cb, self.session_id, SESSION_LIMIT, self._project)
         ids = [e.id for e in events if isinstance(e.data, dict) and _LI_KEY in e.data]
         if ids:
             self.cb.set_hidden(ids, True, project=self._project)

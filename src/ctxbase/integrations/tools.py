@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
 from ..contextbase import ContextBase
-from ..errors import CtxbaseError, ValidationError
-from ..model import check_id
+from ..errors import CtxbaseError, NotFoundError, ValidationError
+from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ __all__ = [
     "handle_tool_call",
     "openai_tools",
     "run_tool",
+    "session_events",
     "tool_error",
 ]
 
@@ -52,6 +53,19 @@ log = logging.getLogger("ctxbase.tools")
 
 HIDE_PAGE = 10_000  # a session's events hidden per call: REST's largest `last_events` page
 MAX_TEXT_CHARS = 4000  # per hit: enough to act on, small enough for a tool answer
+
+
+def session_events(
+    cb: ContextBase | Client, session_id: str, n: int, project: str | None = None
+) -> list[Event]:
+    """The session's last n events, none for a session not created yet: an adapter's
+    first turn reads its session before anything is written in it."""
+    try:
+        return cb.last_events(session_id, n, project=project)
+    except NotFoundError as error:
+        if error.kind != "session":
+            raise
+        return []
 
 
 @dataclass(frozen=True)
@@ -409,7 +423,7 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
         # call gives the next page; one the REST API allows (the remote client too).
         if not a.session_id:
             return []
-        return [e.id for e in scope.cb.last_events(a.session_id, HIDE_PAGE, project=pid)]
+        return [e.id for e in session_events(scope.cb, a.session_id, HIDE_PAGE, pid)]
 
     ids = [*a.event_ids, *page()]
     if ids and hide(ids) and a.session_id:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -9,7 +10,14 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ValidationError
 
-__all__ = ["DEFAULT_RELATION_THRESHOLDS", "PRESETS", "SearchConfig", "get_preset"]
+__all__ = [
+    "DEFAULT_RELATION_THRESHOLDS",
+    "PRESETS",
+    "SearchConfig",
+    "check_not_filters",
+    "filter_field",
+    "get_preset",
+]
 
 # Seed 000's per-relation-type confidence floors for following an edge.
 DEFAULT_RELATION_THRESHOLDS: dict[str, float] = {
@@ -216,9 +224,56 @@ def get_preset(name: str, **overrides: object) -> SearchConfig:
         ) from None
     if not overrides:
         return base
+    check_not_filters(overrides)
     try:
         return SearchConfig.model_validate({**base.model_dump(), **overrides})
     except PydanticValidationError as exc:  # a caller's bad override is bad input, by name
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "config"
         raise ValidationError(field, err["msg"]) from None
+
+
+# ItemFilter's fields that are not search options (store.base.ItemFilter; the first eight
+# take a tuple), and the singular names a caller tries first (`session_id=` as capture
+# takes it).
+_FILTER_FIELDS = (
+    "session_ids",
+    "agent_ids",
+    "agent_roles",
+    "types",
+    "kinds",
+    "owner_ids",
+    "repos",
+    "exclude_session_ids",
+    "path_prefix",
+    "line_from",
+    "line_to",
+    "since",
+    "until",
+)
+_FILTER_NAMES = {
+    **{name: name for name in _FILTER_FIELDS},
+    **{name[:-1]: name for name in _FILTER_FIELDS if name.endswith("s")},
+    "path": "path_prefix",
+}
+
+
+def filter_field(name: str) -> str | None:
+    """The ItemFilter field a search argument `name` belongs to, when it is one (a
+    misplaced filter is then refused saying where it goes), else None."""
+    return _FILTER_NAMES.get(name)
+
+
+def check_not_filters(options: Mapping[str, object], prefix: str = "") -> None:
+    """ValidationError for a filter given among the search options (`session_id=` to
+    `search`), saying where it goes, before it is refused as an unknown option."""
+    for name, value in options.items():
+        if (wanted := filter_field(name)) is not None:
+            many = wanted in _FILTER_FIELDS[:8] and isinstance(value, str)
+            shown = f"({value!r},)" if many else repr(value)
+            raise ValidationError(
+                f"{prefix}{name}",
+                "is not a search option but a filter: pass "
+                f"filters=ItemFilter({wanted}={shown}) "
+                f'(REST: "filters": {{"{wanted}": ...}})',
+            )

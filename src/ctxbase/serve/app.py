@@ -33,6 +33,7 @@ from .. import __version__
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError, ValidationError
 from ..retrieve.tokenize import load_segmenter
+from ..validation import MAX_JSON_DEPTH
 from .assembly import AssembleShortcut
 from .auth import RateLimiter
 from .cache import AssembleCache
@@ -82,6 +83,8 @@ def _validation_response(
             field = ctx["error"].field
         elif isinstance(loc[-1], int):  # so does a check of one whole item of a list
             field = f"{field}.{ctx['error'].field}"
+        elif ctx["error"].field.startswith(f"{field}."):  # a nested model's check, by path
+            field = ctx["error"].field
     elif first.get("type") == "missing":
         msg = "is missing"  # the library's words for a required input left out
     elif first.get("type") == "json_invalid":
@@ -117,6 +120,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+            # FastAPI's JSON parse ran out of stack: say what is wrong with the body
+            message = f"body: is nested too deep to read (at most {MAX_JSON_DEPTH} levels)"
+            deep = {"error": {"code": "invalid", "message": message, "field": "body"}}
+            return JSONResponse(deep, status_code=422)
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
             exc.status_code, "http_error"
         )

@@ -12,6 +12,7 @@ from ..assemble import state as facts
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
 from ..retrieve.config import get_preset
+from ..retrieve.search import Candidate
 from ..store.base import ItemFilter
 from .assembly import assembly_key, compute_assembly
 from .auth import Principal
@@ -69,29 +70,31 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
     )
     return SearchOut(
         query=response.query,
-        results=[
-            SearchHitOut(
-                item=SearchItemOut(**asdict(c.item)),
-                score=c.score,
-                keyword_rank=c.keyword_rank,
-                keyword_score=c.keyword_score,
-                semantic_rank=c.semantic_rank,
-                similarity=c.similarity,
-                graph_via=c.graph_via,
-                graph_confidence=c.graph_confidence,
-                dropped=c.dropped,
-                confidence=c.confidence,
-                confidence_source=c.confidence_source,
-                decay=c.decay,
-                decay_spared=c.decay_spared,
-            )
-            for c in response.results
-        ],
+        results=[_hit(c) for c in response.results],
+        considered=[_hit(c) for c in response.considered] if body.include_considered else [],
         timings_ms=response.timings_ms,
         tampered=response.tampered,
         pending_vectors=response.pending_vectors,
         embedder_error=response.embedder_error,
         off_topic=response.off_topic,
+    )
+
+
+def _hit(c: Candidate) -> SearchHitOut:
+    return SearchHitOut(
+        item=SearchItemOut(**asdict(c.item)),
+        score=c.score,
+        keyword_rank=c.keyword_rank,
+        keyword_score=c.keyword_score,
+        semantic_rank=c.semantic_rank,
+        similarity=c.similarity,
+        graph_via=c.graph_via,
+        graph_confidence=c.graph_confidence,
+        dropped=c.dropped,
+        confidence=c.confidence,
+        confidence_source=c.confidence_source,
+        decay=c.decay,
+        decay_spared=c.decay_spared,
     )
 
 

@@ -8,8 +8,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 
 from ..aliases import identity_source
+from ..knowledge_graph import MAX_NEIGHBOURHOOD_HOPS
 from ..memory_feedback import Feedback
 from ..model import Entity, Relation
+from ..validation import either
 from .deps import AdminOnlyProject, Caller, ReadProject, Rt, WriteProject
 from .schemas import (
     ChangedOut,
@@ -113,11 +115,16 @@ def neighbourhood(
     pid: ReadProject,
     rt: Rt,
     node_id: NodeId,
-    k: Annotated[int, Query(ge=0, le=5)] = 1,
+    k: Annotated[int | None, Query(ge=0, le=MAX_NEIGHBOURHOOD_HOPS, description="hops (1)")] = None,
     types: Annotated[list[str] | None, Query()] = None,
+    depth: Annotated[
+        int | None, Query(ge=0, le=MAX_NEIGHBOURHOOD_HOPS, description="another name for k")
+    ] = None,
 ) -> list[GraphHitOut]:
-    """Nodes within k hops of a node, with the edge that reached each."""
-    hits = rt.cb.neighbourhood(node_id, k, project=pid, types=types)
+    """Nodes within k hops of a node, with the edge that reached each; 404 when the
+    project has no such node."""
+    hops = either("k", k, "depth", depth)
+    hits = rt.cb.neighbourhood(node_id, 1 if hops is None else hops, project=pid, types=types)
     return [
         GraphHitOut(
             node_id=h.node_id,

@@ -15,6 +15,7 @@ from ..capture.event_fields import rest_event_fields
 from ..errors import ValidationError
 from ..memory_feedback import Feedback
 from ..model import Event
+from ..retrieve.config import check_not_filters, filter_field
 from ..validation import INT64_MAX, INT64_MIN, MAX_QUERY_CHARS, check_text
 
 __all__ = [
@@ -370,6 +371,13 @@ class SearchOptionsIn(_In):
         """The fields the request set (an explicit null included), for get_preset."""
         return self.model_dump(exclude_unset=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _no_filters(cls, data: Any) -> Any:
+        if isinstance(data, dict):  # the SDK's search(session_id=...) lands here
+            check_not_filters(data, prefix="options.")
+        return data
+
 
 # "k" is what other search APIs call top_k.
 _OPTION_ALIASES = {"k": "top_k"}
@@ -386,6 +394,11 @@ class SearchIn(_In):
     preset: str = "hybrid"
     filters: FilterIn | None = None
     options: SearchOptionsIn = Field(default_factory=SearchOptionsIn)
+    include_considered: bool = Field(
+        default=False,
+        description="also answer `considered`: every candidate ranked, each with why it is "
+        "not a result (several times the bytes of the results; the SDK asks for it)",
+    )
     require_signature: bool = Field(
         default=False,
         description="serve only units whose signed entity verifies and matches them, and "
@@ -402,6 +415,11 @@ class SearchIn(_In):
                 if name not in cls.model_fields and option in SearchOptionsIn.model_fields:
                     raise ValidationError(
                         name, f"is not a field of the request: send it as options.{option}"
+                    )
+                wanted = filter_field(name)
+                if name not in cls.model_fields and wanted is not None:
+                    raise ValidationError(
+                        name, f"is not a field of the request: send it as filters.{wanted}"
                     )
         return data
 
@@ -445,6 +463,12 @@ class SearchHitOut(_Out):
 class SearchOut(_Out):
     query: str
     results: list[SearchHitOut]
+    considered: list[SearchHitOut] = Field(
+        default_factory=list,
+        description="with `include_considered`: every candidate ranked, `dropped` saying "
+        "why one is not a result (below top_k, a near-duplicate, confidence below "
+        "min_confidence), as the library's SearchResponse.considered; else empty",
+    )
     timings_ms: dict[str, float]
     tampered: list[str] = Field(default_factory=list)
     pending_vectors: int = Field(

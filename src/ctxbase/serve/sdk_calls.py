@@ -602,6 +602,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
             "filters": _filters(filters),
             "options": options,
             "require_signature": require_signature,
+            "include_considered": True,  # res.considered as the embedded base fills it
         }
         return Call(
             "POST",
@@ -609,6 +610,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
             lambda r: SearchResponse(
                 query=r["query"],
                 results=[_candidate(c) for c in r["results"]],
+                considered=[_candidate(c) for c in r.get("considered", ())],
                 timings_ms=dict(r["timings_ms"]),
                 tampered=list(r.get("tampered", ())),
                 pending_vectors=int(r.get("pending_vectors", 0)),

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ...assemble.diff import diff_as_json
 from ...assemble.trace import diff_contexts, mask_hidden
 from ...contextbase import ContextBase
 from ...errors import NotFoundError
@@ -322,10 +323,4 @@ def trace(cb: ContextBase, pid: str, context_id: str) -> dict[str, Any]:
 
 def context_diff(cb: ContextBase, pid: str, before_id: str, after_id: str) -> dict[str, Any]:
     """The diff of two stored assemblies (assemble.diff.TraceDiff) as JSON."""
-    diff = diff_contexts(cb, before_id, after_id, project=pid)
-    out = asdict(diff)
-    out["total_token_delta"] = diff.total_token_delta
-    out["is_empty"] = diff.is_empty
-    for key, rows in (("tokens", diff.tokens), ("score_changes", diff.score_changes)):
-        out[key] = [{**asdict(r), "delta": r.delta} for r in rows]
-    return out
+    return diff_as_json(diff_contexts(cb, before_id, after_id, project=pid))

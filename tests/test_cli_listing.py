@@ -1,0 +1,66 @@
+"""`ctxbase entities` and `ctxbase trace` say what they leave out and show what is known."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import ctxbase
+from ctxbase.cli import main
+
+
+def _run(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _ingested(tmp_path: Path) -> list[str]:
+    pkg = tmp_path / "shop"
+    pkg.mkdir()
+    for name in ("orders", "billing", "cache"):
+        (pkg / f"{name}.py").write_text(f"def {name}_total(x):\n    return x + 1\n")
+    db = str(tmp_path / "kb.db")
+    with ctxbase.open(db, project="lib", embedder=None) as cb:
+        assert cb.ingest(str(pkg)).repo == "shop"
+    return ["--db", db, "--project", "lib"]
+
+
+def test_a_cut_entity_list_says_how_many_there_are(tmp_path: Path, capsys: Any) -> None:
+    base = _ingested(tmp_path)
+    code, out, err = _run(capsys, *base, "entities", "--json")
+    assert code == 0 and err == ""
+    listed = json.loads(out)
+    total = len(listed)
+    assert total > 3
+    # ingested units carry their repository as a field of their own, as search hits do
+    code_units = [e for e in listed if e["type"] == "code"]
+    assert code_units and {e["repo"] for e in code_units} == {"shop"}
+    code, out, err = _run(capsys, *base, "entities", "--limit", "2")
+    assert code == 0 and len(out.splitlines()) == 2
+    assert err.strip() == f"2 of {total} shown (--limit)"
+    assert " shop " in out.splitlines()[0]
+    code, out, err = _run(capsys, *base, "entities", "--type", "code", "--limit", "1")
+    assert err.strip() == f"1 of {len(code_units)} shown (--limit)"
+    code, out, err = _run(capsys, *base, "entities", "--limit", str(total))
+    assert len(out.splitlines()) == total and err == ""
+
+
+def test_trace_diff_shows_what_changed_between_two_contexts(tmp_path: Path, capsys: Any) -> None:
+    db = str(tmp_path / "t.db")
+    with ctxbase.open(db, project="p", embedder="hash") as cb:
+        cb.record("user_message", session_id="s", text="the orders query is slow")
+        a = cb.assemble_context(agent_role="coder", user_intent="why is orders slow?")
+        cb.record("assistant_message", session_id="s", text="orders needs an index on created_at")
+        b = cb.assemble_context(agent_role="coder", user_intent="why is orders slow?")
+    code, out, err = _run(capsys, "--db", db, "trace", a.context_id, "--diff", b.context_id)
+    assert code == 0, err
+    assert a.context_id in out and b.context_id in out
+    assert "orders needs an index on created_at" in out  # the prompt diff's new line
+    code, out, _ = _run(capsys, "--db", db, "trace", a.context_id, "--diff", b.context_id, "--json")
+    diff = json.loads(out)
+    assert (diff["before_id"], diff["after_id"]) == (a.context_id, b.context_id)
+    assert diff["is_empty"] is False and diff["added"]
+    code, _, err = _run(capsys, "--db", db, "trace", a.context_id, "--diff", "ctx_nope")
+    assert code == 3 and "ctx_nope" in err
