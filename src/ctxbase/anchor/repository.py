@@ -227,8 +227,8 @@ def check_overlap(
         path = str(entity.properties.get("path"))
         if os.path.join(other.root, path) in listed:
             shared.setdefault(str(owner), []).append(path)
-    accepted = set(held.shares if held is not None else ())
-    accepted |= {n for n in shared if name in places[n].shares}
+    own = set(held.shares if held is not None else ())
+    accepted = own | {n for n in shared if name in places[n].shares}
     refused = sorted((n for n in shared if n not in accepted), key=lambda n: (-len(shared[n]), n))
     if refused and not allow:
         first = refused[0]
@@ -242,7 +242,7 @@ def check_overlap(
             sorted(shared[first])[0],
             same_root=other.root == place.root,
         )
-    shares = tuple(sorted(set(held.shares if held is not None else ()) | set(refused)))
+    shares = tuple(sorted(own | set(refused)))
     recorded = RepoPlace(place.root, place.remote, shares)
     return recorded, {n: len(paths) for n, paths in sorted(shared.items())}
 
