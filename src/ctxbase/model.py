@@ -32,6 +32,7 @@ __all__ = [
     "TaskInfo",
     "check_id",
     "event_priority",
+    "event_type_names",
     "is_event_type",
     "keyed_event_id",
     "make_entity_id",
@@ -96,6 +97,12 @@ def register_event_type(name: str, priority: Priority = Priority.NORMAL) -> None
 
 def is_event_type(name: str) -> bool:
     return name in _event_types
+
+
+def event_type_names() -> list[str]:
+    """Every event type a capture accepts now: the built-in ones and those registered."""
+    with _event_types_lock:
+        return sorted(_event_types)
 
 
 def event_priority(name: str) -> Priority:

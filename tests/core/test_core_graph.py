@@ -303,3 +303,26 @@ def test_relation_directions(cb: ContextBase) -> None:
     assert {r.from_id for r in cb.relationships(a, direction="in")} == {c}
     assert len(cb.relationships(a)) == 2
     assert cb.relationships(a, types=["OTHER"]) == []
+
+
+def test_a_tool_result_follows_its_call_however_many_messages_came_between(
+    cb: ContextBase,
+) -> None:
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_9", "type": "function", "function": {"name": "build", "arguments": "{}"}}
+        ],
+    }
+    cb.capture_messages([{"role": "user", "content": "build it"}, call], session_id="s")
+    for i in range(40):  # other turns while the long call runs
+        cb.capture_messages([{"role": "user", "content": f"status {i}?"}], session_id="s")
+    cb.flush()  # stored, no longer queued: the tail read is the store's
+    ids = cb.capture_messages(
+        [{"role": "tool", "tool_call_id": "call_9", "content": "build ok"}], session_id="s"
+    )
+    cb.flush()
+    invocation = next(e for e in cb.last_events("s", 100) if e.type == "tool_invocation")
+    assert invocation.data["call_id"] == "call_9"
+    assert cb.get_event(ids[0]).parent_event_ids == [invocation.id]

@@ -167,3 +167,28 @@ def test_cli_refuses_a_bad_agent_id(tmp_path: Path, capsys: pytest.CaptureFixtur
     code = main(["--db", str(tmp_path / "x.db"), "--embedder", "none", "mcp", "--agent", "a b"])
     assert code == 2
     assert "agent" in capsys.readouterr().err
+
+
+def test_the_stdio_server_warms_the_model_and_the_segmenter_in_the_background(
+    tmp_path: Path,
+) -> None:
+    from ctxbase.retrieve import tokenize
+    from ctxbase.retrieve.embed import HashingEmbedder
+    from ctxbase.serve.cli_commands import warm_in_background
+
+    class Recording(HashingEmbedder):
+        def __init__(self) -> None:
+            super().__init__()
+            self.queries: list[str] = []
+
+        def embed_query(self, text: str) -> Any:
+            self.queries.append(text)
+            return super().embed_query(text)
+
+    embedder = Recording()
+    with ContextBase(str(tmp_path / "w.db"), embedder=embedder) as cb:
+        thread = warm_in_background(cb)
+        thread.join(timeout=60)
+        assert not thread.is_alive() and thread.daemon  # never holds the process open
+        assert embedder.queries == ["warm up"]  # the model ran once before any tool call
+        assert tokenize.load_segmenter() is False  # the dictionary was loaded already

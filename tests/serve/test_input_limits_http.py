@@ -190,3 +190,19 @@ def test_missing_fields_are_reported_as_missing(live: Live, pid: str) -> None:
         assert r.status_code == 422, (path, r.text)
         assert r.json()["error"]["message"] == message, r.text
     assert c.get(f"{base}/events", params={"session_id": "s"}).status_code == 404
+
+
+def test_an_unknown_query_parameter_is_422_naming_it(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    base = f"/v1/projects/{pid}"
+    assert c.get(f"{base}/entities?limit=5").status_code == 200
+    typo = c.get(f"{base}/entities?limt=5")
+    assert typo.status_code == 422
+    err = typo.json()["error"]
+    assert err["field"] == "limt" and "limit" in err["message"]
+    # an endpoint with no query parameters names none
+    none = c.get(f"{base}/sessions?session=s1")
+    assert none.status_code == 422 and "takes: none" in none.json()["error"]["message"]
+    # the same on a write: a query parameter the endpoint does not read is not ignored
+    put = c.put(f"{base}/state?key=k&scope_id=t&scop=x", json={"value": 1})
+    assert put.status_code == 422 and put.json()["error"]["field"] == "scop"

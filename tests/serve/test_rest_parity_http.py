@@ -99,7 +99,7 @@ def test_misplaced_filters_and_objects_say_what_to_send(live: Live, pid: str) ->
         event = sdk.record("user_message", session_id="s1", text="we use MongoDB")
         with pytest.raises(ValidationError) as err:
             sdk.search("hello", session_id="s1")
-        assert err.value.field == "options.session_id"
+        assert err.value.field == "session_id"  # as the embedded library names it
         assert "filters=ItemFilter(session_ids=('s1',))" in err.value.message
         with pytest.raises(ValidationError) as err:
             sdk.feedback(event, "wrong")  # type: ignore[arg-type]

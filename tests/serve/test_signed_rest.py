@@ -141,6 +141,6 @@ def test_the_sdk_gets_the_options_error_by_field(live: Live, pid: str) -> None:
         assert client.search("cache", top_k=2).results == []
         with pytest.raises(ValidationError) as err:
             client.search("cache", signing_key_override="k")
-        assert err.value.field == "options.signing_key_override"
+        assert err.value.field == "signing_key_override"  # as embedded
     finally:
         client.close()

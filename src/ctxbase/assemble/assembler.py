@@ -15,8 +15,10 @@ project baseline 0.2-0.3.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -94,6 +96,14 @@ _OPTIONAL_ORDER = (
     "error_driven_repair",
     "multi_agent_consensus",
 )
+
+
+def _prompt_name(role: str) -> str:
+    """The role as the system prompt writes it: a plain name as is ("the coder agent"),
+    anything else quoted, so "my agent" or a role holding a sentence reads as one name."""
+    if re.fullmatch(r"[\w.-]+", role):
+        return role
+    return json.dumps(role, ensure_ascii=False)
 
 
 def _llm_summary(
@@ -578,7 +588,7 @@ class Assembler:
     ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
         counter, notes = self.counter, list[str]()
         g.drop_repeats()
-        system = self.system_prompt.format(role=role, project=pid)
+        system = self.system_prompt.format(role=_prompt_name(role), project=pid)
         items: dict[str, list[BudgetItem]] = {
             "system": [BudgetItem("system", system, 1.0, required=True, source="policy")],
             **layers,

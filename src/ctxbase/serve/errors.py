@@ -121,7 +121,10 @@ def exception_from_body(status: int, body: Any) -> CtxbaseError:
     if code == ValidationError.code:
         prefix = f"{field}: "
         text = message[len(prefix) :] if field and message.startswith(prefix) else message
-        return ValidationError(str(field or "input"), text)
+        # The SDK sends keyword options inside the body's "options": its caller passed
+        # `top_k=`, so the error names `top_k`, as the embedded library does.
+        name = str(field or "input").removeprefix("options.") or "options"
+        return ValidationError(name, text)
     if code == NotFoundError.code and "kind" in err:
         ids = err.get("ids")
         return NotFoundError(
