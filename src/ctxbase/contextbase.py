@@ -583,14 +583,21 @@ class ContextBase(
         session_id: str,
         project: str | None = None,
         user_id: str = "user",
-        assistant_id: str = "assistant",
+        assistant_id: str | None = None,
         assistant_role: str | None = None,
         task_id: str | None = None,
         sync: bool = False,
         idempotency_key: str | None = None,
     ) -> list[str]:
-        """Capture an OpenAI-style message list; returns the event ids, one or more per
-        message (those of messages stored before included).
+        """Capture a chat message list (OpenAI's shape, or Anthropic's content parts);
+        returns the event ids, one or more per message (those of messages stored before
+        included).
+
+        User turns are `user_id`'s (or the message's `name`); assistant turns and their tool
+        calls are `assistant_id`'s, else the `agent_id` this base was opened with, else
+        "assistant". Each tool call is a `tool_invocation` caused by its assistant message,
+        and each tool result a `tool_result` caused by the invocation it answers; an
+        assistant message made only of tool calls reads as them (`run_sql(sql="...")`).
 
         The list may be the whole history each turn, a window of the last messages
         (possibly after the system prompt), or only the new messages: the longest run of
@@ -615,7 +622,10 @@ class ContextBase(
             check_idempotency_key(idempotency_key)
         self._archived.check(pid, session_id)
         planned = plan_message_events(
-            messages, user_id=user_id, assistant_id=assistant_id, assistant_role=assistant_role
+            messages,
+            user_id=user_id,
+            assistant_id=assistant_id or self.agent_id or "assistant",
+            assistant_role=assistant_role,
         )
         if not planned:
             return []

@@ -324,6 +324,10 @@ class Gatherer:
     def add(self, cand: MemoryCandidate, event: Event | None = None) -> bool:
         if cand.owner_id in self.exclude:
             return False  # already in the history layer or the latest input
+        if not cand.text.strip():
+            # an empty message (or an event of data only) would be a label with nothing under it
+            self.drop(cand.owner_id, "threshold", "empty text")
+            return False
         if cand.kind == "entity" and self._signature_refused(cand.owner_id):
             return False
         if self.repos is not None and cand.repo is not None:

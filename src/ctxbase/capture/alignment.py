@@ -35,6 +35,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..model import Event, keyed_event_id
 from .hooks import PlannedEvent
+from .tool_calls import sent_text
 
 __all__ = [
     "MESSAGE_TYPES",
@@ -74,22 +75,29 @@ def _digest(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def _signature(type_: str, text: str | None, data: Any, call_id: Any) -> str:
-    return _dumps([type_, text or "", data, call_id])
+def _signature(type_: str, text: str | None, data: Any, metadata: Mapping[str, Any]) -> str:
+    text = sent_text(type_, text, data, metadata)
+    if type_ == "assistant_message" and not text and data is None:
+        # an empty assistant message was once stored with this data: compared (and keyed)
+        # as it was then, so the sessions stored then align and keep their ids
+        data = {"tool_calls": 0}
+    return _dumps([type_, text or "", data, metadata.get("call_id")])
 
 
 def planned_signature(event: PlannedEvent) -> str:
-    """What a planned message is, for comparing with stored ones: kind, text, data and (for
-    a tool result) the call it answers. Who sent it is left out: caller-side options
-    (user_id, assistant_role) changing between turns do not make a message new."""
-    return _signature(event.type, event.text, event.data, event.metadata.get("call_id"))
+    """What a planned message is, for comparing with stored ones: kind, text as sent (a
+    text rendered from tool calls compares as before it was rendered: tool_calls.sent_text),
+    data and (for a tool result) the call it answers. Who sent it is left out: caller-side
+    options (user_id, assistant_id, assistant_role) changing between turns do not make a
+    message new."""
+    return _signature(event.type, event.text, event.data, event.metadata)
 
 
 def event_signature(event: Event) -> str:
     """`planned_signature` of a stored (or queued) event."""
     # the stored data went through JSON: compare it in the same form
     data = None if event.data is None else json.loads(_dumps(event.data))
-    return _signature(event.type, event.text, data, event.metadata.get("call_id"))
+    return _signature(event.type, event.text, data, event.metadata)
 
 
 def overlap(tail: Sequence[str], planned: Sequence[str], *, single: bool) -> int:

@@ -1,4 +1,5 @@
-"""Turning a plain OpenAI-style message list into events with the right causal parents.
+"""Turning a plain chat message list (OpenAI's shape, or Anthropic's content parts) into events
+with the right causal parents.
 
 Which of the planned events are new, and their ids, is decided against the session's stored
 messages (capture.alignment).
@@ -6,17 +7,20 @@ messages (capture.alignment).
 Causality: a user or system message follows the message before it; an assistant message is
 caused by the tool results since the previous assistant message (or else by the message just
 before it); each tool call becomes a `tool_invocation` caused by the assistant message that
-made it; a `tool` message becomes a `tool_result` caused by the invocation with its call id.
+made it; a `tool` message (or an Anthropic `tool_result` part) becomes a `tool_result` caused
+by the invocation with its call id. An assistant message made only of tool calls reads as the
+calls (`run_sql(sql="SELECT ...")`, capture.tool_calls); one with no text and no calls has no
+text (it is kept as a turn, and nothing finds it).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ValidationError
+from .tool_calls import TEXT_FROM, TOOL_CALLS, call_text, openai_calls, split_content
 
 __all__ = ["PlannedEvent", "plan_message_events"]
 
@@ -37,22 +41,6 @@ class PlannedEvent:
     message: int = 0  # the index of the message it comes from
 
 
-def _content_text(content: Any, where: str) -> str | None:
-    if content is None or isinstance(content, str):
-        return content
-    if isinstance(content, list):  # multi-part content: keep the text parts
-        parts = []
-        for i, part in enumerate(content):
-            if isinstance(part, Mapping) and part.get("type") == "text":
-                parts.append(str(part.get("text", "")))
-            elif isinstance(part, str):
-                parts.append(part)
-            elif not isinstance(part, Mapping):
-                raise ValidationError(f"{where}.content[{i}]", "must be a string or an object")
-        return "\n".join(parts)
-    raise ValidationError(f"{where}.content", "must be a string, a list of parts, or null")
-
-
 def plan_message_events(
     messages: Sequence[Mapping[str, Any]],
     *,
@@ -64,12 +52,29 @@ def plan_message_events(
     last_index: int | None = None
     tool_results_since_assistant: list[int] = []
     invocation_by_call: dict[str, int] = {}
+
+    def result(call_id: str, text: str, agent: str, metadata: dict[str, Any]) -> None:
+        parent = invocation_by_call.get(call_id)
+        planned.append(
+            PlannedEvent(
+                "tool_result",
+                text,
+                agent_id=agent,
+                agent_role="tool",
+                parents=[] if parent is None else [parent],
+                metadata={"call_id": call_id, **metadata},
+                unresolved_call=call_id if parent is None else None,
+            )
+        )
+        tool_results_since_assistant.append(len(planned) - 1)
+
     for n, msg in enumerate(messages):
         where = f"messages[{n}]"
         if not isinstance(msg, Mapping):
             raise ValidationError(where, "must be an object with a role")
         role = msg.get("role")
-        text = _content_text(msg.get("content"), where)
+        content = split_content(msg.get("content"), where, n)
+        text = content.text
         name = msg.get("name")
         if role == "system" or role == "developer":
             # The previous message is a parent, so a repeated identical message (the same
@@ -77,72 +82,64 @@ def plan_message_events(
             parents = [last_index] if last_index is not None else []
             planned.append(PlannedEvent("system", text or "", agent_id="system", parents=parents))
         elif role == "user":
-            parents = [last_index] if last_index is not None else []
-            planned.append(
-                PlannedEvent(
-                    "user_message",
-                    text or "",
-                    agent_id=str(name or user_id),
-                    agent_role="user",
-                    parents=parents,
+            # Anthropic: the results of the assistant's tool calls come in a user message
+            for r in content.results:
+                result(r.call_id, r.text, "tool", {"error": True} if r.error else {})
+            if not content.results or (text and text.strip()):
+                parents = [len(planned) - 1] if planned else []
+                planned.append(
+                    PlannedEvent(
+                        "user_message",
+                        text or "",
+                        agent_id=str(name or user_id),
+                        agent_role="user",
+                        parents=parents,
+                    )
                 )
-            )
         elif role == "assistant":
             if tool_results_since_assistant:
                 parents = list(tool_results_since_assistant)
             else:
                 parents = [last_index] if last_index is not None else []
-            tool_calls = msg.get("tool_calls") or []
-            if not isinstance(tool_calls, list):
-                raise ValidationError(f"{where}.tool_calls", "must be a list")
-            planned.append(
-                PlannedEvent(
+            calls = openai_calls(msg.get("tool_calls"), where, n) + content.calls
+            agent = str(name or assistant_id)
+            if text and text.strip():
+                said: PlannedEvent = PlannedEvent("assistant_message", text)
+            elif calls:  # a turn made only of tool calls reads as the calls
+                said = PlannedEvent(
                     "assistant_message",
-                    text if text else None,
-                    data=None if text else {"tool_calls": len(tool_calls)},
-                    agent_id=str(name or assistant_id),
-                    agent_role=assistant_role,
-                    parents=parents,
+                    "\n".join(call_text(c.name, c.arguments) for c in calls),
+                    data={"tool_calls": len(calls)},
+                    metadata={TEXT_FROM: TOOL_CALLS},
                 )
-            )
+            else:  # an empty turn: kept as a turn, with nothing to find it by
+                said = PlannedEvent("assistant_message", text or None)
+            said.agent_id, said.agent_role, said.parents = agent, assistant_role, parents
+            planned.append(said)
             me = len(planned) - 1
             tool_results_since_assistant = []
-            for i, call in enumerate(tool_calls):
-                if not isinstance(call, Mapping):
-                    raise ValidationError(f"{where}.tool_calls[{i}]", "must be an object")
-                fn = call.get("function") or {}
-                call_id = str(call.get("id") or f"{n}.{i}")
-                args = fn.get("arguments")
-                shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            for call in calls:
                 planned.append(
                     PlannedEvent(
                         "tool_invocation",
-                        f"{fn.get('name', 'tool')}({shown})",
-                        data={"tool": fn.get("name"), "arguments": args, "call_id": call_id},
-                        agent_id=str(name or assistant_id),
+                        call_text(call.name, call.arguments),
+                        data={
+                            "tool": call.name,
+                            "arguments": call.arguments,
+                            "call_id": call.call_id,
+                        },
+                        agent_id=agent,
                         agent_role=assistant_role,
                         parents=[me],
+                        metadata={TEXT_FROM: TOOL_CALLS},
                     )
                 )
-                invocation_by_call[call_id] = len(planned) - 1
+                invocation_by_call[call.call_id] = len(planned) - 1
         elif role == "tool":
             raw_call_id = msg.get("tool_call_id")
             if raw_call_id is None:
                 raise ValidationError(f"{where}.tool_call_id", "is required for role 'tool'")
-            call_id = str(raw_call_id)
-            parent = invocation_by_call.get(call_id)
-            planned.append(
-                PlannedEvent(
-                    "tool_result",
-                    text or "",
-                    agent_id=str(name or "tool"),
-                    agent_role="tool",
-                    parents=[] if parent is None else [parent],
-                    metadata={"call_id": str(call_id)},
-                    unresolved_call=call_id if parent is None else None,
-                )
-            )
-            tool_results_since_assistant.append(len(planned) - 1)
+            result(str(raw_call_id), text or "", str(name or "tool"), {})
         else:
             raise ValidationError(f"{where}.role", f"unknown role {role!r}")
         for event in planned[0 if last_index is None else last_index + 1 :]:

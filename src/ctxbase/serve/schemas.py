@@ -172,7 +172,8 @@ class MessagesIn(_In):
     messages: list[dict[str, Any]]
     session_id: str
     user_id: str = "user"
-    assistant_id: str = "assistant"
+    # None: the server's agent id, else "assistant" (the SDK sends the client's agent id)
+    assistant_id: str | None = None
     assistant_role: str | None = None
     task_id: str | None = None
     sync: bool = False

@@ -263,19 +263,20 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         session_id: str,
         project: str | None = None,
         user_id: str = "user",
-        assistant_id: str = "assistant",
+        assistant_id: str | None = None,
         assistant_role: str | None = None,
         task_id: str | None = None,
         sync: bool = False,
         idempotency_key: str | None = None,
     ) -> Call[list[str]]:
         """The call keys itself (the caller's `idempotency_key`, else a fresh one), so the
-        SDK's own retry of it adds nothing, even for a list of one message."""
+        SDK's own retry of it adds nothing, even for a list of one message. Assistant turns
+        are `assistant_id`'s, else the client's agent id, else "assistant" (as embedded)."""
         body = {
             "messages": [dict(m) for m in messages],
             "session_id": session_id,
             "user_id": user_id,
-            "assistant_id": assistant_id,
+            "assistant_id": assistant_id or self.agent_id,
             "assistant_role": assistant_role,
             "task_id": task_id,
             "sync": sync,
