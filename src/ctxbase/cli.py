@@ -646,6 +646,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate_data(args: argparse.Namespace) -> int:
+    from .cli_migrate import report_copy
     from .store import open_store
     from .store.transfer import copy_project
 
@@ -678,31 +679,7 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
             bar.close(finished=False)  # only one still open: the table that failed
         src.close()
         dst.close()
-    for table, c in counts.items():
-        mark = "" if c.matches else "   <-- differs"
-        note = ""
-        if c.forgotten:
-            note = f"  ({c.forgotten} left out: forgotten there)"
-        elif c.own:
-            note = f"  ({c.own} of its own: forgotten there)"
-        print(f"{table:<14} source {c.source:>8}  destination {c.destination:>8}{note}{mark}")
-    written = sum(c.source - c.forgotten for c in counts.values())
-    print(f"copied {written} row(s) of project {args.project}")
-    left_out = {t: c.forgotten for t, c in counts.items() if c.forgotten}
-    if left_out:
-        tables = ", ".join(f"{t} {n}" for t, n in left_out.items())
-        print(f"left out {sum(left_out.values())} row(s) the destination has forgotten ({tables})")
-    redacted = {t: c.redacted for t, c in counts.items() if c.redacted}
-    if redacted:
-        tables = ", ".join(f"{t} {n}" for t, n in redacted.items())
-        print(f"redacted forgotten content out of {sum(redacted.values())} row(s) ({tables})")
-    if not all(c.matches for c in counts.values()):
-        print(
-            "error: row counts differ (the destination already held rows of this project?)",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    return report_copy(counts, args.project)
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> int:
