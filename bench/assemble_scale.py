@@ -180,7 +180,7 @@ def bulk_copy(sqlite_path: Path, url: str, project: str) -> dict[str, Any]:
         dst.close()
     return {
         "bulk_copy_s": round(seconds, 1),
-        "rows": {t: c[1] for t, c in counts.items() if c[1]},
+        "rows": {t: c.destination for t, c in counts.items() if c.destination},
     }
 
 

@@ -133,14 +133,14 @@ def _load(src_path: Path, target: str, project: str, mode: str, batch: int) -> d
     for table, at in marks.items():  # in copy order
         tables[table] = round(at - last, 2)
         last = at
-    if any(s != d for s, d in counts.values()):
+    if not all(c.matches for c in counts.values()):
         raise SystemExit(f"{mode}: row counts differ after the copy: {counts}")
     return {
         "seconds": round(seconds, 1),
-        "events_per_s": round(counts["events"][1] / seconds),
+        "events_per_s": round(counts["events"].destination / seconds),
         "tables_s": tables,
         "after_tables_s": round(t0 + seconds - last, 2),
-        "rows": {t: d for t, (_, d) in counts.items() if d},
+        "rows": {t: c.destination for t, c in counts.items() if c.destination},
     }
 
 

@@ -665,6 +665,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate_data(args: argparse.Namespace) -> int:
+    from .cli_migrate import report_copy
     from .store import open_store
     from .store.transfer import copy_project
 
@@ -697,18 +698,7 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
             bar.close(finished=False)  # only one still open: the table that failed
         src.close()
         dst.close()
-    bad = {t: c for t, c in counts.items() if c[0] != c[1]}
-    for table, (n_src, n_dst) in counts.items():
-        mark = "" if n_src == n_dst else "   <-- differs"
-        print(f"{table:<14} source {n_src:>8}  destination {n_dst:>8}{mark}")
-    print(f"copied {sum(b.done for b in bars)} row(s) of project {args.project}")
-    if bad:
-        print(
-            "error: row counts differ (the destination already held rows of this project?)",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
+    return report_copy(counts, args.project)
 
 
 def cmd_bench_locomo(args: argparse.Namespace) -> int:

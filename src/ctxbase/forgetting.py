@@ -39,6 +39,7 @@ __all__ = [
     "ForgetMethods",
     "VisibilityReport",
     "forget",
+    "nothing_matched",
     "parse_duration",
     "purge_soft_deleted",
     "retention_seconds",
@@ -93,7 +94,7 @@ class VisibilityReport:
         }
 
 
-def _nothing_matched(verb: str, named: Sequence[tuple[str, str]], project: str) -> NotFoundError:
+def nothing_matched(verb: str, named: Sequence[tuple[str, str]], project: str) -> NotFoundError:
     """Every id a call named is unknown: most likely a typo, which must not pass for done."""
     kinds = {kind for kind, _ in named}
     text = ", ".join(f"{kind} {i!r}" if kind else repr(i) for kind, i in named)
@@ -222,7 +223,7 @@ def forget(
     sources = _anchored_sources(cb.store, pid, [*event_ids, *entity_ids])
     only_named = not whole_project and before is None
     if named and len(unknown) == named and only_named:
-        raise _nothing_matched("forget", unknown, pid)
+        raise nothing_matched("forget", unknown, pid)
     if only_named and targets.held == 0:
         # nothing named is held: a repeat (or a retry whose first answer was lost) of a
         # forget that was done, which has nothing left to remove
@@ -324,7 +325,7 @@ class ForgetMethods:
         unknown = [i for i in missing if i not in gone]
         forgotten = [i for i in missing if i in gone]
         if len(unknown) == len(wanted):
-            raise _nothing_matched("hide" if hidden else "restore", [("", i) for i in unknown], pid)
+            raise nothing_matched("hide" if hidden else "restore", [("", i) for i in unknown], pid)
         report = VisibilityReport(not_found=unknown, already_forgotten=forgotten)
         if len(missing) == len(wanted):
             return report  # every id was forgotten (or unknown): nothing left to change

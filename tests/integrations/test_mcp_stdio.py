@@ -83,6 +83,8 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
             seen["sessions"] = await call("list_sessions", {})
             seen["forget"] = await call("forget", {"event_ids": [first]})
             seen["after_forget"] = await call("search_memory", {"query": "Redis缓存"})
+            seen["forget_nope"] = await call("forget", {"session_id": "nope"})
+            seen["forget_some"] = await call("forget", {"event_ids": [first], "session_id": "nope"})
             # Bad calls come back as tool errors naming the argument; the server lives on.
             seen["bad_type"] = await call("search_memory", {"query": 42})
             seen["missing"] = await call("get_trace", {})
@@ -132,6 +134,14 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
     assert payload(seen["forget"])["hidden"] == 1
     after = [h["id"] for h in payload(seen["after_forget"])["results"]]
     assert payload(seen["first"])["event_id"] not in after
+    # an unknown session is not found, as the CLI and the library say: an error alone,
+    # named in not_found beside an id that is found
+    assert seen["forget_nope"].is_error
+    error = payload(seen["forget_nope"])["error"]
+    assert error["code"] == "not_found" and "session 'nope'" in error["message"], error
+    some = payload(seen["forget_some"])
+    assert not seen["forget_some"].is_error and some["not_found"] == ["nope"], some
+    assert some["unchanged"] == [payload(seen["first"])["event_id"]]
 
     fields = {
         "bad_type": "query",

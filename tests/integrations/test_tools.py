@@ -59,6 +59,26 @@ def test_dispatcher_runs_model_calls(cb: ContextBase) -> None:
     assert again["already_forgotten"] == [stored["event_id"]] and again["not_found"] == ["ev_typo"]
 
 
+def test_forget_names_a_session_it_does_not_find(cb: ContextBase) -> None:
+    """As the CLI and the library: an unknown session is not found, alone an error; a
+    session hard-forgotten before is already forgotten, no error."""
+    scope = ToolScope(cb)
+    err = call(scope, "forget", {"session_id": "nope"})["error"]
+    assert err["code"] == "not_found" and "session 'nope'" in err["message"], err
+    kept = call(scope, "remember", {"text": "cache TTL is 60 s", "session_id": "s1"})["event_id"]
+    done = call(scope, "forget", {"event_ids": [kept], "session_id": "nope"})
+    assert done["hidden"] == 1 and done["not_found"] == ["nope"], done
+    err = call(scope, "forget", {"event_ids": ["ev_typo"], "session_id": "nope"})["error"]
+    assert err["code"] == "not_found" and "'ev_typo', session 'nope'" in err["message"], err
+    call(scope, "remember", {"text": "to be forgotten", "session_id": "gone"})
+    assert call(scope, "forget", {"session_id": "gone", "hard": True})["removed"]["events"] == 1
+    again = call(scope, "forget", {"session_id": "gone"})
+    assert again["hidden"] == 0 and again["already_forgotten"] == ["gone"], again
+    assert again["not_found"] == []
+    both = call(scope, "forget", {"event_ids": ["ev_typo"], "session_id": "gone"})
+    assert both["already_forgotten"] == ["gone"] and both["not_found"] == ["ev_typo"], both
+
+
 def test_bad_calls_come_back_as_errors(cb: ContextBase) -> None:
     scope = ToolScope(cb)
     cases: list[tuple[str, object, str]] = [

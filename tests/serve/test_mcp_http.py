@@ -15,6 +15,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from conftest import Live, start
+from ctxbase.errors import NotFoundError
 from ctxbase.serve.keys import key_agent, parse_key
 
 
@@ -185,7 +186,7 @@ def test_forget_tool_hides_a_session_in_pages_over_the_remote_client(
     try:
         for n in range(8):
             client.record("user_message", session_id="long", text=f"note {n}")
-        client.record("user_message", session_id="short", text="one note")
+        kept = client.record("user_message", session_id="short", text="one note").id
         scope = tools.ToolScope(client, agent_id="remote", role="write")
         assert tools.run_tool(scope, "forget", {"session_id": "short"})["hidden"] == 1
         monkeypatch.setattr(tools, "HIDE_PAGE", 3)  # pages of 3 stand for pages of 10,000
@@ -194,5 +195,10 @@ def test_forget_tool_hides_a_session_in_pages_over_the_remote_client(
         assert client.last_events("long", 100) == []
         again = tools.run_tool(scope, "forget", {"session_id": "long"})
         assert again["hidden"] == 0
+        # an unknown session is not found over the remote client too
+        with pytest.raises(NotFoundError, match="session 'nope'"):
+            tools.run_tool(scope, "forget", {"session_id": "nope"})
+        some = tools.run_tool(scope, "forget", {"event_ids": [kept], "session_id": "nope"})
+        assert some["unchanged"] == [kept] and some["not_found"] == ["nope"], some
     finally:
         client.close()

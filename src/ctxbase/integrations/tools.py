@@ -25,6 +25,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError, NotFoundError, ValidationError
+from ..forgetting import nothing_matched
 from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
 
@@ -202,8 +203,9 @@ class RememberArgs(_Args):
 class ForgetArgs(_Args):
     """Remove memories: the given events, or every event of a session. By default they
     are hidden (reversible); hard=true deletes them for good (needs an admin key).
-    Returns how many were hidden or removed, and the ids that were hidden already
-    (unchanged), forgotten before (already_forgotten) or unknown (not_found). A search
+    Returns how many were hidden or removed, and the ids (and session) that were hidden
+    already (unchanged), forgotten before (already_forgotten) or unknown (not_found); an
+    error (not_found) when nothing named is known. A search
     hit may be an entity taken from a message (a decision, a requirement, a code block):
     when it is the whole message, the message goes with it (sources_hidden /
     sources_forgotten); when the message says more, it stays and is listed in
@@ -425,11 +427,45 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
             return []
         return [e.id for e in session_events(scope.cb, a.session_id, HIDE_PAGE, pid)]
 
+    # A session the project does not hold is named in the answer, as the library's hard
+    # forget names it; when nothing named is known at all, the call fails (not found).
+    missing = _missing_session(scope, a.session_id) if a.session_id else None
+    if missing == "not_found" and not a.event_ids:
+        raise nothing_matched("hide", [("session", a.session_id or "")], pid)
+    if missing is not None:
+        out[missing].append(a.session_id)
     ids = [*a.event_ids, *page()]
-    if ids and hide(ids) and a.session_id:
+    try:
+        changed = hide(ids) if ids else 0
+    except NotFoundError:  # every id is unknown (a held session's pages are not)
+        if not a.session_id:
+            raise
+        if missing == "not_found":
+            named = [*(("", i) for i in dict.fromkeys(ids)), ("session", a.session_id)]
+            raise nothing_matched("hide", named, pid) from None
+        out["not_found"] += list(dict.fromkeys(ids))
+        return out
+    if changed and a.session_id:
         while (more := page()) and hide(more):
             pass  # a page that changes nothing (hidden elsewhere meanwhile) ends it
     return out
+
+
+def _missing_session(scope: ToolScope, session_id: str) -> str | None:
+    """None when the project holds the session; else the answer's list that names it:
+    "already_forgotten" when the project hard-forgot it (its tombstone, read on an embedded
+    base; the remote client cannot tell the two apart) and "not_found" otherwise."""
+    try:
+        scope.cb.get_session(session_id, project=scope.project_id)
+        return None
+    except NotFoundError as error:
+        if error.kind != "session":
+            raise
+    if isinstance(scope.cb, ContextBase) and scope.cb.store.forgotten_ids(
+        scope.project_id, [session_id], ("session",)
+    ):
+        return "already_forgotten"
+    return "not_found"
 
 
 def _list_sessions(scope: ToolScope, a: ListSessionsArgs) -> dict[str, Any]:

@@ -22,7 +22,14 @@ from .base import FEEDBACK_SCOPE, USES_SCOPE, ForgetReport
 from .dialect import Dialect
 from .trace_redaction import Forgotten
 
-__all__ = ["HIDDEN_ON_ITS_OWN", "SOFT_DELETED_SCOPE", "ForgetScope", "ForgetSteps"]
+__all__ = [
+    "FACT_SCOPES",
+    "HIDDEN_ON_ITS_OWN",
+    "KEYED_BY_ID_SCOPES",
+    "SOFT_DELETED_SCOPE",
+    "ForgetScope",
+    "ForgetSteps",
+]
 
 # State records of when an event or entity was soft-deleted (key: its id; updated_at: when):
 # what a retention purge reads. Not a fact scope (facts are task, session or project).
@@ -32,8 +39,8 @@ SOFT_DELETED_SCOPE = "soft_deleted"
 HIDDEN_ON_ITS_OWN = "own"
 # State records keyed by an event id: its message status, its soft-delete time; by an event
 # or entity id: feedback on it, its use in assembled contexts.
-_KEYED_BY_ID_SCOPES = ("message", SOFT_DELETED_SCOPE, FEEDBACK_SCOPE, USES_SCOPE)
-_FACT_SCOPES = ("task", "session", "project", "user")
+KEYED_BY_ID_SCOPES = ("message", SOFT_DELETED_SCOPE, FEEDBACK_SCOPE, USES_SCOPE)
+FACT_SCOPES = ("task", "session", "project", "user")
 _CHUNK = 500
 
 
@@ -366,7 +373,7 @@ class ForgetSteps:
                 n += self._delete_in(
                     conn, table, "project_id=? AND scope='task'", "scope_id", scope.task_ids, pid
                 )
-            for kind in _KEYED_BY_ID_SCOPES:
+            for kind in KEYED_BY_ID_SCOPES:
                 n += self._delete_in(
                     conn, table, "project_id=? AND scope=?", "key", scope.node_ids,
                     (project_id, kind),
@@ -382,7 +389,7 @@ class ForgetSteps:
                 sorted(scope.fact_scope_ids),
                 pid,
             ):
-                if sc in _FACT_SCOPES and scope.forgotten.quotes(cause):
+                if sc in FACT_SCOPES and scope.forgotten.quotes(cause):
                     facts.add((sc, scope_id, key))
             # A user's own facts (preferences) live under the user, not the session: any
             # of them extracted from a forgotten message goes too.

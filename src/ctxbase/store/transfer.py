@@ -4,17 +4,48 @@ Only Store protocol methods are used (`export_rows` / `import_rows` / `count_row
 copy needs no knowledge of either dialect. Rows are copied verbatim: ids, session `seq`
 values, versions, vectors and tombstones included, so the copy continues where the source
 stopped. The destination's keyword index is built by its backend as items arrive.
+
+What the destination hard-forgot (its tombstones) is not written back, nor what its forget
+removed with it (copy_filter.ForgottenThere): a backup taken before a forget does not
+undo it. The source's tombstones are copied, so the destination refuses those too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass
 
 from .base import Store
+from .copy_filter import ForgottenThere
 from .schema import TABLES
 
-__all__ = ["copy_project"]
+__all__ = ["TableCopy", "copy_project"]
+
+
+@dataclass(frozen=True)
+class TableCopy:
+    """One table of a copy: its rows in the source and, after the copy, the destination.
+
+    `forgotten`: source rows not written because the destination forgot them; `own`: for
+    tombstones, those the destination held that the source does not (what it forgot);
+    `redacted`: rows written with forgotten content taken out. The copy is whole when the
+    destination holds `expected` rows: more means it held other rows of the project
+    before, fewer that rows did not arrive."""
+
+    source: int
+    destination: int
+    forgotten: int = 0
+    own: int = 0
+    redacted: int = 0
+
+    @property
+    def expected(self) -> int:
+        return self.source - self.forgotten + self.own
+
+    @property
+    def matches(self) -> bool:
+        return self.destination == self.expected
 
 
 def copy_project(
@@ -25,23 +56,36 @@ def copy_project(
     batch: int = 1000,
     progress: Callable[[str, int], None] | None = None,
     bulk: bool = False,
-) -> dict[str, tuple[int, int]]:
-    """Copy every row of `project_id` from `src` to `dst`; rows already in `dst` are kept.
+) -> dict[str, TableCopy]:
+    """Copy every row of `project_id` from `src` to `dst`; rows already in `dst` are kept,
+    and rows `dst` has hard-forgotten are left out (see copy_filter).
 
-    Returns table -> (source rows, destination rows) counted after the copy; they are equal
-    when the destination had nothing of this project before. `progress(table, rows)` is
-    called after each batch. `bulk`: the copy runs in `dst.bulk_load()` (PostgreSQL builds
-    its vector indexes once, after the copy).
+    Returns table -> TableCopy, counted after the copy; each `matches` when the destination
+    held nothing of this project before but what it forgot. `progress(table, rows)` is
+    called after each batch with the source rows read so far. `bulk`: the copy runs in
+    `dst.bulk_load()` (PostgreSQL builds its vector indexes once, after the copy).
     """
-    counts: dict[str, tuple[int, int]] = {}
+    there = ForgottenThere(src, dst, project_id)
+    own = 0
     with dst.bulk_load() if bulk else nullcontext():
         for table in TABLES:  # parents first (projects, sessions, ...): readers see whole rows
-            copied = 0
+            there.prepare(table)
+            held = dst.count_rows(project_id, table) if table == "tombstones" else 0
+            copied = inserted = 0
             for rows in src.export_rows(project_id, table, batch):
-                dst.import_rows(project_id, table, rows)
+                inserted += dst.import_rows(project_id, table, there.rows(table, rows))
                 copied += len(rows)
                 if progress is not None:
                     progress(table, copied)
-    for table in TABLES:
-        counts[table] = (src.count_rows(project_id, table), dst.count_rows(project_id, table))
-    return counts
+            if table == "tombstones":  # held before, less the source's already there
+                own = held - (copied - inserted)
+    return {
+        table: TableCopy(
+            source=src.count_rows(project_id, table),
+            destination=dst.count_rows(project_id, table),
+            forgotten=there.skipped[table],
+            own=own if table == "tombstones" else 0,
+            redacted=there.redacted[table],
+        )
+        for table in TABLES
+    }

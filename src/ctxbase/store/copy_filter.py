@@ -1,0 +1,224 @@
+"""What a copy into a store leaves out because that store hard-forgot it (migrate-data).
+
+A store that forgot events, entities or sessions keeps their tombstones. A copy from an
+older source (a backup taken before the forget) must write back neither them nor what the
+forget removed with them. Tables come in schema.TABLES order, parents first, so what one
+table left out is known when its children come:
+
+- sessions: tombstoned as sessions in the destination and not held there again (a session
+  id used again after its forget keeps its tombstone, and its new rows stay);
+- tasks: of a session left out;
+- events: tombstoned as events, or of a session left out;
+- entities: tombstoned as entities, or anchored from an event left out
+  (`properties.event_id`);
+- relations: from or to a node left out or tombstoned, or drawn because an event left out
+  said so (`properties.event_id`);
+- items: owned by a node left out or tombstoned, or of a session left out; vectors of the
+  items left out. An item indexed with the words of a node left out (`context_id`) is
+  written without them (redacted), as a forget drops them;
+- state and state_history: a left-out session's scopes ('session', 'message') and its
+  tasks', records keyed by a node left out or tombstoned, and every version of a fact whose
+  cause quotes what was left out (as `Store.forget` removes them);
+- traces: a left-out session's own; any other is written with the left-out ids and texts
+  redacted (trace_redaction).
+
+Tombstones are all copied, the source's included: the destination then refuses what the
+source forgot too, and a later copy from it keeps refusing. Only Store protocol methods
+are used, so this works between any two backends.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from .base import Store, TombstoneKind
+from .forget_steps import FACT_SCOPES, KEYED_BY_ID_SCOPES
+from .trace_redaction import Forgotten
+
+__all__ = ["ForgottenThere"]
+
+_NODES: tuple[TombstoneKind, ...] = ("event", "entity")
+Row = dict[str, Any]
+
+
+def _event_of(properties: Any) -> str | None:
+    """The event a row was anchored or drawn from (`properties.event_id`), if any."""
+    if isinstance(properties, Mapping):
+        value = properties.get("event_id")
+        return value if isinstance(value, str) else None
+    return None
+
+
+class ForgottenThere:
+    """Filters one project's exported rows, table by table, against what the destination
+    forgot. `skipped[table]`: source rows not written; `redacted[table]`: rows written with
+    forgotten content taken out. Inactive (every row kept as it is) when the destination
+    keeps no tombstones of the project."""
+
+    def __init__(self, src: Store, dst: Store, project_id: str) -> None:
+        self._src, self._dst, self._pid = src, dst, project_id
+        self.active = dst.has_forgotten(project_id)
+        self.skipped: Counter[str] = Counter()
+        self.redacted: Counter[str] = Counter()
+        self.sessions: set[str] = set()  # left out
+        self._sessions_seen: set[str] = set()
+        self.tasks: set[str] = set()
+        self.events: set[str] = set()
+        self.entities: set[str] = set()
+        self.items: set[str] = set()
+        self._texts: list[str | None] = []
+        self._fact_scopes: set[str] = {project_id}  # scopes facts of left-out events live in
+        self._facts: set[tuple[str, str, str]] = set()  # (scope, scope_id, key) left out whole
+        self._forgotten: Forgotten | None = None
+
+    # -- the destination's tombstones -------------------------------------------------------
+    def _tombstoned(self, ids: Iterable[str | None], kinds: Sequence[TombstoneKind]) -> set[str]:
+        wanted = [i for i in dict.fromkeys(ids) if i]
+        return self._dst.forgotten_ids(self._pid, wanted, kinds) if wanted else set()
+
+    def _gone_sessions(self, ids: Iterable[str | None]) -> set[str]:
+        """Of `ids`, the sessions left out: tombstoned and not held in the destination."""
+        new = {i for i in ids if i and i not in self._sessions_seen}
+        self._sessions_seen |= new
+        for session_id in self._tombstoned(new, ("session",)):
+            if self._dst.get_session(self._pid, session_id) is None:
+                self.sessions.add(session_id)
+        return self.sessions
+
+    def _gone_nodes(self, ids: Iterable[str | None]) -> set[str]:
+        """Of `ids`, the events and entities left out here or tombstoned there."""
+        ids = [i for i in ids if i]
+        known = self.events | self.entities
+        return {i for i in ids if i in known} | self._tombstoned(
+            (i for i in ids if i not in known), _NODES
+        )
+
+    @property
+    def forgotten(self) -> Forgotten:
+        """The ids and texts of the events and entities left out: asked for after those
+        tables (by state and traces), then kept."""
+        if self._forgotten is None:
+            self._forgotten = Forgotten(self.events | self.entities, self._texts)
+        return self._forgotten
+
+    # -- per table -----------------------------------------------------------------------------
+    def prepare(self, table: str) -> None:
+        """Before a table's rows come: facts are left out whole, so the causes of every
+        version (state and state_history) are read first."""
+        if not self.active or table != "state":
+            return
+        forgotten = self.forgotten
+        if not forgotten:
+            return
+        for name in ("state", "state_history"):
+            for rows in self._src.export_rows(self._pid, name):
+                for r in rows:
+                    scope, scope_id = r["scope"], r["scope_id"]
+                    if (
+                        scope in FACT_SCOPES
+                        and (scope_id in self._fact_scopes or scope == "user")
+                        and forgotten.quotes(r["cause"])
+                    ):
+                        self._facts.add((scope, scope_id, r["key"]))
+
+    def rows(self, table: str, rows: Sequence[Row]) -> Sequence[Row]:
+        """The rows of `table` to write: those the destination forgot left out, and
+        forgotten content redacted out of the rest."""
+        if not self.active or table in ("projects", "tombstones"):
+            return rows
+        keep: Callable[[Sequence[Row]], list[Row]] = getattr(self, f"_{table}")
+        kept = keep(rows)
+        self.skipped[table] += len(rows) - len(kept)
+        return kept
+
+    def _sessions(self, rows: Sequence[Row]) -> list[Row]:
+        gone = self._gone_sessions(r["session_id"] for r in rows)
+        return [r for r in rows if r["session_id"] not in gone]
+
+    def _tasks(self, rows: Sequence[Row]) -> list[Row]:
+        gone = self._gone_sessions(r["session_id"] for r in rows)
+        self.tasks.update(r["task_id"] for r in rows if r["session_id"] in gone)
+        return [r for r in rows if r["session_id"] not in gone]
+
+    def _events(self, rows: Sequence[Row]) -> list[Row]:
+        sessions = self._gone_sessions(r["session_id"] for r in rows)
+        tombstoned = self._tombstoned((r["event_id"] for r in rows), ("event",))
+        kept = []
+        for r in rows:
+            if r["event_id"] in tombstoned or r["session_id"] in sessions:
+                self.events.add(r["event_id"])
+                self._texts.append(r["text"])
+                self._fact_scopes.update(s for s in (r["session_id"], r["task_id"]) if s)
+            else:
+                kept.append(r)
+        return kept
+
+    def _entities(self, rows: Sequence[Row]) -> list[Row]:
+        tombstoned = self._tombstoned((r["entity_id"] for r in rows), ("entity",))
+        kept = []
+        for r in rows:
+            if r["entity_id"] in tombstoned or _event_of(r["properties"]) in self.events:
+                self.entities.add(r["entity_id"])
+                self._texts.append(r["text"])
+            else:
+                kept.append(r)
+        return kept
+
+    def _relations(self, rows: Sequence[Row]) -> list[Row]:
+        gone = self._gone_nodes(
+            i for r in rows for i in (r["from_id"], r["to_id"], _event_of(r["properties"]))
+        )
+        return [
+            r for r in rows if not {r["from_id"], r["to_id"], _event_of(r["properties"])} & gone
+        ]
+
+    def _items(self, rows: Sequence[Row]) -> list[Row]:
+        gone = self._gone_nodes(i for r in rows for i in (r["owner_id"], r.get("context_id")))
+        kept = []
+        for r in rows:
+            if r["owner_id"] in gone or r.get("session_id") in self.sessions:
+                self.items.add(r["item_id"])
+            elif r.get("context_id") in gone:  # indexed with a forgotten node's words
+                kept.append({**r, "context_terms": "", "context_id": None, "context_hidden": 0})
+                self.redacted["items"] += 1
+            else:
+                kept.append(r)
+        return kept
+
+    def _item_vectors(self, rows: Sequence[Row]) -> list[Row]:
+        return [r for r in rows if r["item_id"] not in self.items]
+
+    def _state(self, rows: Sequence[Row]) -> list[Row]:
+        keyed = self._gone_nodes(r["key"] for r in rows if r["scope"] in KEYED_BY_ID_SCOPES)
+        return [r for r in rows if not self._fact_gone(r, keyed)]
+
+    _state_history = _state
+
+    def _fact_gone(self, r: Row, keyed: set[str]) -> bool:
+        scope, scope_id, key = r["scope"], r["scope_id"], r["key"]
+        return (
+            (scope in ("session", "message") and scope_id in self.sessions)
+            or (scope == "task" and scope_id in self.tasks)
+            or (scope in KEYED_BY_ID_SCOPES and key in keyed)
+            or (scope, scope_id, key) in self._facts
+        )
+
+    def _traces(self, rows: Sequence[Row]) -> list[Row]:
+        forgotten = self.forgotten
+        kept = []
+        for r in rows:
+            trace = r["trace"]
+            session = r.get("session_id") or (
+                trace.get("session_id") if isinstance(trace, Mapping) else None
+            )
+            if session in self.sessions:
+                continue
+            if forgotten:
+                new, changed = forgotten.redact(trace)
+                if changed:
+                    r = {**r, "trace": new}
+                    self.redacted["traces"] += 1
+            kept.append(r)
+        return kept
