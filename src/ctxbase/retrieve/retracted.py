@@ -18,12 +18,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..model import Event
 from ..store.base import FEEDBACK_SCOPE, MESSAGE_SCOPE, SearchItem, Store
+from .config import SearchConfig
 from .signals import feedback_confidence
 
-__all__ = ["RETRACTED", "KnownStatuses", "event_marks", "retracted_owners"]
+if TYPE_CHECKING:
+    from .search import Candidate
+
+__all__ = ["RETRACTED", "KnownStatuses", "event_marks", "mark_retracted", "retracted_owners"]
 
 RETRACTED = "retracted"
 # Message statuses that still put a message in prompts and searches (lifecycle.Status).
@@ -114,14 +119,31 @@ def retracted_owners(
     return out
 
 
+def mark_retracted(
+    store: Store,
+    project_id: str,
+    cands: Collection[Candidate],
+    config: SearchConfig,
+    known: KnownStatuses,
+) -> None:
+    """Mark the candidates that are retracted (or cut from a retracted message), and drop
+    them as the confidence floor drops a memory rated wrong: unless `min_confidence` is 0,
+    which keeps both."""
+    gone = retracted_owners(store, project_id, (c.item for c in cands), known)
+    for c in cands:
+        why = gone.get(c.item.owner_id)
+        if why is not None:
+            c.retracted = True
+            if config.min_confidence > 0 and c.dropped is None:
+                c.dropped = why
+
+
 def event_marks(store: Store, project_id: str, events: Sequence[Event]) -> dict[str, list[str]]:
     """Event id -> what a listing marks it with: "retracted" (a per-turn tool result of an
     earlier turn: "expired"), "wrong" (rated false: confidence below the searches' default
     floor). Two bounded reads for the events given; events with no mark are left out."""
     if not events:
         return {}
-    from .config import SearchConfig
-
     floor = SearchConfig.model_fields["min_confidence"].default
     ids = [e.id for e in events]
     out: dict[str, list[str]] = {}

@@ -37,7 +37,7 @@ from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_parts import query_clauses
 from .relevance import off_topic_reason, search_evidence
-from .retracted import KnownStatuses, retracted_owners
+from .retracted import KnownStatuses, mark_retracted
 from .score_adjust import adjust_expanded, boost_standout
 from .signals import KnownSignals, UsageRecorder, read_signals
 from .synced import one_generation
@@ -467,16 +467,7 @@ class Searcher:
         now = time.time() if now is None else now
         adjust_expanded(cands.values(), query, config, now, signals)
         t = time.perf_counter()
-        # retracted messages and what was cut from them, as memories rated wrong: left
-        # out by the confidence floor, marked when min_confidence 0 keeps them
-        items_seen = (c.item for c in cands.values())
-        gone = retracted_owners(self.store, project_id, items_seen, self.known_statuses)
-        for c in cands.values():
-            why = gone.get(c.item.owner_id)
-            if why is not None:
-                c.retracted = True
-                if config.min_confidence > 0 and c.dropped is None:
-                    c.dropped = why
+        mark_retracted(self.store, project_id, cands.values(), config, self.known_statuses)
         timings["retracted"] = _ms(t)
 
         # below the confidence floor (a memory marked wrong) or retracted: considered,
