@@ -57,6 +57,10 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("ctxbase.retrieve.search", "ctxbase.assemble.tokens"): (
         "snippets are cut to a token budget with the assembler's counter"
     ),
+    ("ctxbase.retrieve.retracted", "ctxbase.assemble.repeats"): (
+        "a retraction holds for the statements cut from the message, by the assembly's own "
+        "text rule (repeats imports no layer)"
+    ),
     ("ctxbase.anchor.capture_rules", "ctxbase.assemble.loop"): (
         "an anchored answer is linked to the context entities it used by record_outcome's "
         "evidence rule (used_evidence), imported when such an answer is anchored"

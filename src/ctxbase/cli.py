@@ -193,13 +193,22 @@ def cmd_events(args: argparse.Namespace) -> int:
         events = cb.last_events(args.session, _count("--last", args.last))
         if not events:
             cb.get_session(args.session)  # an unknown session is not found, not empty
+        from .retrieve.retracted import event_marks
+
+        marks = event_marks(cb.store, cb.project, events)  # retracted, rated wrong
         if args.json:
-            _print_json([e.model_dump() for e in events])
+            _print_json([e.model_dump() | _marked(marks.get(e.id)) for e in events])
         for e in events if not args.json else []:
-            print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
+            shown = "".join(f"[{m}] " for m in marks.get(e.id, ()))
+            print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {shown}{_line(e.text, 80)}")
         if len(events) < args.last:  # fewer than asked: say if hidden ones are missing
             _note_hidden(cb.store.hidden_event_counts(cb.project, [args.session]), "not listed")
     return 0
+
+
+def _marked(marks: list[str] | None) -> dict[str, list[str]]:
+    """An event's marks for its JSON record ({"marks": [...]}), or nothing if none."""
+    return {"marks": marks} if marks else {}
 
 
 def cmd_chain(args: argparse.Namespace) -> int:

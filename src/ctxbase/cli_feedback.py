@@ -91,33 +91,46 @@ def run_feedback(cb: ContextBase, args: argparse.Namespace) -> int:
 
 def rating(c: Candidate) -> str:
     """A search hit's rating where it is not the default (neutral): " (liked 0.75)",
-    " (tool error 0.3)", else ""."""
+    " (tool error 0.3)", " [retracted]", else ""."""
     source = c.confidence_source
+    marks = " [retracted]" if c.retracted else ""
     if c.confidence is None or source is None or source == "feedback:neutral":
-        return ""
-    return f" ({source.removeprefix('feedback:').replace('_', ' ')} {c.confidence:g})"
+        return marks
+    return f" ({source.removeprefix('feedback:').replace('_', ' ')} {c.confidence:g}){marks}"
+
+
+def _named(ids: list[str]) -> str:
+    return ", ".join(ids[:_NAMED]) + (f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else "")
 
 
 def note_rated_out(considered: Iterable[Candidate], min_confidence: float) -> None:
     """A note on stderr naming the matches left out for their rating (below
-    `min_confidence`, as "wrong" is): search and assembly leave them out without a trace
-    in the results, and feedback "neutral" brings one back."""
+    `min_confidence`, as "wrong" is) or as retracted messages: search and assembly leave
+    them out without a trace in the results; feedback "neutral" brings a rated one back."""
     out: dict[str, str] = {}
+    retracted: dict[str, None] = {}
     for c in considered:
         if c.dropped is not None and c.confidence is not None and c.confidence < min_confidence:
             out.setdefault(c.item.owner_id, (c.confidence_source or "").removeprefix("feedback:"))
+        elif c.dropped is not None and c.retracted:
+            retracted[c.item.owner_id] = None
+    sys.stdout.flush()
+    if retracted:
+        ids = list(retracted)
+        one = len(ids) == 1
+        print(
+            f"note: {len(ids)} match{'' if one else 'es'} left out, retracted (a retracted"
+            f" message, or a statement cut from one): {_named(ids)}",
+            file=sys.stderr,
+        )
     if not out:
         return
     ids = list(out)
     one = len(ids) == 1
-    named = ", ".join(ids[:_NAMED]) + (
-        f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else ""
-    )
     back = "ctxbase feedback " + (f"{ids[0]} neutral brings it" if one else "ID neutral brings one")
-    sys.stdout.flush()
     print(
         f"note: {len(ids)} match{'' if one else 'es'} left out, rated"
-        f" {' or '.join(sorted(set(out.values())))}: {named}"
+        f" {' or '.join(sorted(set(out.values())))}: {_named(ids)}"
         f" (confidence below {min_confidence:g}; {back} back)",
         file=sys.stderr,
     )

@@ -525,3 +525,33 @@ def test_graph_keeps_nodes_inside_and_apart(
             ql, qt, qr, qb = q["box"]
             assert pr <= ql or qr <= pl or pb <= qt or qb <= pt, (p["id"], q["id"])
     shot(page, tmp_path, "graph-14")
+
+
+def test_the_timeline_marks_retracted_and_wrong_rated_messages(
+    browser: Browser, tmp_path: Path
+) -> None:
+    import ctxbase
+
+    with ctxbase.open(str(tmp_path / "serve.db"), project="marks", embedder="hash") as cb:
+        said = cb.record("assistant_message", session_id="m1", text="we will use MongoDB")
+        rated = cb.record("assistant_message", session_id="m1", text="billing runs hourly")
+        cb.record("user_message", session_id="m1", text="thanks")
+        cb.expire_message("m1", said.id)
+        cb.feedback(rated.id, "wrong")
+    srv = start(tmp_path, no_auth=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        tab = context.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda exc: errors.append(str(exc)))
+        tab.goto(ui(srv, "#/p/marks/s/m1"))
+        rows = tab.locator("#timeline .event-row")
+        expect(rows).to_have_count(3)
+        expect(rows.nth(0).locator(".badge.mark")).to_have_text("retracted")
+        expect(rows.nth(1).locator(".badge.mark")).to_have_text("wrong")
+        expect(rows.nth(2).locator(".badge.mark")).to_have_count(0)
+        expect(rows.nth(0)).to_contain_text("we will use MongoDB")  # the text is still shown
+        assert errors == []
+    finally:
+        context.close()
+        srv.stop()

@@ -474,6 +474,10 @@ class Gatherer:
                     f"{strategy}: no hit shares a keyword with the intent or reaches "
                     f"similarity {gate.floor}",
                 )
+            # what the search itself left out (retracted, rated wrong) says why it is missing
+            self._search_drops(
+                [c for c in resp.considered if c.retracted or _rated_out(c)], config, strategy
+            )
             return
         self.on_topic = True
         # Hits already in the prompt (history, the latest input) or saying just the intent
@@ -524,8 +528,18 @@ class Gatherer:
                 ev = event_cand(node, weight * rel, strategy, f"{strategy}: search hit")
                 ev.explain = c.explain()
                 self.add(ev, node)
-        for c in resp.considered:
-            if c.dropped and c.item.item_id not in promoted:
+        self._search_drops(resp.considered, config, strategy, promoted)
+
+    def _search_drops(
+        self,
+        considered: Sequence[Candidate],
+        config: SearchConfig,
+        strategy: str,
+        promoted: set[str] | frozenset[str] = frozenset(),
+    ) -> None:
+        """Record the hits a search left out (below top_k, rated wrong, retracted...)."""
+        for c in considered:
+            if c.dropped and c.dropped != "off topic" and c.item.item_id not in promoted:
                 self._consider(c, strategy, None)
                 # The detail says which search and why, as for the other drops; the search's
                 # own word ("below top_k") only repeated the reason.
@@ -536,9 +550,7 @@ class Gatherer:
                     else f"top_k {config.top_k}"
                 )
                 detail = f"ranked below {k}" if over else c.dropped
-                self.drop(
-                    c.item.owner_id, "top_k" if over else "duplicate", f"{strategy}: {detail}"
-                )
+                self.drop(c.item.owner_id, _search_drop_reason(c), f"{strategy}: {detail}")
 
     def _consider(
         self, c: Candidate, strategy: str, relative: float | None, min_score: float | None = None
@@ -549,6 +561,28 @@ class Gatherer:
             self.considered.append(
                 {**c.explain(), "strategy": strategy, "relative": relative, "min_score": min_score}
             )
+
+
+def _rated_out(c: Candidate) -> bool:
+    """Left out by its search for a confidence below min_confidence (rated wrong)."""
+    dropped = c.dropped or ""
+    return dropped.startswith("confidence ") and "min_confidence" in dropped
+
+
+def _search_drop_reason(c: Candidate) -> str:
+    """The trace's reason for a hit its search left out: "top_k", "retracted" (a retracted
+    message or a statement cut from one), "rated false" (confidence below min_confidence:
+    rated wrong), "duplicate" (a near-duplicate of a better hit), else the search's word."""
+    dropped = c.dropped or ""
+    if "top_k" in dropped:
+        return "top_k"
+    if c.retracted:
+        return "retracted"
+    if _rated_out(c):
+        return "rated false"
+    if dropped.startswith("near-duplicate"):
+        return "duplicate"
+    return dropped.split(":", 1)[0] or "duplicate"
 
 
 # -- strategies ---------------------------------------------------------------------------------

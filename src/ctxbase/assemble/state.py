@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..components import ComponentsSource, components_of
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
-from ..store.base import StateChange
+from ..store.base import MESSAGE_SCOPE, StateChange
 from ..validation import check_json, check_text
 from .facts import (
     ExtractedFact,
@@ -65,7 +65,6 @@ Scope = Literal["task", "session", "project", "user"]
 SCOPES: tuple[str, ...] = ("task", "session", "project", "user")
 # Facts that belong to the person, not to the work: kept in the user's own scope.
 PERSONAL_KEY_PREFIX = "preference:"
-MESSAGE_SCOPE = "message"
 # Session metadata key naming the task messages and state are scoped to.
 CURRENT_TASK_KEY = "current_task_id"
 # A question ("那时间呢") is not a fact; it only steers the next answer.
@@ -445,4 +444,6 @@ def expire_message_record(
         )
         log.debug("message %s %s -> %s (%s)", mid, current.value, new.value, cause)
         changed.append(mid)
+    if changed:
+        cb.store.touch_index(pid)  # searches read message statuses again (retrieve/signals.py)
     return changed

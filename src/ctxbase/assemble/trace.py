@@ -149,9 +149,13 @@ def mask_hidden(store: Store, project_id: str, trace: dict[str, Any]) -> dict[st
     hidden += [(e.id, e.text) for e in entities if not e.active]
     if not hidden:
         return trace
-    masked, _ = Forgotten([i for i, _ in hidden], [t for _, t in hidden], marker=HIDDEN).redact(
-        trace
-    )
+    # a statement cut from a message and hidden alone: the message, still shown, keeps
+    # its whole text; only the statement's own entries and copies are masked
+    shown = [(e.id, e.text) for e in events if e.active]
+    shown += [(e.id, e.text) for e in entities if e.active]
+    masked, _ = Forgotten(
+        [i for i, _ in hidden], [t for _, t in hidden], marker=HIDDEN, kept=shown
+    ).redact(trace)
     return dict(masked)
 
 

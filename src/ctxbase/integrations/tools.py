@@ -327,6 +327,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             ("line_end", it.line_end),
             ("found_via", c.graph_via),
             ("confidence", c.confidence),
+            ("retracted", True if c.retracted else None),
         ):
             if value is not None:
                 hit[key] = value

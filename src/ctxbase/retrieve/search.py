@@ -37,6 +37,7 @@ from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_parts import query_clauses
 from .relevance import off_topic_reason, search_evidence
+from .retracted import KnownStatuses, mark_retracted
 from .score_adjust import adjust_expanded, boost_standout
 from .signals import KnownSignals, UsageRecorder, read_signals
 from .synced import one_generation
@@ -80,6 +81,9 @@ class Candidate:
     # "linked by REFERS_TO") when something did
     decay: float | None = None
     decay_spared: str | None = None
+    # a retracted message (or a statement cut from one): left out unless min_confidence is
+    # 0, which keeps memories rated wrong too (retrieve/retracted.py)
+    retracted: bool = False
 
     @property
     def item_id(self) -> str:
@@ -107,6 +111,8 @@ class Candidate:
             out["decay"] = round(self.decay, 4)
         if self.decay_spared is not None:
             out["decay_spared"] = self.decay_spared
+        if self.retracted:
+            out["retracted"] = True
         return out
 
 
@@ -167,6 +173,7 @@ class Searcher:
         # memories that assembled contexts placed, written in batches (retrieve/signals.py)
         self.usage = UsageRecorder(store)
         self.known_signals = KnownSignals()  # confidence read by earlier searches
+        self.known_statuses = KnownStatuses()  # retracted messages, by session
 
     def query_vector(self, query: str) -> FloatVector:
         """The query's vector (cached); EmbedderUnavailableError when the embedder fails.
@@ -252,6 +259,7 @@ class Searcher:
             "vector_index": self.vectors.drop(project_id),
             "keyword_index": self.keywords.drop(project_id),
             "memory_signals": self.known_signals.drop(project_id),
+            "message_statuses": self.known_statuses.drop(project_id),
         }
 
     def warm_queries(self, queries: list[str]) -> None:
@@ -458,8 +466,12 @@ class Searcher:
         timings["signals"] = _ms(t)
         now = time.time() if now is None else now
         adjust_expanded(cands.values(), query, config, now, signals)
+        t = time.perf_counter()
+        mark_retracted(self.store, project_id, cands.values(), config, self.known_statuses)
+        timings["retracted"] = _ms(t)
 
-        # below the confidence floor (a memory marked wrong): considered, never returned
+        # below the confidence floor (a memory marked wrong) or retracted: considered,
+        # never returned
         excluded = [c for c in cands.values() if c.dropped is not None]
         kept_cands = [c for c in cands.values() if c.dropped is None]
         ranked = sorted(kept_cands, key=lambda c: (-c.score, c.item.ts, c.item_id))

@@ -95,6 +95,7 @@ def _hit(c: Candidate) -> SearchHitOut:
         confidence_source=c.confidence_source,
         decay=c.decay,
         decay_spared=c.decay_spared,
+        retracted=c.retracted,
     )
 
 

@@ -459,6 +459,9 @@ class SearchHitOut(_Out):
     confidence_source: str | None = None
     decay: float | None = None
     decay_spared: str | None = None
+    # a retracted message, or a statement cut from one: only with options.min_confidence 0
+    # (which keeps memories rated wrong too) is it a result, marked so
+    retracted: bool = False
 
 
 class SearchOut(_Out):
@@ -468,7 +471,7 @@ class SearchOut(_Out):
         default_factory=list,
         description="with `include_considered`: every candidate ranked, `dropped` saying "
         "why one is not a result (below top_k, a near-duplicate, confidence below "
-        "min_confidence), as the library's SearchResponse.considered; else empty",
+        "min_confidence, retracted), as the library's SearchResponse.considered; else empty",
     )
     timings_ms: dict[str, float]
     tampered: list[str] = Field(default_factory=list)

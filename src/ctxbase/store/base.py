@@ -22,6 +22,7 @@ __all__ = [
     "FEEDBACK_SCOPE",
     "KEYWORD_LOG_CHECK_EVERY",
     "KEYWORD_LOG_LIMIT",
+    "MESSAGE_SCOPE",
     "OWN_TERMS_WEIGHT",
     "SCHEMA_VERSION",
     "USES_SCOPE",
@@ -57,6 +58,11 @@ TombstoneKind = Literal["event", "entity", "session"]
 # with the node.
 FEEDBACK_SCOPE = "feedback"
 USES_SCOPE = "uses"
+# The statuses of a session's messages (scope id: the session, key: the message id, value:
+# a lifecycle status; assemble/state.py writes them): one other than active ("expired": a
+# retracted message, a per-turn tool result of an earlier turn) keeps the message out of
+# prompts and searches. A message without a record is active.
+MESSAGE_SCOPE = "message"
 
 # Keywords are ranked like FTS5's bm25() over two columns, indexed terms (own + live context)
 # with weight 1 and own terms with this weight: a query term's frequency counts

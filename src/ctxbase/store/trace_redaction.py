@@ -9,7 +9,9 @@ prompt), with the forgotten parts replaced by `REDACTED`:
   other string: its ids, text, content, name, detail;
 - a forgotten id inside any other string (a note, a reason) is replaced where it stands;
 - a forgotten text of at least `MIN_TEXT_CHARS` characters is replaced wherever it occurs
-  (an intent that quoted the message, the input layer).
+  (an intent that quoted the message, the input layer), except in what is `kept`: an
+  item still shown that says it too (a message whose decision statement alone is hidden)
+  keeps its whole text, in the entries that name it and wherever its text is quoted.
 
 Nothing here touches a database: backends pick the traces to look at with `needles()` and
 store what `redact()` returns.
@@ -40,13 +42,22 @@ class Forgotten:
     """The ids (events, entities, their search units) and texts a forget removes."""
 
     def __init__(
-        self, ids: Iterable[str], texts: Iterable[str | None] = (), marker: str = REDACTED
+        self,
+        ids: Iterable[str],
+        texts: Iterable[str | None] = (),
+        marker: str = REDACTED,
+        kept: Iterable[tuple[str, str | None]] = (),
     ) -> None:
         self.marker = marker  # what stands where forgotten content was
         self.ids = frozenset(i for i in ids if i)
         self.texts = sorted(
             {t for t in texts if t and len(t.strip()) >= MIN_TEXT_CHARS}, key=len, reverse=True
         )
+        # items still shown (id, text) that say a forgotten text: their entries keep their
+        # texts, and their texts are left whole wherever they occur
+        shown = [(i, t) for i, t in kept if t and any(f in t for f in self.texts)]
+        self.kept_ids = frozenset(i for i, _ in shown if i not in self.ids)
+        self.kept = sorted({t for _, t in shown if t}, key=len, reverse=True)
         alternatives = "|".join(re.escape(i) for i in sorted(self.ids, key=len, reverse=True))
         self._id_pattern = (
             re.compile(f"(?<!{_ID_CHAR})(?:{alternatives})(?!{_ID_CHAR})") if self.ids else None
@@ -89,13 +100,22 @@ class Forgotten:
             return False
         return isinstance(span, str) and bool(span.strip()) and any(span in t for t in self.texts)
 
-    def scrub(self, value: str) -> str:
-        """`value` with forgotten texts and ids replaced where they occur."""
-        for text in self.texts:
+    def scrub(self, value: str, texts: bool = True) -> str:
+        """`value` with forgotten texts (unless `texts` is False) and ids replaced where
+        they occur; a forgotten text inside a kept one stays."""
+        held: list[str] = []
+        for text in self.kept if texts and "\x00" not in value else ():
+            if text in value:
+                # a stand-in no text holds (NUL), numbered, put back after the scrub
+                value = value.replace(text, f"\x00{len(held)}\x00")
+                held.append(text)
+        for text in self.texts if texts else ():
             if text in value:
                 value = value.replace(text, self.marker)
         if self._id_pattern is not None:
             value = self._id_pattern.sub(self.marker, value)
+        for n, text in enumerate(held):
+            value = value.replace(f"\x00{n}\x00", text)
         return value
 
     def redact(self, trace: Any) -> tuple[Any, bool]:
@@ -104,18 +124,25 @@ class Forgotten:
         out = self._walk(trace)
         return out, out != trace
 
-    def _walk(self, value: Any) -> Any:
+    def _shown(self, value: str) -> bool:
+        return value in self.kept_ids or value.split("#", 1)[0] in self.kept_ids
+
+    def _walk(self, value: Any, texts: bool = True) -> Any:
         if isinstance(value, str):
-            return self.scrub(value)
+            return self.scrub(value, texts)
         if isinstance(value, list):
-            return [self._walk(v) for v in value]
+            return [self._walk(v, texts) for v in value]
         if isinstance(value, dict):
             about = any(isinstance(v, str) and self.names(v) for v in value.values())
+            # an entry about an item still shown keeps its texts (their ids still go)
+            texts = texts and not (
+                not about and any(isinstance(v, str) and self._shown(v) for v in value.values())
+            )
             out: dict[str, Any] = {}
             for key, v in value.items():
                 if about and isinstance(v, str) and key not in _STRUCTURAL_KEYS:
                     out[key] = self.marker
                 else:
-                    out[key] = self._walk(v)
+                    out[key] = self._walk(v, texts)
             return out
         return value

@@ -22,6 +22,7 @@ from ...contextbase import ContextBase
 from ...errors import NotFoundError
 from ...model import Entity, Event, Relation, SessionInfo
 from ...retrieve import graph
+from ...retrieve.retracted import event_marks
 
 __all__ = [
     "ChainNode",
@@ -64,6 +65,9 @@ class TimelineOut(_Out):
     total: int  # events of the session that the filters admit
     counts: list[EventCountOut]  # the whole session, by agent and type (for the filters)
     hidden: int  # events of the session hidden (soft-deleted): in no count, page or total
+    # the page's events that are retracted ("retracted"; a per-turn tool result of an
+    # earlier turn: "expired") or rated false ("wrong"), by id; the others are not listed
+    marks: dict[str, list[str]]
     has_before: bool
     has_after: bool
 
@@ -162,6 +166,7 @@ def timeline(
         total=total,
         counts=[EventCountOut(**asdict(c)) for c in counts],
         hidden=store.hidden_event_counts(pid, [session_id]).get(session_id, 0),
+        marks=event_marks(store, pid, events),
         has_before=has_before,
         has_after=has_after,
     )

@@ -35,6 +35,7 @@ export async function searchPage(view, pid, query) {
       origin.push(h("span", { class: "badge vector" },
         `vector ${hit.semantic_rank != null ? "#" + hit.semantic_rank + " " : ""}sim ${fmtNum(hit.similarity)}`));
     }
+    if (hit.retracted) origin.push(h("span", { class: "badge drop" }, "retracted"));
     if (hit.graph_via) {
       origin.push(h("span", { class: "badge graph" },
         `graph: ${hit.graph_via}${hit.graph_confidence != null ? ` (${fmtNum(hit.graph_confidence, 2)})` : ""}`));

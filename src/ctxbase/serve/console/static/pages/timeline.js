@@ -4,6 +4,12 @@ import { api, p } from "../api.js";
 import { clear, colour, fmtTime, h, link, s, short, swatch, table } from "../dom.js";
 
 const PAGE = 100;
+// What a mark on an event means (its tooltip): out of prompts and searches.
+const MARKS = {
+  retracted: "retracted: left out of prompts and searches",
+  expired: "per-turn tool result of an earlier turn: left out of prompts and searches",
+  wrong: "rated wrong: left out of prompts and searches",
+};
 
 export async function timelinePage(view, pid, sid, query) {
   const started = performance.now();
@@ -66,6 +72,8 @@ export async function timelinePage(view, pid, sid, query) {
     h("td", {}, swatch(e.type), e.type),
     h("td", { class: "num" }, e.parent_event_ids.length || ""),
     h("td", { class: "text", title: short(e.text, 600) },
+      (data.marks[e.id] || []).map((m) => h("span", { class: "badge drop mark", title: MARKS[m] || m,
+        dataset: { mark: m } }, m)),
       h("a", { class: "row-link", href, tabindex: "-1" },
         short(e.text ?? JSON.stringify(e.data)))));
   });

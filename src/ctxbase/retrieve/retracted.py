@@ -1,0 +1,161 @@
+"""Messages retracted from their session, as searches and listings see them.
+
+`ContextManager.expire_message` retracts a message: the store keeps a status record for it
+(store.base.MESSAGE_SCOPE: scope id the session, key the message), and assembly leaves it
+out of every prompt. Searches leave it out too, as they leave out a memory rated "wrong",
+and with it the statements anchoring cut from it (a decision, its SQL: the same words,
+assemble/repeats.cut_from), since a statement stands or falls with its message. A per-turn
+tool result of an earlier turn has the same status ("expired") and goes the same way.
+
+The work is bounded by the candidates, not the project: the status records of the
+sessions the candidates are in (one read; a session holds a record only for a message
+that is no longer active), remembered while the project's index generation stands
+(a retraction moves it on), then the entities among the candidates of a session that has
+any, and the messages they were cut from.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from ..model import Event
+from ..store.base import FEEDBACK_SCOPE, MESSAGE_SCOPE, SearchItem, Store
+from .config import SearchConfig
+from .signals import feedback_confidence
+
+if TYPE_CHECKING:
+    from .search import Candidate
+
+__all__ = ["RETRACTED", "KnownStatuses", "event_marks", "mark_retracted", "retracted_owners"]
+
+RETRACTED = "retracted"
+# Message statuses that still put a message in prompts and searches (lifecycle.Status).
+_IN_USE = frozenset({"active", "created"})
+
+
+class KnownStatuses:
+    """Per project and session, the messages out of prompts by their status, while the
+    project's index generation stands. Bounded: past `limit` sessions it starts again."""
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self.limit = limit
+        self._lock = threading.Lock()
+        self._held: dict[str, tuple[int, dict[str, frozenset[str]]]] = {}
+
+    def withdrawn(
+        self, store: Store, project_id: str, session_ids: Collection[str]
+    ) -> dict[str, frozenset[str]]:
+        """Session id -> its messages that are retracted (or otherwise not active)."""
+        from .synced import generation  # numpy: not for the commands that only list
+
+        gen = generation(store, project_id)
+        with self._lock:
+            held_gen, held = self._held.get(project_id, (gen, {}))
+            known = dict(held) if held_gen == gen else {}
+        missing = [s for s in dict.fromkeys(session_ids) if s not in known]
+        if missing:
+            found = store.get_states(project_id, [(MESSAGE_SCOPE, s) for s in missing])
+            for s in missing:
+                records = found.get((MESSAGE_SCOPE, s), [])
+                known[s] = frozenset(f.key for f in records if str(f.value) not in _IN_USE)
+            with self._lock:
+                if len(known) > self.limit:
+                    known = {s: known[s] for s in session_ids if s in known}
+                self._held[project_id] = (gen, known)
+        return {s: known[s] for s in session_ids if s in known}
+
+    def drop(self, project_id: str) -> int:
+        """Forget what is held of a project (after a hard forget); the sessions dropped."""
+        with self._lock:
+            return len(self._held.pop(project_id, (0, {}))[1])
+
+
+def retracted_owners(
+    store: Store, project_id: str, items: Iterable[SearchItem], known: KnownStatuses
+) -> dict[str, str]:
+    """Owner id -> why, for the owners of `items` that are a retracted message ("retracted")
+    or a statement cut from one ("retracted: cut from <message>")."""
+    from ..assemble.repeats import cut_from  # a pure text rule: it imports no layer
+
+    by_session: dict[str, set[str]] = {}
+    for it in items:
+        if it.session_id:
+            by_session.setdefault(it.session_id, set()).add(it.owner_id)
+    if not by_session:
+        return {}
+    withdrawn = known.withdrawn(store, project_id, list(by_session))
+    out: dict[str, str] = {}
+    suspects: list[str] = []
+    for session_id, owners in by_session.items():
+        gone = withdrawn.get(session_id, frozenset())
+        if not gone:
+            continue
+        for owner in owners:
+            if owner in gone:
+                out[owner] = RETRACTED
+            else:
+                suspects.append(owner)
+    if not suspects:
+        return out
+    cut: dict[str, tuple[str, str]] = {}  # entity -> (its message, its text)
+    for entity in store.get_entities(project_id, suspects):
+        source = entity.properties.get("event_id")
+        where = entity.properties.get("session_id")
+        if (
+            isinstance(source, str)
+            and isinstance(where, str)
+            and source in withdrawn.get(where, frozenset())
+        ):
+            cut[entity.id] = (source, entity.text)
+    if not cut:
+        return out
+    sources = list(dict.fromkeys(source for source, _ in cut.values()))
+    said = {e.id: e.text or "" for e in store.get_events(project_id, sources)}
+    for entity_id, (source, text) in cut.items():
+        if source in said and cut_from(text, said[source]):
+            out[entity_id] = f"{RETRACTED}: cut from {source}"
+    return out
+
+
+def mark_retracted(
+    store: Store,
+    project_id: str,
+    cands: Collection[Candidate],
+    config: SearchConfig,
+    known: KnownStatuses,
+) -> None:
+    """Mark the candidates that are retracted (or cut from a retracted message), and drop
+    them as the confidence floor drops a memory rated wrong: unless `min_confidence` is 0,
+    which keeps both."""
+    gone = retracted_owners(store, project_id, (c.item for c in cands), known)
+    for c in cands:
+        why = gone.get(c.item.owner_id)
+        if why is not None:
+            c.retracted = True
+            if config.min_confidence > 0 and c.dropped is None:
+                c.dropped = why
+
+
+def event_marks(store: Store, project_id: str, events: Sequence[Event]) -> dict[str, list[str]]:
+    """Event id -> what a listing marks it with: "retracted" (a per-turn tool result of an
+    earlier turn: "expired"), "wrong" (rated false: confidence below the searches' default
+    floor). Two bounded reads for the events given; events with no mark are left out."""
+    if not events:
+        return {}
+    floor = SearchConfig.model_fields["min_confidence"].default
+    ids = [e.id for e in events]
+    out: dict[str, list[str]] = {}
+    sessions = list(dict.fromkeys(e.session_id for e in events))
+    found = store.get_states(project_id, [(MESSAGE_SCOPE, s) for s in sessions])
+    status = {(s, f.key): str(f.value) for s in sessions for f in found.get((MESSAGE_SCOPE, s), [])}
+    for e in events:
+        value = status.get((e.session_id, e.id))
+        if value is not None and value not in _IN_USE:
+            out.setdefault(e.id, []).append("expired" if e.metadata.get("per_turn") else RETRACTED)
+    for key, fact in store.get_state_keys(project_id, FEEDBACK_SCOPE, "", ids).items():
+        conf = feedback_confidence(fact.value)
+        if conf is not None and conf.value < floor:
+            out.setdefault(key, []).append("wrong")
+    return out

@@ -1,0 +1,156 @@
+"""A retracted message (`expire_message`) goes where a memory rated wrong goes: out of
+searches (the library, the MCP tool, the CLI), with the statement anchoring cut from it;
+`min_confidence` 0 keeps both and marks them. Listings mark retracted and wrong-rated
+events, an assembly trace names those drops for what they are, and hiding a statement cut
+from a message leaves the message's text whole in traces. SQLite, the "hash" embedder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxbase import ContextBase
+from ctxbase.assemble.trace import HIDDEN
+from ctxbase.cli import main
+from ctxbase.integrations.tools import ToolScope, run_tool
+from ctxbase.store.sqlite import SQLiteStore
+
+DECIDED = "Decision: we will use MongoDB for billing. I checked the benchmarks yesterday."
+QUERY = "database for billing MongoDB"
+
+
+@pytest.fixture
+def cb(tmp_path: Path) -> Iterator[ContextBase]:
+    base = ContextBase(
+        SQLiteStore(str(tmp_path / "r.db")),
+        project="p",
+        embedder="hash",
+        background_embedding=False,
+    )
+    yield base
+    base.close()
+
+
+def _said(cb: ContextBase) -> tuple[str, str, str]:
+    """(the message with a decision, the decision anchoring cut from it, another message)."""
+    said = cb.record("assistant_message", session_id="s1", agent_id="coder", text=DECIDED)
+    other = cb.record(
+        "assistant_message", session_id="s1", agent_id="coder", text="billing runs nightly"
+    )
+    cb.flush()
+    made = cb.store.list_relations(cb.project, [said.id], direction="out", types=["GENERATES"])
+    decision = next(r.to_id for r in made if r.to_id.startswith("decision:"))
+    return said.id, decision, other.id
+
+
+def _found(cb: ContextBase, **overrides: Any) -> dict[str, Any]:
+    return {c.item.owner_id: c for c in cb.search(QUERY, **overrides).results}
+
+
+def test_search_leaves_a_retracted_message_out_with_what_was_cut_from_it(
+    cb: ContextBase,
+) -> None:
+    said, decision, other = _said(cb)
+    before = _found(cb)  # read before the retraction: what searches hold must not linger
+    assert {said, decision, other} <= set(before)
+    assert not any(c.retracted for c in before.values())
+
+    cb.expire_message("s1", said)
+    response = cb.search(QUERY)
+    found = {c.item.owner_id for c in response.results}
+    assert said not in found and decision not in found and other in found
+    why = {c.item.owner_id: c.dropped for c in response.considered if c.retracted}
+    assert why[said] == "retracted"
+    assert why[decision] == f"retracted: cut from {said}"
+
+    # min_confidence 0 keeps what is rated wrong; retracted ones too, marked
+    cb.feedback(other, "wrong")
+    kept = _found(cb, min_confidence=0.0)
+    assert kept[said].retracted and kept[decision].retracted and not kept[other].retracted
+    assert kept[other].confidence_source == "feedback:wrong"
+    assert kept[said].explain()["retracted"] is True
+    assert "retracted" not in kept[other].explain()
+    assert not _found(cb)  # by default neither is a result
+
+
+def test_the_memory_tool_and_the_cli_leave_a_retracted_message_out(
+    cb: ContextBase, tmp_path: Path, capsys: Any
+) -> None:
+    said, decision, other = _said(cb)
+    cb.expire_message("s1", said)
+    hits = run_tool(ToolScope(cb), "search_memory", {"query": QUERY, "mode": "keyword"})
+    ids = {h["id"] for h in hits["results"]}
+    assert other in ids and said not in ids and decision not in ids
+    cb.close()
+
+    base = ["--db", str(tmp_path / "r.db"), "--project", "p", "--embedder", "hash"]
+    assert main([*base, "search", QUERY, "--preset", "keyword"]) == 0
+    out, err = capsys.readouterr()
+    assert other in out and said not in out and decision not in out
+    assert "left out, retracted" in err and said in err
+
+
+def test_events_mark_retracted_and_wrong_rated_messages(
+    cb: ContextBase, tmp_path: Path, capsys: Any
+) -> None:
+    said, _, other = _said(cb)
+    plain = cb.record("user_message", session_id="s1", text="thanks")
+    cb.expire_message("s1", said)
+    cb.feedback(other, "wrong")
+    cb.close()
+
+    base = ["--db", str(tmp_path / "r.db"), "--project", "p"]
+    assert main([*base, "events", "s1"]) == 0
+    lines = {ln.split()[1]: ln for ln in capsys.readouterr().out.splitlines()}
+    assert "[retracted] Decision: we will use MongoDB" in lines[said]
+    assert "[wrong] billing runs nightly" in lines[other]
+    assert "[" not in lines[plain.id]
+    assert main([*base, "events", "s1", "--json"]) == 0
+    marks = {e["id"]: e.get("marks") for e in json.loads(capsys.readouterr().out)}
+    assert marks == {said: ["retracted"], other: ["wrong"], plain.id: None}
+
+
+def _dropped(cb: ContextBase, context_id: str) -> dict[str, str]:
+    return {d["id"]: d["reason"] for d in cb.get_trace(context_id)["dropped"]}
+
+
+def test_a_trace_names_a_wrong_rated_or_retracted_drop_for_what_it_is(cb: ContextBase) -> None:
+    said, decision, other = _said(cb)
+    intent = "which database do we use for billing?"
+    cb.feedback(other, "wrong")
+    ctx = cb.assemble_context(agent_role="planner", user_intent=intent, session_id="s2")
+    reasons = _dropped(cb, ctx.context_id)
+    assert reasons[other] == "rated false"
+
+    cb.expire_message("s1", said)
+    ctx = cb.assemble_context(agent_role="planner", user_intent=intent, session_id="s2")
+    reasons = _dropped(cb, ctx.context_id)
+    assert reasons[said] == "retracted" and reasons[decision] == "retracted"
+    assert "duplicate" not in {reasons[said], reasons[decision], reasons[other]}
+
+
+def test_hiding_a_statement_cut_from_a_message_leaves_the_message_whole_in_traces(
+    cb: ContextBase,
+) -> None:
+    said, decision, _ = _said(cb)
+    intent = "which database do we use for billing?"
+    ctx = cb.assemble_context(agent_role="planner", user_intent=intent, session_id="s2")
+    items = {i["id"]: i["text"] for i in cb.get_trace(ctx.context_id)["layers"]["memory"]["items"]}
+    assert said in items and decision in items  # both were placed
+
+    report = cb.set_hidden([decision])
+    assert report.sources_still_visible == [said]  # the message says more: it stays
+    trace = cb.get_trace(ctx.context_id)
+    shown = {i["id"]: i["text"] for i in trace["layers"]["memory"]["items"]}
+    assert shown[said] == items[said] and DECIDED in shown[said]  # whole, not "[hidden] I…"
+    assert shown[HIDDEN] == HIDDEN  # the statement's own entry is masked
+    assert decision not in json.dumps(trace)
+    assert {HIDDEN, said} <= {c["id"] for c in trace["candidates"]}  # the message by its id
+
+    cb.restore([decision])
+    again = {i["id"]: i["text"] for i in cb.get_trace(ctx.context_id)["layers"]["memory"]["items"]}
+    assert again == items
