@@ -93,7 +93,8 @@ class EmbeddingWorker:
         self._wake.set()
 
     def backlog(self) -> int:
-        """Items still waiting for a vector (capped at a few thousand for speed)."""
+        """Items of every project still waiting for a vector (capped at a few thousand
+        for speed); a project's own: embedding_wait.pending_vectors."""
         return len(self.store.pending_embeddings(self.embedder.name, 5000))
 
     def _next_batch(self) -> tuple[list[tuple[str, str, str]], bool]:
