@@ -175,6 +175,9 @@ def test_ingest_says_it_is_searchable_by_keyword_and_how_many_vectors_are_made(
     assert line.startswith("searchable by keyword and graph now; vectors ") and f"/{units}" in line
     assert 0 <= made <= units
     assert ("--wait-embeddings waits for them" in line) == (made < units)
+    # the backlog the line reports is the one the command left: the next command counts it
+    left = json.loads(run(*base, "status", "--json", cwd=tmp_path).stdout)["pending_vectors"]
+    assert left == units - made > 0
     waited = run(*base, "ingest", str(repo), "--wait-embeddings", cwd=tmp_path)
     assert "searchable by keyword and graph now; vectors " in waited.stdout
     assert "0 pending: searchable" in waited.stdout

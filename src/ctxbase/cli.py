@@ -297,9 +297,12 @@ def cmd_search(args: argparse.Namespace) -> int:
             )
             return 1
         if response.pending_vectors:
+            from .retrieve.search import PENDING_COUNT_CAP
+
+            capped = response.pending_vectors >= PENDING_COUNT_CAP  # a search counts no further
             print(
-                f"note: {response.pending_vectors} item(s) have no vector yet and were found"
-                " by keyword and graph only",
+                f"note: {response.pending_vectors}{' or more' if capped else ''} item(s) have"
+                " no vector yet and were found by keyword and graph only",
                 file=sys.stderr,
             )
     return 0
@@ -516,7 +519,15 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         files[0].update_to(done)
 
     chunking = chunking_option(args)  # a bad value stops before the database opens
-    with _open(args, chunking=chunking) as cb, _quiet(EMBEDDER_LOGGER):  # a failure: one line
+    # Without --wait-embeddings no vector is made here: the backlog the last line reports
+    # is the one the command leaves (a worker started by the ingest's writes would embed
+    # a batch more while the base closes, and the next search would report fewer), and
+    # the model is not loaded for a batch nobody waits for.
+    background = bool(args.wait_embeddings)
+    with (
+        _open(args, chunking=chunking, background_embedding=background) as cb,
+        _quiet(EMBEDDER_LOGGER),  # a failure: one line
+    ):
         try:
             report = cb.ingest(
                 args.path,

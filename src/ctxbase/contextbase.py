@@ -306,7 +306,8 @@ class ContextBase(
         warn: bool = True,
         project: str | None = None,
     ) -> bool:
-        """Block until every stored item has a vector (background mode), or embed them now;
+        """Block until every item of the project (this base's, or `project`) has a vector
+        (background mode; other projects' backlogs are not waited for), or embed them now;
         what capture anchoring has still to write is waited for first, within the same
         `timeout` (seconds; None: no limit).
 

@@ -56,9 +56,10 @@ def wait_for_vectors(
     warn: bool = True,
     started: float | None = None,
 ) -> bool:
-    """Wait until the worker leaves nothing without a vector; False when `timeout`
-    (seconds, None: no limit) passes first, after logging how much is left (unless not
-    `warn`). `started`: when the caller's wait began (time.monotonic()), for the log."""
+    """Wait until the worker leaves no item of `project` without a vector (the worker
+    serves projects in turn: another project's backlog is not waited for); False when
+    `timeout` (seconds, None: no limit) passes first, after logging how much is left (unless
+    not `warn`). `started`: when the caller's wait began (time.monotonic()), for the log."""
     model = worker.embedder.name
     now = time.monotonic()
     started = now if started is None else started
@@ -68,7 +69,8 @@ def wait_for_vectors(
         with Progress().bar("embedding", total=total, unit="vector") as bar:
             while True:
                 left = None if deadline is None else deadline - time.monotonic()
-                if worker.wait_idle(_POLL_S if left is None else max(0.0, min(_POLL_S, left))):
+                step = _POLL_S if left is None else max(0.0, min(_POLL_S, left))
+                if worker.wait_idle(step, project):
                     bar.update_to(total)
                     return True
                 remaining = pending_vectors(store, model, project)
@@ -76,7 +78,9 @@ def wait_for_vectors(
                 if deadline is not None and time.monotonic() >= deadline:
                     bar.close(finished=False)
                     break
-    elif worker.wait_idle(None if deadline is None else max(0.0, deadline - time.monotonic())):
+    elif worker.wait_idle(
+        None if deadline is None else max(0.0, deadline - time.monotonic()), project
+    ):
         return True
     remaining = pending_vectors(store, model, project)
     if remaining == 0:  # done as the time ran out: every item has its vector

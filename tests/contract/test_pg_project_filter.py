@@ -58,6 +58,7 @@ def _workload(store: PostgresStore, pid: str, tmp_path: Path) -> None:
     store.count_items(pid)
     pending = store.pending_embeddings("m", 10, pid)
     store.pending_embeddings("m", 10)
+    store.pending_projects("m")
     store.put_vectors("m", [(p, i, np.ones(16, dtype=np.float32)) for p, i, _ in pending])
     list(store.iter_vectors(pid, "m"))
     store.vector_search(pid, "m", np.ones(16, dtype=np.float32), 3)
@@ -150,6 +151,7 @@ def test_every_statement_filters_by_project(pg_url: str, project_id: str, tmp_pa
     assert {" ".join(s.split()[4:7]) for s in cross} == {
         "project_id FROM projects",  # list_projects
         "project_id, item_id, text",  # the embedding worker's queue across projects
+        "p.project_id FROM projects",  # ... and the projects it serves in turn
         "indexname FROM pg_indexes",  # bulk load: the vector indexes it defers
         "DISTINCT dim FROM",  # ... and the dimensions to build them for
     }

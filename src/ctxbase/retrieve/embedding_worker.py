@@ -5,6 +5,13 @@ vector was made by another model are re-embedded, so changing the model re-embed
 A failing embedder is recorded in `health` (searches report it) and retried with a growing
 pause; a permanent failure (missing package, rejected request) is not retried, and waiting
 for vectors raises it instead of waiting forever.
+
+Projects are served in turn, one batch each: a server's worker embeds every project of its
+database, and one project's bulk backlog (an ingest of thousands of chunks) must not hold
+back another project's new messages behind it. Before each batch the worker asks which
+projects have items without a vector (one index probe per project) and takes the next one
+after the project it served last; a wait for one project's vectors ends when that project
+has none left, not when the whole backlog is done.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ class EmbeddingWorker:
         # the cards embedded last: the chunks of a long symbol often span two batches
         self._recent_cards: OrderedDict[str, FloatVector] = OrderedDict()
         self._on_error = on_error
+        self._last_project: str | None = None  # served by the last batch (the turn order)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -85,15 +93,33 @@ class EmbeddingWorker:
         self._wake.set()
 
     def backlog(self) -> int:
-        """Items still waiting for a vector (capped at a few thousand for speed)."""
+        """Items of every project still waiting for a vector (capped at a few thousand
+        for speed); a project's own: embedding_wait.pending_vectors."""
         return len(self.store.pending_embeddings(self.embedder.name, 5000))
 
+    def _next_batch(self) -> tuple[list[tuple[str, str, str]], bool]:
+        """The next project's batch in turn, and whether other projects wait too."""
+        model = self.embedder.name
+        projects = self.store.pending_projects(model)
+        last = self._last_project
+        if last is not None:  # the projects after the last one served, then from the start
+            projects = [p for p in projects if p > last] + [p for p in projects if p <= last]
+        for n, pid in enumerate(projects):
+            pending = self.store.pending_embeddings(model, self.batch_size, pid)
+            if pending:
+                self._last_project = pid
+                return pending, len(projects) - n > 1
+        # items of a project the projects table does not list (not written that way, but
+        # nothing may wait forever): the oldest, whatever their project
+        return self.store.pending_embeddings(model, self.batch_size), False
+
     def run_once(self) -> int:
-        """Embed one batch in the calling thread; returns how many items were embedded.
+        """Embed one batch (of the next project in turn) in the calling thread; returns how
+        many items were embedded.
 
         An embedder failure is recorded in `health` and raised as EmbedderUnavailableError
         (with the cause); a store failure is raised as it is."""
-        pending = self.store.pending_embeddings(self.embedder.name, self.batch_size)
+        pending, others = self._next_batch()
         if not pending:
             return 0
         texts = [text for _, _, text in pending]
@@ -124,7 +150,7 @@ class EmbeddingWorker:
                     self._recent_cards.move_to_end(texts[n])
             while len(self._recent_cards) > 4 * self.batch_size:
                 self._recent_cards.popitem(last=False)
-            if len(pending) < self.batch_size:  # the backlog is done: keep nothing
+            if len(pending) < self.batch_size and not others:  # the backlog is done
                 self.forget_cached()
         rows = [(p, i, known[texts[n]]) for n, (p, i, _) in enumerate(pending)]
         written = self.store.put_vectors(self.embedder.name, rows)
@@ -151,13 +177,17 @@ class EmbeddingWorker:
             if progress:
                 progress(total)
 
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until the background thread finds nothing left to embed; False on timeout.
+    def wait_idle(self, timeout: float | None = None, project: str | None = None) -> bool:
+        """Wait until the background thread finds nothing left to embed (with `project`:
+        until that project has no item without a vector; other projects' backlogs are not
+        waited for); False on timeout.
 
         Raises EmbedderUnavailableError when the embedder fails: at once when it failed
         permanently, else when one fresh attempt (made now, not after the pause) fails."""
         if self.health.permanent:
             raise self.health.unavailable()
+        if project is not None and self._done(project):
+            return True
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._changed:
             seen = self._attempts
@@ -181,12 +211,18 @@ class EmbeddingWorker:
             if failure is not None:
                 raise failure
             # Idle, and nothing written since that attempt read the backlog: done.
-            if idle and not self.store.pending_embeddings(self.embedder.name, 1):
+            if project is not None and self._done(project):
+                return True
+            if project is None and idle and self._done(None):
                 return True
             if idle:
                 with self._changed:
                     self._requests += 1
                 self._wake.set()
+
+    def _done(self, project: str | None) -> bool:
+        """No item (of `project`, or of any project) without a vector."""
+        return not self.store.pending_embeddings(self.embedder.name, 1, project)
 
     def _running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()

@@ -252,7 +252,8 @@ def _register_gauges(rt: Runtime) -> None:
     )
     m.gauge(
         "ctxbase_embed_backlog",
-        "Stored items still waiting for a vector (capped at 5000).",
+        "Stored items of every project still waiting for a vector (capped at 5000; a"
+        " project's own backlog: pending_vectors of POST /v1/embeddings/wait).",
         lambda: 0 if cb.embedding_worker is None else cb.embedding_worker.backlog(),
     )
     m.gauge("ctxbase_assemble_cache_entries", "Cached assemblies.", lambda: len(rt.cache))

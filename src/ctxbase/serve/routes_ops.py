@@ -71,10 +71,11 @@ def wait_for_embeddings(
     timeout: Annotated[float, Query(ge=0, le=60)] = 10.0,
     project: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
 ) -> IdleOut:
-    """Block until every stored item has a vector (or the timeout passes), then answer how
-    many items of `project` still have none (`pending_vectors`; without `project`: the
-    key's one project, else the server's default). A failing embedder is a 503 with its
-    error, not a wait for vectors that never come."""
+    """Block until every item of the project has a vector (or the timeout passes; another
+    project's backlog is not waited for), then answer how many items of `project` still
+    have none (`pending_vectors`; without `project`: the key's one project, else the
+    server's default). A failing embedder is a 503 with its error, not a wait for vectors
+    that never come."""
     from ..embedding_wait import pending_vectors
 
     if project is not None:

@@ -568,6 +568,11 @@ class Store(ABC):
     ) -> list[tuple[str, str, str]]:
         """(project_id, item_id, text) of active items with no vector for `model`."""
 
+    @abstractmethod
+    def pending_projects(self, model: str) -> list[str]:
+        """The projects (sorted) with active items that have no vector for `model`: the
+        embedding worker serves them in turn."""
+
     def count_pending_embeddings(self, model: str, limit: int, project_id: str) -> int:
         """How many active items of the project have no vector for `model` (up to `limit`)."""
         return len(self.pending_embeddings(model, limit, project_id))

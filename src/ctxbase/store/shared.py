@@ -385,6 +385,20 @@ class SharedReads:
         found = self._all(sql + " LIMIT ?", (*args, int(limit)))
         return [(r[0], r[1], r[2]) for r in found]
 
+    def pending_projects(self, model: str) -> list[str]:
+        # One index probe per project (the three ranges of _pending_sql), not a read of the
+        # pending rows: the worker asks before each batch, and a bulk backlog is large.
+        arms = " OR ".join(
+            "EXISTS (SELECT 1 FROM items i WHERE i.project_id = p.project_id AND i.active=1 "
+            f"AND {cond})"
+            for cond in ("i.embedded_model IS NULL", "i.embedded_model < ?", "i.embedded_model > ?")
+        )
+        sql = (
+            self._dialect.cross_project
+            + f"SELECT p.project_id FROM projects p WHERE {arms} ORDER BY p.project_id"
+        )
+        return [r[0] for r in self._all(sql, (model, model))]
+
     def count_pending_embeddings(self, model: str, limit: int, project_id: str) -> int:
         # Counts ids only: searches report this, and must not read the texts to do it.
         sql, args = self._pending_sql("item_id", model, project_id)
