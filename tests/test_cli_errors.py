@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+import ctxbase
+from ctxbase.errors import ValidationError
+
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
 
@@ -803,3 +806,30 @@ def test_trace_under_another_project_names_the_one_it_belongs_to(tmp_path: Path,
     one_error_line(
         wrong, 3, f"context {context_id!r} not found in project 'other'", "project 'default'"
     )
+
+
+def test_a_mistyped_option_is_reported_by_its_command_with_the_closest_one(
+    tmp_path: Path, db: str
+) -> None:
+    proc = run("--db", db, "search", "cache", "--sesion", "s1", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("usage: ctxbase search")  # the command's usage, not the top's
+    assert "unrecognized arguments: --sesion s1 (did you mean --session?)" in proc.stderr
+    proc = run("--db", db, "search", "cache", "--topk=3", cwd=tmp_path)
+    assert proc.returncode == 2 and "(did you mean --top-k?)" in proc.stderr
+    proc = run("--db", db, "search", "two", "words", cwd=tmp_path)  # no close option: no guess
+    assert proc.returncode == 2 and proc.stderr.startswith("usage: ctxbase search")
+    assert proc.stderr.strip().endswith("unrecognized arguments: words")
+
+
+def test_the_python_api_refuses_a_bad_wait_and_a_bare_message(tmp_path: Path) -> None:
+    with ctxbase.open(str(tmp_path / "w.db"), embedder="hash") as cb:
+        for bad, says in ((-1, "must be 0 or more seconds"), ("x", "must be a number"),
+                          (float("nan"), "finite")):  # fmt: skip
+            with pytest.raises(ValidationError, match=says):
+                cb.wait_for_embeddings(bad)
+        assert cb.wait_for_embeddings(float("inf")) is True  # no limit
+        with pytest.raises(ValidationError, match=r"messages: .*got dict.*wrap it in a list"):
+            cb.capture_messages({"role": "user", "content": "hi"}, session_id="s")  # type: ignore[arg-type]
+        with pytest.raises(ValidationError, match=r"messages: .*got str"):
+            cb.capture_messages("hi", session_id="s")  # type: ignore[arg-type]

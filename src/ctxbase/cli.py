@@ -765,7 +765,7 @@ def _stdout_closed() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = cli_parser.parse_args(parser, argv)
     args.project_given = args.project is not None
     if args.project is None:
         args.project = "default"

@@ -8,6 +8,8 @@ place.
 from __future__ import annotations
 
 import argparse
+import difflib
+from collections.abc import Sequence
 from typing import Any
 
 from . import __version__
@@ -15,7 +17,7 @@ from .cli_chunking import add_chunking_flags
 from .cli_feedback import add_feedback_arguments
 from .serve.cli_commands import EMBEDDER_HELP
 
-__all__ = ["DESCRIPTION", "build_parser"]
+__all__ = ["DESCRIPTION", "build_parser", "parse_args"]
 
 DESCRIPTION = """\
 ctxbase: shared memory for LLM agents.
@@ -365,3 +367,38 @@ def _accept_globals_after(parser: argparse.ArgumentParser) -> None:
                         else:
                             child.add_argument(flag, default=argparse.SUPPRESS, help=help_text)
                 _accept_globals_after(child)
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """`parser.parse_args`, but an unknown argument is reported by the command it was given
+    to (its usage, not the top-level one), with the closest option it has when one is close
+    (`search --topk 3`: did you mean --top-k?)."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        target = _innermost(parser, list(argv) if argv is not None else _sys_argv())
+        hint = ""
+        flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
+        if flags:
+            close = difflib.get_close_matches(flags[0], list(target._option_string_actions), n=1)
+            if close:
+                hint = f" (did you mean {close[0]}?)"
+        target.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+    return args
+
+
+def _sys_argv() -> list[str]:
+    import sys
+
+    return sys.argv[1:]
+
+
+def _innermost(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser the arguments reached: `kb pin` -> the parser of `pin`."""
+    current = parser
+    for token in argv:
+        sub = next((a for a in current._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None:
+            break
+        if token in sub.choices:
+            current = sub.choices[token]
+    return current

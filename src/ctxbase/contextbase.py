@@ -55,7 +55,7 @@ from .retrieve.indexing import chunker_for, event_items, event_search_text
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
-from .validation import check_event_ts, check_query
+from .validation import check_event_ts, check_query, check_timeout
 
 if TYPE_CHECKING:  # imported where used: a base that never searches loads no retrieval
     from .anchor.anchoring import AnchorReport
@@ -320,6 +320,7 @@ class ContextBase(
         """
         from .embedding_wait import wait_for_vectors
 
+        timeout = check_timeout("timeout", timeout)
         started = time.monotonic()
         if self._anchorer is not None and not self._anchorer.wait_idle(timeout):
             if warn:

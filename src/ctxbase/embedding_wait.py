@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .progress import Progress
+from .validation import check_timeout
 
 if TYPE_CHECKING:
     from .progress import Bar
@@ -113,6 +114,7 @@ class RemoteWait:
     same warning as an embedded wait, unless not `warn`), or ask again."""
 
     def __init__(self, timeout: float | None, *, progress: bool = False, warn: bool = True):
+        timeout = check_timeout("timeout", timeout)  # before asking the server anything
         self.started = time.monotonic()
         self.deadline = None if timeout is None else self.started + max(0.0, timeout)
         self.progress = progress

@@ -47,9 +47,11 @@ __all__ = [
     "check_int64",
     "check_item_filter",
     "check_json",
+    "check_message_list",
     "check_query",
     "check_role",
     "check_text",
+    "check_timeout",
     "either",
     "is_blank",
     "loads_tolerant",
@@ -119,6 +121,27 @@ def check_finite(field: str, value: Any) -> float:
     if not math.isfinite(number):
         raise ValidationError(field, f"must be a finite number (got {value!r})")
     return number
+
+
+def check_timeout(field: str, value: Any) -> float | None:
+    """A wait's limit in seconds: None (no limit) or a finite number >= 0. A negative or
+    NaN limit would end the wait at once and read as done."""
+    if value is None or (isinstance(value, float) and value == math.inf):
+        return None  # no limit
+    number = check_finite(field, value)
+    if number < 0:
+        raise ValidationError(field, f"must be 0 or more seconds, or None (got {value!r})")
+    return number
+
+
+def check_message_list(messages: Any) -> None:
+    """A chat message list: a list (or tuple) of message objects. One message given bare,
+    or a string, is refused naming the fix, before any message is read."""
+    if isinstance(messages, list | tuple):
+        return
+    got = type(messages).__name__
+    hint = " (one message: wrap it in a list, [message])" if isinstance(messages, dict) else ""
+    raise ValidationError("messages", f"must be a list of message objects (got {got}){hint}")
 
 
 def check_event_ts(field: str, value: Any) -> float:

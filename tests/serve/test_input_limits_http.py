@@ -206,3 +206,15 @@ def test_an_unknown_query_parameter_is_422_naming_it(live: Live, pid: str) -> No
     # the same on a write: a query parameter the endpoint does not read is not ignored
     put = c.put(f"{base}/state?key=k&scope_id=t&scop=x", json={"value": 1})
     assert put.status_code == 422 and put.json()["error"]["field"] == "scop"
+
+
+def test_the_console_reads_refuse_unknown_query_parameters_too(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    base = f"/v1/projects/{pid}"
+    c.post(f"{base}/events", json={"type": "user_message", "session_id": "s1", "text": "hi"})
+    c.post(f"{base}/flush")
+    for path in ("/timeline?session_id=s1&limt=3", "/graph?limt=3", "/contexts?limt=3"):
+        r = c.get(base + path)
+        assert r.status_code == 422, path
+        assert r.json()["error"]["field"] == "limt" and "limit" in r.json()["error"]["message"]
+    assert c.get(f"{base}/graph?limit=3").status_code == 200

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ValidationError
+from ..validation import check_message_list
 from .tool_calls import TEXT_FROM, TOOL_CALLS, call_text, openai_calls, split_content
 
 __all__ = ["PlannedEvent", "plan_message_events"]
@@ -48,6 +49,7 @@ def plan_message_events(
     assistant_id: str = "assistant",
     assistant_role: str | None = None,
 ) -> list[PlannedEvent]:
+    check_message_list(messages)
     planned: list[PlannedEvent] = []
     last_index: int | None = None
     tool_results_since_assistant: list[int] = []

@@ -27,6 +27,7 @@ from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, check_id
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..store.base import ForgetReport, ItemFilter, SearchItem
+from ..validation import check_message_list
 from .sdk_facts import FactCalls
 from .sdk_feedback import FeedbackCalls
 from .sdk_kb_calls import KnowledgeCalls
@@ -272,8 +273,9 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         """The call keys itself (the caller's `idempotency_key`, else a fresh one), so the
         SDK's own retry of it adds nothing, even for a list of one message. Assistant turns
         are `assistant_id`'s, else the client's agent id, else "assistant" (as embedded)."""
+        check_message_list(messages)  # as embedded, before anything is sent
         body = {
-            "messages": [dict(m) for m in messages],
+            "messages": [dict(m) if isinstance(m, Mapping) else m for m in messages],
             "session_id": session_id,
             "user_id": user_id,
             "assistant_id": assistant_id or self.agent_id,

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 
+from ..query_params import reject_unknown_query
 from .api import router
 
 __all__ = ["STATIC_DIR", "mount_console"]
@@ -27,7 +28,8 @@ _HEADERS = {
 
 def mount_console(app: FastAPI) -> None:
     """Serve the console at /ui (no key needed for the page itself: it holds no data)."""
-    app.include_router(router)
+    # its read endpoints refuse a mistyped query parameter, as the API's own do
+    app.include_router(router, dependencies=[Depends(reject_unknown_query)])
 
     # A browser pointed at the server root lands on the console, not on a JSON 404.
     @app.get("/", include_in_schema=False)
