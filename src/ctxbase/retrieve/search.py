@@ -1,5 +1,6 @@
 """Hybrid search: structured filter -> keyword + vector candidates -> fusion -> graph
-expansion -> boosts, decay, importance (retrieve/score_adjust.py) -> de-duplication -> top-k.
+expansion -> boosts, decay, importance (retrieve/score_adjust.py) -> the named kind newest
+first when the query points back in time (retrieve/recency.py) -> de-duplication -> top-k.
 
 Every candidate keeps the scores that placed it, so assembly can explain its choices.
 A query never waits for vectors: items not embedded yet are found by keyword and graph only
@@ -36,6 +37,7 @@ from .keyword_index import KeywordIndex
 from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_parts import query_clauses
+from .recency import of_kinds, order_by_recency, produced_at, recent_kinds
 from .relevance import off_topic_reason, search_evidence
 from .score_adjust import adjust_expanded, boost_standout
 from .signals import KnownSignals, UsageRecorder, read_signals
@@ -80,6 +82,9 @@ class Candidate:
     # "linked by REFERS_TO") when something did
     decay: float | None = None
     decay_spared: str | None = None
+    # with a recency cue and a kind named ("the SQL from last time"): its place among the
+    # candidates of that kind, newest first (retrieve/recency.py)
+    recency: str | None = None
 
     @property
     def item_id(self) -> str:
@@ -107,6 +112,8 @@ class Candidate:
             out["decay"] = round(self.decay, 4)
         if self.decay_spared is not None:
             out["decay_spared"] = self.decay_spared
+        if self.recency is not None:
+            out["recency"] = self.recency
         return out
 
 
@@ -458,6 +465,9 @@ class Searcher:
         timings["signals"] = _ms(t)
         now = time.time() if now is None else now
         adjust_expanded(cands.values(), query, config, now, signals)
+        if config.recency_order and (kinds := recent_kinds(query)):  # "the SQL from last time"
+            mine = [c.item for c in cands.values() if of_kinds(c.item, kinds)]
+            order_by_recency(cands.values(), kinds, produced_at(self.store, project_id, mine))
 
         # below the confidence floor (a memory marked wrong): considered, never returned
         excluded = [c for c in cands.values() if c.dropped is not None]
