@@ -247,6 +247,10 @@ class ReferencedCodeFirst(_Frozen):
     enabled: bool = True
     trigger_words: Words = DEFAULT_REFERENCE_TRIGGERS
     max_items: int = Field(default=5, ge=1, le=100)
+    # An intent pointing back in time at a kind it names ("上次那个SQL", "the query from last
+    # time"; retrieve/recency.py) brings this many of the newest of that kind made in
+    # conversation, newest first, wherever they were made. 0: off.
+    recent_of_kind: int = Field(default=2, ge=0, le=100)
 
     def refers_back(self, intent: str) -> str | None:
         """The trigger word the intent points back with ("刚才"), if any."""

@@ -20,6 +20,7 @@ from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, get_preset
 from ..retrieve.kb_view import entities_in_view
+from ..retrieve.recency import Kind, anchored_times, recency_cue, recent_kinds
 from ..store.base import ItemFilter
 from .gatherer import (
     CODE_TYPES,
@@ -68,6 +69,26 @@ def _recent_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Enti
     return found[:limit]
 
 
+# Entities of a kind read, newest updated first, to find the newest made in conversation.
+_NEWEST_SCAN = 50
+
+
+def _newest_made(g: Gatherer, kinds: Sequence[Kind], limit: int) -> list[Entity]:
+    """The `limit` entities of `kinds` most recently produced in conversation (anchored
+    from a message: ingested code is no "last time"), newest message first."""
+    store = g.cb.store
+    types = sorted({t for k in kinds for t in k.entity_types})
+    found = [
+        e
+        for t in types
+        for e in store.list_entities(g.pid, type=t, limit=_NEWEST_SCAN, newest_first=True)
+    ]
+    when = anchored_times(store, g.pid, found)
+    made = [e for e in found if e.id in when]
+    made.sort(key=lambda e: (-when[e.id], e.id))
+    return made[:limit]
+
+
 def _matched_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Entity]:
     """Entities of `types` that share words with the intent (keyword search: no shared word,
     no match, so an unrelated question finds nothing), best first."""
@@ -81,9 +102,12 @@ def _matched_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Ent
 
 
 def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
-    """Code and SQL the conversation points back at: what this session referenced, then the
-    code that the documents and requirements named by the intent are linked to. Nothing is
-    added when nothing is referenced or matched (never "the latest code" of the project)."""
+    """Code and SQL the conversation points back at: what this session referenced; when the
+    intent points back in time at a kind it names ("上次那个SQL") and this session made
+    none, the newest of that kind made in conversation, newest first; then the code that
+    the documents and requirements named by the intent are linked to. Nothing is added
+    when nothing is referenced or matched (never "the latest code" of the project for an
+    intent that names no kind)."""
     folded = g.intent.casefold()
     types = ["sql", "code"] if ("sql" in folded or "查询语句" in folded) else ["code", "sql"]
     if any(w in folded for w in ("test", "测试", "用例")):
@@ -101,7 +125,18 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
             # "把刚才生成的 SQL 改成支持分页": the code and SQL this session's turns produced
             # (anchored from their blocks), newest first, are what "刚才" points at.
             _produced_in_session(g, recent, ranked, why)
-    chosen = [e for e in g.cb.store.get_entities(g.pid, ranked) if e.type in types]
+    found = {e.id: e for e in g.cb.store.get_entities(g.pid, ranked)}
+    chosen = [found[i] for i in ranked if i in found and found[i].type in types]
+    kinds = recent_kinds(g.intent) if s.refers_back(g.intent) is not None else ()
+    kind_types = {t for k in kinds for t in k.entity_types}
+    if s.recent_of_kind and kinds and not any(e.type in kind_types for e in chosen):
+        # "上次那个SQL", "the query from last time", and this session made none: the newest
+        # of that kind, wherever it was made (what this session made is what "刚才" means)
+        cue = recency_cue(g.intent)
+        for e in _newest_made(g, kinds, s.recent_of_kind):
+            if e.id not in why:
+                chosen.append(e)
+                why[e.id] = f"the newest {e.type} made in conversation ({cue!r})"
     anchors = _matched_entities(g, ["document", "requirement"], s.max_items)
     anchor_of: dict[str, str] = {}  # linked code -> the document or requirement it came from
     if anchors:  # the code those documents and requirements are linked to
@@ -143,6 +178,30 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
         for ev in newest:
             g.add(event_cand(ev, seeds[eid] * 0.9, s.name, f"{s.name}: referenced {eid}"), ev)
     g.follow(seeds, _SEMANTIC_EDGES, s.name, hops=2)
+    _why_made(g, s, {e.id: e for e in chosen if e.id in seeds}, seeds)
+
+
+def _why_made(
+    g: Gatherer, s: ReferencedCodeFirst, entities: Mapping[str, Entity], seeds: Mapping[str, float]
+) -> None:
+    """What the messages that made the referenced code answered (their CAUSED_BY parents:
+    the request, the decision behind it), a step below the messages themselves."""
+    made_by: dict[str, str] = {}  # producing message -> the code it made (the best seed)
+    for eid in sorted(entities, key=lambda i: -seeds[i]):
+        source = entities[eid].properties.get("event_id")
+        if isinstance(source, str) and source:
+            made_by.setdefault(source, eid)
+    if not made_by:
+        return
+    rels = g.verified(
+        g.cb.store.list_relations(g.pid, list(made_by), direction="out", types=["CAUSED_BY"])
+    )
+    causes = {e.id: e for e in g.cb.store.get_events(g.pid, [r.to_id for r in rels])}
+    for rel in rels:
+        if (cause := causes.get(rel.to_id)) is not None and rel.from_id in made_by:
+            eid = made_by[rel.from_id]
+            reason = f"{s.name}: {rel.from_id} made {eid} in answer to it"
+            g.add(event_cand(cause, seeds[eid] * 0.9**3, s.name, reason), cause)
 
 
 def _produced_in_session(

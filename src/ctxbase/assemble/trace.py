@@ -202,7 +202,7 @@ def _how_found(trace: Mapping[str, Any]) -> dict[str, list[str]]:
 
 def _origin(hit: Mapping[str, Any]) -> str:
     """How a search found a hit (keyword rank, vector similarity, graph edge) and what
-    moved its score: confidence, time decay."""
+    moved its score: confidence, time decay, its place among its kind by recency."""
     how = []
     if hit.get("keyword_rank") is not None:
         how.append(f"keyword rank {hit['keyword_rank']}")
@@ -215,6 +215,8 @@ def _origin(hit: Mapping[str, Any]) -> str:
     if hit.get("decay") is not None:
         spared = f" ({hit['decay_spared']})" if hit.get("decay_spared") else ""
         how.append(f"decay x{hit['decay']:.3f}{spared}")
+    if hit.get("recency"):  # "the SQL from last time": placed among its kind by recency
+        how.append(str(hit["recency"]))
     return ", ".join(how) or "search hit"
 
 

@@ -133,6 +133,10 @@ class SearchConfig(BaseModel):
         "REFERS_TO", "REFERENCES", "FOLLOWS", "MODIFIES", "VALIDATES", "GENERATES",
     )  # fmt: skip
     importance_weight: float = Field(default=0.0, ge=0, le=1)
+    # A query pointing back in time at a kind of thing it names ("上次那个SQL", "the query
+    # from last time") gets the candidates of that kind newest first, in the places they
+    # scored (retrieve/recency.py); a query without both is not touched.
+    recency_order: bool = True
     # Confidence (seed 001 6.2, "基于置信度的过滤"): feedback on a memory (ContextBase.feedback)
     # or a failed tool result sets it; scores scale by 1 - w + 2w * confidence, 1 at the
     # neutral 0.5 an item without any has (fusion.confidence_factor). 0: off.

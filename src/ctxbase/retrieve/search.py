@@ -1,5 +1,6 @@
 """Hybrid search: structured filter -> keyword + vector candidates -> fusion -> graph
-expansion -> boosts, decay, importance (retrieve/score_adjust.py) -> de-duplication -> top-k.
+expansion -> boosts, decay, importance (retrieve/score_adjust.py) -> the named kind newest
+first when the query points back in time (retrieve/recency.py) -> de-duplication -> top-k.
 
 Every candidate keeps the scores that placed it, so assembly can explain its choices.
 A query never waits for vectors: items not embedded yet are found by keyword and graph only
@@ -36,6 +37,7 @@ from .keyword_index import KeywordIndex
 from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_parts import query_clauses
+from .recency import of_kinds, order_by_recency, produced_at, recent_kinds
 from .relevance import off_topic_reason, search_evidence
 from .retracted import KnownStatuses, mark_retracted
 from .score_adjust import adjust_expanded, boost_standout
@@ -84,6 +86,9 @@ class Candidate:
     # a retracted message (or a statement cut from one): left out unless min_confidence is
     # 0, which keeps memories rated wrong too (retrieve/retracted.py)
     retracted: bool = False
+    # with a recency cue and a kind named ("the SQL from last time"): its place among the
+    # candidates of that kind, newest first (retrieve/recency.py)
+    recency: str | None = None
 
     @property
     def item_id(self) -> str:
@@ -113,6 +118,8 @@ class Candidate:
             out["decay_spared"] = self.decay_spared
         if self.retracted:
             out["retracted"] = True
+        if self.recency is not None:
+            out["recency"] = self.recency
         return out
 
 
@@ -469,6 +476,10 @@ class Searcher:
         t = time.perf_counter()
         mark_retracted(self.store, project_id, cands.values(), config, self.known_statuses)
         timings["retracted"] = _ms(t)
+        if config.recency_order and (kinds := recent_kinds(query)):  # "the SQL from last time"
+            live = [c for c in cands.values() if c.dropped is None]  # not the retracted
+            mine = [c.item for c in live if of_kinds(c.item, kinds)]
+            order_by_recency(live, kinds, produced_at(self.store, project_id, mine))
 
         # below the confidence floor (a memory marked wrong) or retracted: considered,
         # never returned
