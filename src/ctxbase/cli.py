@@ -25,6 +25,7 @@ from .errors import (
     RepositoryNameTakenError,
     RepositoryOverlapError,
     StorageError,
+    UnknownReposError,
     ValidationError,
 )
 
@@ -94,22 +95,12 @@ class _UnknownProject(NotFoundError):
         self.args = (f"project {project!r} not found in {db} ({hint})",)
 
 
-class _UnknownRepos(NotFoundError):
-    def __init__(self, unknown: Sequence[str], project: str, known: Sequence[str]) -> None:
-        super().__init__("repository", unknown[0])
-        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-        hint = f"its repositories: {listed}" if known else "it has no ingested repository"
-        names = ", ".join(repr(r) for r in unknown)
-        which = "repositories" if len(unknown) > 1 else "repository"
-        self.args = (f"{which} {names} not found in project {project!r} ({hint})",)
-
-
 def _check_repos(cb: Any, repos: Sequence[str]) -> None:
     """A --repo naming no ingested repository is a typo, not an empty answer."""
     known = cb.store.list_repos(cb.project)
     unknown = [r for r in repos if r not in known]
     if unknown:
-        raise _UnknownRepos(unknown, cb.project, known)
+        raise UnknownReposError(unknown, cb.project, known)
 
 
 def _existing_file(kind: str, path: str) -> str:

@@ -13,6 +13,7 @@ __all__ = [
     "RepositoryNameTakenError",
     "RepositoryOverlapError",
     "StorageError",
+    "UnknownReposError",
     "ValidationError",
 ]
 
@@ -128,6 +129,20 @@ class NotFoundError(CtxbaseError, LookupError):
         self.item_id = item_id
         self.ids = tuple(ids) or (item_id,)
         super().__init__(message or f"{kind} {item_id!r} not found")
+
+
+class UnknownReposError(NotFoundError):
+    """Repository names the project holds no repository of; the message names those it
+    does hold (a typo must not pass for done)."""
+
+    def __init__(self, unknown: Sequence[str], project: str, known: Sequence[str]) -> None:
+        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+        hint = f"its repositories: {listed}" if known else "it has no ingested repository"
+        names = ", ".join(repr(r) for r in unknown)
+        which = "repositories" if len(unknown) > 1 else "repository"
+        message = f"{which} {names} not found in project {project!r} ({hint})"
+        super().__init__("repository", unknown[0], ids=list(unknown), message=message)
+        self.known = list(known)
 
 
 class ConflictError(CtxbaseError):
