@@ -241,7 +241,10 @@ def test_ingest_refuses_files_another_repository_holds(tmp_path: Path, capsys: A
     code, out, err = _run(capsys, *base, "ingest", sc, "--repo", "sc")
     assert (code, out) == (2, "")
     assert err.startswith("error: path: repository 'repos' already holds 2 files of " + sc)
-    assert "Pass --repo repos to update them, or pass --allow-overlap" in err
+    assert (
+        "Pass --repo repos to update them, forget 'repos' first (ctxbase forget --repo repos: "
+        "all of its files) to store them as 'sc' alone, or pass --allow-overlap" in err
+    )
     assert "repo=" not in err and "allow_overlap" not in err and len(err.splitlines()) == 1
     code, out, _ = _run(capsys, *base, "status", "--json")
     assert {k: json.loads(out)[k] for k in before} == before  # nothing written

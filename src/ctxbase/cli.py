@@ -402,18 +402,24 @@ def cmd_entities(args: argparse.Namespace) -> int:
         limit = _count("--limit", args.limit)
         if limit == 0:  # an empty listing that exits 0 reads as "no entities"
             raise ValidationError("--limit", "must be >= 1 (got 0)")
-        found = cb.list_entities(type=args.type, limit=limit + 1)  # one more: was it cut?
+        repos = args.repo or []
+        if repos:
+            _check_repos(cb, repos)
+        # one more: was it cut?
+        found = cb.list_entities(type=args.type, limit=limit + 1, repos=repos)
         cut = len(found) > limit
         found = found[:limit]
         # an ingested unit's repository is in its properties: shown as a field of its own
-        repos = [e.properties.get("repo") for e in found]
+        owners = [e.properties.get("repo") for e in found]
         if args.json:
-            _print_json([e.model_dump() | {"repo": r} for e, r in zip(found, repos, strict=True)])
-        width = max((len(str(r)) for r in repos if r), default=0)
-        for e, repo in [] if args.json else zip(found, repos, strict=True):
+            _print_json([e.model_dump() | {"repo": r} for e, r in zip(found, owners, strict=True)])
+        width = max((len(str(r)) for r in owners if r), default=0)
+        for e, repo in [] if args.json else zip(found, owners, strict=True):
             place = f" {repo or '':<{width}}" if width else ""
             print(f"{e.id:<40} {e.type:<12} v{e.version:<3}{place} {_line(e.name, 60)}")
-        if cut:  # say so: a silent cut reads as entities missing
+        if cut and repos:  # the counts are not kept per repository
+            print(f"the first {limit} shown (--limit)", file=sys.stderr)
+        elif cut:  # say so: a silent cut reads as entities missing
             counts = cb.store.entity_type_counts(cb.project)
             total = counts.get(args.type, 0) if args.type else sum(counts.values())
             print(f"{limit} of {max(total, limit + 1)} shown (--limit)", file=sys.stderr)
@@ -565,7 +571,7 @@ def _as_options(error: BaseException) -> None:
             error.files,
             error.example,
             error.same_root,
-            ("--repo {name}", "--allow-overlap"),
+            ("--repo {name}", "--allow-overlap", "ctxbase forget --repo {name}"),
         ) from None
 
 
@@ -643,11 +649,12 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def cmd_forget(args: argparse.Namespace) -> int:
     from .cli_forget import run_forget
 
-    named = args.event or args.entity or args.session or args.whole_project
+    named = args.event or args.entity or args.session or args.repo or args.whole_project
     if not (named or args.soft or args.soft_deleted_older_than is not None):
         raise ValidationError(
             "forget",
-            "name --event, --entity, --session, --soft-deleted-older-than or --whole-project",
+            "name --event, --entity, --session, --repo, --soft-deleted-older-than or "
+            "--whole-project",
         )
     # Nothing to forget in a database that is not there or a project it does not hold: a
     # mistyped --db or --project is not found (3), not an empty report from a database
