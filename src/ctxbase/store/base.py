@@ -292,7 +292,7 @@ class ForgetReport:
     entity ids and session id the forget named that the project does not hold, and
     `already_forgotten` the ids (and session) named that the project has forgotten before
     (filled in by `ContextBase.forget`, which raises NotFoundError when every one it named
-    is unknown)."""
+    is unknown), and `repos` the ingested repositories it forgot whole."""
 
     removed: dict[str, int] = field(default_factory=dict)
     redacted: dict[str, int] = field(default_factory=dict)
