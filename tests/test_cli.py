@@ -241,13 +241,49 @@ def test_ingest_refuses_files_another_repository_holds(tmp_path: Path, capsys: A
     code, out, err = _run(capsys, *base, "ingest", sc, "--repo", "sc")
     assert (code, out) == (2, "")
     assert err.startswith("error: path: repository 'repos' already holds 2 files of " + sc)
-    assert "Pass --repo repos to update them, or pass --allow-overlap" in err
+    assert (
+        "Pass --repo repos to update them, forget 'repos' first (ctxbase forget --repo repos: "
+        "all of its files) to store them as 'sc' alone, or pass --allow-overlap" in err
+    )
     assert "repo=" not in err and "allow_overlap" not in err and len(err.splitlines()) == 1
     code, out, _ = _run(capsys, *base, "status", "--json")
     assert {k: json.loads(out)[k] for k in before} == before  # nothing written
     code, out, _ = _run(capsys, *base, "ingest", sc, "--repo", "sc", "--allow-overlap")
     assert code == 0 and "2 new" in out
     assert "(repository sc; 2 of its files also held by repos)" in out
+
+
+def test_forget_repo_is_the_way_out_of_an_overlap(tmp_path: Path, capsys: Any) -> None:
+    """The overlap refusal names `ctxbase forget --repo OLD`; doing so removes the old
+    repository whole, and the folder is then ingested under its own name alone."""
+    base = ["--db", str(tmp_path / "f.db"), "--project", "lib", "--embedder", "hash"]
+    for pkg, cls in (("sortedcontainers", "SortedList"), ("annotated_types", "Gt")):
+        (tmp_path / "repos" / pkg).mkdir(parents=True)
+        (tmp_path / "repos" / pkg / "__init__.py").write_text(f'"""{pkg}."""\n')
+        (tmp_path / "repos" / pkg / "core.py").write_text(f"class {cls}:\n    pass\n")
+        assert _run(capsys, *base, "ingest", str(tmp_path / "repos" / pkg))[0] == 0
+    sc = str((tmp_path / "repos" / "sortedcontainers").resolve())
+    code, _, err = _run(capsys, *base, "ingest", sc, "--repo", "sc")
+    assert code == 2 and "ctxbase forget --repo repos" in err
+    code, out, _ = _run(capsys, *base, "entities", "--repo", "repos", "--json")
+    held = json.loads(out)
+    assert code == 0 and len(held) >= 4 and {e["repo"] for e in held} == {"repos"}
+    code, out, err = _run(capsys, *base, "entities", "--repo", "rpos")
+    assert (code, out) == (3, "") and "its repositories: repos" in err
+    code, out, err = _run(capsys, *base, "forget", "--repo", "repos", "--soft")
+    assert (code, out) == (2, "") and "cannot be hidden" in err
+    code, out, err = _run(capsys, *base, "forget", "--repo", "rpos")
+    assert (code, out) == (3, "") and "repository 'rpos' not found" in err
+
+    code, out, _ = _run(capsys, *base, "forget", "--repo", "repos")
+
+    report = json.loads(out)
+    assert code == 0 and report["repos"] == ["repos"]
+    assert report["removed"]["entities"] == len(held)
+    code, out, _ = _run(capsys, *base, "entities", "--json")
+    assert json.loads(out) == []
+    code, out, _ = _run(capsys, *base, "ingest", sc, "--repo", "sc")
+    assert code == 0 and "2 new" in out and "(repository sc)" in out
 
 
 def test_version_and_global_options_after_the_command(tmp_path: Path, capsys: Any) -> None:

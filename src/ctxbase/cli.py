@@ -25,6 +25,7 @@ from .errors import (
     RepositoryNameTakenError,
     RepositoryOverlapError,
     StorageError,
+    UnknownReposError,
     ValidationError,
 )
 
@@ -94,22 +95,12 @@ class _UnknownProject(NotFoundError):
         self.args = (f"project {project!r} not found in {db} ({hint})",)
 
 
-class _UnknownRepos(NotFoundError):
-    def __init__(self, unknown: Sequence[str], project: str, known: Sequence[str]) -> None:
-        super().__init__("repository", unknown[0])
-        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-        hint = f"its repositories: {listed}" if known else "it has no ingested repository"
-        names = ", ".join(repr(r) for r in unknown)
-        which = "repositories" if len(unknown) > 1 else "repository"
-        self.args = (f"{which} {names} not found in project {project!r} ({hint})",)
-
-
 def _check_repos(cb: Any, repos: Sequence[str]) -> None:
     """A --repo naming no ingested repository is a typo, not an empty answer."""
     known = cb.store.list_repos(cb.project)
     unknown = [r for r in repos if r not in known]
     if unknown:
-        raise _UnknownRepos(unknown, cb.project, known)
+        raise UnknownReposError(unknown, cb.project, known)
 
 
 def _existing_file(kind: str, path: str) -> str:
@@ -411,18 +402,24 @@ def cmd_entities(args: argparse.Namespace) -> int:
         limit = _count("--limit", args.limit)
         if limit == 0:  # an empty listing that exits 0 reads as "no entities"
             raise ValidationError("--limit", "must be >= 1 (got 0)")
-        found = cb.list_entities(type=args.type, limit=limit + 1)  # one more: was it cut?
+        repos = args.repo or []
+        if repos:
+            _check_repos(cb, repos)
+        # one more: was it cut?
+        found = cb.list_entities(type=args.type, limit=limit + 1, repos=repos)
         cut = len(found) > limit
         found = found[:limit]
         # an ingested unit's repository is in its properties: shown as a field of its own
-        repos = [e.properties.get("repo") for e in found]
+        owners = [e.properties.get("repo") for e in found]
         if args.json:
-            _print_json([e.model_dump() | {"repo": r} for e, r in zip(found, repos, strict=True)])
-        width = max((len(str(r)) for r in repos if r), default=0)
-        for e, repo in [] if args.json else zip(found, repos, strict=True):
+            _print_json([e.model_dump() | {"repo": r} for e, r in zip(found, owners, strict=True)])
+        width = max((len(str(r)) for r in owners if r), default=0)
+        for e, repo in [] if args.json else zip(found, owners, strict=True):
             place = f" {repo or '':<{width}}" if width else ""
             print(f"{e.id:<40} {e.type:<12} v{e.version:<3}{place} {_line(e.name, 60)}")
-        if cut:  # say so: a silent cut reads as entities missing
+        if cut and repos:  # the counts are not kept per repository
+            print(f"the first {limit} shown (--limit)", file=sys.stderr)
+        elif cut:  # say so: a silent cut reads as entities missing
             counts = cb.store.entity_type_counts(cb.project)
             total = counts.get(args.type, 0) if args.type else sum(counts.values())
             print(f"{limit} of {max(total, limit + 1)} shown (--limit)", file=sys.stderr)
@@ -574,7 +571,7 @@ def _as_options(error: BaseException) -> None:
             error.files,
             error.example,
             error.same_root,
-            ("--repo {name}", "--allow-overlap"),
+            ("--repo {name}", "--allow-overlap", "ctxbase forget --repo {name}"),
         ) from None
 
 
@@ -652,11 +649,12 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def cmd_forget(args: argparse.Namespace) -> int:
     from .cli_forget import run_forget
 
-    named = args.event or args.entity or args.session or args.whole_project
+    named = args.event or args.entity or args.session or args.repo or args.whole_project
     if not (named or args.soft or args.soft_deleted_older_than is not None):
         raise ValidationError(
             "forget",
-            "name --event, --entity, --session, --soft-deleted-older-than or --whole-project",
+            "name --event, --entity, --session, --repo, --soft-deleted-older-than or "
+            "--whole-project",
         )
     # Nothing to forget in a database that is not there or a project it does not hold: a
     # mistyped --db or --project is not found (3), not an empty report from a database

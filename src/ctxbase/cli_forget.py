@@ -1,5 +1,6 @@
-"""`ctxbase forget` and `ctxbase restore`: delete what an agent should no longer remember,
-hide it (`forget --soft`) or bring back what was hidden (forgetting.py). cli_parser.py adds
+"""`ctxbase forget` and `ctxbase restore`: delete what an agent should no longer remember
+(events, entities, a session, an ingested repository: `--repo`), hide it (`forget --soft`)
+or bring back what was hidden (forgetting.py, repo_forget.py). cli_parser.py adds
 the arguments; cli.py's handlers check them, open the base and run `run_forget` or
 `set_hidden`, which say what was done and what was not (a typo must not pass for done)."""
 
@@ -80,6 +81,12 @@ def set_hidden(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
         if hidden
         else ("restore", "restored", "visible already")
     )
+    if getattr(args, "repo", None):
+        raise ValidationError(
+            "--soft",
+            "a repository cannot be hidden (its next ingest would bring its files back): "
+            "forget it with --repo and no --soft, or hide its entities by --entity",
+        )
     ids = (args.event or []) + (args.entity or [])
     if getattr(args, "whole_project", False) or not (ids or args.session):
         what = "--soft hides" if hidden else "restore brings back"
@@ -126,7 +133,8 @@ def run_forget(cb: Any, args: argparse.Namespace, db: str) -> int:
     already: list[str] = []
     older = args.soft_deleted_older_than
     if args.all_projects:
-        if older is None or args.event or args.entity or args.session or args.whole_project:
+        named = args.event or args.entity or args.session or args.repo or args.whole_project
+        if older is None or named:
             raise ValidationError("--all-projects", "goes with --soft-deleted-older-than only")
         report = cb.purge_soft_deleted(older, all_projects=True)
     else:
@@ -138,6 +146,7 @@ def run_forget(cb: Any, args: argparse.Namespace, db: str) -> int:
             session_id=args.session,
             whole_project=args.whole_project,
             soft_deleted_older_than=older,
+            repos=args.repo or [],
         )
         by_id = args.event or args.entity or args.session
         if report.total == 0 and by_id and not report.already_forgotten:

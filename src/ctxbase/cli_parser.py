@@ -182,6 +182,9 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     p = _command(sub, "entities", "the project's entities (latest versions)")
     p.add_argument("--type", help="only this entity type (document, code, requirement, ...)")
     p.add_argument(
+        "--repo", action="append", help="only this ingested repository's entities (repeatable)"
+    )
+    p.add_argument(
         "--limit",
         type=int,
         default=200,
@@ -238,10 +241,18 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     add_chunking_flags(p)
     p.set_defaults(func=h.cmd_ingest)
 
-    p = _command(sub, "forget", "hard forget (or --soft: hide) events, entities, sessions")
+    p = _command(
+        sub, "forget", "hard forget (or --soft: hide) events, entities, sessions, repositories"
+    )
     p.add_argument("--event", action="append", help="an event id (repeatable)")
     p.add_argument("--entity", action="append", help="an entity id (repeatable)")
     p.add_argument("--session", help="a whole session, with its events")
+    p.add_argument(
+        "--repo",
+        action="append",
+        help="an ingested repository: all its files and units, and where it lives, so the "
+        "next ingest of it is a new one (repeatable; not with --soft)",
+    )
     p.add_argument(
         "--whole-project",
         action="store_true",

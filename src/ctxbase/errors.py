@@ -13,6 +13,7 @@ __all__ = [
     "RepositoryNameTakenError",
     "RepositoryOverlapError",
     "StorageError",
+    "UnknownReposError",
     "ValidationError",
 ]
 
@@ -69,9 +70,10 @@ class RepositoryOverlapError(ValidationError):
     them (its folder: `held_root`), `folder` the one being ingested, `example` one of those
     paths. `same_root`: this ingest stores paths relative to `held_root` too, so ingesting
     under `held_by` updates them; else, when `folder` is inside `held_root`, ingesting
-    `held_root` does. `options` are how the caller names a repository and keeps both copies
-    (`repo=NAME`, `allow_overlap=True` in the library; `--repo NAME`, `--allow-overlap` on
-    the command line)."""
+    `held_root` does. Forgetting `held_by` first (all of its files) lets them be stored
+    under `repo` alone. `options` are how the caller names a repository, keeps both copies
+    and forgets one (`repo=NAME`, `allow_overlap=True`, `forget(repo=NAME)` in the library;
+    `--repo NAME`, `--allow-overlap`, `ctxbase forget --repo NAME` on the command line)."""
 
     def __init__(
         self,
@@ -82,7 +84,11 @@ class RepositoryOverlapError(ValidationError):
         files: int,
         example: str,
         same_root: bool,
-        options: tuple[str, str] = ("repo={name!r}", "allow_overlap=True"),
+        options: tuple[str, str, str] = (
+            "repo={name!r}",
+            "allow_overlap=True",
+            "forget(repo={name!r})",
+        ),
     ) -> None:
         self.repo = repo
         self.held_by = held_by
@@ -91,15 +97,19 @@ class RepositoryOverlapError(ValidationError):
         self.files = files
         self.example = example
         self.same_root = same_root
-        name_option, allow = options
+        name_option, allow, forget = options
         inside = folder.startswith(held_root.rstrip("/\\") + "/")
         both = f"pass {allow} to keep both copies"
+        only = (
+            f"forget {held_by!r} first ({forget.format(name=held_by)}: all of its files) "
+            f"to store them as {repo!r} alone"
+        )
         if same_root:
-            advice = f"Pass {name_option.format(name=held_by)} to update them, or {both}"
+            advice = f"Pass {name_option.format(name=held_by)} to update them, {only}, or {both}"
         elif inside:
-            advice = f"Ingest {held_root} to update them, or {both}"
+            advice = f"Ingest {held_root} to update them, {only}, or {both}"
         else:  # the other repository's folder is inside this one: nothing to update here
-            advice = both[0].upper() + both[1:]
+            advice = f"{only[0].upper()}{only[1:]}, or {both}"
         many = "file" if files == 1 else "files"
         super().__init__(
             "path",
@@ -128,6 +138,20 @@ class NotFoundError(CtxbaseError, LookupError):
         self.item_id = item_id
         self.ids = tuple(ids) or (item_id,)
         super().__init__(message or f"{kind} {item_id!r} not found")
+
+
+class UnknownReposError(NotFoundError):
+    """Repository names the project holds no repository of; the message names those it
+    does hold (a typo must not pass for done)."""
+
+    def __init__(self, unknown: Sequence[str], project: str, known: Sequence[str]) -> None:
+        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+        hint = f"its repositories: {listed}" if known else "it has no ingested repository"
+        names = ", ".join(repr(r) for r in unknown)
+        which = "repositories" if len(unknown) > 1 else "repository"
+        message = f"{which} {names} not found in project {project!r} ({hint})"
+        super().__init__("repository", unknown[0], ids=list(unknown), message=message)
+        self.known = list(known)
 
 
 class ConflictError(CtxbaseError):

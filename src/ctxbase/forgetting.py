@@ -25,12 +25,15 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from .anchor.kb_versions import pin_knowledge
 from .errors import NotFoundError, ValidationError
 from .model import Event
+from .repo_forget import plan_repo_forget, repo_names
 from .retrieve.caches import clear_text_caches
 from .store.base import ForgetReport
 
 if TYPE_CHECKING:
+    from .components import Components
     from .retrieve.embedding_worker import EmbeddingWorker
     from .retrieve.search import Searcher
     from .store.base import Store
@@ -202,14 +205,18 @@ def forget(
     whole_project: bool = False,
     soft_deleted_older_than: float | timedelta | str | None = None,
     project: str | None = None,
+    repo: str | None = None,
+    repos: Sequence[str] = (),
 ) -> ForgetReport:
     """See `ContextBase.forget`."""
-    if not (event_ids or entity_ids or session_id or whole_project) and (
+    names = repo_names(repo, repos)
+    if not (event_ids or entity_ids or session_id or whole_project or names) and (
         soft_deleted_older_than is None
     ):
         raise ValidationError(
             "forget",
-            "name event_ids, entity_ids, session_id, soft_deleted_older_than or whole_project=True",
+            "name event_ids, entity_ids, session_id, repo, soft_deleted_older_than or "
+            "whole_project=True",
         )
     before = None
     if soft_deleted_older_than is not None:
@@ -218,10 +225,12 @@ def forget(
     cb.flush()
     if cb._searcher is not None:  # noted uses first: the forget then removes those it covers
         cb._searcher.usage.flush()
+    # an unknown repository is refused before anything is done
+    plan = plan_repo_forget(cb.store, pid, names) if names and not whole_project else None
     targets = _targets(cb.store, pid, event_ids, entity_ids, session_id)
     unknown, named = targets.unknown, targets.named
     sources = _anchored_sources(cb.store, pid, [*event_ids, *entity_ids])
-    only_named = not whole_project and before is None
+    only_named = not whole_project and before is None and plan is None
     if named and len(unknown) == named and only_named:
         raise nothing_matched("forget", unknown, pid)
     if only_named and targets.held == 0:
@@ -232,14 +241,19 @@ def forget(
         report = cb.store.forget(
             pid,
             event_ids=[*event_ids, *(e.id for e in sources.same)],
-            entity_ids=list(entity_ids),
+            entity_ids=[*entity_ids, *(plan.entity_ids if plan else ())],
             session_id=session_id,
             whole_project=whole_project,
             soft_deleted_before=before,
+            replace_state=plan.replace_state if plan else None,
         )
+        if plan is not None and plan.repin is not None:
+            # the pinned view held forgotten ids: its tag, rewritten, is pinned again
+            pin_knowledge(cb.components, plan.repin, project=pid)
         for cache, n in cb._forget_cached(pid).items():
             report.add_cache(cache, n)
         report.add_cache("text_analysis", clear_text_caches())
+    report.repos = list(names)
     report.not_found = [i for _, i in unknown]
     report.already_forgotten = targets.already_forgotten
     if report.total:
@@ -277,6 +291,7 @@ class ForgetMethods:
     `flush` and `_pid`."""
 
     store: Store
+    components: Components
     _searcher: Searcher | None
     _embedding_worker: EmbeddingWorker | None
 
@@ -347,8 +362,12 @@ class ForgetMethods:
         whole_project: bool = False,
         soft_deleted_older_than: float | timedelta | str | None = None,
         project: str | None = None,
+        repo: str | None = None,
+        repos: Sequence[str] = (),
     ) -> ForgetReport:
-        """Hard forget events, entities, a session, what was soft-deleted longer ago than
+        """Hard forget events, entities, a session, ingested repositories (`repo`,
+        `repos`: every entity an ingest wrote under those names, and where they live, so a
+        later ingest is a new one; see repo_forget.py), what was soft-deleted longer ago than
         `soft_deleted_older_than`, or the whole project: every stored copy is removed (rows,
         index entries, vectors, edges, facts, the session's traces) or redacted (other
         sessions' traces), and in-memory caches are dropped; a stale retry of a forgotten
@@ -356,7 +375,10 @@ class ForgetMethods:
         project does not hold (`not_found`) and the events, entities and session it forgot
         before (`already_forgotten`: forgetting again is no error, so a retry is harmless;
         a forget keeps a tombstone, a hash of each id, for that). NotFoundError when every
-        id and session named is unknown (unless whole_project or a purge was asked)."""
+        id and session named is unknown (unless whole_project or a purge was asked), and
+        UnknownReposError (a NotFoundError naming the project's repositories), before
+        anything is done, when a repository named is not one of them; a repository forgotten
+        before is unknown then."""
         return forget(
             self,
             event_ids=event_ids,
@@ -365,6 +387,8 @@ class ForgetMethods:
             whole_project=whole_project,
             soft_deleted_older_than=soft_deleted_older_than,
             project=project,
+            repo=repo,
+            repos=repos,
         )
 
     def purge_soft_deleted(

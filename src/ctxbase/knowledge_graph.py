@@ -180,9 +180,17 @@ class GraphMethods:
         latest_only: bool = True,
         project: str | None = None,
         limit: int | None = None,
+        repos: Sequence[str] = (),
     ) -> list[Entity]:
+        """Active entities by type and name (the latest versions unless `latest_only` is
+        False); `repos` keeps those of these ingested repositories."""
         return self.store.list_entities(
-            self._pid(project), type=type, name=name, latest_only=latest_only, limit=limit
+            self._pid(project),
+            type=type,
+            name=name,
+            latest_only=latest_only,
+            limit=limit,
+            repos=repos,
         )
 
     def upsert_relationship(

@@ -195,3 +195,22 @@ def test_rate_memory_sets_the_confidence_search_shows(cb: ContextBase) -> None:
     assert both["same_statement"] == [decision]
     alone = call(scope, "rate_memory", {"id": decision, "label": "liked"})
     assert alone["also_said_in"] == [said["event_id"]] and "same_statement" not in alone
+
+
+def test_forget_tool_removes_a_repository_only_when_hard(cb: ContextBase, tmp_path: Path) -> None:
+    for repo in ("user-service", "auth-repo"):
+        folder = tmp_path / repo
+        folder.mkdir()
+        (folder / "compat.md").write_text(f"# {repo} notes\n\nauth_v2 token refresh workaround\n")
+        cb.ingest(str(folder), repo=repo)
+    admin = ToolScope(cb, agent_id="ops", role="admin")
+    soft = call(admin, "forget", {"repos": ["auth-repo"]})["error"]
+    assert soft["code"] == "invalid" and "hard" in soft["message"]
+    typo = call(admin, "forget", {"repos": ["auth-rpo"], "hard": True})["error"]
+    assert typo["code"] == "not_found" and "auth-repo, user-service" in typo["message"]
+    done = call(admin, "forget", {"repos": ["auth-repo"], "hard": True})
+    assert done["repos"] == ["auth-repo"] and done["removed"]["entities"] >= 2
+    assert cb.store.list_repos(cb.project) == ["user-service"]
+    query = {"query": "auth_v2 token refresh workaround", "mode": "keyword"}
+    left = call(admin, "search_memory", query)["results"]
+    assert left and {h["repo"] for h in left} == {"user-service"}

@@ -14,7 +14,8 @@ holds would take that folder's files for its own deleted ones, so it is refused
 (`RepositoryNameTakenError`, nothing written) unless both have the same git remote: then
 it is the same repository, moved or checked out again, and the name follows it; a folder
 without a remote that moved says so (`moved=True`, `--moved`). A name whose repository
-holds no file any more is free. Without a name given, an ingest takes the
+holds no file any more is free, as is one forgotten (`forget(repo=...)`, which removes its
+files and this record: repo_forget.py). Without a name given, an ingest takes the
 name its folder (or remote) was ingested under before, so `--repo` is needed once.
 
 A file is held by one repository: an ingest that lists files another recorded repository

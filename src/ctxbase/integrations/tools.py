@@ -202,7 +202,8 @@ class RememberArgs(_Args):
 
 class ForgetArgs(_Args):
     """Remove memories: the given events, or every event of a session. By default they
-    are hidden (reversible); hard=true deletes them for good (needs an admin key).
+    are hidden (reversible); hard=true deletes them for good (needs an admin key), and
+    can delete ingested repositories whole (repos).
     Returns how many were hidden or removed, and the ids (and session) that were hidden
     already (unchanged), forgotten before (already_forgotten) or unknown (not_found); an
     error (not_found) when nothing named is known. A search
@@ -218,6 +219,12 @@ class ForgetArgs(_Args):
     )
     session_id: str | None = Field(
         default=None, max_length=200, description="Forget every event of this session."
+    )
+    repos: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Ingested repositories to delete whole, every file and unit of each "
+        "(hard=true only).",
     )
     hard: bool = Field(default=False, description="Delete for good instead of hiding.")
 
@@ -383,18 +390,25 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
 
 
 def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
-    if not a.event_ids and not a.session_id:
-        raise ValidationError("event_ids", "name event_ids or a session_id to forget")
+    if not a.event_ids and not a.session_id and not a.repos:
+        raise ValidationError("event_ids", "name event_ids, a session_id or repos to forget")
+    if a.repos and not a.hard:
+        raise ValidationError(
+            "repos", "a repository cannot be hidden (its next ingest brings it back): hard=true"
+        )
     if a.hard and not scope.allows("admin"):
         from ..serve.errors import PermissionDeniedError
 
         raise PermissionDeniedError(f"hard forget needs an admin key; this one is {scope.role!r}")
     pid = scope.project_id
     if a.hard:
-        report = scope.cb.forget(event_ids=a.event_ids, session_id=a.session_id, project=pid)
+        report = scope.cb.forget(
+            event_ids=a.event_ids, session_id=a.session_id, repos=a.repos, project=pid
+        )
         return {
             "hard": True,
             "removed": report.removed,
+            "repos": list(report.repos),
             "not_found": list(report.not_found),
             "already_forgotten": list(report.already_forgotten),
             "sources_forgotten": list(report.sources_forgotten),

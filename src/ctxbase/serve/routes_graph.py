@@ -57,9 +57,12 @@ def list_entities(
     name: str | None = None,
     latest_only: bool = True,
     limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+    repo: Annotated[list[str] | None, Query(max_length=100)] = None,
 ) -> list[Entity]:
+    """Active entities by type and name; `repo` (repeatable) keeps those of these
+    ingested repositories."""
     return rt.cb.list_entities(
-        type=type, name=name, latest_only=latest_only, project=pid, limit=limit
+        type=type, name=name, latest_only=latest_only, project=pid, limit=limit, repos=repo or ()
     )
 
 
@@ -183,7 +186,9 @@ def restore(pid: WriteProject, body: IdsIn, rt: Rt) -> ChangedOut:
 @router.post("/forget", response_model=ForgetOut, tags=["forget"])
 def forget(pid: AdminOnlyProject, body: ForgetIn, rt: Rt) -> ForgetOut:
     """Hard forget (admin keys): every stored copy is removed, or redacted in other
-    sessions' traces; `soft_deleted_older_than_s` forgets what was soft-deleted longer ago.
+    sessions' traces; `soft_deleted_older_than_s` forgets what was soft-deleted longer ago,
+    `repos` ingested repositories whole (404 naming the project's repositories when one
+    is not among them, nothing done).
     The report counts rows removed and redacted per table and cache entries dropped, and
     names in `not_found` the ids (and session) it named that the project does not hold
     and in `already_forgotten` the events, entities and session it forgot before (no

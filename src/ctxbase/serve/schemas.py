@@ -598,6 +598,9 @@ class ForgetIn(_In):
     event_ids: list[str] = Field(default_factory=list)
     entity_ids: list[str] = Field(default_factory=list)
     session_id: str | None = None
+    # ingested repositories: every entity of each, and where it lives (404 naming the
+    # project's repositories when one is not among them; nothing is done then)
+    repos: list[str] = Field(default_factory=list, max_length=100)
     whole_project: bool = False
     # also forget what was soft-deleted more than this many seconds ago
     soft_deleted_older_than_s: float | None = Field(default=None, ge=0)
@@ -616,6 +619,7 @@ class ForgetOut(_Out):
     # say more (still visible: forget them too if their content must go)
     sources_forgotten: list[str] = Field(default_factory=list)
     sources_still_visible: list[str] = Field(default_factory=list)
+    repos: list[str] = Field(default_factory=list)  # the repositories forgotten
 
 
 class IdsIn(_In):

@@ -24,6 +24,7 @@ from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_even
 from ..errors import ValidationError
 from ..forgetting import VisibilityReport, retention_seconds
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, check_id
+from ..repo_forget import repo_names
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..store.base import ForgetReport, ItemFilter, SearchItem
@@ -136,6 +137,7 @@ def _forget_report(raw: Mapping[str, Any]) -> ForgetReport:
         already_forgotten=list(raw.get("already_forgotten") or []),
         sources_forgotten=list(raw.get("sources_forgotten") or []),
         sources_still_visible=list(raw.get("sources_still_visible") or []),
+        repos=list(raw.get("repos") or []),
     )
 
 
@@ -494,11 +496,14 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         latest_only: bool = True,
         project: str | None = None,
         limit: int | None = None,
+        repos: Sequence[str] = (),
     ) -> Call[list[Entity]]:
         params: dict[str, Any] = {"latest_only": "true" if latest_only else "false"}
         for k, v in (("type", type), ("name", name), ("limit", limit)):
             if v is not None:
                 params[k] = v
+        if repos:
+            params["repo"] = list(repos)
         return Call(
             "GET",
             self._path(project, "entities"),
@@ -709,6 +714,8 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         whole_project: bool = False,
         soft_deleted_older_than: float | timedelta | str | None = None,
         project: str | None = None,
+        repo: str | None = None,
+        repos: Sequence[str] = (),
     ) -> Call[ForgetReport]:
         older = (
             None if soft_deleted_older_than is None else retention_seconds(soft_deleted_older_than)
@@ -717,6 +724,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
             "event_ids": list(event_ids),
             "entity_ids": list(entity_ids),
             "session_id": session_id,
+            "repos": repo_names(repo, repos),
             "whole_project": whole_project,
             "soft_deleted_older_than_s": older,
         }

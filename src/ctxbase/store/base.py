@@ -292,7 +292,7 @@ class ForgetReport:
     entity ids and session id the forget named that the project does not hold, and
     `already_forgotten` the ids (and session) named that the project has forgotten before
     (filled in by `ContextBase.forget`, which raises NotFoundError when every one it named
-    is unknown)."""
+    is unknown), and `repos` the ingested repositories it forgot whole."""
 
     removed: dict[str, int] = field(default_factory=dict)
     redacted: dict[str, int] = field(default_factory=dict)
@@ -303,6 +303,8 @@ class ForgetReport:
     # with it, and those that say more, left visible (filled in by `ContextBase.forget`)
     sources_forgotten: list[str] = field(default_factory=list)
     sources_still_visible: list[str] = field(default_factory=list)
+    # the ingested repositories forgotten whole (filled in by `ContextBase.forget`)
+    repos: list[str] = field(default_factory=list)
 
     def add(self, table: str, n: int) -> None:
         if n:
@@ -331,6 +333,7 @@ class ForgetReport:
             "already_forgotten": list(self.already_forgotten),
             "sources_forgotten": list(self.sources_forgotten),
             "sources_still_visible": list(self.sources_still_visible),
+            "repos": list(self.repos),
         }
 
 
@@ -494,10 +497,19 @@ class Store(ABC):
         limit: int | None = None,
         newest_first: bool = False,
         exclude_types: Sequence[str] = (),
+        repos: Sequence[str] = (),
     ) -> list[Entity]:
         """Entities by type and name; `newest_first` orders by last update (newest first,
         then id) instead of type, name and version, so `limit` keeps the newest.
-        `exclude_types` leaves those types out (in the query, before any row is read)."""
+        `exclude_types` leaves those types out (in the query, before any row is read);
+        `repos` keeps only the entities of those ingested repositories (their `repo`
+        property)."""
+
+    @abstractmethod
+    def repo_entity_ids(self, project_id: str, repos: Sequence[str]) -> dict[str, list[str]]:
+        """Every entity of each of `repos` (ingested: the `repo` property, or the `repo` of
+        its items), active or not, every version and kept copy: name -> ids, a name with
+        none left out."""
 
     @abstractmethod
     def entity_type_counts(self, project_id: str) -> dict[str, int]:
@@ -745,6 +757,7 @@ class Store(ABC):
         session_id: str | None = None,
         whole_project: bool = False,
         soft_deleted_before: float | None = None,
+        replace_state: Mapping[tuple[str, str, str], Any] | None = None,
     ) -> ForgetReport:
         """Hard forget events and entities (named, a session's, or those soft-deleted before
         `soft_deleted_before`, a unix time) or the whole project: their rows, search units,
@@ -755,7 +768,12 @@ class Store(ABC):
         are redacted (see store.trace_redaction). Each stored event and entity removed, and
         the session when the project held it, leaves a tombstone (`forgotten_ids`); a
         whole-project forget leaves those of all the project's events, entities and
-        sessions, and keeps the tombstones already there."""
+        sessions, and keeps the tombstones already there.
+
+        `replace_state` names state records, (scope, scope_id, key), whose content the
+        forget covers too: each is removed with its whole history, and written again (one
+        fresh version, `cause` "forget") when its value here is not None; in the same
+        transaction, so no earlier value is left."""
 
     # -- bulk copy (migrate-data) ----------------------------------------------------------
     @abstractmethod

@@ -14,7 +14,7 @@ and run through the backend's `_run`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -65,6 +65,9 @@ class ForgetScope:
     # sessions and tasks of the forgotten events: where facts extracted from them live
     fact_scope_ids: set[str] = field(default_factory=set)
     forgotten: Forgotten = field(default_factory=lambda: Forgotten(()))
+    # state records removed with their history, and written again when the value is not
+    # None (see Store.forget's `replace_state`)
+    replace_state: dict[tuple[str, str, str], Any] = field(default_factory=dict)
 
     @property
     def node_ids(self) -> list[str]:
@@ -113,11 +116,13 @@ class ForgetSteps:
         entity_ids: Sequence[str],
         session_id: str | None,
         soft_deleted_before: float | None,
+        replace_state: Mapping[tuple[str, str, str], Any] | None = None,
     ) -> ForgetScope:
         scope = ForgetScope(
             event_ids=list(dict.fromkeys(event_ids)),
             entity_ids=list(dict.fromkeys(entity_ids)),
             session_id=session_id,
+            replace_state=dict(replace_state or {}),
         )
         pid = (project_id,)
         if session_id is not None:
@@ -401,7 +406,7 @@ class ForgetSteps:
             ).fetchall():
                 if scope.forgotten.quotes(cause):
                     facts.add((sc, scope_id, key))
-        for fact in sorted(facts):
+        for fact in sorted(facts | set(scope.replace_state)):
             for table in ("state", "state_history"):
                 cur = self._q(
                     conn,
@@ -409,6 +414,29 @@ class ForgetSteps:
                     (project_id, *fact),
                 )
                 report.add(table, max(cur.rowcount, 0))
+        self._rewrite_state(conn, project_id, scope.replace_state)
+
+    def _rewrite_state(
+        self, conn: Any, project_id: str, records: Mapping[tuple[str, str, str], Any]
+    ) -> None:
+        """Write again, as a first version, the records `replace_state` gives a value."""
+        now = time.time()
+        for key, value in records.items():
+            if value is None:
+                continue
+            stored = self._dialect.store_json(value)
+            self._q(
+                conn,
+                "INSERT INTO state(project_id, scope, scope_id, key, value, version, cause, "
+                "updated_at) VALUES (?,?,?,?,?,1,'forget',?)",
+                (project_id, *key, stored, now),
+            )
+            self._q(
+                conn,
+                "INSERT INTO state_history(project_id, scope, scope_id, key, version, old_value,"
+                " new_value, cause, ts, deleted) VALUES (?,?,?,?,1,NULL,?,'forget',?,0)",
+                (project_id, *key, stored, now),
+            )
 
     # -- traces --------------------------------------------------------------------------------
     def _forget_traces(

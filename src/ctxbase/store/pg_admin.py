@@ -154,6 +154,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         session_id: str | None = None,
         whole_project: bool = False,
         soft_deleted_before: float | None = None,
+        replace_state: Mapping[tuple[str, str, str], Any] | None = None,
     ) -> ForgetReport:
         report = ForgetReport()
         with self._tx() as conn:
@@ -168,6 +169,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                 entity_ids=entity_ids,
                 session_id=session_id,
                 soft_deleted_before=soft_deleted_before,
+                replace_state=replace_state,
             )
             nodes = scope.node_ids
             self._delete_items_of(conn, project_id, nodes, report)

@@ -72,6 +72,23 @@ class SharedReads:
         )
         return [r[0] for r in self._all(sql, (project_id,))]
 
+    def repo_entity_ids(self, project_id: str, repos: Sequence[str]) -> dict[str, list[str]]:
+        wanted = list(dict.fromkeys(repos))
+        if not wanted:
+            return {}
+        found: dict[str, dict[str, None]] = {}
+        repo = self._dialect.json_text("properties", "repo")
+        by_property, args = self._dialect.any_of(repo, wanted)
+        by_item, item_args = self._dialect.any_of("repo", wanted)
+        sql = (
+            f"SELECT {repo}, entity_id FROM entities WHERE project_id=? AND {by_property} "
+            "UNION SELECT repo, owner_id FROM items WHERE project_id=? "
+            f"AND {by_item} ORDER BY 1, 2"
+        )
+        for name, entity_id in self._all(sql, (project_id, *args, project_id, *item_args)):
+            found.setdefault(str(name), {})[str(entity_id)] = None
+        return {name: list(found[name]) for name in wanted if name in found}
+
     _SESSION_SELECT = (
         "SELECT project_id, session_id, status, title, created_at, updated_at, metadata "
         "FROM sessions "
@@ -233,9 +250,16 @@ class SharedReads:
         limit: int | None = None,
         newest_first: bool = False,
         exclude_types: Sequence[str] = (),
+        repos: Sequence[str] = (),
     ) -> list[Entity]:
         sql = self._ENTITY_SELECT + "WHERE project_id=? AND active=1"
         args: list[Any] = [project_id]
+        if repos:
+            cond, cond_args = self._dialect.any_of(
+                self._dialect.json_text("properties", "repo"), list(dict.fromkeys(repos))
+            )
+            sql += f" AND {cond}"
+            args.extend(cond_args)
         if type is not None:
             sql += " AND type=?"
             args.append(type)

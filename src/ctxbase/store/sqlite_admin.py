@@ -153,6 +153,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         session_id: str | None = None,
         whole_project: bool = False,
         soft_deleted_before: float | None = None,
+        replace_state: Mapping[tuple[str, str, str], Any] | None = None,
     ) -> ForgetReport:
         report = ForgetReport()
         with self._write() as conn, _secure_delete(conn):
@@ -167,6 +168,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                     entity_ids=entity_ids,
                     session_id=session_id,
                     soft_deleted_before=soft_deleted_before,
+                    replace_state=replace_state,
                 )
         self._truncate_wal()
         return report
@@ -181,6 +183,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         entity_ids: Sequence[str],
         session_id: str | None,
         soft_deleted_before: float | None,
+        replace_state: Mapping[tuple[str, str, str], Any] | None = None,
     ) -> None:
         scope = self._forget_scope(
             conn,
@@ -189,6 +192,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             entity_ids=entity_ids,
             session_id=session_id,
             soft_deleted_before=soft_deleted_before,
+            replace_state=replace_state,
         )
         node_ids = scope.node_ids
         self._delete_items_of(conn, project_id, node_ids, report)
