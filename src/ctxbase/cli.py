@@ -683,7 +683,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate_data(args: argparse.Namespace) -> int:
-    from .cli_migrate import report_copy
+    from .cli_migrate import check_source, check_target, report_copy
     from .store import open_store
     from .store.transfer import copy_project
 
@@ -702,12 +702,14 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
 
     src = open_store(args.source)
     try:
+        check_source(src, args.source, args.project)  # before a new destination is made
         dst = open_store(args.target)
     except BaseException:
         src.close()
         raise
 
     try:
+        check_target(src, dst, args.target)
         counts = copy_project(src, dst, args.project, progress=on_batch, bulk=args.bulk)
         if bars:
             bars[-1].close()

@@ -1,19 +1,73 @@
-"""What `ctxbase migrate-data` prints after the copy (cli.py runs it; store/transfer.py
-copies): each table's rows in the source and destination, the rows left out because the
-destination hard-forgot them, the rows written redacted, and whether the counts agree."""
+"""`ctxbase migrate-data` around the copy (cli.py runs it; store/transfer.py copies): the
+checks before it (a source holding the project, a destination that is another database)
+and what it prints after: each table's rows in the source, written by this copy and in the
+destination, the rows the destination held already, the rows left out because the
+destination hard-forgot them (the whole project included), the rows written redacted, and
+whether the counts agree."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
 
-from .store.transfer import TableCopy
+from .errors import NotFoundError, ValidationError
+from .store.base import Store
+from .store.transfer import TableCopy, project_forgotten
 
-__all__ = ["report_copy"]
+__all__ = ["check_source", "check_target", "report_copy"]
+
+
+def _named(target: str) -> str:
+    """How a message names a database: a file by its path; a URL (it may carry a
+    password) not at all."""
+    return "" if "://" in target else f" {target}"
+
+
+def check_source(src: Store, source: str, project: str) -> None:
+    """The source must hold the project: its rows, or only the tombstones a forget left
+    (those are copied). Else NotFoundError naming the projects it holds (a mistyped or
+    missing --project would copy nothing and pass for done)."""
+    known = src.list_projects()
+    if project in known or src.has_forgotten(project):
+        return
+    listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+    hint = f"its projects: {listed}; choose one with --project" if known else "it is empty"
+    where = _named(source) or " the source database"
+    raise NotFoundError(
+        "project", project, message=f"project {project!r} not found in{where} ({hint})"
+    )
+
+
+def check_target(src: Store, dst: Store, target: str) -> None:
+    """The destination must be another database than the source, however it was named
+    (another path, a symlink, another URL of the same PostgreSQL database): a copy into
+    itself writes nothing and would report rows copied. ValidationError otherwise."""
+    if src.same_database(dst):
+        raise ValidationError(
+            "--to",
+            f"{_named(target).strip() or 'this URL'} is the --from database itself: a project "
+            "cannot be copied into itself",
+        )
 
 
 def _per_table(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{table} {n}" for table, n in counts.items())
+
+
+def _summary(counts: Mapping[str, TableCopy], project: str) -> str:
+    """What the copy wrote: new rows, and the source rows the destination held already
+    (a re-run writes none)."""
+    written = sum(c.written for c in counts.values())
+    already = sum(c.already for c in counts.values())
+    if project_forgotten(counts):
+        return (
+            f"copied nothing of project {project}: the destination forgot the whole project "
+            "(forget --whole-project); it takes rows again once the project is written to there"
+        )
+    if not written and already:
+        return f"copied nothing: all {already} row(s) of project {project} were already there"
+    there = f" ({already} already there)" if already else ""
+    return f"copied {written} new row(s) of project {project}{there}"
 
 
 def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
@@ -26,10 +80,11 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
         elif c.own:
             note = f"  ({c.own} of its own: forgotten there)"
         mark = "" if c.matches else "   <-- differs"
-        print(f"{table:<14} source {c.source:>8}  destination {c.destination:>8}{note}{mark}")
-    print(
-        f"copied {sum(c.source - c.forgotten for c in counts.values())} row(s) of project {project}"
-    )
+        print(
+            f"{table:<14} source {c.source:>8}  written {c.written:>8}  "
+            f"destination {c.destination:>8}{note}{mark}"
+        )
+    print(_summary(counts, project))
     left_out = {t: c.forgotten for t, c in counts.items() if c.forgotten}
     if left_out:
         print(

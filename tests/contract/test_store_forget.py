@@ -104,8 +104,10 @@ def test_forgotten_entities_and_sessions_keep_tombstones_of_their_kind(
     assert store.forgotten_ids(project_id, ["s2"], ("event", "entity")) == set()
     # hashes only; an event's is the bare digest, as every tombstone written before kinds
     rows = [r["hashed_id"] for batch in store.export_rows(project_id, "tombstones") for r in batch]
-    assert len(rows) == 8  # 5 events, the entity (one row, forgotten twice), s1 and s2
-    assert all(re.fullmatch(r"((entity|session):)?[0-9a-f]{64}", h) for h in rows)
+    # 5 events, the entity (one row, forgotten twice), s1 and s2, and the project itself
+    assert len(rows) == 9
+    assert all(re.fullmatch(r"((entity|session|project):)?[0-9a-f]{64}", h) for h in rows)
+    assert tombstone_hash(project_id, "project") in rows
     assert tombstone_hash(kept) == hashlib.sha256(kept.encode()).hexdigest() in rows
 
 

@@ -113,7 +113,9 @@ def test_a_whole_project_forget_tombstones_its_entities_and_sessions(cb: Context
     # the tombstones hold hashes only: no id named, let alone text
     rows = [r for batch in cb.store.export_rows(cb.project, "tombstones") for r in batch]
     assert len(rows) >= 3
-    assert all(re.fullmatch(r"((entity|session):)?[0-9a-f]{64}", r["hashed_id"]) for r in rows)
+    assert all(
+        re.fullmatch(r"((entity|session|project):)?[0-9a-f]{64}", r["hashed_id"]) for r in rows
+    )
 
 
 def test_only_forgotten_events_count_as_forgotten(cb: ContextBase) -> None:

@@ -47,8 +47,9 @@ __all__ = [
 SCHEMA_VERSION = 7
 
 # What a tombstone stands for: a forgotten event (a stale retry of it is never written
-# again), entity or session (forgetting it again is "already forgotten", not "not found").
-TombstoneKind = Literal["event", "entity", "session"]
+# again), entity or session (forgetting it again is "already forgotten", not "not found"),
+# or a whole project (its id: a copy from a backup does not bring the project back).
+TombstoneKind = Literal["event", "entity", "session", "project"]
 
 # State records keyed by the id of an event or entity that are no facts (facts are task,
 # session, user or project): feedback on a memory (value: label, confidence, where it was
@@ -363,6 +364,11 @@ class Store(ABC):
 
     @abstractmethod
     def schema_version(self) -> int: ...
+
+    def same_database(self, other: Store) -> bool:
+        """True when `other` is this store's database, however it was named (another path
+        or a symlink to the same file, another URL of the same PostgreSQL database)."""
+        return other is self
 
     # -- projects, sessions, tasks -----------------------------------------------------
     @abstractmethod
@@ -768,7 +774,8 @@ class Store(ABC):
         are redacted (see store.trace_redaction). Each stored event and entity removed, and
         the session when the project held it, leaves a tombstone (`forgotten_ids`); a
         whole-project forget leaves those of all the project's events, entities and
-        sessions, and keeps the tombstones already there.
+        sessions, and one of the project itself (its id as kind "project"), and keeps the
+        tombstones already there.
 
         `replace_state` names state records, (scope, scope_id, key), whose content the
         forget covers too: each is removed with its whole history, and written again (one

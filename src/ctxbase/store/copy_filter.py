@@ -2,8 +2,15 @@
 
 A store that forgot events, entities or sessions keeps their tombstones. A copy from an
 older source (a backup taken before the forget) must write back neither them nor what the
-forget removed with them. Tables come in schema.TABLES order, parents first, so what one
-table left out is known when its children come:
+forget removed with them.
+
+A whole-project forget leaves the project's own tombstone: while the destination does not
+hold the project again, nothing of it is written (every table's rows are left out, traces
+and tombstones included). A project written to again after its forget keeps its tombstone
+and is held, so the copy goes on row by row, as for a session used again (below).
+
+Row by row, tables come in schema.TABLES order, parents first, so what one table left out
+is known when its children come:
 
 - sessions: tombstoned as sessions in the destination and not held there again (a session
   id used again after its forget keeps its tombstone, and its new rows stay);
@@ -55,11 +62,17 @@ class ForgottenThere:
     """Filters one project's exported rows, table by table, against what the destination
     forgot. `skipped[table]`: source rows not written; `redacted[table]`: rows written with
     forgotten content taken out. Inactive (every row kept as it is) when the destination
-    keeps no tombstones of the project."""
+    keeps no tombstones of the project; `project_gone` (every row left out) when it forgot
+    the whole project and does not hold it again."""
 
     def __init__(self, src: Store, dst: Store, project_id: str) -> None:
         self._src, self._dst, self._pid = src, dst, project_id
         self.active = dst.has_forgotten(project_id)
+        self.project_gone = (
+            self.active
+            and bool(dst.forgotten_ids(project_id, [project_id], ("project",)))
+            and project_id not in dst.list_projects()
+        )
         self.skipped: Counter[str] = Counter()
         self.redacted: Counter[str] = Counter()
         self.sessions: set[str] = set()  # left out
@@ -107,7 +120,7 @@ class ForgottenThere:
     def prepare(self, table: str) -> None:
         """Before a table's rows come: facts are left out whole, so the causes of every
         version (state and state_history) are read first."""
-        if not self.active or table != "state":
+        if not self.active or self.project_gone or table != "state":
             return
         forgotten = self.forgotten
         if not forgotten:
@@ -126,6 +139,9 @@ class ForgottenThere:
     def rows(self, table: str, rows: Sequence[Row]) -> Sequence[Row]:
         """The rows of `table` to write: those the destination forgot left out, and
         forgotten content redacted out of the rest."""
+        if self.project_gone:
+            self.skipped[table] += len(rows)
+            return []
         if not self.active or table in ("projects", "tombstones"):
             return rows
         keep: Callable[[Sequence[Row]], list[Row]] = getattr(self, f"_{table}")

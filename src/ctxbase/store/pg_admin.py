@@ -231,8 +231,12 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         for table in FORGET_TABLES:
             cur = self._x(conn, f"DELETE FROM {table} WHERE project_id=%s", (project_id,))
             report.add(table, cur.rowcount)
-        # Tombstones stay (they hold only hashes): a stale retry must not come back.
-        self._tombstone(conn, project_id, *forgotten)
+        # Tombstones stay (they hold only hashes): a stale retry must not come back. The
+        # project's own, when it held the project, tells a copy from a backup
+        # (copy_filter) not to bring it back.
+        held = [project_id] if report.removed.get("projects") else []
+        events, entities, sessions = forgotten
+        self._tombstone(conn, project_id, events, entities, sessions, held)
         # Every row just left: readers reload rather than apply a removal per row. The
         # record is cut, leaving a mark (seq 0) under a new number for readers behind it.
         self._x(conn, "DELETE FROM keyword_removed WHERE project_id=%s", (project_id,))
@@ -251,13 +255,15 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         events: Sequence[str],
         entities: Sequence[str] = (),
         sessions: Sequence[str] = (),
+        projects: Sequence[str] = (),
     ) -> None:
-        """The tombstones (hashes only) of forgotten events, entities and sessions, in one
-        batch; one already there stays."""
+        """The tombstones (hashes only) of forgotten events, entities, sessions and projects,
+        in one batch; one already there stays."""
         kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
             ("event", events),
             ("entity", entities),
             ("session", sessions),
+            ("project", projects),
         )
         self._many(
             conn,

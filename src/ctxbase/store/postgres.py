@@ -53,6 +53,22 @@ class PostgresStore(PgSearch, PgAdmin, Store):
     callable that sees every SQL text sent (audits, tests).
     """
 
+    def same_database(self, other: Store) -> bool:
+        if other is self:
+            return True
+        # Not by URL (another host name, user or option may reach the same database): the
+        # server's start time, port and the database's name and oid, as the server says.
+        return isinstance(other, PostgresStore) and self._identity() == other._identity()
+
+    def _identity(self) -> tuple[Any, ...]:
+        with self._read() as conn:
+            row = self._x(
+                conn,
+                f"{q.CROSS_PROJECT}SELECT pg_postmaster_start_time(), inet_server_port(), "
+                "current_database(), d.oid FROM pg_database d WHERE d.datname = current_database()",
+            ).fetchone()
+        return tuple(row) if row else ()
+
     def ensure_project(self, project_id: str) -> None:
         with self._tx() as conn:
             self._ensure(conn, project_id)

@@ -14,6 +14,7 @@ converters from rows.py.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Sequence
@@ -57,6 +58,16 @@ _NO_SOFT_DELETED_END = (
 
 class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
     """Store in one SQLite file (or ":memory:" for a private, single-connection store)."""
+
+    def same_database(self, other: Store) -> bool:
+        if other is self:
+            return True
+        if not isinstance(other, SQLiteStore) or ":memory:" in (self.path, other.path):
+            return False
+        try:  # both files exist once opened; samefile sees through symlinks and hard links
+            return os.path.samefile(self.url, other.url)
+        except OSError:
+            return False
 
     # -- projects, sessions, tasks ---------------------------------------------------------
     def ensure_project(self, project_id: str) -> None:

@@ -276,8 +276,12 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         for table in FORGET_TABLES:
             n = conn.execute(f"DELETE FROM {table} WHERE project_id=?", (project_id,)).rowcount
             report.add(table, n)
-        # Tombstones stay (they hold only hashes): a stale retry must not come back.
-        _tombstone(conn, project_id, *forgotten)
+        # Tombstones stay (they hold only hashes): a stale retry must not come back. The
+        # project's own, when it held the project, tells a copy from a backup
+        # (copy_filter) not to bring it back.
+        held = [project_id] if report.removed.get("projects") else []
+        events, entities, sessions = forgotten
+        _tombstone(conn, project_id, events, entities, sessions, held)
         # every row just left: readers reload rather than apply a removal per row
         self._cut_keyword_log(conn, project_id)
         self._purge_fts(conn, report)
@@ -423,13 +427,15 @@ def _tombstone(
     events: Sequence[str],
     entities: Sequence[str] = (),
     sessions: Sequence[str] = (),
+    projects: Sequence[str] = (),
 ) -> None:
-    """The tombstones (hashes only) of forgotten events, entities and sessions; one already
-    there stays."""
+    """The tombstones (hashes only) of forgotten events, entities, sessions and projects;
+    one already there stays."""
     kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
         ("event", events),
         ("entity", entities),
         ("session", sessions),
+        ("project", projects),
     )
     conn.executemany(
         "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",

@@ -7,37 +7,47 @@ stopped. The destination's keyword index is built by its backend as items arrive
 
 What the destination hard-forgot (its tombstones) is not written back, nor what its forget
 removed with it (copy_filter.ForgottenThere): a backup taken before a forget does not
-undo it. The source's tombstones are copied, so the destination refuses those too.
+undo it; after a whole-project forget nothing of the project is written while the
+destination does not hold it again. The source's tombstones are copied, so the destination
+refuses those too. A store is never copied into itself (ValidationError).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
 
+from ..errors import ValidationError
 from .base import Store
 from .copy_filter import ForgottenThere
 from .schema import TABLES
 
-__all__ = ["TableCopy", "copy_project"]
+__all__ = ["TableCopy", "copy_project", "project_forgotten"]
 
 
 @dataclass(frozen=True)
 class TableCopy:
     """One table of a copy: its rows in the source and, after the copy, the destination.
 
-    `forgotten`: source rows not written because the destination forgot them; `own`: for
-    tombstones, those the destination held that the source does not (what it forgot);
-    `redacted`: rows written with forgotten content taken out. The copy is whole when the
-    destination holds `expected` rows: more means it held other rows of the project
-    before, fewer that rows did not arrive."""
+    `written`: source rows this copy inserted; `forgotten`: source rows not written
+    because the destination forgot them; `already` (the rest): source rows the
+    destination held already (same key; kept as they are); `own`: for tombstones, those
+    the destination held that the source does not (what it forgot); `redacted`: rows
+    written with forgotten content taken out. The copy is whole when the destination holds
+    `expected` rows: more means it held other rows of the project before, fewer that rows
+    did not arrive."""
 
     source: int
     destination: int
+    written: int = 0
     forgotten: int = 0
     own: int = 0
     redacted: int = 0
+
+    @property
+    def already(self) -> int:
+        return max(self.source - self.forgotten - self.written, 0)
 
     @property
     def expected(self) -> int:
@@ -64,9 +74,15 @@ def copy_project(
     held nothing of this project before but what it forgot. `progress(table, rows)` is
     called after each batch with the source rows read so far. `bulk`: the copy runs in
     `dst.bulk_load()` (PostgreSQL builds its vector indexes once, after the copy).
+    ValidationError when `dst` is the database of `src` (however it was named).
     """
+    if src.same_database(dst):
+        raise ValidationError(
+            "dst", "is the database of src: a project cannot be copied into itself"
+        )
     there = ForgottenThere(src, dst, project_id)
     own = 0
+    written: dict[str, int] = {}
     with dst.bulk_load() if bulk else nullcontext():
         for table in TABLES:  # parents first (projects, sessions, ...): readers see whole rows
             there.prepare(table)
@@ -77,15 +93,24 @@ def copy_project(
                 copied += len(rows)
                 if progress is not None:
                     progress(table, copied)
+            written[table] = inserted
             if table == "tombstones":  # held before, less the source's already there
-                own = held - (copied - inserted)
+                own = held - (copied - there.skipped[table] - inserted)
     return {
         table: TableCopy(
             source=src.count_rows(project_id, table),
             destination=dst.count_rows(project_id, table),
+            written=written[table],
             forgotten=there.skipped[table],
             own=own if table == "tombstones" else 0,
             redacted=there.redacted[table],
         )
         for table in TABLES
     }
+
+
+def project_forgotten(counts: Mapping[str, TableCopy]) -> bool:
+    """A copy's counts say the destination forgot the whole project (and does not hold it
+    again): the project's own row was left out, which only that does."""
+    projects = counts.get("projects")
+    return projects is not None and projects.forgotten > 0
