@@ -39,6 +39,7 @@ from .budget import (
     layer_quota,
 )
 from .gatherer import Gatherer, event_failed, label_for
+from .history_calls import CALL_TYPE, fold_calls
 from .lifecycle import Status
 from .memory_section import ITEM_OVERHEAD, MEMORY_HEADER, memory_items, memory_section_for
 from .policy import (
@@ -86,7 +87,8 @@ DEFAULT_SYSTEM_PROMPT = (
     "facts' are confirmed and override older messages; retrieved items are labelled with "
     "their source and id."
 )
-_HISTORY_TYPES = ("user_message", "assistant_message", "tool_result", "system")
+# a tool call joins its assistant message's entry, or stands where it was made (history_calls)
+_HISTORY_TYPES = ("user_message", "assistant_message", "tool_invocation", "tool_result", "system")
 _HEADERS = {"state": "Known facts:", "task": "Current task:", "memory": MEMORY_HEADER}
 _SUMMARY_HEADER = "Earlier conversation (summary):"
 _OPTIONAL_ORDER = (
@@ -139,17 +141,17 @@ def _important(e: Event) -> bool:
     return bool(e.metadata.get("important")) or e.importance >= 0.7
 
 
+_SAID = {"user_message": "user", "assistant_message": "assistant", CALL_TYPE: "assistant"}
+
+
 def _role_of(e: Event) -> str:
-    return {"user_message": "user", "assistant_message": "assistant"}.get(e.type, "system")
+    return _SAID.get(e.type, "system")
 
 
 def _history_text(e: Event) -> str:
+    """A turn as said; a tool call as the assistant's line `name(...)`; anything else labelled."""
     text = e.text or ""
-    return (
-        text
-        if e.type in ("user_message", "assistant_message")
-        else (f"{label_for(e.type, e.id)}\n{text}")
-    )
+    return text if e.type in _SAID else f"{label_for(e.type, e.id)}\n{text}"
 
 
 def _user_of(session: SessionInfo | None) -> str | None:
@@ -354,10 +356,10 @@ class Assembler:
         if not isinstance(window, RecentWindow) or not window.enabled:
             window = RecentWindow()
             notes.append("recent_window not in the policy; history uses its defaults")
-        hist, hist_dropped, input_event = self._history(
+        hist, hist_dropped, input_event, held = self._history(
             events, statuses, task_id, policy.view, user_intent
         )
-        exclude = {e.id for e in hist} | ({input_event} if input_event else set())
+        exclude = {e.id for e in hist} | set(held) | ({input_event} if input_event else set())
         g = Gatherer(
             self.cb,
             pid,
@@ -369,6 +371,10 @@ class Assembler:
             signing_key=key,
             repos=repo_set,
             statuses={session_id: statuses} if session_id else None,
+            held={
+                **{e.id: "a turn of the history" for e in hist},
+                **{c: f"a call of {m}, in the history" for c, m in held.items()},
+            },
         )
         timings: dict[str, float] = {"prepare": _ms(t0), **waits}
         from ..retrieve.synced import one_generation  # numpy: not at import
@@ -530,8 +536,10 @@ class Assembler:
         task_id: str | None,
         view: str,
         intent: str,
-    ) -> tuple[list[Event], list[dict[str, Any]], str | None]:
-        """The session's messages in scope, minus retracted and expired ones and the input."""
+    ) -> tuple[list[Event], list[dict[str, Any]], str | None, dict[str, str]]:
+        """The session's messages in scope, minus retracted and expired ones and the input,
+        with each tool call in its assistant message's entry (history_calls; the folded
+        calls are returned with their message's id)."""
         dropped: list[dict[str, Any]] = []
         user_seqs = [e.seq or 0 for e in events if e.type == "user_message"]
         last_user = max(user_seqs, default=-1)
@@ -572,7 +580,13 @@ class Assembler:
                 )
             else:
                 kept.append(e)
-        return kept, dropped, input_event
+        reasons = {d["id"]: d["reason"] for d in dropped}
+        folded = fold_calls(kept, reasons)  # a call goes with its message
+        dropped += [
+            {"id": c, "layer": "history", "reason": reasons[m], "detail": f"a call of {m}"}
+            for c, m in folded.gone.items()
+        ]
+        return folded.events, dropped, input_event, folded.held
 
     def _layer_items(
         self,
@@ -587,6 +601,9 @@ class Assembler:
         intent: str,
     ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
         counter, notes = self.counter, list[str]()
+        in_window = hist[-window.max_messages :]
+        # memory the history window already shows is left out, then repeats within memory
+        g.drop_said({e.id: e.text or "" for e in in_window})
         g.drop_repeats()
         system = self.system_prompt.format(role=_prompt_name(role), project=pid)
         items: dict[str, list[BudgetItem]] = {
@@ -596,7 +613,6 @@ class Assembler:
         }
         roles: dict[str, str] = {}
         # History: the newest messages whole; older important ones compressed into one item.
-        in_window = hist[-window.max_messages :]
         outside = (
             [e for e in hist[: -window.max_messages] if _important(e)]
             if len(hist) > window.max_messages

@@ -24,7 +24,7 @@ from .policy import (
     Policy,
 )
 from .recall_gate import gate_search, is_the_intent
-from .repeats import contained_repeats, cut_from
+from .repeats import contained_repeats, cut_from, said_in
 from .state import MESSAGE_SCOPE, message_statuses, statuses_of
 from .tokens import TokenCounter
 
@@ -155,8 +155,11 @@ class Gatherer:
         check: SignatureCheck | None = None,
         repos: frozenset[str] | None = None,
         statuses: Mapping[str, Mapping[str, Status]] | None = None,
+        held: Mapping[str, str] | None = None,
     ) -> None:
-        """`statuses`: message statuses already read, by session (not read again)."""
+        """`statuses`: message statuses already read, by session (not read again).
+        `held`: the ids of `exclude` that the history holds, each with how (the trace's
+        detail when a strategy reaches one); the others are the latest input's."""
         cb = components_of(cb)
         self.cb, self.pid, self.policy = cb, pid, policy
         # with repositories named, entities ingested from any other one stay out
@@ -172,6 +175,7 @@ class Gatherer:
         self.check = check
         self.session_id, self.task_id, self.intent = session_id, task_id, intent
         self.exclude, self.record = exclude, record
+        self.held: Mapping[str, str] = held or {}
         self.cands: dict[str, MemoryCandidate] = {}
         self.dropped: list[dict[str, Any]] = []
         self._drops: set[tuple[str, str, str]] = set()
@@ -184,6 +188,31 @@ class Gatherer:
         self.on_topic = False
         self._statuses: dict[str, Mapping[str, Status]] = dict(statuses or {})
         self._hidden: dict[str, str | None] = {}
+
+    def drop_said(self, history: Mapping[str, str]) -> None:
+        """Leave out candidates whose text a history entry (id -> text) already says
+        (assemble/repeats.py `said_in`): the prompt would show it twice."""
+        how = {
+            "says": "says what {} in the history says",
+            "holds": "said within {} in the history",
+        }
+        for owner_id, cand in list(self.cands.items()):
+            entity = cand.kind == "entity"
+            found = said_in(cand.text, history, event=not entity, name=cand.name or None)
+            if found is None:
+                continue
+            hid, way = found
+            detail = how.get(way, "a bare name; {} in the history says it").format(hid)
+            self.drop(owner_id, "in history", detail)
+            del self.cands[owner_id]
+
+    def _left_out(self, owner_id: str) -> None:
+        """Record why a hit of `exclude` stays out: the history holds it, or it is the input."""
+        held = self.held.get(owner_id)
+        if held is not None:
+            self.drop(owner_id, "in history", held)
+        else:
+            self.drop(owner_id, "the intent", "the question's own message")
 
     def drop_repeats(self) -> None:
         """Leave out candidates that say what another says (assemble/repeats.py); the one
@@ -323,7 +352,8 @@ class Gatherer:
 
     def add(self, cand: MemoryCandidate, event: Event | None = None) -> bool:
         if cand.owner_id in self.exclude:
-            return False  # already in the history layer or the latest input
+            self._left_out(cand.owner_id)  # already in the history layer or the latest input
+            return False
         if not cand.text.strip():
             # an empty message (or an event of data only) would be a label with nothing under it
             self.drop(cand.owner_id, "threshold", "empty text")
@@ -498,8 +528,7 @@ class Gatherer:
             n += 1
             node = owners.get(c.item.owner_id)
             if c.item.owner_id in self.exclude or is_the_intent(node, query):
-                if c.item.owner_id not in self.exclude:
-                    self.drop(c.item.owner_id, "the intent", "the question's own message")
+                self._left_out(c.item.owner_id)
                 if spare:
                     nxt = spare.pop(0)
                     promoted.add(nxt.item.item_id)

@@ -8,7 +8,16 @@ makes up at least `NEAR_WHOLE` of it, the two say the same: one is left out. The
 entity stays (it is what the payload's `documents` and `code_snippets` list), else the
 longer text; the one kept takes the better score, so the text ranks where the better of the
 two did. A shorter part of a longer text (a requirement sentence inside a message that also
-says more) is not a repeat. Pure: ids and texts in, choices out.
+says more) is not a repeat.
+
+Against the history layer the rule is the prompt's: a memory item whose text the history
+already shows adds nothing (`said_in`). An event is left out when a history entry says
+nearly all of it or holds all of it (a call inside the entry of the message that made it,
+the same call made in another session); an entity that is a bare name (a mention whose
+text is its kind and name, "table orders_archive") when an entry says the name. Other
+entities stay: a typed entity is what the payload's `documents` and `code_snippets` list
+(the SQL a history turn wrote is `code_snippets[0]` for "改成支持分页"). Pure: ids and texts
+in, choices out.
 """
 
 from __future__ import annotations
@@ -16,10 +25,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["MIN_CHARS", "NEAR_WHOLE", "contained_repeats", "cut_from", "says_the_same"]
+__all__ = [
+    "MIN_CHARS",
+    "NEAR_WHOLE",
+    "bare_name",
+    "contained_repeats",
+    "cut_from",
+    "said_in",
+    "says_the_same",
+]
 
 MIN_CHARS = 20
 NEAR_WHOLE = 0.8
+_NAME_CHARS = 3  # a shorter name ("x", "id") is a word of too many entries to say it
 _FENCE = re.compile(r"```[\w+#.-]*")
 
 
@@ -62,3 +80,35 @@ def contained_repeats(items: Mapping[str, tuple[str, bool]]) -> dict[str, str]:
         else:
             out[item] = holder
     return out
+
+
+def bare_name(name: str, text: str) -> bool:
+    """Whether `text` says no more than `name` and at most one word beside it (its kind:
+    "table orders_archive"), as the mention entities anchored from messages do."""
+    key = _key(name)
+    return len(key) >= _NAME_CHARS and len(_key(text).replace(key, " ").split()) <= 1
+
+
+def said_in(
+    text: str, history: Mapping[str, str], *, event: bool, name: str | None = None
+) -> tuple[str, str] | None:
+    """The history entry that already says a memory item's `text` and how ("says", "holds",
+    "names"), or None (rules in the module doc: `event`, an event's text, else an entity's
+    with its `name`)."""
+    key = _key(text)
+    if not key:
+        return None
+    keys = {i: _key(t) for i, t in history.items()}
+    if event:
+        for hid, held in keys.items():
+            if _near_whole(key, held):
+                return hid, "says"
+            if len(key) >= MIN_CHARS and key in held:
+                return hid, "holds"
+        return None
+    if name is not None and bare_name(name, text):
+        word = re.compile(rf"(?<!\w){re.escape(_key(name))}(?!\w)")
+        for hid, held in keys.items():
+            if word.search(held):
+                return hid, "names"
+    return None
