@@ -30,6 +30,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from .model import Event
     from .progress import Bar, Progress
 
 __all__ = ["build_parser", "main"]
@@ -184,22 +185,19 @@ def cmd_events(args: argparse.Namespace) -> int:
         events = cb.last_events(args.session, _count("--last", args.last))
         if not events:
             cb.get_session(args.session)  # an unknown session is not found, not empty
-        from .retrieve.retracted import event_marks
-
-        marks = event_marks(cb.store, cb.project, events)  # retracted, rated wrong
-        if args.json:
-            _print_json([e.model_dump() | _marked(marks.get(e.id)) for e in events])
+        if args.json:  # "marks" (retracted, rated wrong) only on the events that have any
+            _print_json([_event_json(e) for e in events])
         for e in events if not args.json else []:
-            shown = "".join(f"[{m}] " for m in marks.get(e.id, ()))
+            shown = "".join(f"[{m}] " for m in e.marks)
             print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {shown}{_line(e.text, 80)}")
         if len(events) < args.last:  # fewer than asked: say if hidden ones are missing
             _note_hidden(cb.store.hidden_event_counts(cb.project, [args.session]), "not listed")
     return 0
 
 
-def _marked(marks: list[str] | None) -> dict[str, list[str]]:
-    """An event's marks for its JSON record ({"marks": [...]}), or nothing if none."""
-    return {"marks": marks} if marks else {}
+def _event_json(e: Event) -> dict[str, Any]:
+    """An event's JSON record: "marks" (retracted, rated wrong) only when it has any."""
+    return e.model_dump(exclude=set() if e.marks else {"marks"})
 
 
 def cmd_chain(args: argparse.Namespace) -> int:
@@ -208,7 +206,7 @@ def cmd_chain(args: argparse.Namespace) -> int:
         root = cb.get_event(args.event_id)
         chain = cb.effects(args.event_id) if args.down else cb.causal_chain(args.event_id)
         if args.json:
-            _print_json([e.model_dump() for e in [root, *chain]])
+            _print_json([_event_json(e) for e in [root, *chain]])
             return 0
         print(f"{root.type} {root.id}: {_line(root.text, 100)}")
         arrow = "->" if args.down else "<-"

@@ -211,6 +211,14 @@ class ContextBase(
         with contextlib.suppress(CaptureError):
             self._bus.flush(READ_WAIT_S)
 
+    def _settle(self, ids: Sequence[str]) -> bool:
+        # A lookup of `ids` missed: when the capture queue holds one of them (an event, or a
+        # session with queued events), write the queue, as a read does (read_your_writes).
+        if not self._bus.holds(ids):
+            return False
+        self._caught_up()
+        return True
+
     def capture_stats(self) -> BusStats:
         return self._bus.stats()
 
@@ -308,8 +316,9 @@ class ContextBase(
     ) -> bool:
         """Block until every item of the project (this base's, or `project`) has a vector
         (background mode; other projects' backlogs are not waited for), or embed them now;
-        what capture anchoring has still to write is waited for first, within the same
-        `timeout` (seconds; None: no limit).
+        the project's captures still queued are written, and what capture anchoring has
+        still to write is waited for, first, within the same `timeout` (seconds; None: no
+        limit): a wait right after `capture_messages` covers those messages.
 
         Returns False when `timeout` passes first, and logs a warning saying how many items
         of the project (this base's, or `project`) still have no vector (they keep being
@@ -322,7 +331,25 @@ class ContextBase(
 
         timeout = check_timeout("timeout", timeout)
         started = time.monotonic()
-        if self._anchorer is not None and not self._anchorer.wait_idle(timeout):
+        pid = self._pid(project)
+
+        def left() -> float | None:
+            return None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+
+        try:
+            self._bus.flush(timeout, project=pid)
+        except CaptureError:
+            if left() != 0.0:
+                raise  # not the time running out: the writer failed
+            if warn:
+                log.warning(
+                    "wait_for_embeddings: timed out after %.0f s with captures of project %r"
+                    " still being written",
+                    timeout,
+                    pid,
+                )
+            return False
+        if self._anchorer is not None and not self._anchorer.wait_idle(left()):
             if warn:
                 log.warning(
                     "wait_for_embeddings: timed out after %.0f s with %d event(s) still to anchor",
@@ -336,10 +363,8 @@ class ContextBase(
         if not self._background_embedding:
             worker.drain()
             return True
-        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
-        pid = self._pid(project)
         return wait_for_vectors(
-            self.store, worker, pid, left, progress=progress, warn=warn, started=started
+            self.store, worker, pid, left(), progress=progress, warn=warn, started=started
         )
 
     # -- capture -----------------------------------------------------------------------

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 from .aliases import edge_args, entity_args, identity_source
 from .errors import NotFoundError, ValidationError
 from .model import Entity, Event, Relation, check_id, make_entity_id
+from .read_your_writes import settles_captures
 from .retrieve import graph
+from .retrieve.retracted import with_marks
 from .validation import (
     check_entity_properties,
     check_finite,
@@ -38,7 +40,8 @@ MAX_NEIGHBOURHOOD_HOPS = 5
 
 class GraphMethods:
     """Mixed into `ContextBase`: it supplies `store`, `components`, `agent_id`, `_pid`,
-    `_after_write` and `_caught_up`."""
+    `_after_write`, `_caught_up` and `_settle` (an event captured a moment ago is found:
+    read_your_writes)."""
 
     store: Store
     components: Components
@@ -53,20 +56,27 @@ class GraphMethods:
     def _caught_up(self) -> None:
         raise NotImplementedError
 
+    def _settle(self, ids: Sequence[str]) -> bool:
+        raise NotImplementedError
+
     # -- events and the event graph ----------------------------------------------------
+    @settles_captures
     def get_event(
         self, event_id: str, *, project: str | None = None, include_inactive: bool = False
     ) -> Event:
-        return self.components.get_event(
+        """One event, with its `marks` (retracted, rated wrong)."""
+        event = self.components.get_event(
             event_id, project=project, include_inactive=include_inactive
         )
+        return with_marks(self.store, event.project_id, [event])[0]
 
     def last_events(
         self, session_id: str, n: int = 20, *, project: str | None = None
     ) -> list[Event]:
         """The last n events of a session, oldest first (those captured before the call
-        included). NotFoundError for a session the project does not have (as the timeline
-        and `ctxbase events` say), not an empty list."""
+        included), each with its `marks` (a retracted message, one rated wrong).
+        NotFoundError for a session the project does not have (as the timeline and
+        `ctxbase events` say), not an empty list."""
         if n < 0:
             raise ValidationError("n", "must be >= 0")
         self._caught_up()
@@ -74,23 +84,28 @@ class GraphMethods:
         events = self.store.list_events(pid, session_id, last_n=n)
         if not events and self.store.get_session(pid, session_id) is None:
             raise NotFoundError("session", session_id)
-        return events
+        return with_marks(self.store, pid, events)
 
     def _visible(self, project_id: str, hits: list[graph.GraphHit]) -> list[Event]:
-        return self.store.get_events(project_id, [h.node_id for h in hits])
+        return with_marks(
+            self.store, project_id, self.store.get_events(project_id, [h.node_id for h in hits])
+        )
 
+    @settles_captures
     def causal_chain(self, event_id: str, *, project: str | None = None) -> list[Event]:
         """Everything upstream of an event (its causes, their causes...), nearest first."""
         pid = self._pid(project)
-        self.get_event(event_id, project=pid)
+        self.components.get_event(event_id, project=pid)  # NotFoundError for an unknown one
         return self._visible(pid, graph.upstream(self.store, pid, event_id))
 
+    @settles_captures
     def effects(self, event_id: str, *, project: str | None = None) -> list[Event]:
         """Everything downstream of an event, nearest first."""
         pid = self._pid(project)
-        self.get_event(event_id, project=pid)
+        self.components.get_event(event_id, project=pid)  # NotFoundError for an unknown one
         return self._visible(pid, graph.downstream(self.store, pid, event_id))
 
+    @settles_captures
     def neighbourhood(
         self,
         node_id: str,
@@ -247,6 +262,8 @@ class GraphMethods:
         if check_nodes:
             ends = [args.from_id, args.to_id]
             missing = set(ends) - self.store.existing_ids(pid, ends)
+            if missing and self._settle(sorted(missing)):  # an event captured just before
+                missing = set(ends) - self.store.existing_ids(pid, ends)
             for field, node in (("from_id", args.from_id), ("to_id", args.to_id)):
                 if node in missing:
                     raise ValidationError(field, f"{node!r} does not exist in project {pid!r}")

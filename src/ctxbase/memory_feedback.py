@@ -18,6 +18,7 @@ cache confidence by (retrieve/signals.py) and the service caches assemblies by.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .aliases import identity_source
 from .errors import NotFoundError, ValidationError
 from .model import StateFact, check_id
+from .read_your_writes import settles_captures
 from .retrieve.signals import feedback_confidence
 from .store.base import FEEDBACK_SCOPE
 
@@ -202,7 +204,8 @@ def read_feedback(store: Store, pid: str, node_ids: list[str]) -> dict[str, Feed
 
 
 class FeedbackMethods:
-    """Mixed into `ContextBase`: it supplies `store`, `agent_id` and `_pid`."""
+    """Mixed into `ContextBase`: it supplies `store`, `agent_id`, `_pid` and `_settle` (an
+    event captured a moment ago can be rated: read_your_writes)."""
 
     store: Store
     agent_id: str | None
@@ -210,6 +213,10 @@ class FeedbackMethods:
     def _pid(self, project: str | None) -> str:
         raise NotImplementedError
 
+    def _settle(self, ids: Sequence[str]) -> bool:
+        raise NotImplementedError
+
+    @settles_captures
     def feedback(
         self,
         node_id: str,

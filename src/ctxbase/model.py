@@ -174,8 +174,14 @@ class Event(_Record):
     refers_to: list[str] = Field(default_factory=list)
     importance: float = 0.5
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # False: hidden (soft_delete; restore brings it back). A retracted message stays
+    # active here: it is hidden from prompts and searches, and `marks` says so.
     active: bool = True
     seq: int | None = None  # order within the session, assigned by the store
+    # What the event reads (last_events, get_event, the causal chain, the timeline) mark
+    # it with: "retracted" (or "expired": a per-turn tool result of an earlier turn), out
+    # of prompts and searches; "wrong", rated false. Read, never stored.
+    marks: list[str] = Field(default_factory=list)
 
     @field_validator("importance")
     @classmethod

@@ -25,6 +25,7 @@ from .assemble.lifecycle import (
 )
 from .errors import NotFoundError, ValidationError
 from .model import SessionInfo, TaskInfo, check_id
+from .read_your_writes import settles_captures
 from .store.base import Store
 from .validation import check_json, check_text
 
@@ -43,13 +44,17 @@ def _caller_metadata(metadata: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 class SessionMethods:
-    """Mixed into `ContextBase`: it supplies `store`, `project` and `_pid`."""
+    """Mixed into `ContextBase`: it supplies `store`, `project`, `_pid` and `_settle`
+    (a session or message captured a moment ago is found: read_your_writes)."""
 
     store: Store
     project: str
     session_idle_timeout_s: float | None
 
     def _pid(self, project: str | None) -> str:
+        raise NotImplementedError
+
+    def _settle(self, ids: Sequence[str]) -> bool:
         raise NotImplementedError
 
     def context_manager(self, **options: Any) -> ContextManager:
@@ -126,6 +131,7 @@ class SessionMethods:
         update = {"title": title, "metadata": {**given, **kept}}
         return save_session(self.store, existing.model_copy(update=update), cause="update")
 
+    @settles_captures
     def get_session(self, session_id: str, *, project: str | None = None) -> SessionInfo:
         info = self.store.get_session(self._pid(project), session_id)
         if info is None:
@@ -172,16 +178,19 @@ class SessionMethods:
         """The project's tasks, or one session's."""
         return self.store.list_tasks(self._pid(project), session_id)
 
+    @settles_captures
     def suspend_session(
         self, session_id: str, *, project: str | None = None, cause: str = "suspend"
     ) -> SessionInfo:
         return self._manager(project).suspend_session(session_id, cause=cause)
 
+    @settles_captures
     def resume_session(
         self, session_id: str, *, project: str | None = None, cause: str = "resume"
     ) -> SessionInfo:
         return self._manager(project).resume_session(session_id, cause=cause)
 
+    @settles_captures
     def expire_session(
         self, session_id: str, *, project: str | None = None, cause: str = "expired"
     ) -> SessionInfo:
@@ -196,6 +205,7 @@ class SessionMethods:
         manager.archive_session(session_id, cause=cause)
         return manager.session(session_id)
 
+    @settles_captures
     def switch_task(
         self,
         session_id: str,
@@ -218,6 +228,7 @@ class SessionMethods:
         )
         return manager.task(tid)
 
+    @settles_captures
     def expire_message(
         self,
         session_id: str,

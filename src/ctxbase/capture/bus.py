@@ -6,7 +6,8 @@
   and, failing that, are written by the caller itself: they never vanish silently.
 - Bursts of LOW events of the same kind from the same agent within a short window are
   aggregated into one event while they still wait in the queue.
-- `flush()` returns once every event submitted before the call is committed to storage.
+- `flush()` returns once every event submitted before the call is committed to storage
+  (`flush(project=...)`: once that project's are, for a wait or read of one project).
 - An event the writer refuses (a session archived after it was queued, an idempotency key
   or event id already used for different content) is not retried: it is counted in
   `refused`, with the reason in `last_error`, and logged as a warning.
@@ -207,10 +208,27 @@ class CaptureBus:
         with self._cond:
             return {i for i in ids if i in self._unwritten}
 
-    def flush(self, timeout: float | None = None) -> None:
-        """Block until every event submitted before this call is written."""
+    def holds(self, ids: Sequence[str]) -> bool:
+        """Whether any of `ids` is an event queued or being written, or a session (of any
+        project) with such an event: a lookup of one that misses may just be early."""
+        wanted = set(ids)
         with self._cond:
-            target = self._tickets
+            if wanted & self._unwritten.keys():
+                return True
+            return any(s.event.session_id in wanted for s in (*self._in_flight, *self._queue))
+
+    def flush(self, timeout: float | None = None, *, project: str | None = None) -> None:
+        """Block until every event submitted before this call is written; with `project`,
+        only until that project's are (and those queued before them: order is kept), so a
+        project with nothing queued returns at once."""
+        with self._cond:
+            if project is None:
+                target = self._tickets
+            else:
+                slots = (*self._in_flight, *self._queue)
+                target = max((s.ticket for s in slots if s.event.project_id == project), default=0)
+                if target <= self._done:
+                    return
             self._flush_upto = max(self._flush_upto, target)
             self._cond.notify_all()
             deadline = None if timeout is None else time.monotonic() + timeout

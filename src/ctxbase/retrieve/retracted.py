@@ -28,7 +28,14 @@ from .signals import feedback_confidence
 if TYPE_CHECKING:
     from .search import Candidate
 
-__all__ = ["RETRACTED", "KnownStatuses", "event_marks", "mark_retracted", "retracted_owners"]
+__all__ = [
+    "RETRACTED",
+    "KnownStatuses",
+    "event_marks",
+    "mark_retracted",
+    "retracted_owners",
+    "with_marks",
+]
 
 RETRACTED = "retracted"
 # Message statuses that still put a message in prompts and searches (lifecycle.Status).
@@ -159,3 +166,10 @@ def event_marks(store: Store, project_id: str, events: Sequence[Event]) -> dict[
         if conf is not None and conf.value < floor:
             out.setdefault(key, []).append("wrong")
     return out
+
+
+def with_marks(store: Store, project_id: str, events: Sequence[Event]) -> list[Event]:
+    """The events, each carrying its `event_marks` in `Event.marks` (an event read tells
+    that a message is retracted or rated wrong, as the listings do)."""
+    marks = event_marks(store, project_id, events)
+    return [e.model_copy(update={"marks": marks[e.id]}) if e.id in marks else e for e in events]

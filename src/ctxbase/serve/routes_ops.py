@@ -72,10 +72,11 @@ def wait_for_embeddings(
     project: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
 ) -> IdleOut:
     """Block until every item of the project has a vector (or the timeout passes; another
-    project's backlog is not waited for), then answer how many items of `project` still
-    have none (`pending_vectors`; without `project`: the key's one project, else the
-    server's default). A failing embedder is a 503 with its error, not a wait for vectors
-    that never come."""
+    project's backlog is not waited for), the project's captures still queued written
+    first (a wait right after POST .../messages covers those messages), then answer how
+    many items of `project` still have none (`pending_vectors`; without `project`: the
+    key's one project, else the server's default). A failing embedder is a 503 with its
+    error, not a wait for vectors that never come."""
     from ..embedding_wait import pending_vectors
 
     if project is not None:

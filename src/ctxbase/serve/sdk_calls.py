@@ -42,7 +42,7 @@ __all__ = ["Call", "Calls"]
 
 T = TypeVar("T")
 
-_EVENT_WIRE_EXCLUDE = {"project_id", "active", "seq", "id"}
+_EVENT_WIRE_EXCLUDE = {"project_id", "active", "seq", "id", "marks"}
 
 
 @dataclass(frozen=True)

@@ -160,13 +160,16 @@ def timeline(
         first, last = events[0].seq, events[-1].seq
         has_before = bool(store.event_page(pid, session_id, before_seq=first, limit=1, **flt))
         has_after = bool(store.event_page(pid, session_id, after_seq=last, limit=1, **flt))
+    marks = event_marks(store, pid, events)
     return TimelineOut(
         session=session,
-        events=events,
+        events=[
+            e.model_copy(update={"marks": marks[e.id]}) if e.id in marks else e for e in events
+        ],
         total=total,
         counts=[EventCountOut(**asdict(c)) for c in counts],
         hidden=store.hidden_event_counts(pid, [session_id]).get(session_id, 0),
-        marks=event_marks(store, pid, events),
+        marks=marks,
         has_before=has_before,
         has_after=has_after,
     )
