@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any
 
@@ -30,6 +31,7 @@ def pg_writer(url: str, project: str, worker: int, n: int, start: Any, out: Any)
 def pg_reader(url: str, project: str, worker: int, stop: Any, start: Any, out: Any) -> None:
     """Search and list while the writers run; report how many reads succeeded."""
     import ctxbase
+    from ctxbase.errors import NotFoundError
 
     cb = ctxbase.open(url, project=project, embedder=None)
     reads = 0
@@ -37,7 +39,8 @@ def pg_reader(url: str, project: str, worker: int, stop: Any, start: Any, out: A
         start.wait(60)
         while not stop.is_set() or reads < 5:
             cb.search("cache latency", preset="keyword", top_k=5)
-            cb.last_events("shared", 10)
+            with contextlib.suppress(NotFoundError):  # no writer stored the shared session yet
+                cb.last_events("shared", 10)
             cb.store.list_events(project, last_n=20)
             reads += 1
             time.sleep(0.05)  # 16 processes share the machine: leave the writers CPU
