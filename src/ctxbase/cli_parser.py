@@ -152,8 +152,9 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         type=float,
         default=60.0,
         metavar="SECONDS",
-        help="embed items that have no vector yet for up to this long first (default 60; 0: "
-        "search at once, items without a vector are found by keyword and graph only)",
+        help="embed items that have no vector yet for up to this long first (default 60; the "
+        "batch being embedded when the time is up is finished, and loading the model comes "
+        "first; 0: search at once, items without a vector are found by keyword and graph only)",
     )
     p.set_defaults(func=h.cmd_search)
 

@@ -85,6 +85,8 @@ def test_the_memory_tool_and_the_cli_leave_a_retracted_message_out(
     hits = run_tool(ToolScope(cb), "search_memory", {"query": QUERY, "mode": "keyword"})
     ids = {h["id"] for h in hits["results"]}
     assert other in ids and said not in ids and decision not in ids
+    # the agent is told that something was withheld, and why
+    assert "match(es) left out: 2 retracted, 0 rated wrong" in hits["note"]
     cb.close()
 
     base = ["--db", str(tmp_path / "r.db"), "--project", "p", "--embedder", "hash"]

@@ -340,8 +340,18 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
                 hit[key] = value
         hits.append(hit)
     out: dict[str, Any] = {"query": response.query, "results": hits}
-    if response.off_topic:
-        out["note"] = response.off_topic
+    notes = [response.off_topic] if response.off_topic else []
+    # an agent cannot tell a memory that is not there from one withheld: say how many were
+    withheld = [c.dropped for c in response.considered if c.dropped is not None]
+    retracted = sum(1 for d in withheld if d.startswith("retracted"))
+    unsure = sum(1 for d in withheld if d.startswith("confidence "))  # rated wrong, or low
+    if retracted or unsure:
+        notes.append(
+            f"{retracted + unsure} match(es) left out: {retracted} retracted, "
+            f"{unsure} rated wrong or below the confidence floor"
+        )
+    if notes:
+        out["note"] = "; ".join(notes)
     return out
 
 
