@@ -247,13 +247,21 @@ class FeedbackMethods:
             by=by or identity_source(self.agent_id),
         )
 
+    @settles_captures
     def get_feedback(self, node_id: str, *, project: str | None = None) -> Feedback | None:
-        """The current feedback on an event or entity, or None."""
+        """The current feedback on an event or entity, or None (NotFoundError when the
+        project holds no such node: a mistyped id is not a node without feedback)."""
         check_id("node_id", node_id)
-        return read_feedback(self.store, self._pid(project), [node_id]).get(node_id)
+        pid = self._pid(project)
+        found = read_feedback(self.store, pid, [node_id]).get(node_id)
+        if found is None:
+            _owner(self.store, pid, node_id)  # only on a miss: is the node there at all?
+        return found
 
+    @settles_captures
     def feedback_history(self, node_id: str, *, project: str | None = None) -> list[Feedback]:
-        """Every feedback given on an event or entity, oldest first."""
+        """Every feedback given on an event or entity, oldest first (NotFoundError when the
+        project holds no such node)."""
         check_id("node_id", node_id)
         pid = self._pid(project)
         out: list[Feedback] = []
@@ -269,4 +277,6 @@ class FeedbackMethods:
             )
             if (record := _record(fact)) is not None:
                 out.append(record)
+        if not out:
+            _owner(self.store, pid, node_id)
         return out

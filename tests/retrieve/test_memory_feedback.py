@@ -115,6 +115,11 @@ def test_feedback_checks_what_it_names(cb: ContextBase) -> None:
     with pytest.raises(NotFoundError):
         cb.feedback(ids[0], "liked", context_id="ctx_nosuch")
     assert cb.get_feedback(ids[0]) is None and cb.feedback_history(ids[0]) == []
+    # a read names a node too: a mistyped id is not found, not a node without feedback
+    with pytest.raises(NotFoundError):
+        cb.get_feedback("ev_nosuch")
+    with pytest.raises(NotFoundError):
+        cb.feedback_history("ev_nosuch")
 
 
 def test_feedback_names_the_assembled_context_and_the_trace_shows_confidence(

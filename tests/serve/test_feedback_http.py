@@ -93,6 +93,7 @@ def test_rest_feedback_errors_and_default_author(server: Live, pid: str) -> None
         assert shown.status_code == 200
         assert shown.json()["current"]["label"] == "liked"
         assert [h["label"] for h in shown.json()["history"]] == ["liked"]
+        assert c.get(f"{base}/feedback/ev_nosuch").status_code == 404
     with server.client(server.key(pid, role="read")) as c:
         denied = c.post(f"{base}/feedback", json={"node_id": ev, "label": "wrong"})
         assert denied.status_code == 403
