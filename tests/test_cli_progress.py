@@ -237,3 +237,17 @@ def test_search_says_nothing_of_a_small_backlog_it_embeds_at_once(tmp_path: Path
     assert done.returncode == 0 and done.stderr == "" and "orders_" in done.stdout
     status = run("--db", db, "--embedder", "hash", "status", "--json", cwd=tmp_path)
     assert json.loads(status.stdout)["pending_vectors"] == 0  # it did embed them first
+
+
+def test_ingest_wait_embeddings_takes_seconds_as_search_does(tmp_path: Path) -> None:
+    repo = small_repo(tmp_path, files=2)
+    base = ["--db", str(tmp_path / "w.db"), "--embedder", "hash", "-q"]
+    # bare before the path: until done (the path is not read as a number of seconds)
+    done = run(*base, "ingest", "--wait-embeddings", str(repo), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "3 new" in done.stdout and "0 pending: searchable" in done.stdout
+    (repo / "extra.py").write_text("def extra_total(x):\n    return x\n", "utf-8")
+    timed = run(*base, "ingest", str(repo), "--wait-embeddings", "30", cwd=tmp_path)
+    assert timed.returncode == 0 and "0 pending: searchable" in timed.stdout
+    bad = run(*base, "ingest", str(repo), "--wait-embeddings=-1", cwd=tmp_path)
+    assert bad.returncode == 2 and "--wait-embeddings: must be 0 or more seconds" in bad.stderr

@@ -518,7 +518,10 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     # is the one the command leaves (a worker started by the ingest's writes would embed
     # a batch more while the base closes, and the next search would report fewer), and
     # the model is not loaded for a batch nobody waits for.
-    background = bool(args.wait_embeddings)
+    wait = args.wait_embeddings  # None: no wait; inf: until done; else at most this long
+    if wait is not None and not wait >= 0:  # NaN too
+        raise ValidationError("--wait-embeddings", f"must be 0 or more seconds (got {wait:g})")
+    background = wait is not None
     with (
         _open(args, chunking=chunking, background_embedding=background) as cb,
         _quiet(EMBEDDER_LOGGER),  # a failure: one line
@@ -547,11 +550,17 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
         if cb.embeds:
-            print(_vectors_line(cb, waiting=bool(args.wait_embeddings)))
-        if args.wait_embeddings and cb.embeds:
+            print(_vectors_line(cb, waiting=background))
+        if background and cb.embeds:
             sys.stdout.flush()
-            embedded = _wait_for_vectors(cb, progress)  # a failing embedder: exit 1, its error
-            print(f"embeddings: {embedded} vector(s) made while waiting, 0 pending: searchable")
+            from .embedding_wait import pending_vectors
+
+            limit = None if wait == float("inf") else wait
+            # a failing embedder: exit 1, its error
+            embedded = _wait_for_vectors(cb, progress, timeout=limit)
+            left = pending_vectors(cb.store, cb.embedder.name, cb.project)
+            state = "searchable" if left == 0 else "the rest by keyword and graph until then"
+            print(f"embeddings: {embedded} vector(s) made while waiting, {left} pending: {state}")
     return 0
 
 

@@ -236,8 +236,13 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--wait-embeddings",
-        action="store_true",
-        help="return only when every new unit has its vector (shows the backlog shrinking)",
+        nargs="?",
+        type=float,
+        const=float("inf"),
+        default=None,
+        metavar="SECONDS",
+        help="return only when every new unit has its vector, or after SECONDS if given "
+        "(shows the backlog shrinking; as search's option of the same name)",
     )
     add_chunking_flags(p)
     p.set_defaults(func=h.cmd_ingest)
@@ -385,9 +390,12 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
     """`parser.parse_args`, but an unknown argument is reported by the command it was given
     to (its usage, not the top-level one), with the closest option it has when one is close
     (`search --topk 3`: did you mean --top-k?)."""
+    argv = list(argv) if argv is not None else _sys_argv()
+    if _innermost(parser, argv).prog.endswith(" ingest"):
+        argv = _bare_wait(argv)
     args, extras = parser.parse_known_args(argv)
     if extras:
-        target = _innermost(parser, list(argv) if argv is not None else _sys_argv())
+        target = _innermost(parser, argv)
         hint = ""
         flags = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
         if flags:
@@ -396,6 +404,24 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
                 hint = f" (did you mean {close[0]}?)"
         target.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
     return args
+
+
+def _bare_wait(argv: list[str]) -> list[str]:
+    """`ingest --wait-embeddings PATH`: the flag given bare (wait until done) before the
+    path, which its optional SECONDS would otherwise take as a number."""
+    out = list(argv)
+    for i, token in enumerate(out[:-1]):
+        if token == "--wait-embeddings" and not _is_number(out[i + 1]):
+            out[i] = "--wait-embeddings=inf"
+    return out
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def _sys_argv() -> list[str]:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .anchor.kb_versions import pin_knowledge
 from .errors import NotFoundError, ValidationError
 from .model import Event
 from .repo_forget import plan_repo_forget, repo_names
@@ -249,6 +248,8 @@ def forget(
         )
         if plan is not None and plan.repin is not None:
             # the pinned view held forgotten ids: its tag, rewritten, is pinned again
+            from .anchor.kb_versions import pin_knowledge  # numpy: only when a pin moves
+
             pin_knowledge(cb.components, plan.repin, project=pid)
         for cache, n in cb._forget_cached(pid).items():
             report.add_cache(cache, n)

@@ -97,6 +97,9 @@ def test_bad_calls_come_back_as_errors(cb: ContextBase) -> None:
         assert err["code"] == "invalid" and err["field"] == field, (name, args, err)
     missing = call(scope, "get_trace", {"context_id": "ctx_missing"})["error"]
     assert missing["code"] == "not_found"
+    # a mistyped session is not found, not an empty answer
+    nowhere = call(scope, "search_memory", {"query": "cache", "session_id": "nope"})["error"]
+    assert nowhere["code"] == "not_found" and "session 'nope'" in nowhere["message"], nowhere
 
 
 def test_the_library_names_and_messages_work_in_tools(cb: ContextBase) -> None:

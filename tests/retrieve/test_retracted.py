@@ -86,7 +86,12 @@ def test_the_memory_tool_and_the_cli_leave_a_retracted_message_out(
     ids = {h["id"] for h in hits["results"]}
     assert other in ids and said not in ids and decision not in ids
     # the agent is told that something was withheld, and why
-    assert "match(es) left out: 2 retracted, 0 rated wrong" in hits["note"]
+    assert "2 match(es) left out (" in hits["note"]
+    assert said in hits["note"] and decision in hits["note"]
+    assert "2 retracted, 0 rated wrong" in hits["note"]
+    # not on a query the withheld ones would not have answered
+    unrelated = run_tool(ToolScope(cb), "search_memory", {"query": "nightly", "mode": "keyword"})
+    assert "left out" not in unrelated.get("note", "")
     cb.close()
 
     base = ["--db", str(tmp_path / "r.db"), "--project", "p", "--embedder", "hash"]

@@ -163,3 +163,23 @@ def test_a_body_nested_past_the_parser_says_so(live: Live, pid: str) -> None:
         "message": "body: is nested too deep to read (at most 64 levels)",
         "field": "body",
     }
+
+
+def test_a_remote_hit_says_where_recency_put_it_as_embedded(live: Live, pid: str) -> None:
+    with ctxbase.connect(live.url, api_key=live.key(pid), project=pid) as sdk:
+        old = sdk.record(
+            "assistant_message", session_id="a", text="SELECT id FROM orders WHERE total > 10",
+            ts=time.time() - 3 * 86400,
+        )  # fmt: skip
+        new = sdk.record(
+            "assistant_message", session_id="b", text="SELECT id FROM orders JOIN payments",
+            ts=time.time() - 86400,
+        )  # fmt: skip
+        sdk.flush()
+        hits = sdk.search("the orders SQL from last time", preset="keyword").results
+        placed = {c.item.owner_id: c.recency for c in hits}
+    assert placed[new.id] is not None and placed[new.id].startswith("sql")
+    assert placed[old.id] is not None
+    assert [c.item.owner_id for c in hits].index(new.id) < [c.item.owner_id for c in hits].index(
+        old.id
+    )

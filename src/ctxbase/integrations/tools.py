@@ -306,6 +306,8 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             types=tuple(a.types) if a.types else None,
             repos=tuple(a.repos) if a.repos else None,
         )
+    if a.session_id:  # a mistyped session is not found, as `ctxbase search --session` says
+        scope.cb.get_session(a.session_id, project=scope.project_id)
     # assembly's relevance gate: an off-topic query gets no nearest-but-unrelated text
     response = scope.cb.search(
         a.query,
@@ -342,13 +344,22 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
     out: dict[str, Any] = {"query": response.query, "results": hits}
     notes = [response.off_topic] if response.off_topic else []
     # an agent cannot tell a memory that is not there from one withheld: say how many were
-    withheld = [c.dropped for c in response.considered if c.dropped is not None]
-    retracted = sum(1 for d in withheld if d.startswith("retracted"))
-    unsure = sum(1 for d in withheld if d.startswith("confidence "))  # rated wrong, or low
-    if retracted or unsure:
+    # only those that would have been results: scoring at least the last result's score
+    floor = min((c.score for c in response.results), default=None)
+    withheld = [
+        c
+        for c in response.considered
+        if floor is not None
+        and c.score >= floor
+        and c.dropped is not None
+        and c.dropped.startswith(("retracted", "confidence "))
+    ]
+    if withheld:
+        retracted = sum(1 for c in withheld if c.dropped and c.dropped.startswith("retracted"))
+        ids = ", ".join(c.item.owner_id for c in withheld[:5])
         notes.append(
-            f"{retracted + unsure} match(es) left out: {retracted} retracted, "
-            f"{unsure} rated wrong or below the confidence floor"
+            f"{len(withheld)} match(es) left out ({ids}): {retracted} retracted, "
+            f"{len(withheld) - retracted} rated wrong or below the confidence floor"
         )
     if notes:
         out["note"] = "; ".join(notes)

@@ -27,7 +27,6 @@ from typing import Any
 from ..errors import NotFoundError
 from ..model import Entity
 from ..store.base import KnowledgeView, Store
-from .synced import generation
 
 __all__ = [
     "KB_PIN_KEY",
@@ -152,6 +151,8 @@ class ViewCache:
     def view(self, project_id: str, version: str | None) -> KnowledgeView | None:
         if version == LATEST:
             return None
+        from .synced import generation  # numpy: not for the commands that only list
+
         gen = generation(self.store, project_id)
         key = (project_id, version)
         with self._lock:

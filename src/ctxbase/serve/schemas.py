@@ -462,6 +462,8 @@ class SearchHitOut(_Out):
     # a retracted message, or a statement cut from one: only with options.min_confidence 0
     # (which keeps memories rated wrong too) is it a result, marked so
     retracted: bool = False
+    # with a recency cue and a kind named ("the SQL from last time"): its place among them
+    recency: str | None = None
 
 
 class SearchOut(_Out):
