@@ -270,10 +270,11 @@ def test_context_diff(
     system = page.locator('#token-diff .token-row[data-layer="system"]').locator("td")
     expect(system.nth(1)).to_have_text("40")
     expect(system.nth(2)).to_have_text("40")  # whole at any budget
-    memory = page.locator('#token-diff .token-row[data-layer="memory"]').locator("td")
-    before, after = int(memory.nth(1).inner_text()), int(memory.nth(2).inner_text())
-    assert after < before  # the tester's budget is narrower
-    expect(memory.nth(3)).to_have_text(str(after - before))
+    # the tester's budget is narrower: its history is cut (memory holds no history turn)
+    history = page.locator('#token-diff .token-row[data-layer="history"]').locator("td")
+    before, after = int(history.nth(1).inner_text()), int(history.nth(2).inner_text())
+    assert after < before
+    expect(history.nth(3)).to_have_text(str(after - before))
     expect(page.locator("#score-changes")).to_contain_text("doc_redis_spec")
     expect(page.locator("#prompt-diff .del").first).to_be_visible()
     shot(page, tmp_path, "diff")

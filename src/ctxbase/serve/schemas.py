@@ -357,6 +357,7 @@ class SearchOptionsIn(_In):
     tool_error_confidence: float | None = None
     relevance_gate: bool | None = None
     relevance_floor: float | None = None
+    recency_order: bool | None = None
     dedupe_threshold: float | None = None
     top_k: int | None = None
     dynamic_top_k: tuple[int, int] | None = None
