@@ -212,9 +212,10 @@ class ForgetReport:
     SQLite), rows kept but redacted per table (traces of other sessions that used forgotten
     events), and in-memory cache entries dropped per cache. `not_found` lists the event ids,
     entity ids and session id the forget named that the project does not hold, and
-    `already_forgotten` the ids (and session) named that the project has forgotten before
-    (filled in by `ContextBase.forget`, which raises NotFoundError when every one it named
-    is unknown), and `repos` the ingested repositories it forgot whole."""
+    `already_forgotten` the ids (and session and repositories) named that the project has
+    forgotten before (filled in by `ContextBase.forget`, which raises NotFoundError when
+    every one it named is unknown), and `repos` the ingested repositories it forgot whole
+    (not those forgotten before)."""
 
     removed: dict[str, int] = field(default_factory=dict)
     redacted: dict[str, int] = field(default_factory=dict)
