@@ -282,6 +282,11 @@ def test_forget_repo_is_the_way_out_of_an_overlap(tmp_path: Path, capsys: Any) -
     assert report["removed"]["entities"] == len(held)
     code, out, _ = _run(capsys, *base, "entities", "--json")
     assert json.loads(out) == []
+    # again: forgotten before, no error (as a session), and nothing removed
+    code, out, err = _run(capsys, *base, "forget", "--repo", "repos")
+    report = json.loads(out)
+    assert code == 0 and (report["repos"], report["already_forgotten"]) == ([], ["repos"])
+    assert report["total"] == 0 and "already forgotten in project 'lib': repo 'repos'" in err
     code, out, _ = _run(capsys, *base, "ingest", sc, "--repo", "sc")
     assert code == 0 and "2 new" in out and "(repository sc)" in out
 

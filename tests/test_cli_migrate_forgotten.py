@@ -63,3 +63,34 @@ def test_migrate_data_leaves_out_what_the_destination_forgot(
         capsys, "--project", project_id, "-q", "migrate-data", "--from", bak, "--to", live
     )
     assert code == 0 and "left out 6 row(s)" in out
+
+
+def test_migrate_data_leaves_out_a_forgotten_repository(tmp_path: Path, capsys: Any) -> None:
+    """A backup taken before `forget --repo` brings back neither where the repository
+    lived nor its knowledge-base tag; the repository stays forgotten (a second forget says
+    so), and the other repository's tag is kept without it."""
+    live, bak = str(tmp_path / "live.db"), str(tmp_path / "bak.db")
+    base = ("--db", live, "--project", "p", "--embedder", "hash", "-q")
+    for name in ("anc", "asm"):
+        root = tmp_path / name
+        root.mkdir()
+        (root / f"{name}.py").write_text(f'def {name}_zqx():\n    """{name} tool."""\n')
+        assert _run(capsys, *base, "ingest", str(root), "--repo", name)[0] == 0
+    assert _run(capsys, *base, "kb", "tag", "v1")[0] == 0
+    assert _run(capsys, *base, "kb", "tag", "v1anc", "--repo", "anc")[0] == 0
+    shutil.copy(live, bak)
+    assert _run(capsys, *base, "forget", "--repo", "anc")[0] == 0
+
+    code, out, err = _run(capsys, "--project", "p", "-q", "migrate-data", "--from", bak,
+                          "--to", live)  # fmt: skip
+    assert code == 0 and "differs" not in out and err == "", (out, err)
+    rows = {line.split()[0]: line for line in out.splitlines() if " source " in line}
+    assert "(2 left out: forgotten there)" in rows["state"]  # where anc lived, v1anc
+    code, out, _ = _run(capsys, *base, "kb", "list", "--json")
+    tags = {t["name"]: t for t in json.loads(out)}
+    assert code == 0 and set(tags) == {"v1"} and tags["v1"]["repos"] == ["asm"]
+    code, _, err = _run(capsys, *base, "entities", "--repo", "anc")
+    assert code == 3 and "its repositories: asm" in err
+    code, out, err = _run(capsys, *base, "forget", "--repo", "anc")
+    assert code == 0 and json.loads(out)["already_forgotten"] == ["anc"]
+    assert "already forgotten in project 'p': repo 'anc'" in err

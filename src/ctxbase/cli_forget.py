@@ -39,13 +39,15 @@ def _note_unknown(cb: Any, unknown: Sequence[str]) -> None:
 
 
 def _named_in(args: argparse.Namespace, ids: Sequence[str]) -> list[str]:
-    """The --event / --entity ids and the --session among `ids`, each as the option named
-    it."""
+    """The --event / --entity ids, the --session and the --repo names among `ids`, each as
+    the option named it."""
     wanted = set(ids)
     named = [f"event {i!r}" for i in dict.fromkeys(args.event or []) if i in wanted]
     named += [f"entity {i!r}" for i in dict.fromkeys(args.entity or []) if i in wanted]
     session = getattr(args, "session", None)
-    return named + ([f"session {session!r}"] if session and session in wanted else [])
+    named += [f"session {session!r}"] if session and session in wanted else []
+    repos = getattr(args, "repo", None) or []
+    return named + [f"repo {r!r}" for r in dict.fromkeys(repos) if r in wanted]
 
 
 def _confirm_whole_project(project: str, db: str) -> None:

@@ -224,13 +224,17 @@ def forget(
     cb.flush()
     if cb._searcher is not None:  # noted uses first: the forget then removes those it covers
         cb._searcher.usage.flush()
-    # an unknown repository is refused before anything is done
+    # an unknown repository is refused before anything is done; one forgotten before is
+    # "already forgotten", as a session is
     plan = plan_repo_forget(cb.store, pid, names) if names and not whole_project else None
+    repos_forgotten = plan.already_forgotten if plan is not None else []
+    if plan is not None and not plan.names:
+        plan = None  # each was forgotten before: nothing left to remove
     targets = _targets(cb.store, pid, event_ids, entity_ids, session_id)
     unknown, named = targets.unknown, targets.named
     sources = _anchored_sources(cb.store, pid, [*event_ids, *entity_ids])
     only_named = not whole_project and before is None and plan is None
-    if named and len(unknown) == named and only_named:
+    if named and len(unknown) == named and only_named and not repos_forgotten:
         raise nothing_matched("forget", unknown, pid)
     if only_named and targets.held == 0:
         # nothing named is held: a repeat (or a retry whose first answer was lost) of a
@@ -245,6 +249,7 @@ def forget(
             whole_project=whole_project,
             soft_deleted_before=before,
             replace_state=plan.replace_state if plan else None,
+            repos=plan.names if plan else (),
         )
         if plan is not None and plan.repin is not None:
             # the pinned view held forgotten ids: its tag, rewritten, is pinned again
@@ -254,9 +259,9 @@ def forget(
         for cache, n in cb._forget_cached(pid).items():
             report.add_cache(cache, n)
         report.add_cache("text_analysis", clear_text_caches())
-    report.repos = list(names)
+    report.repos = plan.names if plan else list(names) if whole_project else []
     report.not_found = [i for _, i in unknown]
-    report.already_forgotten = targets.already_forgotten
+    report.already_forgotten = [*targets.already_forgotten, *repos_forgotten]
     if report.total:
         report.sources_forgotten = [e.id for e in sources.same]
     report.sources_still_visible = _visible(cb.store, pid, sources.more)
@@ -375,11 +380,11 @@ class ForgetMethods:
         event is ignored. The report counts each per table and cache, names the ids the
         project does not hold (`not_found`) and the events, entities and session it forgot
         before (`already_forgotten`: forgetting again is no error, so a retry is harmless;
-        a forget keeps a tombstone, a hash of each id, for that). NotFoundError when every
-        id and session named is unknown (unless whole_project or a purge was asked), and
-        UnknownReposError (a NotFoundError naming the project's repositories), before
-        anything is done, when a repository named is not one of them; a repository forgotten
-        before is unknown then."""
+        a forget keeps a tombstone, a hash of each id, for that), repositories included.
+        NotFoundError when every id and session named is unknown (unless whole_project or
+        a purge was asked), and UnknownReposError (a NotFoundError naming the project's
+        repositories), before anything is done, when a repository named is neither one of
+        them nor forgotten before."""
         return forget(
             self,
             event_ids=event_ids,

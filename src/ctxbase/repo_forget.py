@@ -16,6 +16,13 @@ repository's names and ids, each without its history:
   or removed when it covered that repository alone; the pinned view goes with it and is
   pinned again afterwards when its tag remains (kb_versions.py).
 
+The rule for those records is store/repo_records.py's, which a copy from a backup follows too.
+
+The forget leaves a tombstone of each repository's name (kind "repo"): a copy from a
+backup taken before it leaves out those records and entities (store/copy_filter.py), and
+forgetting the name again is "already forgotten", not "not found". It blocks no ingest: a
+repository ingested again under the name is held again, and forgotten like any other.
+
 Hiding a repository (a soft forget) is not offered: its next ingest would bring its files
 back and another folder could take its name meanwhile, so a hidden repository would
 neither stay hidden nor come back as it was.
@@ -23,22 +30,27 @@ neither stay hidden nor come back as it was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .anchor.repository import REPOSITORY_SCOPE, check_repo_name, recorded_places
+from .anchor.repository import check_repo_name
 from .errors import UnknownReposError, ValidationError
-from .retrieve.kb_view import KB_PIN_KEY, KB_PIN_SCOPE, KB_TAG_SCOPE
 from .store.base import Store
+from .store.repo_records import (
+    KB_PIN_KEY,
+    KB_PIN_SCOPE,
+    KB_TAG_SCOPE,
+    REPOSITORY_SCOPE,
+    StateKey,
+    without_repos,
+)
 
 __all__ = [
     "RepoForget",
     "plan_repo_forget",
     "repo_names",
 ]
-
-StateKey = tuple[str, str, str]
 
 
 def repo_names(repo: str | None, repos: Sequence[str] | None) -> list[str]:
@@ -53,61 +65,39 @@ def repo_names(repo: str | None, repos: Sequence[str] | None) -> list[str]:
 class RepoForget:
     """What forgetting `names` covers: their entities, the state records to rewrite
     (None: to remove; see Store.forget's `replace_state`) and the tag to pin again after
-    the forget (its pinned view is rewritten by pinning it)."""
+    the forget (its pinned view is rewritten by pinning it). `already_forgotten`: names
+    the project neither holds nor records but forgot before (their tombstones): nothing is
+    left to do for them."""
 
     names: list[str]
     entity_ids: list[str] = field(default_factory=list)
     replace_state: dict[StateKey, Any] = field(default_factory=dict)
     repin: str | None = None
+    already_forgotten: list[str] = field(default_factory=list)
 
 
 def plan_repo_forget(store: Store, project_id: str, names: Sequence[str]) -> RepoForget:
     """What forgetting the repositories `names` of the project covers; UnknownReposError,
-    before anything is done, when one of them is neither ingested nor recorded."""
+    before anything is done, when one of them is neither ingested nor recorded nor forgotten
+    before. A name forgotten before and ingested again since is held: it is forgotten
+    again."""
     found = store.repo_entity_ids(project_id, names)
-    places = recorded_places(store, project_id)
-    unknown = [n for n in names if n not in found and n not in places]
+    places = {f.key: f.value for f in store.get_state(project_id, REPOSITORY_SCOPE, "")}
+    missing = [n for n in names if n not in found and n not in places]
+    gone = store.forgotten_ids(project_id, missing, ("repo",)) if missing else set()
+    unknown = [n for n in missing if n not in gone]
     if unknown:
         known = sorted(set(store.list_repos(project_id)) | set(places))
         raise UnknownReposError(unknown, project_id, known)
-    plan = RepoForget(list(names))
-    plan.entity_ids = list(dict.fromkeys(i for n in names for i in found.get(n, ())))
-    going = set(names)
-    for name, place in places.items():
-        key = (REPOSITORY_SCOPE, "", name)
-        if name in going:
-            plan.replace_state[key] = None
-        elif going & set(place.shares):
-            shares = [s for s in place.shares if s not in going]
-            plan.replace_state[key] = {**place.to_json(), "shares": shares}
-            if not shares:
-                del plan.replace_state[key]["shares"]
-    _plan_tags(store, project_id, plan, set(plan.entity_ids))
-    return plan
-
-
-def _plan_tags(store: Store, project_id: str, plan: RepoForget, ids: set[str]) -> None:
-    """Tags that cover a forgotten repository or entity: rewritten without them, removed
-    when nothing else is left; the pinned view with its tag."""
-    going = set(plan.names)
-    touched: set[str] = set()
-    for fact in store.get_state(project_id, KB_TAG_SCOPE, ""):
-        value = fact.value
-        if not isinstance(value, Mapping):
-            continue
-        repos = [str(r) for r in value.get("repos") or ()]
-        entities = dict(value.get("entities") or {})
-        if not (going & set(repos)) and not (ids & set(entities)):
-            continue
-        touched.add(fact.key)
-        left = [r for r in repos if r not in going]
-        kept = {i: v for i, v in entities.items() if i not in ids}
-        rewritten = {**value, "repos": left, "entities": kept} if left else None
-        plan.replace_state[(KB_TAG_SCOPE, "", fact.key)] = rewritten
+    plan = RepoForget([n for n in names if n not in gone])
+    plan.already_forgotten = [n for n in names if n in gone]
+    if not plan.names:
+        return plan
+    plan.entity_ids = list(dict.fromkeys(i for n in plan.names for i in found.get(n, ())))
+    tags = {f.key: f.value for f in store.get_state(project_id, KB_TAG_SCOPE, "")}
     pins = store.get_state(project_id, KB_PIN_SCOPE, "", KB_PIN_KEY)
-    pinned = pins[0].value if pins else None
-    tag = pinned.get("tag") if isinstance(pinned, Mapping) else None
-    if isinstance(tag, str) and tag in touched:
-        plan.replace_state[(KB_PIN_SCOPE, "", KB_PIN_KEY)] = None
-        if plan.replace_state[(KB_TAG_SCOPE, "", tag)] is not None:
-            plan.repin = tag
+    records = without_repos(
+        places, tags, pins[0].value if pins else None, plan.names, plan.entity_ids
+    )
+    plan.replace_state, plan.repin = records.replace, records.repin
+    return plan

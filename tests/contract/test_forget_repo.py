@@ -113,5 +113,9 @@ def test_forget_repo_names_the_known_ones_and_refuses_to_hide(
     with pytest.raises(ValidationError):
         cb.forget(repo="a/b")
     cb.forget(repo="shop")
+    assert cb.store.forgotten_ids(cb.project, ["shop", "shpo"], ("repo",)) == {"shop"}
+    # forgotten before: said so, as for a session (a retry is harmless), not "not found"
+    again = cb.forget(repo="shop")
+    assert (again.repos, again.already_forgotten, again.total) == ([], ["shop"], 0)
     with pytest.raises(UnknownReposError, match="it has no ingested repository"):
-        cb.forget(repo="shop")  # forgotten: unknown now
+        cb.forget(repos=["shop", "shpo"])  # a typo beside it is still refused

@@ -214,6 +214,8 @@ def test_forget_tool_removes_a_repository_only_when_hard(cb: ContextBase, tmp_pa
     done = call(admin, "forget", {"repos": ["auth-repo"], "hard": True})
     assert done["repos"] == ["auth-repo"] and done["removed"]["entities"] >= 2
     assert cb.store.list_repos(cb.project) == ["user-service"]
+    again = call(admin, "forget", {"repos": ["auth-repo"], "hard": True})
+    assert (again["repos"], again["already_forgotten"], again["removed"]) == ([], ["auth-repo"], {})
     query = {"query": "auth_v2 token refresh workaround", "mode": "keyword"}
     left = call(admin, "search_memory", query)["results"]
     assert left and {h["repo"] for h in left} == {"user-service"}

@@ -1,6 +1,7 @@
 """Forgetting an ingested repository over REST and the SDK: GET /entities?repo= lists one
 repository's entities, POST /forget {repos} removes it (admin keys only) and names it in
-the report, an unknown name is a 404 naming the project's repositories."""
+the report, an unknown name is a 404 naming the project's repositories, and one forgotten
+before is named as already forgotten."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def test_forget_a_repository_over_rest_and_the_sdk(live: Live, pid: str, tmp_pat
         report = client.forget(repo="alpha")
         assert report.repos == ["alpha"] and report.removed["entities"] == len(both) - len(beta)
         assert client.list_entities(repos=["alpha"]) == []
+        again = client.forget(repo="alpha")  # forgotten before: said so, no 404
+        assert (again.repos, again.already_forgotten, again.total) == ([], ["alpha"], 0)
         hits = client.search("flamingo overview", preset="keyword", top_k=20).results
         assert hits and {h.item.repo for h in hits} == {"beta"}
     assert c.get(entities, params={"repo": "beta"}).json() == beta

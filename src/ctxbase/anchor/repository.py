@@ -43,6 +43,7 @@ from typing import Any
 from ..errors import RepositoryNameTakenError, RepositoryOverlapError, ValidationError
 from ..model import Entity, StateFact
 from ..store.base import Store
+from ..store.repo_records import REPOSITORY_SCOPE
 
 __all__ = [
     "REPOSITORY_SCOPE",
@@ -59,8 +60,8 @@ __all__ = [
     "unsafe_reason",
 ]
 
-# State records of where each ingested repository lives (scope_id '', key: the name).
-REPOSITORY_SCOPE = "repository"
+# REPOSITORY_SCOPE: the state records of where each ingested repository lives (scope_id '',
+# key: the name; store/repo_records.py, which a forget and a copy from a backup rewrite).
 
 # What a repository name may hold: no `/`, `\\`, `:` or `#` (they separate the repository
 # from the path and the symbol in entity keys), no control characters.

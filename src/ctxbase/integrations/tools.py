@@ -205,8 +205,9 @@ class ForgetArgs(_Args):
     are hidden (reversible); hard=true deletes them for good (needs an admin key), and
     can delete ingested repositories whole (repos).
     Returns how many were hidden or removed, and the ids (and session) that were hidden
-    already (unchanged), forgotten before (already_forgotten) or unknown (not_found); an
-    error (not_found) when nothing named is known. A search
+    already (unchanged), forgotten before (already_forgotten, repositories too) or
+    unknown (not_found); an error (not_found) when nothing named is known, or when a
+    repository named was never ingested. A search
     hit may be an entity taken from a message (a decision, a requirement, a code block):
     when it is the whole message, the message goes with it (sources_hidden /
     sources_forgotten); when the message says more, it stays and is listed in

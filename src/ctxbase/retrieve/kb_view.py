@@ -27,6 +27,7 @@ from typing import Any
 from ..errors import NotFoundError
 from ..model import Entity
 from ..store.base import KnowledgeView, Store
+from ..store.repo_records import KB_PIN_KEY, KB_PIN_SCOPE, KB_TAG_SCOPE
 
 __all__ = [
     "KB_PIN_KEY",
@@ -43,9 +44,6 @@ __all__ = [
     "view_for",
 ]
 
-KB_TAG_SCOPE = "kb_tag"
-KB_PIN_SCOPE = "kb_pin"
-KB_PIN_KEY = "pin"
 # `SearchConfig.kb_version` naming no tag: the latest knowledge base, whatever is pinned
 LATEST = "latest"
 

@@ -188,11 +188,11 @@ def forget(pid: AdminOnlyProject, body: ForgetIn, rt: Rt) -> ForgetOut:
     """Hard forget (admin keys): every stored copy is removed, or redacted in other
     sessions' traces; `soft_deleted_older_than_s` forgets what was soft-deleted longer ago,
     `repos` ingested repositories whole (404 naming the project's repositories when one
-    is not among them, nothing done).
+    is neither among them nor forgotten before, nothing done).
     The report counts rows removed and redacted per table and cache entries dropped, and
     names in `not_found` the ids (and session) it named that the project does not hold
-    and in `already_forgotten` the events, entities and session it forgot before (no
-    error, so a retry after a lost answer is a 200); 404 when every one named is unknown
+    and in `already_forgotten` the events, entities, session and repositories it forgot
+    before (no error, so a retry after a lost answer is a 200); 404 when every one named is unknown
     (and neither whole_project nor a purge was asked)."""
     # Before and after: an assembly racing with the forget must not stay cached.
     cached = rt.cache.invalidate(pid)

@@ -616,7 +616,8 @@ class ForgetOut(_Out):
     total: int  # rows removed
     # event ids, entity ids and session id named that the project does not hold
     not_found: list[str] = Field(default_factory=list)
-    # ids (and session) named that the project forgot before (forgetting again is no error)
+    # ids, session and repositories named that the project forgot before (forgetting
+    # again is no error)
     already_forgotten: list[str] = Field(default_factory=list)
     # messages a forgotten entity was anchored from: said the same (forgotten with it), or
     # say more (still visible: forget them too if their content must go)

@@ -49,8 +49,10 @@ SCHEMA_VERSION = 7
 
 # What a tombstone stands for: a forgotten event (a stale retry of it is never written
 # again), entity or session (forgetting it again is "already forgotten", not "not found"),
-# or a whole project (its id: a copy from a backup does not bring the project back).
-TombstoneKind = Literal["event", "entity", "session", "project"]
+# a whole project (its id: a copy from a backup does not bring the project back) or an
+# ingested repository (its name: a copy from a backup leaves out its records, and
+# forgetting it again is "already forgotten"; an ingest under the name is no less new).
+TombstoneKind = Literal["event", "entity", "session", "project", "repo"]
 
 # State records keyed by the id of an event or entity that are no facts (facts are task,
 # session, user or project): feedback on a memory (value: label, confidence, where it was
@@ -210,9 +212,10 @@ class ForgetReport:
     SQLite), rows kept but redacted per table (traces of other sessions that used forgotten
     events), and in-memory cache entries dropped per cache. `not_found` lists the event ids,
     entity ids and session id the forget named that the project does not hold, and
-    `already_forgotten` the ids (and session) named that the project has forgotten before
-    (filled in by `ContextBase.forget`, which raises NotFoundError when every one it named
-    is unknown), and `repos` the ingested repositories it forgot whole."""
+    `already_forgotten` the ids (and session and repositories) named that the project has
+    forgotten before (filled in by `ContextBase.forget`, which raises NotFoundError when
+    every one it named is unknown), and `repos` the ingested repositories it forgot whole
+    (not those forgotten before)."""
 
     removed: dict[str, int] = field(default_factory=dict)
     redacted: dict[str, int] = field(default_factory=dict)
@@ -346,7 +349,8 @@ class Store(ABC):
     ) -> set[str]:
         """Which of these ids the project has hard-forgotten as one of `kinds` (events by
         default): a forget keeps a tombstone, a hash of the id and its kind, for each
-        stored event, entity and session it removed (see rows.tombstone_hash)."""
+        stored event, entity and session it removed and each repository it forgot whole
+        (see rows.tombstone_hash)."""
 
     @abstractmethod
     def get_events(
@@ -683,6 +687,7 @@ class Store(ABC):
         whole_project: bool = False,
         soft_deleted_before: float | None = None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
+        repos: Sequence[str] = (),
     ) -> ForgetReport:
         """Hard forget events and entities (named, a session's, or those soft-deleted before
         `soft_deleted_before`, a unix time) or the whole project: their rows, search units,
@@ -699,7 +704,9 @@ class Store(ABC):
         `replace_state` names state records, (scope, scope_id, key), whose content the
         forget covers too: each is removed with its whole history, and written again (one
         fresh version, `cause` "forget") when its value here is not None; in the same
-        transaction, so no earlier value is left."""
+        transaction, so no earlier value is left. `repos` names the ingested repositories
+        the forget covers whole (their entities and records come in the lists above): each
+        leaves a tombstone of kind "repo" (ignored with whole_project)."""
 
     # -- bulk copy (migrate-data) ----------------------------------------------------------
     @abstractmethod

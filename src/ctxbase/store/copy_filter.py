@@ -16,8 +16,8 @@ is known when its children come:
   id used again after its forget keeps its tombstone, and its new rows stay);
 - tasks: of a session left out;
 - events: tombstoned as events, or of a session left out;
-- entities: tombstoned as entities, or anchored from an event left out
-  (`properties.event_id`);
+- entities: tombstoned as entities, anchored from an event left out
+  (`properties.event_id`), or of a repository left out;
 - relations: from or to a node left out or tombstoned, or drawn because an event left out
   said so (`properties.event_id`);
 - items: owned by a node left out or tombstoned, or of a session left out; vectors of the
@@ -25,9 +25,17 @@ is known when its children come:
   written without them (redacted), as a forget drops them;
 - state and state_history: a left-out session's scopes ('session', 'message') and its
   tasks', records keyed by a node left out or tombstoned, and every version of a fact whose
-  cause quotes what was left out (as `Store.forget` removes them);
+  cause quotes what was left out (as `Store.forget` removes them). The records that name a
+  repository left out (where it lives, knowledge-base tags covering it, the pinned view of
+  such a tag) are written as its forget left them (repo_records.py): left out, or
+  rewritten without it as a first version, without their history;
 - traces: a left-out session's own; any other is written with the left-out ids and texts
   redacted (trace_redaction).
+
+A repository is left out when it is tombstoned in the destination (a repository forget
+leaves its name's) and not held there again: a repository ingested again after its forget
+keeps its tombstone, and what the source holds of it is copied, as for a session used
+again.
 
 Tombstones are all copied, the source's included: the destination then refuses what the
 source forgot too, and a later copy from it keeps refusing. Only Store protocol methods
@@ -42,6 +50,14 @@ from typing import Any
 
 from .base import Store, TombstoneKind
 from .forget_steps import FACT_SCOPES, KEYED_BY_ID_SCOPES
+from .repo_records import (
+    KB_PIN_KEY,
+    KB_PIN_SCOPE,
+    KB_TAG_SCOPE,
+    REPOSITORY_SCOPE,
+    StateKey,
+    without_repos,
+)
 from .trace_redaction import Forgotten
 
 __all__ = ["ForgottenThere"]
@@ -85,6 +101,12 @@ class ForgottenThere:
         self._fact_scopes: set[str] = {project_id}  # scopes facts of left-out events live in
         self._facts: set[tuple[str, str, str]] = set()  # (scope, scope_id, key) left out whole
         self._forgotten: Forgotten | None = None
+        self.repos: set[str] = set()  # left out
+        self._repo_entities: set[str] = set()  # the source's entities of those
+        self._rewritten: dict[StateKey, Any] = {}  # records of them: None, left out
+        self._history_written: set[StateKey] = set()
+        if self.active and not self.project_gone:
+            self._gone_repos()
 
     # -- the destination's tombstones -------------------------------------------------------
     def _tombstoned(self, ids: Iterable[str | None], kinds: Sequence[TombstoneKind]) -> set[str]:
@@ -99,6 +121,25 @@ class ForgottenThere:
             if self._dst.get_session(self._pid, session_id) is None:
                 self.sessions.add(session_id)
         return self.sessions
+
+    def _gone_repos(self) -> None:
+        """The repositories the source names that the destination forgot (tombstoned) and
+        does not hold again (no entity, no record of where it lives), and the source's
+        entities of them."""
+        places = self._src.get_state(self._pid, REPOSITORY_SCOPE, "")
+        names = set(self._src.list_repos(self._pid)) | {f.key for f in places}
+        for tag in self._src.get_state(self._pid, KB_TAG_SCOPE, ""):
+            if isinstance(tag.value, Mapping):
+                names.update(str(r) for r in tag.value.get("repos") or ())
+        gone = self._tombstoned(sorted(names), ("repo",))
+        if not gone:
+            return
+        held = set(self._dst.repo_entity_ids(self._pid, sorted(gone)))
+        held.update(n for n in gone if self._dst.get_state(self._pid, REPOSITORY_SCOPE, "", n))
+        self.repos = gone - held
+        if self.repos:
+            found = self._src.repo_entity_ids(self._pid, sorted(self.repos))
+            self._repo_entities = {i for ids in found.values() for i in ids}
 
     def _gone_nodes(self, ids: Iterable[str | None]) -> set[str]:
         """Of `ids`, the events and entities left out here or tombstoned there."""
@@ -122,6 +163,19 @@ class ForgottenThere:
         version (state and state_history) are read first."""
         if not self.active or self.project_gone or table != "state":
             return
+        if self.repos:
+            src, pid = self._src, self._pid
+            pins = src.get_state(pid, KB_PIN_SCOPE, "", KB_PIN_KEY)
+            records = without_repos(
+                {f.key: f.value for f in src.get_state(pid, REPOSITORY_SCOPE, "")},
+                {f.key: f.value for f in src.get_state(pid, KB_TAG_SCOPE, "")},
+                pins[0].value if pins else None,
+                self.repos,
+                self._repo_entities,
+            )
+            self._rewritten = records.replace
+            if records.pinned is not None:  # its tag remains: pinned, without them
+                self._rewritten[(KB_PIN_SCOPE, "", KB_PIN_KEY)] = records.pinned
         forgotten = self.forgotten
         if not forgotten:
             return
@@ -175,7 +229,11 @@ class ForgottenThere:
         tombstoned = self._tombstoned((r["entity_id"] for r in rows), ("entity",))
         kept = []
         for r in rows:
-            if r["entity_id"] in tombstoned or _event_of(r["properties"]) in self.events:
+            if (
+                r["entity_id"] in tombstoned
+                or r["entity_id"] in self._repo_entities
+                or _event_of(r["properties"]) in self.events
+            ):
                 self.entities.add(r["entity_id"])
                 self._texts.append(r["text"])
             else:
@@ -208,9 +266,34 @@ class ForgottenThere:
 
     def _state(self, rows: Sequence[Row]) -> list[Row]:
         keyed = self._gone_nodes(r["key"] for r in rows if r["scope"] in KEYED_BY_ID_SCOPES)
-        return [r for r in rows if not self._fact_gone(r, keyed)]
+        kept = []
+        for r in rows:
+            fact = (r["scope"], r["scope_id"], r["key"])
+            if fact in self._rewritten:  # a record of a repository left out
+                value = self._rewritten[fact]
+                if value is not None:  # as the forget wrote it again
+                    kept.append({**r, "value": value, "version": 1, "cause": "forget"})
+                    self.redacted["state"] += 1
+            elif not self._fact_gone(r, keyed):
+                kept.append(r)
+        return kept
 
-    _state_history = _state
+    def _state_history(self, rows: Sequence[Row]) -> list[Row]:
+        keyed = self._gone_nodes(r["key"] for r in rows if r["scope"] in KEYED_BY_ID_SCOPES)
+        kept = []
+        for r in rows:
+            fact = (r["scope"], r["scope_id"], r["key"])
+            if fact in self._rewritten:
+                # no earlier version; one first version of a record written again
+                value = self._rewritten[fact]
+                if value is not None and fact not in self._history_written:
+                    self._history_written.add(fact)
+                    kept.append({**r, "version": 1, "old_value": None, "new_value": value,
+                                 "cause": "forget", "deleted": 0})  # fmt: skip
+                    self.redacted["state_history"] += 1
+            elif not self._fact_gone(r, keyed):
+                kept.append(r)
+        return kept
 
     def _fact_gone(self, r: Row, keyed: set[str]) -> bool:
         scope, scope_id, key = r["scope"], r["scope_id"], r["key"]

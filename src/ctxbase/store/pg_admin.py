@@ -155,6 +155,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         whole_project: bool = False,
         soft_deleted_before: float | None = None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
+        repos: Sequence[str] = (),
     ) -> ForgetReport:
         report = ForgetReport()
         with self._tx() as conn:
@@ -206,7 +207,12 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                     report.add(table, cur.rowcount)
                 sessions = [session_id] if report.removed.get("sessions") else []
             self._tombstone(
-                conn, project_id, scope.stored_event_ids, scope.stored_entity_ids, sessions
+                conn,
+                project_id,
+                scope.stored_event_ids,
+                scope.stored_entity_ids,
+                sessions,
+                repos=repos,
             )
             # A forgotten last event must not stay as the NEXT anchor of its session.
             self._x(
@@ -256,14 +262,16 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         entities: Sequence[str] = (),
         sessions: Sequence[str] = (),
         projects: Sequence[str] = (),
+        repos: Sequence[str] = (),
     ) -> None:
-        """The tombstones (hashes only) of forgotten events, entities, sessions and projects,
-        in one batch; one already there stays."""
+        """The tombstones (hashes only) of forgotten events, entities, sessions, projects and
+        repositories, in one batch; one already there stays."""
         kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
             ("event", events),
             ("entity", entities),
             ("session", sessions),
             ("project", projects),
+            ("repo", repos),
         )
         self._many(
             conn,

@@ -86,7 +86,7 @@ def stamp(value: Any) -> float:
 def tombstone_hash(item_id: str, kind: TombstoneKind = "event") -> str:
     """Tombstones keep only a hash, so a forgotten id leaves no readable trace. An event's
     is the bare hex digest (as every tombstone was before entities and sessions had them);
-    an entity's or a session's is prefixed with its kind ("session:<digest>"), so the same
+    any other kind's is prefixed with its kind ("session:<digest>", "repo:<digest>"), so the same
     id forgotten as two kinds keeps two tombstones and one never reads as the other (a
     digest is hex: no prefix can make it one)."""
     digest = hashlib.sha256(item_id.encode("utf-8")).hexdigest()

@@ -154,6 +154,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         whole_project: bool = False,
         soft_deleted_before: float | None = None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
+        repos: Sequence[str] = (),
     ) -> ForgetReport:
         report = ForgetReport()
         with self._write() as conn, _secure_delete(conn):
@@ -169,6 +170,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                     session_id=session_id,
                     soft_deleted_before=soft_deleted_before,
                     replace_state=replace_state,
+                    repos=repos,
                 )
         self._truncate_wal()
         return report
@@ -184,6 +186,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         session_id: str | None,
         soft_deleted_before: float | None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
+        repos: Sequence[str] = (),
     ) -> None:
         scope = self._forget_scope(
             conn,
@@ -227,7 +230,14 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                 ).rowcount
                 report.add(table, n)
             sessions = [session_id] if report.removed.get("sessions") else []
-        _tombstone(conn, project_id, scope.stored_event_ids, scope.stored_entity_ids, sessions)
+        _tombstone(
+            conn,
+            project_id,
+            scope.stored_event_ids,
+            scope.stored_entity_ids,
+            sessions,
+            repos=repos,
+        )
         self._fix_session_tails(conn, project_id)
         self._purge_fts(conn, report)
         self._keep_keyword_log(conn, project_id)
@@ -428,14 +438,16 @@ def _tombstone(
     entities: Sequence[str] = (),
     sessions: Sequence[str] = (),
     projects: Sequence[str] = (),
+    repos: Sequence[str] = (),
 ) -> None:
-    """The tombstones (hashes only) of forgotten events, entities, sessions and projects;
-    one already there stays."""
+    """The tombstones (hashes only) of forgotten events, entities, sessions, projects and
+    repositories; one already there stays."""
     kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
         ("event", events),
         ("entity", entities),
         ("session", sessions),
         ("project", projects),
+        ("repo", repos),
     )
     conn.executemany(
         "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
