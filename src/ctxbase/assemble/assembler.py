@@ -41,6 +41,7 @@ from .budget import (
 from .gatherer import Gatherer, event_failed, label_for
 from .history_calls import CALL_TYPE, fold_calls
 from .lifecycle import Status
+from .memory_calls import link_calls, results_with_calls
 from .memory_section import ITEM_OVERHEAD, MEMORY_HEADER, memory_items, memory_section_for
 from .policy import (
     STRATEGY_NAMES,
@@ -418,7 +419,7 @@ class Assembler:
                     for i, c in false.items()
                 ]
         items, roles, hist_notes = self._layer_items(
-            pid, layers, policy, agent_role, g, hist, window, limit, user_intent
+            pid, layers, policy, agent_role, g, hist, window, limit, user_intent, events
         )
         notes.extend(hist_notes)
         alloc, messages = self._fit(
@@ -599,11 +600,14 @@ class Assembler:
         window: RecentWindow,
         limit: int,
         intent: str,
+        events: Sequence[Event],
     ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
         counter, notes = self.counter, list[str]()
         in_window = hist[-window.max_messages :]
-        # memory the history window already shows is left out, then repeats within memory
-        g.drop_said({e.id: e.text or "" for e in in_window})
+        # memory's tool results named by their calls, its messages with their calls; then
+        # what the history window already shows is left out, then repeats within memory
+        link_calls(g)
+        g.drop_said({e.id: e.text or "" for e in in_window}, results_with_calls(in_window, events))
         g.drop_repeats()
         system = self.system_prompt.format(role=_prompt_name(role), project=pid)
         items: dict[str, list[BudgetItem]] = {

@@ -19,12 +19,13 @@ from ..retrieve.search import Candidate
 from ..retrieve.signals import Confidence, rated_false, tool_failed
 from ..store.base import ItemFilter
 from .budget import fit_to_tokens
+from .history_calls import CALL_TYPE
 from .lifecycle import Status
 from .policy import (
     Policy,
 )
 from .recall_gate import gate_search, is_the_intent
-from .repeats import contained_repeats, cut_from, said_in
+from .repeats import bare_name, calls_held, contained_repeats, cut_from, said_in, same_result
 from .state import MESSAGE_SCOPE, message_statuses, statuses_of
 from .tokens import TokenCounter
 
@@ -56,9 +57,11 @@ _LABEL_WORDS = {
 FOLLOW_PER_NODE = 200
 
 
-def label_for(type_: str, owner_id: str, name: str = "") -> str:
-    """The source label of a memory item: "[document doc_101] Redis 规范", "[tool result ev_1]"."""
-    head = f"[{_LABEL_WORDS.get(type_, type_.replace('_', ' '))} {owner_id}]"
+def label_for(type_: str, owner_id: str, name: str = "", answers: str = "") -> str:
+    """The source label of a memory item: "[document doc_101] Redis 规范", "[tool result ev_1]";
+    `answers` names the call a tool result answers: "[tool result ev_2 of ev_1 run_sql]"."""
+    of = f" of {answers}" if answers else ""
+    head = f"[{_LABEL_WORDS.get(type_, type_.replace('_', ' '))} {owner_id}{of}]"
     return f"{head} {name}" if name else head
 
 
@@ -83,16 +86,38 @@ class MemoryCandidate:
     session_id: str | None = None
     partial: bool = False  # only the passages of a long entity that a search matched
     repo: str | None = None  # the repository of an ingested entity
+    # an event's parents and time (memory_calls.py pairs tool results with their calls)
+    parents: tuple[str, ...] = ()
+    ts: float | None = None
+    # a tool result: the call it answers ("ev_1 run_sql") and that call's text
+    answers: str = ""
+    call_text: str = ""
+    # a tool result: the memory item its call is shown in (the call, or the call's message)
+    unit: str = ""
+    # an assistant message: the lines of the calls it made that its text does not say
+    call_lines: list[str] = field(default_factory=list)
+    # a recency cue ordered it, or a call it shows (retrieve/recency.py)
+    cued: bool = False
+
+    @property
+    def shown(self) -> str:
+        """The text the memory block shows: a message's calls follow its text, as in the
+        history."""
+        if not self.call_lines:
+            return self.text
+        said = self.text.rstrip()
+        return "\n".join([said, *self.call_lines] if said else self.call_lines)
 
     def item_text(self, counter: TokenCounter, max_item_tokens: int) -> str:
+        text = self.shown
         body = (
-            self.text
-            if counter.count(self.text) <= max_item_tokens
-            else (fit_to_tokens(self.text, max_item_tokens, counter) + " …")
+            text
+            if counter.count(text) <= max_item_tokens
+            else (fit_to_tokens(text, max_item_tokens, counter) + " …")
         )
         # a name that only repeats the text (a requirement sentence) is not shown twice
         name = "" if names_its_text(self.name, self.text) else self.name
-        return f"{label_for(self.type, self.owner_id, name)}\n{body}"
+        return f"{label_for(self.type, self.owner_id, name, self.answers)}\n{body}"
 
 
 def relation_entry(rel: Relation, strategy: str, floor: float) -> dict[str, Any]:
@@ -134,6 +159,8 @@ def event_cand(e: Event, score: float, strategy: str, reason: str) -> MemoryCand
         [strategy],
         [reason],
         session_id=e.session_id,
+        parents=tuple(e.parent_event_ids),
+        ts=e.ts,
     )
 
 
@@ -189,20 +216,31 @@ class Gatherer:
         self._statuses: dict[str, Mapping[str, Status]] = dict(statuses or {})
         self._hidden: dict[str, str | None] = {}
 
-    def drop_said(self, history: Mapping[str, str]) -> None:
+    def drop_said(
+        self, history: Mapping[str, str], results: Mapping[str, str] | None = None
+    ) -> None:
         """Leave out candidates whose text a history entry (id -> text) already says
-        (assemble/repeats.py `said_in`): the prompt would show it twice."""
+        (assemble/repeats.py `said_in`): the prompt would show it twice. `results`: the
+        call text of each tool result of the history; a tool result of memory that gives
+        the same answer to the same call is said there too (`same_result`), and so is a
+        message that is mostly calls the history holds (`calls_held`). Run after
+        memory_calls.link_calls, which finds the calls."""
         how = {
             "says": "says what {} in the history says",
             "holds": "said within {} in the history",
         }
         for owner_id, cand in list(self.cands.items()):
             entity = cand.kind == "entity"
-            found = said_in(cand.text, history, event=not entity, name=cand.name or None)
-            if found is None:
+            found = said_in(cand.shown, history, event=not entity, name=cand.name or None)
+            if found is not None:
+                hid, way = found
+                detail = how.get(way, "a bare name; {} in the history says it").format(hid)
+            elif same := same_result(cand.text, cand.call_text, history, results or {}):
+                detail = f"the same result of the same call as {same} in the history"
+            elif held := calls_held(cand.shown, cand.call_lines, history):
+                detail = f"its calls are in the history ({', '.join(held)})"
+            else:
                 continue
-            hid, way = found
-            detail = how.get(way, "a bare name; {} in the history says it").format(hid)
             self.drop(owner_id, "in history", detail)
             del self.cands[owner_id]
 
@@ -217,12 +255,42 @@ class Gatherer:
     def drop_repeats(self) -> None:
         """Leave out candidates that say what another says (assemble/repeats.py); the one
         kept ranks at the better of the two scores."""
-        texts = {k: (c.text, c.kind == "entity") for k, c in self.cands.items()}
+        texts = {k: (c.shown, c.kind == "entity") for k, c in self.cands.items()}
         for gone, holder in contained_repeats(texts).items():
-            cand = self.cands.pop(gone)
-            kept = self.cands[holder]
+            self._merge(gone, holder, f"says what {holder!r} says")
+        # a call a message of memory shows on its lines (the same call made in another
+        # session): the message shows it, with what led to it
+        lines = {k: "\n".join(c.call_lines) for k, c in self.cands.items() if c.call_lines}
+        for owner_id, cand in list(self.cands.items()):
+            if cand.type != CALL_TYPE:
+                continue
+            shows = next((k for k, t in lines.items() if cut_from(cand.text, t)), None)
+            if shows is not None:
+                self._merge(owner_id, shows, f"the same call as {shows!r} shows")
+        # a bare name (a mention: "table orders_archive") a turn in memory says: the turn
+        # says it with what was said about it, in the slot the name would take
+        turns = {k: c.shown for k, c in self.cands.items() if c.kind == "event"}
+        for owner_id, cand in list(self.cands.items()):
+            if cand.kind != "entity" or not cand.name or not bare_name(cand.name, cand.text):
+                continue
+            found = said_in(cand.text, turns, event=False, name=cand.name)
+            if found is None:
+                continue
+            kept = self.cands[found[0]]
             kept.score = max(kept.score, cand.score)
-            self.drop(gone, "duplicate", f"says what {holder!r} says")
+            self.drop(owner_id, "duplicate", f"a bare name; {found[0]} in memory says it")
+            del self.cands[owner_id]
+
+    def _merge(self, gone: str, holder: str, detail: str) -> None:
+        """Leave out `gone` for `holder`, which says it: `holder` ranks at the better of the
+        two scores, and the results of a call left out go with the one that shows it."""
+        cand = self.cands.pop(gone)
+        kept = self.cands[holder]
+        kept.score, kept.cued = max(kept.score, cand.score), kept.cued or cand.cued
+        for c in self.cands.values():
+            if c.unit == gone:
+                c.unit = holder
+        self.drop(gone, "duplicate", detail)
 
     def drop_withdrawn(self, also: Sequence[str] = ()) -> dict[str, Confidence]:
         """Leave out candidates rated false ("wrong"), and statements anchoring cut from a

@@ -13,6 +13,7 @@ from ..components import ComponentsSource, components_of
 from ..retrieve.config import SearchConfig, get_preset
 from .budget import BudgetItem, allocate_budget
 from .gatherer import Gatherer, MemoryCandidate
+from .memory_calls import link_calls, memory_units
 from .policy_loading import load_default_policies
 from .tokens import TokenCounter, get_token_counter
 
@@ -26,16 +27,18 @@ ITEM_OVERHEAD = 4
 def memory_items(
     cands: Mapping[str, MemoryCandidate], counter: TokenCounter, max_item_tokens: int
 ) -> list[BudgetItem]:
-    """The memory layer's items: the candidates, best first, each cut to `max_item_tokens`."""
-    ranked = sorted(cands.values(), key=lambda c: (-c.score, c.owner_id))
+    """The memory layer's items: the candidates, best first, each cut to `max_item_tokens`;
+    a tool call (or the message showing it) and its results as one unit, call first, each
+    at the unit's score (memory_calls.py)."""
     return [
         BudgetItem(
             c.owner_id,
             c.item_text(counter, max_item_tokens),
-            c.score,
+            score,
             source=",".join(c.strategies),
         )
-        for c in ranked
+        for score, ids in memory_units(cands)
+        for c in (cands[i] for i in ids)
     ]
 
 
@@ -70,6 +73,7 @@ def memory_section_for(
     while True:
         g = Gatherer(cb, pid, policy, session_id=None, intent=query, exclude=set(), record=False)
         g.search(query, base.model_copy(update={"top_k": depth}), None, "semantic_recall", 0.0, 0.8)
+        link_calls(g)
         alloc = allocate_budget(
             budget_tokens - frame,
             {"memory": 1.0},

@@ -16,8 +16,10 @@ nearly all of it or holds all of it (a call inside the entry of the message that
 the same call made in another session); an entity that is a bare name (a mention whose
 text is its kind and name, "table orders_archive") when an entry says the name. Other
 entities stay: a typed entity is what the payload's `documents` and `code_snippets` list
-(the SQL a history turn wrote is `code_snippets[0]` for "改成支持分页"). Pure: ids and texts
-in, choices out.
+(the SQL a history turn wrote is `code_snippets[0]` for "改成支持分页"). Another session's
+identical turns are said there too: a tool result too short to compare alone ("42") when a
+history result says it in answer to the same call (`same_result`), and a message that is
+mostly calls the history holds (`calls_held`). Pure: ids and texts in, choices out.
 """
 
 from __future__ import annotations
@@ -27,16 +29,22 @@ from collections.abc import Mapping
 
 __all__ = [
     "MIN_CHARS",
+    "MOSTLY_CALLS",
     "NEAR_WHOLE",
     "bare_name",
+    "calls_held",
     "contained_repeats",
     "cut_from",
     "said_in",
+    "same_result",
     "says_the_same",
 ]
 
 MIN_CHARS = 20
 NEAR_WHOLE = 0.8
+# A message whose calls make up at least this share of what it shows is mostly its calls:
+# its text leads in to them ("Let me count them." before a 70-character query).
+MOSTLY_CALLS = 0.5
 _NAME_CHARS = 3  # a shorter name ("x", "id") is a word of too many entries to say it
 _FENCE = re.compile(r"```[\w+#.-]*")
 
@@ -112,3 +120,44 @@ def said_in(
             if word.search(held):
                 return hid, "names"
     return None
+
+
+def same_result(
+    text: str, call: str, history: Mapping[str, str], calls: Mapping[str, str]
+) -> str | None:
+    """The history's tool result that says `text` in answer to the same call, or None.
+
+    `call`: the text of the call the memory's result answers; `calls`: the call text of
+    each tool result of `history`. A short result ("42") says nothing on its own, so it is
+    compared with its call: the same call (nearly the same text) answered the same."""
+    key, asked = _key(text), _key(call)
+    if not key or not asked:
+        return None
+    for hid, held_call in calls.items():
+        held = history.get(hid)
+        if held is None or _key(held) != key:
+            continue
+        other = _key(held_call)
+        if other == asked or _near_whole(asked, other):
+            return hid
+    return None
+
+
+def calls_held(text: str, calls: list[str], history: Mapping[str, str]) -> list[str] | None:
+    """The history entries holding every call (`calls`, each at least `MIN_CHARS`) of a
+    message that shows `text` (its own text and its calls' lines), when the calls are at
+    least `MOSTLY_CALLS` of it; else None. Such a message says little but its calls: the
+    history showing the same calls shows that turn."""
+    keys = [_key(c) for c in calls]
+    if not keys or any(len(k) < MIN_CHARS for k in keys):
+        return None
+    if sum(map(len, keys)) < MOSTLY_CALLS * len(_key(text)):
+        return None
+    held = {i: _key(t) for i, t in history.items()}
+    found: list[str] = []
+    for key in keys:
+        hid = next((i for i, h in held.items() if key in h), None)
+        if hid is None:
+            return None
+        found.append(hid)
+    return list(dict.fromkeys(found))
