@@ -11,12 +11,12 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import cli_parser
 from .cli_feedback import note_rated_out, rating
+from .cli_vectors import vectors_line, wait_for_vectors
 from .errors import (
     AddressInUseError,
     CtxbaseError,
@@ -246,7 +246,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             # a bounded time and with its progress shown. A failing embedder is reported
             # by the search below.
             with contextlib.suppress(EmbedderUnavailableError):
-                _wait_for_vectors(
+                wait_for_vectors(
                     cb,
                     _progress(args),
                     timeout=args.wait_embeddings,
@@ -550,14 +550,14 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
         if cb.embeds:
-            print(_vectors_line(cb, waiting=background))
+            print(vectors_line(cb, waiting=background))
         if background and cb.embeds:
             sys.stdout.flush()
             from .embedding_wait import pending_vectors
 
             limit = None if wait == float("inf") else wait
             # a failing embedder: exit 1, its error
-            embedded = _wait_for_vectors(cb, progress, timeout=limit)
+            embedded = wait_for_vectors(cb, progress, timeout=limit)
             left = pending_vectors(cb.store, cb.embedder.name, cb.project)
             state = "searchable" if left == 0 else "the rest by keyword and graph until then"
             print(f"embeddings: {embedded} vector(s) made while waiting, {left} pending: {state}")
@@ -580,70 +580,6 @@ def _as_options(error: BaseException) -> None:
             error.same_root,
             ("--repo {name}", "--allow-overlap", "ctxbase forget --repo {name}"),
         ) from None
-
-
-def _vectors_line(cb: Any, *, waiting: bool) -> str:
-    """What is searchable right after an ingest: keyword and graph at once, by meaning
-    only the items that already have their vector."""
-    from .embedding_wait import pending_vectors
-
-    total = int(cb.store.count_items(cb.project))
-    left = pending_vectors(cb.store, cb.embedder.name, cb.project)
-    line = f"searchable by keyword and graph now; vectors {max(0, total - left)}/{total}"
-    if left and not waiting:
-        line += (
-            " (the rest are made in the background by the next command or server using this"
-            " database; --wait-embeddings waits for them)"
-        )
-    return line
-
-
-def _wait_for_vectors(
-    cb: Any, progress: Progress, timeout: float | None = None, why: str = ""
-) -> int:
-    """Wait for the background embedder to give every unit of the project its vector,
-    with a bar of vectors done out of the backlog found first, for at most `timeout`
-    seconds (None: until done); returns how many were made.
-
-    With `why` (a search embedding the backlog first) nothing is shown for the first
-    `_QUIET_WAIT_S`: a small backlog or an embedder that fails at once says nothing here
-    (the search reports the failure); a longer wait says why, then shows the bar, and a
-    failure ends the bar without a line of its own."""
-    from .embedding_wait import pending_vectors
-
-    name, project = cb.embedder.name, cb.project
-
-    def pending() -> int:
-        return pending_vectors(cb.store, name, project)
-
-    total = pending()
-    deadline = None if timeout is None else time.monotonic() + timeout
-    if why:
-        if total == 0 or cb.wait_for_embeddings(
-            min(_QUIET_WAIT_S, timeout or _QUIET_WAIT_S), warn=False
-        ):
-            return total
-        if deadline is not None and time.monotonic() >= deadline:
-            return max(0, total - pending())
-        progress.note(f"embedding {total} item(s) that have no vector yet ({why})")
-    with progress.bar("embedding", total=total, unit="vector") as bar:
-        try:
-            while not cb.wait_for_embeddings(0.5, warn=False):
-                left = pending()
-                bar.update_to(max(0, total - left))
-                if deadline is not None and time.monotonic() >= deadline:
-                    bar.close(finished=False)
-                    return max(0, total - left)
-        except EmbedderUnavailableError:
-            if why:  # the search after this reports it, in one line
-                bar.close(finished=False, say=False)
-            raise
-        bar.update_to(total)
-    return total
-
-
-# How long a search waits for the backlog before saying that it waits.
-_QUIET_WAIT_S = 1.0
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
