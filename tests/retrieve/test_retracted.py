@@ -147,16 +147,16 @@ def test_hiding_a_statement_cut_from_a_message_leaves_the_message_whole_in_trace
     intent = "which database do we use for billing?"
     ctx = cb.assemble_context(agent_role="planner", user_intent=intent, session_id="s2")
     items = {i["id"]: i["text"] for i in cb.get_trace(ctx.context_id)["layers"]["memory"]["items"]}
-    assert said in items and decision in items  # both were placed
+    assert said in items  # the message is placed (memory does not repeat what it says)
 
     report = cb.set_hidden([decision])
     assert report.sources_still_visible == [said]  # the message says more: it stays
     trace = cb.get_trace(ctx.context_id)
     shown = {i["id"]: i["text"] for i in trace["layers"]["memory"]["items"]}
     assert shown[said] == items[said] and DECIDED in shown[said]  # whole, not "[hidden] I…"
-    assert shown[HIDDEN] == HIDDEN  # the statement's own entry is masked
+    assert shown.get(HIDDEN, HIDDEN) == HIDDEN  # the statement's own entry, if any, is masked
     assert decision not in json.dumps(trace)
-    assert {HIDDEN, said} <= {c["id"] for c in trace["candidates"]}  # the message by its id
+    assert said in {c["id"] for c in trace["candidates"]}  # the message by its id
 
     cb.restore([decision])
     again = {i["id"]: i["text"] for i in cb.get_trace(ctx.context_id)["layers"]["memory"]["items"]}

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ValidationError
+from ..errors import NotFoundError, ValidationError
 from .tools import ToolScope, run_tool
 
 __all__ = ["SESSION_LIMIT", "Recalled", "assembled", "check_recall", "searched"]
@@ -47,7 +47,12 @@ def searched(
     args: dict[str, Any] = {"query": query, "top_k": k, "mode": mode}
     if session_id:
         args["session_id"] = session_id
-    hits = run_tool(scope, "search_memory", args)["results"]
+    try:
+        hits = run_tool(scope, "search_memory", args)["results"]
+    except NotFoundError as error:  # a session not written yet reads as empty, as history does
+        if error.kind != "session":
+            raise
+        return []
     return [
         Recalled(h["text"], h["id"], {key: v for key, v in h.items() if key != "text"})
         for h in hits[:k]
