@@ -30,6 +30,7 @@ __all__ = [
     "SQLiteDialect",
     "chunks",
     "dumps",
+    "enable_wal",
     "indexed_terms",
     "item_seq",
     "loads",
@@ -319,7 +320,7 @@ class SQLiteBase(SharedReads):
             )
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
             if self.path != ":memory:":
-                conn.execute("PRAGMA journal_mode = WAL")  # fails first on a non-database
+                enable_wal(conn, self._busy_timeout_s)  # fails first on a non-database
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
         # NORMAL in WAL mode survives a process kill (only an OS crash may lose the last
@@ -677,6 +678,28 @@ class SQLiteBase(SharedReads):
 
 _file_write_locks: dict[str, threading.RLock] = {}
 _file_write_locks_guard = threading.Lock()
+
+
+def enable_wal(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
+    """Switch a file to WAL mode, waiting out another connection switching it too.
+
+    Two connections switching a brand-new file at once both hold a shared lock and both
+    want the exclusive one; SQLite answers one of them "database is locked" at once,
+    without its busy handler (waiting could deadlock). The other finishes the switch in
+    milliseconds, so the loser tries again until the busy timeout.
+    """
+    deadline = time.monotonic() + busy_timeout_s
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = "locked" in str(exc) or "busy" in str(exc)
+            if not busy or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.25)
 
 
 def _file_write_lock(url: str) -> threading.RLock:
