@@ -91,9 +91,9 @@ def run_feedback(cb: ContextBase, args: argparse.Namespace) -> int:
 
 def rating(c: Candidate) -> str:
     """A search hit's rating where it is not the default (neutral): " (liked 0.75)",
-    " (tool error 0.3)", " [retracted]", else ""."""
+    " (tool error 0.3)", " [retracted]", " [expired]", else ""."""
     source = c.confidence_source
-    marks = " [retracted]" if c.retracted else ""
+    marks = " [retracted]" if c.retracted else " [expired]" if c.expired else ""
     if c.confidence is None or source is None or source == "feedback:neutral":
         return marks
     return f" ({source.removeprefix('feedback:').replace('_', ' ')} {c.confidence:g}){marks}"
@@ -105,24 +105,31 @@ def _named(ids: list[str]) -> str:
 
 def note_rated_out(considered: Iterable[Candidate], min_confidence: float) -> None:
     """A note on stderr naming the matches left out for their rating (below
-    `min_confidence`, as "wrong" is) or as retracted messages: search and assembly leave
-    them out without a trace in the results; feedback "neutral" brings a rated one back."""
+    `min_confidence`, as "wrong" is), as retracted messages or as expired ones (per-turn
+    tool results of earlier turns): search and assembly leave them out without a trace in
+    the results; feedback "neutral" brings a rated one back."""
     out: dict[str, str] = {}
     retracted: dict[str, None] = {}
+    expired: dict[str, None] = {}
     for c in considered:
         if c.dropped is not None and c.confidence is not None and c.confidence < min_confidence:
             out.setdefault(c.item.owner_id, (c.confidence_source or "").removeprefix("feedback:"))
         elif c.dropped is not None and c.retracted:
             retracted[c.item.owner_id] = None
+        elif c.dropped is not None and c.expired:
+            expired[c.item.owner_id] = None
     sys.stdout.flush()
-    if retracted:
-        ids = list(retracted)
-        one = len(ids) == 1
-        print(
-            f"note: {len(ids)} match{'' if one else 'es'} left out, retracted (a retracted"
-            f" message, or a statement cut from one): {_named(ids)}",
-            file=sys.stderr,
-        )
+    for marked, why in (
+        (retracted, "retracted (a retracted message, or a statement cut from one)"),
+        (expired, "expired (a per-turn tool result of an earlier turn, or cut from one)"),
+    ):
+        if marked:
+            ids = list(marked)
+            one = len(ids) == 1
+            print(
+                f"note: {len(ids)} match{'' if one else 'es'} left out, {why}: {_named(ids)}",
+                file=sys.stderr,
+            )
     if not out:
         return
     ids = list(out)

@@ -56,6 +56,7 @@ from .retrieve.indexing import chunker_for, event_items, event_search_text
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
+from .tool_turn_texts import retext_tool_call_turns
 from .validation import check_event_ts, check_query
 
 if TYPE_CHECKING:  # imported where used: a base that never searches loads no retrieval
@@ -160,6 +161,8 @@ class ContextBase(
         self._bus = CaptureBus(self._write_events, bus_config)
         self._closed = False
         exit_hooks.register(self)
+        if retext_tool_call_turns(self.store, chunker_for(self._chunking)):  # once (schema 8)
+            self._after_write()  # their vectors are computed again
 
     # -- lifecycle ---------------------------------------------------------------------
     def __enter__(self) -> ContextBase:

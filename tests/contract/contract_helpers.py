@@ -4,7 +4,14 @@ made the way ContextBase makes them (keyed event ids, retrieve.indexing items)."
 from __future__ import annotations
 
 import json
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from ctxbase import ContextBase
 from ctxbase.assemble.facts import RuleFactExtractor
@@ -13,6 +20,7 @@ from ctxbase.model import Entity, Event, Relation, keyed_event_id, make_entity_i
 from ctxbase.retrieve.indexing import entity_items, event_items
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
 from ctxbase.store.base import SearchItem, Store
+from ctxbase.store.sqlite import SQLiteStore
 
 
 def make_event(project_id: str, session_id: str, text: str, **fields: Any) -> Event:
@@ -74,3 +82,40 @@ def assembly_project(cb: ContextBase) -> str:
     cm.set_state(sid, "region", "eu", scope="project")
     cb.wait_for_embeddings()
     return sid
+
+
+@contextmanager
+def fresh_database(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[
+    tuple[Callable[[], Store], Callable[[str], None]]
+]:  # fmt: skip
+    """(open a store, run a statement) on a database of its own: the schema version is
+    the whole database's."""
+    if backend == "sqlite":
+        path = tmp_path / "old.db"
+
+        def run_sqlite(sql: str) -> None:
+            with sqlite3.connect(path) as conn:
+                conn.execute(sql)
+
+        yield (lambda: SQLiteStore(str(path))), run_sqlite
+        return
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    from ctxbase.store.postgres import PostgresStore
+
+    pg_url = request.getfixturevalue("pg_url")
+    name = f"chars_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    url = make_conninfo(**{**conninfo_to_dict(pg_url), "dbname": name})
+
+    def run_pg(sql: str) -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql)  # type: ignore[arg-type]  # a test's own literal
+
+    try:
+        yield (lambda: PostgresStore(url, max_size=2)), run_pg
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

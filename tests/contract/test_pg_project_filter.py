@@ -11,7 +11,8 @@ import numpy as np
 from contract_helpers import add_entity, make_event, match, write
 
 from ctxbase.model import Relation, SessionInfo, StateFact, TaskInfo
-from ctxbase.store.base import ItemFilter, KnowledgeView
+from ctxbase.retrieve.indexing import event_items
+from ctxbase.store.base import EventRetext, ItemFilter, KnowledgeView
 from ctxbase.store.pg_base import CROSS_PROJECT
 from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.schema import GLOBAL_TABLES, TABLES
@@ -67,6 +68,16 @@ def _workload(store: PostgresStore, pid: str, tmp_path: Path) -> None:
     store.touch_index(pid)
     view = KnowledgeView(("r",), hidden_owner_ids=("x",), shown_owner_ids=("y",))
     store.filter_item_ids(pid, ItemFilter(latest_only=True, view=view))
+    turn = make_event(pid, "s1", "", type="assistant_message", data={"tool_calls": 1})
+    write(store, turn)
+    store.pending_upgrades()
+    store.textless_events("assistant_message", None, 5)
+    store.textless_events("assistant_message", (pid, turn.id), 5)
+    change = EventRetext(
+        turn.id, "ls()", {}, event_items(turn.model_copy(update={"text": "ls()"})), "ls"
+    )
+    store.retext_events(pid, [change])
+    store.finish_upgrade("x")
     store.set_active(pid, [b.id], False)
     store.set_active(pid, [b.id], True)
     store.set_state(StateFact(project_id=pid, scope="session", scope_id="s1", key="k", value=1))
@@ -153,6 +164,7 @@ def test_every_statement_filters_by_project(pg_url: str, project_id: str, tmp_pa
         "project_id, item_id, text",  # the embedding worker's queue across projects
         "p.project_id FROM projects",  # ... and the projects it serves in turn
         "indexname FROM pg_indexes",  # bulk load: the vector indexes it defers
+        "event_id, session_id, task_id,",  # an upgrade step's turns without text
         "DISTINCT dim FROM",  # ... and the dimensions to build them for
     }
     bad = {}

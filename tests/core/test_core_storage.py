@@ -92,7 +92,7 @@ def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     conn.commit()
     conn.close()
     with ContextBase(str(db_path), embedder=None) as cb:
-        assert cb.store.schema_version() == SCHEMA_VERSION == 7
+        assert cb.store.schema_version() == SCHEMA_VERSION == 8
         assert [e.text for e in cb.last_events("s", 5)] == ["kept across the upgrade"]
     conn = raw(db_path)
     triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}

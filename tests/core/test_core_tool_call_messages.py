@@ -11,9 +11,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from ctxbase import ContextBase
 from ctxbase.capture.alignment import event_signature, planned_signature
 from ctxbase.capture.hooks import plan_message_events
+from ctxbase.errors import ValidationError
 from ctxbase.model import Event
 
 Opener = Callable[..., ContextBase]
@@ -223,3 +226,65 @@ def test_an_empty_message_is_never_an_empty_block(open_base: Opener) -> None:
     assert _empty_blocks(text) == [] and bare not in text
     dropped = {(d["id"], d.get("detail")) for d in ctx.trace.get("dropped", [])}
     assert (bare, "empty text") in dropped
+
+
+def test_deprecated_function_calls_are_tool_calls(open_base: Opener) -> None:
+    """OpenAI's `function_call` / role "function" shape: the call is a tool_invocation the
+    assistant turn reads as, and a function message answers the latest unanswered call of
+    its name, in the same list or an earlier one."""
+    cb = open_base(embedder="hash", agent_id="coder")
+
+    def call(name: str, args: dict[str, Any]) -> Msg:
+        return {
+            "role": "assistant",
+            "content": None,
+            "function_call": {"name": name, "arguments": json.dumps(args)},
+        }
+
+    history: list[Msg] = [
+        {"role": "user", "content": "Totals per customer from orders_2024?"},
+        call("run_sql", {"sql": SQL}),
+        call("run_sql", {"sql": "SELECT 1"}),  # a second call before the first is answered
+        {"role": "function", "name": "run_sql", "content": "1"},
+        {"role": "function", "name": "run_sql", "content": "c1 | 300"},
+        {"role": "assistant", "content": "c1 paid 300."},
+    ]
+    ids = cb.capture_messages(history, session_id="f", sync=True)
+    events = cb.last_events("f", 100)
+    assert [e.type for e in events] == [
+        "user_message",
+        "assistant_message",
+        "tool_invocation",
+        "assistant_message",
+        "tool_invocation",
+        "tool_result",
+        "tool_result",
+        "assistant_message",
+    ]
+    _ask, turn, first, _turn2, second, one, totals, answer = events
+    assert turn.text == first.text == f'run_sql(sql="{SQL}")'
+    assert first.data == {"tool": "run_sql", "arguments": json.dumps({"sql": SQL}),
+                          "call_id": "function:run_sql"}  # fmt: skip
+    assert first.parent_event_ids == [turn.id]
+    # the latest unanswered call first: "1" answers SELECT 1, then the totals the first call
+    assert one.text == "1" and one.parent_event_ids == [second.id]
+    assert totals.parent_event_ids == [first.id] and totals.agent_id == "run_sql"
+    assert sorted(answer.parent_event_ids) == sorted([one.id, totals.id])
+    found = [c.item.owner_id for c in cb.search("orders_2024 GROUP BY").results]
+    assert turn.id in found or first.id in found
+    # the whole history again adds nothing; a result sent after its call's list finds it
+    assert cb.capture_messages(history, session_id="f", sync=True) == ids
+    later = cb.capture_messages([call("ls", {"path": "/tmp"})], session_id="f", sync=True)
+    (result_id,) = cb.capture_messages(
+        [{"role": "function", "name": "ls", "content": "a.txt"}], session_id="f", sync=True
+    )
+    assert cb.get_event(result_id).parent_event_ids == [later[1]]
+    # a function message names its function; one answering no call is refused
+    for bad, field in (
+        ({"role": "function", "content": "x"}, "messages[0].name"),
+        ({"role": "function", "name": "nope"}, "messages[0].name"),
+        ({"role": "assistant", "function_call": "run_sql"}, "messages[0].function_call"),
+    ):
+        with pytest.raises(ValidationError) as caught:
+            cb.capture_messages([bad], session_id="g", sync=True)
+        assert caught.value.field == field, bad

@@ -161,3 +161,54 @@ def test_hiding_a_statement_cut_from_a_message_leaves_the_message_whole_in_trace
     cb.restore([decision])
     again = {i["id"]: i["text"] for i in cb.get_trace(ctx.context_id)["layers"]["memory"]["items"]}
     assert again == items
+
+
+def test_a_per_turn_tool_result_of_an_earlier_turn_is_marked_expired_not_retracted(
+    cb: ContextBase, tmp_path: Path, capsys: Any
+) -> None:
+    """Left out of searches as a retracted message is, but marked for what it is, as
+    `ctxbase events` marks it: "expired" in the hit, its `dropped`, explain(), the memory
+    tool's note, the CLI and an assembly trace; a retracted message keeps "retracted"."""
+    from ctxbase.assemble.manager import ContextManager
+
+    cm = ContextManager(cb)
+    sid = cm.create_session()
+    cm.add_message(sid, "user", "how many SKU-42 in the warehouse?")
+    stock = cm.add_message(sid, "tool", "SKU-42 warehouse stock 17 units", per_turn=True)
+    said = cm.add_message(sid, "assistant", "SKU-42 warehouse stock: 17 units left.")
+    cm.add_message(sid, "user", "write me a poem")  # the next turn: the result expires
+    cb.expire_message(sid, said)  # and the answer is retracted
+    query = "SKU-42 warehouse stock"
+
+    response = cb.search(query)
+    found = {c.item.owner_id for c in response.results}
+    assert stock not in found and said not in found
+    why = {c.item.owner_id: c for c in response.considered}
+    assert why[stock].expired and not why[stock].retracted
+    assert why[stock].dropped == "expired"
+    assert why[said].retracted and not why[said].expired and why[said].dropped == "retracted"
+    kept = {c.item.owner_id: c for c in cb.search(query, min_confidence=0.0).results}
+    assert kept[stock].expired and kept[stock].explain()["expired"] is True
+    assert "retracted" not in kept[stock].explain()
+    assert "expired" not in kept[said].explain()
+
+    hits = run_tool(ToolScope(cb), "search_memory", {"query": query, "mode": "keyword"})
+    assert stock not in {h["id"] for h in hits["results"]}
+    assert (
+        "1 retracted, 1 expired (per-turn tool results of earlier turns), 0 rated" in (hits["note"])
+    )
+
+    ctx = cb.assemble_context(agent_role="planner", user_intent=query, session_id="other")
+    reasons = _dropped(cb, ctx.context_id)
+    assert reasons.get(stock) == "expired" and reasons.get(said) == "retracted"
+    cb.close()
+
+    base = ["--db", str(tmp_path / "r.db"), "--project", "p", "--embedder", "hash"]
+    assert main([*base, "search", query, "--preset", "keyword"]) == 0
+    out, err = capsys.readouterr()
+    assert stock not in out
+    assert "left out, expired (a per-turn tool result" in err and stock in err
+    assert "left out, retracted" in err and said in err
+    assert main([*base, "events", sid]) == 0
+    lines = {ln.split()[1]: ln for ln in capsys.readouterr().out.splitlines()}
+    assert "[expired]" in lines[stock] and "[retracted]" in lines[said]

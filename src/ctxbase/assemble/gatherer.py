@@ -574,7 +574,9 @@ class Gatherer:
                 )
             # what the search itself left out (retracted, rated wrong) says why it is missing
             self._search_drops(
-                [c for c in resp.considered if c.retracted or _rated_out(c)], config, strategy
+                [c for c in resp.considered if c.retracted or c.expired or _rated_out(c)],
+                config,
+                strategy,
             )
             return
         self.on_topic = True
@@ -668,13 +670,16 @@ def _rated_out(c: Candidate) -> bool:
 
 def _search_drop_reason(c: Candidate) -> str:
     """The trace's reason for a hit its search left out: "top_k", "retracted" (a retracted
-    message or a statement cut from one), "rated false" (confidence below min_confidence:
+    message or a statement cut from one), "expired" (the same of a per-turn tool result of
+    an earlier turn), "rated false" (confidence below min_confidence:
     rated wrong), "duplicate" (a near-duplicate of a better hit), else the search's word."""
     dropped = c.dropped or ""
     if "top_k" in dropped:
         return "top_k"
     if c.retracted:
         return "retracted"
+    if c.expired:
+        return "expired"
     if _rated_out(c):
         return "rated false"
     if dropped.startswith("near-duplicate"):

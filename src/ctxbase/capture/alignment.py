@@ -35,7 +35,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..model import Event, keyed_event_id
 from .hooks import PlannedEvent
-from .tool_calls import sent_text
+from .tool_calls import function_name, sent_text
 
 __all__ = [
     "MESSAGE_TYPES",
@@ -188,6 +188,12 @@ def align_messages(
         if p.unresolved_call is not None:
             stored = calls.get(p.unresolved_call)
             if stored is None:
+                function = function_name(p.unresolved_call)
+                if function is not None:
+                    raise ValidationError(
+                        f"messages[{p.message}].name",
+                        f"{function!r} answers no earlier function_call",
+                    )
                 raise ValidationError(
                     f"messages[{p.message}].tool_call_id",
                     f"{p.unresolved_call!r} matches no earlier tool call",

@@ -8,9 +8,12 @@ Causality: a user or system message follows the message before it; an assistant 
 caused by the tool results since the previous assistant message (or else by the message just
 before it); each tool call becomes a `tool_invocation` caused by the assistant message that
 made it; a `tool` message (or an Anthropic `tool_result` part) becomes a `tool_result` caused
-by the invocation with its call id. An assistant message made only of tool calls reads as the
-calls (`run_sql(sql="SELECT ...")`, capture.tool_calls); one with no text and no calls has no
-text (it is kept as a turn, and nothing finds it).
+by the invocation with its call id. OpenAI's deprecated shape is read the same way: an
+assistant message's `function_call` ({name, arguments}) is a tool call, and a `function`
+message (`name`, `content`) its result, answering the latest unanswered call of that name.
+An assistant message made only of tool calls reads as the calls (`run_sql(sql="SELECT
+...")`, capture.tool_calls); one with no text and no calls has no text (it is kept as a
+turn, and nothing finds it).
 """
 
 from __future__ import annotations
@@ -21,7 +24,15 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..validation import check_message_list
-from .tool_calls import TEXT_FROM, TOOL_CALLS, call_text, openai_calls, split_content
+from .tool_calls import (
+    TEXT_FROM,
+    TOOL_CALLS,
+    call_text,
+    function_call,
+    function_call_id,
+    openai_calls,
+    split_content,
+)
 
 __all__ = ["PlannedEvent", "plan_message_events"]
 
@@ -54,9 +65,13 @@ def plan_message_events(
     last_index: int | None = None
     tool_results_since_assistant: list[int] = []
     invocation_by_call: dict[str, int] = {}
+    # function name -> its invocations (deprecated `function_call`) not answered yet, in order
+    open_functions: dict[str, list[int]] = {}
 
-    def result(call_id: str, text: str, agent: str, metadata: dict[str, Any]) -> None:
-        parent = invocation_by_call.get(call_id)
+    def result(
+        call_id: str, text: str, agent: str, metadata: dict[str, Any], answers: int | None = None
+    ) -> None:
+        parent = invocation_by_call.get(call_id) if answers is None else answers
         planned.append(
             PlannedEvent(
                 "tool_result",
@@ -104,6 +119,9 @@ def plan_message_events(
             else:
                 parents = [last_index] if last_index is not None else []
             calls = openai_calls(msg.get("tool_calls"), where, n) + content.calls
+            legacy = function_call(msg.get("function_call"), where)
+            if legacy is not None:
+                calls.append(legacy)
             agent = str(name or assistant_id)
             if text and text.strip():
                 said: PlannedEvent = PlannedEvent("assistant_message", text)
@@ -137,11 +155,19 @@ def plan_message_events(
                     )
                 )
                 invocation_by_call[call.call_id] = len(planned) - 1
+            if legacy is not None:  # its invocation is the last one
+                open_functions.setdefault(str(legacy.name), []).append(len(planned) - 1)
         elif role == "tool":
             raw_call_id = msg.get("tool_call_id")
             if raw_call_id is None:
                 raise ValidationError(f"{where}.tool_call_id", "is required for role 'tool'")
             result(str(raw_call_id), text or "", str(name or "tool"), {})
+        elif role == "function":  # the deprecated result of a `function_call`
+            if not isinstance(name, str) or not name:
+                raise ValidationError(f"{where}.name", "is required for role 'function'")
+            waiting = open_functions.get(name)
+            answers = waiting.pop() if waiting else None
+            result(function_call_id(name), text or "", name, {}, answers)
         else:
             raise ValidationError(f"{where}.role", f"unknown role {role!r}")
         for event in planned[0 if last_index is None else last_index + 1 :]:

@@ -6,7 +6,13 @@ Two wire shapes carry them:
   the arguments a JSON string) and a later `role="tool"` message naming its `tool_call_id`;
 - Anthropic: content lists whose parts are `{"type": "text"}`, `{"type": "tool_use", "id",
   "name", "input"}` (in an assistant message) and `{"type": "tool_result", "tool_use_id",
-  "content", "is_error"}` (in the user message that answers).
+  "content", "is_error"}` (in the user message that answers);
+- OpenAI's deprecated functions: an assistant message's `function_call` ({"name",
+  "arguments"}, one a message, no id) and a later `role="function"` message with the
+  function's `name` and its result as `content`. The call's id is `function:<name>`
+  (`function_call_id`): the same whichever list, window or history, the call is sent in,
+  and a result answers the latest unanswered call of its name (in the list, else the
+  latest stored).
 
 A call reads as `run_sql(sql="SELECT ...")`: the name, then each argument with its string
 values as they are (newlines and any script unescaped), so the words of the arguments are
@@ -33,6 +39,9 @@ __all__ = [
     "Content",
     "ToolResult",
     "call_text",
+    "function_call",
+    "function_call_id",
+    "function_name",
     "openai_calls",
     "sent_text",
     "split_content",
@@ -41,6 +50,7 @@ __all__ = [
 # metadata[TEXT_FROM] == TOOL_CALLS: the event's text was rendered from its tool calls.
 TEXT_FROM = "text_from"
 TOOL_CALLS = "tool_calls"
+_FUNCTION = "function:"  # the call ids of deprecated function calls (function_call_id)
 
 
 @dataclass
@@ -123,6 +133,28 @@ def openai_calls(raw: Any, where: str, message: int) -> list[Call]:
         call_id = str(call.get("id") or f"{message}.{i}")
         calls.append(Call(call_id, fn.get("name"), fn.get("arguments")))
     return calls
+
+
+def function_call_id(name: str) -> str:
+    """The call id of a deprecated `function_call` of this name (it carries none)."""
+    return f"{_FUNCTION}{name}"
+
+
+def function_name(call_id: str) -> str | None:
+    """The function a `function_call_id` names; None for any other call id."""
+    return call_id[len(_FUNCTION) :] if call_id.startswith(_FUNCTION) else None
+
+
+def function_call(raw: Any, where: str) -> Call | None:
+    """An OpenAI message's deprecated `function_call` ({"name", "arguments"}), or None."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise ValidationError(f"{where}.function_call", "must be an object")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValidationError(f"{where}.function_call.name", "must be a non-empty string")
+    return Call(function_call_id(name), name, raw.get("arguments"))
 
 
 def _part_text(content: Any, where: str) -> str:

@@ -338,6 +338,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             ("found_via", c.graph_via),
             ("confidence", c.confidence),
             ("retracted", True if c.retracted else None),
+            ("expired", True if c.expired else None),
         ):
             if value is not None:
                 hit[key] = value
@@ -353,14 +354,16 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
         if floor is not None
         and c.score >= floor
         and c.dropped is not None
-        and c.dropped.startswith(("retracted", "confidence "))
+        and c.dropped.startswith(("retracted", "expired", "confidence "))
     ]
     if withheld:
         retracted = sum(1 for c in withheld if c.dropped and c.dropped.startswith("retracted"))
+        expired = sum(1 for c in withheld if c.dropped and c.dropped.startswith("expired"))
         ids = ", ".join(c.item.owner_id for c in withheld[:5])
+        stale = f"{expired} expired (per-turn tool results of earlier turns), " if expired else ""
         notes.append(
-            f"{len(withheld)} match(es) left out ({ids}): {retracted} retracted, "
-            f"{len(withheld) - retracted} rated wrong or below the confidence floor"
+            f"{len(withheld)} match(es) left out ({ids}): {retracted} retracted, {stale}"
+            f"{len(withheld) - retracted - expired} rated wrong or below the confidence floor"
         )
     if notes:
         out["note"] = "; ".join(notes)

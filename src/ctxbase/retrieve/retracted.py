@@ -5,7 +5,8 @@
 out of every prompt. Searches leave it out too, as they leave out a memory rated "wrong",
 and with it the statements anchoring cut from it (a decision, its SQL: the same words,
 assemble/repeats.cut_from), since a statement stands or falls with its message. A per-turn
-tool result of an earlier turn has the same status ("expired") and goes the same way.
+tool result of an earlier turn has the same status and goes the same way, marked for what
+it is: "expired" (`Candidate.expired`), as the event listings mark it, not "retracted".
 
 The work is bounded by the candidates, not the project: the status records of the
 sessions the candidates are in (one read; a session holds a record only for a message
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .search import Candidate
 
 __all__ = [
+    "EXPIRED",
     "RETRACTED",
     "KnownStatuses",
     "event_marks",
@@ -38,6 +40,9 @@ __all__ = [
 ]
 
 RETRACTED = "retracted"
+# A per-turn tool result of an earlier turn (assemble.manager: metadata per_turn): its
+# status is a retraction's, but nobody retracted it.
+EXPIRED = "expired"
 # Message statuses that still put a message in prompts and searches (lifecycle.Status).
 _IN_USE = frozenset({"active", "created"})
 
@@ -82,14 +87,18 @@ class KnownStatuses:
 def retracted_owners(
     store: Store, project_id: str, items: Iterable[SearchItem], known: KnownStatuses
 ) -> dict[str, str]:
-    """Owner id -> why, for the owners of `items` that are a retracted message ("retracted")
-    or a statement cut from one ("retracted: cut from <message>")."""
+    """Owner id -> why, for the owners of `items` that are a retracted message ("retracted";
+    a per-turn tool result of an earlier turn: "expired") or a statement cut from one
+    ("retracted: cut from <message>", "expired: cut from <message>")."""
     from ..assemble.repeats import cut_from  # a pure text rule: it imports no layer
 
     by_session: dict[str, set[str]] = {}
+    results: set[str] = set()  # owners that are tool results: per-turn ones expire
     for it in items:
         if it.session_id:
             by_session.setdefault(it.session_id, set()).add(it.owner_id)
+            if it.type == "tool_result":
+                results.add(it.owner_id)
     if not by_session:
         return {}
     withdrawn = known.withdrawn(store, project_id, list(by_session))
@@ -104,6 +113,10 @@ def retracted_owners(
                 out[owner] = RETRACTED
             else:
                 suspects.append(owner)
+    results &= out.keys()
+    if results:
+        for e in store.get_events(project_id, list(results)):
+            out[e.id] = _why(e)
     if not suspects:
         return out
     cut: dict[str, tuple[str, str]] = {}  # entity -> (its message, its text)
@@ -119,11 +132,18 @@ def retracted_owners(
     if not cut:
         return out
     sources = list(dict.fromkeys(source for source, _ in cut.values()))
-    said = {e.id: e.text or "" for e in store.get_events(project_id, sources)}
+    said = {e.id: e for e in store.get_events(project_id, sources)}
     for entity_id, (source, text) in cut.items():
-        if source in said and cut_from(text, said[source]):
-            out[entity_id] = f"{RETRACTED}: cut from {source}"
+        if source in said and cut_from(text, said[source].text or ""):
+            out[entity_id] = f"{_why(said[source])}: cut from {source}"
     return out
+
+
+def _why(event: Event) -> str:
+    """The mark of a message out of use by its status: "expired" for a per-turn tool
+    result (an earlier turn's), else "retracted"."""
+    per_turn = event.type == "tool_result" and event.metadata.get("per_turn")
+    return EXPIRED if per_turn else RETRACTED
 
 
 def mark_retracted(
@@ -133,14 +153,17 @@ def mark_retracted(
     config: SearchConfig,
     known: KnownStatuses,
 ) -> None:
-    """Mark the candidates that are retracted (or cut from a retracted message), and drop
-    them as the confidence floor drops a memory rated wrong: unless `min_confidence` is 0,
-    which keeps both."""
+    """Mark the candidates that are retracted or expired (or cut from such a message), and
+    drop them as the confidence floor drops a memory rated wrong: unless `min_confidence`
+    is 0, which keeps both."""
     gone = retracted_owners(store, project_id, (c.item for c in cands), known)
     for c in cands:
         why = gone.get(c.item.owner_id)
         if why is not None:
-            c.retracted = True
+            if why.startswith(EXPIRED):
+                c.expired = True
+            else:
+                c.retracted = True
             if config.min_confidence > 0 and c.dropped is None:
                 c.dropped = why
 
@@ -160,7 +183,7 @@ def event_marks(store: Store, project_id: str, events: Sequence[Event]) -> dict[
     for e in events:
         value = status.get((e.session_id, e.id))
         if value is not None and value not in _IN_USE:
-            out.setdefault(e.id, []).append("expired" if e.metadata.get("per_turn") else RETRACTED)
+            out.setdefault(e.id, []).append(_why(e))
     for key, fact in store.get_state_keys(project_id, FEEDBACK_SCOPE, "", ids).items():
         conf = feedback_confidence(fact.value)
         if conf is not None and conf.value < floor:

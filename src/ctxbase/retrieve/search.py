@@ -86,6 +86,9 @@ class Candidate:
     # a retracted message (or a statement cut from one): left out unless min_confidence is
     # 0, which keeps memories rated wrong too (retrieve/retracted.py)
     retracted: bool = False
+    # a per-turn tool result of an earlier turn (or a statement cut from one): left out and
+    # kept as a retracted message is, marked for what it is
+    expired: bool = False
     # with a recency cue and a kind named ("the SQL from last time"): its place among the
     # candidates of that kind, newest first (retrieve/recency.py)
     recency: str | None = None
@@ -118,6 +121,8 @@ class Candidate:
             out["decay_spared"] = self.decay_spared
         if self.retracted:
             out["retracted"] = True
+        if self.expired:
+            out["expired"] = True
         if self.recency is not None:
             out["recency"] = self.recency
         return out

@@ -96,6 +96,7 @@ def _hit(c: Candidate) -> SearchHitOut:
         decay=c.decay,
         decay_spared=c.decay_spared,
         retracted=c.retracted,
+        expired=c.expired,
         recency=c.recency,
     )
 

@@ -463,6 +463,8 @@ class SearchHitOut(_Out):
     # a retracted message, or a statement cut from one: only with options.min_confidence 0
     # (which keeps memories rated wrong too) is it a result, marked so
     retracted: bool = False
+    # a per-turn tool result of an earlier turn (or a statement cut from one): the same way
+    expired: bool = False
     # with a recency cue and a kind named ("the SQL from last time"): its place among them
     recency: str | None = None
 
@@ -474,7 +476,8 @@ class SearchOut(_Out):
         default_factory=list,
         description="with `include_considered`: every candidate ranked, `dropped` saying "
         "why one is not a result (below top_k, a near-duplicate, confidence below "
-        "min_confidence, retracted), as the library's SearchResponse.considered; else empty",
+        "min_confidence, retracted, expired), as the library's SearchResponse.considered; "
+        "else empty",
     )
     timings_ms: dict[str, float]
     tampered: list[str] = Field(default_factory=list)

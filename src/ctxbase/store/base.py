@@ -26,9 +26,11 @@ __all__ = [
     "MESSAGE_SCOPE",
     "OWN_TERMS_WEIGHT",
     "SCHEMA_VERSION",
+    "TOOL_CALL_TEXTS",
     "USES_SCOPE",
     "ApiKeyRecord",
     "EventCount",
+    "EventRetext",
     "ForgetReport",
     "ItemFilter",
     "KeywordDelta",
@@ -45,7 +47,16 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
+
+# Upgrade steps a schema migration cannot finish in SQL, since they need what is above the
+# store (capture's rendering of a text, the index's terms): the migration records each one
+# pending in `meta` (key "upgrade:<name>") only when the database holds rows it applies to,
+# and the base opening the store does it (`pending_upgrades`, `finish_upgrade`).
+# v8, "tool_call_texts": assistant messages made only of tool calls, stored before their
+# text was rendered from the calls (no text, data {"tool_calls": n}), get that text and
+# their search units again (ctxbase/tool_turn_texts.py, `retext_events`).
+TOOL_CALL_TEXTS = "tool_call_texts"
 
 # What a tombstone stands for: a forgotten event (a stale retry of it is never written
 # again), entity or session (forgetting it again is "already forgotten", not "not found"),
@@ -111,6 +122,19 @@ class SearchItem:
     context_id: str | None = None
     # The repository an ingested entity comes from (None: events, other entities).
     repo: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventRetext:
+    """A stored event's text given by an upgrade step (`Store.retext_events`): the text and
+    metadata it gets, its search units (replacing those it had), and the context terms of
+    the items that follow it (indexed with its words: SearchItem.context_terms)."""
+
+    event_id: str
+    text: str
+    metadata: dict[str, Any]
+    items: Sequence[SearchItem]
+    context_terms: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +310,28 @@ class Store(ABC):
 
     @abstractmethod
     def schema_version(self) -> int: ...
+
+    @abstractmethod
+    def pending_upgrades(self) -> frozenset[str]:
+        """The upgrade steps (TOOL_CALL_TEXTS) the database still waits for; one read."""
+
+    @abstractmethod
+    def finish_upgrade(self, name: str) -> None:
+        """Record an upgrade step done: `pending_upgrades` no longer names it."""
+
+    @abstractmethod
+    def textless_events(self, type_: str, after: tuple[str, str] | None, limit: int) -> list[Event]:
+        """Active events of `type_` in every project with no text and some data, in
+        (project, event id) order: the first `limit` after `after` (a project and event
+        id). What an upgrade step re-derives texts from; it reads the events table whole."""
+
+    @abstractmethod
+    def retext_events(self, project_id: str, changes: Sequence[EventRetext]) -> int:
+        """Give stored events the text an upgrade re-derived, in one transaction: each
+        event that is still active and still without text gets its text and metadata, its
+        search units replaced (their vectors dropped: the embedding worker computes them
+        again) and the items that follow it their new context terms. An event forgotten,
+        hidden or given a text meanwhile is left as it is. Returns how many changed."""
 
     def same_database(self, other: Store) -> bool:
         """True when `other` is this store's database, however it was named (another path

@@ -27,7 +27,7 @@ from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
 from . import pg_sql as q
-from .base import ForgetReport, SearchItem, Store, TombstoneKind
+from .base import EventRetext, ForgetReport, SearchItem, Store, TombstoneKind
 from .pg_admin import PgAdmin
 from .pg_base import Conn, jsonb, text
 from .pg_search import PgSearch
@@ -42,6 +42,7 @@ from .rows import (
     tombstone_hash,
     types_at_node_sql,
 )
+from .schema import UPGRADE_PREFIX
 
 __all__ = ["PostgresStore"]
 
@@ -385,6 +386,61 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             self._record_soft_delete(conn, project_id, uniq, active, named)
             self._keep_keyword_log(conn, project_id)
         return changed
+
+    # -- upgrade steps (base.TOOL_CALL_TEXTS) ---------------------------------------------
+    def finish_upgrade(self, name: str) -> None:
+        with self._tx() as conn:
+            self._x(conn, "DELETE FROM meta WHERE key=%s", (UPGRADE_PREFIX + name,))
+
+    def retext_events(self, project_id: str, changes: Sequence[EventRetext]) -> int:
+        done = 0
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=False, bump=True)
+            for ch in changes:
+                cur = self._x(
+                    conn,
+                    "UPDATE events SET text=%s, metadata=%s WHERE project_id=%s "
+                    "AND event_id=%s AND active=1 AND (text IS NULL OR text='')",
+                    (text(ch.text), jsonb(ch.metadata), project_id, ch.event_id),
+                )
+                if cur.rowcount != 1:
+                    continue
+                done += 1
+                self._retext_items(conn, project_id, ch)
+            self._keep_keyword_log(conn, project_id)
+        return done
+
+    def _retext_items(self, conn: Conn, project_id: str, ch: EventRetext) -> None:
+        """An event's units and the context of those that follow it, as `ch` says. A whole
+        unit stays in place (its context words and whether they are hidden are its own),
+        numbered again so keyword readers see it change; its vector goes."""
+        eid, kept = ch.event_id, False
+        if len(ch.items) == 1 and ch.items[0].item_id == eid:
+            it = ch.items[0]
+            kept = (
+                self._x(
+                    conn,
+                    f"UPDATE items SET text=%s, terms=%s, embedded_model=NULL, "
+                    f"{q.NEXT_CHANGE_SEQ} WHERE project_id=%s AND item_id=%s AND owner_id=%s",
+                    (text(it.text), text(it.terms), project_id, eid, eid),
+                ).rowcount
+                == 1
+            )
+            if kept:
+                self._x(
+                    conn,
+                    "DELETE FROM item_vectors WHERE project_id=%s AND item_id=%s",
+                    (project_id, eid),
+                )
+        if not kept:
+            self._delete_items_of(conn, project_id, [eid], ForgetReport())
+            self._insert_items(conn, project_id, ch.items)
+        self._x(
+            conn,
+            f"UPDATE items SET context_terms=%s, {q.NEXT_CHANGE_SEQ} "
+            "WHERE project_id=%s AND context_id=%s",
+            (text(ch.context_terms), project_id, eid),
+        )
 
     # -- entities and relations ----------------------------------------------------------
     def upsert_entity(self, entity: Entity, items: Sequence[SearchItem]) -> Entity:

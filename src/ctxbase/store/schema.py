@@ -10,7 +10,7 @@ tables by project with co-location.
 from __future__ import annotations
 
 from ..errors import StorageError
-from .base import SCHEMA_VERSION
+from .base import SCHEMA_VERSION, TOOL_CALL_TEXTS
 
 __all__ = [
     "COLUMNS",
@@ -19,10 +19,14 @@ __all__ = [
     "JSON_COLUMNS",
     "MIGRATIONS",
     "TABLES",
+    "UPGRADE_PREFIX",
     "VERSION_TABLE",
     "pending_migrations",
     "render",
 ]
+
+# meta keys of the upgrade steps still pending ("upgrade:<name>", base.TOOL_CALL_TEXTS).
+UPGRADE_PREFIX = "upgrade:"
 
 # Tables in the order a whole-project copy or forget walks them (children last).
 TABLES = (
@@ -179,7 +183,19 @@ _V6 = [
 # v7: no new tables; each backend rewrites the items' terms in Python (the characters of
 # their Chinese words as terms too, ctxbase.cjk_terms), which SQL alone cannot do.
 _V7: list[str] = []
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
+# v8: assistant messages made only of tool calls were stored with no text and the data
+# {"tool_calls": n}, which was their search text; they now read as their calls. Rendering
+# and indexing are above the store: the step is recorded pending (base.TOOL_CALL_TEXTS), and
+# only when some event may need it, so a store without any skips it for one read.
+_V8 = [
+    f"INSERT INTO meta(key, value) SELECT '{UPGRADE_PREFIX}{TOOL_CALL_TEXTS}', '1' "
+    "WHERE EXISTS (SELECT 1 FROM events WHERE type = 'assistant_message' "
+    "AND (text IS NULL OR text = '') AND data IS NOT NULL AND active = 1) "
+    f"AND NOT EXISTS (SELECT 1 FROM meta WHERE key = '{UPGRADE_PREFIX}{TOOL_CALL_TEXTS}')",
+]
+MIGRATIONS: dict[int, list[str]] = {
+    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8,
+}  # fmt: skip
 
 # The version table, the same in every backend: one row, key 'schema_version'.
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"

@@ -14,7 +14,7 @@ from ..model import Entity, Event, SessionInfo, StateFact, TaskInfo
 from . import rows
 from .base import ApiKeyRecord, EventCount, ItemFilter, StateChange, TraceSummary
 from .dialect import Dialect, filter_sql
-from .schema import COLUMNS
+from .schema import COLUMNS, UPGRADE_PREFIX
 
 __all__ = ["SharedReads", "table_columns"]
 
@@ -162,6 +162,24 @@ class SharedReads:
             args.append(int(last_n))
         else:
             sql += f" ORDER BY {order}"
+        return self._read_events(self._dialect.sql(sql), args)
+
+    def pending_upgrades(self) -> frozenset[str]:
+        cond, args = self._dialect.starts_with("key", UPGRADE_PREFIX)
+        found = self._all(f"SELECT key FROM meta WHERE {cond}", args)
+        return frozenset(r[0][len(UPGRADE_PREFIX) :] for r in found)
+
+    def textless_events(self, type_: str, after: tuple[str, str] | None, limit: int) -> list[Event]:
+        sql = (
+            self._dialect.cross_project + f"SELECT {rows.EVENT_COLS} FROM events WHERE type=? "
+            "AND (text IS NULL OR text='') AND data IS NOT NULL AND active=1"
+        )
+        args: list[Any] = [type_]
+        if after is not None:
+            sql += " AND (project_id>? OR (project_id=? AND event_id>?))"
+            args += [after[0], after[0], after[1]]
+        sql += " ORDER BY project_id, event_id LIMIT ?"
+        args.append(int(limit))
         return self._read_events(self._dialect.sql(sql), args)
 
     def event_page(

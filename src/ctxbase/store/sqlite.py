@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
-from .base import ForgetReport, SearchItem, Store, TombstoneKind
+from .base import EventRetext, ForgetReport, SearchItem, Store, TombstoneKind
 from .rows import (
     EVENT_EDGE_SOURCE,
     check_direction,
@@ -33,14 +33,17 @@ from .rows import (
     relation_row,
     types_at_node_sql,
 )
+from .schema import UPGRADE_PREFIX
 from .sqlite_admin import SQLiteAdmin
 from .sqlite_base import (
     EVENT_COLS,
+    ITEM_SEQ,
     chunks,
     dumps,
     indexed_terms,
     loads,
     placeholders,
+    reserve_rowids,
     tombstone_hash,
 )
 from .sqlite_search import SQLiteSearch
@@ -426,6 +429,73 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             self._keep_keyword_log(conn, project_id)
             self._bump(conn, project_id)
         return changed
+
+    # -- upgrade steps (base.TOOL_CALL_TEXTS) ---------------------------------------------
+    def finish_upgrade(self, name: str) -> None:
+        with self._write() as conn:
+            conn.execute("DELETE FROM meta WHERE key=?", (UPGRADE_PREFIX + name,))
+
+    def retext_events(self, project_id: str, changes: Sequence[EventRetext]) -> int:
+        done = 0
+        with self._write() as conn:
+            for change in changes:
+                cur = conn.execute(
+                    "UPDATE events SET text=?, metadata=? WHERE project_id=? AND event_id=? "
+                    "AND active=1 AND (text IS NULL OR text='')",
+                    (change.text, dumps(change.metadata), project_id, change.event_id),
+                )
+                if cur.rowcount != 1:
+                    continue
+                done += 1
+                self._retext_items(conn, project_id, change)
+            if done:
+                self._keep_keyword_log(conn, project_id)
+                self._bump(conn, project_id)
+        return done
+
+    def _retext_items(self, conn: sqlite3.Connection, project_id: str, ch: EventRetext) -> None:
+        """An event's units and the context of those that follow it, as `ch` says. A whole
+        unit stays in place (its context words and whether they are hidden are its own),
+        under a new rowid so keyword readers see it leave and come back; its vector goes."""
+        eid = ch.event_id
+        whole = conn.execute(
+            "SELECT rowid, context_terms, context_hidden FROM items "
+            "WHERE project_id=? AND item_id=? AND owner_id=?",
+            (project_id, eid, eid),
+        ).fetchone()
+        if whole and len(ch.items) == 1 and ch.items[0].item_id == eid:
+            it, (rowid, context, hidden) = ch.items[0], whole
+            new = reserve_rowids(conn, ITEM_SEQ, "items", 1)
+            conn.execute(
+                "UPDATE items SET text=?, terms=?, embedded_model=NULL, rowid=? WHERE rowid=?",
+                (it.text, it.terms, new, rowid),
+            )
+            conn.execute(
+                "DELETE FROM item_vectors WHERE project_id=? AND item_id=?", (project_id, eid)
+            )
+            conn.execute("DELETE FROM item_fts WHERE rowid=?", (rowid,))
+            conn.execute(
+                "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
+                (new, indexed_terms(it.terms, context, hidden), it.terms),
+            )
+        else:
+            self._delete_items_of(conn, project_id, [eid], ForgetReport())
+            self._insert_items(conn, project_id, ch.items)
+        following = conn.execute(
+            "SELECT rowid, terms, context_hidden FROM items WHERE project_id=? AND context_id=?",
+            (project_id, eid),
+        ).fetchall()
+        first = reserve_rowids(conn, ITEM_SEQ, "items", len(following)) if following else 0
+        for n, (rowid, terms, hidden) in enumerate(following):
+            conn.execute(
+                "UPDATE items SET context_terms=?, rowid=? WHERE rowid=?",
+                (ch.context_terms, first + n, rowid),
+            )
+            conn.execute("DELETE FROM item_fts WHERE rowid=?", (rowid,))
+            conn.execute(
+                "INSERT INTO item_fts(rowid, terms, own) VALUES (?, ?, ?)",
+                (first + n, indexed_terms(terms, ch.context_terms, hidden), terms),
+            )
 
     # -- entities and relations ----------------------------------------------------------
     def upsert_entity(self, entity: Entity, items: Sequence[SearchItem]) -> Entity:
