@@ -698,15 +698,17 @@ class Store(ABC):
         are redacted (see store.trace_redaction). Each stored event and entity removed, and
         the session when the project held it, leaves a tombstone (`forgotten_ids`); a
         whole-project forget leaves those of all the project's events, entities and
-        sessions, and one of the project itself (its id as kind "project"), and keeps the
-        tombstones already there.
+        sessions, one of the project itself (its id as kind "project") and one of each
+        repository it held (items ingested from it, where it lives, a tag over it), and keeps
+        the tombstones already there.
 
         `replace_state` names state records, (scope, scope_id, key), whose content the
         forget covers too: each is removed with its whole history, and written again (one
         fresh version, `cause` "forget") when its value here is not None; in the same
         transaction, so no earlier value is left. `repos` names the ingested repositories
         the forget covers whole (their entities and records come in the lists above): each
-        leaves a tombstone of kind "repo" (ignored with whole_project)."""
+        leaves a tombstone of kind "repo" (ignored with whole_project, which tombstones every
+        repository of the project)."""
 
     # -- bulk copy (migrate-data) ----------------------------------------------------------
     @abstractmethod

@@ -33,7 +33,8 @@ is known when its children come:
   redacted (trace_redaction).
 
 A repository is left out when it is tombstoned in the destination (a repository forget
-leaves its name's) and not held there again: a repository ingested again after its forget
+leaves its name's, a whole-project forget each of its repositories') and not held there
+again: a repository ingested again after its forget
 keeps its tombstone, and what the source holds of it is copied, as for a session used
 again.
 

@@ -261,6 +261,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
     def _forget_project(
         self, conn: sqlite3.Connection, project_id: str, report: ForgetReport
     ) -> None:
+        repos = self._project_repos(conn, project_id)  # before their rows go
         forgotten = [
             [r[0] for r in conn.execute(sql, (project_id,)).fetchall()]
             for sql in (
@@ -288,10 +289,11 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             report.add(table, n)
         # Tombstones stay (they hold only hashes): a stale retry must not come back. The
         # project's own, when it held the project, tells a copy from a backup
-        # (copy_filter) not to bring it back.
+        # (copy_filter) not to bring it back; its repositories', once it is written to
+        # again, to leave out their records.
         held = [project_id] if report.removed.get("projects") else []
         events, entities, sessions = forgotten
-        _tombstone(conn, project_id, events, entities, sessions, held)
+        _tombstone(conn, project_id, events, entities, sessions, held, repos)
         # every row just left: readers reload rather than apply a removal per row
         self._cut_keyword_log(conn, project_id)
         self._purge_fts(conn, report)
