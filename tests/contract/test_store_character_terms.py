@@ -95,7 +95,7 @@ def test_a_version_6_store_gets_the_characters_of_its_chinese_words(
             run("UPDATE meta SET value='6' WHERE key='schema_version'")
         _clear_term_caches()
         with ContextBase(open_store(), project="p", embedder=None) as cb:
-            assert cb.store.schema_version() == SCHEMA_VERSION == 7
+            assert cb.store.schema_version() == SCHEMA_VERSION == 8
             got = {it.item_id: it for it in cb.store.get_items("p", [asked.id, said.id])}
             for item_id, item in got.items():
                 assert item.terms == with_characters_joined(old[item_id].terms)

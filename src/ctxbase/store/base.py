@@ -45,7 +45,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # What a tombstone stands for: a forgotten event (a stale retry of it is never written
 # again), entity or session (forgetting it again is "already forgotten", not "not found"),
@@ -351,6 +351,13 @@ class Store(ABC):
         default): a forget keeps a tombstone, a hash of the id and its kind, for each
         stored event, entity and session it removed and each repository it forgot whole
         (see rows.tombstone_hash)."""
+
+    @abstractmethod
+    def forgotten_times(
+        self, project_id: str, ids: Sequence[str], kind: TombstoneKind
+    ) -> dict[str, float | None]:
+        """Of these ids, those the project has forgotten as `kind`: when each was last
+        forgotten (a unix time; None for a tombstone kept before schema 8 recorded it)."""
 
     @abstractmethod
     def get_events(

@@ -267,7 +267,8 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         repos: Sequence[str] = (),
     ) -> None:
         """The tombstones (hashes only) of forgotten events, entities, sessions, projects and
-        repositories, in one batch; one already there stays."""
+        repositories, with the time of this forget, in one batch; one already there takes
+        that time."""
         kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
             ("event", events),
             ("entity", entities),
@@ -275,11 +276,16 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
             ("project", projects),
             ("repo", repos),
         )
+        now = time.time()
         self._many(
             conn,
-            "INSERT INTO tombstones(project_id, hashed_id) VALUES (%s,%s) "
-            "ON CONFLICT (project_id, hashed_id) DO NOTHING",
-            [(project_id, tombstone_hash(i, k)) for k, ids in kinds for i in dict.fromkeys(ids)],
+            "INSERT INTO tombstones(project_id, hashed_id, forgotten_at) VALUES (%s,%s,%s) "
+            "ON CONFLICT (project_id, hashed_id) DO UPDATE SET forgotten_at=excluded.forgotten_at",
+            [
+                (project_id, tombstone_hash(i, k), now)
+                for k, ids in kinds
+                for i in dict.fromkeys(ids)
+            ],
         )
 
     def context_entities(self, project_id: str, context_id: str) -> set[str] | None:

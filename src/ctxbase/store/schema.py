@@ -179,7 +179,13 @@ _V6 = [
 # v7: no new tables; each backend rewrites the items' terms in Python (the characters of
 # their Chinese words as terms too, ctxbase.cjk_terms), which SQL alone cannot do.
 _V7: list[str] = []
-MIGRATIONS: dict[int, list[str]] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7}
+# v8: tombstones.forgotten_at, when the id was last forgotten (NULL for those kept before):
+# a copy from a backup tells a session's forgotten life from the one it began when written
+# to again (copy_filter). Each backend adds the column in its own list.
+_V8: list[str] = []
+MIGRATIONS: dict[int, list[str]] = {
+    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8,
+}  # fmt: skip
 
 # The version table, the same in every backend: one row, key 'schema_version'.
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
@@ -227,7 +233,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "traces": (
         "project_id", "context_id", "created_at", "trace", "agent_role", "session_id", "task_id",
     ),
-    "tombstones": ("project_id", "hashed_id"),
+    "tombstones": ("project_id", "hashed_id", "forgotten_at"),
 }  # fmt: skip
 
 # Columns holding JSON: exported as Python values, stored as each backend's JSON type.

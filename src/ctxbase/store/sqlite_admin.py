@@ -443,7 +443,7 @@ def _tombstone(
     repos: Sequence[str] = (),
 ) -> None:
     """The tombstones (hashes only) of forgotten events, entities, sessions, projects and
-    repositories; one already there stays."""
+    repositories, with the time of this forget; one already there takes that time."""
     kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
         ("event", events),
         ("entity", entities),
@@ -451,7 +451,9 @@ def _tombstone(
         ("project", projects),
         ("repo", repos),
     )
+    now = time.time()
     conn.executemany(
-        "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-        [(project_id, tombstone_hash(i, k)) for k, ids in kinds for i in dict.fromkeys(ids)],
+        "INSERT INTO tombstones(project_id, hashed_id, forgotten_at) VALUES (?,?,?) "
+        "ON CONFLICT(project_id, hashed_id) DO UPDATE SET forgotten_at=excluded.forgotten_at",
+        [(project_id, tombstone_hash(i, k), now) for k, ids in kinds for i in dict.fromkeys(ids)],
     )

@@ -122,6 +122,7 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
             )
         ),
     ],
+    8: ["ALTER TABLE tombstones ADD COLUMN forgotten_at REAL"],
 }
 
 
