@@ -94,3 +94,31 @@ def test_migrate_data_leaves_out_a_forgotten_repository(tmp_path: Path, capsys: 
     code, out, err = _run(capsys, *base, "forget", "--repo", "anc")
     assert code == 0 and json.loads(out)["already_forgotten"] == ["anc"]
     assert "already forgotten in project 'p': repo 'anc'" in err
+
+
+def test_migrate_data_leaves_out_the_forgotten_life_of_a_session_used_again(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A session forgotten and then written to again: the backup's rows of its first life
+    (the events, and the trace assembled then, older than the forget) are left out and
+    counted so; what the destination wrote since is its own, and the command ends 0."""
+    live, bak = str(tmp_path / "live.db"), str(tmp_path / "bak.db")
+    base = ("--db", live, "--project", "p", "--embedder", "none", "-q")
+    for text in ("the walrus launch code is 42", "noted the walrus launch code"):
+        assert _run(capsys, *base, "capture", "--session", "s1", "--text", text)[0] == 0
+    assert _run(capsys, *base, "assemble", "--role", "coder", "--session", "s1", "walrus")[0] == 0
+    shutil.copy(live, bak)
+    assert _run(capsys, *base, "forget", "--session", "s1")[0] == 0
+    assert _run(capsys, *base, "capture", "--session", "s1", "--text", "a fresh start")[0] == 0
+    assert _run(capsys, *base, "assemble", "--role", "coder", "--session", "s1", "fresh")[0] == 0
+
+    code, out, err = _run(capsys, "--project", "p", "-q", "migrate-data", "--from", bak,
+                          "--to", live)  # fmt: skip
+    assert code == 0 and "differs" not in out and err == "", (out, err)
+    rows = {line.split()[0]: line for line in out.splitlines() if " source " in line}
+    both = "(1 left out: forgotten there; 1 of its own: written since a forget there)"
+    assert both in rows["traces"]
+    assert "(2 left out: forgotten there; 1 of its own" in rows["events"]
+    assert "held 3 row(s) of its own, of sessions written to again" in out
+    code, out, _ = _run(capsys, *base, "events", "s1", "--json")
+    assert code == 0 and [e["text"] for e in json.loads(out)] == ["a fresh start"]

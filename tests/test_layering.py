@@ -26,6 +26,7 @@ SHARED = frozenset(
         "ctxbase.errors",
         "ctxbase.lazy_names",
         "ctxbase.model",
+        "ctxbase.sql_cues",
         "ctxbase.validation",
     }
 )

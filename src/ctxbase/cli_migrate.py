@@ -2,8 +2,9 @@
 checks before it (a source holding the project, a destination that is another database)
 and what it prints after: each table's rows in the source, written by this copy and in the
 destination, the rows the destination held already, the rows left out because the
-destination hard-forgot them (the whole project included), the rows written redacted, and
-whether the counts agree."""
+destination hard-forgot them (the whole project included), the rows it held of its own
+(tombstones; rows of a session written to again after its forget there), the rows written
+redacted, and whether the counts agree."""
 
 from __future__ import annotations
 
@@ -74,11 +75,11 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
     """Print the copy's counts; the exit code: 1 when a table's count is not the one
     expected (the destination held other rows of the project, or rows did not arrive)."""
     for table, c in counts.items():
-        note = ""
-        if c.forgotten:
-            note = f"  ({c.forgotten} left out: forgotten there)"
-        elif c.own:
-            note = f"  ({c.own} of its own: forgotten there)"
+        notes = [f"{c.forgotten} left out: forgotten there"] if c.forgotten else []
+        if c.own:
+            since = "forgotten there" if table == "tombstones" else "written since a forget there"
+            notes.append(f"{c.own} of its own: {since}")
+        note = f"  ({'; '.join(notes)})" if notes else ""
         mark = "" if c.matches else "   <-- differs"
         print(
             f"{table:<14} source {c.source:>8}  written {c.written:>8}  "
@@ -90,6 +91,12 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
         print(
             f"left out {sum(left_out.values())} row(s) the destination has forgotten "
             f"({_per_table(left_out)})"
+        )
+    own = {t: c.own for t, c in counts.items() if c.own and t != "tombstones"}
+    if own:
+        print(
+            f"the destination held {sum(own.values())} row(s) of its own, of sessions written "
+            f"to again after their forget there ({_per_table(own)})"
         )
     redacted = {t: c.redacted for t, c in counts.items() if c.redacted}
     if redacted:

@@ -218,3 +218,39 @@ def test_words_of_a_forgotten_message_leave_the_reply_it_indexed(
     finally:
         for store in (bak, live, fresh):
             store.close()
+
+
+def test_a_session_used_again_gets_nothing_of_its_forgotten_life_back(
+    stores: tuple[Store, Store, Store], project_id: str
+) -> None:
+    """A session forgotten and then written to again: a backup taken before the forget
+    brings back none of its first life (its task, facts and traces: older than the
+    forget), counts them as left out, and counts what the destination wrote of the second
+    life as its own, so the count check passes."""
+    bak, live, _ = stores
+    pid = project_id
+    _populate(bak, pid)
+    copy_project(bak, live, pid)
+    live.forget(pid, session_id="s1")
+    write(live, make_event(pid, "s1", "a second life", ts=30.0))
+    live.set_state(StateFact(project_id=pid, scope="session", scope_id="s1", key="mood",
+                             value="new"))  # fmt: skip
+    live.put_trace(pid, "ctx-s1-again", {"session_id": "s1", "intent": "second"})
+    again = _snapshot(live, pid)
+
+    counts = copy_project(bak, live, pid, batch=2)
+
+    assert all(c.matches for c in counts.values()), counts
+    assert _snapshot(live, pid) == again  # nothing of the first life written back
+    assert counts["tasks"].forgotten == 1 and counts["tasks"].written == 0
+    # s1's mood (its one version) and t1's step, besides what the forget dropped then
+    assert counts["state"].forgotten == 4 and counts["state"].written == 0
+    assert counts["state_history"].forgotten == 5 and counts["state_history"].written == 0
+    assert counts["traces"].forgotten == 1 and counts["traces"].written == 0
+    # the second life: its event, its item, its mood (one version), its trace
+    own = {t: c.own for t, c in counts.items() if c.own and t != "tombstones"}
+    assert own == {"events": 1, "items": 1, "state": 1, "state_history": 1, "traces": 1}
+    assert counts["sessions"].forgotten == 0 and counts["sessions"].already == 2  # s1, s2
+    mood = live.get_state(pid, "session", "s1", "mood")
+    assert [f.value for f in mood] == ["new"]
+    assert live.get_trace(pid, "ctx-s1") is None

@@ -144,3 +144,34 @@ def test_a_repository_ingested_again_after_its_forget_is_copied(
         assert {t.name for t in cb.knowledge_tags()} == {"v1"}
     finally:
         bak.close()
+
+
+def test_a_backup_into_a_project_forgotten_whole_leaves_its_repositories_out(
+    cb: ContextBase, tmp_path: Path
+) -> None:
+    """A whole-project forget forgets its repositories too (their tombstones): the project
+    written to again and one repository ingested again, the backup brings back what it
+    holds of that one alone; the other's place record and the tag over it alone stay out,
+    and the tag over both comes back without it."""
+    pid = cb.project
+    shop, _ = _ingest_two(cb, tmp_path)
+    bak = SQLiteStore(str(tmp_path / "bak.db"))
+    try:
+        copy_project(cb.store, bak, pid)
+        report = cb.forget(whole_project=True)
+        assert report.total > 0
+        assert cb.store.forgotten_ids(pid, ["shop", "blog"], ("repo",)) == {"shop", "blog"}
+        cb.ingest(str(tmp_path / "blog"), repo="blog")
+
+        counts = copy_project(bak, cb.store, pid)
+
+        assert set(recorded_places(cb.store, pid)) == {"blog"}
+        tags = {t.name: t for t in cb.knowledge_tags()}
+        assert set(tags) == {"v1"} and tags["v1"].repos == ("blog",)
+        assert counts["entities"].forgotten >= len(shop)
+        assert cb.list_entities(repos=["shop"]) == []
+        assert not any(i in _records(cb.store, pid) for i in shop)
+        pinned = _state(cb.store, pid)[(KB_PIN_SCOPE, "", KB_PIN_KEY)]
+        assert pinned["tag"] == "v1" and pinned["repos"] == ["blog"]
+    finally:
+        bak.close()

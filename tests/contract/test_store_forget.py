@@ -111,6 +111,26 @@ def test_forgotten_entities_and_sessions_keep_tombstones_of_their_kind(
     assert tombstone_hash(kept) == hashlib.sha256(kept.encode()).hexdigest() in rows
 
 
+def test_a_tombstone_keeps_when_its_id_was_last_forgotten(store: Store, project_id: str) -> None:
+    """forgotten_times: the time of the latest forget of each id forgotten as the kind
+    asked; an id forgotten again takes the later time."""
+    import time
+
+    pid = project_id
+    write(store, make_event(pid, "s1", "first life"))
+    before = time.time()
+    store.forget(pid, session_id="s1")
+    first = store.forgotten_times(pid, ["s1", "s-never"], "session")
+    assert set(first) == {"s1"} and before <= (first["s1"] or 0) <= time.time()
+    assert store.forgotten_times(pid, ["s1"], "event") == {}
+    write(store, make_event(pid, "s1", "second life"))
+    time.sleep(0.01)
+    store.forget(pid, session_id="s1")
+    again = store.forgotten_times(pid, ["s1"], "session")["s1"]
+    assert again is not None and first["s1"] is not None and again > first["s1"]
+    assert store.forgotten_times(pid, [], "session") == {}
+
+
 def test_forget_last_event_moves_the_session_tail(store: Store, project_id: str) -> None:
     ids = _populate(store, project_id)
     store.forget(project_id, event_ids=[ids["s1"][-1]])

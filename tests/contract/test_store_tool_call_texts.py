@@ -100,7 +100,7 @@ def test_a_version_7_store_gets_its_tool_call_turns_texts(
         run("UPDATE meta SET value='7' WHERE key='schema_version'")
 
         with opened(embedder=None) as cb:
-            assert cb.store.schema_version() == SCHEMA_VERSION == 8
+            assert cb.store.schema_version() == SCHEMA_VERSION >= 8
             assert cb.store.pending_upgrades() == frozenset()  # done on opening
             event = cb.get_event(turn)
             assert event.text == SHOWN and event.data == {"tool_calls": 1}
@@ -149,7 +149,7 @@ def test_the_step_is_pending_only_when_a_turn_may_need_it(
         run("UPDATE meta SET value='7' WHERE key='schema_version'")
         store = open_store()
         try:
-            assert store.schema_version() == 8
+            assert store.schema_version() == SCHEMA_VERSION
             assert store.pending_upgrades() == frozenset()
         finally:
             store.close()

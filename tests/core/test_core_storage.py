@@ -85,6 +85,7 @@ def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     with ContextBase(str(db_path), embedder=None) as cb:
         cb.record("user_message", session_id="s", text="kept across the upgrade")
     conn = raw(db_path)
+    conn.execute("ALTER TABLE tombstones DROP COLUMN forgotten_at")  # as before v9
     for name in ("item_vectors_removed", "items_removed", "items_shown_or_hidden"):
         conn.execute(f"DROP TRIGGER {name}")
     conn.execute("DROP TABLE vector_removals")
@@ -92,9 +93,11 @@ def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     conn.commit()
     conn.close()
     with ContextBase(str(db_path), embedder=None) as cb:
-        assert cb.store.schema_version() == SCHEMA_VERSION == 8
+        assert cb.store.schema_version() == SCHEMA_VERSION == 9
         assert [e.text for e in cb.last_events("s", 5)] == ["kept across the upgrade"]
     conn = raw(db_path)
+    tombstones = {r[1] for r in conn.execute("PRAGMA table_info(tombstones)")}
+    assert "forgotten_at" in tombstones  # v9
     triggers = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     conn.close()

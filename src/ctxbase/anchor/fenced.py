@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot.errors import SqlglotError
 
+from ..sql_cues import SQL_STATEMENT
 from .parsed import ParseResult
 from .plaintext import plain_text_result
 from .python_code import ascii_reading, parse_python
@@ -80,12 +81,6 @@ _PYTHON_CUES = re.compile(
     r"^\s*(?:def |async def |class \w+[(:]|import \w|from [\w.]+ import |@\w|"
     r"if __name__ ==|print\(|return\b|elif |except\b|with \w.* as \w+:)",
     re.M,
-)
-_SQL_CUES = re.compile(
-    r"\b(?:SELECT\b[\s\S]+?\bFROM|INSERT\s+INTO|UPDATE\s+[\w.`\"\[\]]+\s+SET|DELETE\s+FROM|"
-    r"CREATE\s+(?:OR\s+REPLACE\s+)?(?:TABLE|VIEW|INDEX|UNIQUE\s+INDEX)|ALTER\s+TABLE|"
-    r"DROP\s+TABLE|WITH\s+\w+\s+AS\s*\()",
-    re.I,
 )
 _OTHER_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("go", re.compile(r"^\s*package \w+\s*$|^\s*func (?:\([^)]*\)\s*)?\w+\(", re.M)),
@@ -164,7 +159,7 @@ def guess_language(code: str) -> str:
     if not stripped:
         return "text"
     python_hits = len(_PYTHON_CUES.findall(stripped))
-    sql_hits = len(_SQL_CUES.findall(stripped))
+    sql_hits = len(SQL_STATEMENT.findall(stripped))
     # A real parse settles it: SQL never parses as Python, and Python that embeds SQL in
     # strings must not be taken for SQL, so Python is tried first.
     if python_hits and _parses_as_python(stripped):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..model import Entity
+from ..sql_cues import SQL_STATEMENT
 from ..store.base import SearchItem, Store
 
 if TYPE_CHECKING:
@@ -79,12 +80,6 @@ def _named(latin: str, cjk: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Za-z])(?:{latin})(?![A-Za-z])|{cjk}", re.IGNORECASE)
 
 
-_SQL_STATEMENT = re.compile(
-    r"```\s*sql\b|\bselect\b[^;]{0,400}?\bfrom\s+[\w.\"`]+|\binsert\s+into\b|"
-    r"\bupdate\s+[\w.\"`]+\s+set\b|\bdelete\s+from\b|"
-    r"\bcreate\s+(?:unique\s+)?(?:table|index|view)\b|\balter\s+table\b",
-    re.IGNORECASE,
-)
 _CODE = re.compile(
     r"```|\bdef\s+\w+\s*\(|\bfunction\s+\w+\s*\(|\bclass\s+\w+\s*[:({]|=>\s*\{", re.IGNORECASE
 )
@@ -95,7 +90,7 @@ _PATH = re.compile(
 )
 
 KINDS: tuple[Kind, ...] = (
-    Kind("sql", _named(r"sql|quer(?:y|ies)", "查询|语句"), frozenset({"sql"}), _SQL_STATEMENT),
+    Kind("sql", _named(r"sql|quer(?:y|ies)", "查询|语句"), frozenset({"sql"}), SQL_STATEMENT),
     Kind(
         "code",
         _named(

@@ -47,7 +47,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Upgrade steps a schema migration cannot finish in SQL, since they need what is above the
 # store (capture's rendering of a text, the index's terms): the migration records each one
@@ -399,6 +399,13 @@ class Store(ABC):
         (see rows.tombstone_hash)."""
 
     @abstractmethod
+    def forgotten_times(
+        self, project_id: str, ids: Sequence[str], kind: TombstoneKind
+    ) -> dict[str, float | None]:
+        """Of these ids, those the project has forgotten as `kind`: when each was last
+        forgotten (a unix time; None for a tombstone kept before schema 9 recorded it)."""
+
+    @abstractmethod
     def get_events(
         self, project_id: str, ids: Sequence[str], include_inactive: bool = False
     ) -> list[Event]: ...
@@ -744,15 +751,17 @@ class Store(ABC):
         are redacted (see store.trace_redaction). Each stored event and entity removed, and
         the session when the project held it, leaves a tombstone (`forgotten_ids`); a
         whole-project forget leaves those of all the project's events, entities and
-        sessions, and one of the project itself (its id as kind "project"), and keeps the
-        tombstones already there.
+        sessions, one of the project itself (its id as kind "project") and one of each
+        repository it held (items ingested from it, where it lives, a tag over it), and keeps
+        the tombstones already there.
 
         `replace_state` names state records, (scope, scope_id, key), whose content the
         forget covers too: each is removed with its whole history, and written again (one
         fresh version, `cause` "forget") when its value here is not None; in the same
         transaction, so no earlier value is left. `repos` names the ingested repositories
         the forget covers whole (their entities and records come in the lists above): each
-        leaves a tombstone of kind "repo" (ignored with whole_project)."""
+        leaves a tombstone of kind "repo" (ignored with whole_project, which tombstones every
+        repository of the project)."""
 
     # -- bulk copy (migrate-data) ----------------------------------------------------------
     @abstractmethod

@@ -13,8 +13,10 @@ Row by row, tables come in schema.TABLES order, parents first, so what one table
 is known when its children come:
 
 - sessions: tombstoned as sessions in the destination and not held there again (a session
-  id used again after its forget keeps its tombstone, and its new rows stay);
-- tasks: of a session left out;
+  id used again after its forget keeps its tombstone, and its new rows stay; of its rows
+  in the source, those from before the forget are its forgotten life and left out below:
+  copy_reborn);
+- tasks: of a session left out, or created before the forget of a session used again;
 - events: tombstoned as events, or of a session left out;
 - entities: tombstoned as entities, anchored from an event left out
   (`properties.event_id`), or of a repository left out;
@@ -24,22 +26,25 @@ is known when its children come:
   items left out. An item indexed with the words of a node left out (`context_id`) is
   written without them (redacted), as a forget drops them;
 - state and state_history: a left-out session's scopes ('session', 'message') and its
-  tasks', records keyed by a node left out or tombstoned, and every version of a fact whose
-  cause quotes what was left out (as `Store.forget` removes them). The records that name a
+  tasks' (of a session used again, the records and versions from before its forget),
+  records keyed by a node left out or tombstoned, and every version of a fact whose cause
+  quotes what was left out (as `Store.forget` removes them). The records that name a
   repository left out (where it lives, knowledge-base tags covering it, the pinned view of
   such a tag) are written as its forget left them (repo_records.py): left out, or
   rewritten without it as a first version, without their history;
-- traces: a left-out session's own; any other is written with the left-out ids and texts
-  redacted (trace_redaction).
+- traces: a left-out session's own, and those of a session used again from before its
+  forget; any other is written with the left-out ids and texts redacted
+  (trace_redaction).
 
 A repository is left out when it is tombstoned in the destination (a repository forget
-leaves its name's) and not held there again: a repository ingested again after its forget
-keeps its tombstone, and what the source holds of it is copied, as for a session used
-again.
+leaves its name's, a whole-project forget each of its repositories') and not held there
+again: a repository ingested again after its forget keeps its tombstone, and what the
+source holds of it is copied, as for a session used again.
 
 Tombstones are all copied, the source's included: the destination then refuses what the
 source forgot too, and a later copy from it keeps refusing. Only Store protocol methods
-are used, so this works between any two backends.
+are used, so this works between any two backends. The destination's rows of the new
+lives of sessions used again are counted (`own`) after the copy by reading them back.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .base import Store, TombstoneKind
+from .copy_reborn import Lives
 from .forget_steps import FACT_SCOPES, KEYED_BY_ID_SCOPES
 from .repo_records import (
     KB_PIN_KEY,
@@ -58,6 +64,7 @@ from .repo_records import (
     StateKey,
     without_repos,
 )
+from .schema import TABLES
 from .trace_redaction import Forgotten
 
 __all__ = ["ForgottenThere"]
@@ -105,8 +112,10 @@ class ForgottenThere:
         self._repo_entities: set[str] = set()  # the source's entities of those
         self._rewritten: dict[StateKey, Any] = {}  # records of them: None, left out
         self._history_written: set[StateKey] = set()
+        self.lives = Lives({})  # sessions forgotten there and written to again
         if self.active and not self.project_gone:
             self._gone_repos()
+            self.lives = self._lives()
 
     # -- the destination's tombstones -------------------------------------------------------
     def _tombstoned(self, ids: Iterable[str | None], kinds: Sequence[TombstoneKind]) -> set[str]:
@@ -121,6 +130,31 @@ class ForgottenThere:
             if self._dst.get_session(self._pid, session_id) is None:
                 self.sessions.add(session_id)
         return self.sessions
+
+    def _lives(self) -> Lives:
+        """The destination's sessions it forgot and holds again, with the time of their
+        forget (a tombstone kept before that time was recorded: none, as before)."""
+        held = [s.session_id for s in self._dst.list_sessions(self._pid)]
+        times = self._dst.forgotten_times(self._pid, held, "session") if held else {}
+        return Lives({s: at for s, at in times.items() if at is not None})
+
+    def own(self) -> Counter[str]:
+        """After the copy, per table: the rows the destination holds of those sessions'
+        new lives beyond the source's (what it wrote since their forget). Reads the
+        destination's rows of the project, only when there are such sessions."""
+        if not self.lives:
+            return Counter()
+        there = Lives(self.lives.forgot)
+        for table in TABLES:
+            for rows in self._dst.export_rows(self._pid, table):
+                there.note(table, rows)
+        return Counter(
+            {
+                t: n - self.lives.counts[t]
+                for t, n in there.counts.items()
+                if n > self.lives.counts[t]
+            }
+        )
 
     def _gone_repos(self) -> None:
         """The repositories the source names that the destination forgot (tombstoned) and
@@ -201,6 +235,7 @@ class ForgottenThere:
         keep: Callable[[Sequence[Row]], list[Row]] = getattr(self, f"_{table}")
         kept = keep(rows)
         self.skipped[table] += len(rows) - len(kept)
+        self.lives.note(table, kept)
         return kept
 
     def _sessions(self, rows: Sequence[Row]) -> list[Row]:
@@ -209,8 +244,13 @@ class ForgottenThere:
 
     def _tasks(self, rows: Sequence[Row]) -> list[Row]:
         gone = self._gone_sessions(r["session_id"] for r in rows)
-        self.tasks.update(r["task_id"] for r in rows if r["session_id"] in gone)
-        return [r for r in rows if r["session_id"] not in gone]
+        old = self.lives.before
+        self.tasks.update(
+            r["task_id"]
+            for r in rows
+            if r["session_id"] in gone or old(r["session_id"], r["created_at"])
+        )
+        return [r for r in rows if r["task_id"] not in self.tasks]
 
     def _events(self, rows: Sequence[Row]) -> list[Row]:
         sessions = self._gone_sessions(r["session_id"] for r in rows)
@@ -274,7 +314,7 @@ class ForgottenThere:
                 if value is not None:  # as the forget wrote it again
                     kept.append({**r, "value": value, "version": 1, "cause": "forget"})
                     self.redacted["state"] += 1
-            elif not self._fact_gone(r, keyed):
+            elif not self._fact_gone(r, keyed, r["updated_at"]):
                 kept.append(r)
         return kept
 
@@ -291,14 +331,18 @@ class ForgottenThere:
                     kept.append({**r, "version": 1, "old_value": None, "new_value": value,
                                  "cause": "forget", "deleted": 0})  # fmt: skip
                     self.redacted["state_history"] += 1
-            elif not self._fact_gone(r, keyed):
+            elif not self._fact_gone(r, keyed, r["ts"]):
                 kept.append(r)
         return kept
 
-    def _fact_gone(self, r: Row, keyed: set[str]) -> bool:
+    def _fact_gone(self, r: Row, keyed: set[str], at: Any) -> bool:
+        """Left out: of a session or task left out, keyed by a node left out, a fact
+        drawn from one, or of a session's forgotten life (written before its forget, `at`:
+        the record's or version's time)."""
         scope, scope_id, key = r["scope"], r["scope_id"], r["key"]
         return (
             (scope in ("session", "message") and scope_id in self.sessions)
+            or self.lives.old_fact(r, at)
             or (scope == "task" and scope_id in self.tasks)
             or (scope in KEYED_BY_ID_SCOPES and key in keyed)
             or (scope, scope_id, key) in self._facts
@@ -312,7 +356,7 @@ class ForgottenThere:
             session = r.get("session_id") or (
                 trace.get("session_id") if isinstance(trace, Mapping) else None
             )
-            if session in self.sessions:
+            if session in self.sessions or self.lives.before(session, r["created_at"]):
                 continue
             if forgotten:
                 new, changed = forgotten.redact(trace)

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 from .base import FEEDBACK_SCOPE, USES_SCOPE, ForgetReport
 from .dialect import Dialect
+from .repo_records import KB_TAG_SCOPE, REPOSITORY_SCOPE
 from .trace_redaction import Forgotten
 
 __all__ = [
@@ -184,6 +185,33 @@ class ForgetSteps:
         return scope
 
     # -- entities made from messages ------------------------------------------------------------
+    def _project_repos(self, conn: Any, project_id: str) -> list[str]:
+        """The repositories a whole-project forget forgets with the project (it tombstones
+        them, so a copy from a backup leaves their records out: copy_filter): those its
+        items were ingested from and those its place records and knowledge-base tags name
+        (repo_records)."""
+        names = {
+            str(r[0])
+            for r in self._q(
+                conn,
+                "SELECT DISTINCT repo FROM items WHERE project_id=? AND repo IS NOT NULL",
+                (project_id,),
+            ).fetchall()
+        }
+        for scope, key, value in self._q(
+            conn,
+            "SELECT scope, key, value FROM state WHERE project_id=? AND scope_id='' "
+            "AND scope IN (?, ?)",
+            (project_id, REPOSITORY_SCOPE, KB_TAG_SCOPE),
+        ).fetchall():
+            if scope == REPOSITORY_SCOPE:
+                names.add(str(key))
+                continue
+            tag = self._dialect.load(value)
+            if isinstance(tag, Mapping):
+                names.update(str(r) for r in tag.get("repos") or ())
+        return sorted(n for n in names if n)
+
     def _capture_mentions(
         self, conn: Any, project_id: str, event_ids: Sequence[str]
     ) -> dict[str, list[tuple[str, bool]]]:

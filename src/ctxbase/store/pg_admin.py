@@ -226,6 +226,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         return report
 
     def _forget_project(self, conn: Conn, project_id: str, report: ForgetReport) -> None:
+        repos = self._project_repos(conn, project_id)  # before their rows go
         forgotten = [
             [r[0] for r in self._x(conn, sql, (project_id,)).fetchall()]
             for sql in (
@@ -239,10 +240,11 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
             report.add(table, cur.rowcount)
         # Tombstones stay (they hold only hashes): a stale retry must not come back. The
         # project's own, when it held the project, tells a copy from a backup
-        # (copy_filter) not to bring it back.
+        # (copy_filter) not to bring it back; its repositories', once it is written to
+        # again, to leave out their records.
         held = [project_id] if report.removed.get("projects") else []
         events, entities, sessions = forgotten
-        self._tombstone(conn, project_id, events, entities, sessions, held)
+        self._tombstone(conn, project_id, events, entities, sessions, held, repos)
         # Every row just left: readers reload rather than apply a removal per row. The
         # record is cut, leaving a mark (seq 0) under a new number for readers behind it.
         self._x(conn, "DELETE FROM keyword_removed WHERE project_id=%s", (project_id,))
@@ -265,7 +267,8 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         repos: Sequence[str] = (),
     ) -> None:
         """The tombstones (hashes only) of forgotten events, entities, sessions, projects and
-        repositories, in one batch; one already there stays."""
+        repositories, with the time of this forget, in one batch; one already there takes
+        that time."""
         kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
             ("event", events),
             ("entity", entities),
@@ -273,11 +276,16 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
             ("project", projects),
             ("repo", repos),
         )
+        now = time.time()
         self._many(
             conn,
-            "INSERT INTO tombstones(project_id, hashed_id) VALUES (%s,%s) "
-            "ON CONFLICT (project_id, hashed_id) DO NOTHING",
-            [(project_id, tombstone_hash(i, k)) for k, ids in kinds for i in dict.fromkeys(ids)],
+            "INSERT INTO tombstones(project_id, hashed_id, forgotten_at) VALUES (%s,%s,%s) "
+            "ON CONFLICT (project_id, hashed_id) DO UPDATE SET forgotten_at=excluded.forgotten_at",
+            [
+                (project_id, tombstone_hash(i, k), now)
+                for k, ids in kinds
+                for i in dict.fromkeys(ids)
+            ],
         )
 
     def context_entities(self, project_id: str, context_id: str) -> set[str] | None:

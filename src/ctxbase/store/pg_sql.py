@@ -174,6 +174,7 @@ POST_MIGRATIONS: dict[int, list[str]] = {
         "FOR EACH STATEMENT EXECUTE FUNCTION ctxbase_items_removed()",
     ],
     6: [ITEMS_REMOVED_FN_V6],
+    9: ["ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS forgotten_at DOUBLE PRECISION"],
 }
 
 # Takes the next change number: a row that changes what it is indexed by is numbered again.

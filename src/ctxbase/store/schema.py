@@ -193,8 +193,12 @@ _V8 = [
     "AND (text IS NULL OR text = '') AND data IS NOT NULL AND active = 1) "
     f"AND NOT EXISTS (SELECT 1 FROM meta WHERE key = '{UPGRADE_PREFIX}{TOOL_CALL_TEXTS}')",
 ]
+# v9: tombstones.forgotten_at, when the id was last forgotten (NULL for those kept before):
+# a copy from a backup tells a session's forgotten life from the one it began when written
+# to again (copy_filter). Each backend adds the column in its own list.
+_V9: list[str] = []
 MIGRATIONS: dict[int, list[str]] = {
-    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8,
+    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9,
 }  # fmt: skip
 
 # The version table, the same in every backend: one row, key 'schema_version'.
@@ -243,7 +247,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "traces": (
         "project_id", "context_id", "created_at", "trace", "agent_role", "session_id", "task_id",
     ),
-    "tombstones": ("project_id", "hashed_id"),
+    "tombstones": ("project_id", "hashed_id", "forgotten_at"),
 }  # fmt: skip
 
 # Columns holding JSON: exported as Python values, stored as each backend's JSON type.

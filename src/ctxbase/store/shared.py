@@ -12,7 +12,14 @@ from typing import Any, ClassVar
 
 from ..model import Entity, Event, SessionInfo, StateFact, TaskInfo
 from . import rows
-from .base import ApiKeyRecord, EventCount, ItemFilter, StateChange, TraceSummary
+from .base import (
+    ApiKeyRecord,
+    EventCount,
+    ItemFilter,
+    StateChange,
+    TombstoneKind,
+    TraceSummary,
+)
 from .dialect import Dialect, filter_sql
 from .schema import COLUMNS, UPGRADE_PREFIX
 
@@ -64,6 +71,19 @@ class SharedReads:
             self._one("SELECT 1 FROM tombstones WHERE project_id=? LIMIT 1", (project_id,))
             is not None
         )
+
+    def forgotten_times(
+        self, project_id: str, ids: Sequence[str], kind: TombstoneKind
+    ) -> dict[str, float | None]:
+        hashes = {rows.tombstone_hash(i, kind): i for i in dict.fromkeys(ids) if i}
+        if not hashes:
+            return {}
+        cond, args = self._dialect.any_of("hashed_id", list(hashes))
+        found = self._all(
+            f"SELECT hashed_id, forgotten_at FROM tombstones WHERE project_id=? AND {cond}",
+            (project_id, *args),
+        )
+        return {hashes[h]: None if at is None else float(at) for h, at in found}
 
     def list_repos(self, project_id: str) -> list[str]:
         sql = (

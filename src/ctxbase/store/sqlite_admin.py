@@ -261,6 +261,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
     def _forget_project(
         self, conn: sqlite3.Connection, project_id: str, report: ForgetReport
     ) -> None:
+        repos = self._project_repos(conn, project_id)  # before their rows go
         forgotten = [
             [r[0] for r in conn.execute(sql, (project_id,)).fetchall()]
             for sql in (
@@ -288,10 +289,11 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             report.add(table, n)
         # Tombstones stay (they hold only hashes): a stale retry must not come back. The
         # project's own, when it held the project, tells a copy from a backup
-        # (copy_filter) not to bring it back.
+        # (copy_filter) not to bring it back; its repositories', once it is written to
+        # again, to leave out their records.
         held = [project_id] if report.removed.get("projects") else []
         events, entities, sessions = forgotten
-        _tombstone(conn, project_id, events, entities, sessions, held)
+        _tombstone(conn, project_id, events, entities, sessions, held, repos)
         # every row just left: readers reload rather than apply a removal per row
         self._cut_keyword_log(conn, project_id)
         self._purge_fts(conn, report)
@@ -441,7 +443,7 @@ def _tombstone(
     repos: Sequence[str] = (),
 ) -> None:
     """The tombstones (hashes only) of forgotten events, entities, sessions, projects and
-    repositories; one already there stays."""
+    repositories, with the time of this forget; one already there takes that time."""
     kinds: tuple[tuple[TombstoneKind, Sequence[str]], ...] = (
         ("event", events),
         ("entity", entities),
@@ -449,7 +451,9 @@ def _tombstone(
         ("project", projects),
         ("repo", repos),
     )
+    now = time.time()
     conn.executemany(
-        "INSERT OR IGNORE INTO tombstones(project_id, hashed_id) VALUES (?,?)",
-        [(project_id, tombstone_hash(i, k)) for k, ids in kinds for i in dict.fromkeys(ids)],
+        "INSERT INTO tombstones(project_id, hashed_id, forgotten_at) VALUES (?,?,?) "
+        "ON CONFLICT(project_id, hashed_id) DO UPDATE SET forgotten_at=excluded.forgotten_at",
+        [(project_id, tombstone_hash(i, k), now) for k, ids in kinds for i in dict.fromkeys(ids)],
     )

@@ -123,6 +123,7 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
             )
         ),
     ],
+    9: ["ALTER TABLE tombstones ADD COLUMN forgotten_at REAL"],
 }
 
 

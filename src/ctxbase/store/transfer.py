@@ -7,8 +7,9 @@ stopped. The destination's keyword index is built by its backend as items arrive
 
 What the destination hard-forgot (its tombstones) is not written back, nor what its forget
 removed with it (copy_filter.ForgottenThere): a backup taken before a forget does not
-undo it; after a whole-project forget nothing of the project is written while the
-destination does not hold it again. The source's tombstones are copied, so the destination
+undo it, nor bring back the forgotten life of a session written to again since; after a
+whole-project forget nothing of the project is written while the destination does not
+hold it again. The source's tombstones are copied, so the destination
 refuses those too. A store is never copied into itself (ValidationError).
 """
 
@@ -33,7 +34,9 @@ class TableCopy:
     `written`: source rows this copy inserted; `forgotten`: source rows not written
     because the destination forgot them; `already` (the rest): source rows the
     destination held already (same key; kept as they are); `own`: for tombstones, those
-    the destination held that the source does not (what it forgot); `redacted`: rows
+    the destination held that the source does not (what it forgot), for other tables the
+    rows it holds beyond the source's of sessions it forgot and then wrote to again (their
+    new lives: copy_reborn); `redacted`: rows
     written with forgotten content taken out. The copy is whole when the destination holds
     `expected` rows: more means it held other rows of the project before, fewer that rows
     did not arrive."""
@@ -96,13 +99,14 @@ def copy_project(
             written[table] = inserted
             if table == "tombstones":  # held before, less the source's already there
                 own = held - (copied - there.skipped[table] - inserted)
+    lives = there.own()  # rows of sessions forgotten there and written to again since
     return {
         table: TableCopy(
             source=src.count_rows(project_id, table),
             destination=dst.count_rows(project_id, table),
             written=written[table],
             forgotten=there.skipped[table],
-            own=own if table == "tombstones" else 0,
+            own=own if table == "tombstones" else lives[table],
             redacted=there.redacted[table],
         )
         for table in TABLES
