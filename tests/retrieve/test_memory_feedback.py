@@ -314,7 +314,11 @@ def test_a_decision_cut_from_a_longer_message_stands_or_falls_with_it(cb: Contex
     assert cb.get_feedback(decision).label == "wrong"  # type: ignore[union-attr]
     found = [c.item.owner_id for c in cb.search("database for billing MongoDB").results]
     assert said.id not in found and decision not in found
-    assert "MongoDB" not in prompt()
+    # the rating's note stands in its place, quoting what it replaces (corrections.py)
+    corrected = prompt()
+    assert "Correction (rated wrong on " in corrected and "we use PostgreSQL" in corrected
+    said_where = [line for line in corrected.splitlines() if "MongoDB" in line]
+    assert len(said_where) == 1 and said_where[0].startswith("Correction (rated wrong")
 
     cb.feedback(said.id, "neutral")  # undone for both
     assert "MongoDB" in prompt()

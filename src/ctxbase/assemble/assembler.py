@@ -38,6 +38,8 @@ from .budget import (
     fit_to_tokens,
     layer_quota,
 )
+from .corrections import CORRECTION, add_corrections
+from .echoes import mark_echoes
 from .gatherer import Gatherer, event_failed, label_for
 from .history_calls import CALL_TYPE, fold_calls
 from .lifecycle import Status
@@ -360,6 +362,8 @@ class Assembler:
         hist, hist_dropped, input_event, held = self._history(
             events, statuses, task_id, policy.view, user_intent
         )
+        hist, echoed = mark_echoes(hist, events, statuses)  # repeats of a retracted message
+        notes.extend(echoed)
         exclude = {e.id for e in hist} | set(held) | ({input_event} if input_event else set())
         g = Gatherer(
             self.cb,
@@ -412,6 +416,7 @@ class Assembler:
             # what is rated false or cut from a retracted message leaves the memory layer, and a
             # message rated false the history too (read with the candidates' ratings: one read)
             false = g.drop_withdrawn([e.id for e in hist])
+            add_corrections(g, [(e, false[e.id]) for e in hist if e.id in false])
             if false:
                 hist = [e for e in hist if e.id not in false]
                 hist_dropped += [
@@ -464,9 +469,8 @@ class Assembler:
         )
         self.cb.store.put_trace(pid, context_id, ctx.trace)
         # the memories this context placed: time decay spares what is often used
-        self.cb.searcher.usage.note(
-            pid, (c["id"] for c in ctx.trace["candidates"] if c.get("included"))
-        )
+        placed = (c for c in ctx.trace["candidates"] if c.get("included"))
+        self.cb.searcher.usage.note(pid, (c["id"] for c in placed if c["kind"] != CORRECTION))
         log_trace(ctx.trace, full=debug)
         return ctx
 

@@ -15,10 +15,11 @@ from ..components import ComponentsSource, components_of
 from ..model import Entity, Event, Relation
 from ..retrieve.config import SearchConfig
 from ..retrieve.indexing import names_its_text
-from ..retrieve.search import Candidate
+from ..retrieve.search import Candidate, SearchResponse
 from ..retrieve.signals import Confidence, rated_false, tool_failed
 from ..store.base import ItemFilter
 from .budget import fit_to_tokens
+from .echoes import memory_echoes
 from .history_calls import CALL_TYPE
 from .lifecycle import Status
 from .policy import (
@@ -75,7 +76,7 @@ class MemoryCandidate:
     """One candidate of the memory layer, merged across the strategies that found it."""
 
     owner_id: str
-    kind: str  # "entity" | "event"
+    kind: str  # "entity" | "event" | "correction" (corrections.py)
     type: str
     name: str
     text: str
@@ -115,6 +116,8 @@ class MemoryCandidate:
             if counter.count(text) <= max_item_tokens
             else (fit_to_tokens(text, max_item_tokens, counter) + " …")
         )
+        if self.kind == "correction":  # corrections.py: `answers` names what it replaces
+            return f"[correction of {self.answers}]\n{body}"
         # a name that only repeats the text (a requirement sentence) is not shown twice
         name = "" if names_its_text(self.name, self.text) else self.name
         return f"{label_for(self.type, self.owner_id, name, self.answers)}\n{body}"
@@ -215,6 +218,11 @@ class Gatherer:
         self.on_topic = False
         self._statuses: dict[str, Mapping[str, Status]] = dict(statuses or {})
         self._hidden: dict[str, str | None] = {}
+        # memories rated false with a note that would have come in (corrections.py): search
+        # hits, each with the least score that would have ranked it (None: any), and
+        # what edges and references reached (owner -> its rating, its text)
+        self.rated_hits: list[tuple[Candidate, float | None]] = []
+        self.rated: dict[str, tuple[Confidence, str]] = {}
 
     def drop_said(
         self, history: Mapping[str, str], results: Mapping[str, str] | None = None
@@ -320,16 +328,37 @@ class Gatherer:
             if owner_id in false:
                 conf = false[owner_id]
                 self.drop(owner_id, "rated false", f"{conf.source} (confidence {conf.value:g})")
+                if conf.note:
+                    self.rated.setdefault(owner_id, (conf, self.cands[owner_id].text))
             elif source is not None and source in false:
                 self.drop(
                     owner_id, "rated false", f"cut from {source}, rated {false[source].source}"
                 )
+                if false[source].note:
+                    self.rated.setdefault(source, (false[source], events[source].text or ""))
             elif source is not None and (status := self._message_status(events[source])):
                 self.drop(owner_id, status, f"cut from {source}, a {status} message")
             else:
                 continue
             del self.cands[owner_id]
+        self._drop_echoes()
         return {i: false[i] for i in also if i in false}
+
+    def _drop_echoes(self) -> None:
+        """Leave out assistant messages that repeat a retracted user message they answer
+        (echoes.py); their sessions' statuses were read when they came in."""
+        answers = {
+            k: c.session_id
+            for k, c in self.cands.items()
+            if c.type == "assistant_message" and c.session_id
+        }
+        if not answers:
+            return
+        for owner_id, asked in memory_echoes(
+            self.cb.store, self.pid, answers, self._statuses
+        ).items():
+            self.drop(owner_id, "answers retracted", f"repeats {asked}, a retracted message")
+            del self.cands[owner_id]
 
     def _message_status(self, e: Event) -> str | None:
         """Why message `e` is out of prompts by its status (retracted...), or None."""
@@ -572,6 +601,7 @@ class Gatherer:
                     f"{strategy}: no hit shares a keyword with the intent or reaches "
                     f"similarity {gate.floor}",
                 )
+            self._rated_hits(resp, config)
             # what the search itself left out (retracted, rated wrong) says why it is missing
             self._search_drops(
                 [c for c in resp.considered if c.retracted or c.expired or _rated_out(c)],
@@ -579,6 +609,7 @@ class Gatherer:
                 strategy,
             )
             return
+        self._rated_hits(resp, config)
         self.on_topic = True
         # Hits already in the prompt (history, the latest input) or saying just the intent
         # take no top_k place: as many of the next hits the search ranked move up.
@@ -628,6 +659,17 @@ class Gatherer:
                 ev.explain = c.explain()
                 self.add(ev, node)
         self._search_drops(resp.considered, config, strategy, promoted)
+
+    def _rated_hits(self, resp: SearchResponse, config: SearchConfig) -> None:
+        """Keep the hits the search left out as rated false with a note (corrections.py):
+        each with the least score that would have ranked it among the results."""
+        rated = [c for c in resp.considered if c.correction and _rated_out(c)]
+        if not rated:
+            return
+        k = config.dynamic_top_k[1] if config.dynamic_top_k else config.top_k
+        scores = [c.score for c in resp.results]
+        least = min(scores) if len(scores) >= k else None
+        self.rated_hits.extend((c, least) for c in rated)
 
     def _search_drops(
         self,

@@ -365,6 +365,9 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             f"{len(withheld)} match(es) left out ({ids}): {retracted} retracted, {stale}"
             f"{len(withheld) - retracted - expired} rated wrong or below the confidence floor"
         )
+        # a rating's note says what is right instead (assemble/corrections.py)
+        said = dict.fromkeys(c.correction for c in withheld if c.correction)
+        notes.extend(f"correction (rated wrong): {note}" for note in said)
     if notes:
         out["note"] = "; ".join(notes)
     return out

@@ -148,6 +148,7 @@ def weigh_confidence(
         c.confidence, c.confidence_source = conf.value, conf.source
         if conf.value < config.min_confidence:
             c.dropped = f"confidence {conf.value:g} below min_confidence ({conf.source})"
+            c.correction = conf.note  # what the rating said instead, when it said it
         elif config.confidence_weight:
             c.score *= confidence_factor(conf.value, config.confidence_weight)
 

@@ -79,6 +79,9 @@ class Candidate:
     # confidence and its source ("feedback:wrong", "tool_error") when not neutral
     confidence: float | None = None
     confidence_source: str | None = None
+    # rated false with a note: the note ("it is 20 s, not 30 s"), the correction that
+    # stands for it (assemble/corrections.py)
+    correction: str | None = None
     # with time decay: the factor applied, and what spared the item ("used 4 times",
     # "linked by REFERS_TO") when something did
     decay: float | None = None
@@ -115,6 +118,8 @@ class Candidate:
         if self.confidence is not None:
             out["confidence"] = round(self.confidence, 4)
             out["confidence_source"] = self.confidence_source
+        if self.correction is not None:
+            out["correction"] = self.correction
         if self.decay is not None:
             out["decay"] = round(self.decay, 4)
         if self.decay_spared is not None:

@@ -50,6 +50,9 @@ USES_FLUSH_S = 30.0
 class Confidence:
     value: float
     source: str  # "feedback:<label>" or "tool_error"
+    # feedback's note ("it is 20 s, not 30 s"), when given, and when the feedback was given
+    note: str | None = None
+    at: float | None = None
 
 
 @dataclass
@@ -68,14 +71,17 @@ def tool_failed(metadata: Mapping[str, Any]) -> bool:
     return bool(metadata.get("error")) or (code is not None and code != 0)
 
 
-def feedback_confidence(value: Any) -> Confidence | None:
-    """The confidence a stored feedback record (its value) sets, or None if malformed."""
+def feedback_confidence(value: Any, at: float | None = None) -> Confidence | None:
+    """The confidence a stored feedback record (its value; `at`: when it was given) sets,
+    with its note, or None if malformed."""
     if not isinstance(value, Mapping):
         return None
     conf = value.get("confidence")
     if isinstance(conf, bool) or not isinstance(conf, int | float):
         return None
-    return Confidence(float(conf), f"feedback:{value.get('label', '?')}")
+    note = value.get("note")
+    note = note.strip() if isinstance(note, str) and note.strip() else None
+    return Confidence(float(conf), f"feedback:{value.get('label', '?')}", note, at)
 
 
 def _decays(config: SearchConfig) -> bool:
@@ -107,7 +113,9 @@ class KnownSignals:
             found = store.get_state_keys(project_id, FEEDBACK_SCOPE, "", missing)
             for i in missing:
                 fact = found.get(i)
-                known[i] = None if fact is None else feedback_confidence(fact.value)
+                known[i] = (
+                    None if fact is None else feedback_confidence(fact.value, fact.updated_at)
+                )
             with self._lock:
                 if len(known) > self.limit:
                     known = {i: known[i] for i in ids}

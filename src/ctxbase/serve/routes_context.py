@@ -93,6 +93,7 @@ def _hit(c: Candidate) -> SearchHitOut:
         dropped=c.dropped,
         confidence=c.confidence,
         confidence_source=c.confidence_source,
+        correction=c.correction,
         decay=c.decay,
         decay_spared=c.decay_spared,
         retracted=c.retracted,

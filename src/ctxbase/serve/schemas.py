@@ -458,6 +458,8 @@ class SearchHitOut(_Out):
     # feedback or a failed tool result (null: neutral), and time decay with what spared it
     confidence: float | None = None
     confidence_source: str | None = None
+    # rated false with a note: the note, the correction that stands for the memory
+    correction: str | None = None
     decay: float | None = None
     decay_spared: str | None = None
     # a retracted message, or a statement cut from one: only with options.min_confidence 0

@@ -1,0 +1,126 @@
+"""Corrections: what a memory rated wrong with a note says in the prompt instead of it.
+
+`feedback(node_id, "wrong", note="it is 20 s, not 30 s")` leaves the memory out of searches
+and prompts (memory_feedback.py); without more, an assembly whose question the memory
+answered would show neither it nor what is right, and the agent would guess again. So when
+a memory rated false carries a note and this assembly would have brought it in, the memory
+layer holds the correction in its place:
+
+    [correction of ev_1]
+    Correction (rated wrong on 2026-12-03): it is 20 s, not 30 s -- replaces: "the timeout is 30 s"
+
+"Would have brought it in": a search hit the search left out for its rating only, that is
+about the intent as the relevance gate judges a hit (a keyword of the intent, or similarity
+at the floor) and that scored at least the last result the search returned (its score is
+the one it had before the rating); or a memory an edge or a reference reached
+(`Gatherer.drop_withdrawn`); or a message of the history window. A rating without a note
+changes nothing. The notes come with the ratings searches read already (retrieve/signals
+`Confidence.note`): no store read is added. One correction per note (a message and the
+statements cut from it are rated together), at most `MAX_CORRECTIONS` per prompt, each
+scored as the best memory and fitted to the budget like any other item.
+
+The correction's id is "<node id>#correction": a hard forget of the node removes its
+feedback (and so the note) and redacts stored traces that name the id, the correction's
+entries with it (store/trace_redaction.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..retrieve.relevance import search_evidence
+from ..retrieve.signals import Confidence, rated_false
+from .gatherer import MemoryCandidate
+
+if TYPE_CHECKING:
+    from ..model import Event
+    from .gatherer import Gatherer
+
+__all__ = ["CORRECTION", "MAX_CORRECTIONS", "add_corrections", "correction_text"]
+
+CORRECTION = "correction"
+MAX_CORRECTIONS = 3
+_QUOTE_CHARS = 80
+
+
+def _quote(text: str) -> str:
+    """A short quote of the wrong statement, on one line."""
+    said = " ".join(text.split())
+    if len(said) > _QUOTE_CHARS:
+        said = said[: _QUOTE_CHARS - 1].rstrip() + "…"
+    return f'"{said}"'
+
+
+def _day(at: float | None) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(at)) if at is not None else "an earlier day"
+
+
+def correction_text(conf: Confidence, wrong: str) -> str:
+    """The memory item's text: the note, when it was given, and what it replaces."""
+    label = conf.source.removeprefix("feedback:")
+    head = f"Correction (rated {label} on {_day(conf.at)})"
+    return f"{head}: {conf.note} -- replaces: {_quote(wrong)}"
+
+
+def add_corrections(g: Gatherer, history: Sequence[tuple[Event, Confidence]] = ()) -> int:
+    """Put the corrections of this assembly's memories rated false with a note in `g`'s
+    candidates (see the module doc); `history`: the history's messages rated false, with
+    their ratings. Returns how many were added."""
+    wrong: dict[str, tuple[Confidence | None, str]] = {}
+    embedder = g.cb.embedder
+    name = embedder.name if embedder else None
+    for c, least in sorted(g.rated_hits, key=lambda cl: -cl[0].score):
+        if least is not None and c.score < least:
+            continue  # it would have ranked below the search's top_k
+        evidence, _ = search_evidence(g.intent, [c], [c], name, g.policy.relevance_floor)
+        if evidence is not None:
+            wrong.setdefault(c.item.owner_id, (None, c.item.text))
+    for owner_id, (reached, text) in g.rated.items():
+        wrong.setdefault(owner_id, (reached, text))
+    for event, rating in history:
+        if rating.note:
+            wrong.setdefault(event.id, (rating, event.text or ""))
+    if not wrong:
+        return 0
+    # a search hit's rating with its date: the ratings the search read, held while the
+    # index generation stands (no store read unless it moved on since)
+    unread = [i for i, (known, _) in wrong.items() if known is None]
+    read = rated_false(g.cb.store, g.pid, unread, g.cb.searcher.known_signals) if unread else {}
+    by_note: dict[str, MemoryCandidate] = {}
+    replaced: dict[str, list[str]] = {}
+    for node_id, (known, text) in wrong.items():
+        conf = known or read.get(node_id)
+        if conf is None or not conf.note or node_id in g.cands:
+            continue  # rated again since the search read it, or brought in after all
+        held = by_note.get(conf.note)
+        if held is not None:  # the same rating: a message and a statement cut from it
+            held.answers += f", {node_id}"
+            held.reasons.append(f"{CORRECTION}: also replaces {node_id}")
+            replaced[conf.note].append(node_id)
+            continue
+        if len(by_note) >= MAX_CORRECTIONS:
+            g.drop(f"{node_id}#{CORRECTION}", "top_k", f"more than {MAX_CORRECTIONS} corrections")
+            continue
+        cand = MemoryCandidate(
+            f"{node_id}#{CORRECTION}",
+            CORRECTION,
+            CORRECTION,
+            "",
+            correction_text(conf, text),
+            1.0,
+            [CORRECTION],
+            [
+                f"{CORRECTION}: {node_id} is rated {conf.source.removeprefix('feedback:')} "
+                f"with a note (its feedback of {_day(conf.at)}); the note stands in its place"
+            ],
+            answers=node_id,
+        )
+        cand.explain = {"rated": conf.source, "rated_at": conf.at}
+        by_note[conf.note] = cand
+        replaced[conf.note] = [node_id]
+    for note, cand in by_note.items():
+        cand.explain = {"replaces": replaced[note], **(cand.explain or {})}
+        g.cands[cand.owner_id] = cand
+    return len(by_note)
