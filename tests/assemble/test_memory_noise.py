@@ -23,6 +23,7 @@ from ctxbase.assemble.asked_before import (
 )
 from ctxbase.assemble.assembler import Assembler
 from ctxbase.assemble.gatherer import Gatherer, entity_cand, event_cand
+from ctxbase.assemble.manager import ContextManager
 from ctxbase.assemble.policy_loading import load_default_policies
 from ctxbase.model import Event
 
@@ -129,6 +130,26 @@ def test_an_answered_question_brings_its_answer(cb: ContextBase) -> None:
     assert brought.unit == asked and brought.score == 0.7  # right after it, at its score
     assert brought.reasons == [
         f"semantic_recall: the answer to {asked}, a question like the intent"
+    ]
+
+
+def test_a_retracted_answer_answers_nothing(cb: ContextBase) -> None:
+    cm = ContextManager(cb)
+    sid = cm.create_session("alice")
+    asked = cm.add_message(sid, "user", ASKED)
+    answer = cm.add_message(sid, "assistant", ANSWER)
+    cm.expire_message(sid, answer)
+    cb.flush()
+    g = _gatherer(cb, INTENT)
+    _asked_in(g, cb, asked)
+    drop_unanswered(g)
+    assert asked not in g.cands and answer not in g.cands
+    assert _reasons(g, asked) == [
+        (
+            "unanswered",
+            f"another session's question like the intent; its answer in {sid!r}, "
+            f"{answer}, cannot enter",
+        )
     ]
 
 

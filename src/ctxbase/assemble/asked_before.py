@@ -142,10 +142,15 @@ def drop_unanswered(g: Gatherer) -> None:
             continue
         if answer is None and not settled(following, complete=len(following) < FOLLOWING):
             continue  # a long run of calls read, no answer yet: not known to be unanswered
-        why = f"{answer.id}, its answer, cannot enter" if answer else "nothing answered it"
+        where = repr(c.session_id)
+        why = (
+            f"its answer in {where}, {answer.id}, cannot enter"
+            if answer
+            else f"nothing answered it in {where}"
+        )
         del g.cands[c.owner_id]
         g.drop(
             c.owner_id,
             "unanswered",
-            f"another session's question like the intent; {why} in {c.session_id!r}",
+            f"another session's question like the intent; {why}",
         )
