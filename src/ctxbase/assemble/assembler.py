@@ -29,6 +29,7 @@ from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, SessionInfo, StateFact, TaskInfo
 from ..retrieve.tokenize import load_segmenter, needs_segmenter, prefetch_segmenter
 from ..validation import check_query, check_role
+from .asked_before import drop_unanswered
 from .budget import (
     BudgetAllocation,
     BudgetItem,
@@ -403,6 +404,7 @@ class Assembler:
                     f"{_ms(clock)} ms; skipped optional strategies: {', '.join(skipped)}"
                 )
             g.note_unknown_repos()
+            drop_unanswered(g)  # another session's question like the intent: with its answer
             notes.extend(g.notes)
             if g.check is not None:  # an entity found tampered later stays out everywhere
                 for refused in [oid for oid in g.cands if oid in g.check.refused]:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CODE_TYPES",
     "FOLLOW_PER_NODE",
+    "MENTION_TYPE",
     "Gatherer",
     "MemoryCandidate",
     "entity_cand",
@@ -46,6 +47,9 @@ __all__ = [
 ]
 
 CODE_TYPES = frozenset({"code", "sql", "test_case", "function", "class", "method", "script"})
+# what capture anchoring makes of a file, table, route or person a message names: its text
+# is the kind and the name ("table orders_archive"), no definition
+MENTION_TYPE = "mention"
 _LABEL_WORDS = {
     "user_message": "message",
     "assistant_message": "message",
@@ -90,6 +94,7 @@ class MemoryCandidate:
     # an event's parents and time (memory_calls.py pairs tool results with their calls)
     parents: tuple[str, ...] = ()
     ts: float | None = None
+    seq: int | None = None  # an event's place in its session (asked_before.py reads on)
     # a tool result: the call it answers ("ev_1 run_sql") and that call's text
     answers: str = ""
     call_text: str = ""
@@ -164,6 +169,7 @@ def event_cand(e: Event, score: float, strategy: str, reason: str) -> MemoryCand
         session_id=e.session_id,
         parents=tuple(e.parent_event_ids),
         ts=e.ts,
+        seq=e.seq,
     )
 
 
@@ -275,18 +281,25 @@ class Gatherer:
             shows = next((k for k, t in lines.items() if cut_from(cand.text, t)), None)
             if shows is not None:
                 self._merge(owner_id, shows, f"the same call as {shows!r} shows")
-        # a bare name (a mention: "table orders_archive") a turn in memory says: the turn
-        # says it with what was said about it, in the slot the name would take
-        turns = {k: c.shown for k, c in self.cands.items() if c.kind == "event"}
+        # a bare name (a mention: "table orders_archive") an item of memory says (a turn, a
+        # statement cut from one): it says the name with what was said about it, in the slot
+        # the name would take. A mention no item says is a name anchored from words of a
+        # turn memory does not hold ("the archive table" -> archive): it takes no slot.
+        shown = {k: c.shown for k, c in self.cands.items()}
         for owner_id, cand in list(self.cands.items()):
             if cand.kind != "entity" or not cand.name or not bare_name(cand.name, cand.text):
                 continue
-            found = said_in(cand.text, turns, event=False, name=cand.name)
-            if found is None:
+            others = {k: t for k, t in shown.items() if k != owner_id and k in self.cands}
+            found = said_in(cand.text, others, event=False, name=cand.name)
+            if found is not None:
+                kept = self.cands[found[0]]
+                kept.score = max(kept.score, cand.score)
+                self.drop(owner_id, "duplicate", f"a bare name; {found[0]} in memory says it")
+            elif cand.type == MENTION_TYPE:
+                detail = f"a bare name ({cand.text!r}); no item in memory says it"
+                self.drop(owner_id, "bare mention", detail)
+            else:
                 continue
-            kept = self.cands[found[0]]
-            kept.score = max(kept.score, cand.score)
-            self.drop(owner_id, "duplicate", f"a bare name; {found[0]} in memory says it")
             del self.cands[owner_id]
 
     def _merge(self, gone: str, holder: str, detail: str) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from ..components import ComponentsSource, components_of
 from ..retrieve.config import SearchConfig, get_preset
+from .asked_before import drop_unanswered
 from .budget import BudgetItem, allocate_budget
 from .gatherer import Gatherer, MemoryCandidate
 from .memory_calls import link_calls, memory_units
@@ -73,6 +74,7 @@ def memory_section_for(
     while True:
         g = Gatherer(cb, pid, policy, session_id=None, intent=query, exclude=set(), record=False)
         g.search(query, base.model_copy(update={"top_k": depth}), None, "semantic_recall", 0.0, 0.8)
+        drop_unanswered(g)
         link_calls(g)
         alloc = allocate_budget(
             budget_tokens - frame,
