@@ -526,14 +526,16 @@ class Gatherer:
     def follow(
         self,
         seeds: Mapping[str, float],
-        types: Sequence[str],
+        types: Sequence[str] | None,
         strategy: str,
         *,
         hops: int = 1,
         want: frozenset[str] | None = None,
+        exclude_types: Sequence[str] = (),
     ) -> list[str]:
-        """Follow edges of `types` from the seeds, both directions, under the policy's
-        per-type confidence thresholds; returns the nodes reached."""
+        """Follow edges of `types` (None: of every type but `exclude_types`) from the seeds,
+        both directions, under the policy's per-type confidence thresholds; returns the
+        nodes reached."""
         reached: list[str] = []
         frontier = dict(seeds)
         seen = set(seeds)
@@ -541,7 +543,11 @@ class Gatherer:
             if not frontier:
                 break
             rels = self.cb.store.list_relations(
-                self.pid, list(frontier), types=list(types), limit_per_node=FOLLOW_PER_NODE
+                self.pid,
+                list(frontier),
+                types=None if types is None else list(types),
+                exclude_types=exclude_types,
+                limit_per_node=FOLLOW_PER_NODE,
             )
             refused: set[str] = set()
             if self.check is not None:

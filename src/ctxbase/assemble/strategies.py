@@ -53,7 +53,11 @@ __all__ = [
 _TEST_TYPES = frozenset({"test_case", "test"})
 _BASELINE_TYPES = ("document", "requirement")
 _ORDER_EDGE_TYPES = frozenset({"NEXT", "CAUSED_BY", "REFERS_TO", "MENTIONS"})
-_SEMANTIC_EDGES = ("REFERENCES", "GENERATES", "FOLLOWS", "MODIFIES", "VALIDATES")
+# What links code to the documents, requirements and tests about it: every edge but the
+# events' order and the code's own structure (ingested CALLS, IMPORTS, ...), so an edge the
+# caller named (seed 000's doc_101 -MUST_CACHE-> sql_202) links as REFERENCES does.
+_NOT_LINKS = tuple(sorted(_ORDER_EDGE_TYPES | {"CALLS", "IMPORTS", "INHERITS", "CONTAINS"}))
+_DOC_TYPES = frozenset({"document"})
 
 
 def _recent_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Entity]:
@@ -102,12 +106,18 @@ def _matched_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Ent
 
 
 def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
-    """Code and SQL the conversation points back at: what this session referenced; when the
-    intent points back in time at a kind it names ("上次那个SQL") and this session made
-    none, the newest of that kind made in conversation, newest first; then the code that
-    the documents and requirements named by the intent are linked to. Nothing is added
-    when nothing is referenced or matched (never "the latest code" of the project for an
-    intent that names no kind)."""
+    """Seed 000's "优先检索被 document 引用的 code，再加载其关联的 document/test_case": code and
+    SQL the conversation points back at, then the documents and tests linked to it.
+
+    The code: what this session referenced; when the intent points back in time at a kind
+    it names ("上次那个SQL") and this session made none, the newest of that kind made in
+    conversation, newest first; then the code linked to the documents and requirements the
+    intent names (and to the documents those requirements follow); then code the intent
+    names itself. With it come the documents, requirements and test cases linked to it (any
+    edge but the events' order and the code's structure: a caller's MUST_CACHE too, two
+    hops) and the messages that made it. With no such code, the documents and requirements
+    the intent names come alone (the trace says so); an intent that names nothing adds
+    nothing (never "the latest code" of the project)."""
     folded = g.intent.casefold()
     types = ["sql", "code"] if ("sql" in folded or "查询语句" in folded) else ["code", "sql"]
     if any(w in folded for w in ("test", "测试", "用例")):
@@ -137,20 +147,19 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
             if e.id not in why:
                 chosen.append(e)
                 why[e.id] = f"the newest {e.type} made in conversation ({cue!r})"
-    anchors = _matched_entities(g, ["document", "requirement"], s.max_items)
+    anchors = _named_anchors(g, s.max_items)
     anchor_of: dict[str, str] = {}  # linked code -> the document or requirement it came from
     if anchors:  # the code those documents and requirements are linked to
-        anchor_ids = [a.id for a in anchors]
-        rels = g.cb.store.list_relations(g.pid, anchor_ids, types=list(_SEMANTIC_EDGES))
+        rels = g.verified(g.cb.store.list_relations(g.pid, list(anchors), exclude_types=_NOT_LINKS))
         for rel in sorted(rels, key=lambda r: -r.confidence):
             if rel.confidence < g.policy.threshold_for(rel.type):
                 continue
-            other = rel.to_id if rel.from_id in anchor_ids else rel.from_id
+            other = rel.to_id if rel.from_id in anchors else rel.from_id
             anchor_of.setdefault(other, (rel.from_id if other == rel.to_id else rel.to_id))
         for e in g.cb.store.get_entities(g.pid, list(anchor_of)):
             if e.type in types and e.id not in why:
                 chosen.append(e)
-                why[e.id] = f"linked to {anchor_of[e.id]}, which the intent names"
+                why[e.id] = f"linked to {anchor_of[e.id]}, which {anchors[anchor_of[e.id]][1]}"
     for e in _matched_entities(g, types, s.max_items):  # code the intent names itself
         if e.id not in why:
             chosen.append(e)
@@ -159,12 +168,13 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
     for i, e in enumerate(chosen[: s.max_items]):
         seeds[e.id] = 1.0 - 0.02 * i
         g.add(entity_cand(e, seeds[e.id], s.name, f"{s.name}: {why[e.id]}"))
-    used = {anchor_of[e] for e in seeds if e in anchor_of}
-    for i, a in enumerate(x for x in anchors if x.id in used):  # and the documents that led there
-        g.add(entity_cand(a, 0.9 - 0.02 * i, s.name, f"{s.name}: {a.type} named by the intent"))
     if not seeds:
-        g.notes.append(f"{s.name}: nothing referenced or named; no code added")
+        _anchors_alone(g, s, anchors)
         return
+    used = {anchor_of[e] for e in seeds if e in anchor_of}
+    for i, aid in enumerate(a for a in anchors if a in used):  # and the documents that led there
+        a, said = anchors[aid]
+        g.add(entity_cand(a, 0.9 - 0.02 * i, s.name, f"{s.name}: {a.type} that {said}"))
     # The events that referenced the code come with it (where it was produced or discussed).
     rels = g.verified(
         g.cb.store.list_relations(g.pid, list(seeds), direction="in", types=["REFERS_TO"])
@@ -177,8 +187,47 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
         newest = sorted((events[r] for r in refs if r in events), key=lambda e: -e.ts)[:2]
         for ev in newest:
             g.add(event_cand(ev, seeds[eid] * 0.9, s.name, f"{s.name}: referenced {eid}"), ev)
-    g.follow(seeds, _SEMANTIC_EDGES, s.name, hops=2)
+    # ... then its linked documents, requirements and test cases, with the relations
+    g.follow(seeds, None, s.name, hops=2, exclude_types=_NOT_LINKS)
     _why_made(g, s, {e.id: e for e in chosen if e.id in seeds}, seeds)
+
+
+def _named_anchors(g: Gatherer, limit: int) -> dict[str, tuple[Entity, str]]:
+    """The documents and requirements the intent names, best first, then the documents those
+    requirements follow (seed 000, day 1: the requirement leads to document_101): id ->
+    (entity, what brought it, as "the intent names" or "requirement_201 follows")."""
+    named = _matched_entities(g, ["document", "requirement"], limit)
+    out: dict[str, tuple[Entity, str]] = {e.id: (e, "the intent names") for e in named}
+    reqs = [e.id for e in named if e.type == "requirement"]
+    if not reqs:
+        return out
+    rels = g.verified(g.cb.store.list_relations(g.pid, reqs, exclude_types=_NOT_LINKS))
+    linked: dict[str, str] = {}
+    for rel in sorted(rels, key=lambda r: -r.confidence):
+        if rel.confidence >= g.policy.threshold_for(rel.type):
+            other = rel.to_id if rel.from_id in reqs else rel.from_id
+            linked.setdefault(other, rel.from_id if other == rel.to_id else rel.to_id)
+    for e in g.cb.store.get_entities(g.pid, [i for i in linked if i not in out]):
+        if e.type in _DOC_TYPES:
+            out[e.id] = (e, f"{linked[e.id]} (named by the intent) is linked to")
+    return out
+
+
+def _anchors_alone(
+    g: Gatherer, s: ReferencedCodeFirst, anchors: Mapping[str, tuple[Entity, str]]
+) -> None:
+    """No code referenced or named: the documents (first) and requirements the intent names,
+    which the code to write will hang off; nothing when it names none either."""
+    if not anchors:
+        g.notes.append(f"{s.name}: nothing referenced or named; no code added")
+        return
+    order = sorted(anchors.values(), key=lambda a: a[0].type not in _DOC_TYPES)
+    for i, (a, said) in enumerate(order):
+        g.add(entity_cand(a, 0.9 - 0.02 * i, s.name, f"{s.name}: {a.type} that {said}"))
+    g.notes.append(
+        f"{s.name}: no code referenced or named; added the documents and requirements the "
+        "intent names (and the documents they are linked to) instead"
+    )
 
 
 def _why_made(
