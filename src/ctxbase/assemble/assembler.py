@@ -256,8 +256,16 @@ class Assembler:
         signing_key: bytes | str | None = None,
         repos: Sequence[str] | None = None,
         strategy: str | None = None,
+        intent_from_history: bool = False,
     ) -> AssembledContext:
         """Assemble the prompt for `agent_role` answering `user_intent` (see module doc).
+
+        The history stays in time order. A user message of the session whose text is the
+        intent is the latest input (last in the prompt) only while it is unanswered; an
+        answered one keeps its place in the history. `intent_from_history` says the intent
+        is that message and no new input (ContextManager.get_prompt_messages without
+        `user_input`): when it was answered, no latest input follows the history and the
+        intent only steers what the other layers retrieve.
 
         `repos` keeps out entities ingested from any other repository (events and entities
         of no repository still come in); the trace lists them as dropped ("other
@@ -360,6 +368,13 @@ class Assembler:
         hist, hist_dropped, input_event, held = self._history(
             events, statuses, task_id, policy.view, user_intent
         )
+        latest = user_intent
+        if intent_from_history and input_event is None and hist:
+            latest = ""  # the newest user message was answered: nothing new to answer
+            notes.append(
+                "the newest user message was answered: it stays in the history and no "
+                "latest input follows"
+            )
         exclude = {e.id for e in hist} | set(held) | ({input_event} if input_event else set())
         g = Gatherer(
             self.cb,
@@ -423,7 +438,7 @@ class Assembler:
         )
         notes.extend(hist_notes)
         alloc, messages = self._fit(
-            items, roles, policy.budget.as_mapping(), limit, user_intent, policy.budget.latest
+            items, roles, policy.budget.as_mapping(), limit, latest, policy.budget.latest
         )
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
@@ -540,7 +555,11 @@ class Assembler:
     ) -> tuple[list[Event], list[dict[str, Any]], str | None, dict[str, str]]:
         """The session's messages in scope, minus retracted and expired ones and the input,
         with each tool call in its assistant message's entry (history_calls; the folded
-        calls are returned with their message's id)."""
+        calls are returned with their message's id).
+
+        The input is the newest user message whose text is the intent, unless it was
+        answered (a later user message or an assistant message that is not a tool call's
+        follows it in scope): an answered question keeps its place, before its answer."""
         dropped: list[dict[str, Any]] = []
         user_seqs = [e.seq or 0 for e in events if e.type == "user_message"]
         last_user = max(user_seqs, default=-1)
@@ -554,7 +573,7 @@ class Assembler:
         )
         kept: list[Event] = []
         for e in events:
-            if e.type not in _HISTORY_TYPES or e.id == input_event:
+            if e.type not in _HISTORY_TYPES:
                 continue
             if (
                 task_id is not None
@@ -563,6 +582,10 @@ class Assembler:
             ):
                 continue  # another task's message: switch_task scoped it out
             status = statuses.get(e.id, Status.ACTIVE)
+            if e.id == input_event:
+                if status == Status.ACTIVE:
+                    kept.append(e)  # its place, should it turn out answered
+                continue
             if status != Status.ACTIVE:
                 reason = "retracted" if status == Status.EXPIRED else str(status)
                 dropped.append(
@@ -581,6 +604,12 @@ class Assembler:
                 )
             else:
                 kept.append(e)
+        at = next((i for i, e in enumerate(kept) if e.id == input_event), None)
+        if at is not None:
+            if _answered(kept[at + 1 :], events):
+                input_event = None
+            else:
+                del kept[at]
         reasons = {d["id"]: d["reason"] for d in dropped}
         folded = fold_calls(kept, reasons)  # a call goes with its message
         dropped += [
@@ -750,6 +779,17 @@ class Assembler:
             item_overhead_tokens=ITEM_OVERHEAD,
         )
         return alloc, build_messages(alloc, roles, _HEADERS)
+
+
+def _answered(after: Sequence[Event], events: Sequence[Event]) -> bool:
+    """Whether the turns `after` a user message answer it: a later user message, or an
+    assistant message that is not (only) a tool call's (an agent still working on the
+    question has not answered it)."""
+    callers = {p for e in events if e.type == CALL_TYPE for p in e.parent_event_ids}
+    return any(
+        e.type == "user_message" or (e.type == "assistant_message" and e.id not in callers)
+        for e in after
+    )
 
 
 def _forced(selection: PolicySelection, name: str) -> PolicySelection:

@@ -503,7 +503,10 @@ class ContextManager:
     ) -> list[dict[str, str]]:
         """The assembled prompt for the session's current task (see `Assembler.assemble`).
 
-        The latest input is `user_input`, or else the newest user message of the task.
+        The latest input is `user_input`, or else the newest user message of the task while
+        it is unanswered. The history is in time order: when the task's newest user message
+        was answered, it keeps its place before its answer and the prompt ends with the
+        history (pass `user_input` to ask something new).
         """
         info = self.session(session_id)
         if info.status == Status.ARCHIVED:
@@ -529,5 +532,6 @@ class ContextManager:
             user_intent=intent,
             max_tokens=max_tokens,
             task_id=task.task_id if task else None,
+            intent_from_history=user_input is None,
         )
         return [dict(m) for m in ctx.messages]
