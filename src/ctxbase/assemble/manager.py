@@ -415,8 +415,8 @@ class ContextManager:
         if important:
             meta["important"] = True
         last = self.cb.store.list_events(self.project, session_id, last_n=1)
-        if role == "user":
-            self._expire_per_turn(session_id)
+        # A user message expires the per-turn tool results of earlier turns as the base
+        # stores it (per_turn.py), as on every other write path.
         event = self.cb.record(
             event_type,
             session_id=session_id,
@@ -446,22 +446,6 @@ class ContextManager:
                 project=self.project,
             )
         return event.id
-
-    def _expire_per_turn(self, session_id: str) -> None:
-        statuses = message_statuses(self.cb, session_id, project=self.project)
-        stale = [
-            e.id
-            for e in self.cb.store.list_events(self.project, session_id, types=["tool_result"])
-            if e.metadata.get("per_turn") and statuses.get(e.id, Status.ACTIVE) == Status.ACTIVE
-        ]
-        if stale:
-            expire_message_record(
-                self.cb,
-                session_id,
-                stale,
-                project=self.project,
-                cause="per-turn tool result: the next turn began",
-            )
 
     def expire_message(self, session_id: str, message_id: str, *, cause: str = "retracted") -> None:
         """Retract a message: it never appears in an assembled prompt again, and the facts

@@ -441,9 +441,7 @@ def build_result(
         }
     layers["input"] = {
         "tokens": alloc.input_tokens,
-        "items": [_item("input", "user", 1.0, alloc.input_text, False)]
-        if alloc.input_text
-        else [],
+        "items": [_item("input", "user", 1.0, alloc.input_text, False)] if alloc.input_text else [],
     }
     tokens = _layer_tokens(alloc, messages, counter)
     documents: list[dict[str, Any]] = []
