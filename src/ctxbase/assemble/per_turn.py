@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 from ..components import ComponentsSource, components_of
 from ..model import Event
+from ..store.base import MESSAGE_SCOPE
 from .lifecycle import IllegalTransition, Status
-from .state import expire_message_record, message_statuses
 
 __all__ = ["PER_TURN_CAUSE", "expire_after_write", "expire_per_turn"]
 
@@ -39,10 +39,14 @@ def expire_per_turn(
     ]
     if not results:
         return []
-    statuses = message_statuses(c, session_id, project=project)
-    stale = [e.id for e in results if statuses.get(e.id, Status.ACTIVE) == Status.ACTIVE]
+    recorded = {f.key: f.value for f in c.store.get_state(project, MESSAGE_SCOPE, session_id)}
+    stale = [e.id for e in results if recorded.get(e.id, Status.ACTIVE.value) == Status.ACTIVE]
     if not stale:
         return []
+    # the state module (and its fact extractors) only when something expires: a capture
+    # of a user message loads no more than this
+    from .state import expire_message_record
+
     return expire_message_record(c, session_id, stale, project=project, cause=PER_TURN_CAUSE)
 
 
