@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
-from ..model import SessionInfo, StateFact, TaskInfo, check_id
+from ..model import SessionInfo, StateFact, TaskInfo, check_id, keyed_event_id
 from ..store.base import StateChange
 from .budget import compress_extractive
 from .facts import FactExtractor, asks_to_remember
@@ -391,6 +391,7 @@ class ContextManager:
         refers_to: Sequence[str] = (),
         agent_role: str | None = None,
         today: date | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         """Record a message as an event of the current (or given) task; returns its id.
 
@@ -399,8 +400,14 @@ class ContextManager:
         relative dates resolved against the message's time (`today` overrides it). A message
         that asks to be kept ("记一下…") is important. A message into an expired session
         re-activates it (the user came back); an archived one refuses it (ConflictError).
+        With an `idempotency_key` (the remote manager sends one per call), a retry of a
+        call that stored its message returns that message's id and does nothing again.
         """
         self._capturable(session_id)
+        if idempotency_key is not None:
+            done = keyed_event_id(self.project, session_id, idempotency_key)
+            if self.cb.store.get_events(self.project, [done], include_inactive=True):
+                return done  # a retry: stored, its facts extracted, once
         event_type = ROLE_EVENT_TYPES.get(role)
         if event_type is None:
             raise ValidationError("role", f"must be one of {', '.join(ROLE_EVENT_TYPES)}")
@@ -430,6 +437,7 @@ class ContextManager:
             importance=0.9 if important else 0.5,
             metadata=meta,
             ts=self.clock(),
+            idempotency_key=idempotency_key,
         )
         if role == "user" and self.extract_facts:
             scope: Scope = "task" if task_id else "session"
