@@ -14,6 +14,7 @@ from ctxbase import ContextBase
 from ctxbase.assemble.assembler import Assembler
 from ctxbase.assemble.facts import RuleFactExtractor
 from ctxbase.assemble.manager import ContextManager
+from ctxbase.errors import ValidationError
 
 
 @pytest.fixture
@@ -99,3 +100,23 @@ def test_a_question_an_agent_is_still_working_on_stays_the_input(cb: ContextBase
     turns = _turns(ctx.messages)
     assert turns[-1] == ("user", "How many orders are there?")
     assert sum(1 for t in turns if t[1] == "How many orders are there?") == 1
+
+
+def test_seed_code_on_the_base_names_the_id_to_pass(cb: ContextBase) -> None:
+    # the seed's `sid = cm.create_session(user_id)` run on the base: a SessionInfo comes back
+    info = cb.create_session("u_42")
+    assert info.id == info.session_id == "u_42"
+    task = cb.switch_task(info.id, "写活动方案")
+    assert task.id == task.task_id
+    for call in (
+        lambda: cb.record("user_message", session_id=info, text="hi"),  # type: ignore[arg-type]
+        lambda: cb.get_session(info),  # type: ignore[arg-type]
+        lambda: cb.context_manager().add_message(info, "user", "hi"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(ValidationError) as err:
+            call()
+        assert err.value.field == "session_id"
+        assert "pass the SessionInfo's id (.id)" in err.value.message
+        assert "cb.context_manager()" in err.value.message
+    with pytest.raises(ValidationError, match=r"pass the TaskInfo's id \(\.id\)"):
+        cb.get_task(task)  # type: ignore[arg-type]

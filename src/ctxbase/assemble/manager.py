@@ -125,7 +125,7 @@ class ContextManager:
 
     def session(self, session_id: str) -> SessionInfo:
         """The session, expired first when it has been idle past `idle_timeout_s`."""
-        info = self.cb.store.get_session(self.project, session_id)
+        info = self.cb.store.get_session(self.project, check_id("session_id", session_id))
         if info is None:
             raise NotFoundError("session", session_id)
         if self.idle_timeout_s is not None:
@@ -212,7 +212,7 @@ class ContextManager:
         return None if not task_id else self.cb.store.get_task(self.project, str(task_id))
 
     def task(self, task_id: str) -> TaskInfo:
-        found = self.cb.store.get_task(self.project, task_id)
+        found = self.cb.store.get_task(self.project, check_id("task_id", task_id))
         if found is None:
             raise NotFoundError("task", task_id)
         return found

@@ -72,6 +72,8 @@ class ManagerCalls:
     def create_session(
         self, user_id: str = "user", *, session_id: str | None = None, title: str | None = None
     ) -> Call[str]:
+        if session_id is not None:
+            check_id("session_id", session_id)
         body = {"user_id": user_id, "session_id": session_id, "title": title}
         return Call("POST", self._path("sessions"), lambda r: str(r["session_id"]), body=body)
 
@@ -130,12 +132,17 @@ class ManagerCalls:
         scope: str = "task",
         cause: str | None = None,
     ) -> Call[StateFact]:
-        body = {"session_id": session_id, "key": key, "value": value, "scope": scope}
+        body = {
+            "session_id": check_id("session_id", session_id),
+            "key": key,
+            "value": value,
+            "scope": scope,
+        }
         body["cause"] = cause
         return Call("PUT", self._path("state"), StateFact.model_validate, body=body)
 
     def get_state(self, session_id: str, key: str, *, scope: str | None = None) -> Call[Any]:
-        params = {"session_id": session_id, "key": key}
+        params = {"session_id": check_id("session_id", session_id), "key": key}
         if scope is not None:
             params["scope"] = scope
         return Call("GET", self._path("state"), lambda r: r["value"], params=params)
@@ -143,7 +150,7 @@ class ManagerCalls:
     def state_history(
         self, session_id: str, key: str | None = None, *, scope: str = "task"
     ) -> Call[list[StateChange]]:
-        params = {"session_id": session_id, "scope": scope}
+        params = {"session_id": check_id("session_id", session_id), "scope": scope}
         if key is not None:
             params["key"] = key
         return Call(
@@ -156,7 +163,12 @@ class ManagerCalls:
     def rollback_state(
         self, session_id: str, key: str, to_version: int, *, scope: str = "task"
     ) -> Call[StateFact | None]:
-        body = {"session_id": session_id, "key": key, "to_version": to_version, "scope": scope}
+        body = {
+            "session_id": check_id("session_id", session_id),
+            "key": key,
+            "to_version": to_version,
+            "scope": scope,
+        }
         return Call(
             "POST",
             self._path("state", "rollback"),
@@ -180,7 +192,7 @@ class ManagerCalls:
         idempotency_key: str | None = None,
     ) -> Call[str]:
         body = {
-            "session_id": session_id,
+            "session_id": check_id("session_id", session_id),
             "role": role,
             "content": content,
             "task_id": task_id,
@@ -210,7 +222,7 @@ class ManagerCalls:
         user_input: str | None = None,
     ) -> Call[list[dict[str, str]]]:
         body = {
-            "session_id": session_id,
+            "session_id": check_id("session_id", session_id),
             "max_tokens": max_tokens,
             "agent_role": agent_role or self.default_role,
             "user_input": user_input,
