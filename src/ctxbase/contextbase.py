@@ -268,7 +268,8 @@ class ContextBase(
     def _write_events(self, events: Sequence[Event], *, strict: bool = False) -> WriteResult:
         """Write a batch; events of archived sessions are refused: ConflictError when
         `strict` (a synchronous write), else left out and reported in the result. Expired
-        sessions written to are re-activated (archived_sessions)."""
+        sessions written to are re-activated (archived_sessions), and a user message expires
+        its session's per-turn tool results of earlier turns (assemble/per_turn.py)."""
         events, refused, expired = self._archived.split(events)
         if refused and strict:
             raise archived_error(refused[0].session_id)
@@ -281,6 +282,10 @@ class ContextBase(
         written = self._insert_events(events)
         if expired:
             self._archived.reactivate(expired, written)
+        if any(e.type == "user_message" for e in written):
+            from .assemble.per_turn import expire_after_write
+
+            expire_after_write(self.components, written)
         # an id taken by other content: a key reused for another request (see idempotency)
         conflicts = written_conflicts(self.store, events, written)
         if conflicts and strict:

@@ -52,11 +52,18 @@ ID_RULE = "1-200 ASCII characters: letters A-Z a-z, digits 0-9 and _ . : @ / -"
 def check_id(field: str, value: str) -> str:
     """Ids are short printable strings; anything else is refused with the field's name."""
     own_id = getattr(value, "id", None)
-    if not isinstance(value, str) and isinstance(own_id, str):  # record() returns an Event
+    # record() returns an Event, create_session a SessionInfo, switch_task a TaskInfo
+    if not isinstance(value, str) and isinstance(own_id, str):
         kind = type(value).__name__
         article = "an" if kind[:1] in "AEIOU" else "a"
+        hint = ""
+        if kind in ("SessionInfo", "TaskInfo"):
+            hint = (
+                "; the ContextManager's create_session / switch_task (cb.context_manager()) "
+                "return the id itself"
+            )
         raise ValidationError(
-            field, f"takes an id, not {article} {kind}: pass the {kind}'s id (.id)"
+            field, f"takes an id, not {article} {kind}: pass the {kind}'s id (.id){hint}"
         )
     if not isinstance(value, str) or not _ID_RE.fullmatch(value):
         raise ValidationError(field, f"must be {ID_RULE} (got {value!r})")
@@ -271,6 +278,11 @@ class SessionInfo(_Record):
     updated_at: float = Field(default_factory=time.time)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @property
+    def id(self) -> str:
+        """The session's id (`session_id`), as events and entities have theirs."""
+        return self.session_id
+
 
 class TaskInfo(_Record):
     project_id: str
@@ -282,6 +294,11 @@ class TaskInfo(_Record):
     created_at: float = Field(default_factory=time.time)
     updated_at: float = Field(default_factory=time.time)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        """The task's id (`task_id`)."""
+        return self.task_id
 
 
 class StateFact(_Record):

@@ -133,7 +133,7 @@ class SessionMethods:
 
     @settles_captures
     def get_session(self, session_id: str, *, project: str | None = None) -> SessionInfo:
-        info = self.store.get_session(self._pid(project), session_id)
+        info = self.store.get_session(self._pid(project), check_id("session_id", session_id))
         if info is None:
             raise NotFoundError("session", session_id)
         return self._fresh([info])[0]
@@ -167,7 +167,7 @@ class SessionMethods:
     # -- explicit moves ---------------------------------------------------------------------
     def get_task(self, task_id: str, *, project: str | None = None) -> TaskInfo:
         """One task (NotFoundError when the project has none with this id)."""
-        task = self.store.get_task(self._pid(project), task_id)
+        task = self.store.get_task(self._pid(project), check_id("task_id", task_id))
         if task is None:
             raise NotFoundError("task", task_id)
         return task
@@ -176,6 +176,8 @@ class SessionMethods:
         self, session_id: str | None = None, *, project: str | None = None
     ) -> list[TaskInfo]:
         """The project's tasks, or one session's."""
+        if session_id is not None:
+            check_id("session_id", session_id)
         return self.store.list_tasks(self._pid(project), session_id)
 
     @settles_captures

@@ -19,7 +19,6 @@ EMBEDDED_ONLY = {
     "assembler",  # the in-process Assembler object
     "check_writable",  # a pre-write check the REST routes call on the server's base
     "chunking",  # the ChunkingConfig this process writes with
-    "context_manager",  # a ContextManager bound to the local store
     "embedder",  # the Embedder object
     "embedder_error",
     "embedding_worker",  # the background thread

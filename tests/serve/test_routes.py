@@ -193,6 +193,21 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     archived = c.post(f"{life}/archive", json={}).json()
     assert archived["metadata"]["current_task_id"] == task["task_id"]
     assert c.put(life, json={}).status_code == 409
+    # seed 003's ContextManager (client.context_manager())
+    cm = f"{base}/manager"
+    sid = c.post(f"{cm}/sessions", json={"user_id": "u_42"}).json()["session_id"]
+    said_cm = {"session_id": sid, "role": "user", "content": "把预算控制在5万以内"}
+    assert c.post(f"{cm}/messages", json=said_cm).json()["id"].startswith("ev_")
+    got = c.get(f"{cm}/state", params={"session_id": sid, "key": "budget"}).json()
+    assert got["value"]["amount"] == 50000
+    put = {"session_id": sid, "key": "color", "value": "蓝色"}
+    assert c.put(f"{cm}/state", json=put).json()["version"] == 1
+    hist = c.get(f"{cm}/state/history", params={"session_id": sid, "key": "color"}).json()
+    assert [h["new_value"] for h in hist] == ["蓝色"]
+    back_cm = {"session_id": sid, "key": "color", "to_version": 1}
+    assert c.post(f"{cm}/state/rollback", json=back_cm).json()["fact"]["value"] == "蓝色"
+    prompt = c.post(f"{cm}/prompt", json={"session_id": sid}).json()["messages"]
+    assert prompt[-1] == {"role": "user", "content": "把预算控制在5万以内"}
     c.put(f"{base}/sessions/idle", json={})
     idle = c.post(f"{base}/sessions/expire-idle", json={"idle_timeout_s": 1e-6}).json()
     assert "idle" in idle["expired"]

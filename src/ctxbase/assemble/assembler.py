@@ -42,7 +42,8 @@ from .budget import (
 from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
 from .gatherer import Gatherer, event_failed, label_for
-from .history_calls import CALL_TYPE, fold_calls
+from .history_calls import CALL_TYPE
+from .history_turns import history_turns
 from .lifecycle import Status
 from .memory_calls import link_calls, results_with_calls
 from .memory_section import ITEM_OVERHEAD, MEMORY_HEADER, memory_items, memory_section_for
@@ -92,7 +93,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "their source and id."
 )
 # a tool call joins its assistant message's entry, or stands where it was made (history_calls)
-_HISTORY_TYPES = ("user_message", "assistant_message", "tool_invocation", "tool_result", "system")
 _HEADERS = {"state": "Known facts:", "task": "Current task:", "memory": MEMORY_HEADER}
 _SUMMARY_HEADER = "Earlier conversation (summary):"
 _OPTIONAL_ORDER = (
@@ -259,8 +259,16 @@ class Assembler:
         signing_key: bytes | str | None = None,
         repos: Sequence[str] | None = None,
         strategy: str | None = None,
+        intent_from_history: bool = False,
     ) -> AssembledContext:
         """Assemble the prompt for `agent_role` answering `user_intent` (see module doc).
+
+        The history stays in time order. A user message of the session whose text is the
+        intent is the latest input (last in the prompt) only while it is unanswered; an
+        answered one keeps its place in the history. `intent_from_history` says the intent
+        is that message and no new input (ContextManager.get_prompt_messages without
+        `user_input`): when it was answered, no latest input follows the history and the
+        intent only steers what the other layers retrieve.
 
         `repos` keeps out entities ingested from any other repository (events and entities
         of no repository still come in); the trace lists them as dropped ("other
@@ -360,11 +368,18 @@ class Assembler:
         if not isinstance(window, RecentWindow) or not window.enabled:
             window = RecentWindow()
             notes.append("recent_window not in the policy; history uses its defaults")
-        hist, hist_dropped, input_event, held = self._history(
+        hist, hist_dropped, input_event, held = history_turns(
             events, statuses, task_id, policy.view, user_intent
         )
         hist, echoed = mark_echoes(hist, events, statuses)  # repeats of a retracted message
         notes.extend(echoed)
+        latest = user_intent
+        if intent_from_history and input_event is None and hist:
+            latest = ""  # the newest user message was answered: nothing new to answer
+            notes.append(
+                "the newest user message was answered: it stays in the history and no "
+                "latest input follows"
+            )
         exclude = {e.id for e in hist} | set(held) | ({input_event} if input_event else set())
         g = Gatherer(
             self.cb,
@@ -430,7 +445,7 @@ class Assembler:
         )
         notes.extend(hist_notes)
         alloc, messages = self._fit(
-            items, roles, policy.budget.as_mapping(), limit, user_intent, policy.budget.latest
+            items, roles, policy.budget.as_mapping(), limit, latest, policy.budget.latest
         )
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
@@ -536,65 +551,6 @@ class Assembler:
         return agent is not None
 
     # -- layers ----------------------------------------------------------------------------
-    def _history(
-        self,
-        events: Sequence[Event],
-        statuses: Mapping[str, Status],
-        task_id: str | None,
-        view: str,
-        intent: str,
-    ) -> tuple[list[Event], list[dict[str, Any]], str | None, dict[str, str]]:
-        """The session's messages in scope, minus retracted and expired ones and the input,
-        with each tool call in its assistant message's entry (history_calls; the folded
-        calls are returned with their message's id)."""
-        dropped: list[dict[str, Any]] = []
-        user_seqs = [e.seq or 0 for e in events if e.type == "user_message"]
-        last_user = max(user_seqs, default=-1)
-        input_event = next(
-            (
-                e.id
-                for e in reversed(events)
-                if e.type == "user_message" and (e.text or "").strip() == intent.strip()
-            ),
-            None,
-        )
-        kept: list[Event] = []
-        for e in events:
-            if e.type not in _HISTORY_TYPES or e.id == input_event:
-                continue
-            if (
-                task_id is not None
-                and e.task_id != task_id
-                and (view == "subtask" or e.task_id is not None)
-            ):
-                continue  # another task's message: switch_task scoped it out
-            status = statuses.get(e.id, Status.ACTIVE)
-            if status != Status.ACTIVE:
-                reason = "retracted" if status == Status.EXPIRED else str(status)
-                dropped.append(
-                    {"id": e.id, "layer": "history", "reason": reason, "detail": "message status"}
-                )
-            elif (
-                e.type == "tool_result" and e.metadata.get("per_turn") and (e.seq or 0) < last_user
-            ):
-                dropped.append(
-                    {
-                        "id": e.id,
-                        "layer": "history",
-                        "reason": "expired",
-                        "detail": "per-turn tool result; a later turn began",
-                    }
-                )
-            else:
-                kept.append(e)
-        reasons = {d["id"]: d["reason"] for d in dropped}
-        folded = fold_calls(kept, reasons)  # a call goes with its message
-        dropped += [
-            {"id": c, "layer": "history", "reason": reasons[m], "detail": f"a call of {m}"}
-            for c, m in folded.gone.items()
-        ]
-        return folded.events, dropped, input_event, folded.held
-
     def _layer_items(
         self,
         pid: str,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
-from ..model import SessionInfo, StateFact, TaskInfo, check_id
+from ..model import SessionInfo, StateFact, TaskInfo, check_id, keyed_event_id
 from ..store.base import StateChange
 from .budget import compress_extractive
 from .facts import FactExtractor, asks_to_remember
@@ -125,7 +125,7 @@ class ContextManager:
 
     def session(self, session_id: str) -> SessionInfo:
         """The session, expired first when it has been idle past `idle_timeout_s`."""
-        info = self.cb.store.get_session(self.project, session_id)
+        info = self.cb.store.get_session(self.project, check_id("session_id", session_id))
         if info is None:
             raise NotFoundError("session", session_id)
         if self.idle_timeout_s is not None:
@@ -212,7 +212,7 @@ class ContextManager:
         return None if not task_id else self.cb.store.get_task(self.project, str(task_id))
 
     def task(self, task_id: str) -> TaskInfo:
-        found = self.cb.store.get_task(self.project, task_id)
+        found = self.cb.store.get_task(self.project, check_id("task_id", task_id))
         if found is None:
             raise NotFoundError("task", task_id)
         return found
@@ -391,6 +391,7 @@ class ContextManager:
         refers_to: Sequence[str] = (),
         agent_role: str | None = None,
         today: date | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
         """Record a message as an event of the current (or given) task; returns its id.
 
@@ -399,8 +400,14 @@ class ContextManager:
         relative dates resolved against the message's time (`today` overrides it). A message
         that asks to be kept ("记一下…") is important. A message into an expired session
         re-activates it (the user came back); an archived one refuses it (ConflictError).
+        With an `idempotency_key` (the remote manager sends one per call), a retry of a
+        call that stored its message returns that message's id and does nothing again.
         """
         self._capturable(session_id)
+        if idempotency_key is not None:
+            done = keyed_event_id(self.project, session_id, idempotency_key)
+            if self.cb.store.get_events(self.project, [done], include_inactive=True):
+                return done  # a retry: stored, its facts extracted, once
         event_type = ROLE_EVENT_TYPES.get(role)
         if event_type is None:
             raise ValidationError("role", f"must be one of {', '.join(ROLE_EVENT_TYPES)}")
@@ -415,8 +422,8 @@ class ContextManager:
         if important:
             meta["important"] = True
         last = self.cb.store.list_events(self.project, session_id, last_n=1)
-        if role == "user":
-            self._expire_per_turn(session_id)
+        # A user message expires the per-turn tool results of earlier turns as the base
+        # stores it (per_turn.py), as on every other write path.
         event = self.cb.record(
             event_type,
             session_id=session_id,
@@ -430,6 +437,7 @@ class ContextManager:
             importance=0.9 if important else 0.5,
             metadata=meta,
             ts=self.clock(),
+            idempotency_key=idempotency_key,
         )
         if role == "user" and self.extract_facts:
             scope: Scope = "task" if task_id else "session"
@@ -446,22 +454,6 @@ class ContextManager:
                 project=self.project,
             )
         return event.id
-
-    def _expire_per_turn(self, session_id: str) -> None:
-        statuses = message_statuses(self.cb, session_id, project=self.project)
-        stale = [
-            e.id
-            for e in self.cb.store.list_events(self.project, session_id, types=["tool_result"])
-            if e.metadata.get("per_turn") and statuses.get(e.id, Status.ACTIVE) == Status.ACTIVE
-        ]
-        if stale:
-            expire_message_record(
-                self.cb,
-                session_id,
-                stale,
-                project=self.project,
-                cause="per-turn tool result: the next turn began",
-            )
 
     def expire_message(self, session_id: str, message_id: str, *, cause: str = "retracted") -> None:
         """Retract a message: it never appears in an assembled prompt again, and the facts
@@ -503,7 +495,10 @@ class ContextManager:
     ) -> list[dict[str, str]]:
         """The assembled prompt for the session's current task (see `Assembler.assemble`).
 
-        The latest input is `user_input`, or else the newest user message of the task.
+        The latest input is `user_input`, or else the newest user message of the task while
+        it is unanswered. The history is in time order: when the task's newest user message
+        was answered, it keeps its place before its answer and the prompt ends with the
+        history (pass `user_input` to ask something new).
         """
         info = self.session(session_id)
         if info.status == Status.ARCHIVED:
@@ -529,5 +524,6 @@ class ContextManager:
             user_intent=intent,
             max_tokens=max_tokens,
             task_id=task.task_id if task else None,
+            intent_from_history=user_input is None,
         )
         return [dict(m) for m in ctx.messages]

@@ -336,7 +336,8 @@ def build_messages(
         body = joiner.join(inc.text for inc in layer.included)
         header = headers.get(name)
         messages.append({"role": "system", "content": f"{header}\n{body}" if header else body})
-    messages.append({"role": "user", "content": alloc.input_text})
+    if alloc.input_text:  # none when the newest user message was answered already
+        messages.append({"role": "user", "content": alloc.input_text})
     return messages
 
 
@@ -358,8 +359,10 @@ def _layer_tokens(
             for m in messages[index : index + n]
         )
         index += n
-    last = messages[-1]
-    out["input"] = 3 + counter.count(last["role"]) + counter.count(last["content"])
+    out["input"] = 0
+    if alloc.input_text and index < len(messages):
+        last = messages[index]
+        out["input"] = 3 + counter.count(last["role"]) + counter.count(last["content"])
     return out
 
 
@@ -438,7 +441,7 @@ def build_result(
         }
     layers["input"] = {
         "tokens": alloc.input_tokens,
-        "items": [_item("input", "user", 1.0, alloc.input_text, False)],
+        "items": [_item("input", "user", 1.0, alloc.input_text, False)] if alloc.input_text else [],
     }
     tokens = _layer_tokens(alloc, messages, counter)
     documents: list[dict[str, Any]] = []

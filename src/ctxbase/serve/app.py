@@ -50,6 +50,7 @@ from .routes_context import router as context_router
 from .routes_graph import router as graph_router
 from .routes_kb import router as kb_router
 from .routes_lifecycle import router as lifecycle_router
+from .routes_manager import router as manager_router
 from .routes_ops import router as ops_router
 from .runtime import COUNTER_HELP, Runtime
 from .settings import ENV_SETTINGS, ServerSettings, check_settings
@@ -225,6 +226,7 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         context_router,
         ops_router,
         lifecycle_router,
+        manager_router,
         capture_router,
         graph_router,
         kb_router,

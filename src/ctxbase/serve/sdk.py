@@ -27,6 +27,8 @@ from .sdk_calls import Call, Calls
 if TYPE_CHECKING:
     import httpx
 
+    from .sdk_manager import AsyncRemoteContextManager, RemoteContextManager
+
 __all__ = ["AsyncClient", "Client", "connect", "connect_async"]
 
 P = ParamSpec("P")
@@ -240,6 +242,13 @@ class Client:
             print_assembly_log(ctx)
         return ctx
 
+    def context_manager(self, **options: Any) -> RemoteContextManager:
+        """Seed 003's ContextManager over this server: the embedded manager's calls and
+        signatures (options: `project`, `extract_facts`, `default_role`)."""
+        from .sdk_manager import RemoteContextManager
+
+        return RemoteContextManager(self, **options)
+
     get_trace = _sync(Calls.get_trace)
     record_outcome = _sync(Calls.record_outcome)
     set_fact = _sync(Calls.set_fact)
@@ -390,6 +399,12 @@ class AsyncClient:
         if self.debug_mode:
             print_assembly_log(ctx)
         return ctx
+
+    def context_manager(self, **options: Any) -> AsyncRemoteContextManager:
+        """`Client.context_manager`, its methods awaited."""
+        from .sdk_manager import AsyncRemoteContextManager
+
+        return AsyncRemoteContextManager(self, **options)
 
     get_trace = _async(Calls.get_trace)
     record_outcome = _async(Calls.record_outcome)

@@ -313,7 +313,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         return Call("PUT", path, SessionInfo.model_validate, body=body)
 
     def get_session(self, session_id: str, *, project: str | None = None) -> Call[SessionInfo]:
-        path = self._path(project, "sessions", _q(session_id))
+        path = self._path(project, "sessions", _q(check_id("session_id", session_id)))
         return Call("GET", path, SessionInfo.model_validate)
 
     def list_sessions(self, *, project: str | None = None) -> Call[list[SessionInfo]]:
@@ -404,12 +404,13 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         return Call("POST", path, lambda r: list(r["expired"]), body=body)
 
     def get_task(self, task_id: str, *, project: str | None = None) -> Call[TaskInfo]:
-        return Call("GET", self._path(project, "tasks", _q(task_id)), TaskInfo.model_validate)
+        path = self._path(project, "tasks", _q(check_id("task_id", task_id)))
+        return Call("GET", path, TaskInfo.model_validate)
 
     def list_tasks(
         self, session_id: str | None = None, *, project: str | None = None
     ) -> Call[list[TaskInfo]]:
-        params = {} if session_id is None else {"session_id": session_id}
+        params = {} if session_id is None else {"session_id": check_id("session_id", session_id)}
         return Call(
             "GET",
             self._path(project, "tasks"),

@@ -1,0 +1,100 @@
+"""The history layer's turns: the session's messages in scope and in time order, the ones
+out of prompts (retracted, expired, per-turn results of earlier turns) left out with why,
+and the latest input told apart from the turns (only an unanswered user message is it).
+Pure: events and statuses in, turns out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..model import Event
+from .history_calls import CALL_TYPE, fold_calls
+from .lifecycle import Status
+
+__all__ = ["HISTORY_TYPES", "history_turns"]
+
+HISTORY_TYPES = ("user_message", "assistant_message", "tool_invocation", "tool_result", "system")
+
+
+def history_turns(
+    events: Sequence[Event],
+    statuses: Mapping[str, Status],
+    task_id: str | None,
+    view: str,
+    intent: str,
+) -> tuple[list[Event], list[dict[str, Any]], str | None, dict[str, str]]:
+    """The session's messages in scope, minus retracted and expired ones and the input,
+    with each tool call in its assistant message's entry (history_calls; the folded
+    calls are returned with their message's id).
+
+    The input is the newest user message whose text is the intent, unless it was
+    answered (a later user message or an assistant message that is not a tool call's
+    follows it in scope): an answered question keeps its place, before its answer."""
+    dropped: list[dict[str, Any]] = []
+    user_seqs = [e.seq or 0 for e in events if e.type == "user_message"]
+    last_user = max(user_seqs, default=-1)
+    input_event = next(
+        (
+            e.id
+            for e in reversed(events)
+            if e.type == "user_message" and (e.text or "").strip() == intent.strip()
+        ),
+        None,
+    )
+    kept: list[Event] = []
+    for e in events:
+        if e.type not in HISTORY_TYPES:
+            continue
+        if (
+            task_id is not None
+            and e.task_id != task_id
+            and (view == "subtask" or e.task_id is not None)
+        ):
+            continue  # another task's message: switch_task scoped it out
+        status = statuses.get(e.id, Status.ACTIVE)
+        if e.id == input_event:
+            if status == Status.ACTIVE:
+                kept.append(e)  # its place, should it turn out answered
+            continue
+        if status != Status.ACTIVE:
+            reason = "retracted" if status == Status.EXPIRED else str(status)
+            dropped.append(
+                {"id": e.id, "layer": "history", "reason": reason, "detail": "message status"}
+            )
+        elif e.type == "tool_result" and e.metadata.get("per_turn") and (e.seq or 0) < last_user:
+            dropped.append(
+                {
+                    "id": e.id,
+                    "layer": "history",
+                    "reason": "expired",
+                    "detail": "per-turn tool result; a later turn began",
+                }
+            )
+        else:
+            kept.append(e)
+    at = next((i for i, e in enumerate(kept) if e.id == input_event), None)
+    if at is not None:
+        if _answered(kept[at + 1 :], events):
+            input_event = None
+        else:
+            del kept[at]
+    reasons = {d["id"]: d["reason"] for d in dropped}
+    folded = fold_calls(kept, reasons)  # a call goes with its message
+    dropped += [
+        {"id": c, "layer": "history", "reason": reasons[m], "detail": f"a call of {m}"}
+        for c, m in folded.gone.items()
+    ]
+    return folded.events, dropped, input_event, folded.held
+
+
+def _answered(after: Sequence[Event], events: Sequence[Event]) -> bool:
+    """Whether the turns `after` a user message answer it: a later user message, or an
+    assistant message that is not (only) a tool call's (an agent still working on the
+    question has not answered it)."""
+    callers = {p for e in events if e.type == CALL_TYPE for p in e.parent_event_ids}
+    return any(
+        e.type == "user_message" or (e.type == "assistant_message" and e.id not in callers)
+        for e in after
+    )

@@ -1,0 +1,151 @@
+"""Seed 003's ContextManager on a real server: `client.context_manager()` has the embedded
+manager's calls and signatures, and a message sent through it has its facts extracted into
+the state layer on the server, as embedded."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import pytest
+
+import ctxbase
+from conftest import Live
+from ctxbase.assemble.lifecycle import Status
+from ctxbase.assemble.manager import ContextManager
+from ctxbase.errors import ConflictError, ValidationError
+from ctxbase.serve.sdk_manager import AsyncRemoteContextManager, RemoteContextManager
+
+# Embedded only: the in-process assembler, and calls no route answers yet.
+EMBEDDED_ONLY = {"assembler", "current_task", "message_status", "set_task_status"}
+
+
+def _methods(cls: type) -> dict[str, Any]:
+    return {
+        n: getattr(cls, n)
+        for n in dir(cls)
+        if not n.startswith("_") and callable(getattr(cls, n, None))
+    }
+
+
+def test_the_remote_manager_has_the_embedded_calls_and_signatures() -> None:
+    local, remote = _methods(ContextManager), _methods(RemoteContextManager)
+    assert set(local) - set(remote) == EMBEDDED_ONLY - {"assembler"}  # a property, not callable
+    assert set(remote) <= set(local)
+    assert set(_methods(AsyncRemoteContextManager)) == set(remote)
+    for name, fn in remote.items():
+        lp = dict(inspect.signature(local[name]).parameters)
+        rp = dict(inspect.signature(fn).parameters)
+        assert [(p.name, p.kind, p.default) for p in lp.values()] == [
+            (p.name, p.kind, p.default) for p in rp.values()
+        ], name
+
+
+def _text(messages: list[dict[str, str]]) -> str:
+    return "\n".join(m["content"] for m in messages)
+
+
+def test_seed_003_runs_remotely_with_facts_extracted(live: Live, pid: str) -> None:
+    key = live.key(pid, role="write")
+    with ctxbase.connect(live.url, api_key=key, project=pid) as client:
+        cm = client.context_manager()
+        sid = cm.create_session("u_42")
+        assert isinstance(sid, str) and cm.session(sid).metadata["user_id"] == "u_42"
+        tid = cm.switch_task(sid, "写活动方案")
+        assert client.get_session(sid).metadata["current_task_id"] == tid
+        cm.add_message(sid, "user", "把预算控制在5万以内")
+        cm.add_message(sid, "assistant", "好的，预算控制在5万以内。")
+        cm.add_message(sid, "user", "截止时间是月底")
+        # extracted on the server, into the task's state
+        assert cm.get_state(sid, "budget") == {"op": "<=", "amount": 50000, "currency": "CNY"}
+        deadline = cm.get_state(sid, "deadline")
+        assert deadline is not None
+        later = cm.add_message(sid, "user", "截止时间改成下周五")
+        assert cm.get_state(sid, "deadline") != deadline
+        cm.expire_message(sid, later)  # retracted: the fact goes back
+        assert cm.get_state(sid, "deadline") == deadline
+        assert "retracted" in (cm.state_history(sid, "deadline")[-1].cause or "")
+        assert client.get_facts(scope_id=tid)["budget"].value["amount"] == 50000
+
+        cm.set_state(sid, "color", "蓝色", scope="session")
+        assert cm.get_state(sid, "color") == "蓝色"
+        first = cm.state_history(sid, "budget")[0].version
+        assert cm.rollback_state(sid, "budget", first) is not None
+
+        tool = cm.add_message(sid, "tool", "SQL result: 1532 rows", per_turn=True)
+        prompt = cm.get_prompt_messages(sid, max_tokens=3000)
+        assert "1532 rows" in _text(prompt)
+        assert "budget <= 50000 CNY" in _text(prompt)
+        cm.add_message(sid, "assistant", "共 1532 行。")
+        cm.add_message(sid, "user", "那时间呢")
+        assert client.get_event(tool).marks == ["expired"]
+        prompt = cm.get_prompt_messages(sid)
+        assert "1532 rows" not in _text(prompt) and prompt[-1] == {
+            "role": "user",
+            "content": "那时间呢",
+        }
+        cm.add_message(sid, "assistant", "月底。")
+        # answered: time order, the prompt ends with the answer
+        assert [m["content"] for m in cm.get_prompt_messages(sid)[-2:]] == ["那时间呢", "月底。"]
+
+        cm.suspend_session(sid)
+        assert cm.session_status(sid) == Status.SUSPENDED
+        cm.resume_session(sid)
+        summary = cm.archive_session(sid)
+        assert "把预算控制在5万以内" in summary
+        with pytest.raises(ConflictError):
+            cm.add_message(sid, "user", "还在吗")
+
+
+def test_a_retried_message_is_stored_and_extracted_once(live: Live, pid: str) -> None:
+    key = live.key(pid, role="write")
+    with ctxbase.connect(live.url, api_key=key, project=pid) as client:
+        cm = client.context_manager()
+        sid = cm.create_session("u", session_id="s1")
+        first = cm.add_message(sid, "user", "预算5万", idempotency_key="k1")
+        again = cm.add_message(sid, "user", "预算5万", idempotency_key="k1")
+        assert first == again
+        assert [e.id for e in client.last_events(sid)] == [first]
+        assert len(cm.state_history(sid, "budget")) == 1
+
+
+def test_options_the_server_keeps_are_named(live: Live, pid: str) -> None:
+    with ctxbase.connect(live.url, api_key=live.key(pid), project=pid) as client:
+        with pytest.raises(ValidationError) as err:
+            client.context_manager(llm=None)
+        assert err.value.field == "llm"
+        quiet = client.context_manager(extract_facts=False)
+        sid = quiet.create_session("u")
+        quiet.add_message(sid, "user", "把预算控制在5万以内")
+        assert quiet.get_state(sid, "budget") is None
+
+
+def test_the_async_manager(live: Live, pid: str) -> None:
+    async def run() -> Any:
+        async with ctxbase.connect_async(live.url, api_key=live.key(pid), project=pid) as client:
+            cm = client.context_manager()
+            sid = await cm.create_session("u")
+            await cm.add_message(sid, "user", "把预算控制在5万以内")
+            return await cm.get_state(sid, "budget"), await cm.get_prompt_messages(sid)
+
+    budget, prompt = asyncio.run(run())
+    assert budget["amount"] == 50000 and prompt[-1]["content"] == "把预算控制在5万以内"
+
+
+def test_rest_messages_route_extracts_facts(live: Live, pid: str) -> None:
+    with live.client(live.key(pid)) as http:
+        base = f"/v1/projects/{pid}/manager"
+        sid = http.post(f"{base}/sessions", json={"user_id": "u"}).json()["session_id"]
+        sent = http.post(
+            f"{base}/messages",
+            json={"session_id": sid, "role": "user", "content": "把预算控制在5万以内"},
+        )
+        assert sent.status_code == 200, sent.text
+        got = http.get(f"{base}/state", params={"session_id": sid, "key": "budget"})
+        assert got.json()["value"]["amount"] == 50000
+        robot = {"session_id": sid, "role": "robot", "content": "x"}
+        bad = http.post(f"{base}/messages", json=robot)
+        assert bad.status_code == 422 and "role" in bad.text
+        missing = http.post(f"{base}/prompt", json={"session_id": "nope"})
+        assert missing.status_code == 404
