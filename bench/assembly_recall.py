@@ -67,7 +67,12 @@ def main(argv: list[str] | None = None) -> int:
                 if evidence:
                     questions.append((pid, q["query"], evidence))
     cb.flush()
-    cb.wait_for_embeddings(1800)
+    # Each conversation is its own project, and a wait covers one project's backlog (the
+    # worker serves projects in turn): wait for each, so no question is assembled on
+    # keywords alone because its project's vectors were still being made.
+    for pid in dict.fromkeys(pid for pid, _, _ in questions):
+        if not cb.wait_for_embeddings(1800, project=pid):
+            raise SystemExit(f"vectors of project {pid!r} not ready after 1800 s")
     out: dict[str, Any] = {"embedder": args.embedder, "role": args.role, "variants": {}}
     for vname, extra in variants.items():
         assembler = Assembler(cb, _policy_text(args.role, extra))
