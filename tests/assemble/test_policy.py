@@ -478,3 +478,55 @@ policies:
         parse_policies(both)
     with pytest.raises(PolicyError, match="max_retri"):  # a typo is still named
         parse_policies(text.replace("max_retry: 1", "max_retri: 1"))
+
+
+BAD_STRATEGY = (
+    "policies:\n  - name: y\n    match: {agent_roles: [sql_writer]}\n"
+    "    strategies: [semantc_recall]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("file", "unknown strategy 'semantc_recall' (did you mean 'semantic_recall'?)"),
+        ("missing", "missing.yaml: cannot read"),
+        ("mapping", "policies[0].strategies[0]: unknown strategy 'nope'"),
+        ("text", "unknown strategy 'semantc_recall'"),
+        ("number", "must be a file path, YAML text or a mapping (got int)"),
+    ],
+)
+def test_open_refuses_bad_policies_at_once(tmp_path: Path, given: str, expected: str) -> None:
+    """A bad policy file, text or mapping is refused by `open`, not by the first assembly,
+    and leaves no database behind (the store is not opened)."""
+    import ctxbase
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD_STRATEGY, encoding="utf-8")
+    policies: object = {
+        "file": str(bad),
+        "missing": str(tmp_path / "missing.yaml"),
+        "mapping": {"policies": [{"name": "x", "strategies": ["nope"]}]},
+        "text": BAD_STRATEGY,
+        "number": 42,
+    }[given]
+    db = tmp_path / "memory.db"
+    with pytest.raises(PolicyError) as info:
+        ctxbase.open(str(db), embedder="hash", policies=policies)
+    assert expected in str(info.value)
+    assert not db.exists()
+
+
+def test_open_takes_policies_as_a_mapping(tmp_path: Path) -> None:
+    """The mapping a YAML file loads to works as the file does, layered over the presets."""
+    import ctxbase
+
+    mapping = {
+        "policies": [
+            {"name": "sql_writer", "match": {"agent_roles": ["sql_writer"]}, "top_k": 3},
+        ]
+    }
+    with ctxbase.open(str(tmp_path / "m.db"), embedder="hash", policies=mapping) as cb:
+        ctx = cb.assemble_context(agent_role="sql_writer", user_intent="分页 SQL")
+        assert ctx.policy == "sql_writer"
+        assert cb.assemble_context(agent_role="coder", user_intent="x").policy == "coder"
