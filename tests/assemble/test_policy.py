@@ -289,6 +289,30 @@ def test_a_key_like_no_valid_one_gets_no_guess() -> None:
     assert problem.startswith("policies[0].zzz: unknown key 'zzz'; valid keys: ")
 
 
+def test_a_budget_over_one_names_the_defaults_it_counts() -> None:
+    """`{system: 0.5, memory: 0.9}` is 1.4 as written: the 2.1 of the error is explained by
+    the default shares of the layers left out, each named."""
+    (problem,) = _problems("policies:\n  - name: a\n    budget: {system: 0.5, memory: 0.9}\n")
+    assert problem.startswith("policies[0].budget: ")
+    assert "layer shares add up to 2.100: system 0.5 + memory 0.9 = 1.400 as written" in problem
+    assert (
+        "plus the defaults of the layers not written: state 0.2 + task 0.1 + history 0.4 = 0.700"
+        in problem
+    )
+    assert "write 0 for a layer that should have no share" in problem
+    # all five written: nothing else counted, nothing else named
+    (problem,) = _problems(
+        "policies:\n  - name: a\n    budget: "
+        "{system: 0.5, state: 0.2, task: 0.1, memory: 0.3, history: 0.4, latest: 0}\n"
+    )
+    written = "system 0.5 + state 0.2 + task 0.1 + memory 0.3 + history 0.4"
+    assert f"add up to 1.500: {written} = 1.500 as written" in problem
+    assert "defaults" not in problem and "latest input" not in problem
+    # a written reserve for the input is named as such
+    (problem,) = _problems("policies:\n  - name: a\n    budget: {history: 0.5, latest: 0.3}\n")
+    assert "0.3 kept for the latest input (`latest`)" in problem
+
+
 def test_other_errors() -> None:
     assert (
         "invalid regular expression"
