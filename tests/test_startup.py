@@ -157,3 +157,18 @@ def test_the_lazy_names_are_the_modules_own_objects() -> None:
     assert ctxbase.ContextBase is ContextBase and ctxbase.Event is Event
     assert ctxbase.anchor.anchor_events is anchor_events
     assert ctxbase.assemble.Assembler is Assembler
+
+
+def test_open_validates_policies_only_when_given(small_store: Path) -> None:
+    """`open` checks the policies it is given at once (the parser loads then), and loads no
+    parser for a base opened without them."""
+    plain = "import ctxbase; ctxbase.open('ctxbase.db', project='p', embedder='hash').close()"
+    modules = _loaded(plain, cwd=small_store)
+    assert "ctxbase.contextbase" in modules
+    assert _heavy(modules, ("yaml", "ctxbase.assemble.policy", "ctxbase.assemble.assembler")) == []
+    given = plain.replace(
+        "embedder='hash')", "embedder='hash', policies={'policies': [{'name': 'x'}]})"
+    )
+    modules = _loaded(given, cwd=small_store)
+    assert {"yaml", "ctxbase.assemble.policy"} <= modules
+    assert "ctxbase.assemble.assembler" not in modules  # validated, not assembled

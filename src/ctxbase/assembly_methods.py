@@ -12,6 +12,8 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .errors import UnknownProjectError
+
 if TYPE_CHECKING:
     from .assemble.assembler import Assembler
     from .assemble.loop import Outcome
@@ -27,6 +29,7 @@ class AssemblyMethods:
     lock, cache and policies, `_pid` and `_caught_up`."""
 
     components: Components
+    project: str
     debug_mode: bool
     _worker_lock: threading.Lock
     _assembler: Assembler | None
@@ -72,10 +75,20 @@ class AssemblyMethods:
         `require_signature` keeps out entities whose HMAC signature fails or is missing
         (as in `search`); `AssembledContext.tampered` names the tampered ones. `repos`
         keeps out entities ingested from other repositories. Events captured before the
-        call are in it (it waits for them to be written, up to `READ_WAIT_S`)."""
+        call are in it (it waits for them to be written, up to `READ_WAIT_S`).
+
+        A `project_id` other than the base's own that the database holds no data of is a
+        typo: `UnknownProjectError` (a NotFoundError) names the projects it holds, as the
+        REST route and the command line do, and nothing is stored. The base's own project
+        assembles even before anything was captured into it (an empty context)."""
         self._caught_up()
+        pid = self._pid(project_id)
+        if pid != self.project:
+            known = self.components.store.list_projects()
+            if pid not in known:
+                raise UnknownProjectError(pid, known)
         ctx = self.assembler.assemble(
-            project_id=self._pid(project_id),
+            project_id=pid,
             session_id=session_id,
             agent_role=agent_role,
             user_intent=user_intent,

@@ -25,6 +25,7 @@ from .errors import (
     RepositoryNameTakenError,
     RepositoryOverlapError,
     StorageError,
+    UnknownProjectError,
     UnknownReposError,
     ValidationError,
 )
@@ -81,19 +82,14 @@ def _open_existing(args: argparse.Namespace, *, forgotten: bool = False, **optio
         known = cb.store.list_projects()
         if cb.project not in known and not (forgotten and cb.store.has_forgotten(cb.project)):
             # A URL may carry a password: name only a file.
-            raise _UnknownProject(cb.project, "the database" if _is_url(db) else db, known)
+            where = "the database" if _is_url(db) else db
+            raise UnknownProjectError(
+                cb.project, known, where=where, choose="choose one with --project"
+            )
     except BaseException:
         cb.close()
         raise
     return cb
-
-
-class _UnknownProject(NotFoundError):
-    def __init__(self, project: str, db: str, known: Sequence[str]) -> None:
-        super().__init__("project", project)
-        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
-        hint = f"its projects: {listed}; choose one with --project" if known else "it is empty"
-        self.args = (f"project {project!r} not found in {db} ({hint})",)
 
 
 def _check_repos(cb: Any, repos: Sequence[str]) -> None:

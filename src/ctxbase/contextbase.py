@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -130,6 +129,8 @@ class ContextBase(
                 self._embedder = get_embedder(embedder)
             except ValueError as exc:
                 raise ValidationError("embedder", str(exc)) from exc
+        # Before the store opens: a bad policy file or mapping leaves nothing open behind it.
+        policies_checked = _checked_policies(policies)
         self.store: Store = store if isinstance(store, Store) else open_store(store)
         self._embedding_worker: EmbeddingWorker | None = None
         self._health: EmbedderHealth | None = None
@@ -138,7 +139,7 @@ class ContextBase(
         self._searcher: Searcher | None = None
         self._query_batching = query_batching  # concurrent searches share query embeddings
         self._assembler: Assembler | None = None
-        self._policies = policies
+        self._policies, self._policy_file = policies_checked
         self.components = Components(  # what the layers below get: never the facade itself
             store=self.store,
             project=self.project,
@@ -240,7 +241,7 @@ class ContextBase(
         except Exception as exc:  # any failure means "not ready", with the reason
             return {"status": "unavailable", "reason": str(exc)[:200]}
         out: dict[str, Any] = {"status": "ready", "schema_version": version}
-        if isinstance(self._policies, str | os.PathLike):  # a watched file: is it in use?
+        if self._policy_file:  # a watched file: is its latest version in use?
             status = self.assembler.policy_status()
             if status is not None:
                 out["policies"] = status
@@ -705,3 +706,16 @@ def _resolve_chunking(spec: str | ChunkingConfig | Mapping[str, Any]) -> Chunkin
     from .retrieve.chunking import resolve_chunking
 
     return resolve_chunking(spec)
+
+
+def _checked_policies(policies: Any) -> tuple[Any, bool]:
+    """The policies a base was opened with, validated now (a bad file or mapping raises
+    `PolicyError` at open, not at the first assembly), and whether they are a watched file.
+    None (the shipped policies) loads nothing here: a base that never assembles never
+    imports the policy parser."""
+    if policies is None:
+        return None, False
+    from .assemble.policy_loading import PolicyFile, policy_source
+
+    source = policy_source(policies)
+    return source, isinstance(source, PolicyFile)

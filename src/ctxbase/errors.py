@@ -13,6 +13,7 @@ __all__ = [
     "RepositoryNameTakenError",
     "RepositoryOverlapError",
     "StorageError",
+    "UnknownProjectError",
     "UnknownReposError",
     "ValidationError",
 ]
@@ -151,6 +152,28 @@ class UnknownReposError(NotFoundError):
         which = "repositories" if len(unknown) > 1 else "repository"
         message = f"{which} {names} not found in project {project!r} ({hint})"
         super().__init__("repository", unknown[0], ids=list(unknown), message=message)
+        self.known = list(known)
+
+
+class UnknownProjectError(NotFoundError):
+    """A read of a project the database holds no data of: a typo must not pass for an
+    empty answer (nor create the project). The message names the projects `known` (those
+    the caller may see), `where` the database (a file) when it helps, `choose` how to
+    pick one."""
+
+    def __init__(
+        self, project: str, known: Sequence[str], *, where: str = "", choose: str = ""
+    ) -> None:
+        listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
+        if where:  # the database, named
+            hint = f"its projects: {listed}" if known else "it is empty"
+        else:
+            hint = f"projects with data: {listed}" if known else "no project has data yet"
+        if known and choose:
+            hint += f"; {choose}"
+        place = f" in {where}" if where else ""
+        message = f"project {project!r} not found{place} ({hint})"
+        super().__init__("project", project, message=message)
         self.known = list(known)
 
 

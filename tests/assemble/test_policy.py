@@ -289,6 +289,30 @@ def test_a_key_like_no_valid_one_gets_no_guess() -> None:
     assert problem.startswith("policies[0].zzz: unknown key 'zzz'; valid keys: ")
 
 
+def test_a_budget_over_one_names_the_defaults_it_counts() -> None:
+    """`{system: 0.5, memory: 0.9}` is 1.4 as written: the 2.1 of the error is explained by
+    the default shares of the layers left out, each named."""
+    (problem,) = _problems("policies:\n  - name: a\n    budget: {system: 0.5, memory: 0.9}\n")
+    assert problem.startswith("policies[0].budget: ")
+    assert "layer shares add up to 2.100: system 0.5 + memory 0.9 = 1.400 as written" in problem
+    assert (
+        "plus the defaults of the layers not written: state 0.2 + task 0.1 + history 0.4 = 0.700"
+        in problem
+    )
+    assert "write 0 for a layer that should have no share" in problem
+    # all five written: nothing else counted, nothing else named
+    (problem,) = _problems(
+        "policies:\n  - name: a\n    budget: "
+        "{system: 0.5, state: 0.2, task: 0.1, memory: 0.3, history: 0.4, latest: 0}\n"
+    )
+    written = "system 0.5 + state 0.2 + task 0.1 + memory 0.3 + history 0.4"
+    assert f"add up to 1.500: {written} = 1.500 as written" in problem
+    assert "defaults" not in problem and "latest input" not in problem
+    # a written reserve for the input is named as such
+    (problem,) = _problems("policies:\n  - name: a\n    budget: {history: 0.5, latest: 0.3}\n")
+    assert "0.3 kept for the latest input (`latest`)" in problem
+
+
 def test_other_errors() -> None:
     assert (
         "invalid regular expression"
@@ -478,3 +502,55 @@ policies:
         parse_policies(both)
     with pytest.raises(PolicyError, match="max_retri"):  # a typo is still named
         parse_policies(text.replace("max_retry: 1", "max_retri: 1"))
+
+
+BAD_STRATEGY = (
+    "policies:\n  - name: y\n    match: {agent_roles: [sql_writer]}\n"
+    "    strategies: [semantc_recall]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("file", "unknown strategy 'semantc_recall' (did you mean 'semantic_recall'?)"),
+        ("missing", "missing.yaml: cannot read"),
+        ("mapping", "policies[0].strategies[0]: unknown strategy 'nope'"),
+        ("text", "unknown strategy 'semantc_recall'"),
+        ("number", "must be a file path, YAML text or a mapping (got int)"),
+    ],
+)
+def test_open_refuses_bad_policies_at_once(tmp_path: Path, given: str, expected: str) -> None:
+    """A bad policy file, text or mapping is refused by `open`, not by the first assembly,
+    and leaves no database behind (the store is not opened)."""
+    import ctxbase
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(BAD_STRATEGY, encoding="utf-8")
+    policies: object = {
+        "file": str(bad),
+        "missing": str(tmp_path / "missing.yaml"),
+        "mapping": {"policies": [{"name": "x", "strategies": ["nope"]}]},
+        "text": BAD_STRATEGY,
+        "number": 42,
+    }[given]
+    db = tmp_path / "memory.db"
+    with pytest.raises(PolicyError) as info:
+        ctxbase.open(str(db), embedder="hash", policies=policies)
+    assert expected in str(info.value)
+    assert not db.exists()
+
+
+def test_open_takes_policies_as_a_mapping(tmp_path: Path) -> None:
+    """The mapping a YAML file loads to works as the file does, layered over the presets."""
+    import ctxbase
+
+    mapping = {
+        "policies": [
+            {"name": "sql_writer", "match": {"agent_roles": ["sql_writer"]}, "top_k": 3},
+        ]
+    }
+    with ctxbase.open(str(tmp_path / "m.db"), embedder="hash", policies=mapping) as cb:
+        ctx = cb.assemble_context(agent_role="sql_writer", user_intent="分页 SQL")
+        assert ctx.policy == "sql_writer"
+        assert cb.assemble_context(agent_role="coder", user_intent="x").policy == "coder"

@@ -12,6 +12,9 @@ from types import ModuleType
 
 import pytest
 
+import ctxbase
+from ctxbase.assemble.trace import AssembledContext
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 
@@ -83,3 +86,24 @@ def test_readme_snippet_runs(
     out = capsys.readouterr().out
     assert expected in out
     assert "Alice prefers PostgreSQL 18" in out or "section:" in out
+
+
+def test_readme_first_snippet_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first code a new user copies, verbatim: every line runs, its last one included
+    (forgetting the repository the snippet ingested)."""
+    monkeypatch.chdir(tmp_path)  # the snippet writes memory.db and shop/ where it runs
+    source = readme_snippet("# ctxbase\n")
+    assert source.rstrip().splitlines()[-1].startswith('cb.forget(repo="shop")')
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    exec(compile(source, "README.md (first snippet)", "exec"), namespace)
+    cb = namespace["cb"]
+    assert isinstance(cb, ctxbase.ContextBase)
+    try:
+        ctx = namespace["ctx"]
+        assert isinstance(ctx, AssembledContext) and ctx.context_id
+        assert cb.store.list_repos("shop") == []  # the ingested repository is forgotten
+        assert (tmp_path / "memory.db").exists() and (tmp_path / "shop" / "orders.sql").exists()
+    finally:
+        cb.close()

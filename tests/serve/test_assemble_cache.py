@@ -252,6 +252,7 @@ def test_the_rate_limit_applies_to_cached_answers(tmp_path: Path, pid: str) -> N
     server = start(tmp_path, rate_limit_per_s=1.0, rate_limit_burst=3)
     try:
         live = Live(server.url, server.settings.db, server)
+        live.make_project(pid)
         c = live.client(live.key(pid))
         codes = [_assemble(c, pid).status_code for _ in range(6)]
         assert codes[:3] == [200] * 3 and codes[3:] == [429] * 3

@@ -25,6 +25,9 @@ def test_ctxbase_serve_runs_with_its_options_and_stops_on_sigterm(tmp_path: Path
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_ready(proc, url, timeout_s=60)
+        event = {"type": "user_message", "session_id": "s", "text": "订单查询加缓存"}
+        r = httpx.post(url + "/v1/projects/cli/events", json=event, timeout=60)
+        assert r.status_code == 201, r.text  # the project exists: it can be assembled
         body = {"project_id": "cli", "agent_role": "qa", "user_intent": "缓存"}
         # a generous timeout: the first assembly loads the tokenizers, on a possibly busy machine
         ids = [

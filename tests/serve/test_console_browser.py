@@ -135,6 +135,23 @@ def test_session_timeline(
     expect(rows.nth(2)).to_contain_text("run_sql(SELECT * FROM orders")
     expect(page.locator("#filter-agent input")).to_have_count(4)  # alice, coder, planner, tester
     expect(page.locator("#lanes circle")).to_have_count(6)
+    # a type is a badge, an agent coloured text: two palettes that share no colour, so
+    # alice and tool_result are never both blue
+    expect(page.locator("#timeline .event-row .badge.etype")).to_have_count(6)
+    expect(page.locator("#timeline .event-row .agent")).to_have_count(6)
+    expect(rows.nth(0).locator(".etype")).to_have_text("user_message")
+    colours = page.evaluate(
+        """() => ({
+          agents: [...document.querySelectorAll('#timeline .agent, #filter-agent .agent')]
+            .map((e) => getComputedStyle(e).color),
+          types: [...document.querySelectorAll('#timeline .etype, #filter-type .etype')]
+            .map((e) => getComputedStyle(e).color),
+          dots: [...document.querySelectorAll('#lanes circle')].map((e) => e.getAttribute('fill')),
+        })"""
+    )
+    assert len(set(colours["agents"])) == 4 and len(set(colours["types"])) >= 3
+    assert not set(colours["agents"]) & set(colours["types"])
+    assert len(set(colours["dots"])) >= 3  # the lane dots keep the type colours
     expect(page.locator("#page-status")).to_contain_text("6 shown of 6")
     expect(page.locator("#page-next")).to_be_disabled()
     shot(page, tmp_path, "timeline")

@@ -92,6 +92,7 @@ def test_batch_answers_say_whether_they_are_durable(live: Live, pid: str) -> Non
 def test_a_body_that_is_not_json_names_the_body(live: Live, pid: str) -> None:
     # A cut-off JSON body, and `curl -d` without a JSON content type: 422 naming the body
     # and saying what is wrong (not a character offset posing as the field).
+    live.make_project(pid)
     c = live.client(live.key(pid, role="write"))
     url = "/v1/context/assemble"
     cut = c.post(
@@ -159,6 +160,7 @@ def test_long_queries_and_misplaced_options_are_422(live: Live, pid: str) -> Non
 def test_a_budget_below_the_system_prompt_and_the_input_is_422_naming_the_least(
     live: Live, pid: str
 ) -> None:
+    live.make_project(pid)
     c = live.client(live.key(pid, role="write"))
     body = {"project_id": pid, "agent_role": "coder", "user_intent": "x", "max_tokens": 10}
     r = c.post("/v1/context/assemble", json=body)

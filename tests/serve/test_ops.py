@@ -87,6 +87,7 @@ def test_metrics_count_seed_002s_monitoring_points(live: Live, pid: str) -> None
         + hit["trace"]["monitoring"]["prompt_tokens"]
     )
     empty = f"{pid}-empty"
+    live.make_project(empty)  # a project with nothing in it: no memory to hit
     c2 = live.client(live.key(empty))
     c2.post("/v1/context/assemble", json={**body, "project_id": empty, "user_intent": "hi"})
     assert (
@@ -106,6 +107,7 @@ def test_readyz_reports_the_store(live: Live) -> None:
 def test_json_logs_carry_request_and_context_ids(
     live: Live, pid: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    live.make_project(pid)
     c = live.client(live.key(pid))
     with caplog.at_level(logging.INFO, logger=LOGGER_NAME):
         r = c.post(

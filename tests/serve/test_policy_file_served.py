@@ -8,7 +8,7 @@ import uuid
 from pathlib import Path
 
 import ctxbase
-from conftest import start
+from conftest import make_project, start
 
 GOOD = """
 version: 1
@@ -26,6 +26,7 @@ def test_a_broken_served_policy_file_shows_in_readyz_and_traces(tmp_path: Path) 
     server = start(tmp_path, policies=str(path), no_auth=True)
     try:
         project = f"p-{uuid.uuid4().hex[:8]}"
+        make_project(server.settings.db, project)
         with ctxbase.connect(server.url, project=project) as client:
             assert client.health()["policies"]["ok"] is True
             ctx = client.assemble_context(agent_role="sql_writer", user_intent="分页 SQL")

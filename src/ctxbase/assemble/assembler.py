@@ -221,7 +221,7 @@ class Assembler:
     def __init__(
         self,
         cb: ComponentsSource,
-        policies: PolicySet | PolicyFile | str | os.PathLike[str] | None = None,
+        policies: PolicySet | PolicyFile | Mapping[str, Any] | str | os.PathLike[str] | None = None,
         *,
         counter: TokenCounter | None = None,
         llm: LLMConfig | None = None,

@@ -407,13 +407,30 @@ class LayerShares(_Frozen):
         layers = self.system + self.state + self.task + self.memory + self.history
         total = layers + self.latest
         if total > 1.0 + 1e-9:
-            raise ValueError(
-                f"layer shares add up to {total:.3f} (latest input {self.latest:.2f} included); "
-                "they must not exceed 1.0"
-            )
+            raise ValueError(f"layer shares add up to {total:.3f}: {self._sum_parts()}")
         if layers <= 0.0:
             raise ValueError("at least one layer share must be above 0")
         return self
+
+    def _sum_parts(self) -> str:
+        """What the sum is made of: the shares written, the defaults of the layers left out
+        (which count too, so a file writing 1.4 in all is told why it is 2.1) and the
+        latest input's reserve."""
+        values = self.as_mapping()
+        written = [n for n in _LAYER_DEFAULTS if n in self.model_fields_set]
+        defaults = [n for n in _LAYER_DEFAULTS if n not in written and values[n] > 0]
+
+        def listed(names: list[str]) -> str:
+            terms = " + ".join(f"{n} {values[n]:g}" for n in names)
+            return terms if len(names) == 1 else f"{terms} = {sum(values[n] for n in names):.3f}"
+
+        parts = [f"{listed(written)} as written"] if written else []
+        if defaults:
+            parts.append(f"the defaults of the layers not written: {listed(defaults)}")
+        if self.latest > 0:
+            parts.append(f"{self.latest:g} kept for the latest input (`latest`)")
+        hint = "; write 0 for a layer that should have no share" if defaults else ""
+        return f"{', plus '.join(parts)}; they must not exceed 1.0{hint}"
 
     def as_mapping(self) -> dict[str, float]:
         """The layers' shares (the latest input's reserve is `latest`)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "load_default_policies",
     "load_policies",
     "parse_policies",
+    "policies_from_data",
     "policy_source",
 ]
 
@@ -55,6 +57,12 @@ def parse_policies(text: str, *, source: str = "<string>", presets: bool = True)
         raise PolicyError(source, [PolicyIssue("", f"invalid YAML: {exc}")]) from None
     if data is None:
         raise PolicyError(source, [PolicyIssue("", "the policy file is empty")])
+    return policies_from_data(data, source=source, presets=presets)
+
+
+def policies_from_data(data: Any, *, source: str = "<dict>", presets: bool = True) -> PolicySet:
+    """`parse_policies` of what the YAML loads to (a mapping with a 'policies' list), as
+    `ctxbase.open(..., policies={...})` passes it: validated the same way."""
     if not isinstance(data, dict):
         raise PolicyError(
             source, [PolicyIssue("", "the top level must be a mapping with a 'policies' list")]
@@ -119,14 +127,21 @@ def load_default_policies() -> PolicySet:
 
 
 def policy_source(
-    policies: PolicySet | PolicyFile | str | os.PathLike[str] | None,
+    policies: PolicySet | PolicyFile | Mapping[str, Any] | str | os.PathLike[str] | None,
 ) -> PolicySet | PolicyFile:
     """What an Assembler's `policies` argument names: None the shipped policies, a path to a
-    file a `PolicyFile` (reloaded on change, no restart), anything else YAML text."""
+    file a `PolicyFile` (reloaded on change, no restart), a mapping the loaded YAML, anything
+    else YAML text. Each is validated here: a bad one raises `PolicyError`."""
     if policies is None:
         return load_default_policies()
     if isinstance(policies, PolicySet | PolicyFile):
         return policies
+    if isinstance(policies, Mapping):
+        return policies_from_data(dict(policies))
+    if not isinstance(policies, str | os.PathLike):
+        what = type(policies).__name__
+        issue = PolicyIssue("", f"must be a file path, YAML text or a mapping (got {what})")
+        raise PolicyError("policies", [issue])
     text = os.fspath(policies)
     if "\n" not in text and _is_file(text):
         return PolicyFile(text)

@@ -100,6 +100,18 @@ class Candidate:
     def item_id(self) -> str:
         return self.item.item_id
 
+    @property
+    def id(self) -> str:
+        """The event or entity found (what `get_event`, `feedback` and `forget` take), as
+        the tools' hits name it: for a chunk, the one it was cut from (`item_id` names the
+        unit itself). Read-only, as `text`."""
+        return self.item.owner_id
+
+    @property
+    def text(self) -> str:
+        """The text found: the unit's (`item.text`), a chunk's own part for a chunk."""
+        return self.item.text
+
     def explain(self) -> dict[str, object]:
         return {
             "id": self.item.item_id,

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..assemble import state as facts
-from ..errors import NotFoundError, ValidationError
+from ..errors import NotFoundError, UnknownProjectError, ValidationError
 from ..model import StateFact
 from ..retrieve.config import get_preset
 from ..retrieve.search import Candidate
@@ -18,6 +18,7 @@ from .assembly import assembly_key, compute_assembly
 from .auth import Principal
 from .cache import Cached
 from .deps import Caller, ReadProject, Rt, WriteProject
+from .runtime import Runtime
 from .schemas import (
     AssembleIn,
     AssembleOut,
@@ -126,6 +127,7 @@ async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
     who.check(pid, "read")
 
     def lookup() -> tuple[Cached, bool]:
+        _require_project(rt, who, pid)
         key = assembly_key(body, rt.cb.store.index_generation(pid))
         return rt.cache.get_or_compute(pid, key, lambda: compute_assembly(rt, body))
 
@@ -146,6 +148,14 @@ async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
     return Response(
         cached.body, media_type="application/json", headers={"X-Context-ID": cached.context_id}
     )
+
+
+def _require_project(rt: Runtime, who: Principal, pid: str) -> None:
+    """A project with no data is a typo (as on the command line), not an empty context: and
+    the assembly's stored trace would create it. Only the projects the key sees are named."""
+    known = rt.cb.store.list_projects()
+    if pid not in known:
+        raise UnknownProjectError(pid, [p for p in known if who.sees(p)])
 
 
 def _key_project(who: Principal) -> str:

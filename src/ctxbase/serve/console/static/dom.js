@@ -66,6 +66,46 @@ export function swatch(name) {
   return h("span", { class: "swatch", style: { background: colour(name) } });
 }
 
+// Event types and agents are told apart by shape and by palette: a type is a tinted badge
+// (the built-in types keep one colour each), an agent coloured text with a square mark,
+// from a palette that shares no colour with the types'.
+const EVENT_TYPE_COLOURS = { user_message: "#2f5bd3", assistant_message: "#1b998b",
+  system: "#6d4c41", model_call: "#7b5ea7", tool_invocation: "#d9822b", tool_result: "#5c8a00",
+  internal_thought: "#8a93a6" };
+const TYPE_PALETTE = ["#00838f", "#b8860b", "#3949ab", "#8d6e63", "#00897b", "#9e7700"];
+const AGENT_PALETTE = ["#c2185b", "#d32f2f", "#8e24aa", "#2e7d32", "#a15c00", "#455a64",
+  "#f06292", "#212121"];
+
+function hashed(name, palette) {
+  let x = 0;
+  for (const ch of String(name)) x = (x * 31 + ch.codePointAt(0)) >>> 0;
+  return palette[x % palette.length];
+}
+
+export function typeColour(type) {
+  if (Object.hasOwn(EVENT_TYPE_COLOURS, type)) return EVENT_TYPE_COLOURS[type];
+  return hashed(type, TYPE_PALETTE);
+}
+
+export function agentColour(agent) {
+  return hashed(agent, AGENT_PALETTE);
+}
+
+export function typeBadge(type) {
+  const c = typeColour(type);
+  return h("span", { class: "badge etype", dataset: { type },
+    style: { background: `${c}1f`, borderColor: c, color: c } }, type);
+}
+
+export function agentMark(agent) {
+  return h("span", { class: "swatch agent-swatch", style: { background: agentColour(agent) } });
+}
+
+export function agentName(agent) {
+  return h("span", { class: "agent", dataset: { agent }, style: { color: agentColour(agent) } },
+    agentMark(agent), agent);
+}
+
 export function table(headers, rows, attrs = {}) {
   return h("table", attrs,
     h("thead", {}, h("tr", {}, headers.map((x) =>

@@ -1,7 +1,10 @@
-// A session's timeline: events by agent (lanes), type (colour) and time, a page at a time.
+// A session's timeline: events by agent (lanes, coloured names), type (badges, coloured dots)
+// and time, a page at a time.
 
 import { api, p } from "../api.js";
-import { clear, colour, fmtTime, h, link, s, short, swatch, table } from "../dom.js";
+import {
+  agentColour, agentName, clear, fmtTime, h, link, s, short, table, typeBadge, typeColour,
+} from "../dom.js";
 
 const PAGE = 100;
 // What a mark on an event means (its tooltip): out of prompts and searches.
@@ -43,7 +46,7 @@ export async function timelinePage(view, pid, sid, query) {
     all.map((v) => h("label", {}, h("input", {
       type: "checkbox", value: v, checked: chosen.includes(v),
       onchange: () => toggle(name, chosen, v),
-    }), " ", swatch(v), v)));
+    }), " ", name === "agent" ? agentName(v) : typeBadge(v))));
 
   const first = ev.length ? ev[0].seq : null, last = ev.length ? ev[ev.length - 1].seq : null;
   const pager = h("div", { class: "toolbar", id: "pager" },
@@ -68,8 +71,8 @@ export async function timelinePage(view, pid, sid, query) {
       onclick: (click) => openRow(click, href) },
     h("td", { class: "num" }, h("a", { class: "event-link", href }, e.seq)),
     h("td", { class: "mono" }, fmtTime(e.ts)),
-    h("td", {}, swatch(e.agent_id), e.agent_id, e.agent_role ? ` (${e.agent_role})` : ""),
-    h("td", {}, swatch(e.type), e.type),
+    h("td", {}, agentName(e.agent_id), e.agent_role ? ` (${e.agent_role})` : ""),
+    h("td", {}, typeBadge(e.type)),
     h("td", { class: "num" }, e.parent_event_ids.length || ""),
     h("td", { class: "text", title: short(e.text, 600) },
       (data.marks[e.id] || []).map((m) => h("span", { class: "badge drop mark", title: MARKS[m] || m,
@@ -120,13 +123,14 @@ function lanes(pid, events, agents) {
   agents.forEach((a, i) => {
     const y = 14 + i * laneH + laneH / 2;
     svg.append(s("line", { class: "lane", x1: left, x2: width - 10, y1: y, y2: y }),
-      s("text", { x: 8, y: y + 4 }, short(a, 18)));
+      s("text", { x: 8, y: y + 4, class: "lane-agent", style: { fill: agentColour(a) } },
+        short(a, 18)));
   });
   const lane = new Map(agents.map((a, i) => [a, i]));
   events.forEach((e, i) => {
     const y = 14 + (lane.get(e.agent_id) ?? 0) * laneH + laneH / 2;
     svg.append(s("a", { href: link(["p", pid, "e", e.id]) },
-      s("circle", { cx: x(e, i), cy: y, r: 5, fill: colour(e.type), class: "node",
+      s("circle", { cx: x(e, i), cy: y, r: 5, fill: typeColour(e.type), class: "node",
         dataset: { event: e.id } }, s("title", {}, `#${e.seq} ${e.type} ${fmtTime(e.ts)}\n` +
         short(e.text, 200)))));
   });

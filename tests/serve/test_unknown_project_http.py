@@ -1,0 +1,126 @@
+"""A project that does not exist, over a real server: an assembly of it is a 404 naming the
+projects the key sees (as `ctxbase --project typo assemble` exits 3), never an empty 200
+whose stored trace creates the project; no read creates one."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+import ctxbase
+from conftest import Live
+from ctxbase.errors import NotFoundError, UnknownProjectError
+
+
+def _write(live: Live, key: str, project: str) -> None:
+    c = live.client(key)
+    event = {"type": "user_message", "session_id": "s", "text": "orders are cached 300 s"}
+    assert c.post(f"/v1/projects/{project}/events", json=event).status_code == 201
+
+
+def _projects(live: Live) -> list[str]:
+    return list(live.client(live.key("*", role="read")).get("/v1/projects").json()["projects"])
+
+
+@pytest.mark.parametrize("path", ["/v1/context/assemble", "/context/assemble"])
+def test_assembling_an_unknown_project_is_404_naming_the_known_ones(
+    live: Live, pid: str, path: str
+) -> None:
+    key = live.key("*", role="write")
+    _write(live, key, pid)
+    typo = f"{pid}-typo"
+    c = live.client(key)
+    body = {"agent_role": "code_gen", "user_intent": "add_pagination", "project_id": typo}
+    for _ in range(2):  # the second ask is not answered from a cache either
+        r = c.post(path, json=body)
+        assert r.status_code == 404, r.text
+        error = r.json()["error"]
+        assert error["code"] == "not_found" and error["kind"] == "project"
+        assert error["id"] == typo
+        assert f"project {typo!r} not found" in error["message"]
+        assert pid in error["message"]
+    assert typo not in _projects(live)
+    # the project that exists still assembles
+    r = c.post(path, json={**body, "project_id": pid})
+    assert r.status_code == 200 and r.json()["context_id"]
+
+
+def test_the_404_names_only_the_projects_the_key_sees(live: Live, pid: str, other_pid: str) -> None:
+    _write(live, live.key(pid), pid)
+    _write(live, live.key(other_pid), other_pid)
+    ghost = f"g-{uuid.uuid4().hex[:10]}"
+    c = live.client(live.key(pid, ghost, role="read"))
+    r = c.post(
+        "/v1/context/assemble",
+        json={"agent_role": "a", "user_intent": "b", "project_id": ghost},
+    )
+    assert r.status_code == 404
+    message = r.json()["error"]["message"]
+    assert f"projects with data: {pid}" in message
+    assert other_pid not in message
+
+
+def test_the_sdk_raises_not_found_and_creates_nothing(live: Live, pid: str) -> None:
+    key = live.key("*", role="write")
+    _write(live, key, pid)
+    typo = f"{pid}x"
+    with ctxbase.connect(live.url, api_key=key, project=pid) as client:
+        assert client.assemble_context(agent_role="a", user_intent="cache").context_id
+        with pytest.raises(NotFoundError, match=f"project '{typo}' not found .*{pid}"):
+            client.assemble_context(agent_role="a", user_intent="cache", project_id=typo)
+    with (
+        ctxbase.connect(live.url, api_key=key, project=typo) as client,
+        pytest.raises(NotFoundError, match=f"project '{typo}' not found"),
+    ):
+        client.assemble_context(agent_role="a", user_intent="cache")
+    assert typo not in _projects(live)
+
+
+def test_no_read_creates_a_project(live: Live, pid: str) -> None:
+    """Every GET under /v1/projects/{project_id} (with its required query parameters), a
+    search and an assembly, on a project that does not exist: it still does not exist."""
+    key = live.key("*", role="admin")
+    _write(live, key, pid)
+    ghost = f"ghost-{uuid.uuid4().hex[:10]}"
+    c = live.client(key)
+    paths = c.get("/openapi.json").json()["paths"]
+    asked = 0
+    for path, ops in paths.items():
+        if not path.startswith("/v1/projects/{project_id}/") or "get" not in ops:
+            continue
+        url = path.replace("{project_id}", ghost)
+        for name in ("session_id", "task_id", "event_id", "entity_id", "node_id", "context_id"):
+            url = url.replace("{" + name + "}", "x1")
+        params = {
+            p["name"]: "x1"
+            for p in ops["get"].get("parameters", [])
+            if p["in"] == "query" and p.get("required")
+        }
+        r = c.get(url, params=params)
+        assert r.status_code in (200, 404), (path, r.status_code, r.text)
+        asked += 1
+    assert asked >= 15  # the routes were walked, not skipped
+    assert c.post(f"/v1/projects/{ghost}/search", json={"query": "orders"}).status_code == 200
+    r = c.post(
+        "/v1/context/assemble", json={"agent_role": "a", "user_intent": "b", "project_id": ghost}
+    )
+    assert r.status_code == 404
+    assert ghost not in _projects(live)
+    assert pid in _projects(live)
+
+
+def test_embedded_refuses_another_unknown_project_but_assembles_its_own(tmp_path: Path) -> None:
+    """The library agrees with REST for a named project; the base's own project assembles
+    before anything was captured (an empty context), as it always has."""
+    db = str(tmp_path / "e.db")
+    with ctxbase.open(db, project="fresh", embedder="hash") as cb:
+        ctx = cb.assemble_context(agent_role="a", user_intent="anything yet?")
+        assert ctx.context_id and ctx["documents"] == []
+        cb.record("user_message", text="orders are cached 300 s", session_id="s")
+        before = cb.store.list_projects()
+        with pytest.raises(UnknownProjectError, match=r"project 'frsh' not found .*fresh"):
+            cb.assemble_context(agent_role="a", user_intent="cache", project_id="frsh")
+        assert cb.store.list_projects() == before
+        assert cb.assemble_context(agent_role="a", user_intent="cache", project_id="fresh")
