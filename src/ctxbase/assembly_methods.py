@@ -64,6 +64,7 @@ class AssemblyMethods:
         signing_key: bytes | str | None = None,
         repos: Sequence[str] | None = None,
         strategy: str | None = None,
+        new_project: bool = False,
     ) -> AssembledContext:
         """The context for one agent turn: messages, structured payload and a context_id.
 
@@ -80,10 +81,11 @@ class AssemblyMethods:
         A `project_id` other than the base's own that the database holds no data of is a
         typo: `UnknownProjectError` (a NotFoundError) names the projects it holds, as the
         REST route and the command line do, and nothing is stored. The base's own project
-        assembles even before anything was captured into it (an empty context)."""
+        assembles even before anything was captured into it (an empty context), and so does
+        another with `new_project=True` (an agent's first turn on a new project)."""
         self._caught_up()
         pid = self._pid(project_id)
-        if pid != self.project:
+        if pid != self.project and not new_project:
             known = self.components.store.list_projects()
             if pid not in known:
                 raise UnknownProjectError(pid, known)

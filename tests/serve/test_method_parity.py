@@ -47,6 +47,7 @@ PARAMETER_DIFFERENCES: dict[str, tuple[set[str], set[str]]] = {
             "signing_key",
             "repos",
             "strategy",
+            "new_project",
         },
         {"kwargs"},
     ),

@@ -70,12 +70,24 @@ def test_the_sdk_raises_not_found_and_creates_nothing(live: Live, pid: str) -> N
         assert client.assemble_context(agent_role="a", user_intent="cache").context_id
         with pytest.raises(NotFoundError, match=f"project '{typo}' not found .*{pid}"):
             client.assemble_context(agent_role="a", user_intent="cache", project_id=typo)
-    with (
-        ctxbase.connect(live.url, api_key=key, project=typo) as client,
-        pytest.raises(NotFoundError, match=f"project '{typo}' not found"),
-    ):
-        client.assemble_context(agent_role="a", user_intent="cache")
     assert typo not in _projects(live)
+
+
+def test_the_sdk_assembles_its_own_new_project_as_an_embedded_base_does(
+    live: Live, pid: str
+) -> None:
+    """An agent's first turn on a new project: the client's own project assembles before
+    anything was captured into it (an empty context), as an embedded base's own does; the
+    raw REST call without `new_project` is still a 404."""
+    key = live.key("*", role="write")
+    _write(live, key, pid)
+    fresh = f"{pid}-new"
+    body = {"agent_role": "a", "user_intent": "cache", "project_id": fresh}
+    assert live.client(key).post("/v1/context/assemble", json=body).status_code == 404
+    with ctxbase.connect(live.url, api_key=key, project=fresh) as client:
+        ctx = client.assemble_context(agent_role="a", user_intent="cache")
+        assert ctx.context_id and ctx["documents"] == []
+    assert fresh in _projects(live)  # its trace is stored, as embedded
 
 
 def test_no_read_creates_a_project(live: Live, pid: str) -> None:

@@ -76,6 +76,7 @@ def _assemble(rt: Runtime, body: AssembleIn) -> Cached:
         require_signature=body.require_signature,
         repos=body.repos,
         strategy=body.strategy,
+        new_project=True,  # the route has refused an unknown project unless the body allows it
     )
     _count_monitoring(rt, ctx.trace.get("monitoring") or {})
     out: dict[str, Any] = {**ctx.payload(), "max_tokens": ctx.max_tokens}

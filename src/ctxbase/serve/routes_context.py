@@ -127,7 +127,8 @@ async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
     who.check(pid, "read")
 
     def lookup() -> tuple[Cached, bool]:
-        _require_project(rt, who, pid)
+        if not body.new_project:
+            _require_project(rt, who, pid)
         key = assembly_key(body, rt.cb.store.index_generation(pid))
         return rt.cache.get_or_compute(pid, key, lambda: compute_assembly(rt, body))
 

@@ -524,6 +524,12 @@ class AssembleIn(_In):
     repos: list[str] | None = Field(
         default=None, description="keep out entities ingested from any other repository"
     )
+    new_project: bool = Field(
+        default=False,
+        description="assemble even if the project holds no data yet (an agent's first turn on "
+        "a new project; its trace then creates it) instead of answering 404; the SDK sets it "
+        "for the project it was connected with, as an embedded base assembles its own",
+    )
 
 
 class AssembleOut(_Out):

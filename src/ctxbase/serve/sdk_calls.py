@@ -643,11 +643,13 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         signing_key: bytes | str | None = None,
         repos: Sequence[str] | None = None,
         strategy: str | None = None,
+        new_project: bool = False,
     ) -> Call[AssembledContext]:
         """Seed 000's POST /v1/context/assemble; the trace comes with the answer."""
         _no_remote_key(signing_key)
+        pid = self._pid(project_id)
         body = {
-            "project_id": self._pid(project_id),
+            "project_id": pid,
             "agent_role": agent_role,
             "user_intent": user_intent,
             "session_id": session_id,
@@ -658,6 +660,9 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
             "require_signature": require_signature,
             "repos": None if repos is None else list(repos),
             "strategy": strategy,
+            # the client's own project assembles before anything was captured into it (an
+            # agent's first turn), as an embedded base's own does; another one must exist
+            "new_project": new_project or pid == self._pid(None),
         }
         return Call("POST", "/v1/context/assemble", _assembled, body=body)
 
