@@ -731,14 +731,15 @@ def _rated_out(c: Candidate) -> bool:
 
 def _search_drop_reason(c: Candidate) -> str:
     """The trace's reason for a hit its search left out: "top_k", "retracted" (a retracted
-    message or a statement cut from one), "expired" (the same of a per-turn tool result of
-    an earlier turn), "rated false" (confidence below min_confidence:
+    message or a statement cut from one), "answers retracted" (an assistant message that
+    repeats a retracted message it answers, as echoes.py drops it), "expired" (the same of
+    a per-turn tool result of an earlier turn), "rated false" (confidence below min_confidence:
     rated wrong), "duplicate" (a near-duplicate of a better hit), else the search's word."""
     dropped = c.dropped or ""
     if "top_k" in dropped:
         return "top_k"
     if c.retracted:
-        return "retracted"
+        return "answers retracted" if dropped.startswith("retracted: answers") else "retracted"
     if c.expired:
         return "expired"
     if _rated_out(c):
