@@ -258,13 +258,20 @@ class Gatherer:
             self.drop(owner_id, "in history", detail)
             del self.cands[owner_id]
 
-    def _left_out(self, owner_id: str) -> None:
-        """Record why a hit of `exclude` stays out: the history holds it, or it is the input."""
+    def _left_out(self, owner_id: str, node: Entity | Event | None = None) -> None:
+        """Record why a hit of `exclude` stays out: the history holds it, it is the input,
+        or it asks exactly the intent."""
         held = self.held.get(owner_id)
         if held is not None:
             self.drop(owner_id, "in history", held)
+        elif owner_id in self.exclude or not isinstance(node, Event):
+            self.drop(owner_id, "the intent", "the latest input itself")
+        elif node.session_id == self.session_id:
+            self.drop(owner_id, "the intent", "asks exactly the intent, earlier in this session")
         else:
-            self.drop(owner_id, "the intent", "the question's own message")
+            self.drop(
+                owner_id, "the intent", f"asks exactly the intent (session {node.session_id!r})"
+            )
 
     def drop_repeats(self) -> None:
         """Leave out candidates that say what another says (assemble/repeats.py); the one
@@ -648,7 +655,7 @@ class Gatherer:
             n += 1
             node = owners.get(c.item.owner_id)
             if c.item.owner_id in self.exclude or is_the_intent(node, query):
-                self._left_out(c.item.owner_id)
+                self._left_out(c.item.owner_id, node)
                 if spare:
                     nxt = spare.pop(0)
                     promoted.add(nxt.item.item_id)
