@@ -229,6 +229,8 @@ class Gatherer:
         # what edges and references reached (owner -> its rating, its text)
         self.rated_hits: list[tuple[Candidate, float | None]] = []
         self.rated: dict[str, tuple[Confidence, str]] = {}
+        # other sessions' user messages that ask exactly the intent, left out as it is
+        self.asked_exactly: dict[str, Event] = {}
 
     def drop_said(
         self, history: Mapping[str, str], results: Mapping[str, str] | None = None
@@ -260,7 +262,8 @@ class Gatherer:
 
     def _left_out(self, owner_id: str, node: Entity | Event | None = None) -> None:
         """Record why a hit of `exclude` stays out: the history holds it, it is the input,
-        or it asks exactly the intent."""
+        or it asks exactly the intent (another session's question is kept in
+        `asked_exactly`: asked_before.py looks at what followed it)."""
         held = self.held.get(owner_id)
         if held is not None:
             self.drop(owner_id, "in history", held)
@@ -269,6 +272,7 @@ class Gatherer:
         elif node.session_id == self.session_id:
             self.drop(owner_id, "the intent", "asks exactly the intent, earlier in this session")
         else:
+            self.asked_exactly.setdefault(owner_id, node)
             self.drop(
                 owner_id, "the intent", f"asks exactly the intent (session {node.session_id!r})"
             )
