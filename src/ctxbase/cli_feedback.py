@@ -120,7 +120,10 @@ def note_rated_out(considered: Iterable[Candidate], min_confidence: float) -> No
             expired[c.item.owner_id] = None
     sys.stdout.flush()
     for marked, why in (
-        (retracted, "retracted (a retracted message, or a statement cut from one)"),
+        (
+            retracted,
+            "retracted (a retracted message, a statement cut from one, or an answer repeating one)",
+        ),
         (expired, "expired (a per-turn tool result of an earlier turn, or cut from one)"),
     ):
         if marked:

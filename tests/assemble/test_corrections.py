@@ -50,6 +50,10 @@ def test_a_wrong_memory_with_a_note_is_replaced_by_its_correction(cb: ContextBas
     assert cand["explain"]["replaces"] == [wrong]
     assert cand["explain"]["rated"] == "feedback:wrong"
     assert wrong in cand["reasons"][0] and "with a note" in cand["reasons"][0]
+    # and why it is on topic: the rated memory's own words share the intent's
+    on_topic = "a search hit that shares 'orders', 'API', 'timeout' with the intent"
+    assert cand["explain"]["on_topic"] == on_topic
+    assert cand["reasons"][0].endswith(f"; on topic: {on_topic}")
     assert (wrong, "rated false") in {(d["id"], d["reason"]) for d in trace["dropped"]}
     # the correction is not a use of a memory (time decay spares used ones)
     assert cb.searcher.usage.pending(cb.project, [f"{wrong}#correction"]) == {}
@@ -67,6 +71,49 @@ def test_a_wrong_memory_with_a_note_is_replaced_by_its_correction(cb: ContextBas
     cb.feedback(wrong, "neutral")  # undone: the memory is back and no correction
     back = _prompt(cb.assemble_context(agent_role="coder", user_intent=ASK, session_id="s2"))
     assert SAID in back and "Correction" not in back
+
+
+def test_with_no_calibrated_floor_only_a_keyword_makes_a_correction_on_topic(
+    cb: ContextBase,
+) -> None:
+    """The "hash" embedder has no calibrated floor: every hit is found by meaning, so that
+    cannot tell. A correction came first in unrelated prompts; it now needs the intent's
+    keyword in the rated memory's own words, as memory does."""
+    asked = cb.record("user_message", session_id="a1", text="What is the payment gateway timeout?")
+    wrong = cb.record(
+        "assistant_message",
+        session_id="a1",
+        text="The payment gateway timeout is 30 seconds.",
+        parent_event_ids=[asked.id],
+    )
+    notes = [
+        "The metrics exporter listens on port 9464.",
+        "Nightly backups are kept for 30 days.",
+        "The invoicing module has two open bugs.",
+        "The CI pipeline runs on every push to main.",
+    ]
+    for n, text in enumerate(notes):
+        cb.record("user_message", session_id=f"f{n}", text=text)
+    cb.flush()
+    cb.wait_for_embeddings()  # every message is then found by meaning, at some similarity
+    cb.feedback(wrong.id, "wrong", note="it is 20 s, not 30 s")
+    for intent in (
+        "What else is open for the invoicing module?",
+        "Which port does the metrics exporter listen on?",
+        "Where are the nightly backups stored?",
+    ):
+        ctx = cb.assemble_context(agent_role="coder", user_intent=intent, session_id="z")
+        assert "Correction" not in _prompt(ctx), intent
+        assert not [c for c in ctx.trace["candidates"] if c["kind"] == "correction"]
+    ctx = cb.assemble_context(
+        agent_role="coder", user_intent="How long is the gateway timeout?", session_id="z"
+    )
+    assert "it is 20 s, not 30 s" in _prompt(ctx)
+    (cand,) = [c for c in ctx.trace["candidates"] if c["kind"] == "correction"]
+    assert (
+        cand["explain"]["on_topic"]
+        == "a search hit that shares 'gateway', 'timeout' with the intent"
+    )
 
 
 def test_a_rating_without_a_note_changes_nothing(cb: ContextBase) -> None:

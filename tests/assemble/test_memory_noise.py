@@ -195,6 +195,57 @@ def test_assembly_leaves_the_unanswered_question_out_and_keeps_the_answered(
     assert blocks[i + 1] == f"[message {answer}]\n{ANSWER}"
 
 
+REVENUE = "What was the SQL for the monthly revenue report?"
+NEVER_MIND = "Never mind, let's talk about the logo colours."
+
+
+def test_the_message_after_an_unanswered_question_goes_with_it(cb: ContextBase) -> None:
+    """It is indexed with the question's words (context terms), so it matched them; unless
+    its own words are about the intent, it does not take the slot the question gave up."""
+    asked = cb.capture("user_message", session_id="d1", text=REVENUE)
+    after = cb.capture("user_message", session_id="d1", text=NEVER_MIND)
+    cb.flush()
+    g = _gatherer(cb, "What was the SQL for the monthly revenue report again?")
+    _asked_in(g, cb, asked)
+    _asked_in(g, cb, after, score=0.6)
+    drop_unanswered(g)
+    assert asked not in g.cands and after not in g.cands
+    ((reason, detail),) = _reasons(g, after)
+    assert reason == "unanswered" and detail.startswith(f"follows {asked}, a question like")
+    assert "its own share none with the intent" in detail
+    # a next message that is about the intent by its own words stays
+    asked2 = cb.capture("user_message", session_id="d2", text=REVENUE)
+    on_topic = cb.capture(
+        "user_message", session_id="d2", text="The revenue report SQL is in the wiki."
+    )
+    cb.flush()
+    g = _gatherer(cb, "What was the SQL for the monthly revenue report again?")
+    _asked_in(g, cb, asked2)
+    _asked_in(g, cb, on_topic, score=0.6)
+    drop_unanswered(g)
+    assert asked2 not in g.cands and on_topic in g.cands
+
+
+def test_assembly_gives_no_slot_to_what_follows_an_unanswered_question(cb: ContextBase) -> None:
+    """The trial's example, hash embedder: the near question and the identical one."""
+    fill = [
+        "The CI pipeline runs on every push to main.",
+        "Our staging cluster has three nodes.",
+        "Invoices are generated on the first of each month.",
+    ]
+    for n, text in enumerate(fill):
+        cb.capture("user_message", session_id=f"f{n}", text=text)
+    asked = cb.capture("user_message", session_id="d1", text=REVENUE)
+    after = cb.capture("user_message", session_id="d1", text=NEVER_MIND)
+    cb.flush()
+    for session, intent in (("d8", f"{REVENUE[:-1]} again?"), ("d9", REVENUE)):
+        ctx = _assemble(cb, intent, session)
+        assert NEVER_MIND not in _memory(ctx)
+        why = {d["id"]: (d["reason"], d["detail"]) for d in ctx.trace["dropped"]}
+        assert why[after][0] == "unanswered" and why[after][1].startswith(f"follows {asked}")
+    assert why[asked] == ("the intent", "asks exactly the intent (session 'd1')")
+
+
 # -- bare mentions ------------------------------------------------------------------------
 
 

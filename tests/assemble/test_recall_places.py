@@ -65,6 +65,8 @@ def test_the_intents_own_message_takes_no_place(cb: ContextBase) -> None:
     assert len(recalled) == 3  # the place it held went to the next hit
     dropped = [d for d in ctx.trace["dropped"] if d["id"] == asked]
     assert dropped and dropped[0]["reason"] == "the intent"
+    # another session's question: the trace says so (not "the question's own message")
+    assert dropped[0]["detail"] == "asks exactly the intent (session 'day3')"
     # spacing and case do not make it another question
     loose = Assembler(cb, POLICY).assemble(agent_role="coder", user_intent=f"  {QUESTION.upper()} ")
     assert asked not in _recalled(loose)
@@ -77,7 +79,9 @@ def test_a_hit_the_history_holds_takes_no_place(cb: ContextBase) -> None:
     )
     recalled = _recalled(ctx)
     assert asked not in recalled and len(recalled) == 3
-    # it was found: the history layer holds it, not the memory layer
+    # it was found: the prompt holds it as the latest input, not the memory layer
+    why = [(d["reason"], d["detail"]) for d in ctx.trace["dropped"] if d["id"] == asked]
+    assert why == [("the intent", "the latest input itself")]
     body = "\n".join(str(m["content"]) for m in ctx.messages)
     assert body.count(QUESTION) == 1
 

@@ -1,7 +1,8 @@
 """Schema 8 on both backends: a store written before tool-call turns read as their calls
 (such a turn stored with no text and the data {"tool_calls": n}, its search text that JSON)
 gets, on opening, the turn's text rendered from its calls, its keyword terms and the context
-terms of the item after it rewritten, and its vector dropped for the embedding worker. A
+terms of the item after it rewritten, and its vector dropped for the embedding worker; its
+calls, stored in the old rendering, get capture's current one the same way. A
 hidden turn is left as it was, the step runs once, and a store without such turns skips it."""
 
 from __future__ import annotations
@@ -112,14 +113,31 @@ def test_a_version_7_store_gets_its_tool_call_turns_texts(
             (after,) = cb.store.get_items("p", [call])
             assert "orders_2024" in after.context_terms.split()
             assert "tool_calls" not in after.context_terms
-            # its vector is gone: the embedding worker computes it again
-            assert cb.store.pending_among("p", model, [turn, call]) == {turn}
+            # their vectors are gone: the embedding worker computes them again
+            assert cb.store.pending_among("p", model, [turn, call]) == {turn, call}
             # keyword search finds the SQL, by the store's query and the in-memory index
             assert turn in _store_query(cb.store, "orders_2024")
             index = KeywordIndex(cb.store)
             assert turn in {i for i, _ in index.search("p", query_terms("orders_2024"), 10)}
             assert _store_query(cb.store, "tool_calls") == []
-            assert turn in [c.item.owner_id for c in cb.search("orders_2024 paid").results]
+            found = cb.search("orders_2024 paid")
+            # its call, stored as `run_sql({"sql": ...})`, reads as capture renders it now:
+            # the search shows that form (the turn, saying the same, is its near-duplicate)
+            # and never the old one, which kept the turn out before
+            invocation = cb.get_event(call)
+            assert invocation.text == SHOWN and invocation.metadata[TEXT_FROM] == TOOL_CALLS
+            assert cb.store.get_items("p", [call])[0].text == SHOWN
+            hits = {c.item.owner_id: c.item.text for c in found.results}
+            assert hits[call] == SHOWN
+            mine = [c for c in found.considered if c.item.session_id == "s"]
+            assert not [c for c in mine if c.item.text.startswith("run_sql({")]
+            assert (turn, f"near-duplicate of {call}") in {
+                (c.item.owner_id, c.dropped) for c in mine
+            }
+            result = cb.store.list_events("p", "s", types=["tool_result"])[0].id
+            (answer,) = cb.store.get_items("p", [result])
+            assert '"sql"' not in answer.context_terms
+            assert "orders_2024" in answer.context_terms.split()
             # a hidden turn is left as it was
             assert cb.store.get_events("p", [hidden], include_inactive=True)[0].text is None
             # the history sent again still aligns with what is stored: nothing new

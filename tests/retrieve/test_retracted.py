@@ -212,3 +212,60 @@ def test_a_per_turn_tool_result_of_an_earlier_turn_is_marked_expired_not_retract
     assert main([*base, "events", sid]) == 0
     lines = {ln.split()[1]: ln for ln in capsys.readouterr().out.splitlines()}
     assert "[expired]" in lines[stock] and "[retracted]" in lines[said]
+
+
+def test_an_answer_repeating_a_retracted_message_is_withheld_and_marked(
+    cb: ContextBase, tmp_path: Path, capsys: Any
+) -> None:
+    """The echo assembly leaves out of memory (assemble/echoes.py) is left out of searches,
+    the memory tool and the CLI too, and the event reads mark it; an unrelated reply stays."""
+    said = cb.record(
+        "user_message",
+        session_id="b1",
+        text="The release deadline for the invoicing module is Friday the 11th.",
+    )
+    echo = cb.record(
+        "assistant_message",
+        session_id="b1",
+        text="OK, invoicing module release deadline Friday the 11th noted.",
+        parent_event_ids=[said.id],
+    )
+    cb.record("user_message", session_id="b1", text="Who owns the invoicing module?")
+    owner = cb.record(
+        "assistant_message", session_id="b1", text="Li owns the invoicing module release."
+    )
+    cb.flush()
+    query = "invoicing module release deadline"
+    assert echo.id in {c.item.owner_id for c in cb.search(query).results}
+
+    cb.expire_message("b1", said.id)
+    response = cb.search(query)
+    found = {c.item.owner_id for c in response.results}
+    assert echo.id not in found and said.id not in found and owner.id in found
+    why = {c.item.owner_id: c.dropped for c in response.considered}
+    assert why[echo.id] == f"retracted: answers {said.id}"
+    kept = _found_for(cb, query, min_confidence=0.0)
+    assert kept[echo.id].retracted and not kept[owner.id].retracted
+
+    hits = run_tool(ToolScope(cb), "search_memory", {"query": query, "mode": "keyword"})
+    assert echo.id not in {h["id"] for h in hits["results"]}
+    assert echo.id in hits["note"] and "2 retracted" in hits["note"]
+
+    assert cb.get_event(echo.id).marks == ["answers retracted"]
+    marks = {e.id: e.marks for e in cb.last_events("b1")}
+    assert marks.pop(said.id) == ["retracted"] and marks.pop(echo.id) == ["answers retracted"]
+    assert list(marks.values()) == [[], []]  # the later question and the unrelated reply
+    cb.close()
+
+    base = ["--db", str(tmp_path / "r.db"), "--project", "p", "--embedder", "hash"]
+    assert main([*base, "search", query, "--preset", "keyword"]) == 0
+    out, err = capsys.readouterr()
+    assert echo.id not in out and owner.id in out
+    assert "answer repeating one" in err and echo.id in err
+    assert main([*base, "events", "b1"]) == 0
+    lines = {ln.split()[1]: ln for ln in capsys.readouterr().out.splitlines()}
+    assert "[answers retracted] OK, invoicing module" in lines[echo.id]
+
+
+def _found_for(cb: ContextBase, query: str, **overrides: Any) -> dict[str, Any]:
+    return {c.item.owner_id: c for c in cb.search(query, **overrides).results}

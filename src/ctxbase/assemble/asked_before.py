@@ -14,6 +14,16 @@ following events do not settle it (a long run of calls, no answer yet read) stay
 
 The intent's own message is left out before this (recall_gate.is_the_intent), so is an
 identical question of any session; this is for the near ones ("上次那个SQL是什么来着?").
+
+A question nothing answered still leads the search to the message after it: each event is
+indexed with the words of the one it follows (retrieve/indexing.context_terms), so "Never
+mind, let's talk about the logo colours." matches the question's words and would take the
+slot the question gave up. Such a follower (the first event after it, or one naming it as
+its parent, up to the session's next user message) is left out with the question unless it
+is about the intent on its own (relevance.own_evidence: its own words share a keyword with
+the intent, or its similarity reaches the calibrated floor). The same holds after another
+session's question identical to the intent (`Gatherer.asked_exactly`), one read of what
+followed each, within `MAX_ASKED` reads in all.
 """
 
 from __future__ import annotations
@@ -25,7 +35,9 @@ from typing import TYPE_CHECKING
 
 from ..model import Event
 from ..retrieve.questions import asks_only
+from ..retrieve.relevance import own_evidence, relevance_floor
 from ..retrieve.signals import tool_failed
+from ..retrieve.tokenize import document_terms
 from .gatherer import event_cand
 
 if TYPE_CHECKING:
@@ -120,9 +132,37 @@ def _bring(g: Gatherer, asked: MemoryCandidate, answer: Event) -> bool:
     return True
 
 
+def _about_the_intent(g: Gatherer, cand: MemoryCandidate) -> str | None:
+    """Why a candidate is about the intent by its own text (relevance.own_evidence)."""
+    embedder = g.cb.embedder
+    floor = relevance_floor(embedder.name if embedder else None, g.policy.relevance_floor)
+    similarity = (cand.explain or {}).get("similarity")
+    sim = similarity if isinstance(similarity, float) else None
+    return own_evidence(g.intent, document_terms(cand.text), sim, floor)
+
+
+def _drop_followers(g: Gatherer, asked: str, following: Sequence[Event], why: str) -> None:
+    """Leave out the events of memory that follow the unanswered question `asked` (indexed
+    with its words as their context) and are not about the intent by their own words."""
+    for n, e in enumerate(following):
+        follows = e.parent_event_ids[0] == asked if e.parent_event_ids else n == 0
+        cand = g.cands.get(e.id)
+        if follows and cand is not None and _about_the_intent(g, cand) is None:
+            del g.cands[e.id]
+            g.drop(
+                e.id,
+                "unanswered",
+                f"follows {asked}, {why}; found by that question's words, its own share "
+                "none with the intent",
+            )
+        if e.type == "user_message":
+            return
+
+
 def drop_unanswered(g: Gatherer) -> None:
     """Leave out the memory's questions of other sessions like the intent that nothing
-    answered there; bring the answers of those that were answered (the module doc)."""
+    answered there, with the messages found only by their words; bring the answers of
+    those that were answered (the module doc)."""
     asked = [
         c
         for c in g.cands.values()
@@ -154,3 +194,12 @@ def drop_unanswered(g: Gatherer) -> None:
             "unanswered",
             f"another session's question like the intent; {why}",
         )
+        if answer is None:
+            said = f"a question like the intent that nothing answered in {where}"
+            _drop_followers(g, c.owner_id, following, said)
+    exact = [e for e in g.asked_exactly.values() if e.seq is not None]
+    for e in exact[: max(0, MAX_ASKED - len(asked))]:
+        following = g.cb.store.event_page(g.pid, e.session_id, after_seq=e.seq, limit=FOLLOWING)
+        if answer_in(following) is None and settled(following, len(following) < FOLLOWING):
+            why = f"the intent asked in {e.session_id!r}, where nothing answered it"
+            _drop_followers(g, e.id, following, why)

@@ -10,10 +10,13 @@ layer holds the correction in its place:
     Correction (rated wrong on 2026-12-03): it is 20 s, not 30 s -- replaces: "the timeout is 30 s"
 
 "Would have brought it in": a search hit the search left out for its rating only, that is
-about the intent as the relevance gate judges a hit (a keyword of the intent, or similarity
-at the floor) and that scored at least the last result the search returned (its score is
-the one it had before the rating); or a memory an edge or a reference reached
-(`Gatherer.drop_withdrawn`); or a message of the history window. A rating without a note
+about the intent on its own (relevance.own_evidence: its own words share a keyword with the
+intent, or its similarity reaches the embedder's calibrated floor; with no calibrated floor,
+as for the "hash" embedder, only a keyword tells, since any hit is found by meaning there)
+and that scored at least the last result the search returned (its score is the one it had
+before the rating); or a memory an edge or a reference reached (`Gatherer.drop_withdrawn`);
+or a message of the history window. The trace's reason for the correction says which,
+after "on topic:". A rating without a note
 changes nothing. The notes come with the ratings searches read already (retrieve/signals
 `Confidence.note`): no store read is added. One correction per note (a message and the
 statements cut from it are rated together), at most `MAX_CORRECTIONS` per prompt, each
@@ -30,7 +33,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..retrieve.relevance import search_evidence
+from ..retrieve.relevance import own_evidence, relevance_floor
 from ..retrieve.signals import Confidence, rated_false
 from .gatherer import MemoryCandidate
 
@@ -69,19 +72,24 @@ def add_corrections(g: Gatherer, history: Sequence[tuple[Event, Confidence]] = (
     candidates (see the module doc); `history`: the history's messages rated false, with
     their ratings. Returns how many were added."""
     wrong: dict[str, tuple[Confidence | None, str]] = {}
+    why: dict[str, str] = {}  # what made the rated memory count as about the intent
     embedder = g.cb.embedder
-    name = embedder.name if embedder else None
+    floor = relevance_floor(embedder.name if embedder else None, g.policy.relevance_floor)
     for c, least in sorted(g.rated_hits, key=lambda cl: -cl[0].score):
         if least is not None and c.score < least:
             continue  # it would have ranked below the search's top_k
-        evidence, _ = search_evidence(g.intent, [c], [c], name, g.policy.relevance_floor)
-        if evidence is not None:
-            wrong.setdefault(c.item.owner_id, (None, c.item.text))
+        evidence = own_evidence(g.intent, c.item.terms.split(), c.similarity, floor)
+        if evidence is not None and c.item.owner_id not in wrong:
+            wrong[c.item.owner_id] = (None, c.item.text)
+            joint = "that" if evidence.startswith("shares") else "at"
+            why[c.item.owner_id] = f"a search hit {joint} {evidence}"
     for owner_id, (reached, text) in g.rated.items():
         wrong.setdefault(owner_id, (reached, text))
+        why.setdefault(owner_id, "an edge or a reference of this memory reached it")
     for event, rating in history:
         if rating.note:
             wrong.setdefault(event.id, (rating, event.text or ""))
+            why.setdefault(event.id, "a message of the history window")
     if not wrong:
         return 0
     # a search hit's rating with its date: the ratings the search read, held while the
@@ -113,11 +121,12 @@ def add_corrections(g: Gatherer, history: Sequence[tuple[Event, Confidence]] = (
             [CORRECTION],
             [
                 f"{CORRECTION}: {node_id} is rated {conf.source.removeprefix('feedback:')} "
-                f"with a note (its feedback of {_day(conf.at)}); the note stands in its place"
+                f"with a note (its feedback of {_day(conf.at)}); the note stands in its place;"
+                f" on topic: {why[node_id]}"
             ],
             answers=node_id,
         )
-        cand.explain = {"rated": conf.source, "rated_at": conf.at}
+        cand.explain = {"rated": conf.source, "rated_at": conf.at, "on_topic": why[node_id]}
         by_note[conf.note] = cand
         replaced[conf.note] = [node_id]
     for note, cand in by_note.items():

@@ -229,6 +229,8 @@ class Gatherer:
         # what edges and references reached (owner -> its rating, its text)
         self.rated_hits: list[tuple[Candidate, float | None]] = []
         self.rated: dict[str, tuple[Confidence, str]] = {}
+        # other sessions' user messages that ask exactly the intent, left out as it is
+        self.asked_exactly: dict[str, Event] = {}
 
     def drop_said(
         self, history: Mapping[str, str], results: Mapping[str, str] | None = None
@@ -258,13 +260,22 @@ class Gatherer:
             self.drop(owner_id, "in history", detail)
             del self.cands[owner_id]
 
-    def _left_out(self, owner_id: str) -> None:
-        """Record why a hit of `exclude` stays out: the history holds it, or it is the input."""
+    def _left_out(self, owner_id: str, node: Entity | Event | None = None) -> None:
+        """Record why a hit of `exclude` stays out: the history holds it, it is the input,
+        or it asks exactly the intent (another session's question is kept in
+        `asked_exactly`: asked_before.py looks at what followed it)."""
         held = self.held.get(owner_id)
         if held is not None:
             self.drop(owner_id, "in history", held)
+        elif owner_id in self.exclude or not isinstance(node, Event):
+            self.drop(owner_id, "the intent", "the latest input itself")
+        elif node.session_id == self.session_id:
+            self.drop(owner_id, "the intent", "asks exactly the intent, earlier in this session")
         else:
-            self.drop(owner_id, "the intent", "the question's own message")
+            self.asked_exactly.setdefault(owner_id, node)
+            self.drop(
+                owner_id, "the intent", f"asks exactly the intent (session {node.session_id!r})"
+            )
 
     def drop_repeats(self) -> None:
         """Leave out candidates that say what another says (assemble/repeats.py); the one
@@ -648,7 +659,7 @@ class Gatherer:
             n += 1
             node = owners.get(c.item.owner_id)
             if c.item.owner_id in self.exclude or is_the_intent(node, query):
-                self._left_out(c.item.owner_id)
+                self._left_out(c.item.owner_id, node)
                 if spare:
                     nxt = spare.pop(0)
                     promoted.add(nxt.item.item_id)
@@ -731,14 +742,15 @@ def _rated_out(c: Candidate) -> bool:
 
 def _search_drop_reason(c: Candidate) -> str:
     """The trace's reason for a hit its search left out: "top_k", "retracted" (a retracted
-    message or a statement cut from one), "expired" (the same of a per-turn tool result of
-    an earlier turn), "rated false" (confidence below min_confidence:
+    message or a statement cut from one), "answers retracted" (an assistant message that
+    repeats a retracted message it answers, as echoes.py drops it), "expired" (the same of
+    a per-turn tool result of an earlier turn), "rated false" (confidence below min_confidence:
     rated wrong), "duplicate" (a near-duplicate of a better hit), else the search's word."""
     dropped = c.dropped or ""
     if "top_k" in dropped:
         return "top_k"
     if c.retracted:
-        return "retracted"
+        return "answers retracted" if dropped.startswith("retracted: answers") else "retracted"
     if c.expired:
         return "expired"
     if _rated_out(c):

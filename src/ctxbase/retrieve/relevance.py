@@ -50,6 +50,7 @@ __all__ = [
     "first_evidence",
     "mostly_cjk",
     "off_topic_reason",
+    "own_evidence",
     "relevance_floor",
     "search_evidence",
     "standout_evidence",
@@ -96,6 +97,7 @@ class Evidence:
 
 _CJK = re.compile(f"[{CJK_CHARS}]")
 _LETTER = re.compile(r"[^\W\d_]")
+_WORD = re.compile(r"\w+")
 
 
 def mostly_cjk(text: str) -> bool:
@@ -195,6 +197,28 @@ def search_evidence(
     ]
     found = first_evidence(hits, floor, query=query, similarities=sims, standout=standout)
     return found, floor
+
+
+def own_evidence(
+    query: str, terms: Iterable[str], similarity: float | None, floor: float | None
+) -> str | None:
+    """Why one hit is about `query` on its own, or None: its own index `terms` (not the
+    context terms of the turn before it) share a keyword with the query, or its
+    `similarity` reaches a calibrated `floor`. Stricter than `first_evidence`, which lets
+    any hit found by meaning count when there is no floor (the gate over a whole search);
+    this is for a single hit that must earn its place: with no floor, only a keyword
+    tells."""
+    shared = set(index_terms(query)).intersection(terms)
+    if shared:
+        words: list[str] = []  # as the query writes them (index terms are stemmed)
+        for w in dict.fromkeys(_WORD.findall(query)):
+            found = [t for t in index_terms(w) if t in shared]
+            words += found if _CJK.search(w) else [w] if found else []
+        said = ", ".join(repr(w) for w in dict.fromkeys(words or sorted(shared)))
+        return f"shares {said} with the intent"
+    if floor is not None and similarity is not None and similarity >= floor:
+        return f"similarity {similarity:.3f} >= floor {floor}"
+    return None
 
 
 def off_topic_reason(floor: float | None, left_out: int) -> str:

@@ -7,12 +7,17 @@ and with it the statements anchoring cut from it (a decision, its SQL: the same 
 assemble/repeats.cut_from), since a statement stands or falls with its message. A per-turn
 tool result of an earlier turn has the same status and goes the same way, marked for what
 it is: "expired" (`Candidate.expired`), as the event listings mark it, not "retracted".
+An assistant turn that answers a retracted user message and repeats it (echoes.py: "OK,
+deadline Friday noted.") is left out with it, "retracted: answers <message>", as assembly
+leaves it out of memory; listings mark it "answers retracted".
 
 The work is bounded by the candidates, not the project: the status records of the
 sessions the candidates are in (one read; a session holds a record only for a message
 that is no longer active), remembered while the project's index generation stands
 (a retraction moves it on), then the entities among the candidates of a session that has
-any, and the messages they were cut from.
+any, and the messages they were cut from; for the assistant messages among them, one read
+of those messages with their session's retracted user messages (and echoes.MAX_PAIRS pages
+of one turn at most).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING
 from ..model import Event
 from ..store.base import FEEDBACK_SCOPE, MESSAGE_SCOPE, SearchItem, Store
 from .config import SearchConfig
+from .echoes import ANSWERS_RETRACTED, paired_echoes
 from .signals import feedback_confidence
 
 if TYPE_CHECKING:
@@ -88,17 +94,22 @@ def retracted_owners(
     store: Store, project_id: str, items: Iterable[SearchItem], known: KnownStatuses
 ) -> dict[str, str]:
     """Owner id -> why, for the owners of `items` that are a retracted message ("retracted";
-    a per-turn tool result of an earlier turn: "expired") or a statement cut from one
-    ("retracted: cut from <message>", "expired: cut from <message>")."""
+    a per-turn tool result of an earlier turn: "expired"), a statement cut from one
+    ("retracted: cut from <message>", "expired: cut from <message>") or an assistant
+    message that answers a retracted user message and repeats it ("retracted: answers
+    <message>")."""
     from ..assemble.repeats import cut_from  # a pure text rule: it imports no layer
 
     by_session: dict[str, set[str]] = {}
     results: set[str] = set()  # owners that are tool results: per-turn ones expire
+    answers: set[str] = set()  # assistant messages: an echo of a retracted message goes
     for it in items:
         if it.session_id:
             by_session.setdefault(it.session_id, set()).add(it.owner_id)
             if it.type == "tool_result":
                 results.add(it.owner_id)
+            elif it.type == "assistant_message":
+                answers.add(it.owner_id)
     if not by_session:
         return {}
     withdrawn = known.withdrawn(store, project_id, list(by_session))
@@ -119,6 +130,8 @@ def retracted_owners(
             out[e.id] = _why(e)
     if not suspects:
         return out
+    out.update(_echoes(store, project_id, answers.intersection(suspects), withdrawn))
+    suspects = [s for s in suspects if s not in out]
     cut: dict[str, tuple[str, str]] = {}  # entity -> (its message, its text)
     for entity in store.get_entities(project_id, suspects):
         source = entity.properties.get("event_id")
@@ -137,6 +150,21 @@ def retracted_owners(
         if source in said and cut_from(text, said[source].text or ""):
             out[entity_id] = f"{_why(said[source])}: cut from {source}"
     return out
+
+
+def _echoes(
+    store: Store, project_id: str, answers: Collection[str], withdrawn: dict[str, frozenset[str]]
+) -> dict[str, str]:
+    """Of the assistant messages `answers` (in sessions with a message out of use), those
+    that echo a retracted user message -> "retracted: answers <message>". One read."""
+    if not answers:
+        return {}
+    gone = {m for ms in withdrawn.values() for m in ms}
+    read = store.get_events(project_id, [*answers, *gone])
+    found = paired_echoes(
+        store, project_id, [e for e in read if e.id in answers], [e for e in read if e.id in gone]
+    )
+    return {a: f"{RETRACTED}: answers {u}" for a, u in found.items()}
 
 
 def _why(event: Event) -> str:
@@ -170,8 +198,11 @@ def mark_retracted(
 
 def event_marks(store: Store, project_id: str, events: Sequence[Event]) -> dict[str, list[str]]:
     """Event id -> what a listing marks it with: "retracted" (a per-turn tool result of an
-    earlier turn: "expired"), "wrong" (rated false: confidence below the searches' default
-    floor). Two bounded reads for the events given; events with no mark are left out."""
+    earlier turn: "expired"), "answers retracted" (an assistant message repeating a
+    retracted user message it answers, echoes.py), "wrong" (rated false: confidence below
+    the searches' default floor). Two bounded reads for the events given, and a third when
+    an assistant message among them is in a session with a retracted message; events with
+    no mark are left out."""
     if not events:
         return {}
     floor = SearchConfig.model_fields["min_confidence"].default
@@ -184,6 +215,18 @@ def event_marks(store: Store, project_id: str, events: Sequence[Event]) -> dict[
         value = status.get((e.session_id, e.id))
         if value is not None and value not in _IN_USE:
             out.setdefault(e.id, []).append(_why(e))
+    gone = {key for key, value in status.items() if value not in _IN_USE}
+    sessions_gone = {s for s, _ in gone}
+    answers = [
+        e
+        for e in events
+        if e.type == "assistant_message" and e.id not in out and e.session_id in sessions_gone
+    ]
+    if answers:
+        mine = {a.session_id for a in answers}
+        said = store.get_events(project_id, sorted(m for s, m in gone if s in mine))
+        for a in paired_echoes(store, project_id, answers, said):
+            out.setdefault(a, []).append(ANSWERS_RETRACTED)
     for key, fact in store.get_state_keys(project_id, FEEDBACK_SCOPE, "", ids).items():
         conf = feedback_confidence(fact.value)
         if conf is not None and conf.value < floor:

@@ -86,8 +86,8 @@ class Candidate:
     # "linked by REFERS_TO") when something did
     decay: float | None = None
     decay_spared: str | None = None
-    # a retracted message (or a statement cut from one): left out unless min_confidence is
-    # 0, which keeps memories rated wrong too (retrieve/retracted.py)
+    # a retracted message (or a statement cut from one, or an answer repeating one): left
+    # out unless min_confidence is 0, which keeps memories rated wrong too (retracted.py)
     retracted: bool = False
     # a per-turn tool result of an earlier turn (or a statement cut from one): left out and
     # kept as a retracted message is, marked for what it is

@@ -462,8 +462,8 @@ class SearchHitOut(_Out):
     correction: str | None = None
     decay: float | None = None
     decay_spared: str | None = None
-    # a retracted message, or a statement cut from one: only with options.min_confidence 0
-    # (which keeps memories rated wrong too) is it a result, marked so
+    # a retracted message, a statement cut from one or an answer repeating one: only with
+    # options.min_confidence 0 (which keeps memories rated wrong too) is it a result, marked so
     retracted: bool = False
     # a per-turn tool result of an earlier turn (or a statement cut from one): the same way
     expired: bool = False

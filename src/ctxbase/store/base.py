@@ -135,6 +135,9 @@ class EventRetext:
     metadata: dict[str, Any]
     items: Sequence[SearchItem]
     context_terms: str
+    # the text the event must still hold to change: None, none (an old tool-call turn); a
+    # text, exactly that (an old tool_invocation's legacy rendering)
+    old_text: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,10 +331,11 @@ class Store(ABC):
     @abstractmethod
     def retext_events(self, project_id: str, changes: Sequence[EventRetext]) -> int:
         """Give stored events the text an upgrade re-derived, in one transaction: each
-        event that is still active and still without text gets its text and metadata, its
+        event that is still active and still holds its `old_text` (None: no text) gets its
+        text and metadata, its
         search units replaced (their vectors dropped: the embedding worker computes them
         again) and the items that follow it their new context terms. An event forgotten,
-        hidden or given a text meanwhile is left as it is. Returns how many changed."""
+        hidden or given another text meanwhile is left as it is. Returns how many changed."""
 
     def same_database(self, other: Store) -> bool:
         """True when `other` is this store's database, however it was named (another path

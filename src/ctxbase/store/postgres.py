@@ -397,11 +397,13 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         with self._tx() as conn:
             self._lock(conn, [project_id], ensure=False, bump=True)
             for ch in changes:
+                held = "(text IS NULL OR text='')" if ch.old_text is None else "text=%s"
                 cur = self._x(
                     conn,
                     "UPDATE events SET text=%s, metadata=%s WHERE project_id=%s "
-                    "AND event_id=%s AND active=1 AND (text IS NULL OR text='')",
-                    (text(ch.text), jsonb(ch.metadata), project_id, ch.event_id),
+                    f"AND event_id=%s AND active=1 AND {held}",
+                    (text(ch.text), jsonb(ch.metadata), project_id, ch.event_id)
+                    + (() if ch.old_text is None else (text(ch.old_text),)),
                 )
                 if cur.rowcount != 1:
                     continue

@@ -439,10 +439,12 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         done = 0
         with self._write() as conn:
             for change in changes:
+                held = "(text IS NULL OR text='')" if change.old_text is None else "text=?"
                 cur = conn.execute(
                     "UPDATE events SET text=?, metadata=? WHERE project_id=? AND event_id=? "
-                    "AND active=1 AND (text IS NULL OR text='')",
-                    (change.text, dumps(change.metadata), project_id, change.event_id),
+                    f"AND active=1 AND {held}",
+                    (change.text, dumps(change.metadata), project_id, change.event_id)
+                    + (() if change.old_text is None else (change.old_text,)),
                 )
                 if cur.rowcount != 1:
                     continue
