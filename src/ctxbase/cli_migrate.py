@@ -3,7 +3,8 @@ checks before it (a source holding the project, a destination that is another da
 and what it prints after: each table's rows in the source, written by this copy and in the
 destination, the rows the destination held already, the rows left out because the
 destination hard-forgot them (the whole project included), the rows it held of its own
-(tombstones; rows of a session written to again after its forget there), the rows written
+(tombstones; rows of a session, or of the whole project, written to again after its forget
+there), the rows written
 redacted, and whether the counts agree."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 
 from .errors import NotFoundError, ValidationError
 from .store.base import Store
-from .store.transfer import TableCopy, project_forgotten
+from .store.transfer import TableCopy, project_forgotten, project_reborn
 
 __all__ = ["check_source", "check_target", "report_copy"]
 
@@ -65,6 +66,14 @@ def _summary(counts: Mapping[str, TableCopy], project: str) -> str:
             f"copied nothing of project {project}: the destination forgot the whole project "
             "(forget --whole-project); it takes rows again once the project is written to there"
         )
+    if project_reborn(counts):
+        own = sum(c.own for t, c in counts.items() if t != "tombstones")
+        what = f"copied {written} new row(s)" if written else "copied nothing"
+        return (
+            f"{what} of project {project}: the destination forgot the whole project "
+            f"(forget --whole-project) and was written to since: what it forgot stays out, "
+            f"its {own} row(s) written since are its own"
+        )
     if not written and already:
         return f"copied nothing: all {already} row(s) of project {project} were already there"
     there = f" ({already} already there)" if already else ""
@@ -94,9 +103,14 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
         )
     own = {t: c.own for t, c in counts.items() if c.own and t != "tombstones"}
     if own:
+        whose = (
+            "of the project, written to again after its whole-project forget there"
+            if project_reborn(counts)
+            else "of sessions written to again after their forget there"
+        )
         print(
-            f"the destination held {sum(own.values())} row(s) of its own, of sessions written "
-            f"to again after their forget there ({_per_table(own)})"
+            f"the destination held {sum(own.values())} row(s) of its own, {whose} "
+            f"({_per_table(own)})"
         )
     redacted = {t: c.redacted for t, c in counts.items() if c.redacted}
     if redacted:
