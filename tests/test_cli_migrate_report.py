@@ -136,8 +136,9 @@ def test_a_backup_does_not_bring_back_a_project_forgotten_whole(
     ) in out
     rows = {line.split()[0]: line for line in out.splitlines() if " source " in line}
     for table in ("projects", "sessions", "events", "items"):
-        assert "(1 left out: forgotten there; 1 of its own: written since a forget there)" in (
-            rows[table]
+        assert (
+            "(1 left out: forgotten there; 1 of its own: written since a forget there)"
+            in (rows[table])
         ), rows[table]
     assert (
         "the destination held 4 row(s) of its own, of the project, written to again after its "

@@ -9,6 +9,8 @@ redacted, and whether the counts agree."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Mapping
 
@@ -16,7 +18,7 @@ from .errors import NotFoundError, ValidationError
 from .store.base import Store
 from .store.transfer import TableCopy, project_forgotten, project_reborn
 
-__all__ = ["check_source", "check_target", "report_copy"]
+__all__ = ["check_files", "check_source", "check_target", "report_copy"]
 
 
 def _named(target: str) -> str:
@@ -38,6 +40,19 @@ def check_source(src: Store, source: str, project: str) -> None:
     raise NotFoundError(
         "project", project, message=f"project {project!r} not found in{where} ({hint})"
     )
+
+
+def check_files(source: str, target: str) -> None:
+    """Before either is opened: two paths of one file are refused (as check_target does),
+    so a refused copy does not upgrade the file as a destination first."""
+    if "://" in source or "://" in target or not os.path.exists(target):
+        return
+    with contextlib.suppress(OSError):
+        if os.path.samefile(source, target):
+            raise ValidationError(
+                "--to",
+                f"{target} is the --from database itself: a project cannot be copied into itself",
+            )
 
 
 def check_target(src: Store, dst: Store, target: str) -> None:

@@ -117,9 +117,7 @@ def test_a_project_written_to_again_gets_nothing_of_its_first_life_back(
     assert _snapshot(live, pid) == again
 
 
-def test_what_the_backup_wrote_after_the_forget_is_copied(
-    tmp_path: Path, project_id: str
-) -> None:
+def test_what_the_backup_wrote_after_the_forget_is_copied(tmp_path: Path, project_id: str) -> None:
     """A source row newer than the destination's whole-project forget is no part of the
     forgotten life: it is copied, and counted as written."""
     pid = project_id

@@ -259,9 +259,7 @@ class ForgottenThere:
     def _sessions(self, rows: Sequence[Row]) -> list[Row]:
         gone = self._gone_sessions(r["session_id"] for r in rows)
         old = self.lives.before  # a session row of a project's forgotten life (any session)
-        return [
-            r for r in rows if r["session_id"] not in gone and not old(None, r["created_at"])
-        ]
+        return [r for r in rows if r["session_id"] not in gone and not old(None, r["created_at"])]
 
     def _tasks(self, rows: Sequence[Row]) -> list[Row]:
         gone = self._gone_sessions(r["session_id"] for r in rows)
