@@ -122,10 +122,28 @@ def test_a_backup_does_not_bring_back_a_project_forgotten_whole(
     assert code == 0 and project_id not in out
     assert _run(capsys, *base, "events", "s1")[0] == 3
 
-    # Captured into again: the project is back, with the new message only.
+    # Captured into again: the project is back, with the new message only. Its rows are
+    # the destination's own (written since the forget), not rows of the backup "already
+    # there", and the count check passes.
     _capture(capsys, live, project_id, "s2", "a fresh start")
-    code, out, _ = _migrate(capsys, project_id, bak, live)
-    assert "forgot the whole project" not in out and "(1 left out: forgotten there)" in out
+    code, out, err = _migrate(capsys, project_id, bak, live)
+    assert code == 0 and err == "" and "differs" not in out, (out, err)
+    assert "already there" not in out
+    assert (
+        f"copied nothing of project {project_id}: the destination forgot the whole project "
+        "(forget --whole-project) and was written to since: what it forgot stays out, its 4 "
+        "row(s) written since are its own"
+    ) in out
+    rows = {line.split()[0]: line for line in out.splitlines() if " source " in line}
+    for table in ("projects", "sessions", "events", "items"):
+        assert (
+            "(1 left out: forgotten there; 1 of its own: written since a forget there)"
+            in (rows[table])
+        ), rows[table]
+    assert (
+        "the destination held 4 row(s) of its own, of the project, written to again after its "
+        "whole-project forget there (projects 1, sessions 1, events 1, items 1)"
+    ) in out
     assert _run(capsys, *base, "events", "s1")[0] == 3
     code, out, _ = _run(capsys, *base, "events", "s2")
     assert code == 0 and "a fresh start" in out

@@ -622,12 +622,14 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate_data(args: argparse.Namespace) -> int:
-    from .cli_migrate import check_source, check_target, report_copy
+    from .cli_migrate import check_files, check_source, check_target, report_copy
     from .store import open_store
+    from .store.read_source import open_for_reading
     from .store.transfer import copy_project
 
     if not _is_url(args.source):
         _existing_file("database", args.source)  # opening it would create an empty one
+    check_files(args.source, args.target)
     progress = _progress(args)
     bars: list[Bar] = []  # one per table, opened at its first batch
 
@@ -639,24 +641,19 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
             bars.append(progress.bar(f"copy {table}", total=total, unit="row"))
         bars[-1].update_to(copied)
 
-    src = open_store(args.source)
-    try:
+    # the source is read, never upgraded (an older one is read through an upgraded copy)
+    with open_for_reading(args.source, open_store) as src:
         check_source(src, args.source, args.project)  # before a new destination is made
         dst = open_store(args.target)
-    except BaseException:
-        src.close()
-        raise
-
-    try:
-        check_target(src, dst, args.target)
-        counts = copy_project(src, dst, args.project, progress=on_batch, bulk=args.bulk)
-        if bars:
-            bars[-1].close()
-    finally:
-        for bar in bars:
-            bar.close(finished=False)  # only one still open: the table that failed
-        src.close()
-        dst.close()
+        try:
+            check_target(src, dst, args.target)
+            counts = copy_project(src, dst, args.project, progress=on_batch, bulk=args.bulk)
+            if bars:
+                bars[-1].close()
+        finally:
+            for bar in bars:
+                bar.close(finished=False)  # only one still open: the table that failed
+            dst.close()
     return report_copy(counts, args.project)
 
 

@@ -3,19 +3,22 @@ checks before it (a source holding the project, a destination that is another da
 and what it prints after: each table's rows in the source, written by this copy and in the
 destination, the rows the destination held already, the rows left out because the
 destination hard-forgot them (the whole project included), the rows it held of its own
-(tombstones; rows of a session written to again after its forget there), the rows written
+(tombstones; rows of a session, or of the whole project, written to again after its forget
+there), the rows written
 redacted, and whether the counts agree."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from collections.abc import Mapping
 
 from .errors import NotFoundError, ValidationError
 from .store.base import Store
-from .store.transfer import TableCopy, project_forgotten
+from .store.transfer import TableCopy, project_forgotten, project_reborn
 
-__all__ = ["check_source", "check_target", "report_copy"]
+__all__ = ["check_files", "check_source", "check_target", "report_copy"]
 
 
 def _named(target: str) -> str:
@@ -37,6 +40,19 @@ def check_source(src: Store, source: str, project: str) -> None:
     raise NotFoundError(
         "project", project, message=f"project {project!r} not found in{where} ({hint})"
     )
+
+
+def check_files(source: str, target: str) -> None:
+    """Before either is opened: two paths of one file are refused (as check_target does),
+    so a refused copy does not upgrade the file as a destination first."""
+    if "://" in source or "://" in target or not os.path.exists(target):
+        return
+    with contextlib.suppress(OSError):
+        if os.path.samefile(source, target):
+            raise ValidationError(
+                "--to",
+                f"{target} is the --from database itself: a project cannot be copied into itself",
+            )
 
 
 def check_target(src: Store, dst: Store, target: str) -> None:
@@ -64,6 +80,14 @@ def _summary(counts: Mapping[str, TableCopy], project: str) -> str:
         return (
             f"copied nothing of project {project}: the destination forgot the whole project "
             "(forget --whole-project); it takes rows again once the project is written to there"
+        )
+    if project_reborn(counts):
+        own = sum(c.own for t, c in counts.items() if t != "tombstones")
+        what = f"copied {written} new row(s)" if written else "copied nothing"
+        return (
+            f"{what} of project {project}: the destination forgot the whole project "
+            f"(forget --whole-project) and was written to since: what it forgot stays out, "
+            f"its {own} row(s) written since are its own"
         )
     if not written and already:
         return f"copied nothing: all {already} row(s) of project {project} were already there"
@@ -94,9 +118,14 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
         )
     own = {t: c.own for t, c in counts.items() if c.own and t != "tombstones"}
     if own:
+        whose = (
+            "of the project, written to again after its whole-project forget there"
+            if project_reborn(counts)
+            else "of sessions written to again after their forget there"
+        )
         print(
-            f"the destination held {sum(own.values())} row(s) of its own, of sessions written "
-            f"to again after their forget there ({_per_table(own)})"
+            f"the destination held {sum(own.values())} row(s) of its own, {whose} "
+            f"({_per_table(own)})"
         )
     redacted = {t: c.redacted for t, c in counts.items() if c.redacted}
     if redacted:

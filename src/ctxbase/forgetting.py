@@ -259,7 +259,8 @@ def forget(
         for cache, n in cb._forget_cached(pid).items():
             report.add_cache(cache, n)
         report.add_cache("text_analysis", clear_text_caches())
-    report.repos = plan.names if plan else list(names) if whole_project else []
+    # a whole-project forget forgets the project's repositories too: the store names them
+    report.repos = plan.names if plan else report.repos if whole_project else []
     report.not_found = [i for _, i in unknown]
     report.already_forgotten = [*targets.already_forgotten, *repos_forgotten]
     if report.total:

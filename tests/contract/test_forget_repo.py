@@ -119,3 +119,36 @@ def test_forget_repo_names_the_known_ones_and_refuses_to_hide(
     assert (again.repos, again.already_forgotten, again.total) == ([], ["shop"], 0)
     with pytest.raises(UnknownReposError, match="it has no ingested repository"):
         cb.forget(repos=["shop", "shpo"])  # a typo beside it is still refused
+
+
+def test_a_whole_project_forget_names_the_repositories_it_forgot(
+    cb: ContextBase, tmp_path: Path
+) -> None:
+    """Forgetting the whole project forgets (tombstones) its repositories: its report names
+    them as `forget(repo=...)` does, and a later forget of one says "already forgotten"."""
+    assert cb.ingest(str(_repo(tmp_path / "a", _marker(), "shop")), repo="shop").files_new == 2
+    assert cb.ingest(str(_repo(tmp_path / "b", _marker(), "blog")), repo="blog").files_new == 2
+    report = cb.forget(whole_project=True)
+    assert report.repos == ["blog", "shop"] and report.removed["entities"] > 0
+    again = cb.forget(whole_project=True)  # nothing left: none forgotten by this one
+    assert again.repos == [] and again.total == 0
+    cb.record("user_message", session_id="s", text="a fresh start")  # held again
+    later = cb.forget(repo="shop")
+    assert later.already_forgotten == ["shop"] and later.repos == []
+
+
+def test_forget_whole_project_on_the_command_line_lists_its_repositories(
+    tmp_path: Path, capsys: Any
+) -> None:
+    import json
+
+    from ctxbase.cli import main
+
+    db = str(tmp_path / "w.db")
+    base = ["--db", db, "--project", "p", "--embedder", "none", "-q"]
+    shop = _repo(tmp_path / "shop", _marker(), "shop")
+    assert main([*base, "ingest", str(shop), "--repo", "orders"]) == 0
+    capsys.readouterr()
+    assert main([*base, "forget", "--whole-project", "--yes"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["repos"] == ["orders"] and report["removed"]["entities"] > 0

@@ -253,7 +253,8 @@ class ForgetReport:
     # with it, and those that say more, left visible (filled in by `ContextBase.forget`)
     sources_forgotten: list[str] = field(default_factory=list)
     sources_still_visible: list[str] = field(default_factory=list)
-    # the ingested repositories forgotten whole (filled in by `ContextBase.forget`)
+    # the ingested repositories forgotten whole (filled in by `ContextBase.forget`; by the
+    # store for a whole-project forget, which forgets every repository of the project)
     repos: list[str] = field(default_factory=list)
 
     def add(self, table: str, n: int) -> None:

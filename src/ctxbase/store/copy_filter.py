@@ -7,7 +7,9 @@ forget removed with them.
 A whole-project forget leaves the project's own tombstone: while the destination does not
 hold the project again, nothing of it is written (every table's rows are left out, traces
 and tombstones included). A project written to again after its forget keeps its tombstone
-and is held, so the copy goes on row by row, as for a session used again (below).
+and is held, so the copy goes on row by row, as for a session used again (below): what the
+forget tombstoned is left out, and so is every project row, task, fact and trace of the
+source from before that forget (copy_reborn); the destination's rows are its own.
 
 Row by row, tables come in schema.TABLES order, parents first, so what one table left out
 is known when its children come:
@@ -136,7 +138,20 @@ class ForgottenThere:
         forget (a tombstone kept before that time was recorded: none, as before)."""
         held = [s.session_id for s in self._dst.list_sessions(self._pid)]
         times = self._dst.forgotten_times(self._pid, held, "session") if held else {}
-        return Lives({s: at for s, at in times.items() if at is not None})
+        return Lives({s: at for s, at in times.items() if at is not None}, self._project_life())
+
+    def _project_life(self) -> float | None:
+        """When the destination forgot the whole project it holds again (None: it did not).
+        A tombstone kept before schema 9 recorded the time: the project's new row was
+        created after that forget, so its creation time stands in."""
+        times = self._dst.forgotten_times(self._pid, [self._pid], "project")
+        if self._pid not in times:
+            return None
+        at = times[self._pid]
+        if at is None:
+            rows = [r for b in self._dst.export_rows(self._pid, "projects") for r in b]
+            at = min((float(r["created_at"]) for r in rows), default=None)
+        return at
 
     def own(self) -> Counter[str]:
         """After the copy, per table: the rows the destination holds of those sessions'
@@ -144,7 +159,7 @@ class ForgottenThere:
         destination's rows of the project, only when there are such sessions."""
         if not self.lives:
             return Counter()
-        there = Lives(self.lives.forgot)
+        there = Lives(self.lives.forgot, self.lives.project)
         for table in TABLES:
             for rows in self._dst.export_rows(self._pid, table):
                 there.note(table, rows)
@@ -230,7 +245,7 @@ class ForgottenThere:
         if self.project_gone:
             self.skipped[table] += len(rows)
             return []
-        if not self.active or table in ("projects", "tombstones"):
+        if not self.active or table == "tombstones":
             return rows
         keep: Callable[[Sequence[Row]], list[Row]] = getattr(self, f"_{table}")
         kept = keep(rows)
@@ -238,9 +253,13 @@ class ForgottenThere:
         self.lives.note(table, kept)
         return kept
 
+    def _projects(self, rows: Sequence[Row]) -> list[Row]:
+        return [r for r in rows if not self.lives.before(None, r["created_at"])]
+
     def _sessions(self, rows: Sequence[Row]) -> list[Row]:
         gone = self._gone_sessions(r["session_id"] for r in rows)
-        return [r for r in rows if r["session_id"] not in gone]
+        old = self.lives.before  # a session row of a project's forgotten life (any session)
+        return [r for r in rows if r["session_id"] not in gone and not old(None, r["created_at"])]
 
     def _tasks(self, rows: Sequence[Row]) -> list[Row]:
         gone = self._gone_sessions(r["session_id"] for r in rows)

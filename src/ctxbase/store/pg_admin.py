@@ -227,6 +227,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
 
     def _forget_project(self, conn: Conn, project_id: str, report: ForgetReport) -> None:
         repos = self._project_repos(conn, project_id)  # before their rows go
+        report.repos = list(repos)  # forgotten with it (tombstoned below)
         forgotten = [
             [r[0] for r in self._x(conn, sql, (project_id,)).fetchall()]
             for sql in (

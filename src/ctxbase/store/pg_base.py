@@ -22,7 +22,7 @@ from . import pg_sql as q
 from .base import ForgetReport
 from .dialect import Dialect
 from .pg_sql import CROSS_PROJECT
-from .schema import MIGRATIONS, VERSION_TABLE, pending_migrations, render
+from .schema import MIGRATIONS, VERSION_TABLE, note_upgrade, pending_migrations, render
 from .shared import SharedReads
 
 try:
@@ -37,7 +37,16 @@ except ImportError as exc:  # the optional extra is missing (open_store: bad inp
         f"PostgreSQL support needs the postgres extra: pip install 'ctxbase[postgres]' ({exc})"
     ) from exc
 
-__all__ = ["CROSS_PROJECT", "INDEX_LOCK", "Conn", "PgBase", "as_array", "jsonb", "text"]
+__all__ = [
+    "CROSS_PROJECT",
+    "INDEX_LOCK",
+    "Conn",
+    "PgBase",
+    "as_array",
+    "jsonb",
+    "peek_schema_version",
+    "text",
+]
 
 Conn = psycopg.Connection[TupleRow]
 
@@ -70,6 +79,31 @@ def _check_url(url: str) -> None:
         # psycopg quotes the whole URL, password included: keep only the reason
         reason = re.sub(r'\s+in URI: ".*"\s*$', "", " ".join(str(exc).split()), flags=re.S)
         raise ValidationError("db", f"malformed PostgreSQL URL: {reason}") from exc
+
+
+def peek_schema_version(url: str) -> int | None:
+    """The schema version of the database at `url`, read without upgrading or creating
+    anything (None: it holds no ctxbase schema). StorageError when it cannot be reached."""
+    _check_url(url)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            found = conn.execute("SELECT to_regclass('meta')").fetchone()
+            if found is None or found[0] is None:
+                return None
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except psycopg.Error as exc:
+        raise StorageError(f"cannot open PostgreSQL database: {exc}") from exc
+    try:
+        return int(row[0]) if row else None
+    except ValueError:
+        return None
+
+
+def _named(conn: Conn) -> str:
+    """How a message names the database a connection is to: its name, host and port, never
+    the URL (it may carry a password)."""
+    info = conn.info
+    return f"PostgreSQL database {info.dbname!r} on {info.host}:{info.port}"
 
 
 class PgBase(SharedReads):
@@ -214,7 +248,8 @@ class PgBase(SharedReads):
             conn.execute(VERSION_TABLE)
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             current = int(row[0]) if row else 0
-            for version in pending_migrations(current):
+            pending = pending_migrations(current)
+            for version in pending:
                 for stmt in q.PRE_MIGRATIONS.get(version, []):
                     conn.execute(stmt)
                 for stmt in MIGRATIONS[version]:
@@ -231,6 +266,8 @@ class PgBase(SharedReads):
                     "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
                     (str(version),),
                 )
+        if pending:  # committed: say so once (the URL may carry a password: not quoted)
+            note_upgrade(_named(conn), current, pending[-1])
 
     def schema_version(self) -> int:
         with self._tx() as conn:

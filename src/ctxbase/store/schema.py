@@ -9,6 +9,8 @@ tables by project with co-location.
 
 from __future__ import annotations
 
+import logging
+
 from ..errors import StorageError
 from .base import SCHEMA_VERSION, TOOL_CALL_TEXTS
 
@@ -21,9 +23,15 @@ __all__ = [
     "TABLES",
     "UPGRADE_PREFIX",
     "VERSION_TABLE",
+    "note_upgrade",
     "pending_migrations",
     "render",
 ]
+
+# Where a store says it upgraded a database (a WARNING: an upgraded database no longer opens
+# with the ctxbase that wrote it, so a user hears of it; without logging configured Python
+# prints it on stderr).
+log = logging.getLogger("ctxbase.store")
 
 # meta keys of the upgrade steps still pending ("upgrade:<name>", base.TOOL_CALL_TEXTS).
 UPGRADE_PREFIX = "upgrade:"
@@ -270,3 +278,15 @@ def pending_migrations(current: int) -> list[int]:
             f"({SCHEMA_VERSION}); upgrade ctxbase"
         )
     return [version for version in sorted(MIGRATIONS) if version > current]
+
+
+def note_upgrade(where: str, old: int, new: int) -> None:
+    """Say (one WARNING on the `ctxbase.store` logger) that the database `where` names was
+    upgraded from schema `old` to `new`. A new database (`old` 0) is not an upgrade."""
+    if 0 < old < new:
+        log.warning(
+            "upgraded %s from schema %d to %d; older versions of ctxbase cannot open it",
+            where,
+            old,
+            new,
+        )

@@ -68,7 +68,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         if not isinstance(other, SQLiteStore) or ":memory:" in (self.path, other.path):
             return False
         try:  # both files exist once opened; samefile sees through symlinks and hard links
-            return os.path.samefile(self.url, other.url)
+            return os.path.samefile(self.copy_of or self.url, other.copy_of or other.url)
         except OSError:
             return False
 

@@ -262,6 +262,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         self, conn: sqlite3.Connection, project_id: str, report: ForgetReport
     ) -> None:
         repos = self._project_repos(conn, project_id)  # before their rows go
+        report.repos = list(repos)  # forgotten with it (tombstoned below)
         forgotten = [
             [r[0] for r in conn.execute(sql, (project_id,)).fetchall()]
             for sql in (

@@ -19,7 +19,7 @@ from ..validation import loads_tolerant
 from .base import ForgetReport, SearchItem
 from .dialect import Dialect
 from .rows import EVENT_COLS, ITEM_COLS, tombstone_hash
-from .schema import MIGRATIONS, pending_migrations, render
+from .schema import MIGRATIONS, note_upgrade, pending_migrations, render
 from .shared import SharedReads
 
 __all__ = [
@@ -289,9 +289,14 @@ class SQLiteBase(SharedReads):
         # WAL mode: readers never wait for the writer; an in-memory database is not in WAL
         return self.path != ":memory:"
 
-    def __init__(self, path: str, *, busy_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self, path: str, *, busy_timeout_s: float = 60.0, copy_of: str | None = None
+    ) -> None:
         self.path = path
         self.url = path if path == ":memory:" else os.path.abspath(path)
+        # a private copy of that file (read_source): the same database as it, and its
+        # upgrade is not the file's
+        self.copy_of = os.path.abspath(copy_of) if copy_of is not None else None
         self._busy_timeout_s = busy_timeout_s
         self._local = threading.local()
         # Every connection with the thread that opened it: a finished thread's connection is
@@ -455,7 +460,8 @@ class SQLiteBase(SharedReads):
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             current = int(row[0]) if row else 0
-            for version in pending_migrations(current):
+            pending = pending_migrations(current)
+            for version in pending:
                 for stmt in MIGRATIONS[version]:
                     conn.execute(render(stmt, json="TEXT", blob="BLOB", float_="REAL"))
                 for stmt in _EXTRA_MIGRATIONS.get(version, []):
@@ -472,6 +478,8 @@ class SQLiteBase(SharedReads):
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(version),),
                 )
+        if pending and self.copy_of is None:  # committed: say so once
+            note_upgrade(self.path, current, pending[-1])
 
     def schema_version(self) -> int:
         with self._read() as conn:

@@ -7,9 +7,9 @@ stopped. The destination's keyword index is built by its backend as items arrive
 
 What the destination hard-forgot (its tombstones) is not written back, nor what its forget
 removed with it (copy_filter.ForgottenThere): a backup taken before a forget does not
-undo it, nor bring back the forgotten life of a session written to again since; after a
-whole-project forget nothing of the project is written while the destination does not
-hold it again. The source's tombstones are copied, so the destination
+undo it, nor bring back the forgotten life of a session (or of the whole project) written
+to again since; after a whole-project forget nothing of the project is written while the
+destination does not hold it again. The source's tombstones are copied, so the destination
 refuses those too. A store is never copied into itself (ValidationError).
 """
 
@@ -24,7 +24,7 @@ from .base import Store
 from .copy_filter import ForgottenThere
 from .schema import TABLES
 
-__all__ = ["TableCopy", "copy_project", "project_forgotten"]
+__all__ = ["TableCopy", "copy_project", "project_forgotten", "project_reborn"]
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,8 @@ class TableCopy:
     because the destination forgot them; `already` (the rest): source rows the
     destination held already (same key; kept as they are); `own`: for tombstones, those
     the destination held that the source does not (what it forgot), for other tables the
-    rows it holds beyond the source's of sessions it forgot and then wrote to again (their
-    new lives: copy_reborn); `redacted`: rows
+    rows it holds beyond the source's of sessions (or the whole project) it forgot and then
+    wrote to again (their new lives: copy_reborn); `redacted`: rows
     written with forgotten content taken out. The copy is whole when the destination holds
     `expected` rows: more means it held other rows of the project before, fewer that rows
     did not arrive."""
@@ -115,6 +115,15 @@ def copy_project(
 
 def project_forgotten(counts: Mapping[str, TableCopy]) -> bool:
     """A copy's counts say the destination forgot the whole project (and does not hold it
-    again): the project's own row was left out, which only that does."""
+    again): the project's own row was left out, which only that does, and the destination
+    holds none of its own."""
     projects = counts.get("projects")
-    return projects is not None and projects.forgotten > 0
+    return projects is not None and projects.forgotten > 0 and not projects.own
+
+
+def project_reborn(counts: Mapping[str, TableCopy]) -> bool:
+    """A copy's counts say the destination forgot the whole project and was written to
+    again since: the source's project row was left out (from before that forget) and the
+    destination holds a project row of its own."""
+    projects = counts.get("projects")
+    return projects is not None and projects.forgotten > 0 and projects.own > 0
