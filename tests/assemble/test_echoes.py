@@ -5,9 +5,10 @@ does not repeat it, or answers another message, stays as it is. Every backend.""
 from __future__ import annotations
 
 from ctxbase import ContextBase
-from ctxbase.assemble.echoes import ECHO_MARK, echoes, history_echoes
+from ctxbase.assemble.echoes import ECHO_MARK
 from ctxbase.assemble.trace import AssembledContext
 from ctxbase.model import Event
+from ctxbase.retrieve.echoes import echoes, history_echoes
 
 ASK = "when is the billing report deadline?"
 

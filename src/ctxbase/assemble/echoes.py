@@ -16,29 +16,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..model import Event
-from ..retrieve.echoes import (
-    MAX_PAIRS,
-    MIN_SHARE,
-    MIN_SHARED,
-    echoes,
-    history_echoes,
-    paired_echoes,
-)
+from ..retrieve.echoes import history_echoes, paired_echoes
 from .lifecycle import Status
 
 if TYPE_CHECKING:
     from ..store.base import Store
 
-__all__ = [
-    "ECHO_MARK",
-    "MAX_PAIRS",
-    "MIN_SHARE",
-    "MIN_SHARED",
-    "echoes",
-    "history_echoes",
-    "mark_echoes",
-    "memory_echoes",
-]
+__all__ = ["ECHO_MARK", "mark_echoes", "memory_echoes"]
 
 ECHO_MARK = "[answers a retracted message]"
 
