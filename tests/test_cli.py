@@ -443,7 +443,14 @@ def test_search_shows_a_rating_and_names_what_a_wrong_rating_left_out(
     for name, label in (("old", "wrong"), ("new", "liked"), ("keys", "disliked")):
         assert _run(capsys, *base, "feedback", ids[name], label)[0] == 0
     code, out, err = _run(capsys, *base, "search", "cache TTL", "--preset", "keyword")
+    assert code == 0 and "correction of" not in err  # a rating without a note: no correction
+    note = ["--note", "it is 300 seconds since the upgrade"]
+    assert _run(capsys, *base, "feedback", ids["old"], "wrong", *note)[0] == 0
+    code, out, err = _run(capsys, *base, "search", "cache TTL", "--preset", "keyword")
     assert code == 0
+    # the note, as an assembly shows it in the memory's place
+    said = f"note: correction of {ids['old']} (rated wrong): it is 300 seconds since the upgrade"
+    assert said in err.splitlines()
     lines = {name: [ln for ln in out.splitlines() if ids[name] in ln] for name in ids}
     assert lines["old"] == []  # rated wrong: left out, as assembly leaves it out
     assert "(liked 0.75)" in lines["new"][0] and "(disliked 0.25)" in lines["keys"][0]

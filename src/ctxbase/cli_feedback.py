@@ -107,13 +107,19 @@ def note_rated_out(considered: Iterable[Candidate], min_confidence: float) -> No
     """A note on stderr naming the matches left out for their rating (below
     `min_confidence`, as "wrong" is), as retracted messages or as expired ones (per-turn
     tool results of earlier turns): search and assembly leave them out without a trace in
-    the results; feedback "neutral" brings a rated one back."""
+    the results; feedback "neutral" brings a rated one back. A rating's note follows, as
+    an assembly shows it in the memory's place (`correction of ev_1 (rated wrong): ...`):
+    one line per note, the matches it was given on named together."""
     out: dict[str, str] = {}
+    corrections: dict[str, dict[str, str]] = {}  # note -> rated id -> its label
     retracted: dict[str, None] = {}
     expired: dict[str, None] = {}
     for c in considered:
         if c.dropped is not None and c.confidence is not None and c.confidence < min_confidence:
-            out.setdefault(c.item.owner_id, (c.confidence_source or "").removeprefix("feedback:"))
+            label = (c.confidence_source or "").removeprefix("feedback:")
+            out.setdefault(c.item.owner_id, label)
+            if c.correction:
+                corrections.setdefault(c.correction, {}).setdefault(c.item.owner_id, label)
         elif c.dropped is not None and c.retracted:
             retracted[c.item.owner_id] = None
         elif c.dropped is not None and c.expired:
@@ -144,3 +150,8 @@ def note_rated_out(considered: Iterable[Candidate], min_confidence: float) -> No
         f" (confidence below {min_confidence:g}; {back} back)",
         file=sys.stderr,
     )
+    for note, rated in corrections.items():
+        labels = " or ".join(sorted(set(rated.values())))
+        print(
+            f"note: correction of {_named(list(rated))} (rated {labels}): {note}", file=sys.stderr
+        )
