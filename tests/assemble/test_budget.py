@@ -210,8 +210,17 @@ def test_overhead_is_counted() -> None:
 
 
 def test_bad_shares_are_refused() -> None:
-    with pytest.raises(ValueError, match="must not exceed"):
+    with pytest.raises(ValueError, match="must not exceed") as refused:
         allocate_budget(10, {"memory": 0.8, "history": 0.5}, COUNTER, {})
+    # worded as a policy's budget is: what the sum is made of
+    said = "layer shares add up to 1.300: memory 0.8 + history 0.5 = 1.300 as passed;"
+    assert str(refused.value).startswith(said)
+    with pytest.raises(ValueError) as refused:
+        allocate_budget(10, {"memory": 0.9}, COUNTER, {}, latest_share=0.2)
+    assert str(refused.value) == (
+        "layer shares add up to 1.100: memory 0.9 as passed, plus 0.2 kept for the latest"
+        " input (`latest_share`); they must not exceed 1.0"
+    )
     with pytest.raises(ValueError, match="layer 'memory'"):
         allocate_budget(10, {"memory": -0.1}, COUNTER, {})
 

@@ -43,6 +43,7 @@ __all__ = [
     "compress_extractive",
     "fit_to_tokens",
     "layer_quota",
+    "listed_shares",
     "split_sentences",
 ]
 
@@ -218,7 +219,21 @@ def _check_shares(shares: Mapping[str, float], latest_share: float = 0.0) -> Non
         raise ValueError(f"latest_share must be in [0, 1) (got {latest_share})")
     total = sum(shares.values()) + latest_share
     if total > 1.0 + 1e-9:
-        raise ValueError(f"layer shares add up to {total:.3f}; they must not exceed 1.0")
+        # worded as a policy's budget is (policy.LayerShares), which also names the
+        # defaults it counts: here every share counted was passed
+        parts = [f"{listed_shares(shares)} as passed"] if shares else []
+        if latest_share > 0:
+            parts.append(f"{latest_share:g} kept for the latest input (`latest_share`)")
+        raise ValueError(
+            f"layer shares add up to {total:.3f}: {', plus '.join(parts)}; they must not exceed 1.0"
+        )
+
+
+def listed_shares(shares: Mapping[str, float]) -> str:
+    """`system 0.5 + memory 0.9 = 1.400` (one share: `system 0.5`), for an error that
+    says what a sum of shares is made of."""
+    terms = " + ".join(f"{name} {share:g}" for name, share in shares.items())
+    return terms if len(shares) == 1 else f"{terms} = {sum(shares.values()):.3f}"
 
 
 def layer_quota(share: float, latest_share: float, budget: int, input_tokens: int) -> int:

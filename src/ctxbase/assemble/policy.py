@@ -49,6 +49,7 @@ from pydantic import (
 )
 
 from ..errors import ValidationError
+from .budget import listed_shares
 from .policy_issues import PolicyError, PolicyIssue, closest
 
 __all__ = [
@@ -421,8 +422,7 @@ class LayerShares(_Frozen):
         defaults = [n for n in _LAYER_DEFAULTS if n not in written and values[n] > 0]
 
         def listed(names: list[str]) -> str:
-            terms = " + ".join(f"{n} {values[n]:g}" for n in names)
-            return terms if len(names) == 1 else f"{terms} = {sum(values[n] for n in names):.3f}"
+            return listed_shares({n: values[n] for n in names})
 
         parts = [f"{listed(written)} as written"] if written else []
         if defaults:
