@@ -175,6 +175,23 @@ def test_causal_chain(
     expect(causes.nth(0)).to_contain_text("tool_invocation")
     expect(causes.nth(2)).to_contain_text("alice")
     expect(page.locator("#effects .chain-row")).to_have_count(2)
+    # as on the timeline: a type is a badge, an agent coloured text, palettes apart
+    colours = page.evaluate(
+        """() => ({
+          agents: [...document.querySelectorAll('.chain-row .agent, #event-detail .agent')]
+            .map((e) => getComputedStyle(e).color),
+          types: [...document.querySelectorAll('.chain-row .etype, #event-detail .etype')]
+            .map((e) => getComputedStyle(e).color),
+          boxes: [...document.querySelectorAll('#chain-graph .node > rect:nth-of-type(3)')]
+            .map((e) => e.getAttribute('fill')),
+        })"""
+    )
+    assert len(colours["agents"]) == 6 and len(colours["types"]) == 6
+    assert len(set(colours["agents"])) >= 3 and len(set(colours["types"])) >= 3
+    assert not set(colours["agents"]) & set(colours["types"])
+    # the boxes keep the type colours, as the timeline's dots do
+    boxes = {"rgb({}, {}, {})".format(*bytes.fromhex(c[1:])) for c in colours["boxes"]}
+    assert len(colours["boxes"]) == 6 and boxes <= set(colours["types"])
     graph = page.locator("#chain-graph")
     expect(graph.locator(".node")).to_have_count(6)
     # ask->plan, plan->sql, sql->rows, rows->test, test->fix, plan->fix
@@ -311,6 +328,18 @@ def test_search_shows_where_hits_came_from(
     expect(spec.locator(".badge.keyword")).to_have_count(1)
     expect(spec.locator(".badge.vector")).to_have_count(1)
     expect(page.locator("#search-results .badge.graph").first).to_be_visible()
+    # as on the timeline: a hit's type is a badge, its agent coloured text, palettes apart
+    expect(hits.first.locator(".badge.etype")).to_have_count(1)
+    colours = page.evaluate(
+        """() => ({
+          agents: [...document.querySelectorAll('#search-results .agent')]
+            .map((e) => getComputedStyle(e).color),
+          types: [...document.querySelectorAll('#search-results .etype')]
+            .map((e) => getComputedStyle(e).color),
+        })"""
+    )
+    assert colours["agents"] and len(colours["types"]) == hits.count()
+    assert not set(colours["agents"]) & set(colours["types"])
     shot(page, tmp_path, "search")
 
 

@@ -185,7 +185,7 @@ export function drawGraph({ nodes, edges, width, height, box = [176, 40], onNode
   svg.append(edgeLayer);
   const nodeLayer = s("g", { class: "nodes" });
   for (const n of nodes) {
-    const fillColour = colour(n.type);
+    const fillColour = n.colour || colour(n.type);
     const g = s("g", {
       class: "node" + (n.focus ? " focus" : ""), transform: `translate(${n.x},${n.y})`,
       dataset: { node: n.id, type: n.type },

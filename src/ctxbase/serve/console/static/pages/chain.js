@@ -1,7 +1,9 @@
 // The causal chain of one event: its causes above, its effects below, as a layered graph.
 
 import { api, p } from "../api.js";
-import { clear, fmtTime, h, link, short, table } from "../dom.js";
+import {
+  agentName, clear, fmtTime, h, link, short, table, typeBadge, typeColour,
+} from "../dom.js";
 import { drawGraph, layeredLayout } from "../graph.js";
 
 export async function chainPage(view, pid, eid) {
@@ -13,7 +15,9 @@ export async function chainPage(view, pid, eid) {
     { ev: e, layer: 0, focus: true },
     ...data.effects.map((c) => ({ ev: c.event, layer: c.hops })),
   ].map((n) => ({
+    // boxes take the type's colour, as the timeline's dots do (agents have their own palette)
     id: n.ev.id, layer: n.layer, focus: n.focus, type: n.ev.type, kind: "event",
+    colour: typeColour(n.ev.type),
     label: `${n.ev.agent_id} · ${n.ev.type}`, sub: `#${n.ev.seq} ${short(n.ev.text, 40)}`,
     title: `${n.ev.id}\n${n.ev.agent_id} · ${n.ev.type} · ${fmtTime(n.ev.ts)}\n${short(n.ev.text, 400)}`,
   }));
@@ -36,7 +40,7 @@ export async function chainPage(view, pid, eid) {
       class: "clickable chain-row", dataset: { event: c.event.id },
       onclick: () => { location.hash = link(["p", pid, "e", c.event.id]); },
     }, h("td", { class: "num" }, c.hops), h("td", { class: "mono" }, fmtTime(c.event.ts)),
-    h("td", {}, c.event.agent_id), h("td", {}, c.event.type),
+    h("td", {}, agentName(c.event.agent_id)), h("td", {}, typeBadge(c.event.type)),
     h("td", { class: "text" }, short(c.event.text, 160)))), { id })
       : h("p", { class: "muted" }, "none")];
   clear(view).append(
@@ -46,8 +50,9 @@ export async function chainPage(view, pid, eid) {
         h("dt", {}, "event"), h("dd", { class: "mono" }, e.id),
         h("dt", {}, "session"), h("dd", {}, h("a", { href: link(["p", pid, "s", e.session_id]) },
           e.session_id), ` #${e.seq}`),
-        h("dt", {}, "agent"), h("dd", {}, e.agent_id + (e.agent_role ? ` (${e.agent_role})` : "")),
-        h("dt", {}, "type"), h("dd", {}, e.type),
+        h("dt", {}, "agent"), h("dd", {}, agentName(e.agent_id),
+          e.agent_role ? ` (${e.agent_role})` : ""),
+        h("dt", {}, "type"), h("dd", {}, typeBadge(e.type)),
         h("dt", {}, "time"), h("dd", {}, fmtTime(e.ts))),
       h("pre", { class: "wrap" }, e.text ?? JSON.stringify(e.data, null, 2))),
     h("p", { class: "muted" }, "Causes above, effects below; arrows run from cause to effect." +

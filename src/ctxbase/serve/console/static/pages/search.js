@@ -1,7 +1,7 @@
 // Search with where each hit came from: keyword (BM25 rank), vector (similarity), graph.
 
 import { api, p } from "../api.js";
-import { clear, fmtNum, fmtTime, h, link, short, swatch } from "../dom.js";
+import { agentName, clear, fmtNum, fmtTime, h, link, short, typeBadge } from "../dom.js";
 
 const PRESETS = ["hybrid_graph", "hybrid", "keyword", "semantic"];
 
@@ -43,11 +43,12 @@ export async function searchPage(view, pid, query) {
     const target = it.kind === "event"
       ? link(["p", pid, "e", it.owner_id]) : link(["p", pid, "graph"], { focus: it.owner_id });
     return h("li", { class: "card search-hit", dataset: { owner: it.owner_id } },
-      h("div", {}, swatch(it.type), h("strong", {}, `${it.kind} · ${it.type}`), " ",
+      // a type is a badge, an agent coloured text: palettes that share no colour
+      h("div", {}, typeBadge(it.type), " ", h("strong", {}, it.kind), " ",
         h("a", { href: target, class: "mono" }, short(it.owner_id, 48)),
         h("span", { class: "muted" }, `  score ${fmtNum(hit.score, 4)}`),
         it.session_id ? h("span", { class: "muted" }, ` · session ${it.session_id}`) : "",
-        it.agent_id ? h("span", { class: "muted" }, ` · ${it.agent_id}`) : "",
+        it.agent_id ? h("span", {}, " · ", agentName(it.agent_id)) : "",
         it.path ? h("span", { class: "muted" }, ` · ${it.path}`) : "",
         h("span", { class: "muted" }, ` · ${fmtTime(it.ts)}`)),
       h("div", { class: "origin" }, origin),
