@@ -14,11 +14,11 @@ import ctxbase
 from conftest import Live
 from ctxbase.assemble.lifecycle import Status
 from ctxbase.assemble.manager import ContextManager
-from ctxbase.errors import ConflictError, ValidationError
+from ctxbase.errors import ConflictError, NotFoundError, ValidationError
 from ctxbase.serve.sdk_manager import AsyncRemoteContextManager, RemoteContextManager
 
-# Embedded only: the in-process assembler, and calls no route answers yet.
-EMBEDDED_ONLY = {"assembler", "current_task", "message_status", "set_task_status"}
+# Embedded only: the in-process assembler.
+EMBEDDED_ONLY = {"assembler"}
 
 
 def _methods(cls: type) -> dict[str, Any]:
@@ -110,6 +110,49 @@ def test_a_retried_message_is_stored_and_extracted_once(live: Live, pid: str) ->
         assert len(cm.state_history(sid, "budget")) == 1
 
 
+def test_current_task_task_status_and_message_status(live: Live, pid: str) -> None:
+    """The manager's own reads and moves answer remotely as embedded."""
+    with ctxbase.connect(live.url, api_key=live.key(pid, role="write"), project=pid) as client:
+        cm = client.context_manager()
+        sid = cm.create_session("u")
+        assert cm.current_task(sid) is None  # no switch_task yet
+        tid = cm.switch_task(sid, "写活动方案")
+        current = cm.current_task(sid)
+        assert current is not None and (current.task_id, current.status) == (tid, "active")
+        said = cm.add_message(sid, "user", "预算5万")
+        assert cm.message_status(sid, said) == Status.ACTIVE
+        cm.expire_message(sid, said)
+        assert cm.message_status(sid, said) == Status.EXPIRED
+        assert cm.set_task_status(tid, "suspended", cause="on hold") is None
+        moved = cm.task(tid)
+        assert moved.status == "suspended"
+        assert moved.metadata["status_log"][-1]["cause"] == "on hold"
+        with pytest.raises(ConflictError):  # the same status again: not a move
+            cm.set_task_status(tid, Status.SUSPENDED)
+        with pytest.raises(ValidationError) as err:
+            cm.set_task_status(tid, "paused")
+        assert err.value.field == "status"
+        with pytest.raises(NotFoundError):
+            cm.current_task("no_such_session")
+        with pytest.raises(NotFoundError):
+            cm.set_task_status("t_nosuch", "expired")
+    with live.client(live.key(pid, role="write")) as http:  # the routes checked on their own
+        base = f"/v1/projects/{pid}/manager"
+        moved = http.post(f"{base}/task-status", json={"task_id": tid, "status": "active"})
+        assert moved.status_code == 200 and moved.json()["status"] == "active", moved.text
+        again = http.post(f"{base}/task-status", json={"task_id": tid, "status": "active"})
+        assert again.status_code == 409
+        unknown = http.post(f"{base}/task-status", json={"task_id": tid, "status": "paused"})
+        assert unknown.status_code == 422 and "valid: " in unknown.text
+        got = http.get(f"{base}/current-task", params={"session_id": sid}).json()
+        assert got["task"]["task_id"] == tid
+        status = http.get(f"{base}/message-status", params={"session_id": sid, "message_id": said})
+        assert status.json() == {"status": "expired"}
+    with live.client(live.key(pid, role="read")) as http:  # a reader moves nothing
+        refused = http.post(f"{base}/task-status", json={"task_id": tid, "status": "expired"})
+        assert refused.status_code == 403
+
+
 def test_options_the_server_keeps_are_named(live: Live, pid: str) -> None:
     with ctxbase.connect(live.url, api_key=live.key(pid), project=pid) as client:
         with pytest.raises(ValidationError) as err:
@@ -126,11 +169,16 @@ def test_the_async_manager(live: Live, pid: str) -> None:
         async with ctxbase.connect_async(live.url, api_key=live.key(pid), project=pid) as client:
             cm = client.context_manager()
             sid = await cm.create_session("u")
-            await cm.add_message(sid, "user", "把预算控制在5万以内")
-            return await cm.get_state(sid, "budget"), await cm.get_prompt_messages(sid)
+            said = await cm.add_message(sid, "user", "把预算控制在5万以内")
+            budget, prompt = await cm.get_state(sid, "budget"), await cm.get_prompt_messages(sid)
+            tid = await cm.switch_task(sid, "写方案")
+            await cm.set_task_status(tid, "suspended")
+            moves = await cm.current_task(sid), await cm.message_status(sid, said)
+            return budget, prompt, *moves
 
-    budget, prompt = asyncio.run(run())
+    budget, prompt, current, status = asyncio.run(run())
     assert budget["amount"] == 50000 and prompt[-1]["content"] == "把预算控制在5万以内"
+    assert current is not None and current.status == "suspended" and status == Status.ACTIVE
 
 
 def test_rest_messages_route_extracts_facts(live: Live, pid: str) -> None:

@@ -208,6 +208,15 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     assert c.post(f"{cm}/state/rollback", json=back_cm).json()["fact"]["value"] == "蓝色"
     prompt = c.post(f"{cm}/prompt", json={"session_id": sid}).json()["messages"]
     assert prompt[-1] == {"role": "user", "content": "把预算控制在5万以内"}
+    assert c.get(f"{cm}/current-task", params={"session_id": sid}).json() == {"task": None}
+    sid_task = c.post(f"{base}/sessions/{sid}/switch-task", json={"goal": "写方案"}).json()
+    current = c.get(f"{cm}/current-task", params={"session_id": sid}).json()["task"]
+    assert current["task_id"] == sid_task["task_id"]
+    moved = {"task_id": current["task_id"], "status": "suspended", "cause": "on hold"}
+    assert c.post(f"{cm}/task-status", json=moved).json()["status"] == "suspended"
+    msg = c.post(f"{cm}/messages", json=said_cm).json()["id"]
+    status = c.get(f"{cm}/message-status", params={"session_id": sid, "message_id": msg})
+    assert status.json() == {"status": "active"}
     c.put(f"{base}/sessions/idle", json={})
     idle = c.post(f"{base}/sessions/expire-idle", json={"idle_timeout_s": 1e-6}).json()
     assert "idle" in idle["expired"]

@@ -4,7 +4,9 @@ makes (serve/sdk_manager.py), each run by the server's own `ContextManager` of t
 So a message sent here is what `cm.add_message` makes embedded: its facts are extracted into
 the state layer, a user message starts a new turn, a message asking to be kept is
 important. The lifecycle moves (switch task, retract a message, archive, suspend, resume,
-expire) are the sessions routes' (routes_lifecycle.py); the SDK manager calls those.
+expire) are the sessions routes' (routes_lifecycle.py); the SDK manager calls those. The
+manager's own reads and moves are here: a session's current task, a message's status, a
+task moved to a status on purpose.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import Field
 
+from ..assemble.lifecycle import Status
 from ..assemble.manager import ContextManager
 from ..assemble.state import Scope
-from ..model import StateFact
+from ..model import StateFact, TaskInfo
 from .deps import ReadProject, Rt, WriteProject
 from .schemas import RollbackOut, StateChangeOut, _In, _Out
 
@@ -28,6 +31,7 @@ router = APIRouter(prefix="/v1/projects/{project_id}/manager", tags=["manager"])
 
 SessionQ = Annotated[str, Query(min_length=1, max_length=200)]
 KeyQ = Annotated[str, Query(min_length=1, max_length=200)]
+MessageQ = Annotated[str, Query(min_length=1, max_length=200)]
 
 
 class ManagerSessionIn(_In):
@@ -90,6 +94,22 @@ class ManagerRollbackIn(_In):
     key: str
     to_version: int
     scope: Scope = "task"
+
+
+class CurrentTaskOut(_Out):
+    # null: the session has no current task yet (no switch_task)
+    task: TaskInfo | None = None
+
+
+class MessageStatusOut(_Out):
+    # active unless the message was retracted, expired (per-turn) or archived
+    status: Status
+
+
+class TaskStatusIn(_In):
+    task_id: str
+    status: str  # checked by the manager: an unknown one is named with the valid ones
+    cause: str = ""
 
 
 def _manager(rt: Rt, pid: str, *, extract_facts: bool = True) -> ContextManager:
@@ -164,3 +184,26 @@ def rollback_state(pid: WriteProject, body: ManagerRollbackIn, rt: Rt) -> Rollba
         body.session_id, body.key, body.to_version, scope=body.scope
     )
     return RollbackOut(fact=None if fact is None else fact.model_dump(mode="json"))
+
+
+@router.get("/current-task", response_model=CurrentTaskOut)
+def current_task(pid: ReadProject, rt: Rt, session_id: SessionQ) -> CurrentTaskOut:
+    """`cm.current_task`: the session's current task, null before its first."""
+    return CurrentTaskOut(task=_manager(rt, pid).current_task(session_id))
+
+
+@router.get("/message-status", response_model=MessageStatusOut)
+def message_status(
+    pid: ReadProject, rt: Rt, session_id: SessionQ, message_id: MessageQ
+) -> MessageStatusOut:
+    """`cm.message_status`: a message's status in the session (active unless moved)."""
+    return MessageStatusOut(status=_manager(rt, pid).message_status(session_id, message_id))
+
+
+@router.post("/task-status", response_model=TaskInfo)
+def set_task_status(pid: WriteProject, body: TaskStatusIn, rt: Rt) -> TaskInfo:
+    """`cm.set_task_status`: move a task on purpose (e.g. to expired when its goal is
+    abandoned); an illegal move is a 409. Returns the task as it now is."""
+    cm = _manager(rt, pid)
+    cm.set_task_status(body.task_id, body.status, cause=body.cause)
+    return cm.task(body.task_id)

@@ -4,8 +4,7 @@ signatures, each one REST request run by the server's own ContextManager (routes
 and the sessions' lifecycle routes). Facts are extracted into the state layer on the server,
 as embedded.
 
-Embedded only: `message_status`, `set_task_status`, `current_task` and the in-process
-`assembler` / `extractor` / `clock` (the server's own).
+Embedded only: the in-process `assembler` / `extractor` / `clock` (the server's own).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import date
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from ..assemble.lifecycle import Status
+from ..assemble.lifecycle import Status, check_status
 from ..errors import ValidationError
 from ..model import SessionInfo, StateFact, TaskInfo, check_id
 from ..store.base import StateChange
@@ -103,6 +102,29 @@ class ManagerCalls:
 
     def task(self, task_id: str) -> Call[TaskInfo]:
         return self._calls.get_task(task_id, project=self.project)
+
+    def current_task(self, session_id: str) -> Call[TaskInfo | None]:
+        params = {"session_id": check_id("session_id", session_id)}
+        return Call(
+            "GET",
+            self._path("current-task"),
+            lambda r: None if r["task"] is None else TaskInfo.model_validate(r["task"]),
+            params=params,
+        )
+
+    def set_task_status(self, task_id: str, status: Status | str, *, cause: str = "") -> Call[None]:
+        body = {
+            "task_id": check_id("task_id", task_id),
+            "status": check_status(status).value,
+            "cause": cause,
+        }
+        return Call("POST", self._path("task-status"), lambda r: None, body=body)
+
+    def message_status(self, session_id: str, message_id: str) -> Call[Status]:
+        params = {"session_id": check_id("session_id", session_id), "message_id": message_id}
+        return Call(
+            "GET", self._path("message-status"), lambda r: Status(r["status"]), params=params
+        )
 
     def switch_task(
         self,
@@ -273,6 +295,9 @@ class RemoteContextManager:
     expire_session = _sync(ManagerCalls.expire_session)
     archive_session = _sync(ManagerCalls.archive_session)
     task = _sync(ManagerCalls.task)
+    current_task = _sync(ManagerCalls.current_task)
+    set_task_status = _sync(ManagerCalls.set_task_status)
+    message_status = _sync(ManagerCalls.message_status)
     switch_task = _sync(ManagerCalls.switch_task)
     set_state = _sync(ManagerCalls.set_state)
     get_state = _sync(ManagerCalls.get_state)
@@ -301,6 +326,9 @@ class AsyncRemoteContextManager:
     expire_session = _async(ManagerCalls.expire_session)
     archive_session = _async(ManagerCalls.archive_session)
     task = _async(ManagerCalls.task)
+    current_task = _async(ManagerCalls.current_task)
+    set_task_status = _async(ManagerCalls.set_task_status)
+    message_status = _async(ManagerCalls.message_status)
     switch_task = _async(ManagerCalls.switch_task)
     set_state = _async(ManagerCalls.set_state)
     get_state = _async(ManagerCalls.get_state)
