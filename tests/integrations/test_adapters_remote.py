@@ -4,6 +4,7 @@ delete what it stored."""
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -105,9 +106,17 @@ def test_a_write_key_deletes_what_it_put(served: Served) -> None:
         item = store.get(ns, "k1")
         assert item is not None and item.value == {"text": "Alice wants invoices in CHF"}
         # expired items go with a write key too
-        short = CtxbaseStore(b, ttl={"default_ttl": 0.2 / 60})
+        short = CtxbaseStore(b, ttl={"default_ttl": 2.0 / 60})  # 2 s
         short.put(("ttl",), "k", {"text": "short lived"})
-        time.sleep(0.4)
+        assert a.search("short lived", preset="keyword").results
+        time.sleep(2.2)
+        # expired: out of other agents' searches and assemblies before any sweep
+        assert short.get(("ttl",), "k") is None
+        assert a.search("short lived", preset="keyword").results == []
+        ctx = a.assemble_context(agent_role="coder", user_intent="short lived")
+        gone = short._entity_id(("ttl",), "k")
+        assert gone not in json.dumps(ctx.messages)
+        assert gone in {d["id"] for d in a.get_trace(ctx.context_id)["dropped"]}
         assert short.sweep_ttl() == 1
         # forgetting for good is asked for, and needs an admin key
         with pytest.raises(PermissionDeniedError, match="admin"):

@@ -4,6 +4,7 @@ storage backends; then a real LangGraph graph that reads and writes memories thr
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -136,6 +137,12 @@ def test_ttl_expires_and_reading_refreshes(cb: ContextBase) -> None:
     assert store.get(("t",), "short") is None
     assert [i.key for i in store.search(("t",))] == ["long"]
     assert store.list_namespaces() == [("t",)]
+    # other agents do not see it either, before any sweep: ctxbase search and assembly
+    gone = store._entity_id(("t",), "short")
+    assert gone not in {c.item.owner_id for c in cb.search('"v": 1', top_k=20).results}
+    ctx = cb.assemble_context(agent_role="coder", user_intent='"v": 1')
+    assert gone not in json.dumps(ctx.messages)
+    assert gone in {d["id"] for d in cb.get_trace(ctx.context_id)["dropped"]}
     assert store.sweep_ttl() == 1
     assert len(cb.list_entities(type=ITEM_TYPE)) == 1
     # Reading pushes the expiry out again.

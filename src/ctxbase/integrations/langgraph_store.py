@@ -8,10 +8,11 @@ agents (and `ctxbase search`) can see.
 Each item is one ctxbase entity (type `langgraph_item`, one per namespace and key) whose
 text is the item's indexed fields, so `search(query=...)` runs ctxbase's hybrid search
 (keywords with Chinese segmentation, embeddings, graph) and the items show up in assembled
-contexts. Filters, namespace listing and TTL follow LangGraph's `InMemoryStore`; without a
-query, results are most recently updated first (as LangGraph's PostgresStore). Listing and
-filtering read every item of the project's store, which suits agent memories (thousands),
-not bulk data.
+contexts. Filters, namespace listing and TTL follow LangGraph's `InMemoryStore` (an item
+past its TTL is out of ctxbase's searches and assemblies too: its entity's `expires_at`
+is honoured there); without a query, results are most recently updated first (as
+LangGraph's PostgresStore). Listing and filtering read every item of the project's store,
+which suits agent memories (thousands), not bulk data.
 
 `delete` (and `sweep_ttl`, and a put of None) hides the item, as `cb.soft_delete` does: it
 leaves get, search, namespace listings and every ctxbase search and assembly, a later put
@@ -265,7 +266,8 @@ class CtxbaseStore(BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete (hide, or with `hard_delete` forget) every expired item now; returns how
-        many went."""
+        many went. Expired items are out of every read before that: the store's, and (by
+        their entity's `expires_at`, retrieve/expiry.py) ctxbase's searches and assemblies."""
         now = time.time()
         expired = [s.entity_id for s in self._all() if s.expired(now)]
         self._delete(expired)
