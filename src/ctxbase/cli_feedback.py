@@ -106,10 +106,11 @@ def _named(ids: list[str]) -> str:
 def note_rated_out(considered: Iterable[Candidate], min_confidence: float) -> None:
     """A note on stderr naming the matches left out for their rating (below
     `min_confidence`, as "wrong" is), as retracted messages or as expired ones (per-turn
-    tool results of earlier turns): search and assembly leave them out without a trace in
-    the results; feedback "neutral" brings a rated one back. A rating's note follows, as
-    an assembly shows it in the memory's place (`correction of ev_1 (rated wrong): ...`):
-    one line per note, the matches it was given on named together."""
+    tool results of earlier turns, entities past their expires_at): search and assembly
+    leave them out without a trace in the results; feedback "neutral" brings a rated one
+    back. A rating's note follows, as an assembly shows it in the memory's place
+    (`correction of ev_1 (rated wrong): ...`): one line per note, the matches it was
+    given on named together."""
     out: dict[str, str] = {}
     corrections: dict[str, dict[str, str]] = {}  # note -> rated id -> its label
     retracted: dict[str, None] = {}
@@ -130,7 +131,11 @@ def note_rated_out(considered: Iterable[Candidate], min_confidence: float) -> No
             retracted,
             "retracted (a retracted message, a statement cut from one, or an answer repeating one)",
         ),
-        (expired, "expired (a per-turn tool result of an earlier turn, or cut from one)"),
+        (
+            expired,
+            "expired (a per-turn tool result of an earlier turn, or cut from one, or an item"
+            " past its expires_at)",
+        ),
     ):
         if marked:
             ids = list(marked)

@@ -15,7 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from ctxbase import ContextBase
-from ctxbase.errors import ConflictError, NotFoundError
+from ctxbase.errors import ConflictError
 from ctxbase.integrations.langchain import CtxbaseChatHistory, CtxbaseRetriever
 
 TEXTS = [
@@ -107,12 +107,41 @@ def test_chat_history_round_trip(tmp_path: Path) -> None:
         # Another agent's event in the session reads back as a message too.
         cb.record("user_message", session_id="chat", text="and the cache?", agent_id="tester")
         assert history.messages[-1] == HumanMessage("and the cache?")
-        history.clear()
-        assert history.messages == []
-        with pytest.raises(NotFoundError):  # the session is forgotten with its messages
-            cb.last_events("chat", 10)
+        history.clear()  # hides what this history recorded; the tester's message stays
+        assert history.messages == [HumanMessage("and the cache?")]
         history.clear()  # clearing an empty history, or one never written, is no error
         CtxbaseChatHistory(cb, session_id="never-written").clear()
+
+
+def test_chat_history_clear_leaves_other_agents_messages(tmp_path: Path) -> None:
+    with ContextBase(str(tmp_path / "s.db"), project="s", embedder="hash") as cb:
+        a = CtxbaseChatHistory(cb, "shared", agent_id="agent-a")
+        b = CtxbaseChatHistory(cb, "shared", agent_id="agent-b")
+        b.add_messages([HumanMessage("B asks: which region?"), AIMessage("B: eu-west-1")])
+        a.add_messages([HumanMessage("A asks: which budget?"), AIMessage("A: 50k")])
+        before = cb.last_events("shared", 10)
+        a.clear()
+        # B's user and assistant messages survive; A's (its user turn too) are hidden
+        assert [m.text for m in b.messages] == ["B asks: which region?", "B: eu-west-1"]
+        assert [m.text for m in a.messages] == ["B asks: which region?", "B: eu-west-1"]
+        assert not cb.search("which budget 50k", preset="keyword").results
+        # hidden, not forgotten: restore brings A's messages back, in their place
+        assert cb.restore([e.id for e in before[2:]]) == 2
+        assert [m.text for m in b.messages] == [
+            "B asks: which region?",
+            "B: eu-west-1",
+            "A asks: which budget?",
+            "A: 50k",
+        ]
+        # an event recorded before histories named themselves: the agent's own turn goes
+        cb.record(
+            "assistant_message",
+            session_id="shared",
+            agent_id="agent-a",
+            data={"langchain_message": {"type": "ai", "data": {"content": "old A"}}},
+        )
+        a.clear()
+        assert [m.text for m in b.messages] == ["B asks: which region?", "B: eu-west-1"]
 
 
 def test_chat_history_keeps_repeated_messages_and_refuses_an_archive(tmp_path: Path) -> None:

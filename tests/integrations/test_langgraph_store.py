@@ -4,6 +4,7 @@ storage backends; then a real LangGraph graph that reads and writes memories thr
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -136,6 +137,12 @@ def test_ttl_expires_and_reading_refreshes(cb: ContextBase) -> None:
     assert store.get(("t",), "short") is None
     assert [i.key for i in store.search(("t",))] == ["long"]
     assert store.list_namespaces() == [("t",)]
+    # other agents do not see it either, before any sweep: ctxbase search and assembly
+    gone = store._entity_id(("t",), "short")
+    assert gone not in {c.item.owner_id for c in cb.search('"v": 1', top_k=20).results}
+    ctx = cb.assemble_context(agent_role="coder", user_intent='"v": 1')
+    assert gone not in json.dumps(ctx.messages)
+    assert gone in {d["id"] for d in cb.get_trace(ctx.context_id)["dropped"]}
     assert store.sweep_ttl() == 1
     assert len(cb.list_entities(type=ITEM_TYPE)) == 1
     # Reading pushes the expiry out again.
@@ -161,3 +168,47 @@ def test_query_ranks_within_a_namespace_crowded_by_others(cb: ContextBase) -> No
     hits = store.search(("mine",), query="Redis cache orders", limit=2)
     assert [h.key for h in hits] == ["a", "b"]
     assert hits[0].score is not None  # ranked by the query, not appended
+
+
+def test_delete_hides_and_a_put_brings_the_key_back(cb: ContextBase) -> None:
+    store = CtxbaseStore(cb)
+    ns = ("mem", "alice")
+    store.put(ns, "k1", {"text": "Alice wants invoices in EUR"})
+    store.put(ns, "k2", {"text": "Alice deploys on Tuesdays"})
+    gone = store._entity_id(ns, "k1")
+    store.delete(ns, "k1")
+    store.delete(ns, "k1")  # again: no error
+    assert store.get(ns, "k1") is None
+    assert [i.key for i in store.search(ns)] == ["k2"]
+    assert [i.key for i in store.search(ns, query="invoices in EUR")] == ["k2"]
+    owners = {c.item.owner_id for c in cb.search("invoices EUR", preset="keyword").results}
+    assert gone not in owners  # other agents' searches do not find it either
+    # hidden, not forgotten: restorable, and purged with the other soft-deleted rows
+    assert cb.set_hidden([gone], True).unchanged == [gone]
+    # a put to the key afterwards stores it afresh, visible everywhere again
+    store.put(ns, "k1", {"text": "Alice wants invoices in CHF now"})
+    item = store.get(ns, "k1")
+    assert item is not None and item.value == {"text": "Alice wants invoices in CHF now"}
+    assert {i.key for i in store.search(ns, query="invoices in CHF")} == {"k1", "k2"}
+    owners = {c.item.owner_id for c in cb.search("invoices CHF", preset="keyword").results}
+    assert gone in owners
+    # a namespace whose every item is deleted is listed no more
+    store.put(("scratch",), "x", {"v": 1})
+    store.delete(("scratch",), "x")
+    assert store.list_namespaces() == [ns]
+    store.put(("scratch",), "x", {"v": 2})
+    assert store.list_namespaces() == [ns, ("scratch",)]
+
+
+def test_hard_delete_forgets_for_good(cb: ContextBase) -> None:
+    store = CtxbaseStore(cb, hard_delete=True)
+    store.put(("mem",), "k", {"text": "forget me"})
+    eid = store._entity_id(("mem",), "k")
+    store.delete(("mem",), "k")
+    assert store.get(("mem",), "k") is None
+    report = cb.set_hidden([eid], False)  # nothing left to restore: only its tombstone
+    assert report.already_forgotten == [eid] and report.changed == 0
+    store.delete(("mem",), "k")  # forgetting again is no error
+    store.put(("mem",), "k", {"text": "new"})
+    got = store.get(("mem",), "k")
+    assert got is not None and got.value == {"text": "new"}

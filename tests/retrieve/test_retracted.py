@@ -195,7 +195,8 @@ def test_a_per_turn_tool_result_of_an_earlier_turn_is_marked_expired_not_retract
     hits = run_tool(ToolScope(cb), "search_memory", {"query": query, "mode": "keyword"})
     assert stock not in {h["id"] for h in hits["results"]}
     assert (
-        "1 retracted, 1 expired (per-turn tool results of earlier turns), 0 rated" in (hits["note"])
+        "1 retracted, 1 expired (per-turn tool results of earlier turns, or past expires_at), "
+        "0 rated" in (hits["note"])
     )
 
     ctx = cb.assemble_context(agent_role="planner", user_intent=query, session_id="other")

@@ -7,6 +7,7 @@ looked at; the strategies (strategies.py) feed it through `add`, `follow` and `s
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..components import ComponentsSource, components_of
 from ..model import Entity, Event, Relation
 from ..retrieve.config import SearchConfig
+from ..retrieve.expiry import expires_at
 from ..retrieve.indexing import names_its_text
 from ..retrieve.search import Candidate, SearchResponse
 from ..retrieve.signals import Confidence, rated_false, tool_failed
@@ -325,15 +327,22 @@ class Gatherer:
         self.drop(gone, "duplicate", detail)
 
     def drop_withdrawn(self, also: Sequence[str] = ()) -> dict[str, Confidence]:
-        """Leave out candidates rated false ("wrong"), and statements anchoring cut from a
-        message that is rated false or retracted: searches leave out what is itself rated
-        false, but references, edges and the session's own code reach memories without a
-        search, and a statement (a decision, its SQL) stands or falls with its message.
+        """Leave out candidates rated false ("wrong"), statements anchoring cut from a
+        message that is rated false or retracted, and entities past their expiry time
+        (retrieve/expiry.py): searches leave out what is itself rated false or expired, but
+        references, edges and the session's own code reach memories without a search, and
+        a statement (a decision, its SQL) stands or falls with its message.
         Returns those of `also` (the history's messages) that are rated false."""
         store = self.cb.store
         cut: dict[str, tuple[str, str]] = {}  # entity -> (the message it came from, its text)
         entities = [c.owner_id for c in self.cands.values() if c.kind == "entity"]
+        now = time.time()
         for e in store.get_entities(self.pid, entities) if entities else []:
+            at = expires_at(e.properties)  # an expired entity is out, however it came in
+            if at is not None and at <= now:
+                self.drop(e.id, "expired", f"expires_at {at:.0f} passed")
+                del self.cands[e.id]
+                continue
             source = e.properties.get("event_id")
             if isinstance(source, str) and source:
                 cut[e.id] = (source, e.text)

@@ -8,14 +8,14 @@
 The retriever recalls through integrations/recall.py (the `search_memory` and
 `assemble_context` tools: same hits, same fields as every other adapter); the history
 records each message as a ctxbase event of the session, linked to the message before it,
-so other agents find the conversation.
+so other agents find the conversation. `clear` hides the messages this history's agent
+recorded in the session (`cb.restore(ids)` brings them back); other agents' messages stay.
 """
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from contextlib import suppress
 from typing import TYPE_CHECKING, Any, Literal
 
 from . import require
@@ -40,18 +40,21 @@ with warnings.catch_warnings():  # deprecated in langchain-core 1.6.4, still wha
     warnings.simplefilter("ignore")
     from langchain_core.chat_history import BaseChatMessageHistory
 
-from ..errors import NotFoundError  # noqa: E402
 from .recall import assembled, searched  # noqa: E402
 from .tools import ToolScope, session_events  # noqa: E402
 
 if TYPE_CHECKING:
     from ..contextbase import ContextBase
+    from ..model import Event
     from ..serve.sdk import Client
 
 __all__ = ["CtxbaseChatHistory", "CtxbaseRetriever"]
 
 # A message's LangChain form rides in the event's data, so it comes back exactly.
 _LC_KEY = "langchain_message"
+# The agent of the history that recorded the message (a user message is written as the
+# user's, so the event's agent_id does not say whose history it came from).
+_BY_KEY = "langchain_history_agent"
 _EVENT_TYPE = {"human": "user_message", "ai": "assistant_message", "system": "system"}
 _EVENT_TYPE["tool"] = "tool_result"
 _FROM_TYPE = {"user_message": HumanMessage, "assistant_message": AIMessage}
@@ -136,7 +139,7 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
                 _EVENT_TYPE.get(m.type, "assistant_message"),
                 session_id=self.session_id,
                 text=m.text or None,
-                data={_LC_KEY: message_to_dict(m)},
+                data={_LC_KEY: message_to_dict(m), _BY_KEY: self.agent_id},
                 project=self.project,
                 agent_id=self.user_id if isinstance(m, HumanMessage) else self.agent_id,
                 agent_role=None if isinstance(m, HumanMessage) else self.agent_role,
@@ -146,7 +149,21 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
             parent = event.id
 
     def clear(self) -> None:
-        """Forget the session's events for good (hard forget); a history with nothing
-        stored (never written, or cleared already) is left as it is."""
-        with suppress(NotFoundError):
-            self.cb.forget(session_id=self.session_id, project=self.project)
+        """Hide the messages this history's agent recorded in the session (restorable with
+        `cb.restore`), as LlamaIndex's `reset` and AutoGen's `clear` do: other agents'
+        messages in a shared session stay, and nothing is deleted for good
+        (`cb.forget(session_id=...)` does that, with an admin key over the server). A history
+        with nothing of its own stored (never written, or cleared already) is left as it is."""
+        events = session_events(self.cb, self.session_id, HISTORY_LIMIT, self.project)
+        ids = [e.id for e in events if self._recorded_here(e)]
+        if ids:
+            self.cb.set_hidden(ids, True, project=self.project)
+
+    def _recorded_here(self, event: Event) -> bool:
+        data = event.data
+        if not isinstance(data, dict) or _LC_KEY not in data:
+            return False
+        if _BY_KEY in data:
+            return bool(data[_BY_KEY] == self.agent_id)
+        # recorded before histories named themselves: the agent's own (not the user's) turns
+        return event.agent_id == self.agent_id

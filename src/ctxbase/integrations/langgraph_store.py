@@ -8,10 +8,17 @@ agents (and `ctxbase search`) can see.
 Each item is one ctxbase entity (type `langgraph_item`, one per namespace and key) whose
 text is the item's indexed fields, so `search(query=...)` runs ctxbase's hybrid search
 (keywords with Chinese segmentation, embeddings, graph) and the items show up in assembled
-contexts. Filters, namespace listing and TTL follow LangGraph's `InMemoryStore`; without a
-query, results are most recently updated first (as LangGraph's PostgresStore). Listing and
-filtering read every item of the project's store, which suits agent memories (thousands),
-not bulk data.
+contexts. Filters, namespace listing and TTL follow LangGraph's `InMemoryStore` (an item
+past its TTL is out of ctxbase's searches and assemblies too: its entity's `expires_at`
+is honoured there); without a query, results are most recently updated first (as
+LangGraph's PostgresStore). Listing and filtering read every item of the project's store,
+which suits agent memories (thousands), not bulk data.
+
+`delete` (and `sweep_ttl`, and a put of None) hides the item, as `cb.soft_delete` does: it
+leaves get, search, namespace listings and every ctxbase search and assembly, a later put
+to the key stores it afresh, and over the server a `write` key may do it. With
+`hard_delete=True` the item is forgotten for good instead (`cb.forget`: an `admin` key over
+the server).
 """
 
 from __future__ import annotations
@@ -160,10 +167,15 @@ class CtxbaseStore(BaseStore):
         ttl: TTLConfig | None = None,
         index_fields: Sequence[str] | None = None,
         search_preset: str = "hybrid",
+        hard_delete: bool = False,
     ) -> None:
         """`index_fields`: the value paths whose text is searched (default: the whole value
-        as JSON); `ttl`: LangGraph's TTLConfig (default_ttl in minutes, refresh_on_read)."""
+        as JSON); `ttl`: LangGraph's TTLConfig (default_ttl in minutes, refresh_on_read);
+        `hard_delete`: a delete forgets the item for good (needs an admin key over the
+        server) instead of hiding it (restorable with `cb.restore`, purged by
+        `cb.purge_soft_deleted`)."""
         self.cb = cb
+        self.hard_delete = hard_delete
         self.project = project or cb.project
         self.ttl_config = ttl
         self.index_fields = list(index_fields) if index_fields is not None else None
@@ -226,10 +238,14 @@ class CtxbaseStore(BaseStore):
         )
 
     def _delete(self, entity_ids: list[str]) -> None:
-        if entity_ids:
-            # deleting a key that is not there is no error for a BaseStore
-            with suppress(NotFoundError):
+        if not entity_ids:
+            return
+        # deleting a key that is not there (or deleted already) is no error for a BaseStore
+        with suppress(NotFoundError):
+            if self.hard_delete:
                 self.cb.forget(entity_ids=entity_ids, project=self.project)
+            else:
+                self.cb.set_hidden(entity_ids, True, project=self.project)
 
     def _refresh(self, stored: _Stored, refresh: bool) -> None:
         """Push the expiry of an item with a TTL out again, as reading it counts as use."""
@@ -249,7 +265,9 @@ class CtxbaseStore(BaseStore):
         )
 
     def sweep_ttl(self) -> int:
-        """Delete every expired item now; returns how many went."""
+        """Delete (hide, or with `hard_delete` forget) every expired item now; returns how
+        many went. Expired items are out of every read before that: the store's, and (by
+        their entity's `expires_at`, retrieve/expiry.py) ctxbase's searches and assemblies."""
         now = time.time()
         expired = [s.entity_id for s in self._all() if s.expired(now)]
         self._delete(expired)

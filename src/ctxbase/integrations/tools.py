@@ -360,7 +360,11 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
         retracted = sum(1 for c in withheld if c.dropped and c.dropped.startswith("retracted"))
         expired = sum(1 for c in withheld if c.dropped and c.dropped.startswith("expired"))
         ids = ", ".join(c.item.owner_id for c in withheld[:5])
-        stale = f"{expired} expired (per-turn tool results of earlier turns), " if expired else ""
+        stale = (
+            f"{expired} expired (per-turn tool results of earlier turns, or past expires_at), "
+            if expired
+            else ""
+        )
         notes.append(
             f"{len(withheld)} match(es) left out ({ids}): {retracted} retracted, {stale}"
             f"{len(withheld) - retracted - expired} rated wrong or below the confidence floor"

@@ -28,6 +28,7 @@ from .dense_feedback import dense_feedback_hits
 from .embed.base import Embedder, FloatVector, embed_queries
 from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
+from .expiry import KnownExpiries, mark_expired
 from .feedback import feedback_hits
 from .filter_scope import FilterScope, first_admitted, restricts
 from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, weighted_fuse
@@ -90,7 +91,8 @@ class Candidate:
     # out unless min_confidence is 0, which keeps memories rated wrong too (retracted.py)
     retracted: bool = False
     # a per-turn tool result of an earlier turn (or a statement cut from one): left out and
-    # kept as a retracted message is, marked for what it is
+    # kept as a retracted message is, marked for what it is; or an entity whose expiry
+    # time has passed (expiry.py): always left out
     expired: bool = False
     # with a recency cue and a kind named ("the SQL from last time"): its place among the
     # candidates of that kind, newest first (retrieve/recency.py)
@@ -203,6 +205,7 @@ class Searcher:
         self.usage = UsageRecorder(store)
         self.known_signals = KnownSignals()  # confidence read by earlier searches
         self.known_statuses = KnownStatuses()  # retracted messages, by session
+        self.known_expiries = KnownExpiries()  # entities' expiry times (expiry.py)
 
     def query_vector(self, query: str) -> FloatVector:
         """The query's vector (cached); EmbedderUnavailableError when the embedder fails.
@@ -289,6 +292,7 @@ class Searcher:
             "keyword_index": self.keywords.drop(project_id),
             "memory_signals": self.known_signals.drop(project_id),
             "message_statuses": self.known_statuses.drop(project_id),
+            "entity_expiries": self.known_expiries.drop(project_id),
         }
 
     def warm_queries(self, queries: list[str]) -> None:
@@ -497,6 +501,7 @@ class Searcher:
         adjust_expanded(cands.values(), query, config, now, signals)
         t = time.perf_counter()
         mark_retracted(self.store, project_id, cands.values(), config, self.known_statuses)
+        mark_expired(self.store, project_id, cands.values(), self.known_expiries, now)
         timings["retracted"] = _ms(t)
         if config.recency_order and (kinds := recent_kinds(query)):  # "the SQL from last time"
             live = [c for c in cands.values() if c.dropped is None]  # not the retracted
