@@ -219,3 +219,59 @@ def test_forget_tool_removes_a_repository_only_when_hard(cb: ContextBase, tmp_pa
     query = {"query": "auth_v2 token refresh workaround", "mode": "keyword"}
     left = call(admin, "search_memory", query)["results"]
     assert left and {h["repo"] for h in left} == {"user-service"}
+
+
+def test_search_finds_current_facts_only(cb: ContextBase) -> None:
+    """A fact remembered with fact_key is found by search_memory under `facts`; a replaced
+    value and a forgotten fact are not."""
+    scope = ToolScope(cb, agent_id="claude")
+    budget = {"fact_key": "budget", "fact_scope": "project"}
+    call(scope, "remember", {"text": "budget is 50k", **budget})
+    found = call(scope, "search_memory", {"query": "what is the budget"})["facts"]
+    assert [(f["key"], f["value"], f["scope"]) for f in found] == [
+        ("budget", "budget is 50k", "project")
+    ]
+    budget = {"fact_key": "budget", "fact_scope": "project"}
+    call(scope, "remember", {"text": "budget is 80k", **budget})
+    found = call(scope, "search_memory", {"query": "budget"})["facts"]
+    assert [(f["value"], f["version"]) for f in found] == [("budget is 80k", 2)]
+    # a session's fact is found without naming the session, and by its key's words
+    call(scope, "remember", {"text": "PostgreSQL 16", "fact_key": "billing.db", "session_id": "s2"})
+    hit = call(scope, "search_memory", {"query": "billing database"})["facts"]
+    assert [(f["key"], f.get("session_id")) for f in hit] == [("billing.db", "s2")]
+    assert "facts" not in call(scope, "search_memory", {"query": "giraffes"})
+    # a types filter without "fact" leaves facts out
+    typed = call(scope, "search_memory", {"query": "budget", "types": ["user_message"]})
+    assert "facts" not in typed
+    gone = call(scope, "forget", {"fact_keys": ["budget"], "fact_scope": "project"})
+    assert gone == {"facts_deleted": ["budget"], "facts_not_found": []}
+    assert "facts" not in call(scope, "search_memory", {"query": "budget"})
+    again = call(scope, "forget", {"fact_keys": ["budget"], "fact_scope": "project"})["error"]
+    assert again["code"] == "not_found" and "no fact 'budget'" in again["message"], again
+    # the old value stays in the fact's history (a delete is a recorded change)
+    history = cb.fact_history("budget", scope_id=cb.project, scope="project")
+    assert [h.deleted for h in history][-1] is True
+
+
+def test_session_facts_make_a_session_that_forget_reaches(cb: ContextBase) -> None:
+    scope = ToolScope(cb, agent_id="claude")
+    call(scope, "remember", {"text": "db choice", "fact_key": "billing.db", "session_id": "s2"})
+    sessions = call(scope, "list_sessions", {})["sessions"]
+    assert [s["session_id"] for s in sessions] == ["s2"]
+    done = call(scope, "forget", {"session_id": "s2"})
+    assert done["facts_deleted"] == ["billing.db"] and done["not_found"] == [], done
+    assert cb.get_facts(scope_id="s2", scope="session") == {}
+    # a fact set through the library for a session nothing was captured in: forgettable
+    cb.set_fact("k", "v", scope_id="lonely", scope="session")
+    report = cb.forget(session_id="lonely")
+    assert report.removed.get("state") == 1 and report.not_found == []
+    assert cb.get_facts(scope_id="lonely", scope="session") == {}
+    call(scope, "remember", {"text": "x", "fact_key": "k3", "session_id": "s3"})
+    hard = call(scope, "forget", {"session_id": "s3", "hard": True})
+    assert hard["removed"]["state"] == 1 and hard["removed"]["sessions"] == 1
+    # by key, from the named session's facts only
+    call(scope, "remember", {"text": "blue", "fact_key": "colour", "session_id": "s4"})
+    call(scope, "remember", {"text": "event in s4", "session_id": "s4"})
+    keyed = call(scope, "forget", {"fact_keys": ["colour", "size"], "session_id": "s4"})
+    assert keyed == {"facts_deleted": ["colour"], "facts_not_found": ["size"]}
+    assert len(cb.last_events("s4", 10)) == 1  # the session's events stay

@@ -202,3 +202,28 @@ def test_forget_tool_hides_a_session_in_pages_over_the_remote_client(
         assert some["unchanged"] == [kept] and some["not_found"] == ["nope"], some
     finally:
         client.close()
+
+
+def test_facts_are_searched_and_forgotten_over_http(live: Live, pid: str) -> None:
+    """search_memory finds a remembered fact's current value; forget deletes it by key and
+    with its session (one nothing was captured in, which list_sessions shows)."""
+    key = live.key(pid, role="write")
+    _, *answers = mcp_call(
+        endpoint(live, pid),
+        key,
+        ("remember", {"text": "50k", "fact_key": "budget", "fact_scope": "project"}),
+        ("remember", {"text": "80k", "fact_key": "budget", "fact_scope": "project"}),
+        ("remember", {"text": "PostgreSQL 16", "fact_key": "billing.db", "session_id": "s2"}),
+        ("search_memory", {"query": "budget"}),
+        ("list_sessions", {}),
+        ("forget", {"fact_keys": ["budget"], "fact_scope": "project"}),
+        ("forget", {"session_id": "s2"}),
+        ("search_memory", {"query": "budget billing"}),
+    )
+    assert not any(a.is_error for a in answers), [payload(a) for a in answers]
+    found = payload(answers[3])["facts"]
+    assert [(f["key"], f["value"]) for f in found] == [("budget", "80k")]
+    assert [s["session_id"] for s in payload(answers[4])["sessions"]] == ["s2"]
+    assert payload(answers[5])["facts_deleted"] == ["budget"]
+    assert payload(answers[6])["facts_deleted"] == ["billing.db"]
+    assert "facts" not in payload(answers[7])

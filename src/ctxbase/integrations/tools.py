@@ -28,6 +28,7 @@ from ..errors import CtxbaseError, NotFoundError, ValidationError
 from ..forgetting import nothing_matched
 from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
+from .tool_facts import DEFAULT_SESSION, delete_facts, matching_facts, session_facts
 
 if TYPE_CHECKING:
     from ..serve.sdk import Client
@@ -106,10 +107,13 @@ class _Args(BaseModel):
 
 class SearchMemoryArgs(_Args):
     """Search the shared memory (past messages, tool calls and results, documents, code,
-    SQL, facts) by keywords and meaning. Use it before answering anything that may have
-    been said, decided or done earlier ("the SQL from last time", "what did the tester
-    find"). Returns the best hits, best first, each with its id, type, text and score;
-    none, with a note, when nothing stored is about the query."""
+    SQL) by keywords and meaning, and the current facts (remember with fact_key) by
+    keywords. Use it before answering anything that may have been said, decided or done
+    earlier ("the SQL from last time", "what did the tester find"). Returns the best hits,
+    best first, each with its id, type, text and score (none, with a note, when nothing
+    stored is about the query), and under facts the current facts whose key or value
+    shares words with the query (only current values: a replaced or forgotten value is
+    not returned)."""
 
     query: str = Field(
         min_length=1, max_length=2000, description="What to look for, in natural language."
@@ -122,7 +126,7 @@ class SearchMemoryArgs(_Args):
         default=None,
         max_length=20,
         description="Only these event or entity types, e.g. user_message, tool_result, "
-        "python_function, sql_table, document_section.",
+        "python_function, sql_table, document_section, fact.",
     )
     repos: list[str] | None = Field(
         default=None,
@@ -201,9 +205,12 @@ class RememberArgs(_Args):
 
 
 class ForgetArgs(_Args):
-    """Remove memories: the given events, or every event of a session. By default they
-    are hidden (reversible); hard=true deletes them for good (needs an admin key), and
-    can delete ingested repositories whole (repos).
+    """Remove memories: the given events, every event and fact of a session, or facts by
+    key (fact_keys). By default events are hidden (reversible); hard=true deletes them for
+    good (needs an admin key), and can delete ingested repositories whole (repos). A
+    forgotten fact is deleted (its history keeps the old values); with fact_keys,
+    session_id and fact_scope name where the facts are, as in remember, and nothing else
+    of that session is forgotten.
     Returns how many were hidden or removed, and the ids (and session) that were hidden
     already (unchanged), forgotten before (already_forgotten, repositories too) or
     unknown (not_found); an error (not_found) when nothing named is known, or when a
@@ -219,7 +226,19 @@ class ForgetArgs(_Args):
         description="Ids of events or entities to forget (a search hit's id).",
     )
     session_id: str | None = Field(
-        default=None, max_length=200, description="Forget every event of this session."
+        default=None,
+        max_length=200,
+        description="Forget every event and fact of this session (with fact_keys: the "
+        "session whose facts they are, default 'memory').",
+    )
+    fact_keys: list[str] = Field(
+        default_factory=list,
+        max_length=200,
+        description="Keys of facts to delete (remember's fact_key).",
+    )
+    fact_scope: Literal["session", "project"] = Field(
+        default="session",
+        description="With fact_keys: the facts of the session (default) or of the project.",
     )
     repos: list[str] = Field(
         default_factory=list,
@@ -344,6 +363,10 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
                 hit[key] = value
         hits.append(hit)
     out: dict[str, Any] = {"query": response.query, "results": hits}
+    with_facts = not a.repos and (not a.types or "fact" in a.types)
+    facts = matching_facts(scope, a.query, a.session_id, a.top_k) if with_facts else []
+    if facts:
+        out["facts"] = facts
     notes = [response.off_topic] if response.off_topic else []
     # an agent cannot tell a memory that is not there from one withheld: say how many were
     # only those that would have been results: scoring at least the last result's score
@@ -388,6 +411,8 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
     pid = scope.project_id
     if a.fact_key is not None:
         scope_id = a.session_id if a.fact_scope == "session" else pid
+        if a.fact_scope == "session":  # listed by list_sessions, forgotten with it
+            _ensure_session(scope, a.session_id)
         if not isinstance(scope.cb, ContextBase):  # the remote client
             fact = scope.cb.set_fact(
                 a.fact_key, a.text, scope_id=scope_id, scope=a.fact_scope, project=pid
@@ -417,9 +442,53 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
     return {"kind": "event", "event_id": event.id, "session_id": event.session_id}
 
 
+def _ensure_session(scope: ToolScope, session_id: str) -> None:
+    try:
+        scope.cb.get_session(session_id, project=scope.project_id)
+    except NotFoundError as error:
+        if error.kind != "session":
+            raise
+        scope.cb.create_session(session_id, project=scope.project_id)
+
+
 def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
-    if not a.event_ids and not a.session_id and not a.repos:
-        raise ValidationError("event_ids", "name event_ids, a session_id or repos to forget")
+    if not a.event_ids and not a.session_id and not a.repos and not a.fact_keys:
+        raise ValidationError(
+            "event_ids", "name event_ids, a session_id, fact_keys or repos to forget"
+        )
+    if a.fact_keys:  # session_id names the facts' session: only the facts go
+        if a.hard and not scope.allows("admin"):
+            from ..serve.errors import PermissionDeniedError
+
+            raise PermissionDeniedError(
+                f"hard forget needs an admin key; this one is {scope.role!r}"
+            )
+        deleted, missing = delete_facts(scope, a.fact_keys, a.fact_scope, a.session_id)
+        if not a.event_ids and not a.repos:
+            if not deleted:
+                session = a.session_id or DEFAULT_SESSION
+                where = "" if a.fact_scope == "project" else f"session {session!r} of "
+                keys = ", ".join(repr(k) for k in missing)
+                raise NotFoundError(
+                    "fact",
+                    missing[0],
+                    ids=missing,
+                    message=f"nothing to forget: no fact {keys} in {where}project "
+                    f"{scope.project_id!r} (fact_scope={a.fact_scope!r})",
+                )
+            return {"facts_deleted": deleted, "facts_not_found": missing}
+        out = _forget_nodes(scope, a.model_copy(update={"session_id": None}))
+        return {**out, "facts_deleted": deleted, "facts_not_found": missing}
+    out = _forget_nodes(scope, a)
+    if a.session_id and not a.hard:  # a hard forget deletes the session's facts itself
+        held = session_facts(scope, a.session_id)
+        deleted, _ = delete_facts(scope, held, "session", a.session_id)
+        if deleted:
+            out["facts_deleted"] = deleted
+    return out
+
+
+def _forget_nodes(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
     if a.repos and not a.hard:
         raise ValidationError(
             "repos", "a repository cannot be hidden (its next ingest brings it back): hard=true"
@@ -473,6 +542,8 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
     # A session the project does not hold is named in the answer, as the library's hard
     # forget names it; when nothing named is known at all, the call fails (not found).
     missing = _missing_session(scope, a.session_id) if a.session_id else None
+    if missing == "not_found" and a.session_id and session_facts(scope, a.session_id):
+        missing = None  # a session only facts were set for: its facts are forgotten
     if missing == "not_found" and not a.event_ids:
         raise nothing_matched("hide", [("session", a.session_id or "")], pid)
     if missing is not None:
