@@ -275,3 +275,24 @@ def test_session_facts_make_a_session_that_forget_reaches(cb: ContextBase) -> No
     keyed = call(scope, "forget", {"fact_keys": ["colour", "size"], "session_id": "s4"})
     assert keyed == {"facts_deleted": ["colour"], "facts_not_found": ["size"]}
     assert len(cb.last_events("s4", 10)) == 1  # the session's events stay
+
+
+def test_argument_errors_come_all_at_once_named_as_the_tool(cb: ContextBase) -> None:
+    scope = ToolScope(cb)
+    event_id = call(scope, "remember", {"text": "x"})["event_id"]
+    err = call(scope, "rate_memory", {"id": event_id, "rating": "helpful"})["error"]
+    assert err["message"] == "label: is required; rating: unknown argument; did you mean 'label'?"
+    assert err["field"] == "label" and err["fields"] == ["label", "rating"]
+    err = call(scope, "search_memory", {"query": " ", "top_k": 0, "bogus": 1})["error"]
+    assert err["fields"] == ["query", "top_k", "bogus"], err
+    assert err["message"].startswith("query: is blank; top_k: ")
+    assert "bogus: unknown argument (arguments: query, top_k," in err["message"]
+    typo = call(scope, "assemble_context", {"intnet": "x"})["error"]
+    assert "intnet: unknown argument; did you mean 'intent'?" in typo["message"]
+    # the library's names are not the tool's: event_type, not type; a memory, not a node
+    banana = call(scope, "remember", {"text": "t", "event_type": "banana"})["error"]
+    assert banana["field"] == "event_type" and "banana" in banana["message"]
+    assert "fields" not in banana
+    nope = call(scope, "rate_memory", {"id": "nope", "label": "helpful"})["error"]
+    assert nope["code"] == "not_found" and nope["message"].startswith("no memory 'nope'")
+    assert "node" not in nope["message"]

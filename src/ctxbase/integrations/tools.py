@@ -14,9 +14,11 @@ project argument, so a model's tool call can never reach another project.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -430,16 +432,28 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
                 project=pid,
             )
         return {"kind": "fact", "key": fact.key, "scope": fact.scope, "version": fact.version}
-    event = scope.cb.record(
-        a.event_type,
-        session_id=a.session_id,
-        text=a.text,
-        project=pid,
-        agent_id=scope.agent_id,
-        agent_role=scope.agent_role,
-        parent_event_ids=list(a.parent_event_ids),
-    )
+    with _named_as_the_tool({"type": "event_type"}):
+        event = scope.cb.record(
+            a.event_type,
+            session_id=a.session_id,
+            text=a.text,
+            project=pid,
+            agent_id=scope.agent_id,
+            agent_role=scope.agent_role,
+            parent_event_ids=list(a.parent_event_ids),
+        )
     return {"kind": "event", "event_id": event.id, "session_id": event.session_id}
+
+
+@contextmanager
+def _named_as_the_tool(names: Mapping[str, str]) -> Iterator[None]:
+    """A library ValidationError re-raised with the field named as the tool's argument."""
+    try:
+        yield
+    except ValidationError as error:
+        if type(error) is not ValidationError or error.field not in names:
+            raise
+        raise ValidationError(names[error.field], error.message) from error
 
 
 def _ensure_session(scope: ToolScope, session_id: str) -> None:
@@ -603,15 +617,26 @@ def _get_trace(scope: ToolScope, a: GetTraceArgs) -> dict[str, Any]:
 
 
 def _rate_memory(scope: ToolScope, a: RateMemoryArgs) -> dict[str, Any]:
-    given = scope.cb.feedback(
-        a.id,
-        a.label,
-        confidence=a.confidence,
-        context_id=a.context_id,
-        note=a.note,
-        by=f"agent:{scope.agent_id}",
-        project=scope.project_id,
-    )
+    try:
+        with _named_as_the_tool({"node_id": "id"}):
+            given = scope.cb.feedback(
+                a.id,
+                a.label,
+                confidence=a.confidence,
+                context_id=a.context_id,
+                note=a.note,
+                by=f"agent:{scope.agent_id}",
+                project=scope.project_id,
+            )
+    except NotFoundError as error:
+        if error.kind != "node":
+            raise
+        raise NotFoundError(
+            "memory",
+            a.id,
+            message=f"no memory {a.id!r} in project {scope.project_id!r}: give the id of "
+            "a search_memory result or of an assembled context's item",
+        ) from None
     out: dict[str, Any] = {
         "id": given.node_id,
         "label": given.label,
@@ -658,12 +683,41 @@ def _parse(spec: ToolSpec, arguments: Mapping[str, Any] | str | None) -> _Args:
     try:
         return spec.args.model_validate(arguments)
     except PydanticValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "arguments"
-        value = err.get("input")
-        if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
-            raise ValidationError(field, "is blank") from exc  # as the library says it
-        raise ValidationError(field, str(err["msg"])) from exc
+        errors = exc.errors()
+        missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing" and e["loc"]]
+        unknown = [e for e in errors if e["type"] == "extra_forbidden"]
+        # one unknown argument beside one missing one: most likely its other name
+        instead = missing[0] if len(missing) == 1 and len(unknown) == 1 else None
+        problems = [_problem(spec, err, instead) for err in errors]
+        raise ArgumentsError(problems) from exc
+
+
+class ArgumentsError(ValidationError):
+    """Every problem of a tool call's arguments at once, each named as the tool names the
+    argument: (field, message) pairs; `field` is the first one's."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        first, text = problems[0]
+        rest = "".join(f"; {field}: {message}" for field, message in problems[1:])
+        super().__init__(first, text + rest)
+
+
+def _problem(spec: ToolSpec, err: Any, instead: str | None) -> tuple[str, str]:
+    field = ".".join(str(p) for p in err["loc"]) or "arguments"
+    value = err.get("input")
+    if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
+        return field, "is blank"  # as the library says it
+    if err["type"] == "missing":
+        return field, "is required"
+    if err["type"] == "extra_forbidden":
+        known = [*spec.args.model_fields, *spec.args.aliases]
+        close = difflib.get_close_matches(field, known, n=1, cutoff=0.5)
+        if not close and instead is not None:
+            close = [instead]
+        guess = f"; did you mean {close[0]!r}?" if close else f" (arguments: {', '.join(known)})"
+        return field, f"unknown argument{guess}"
+    return field, str(err["msg"])
 
 
 def run_tool(
@@ -693,13 +747,14 @@ def run_tool(
 def tool_error(exc: BaseException) -> dict[str, Any]:
     """The answer a model gets for a failed call: what went wrong and which argument."""
     if isinstance(exc, CtxbaseError):
-        return {
-            "error": {
-                "code": exc.code,
-                "message": str(exc),
-                "field": getattr(exc, "field", None),
-            }
+        error: dict[str, Any] = {
+            "code": exc.code,
+            "message": str(exc),
+            "field": getattr(exc, "field", None),
         }
+        if isinstance(exc, ArgumentsError) and len(exc.problems) > 1:
+            error["fields"] = [field for field, _ in exc.problems]
+        return {"error": error}
     log.error("tool call failed", exc_info=exc)
     return {"error": {"code": "internal", "message": "internal error", "field": None}}
 
