@@ -281,7 +281,7 @@ def test_argument_errors_come_all_at_once_named_as_the_tool(cb: ContextBase) -> 
     scope = ToolScope(cb)
     event_id = call(scope, "remember", {"text": "x"})["event_id"]
     err = call(scope, "rate_memory", {"id": event_id, "rating": "helpful"})["error"]
-    assert err["message"] == "label: is required; rating: unknown argument; did you mean 'label'?"
+    assert err["message"] == "label: is missing; rating: unknown argument; did you mean 'label'?"
     assert err["field"] == "label" and err["fields"] == ["label", "rating"]
     err = call(scope, "search_memory", {"query": " ", "top_k": 0, "bogus": 1})["error"]
     assert err["fields"] == ["query", "top_k", "bogus"], err
@@ -296,3 +296,18 @@ def test_argument_errors_come_all_at_once_named_as_the_tool(cb: ContextBase) -> 
     nope = call(scope, "rate_memory", {"id": "nope", "label": "helpful"})["error"]
     assert nope["code"] == "not_found" and nope["message"].startswith("no memory 'nope'")
     assert "node" not in nope["message"]
+
+
+def test_tool_limits_are_the_librarys(cb: ContextBase) -> None:
+    """A query or intent of up to 8,000 characters (MAX_QUERY_CHARS), as the library and
+    REST take; one longer is refused naming the argument."""
+    scope = ToolScope(cb)
+    call(scope, "remember", {"text": "orders are cached"})
+    long_query = "orders " * 1100  # 7,700 characters
+    assert "results" in call(scope, "search_memory", {"query": long_query})
+    err = call(scope, "search_memory", {"query": "x" * 8001})["error"]
+    assert err["field"] == "query" and "8000" in err["message"], err
+    err = call(scope, "assemble_context", {"intent": "x" * 8001})["error"]
+    assert err["field"] == "intent", err
+    props = TOOLS["remember"].input_schema()["properties"]
+    assert props["text"]["maxLength"] == 1_000_000

@@ -30,6 +30,7 @@ from ..errors import CtxbaseError, NotFoundError, ValidationError
 from ..forgetting import nothing_matched
 from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
+from ..validation import MAX_QUERY_CHARS, MAX_TEXT_BYTES
 from .tool_facts import DEFAULT_SESSION, delete_facts, matching_facts, session_facts
 
 if TYPE_CHECKING:
@@ -118,7 +119,9 @@ class SearchMemoryArgs(_Args):
     not returned)."""
 
     query: str = Field(
-        min_length=1, max_length=2000, description="What to look for, in natural language."
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="What to look for, in natural language.",
     )
     top_k: int = Field(default=8, ge=1, le=50, description="How many hits to return.")
     session_id: str | None = Field(
@@ -153,7 +156,7 @@ class AssembleContextArgs(_Args):
 
     intent: str = Field(
         min_length=1,
-        max_length=4000,
+        max_length=MAX_QUERY_CHARS,
         description="What you are about to do or answer (also accepted as user_intent).",
     )
     agent_role: str | None = Field(
@@ -176,7 +179,8 @@ class RememberArgs(_Args):
     finding). With fact_key, `text` becomes the current value of that fact (a new version
     replaces the old one; assembled contexts show current facts). Returns the stored id."""
 
-    text: str = Field(min_length=1, max_length=100_000, description="What to remember.")
+    # characters here; the library then checks the event's size in bytes (MAX_TEXT_BYTES)
+    text: str = Field(min_length=1, max_length=MAX_TEXT_BYTES, description="What to remember.")
     session_id: str = Field(
         default="memory",
         min_length=1,
@@ -709,7 +713,7 @@ def _problem(spec: ToolSpec, err: Any, instead: str | None) -> tuple[str, str]:
     if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
         return field, "is blank"  # as the library says it
     if err["type"] == "missing":
-        return field, "is required"
+        return field, "is missing"  # as REST says it
     if err["type"] == "extra_forbidden":
         known = [*spec.args.model_fields, *spec.args.aliases]
         close = difflib.get_close_matches(field, known, n=1, cutoff=0.5)
