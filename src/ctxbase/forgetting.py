@@ -171,8 +171,8 @@ def _targets(
     """The store forgets an id whichever list names it, so an id is known when it is an
     event or an entity, and already forgotten when it is neither but has an event's or an
     entity's tombstone; its kind in the answer is the list that named it. A session is
-    known when the project holds it, and already forgotten when it has a session's
-    tombstone."""
+    known when the project holds it or facts scoped to it (a fact can be set for a session
+    nothing was captured in), and already forgotten when it has a session's tombstone."""
     named = [("event", i) for i in dict.fromkeys(event_ids)]
     named += [("entity", i) for i in dict.fromkeys(entity_ids)]
     ids = list(dict.fromkeys(i for _, i in named))
@@ -186,7 +186,9 @@ def _targets(
     held = sum(1 for _, i in named if i in known)
     already = [i for i in ids if i in gone]
     if session_id is not None:
-        if store.get_session(pid, session_id) is not None:
+        if store.get_session(pid, session_id) is not None or store.get_state(
+            pid, "session", session_id
+        ):
             held += 1
         elif store.forgotten_ids(pid, [session_id], ("session",)):
             already.append(session_id)

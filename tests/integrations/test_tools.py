@@ -219,3 +219,95 @@ def test_forget_tool_removes_a_repository_only_when_hard(cb: ContextBase, tmp_pa
     query = {"query": "auth_v2 token refresh workaround", "mode": "keyword"}
     left = call(admin, "search_memory", query)["results"]
     assert left and {h["repo"] for h in left} == {"user-service"}
+
+
+def test_search_finds_current_facts_only(cb: ContextBase) -> None:
+    """A fact remembered with fact_key is found by search_memory under `facts`; a replaced
+    value and a forgotten fact are not."""
+    scope = ToolScope(cb, agent_id="claude")
+    budget = {"fact_key": "budget", "fact_scope": "project"}
+    call(scope, "remember", {"text": "budget is 50k", **budget})
+    found = call(scope, "search_memory", {"query": "what is the budget"})["facts"]
+    assert [(f["key"], f["value"], f["scope"]) for f in found] == [
+        ("budget", "budget is 50k", "project")
+    ]
+    budget = {"fact_key": "budget", "fact_scope": "project"}
+    call(scope, "remember", {"text": "budget is 80k", **budget})
+    found = call(scope, "search_memory", {"query": "budget"})["facts"]
+    assert [(f["value"], f["version"]) for f in found] == [("budget is 80k", 2)]
+    # a session's fact is found without naming the session, and by its key's words
+    call(scope, "remember", {"text": "PostgreSQL 16", "fact_key": "billing.db", "session_id": "s2"})
+    hit = call(scope, "search_memory", {"query": "billing database"})["facts"]
+    assert [(f["key"], f.get("session_id")) for f in hit] == [("billing.db", "s2")]
+    assert "facts" not in call(scope, "search_memory", {"query": "giraffes"})
+    # a types filter without "fact" leaves facts out
+    typed = call(scope, "search_memory", {"query": "budget", "types": ["user_message"]})
+    assert "facts" not in typed
+    gone = call(scope, "forget", {"fact_keys": ["budget"], "fact_scope": "project"})
+    assert gone == {"facts_deleted": ["budget"], "facts_not_found": []}
+    assert "facts" not in call(scope, "search_memory", {"query": "budget"})
+    again = call(scope, "forget", {"fact_keys": ["budget"], "fact_scope": "project"})["error"]
+    assert again["code"] == "not_found" and "no fact 'budget'" in again["message"], again
+    # the old value stays in the fact's history (a delete is a recorded change)
+    history = cb.fact_history("budget", scope_id=cb.project, scope="project")
+    assert [h.deleted for h in history][-1] is True
+
+
+def test_session_facts_make_a_session_that_forget_reaches(cb: ContextBase) -> None:
+    scope = ToolScope(cb, agent_id="claude")
+    call(scope, "remember", {"text": "db choice", "fact_key": "billing.db", "session_id": "s2"})
+    sessions = call(scope, "list_sessions", {})["sessions"]
+    assert [s["session_id"] for s in sessions] == ["s2"]
+    done = call(scope, "forget", {"session_id": "s2"})
+    assert done["facts_deleted"] == ["billing.db"] and done["not_found"] == [], done
+    assert cb.get_facts(scope_id="s2", scope="session") == {}
+    # a fact set through the library for a session nothing was captured in: forgettable
+    cb.set_fact("k", "v", scope_id="lonely", scope="session")
+    report = cb.forget(session_id="lonely")
+    assert report.removed.get("state") == 1 and report.not_found == []
+    assert cb.get_facts(scope_id="lonely", scope="session") == {}
+    call(scope, "remember", {"text": "x", "fact_key": "k3", "session_id": "s3"})
+    hard = call(scope, "forget", {"session_id": "s3", "hard": True})
+    assert hard["removed"]["state"] == 1 and hard["removed"]["sessions"] == 1
+    # by key, from the named session's facts only
+    call(scope, "remember", {"text": "blue", "fact_key": "colour", "session_id": "s4"})
+    call(scope, "remember", {"text": "event in s4", "session_id": "s4"})
+    keyed = call(scope, "forget", {"fact_keys": ["colour", "size"], "session_id": "s4"})
+    assert keyed == {"facts_deleted": ["colour"], "facts_not_found": ["size"]}
+    assert len(cb.last_events("s4", 10)) == 1  # the session's events stay
+
+
+def test_argument_errors_come_all_at_once_named_as_the_tool(cb: ContextBase) -> None:
+    scope = ToolScope(cb)
+    event_id = call(scope, "remember", {"text": "x"})["event_id"]
+    err = call(scope, "rate_memory", {"id": event_id, "rating": "helpful"})["error"]
+    assert err["message"] == "label: is missing; rating: unknown argument; did you mean 'label'?"
+    assert err["field"] == "label" and err["fields"] == ["label", "rating"]
+    err = call(scope, "search_memory", {"query": " ", "top_k": 0, "bogus": 1})["error"]
+    assert err["fields"] == ["query", "top_k", "bogus"], err
+    assert err["message"].startswith("query: is blank; top_k: ")
+    assert "bogus: unknown argument (arguments: query, top_k," in err["message"]
+    typo = call(scope, "assemble_context", {"intnet": "x"})["error"]
+    assert "intnet: unknown argument; did you mean 'intent'?" in typo["message"]
+    # the library's names are not the tool's: event_type, not type; a memory, not a node
+    banana = call(scope, "remember", {"text": "t", "event_type": "banana"})["error"]
+    assert banana["field"] == "event_type" and "banana" in banana["message"]
+    assert "fields" not in banana
+    nope = call(scope, "rate_memory", {"id": "nope", "label": "helpful"})["error"]
+    assert nope["code"] == "not_found" and nope["message"].startswith("no memory 'nope'")
+    assert "node" not in nope["message"]
+
+
+def test_tool_limits_are_the_librarys(cb: ContextBase) -> None:
+    """A query or intent of up to 8,000 characters (MAX_QUERY_CHARS), as the library and
+    REST take; one longer is refused naming the argument."""
+    scope = ToolScope(cb)
+    call(scope, "remember", {"text": "orders are cached"})
+    long_query = "orders " * 1100  # 7,700 characters
+    assert "results" in call(scope, "search_memory", {"query": long_query})
+    err = call(scope, "search_memory", {"query": "x" * 8001})["error"]
+    assert err["field"] == "query" and "8000" in err["message"], err
+    err = call(scope, "assemble_context", {"intent": "x" * 8001})["error"]
+    assert err["field"] == "intent", err
+    props = TOOLS["remember"].input_schema()["properties"]
+    assert props["text"]["maxLength"] == 1_000_000

@@ -202,3 +202,85 @@ def test_forget_tool_hides_a_session_in_pages_over_the_remote_client(
         assert some["unchanged"] == [kept] and some["not_found"] == ["nope"], some
     finally:
         client.close()
+
+
+def test_facts_are_searched_and_forgotten_over_http(live: Live, pid: str) -> None:
+    """search_memory finds a remembered fact's current value; forget deletes it by key and
+    with its session (one nothing was captured in, which list_sessions shows)."""
+    key = live.key(pid, role="write")
+    _, *answers = mcp_call(
+        endpoint(live, pid),
+        key,
+        ("remember", {"text": "50k", "fact_key": "budget", "fact_scope": "project"}),
+        ("remember", {"text": "80k", "fact_key": "budget", "fact_scope": "project"}),
+        ("remember", {"text": "PostgreSQL 16", "fact_key": "billing.db", "session_id": "s2"}),
+        ("search_memory", {"query": "budget"}),
+        ("list_sessions", {}),
+        ("forget", {"fact_keys": ["budget"], "fact_scope": "project"}),
+        ("forget", {"session_id": "s2"}),
+        ("search_memory", {"query": "budget billing"}),
+    )
+    assert not any(a.is_error for a in answers), [payload(a) for a in answers]
+    found = payload(answers[3])["facts"]
+    assert [(f["key"], f["value"]) for f in found] == [("budget", "80k")]
+    assert [s["session_id"] for s in payload(answers[4])["sessions"]] == ["s2"]
+    assert payload(answers[5])["facts_deleted"] == ["budget"]
+    assert payload(answers[6])["facts_deleted"] == ["billing.db"]
+    assert "facts" not in payload(answers[7])
+
+
+def _proxy(live: Live, key: str, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
+    """`ctxbase mcp --url URL --api-key KEY` (no --project, no --agent) over stdio."""
+    import os
+    import sys
+
+    from mcp import StdioServerParameters, stdio_client
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "ctxbase", "mcp", "--url", live.url, "--api-key", key],
+        env={**os.environ, "PYTHONPATH": src},
+    )
+
+    async def run() -> list[Any]:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return [await session.call_tool(name, args) for name, args in calls]
+
+    return anyio.run(run)
+
+
+def test_the_proxy_uses_the_keys_project_and_agent(live: Live, pid: str) -> None:
+    """Without --project the proxy serves the key's only project (as `ctxbase.connect`),
+    and writes as the key's agent, as REST and HTTP MCP do for the same key."""
+    key = live.key(pid, role="write")
+    (stored,) = _proxy(live, key, ("remember", {"text": "proxy note", "session_id": "px"}))
+    assert not stored.is_error, payload(stored)
+    event_id = payload(stored)["event_id"]
+    with live.client(key) as http:
+        event = http.get(f"/v1/projects/{pid}/events/{event_id}").json()
+    assert event["agent_id"] == key_agent(key_id(key))
+
+
+def test_the_proxy_asks_for_a_project_when_the_key_has_several(
+    live: Live, pid: str, other_pid: str, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    key = live.key(pid, other_pid, role="write")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    done = subprocess.run(
+        [sys.executable, "-m", "ctxbase", "mcp", "--url", live.url, "--api-key", key],
+        env={**os.environ, "PYTHONPATH": src},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert "pass --project; this key sees:" in done.stderr, done.stderr
+    assert pid in done.stderr and other_pid in done.stderr

@@ -136,3 +136,22 @@ def test_embedded_refuses_another_unknown_project_but_assembles_its_own(tmp_path
             cb.assemble_context(agent_role="a", user_intent="cache", project_id="frsh")
         assert cb.store.list_projects() == before
         assert cb.assemble_context(agent_role="a", user_intent="cache", project_id="fresh")
+
+
+def test_a_project_the_key_cannot_see_reads_as_not_found_with_a_hint(
+    live: Live, pid: str, other_pid: str
+) -> None:
+    """The same answer whether the project exists or not, saying where the key's own are."""
+    _write(live, live.key(other_pid), other_pid)  # it exists
+    key = live.key(pid, role="write")
+    answers = []
+    for project in (other_pid, f"{other_pid}-never"):
+        client = ctxbase.connect(live.url, api_key=key, project=project)
+        try:
+            with pytest.raises(NotFoundError) as caught:
+                client.search("anything")
+        finally:
+            client.close()
+        answers.append(str(caught.value).replace(project, "P"))
+    assert answers[0] == answers[1], answers  # nothing tells the two apart
+    assert "or not visible to this key; GET /v1/whoami" in answers[0], answers

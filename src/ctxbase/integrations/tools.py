@@ -14,9 +14,11 @@ project argument, so a model's tool call can never reach another project.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -28,6 +30,8 @@ from ..errors import CtxbaseError, NotFoundError, ValidationError
 from ..forgetting import nothing_matched
 from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
+from ..validation import MAX_QUERY_CHARS, MAX_TEXT_BYTES
+from .tool_facts import DEFAULT_SESSION, delete_facts, matching_facts, session_facts
 
 if TYPE_CHECKING:
     from ..serve.sdk import Client
@@ -106,13 +110,18 @@ class _Args(BaseModel):
 
 class SearchMemoryArgs(_Args):
     """Search the shared memory (past messages, tool calls and results, documents, code,
-    SQL, facts) by keywords and meaning. Use it before answering anything that may have
-    been said, decided or done earlier ("the SQL from last time", "what did the tester
-    find"). Returns the best hits, best first, each with its id, type, text and score;
-    none, with a note, when nothing stored is about the query."""
+    SQL) by keywords and meaning, and the current facts (remember with fact_key) by
+    keywords. Use it before answering anything that may have been said, decided or done
+    earlier ("the SQL from last time", "what did the tester find"). Returns the best hits,
+    best first, each with its id, type, text and score (none, with a note, when nothing
+    stored is about the query), and under facts the current facts whose key or value
+    shares words with the query (only current values: a replaced or forgotten value is
+    not returned)."""
 
     query: str = Field(
-        min_length=1, max_length=2000, description="What to look for, in natural language."
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description="What to look for, in natural language.",
     )
     top_k: int = Field(default=8, ge=1, le=50, description="How many hits to return.")
     session_id: str | None = Field(
@@ -122,7 +131,7 @@ class SearchMemoryArgs(_Args):
         default=None,
         max_length=20,
         description="Only these event or entity types, e.g. user_message, tool_result, "
-        "python_function, sql_table, document_section.",
+        "python_function, sql_table, document_section, fact.",
     )
     repos: list[str] | None = Field(
         default=None,
@@ -147,7 +156,7 @@ class AssembleContextArgs(_Args):
 
     intent: str = Field(
         min_length=1,
-        max_length=4000,
+        max_length=MAX_QUERY_CHARS,
         description="What you are about to do or answer (also accepted as user_intent).",
     )
     agent_role: str | None = Field(
@@ -170,7 +179,8 @@ class RememberArgs(_Args):
     finding). With fact_key, `text` becomes the current value of that fact (a new version
     replaces the old one; assembled contexts show current facts). Returns the stored id."""
 
-    text: str = Field(min_length=1, max_length=100_000, description="What to remember.")
+    # characters here; the library then checks the event's size in bytes (MAX_TEXT_BYTES)
+    text: str = Field(min_length=1, max_length=MAX_TEXT_BYTES, description="What to remember.")
     session_id: str = Field(
         default="memory",
         min_length=1,
@@ -201,9 +211,12 @@ class RememberArgs(_Args):
 
 
 class ForgetArgs(_Args):
-    """Remove memories: the given events, or every event of a session. By default they
-    are hidden (reversible); hard=true deletes them for good (needs an admin key), and
-    can delete ingested repositories whole (repos).
+    """Remove memories: the given events, every event and fact of a session, or facts by
+    key (fact_keys). By default events are hidden (reversible); hard=true deletes them for
+    good (needs an admin key), and can delete ingested repositories whole (repos). A
+    forgotten fact is deleted (its history keeps the old values); with fact_keys,
+    session_id and fact_scope name where the facts are, as in remember, and nothing else
+    of that session is forgotten.
     Returns how many were hidden or removed, and the ids (and session) that were hidden
     already (unchanged), forgotten before (already_forgotten, repositories too) or
     unknown (not_found); an error (not_found) when nothing named is known, or when a
@@ -219,7 +232,19 @@ class ForgetArgs(_Args):
         description="Ids of events or entities to forget (a search hit's id).",
     )
     session_id: str | None = Field(
-        default=None, max_length=200, description="Forget every event of this session."
+        default=None,
+        max_length=200,
+        description="Forget every event and fact of this session (with fact_keys: the "
+        "session whose facts they are, default 'memory').",
+    )
+    fact_keys: list[str] = Field(
+        default_factory=list,
+        max_length=200,
+        description="Keys of facts to delete (remember's fact_key).",
+    )
+    fact_scope: Literal["session", "project"] = Field(
+        default="session",
+        description="With fact_keys: the facts of the session (default) or of the project.",
     )
     repos: list[str] = Field(
         default_factory=list,
@@ -344,6 +369,10 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
                 hit[key] = value
         hits.append(hit)
     out: dict[str, Any] = {"query": response.query, "results": hits}
+    with_facts = not a.repos and (not a.types or "fact" in a.types)
+    facts = matching_facts(scope, a.query, a.session_id, a.top_k) if with_facts else []
+    if facts:
+        out["facts"] = facts
     notes = [response.off_topic] if response.off_topic else []
     # an agent cannot tell a memory that is not there from one withheld: say how many were
     # only those that would have been results: scoring at least the last result's score
@@ -392,6 +421,8 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
     pid = scope.project_id
     if a.fact_key is not None:
         scope_id = a.session_id if a.fact_scope == "session" else pid
+        if a.fact_scope == "session":  # listed by list_sessions, forgotten with it
+            _ensure_session(scope, a.session_id)
         if not isinstance(scope.cb, ContextBase):  # the remote client
             fact = scope.cb.set_fact(
                 a.fact_key, a.text, scope_id=scope_id, scope=a.fact_scope, project=pid
@@ -409,21 +440,77 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
                 project=pid,
             )
         return {"kind": "fact", "key": fact.key, "scope": fact.scope, "version": fact.version}
-    event = scope.cb.record(
-        a.event_type,
-        session_id=a.session_id,
-        text=a.text,
-        project=pid,
-        agent_id=scope.agent_id,
-        agent_role=scope.agent_role,
-        parent_event_ids=list(a.parent_event_ids),
-    )
+    with _named_as_the_tool({"type": "event_type"}):
+        event = scope.cb.record(
+            a.event_type,
+            session_id=a.session_id,
+            text=a.text,
+            project=pid,
+            agent_id=scope.agent_id,
+            agent_role=scope.agent_role,
+            parent_event_ids=list(a.parent_event_ids),
+        )
     return {"kind": "event", "event_id": event.id, "session_id": event.session_id}
 
 
+@contextmanager
+def _named_as_the_tool(names: Mapping[str, str]) -> Iterator[None]:
+    """A library ValidationError re-raised with the field named as the tool's argument."""
+    try:
+        yield
+    except ValidationError as error:
+        if type(error) is not ValidationError or error.field not in names:
+            raise
+        raise ValidationError(names[error.field], error.message) from error
+
+
+def _ensure_session(scope: ToolScope, session_id: str) -> None:
+    try:
+        scope.cb.get_session(session_id, project=scope.project_id)
+    except NotFoundError as error:
+        if error.kind != "session":
+            raise
+        scope.cb.create_session(session_id, project=scope.project_id)
+
+
 def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
-    if not a.event_ids and not a.session_id and not a.repos:
-        raise ValidationError("event_ids", "name event_ids, a session_id or repos to forget")
+    if not a.event_ids and not a.session_id and not a.repos and not a.fact_keys:
+        raise ValidationError(
+            "event_ids", "name event_ids, a session_id, fact_keys or repos to forget"
+        )
+    if a.fact_keys:  # session_id names the facts' session: only the facts go
+        if a.hard and not scope.allows("admin"):
+            from ..serve.errors import PermissionDeniedError
+
+            raise PermissionDeniedError(
+                f"hard forget needs an admin key; this one is {scope.role!r}"
+            )
+        deleted, missing = delete_facts(scope, a.fact_keys, a.fact_scope, a.session_id)
+        if not a.event_ids and not a.repos:
+            if not deleted:
+                session = a.session_id or DEFAULT_SESSION
+                where = "" if a.fact_scope == "project" else f"session {session!r} of "
+                keys = ", ".join(repr(k) for k in missing)
+                raise NotFoundError(
+                    "fact",
+                    missing[0],
+                    ids=missing,
+                    message=f"nothing to forget: no fact {keys} in {where}project "
+                    f"{scope.project_id!r} (fact_scope={a.fact_scope!r})",
+                )
+            return {"facts_deleted": deleted, "facts_not_found": missing}
+        out = _forget_nodes(scope, a.model_copy(update={"session_id": None}))
+        return {**out, "facts_deleted": deleted, "facts_not_found": missing}
+    out = _forget_nodes(scope, a)
+    if a.session_id and not a.hard:  # a hard forget deletes the session's facts itself
+        held = session_facts(scope, a.session_id)
+        deleted, _ = delete_facts(scope, held, "session", a.session_id)
+        if deleted:
+            out["facts_deleted"] = deleted
+    return out
+
+
+def _forget_nodes(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
     if a.repos and not a.hard:
         raise ValidationError(
             "repos", "a repository cannot be hidden (its next ingest brings it back): hard=true"
@@ -477,6 +564,8 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
     # A session the project does not hold is named in the answer, as the library's hard
     # forget names it; when nothing named is known at all, the call fails (not found).
     missing = _missing_session(scope, a.session_id) if a.session_id else None
+    if missing == "not_found" and a.session_id and session_facts(scope, a.session_id):
+        missing = None  # a session only facts were set for: its facts are forgotten
     if missing == "not_found" and not a.event_ids:
         raise nothing_matched("hide", [("session", a.session_id or "")], pid)
     if missing is not None:
@@ -536,15 +625,26 @@ def _get_trace(scope: ToolScope, a: GetTraceArgs) -> dict[str, Any]:
 
 
 def _rate_memory(scope: ToolScope, a: RateMemoryArgs) -> dict[str, Any]:
-    given = scope.cb.feedback(
-        a.id,
-        a.label,
-        confidence=a.confidence,
-        context_id=a.context_id,
-        note=a.note,
-        by=f"agent:{scope.agent_id}",
-        project=scope.project_id,
-    )
+    try:
+        with _named_as_the_tool({"node_id": "id"}):
+            given = scope.cb.feedback(
+                a.id,
+                a.label,
+                confidence=a.confidence,
+                context_id=a.context_id,
+                note=a.note,
+                by=f"agent:{scope.agent_id}",
+                project=scope.project_id,
+            )
+    except NotFoundError as error:
+        if error.kind != "node":
+            raise
+        raise NotFoundError(
+            "memory",
+            a.id,
+            message=f"no memory {a.id!r} in project {scope.project_id!r}: give the id of "
+            "a search_memory result or of an assembled context's item",
+        ) from None
     out: dict[str, Any] = {
         "id": given.node_id,
         "label": given.label,
@@ -591,12 +691,41 @@ def _parse(spec: ToolSpec, arguments: Mapping[str, Any] | str | None) -> _Args:
     try:
         return spec.args.model_validate(arguments)
     except PydanticValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "arguments"
-        value = err.get("input")
-        if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
-            raise ValidationError(field, "is blank") from exc  # as the library says it
-        raise ValidationError(field, str(err["msg"])) from exc
+        errors = exc.errors()
+        missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing" and e["loc"]]
+        unknown = [e for e in errors if e["type"] == "extra_forbidden"]
+        # one unknown argument beside one missing one: most likely its other name
+        instead = missing[0] if len(missing) == 1 and len(unknown) == 1 else None
+        problems = [_problem(spec, err, instead) for err in errors]
+        raise ArgumentsError(problems) from exc
+
+
+class ArgumentsError(ValidationError):
+    """Every problem of a tool call's arguments at once, each named as the tool names the
+    argument: (field, message) pairs; `field` is the first one's."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        first, text = problems[0]
+        rest = "".join(f"; {field}: {message}" for field, message in problems[1:])
+        super().__init__(first, text + rest)
+
+
+def _problem(spec: ToolSpec, err: Any, instead: str | None) -> tuple[str, str]:
+    field = ".".join(str(p) for p in err["loc"]) or "arguments"
+    value = err.get("input")
+    if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
+        return field, "is blank"  # as the library says it
+    if err["type"] == "missing":
+        return field, "is missing"  # as REST says it
+    if err["type"] == "extra_forbidden":
+        known = [*spec.args.model_fields, *spec.args.aliases]
+        close = difflib.get_close_matches(field, known, n=1, cutoff=0.5)
+        if not close and instead is not None:
+            close = [instead]
+        guess = f"; did you mean {close[0]!r}?" if close else f" (arguments: {', '.join(known)})"
+        return field, f"unknown argument{guess}"
+    return field, str(err["msg"])
 
 
 def run_tool(
@@ -626,13 +755,14 @@ def run_tool(
 def tool_error(exc: BaseException) -> dict[str, Any]:
     """The answer a model gets for a failed call: what went wrong and which argument."""
     if isinstance(exc, CtxbaseError):
-        return {
-            "error": {
-                "code": exc.code,
-                "message": str(exc),
-                "field": getattr(exc, "field", None),
-            }
+        error: dict[str, Any] = {
+            "code": exc.code,
+            "message": str(exc),
+            "field": getattr(exc, "field", None),
         }
+        if isinstance(exc, ArgumentsError) and len(exc.problems) > 1:
+            error["fields"] = [field for field, _ in exc.problems]
+        return {"error": error}
     log.error("tool call failed", exc_info=exc)
     return {"error": {"code": "internal", "message": "internal error", "field": None}}
 

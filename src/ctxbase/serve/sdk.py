@@ -427,10 +427,11 @@ class AsyncClient:
     feedback_history = _async(Calls.feedback_history)
 
 
-def key_project(url: str, api_key: str | None, timeout: float = 30.0) -> str:
-    """The project a key is for when it names exactly one, else "default"."""
+def key_projects(url: str, api_key: str | None, timeout: float = 30.0) -> list[str] | None:
+    """The projects a key may use (GET /v1/whoami); None when it names none (every
+    project, no key, or a key the server refuses: the first real call reports that)."""
     if not api_key:
-        return "default"
+        return None
     httpx = _httpx()
     url = _server_url(url)
     try:
@@ -438,9 +439,15 @@ def key_project(url: str, api_key: str | None, timeout: float = 30.0) -> str:
     except httpx.TransportError as exc:  # the calls' own error, not httpx's
         raise _unreachable(url, exc) from exc
     if response.status_code != 200:
-        return "default"  # the first real call reports a bad key with its own error
+        return None
     projects = response.json().get("projects")
-    return projects[0] if isinstance(projects, list) and len(projects) == 1 else "default"
+    return [str(p) for p in projects] if isinstance(projects, list) else None
+
+
+def key_project(url: str, api_key: str | None, timeout: float = 30.0) -> str:
+    """The project a key is for when it names exactly one, else "default"."""
+    projects = key_projects(url, api_key, timeout)
+    return projects[0] if projects is not None and len(projects) == 1 else "default"
 
 
 def connect(
