@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ctxbase import ContextBase
+from ctxbase.errors import ValidationError
 from ctxbase.retrieve.embed.base import FloatMatrix
 from ctxbase.retrieve.embed.hashing import HashingEmbedder
 
@@ -112,6 +113,33 @@ def test_a_wait_for_another_project_counts_that_projects_backlog(
         assert "of project 'q'" in record.getMessage()
         embedder.released.set()
         assert cb.wait_for_embeddings(timeout=60, project="q") is True
+    finally:
+        embedder.released.set()
+        cb.close()
+
+
+def test_a_wait_for_all_projects_waits_for_every_projects_backlog(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # the base's project has nothing pending, "q" and "r" do: only all_projects waits for them
+    embedder = SlowEmbedder(pause=30.0)
+    cb = ContextBase(str(tmp_path / "w.db"), project="p", embedder=embedder)
+    try:
+        for project in ("q", "r"):
+            for i in range(10):
+                cb.capture("tool_result", session_id="s", text=f"line {i}", project=project)
+        assert cb.wait_for_embeddings(timeout=0.5) is True  # its own project: none pending
+        with caplog.at_level(logging.WARNING, logger=WAIT_LOGGER):
+            assert cb.wait_for_embeddings(timeout=0.5, all_projects=True) is False
+        (record,) = [r for r in caplog.records if r.name == WAIT_LOGGER]
+        message = record.getMessage()
+        left = sum(cb.store.count_pending_embeddings(embedder.name, 1000, p) for p in "qr")
+        assert left > 10 and f"with {left} item(s) of every project" in message, message
+        with pytest.raises(ValidationError, match="not both"):
+            cb.wait_for_embeddings(timeout=1, project="q", all_projects=True)
+        embedder.released.set()
+        assert cb.wait_for_embeddings(timeout=60, all_projects=True) is True
+        assert cb.store.pending_projects(embedder.name) == []
     finally:
         embedder.released.set()
         cb.close()

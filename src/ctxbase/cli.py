@@ -641,8 +641,10 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
             bars.append(progress.bar(f"copy {table}", total=total, unit="row"))
         bars[-1].update_to(copied)
 
-    # the source is read, never upgraded (an older one is read through an upgraded copy)
-    with open_for_reading(args.source, open_store) as src:
+    # the source is read, never upgraded (an older one is read through an upgraded copy);
+    # -q leaves out the store's warnings (the upgrade and temporary-copy lines), not errors
+    quiet = _quiet("ctxbase.store") if getattr(args, "quiet", False) else contextlib.nullcontext()
+    with quiet, open_for_reading(args.source, open_store) as src:
         check_source(src, args.source, args.project)  # before a new destination is made
         dst = open_store(args.target)
         try:

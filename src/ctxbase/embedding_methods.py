@@ -15,6 +15,7 @@ import time
 from typing import TYPE_CHECKING
 
 from .capture.bus import CaptureBus, CaptureError
+from .errors import ValidationError
 from .retrieve.embedder_health import EmbedderHealth
 from .validation import check_timeout
 
@@ -98,15 +99,18 @@ class EmbeddingMethods:
         progress: bool = False,
         warn: bool = True,
         project: str | None = None,
+        all_projects: bool = False,
     ) -> bool:
         """Block until every item of the project (this base's, or `project`) has a vector
-        (background mode; other projects' backlogs are not waited for), or embed them now;
+        (background mode; other projects' backlogs are not waited for; `all_projects=True`:
+        every project's, with every project's queued captures), or embed them now;
         the project's captures still queued are written, and what capture anchoring has
         still to write is waited for, first, within the same `timeout` (seconds; None: no
         limit): a wait right after `capture_messages` covers those messages.
 
         Returns False when `timeout` passes first, and logs a warning saying how many items
-        of the project (this base's, or `project`) still have no vector (they keep being
+        of the project (this base's, or `project`; of every project with `all_projects`)
+        still have no vector (they keep being
         embedded in the background; `warn=False` for a caller that polls in short waits and
         says it itself). `progress=True` shows the vectors made out of the backlog on stderr.
         Raises EmbedderUnavailableError, with the cause, when the embedder fails, instead
@@ -116,7 +120,9 @@ class EmbeddingMethods:
 
         timeout = check_timeout("timeout", timeout)
         started = time.monotonic()
-        pid = self._pid(project)
+        if all_projects and project is not None:
+            raise ValidationError("project", "give a project or all_projects=True, not both")
+        pid = None if all_projects else self._pid(project)
 
         def left() -> float | None:
             return None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
@@ -128,10 +134,10 @@ class EmbeddingMethods:
                 raise  # not the time running out: the writer failed
             if warn:
                 log.warning(
-                    "wait_for_embeddings: timed out after %.0f s with captures of project %r"
+                    "wait_for_embeddings: timed out after %.0f s with captures of %s"
                     " still being written",
                     timeout,
-                    pid,
+                    "every project" if pid is None else f"project {pid!r}",
                 )
             return False
         if self._anchorer is not None and not self._anchorer.wait_idle(left()):

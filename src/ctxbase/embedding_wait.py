@@ -42,15 +42,23 @@ _REMOTE_STEP_S = 10.0
 _REMOTE_BAR_STEP_S = 1.0
 
 
-def pending_vectors(store: Store, model: str, project: str) -> int:
-    """Items of `project` with no vector for `model` (counted up to BACKLOG_CAP)."""
-    return int(store.count_pending_embeddings(model, BACKLOG_CAP, project))
+def pending_vectors(store: Store, model: str, project: str | None) -> int:
+    """Items of `project` (None: of every project) with no vector for `model` (counted up
+    to BACKLOG_CAP)."""
+    if project is not None:
+        return int(store.count_pending_embeddings(model, BACKLOG_CAP, project))
+    total = 0
+    for pid in store.pending_projects(model):
+        total += int(store.count_pending_embeddings(model, BACKLOG_CAP - total, pid))
+        if total >= BACKLOG_CAP:
+            break
+    return total
 
 
 def wait_for_vectors(
     store: Store,
     worker: EmbeddingWorker,
-    project: str,
+    project: str | None,
     timeout: float | None,
     *,
     progress: bool = False,
@@ -58,7 +66,8 @@ def wait_for_vectors(
     started: float | None = None,
 ) -> bool:
     """Wait until the worker leaves no item of `project` without a vector (the worker
-    serves projects in turn: another project's backlog is not waited for); False when
+    serves projects in turn: another project's backlog is not waited for; None: no item of
+    any project); False when
     `timeout` (seconds, None: no limit) passes first, after logging how much is left (unless
     not `warn`). `started`: when the caller's wait began (time.monotonic()), for the log."""
     model = worker.embedder.name
@@ -91,18 +100,18 @@ def wait_for_vectors(
     return False
 
 
-def _warn_timeout(model: str, project: str, elapsed: float, total: int, left: int) -> None:
+def _warn_timeout(model: str, project: str | None, elapsed: float, total: int, left: int) -> None:
     pace = ""
     if total > left and elapsed > 0:
         rate = (total - left) / elapsed
         pace = f"; {rate:.1f} vectors/s so far, about {left / rate:.0f} s more"
     log.warning(
-        "wait_for_embeddings: timed out after %.0f s with %d item(s) of project %r still "
+        "wait_for_embeddings: timed out after %.0f s with %d item(s) of %s still "
         "without a %s vector%s; they are embedded in the background (keyword and graph "
         "search find them meanwhile)",
         elapsed,
         left,
-        project,
+        "every project" if project is None else f"project {project!r}",
         model,
         pace,
     )
@@ -157,8 +166,9 @@ class RemoteWait:
         if self.warn:
             elapsed = time.monotonic() - self.started
             if isinstance(left, int):
-                model, project = str(raw.get("model")), str(raw.get("project"))
-                _warn_timeout(model, project, elapsed, self.total or left, left)
+                named = raw.get("project")  # none: the wait was for every project
+                project = None if named is None else str(named)
+                _warn_timeout(str(raw.get("model")), project, elapsed, self.total or left, left)
             else:  # a server that does not count its backlog
                 log.warning("wait_for_embeddings: timed out after %.0f s", elapsed)
         return False

@@ -61,7 +61,7 @@ def test_an_older_backup_is_read_and_left_as_it_was(
     digest = _old_backup(capsys, bak, project_id)
     caplog.set_level(logging.WARNING, logger="ctxbase.store")
 
-    code, out, err = _run(capsys, "--project", project_id, "-q", "migrate-data",
+    code, out, err = _run(capsys, "--project", project_id, "migrate-data",
                           "--from", str(bak), "--to", str(new))  # fmt: skip
     assert code == 0 and "differs" not in out, (out, err)
     rows = {line.split()[0]: line.split() for line in out.splitlines() if " source " in line}
@@ -82,6 +82,34 @@ def test_an_older_backup_is_read_and_left_as_it_was(
         assert texts == {"the walrus code is 42", "and the ledger is zqxpay"}
     finally:
         copy.close()
+
+
+def test_quiet_leaves_the_warnings_out_and_the_errors_in(
+    tmp_path: Path, capsys: Any, project_id: str
+) -> None:
+    # -q: no temporary-copy line (nor any WARNING) on stderr; an error is still said
+    bak = tmp_path / "bak.db"
+    _old_backup(capsys, bak, project_id)
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src}
+
+    def copy(project: str, to: str, *argv: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "ctxbase", "--project", project, "migrate-data"]
+        command += ["--from", str(bak), "--to", str(tmp_path / to), *argv]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+    loud = copy(project_id, "loud.db")
+    assert loud.returncode == 0, loud.stderr
+    assert "reading an upgraded temporary copy" in loud.stderr
+    quiet = copy(project_id, "quiet.db", "-q")
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr == ""
+    assert " source " in quiet.stdout  # the report is still printed
+    # a project the file does not hold: found after the temporary copy is read
+    missing = copy("nope", "none.db", "-q")
+    assert missing.returncode != 0 and missing.stderr.startswith("error: "), missing.stderr
+    assert "temporary copy" not in missing.stderr
+    assert sqlite_schema_version(str(bak)) == OLD
 
 
 def test_an_older_backup_copied_into_itself_is_refused_untouched(

@@ -77,6 +77,7 @@ def _workload(store: PostgresStore, pid: str, tmp_path: Path) -> None:
         turn.id, "ls()", {}, event_items(turn.model_copy(update={"text": "ls()"})), "ls"
     )
     store.retext_events(pid, [change])
+    store.mark_upgrade("x")
     store.finish_upgrade("x")
     store.set_active(pid, [b.id], False)
     store.set_active(pid, [b.id], True)

@@ -112,3 +112,34 @@ def test_the_async_sdk_waits_past_one_server_wait(held: tuple[Live, HeldEmbedder
             return early, await client.wait_for_embeddings(60)
 
     assert asyncio.run(scenario()) == (False, True)
+
+
+def test_a_wait_for_all_projects_counts_every_projects_backlog(
+    held: tuple[Live, HeldEmbedder], caplog: pytest.LogCaptureFixture
+) -> None:
+    live, embedder = held
+    key_p = _capture(live, "p", 10)
+    _capture(live, "q", 10)
+    c = live.client(key_p)
+    # a key that sees one project does not wait for (nor count) the others
+    refused = c.post("/v1/embeddings/wait", params={"timeout": 0, "all_projects": "true"})
+    assert refused.status_code == 403, refused.text
+    every = live.key("*", role="read")
+    c = live.client(every)
+    both = c.post(
+        "/v1/embeddings/wait", params={"timeout": 0, "all_projects": "true", "project": "p"}
+    )
+    assert both.status_code == 422, both.text
+    answer = c.post("/v1/embeddings/wait", params={"timeout": 0.2, "all_projects": "true"}).json()
+    one = c.post("/v1/embeddings/wait", params={"timeout": 0, "project": "p"}).json()
+    assert answer["idle"] is False and answer["project"] is None
+    assert answer["pending_vectors"] > one["pending_vectors"] > 0, (answer, one)
+    with ctxbase.connect(live.url, api_key=every, project="p") as client:
+        with caplog.at_level(logging.WARNING, logger=WAIT_LOGGER):
+            assert client.wait_for_embeddings(0.3, all_projects=True) is False
+        (record,) = [r for r in caplog.records if r.name == WAIT_LOGGER]
+        assert "of every project" in record.getMessage()
+        embedder.released.set()
+        assert client.wait_for_embeddings(60, all_projects=True) is True
+    done = c.post("/v1/embeddings/wait", params={"timeout": 0, "all_projects": "true"}).json()
+    assert (done["idle"], done["pending_vectors"]) == (True, 0)

@@ -427,7 +427,10 @@ def expire_message_record(
     """
     cb = components_of(cb)
     pid = cb.project if project is None else project
-    statuses = message_statuses(cb, session_id, project=pid)
+    # the statuses of these messages only (by key), not the session's whole record
+    statuses = statuses_of(
+        cb.store.get_state_keys(pid, MESSAGE_SCOPE, session_id, list(message_ids)).values()
+    )
     changed: list[str] = []
     for mid in message_ids:
         current = statuses.get(mid, Status.ACTIVE)

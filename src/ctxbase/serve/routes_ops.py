@@ -8,8 +8,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse, PlainTextResponse
 
+from ..errors import ValidationError
 from .auth import Principal
 from .deps import Caller, Rt
+from .errors import PermissionDeniedError
 from .runtime import COUNTER_HELP
 from .schemas import CaptureStatsOut, IdleOut, ProjectsOut
 
@@ -70,15 +72,19 @@ def wait_for_embeddings(
     who: Caller,
     timeout: Annotated[float, Query(ge=0, le=60)] = 10.0,
     project: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    all_projects: bool = False,
 ) -> IdleOut:
     """Block until every item of the project has a vector (or the timeout passes; another
     project's backlog is not waited for), the project's captures still queued written
     first (a wait right after POST .../messages covers those messages), then answer how
     many items of `project` still have none (`pending_vectors`; without `project`: the
-    key's one project, else the server's default). A failing embedder is a 503 with its
-    error, not a wait for vectors that never come."""
+    key's one project, else the server's default). `all_projects=true` waits for (and
+    counts) every project's, for a key that sees every project (`project` left out). A
+    failing embedder is a 503 with its error, not a wait for vectors that never come."""
     from ..embedding_wait import pending_vectors
 
+    if all_projects:
+        return _wait_for_all(rt, who, timeout, project)
     if project is not None:
         who.check(project, "read")
     pid = project or _only_project(who) or rt.cb.project
@@ -92,6 +98,23 @@ def wait_for_embeddings(
     model = worker.embedder.name
     left = pending_vectors(rt.cb.store, model, pid)
     return IdleOut(idle=idle, project=pid, pending_vectors=left, model=model)
+
+
+def _wait_for_all(rt: Rt, who: Caller, timeout: float, project: str | None) -> IdleOut:
+    from ..embedding_wait import pending_vectors
+
+    if project is not None:
+        raise ValidationError("project", "give a project or all_projects=true, not both")
+    if who.projects is not None:
+        raise PermissionDeniedError("all_projects needs a key that sees every project")
+    idle = rt.cb.wait_for_embeddings(timeout, warn=False, all_projects=True)
+    worker = rt.cb.embedding_worker
+    if worker is None:
+        return IdleOut(idle=idle, pending_vectors=0)
+    model = worker.embedder.name
+    return IdleOut(
+        idle=idle, pending_vectors=pending_vectors(rt.cb.store, model, None), model=model
+    )
 
 
 def _only_project(who: Principal) -> str | None:

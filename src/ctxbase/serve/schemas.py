@@ -236,7 +236,8 @@ class IdleOut(_Out):
     idle: bool
     # The backlog after the wait: items of `project` with no vector for `model` (0 when the
     # server makes no vectors). `project` is the one asked for, else the key's one project,
-    # else the server's default when the key sees it; None (and no count) otherwise.
+    # else the server's default when the key sees it; None (and no count) otherwise. A wait
+    # for all projects names none and counts every project's backlog.
     project: str | None = None
     pending_vectors: int | None = None
     model: str | None = None

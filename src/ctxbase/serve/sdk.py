@@ -218,15 +218,17 @@ class Client:
         progress: bool = False,
         warn: bool = True,
         project: str | None = None,
+        all_projects: bool = False,
     ) -> bool:
         """As embedded: block until the server has a vector for every stored item, or
         `timeout` (seconds; None: no limit) passes, then False and a warning with the
-        project's backlog (not with `warn=False`); `progress=True` shows the bar."""
+        project's backlog (not with `warn=False`); `progress=True` shows the bar;
+        `all_projects=True` waits for every project's (a key that sees every project)."""
         from ..embedding_wait import RemoteWait
 
         wait = RemoteWait(timeout, progress=progress, warn=warn)
         while True:
-            step = self._calls.embeddings_wait_step(wait.step(), project)
+            step = self._calls.embeddings_wait_step(wait.step(), project, all_projects)
             done = wait.answer(self._run(step))
             if done is not None:
                 return done
@@ -378,13 +380,14 @@ class AsyncClient:
         progress: bool = False,
         warn: bool = True,
         project: str | None = None,
+        all_projects: bool = False,
     ) -> bool:
         """`Client.wait_for_embeddings`, awaited."""
         from ..embedding_wait import RemoteWait
 
         wait = RemoteWait(timeout, progress=progress, warn=warn)
         while True:
-            step = self._calls.embeddings_wait_step(wait.step(), project)
+            step = self._calls.embeddings_wait_step(wait.step(), project, all_projects)
             done = wait.answer(await self._run(step))
             if done is not None:
                 return done

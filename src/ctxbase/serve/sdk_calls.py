@@ -580,12 +580,19 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         )
 
     def embeddings_wait_step(
-        self, timeout: float, project: str | None = None
+        self, timeout: float, project: str | None = None, all_projects: bool = False
     ) -> Call[dict[str, Any]]:
         """One server-side wait of up to `timeout` s (at most 60) for vectors; the answer
-        says whether the server is done and the project's backlog. The clients'
-        `wait_for_embeddings` asks again until done or out of time (embedding_wait)."""
-        params = {"timeout": min(max(0.0, timeout), 60.0), "project": self._pid(project)}
+        says whether the server is done and the project's backlog (every project's with
+        `all_projects`). The clients' `wait_for_embeddings` asks again until done or out of
+        time (embedding_wait)."""
+        params: dict[str, Any] = {"timeout": min(max(0.0, timeout), 60.0)}
+        if all_projects:
+            if project is not None:
+                raise ValidationError("project", "give a project or all_projects=True, not both")
+            params["all_projects"] = "true"
+        else:
+            params["project"] = self._pid(project)
         return Call("POST", "/v1/embeddings/wait", dict, params=params)
 
     # -- retrieval and assembly ------------------------------------------------------------------

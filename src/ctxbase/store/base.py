@@ -324,6 +324,12 @@ class Store(ABC):
         """Record an upgrade step done: `pending_upgrades` no longer names it."""
 
     @abstractmethod
+    def mark_upgrade(self, name: str) -> None:
+        """Record an upgrade step pending (again): `pending_upgrades` names it until
+        `finish_upgrade`. A copy does this for the steps its source has pending, so the
+        rows it brings get the step when a base next opens the destination."""
+
+    @abstractmethod
     def textless_events(self, type_: str, after: tuple[str, str] | None, limit: int) -> list[Event]:
         """Active events of `type_` in every project with no text and some data, in
         (project, event id) order: the first `limit` after `after` (a project and event

@@ -392,6 +392,14 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         with self._tx() as conn:
             self._x(conn, "DELETE FROM meta WHERE key=%s", (UPGRADE_PREFIX + name,))
 
+    def mark_upgrade(self, name: str) -> None:
+        with self._tx() as conn:
+            self._x(
+                conn,
+                "INSERT INTO meta(key, value) VALUES (%s, '1') ON CONFLICT (key) DO NOTHING",
+                (UPGRADE_PREFIX + name,),
+            )
+
     def retext_events(self, project_id: str, changes: Sequence[EventRetext]) -> int:
         done = 0
         with self._tx() as conn:

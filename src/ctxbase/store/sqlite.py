@@ -435,6 +435,13 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         with self._write() as conn:
             conn.execute("DELETE FROM meta WHERE key=?", (UPGRADE_PREFIX + name,))
 
+    def mark_upgrade(self, name: str) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES (?, '1') ON CONFLICT(key) DO NOTHING",
+                (UPGRADE_PREFIX + name,),
+            )
+
     def retext_events(self, project_id: str, changes: Sequence[EventRetext]) -> int:
         done = 0
         with self._write() as conn:

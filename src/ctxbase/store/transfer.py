@@ -3,7 +3,10 @@
 Only Store protocol methods are used (`export_rows` / `import_rows` / `count_rows`), so the
 copy needs no knowledge of either dialect. Rows are copied verbatim: ids, session `seq`
 values, versions, vectors and tombstones included, so the copy continues where the source
-stopped. The destination's keyword index is built by its backend as items arrive.
+stopped. The destination's keyword index is built by its backend as items arrive. The
+upgrade steps the source still has pending (`Store.pending_upgrades`: an older backup's
+tool-call turns still without text) are marked pending in the destination, which does
+them when a base next opens it.
 
 What the destination hard-forgot (its tombstones) is not written back, nor what its forget
 removed with it (copy_filter.ForgottenThere): a backup taken before a forget does not
@@ -99,6 +102,11 @@ def copy_project(
             written[table] = inserted
             if table == "tombstones":  # held before, less the source's already there
                 own = held - (copied - there.skipped[table] - inserted)
+    # the source's upgrade steps still to do (an older backup read through an upgraded
+    # copy has them): its rows arrived as they are, so the destination does them when a
+    # base next opens it; marked after the rows, so a base opening meanwhile leaves them
+    for step in sorted(src.pending_upgrades()):
+        dst.mark_upgrade(step)
     lives = there.own()  # rows of sessions forgotten there and written to again since
     return {
         table: TableCopy(
