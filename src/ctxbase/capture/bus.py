@@ -19,16 +19,24 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
-from ..errors import CtxbaseError
+from ..errors import CtxbaseError, ValidationError
 from ..model import Event, Priority
 
-__all__ = ["BusConfig", "BusStats", "CaptureBus", "CaptureError", "WriteResult"]
+__all__ = [
+    "BusConfig",
+    "BusStats",
+    "CaptureBus",
+    "CaptureError",
+    "WriteResult",
+    "resolve_bus_config",
+]
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +52,38 @@ class BusConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_queue: int = 10_000
-    batch_size: int = 256
+    max_queue: int = Field(10_000, gt=0)
+    batch_size: int = Field(256, gt=0)
     # how long the writer waits for more events before writing a partial batch
-    linger_s: float = 0.02
-    aggregate_window_s: float = 0.5
-    aggregate_max_chars: int = 8_000
-    high_priority_wait_s: float = 2.0
-    retry_backoff_s: float = 0.2
+    linger_s: float = Field(0.02, ge=0)
+    aggregate_window_s: float = Field(0.5, ge=0)
+    aggregate_max_chars: int = Field(8_000, ge=0)
+    high_priority_wait_s: float = Field(2.0, ge=0)
+    retry_backoff_s: float = Field(0.2, ge=0)
+
+
+def resolve_bus_config(spec: BusConfig | Mapping[str, Any] | None) -> BusConfig:
+    """The bus config `open(bus_config=...)` names: a BusConfig, some of its fields as a
+    mapping (the defaults for the rest), or None (the defaults). Anything else, an unknown
+    key or a bad value is a ValidationError naming it (`bus_config.max_queue`)."""
+    if spec is None:
+        return BusConfig()
+    if isinstance(spec, BusConfig):
+        return spec
+    if not isinstance(spec, Mapping):
+        kind = type(spec).__name__
+        raise ValidationError("bus_config", f"a BusConfig or a mapping of its fields, not {kind}")
+    try:
+        return BusConfig.model_validate(dict(spec))
+    except PydanticValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            valid = ", ".join(BusConfig.model_fields)
+            message = f"unknown setting; valid ones are {valid}"
+        else:
+            message = f"{err['msg']} (got {err.get('input')!r})"
+        raise ValidationError(f"bus_config.{where}" if where else "bus_config", message) from None
 
 
 @dataclass
