@@ -5,7 +5,10 @@
   (an intermediate thought) is dropped and counted; NORMAL and HIGH ones wait briefly for room
   and, failing that, are written by the caller itself: they never vanish silently.
 - Bursts of LOW events of the same kind from the same agent within a short window are
-  aggregated into one event while they still wait in the queue.
+  aggregated into one event while they still wait in the queue. Nothing of them is lost:
+  the texts are joined, and each merged event's id, time, text, data, metadata and
+  importance are kept in the stored event's `data["aggregated"]` (see `_merge`). Events
+  without text (their data is their content, and what search reads) are not aggregated.
 - `flush()` returns once every event submitted before the call is committed to storage
   (`flush(project=...)`: once that project's are, for a wait or read of one project).
 - An event the writer refuses (a session archived after it was queued, an idempotency key
@@ -15,12 +18,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,6 +32,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import CtxbaseError, ValidationError
 from ..model import Event, Priority
+from ..validation import is_blank
 
 __all__ = [
     "BusConfig",
@@ -116,6 +121,10 @@ class _Slot:
     agg_key: tuple[str, str, str, str] | None
     last_ts: float
     merged_ids: tuple[str, ...] = ()
+    # the events merged into this one, as stored in its data["aggregated"] (the first one
+    # included); empty while it stands alone
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    parts_chars: int = 0  # their text, data and metadata, serialized
 
 
 class CaptureBus:
@@ -196,29 +205,32 @@ class CaptureBus:
         return event.id
 
     def _try_aggregate(self, event: Event, now: float) -> str | None:
-        if not self._queue:
+        if not self._queue or is_blank(event.text):
             return None
         tail = self._queue[-1]
         if event.id == tail.event.id:  # a retry of the waiting event: the writer dedups it
             return None
         key = (event.project_id, event.session_id, event.agent_id, event.type)
+        first = tail.event if not tail.parts else None
         if (
             tail.agg_key != key
             or now - tail.last_ts > self.config.aggregate_window_s
+            or (first is not None and is_blank(first.text))
             or event.parent_event_ids != tail.event.parent_event_ids
+            or event.refers_to != tail.event.refers_to
+            or event.task_id != tail.event.task_id
+            or event.agent_role != tail.event.agent_role
         ):
             return None
-        text = (tail.event.text or "") + "\n" + (event.text or "")
-        if len(text) > self.config.aggregate_max_chars:
+        parts = tail.parts or [_part(tail.event)]
+        chars = tail.parts_chars or _part_chars(parts[0])
+        part = _part(event)
+        chars += _part_chars(part)
+        if chars > self.config.aggregate_max_chars:
             return None
-        count = int(tail.event.metadata.get("aggregated_count", 1)) + 1
-        tail.event = tail.event.model_copy(
-            update={
-                "text": text,
-                "metadata": {**tail.event.metadata, "aggregated_count": count},
-                "importance": max(tail.event.importance, event.importance),
-            }
-        )
+        tail.parts = [*parts, part]
+        tail.parts_chars = chars
+        tail.event = _merge(tail.event, tail.parts)
         tail.last_ts = now
         tail.merged_ids = (*tail.merged_ids, event.id)
         self._merged[event.id] = tail.event.id
@@ -372,3 +384,36 @@ class CaptureBus:
                 self._unwritten[e.id] = left
             else:
                 self._unwritten.pop(e.id, None)
+
+
+def _part(event: Event) -> dict[str, Any]:
+    """What an aggregated event keeps of one event merged into it."""
+    part: dict[str, Any] = {"id": event.id, "ts": event.ts, "text": event.text}
+    if event.data is not None:
+        part["data"] = event.data
+    if event.metadata:
+        part["metadata"] = event.metadata
+    part["importance"] = event.importance
+    return part
+
+
+def _part_chars(part: dict[str, Any]) -> int:
+    extra = {k: part[k] for k in ("data", "metadata") if k in part}
+    size = len(part["text"] or "")
+    return size + (len(json.dumps(extra, ensure_ascii=False, default=str)) if extra else 0)
+
+
+def _merge(first: Event, parts: list[dict[str, Any]]) -> Event:
+    """The event a burst is stored as: the first event's id and time, the texts joined, the
+    highest importance, each event whole in `data["aggregated"]`, and at the top of
+    `metadata` the keys every event has with the same value, beside `aggregated_count`."""
+    metas = [p.get("metadata", {}) for p in parts]
+    common = {k: v for k, v in metas[0].items() if all(k in m and m[k] == v for m in metas[1:])}
+    return first.model_copy(
+        update={
+            "text": "\n".join(p["text"] for p in parts),
+            "data": {"aggregated": parts},
+            "metadata": {**common, "aggregated_count": len(parts)},
+            "importance": max(float(p["importance"]) for p in parts),
+        }
+    )
