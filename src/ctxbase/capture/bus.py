@@ -25,7 +25,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
@@ -57,14 +57,14 @@ class BusConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_queue: int = Field(10_000, gt=0)
-    batch_size: int = Field(256, gt=0)
+    max_queue: Annotated[int, Field(gt=0)] = 10_000
+    batch_size: Annotated[int, Field(gt=0)] = 256
     # how long the writer waits for more events before writing a partial batch
-    linger_s: float = Field(0.02, ge=0)
-    aggregate_window_s: float = Field(0.5, ge=0)
-    aggregate_max_chars: int = Field(8_000, ge=0)
-    high_priority_wait_s: float = Field(2.0, ge=0)
-    retry_backoff_s: float = Field(0.2, ge=0)
+    linger_s: Annotated[float, Field(ge=0)] = 0.02
+    aggregate_window_s: Annotated[float, Field(ge=0)] = 0.5
+    aggregate_max_chars: Annotated[int, Field(ge=0)] = 8_000
+    high_priority_wait_s: Annotated[float, Field(ge=0)] = 2.0
+    retry_backoff_s: Annotated[float, Field(ge=0)] = 0.2
 
 
 def resolve_bus_config(spec: BusConfig | Mapping[str, Any] | None) -> BusConfig:
