@@ -1,9 +1,15 @@
 """The capture bus: `submit()` never blocks the agent; a background thread writes in batches.
 
-- Order is kept (first in, first written), so the event graph's NEXT edges follow arrival.
+- Order is kept within a session (first in, first written), so its seq and NEXT edges
+  follow arrival, and an event is never written before the queued events it names as
+  parents or references.
+- A HIGH event (a user message, a tool result) is handled at once: it goes ahead of the
+  queued NORMAL and LOW events of other sessions (behind the earlier HIGH ones, its own
+  session's and those it names) and cuts the writer's linger short.
 - Priorities decide what may be lost under backpressure: when the queue is full a LOW event
   (an intermediate thought) is dropped and counted; NORMAL and HIGH ones wait briefly for room
-  and, failing that, are written by the caller itself: they never vanish silently.
+  and, failing that, are written by the caller itself: they never vanish silently. One that
+  names a parent or reference still unwritten is queued past the limit instead, behind it.
 - Bursts of LOW events of the same kind from the same agent within a short window are
   aggregated into one event while they still wait in the queue. Nothing of them is lost:
   the texts are joined, and each merged event's id, time, text, data, metadata and
@@ -155,6 +161,7 @@ class CaptureBus:
         self._closed = False
         self._writing = False
         self._in_flight: list[_Slot] = []  # the batch being written, out of the queue
+        self._high_queued = 0  # HIGH events in the queue: the writer does not linger
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -184,7 +191,9 @@ class CaptureBus:
                     if remaining <= 0:
                         break
                     self._cond.wait(remaining)
-                caller_writes = len(self._queue) >= self.config.max_queue
+                caller_writes = len(self._queue) >= self.config.max_queue and not any(
+                    i in self._unwritten for i in (*event.parent_event_ids, *event.refers_to)
+                )
             if not caller_writes:
                 self._tickets += 1
                 key = (
@@ -192,7 +201,12 @@ class CaptureBus:
                     if priority == Priority.LOW
                     else None
                 )
-                self._queue.append(_Slot(self._tickets, event, priority, key, now))
+                slot = _Slot(self._tickets, event, priority, key, now)
+                if priority == Priority.HIGH:
+                    self._queue.insert(self._high_place(event), slot)
+                    self._high_queued += 1
+                else:
+                    self._queue.append(slot)
                 self._unwritten[event.id] = self._unwritten.get(event.id, 0) + 1
                 self._stats.queue_depth = len(self._queue)
                 self._cond.notify_all()
@@ -203,6 +217,25 @@ class CaptureBus:
             self._stats.written_by_caller += 1
             self._count(result, 1)
         return event.id
+
+    def _high_place(self, event: Event) -> int:
+        """Where a HIGH event goes in the queue: right behind the last queued event it must
+        follow (an earlier HIGH one, one of its session, one it names as parent or
+        reference), ahead of the others. What stays ahead of it keeps its order, so every
+        event still follows its session's earlier ones and its queued parents, and theirs."""
+        named = {*event.parent_event_ids, *event.refers_to}
+        for i in range(len(self._queue) - 1, -1, -1):
+            queued = self._queue[i]
+            if (
+                queued.priority == Priority.HIGH
+                or queued.event.id in named
+                or (
+                    queued.event.session_id == event.session_id
+                    and queued.event.project_id == event.project_id
+                )
+            ):
+                return i + 1
+        return 0
 
     def _try_aggregate(self, event: Event, now: float) -> str | None:
         if not self._queue or is_blank(event.text):
@@ -319,12 +352,14 @@ class CaptureBus:
                     return
                 # Linger briefly so bursts are written together (and LOW ones aggregate),
                 # but never while a flush waits: flush() is the durability point, and a
-                # shutdown (SIGTERM) must not wait out a long linger.
+                # shutdown (SIGTERM) must not wait out a long linger; nor while a HIGH
+                # event waits: it is handled at once.
                 until = time.monotonic() + cfg.linger_s
                 while (
                     len(self._queue) < cfg.batch_size
                     and not self._closed
                     and self._flush_upto <= self._done
+                    and not self._high_queued
                     and (left := until - time.monotonic()) > 0
                 ):
                     self._cond.wait(left)
@@ -334,6 +369,8 @@ class CaptureBus:
                 for slot in batch:
                     for merged_id in slot.merged_ids:
                         self._merged.pop(merged_id, None)
+                    if slot.priority == Priority.HIGH:
+                        self._high_queued -= 1
                 self._in_flight = batch
                 self._stats.queue_depth = len(self._queue)
                 self._cond.notify_all()  # room for waiting producers
