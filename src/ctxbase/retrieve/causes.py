@@ -3,7 +3,7 @@
 A soft-deleted event is hidden from every read, and so are the CAUSED_BY edges touching it:
 walked over visible edges alone, a chain stopped at the first hidden cause and said nothing
 of it. Here a hidden cause is shown by a placeholder in its place, marked "hidden" (its id,
-type, session, agent, time and parent ids; never its text, data or metadata; `active`
+type, session, agent, time, seq and parent ids; never its text, data or metadata; `active`
 False; `restore` brings it back), and the walk goes on through it, by its parent ids, to
 the causes beyond.
 
@@ -23,7 +23,7 @@ from ..store.base import Store
 from . import graph
 from .retracted import with_marks
 
-__all__ = ["HIDDEN", "causal_chain", "check_chain_root", "placeholder"]
+__all__ = ["HIDDEN", "causal_chain", "causes_with_hops", "check_chain_root", "placeholder"]
 
 HIDDEN = "hidden"
 
@@ -54,6 +54,7 @@ def placeholder(event: Event) -> Event:
         agent_id=event.agent_id,
         type=event.type,
         ts=event.ts,
+        seq=event.seq,
         parent_event_ids=list(event.parent_event_ids),
         active=False,
         marks=[HIDDEN],
@@ -65,23 +66,34 @@ def causal_chain(
 ) -> list[Event]:
     """Everything upstream of `root` (its causes, theirs...), nearest first, with a
     placeholder for each hidden cause (see the module)."""
+    return [e for e, _ in causes_with_hops(store, project_id, root, max_hops, max_nodes)]
+
+
+def causes_with_hops(
+    store: Store, project_id: str, root: Event, max_hops: int = 50, max_nodes: int = 10_000
+) -> list[tuple[Event, int]]:
+    """`causal_chain` with each cause's distance from `root` in hops."""
     hits = graph.upstream(store, project_id, root.id, max_hops=max_hops, max_nodes=max_nodes)
     visible = store.get_events(project_id, [h.node_id for h in hits])
     seen = {root.id, *(h.node_id for h in hits)}
     if all(p in seen for e in (root, *visible) for p in e.parent_event_ids):
-        return with_marks(store, project_id, visible)  # nothing hidden on the way
+        hops = {h.node_id: h.hops for h in hits}  # nothing hidden on the way
+        return [(e, hops[e.id]) for e in with_marks(store, project_id, visible)]
     chain = _walk(store, project_id, root, max_hops, max_nodes)
-    marked = {e.id: e for e in with_marks(store, project_id, [e for e in chain if e.active])}
-    return [marked.get(e.id, e) if e.active else e for e in chain]
+    live = [e for e, _ in chain if e.active]
+    marked = {e.id: e for e in with_marks(store, project_id, live)}
+    return [(marked.get(e.id, e) if e.active else e, hops) for e, hops in chain]
 
 
-def _walk(store: Store, project_id: str, root: Event, max_hops: int, max_nodes: int) -> list[Event]:
+def _walk(
+    store: Store, project_id: str, root: Event, max_hops: int, max_nodes: int
+) -> list[tuple[Event, int]]:
     """Level by level, each level in id order: a visible event's causes are those its open
     CAUSED_BY edges reach (as the visible walk follows them) and its hidden parents; a
     hidden event's, all its parents (its edges are hidden with it)."""
-    out: dict[str, Event] = {}
+    out: dict[str, tuple[Event, int]] = {}
     frontier = [root]
-    for _ in range(max_hops):
+    for hop in range(1, max_hops + 1):
         if not frontier or len(out) >= max_nodes:
             break
         live = [e.id for e in frontier if e.active]
@@ -101,5 +113,5 @@ def _walk(store: Store, project_id: str, root: Event, max_hops: int, max_nodes: 
         ]
         frontier = found[: max(0, max_nodes - len(out))]
         for event in frontier:  # ids that are no event (an entity, a dangling edge) end here
-            out[event.id] = event if event.active else placeholder(event)
+            out[event.id] = (event if event.active else placeholder(event), hop)
     return list(out.values())
