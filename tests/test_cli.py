@@ -465,3 +465,38 @@ def test_search_shows_a_rating_and_names_what_a_wrong_rating_left_out(
         "feedback:liked",
     )
     assert "confidence" not in hits[ids["boot"]]
+
+
+def test_chain_shows_a_hidden_cause_by_id_and_goes_on(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "h.db"), "--project", "p", "--embedder", "none"]
+
+    def capture(kind: str, text: str, *parents: str) -> str:
+        extra = [a for p in parents for a in ("--parent", p)]
+        code, out, _ = _run(
+            capsys, *base, "capture", "--session", "s", "--type", kind, "--text", text, *extra
+        )
+        assert code == 0
+        return out.strip()
+
+    u = capture("user_message", "why is checkout slow")
+    t = capture("tool_invocation", "run_sql()", u)
+    r = capture("tool_result", "zqxsecret rows", t)
+    a = capture("assistant_message", "add an index", r)
+    code, _, _ = _run(capsys, *base, "forget", "--soft", "--event", r)
+    assert code == 0
+    code, out, err = _run(capsys, *base, "chain", a)
+    assert code == 0
+    assert f"[hidden] {r}" in out and "zqxsecret" not in out
+    assert "run_sql()" in out and "why is checkout slow" in out  # beyond the hidden link
+    assert f"restore --event {r}" in err
+    code, out, _ = _run(capsys, *base, "chain", a, "--json")
+    rows = json.loads(out)
+    assert [(e["id"], e.get("marks", [])) for e in rows] == [
+        (a, []),
+        (r, ["hidden"]),
+        (t, []),
+        (u, []),
+    ]
+    assert "zqxsecret" not in out
+    code, _, err = _run(capsys, *base, "chain", r)
+    assert code == 3 and "is hidden (restore brings it back)" in err

@@ -199,15 +199,28 @@ def _event_json(e: Event) -> dict[str, Any]:
 def cmd_chain(args: argparse.Namespace) -> int:
     _given("event_id", args.event_id)
     with _open_existing(args, embedder=None) as cb:
-        root = cb.get_event(args.event_id)
+        # the chain first: for a hidden or forgotten event its error says which it is
         chain = cb.effects(args.event_id) if args.down else cb.causal_chain(args.event_id)
+        root = cb.get_event(args.event_id)
         if args.json:
             _print_json([_event_json(e) for e in [root, *chain]])
             return 0
         print(f"{root.type} {root.id}: {_line(root.text, 100)}")
         arrow = "->" if args.down else "<-"
+        hidden = [e.id for e in chain if "hidden" in e.marks]
         for e in chain:
-            print(f"  {arrow} {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
+            if e.id in hidden:  # a placeholder: no text to show
+                print(f"  {arrow} {e.type:<18} {e.agent_id:<12} [hidden] {e.id}")
+            else:
+                print(f"  {arrow} {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
+        if hidden:
+            sys.stdout.flush()
+            events = " ".join(f"--event {i}" for i in hidden)
+            print(
+                f"note: {len(hidden)} event(s) of this chain are hidden (forget --soft), shown"
+                f" by id only; restore {events} brings them back",
+                file=sys.stderr,
+            )
     return 0
 
 

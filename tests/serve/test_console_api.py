@@ -358,3 +358,32 @@ def test_graph_shows_events_only_when_asked(seeded_live: tuple[Live, Seeded]) ->
         assert [(n["id"], n["type"]) for n in events] == [(said["id"], "user_message")]
         edges = {(e["from_id"], e["type"], e["to_id"]) for e in wide["edges"]}
         assert {(said["id"], "MENTIONS", code_id), (code_id, "FOLLOWS", spec_id)} <= edges
+
+
+def test_chain_shows_a_hidden_cause_and_what_lies_beyond(
+    seeded_live: tuple[Live, Seeded],
+) -> None:
+    live, _ = seeded_live
+    with live.client(live.key("hid", role="admin")) as c:
+        url = "/v1/projects/hid/events"
+
+        def post(kind: str, text: str, parents: list[str]) -> str:
+            body = {"type": kind, "session_id": "s", "text": text, "parent_event_ids": parents}
+            r = c.post(url, json=body)
+            assert r.status_code == 201, r.text
+            return str(r.json()["id"])
+
+        ask = post("user_message", "why is checkout slow", [])
+        rows = post("tool_result", "zqxsecret rows", [ask])
+        fix = post("assistant_message", "add an index", [rows])
+        assert c.post("/v1/projects/hid/soft-delete", json={"ids": [rows]}).status_code == 200
+        r = c.get(f"{url}/{fix}/chain")
+        assert r.status_code == 200, r.text
+        got = r.json()
+        assert [(n["event"]["id"], n["hops"], n["event"]["marks"]) for n in got["causes"]] == [
+            (rows, 1, ["hidden"]),
+            (ask, 2, []),
+        ]
+        assert "zqxsecret" not in r.text
+        hidden = c.get(f"{url}/{rows}/chain")
+        assert hidden.status_code == 404 and "restore brings it back" in hidden.text

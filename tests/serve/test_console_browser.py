@@ -602,3 +602,26 @@ def test_the_timeline_marks_retracted_and_wrong_rated_messages(
     finally:
         context.close()
         srv.stop()
+
+
+def test_causal_chain_shows_a_hidden_cause_by_id(page: Page, server: BackgroundServer) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        url = "/v1/projects/hid/events"
+
+        def post(kind: str, text: str, parents: list[str]) -> str:
+            body = {"type": kind, "session_id": "s", "text": text, "parent_event_ids": parents}
+            r = c.post(url, json=body)
+            assert r.status_code == 201, r.text
+            return str(r.json()["id"])
+
+        ask = post("user_message", "why is checkout slow", [])
+        rows = post("tool_result", "zqxsecret rows", [ask])
+        fix = post("assistant_message", "add an index", [rows])
+        assert c.post("/v1/projects/hid/soft-delete", json={"ids": [rows]}).status_code == 200
+    page.goto(ui(server, f"#/p/hid/e/{fix}"))
+    causes = page.locator("#causes .chain-row")
+    expect(causes).to_have_count(2)
+    expect(causes.nth(0)).to_contain_text("[hidden] (restore brings it back)")
+    expect(causes.nth(1)).to_contain_text("why is checkout slow")
+    expect(page.locator("#chain-graph")).to_contain_text("[hidden]")
+    assert "zqxsecret" not in page.content()

@@ -98,3 +98,29 @@ def test_the_server_purges_soft_deleted_rows_after_its_retention(tmp_path: Path)
         assert c.get(f"/v1/projects/{pid}/events/{kept}").status_code == 200
     finally:
         server.stop()
+
+
+def test_the_causes_of_an_event_show_a_hidden_one_by_id(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="admin"))
+    url = f"/v1/projects/{pid}/events"
+
+    def post(kind: str, text: str, parents: list[str]) -> str:
+        body = {"type": kind, "session_id": "s", "text": text, "parent_event_ids": parents}
+        r = c.post(url, json=body)
+        assert r.status_code == 201, r.text
+        return str(r.json()["id"])
+
+    ask = post("user_message", "why is checkout slow", [])
+    result = post("tool_result", "zqxsecret rows", [ask])
+    answer = post("assistant_message", "add an index", [result])
+    assert c.post(f"/v1/projects/{pid}/soft-delete", json={"ids": [result]}).status_code == 200
+    r = c.get(f"{url}/{answer}/causes")
+    assert r.status_code == 200
+    causes = r.json()
+    assert [(e["id"], e["marks"], e["text"]) for e in causes] == [
+        (result, ["hidden"], None),
+        (ask, [], "why is checkout slow"),
+    ]
+    assert "zqxsecret" not in r.text
+    r = c.get(f"{url}/{result}/causes")
+    assert r.status_code == 404 and "is hidden (restore brings it back)" in r.text

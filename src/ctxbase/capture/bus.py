@@ -1,11 +1,20 @@
 """The capture bus: `submit()` never blocks the agent; a background thread writes in batches.
 
-- Order is kept (first in, first written), so the event graph's NEXT edges follow arrival.
+- Order is kept within a session (first in, first written), so its seq and NEXT edges
+  follow arrival, and an event is never written before the queued events it names as
+  parents or references.
+- A HIGH event (a user message, a tool result) is handled at once: it goes ahead of the
+  queued NORMAL and LOW events of other sessions (behind the earlier HIGH ones, its own
+  session's and those it names) and cuts the writer's linger short.
 - Priorities decide what may be lost under backpressure: when the queue is full a LOW event
   (an intermediate thought) is dropped and counted; NORMAL and HIGH ones wait briefly for room
-  and, failing that, are written by the caller itself: they never vanish silently.
+  and, failing that, are written by the caller itself: they never vanish silently. One that
+  names a parent or reference still unwritten is queued past the limit instead, behind it.
 - Bursts of LOW events of the same kind from the same agent within a short window are
-  aggregated into one event while they still wait in the queue.
+  aggregated into one event while they still wait in the queue. Nothing of them is lost:
+  the texts are joined, and each merged event's id, time, text, data, metadata and
+  importance are kept in the stored event's `data["aggregated"]` (see `_merge`). Events
+  without text (their data is their content, and what search reads) are not aggregated.
 - `flush()` returns once every event submitted before the call is committed to storage
   (`flush(project=...)`: once that project's are, for a wait or read of one project).
 - An event the writer refuses (a session archived after it was queued, an idempotency key
@@ -15,20 +24,30 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
-from ..errors import CtxbaseError
+from ..errors import CtxbaseError, ValidationError
 from ..model import Event, Priority
+from ..validation import is_blank
 
-__all__ = ["BusConfig", "BusStats", "CaptureBus", "CaptureError", "WriteResult"]
+__all__ = [
+    "BusConfig",
+    "BusStats",
+    "CaptureBus",
+    "CaptureError",
+    "WriteResult",
+    "resolve_bus_config",
+]
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +63,38 @@ class BusConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_queue: int = 10_000
-    batch_size: int = 256
+    max_queue: Annotated[int, Field(gt=0)] = 10_000
+    batch_size: Annotated[int, Field(gt=0)] = 256
     # how long the writer waits for more events before writing a partial batch
-    linger_s: float = 0.02
-    aggregate_window_s: float = 0.5
-    aggregate_max_chars: int = 8_000
-    high_priority_wait_s: float = 2.0
-    retry_backoff_s: float = 0.2
+    linger_s: Annotated[float, Field(ge=0)] = 0.02
+    aggregate_window_s: Annotated[float, Field(ge=0)] = 0.5
+    aggregate_max_chars: Annotated[int, Field(ge=0)] = 8_000
+    high_priority_wait_s: Annotated[float, Field(ge=0)] = 2.0
+    retry_backoff_s: Annotated[float, Field(ge=0)] = 0.2
+
+
+def resolve_bus_config(spec: BusConfig | Mapping[str, Any] | None) -> BusConfig:
+    """The bus config `open(bus_config=...)` names: a BusConfig, some of its fields as a
+    mapping (the defaults for the rest), or None (the defaults). Anything else, an unknown
+    key or a bad value is a ValidationError naming it (`bus_config.max_queue`)."""
+    if spec is None:
+        return BusConfig()
+    if isinstance(spec, BusConfig):
+        return spec
+    if not isinstance(spec, Mapping):
+        kind = type(spec).__name__
+        raise ValidationError("bus_config", f"a BusConfig or a mapping of its fields, not {kind}")
+    try:
+        return BusConfig.model_validate(dict(spec))
+    except PydanticValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            valid = ", ".join(BusConfig.model_fields)
+            message = f"unknown setting; valid ones are {valid}"
+        else:
+            message = f"{err['msg']} (got {err.get('input')!r})"
+        raise ValidationError(f"bus_config.{where}" if where else "bus_config", message) from None
 
 
 @dataclass
@@ -84,6 +127,10 @@ class _Slot:
     agg_key: tuple[str, str, str, str] | None
     last_ts: float
     merged_ids: tuple[str, ...] = ()
+    # the events merged into this one, as stored in its data["aggregated"] (the first one
+    # included); empty while it stands alone
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    parts_chars: int = 0  # their text, data and metadata, serialized
 
 
 class CaptureBus:
@@ -114,6 +161,7 @@ class CaptureBus:
         self._closed = False
         self._writing = False
         self._in_flight: list[_Slot] = []  # the batch being written, out of the queue
+        self._high_queued = 0  # HIGH events in the queue: the writer does not linger
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -143,7 +191,9 @@ class CaptureBus:
                     if remaining <= 0:
                         break
                     self._cond.wait(remaining)
-                caller_writes = len(self._queue) >= self.config.max_queue
+                caller_writes = len(self._queue) >= self.config.max_queue and not any(
+                    i in self._unwritten for i in (*event.parent_event_ids, *event.refers_to)
+                )
             if not caller_writes:
                 self._tickets += 1
                 key = (
@@ -151,7 +201,12 @@ class CaptureBus:
                     if priority == Priority.LOW
                     else None
                 )
-                self._queue.append(_Slot(self._tickets, event, priority, key, now))
+                slot = _Slot(self._tickets, event, priority, key, now)
+                if priority == Priority.HIGH:
+                    self._queue.insert(self._high_place(event), slot)
+                    self._high_queued += 1
+                else:
+                    self._queue.append(slot)
                 self._unwritten[event.id] = self._unwritten.get(event.id, 0) + 1
                 self._stats.queue_depth = len(self._queue)
                 self._cond.notify_all()
@@ -163,30 +218,52 @@ class CaptureBus:
             self._count(result, 1)
         return event.id
 
+    def _high_place(self, event: Event) -> int:
+        """Where a HIGH event goes in the queue: right behind the last queued event it must
+        follow (an earlier HIGH one, one of its session, one it names as parent or
+        reference), ahead of the others. What stays ahead of it keeps its order, so every
+        event still follows its session's earlier ones and its queued parents, and theirs."""
+        named = {*event.parent_event_ids, *event.refers_to}
+        for i in range(len(self._queue) - 1, -1, -1):
+            queued = self._queue[i]
+            if (
+                queued.priority == Priority.HIGH
+                or queued.event.id in named
+                or (
+                    queued.event.session_id == event.session_id
+                    and queued.event.project_id == event.project_id
+                )
+            ):
+                return i + 1
+        return 0
+
     def _try_aggregate(self, event: Event, now: float) -> str | None:
-        if not self._queue:
+        if not self._queue or is_blank(event.text):
             return None
         tail = self._queue[-1]
         if event.id == tail.event.id:  # a retry of the waiting event: the writer dedups it
             return None
         key = (event.project_id, event.session_id, event.agent_id, event.type)
+        first = tail.event if not tail.parts else None
         if (
             tail.agg_key != key
             or now - tail.last_ts > self.config.aggregate_window_s
+            or (first is not None and is_blank(first.text))
             or event.parent_event_ids != tail.event.parent_event_ids
+            or event.refers_to != tail.event.refers_to
+            or event.task_id != tail.event.task_id
+            or event.agent_role != tail.event.agent_role
         ):
             return None
-        text = (tail.event.text or "") + "\n" + (event.text or "")
-        if len(text) > self.config.aggregate_max_chars:
+        parts = tail.parts or [_part(tail.event)]
+        chars = tail.parts_chars or _part_chars(parts[0])
+        part = _part(event)
+        chars += _part_chars(part)
+        if chars > self.config.aggregate_max_chars:
             return None
-        count = int(tail.event.metadata.get("aggregated_count", 1)) + 1
-        tail.event = tail.event.model_copy(
-            update={
-                "text": text,
-                "metadata": {**tail.event.metadata, "aggregated_count": count},
-                "importance": max(tail.event.importance, event.importance),
-            }
-        )
+        tail.parts = [*parts, part]
+        tail.parts_chars = chars
+        tail.event = _merge(tail.event, tail.parts)
         tail.last_ts = now
         tail.merged_ids = (*tail.merged_ids, event.id)
         self._merged[event.id] = tail.event.id
@@ -275,12 +352,14 @@ class CaptureBus:
                     return
                 # Linger briefly so bursts are written together (and LOW ones aggregate),
                 # but never while a flush waits: flush() is the durability point, and a
-                # shutdown (SIGTERM) must not wait out a long linger.
+                # shutdown (SIGTERM) must not wait out a long linger; nor while a HIGH
+                # event waits: it is handled at once.
                 until = time.monotonic() + cfg.linger_s
                 while (
                     len(self._queue) < cfg.batch_size
                     and not self._closed
                     and self._flush_upto <= self._done
+                    and not self._high_queued
                     and (left := until - time.monotonic()) > 0
                 ):
                     self._cond.wait(left)
@@ -290,6 +369,8 @@ class CaptureBus:
                 for slot in batch:
                     for merged_id in slot.merged_ids:
                         self._merged.pop(merged_id, None)
+                    if slot.priority == Priority.HIGH:
+                        self._high_queued -= 1
                 self._in_flight = batch
                 self._stats.queue_depth = len(self._queue)
                 self._cond.notify_all()  # room for waiting producers
@@ -340,3 +421,36 @@ class CaptureBus:
                 self._unwritten[e.id] = left
             else:
                 self._unwritten.pop(e.id, None)
+
+
+def _part(event: Event) -> dict[str, Any]:
+    """What an aggregated event keeps of one event merged into it."""
+    part: dict[str, Any] = {"id": event.id, "ts": event.ts, "text": event.text}
+    if event.data is not None:
+        part["data"] = event.data
+    if event.metadata:
+        part["metadata"] = event.metadata
+    part["importance"] = event.importance
+    return part
+
+
+def _part_chars(part: dict[str, Any]) -> int:
+    extra = {k: part[k] for k in ("data", "metadata") if k in part}
+    size = len(part["text"] or "")
+    return size + (len(json.dumps(extra, ensure_ascii=False, default=str)) if extra else 0)
+
+
+def _merge(first: Event, parts: list[dict[str, Any]]) -> Event:
+    """The event a burst is stored as: the first event's id and time, the texts joined, the
+    highest importance, each event whole in `data["aggregated"]`, and at the top of
+    `metadata` the keys every event has with the same value, beside `aggregated_count`."""
+    metas = [p.get("metadata", {}) for p in parts]
+    common = {k: v for k, v in metas[0].items() if all(k in m and m[k] == v for m in metas[1:])}
+    return first.model_copy(
+        update={
+            "text": "\n".join(p["text"] for p in parts),
+            "data": {"aggregated": parts},
+            "metadata": {**common, "aggregated_count": len(parts)},
+            "importance": max(float(p["importance"]) for p in parts),
+        }
+    )

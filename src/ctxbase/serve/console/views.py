@@ -21,7 +21,7 @@ from ...assemble.trace import diff_contexts, mask_hidden
 from ...contextbase import ContextBase
 from ...errors import NotFoundError
 from ...model import Entity, Event, Relation, SessionInfo
-from ...retrieve import graph
+from ...retrieve import causes, graph
 from ...retrieve.retracted import event_marks
 
 __all__ = [
@@ -178,8 +178,13 @@ def timeline(
 # -- causal chain --------------------------------------------------------------------------
 def causal_chain(cb: ContextBase, pid: str, event_id: str, *, depth: int, limit: int) -> ChainOut:
     """The event, what caused it and what it caused, up to `depth` hops and `limit` events
-    each way (nearest first)."""
-    event = cb.get_event(event_id, project=pid)
+    each way (nearest first); a hidden cause is a placeholder marked "hidden" and the causes
+    beyond it are shown (retrieve/causes.py)."""
+    try:
+        event = cb.get_event(event_id, project=pid)
+    except NotFoundError:
+        causes.check_chain_root(cb.store, pid, event_id)  # says when it is hidden
+        raise
     truncated = False
 
     def side(hits: list[graph.GraphHit]) -> list[ChainNode]:
@@ -191,9 +196,17 @@ def causal_chain(cb: ContextBase, pid: str, event_id: str, *, depth: int, limit:
         return [ChainNode(event=found[h.node_id], hops=h.hops) for h in hits if h.node_id in found]
 
     # One node more than shown: a walk that reaches it was cut short.
-    up = graph.upstream(cb.store, pid, event_id, max_hops=depth, max_nodes=limit + 2)
+    up = causes.causes_with_hops(cb.store, pid, event, max_hops=depth, max_nodes=limit + 2)
+    if len(up) > limit:
+        truncated = True
+        up = up[:limit]
     down = graph.downstream(cb.store, pid, event_id, max_hops=depth, max_nodes=limit + 2)
-    return ChainOut(event=event, causes=side(up), effects=side(down), truncated=truncated)
+    return ChainOut(
+        event=event,
+        causes=[ChainNode(event=e, hops=hops) for e, hops in up],
+        effects=side(down),
+        truncated=truncated,
+    )
 
 
 # -- entity graph --------------------------------------------------------------------------

@@ -6,6 +6,10 @@ import {
 } from "../dom.js";
 import { drawGraph, layeredLayout } from "../graph.js";
 
+// A hidden (soft-deleted) cause comes as a placeholder: its id, no text.
+const isHidden = (ev) => (ev.marks || []).includes("hidden");
+const evText = (ev, n) => (isHidden(ev) ? "[hidden] (restore brings it back)" : short(ev.text, n));
+
 export async function chainPage(view, pid, eid) {
   const data = await api(`${p(pid)}/events/${encodeURIComponent(eid)}/chain`,
     { query: { depth: 10, limit: 100 } });
@@ -18,8 +22,9 @@ export async function chainPage(view, pid, eid) {
     // boxes take the type's colour, as the timeline's dots do (agents have their own palette)
     id: n.ev.id, layer: n.layer, focus: n.focus, type: n.ev.type, kind: "event",
     colour: typeColour(n.ev.type),
-    label: `${n.ev.agent_id} · ${n.ev.type}`, sub: `#${n.ev.seq} ${short(n.ev.text, 40)}`,
-    title: `${n.ev.id}\n${n.ev.agent_id} · ${n.ev.type} · ${fmtTime(n.ev.ts)}\n${short(n.ev.text, 400)}`,
+    label: `${n.ev.agent_id} · ${n.ev.type}`,
+    sub: isHidden(n.ev) ? "[hidden]" : `#${n.ev.seq} ${short(n.ev.text, 40)}`,
+    title: `${n.ev.id}\n${n.ev.agent_id} · ${n.ev.type} · ${fmtTime(n.ev.ts)}\n${evText(n.ev, 400)}`,
   }));
   const present = new Set(nodes.map((n) => n.id));
   const edges = [];
@@ -41,7 +46,7 @@ export async function chainPage(view, pid, eid) {
       onclick: () => { location.hash = link(["p", pid, "e", c.event.id]); },
     }, h("td", { class: "num" }, c.hops), h("td", { class: "mono" }, fmtTime(c.event.ts)),
     h("td", {}, agentName(c.event.agent_id)), h("td", {}, typeBadge(c.event.type)),
-    h("td", { class: "text" }, short(c.event.text, 160)))), { id })
+    h("td", { class: isHidden(c.event) ? "text muted" : "text" }, evText(c.event, 160)))), { id })
       : h("p", { class: "muted" }, "none")];
   clear(view).append(
     h("h1", {}, "Causal chain"),
