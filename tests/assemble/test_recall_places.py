@@ -94,3 +94,16 @@ def test_is_the_intent() -> None:
     assert not is_the_intent(ev("assistant_message", "why is it slow?"), "why is it slow?")
     assert not is_the_intent(ev("user_message", "why is it slow? the cache"), "why is it slow?")
     assert not is_the_intent(None, "why is it slow?")
+
+
+def test_a_strategys_own_top_k_is_the_searchs_depth(cb: ContextBase) -> None:
+    # The policy's top_k (default 5) is no cap on a semantic_recall that writes its own.
+    deeper = POLICY.replace("    top_k: 3\n", "").replace("top_k: 3,", "top_k: 6,")
+    ctx = Assembler(cb, deeper).assemble(agent_role="coder", user_intent="orders report SQL")
+    assert len(_recalled(ctx)) == 6
+    assert any("semantic_recall: intent is searchable (top_k=6" in r for r in ctx.trace["reasons"])
+    # one that sets none takes the policy's, and the trace shows that value
+    inherits = POLICY.replace("top_k: 3, ", "")
+    ctx = Assembler(cb, inherits).assemble(agent_role="coder", user_intent="orders report SQL")
+    assert len(_recalled(ctx)) == 3
+    assert any("(top_k=3," in r for r in ctx.trace["reasons"])
