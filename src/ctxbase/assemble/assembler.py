@@ -35,9 +35,10 @@ from .budget import (
     BudgetItem,
     BudgetTooSmall,
     allocate_budget,
-    compress_extractive,
+    extract_summary,
     fit_to_tokens,
     layer_quota,
+    left_out_note,
 )
 from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
@@ -619,6 +620,7 @@ class Assembler:
                         text,
                         0.5,
                         source="compressed:" + ",".join(e.id for e in to_compress),
+                        cut="clauses",
                     )
                 )
                 roles["summary"] = "system"
@@ -657,7 +659,10 @@ class Assembler:
                 return _llm_summary(self.llm, texts, max_tokens, self.counter)
             except Exception as exc:  # any endpoint failure: the extractive summary still works
                 notes.append(f"LLM summary failed ({type(exc).__name__}); used extractive")
-        return compress_extractive(texts, max_tokens, self.counter)
+        summary = extract_summary(texts, max_tokens, self.counter)
+        if summary.left_out:
+            notes.append(left_out_note(summary.left_out, max_tokens))
+        return summary.text
 
     # -- budget and result -----------------------------------------------------------------
     def _fit(
