@@ -107,3 +107,32 @@ def test_a_strategys_own_top_k_is_the_searchs_depth(cb: ContextBase) -> None:
     ctx = Assembler(cb, inherits).assemble(agent_role="coder", user_intent="orders report SQL")
     assert len(_recalled(ctx)) == 3
     assert any("(top_k=3," in r for r in ctx.trace["reasons"])
+
+
+def test_a_call_shown_with_its_message_takes_no_place(cb: ContextBase) -> None:
+    # The demo's coder lost the answer this way: the call's place went unused.
+    msg = cb.record(
+        "assistant_message",
+        session_id="d9",
+        text="What was the SQL for the orders report? I run it.",
+    )
+    call = cb.record(
+        "tool_invocation",
+        session_id="d9",
+        text="run_sql(What was the SQL for the orders report)",
+        parent_event_ids=[msg.id],
+    )
+    cb.flush()
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb, POLICY).assemble(agent_role="coder", user_intent=QUESTION)
+    placed = [
+        c["owner_id"]
+        for c in ctx.trace["search_considered"]
+        if c["strategy"] == "semantic_recall" and c["dropped"] is None
+    ]
+    assert {msg.id, call.id} <= set(placed)  # both ranked among the search's top 3
+    why = [(d["reason"], d["detail"]) for d in ctx.trace["dropped"] if d["id"] == call.id]
+    assert why == [("duplicate", f"a call of {msg.id}, shown with it")]
+    recalled = _recalled(ctx)
+    assert msg.id in recalled and call.id not in recalled
+    assert len(recalled) == 3  # the next hit moved up into the call's place
