@@ -626,6 +626,16 @@ class Policy(_Frozen):
         return value
 
     @model_validator(mode="after")
+    def _allowance_with_range(self) -> Policy:
+        if self.memory_token_allowance is not None and self.dynamic_top_k is None:
+            raise ValueError(
+                "memory_token_allowance works with dynamic_top_k: semantic recall keeps "
+                "[min, max] hits and stops past min at the allowance; set dynamic_top_k: "
+                "[min, max] too (seed 002: [3, 7]), or cap memory with budget shares"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _recall_depth(self) -> Policy:
         # A semantic_recall strategy's own `top_k` is its search's depth; one that sets none
         # takes the policy's `top_k` (filled in here, so the trace shows the value searched).
