@@ -11,7 +11,10 @@ from ctxbase.assemble.budget import (
     BudgetTooSmall,
     allocate_budget,
     compress_extractive,
+    extract_summary,
+    fit_to_clauses,
     fit_to_tokens,
+    left_out_note,
     split_sentences,
 )
 
@@ -340,8 +343,8 @@ def test_compress_chinese() -> None:
 def test_compress_edge_cases() -> None:
     assert compress_extractive(HISTORY, 0, COUNTER) == ""
     assert compress_extractive([], 10, COUNTER) == ""
-    tiny = compress_extractive(["one two three four five six seven."], 3, COUNTER)
-    assert COUNTER.count(tiny) == 3
+    # never cut inside a clause: a sentence of one clause that does not fit is left out
+    assert compress_extractive(["one two three four five six seven."], 3, COUNTER) == ""
     everything = compress_extractive(HISTORY, 1000, COUNTER)
     assert all(s in everything for text in HISTORY for s in split_sentences(text))
 
@@ -350,3 +353,58 @@ def test_compress_edge_cases() -> None:
 @given(st.lists(_text, max_size=5), st.integers(0, 60))
 def test_compress_never_exceeds(texts: list[str], max_tokens: int) -> None:
     assert COUNTER.count(compress_extractive(texts, max_tokens, COUNTER)) <= max_tokens
+
+
+KEY = "关键结论：预算上限 8 万元，截止日期 12 月 20 日。"
+DECISION = "关键决定：数据库选 PostgreSQL 18。"
+
+
+def test_a_summary_never_cuts_inside_a_clause() -> None:
+    # seed 004's window in tokens: "预算上限 8 万元" must never become "预算上限 8"
+    whole = COUNTER.count(KEY)
+    for room in range(1, whole):
+        got = extract_summary([KEY, DECISION], room, COUNTER)
+        assert got.text in ("", "关键结论：预算上限 8 万元", DECISION), (room, got)
+        assert COUNTER.count(got.text) <= room
+        if got.text == "关键结论：预算上限 8 万元":  # the clause after the comma is named
+            assert "截止日期 12 月 20 日。" in got.left_out and DECISION in got.left_out
+        if not got.text:
+            assert got.left_out == (KEY, DECISION)  # dropped, and said so
+    head = COUNTER.count("关键结论：预算上限 8 万元")
+    assert extract_summary([KEY], head, COUNTER).text == "关键结论：预算上限 8 万元"
+    assert extract_summary([KEY], head - 1, COUNTER) == extract_summary([KEY], 1, COUNTER)
+    assert extract_summary([KEY], 1, COUNTER).left_out == (KEY,)
+
+
+def test_no_clause_is_cut_inside_a_number() -> None:
+    text = "The budget is 80,000 yuan, due on 20 December."
+    assert fit_to_clauses(text, 5, COUNTER) == "The budget is 80,000 yuan"
+    assert fit_to_clauses(text, 3, COUNTER) == ""
+    assert fit_to_clauses(f"{DECISION} {KEY}", COUNTER.count(DECISION) + 2, COUNTER) == DECISION
+
+
+def test_left_out_note_names_the_sentences() -> None:
+    note = left_out_note([KEY, DECISION], 9)
+    assert note.startswith("recent_window: the 9-token summary of older messages had no room")
+    assert f'"{KEY}"' in note and f'"{DECISION}"' in note
+    many = left_out_note([f"s{i}" for i in range(7)], 9)
+    assert '"s4"' in many and '"s5"' not in many and many.endswith("and 2 more")
+
+
+def test_a_clause_cut_item_is_cut_only_after_a_clause() -> None:
+    text = f"Earlier conversation (summary): {KEY}"
+    item = BudgetItem("summary", text, 0.5, cut="clauses")
+    room = COUNTER.count("Earlier conversation (summary): 关键结论：预算上限 8 万元") + 1
+    alloc = allocate_budget(
+        room + 2, {"history": 1.0}, COUNTER, {"history": [item]}, min_truncated_tokens=1
+    )
+    (got,) = alloc.layers["history"].included
+    assert got.truncated and got.text.endswith("预算上限 8 万元")
+    plain = allocate_budget(
+        room + 2,
+        {"history": 1.0},
+        COUNTER,
+        {"history": [BudgetItem("summary", text, 0.5)]},
+        min_truncated_tokens=1,
+    )
+    assert plain.layers["history"].included[0].text != got.text  # a token cut lands elsewhere

@@ -554,3 +554,27 @@ def test_open_takes_policies_as_a_mapping(tmp_path: Path) -> None:
         ctx = cb.assemble_context(agent_role="sql_writer", user_intent="分页 SQL")
         assert ctx.policy == "sql_writer"
         assert cb.assemble_context(agent_role="coder", user_intent="x").policy == "coder"
+
+
+def test_seed_002_words_lead_to_the_keys_that_do_it() -> None:
+    # spelling alone suggested 'relation_thresholds' for seed 002's similarity threshold
+    def problem(extra: str, strategy: str = "") -> str:
+        text = "version: 1\npolicies:\n  - name: x\n    match: {agent_roles: [x]}\n" + extra
+        if strategy:
+            text += f"    strategies:\n      - {strategy}\n"
+        with pytest.raises(PolicyError) as err:
+            parse_policies(text)
+        return str(err.value)
+
+    said = problem("    similarity_threshold: 0.78\n")
+    assert "unknown key 'similarity_threshold' (did you mean 'relevance_floor'?)" in said
+    said = problem("    top_k_range: [3, 7]\n")
+    assert "(did you mean 'dynamic_top_k', as [min, max]?)" in said
+    assert "chunking is set where text is stored" in problem("    chunk_size: 256\n")
+    said = problem("", "{name: semantic_recall, similarity_threshold: 0.78}")
+    assert "strategies[0].similarity_threshold" in said
+    assert "did you mean 'relevance_floor', a key of the policy itself beside 'strategies'?" in said
+    said = problem("", "{name: recent_window, window_size: 6}")
+    assert "(did you mean 'max_messages'?)" in said
+    # an ordinary misspelling still gets the closest key
+    assert "(did you mean 'relevance_floor'?)" in problem("    relevance_flor: 0.8\n")

@@ -94,3 +94,45 @@ def test_is_the_intent() -> None:
     assert not is_the_intent(ev("assistant_message", "why is it slow?"), "why is it slow?")
     assert not is_the_intent(ev("user_message", "why is it slow? the cache"), "why is it slow?")
     assert not is_the_intent(None, "why is it slow?")
+
+
+def test_a_strategys_own_top_k_is_the_searchs_depth(cb: ContextBase) -> None:
+    # The policy's top_k (default 5) is no cap on a semantic_recall that writes its own.
+    deeper = POLICY.replace("    top_k: 3\n", "").replace("top_k: 3,", "top_k: 6,")
+    ctx = Assembler(cb, deeper).assemble(agent_role="coder", user_intent="orders report SQL")
+    assert len(_recalled(ctx)) == 6
+    assert any("semantic_recall: intent is searchable (top_k=6" in r for r in ctx.trace["reasons"])
+    # one that sets none takes the policy's, and the trace shows that value
+    inherits = POLICY.replace("top_k: 3, ", "")
+    ctx = Assembler(cb, inherits).assemble(agent_role="coder", user_intent="orders report SQL")
+    assert len(_recalled(ctx)) == 3
+    assert any("(top_k=3," in r for r in ctx.trace["reasons"])
+
+
+def test_a_call_shown_with_its_message_takes_no_place(cb: ContextBase) -> None:
+    # The demo's coder lost the answer this way: the call's place went unused.
+    msg = cb.record(
+        "assistant_message",
+        session_id="d9",
+        text="What was the SQL for the orders report? I run it.",
+    )
+    call = cb.record(
+        "tool_invocation",
+        session_id="d9",
+        text="run_sql(What was the SQL for the orders report)",
+        parent_event_ids=[msg.id],
+    )
+    cb.flush()
+    cb.wait_for_embeddings()
+    ctx = Assembler(cb, POLICY).assemble(agent_role="coder", user_intent=QUESTION)
+    placed = [
+        c["owner_id"]
+        for c in ctx.trace["search_considered"]
+        if c["strategy"] == "semantic_recall" and c["dropped"] is None
+    ]
+    assert {msg.id, call.id} <= set(placed)  # both ranked among the search's top 3
+    why = [(d["reason"], d["detail"]) for d in ctx.trace["dropped"] if d["id"] == call.id]
+    assert why == [("duplicate", f"a call of {msg.id}, shown with it")]
+    recalled = _recalled(ctx)
+    assert msg.id in recalled and call.id not in recalled
+    assert len(recalled) == 3  # the next hit moved up into the call's place

@@ -11,6 +11,10 @@ import pytest
 import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.assembler import Assembler
+from ctxbase.assemble.memory_section import ITEM_OVERHEAD
+from ctxbase.assemble.policy import PolicyError
+from ctxbase.assemble.policy_loading import parse_policies
+from ctxbase.assemble.tokens import get_token_counter
 from ctxbase.retrieve.relevance import (
     CALIBRATED_FLOORS,
     first_evidence,
@@ -235,3 +239,46 @@ def test_monitoring_points_per_trace_and_dynamic_top_k(hashed: ContextBase) -> N
 
     # 40 tokens stop the search after its minimum of 3 hits (graph neighbours may join)
     assert 3 <= recalled(few) < recalled(many)
+
+
+def test_the_token_allowance_counts_what_is_injected(hashed: ContextBase) -> None:
+    for i in range(12):
+        hashed.record("user_message", session_id="s9", text=f"订单缓存第{i}次讨论，缓存五分钟")
+    hashed.wait_for_embeddings()
+    base = (POLICY % "null").replace(
+        "      - {name: project_scope_fallback, only_without_reference: false}\n", ""
+    )
+
+    def recalled(allowance: int) -> tuple[list[dict[str, object]], dict[str, object]]:
+        text = base.replace(
+            "    strategies:",
+            f"    dynamic_top_k: [2, 7]\n    memory_token_allowance: {allowance}\n    strategies:",
+        )
+        ctx = Assembler(hashed, text).assemble(agent_role="coder", user_intent="订单缓存")
+        items = [i for i in ctx.trace["layers"]["memory"]["items"] if i["source"]]
+        return items, ctx.trace
+
+    wide, _ = recalled(10_000)
+    assert len(wide) >= 5
+    # an allowance of about three items: the minimum of 2 and what fits, never past it
+    counter = get_token_counter()
+    cost = [counter.count(str(i["text"])) + ITEM_OVERHEAD for i in wide]
+    allowance = sum(cost[:3]) + 1
+    narrow, trace = recalled(allowance)
+    assert 2 <= len(narrow) <= 3
+    assert sum(counter.count(str(i["text"])) + ITEM_OVERHEAD for i in narrow) <= allowance
+    assert any(f"memory_token_allowance {allowance}: kept" in n for n in trace["notes"])
+    cut = [d for d in trace["dropped"] if "memory_token_allowance" in d["detail"]]
+    assert cut and all(d["reason"] == "top_k" for d in cut)
+    # below even the minimum: the minimum stays, and the note says so
+    tiny, trace = recalled(1)
+    assert len(tiny) == 2
+    assert any("(the first 2 always stay)" in n for n in trace["notes"])
+
+
+def test_a_token_allowance_alone_is_refused() -> None:
+    text = (POLICY % "null").replace(
+        "    strategies:", "    memory_token_allowance: 60\n    strategies:"
+    )
+    with pytest.raises(PolicyError, match="memory_token_allowance works with"):
+        parse_policies(text)

@@ -161,3 +161,20 @@ def test_the_text_trace_names_keyword_vector_and_graph_origins() -> None:
     )
     # a trace stored without its search hits still says how its candidate was found
     assert lines[lines.index("+ d [semantic_recall] score 0.500: x") + 1] == "keyword rank 3"
+
+
+def test_the_text_trace_shows_the_monitoring_points(cb: ContextBase) -> None:
+    # seed 002's fallback alarm must be visible to a CLI user, not only in --json
+    cb.record("user_message", session_id="s", text="the redis cache ttl is 10 minutes")
+    cb.wait_for_embeddings()
+    hit = get_trace(
+        cb, Assembler(cb).assemble(agent_role="coder", user_intent="redis ttl").context_id
+    )
+    m = hit["monitoring"]
+    line = next(x for x in explain_trace(hit).splitlines() if x.startswith("monitoring: "))
+    assert line.startswith(f"monitoring: memory hit ({m['memory_items']} items); ")
+    assert f"memory {m['memory_tokens']} of {m['prompt_tokens']} prompt tokens" in line
+    assert f"(injected share {m['injected_share']:.1%})" in line
+    assert f"retrieval {m['retrieval_ms']} ms" in line
+    off = dict(hit, monitoring={**m, "memory_hit": False, "fallback": True, "memory_tokens": 0})
+    assert "monitoring: fallback (no retrieved memory injected); memory 0 of" in explain_trace(off)

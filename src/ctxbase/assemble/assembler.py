@@ -35,9 +35,10 @@ from .budget import (
     BudgetItem,
     BudgetTooSmall,
     allocate_budget,
-    compress_extractive,
+    extract_summary,
     fit_to_tokens,
     layer_quota,
+    left_out_note,
 )
 from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
@@ -46,7 +47,13 @@ from .history_calls import CALL_TYPE
 from .history_turns import history_turns
 from .lifecycle import Status
 from .memory_calls import link_calls, results_with_calls
-from .memory_section import ITEM_OVERHEAD, MEMORY_HEADER, memory_items, memory_section_for
+from .memory_section import (
+    ITEM_OVERHEAD,
+    MEMORY_HEADER,
+    keep_within_allowance,
+    memory_items,
+    memory_section_for,
+)
 from .policy import (
     STRATEGY_NAMES,
     ErrorDrivenRepair,
@@ -571,6 +578,11 @@ class Assembler:
         link_calls(g)
         g.drop_said({e.id: e.text or "" for e in in_window}, results_with_calls(in_window, events))
         g.drop_repeats()
+        if policy.dynamic_top_k is not None and policy.memory_token_allowance is not None:
+            # the allowance counted on what the prompt holds, not on the search's raw texts
+            lo, allowance = policy.dynamic_top_k[0], policy.memory_token_allowance
+            note = keep_within_allowance(g, counter, self.max_item_tokens, lo, allowance)
+            notes.extend([note] if note else [])
         system = self.system_prompt.format(role=_prompt_name(role), project=pid)
         items: dict[str, list[BudgetItem]] = {
             "system": [BudgetItem("system", system, 1.0, required=True, source="policy")],
@@ -619,6 +631,7 @@ class Assembler:
                         text,
                         0.5,
                         source="compressed:" + ",".join(e.id for e in to_compress),
+                        cut="clauses",
                     )
                 )
                 roles["summary"] = "system"
@@ -657,7 +670,10 @@ class Assembler:
                 return _llm_summary(self.llm, texts, max_tokens, self.counter)
             except Exception as exc:  # any endpoint failure: the extractive summary still works
                 notes.append(f"LLM summary failed ({type(exc).__name__}); used extractive")
-        return compress_extractive(texts, max_tokens, self.counter)
+        summary = extract_summary(texts, max_tokens, self.counter)
+        if summary.left_out:
+            notes.append(left_out_note(summary.left_out, max_tokens))
+        return summary.text
 
     # -- budget and result -----------------------------------------------------------------
     def _fit(

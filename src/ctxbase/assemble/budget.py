@@ -36,13 +36,17 @@ __all__ = [
     "BudgetTooSmall",
     "DropReason",
     "DroppedItem",
+    "ExtractiveSummary",
     "IncludedItem",
     "LayerAllocation",
     "TokenCounterProtocol",
     "allocate_budget",
     "compress_extractive",
+    "extract_summary",
+    "fit_to_clauses",
     "fit_to_tokens",
     "layer_quota",
+    "left_out_note",
     "listed_shares",
     "split_sentences",
 ]
@@ -101,6 +105,9 @@ class BudgetItem:
     score: float = 0.0
     required: bool = False
     source: str = ""
+    # how the allocator may cut it to use the end of the pool: on a token boundary, or only
+    # after a whole sentence or clause (a summary: "预算上限 8 万元" must not become "预算上限 8")
+    cut: Literal["tokens", "clauses"] = "tokens"
 
 
 @dataclass(frozen=True)
@@ -171,6 +178,23 @@ def fit_to_tokens(text: str, max_tokens: int, counter: TokenCounterProtocol) -> 
             return cut
         limit -= 1
     return ""
+
+
+def fit_to_clauses(text: str, max_tokens: int, counter: TokenCounterProtocol) -> str:
+    """The leading whole sentences of `text` within `max_tokens` (joined by a space), else
+    the first sentence's leading whole clauses (`_leading_clauses`), else ""."""
+    if counter.count(text) <= max_tokens:
+        return text
+    sentences = split_sentences(text)
+    head = ""
+    for n in range(1, len(sentences) + 1):
+        trial = " ".join(sentences[:n])
+        if counter.count(trial) > max_tokens:
+            break
+        head = trial
+    if head or not sentences:
+        return head
+    return _leading_clauses(sentences[0], max_tokens, counter)[0]
 
 
 def _normalized(text: str) -> str:
@@ -372,7 +396,8 @@ def allocate_budget(
         room = pool - item_overhead_tokens
         if pending and not layer.truncated_one and room >= max(1, min_truncated_tokens):
             cand = pending[0]
-            cut = fit_to_tokens(cand.item.text, room, counter)
+            fit = fit_to_clauses if cand.item.cut == "clauses" else fit_to_tokens
+            cut = fit(cand.item.text, room, counter)
             cut_tokens = counter.count(cut) if cut else 0
             if cut.strip() and cut_tokens >= min(min_truncated_tokens, room):
                 cost = cut_tokens + item_overhead_tokens
@@ -438,6 +463,15 @@ def _terms(sentence: str) -> list[str]:
     return terms
 
 
+@dataclass(frozen=True)
+class ExtractiveSummary:
+    """What `extract_summary` kept (`text`) and the informative sentences, or the clauses
+    cut from the end of one, it had no room for (`left_out`, in their order)."""
+
+    text: str
+    left_out: tuple[str, ...] = ()
+
+
 def compress_extractive(
     texts: Sequence[str],
     max_tokens: int,
@@ -447,6 +481,26 @@ def compress_extractive(
     lead_bonus: float = 0.3,
     min_relative_score: float = 0.35,
 ) -> str:
+    """The text of `extract_summary` (what it left out is not reported)."""
+    return extract_summary(
+        texts,
+        max_tokens,
+        counter,
+        separator=separator,
+        lead_bonus=lead_bonus,
+        min_relative_score=min_relative_score,
+    ).text
+
+
+def extract_summary(
+    texts: Sequence[str],
+    max_tokens: int,
+    counter: TokenCounterProtocol,
+    *,
+    separator: str = " ",
+    lead_bonus: float = 0.3,
+    min_relative_score: float = 0.35,
+) -> ExtractiveSummary:
     """Keep the most informative sentences of `texts` within `max_tokens`, in their order.
 
     A sentence scores by how frequent its terms are across all texts (words for English,
@@ -455,19 +509,24 @@ def compress_extractive(
     topic) and sentences with numbers a small bonus (budgets, dates, ids). Used to compress
     older history that no longer fits verbatim (text that fits is returned whole). Sentences
     scoring below `min_relative_score` times the best score are small talk and are left out
-    even when there is room.
+    even when there is room; the informative ones with no room are `left_out`.
+
+    A sentence is never cut inside a clause ("预算上限 8 万元" must not become "预算上限 8"):
+    when not even one sentence fits, the best one keeps the leading clauses that fit (cut
+    after "，", "；", "," or ";", never inside a number such as 80,000); when not even its
+    first clause fits, the summary is empty.
     """
     if max_tokens <= 0:
-        return ""
+        return ExtractiveSummary("")
     sentences: list[tuple[int, str, bool]] = []
     for text in texts:
         for position, sentence in enumerate(split_sentences(text)):
             sentences.append((len(sentences), sentence, position == 0))
     if not sentences:
-        return ""
+        return ExtractiveSummary("")
     whole = separator.join(sentence for _, sentence, _ in sentences)
     if counter.count(whole) <= max_tokens:
-        return whole  # nothing to compress
+        return ExtractiveSummary(whole)  # nothing to compress
     term_lists = [_terms(s) for _, s, _ in sentences]
     frequency: Counter[str] = Counter(t for terms in term_lists for t in terms)
     top = max(frequency.values(), default=1)
@@ -482,13 +541,52 @@ def compress_extractive(
 
     chosen: list[int] = []
     floor = scored[0][0] * min_relative_score
-    for score, index in scored:
-        if score < floor:
-            break
+    informative = [index for score, index in scored if score >= floor]  # best first
+    for index in informative:
         trial = sorted([*chosen, index])
         if counter.count(separator.join(sentences[i][1] for i in trial)) <= max_tokens:
             chosen = trial
+    informative.sort()  # their order in the texts, for what is left out
     if chosen:
-        return separator.join(sentences[i][1] for i in chosen)
-    # Not even one sentence fits: cut the best one.
-    return fit_to_tokens(sentences[scored[0][1]][1], max_tokens, counter)
+        left = tuple(sentences[i][1] for i in informative if i not in chosen)
+        return ExtractiveSummary(separator.join(sentences[i][1] for i in chosen), left)
+    # Not even one sentence fits: the best one's leading clauses that do, else nothing.
+    best = scored[0][1]
+    head, tail = _leading_clauses(sentences[best][1], max_tokens, counter)
+    left = tuple(tail if i == best else sentences[i][1] for i in informative if i != best or tail)
+    return ExtractiveSummary(head, left)
+
+
+def left_out_note(left_out: Sequence[str], max_tokens: int, shown: int = 5) -> str:
+    """The trace note naming what a summary of `max_tokens` had no room for (the first
+    `shown` sentences, each cut to 80 characters)."""
+    quoted = [f'"{t}"' if len(t) <= 80 else f'"{t[:79]}…"' for t in left_out[:shown]]
+    more = f" and {len(left_out) - shown} more" if len(left_out) > shown else ""
+    return (
+        f"recent_window: the {max_tokens}-token summary of older messages had no room for "
+        f"{len(left_out)} informative sentence(s) or clause(s), left out: "
+        f"{', '.join(quoted)}{more}"
+    )
+
+
+# After a Chinese comma or semicolon, or an ASCII one not followed by a digit (80,000 is
+# one number).
+_CLAUSE_END = re.compile(r"(?<=[，；;])|(?<=,)(?!\d)")
+
+
+def _leading_clauses(
+    sentence: str, max_tokens: int, counter: TokenCounterProtocol
+) -> tuple[str, str]:
+    """The longest run of `sentence`'s leading whole clauses within `max_tokens` (its
+    trailing comma dropped) and the rest; ("", sentence) when not even one clause fits."""
+    parts = [p for p in _CLAUSE_END.split(sentence) if p]
+    head = ""
+    for n in range(1, len(parts)):
+        trial = "".join(parts[:n]).strip().rstrip("，；,;").rstrip()
+        if counter.count(trial) > max_tokens:
+            break
+        head = trial
+    if not head:
+        return "", sentence
+    rest = sentence[len(head) :].lstrip("，；,; ").strip()
+    return head, rest

@@ -24,6 +24,7 @@ from .budget import fit_to_tokens
 from .echoes import memory_echoes
 from .history_calls import CALL_TYPE
 from .lifecycle import Status
+from .memory_calls import shown_in_message
 from .policy import (
     Policy,
 )
@@ -321,6 +322,9 @@ class Gatherer:
         cand = self.cands.pop(gone)
         kept = self.cands[holder]
         kept.score, kept.cued = max(kept.score, cand.score), kept.cued or cand.cued
+        # what brought the one left out brought what it says: the trace keeps saying why
+        kept.strategies += [s for s in cand.strategies if s not in kept.strategies]
+        kept.reasons += [r for r in cand.reasons if r not in kept.reasons]
         for c in self.cands.values():
             if c.unit == gone:
                 c.unit = holder
@@ -662,6 +666,15 @@ class Gatherer:
         scores = [c.score for c in hits if not is_the_intent(owners.get(c.item.owner_id), query)]
         best = max(scores, default=0.0) or 1.0
         promoted: set[str] = set()
+
+        def move_up() -> None:  # the next hit the search ranked takes a freed place
+            if spare:
+                nxt = spare.pop(0)
+                promoted.add(nxt.item.item_id)
+                hits.append(nxt)
+                if nxt.item.owner_id not in owners:
+                    owners.update(self.nodes([nxt.item.owner_id]))
+
         n = 0
         while n < len(hits):
             c = hits[n]
@@ -669,14 +682,13 @@ class Gatherer:
             node = owners.get(c.item.owner_id)
             if c.item.owner_id in self.exclude or is_the_intent(node, query):
                 self._left_out(c.item.owner_id, node)
-                if spare:
-                    nxt = spare.pop(0)
-                    promoted.add(nxt.item.item_id)
-                    hits.append(nxt)
-                    if nxt.item.owner_id not in owners:
-                        owners.update(self.nodes([nxt.item.owner_id]))
+                move_up()
                 continue
             rel = c.score / best
+            if rel >= min_score and shown_in_message(self, node, hits, owners, best, min_score):
+                # a call its message (a hit too) shows on its lines (memory_calls.py): it
+                # takes no place of its own either
+                move_up()
             self._consider(c, strategy, rel, min_score)
             if rel < min_score:
                 self.drop(

@@ -26,9 +26,11 @@ from .history_calls import CALL_TYPE
 from .repeats import cut_from
 
 if TYPE_CHECKING:
+    from ..model import Entity
+    from ..retrieve.search import Candidate
     from .gatherer import Gatherer, MemoryCandidate
 
-__all__ = ["link_calls", "memory_units", "results_with_calls", "tool_name"]
+__all__ = ["link_calls", "memory_units", "results_with_calls", "shown_in_message", "tool_name"]
 
 _RESULT, _MESSAGE = "tool_result", "assistant_message"
 _NAME = re.compile(r"\s*([A-Za-z_][\w.-]*)\(")
@@ -98,6 +100,36 @@ def link_calls(g: Gatherer) -> None:
         r.answers = f"{answered.id} {name}" if name else answered.id
         r.call_text = answered.text or ""
         r.unit = shown_in.get(answered.id, answered.id)
+
+
+def shown_in_message(
+    g: Gatherer,
+    node: Entity | Event | None,
+    hits: Sequence[Candidate],
+    owners: Mapping[str, Entity | Event],
+    best: float,
+    min_score: float,
+) -> bool:
+    """Whether a search hit, `node`, is a tool call whose assistant message is in memory (a
+    candidate already, or a hit of the same search, `hits`, that clears `min_score` over
+    `best` and is not left out): `link_calls` then shows the call on the message's lines,
+    so it takes no top_k place of its own (Gatherer.search moves the next hit up)."""
+    if not isinstance(node, Event) or node.type != CALL_TYPE:
+        return False
+    for parent in node.parent_event_ids:
+        held = g.cands.get(parent)
+        if held is not None and held.type == _MESSAGE:
+            return True
+        for h in hits:
+            msg = owners.get(parent) if h.item.owner_id == parent else None
+            if (
+                isinstance(msg, Event)
+                and msg.type == _MESSAGE
+                and h.score / best >= min_score
+                and parent not in g.exclude
+            ):
+                return True
+    return False
 
 
 def memory_units(cands: Mapping[str, MemoryCandidate]) -> list[tuple[float, list[str]]]:

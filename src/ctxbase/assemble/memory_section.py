@@ -18,7 +18,13 @@ from .memory_calls import link_calls, memory_units
 from .policy_loading import load_default_policies
 from .tokens import TokenCounter, get_token_counter
 
-__all__ = ["ITEM_OVERHEAD", "MEMORY_HEADER", "memory_items", "memory_section_for"]
+__all__ = [
+    "ITEM_OVERHEAD",
+    "MEMORY_HEADER",
+    "keep_within_allowance",
+    "memory_items",
+    "memory_section_for",
+]
 
 MEMORY_HEADER = "Retrieved context (labelled by source):"
 # Per-message chat overhead (3) plus the role (1); also covers the separators of layer items.
@@ -41,6 +47,44 @@ def memory_items(
         for score, ids in memory_units(cands)
         for c in (cands[i] for i in ids)
     ]
+
+
+def keep_within_allowance(
+    g: Gatherer, counter: TokenCounter, max_item_tokens: int, min_k: int, allowance: int
+) -> str | None:
+    """Seed 002's dynamic top-k counted on what is injected: of the memory units brought by
+    semantic recall alone (a call with its results is one unit), best first, the first
+    `min_k` stay; past them, a unit stays while the units kept so far and it take at most
+    `allowance` tokens in the prompt (their labelled text plus the per-item overhead); the
+    first that does not fit ends it. Drops the rest from `g` (reason "top_k"); the trace
+    note saying so, or None."""
+    used, kept, gone = 0, 0, list[str]()
+    for _, ids in memory_units(g.cands):
+        if not all(g.cands[i].strategies == ["semantic_recall"] for i in ids):
+            continue  # another strategy brought it: not semantic recall's to cut
+        cost = sum(
+            counter.count(g.cands[i].item_text(counter, max_item_tokens)) + ITEM_OVERHEAD
+            for i in ids
+        )
+        if gone or (kept >= min_k and used + cost > allowance):  # it stops there
+            gone.extend(ids)
+            continue
+        kept, used = kept + 1, used + cost
+    for owner in gone:
+        del g.cands[owner]
+        g.drop(
+            owner,
+            "top_k",
+            f"semantic_recall: past dynamic top_k min {min_k}, memory_token_allowance "
+            f"{allowance} reached",
+        )
+    if not gone and used <= allowance:
+        return None
+    over = f" (the first {min_k} always stay)" if used > allowance else ""
+    return (
+        f"semantic_recall: memory_token_allowance {allowance}: kept {kept} recalled items "
+        f"({used} tokens){over}, left out {len(gone)}"
+    )
 
 
 def memory_section_for(

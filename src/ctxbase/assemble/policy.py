@@ -203,7 +203,8 @@ Words = Annotated[tuple[str, ...], BeforeValidator(_one_or_many)]
 
 class SemanticRecall(_Frozen):
     """Search memory by meaning with the intent as the query. A hit is kept when its score
-    over the best hit's (its relative score) is at least `min_score`."""
+    over the best hit's (its relative score) is at least `min_score`. `top_k` is the search's
+    depth; left unwritten, it is the policy's `top_k` (Policy fills it in)."""
 
     name: Literal["semantic_recall"] = "semantic_recall"
     enabled: bool = True
@@ -623,6 +624,30 @@ class Policy(_Frozen):
         if repeated:
             raise ValueError(f"strategy listed more than once: {', '.join(repeated)}")
         return value
+
+    @model_validator(mode="after")
+    def _allowance_with_range(self) -> Policy:
+        if self.memory_token_allowance is not None and self.dynamic_top_k is None:
+            raise ValueError(
+                "memory_token_allowance works with dynamic_top_k: semantic recall keeps "
+                "[min, max] hits and stops past min at the allowance; set dynamic_top_k: "
+                "[min, max] too (seed 002: [3, 7]), or cap memory with budget shares"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _recall_depth(self) -> Policy:
+        # A semantic_recall strategy's own `top_k` is its search's depth; one that sets none
+        # takes the policy's `top_k` (filled in here, so the trace shows the value searched).
+        filled = tuple(
+            s.model_copy(update={"top_k": self.top_k})
+            if isinstance(s, SemanticRecall) and "top_k" not in s.model_fields_set
+            else s
+            for s in self.strategies
+        )
+        if filled != self.strategies:
+            object.__setattr__(self, "strategies", filled)  # frozen: set once, while validated
+        return self
 
     def threshold_for(self, relation_type: str) -> float:
         return self.relation_thresholds.get(relation_type, self.default_relation_threshold)

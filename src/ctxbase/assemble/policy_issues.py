@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from ..errors import CtxbaseError
 
-__all__ = ["PolicyError", "PolicyIssue", "closest", "issue_from_error"]
+__all__ = ["SYNONYMS", "PolicyError", "PolicyIssue", "closest", "issue_from_error"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,50 @@ def _did_you_mean(found: str | None) -> str:
     return f" (did you mean {found!r}?)" if found else ""
 
 
+_CHUNKING = (
+    "chunking is set where text is stored, not in a policy: ctxbase.open(..., "
+    "chunking={'max_tokens': 256, 'overlap_tokens': 64}) or --chunk-tokens/--chunk-overlap"
+)
+_VECTORS = "the vector size is the embedder's: ctxbase.open(..., embedder=...)"
+_POLICY = ", a key of the policy itself beside 'strategies'"
+_WINDOW = " of the recent_window strategy"
+# Other tools' and the seed articles' words for what a key does here (seed 002's "相似度阈值
+# 0.78", "TopK 动态 3-7", "块大小 256"): key -> (the key meant, where it goes when not at
+# the level written, what its value is), or ("", why it is no policy key). Spelling
+# similarity would suggest a key that does something else (`similarity_threshold` ->
+# `relation_thresholds`).
+SYNONYMS: dict[str, tuple[str, str, str]] = {
+    "similarity_threshold": ("relevance_floor", _POLICY, ""),
+    "similarity_floor": ("relevance_floor", _POLICY, ""),
+    "score_threshold": ("relevance_floor", _POLICY, ""),
+    "min_similarity": ("relevance_floor", _POLICY, ""),
+    "top_k_range": ("dynamic_top_k", _POLICY, ", as [min, max]"),
+    "topk_range": ("dynamic_top_k", _POLICY, ", as [min, max]"),
+    "dynamic_k": ("dynamic_top_k", _POLICY, ", as [min, max]"),
+    "k_range": ("dynamic_top_k", _POLICY, ", as [min, max]"),
+    "token_allowance": ("memory_token_allowance", _POLICY, ", with dynamic_top_k"),
+    "max_injected_tokens": ("memory_token_allowance", _POLICY, ", with dynamic_top_k"),
+    "token_budget": ("max_tokens", _POLICY, ""),
+    "max_context_tokens": ("max_tokens", _POLICY, ""),
+    "window_size": ("max_messages", _WINDOW, ""),
+    "chunk_size": ("", _CHUNKING, ""),
+    "chunk_overlap": ("", _CHUNKING, ""),
+    "index_dimension": ("", _VECTORS, ""),
+    "embedding_dim": ("", _VECTORS, ""),
+}
+
+
+def _synonym_hint(key: str, valid: Sequence[str]) -> str | None:
+    """The hint for a word other tools use (SYNONYMS), or None."""
+    meant = SYNONYMS.get(key.casefold())
+    if meant is None:
+        return None
+    target, where, value = meant
+    if not target:
+        return f" ({where})"
+    return f" (did you mean {target!r}{'' if target in valid else where}{value}?)"
+
+
 def _nested_keys(model: Any) -> dict[str, str]:
     """The keys one level down (`agent_roles` -> `match.agent_roles`): a key written a level
     too high is suggested where it belongs."""
@@ -144,10 +188,13 @@ def issue_from_error(error: Any, root: Any, strategy_names: Sequence[str]) -> Po
         path, _ = _walk_loc(root, loc)
         _, parent = _walk_loc(root, loc[:-1])
         valid = sorted(parent.model_fields) if _is_model(parent) else []
+        listing = f"; valid keys: {', '.join(valid)}" if valid else ""
+        hint = _synonym_hint(key, valid)
+        if hint is not None:
+            return PolicyIssue(path, f"unknown key {key!r}{hint}{listing}")
         found = closest(key, valid)
         if found is None and valid:
             found = closest(key, _nested_keys(parent))
-        listing = f"; valid keys: {', '.join(valid)}" if valid else ""
         return PolicyIssue(path, f"unknown key {key!r}{_did_you_mean(found)}{listing}")
     path, _ = _walk_loc(root, loc)
     if kind == "union_tag_invalid":

@@ -269,7 +269,7 @@ def _produced_in_session(
 
 def semantic_recall(g: Gatherer, s: SemanticRecall) -> None:
     overrides: dict[str, Any] = {
-        "top_k": min(s.top_k, g.policy.top_k),
+        "top_k": s.top_k,  # its own when written, else the policy's (Policy._recall_depth)
         "relation_thresholds": {**SEARCH_THRESHOLDS, **g.policy.relation_thresholds},
     }
     if g.policy.dynamic_top_k is not None:

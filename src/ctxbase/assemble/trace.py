@@ -40,6 +40,7 @@ __all__ = [
     "get_trace",
     "log_trace",
     "mask_hidden",
+    "monitoring_line",
     "print_assembly_log",
 ]
 
@@ -225,6 +226,22 @@ def _short(text: str, width: int = 70) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def monitoring_line(m: Mapping[str, Any]) -> str:
+    """Seed 002's monitoring points of one assembly on one line: memory injected or the
+    fallback (none), its items and tokens, its share of the prompt, retrieval time."""
+    state = (
+        "fallback (no retrieved memory injected)"
+        if m.get("fallback")
+        else f"memory hit ({m.get('memory_items', 0)} items)"
+    )
+    share = float(m.get("injected_share", 0.0))
+    return (
+        f"monitoring: {state}; memory {m.get('memory_tokens', 0)} of "
+        f"{m.get('prompt_tokens', 0)} prompt tokens (injected share {share:.1%}); "
+        f"retrieval {m.get('retrieval_ms', 0)} ms"
+    )
+
+
 def explain_trace(trace: Mapping[str, Any]) -> str:
     """A readable account of one assembly: policy and why, layers, inclusions, drops.
 
@@ -265,6 +282,9 @@ def explain_trace(trace: Mapping[str, Any]) -> str:
             f"conf {rel.get('confidence')}: {state} {rel.get('detail', '')}".rstrip()
         )
     lines.extend(f"note: {note}" for note in trace.get("notes", ()))
+    watched = trace.get("monitoring")
+    if isinstance(watched, Mapping):
+        lines.append(monitoring_line(watched))
     timings: Mapping[str, Any] = trace.get("timings_ms", {})
     if timings:
         lines.append("timings ms: " + ", ".join(f"{k}={v}" for k, v in timings.items()))

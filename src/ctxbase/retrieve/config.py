@@ -49,8 +49,11 @@ class SearchConfig(BaseModel):
     keyword_weight: float = Field(default=1.0, ge=0)
     semantic_weight: float = Field(default=0.7, ge=0)
     graph_weight: float = Field(default=0.5, ge=0)
-    # cosine below this is not a semantic candidate at all
-    min_similarity: float = Field(default=0.0, ge=-1, le=1)
+    # A floor on each returned hit's cosine similarity to the query, after fusion (seed 002's
+    # `score > 0.78`): a keyword or graph hit is measured by its stored vector, one with no
+    # vector yet is left out (retrieve/similarity_floor.py); it needs an embedder. None: no
+    # floor (vector candidates below 0 are still not candidates).
+    min_similarity: float | None = Field(default=None, ge=-1, le=1)
     # graph expansion from the best fused hits
     graph_hops: int = Field(default=0, ge=0, le=5)
     graph_seeds: int = Field(default=10, ge=1)

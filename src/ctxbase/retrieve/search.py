@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
-from ..errors import EmbedderUnavailableError
+from ..errors import EmbedderUnavailableError, ValidationError
 from ..store.base import ItemFilter, SearchItem, Store
 from . import graph
 from .config import SearchConfig
@@ -43,6 +43,7 @@ from .relevance import off_topic_reason, search_evidence
 from .retracted import KnownStatuses, mark_retracted
 from .score_adjust import adjust_expanded, boost_standout
 from .signals import KnownSignals, UsageRecorder, read_signals
+from .similarity_floor import apply_similarity_floor
 from .synced import one_generation
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
@@ -503,6 +504,10 @@ class Searcher:
         mark_retracted(self.store, project_id, cands.values(), config, self.known_statuses)
         mark_expired(self.store, project_id, cands.values(), self.known_expiries, now)
         timings["retracted"] = _ms(t)
+        if config.min_similarity is not None:  # a floor on every hit (similarity_floor.py)
+            embedder_error = self._similarity_floor(project_id, query, config, cands) or (
+                embedder_error
+            )
         if config.recency_order and (kinds := recent_kinds(query)):  # "the SQL from last time"
             live = [c for c in cands.values() if c.dropped is None]  # not the retracted
             mine = [c.item for c in live if of_kinds(c.item, kinds)]
@@ -552,6 +557,32 @@ class Searcher:
             embedder_error=embedder_error,
         )
         return self._gated(response, config) if config.relevance_gate else response
+
+    def _similarity_floor(
+        self, project_id: str, query: str, config: SearchConfig, cands: dict[str, Candidate]
+    ) -> str | None:
+        """Leave out the hits below `min_similarity` (the embedder's error when the query
+        could not be embedded: every hit is then left out, its similarity unknown)."""
+        assert config.min_similarity is not None
+        if self.embedder is None:
+            raise ValidationError(
+                "min_similarity",
+                "needs an embedder to measure similarity; this base has none "
+                "(open it with an embedder, or leave min_similarity unset)",
+            )
+        model = self.embedder.name
+        try:
+            qvec: FloatVector | None = self.query_vector(query)
+        except EmbedderUnavailableError as exc:
+            apply_similarity_floor(cands.values(), config.min_similarity, None, None)
+            return str(exc)
+        apply_similarity_floor(
+            cands.values(),
+            config.min_similarity,
+            qvec,
+            lambda ids: self.vectors.vectors_of(project_id, model, ids),
+        )
+        return None
 
     def _gated(self, response: SearchResponse, config: SearchConfig) -> SearchResponse:
         """The response with no results when none is about the query (assembly's gate)."""
@@ -610,7 +641,8 @@ class Searcher:
                 if len(hits) >= limit or len(found) < want:
                     break
                 want *= 4
-        return [(i, s) for i, s in hits if s >= config.min_similarity]
+        floor = 0.0 if config.min_similarity is None else config.min_similarity
+        return [(i, s) for i, s in hits if s >= floor]
 
     def _pool(
         self,
