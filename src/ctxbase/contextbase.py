@@ -677,29 +677,50 @@ class ContextBase(
         path: str,
         *,
         chunking: str | ChunkingConfig | Mapping[str, Any] | None = None,
+        sign: bool | None = None,
         **options: Any,
     ) -> IngestReport:
         """Anchor a directory or repository (code, SQL, documents), incrementally.
 
-        `chunking` cuts this ingest's long texts otherwise than the base's own setting."""
+        `chunking` cuts this ingest's long texts otherwise than the base's own setting.
+        What is written is HMAC-signed whenever a key is configured ($CTXBASE_HMAC_KEY_<PROJECT>
+        or $CTXBASE_HMAC_KEY, or `sign_key=`); `sign=False` writes unsigned, `sign=True`
+        refuses to write without a key (anchor.signing.resolve_sign_key)."""
         from .anchor.ingest import ingest_path
 
         components = self.components
         if chunking is not None:
             components = dataclasses.replace(components, chunking=_resolve_chunking(chunking))
+        self._with_sign_key(options, sign, self._pid(options.get("project")))
         return ingest_path(components, path, **options)
 
-    def anchor_message(self, event: Event | str, **options: Any) -> AnchorReport:
-        """Anchor the code blocks of a message as entities linked to it."""
+    def anchor_message(
+        self, event: Event | str, *, sign: bool | None = None, **options: Any
+    ) -> AnchorReport:
+        """Anchor the code blocks of a message as entities linked to it (signed as
+        `ingest` signs)."""
         from .anchor.anchoring import anchor_message
 
+        pid = event.project_id if not isinstance(event, str) else self._pid(options.get("project"))
+        self._with_sign_key(options, sign, pid)
         return anchor_message(self.components, event, **options)
 
-    def anchor_document(self, text: str, **options: Any) -> AnchorReport:
-        """Anchor a document (cleaned, sectioned, versioned) and weave its references."""
+    def anchor_document(
+        self, text: str, *, sign: bool | None = None, **options: Any
+    ) -> AnchorReport:
+        """Anchor a document (cleaned, sectioned, versioned) and weave its references
+        (signed as `ingest` signs)."""
         from .anchor.anchoring import anchor_document
 
+        self._with_sign_key(options, sign, self._pid(options.get("project")))
         return anchor_document(self.components, text, **options)
+
+    @staticmethod
+    def _with_sign_key(options: dict[str, Any], sign: bool | None, pid: str) -> None:
+        """Set `options["sign_key"]` to the key the write signs with (None: unsigned)."""
+        from .anchor.signing import resolve_sign_key
+
+        options["sign_key"] = resolve_sign_key(pid, sign, options.get("sign_key"))
 
 
 def _resolve_chunking(spec: str | ChunkingConfig | Mapping[str, Any]) -> ChunkingConfig:

@@ -154,6 +154,9 @@ class SearchResponse:
     # require_signature: entities (a signature or a served unit that does not match) and
     # relations (a signature that does not match) left out
     tampered: list[str] = field(default_factory=list)
+    # require_signature: how many unsigned entities among the ranked candidates were left
+    # out (a base ingested without a key answers an empty list, and this says why)
+    unsigned: int = 0
     # semantic searches: items of the project with no vector yet (found by keyword and
     # graph only), counted up to PENDING_COUNT_CAP
     pending_vectors: int = 0

@@ -622,6 +622,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
                 considered=[_candidate(c) for c in r.get("considered", ())],
                 timings_ms=dict(r["timings_ms"]),
                 tampered=list(r.get("tampered", ())),
+                unsigned=int(r.get("unsigned", 0)),
                 pending_vectors=int(r.get("pending_vectors", 0)),
                 embedder_error=r.get("embedder_error"),
                 off_topic=r.get("off_topic"),
