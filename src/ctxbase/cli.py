@@ -257,8 +257,6 @@ def cmd_search(args: argparse.Namespace) -> int:
             kb_version=args.kb_version,
             require_signature=args.require_signature,
         )
-        if flt.repos and not response.results:  # listing the names reads every item: only now
-            _check_repos(cb, flt.repos)
         if flt.types and not response.results:
             _note_unknown_types(cb, flt.types)
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so

@@ -52,6 +52,7 @@ from .model import Event, SessionInfo, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.indexing import chunker_for, event_items, event_search_text
+from .search_filters import check_searched_repos
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
@@ -641,7 +642,9 @@ class ContextBase(
 
         `preset` names a SearchConfig preset (keyword, semantic, hybrid, hybrid_graph);
         keyword arguments override its fields (e.g. top_k=5). `filters` restricts the
-        candidates before ranking (session, agent, type, path, lines, time, latest only).
+        candidates before ranking (session, agent, type, path, lines, time, latest only);
+        repository names the project does not hold answer UnknownReposError (a NotFoundError
+        naming its repositories) rather than no results.
         With `require_signature`, entities whose HMAC-signed metadata does not verify (key:
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), units whose
         text is not their signed entity's, and relations that do not verify are left out and
@@ -657,19 +660,21 @@ class ContextBase(
         pid = self._pid(project)
         self._caught_up()
         if not require_signature:
-            return self.searcher.search(pid, query, cfg, filters)
-        from .anchor.signing import SignatureCheck, checked_search, project_key
+            response = self.searcher.search(pid, query, cfg, filters)
+        else:
+            from .anchor.signing import SignatureCheck, checked_search, project_key
 
-        key = project_key(pid, signing_key)
-        if key is None:
-            raise ValidationError(
-                "signing_key",
-                "require_signature needs a key (argument or "
-                "CTXBASE_HMAC_KEY_<PROJECT> / CTXBASE_HMAC_KEY)",
-            )
-        return checked_search(
-            self.components, pid, query, cfg, filters, SignatureCheck(self.store, pid, key)
-        )
+            key = project_key(pid, signing_key)
+            if key is None:
+                raise ValidationError(
+                    "signing_key",
+                    "require_signature needs a key (argument or "
+                    "CTXBASE_HMAC_KEY_<PROJECT> / CTXBASE_HMAC_KEY)",
+                )
+            check = SignatureCheck(self.store, pid, key)
+            response = checked_search(self.components, pid, query, cfg, filters, check)
+        check_searched_repos(self.store, pid, filters, response)  # a typo is not "nothing"
+        return response
 
     # -- anchoring -----------------------------------------------------------------------
     def ingest(
