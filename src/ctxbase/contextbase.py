@@ -52,7 +52,7 @@ from .model import Event, SessionInfo, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.indexing import chunker_for, event_items, event_search_text
-from .search_filters import check_searched_repos
+from .search_filters import check_searched_repos, merged_filters
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
@@ -634,6 +634,8 @@ class ContextBase(
         preset: str = "hybrid",
         config: SearchConfig | None = None,
         filters: ItemFilter | None = None,
+        session_id: str | None = None,
+        repos: str | Sequence[str] | None = None,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
         **overrides: Any,
@@ -644,7 +646,10 @@ class ContextBase(
         keyword arguments override its fields (e.g. top_k=5). `filters` restricts the
         candidates before ranking (session, agent, type, path, lines, time, latest only);
         repository names the project does not hold answer UnknownReposError (a NotFoundError
-        naming its repositories) rather than no results.
+        naming its repositories) rather than no results. `session_id` and `repos` are
+        shorthands for those filters (as `assemble_context` and the `search_memory` tool
+        take them), merged into `filters`; the same filter given both ways differently is a
+        ValidationError.
         With `require_signature`, entities whose HMAC-signed metadata does not verify (key:
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), units whose
         text is not their signed entity's, and relations that do not verify are left out and
@@ -655,6 +660,7 @@ class ContextBase(
         found without one, and `embedder_error` says why the semantic part is missing when
         the embedder fails.
         """
+        filters = merged_filters(filters, session_id=session_id, repos=repos)
         check_query(query, filters)
         cfg = config if config is not None else get_preset(preset, **overrides)
         pid = self._pid(project)

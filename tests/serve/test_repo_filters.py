@@ -32,6 +32,8 @@ def test_search_and_assembly_filter_by_repository(live: Live, pid: str, tmp_path
         only = client.search("overview", preset="keyword", filters=flt, top_k=50).results
         assert only and {c.item.repo for c in only} == {"beta"}
         assert {c.item.path for c in only} == {"README.md", "src/__init__.py"}
+        shorthand = client.search("overview", preset="keyword", repos="beta", top_k=50).results
+        assert [c.item.item_id for c in shorthand] == [c.item.item_id for c in only]
         ctx = client.assemble_context(
             agent_role="coder", user_intent="flamingo pelican overview", repos=["alpha"]
         )
