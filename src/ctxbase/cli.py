@@ -263,10 +263,13 @@ def cmd_search(args: argparse.Namespace) -> int:
                     " --wait-embeddings 0 searches at once",
                 )
         response = cb.search(
-            args.query, preset=args.preset, filters=flt, top_k=args.k, kb_version=args.kb_version
+            args.query,
+            preset=args.preset,
+            filters=flt,
+            top_k=args.k,
+            kb_version=args.kb_version,
+            require_signature=args.require_signature,
         )
-        if flt.repos and not response.results:  # listing the names reads every item: only now
-            _check_repos(cb, flt.repos)
         if flt.types and not response.results:
             _note_unknown_types(cb, flt.types)
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so
@@ -286,6 +289,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             rated = rating(c)
             print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}{rated}  {text}")
         note_rated_out(response.considered, cfg.min_confidence)
+        _note_signatures(response.tampered, response.unsigned)
         if response.embedder_error:
             sys.stdout.flush()
             print(
@@ -304,6 +308,18 @@ def cmd_search(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _note_signatures(tampered: Sequence[str], unsigned: int) -> None:
+    """What a --require-signature search or assembly left out, on stderr."""
+    if tampered:
+        print(f"note: left out as tampered: {', '.join(tampered)}", file=sys.stderr)
+    if unsigned:
+        print(
+            f"note: {unsigned} unsigned entit{'y' if unsigned == 1 else 'ies'} left out"
+            " (--require-signature; `ctxbase ingest --sign` signs what it writes)",
+            file=sys.stderr,
+        )
 
 
 def _note_unknown_types(cb: Any, types: Sequence[str]) -> None:
@@ -362,7 +378,9 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             session_id=args.session,
             max_tokens=args.max_tokens,
             repos=args.repo,
+            require_signature=args.require_signature,
         )
+        _note_signatures(ctx.tampered, ctx.unsigned)
         # a mistyped --role, --session or --repo, and strategies the time limit skipped,
         # show here
         shown = ("no policy is for role ", "session ", "repos: ", "assemble_timeout_ms=")
@@ -543,6 +561,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 repo=args.repo,
                 moved=args.moved,
                 allow_overlap=args.allow_overlap,
+                sign=args.sign,
             )
         except BaseException as error:
             for bar in files:

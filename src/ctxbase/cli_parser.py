@@ -146,6 +146,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         help="search the knowledge base as of this `kb tag` version, or `latest` whatever is "
         "pinned (default: the pinned version, else the latest)",
     )
+    p.add_argument(
+        "--require-signature",
+        action="store_true",
+        help="serve only entities whose HMAC signature verifies (key: CTXBASE_HMAC_KEY_<PROJECT> "
+        "or CTXBASE_HMAC_KEY); tampered ones are named and unsigned ones counted on stderr",
+    )
     _json_flag(p, "the results, with their score breakdown,")
     p.add_argument(
         "--wait-embeddings",
@@ -165,6 +171,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     p.add_argument("--max-tokens", type=int, help="token budget (default: the role's policy)")
     p.add_argument("--repo", action="append", help="only this ingested repository's entities")
     p.add_argument("--json", action="store_true", help="the seed-000 payload as JSON")
+    p.add_argument(
+        "--require-signature",
+        action="store_true",
+        help="keep out entities and relations whose HMAC signature fails or is missing (as "
+        "search's option of the same name)",
+    )
     p.add_argument(
         "--policies",
         help="policy YAML file, layered over the bundled policies (its own are tried first;"
@@ -243,6 +255,13 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="return only when every new unit has its vector, or after SECONDS if given "
         "(shows the backlog shrinking; as search's option of the same name)",
+    )
+    p.add_argument(
+        "--sign",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="HMAC-sign what is written (default: sign when CTXBASE_HMAC_KEY_<PROJECT> or "
+        "CTXBASE_HMAC_KEY is set; --sign without a key is an error, --no-sign never signs)",
     )
     add_chunking_flags(p)
     p.set_defaults(func=h.cmd_ingest)

@@ -59,6 +59,7 @@ from .model import Event, SessionInfo, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.indexing import chunker_for, event_items, event_search_text
+from .search_filters import check_searched_repos, merged_filters
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
@@ -641,6 +642,8 @@ class ContextBase(
         preset: str = "hybrid",
         config: SearchConfig | None = None,
         filters: ItemFilter | None = None,
+        session_id: str | None = None,
+        repos: str | Sequence[str] | None = None,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
         **overrides: Any,
@@ -649,7 +652,12 @@ class ContextBase(
 
         `preset` names a SearchConfig preset (keyword, semantic, hybrid, hybrid_graph);
         keyword arguments override its fields (e.g. top_k=5). `filters` restricts the
-        candidates before ranking (session, agent, type, path, lines, time, latest only).
+        candidates before ranking (session, agent, type, path, lines, time, latest only);
+        repository names the project does not hold answer UnknownReposError (a NotFoundError
+        naming its repositories) rather than no results. `session_id` and `repos` are
+        shorthands for those filters (as `assemble_context` and the `search_memory` tool
+        take them), merged into `filters`; the same filter given both ways differently is a
+        ValidationError.
         With `require_signature`, entities whose HMAC-signed metadata does not verify (key:
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), units whose
         text is not their signed entity's, and relations that do not verify are left out and
@@ -660,24 +668,27 @@ class ContextBase(
         found without one, and `embedder_error` says why the semantic part is missing when
         the embedder fails.
         """
+        filters = merged_filters(filters, session_id=session_id, repos=repos)
         check_query(query, filters)
         cfg = config if config is not None else get_preset(preset, **overrides)
         pid = self._pid(project)
         self._caught_up()
         if not require_signature:
-            return self.searcher.search(pid, query, cfg, filters)
-        from .anchor.signing import SignatureCheck, checked_search, project_key
+            response = self.searcher.search(pid, query, cfg, filters)
+        else:
+            from .anchor.signing import SignatureCheck, checked_search, project_key
 
-        key = project_key(pid, signing_key)
-        if key is None:
-            raise ValidationError(
-                "signing_key",
-                "require_signature needs a key (argument or "
-                "CTXBASE_HMAC_KEY_<PROJECT> / CTXBASE_HMAC_KEY)",
-            )
-        return checked_search(
-            self.components, pid, query, cfg, filters, SignatureCheck(self.store, pid, key)
-        )
+            key = project_key(pid, signing_key)
+            if key is None:
+                raise ValidationError(
+                    "signing_key",
+                    "require_signature needs a key (argument or "
+                    "CTXBASE_HMAC_KEY_<PROJECT> / CTXBASE_HMAC_KEY)",
+                )
+            check = SignatureCheck(self.store, pid, key)
+            response = checked_search(self.components, pid, query, cfg, filters, check)
+        check_searched_repos(self.store, pid, filters, response)  # a typo is not "nothing"
+        return response
 
     # -- anchoring -----------------------------------------------------------------------
     def ingest(
@@ -685,29 +696,50 @@ class ContextBase(
         path: str,
         *,
         chunking: str | ChunkingConfig | Mapping[str, Any] | None = None,
+        sign: bool | None = None,
         **options: Any,
     ) -> IngestReport:
         """Anchor a directory or repository (code, SQL, documents), incrementally.
 
-        `chunking` cuts this ingest's long texts otherwise than the base's own setting."""
+        `chunking` cuts this ingest's long texts otherwise than the base's own setting.
+        What is written is HMAC-signed whenever a key is configured ($CTXBASE_HMAC_KEY_<PROJECT>
+        or $CTXBASE_HMAC_KEY, or `sign_key=`); `sign=False` writes unsigned, `sign=True`
+        refuses to write without a key (anchor.signing.resolve_sign_key)."""
         from .anchor.ingest import ingest_path
 
         components = self.components
         if chunking is not None:
             components = dataclasses.replace(components, chunking=_resolve_chunking(chunking))
+        self._with_sign_key(options, sign, self._pid(options.get("project")))
         return ingest_path(components, path, **options)
 
-    def anchor_message(self, event: Event | str, **options: Any) -> AnchorReport:
-        """Anchor the code blocks of a message as entities linked to it."""
+    def anchor_message(
+        self, event: Event | str, *, sign: bool | None = None, **options: Any
+    ) -> AnchorReport:
+        """Anchor the code blocks of a message as entities linked to it (signed as
+        `ingest` signs)."""
         from .anchor.anchoring import anchor_message
 
+        pid = event.project_id if not isinstance(event, str) else self._pid(options.get("project"))
+        self._with_sign_key(options, sign, pid)
         return anchor_message(self.components, event, **options)
 
-    def anchor_document(self, text: str, **options: Any) -> AnchorReport:
-        """Anchor a document (cleaned, sectioned, versioned) and weave its references."""
+    def anchor_document(
+        self, text: str, *, sign: bool | None = None, **options: Any
+    ) -> AnchorReport:
+        """Anchor a document (cleaned, sectioned, versioned) and weave its references
+        (signed as `ingest` signs)."""
         from .anchor.anchoring import anchor_document
 
+        self._with_sign_key(options, sign, self._pid(options.get("project")))
         return anchor_document(self.components, text, **options)
+
+    @staticmethod
+    def _with_sign_key(options: dict[str, Any], sign: bool | None, pid: str) -> None:
+        """Set `options["sign_key"]` to the key the write signs with (None: unsigned)."""
+        from .anchor.signing import resolve_sign_key
+
+        options["sign_key"] = resolve_sign_key(pid, sign, options.get("sign_key"))
 
 
 def _resolve_chunking(spec: str | ChunkingConfig | Mapping[str, Any]) -> ChunkingConfig:

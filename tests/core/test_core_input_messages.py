@@ -80,7 +80,7 @@ def test_the_edges_of_the_time_range_are_accepted(cb: ContextBase) -> None:
 
 def test_a_filter_given_as_a_search_argument_says_where_it_goes(cb: ContextBase) -> None:
     for name, value, words in (
-        ("session_id", "s1", "filters=ItemFilter(session_ids=('s1',))"),
+        ("agent_id", "a1", "filters=ItemFilter(agent_ids=('a1',))"),
         ("repo", "core", "filters=ItemFilter(repos=('core',))"),
         ("since", 5.0, "filters=ItemFilter(since=5.0)"),
     ):

@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ctxbase import ContextBase
+from ctxbase.errors import UnknownReposError
 from ctxbase.integrations.tools import TOOLS, ToolScope, handle_tool_call, openai_tools
+from ctxbase.store.base import ItemFilter
 
 
 def call(scope: ToolScope, name: str, arguments: object) -> dict:
@@ -159,7 +163,15 @@ def test_search_memory_narrows_to_repositories(cb: ContextBase, tmp_path: Path) 
     assert {h.get("repo") for h in everywhere} == {"user-service", "auth-repo"}
     mine = call(scope, "search_memory", {**query, "repos": ["auth-repo"]})["results"]
     assert mine and {h["repo"] for h in mine} == {"auth-repo"}
-    assert call(scope, "search_memory", {**query, "repos": ["nowhere"]})["results"] == []
+    one = call(scope, "search_memory", {**query, "repos": "auth-repo"})["results"]  # a list of one
+    assert [h["id"] for h in one] == [h["id"] for h in mine]
+    # a mistyped repository is not an empty memory: the error names the real ones
+    typo = call(scope, "search_memory", {**query, "repos": ["nowhere"]})["error"]
+    assert typo["code"] == "not_found" and "'nowhere'" in typo["message"]
+    assert "its repositories: auth-repo, user-service" in typo["message"]
+    with pytest.raises(UnknownReposError) as err:  # the library's search says the same
+        cb.search("auth_v2", filters=ItemFilter(repos=("nowhere",)))
+    assert err.value.ids == ("nowhere",) and err.value.known == ["auth-repo", "user-service"]
 
 
 def test_rate_memory_sets_the_confidence_search_shows(cb: ContextBase) -> None:

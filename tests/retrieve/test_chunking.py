@@ -105,6 +105,21 @@ def test_headings_start_chunks_and_give_paths() -> None:
     assert chunks[3].text == "# Operations\n## Backups\nNightly snapshots."
 
 
+def test_a_title_line_before_the_first_heading_shares_its_chunk() -> None:
+    # an entity's search text starts with its "path > name" label: never a unit by itself
+    body = " ".join(f"第{i}节：配置项 order_cfg_{i} 控制缓存过期时间。" for i in range(40))
+    text = f"ops.md > 运维手册\n# 运维手册\n\n{body}"
+    config = ChunkingConfig(max_tokens=128, overlap_tokens=16)
+    chunks = chunk_text(text, config, REAL.count)
+    assert len(chunks) > 2
+    assert chunks[0].text.startswith("ops.md > 运维手册\n# 运维手册\n\n第0节")
+    assert chunks[0].heading_path == ("运维手册",)
+    _check_invariants(text, chunks, config, REAL)
+    # two lines before the heading are a paragraph of their own, as before
+    two = chunk_text(f"Intro line one.\nIntro line two.\n# Title\n{body}", config, REAL.count)
+    assert two[0].text == "Intro line one.\nIntro line two."
+
+
 def test_without_respect_headings_sections_share_chunks() -> None:
     config = ChunkingConfig(max_tokens=200, overlap_tokens=20, respect_headings=False)
     chunks = chunk_text(DOC, config)

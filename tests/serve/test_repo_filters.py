@@ -32,6 +32,8 @@ def test_search_and_assembly_filter_by_repository(live: Live, pid: str, tmp_path
         only = client.search("overview", preset="keyword", filters=flt, top_k=50).results
         assert only and {c.item.repo for c in only} == {"beta"}
         assert {c.item.path for c in only} == {"README.md", "src/__init__.py"}
+        shorthand = client.search("overview", preset="keyword", repos="beta", top_k=50).results
+        assert [c.item.item_id for c in shorthand] == [c.item.item_id for c in only]
         ctx = client.assemble_context(
             agent_role="coder", user_intent="flamingo pelican overview", repos=["alpha"]
         )
@@ -56,6 +58,9 @@ def test_search_and_assembly_filter_by_repository(live: Live, pid: str, tmp_path
         assert {h["item"]["repo"] for h in answer.json()["results"]} == {"alpha"}
         bad = http.post(url, json={"query": "overview", "filters": {"repos": "alpha"}})
         assert bad.status_code == 422 and "repos" in bad.text
+        typo = http.post(url, json={**body, "filters": {"repos": ["alpah"]}})
+        assert typo.status_code == 404 and typo.json()["error"]["code"] == "not_found"
+        assert "'alpah'" in typo.text and "its repositories: alpha, beta" in typo.text
         bad = http.post(
             "/v1/context/assemble",
             json={"project_id": pid, "agent_role": "coder", "user_intent": "x", "repos": 3},

@@ -144,3 +144,37 @@ def test_the_sdk_gets_the_options_error_by_field(live: Live, pid: str) -> None:
         assert err.value.field == "signing_key_override"  # as embedded
     finally:
         client.close()
+
+
+def test_rest_counts_the_unsigned_entities_it_left_out(
+    live: Live, pid: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctxbase
+
+    monkeypatch.setenv(key_env_var(pid), KEY)
+    c = live.client(live.key(pid))
+    plain = {"id": "document:ttl", "type": "document", "name": "ttl", "text": "TTL zebraquokka 7"}
+    assert c.post(f"/v1/projects/{pid}/entities", json=plain).is_success
+    query = {"query": "zebraquokka TTL", "preset": "keyword", "require_signature": True}
+    r = c.post(f"/v1/projects/{pid}/search", json=query).json()
+    assert r["results"] == [] and r["tampered"] == [] and r["unsigned"] == 1
+    unchecked = c.post(f"/v1/projects/{pid}/search", json={**query, "require_signature": False})
+    assert unchecked.json()["unsigned"] == 0 and unchecked.json()["results"]
+    body = {
+        "project_id": pid,
+        "agent_role": "coder",
+        "user_intent": "zebraquokka TTL",
+        "require_signature": True,
+    }
+    assembled = c.post("/v1/context/assemble", json=body).json()
+    assert assembled["unsigned"] == 1 and "zebraquokka TTL" not in str(assembled["documents"])
+    client = ctxbase.connect(live.url, api_key=live.key(pid, role="read"), project=pid)
+    try:
+        found = client.search("zebraquokka TTL", preset="keyword", require_signature=True)
+        assert found.unsigned == 1
+        ctx = client.assemble_context(
+            agent_role="coder", user_intent="zebraquokka TTL", require_signature=True
+        )
+        assert ctx.unsigned == 1
+    finally:
+        client.close()

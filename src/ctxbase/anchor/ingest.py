@@ -138,6 +138,8 @@ class IngestReport:
     relations_closed: int = 0
     # files ingested before entities had a repository, replaced by this ingest's own
     legacy_replaced: int = 0
+    # with a key: entities of unchanged files stored unsigned before, signed in place now
+    signed_in_place: int = 0
     # by repository: how many of the files listed it holds too (allow_overlap, once)
     shared_with: dict[str, int] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -151,13 +153,15 @@ class IngestReport:
         return asdict(self)
 
     def summary(self) -> str:
+        n = self.signed_in_place
+        signed = f"; {n} stored unsigned, signed now" if n else ""
         return (
             f"{self.files_total} files: {self.files_new} new, {self.files_changed} changed, "
             f"{self.files_unchanged} unchanged, {self.files_skipped} skipped, "
             f"{self.files_deleted} deleted, {self.files_failed} failed; "
             f"{self.units_written} units written, {self.units_moved} moved, "
-            f"{self.units_removed} removed; {self.relations_written} relations "
-            f"in {self.seconds:.2f}s"
+            f"{self.units_removed} removed; {self.relations_written} relations"
+            f"{signed} in {self.seconds:.2f}s"
         )
 
 
@@ -317,6 +321,8 @@ def ingest_path(
             for rel in batch
         ]
         _apply(cb, pid, plans, report, keep_history, sign_key, tick)
+        if sign_key is not None:
+            report.signed_in_place += _sign_unchanged(cb, pid, plans, sign_key)
         for plan in plans:
             failed = plan.outcome.status == "error"
             # A file that failed keeps what it had: its new units may not all be stored.
@@ -468,6 +474,25 @@ def _skip_props(
         "contains": [],
         "previous_units": list((old.properties.get("units") or {}) if old else {}),
     }
+
+
+def _sign_unchanged(cb: Components, pid: str, plans: Sequence[_Plan], key: bytes) -> int:
+    """Sign the stored entities of unchanged files that carry no signature (ingested before
+    a key was configured): an incremental ingest would otherwise never sign them."""
+    from .signing import SIGNATURE_PROPERTY, sign_stored_entities
+
+    ids: list[str] = []
+    for plan in plans:
+        if plan.outcome.status == "unchanged" and plan.old is not None:
+            ids += [plan.file_id, *(plan.old.properties.get("units") or {})]
+    if not ids:
+        return 0
+    found = cb.store.get_entities(pid, ids)
+    unsigned = [e.id for e in found if SIGNATURE_PROPERTY not in e.properties]
+    if not unsigned:
+        return 0
+    with cb.store.transaction():
+        return sign_stored_entities(cb, unsigned, key, project=pid)
 
 
 def _apply(

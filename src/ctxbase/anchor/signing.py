@@ -33,7 +33,9 @@ old valid version from the current one without state outside the database.
 Keys are per project and never come from a remote client: pass one explicitly (library), or
 set `CTXBASE_HMAC_KEY_<PROJECT>` (the project id upper-cased, every character that is not a
 letter or digit turned into `_`), or `CTXBASE_HMAC_KEY` for all projects. `project_key`
-resolves them in that order.
+resolves them in that order. Writing follows the same key: ingest and anchoring sign what
+they store whenever a key is configured (`sign=None`, the default; `resolve_sign_key`),
+`sign=False` stores unsigned, and `sign=True` refuses to write without a key.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..components import ComponentsSource, components_of
-from ..errors import ConflictError
+from ..errors import ConflictError, ValidationError
 from ..model import EVENT_GRAPH_RELATIONS, Entity, Relation
 from ..retrieve.indexing import entity_unit_matches
 from ..store.base import ItemFilter, SearchItem, Store
@@ -66,6 +68,7 @@ __all__ = [
     "filter_signed",
     "key_env_var",
     "project_key",
+    "resolve_sign_key",
     "sign_entity",
     "sign_relation",
     "sign_stored_entities",
@@ -99,6 +102,32 @@ def project_key(project: str, key: bytes | str | None = None) -> bytes | None:
         return key.encode("utf-8") if isinstance(key, str) else bytes(key)
     value = os.environ.get(key_env_var(project)) or os.environ.get("CTXBASE_HMAC_KEY")
     return value.encode("utf-8") if value else None
+
+
+def resolve_sign_key(
+    project: str, sign: bool | None = None, key: bytes | str | None = None
+) -> bytes | None:
+    """The key a write (ingest, anchoring) signs with, or None to store unsigned.
+
+    `sign=None` signs whenever a key is given or configured (`project_key`); `sign=True`
+    raises ValidationError when there is none; `sign=False` never signs (a key given as
+    well is a contradiction, refused)."""
+    if sign is not None and not isinstance(sign, bool):
+        raise ValidationError("sign", f"must be true, false or None (got {sign!r})")
+    if sign is False:
+        if key is not None:
+            raise ValidationError("sign", "sign=False and a sign_key contradict each other")
+        return None
+    resolved = project_key(project, key)
+    if resolved is None:
+        if sign:
+            raise ValidationError(
+                "sign",
+                f"no HMAC key for project {project!r}: pass sign_key, or set "
+                f"{key_env_var(project)} or CTXBASE_HMAC_KEY",
+            )
+        return None
+    return _as_key(resolved)
 
 
 def _as_key(key: bytes | str) -> bytes:
@@ -224,6 +253,15 @@ class SignatureCheck:
         """Entities and relations whose signature or served text failed."""
         return [i for i, (reason, _) in self.refused.items() if reason == "tampered"]
 
+    @property
+    def unsigned(self) -> list[str]:
+        """Entities (not relations) left out because they carry no signature."""
+        return [
+            i
+            for i, (reason, _) in self.refused.items()
+            if reason == "unsigned" and i not in self.refused_relations
+        ]
+
     def refuse(self, node_id: str, reason: str, detail: str) -> None:
         self.refused.setdefault(node_id, (reason, detail))
 
@@ -339,6 +377,7 @@ def checked_search(
     response.results = check.candidates(response.results)
     response.considered = check.candidates(response.considered)
     response.tampered = check.tampered
+    response.unsigned = len(check.unsigned)
     return response
 
 

@@ -85,6 +85,18 @@ class AssembledContext:
         dropped = self.trace.get("dropped", ())
         return list(dict.fromkeys(str(d["id"]) for d in dropped if d.get("reason") == "tampered"))
 
+    @property
+    def unsigned(self) -> int:
+        """How many unsigned entities were kept out (assembled with require_signature)."""
+        dropped = self.trace.get("dropped", ())
+        return len(
+            {
+                str(d["id"])
+                for d in dropped
+                if d.get("reason") == "unsigned" and d.get("layer") != "relations"
+            }
+        )
+
     # Seed 000 reads the answer as a dict: payload["documents"][0]["content"].
     def __getitem__(self, key: str) -> Any:
         return self.payload()[key]
@@ -112,6 +124,7 @@ class AssembledContext:
             "policy": self.policy,
             "strategies": list(self.strategies),
             "tampered": self.tampered,
+            "unsigned": self.unsigned,
         }
 
 

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from ..contextbase import ContextBase
@@ -137,13 +137,20 @@ class SearchMemoryArgs(_Args):
         default=None,
         max_length=50,
         description="Only code and documents ingested from these repositories (each hit "
-        "names its repo).",
+        "names its repo; one name may be given as a string). A name the project does not "
+        "hold is an error naming its repositories.",
     )
     mode: Literal["keyword", "semantic", "hybrid", "hybrid_graph"] = Field(
         default="hybrid",
         description="keyword (exact words), semantic (meaning), hybrid (both), "
         "hybrid_graph (both plus linked items: causes, references, neighbouring turns).",
     )
+
+    @field_validator("repos", mode="before")
+    @classmethod
+    def _one_repo(cls, value: object) -> object:
+        """One repository named as a string is a list of one (as a policy takes it)."""
+        return [value] if isinstance(value, str) else value
 
 
 class AssembleContextArgs(_Args):

@@ -6,7 +6,9 @@ text's structure:
 
 * A Markdown ATX heading (``## Cache``) starts a new chunk, and every chunk carries the path
   of headings it sits under (``("Design", "Cache")``). Headings inside fenced code blocks
-  are code, not headings. A heading directly followed by a sub-heading shares its chunk.
+  are code, not headings. A heading directly followed by a sub-heading shares its chunk, and
+  so does a lone title line before the first heading (an entity's "path > name" label): no
+  chunk holds only a title.
 * Chunks are packed from sentences (split after ``. ! ?`` plus whitespace, after
   ``。！？；`` and at newlines); when a chunk is full, it preferably ends at a paragraph
   break (blank line), as long as that keeps it at least half full.
@@ -226,6 +228,11 @@ def _segments(text: str, respect_headings: bool) -> list[_Segment]:
         for start, end in _sentence_spans(text, line_start, line_start + len(body)):
             segments.append(_Segment(start, end, section, path, paragraph_pending, False))
             paragraph_pending = False
+    if len(segments) > 1 and segments[0].section == 0 and segments[1].section != 0:
+        # One line before the first heading is a title: it shares the next chunk, as a
+        # heading does (a chunk of the label alone would be a search unit saying nothing).
+        first = segments[0]
+        segments[0] = _Segment(first.start, first.end, 0, first.heading_path, True, True)
     if not respect_headings:
         # Sections still give heading paths, but no longer force chunk boundaries.
         segments = [

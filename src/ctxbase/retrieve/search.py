@@ -157,6 +157,9 @@ class SearchResponse:
     # require_signature: entities (a signature or a served unit that does not match) and
     # relations (a signature that does not match) left out
     tampered: list[str] = field(default_factory=list)
+    # require_signature: how many unsigned entities among the ranked candidates were left
+    # out (a base ingested without a key answers an empty list, and this says why)
+    unsigned: int = 0
     # semantic searches: items of the project with no vector yet (found by keyword and
     # graph only), counted up to PENDING_COUNT_CAP
     pending_vectors: int = 0
@@ -164,6 +167,26 @@ class SearchResponse:
     embedder_error: str | None = None
     # with `relevance_gate`: why nothing was returned (no hit is about the query), else None
     off_topic: str | None = None
+
+
+_VECTOR_LISTS = frozenset({"semantic", "semantic_topic"})
+
+
+def _without_evidence(
+    cands: dict[str, Candidate], rankings: dict[str, list[str]]
+) -> frozenset[str]:
+    """Candidates whose only claim is a place in a vector list at similarity 0 or below (an
+    embedder that finds nothing in common, as the hash embedder does for unrelated text):
+    ranked there only because the list is ranked."""
+    listed: set[str] = set()
+    for name, ranking in rankings.items():
+        if name not in _VECTOR_LISTS:
+            listed.update(ranking)
+    return frozenset(
+        k
+        for k, c in cands.items()
+        if c.similarity is not None and c.similarity <= 0.0 and k not in listed
+    )
 
 
 class Searcher:
@@ -489,7 +512,8 @@ class Searcher:
 
         if config.graph_hops > 0 or config.session_window > 0:
             t = time.perf_counter()
-            self._expand(project_id, config, cands, allowed, relation_filter)
+            blind = _without_evidence(cands, rankings)
+            self._expand(project_id, config, cands, allowed, relation_filter, blind)
             timings["graph"] = _ms(t)
 
         t = time.perf_counter()
@@ -683,8 +707,14 @@ class Searcher:
         cands: dict[str, Candidate],
         allowed: FilterScope | None,
         accept: RelationFilter | None = None,
+        blind: frozenset[str] = frozenset(),
     ) -> None:
-        seeds = sorted(cands.values(), key=lambda c: -c.score)[: config.graph_seeds]
+        """Add the neighbours of the best candidates (the seeds) to `cands`. A candidate in
+        `blind` is never a seed: nothing it shares with the query vouches for its
+        neighbours (noise hits next to each other would lift each other)."""
+        seeds = sorted(
+            (c for c in cands.values() if c.item.item_id not in blind), key=lambda c: -c.score
+        )[: config.graph_seeds]
         if not seeds:
             return
         seed_score = {c.item.owner_id: c.score for c in seeds}

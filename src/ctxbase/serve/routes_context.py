@@ -75,6 +75,7 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
         considered=[_hit(c) for c in response.considered] if body.include_considered else [],
         timings_ms=response.timings_ms,
         tampered=response.tampered,
+        unsigned=response.unsigned,
         pending_vectors=response.pending_vectors,
         embedder_error=response.embedder_error,
         off_topic=response.off_topic,

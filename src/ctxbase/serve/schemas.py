@@ -484,6 +484,11 @@ class SearchOut(_Out):
     )
     timings_ms: dict[str, float]
     tampered: list[str] = Field(default_factory=list)
+    unsigned: int = Field(
+        default=0,
+        description="with require_signature: how many unsigned entities among the ranked "
+        "candidates were left out (0 otherwise)",
+    )
     pending_vectors: int = Field(
         default=0, description="items with no vector yet (found by keyword and graph only)"
     )
@@ -546,6 +551,10 @@ class AssembleOut(_Out):
     policy: str
     strategies: list[str]
     tampered: list[str] = Field(default_factory=list)
+    unsigned: int = Field(
+        default=0,
+        description="with require_signature: how many unsigned entities were left out",
+    )
     trace: dict[str, Any] | None = None
 
 

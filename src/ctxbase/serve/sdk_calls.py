@@ -27,6 +27,7 @@ from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, check_id
 from ..repo_forget import repo_names
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
+from ..search_filters import merged_filters
 from ..store.base import ForgetReport, ItemFilter, SearchItem
 from ..validation import check_message_list
 from .sdk_facts import FactCalls
@@ -605,12 +606,15 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         preset: str = "hybrid",
         config: SearchConfig | None = None,
         filters: ItemFilter | None = None,
+        session_id: str | None = None,
+        repos: str | Sequence[str] | None = None,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
         **overrides: Any,
     ) -> Call[SearchResponse]:
         """Search on the server; the answer is rebuilt as the embedded SearchResponse."""
         _no_remote_key(signing_key)
+        filters = merged_filters(filters, session_id=session_id, repos=repos)
         options = config.model_dump(mode="json") if config is not None else overrides
         body = {
             "query": query,
@@ -629,6 +633,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
                 considered=[_candidate(c) for c in r.get("considered", ())],
                 timings_ms=dict(r["timings_ms"]),
                 tampered=list(r.get("tampered", ())),
+                unsigned=int(r.get("unsigned", 0)),
                 pending_vectors=int(r.get("pending_vectors", 0)),
                 embedder_error=r.get("embedder_error"),
                 off_topic=r.get("off_topic"),
