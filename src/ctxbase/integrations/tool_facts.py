@@ -4,8 +4,9 @@ A fact is a state row (key -> current value, versioned), not a search item: the 
 and vector indexes never hold it. So `search_memory` matches the query's words against
 the *current* facts of the scopes the tools write (the project's, and the sessions'),
 and a superseded value (only in the history) or a deleted fact (no row) never comes
-back. `forget` deletes facts by key, or every fact of a forgotten session; a delete is a
-recorded change (`fact_history`, `rollback_fact` bring a value back).
+back. `forget` deletes facts by key, or every fact of a forgotten session; a soft delete
+is a recorded change (`fact_history`, `rollback_fact` bring a value back), a hard one
+removes the fact with its whole history.
 
 Works over an embedded base (one store read for every scope) and over the remote client
 (one `get_facts` per scope, for the most recently updated sessions).
@@ -91,10 +92,16 @@ def matching_facts(
 
 
 def delete_facts(
-    scope: ToolScope, keys: list[str], fact_scope: FactScope, session_id: str | None
+    scope: ToolScope,
+    keys: list[str],
+    fact_scope: FactScope,
+    session_id: str | None,
+    *,
+    hard: bool = False,
 ) -> tuple[list[str], list[str]]:
     """Delete `keys` from the project's facts or from one session's (default 'memory'):
-    (deleted, not found)."""
+    (deleted, not found). A soft delete keeps the old values in the fact's history; `hard`
+    removes them too (and the history of a fact deleted before, which counts as deleted)."""
     pid = scope.project_id
     scope_id = pid if fact_scope == "project" else (session_id or DEFAULT_SESSION)
     deleted: list[str] = []
@@ -106,6 +113,7 @@ def delete_facts(
             scope=fact_scope,
             cause=f"forgotten by {scope.agent_id}",
             project=pid,
+            hard=hard,
         )
         (deleted if gone else missing).append(key)
     return deleted, missing
