@@ -18,13 +18,21 @@ import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..contextbase import ContextBase
+from ..errors import NotFoundError
 from ..model import StateFact
 from ..retrieve.tokenize import index_terms, query_terms
 
 if TYPE_CHECKING:
     from .tools import ToolScope
 
-__all__ = ["DEFAULT_SESSION", "delete_facts", "fact_text", "matching_facts", "session_facts"]
+__all__ = [
+    "DEFAULT_SESSION",
+    "delete_facts",
+    "fact_text",
+    "facts_not_found",
+    "matching_facts",
+    "session_facts",
+]
 
 DEFAULT_SESSION = "memory"  # remember's default session
 REMOTE_SESSIONS = 50  # sessions whose facts a search over the remote client reads
@@ -117,6 +125,22 @@ def delete_facts(
         )
         (deleted if gone else missing).append(key)
     return deleted, missing
+
+
+def facts_not_found(
+    scope: ToolScope, missing: list[str], fact_scope: FactScope, session_id: str | None
+) -> NotFoundError:
+    """The error of a forget by key that found none of the keys (`missing`)."""
+    session = session_id or DEFAULT_SESSION
+    where = "" if fact_scope == "project" else f"session {session!r} of "
+    keys = ", ".join(repr(k) for k in missing)
+    return NotFoundError(
+        "fact",
+        missing[0],
+        ids=missing,
+        message=f"nothing to forget: no fact {keys} in {where}project "
+        f"{scope.project_id!r} (fact_scope={fact_scope!r})",
+    )
 
 
 def session_facts(scope: ToolScope, session_id: str) -> list[str]:

@@ -31,7 +31,7 @@ from ..forgetting import nothing_matched
 from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
 from ..validation import MAX_QUERY_CHARS, MAX_TEXT_BYTES
-from .tool_facts import DEFAULT_SESSION, delete_facts, matching_facts, session_facts
+from .tool_facts import delete_facts, facts_not_found, matching_facts, session_facts
 
 if TYPE_CHECKING:
     from ..serve.sdk import Client
@@ -489,16 +489,7 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
         deleted, missing = delete_facts(scope, a.fact_keys, a.fact_scope, a.session_id, hard=a.hard)
         if not a.event_ids and not a.repos:
             if not deleted:
-                session = a.session_id or DEFAULT_SESSION
-                where = "" if a.fact_scope == "project" else f"session {session!r} of "
-                keys = ", ".join(repr(k) for k in missing)
-                raise NotFoundError(
-                    "fact",
-                    missing[0],
-                    ids=missing,
-                    message=f"nothing to forget: no fact {keys} in {where}project "
-                    f"{scope.project_id!r} (fact_scope={a.fact_scope!r})",
-                )
+                raise facts_not_found(scope, missing, a.fact_scope, a.session_id)
             return {"facts_deleted": deleted, "facts_not_found": missing}
         out = _forget_nodes(scope, a.model_copy(update={"session_id": None}))
         return {**out, "facts_deleted": deleted, "facts_not_found": missing}
