@@ -500,3 +500,9 @@ def test_chain_shows_a_hidden_cause_by_id_and_goes_on(tmp_path: Path, capsys: An
     assert "zqxsecret" not in out
     code, _, err = _run(capsys, *base, "chain", r)
     assert code == 3 and "is hidden (restore brings it back)" in err
+    # downstream too: the hidden result by id, the answer beyond it
+    code, out, err = _run(capsys, *base, "chain", u, "--down")
+    assert code == 0
+    assert f"[hidden] {r}" in out and "zqxsecret" not in out
+    assert "run_sql()" in out and "add an index" in out
+    assert f"restore --event {r}" in err

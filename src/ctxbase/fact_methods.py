@@ -105,10 +105,19 @@ class FactMethods:
         scope: Scope = "task",
         cause: str | None = None,
         project: str | None = None,
+        hard: bool = False,
     ) -> bool:
-        """Delete one fact (kept in its history); False when the scope holds no such key."""
+        """Delete one fact (kept in its history: `rollback_fact` brings a value back); False
+        when the scope holds no such key. `hard=True` removes it with its whole history, so
+        no old value can be read back or rolled back (False when neither held the key)."""
         from .assemble import state
 
         return state.delete_fact(
-            self, key, scope_id=scope_id, scope=scope, cause=cause, project=self._pid(project)
+            self,
+            key,
+            scope_id=scope_id,
+            scope=scope,
+            cause=cause,
+            project=self._pid(project),
+            hard=hard,
         )

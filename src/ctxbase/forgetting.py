@@ -172,7 +172,8 @@ def _targets(
     event or an entity, and already forgotten when it is neither but has an event's or an
     entity's tombstone; its kind in the answer is the list that named it. A session is
     known when the project holds it or facts scoped to it (a fact can be set for a session
-    nothing was captured in), and already forgotten when it has a session's tombstone."""
+    nothing was captured in), or the history of such facts (deleted ones, whose old values
+    the forget removes), and already forgotten when it has a session's tombstone."""
     named = [("event", i) for i in dict.fromkeys(event_ids)]
     named += [("entity", i) for i in dict.fromkeys(entity_ids)]
     ids = list(dict.fromkeys(i for _, i in named))
@@ -186,8 +187,10 @@ def _targets(
     held = sum(1 for _, i in named if i in known)
     already = [i for i in ids if i in gone]
     if session_id is not None:
-        if store.get_session(pid, session_id) is not None or store.get_state(
-            pid, "session", session_id
+        if (
+            store.get_session(pid, session_id) is not None
+            or store.get_state(pid, "session", session_id)
+            or store.state_history(pid, "session", session_id)
         ):
             held += 1
         elif store.forgotten_ids(pid, [session_id], ("session",)):

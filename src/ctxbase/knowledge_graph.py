@@ -86,11 +86,6 @@ class GraphMethods:
             raise NotFoundError("session", session_id)
         return with_marks(self.store, pid, events)
 
-    def _visible(self, project_id: str, hits: list[graph.GraphHit]) -> list[Event]:
-        return with_marks(
-            self.store, project_id, self.store.get_events(project_id, [h.node_id for h in hits])
-        )
-
     @settles_captures
     def causal_chain(self, event_id: str, *, project: str | None = None) -> list[Event]:
         """Everything upstream of an event (its causes, their causes...), nearest first.
@@ -105,11 +100,13 @@ class GraphMethods:
 
     @settles_captures
     def effects(self, event_id: str, *, project: str | None = None) -> list[Event]:
-        """Everything downstream of an event, nearest first (visible ones only). NotFoundError
-        for an unknown event, saying when it is hidden or was forgotten."""
+        """Everything downstream of an event (what it caused, theirs...), nearest first. An
+        effect soft-deleted is shown by a placeholder marked "hidden" (no text, data or
+        metadata) and the walk goes on through it, as `causal_chain` does (retrieve/causes.py).
+        NotFoundError for an unknown event, saying when it is hidden or was forgotten."""
         pid = self._pid(project)
-        causes.check_chain_root(self.store, pid, event_id)
-        return self._visible(pid, graph.downstream(self.store, pid, event_id))
+        root = causes.check_chain_root(self.store, pid, event_id)
+        return causes.effects(self.store, pid, root)
 
     @settles_captures
     def neighbourhood(

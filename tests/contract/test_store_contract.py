@@ -6,6 +6,8 @@ Each test runs once per backend through the parametrised `store` fixture (tests/
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from contract_helpers import add_entity, make_event, write
 
@@ -263,6 +265,26 @@ def test_relations_to_soft_deleted_entity_are_hidden(store: Store, project_id: s
     store.upsert_relations([_rel(project_id, "x", e.id), _rel(project_id, "x", "y")])
     store.set_active(project_id, [e.id], False)
     assert [r.to_id for r in store.list_relations(project_id, ["x"])] == ["y"]
+
+
+def test_relations_of_hidden_events_are_read_when_asked_for(store: Store, project_id: str) -> None:
+    a = make_event(project_id, "s1", "ask", ts=1.0)
+    b = make_event(project_id, "s1", "hidden step", ts=2.0, parent_event_ids=[a.id])
+    c = make_event(project_id, "s1", "answer", ts=3.0, parent_event_ids=[b.id])
+    write(store, a, b, c)
+    store.set_active(project_id, [b.id], False)
+
+    def caused(**kw: Any) -> list[tuple[str, str]]:
+        rels = store.list_relations(project_id, [a.id, b.id], direction="in", **kw)
+        return sorted((r.from_id, r.to_id) for r in rels if r.type == "CAUSED_BY")
+
+    assert caused() == []  # hidden with b: b -> a and c -> b
+    assert caused(include_hidden=True) == sorted([(b.id, a.id), (c.id, b.id)])
+    typed = {"types": ["CAUSED_BY"], "limit_per_node": 5, "include_hidden": True}
+    assert caused(**typed) == caused(include_hidden=True)
+    assert caused(types=["CAUSED_BY"], limit_per_node=5) == []
+    store.set_active(project_id, [b.id], True)
+    assert caused() == caused(include_hidden=True)
 
 
 def test_state_set_history_delete(store: Store, project_id: str) -> None:

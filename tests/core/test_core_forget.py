@@ -90,7 +90,10 @@ def test_soft_delete_hides_an_event_from_every_read_and_restore_brings_it_back(
     assert chain[0].marks == ["hidden"] and chain[0].active is False
     assert SECRET not in chain[0].model_dump_json()
     assert chain[0].text is None and chain[0].data is None and chain[0].refers_to == []
-    assert secret not in [e.id for e in cbv.effects(ids["before"])]
+    # and so do the effects: the hidden one by id only, the one it caused beyond it
+    down = cbv.effects(ids["before"])
+    assert [(e.id, e.marks) for e in down] == [(secret, ["hidden"]), (ids["after"], [])]
+    assert SECRET not in down[0].model_dump_json()
     for node in (ids["before"], ids["after"], ids["entity"]):
         assert secret not in {h.node_id for h in cbv.neighbourhood(node, 2)}
         assert all(secret not in (r.from_id, r.to_id) for r in cbv.relationships(node))

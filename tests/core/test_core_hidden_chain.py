@@ -93,3 +93,38 @@ def test_a_chain_without_hidden_links_is_unchanged(cb: ContextBase) -> None:
     # nearest first: the two direct causes (in id order), then the call, then the request
     assert [e.id for e in chain] == [*sorted([ids["R"], ids["TH"]]), ids["T"], ids["U"]]
     assert all(e.active for e in chain)
+
+
+def test_effects_show_a_hidden_effect_and_go_on_past_it(cb: ContextBase) -> None:
+    ids = _run(cb)
+    full = [e.id for e in cb.effects(ids["U"])]
+    assert full == [ids["T"], ids["R"], *sorted([ids["TH"], ids["A"]])]  # nearest first
+    cb.soft_delete([ids["R"]])
+
+    down = cb.effects(ids["U"])
+    assert [e.id for e in down] == full  # the thought and the answer lie beyond R
+    hidden = next(e for e in down if e.id == ids["R"])
+    assert hidden.marks == ["hidden"] and hidden.active is False
+    assert hidden.text is None and hidden.data is None and hidden.metadata == {}
+    assert all(SECRET not in e.model_dump_json() for e in down)
+    by_id = {e.id: e for e in down}
+    assert by_id[ids["A"]].text == "add an index" and by_id[ids["A"]].marks == []
+    # from the call: its only effect is hidden, the rest lies beyond it
+    assert [e.id for e in cb.effects(ids["T"])] == [ids["R"], *sorted([ids["TH"], ids["A"]])]
+    # a hidden last effect is a placeholder too
+    cb.soft_delete([ids["A"]])
+    assert [(e.id, e.marks) for e in cb.effects(ids["TH"])] == [(ids["A"], ["hidden"])]
+
+    cb.restore([ids["R"], ids["A"]])
+    again = cb.effects(ids["U"])
+    assert [e.id for e in again] == full and all(e.marks == [] for e in again)
+
+
+def test_effects_through_two_hidden_links_in_a_row(cb: ContextBase) -> None:
+    ids = _run(cb)
+    cb.soft_delete([ids["T"], ids["R"]])
+    assert [(e.id, e.marks) for e in cb.effects(ids["U"])] == [
+        (ids["T"], ["hidden"]),
+        (ids["R"], ["hidden"]),
+        *sorted([(ids["TH"], []), (ids["A"], [])]),
+    ]

@@ -143,6 +143,30 @@ async def test_clear_hides_only_this_memorys_events(cb: ContextBase) -> None:
     assert cb.last_events("ag", 1)
 
 
+async def test_clear_leaves_another_agents_memory_on_the_same_session(cb: ContextBase) -> None:
+    planner = await _filled(cb)
+    coder = CtxbaseMemory(cb, session_id="ag", agent_id="coder")
+    await coder.add(MemoryContent(content="coder: PostgreSQL 18 driver", mime_type="text/plain"))
+    await planner.clear()
+    kept = cb.last_events("ag", 10)
+    assert [e.text for e in kept] == ["coder: PostgreSQL 18 driver"]
+    hits = (await coder.query("PostgreSQL 18", mode="keyword")).results
+    assert [h.content for h in hits] == ["coder: PostgreSQL 18 driver"]
+    # an event added before memories named themselves: matched by the agent that recorded it
+    old = cb.record(
+        "assistant_message",
+        session_id="ag",
+        text="old planner note",
+        agent_id="planner",
+        data={"autogen_memory": {"mime_type": "text/plain", "content": "old planner note"}},
+    )
+    await planner.clear()
+    assert [e.id for e in cb.last_events("ag", 10)] == [kept[0].id]
+    assert cb.get_event(old.id, include_inactive=True).active is False
+    await coder.clear()
+    assert cb.last_events("ag", 10) == []
+
+
 class _ScriptedClient(ChatCompletionClient):
     """A model client that answers from the last system message it was sent, and keeps
     what it was sent: the model side of an AssistantAgent, without a model."""

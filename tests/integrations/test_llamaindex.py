@@ -140,6 +140,47 @@ def test_memory_reset_and_set_hide_only_its_own_messages(filled: ContextBase) ->
     CtxbaseChatMemory(cb=filled, session_id="never-used").reset()
 
 
+def test_memory_reset_and_set_leave_another_agents_messages(filled: ContextBase) -> None:
+    a = CtxbaseChatMemory(cb=filled, session_id="shared", agent_id="agent-a", k=0)
+    b = CtxbaseChatMemory(cb=filled, session_id="shared", agent_id="agent-b", k=0)
+    b.put_messages(
+        [
+            ChatMessage(role=MessageRole.USER, content="B asks: which region?"),
+            ChatMessage(role=MessageRole.ASSISTANT, content="B: eu-west-1"),
+        ]
+    )
+    a.put_messages(
+        [
+            ChatMessage(role=MessageRole.USER, content="A asks: which budget?"),
+            ChatMessage(role=MessageRole.ASSISTANT, content="A: 50k"),
+        ]
+    )
+    a.set([ChatMessage(role=MessageRole.USER, content="A again")])
+    # B's user and assistant turns survive A's set; A's own (its user turn too) are hidden
+    b_texts = ["B asks: which region?", "B: eu-west-1"]
+    assert [m.content for m in b.get_all()] == [*b_texts, "A again"]
+    a.reset()
+    assert [m.content for m in b.get_all()] == b_texts
+    assert [m.content for m in a.get_all()] == b_texts
+    assert not filled.search("which budget 50k", preset="keyword").results
+    b.reset()  # and B's reset leaves nothing of B, touching nothing else
+    assert b.get_all() == []
+    hidden = filled.store.list_events(filled.project, "shared", include_inactive=True)
+    assert filled.restore([e.id for e in hidden[:2]]) == 2  # hidden, not deleted
+    assert [m.content for m in a.get_all()] == b_texts
+    # a message recorded before memories named themselves: the agent's own turn goes
+    filled.record(
+        "assistant_message",
+        session_id="shared",
+        agent_id="agent-a",
+        data={"llama_index_message": {"role": "assistant", "blocks": [], "content": "old A"}},
+        text="old A",
+    )
+    assert [m.content for m in b.get_all()] == [*b_texts, "old A"]
+    a.reset()
+    assert [m.content for m in b.get_all()] == b_texts
+
+
 def test_chat_engine_keeps_its_conversation_in_ctxbase(filled: ContextBase) -> None:
     memory = CtxbaseChatMemory(cb=filled, session_id="support", agent_id="bot", k=1)
     engine = SimpleChatEngine.from_defaults(llm=MockLLM(), memory=memory)

@@ -53,6 +53,7 @@ def test_dispatcher_runs_model_calls(cb: ContextBase) -> None:
         "already_forgotten": [],
         "sources_hidden": [],
         "sources_still_visible": [],
+        "facts_deleted": [],
     }
     assert call(scope, "search_memory", {"query": "cache TTL", "mode": "keyword"})["results"] == []
     gone = call(scope, "forget", {"event_ids": [stored["event_id"]], "hard": True})

@@ -385,5 +385,14 @@ def test_chain_shows_a_hidden_cause_and_what_lies_beyond(
             (ask, 2, []),
         ]
         assert "zqxsecret" not in r.text
+        r = c.get(f"{url}/{ask}/chain")  # downstream: the hidden effect, and the fix beyond it
+        assert r.status_code == 200, r.text
+        assert [
+            (n["event"]["id"], n["hops"], n["event"]["marks"]) for n in r.json()["effects"]
+        ] == [
+            (rows, 1, ["hidden"]),
+            (fix, 2, []),
+        ]
+        assert "zqxsecret" not in r.text
         hidden = c.get(f"{url}/{rows}/chain")
         assert hidden.status_code == 404 and "restore brings it back" in hidden.text

@@ -287,3 +287,22 @@ def test_events_without_agent_id_are_the_keys(live: Live, pid: str) -> None:
         assert c.post(f"{base}/flush").status_code in (200, 204)
         stored = c.get(f"{base}/events/{queued.json()['id']}")
         assert stored.json()["agent_id"] == f"key:{key_id}"
+
+
+def test_a_hard_fact_delete_needs_an_admin_key_and_removes_the_history(
+    live: Live, pid: str
+) -> None:
+    q = {"scope": "session", "scope_id": "s1", "key": "token"}
+    with live.client(live.key(pid, role="write")) as writer:
+        base = f"/v1/projects/{pid}"
+        for value in ("tok-1111", "tok-2222"):
+            assert writer.put(f"{base}/state", params=q, json={"value": value}).status_code == 200
+        refused = writer.delete(f"{base}/state", params={**q, "hard": "true"})
+        assert refused.status_code == 403, refused.text
+        assert len(writer.get(f"{base}/state/history", params=q).json()) == 2
+    with live.client(live.key(pid, role="admin")) as admin:
+        gone = admin.delete(f"{base}/state", params={**q, "hard": "true"})
+        assert gone.json() == {"deleted": True}
+        assert admin.get(f"{base}/state/history", params=q).json() == []
+        back = admin.post(f"{base}/state/rollback", params=q, json={"to_version": 1})
+        assert back.status_code == 404

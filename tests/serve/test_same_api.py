@@ -143,6 +143,11 @@ def scenario(cb: Any) -> dict[str, Any]:
         cb.delete_fact("cache_ttl", scope_id="t1"),
     )
     out["facts_after"] = cb.get_facts(scope_id="t1")
+    cb.set_fact("cache_ttl", 900, scope_id="t1")
+    out["fact_hard"] = (
+        cb.delete_fact("cache_ttl", scope_id="t1", hard=True),
+        cb.fact_history("cache_ttl", scope_id="t1"),
+    )
     out["projects"] = cb.project in cb.list_projects()
     out["health"] = cb.health()["status"]
     for bad in (
@@ -188,6 +193,7 @@ def test_same_calls_same_results(api: Any) -> None:
     assert len(got["validation"]) == 6 and len(got["not_found"]) == 4
     assert got["rolled_back"].value == 300 and got["rolled_back"].version == 3
     assert got["fact_deleted"] == (True, False) and got["facts_after"] == {}
+    assert got["fact_hard"] == (True, [])  # the hard delete took the history with it
     assert [t.task_id for t in got["tasks"]] == ["t1"]
     assert got["projects"] is True and got["health"] == "ready"
     _results[kind] = _plain(got)

@@ -133,13 +133,19 @@ def delete_fact(
     scope: Scope = "task",
     cause: str | None = None,
     project: str | None = None,
+    hard: bool = False,
 ) -> bool:
     """Delete one fact (recorded in its history, so it can be rolled back); False when the
-    scope holds no such key."""
+    scope holds no such key. `hard` removes the fact with its whole history instead (no
+    old value can be read back or rolled back; a fact deleted before, which only its
+    history holds, is removed too): False when neither held the key."""
     cb = components_of(cb)
     _check_scope(scope)
     check_text("cause", cause)
     pid = cb.project if project is None else project
+    if hard:
+        report = cb.store.forget(pid, replace_state={(scope, scope_id, key): None})
+        return bool(report.removed.get("state") or report.removed.get("state_history"))
     return cb.store.delete_state(pid, scope, scope_id, key, cause)
 
 

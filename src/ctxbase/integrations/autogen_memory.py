@@ -14,8 +14,9 @@ search (`recall="search"`) or an assembly (`recall="assemble"`: the project's fa
 memory the role's policy recalls, within its token budget; the conversation is in the
 model context already, so the assembly names no session).
 
-`clear` hides (soft deletes) the events this memory added to its session (among the
-session's last SESSION_LIMIT events): they leave
+`clear` hides (soft deletes) the events this memory's `agent_id` added to its session (among
+the session's last SESSION_LIMIT events; another agent's memory on the same session keeps
+its own): they leave
 searches and assemblies, and `cb.restore(ids)` brings them back; nothing else of the store is
 touched, and nothing is deleted for good (`cb.forget(session_id=...)` does that). `close`
 leaves the context base open: whoever opened it closes it.
@@ -55,6 +56,8 @@ __all__ = ["MIME_TYPES", "CtxbaseMemory"]
 
 # What a MemoryContent looked like rides in the event's data, so `query` gives it back.
 _AG_KEY = "autogen_memory"
+# The agent of the memory that added the event: `clear` hides only its own.
+_BY_KEY = "autogen_memory_agent"
 MIME_TYPES = (MemoryMimeType.TEXT.value, MemoryMimeType.MARKDOWN.value, MemoryMimeType.JSON.value)
 HEADER = "Relevant memory content (from ctxbase, best first):"
 
@@ -145,9 +148,10 @@ class CtxbaseMemory(Memory):
         """Record the content as an event of the memory's session (text, markdown or JSON;
         images and other binary content are refused with a ValidationError)."""
         text, value = _as_text(content)
-        data = {_AG_KEY: {"mime_type": _mime(content), "content": value}}
+        kept: dict[str, Any] = {"mime_type": _mime(content), "content": value}
         if content.metadata:
-            data[_AG_KEY]["metadata"] = content.metadata
+            kept["metadata"] = content.metadata
+        data = {_AG_KEY: kept, _BY_KEY: self.agent_id}
         await asyncio.to_thread(
             self.cb.record,
             self.event_type,
@@ -202,8 +206,9 @@ class CtxbaseMemory(Memory):
         return UpdateContextResult(memories=MemoryQueryResult(results=results))
 
     async def clear(self) -> None:
-        """Hide the events this memory added to its session (restorable with
-        `cb.restore`); other agents' events and the rest of the store stay as they are."""
+        """Hide the events this memory's agent added to its session (restorable with
+        `cb.restore`); other agents' events (another memory's with another `agent_id` on
+        the same session too) and the rest of the store stay as they are."""
         await asyncio.to_thread(self._hide_own)
 
     async def close(self) -> None:
@@ -258,13 +263,18 @@ class CtxbaseMemory(Memory):
 
     def _hide_own(self) -> None:
         events = session_events(self.cb, self.session_id, SESSION_LIMIT, self.project)
-        ids = [e.id for e in events if _added_here(e)]
+        ids = [e.id for e in events if self._added_here(e)]
         if ids:
             self.cb.set_hidden(ids, True, project=self.project)
 
-
-def _added_here(event: Event) -> bool:
-    return isinstance(event.data, dict) and _AG_KEY in event.data
+    def _added_here(self, event: Event) -> bool:
+        data = event.data
+        if not isinstance(data, dict) or _AG_KEY not in data:
+            return False
+        if _BY_KEY in data:
+            return bool(data[_BY_KEY] == self.agent_id)
+        # added before memories named themselves: the events recorded as this agent's
+        return event.agent_id == self.agent_id
 
 
 def _shown(memory: MemoryContent) -> str:

@@ -12,8 +12,9 @@ The memory is a `BaseMemory`: `put` records each chat message as a ctxbase event
 session (chained to the one before, so other agents find the conversation); `get` returns
 the session's last messages, preceded by one system message with what ctxbase recalls for
 the input (or the last user message) from the rest of the project. `reset` hides the
-session's messages this memory recorded (`cb.restore(ids)` brings them back); nothing is
-deleted for good (`cb.forget(session_id=...)` does that).
+messages this memory's `agent_id` recorded in the session, its user turns included
+(`cb.restore(ids)` brings them back): other agents' messages in a shared session stay, and
+nothing is deleted for good (`cb.forget(session_id=...)` does that).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ __all__ = ["CtxbaseChatMemory", "CtxbaseRetriever"]
 SearchMode = Literal["keyword", "semantic", "hybrid", "hybrid_graph"]
 # A message's LlamaIndex form rides in the event's data, so it comes back exactly.
 _LI_KEY = "llama_index_message"
+# The agent of the memory that recorded the message (a user message is written as the
+# user's, so the event's agent_id does not say whose memory it came from).
+_BY_KEY = "llama_index_memory_agent"
 _EVENT_TYPE = {
     MessageRole.USER: "user_message",
     MessageRole.ASSISTANT: "assistant_message",
@@ -198,7 +202,7 @@ class CtxbaseChatMemory(BaseMemory):
                 _EVENT_TYPE.get(m.role, "assistant_message"),
                 session_id=self.session_id,
                 text=m.content or None,
-                data={_LI_KEY: m.model_dump(mode="json")},
+                data={_LI_KEY: m.model_dump(mode="json"), _BY_KEY: self.agent_id},
                 project=self._project,
                 agent_id=self.user_id if user else self.agent_id,
                 agent_role=None if user else self.agent_role,
@@ -212,12 +216,22 @@ class CtxbaseChatMemory(BaseMemory):
         self.put_messages(messages)
 
     def reset(self) -> None:
-        """Hide the session's messages this memory recorded (restorable with
-        `cb.restore`); other agents' events and the rest of the store stay."""
+        """Hide the messages this memory's agent recorded in the session, its user turns
+        included (restorable with `cb.restore`): other agents' messages in a shared session
+        (another memory's with another `agent_id` too) and the rest of the store stay."""
         events = session_events(self.cb, self.session_id, SESSION_LIMIT, self._project)
-        ids = [e.id for e in events if isinstance(e.data, dict) and _LI_KEY in e.data]
+        ids = [e.id for e in events if self._recorded_here(e)]
         if ids:
             self.cb.set_hidden(ids, True, project=self._project)
+
+    def _recorded_here(self, event: Event) -> bool:
+        data = event.data
+        if not isinstance(data, dict) or _LI_KEY not in data:
+            return False
+        if _BY_KEY in data:
+            return bool(data[_BY_KEY] == self.agent_id)
+        # recorded before memories named themselves: the agent's own (not the user's) turns
+        return event.agent_id == self.agent_id
 
 
 def _message(e: Event) -> ChatMessage | None:

@@ -4,8 +4,9 @@ A fact is a state row (key -> current value, versioned), not a search item: the 
 and vector indexes never hold it. So `search_memory` matches the query's words against
 the *current* facts of the scopes the tools write (the project's, and the sessions'),
 and a superseded value (only in the history) or a deleted fact (no row) never comes
-back. `forget` deletes facts by key, or every fact of a forgotten session; a delete is a
-recorded change (`fact_history`, `rollback_fact` bring a value back).
+back. `forget` deletes facts by key, or every fact of a forgotten session; a soft delete
+is a recorded change (`fact_history`, `rollback_fact` bring a value back), a hard one
+removes the fact with its whole history.
 
 Works over an embedded base (one store read for every scope) and over the remote client
 (one `get_facts` per scope, for the most recently updated sessions).
@@ -17,13 +18,21 @@ import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..contextbase import ContextBase
+from ..errors import NotFoundError
 from ..model import StateFact
 from ..retrieve.tokenize import index_terms, query_terms
 
 if TYPE_CHECKING:
     from .tools import ToolScope
 
-__all__ = ["DEFAULT_SESSION", "delete_facts", "fact_text", "matching_facts", "session_facts"]
+__all__ = [
+    "DEFAULT_SESSION",
+    "delete_facts",
+    "fact_text",
+    "facts_not_found",
+    "matching_facts",
+    "session_facts",
+]
 
 DEFAULT_SESSION = "memory"  # remember's default session
 REMOTE_SESSIONS = 50  # sessions whose facts a search over the remote client reads
@@ -91,10 +100,16 @@ def matching_facts(
 
 
 def delete_facts(
-    scope: ToolScope, keys: list[str], fact_scope: FactScope, session_id: str | None
+    scope: ToolScope,
+    keys: list[str],
+    fact_scope: FactScope,
+    session_id: str | None,
+    *,
+    hard: bool = False,
 ) -> tuple[list[str], list[str]]:
     """Delete `keys` from the project's facts or from one session's (default 'memory'):
-    (deleted, not found)."""
+    (deleted, not found). A soft delete keeps the old values in the fact's history; `hard`
+    removes them too (and the history of a fact deleted before, which counts as deleted)."""
     pid = scope.project_id
     scope_id = pid if fact_scope == "project" else (session_id or DEFAULT_SESSION)
     deleted: list[str] = []
@@ -106,9 +121,26 @@ def delete_facts(
             scope=fact_scope,
             cause=f"forgotten by {scope.agent_id}",
             project=pid,
+            hard=hard,
         )
         (deleted if gone else missing).append(key)
     return deleted, missing
+
+
+def facts_not_found(
+    scope: ToolScope, missing: list[str], fact_scope: FactScope, session_id: str | None
+) -> NotFoundError:
+    """The error of a forget by key that found none of the keys (`missing`)."""
+    session = session_id or DEFAULT_SESSION
+    where = "" if fact_scope == "project" else f"session {session!r} of "
+    keys = ", ".join(repr(k) for k in missing)
+    return NotFoundError(
+        "fact",
+        missing[0],
+        ids=missing,
+        message=f"nothing to forget: no fact {keys} in {where}project "
+        f"{scope.project_id!r} (fact_scope={fact_scope!r})",
+    )
 
 
 def session_facts(scope: ToolScope, session_id: str) -> list[str]:

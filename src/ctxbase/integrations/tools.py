@@ -31,7 +31,7 @@ from ..forgetting import nothing_matched
 from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
 from ..validation import MAX_QUERY_CHARS, MAX_TEXT_BYTES
-from .tool_facts import DEFAULT_SESSION, delete_facts, matching_facts, session_facts
+from .tool_facts import delete_facts, facts_not_found, matching_facts, session_facts
 
 if TYPE_CHECKING:
     from ..serve.sdk import Client
@@ -221,9 +221,10 @@ class ForgetArgs(_Args):
     """Remove memories: the given events, every event and fact of a session, or facts by
     key (fact_keys). By default events are hidden (reversible); hard=true deletes them for
     good (needs an admin key), and can delete ingested repositories whole (repos). A
-    forgotten fact is deleted (its history keeps the old values); with fact_keys,
-    session_id and fact_scope name where the facts are, as in remember, and nothing else
-    of that session is forgotten.
+    forgotten fact is deleted: by default its history keeps the old values (a rollback
+    brings one back), hard=true removes them too; with fact_keys, session_id and
+    fact_scope name where the facts are, as in remember, and nothing else of that session
+    is forgotten. facts_deleted (always present, [] when none) lists the keys deleted.
     Returns how many were hidden or removed, and the ids (and session) that were hidden
     already (unchanged), forgotten before (already_forgotten, repositories too) or
     unknown (not_found); an error (not_found) when nothing named is known, or when a
@@ -492,28 +493,18 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
             raise PermissionDeniedError(
                 f"hard forget needs an admin key; this one is {scope.role!r}"
             )
-        deleted, missing = delete_facts(scope, a.fact_keys, a.fact_scope, a.session_id)
+        deleted, missing = delete_facts(scope, a.fact_keys, a.fact_scope, a.session_id, hard=a.hard)
         if not a.event_ids and not a.repos:
             if not deleted:
-                session = a.session_id or DEFAULT_SESSION
-                where = "" if a.fact_scope == "project" else f"session {session!r} of "
-                keys = ", ".join(repr(k) for k in missing)
-                raise NotFoundError(
-                    "fact",
-                    missing[0],
-                    ids=missing,
-                    message=f"nothing to forget: no fact {keys} in {where}project "
-                    f"{scope.project_id!r} (fact_scope={a.fact_scope!r})",
-                )
+                raise facts_not_found(scope, missing, a.fact_scope, a.session_id)
             return {"facts_deleted": deleted, "facts_not_found": missing}
         out = _forget_nodes(scope, a.model_copy(update={"session_id": None}))
         return {**out, "facts_deleted": deleted, "facts_not_found": missing}
+    held = session_facts(scope, a.session_id) if a.session_id else []
     out = _forget_nodes(scope, a)
-    if a.session_id and not a.hard:  # a hard forget deletes the session's facts itself
-        held = session_facts(scope, a.session_id)
-        deleted, _ = delete_facts(scope, held, "session", a.session_id)
-        if deleted:
-            out["facts_deleted"] = deleted
+    if a.session_id and not a.hard:  # a hard forget deletes the facts and history itself
+        held, _ = delete_facts(scope, held, "session", a.session_id)
+    out["facts_deleted"] = held
     return out
 
 

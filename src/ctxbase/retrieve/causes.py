@@ -1,4 +1,4 @@
-"""The causal chain of an event through hidden and forgotten links.
+"""The causal chain of an event, and its effects, through hidden and forgotten links.
 
 A soft-deleted event is hidden from every read, and so are the CAUSED_BY edges touching it:
 walked over visible edges alone, a chain stopped at the first hidden cause and said nothing
@@ -6,6 +6,11 @@ of it. Here a hidden cause is shown by a placeholder in its place, marked "hidde
 type, session, agent, time, seq and parent ids; never its text, data or metadata; `active`
 False; `restore` brings it back), and the walk goes on through it, by its parent ids, to
 the causes beyond.
+
+Effects (downstream) go the same way: a hidden effect is shown by its placeholder and the
+walk goes on to the effects beyond it, over the edges the store keeps for hidden events
+(`list_relations(include_hidden=True)`: a hidden effect's own CAUSED_BY edges are hidden
+with it, and a hidden event records its parents but not its children).
 
 A hard-forgotten event leaves no placeholder: a forget removes its edges with it, so
 nothing records that its effects had that cause, and their chain ends there. Asked for
@@ -23,7 +28,15 @@ from ..store.base import Store
 from . import graph
 from .retracted import with_marks
 
-__all__ = ["HIDDEN", "causal_chain", "causes_with_hops", "check_chain_root", "placeholder"]
+__all__ = [
+    "HIDDEN",
+    "causal_chain",
+    "causes_with_hops",
+    "check_chain_root",
+    "effects",
+    "effects_with_hops",
+    "placeholder",
+]
 
 HIDDEN = "hidden"
 
@@ -115,3 +128,25 @@ def _walk(
         for event in frontier:  # ids that are no event (an entity, a dangling edge) end here
             out[event.id] = (event if event.active else placeholder(event), hop)
     return list(out.values())
+
+
+def effects(
+    store: Store, project_id: str, root: Event, max_hops: int = 50, max_nodes: int = 10_000
+) -> list[Event]:
+    """Everything downstream of `root` (what it caused, and what that caused...), nearest
+    first, with a placeholder for each hidden effect (see the module)."""
+    return [e for e, _ in effects_with_hops(store, project_id, root, max_hops, max_nodes)]
+
+
+def effects_with_hops(
+    store: Store, project_id: str, root: Event, max_hops: int = 50, max_nodes: int = 10_000
+) -> list[tuple[Event, int]]:
+    """`effects` with each effect's distance from `root` in hops."""
+    hits = graph.downstream(
+        store, project_id, root.id, max_hops=max_hops, max_nodes=max_nodes, include_hidden=True
+    )
+    found = store.get_events(project_id, [h.node_id for h in hits], include_inactive=True)
+    live = {e.id: e for e in with_marks(store, project_id, [e for e in found if e.active])}
+    hops = {h.node_id: h.hops for h in hits}
+    # ids that are no event (an entity, a dangling edge) are left out, as the walk did
+    return [(live[e.id] if e.active else placeholder(e), hops[e.id]) for e in found]

@@ -42,6 +42,7 @@ def _walk(
     exclude_types: Sequence[str] = (),
     accept: RelationFilter | None = None,
     per_node: int | None = None,
+    include_hidden: bool = False,
 ) -> list[GraphHit]:
     best: dict[str, GraphHit] = {s: GraphHit(s, 0, 1.0, None, s) for s in seeds}
     frontier = list(dict.fromkeys(seeds))
@@ -55,6 +56,7 @@ def _walk(
             types=types,
             limit_per_node=per_node,
             exclude_types=exclude_types,
+            include_hidden=include_hidden,
         )
         if accept is not None:
             rels = accept(rels)
@@ -101,9 +103,17 @@ def upstream(
 
 
 def downstream(
-    store: Store, project_id: str, node_id: str, max_hops: int = 50, max_nodes: int = 10_000
+    store: Store,
+    project_id: str,
+    node_id: str,
+    max_hops: int = 50,
+    max_nodes: int = 10_000,
+    *,
+    include_hidden: bool = False,
 ) -> list[GraphHit]:
-    """Everything this node caused, nearest first (follows CAUSED_BY inward)."""
+    """Everything this node caused, nearest first (follows CAUSED_BY inward); with
+    `include_hidden`, through the edges of soft-deleted events too (their ids among the
+    hits: the caller shows them as it must, see retrieve/causes.py)."""
     return _walk(
         store,
         project_id,
@@ -112,6 +122,7 @@ def downstream(
         types=["CAUSED_BY"],
         max_hops=max_hops,
         max_nodes=max_nodes,
+        include_hidden=include_hidden,
     )
 
 

@@ -229,11 +229,17 @@ def delete_state(
     rt: Rt,
     key: Key,
     scope_id: ScopeId,
+    who: Caller,
     scope: Scope = "task",
     cause: str | None = None,
+    hard: bool = False,
 ) -> DeletedOut:
+    """Delete one fact, kept in its history (a rollback brings a value back); `hard=true`
+    (admin keys) removes it with its whole history."""
+    if hard:
+        who.check(pid, "admin")
     deleted = facts.delete_fact(
-        rt.cb, key, scope_id=scope_id, scope=scope, cause=cause, project=pid
+        rt.cb, key, scope_id=scope_id, scope=scope, cause=cause, project=pid, hard=hard
     )
     return DeletedOut(deleted=deleted)
 

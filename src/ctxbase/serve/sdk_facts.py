@@ -101,12 +101,17 @@ class FactCalls:
         scope: str = "task",
         cause: str | None = None,
         project: str | None = None,
+        hard: bool = False,
     ) -> Call[bool]:
+        """Delete one fact (kept in its history); `hard=True` (admin keys) removes it with
+        its whole history."""
         from .sdk_calls import Call
 
         params = {"key": key, "scope_id": scope_id, "scope": scope}
         if cause is not None:
             params["cause"] = cause
+        if hard:
+            params["hard"] = "true"
         return Call(
             "DELETE", self._path(project, "state"), lambda r: bool(r["deleted"]), params=params
         )

@@ -526,10 +526,13 @@ class Store(ABC):
         min_confidence: float = 0.0,
         limit_per_node: int | None = None,
         exclude_types: Sequence[str] = (),
+        include_hidden: bool = False,
     ) -> list[Relation]:
         """Relations touching `node_ids` (or all), oldest first (created_at, id); none of
         `exclude_types` (left out by the query: an event's NEXT and CAUSED_BY edges are most
-        of its edges, and most readers skip them).
+        of its edges, and most readers skip them). An edge touching a soft-deleted event or
+        entity is hidden with it, unless `include_hidden` (for walks that show a hidden
+        event by a placeholder and go on through it: retrieve/causes.py).
 
         `limit_per_node` (with `node_ids` and `types`) keeps the first that many of each
         node, side and type, read by index: a node with thousands of edges (an entity every

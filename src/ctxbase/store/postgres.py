@@ -576,6 +576,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         min_confidence: float = 0.0,
         limit_per_node: int | None = None,
         exclude_types: Sequence[str] = (),
+        include_hidden: bool = False,
     ) -> list[Relation]:
         check_direction(direction)
         check_per_node(limit_per_node, node_ids, types)
@@ -594,12 +595,13 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             conds += " AND r.type <> ALL(%s)"
             cond_args.append(list(dict.fromkeys(exclude_types)))
         # A soft-deleted event or entity is hidden from every read, so are its edges.
-        conds += (
-            " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = r.project_id"
-            " AND e.event_id IN (r.from_id, r.to_id) AND e.active = 0)"
-            " AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.project_id = r.project_id"
-            " AND n.entity_id IN (r.from_id, r.to_id) AND n.active = 0)"
-        )
+        if not include_hidden:
+            conds += (
+                " AND NOT EXISTS (SELECT 1 FROM events e WHERE e.project_id = r.project_id"
+                " AND e.event_id IN (r.from_id, r.to_id) AND e.active = 0)"
+                " AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.project_id = r.project_id"
+                " AND n.entity_id IN (r.from_id, r.to_id) AND n.active = 0)"
+            )
         order = " ORDER BY r.created_at, r.relation_id"
         sides = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
         sql = f"SELECT {cols} FROM relations r WHERE r.project_id=%s"

@@ -626,6 +626,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         min_confidence: float = 0.0,
         limit_per_node: int | None = None,
         exclude_types: Sequence[str] = (),
+        include_hidden: bool = False,
     ) -> list[Relation]:
         check_direction(direction)
         check_per_node(limit_per_node, node_ids, types)
@@ -644,7 +645,8 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         if excluded:
             extra += f" AND type NOT IN ({placeholders(len(excluded))})"
             extra_args += excluded
-        extra += _NO_SOFT_DELETED_END
+        if not include_hidden:
+            extra += _NO_SOFT_DELETED_END
         typed = ""
         if types:
             typed = f" AND type IN ({placeholders(len(types))})"

@@ -178,34 +178,21 @@ def timeline(
 # -- causal chain --------------------------------------------------------------------------
 def causal_chain(cb: ContextBase, pid: str, event_id: str, *, depth: int, limit: int) -> ChainOut:
     """The event, what caused it and what it caused, up to `depth` hops and `limit` events
-    each way (nearest first); a hidden cause is a placeholder marked "hidden" and the causes
-    beyond it are shown (retrieve/causes.py)."""
+    each way (nearest first); a hidden cause or effect is a placeholder marked "hidden" and
+    the events beyond it are shown (retrieve/causes.py)."""
     try:
         event = cb.get_event(event_id, project=pid)
     except NotFoundError:
         causes.check_chain_root(cb.store, pid, event_id)  # says when it is hidden
         raise
-    truncated = False
-
-    def side(hits: list[graph.GraphHit]) -> list[ChainNode]:
-        nonlocal truncated
-        if len(hits) > limit:
-            truncated = True
-            hits = hits[:limit]
-        found = {e.id: e for e in cb.store.get_events(pid, [h.node_id for h in hits])}
-        return [ChainNode(event=found[h.node_id], hops=h.hops) for h in hits if h.node_id in found]
-
     # One node more than shown: a walk that reaches it was cut short.
     up = causes.causes_with_hops(cb.store, pid, event, max_hops=depth, max_nodes=limit + 2)
-    if len(up) > limit:
-        truncated = True
-        up = up[:limit]
-    down = graph.downstream(cb.store, pid, event_id, max_hops=depth, max_nodes=limit + 2)
+    down = causes.effects_with_hops(cb.store, pid, event, max_hops=depth, max_nodes=limit + 2)
     return ChainOut(
         event=event,
-        causes=[ChainNode(event=e, hops=hops) for e, hops in up],
-        effects=side(down),
-        truncated=truncated,
+        causes=[ChainNode(event=e, hops=hops) for e, hops in up[:limit]],
+        effects=[ChainNode(event=e, hops=hops) for e, hops in down[:limit]],
+        truncated=len(up) > limit or len(down) > limit,
     )
 
 

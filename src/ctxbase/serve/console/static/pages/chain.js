@@ -6,7 +6,7 @@ import {
 } from "../dom.js";
 import { drawGraph, layeredLayout } from "../graph.js";
 
-// A hidden (soft-deleted) cause comes as a placeholder: its id, no text.
+// A hidden (soft-deleted) cause or effect comes as a placeholder: its id, no text.
 const isHidden = (ev) => (ev.marks || []).includes("hidden");
 const evText = (ev, n) => (isHidden(ev) ? "[hidden] (restore brings it back)" : short(ev.text, n));
 

@@ -1,0 +1,108 @@
+"""Forgetting facts (on SQLite and PostgreSQL): a soft delete keeps the old values in the
+fact's history, so a rollback brings one back; a hard one (by key, or with a hard-forgotten
+session) removes the history too, so no forgotten value can be read back or rolled back.
+The `forget` tool's answer always says which facts it deleted."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ctxbase import ContextBase
+from ctxbase.errors import NotFoundError
+from ctxbase.integrations.tools import ToolScope, handle_tool_call
+
+SECRET_V1 = "the vault token is tok-1111"
+SECRET_V2 = "the vault token is tok-2222"
+
+
+def call(scope: ToolScope, name: str, arguments: dict[str, Any]) -> Any:
+    return json.loads(handle_tool_call(scope, name, arguments))
+
+
+def _values(cb: ContextBase, key: str, scope_id: str, scope: str) -> list[object]:
+    history = cb.fact_history(key, scope_id=scope_id, scope=scope)  # type: ignore[arg-type]
+    return [v for h in history for v in (h.old_value, h.new_value) if v is not None]
+
+
+def test_a_soft_delete_keeps_the_history_and_a_hard_one_removes_it(cb: ContextBase) -> None:
+    cb.set_fact("token", SECRET_V1, scope_id="t1")
+    cb.set_fact("token", SECRET_V2, scope_id="t1")
+    cb.set_fact("region", "eu-west-1", scope_id="t1")
+    assert cb.delete_fact("token", scope_id="t1") is True
+    assert SECRET_V1 in _values(cb, "token", "t1", "task")  # soft: a rollback brings it back
+    assert cb.rollback_fact("token", 1, scope_id="t1") is not None
+    assert cb.get_facts(scope_id="t1")["token"].value == SECRET_V1
+    assert cb.delete_fact("token", scope_id="t1", hard=True) is True
+    assert "token" not in cb.get_facts(scope_id="t1")
+    assert cb.fact_history("token", scope_id="t1") == []
+    with pytest.raises(NotFoundError):
+        cb.rollback_fact("token", 1, scope_id="t1")
+    # the scope's other fact keeps its value and its history
+    assert cb.get_facts(scope_id="t1")["region"].value == "eu-west-1"
+    assert len(cb.fact_history("region", scope_id="t1")) == 1
+    assert cb.delete_fact("token", scope_id="t1", hard=True) is False  # nothing left
+
+
+def test_a_hard_delete_removes_what_a_soft_delete_left_in_the_history(cb: ContextBase) -> None:
+    cb.set_fact("token", SECRET_V1, scope_id=cb.project, scope="project")
+    cb.delete_fact("token", scope_id=cb.project, scope="project")
+    assert cb.delete_fact("token", scope_id=cb.project, scope="project", hard=True) is True
+    assert cb.fact_history("token", scope_id=cb.project, scope="project") == []
+
+
+def test_the_forget_tool_hard_by_key_removes_the_history(cb: ContextBase) -> None:
+    writer = ToolScope(cb, agent_id="claude", role="write")
+    admin = ToolScope(cb, agent_id="claude", role="admin")
+    fact = {"fact_key": "token", "session_id": "s1"}
+    call(writer, "remember", {"text": SECRET_V1, **fact})
+    call(writer, "remember", {"text": SECRET_V2, **fact})
+    refused = call(writer, "forget", {"fact_keys": ["token"], "session_id": "s1", "hard": True})
+    assert refused["error"]["code"] == "forbidden", refused
+    assert cb.get_facts(scope_id="s1", scope="session")["token"].value == SECRET_V2
+    gone = call(admin, "forget", {"fact_keys": ["token"], "session_id": "s1", "hard": True})
+    assert gone == {"facts_deleted": ["token"], "facts_not_found": []}
+    assert cb.fact_history("token", scope_id="s1", scope="session") == []
+    again = call(admin, "forget", {"fact_keys": ["token"], "session_id": "s1", "hard": True})
+    assert again["error"]["code"] == "not_found", again
+    # a soft forget by key keeps the history: the value can be rolled back
+    call(writer, "remember", {"text": "blue", "fact_key": "colour", "session_id": "s1"})
+    soft = call(writer, "forget", {"fact_keys": ["colour"], "session_id": "s1"})
+    assert soft == {"facts_deleted": ["colour"], "facts_not_found": []}
+    assert cb.rollback_fact("colour", 1, scope_id="s1", scope="session") is not None
+
+
+def test_a_hard_session_forget_removes_its_facts_history(cb: ContextBase) -> None:
+    writer = ToolScope(cb, agent_id="claude", role="write")
+    admin = ToolScope(cb, agent_id="claude", role="admin")
+    for text in (SECRET_V1, SECRET_V2):
+        call(writer, "remember", {"text": text, "fact_key": "token", "session_id": "s2"})
+    call(writer, "remember", {"text": "we deploy on Fridays", "session_id": "s2"})
+    done = call(admin, "forget", {"session_id": "s2", "hard": True})
+    assert done["facts_deleted"] == ["token"], done
+    assert done["removed"]["state_history"] == 2, done
+    assert cb.fact_history(scope_id="s2", scope="session") == []
+    # a soft session forget deletes the facts and keeps their history (restorable)
+    call(writer, "remember", {"text": "v1", "fact_key": "plan", "session_id": "s3"})
+    soft = call(writer, "forget", {"session_id": "s3"})
+    assert soft["facts_deleted"] == ["plan"], soft
+    assert cb.rollback_fact("plan", 1, scope_id="s3", scope="session") is not None
+
+
+def test_a_session_whose_facts_were_deleted_is_still_hard_forgettable(cb: ContextBase) -> None:
+    cb.set_fact("token", SECRET_V1, scope_id="lonely", scope="session")
+    cb.delete_fact("token", scope_id="lonely", scope="session")  # only the history holds it
+    report = cb.forget(session_id="lonely")
+    assert report.not_found == [] and report.removed.get("state_history") == 2
+    assert cb.fact_history(scope_id="lonely", scope="session") == []
+
+
+def test_the_forget_report_always_names_the_facts_deleted(cb: ContextBase) -> None:
+    writer = ToolScope(cb, agent_id="claude", role="write")
+    admin = ToolScope(cb, agent_id="claude", role="admin")
+    event_id = call(writer, "remember", {"text": "a note", "session_id": "s4"})["event_id"]
+    assert call(writer, "forget", {"event_ids": [event_id]})["facts_deleted"] == []
+    assert call(writer, "forget", {"session_id": "s4"})["facts_deleted"] == []
+    assert call(admin, "forget", {"session_id": "s4", "hard": True})["facts_deleted"] == []
