@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from ..errors import ValidationError
-from .base import ForgetReport, ItemFilter, KeywordHit, SearchItem, StateChange, Store, VectorRow
+from .base import KeywordHit, Store, VectorRow
+from .records import ForgetReport, ItemFilter, SearchItem, StateChange
 
 __all__ = [
     "DEFAULT_DB_PATH",

@@ -11,7 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from .base import ItemFilter, KnowledgeView
+from .records import ItemFilter, KnowledgeView
 
 __all__ = ["Dialect", "filter_sql"]
 

@@ -18,8 +18,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .base import FEEDBACK_SCOPE, USES_SCOPE, ForgetReport
+from .base import FEEDBACK_SCOPE, USES_SCOPE
 from .dialect import Dialect
+from .records import ForgetReport
 from .repo_records import KB_TAG_SCOPE, REPOSITORY_SCOPE
 from .trace_redaction import Forgotten
 

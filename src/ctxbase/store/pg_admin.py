@@ -13,10 +13,11 @@ import numpy.typing as npt
 from ..errors import StorageError
 from ..model import StateFact
 from . import pg_sql as q
-from .base import USES_SCOPE, ApiKeyRecord, ForgetReport, TombstoneKind
+from .base import USES_SCOPE, TombstoneKind
 from .forget_steps import ForgetSteps
 from .keyword_log import KeywordLog
 from .pg_base import INDEX_LOCK, Conn, PgBase, as_array, jsonb, text
+from .records import ApiKeyRecord, ForgetReport
 from .rows import next_version, tombstone_hash, trace_keys
 from .schema import FORGET_TABLES, TABLES
 from .shared import table_columns

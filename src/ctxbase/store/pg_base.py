@@ -19,9 +19,9 @@ from ..cjk_terms import CJK_CHARS, with_characters_joined
 from ..errors import StorageError, ValidationError
 from ..validation import loads_tolerant
 from . import pg_sql as q
-from .base import ForgetReport
 from .dialect import Dialect
 from .pg_sql import CROSS_PROJECT
+from .records import ForgetReport
 from .schema import MIGRATIONS, VERSION_TABLE, note_upgrade, pending_migrations, render
 from .shared import SharedReads
 

@@ -15,16 +15,10 @@ import numpy as np
 import numpy.typing as npt
 
 from . import pg_sql as q
-from .base import (
-    ItemFilter,
-    KeywordDelta,
-    KeywordHit,
-    SearchItem,
-    VectorBlock,
-    VectorRow,
-)
+from .base import KeywordDelta, KeywordHit, VectorBlock, VectorRow
 from .dialect import filter_sql
 from .pg_base import Conn, PgBase, as_array
+from .records import ItemFilter, SearchItem
 from .rows import generation_key, item_row, keyword_rows
 from .vector_block import BATCH_ROWS, VectorFill
 

@@ -27,10 +27,11 @@ from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
 from . import pg_sql as q
-from .base import EventRetext, ForgetReport, SearchItem, Store, TombstoneKind
+from .base import Store, TombstoneKind
 from .pg_admin import PgAdmin
 from .pg_base import Conn, jsonb, text
 from .pg_search import PgSearch
+from .records import EventRetext, ForgetReport, SearchItem
 from .rows import (
     check_direction,
     check_event_ids,

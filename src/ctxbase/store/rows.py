@@ -15,7 +15,8 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..model import Entity, Event, Relation, SessionInfo, StateFact, TaskInfo
-from .base import ApiKeyRecord, KeywordRow, SearchItem, StateChange, TombstoneKind
+from .base import KeywordRow, TombstoneKind
+from .records import ApiKeyRecord, SearchItem, StateChange
 
 __all__ = [
     "EVENT_COLS",

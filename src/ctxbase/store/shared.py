@@ -12,15 +12,9 @@ from typing import Any, ClassVar
 
 from ..model import Entity, Event, SessionInfo, StateFact, TaskInfo
 from . import rows
-from .base import (
-    ApiKeyRecord,
-    EventCount,
-    ItemFilter,
-    StateChange,
-    TombstoneKind,
-    TraceSummary,
-)
+from .base import TombstoneKind
 from .dialect import Dialect, filter_sql
+from .records import ApiKeyRecord, EventCount, ItemFilter, StateChange, TraceSummary
 from .schema import COLUMNS, UPGRADE_PREFIX
 
 __all__ = ["SharedReads", "table_columns"]

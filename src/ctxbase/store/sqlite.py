@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
-from .base import EventRetext, ForgetReport, SearchItem, Store, TombstoneKind
+from .base import Store, TombstoneKind
+from .records import EventRetext, ForgetReport, SearchItem
 from .rows import (
     EVENT_EDGE_SOURCE,
     check_direction,

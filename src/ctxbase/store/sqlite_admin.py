@@ -10,9 +10,10 @@ from typing import Any
 
 from ..errors import StorageError
 from ..model import StateFact
-from .base import USES_SCOPE, ApiKeyRecord, ForgetReport, TombstoneKind
+from .base import USES_SCOPE, TombstoneKind
 from .forget_steps import ForgetSteps
 from .keyword_log import KeywordLog
+from .records import ApiKeyRecord, ForgetReport
 from .rows import next_version, trace_keys
 from .schema import FORGET_TABLES, JSON_COLUMNS
 from .shared import table_columns

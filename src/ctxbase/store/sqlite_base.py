@@ -16,8 +16,8 @@ from typing import Any, ClassVar, TypeVar
 from ..cjk_terms import with_characters_joined
 from ..errors import StorageError
 from ..validation import loads_tolerant
-from .base import ForgetReport, SearchItem
 from .dialect import Dialect
+from .records import ForgetReport, SearchItem
 from .rows import EVENT_COLS, ITEM_COLS, tombstone_hash
 from .schema import MIGRATIONS, note_upgrade, pending_migrations, render
 from .shared import SharedReads

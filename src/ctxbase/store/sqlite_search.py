@@ -14,17 +14,9 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ..errors import StorageError
-from .base import (
-    OWN_TERMS_WEIGHT,
-    ItemFilter,
-    KeywordDelta,
-    KeywordHit,
-    SearchItem,
-    VectorBlock,
-    VectorDelta,
-    VectorRow,
-)
+from .base import OWN_TERMS_WEIGHT, KeywordDelta, KeywordHit, VectorBlock, VectorDelta, VectorRow
 from .dialect import filter_sql
+from .records import ItemFilter, SearchItem
 from .rows import KEYWORD_ROW_COLS, item_row, keyword_rows
 from .sqlite_base import (
     ITEM_COLS,
