@@ -100,6 +100,13 @@ class SearchConfig(BaseModel):
     clause_weight: float = Field(default=0.0, ge=0, le=5.0)
     # the clauses are searched semantically too (one query embedding each), not only by keyword
     clause_semantic: bool = True
+    # A query coordinating several things ("both Joanna and Nate", "白天和夜间", "friends,
+    # family, and mentors") also searches each part on its own: the query with the phrase
+    # replaced by one member (retrieve/query_decomp.py, retrieve/part_search.py); each
+    # part's ranking weighs this much of the whole query's. 0: off.
+    decomp_weight: float = Field(default=0.0, ge=0, le=5.0)
+    # the parts are searched semantically too (one query embedding each), not only by keyword
+    decomp_semantic: bool = False
     # Each top place after the first goes to the hit whose score, raised by this times the
     # weight share of the query terms it adds to those placed above it, is highest, among
     # the best `coverage_window` (retrieve/coverage.py): a question asking two things gets
