@@ -35,8 +35,10 @@ from .fusion import dedupe_near_identical, dynamic_top_k, rrf_fuse, weighted_fus
 from .graph import RelationFilter
 from .kb_view import ViewCache
 from .keyword_index import KeywordIndex
+from .part_search import part_rankings
 from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
+from .query_decomp import query_conjuncts
 from .query_parts import query_clauses
 from .recency import of_kinds, order_by_recency, produced_at, recent_kinds
 from .relevance import off_topic_reason, search_evidence
@@ -466,6 +468,19 @@ class Searcher:
                     weights[name] = config.clause_weight * weight
             pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
             timings["clauses"] = _ms(t)
+
+        if config.decomp_weight > 0 and (conjuncts := query_conjuncts(query)):
+            t = time.perf_counter()  # a query coordinating things: each part searched too
+            scope = (flt, allowed, config, items, semantic)
+            for name, weight, found in part_rankings(
+                self, project_id, query, topic, conjuncts, *scope
+            ):
+                rankings[name], raw_scores[name] = [i for i, _ in found], dict(found)
+                weights[name] = weight
+                if unembedded is not None:
+                    unembedded.note(rankings[name])
+            pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
+            timings["parts"] = _ms(t)
 
         if config.feedback_weight > 0 and config.keyword and config.keyword_index:
             t = time.perf_counter()  # a second keyword pass seeded by the first hits' terms

@@ -55,6 +55,7 @@ __all__ = [
     "needs_segmenter",
     "prefetch_segmenter",
     "query_terms",
+    "segment_words",
     "words_version",
 ]
 
@@ -364,6 +365,20 @@ def index_terms_with_tail(text: str, tail_chars: int) -> tuple[list[str], list[s
     if tail < 0:
         tail = len(terms)
     return chars(terms), chars(head + terms[tail:])
+
+
+# Words, initials ("C."), and single punctuation marks of ASCII text, for segment_words.
+_ASCII_SEGMENT = re.compile(r"[A-Za-z]\.(?=\s)|\w+(?:['\u2019\-]\w+)*|[^\w\s]")
+
+
+def segment_words(text: str) -> list[str]:
+    """The words and punctuation marks of `text` in order, as written (not normalised or
+    stemmed): Chinese segmented by jieba's accurate mode (one word per stretch, not the
+    overlapping search terms), other text at word boundaries. Whitespace between them may
+    come as tokens of its own. For rules that read a short text word by word (a query)."""
+    if not needs_segmenter(text):
+        return _ASCII_SEGMENT.findall(text)
+    return [w for w in _segmenter().cut(text) if w]
 
 
 def query_terms(text: str) -> list[str]:

@@ -341,6 +341,8 @@ class SearchOptionsIn(_In):
     actor_free_query: bool | None = None
     clause_weight: float | None = None
     clause_semantic: bool | None = None
+    decomp_weight: float | None = None
+    decomp_semantic: bool | None = None
     coverage_boost: float | None = None
     coverage_window: int | None = None
     feedback_weight: float | None = None
