@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note
 from hypothesis import strategies as st
+from live_server import Live
 
 import ctxbase
-from conftest import Live
 
 # Text with what breaks things: lone surrogates (category Cs), NUL, blanks, CJK.
 nasty_text = st.one_of(

@@ -8,9 +8,9 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from live_server import Live, serve_on_param
 
 import ctxbase
-from conftest import Live, serve_on_param
 from ctxbase.errors import ConflictError, NotFoundError
 
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+from live_server import Live, start
 
-from conftest import Live, start
 from ctxbase.serve.cache import AssembleCache, Cached
 from ctxbase.serve.keys import parse_key, revoke_key
 from ctxbase.store import open_store

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from live_server import Live, start
 
-from conftest import Live, start
 from ctxbase.errors import ValidationError
 from ctxbase.serve.keys import create_key, list_keys, parse_key, revoke_key
 from ctxbase.serve.server import BackgroundServer

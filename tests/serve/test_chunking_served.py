@@ -7,8 +7,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from live_server import Live, start
 
-from conftest import Live, start
 from ctxbase.retrieve.chunking import CHUNKING_PRESETS, ChunkingConfig, chunk_text
 from ctxbase.serve.settings import ServerSettings
 from ctxbase.store import open_store

@@ -11,8 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from console_seed import Docs, Seeded, seed_big_session, seed_docs_project, seed_project
-
-from conftest import Live, start
+from live_server import Live, start
 
 
 @pytest.fixture(scope="module")

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 from console_seed import Docs, Seeded, seed_big_session, seed_docs_project, seed_project
+from live_server import Live, start
 
-from conftest import Live, start
 from ctxbase.serve.server import BackgroundServer
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

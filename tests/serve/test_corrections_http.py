@@ -9,8 +9,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from live_server import Live
+
 import ctxbase
-from conftest import Live
 
 SAID = "The orders API timeout is 30 s for every client."
 NOTE = "it is 20 s, not 30 s"

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from live_server import start
 
 import ctxbase
-from conftest import start
 from ctxbase.errors import EmbedderUnavailableError
 from ctxbase.retrieve.embed import clear_embedder_cache
 from ctxbase.serve.keys import create_key

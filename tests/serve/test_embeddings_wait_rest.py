@@ -11,9 +11,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from live_server import Live
 
 import ctxbase
-from conftest import Live
 from ctxbase import ContextBase
 from ctxbase.retrieve.embed.base import FloatMatrix
 from ctxbase.retrieve.embed.hashing import HashingEmbedder

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_server import Live, embedded_and_remote, serve_on_param
 
 import ctxbase
-from conftest import Live, embedded_and_remote, serve_on_param
 from ctxbase.capture.events import build_event
 from ctxbase.errors import ValidationError
 from ctxbase.serve.sdk import Client

@@ -4,8 +4,7 @@ values a 422 naming the field (never a 500)."""
 from __future__ import annotations
 
 import pytest
-
-from conftest import Live
+from live_server import Live
 
 GOOD = {
     "keyword": {"feedback_weight": 1.0, "feedback_seeds": 3, "feedback_terms": 4},

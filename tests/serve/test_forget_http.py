@@ -9,8 +9,8 @@ import uuid
 from pathlib import Path
 
 import httpx
+from live_server import Live, start
 
-from conftest import Live, start
 from ctxbase.store.trace_redaction import REDACTED
 
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import httpx
 import pytest
+from live_server import Live, embedded_and_remote, serve_on_param
 from test_idempotency import _LoseFirstAnswer
 
 import ctxbase
-from conftest import Live, embedded_and_remote, serve_on_param
 from ctxbase.errors import NotFoundError
 
 

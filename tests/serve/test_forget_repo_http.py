@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from live_server import Live
+
 import ctxbase
-from conftest import Live
 
 
 def _ingest_two(db: str, pid: str, tmp_path: Path) -> None:

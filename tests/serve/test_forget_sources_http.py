@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_server import Live, embedded_and_remote, serve_on_param
 
-from conftest import Live, embedded_and_remote, serve_on_param
 from ctxbase.integrations.tools import ToolScope, handle_tool_call
 
 WHOLE = "订单服务的缓存过期时间定为300秒，由张三负责"

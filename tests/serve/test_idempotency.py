@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 import pytest
+from live_server import Live, serve_on_param
 
 import ctxbase
-from conftest import Live, serve_on_param
 from ctxbase.model import keyed_event_id, new_event_id
 
 

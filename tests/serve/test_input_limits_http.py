@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from conftest import Live
+from live_server import Live
 
 
 def _deep(levels: int) -> Any:

@@ -7,9 +7,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from live_server import Live
 
 import ctxbase
-from conftest import Live
 from ctxbase.anchor.kb_versions import KnowledgeTag, PinReport
 from ctxbase.errors import NotFoundError, ValidationError
 from ctxbase.serve.sdk import Client

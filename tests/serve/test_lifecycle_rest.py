@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from live_server import Live, serve_on_param, start
 
 import ctxbase
-from conftest import Live, serve_on_param, start
 from ctxbase.errors import ConflictError, ValidationError
 from ctxbase.model import TaskInfo
 

@@ -6,9 +6,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from live_server import Live, start
 
 from chat_server import TEXT, running_chat_server
-from conftest import Live, start
 
 
 def _gauge(text: str, name: str) -> float | None:

@@ -9,9 +9,9 @@ import inspect
 from typing import Any
 
 import pytest
+from live_server import Live
 
 import ctxbase
-from conftest import Live
 from ctxbase.assemble.lifecycle import Status
 from ctxbase.assemble.manager import ContextManager
 from ctxbase.errors import ConflictError, NotFoundError, ValidationError

@@ -11,10 +11,10 @@ import anyio
 import httpx
 import httpx2  # the MCP client's HTTP library
 import pytest
+from live_server import Live, start
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from conftest import Live, start
 from ctxbase.errors import NotFoundError
 from ctxbase.serve.keys import key_agent, parse_key
 

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from live_server import Live, start
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import Live, start
 from ctxbase.serve.logs import LOGGER_NAME, JsonFormatter
 from ctxbase.store import open_store
 

@@ -4,8 +4,9 @@ other sessions' assemblies."""
 
 from __future__ import annotations
 
+from live_server import Live
+
 import ctxbase
-from conftest import Live
 
 WEATHER = "上海：小雨，18度，建议带伞"
 

@@ -7,8 +7,9 @@ import os
 import uuid
 from pathlib import Path
 
+from live_server import make_project, start
+
 import ctxbase
-from conftest import make_project, start
 
 GOOD = """
 version: 1

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_server import Live
 
 import ctxbase
-from conftest import Live
 from ctxbase import ContextBase
 from ctxbase.capture.bus import BusConfig
 from ctxbase.retrieve.embed.hashing import HashingEmbedder

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from live_server import Live
+
 import ctxbase
-from conftest import Live
 from ctxbase.store.base import ItemFilter
 
 

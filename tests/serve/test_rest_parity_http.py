@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_server import Live
 
 import ctxbase
-from conftest import Live
 from ctxbase import NotFoundError, ValidationError
 from ctxbase.model import Event
 

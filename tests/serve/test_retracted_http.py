@@ -4,8 +4,9 @@ the console timeline marks it, and a message rated wrong."""
 
 from __future__ import annotations
 
+from live_server import Live
+
 import ctxbase
-from conftest import Live
 
 QUERY = "database for billing MongoDB"
 

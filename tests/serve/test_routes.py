@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from conftest import Live
+from live_server import Live
+
 from ctxbase.model import keyed_event_id
 
 

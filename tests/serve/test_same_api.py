@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_server import Live
 
 import ctxbase
-from conftest import Live
 from ctxbase.errors import NotFoundError, ValidationError
 from ctxbase.model import TaskInfo, keyed_event_id
 from ctxbase.serve.sdk import AsyncClient, Client

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-
-from conftest import Live, start
+from live_server import Live, start
 
 schemathesis = pytest.importorskip("schemathesis")
 

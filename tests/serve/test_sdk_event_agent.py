@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from live_server import Live
+
 import ctxbase
-from conftest import Live
 
 
 def test_remote_events_take_the_clients_agent_then_the_keys(live: Live, pid: str) -> None:

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import Live, embedded_and_remote, serve_on_param
+from live_server import Live, embedded_and_remote, serve_on_param
 
 FILLER = " ".join(f"row{i} ok" for i in range(400))  # a long output: cut into chunks
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_server import Live, start
 
 import ctxbase
-from conftest import Live, start
 from ctxbase.assemble.trace import AssembledContext
 
 

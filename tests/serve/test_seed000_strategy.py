@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_server import Live, serve_on_param
 
 import ctxbase
-from conftest import Live, serve_on_param
 
 PROJECT = "ecommerce_backend_v2"
 INTENT = "把订单查询接口加上缓存"

@@ -10,8 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
+from live_server import Live
 
-from conftest import Live
 from ctxbase.anchor.signing import key_env_var, sign_entity
 from ctxbase.model import Entity
 from ctxbase.retrieve.config import SearchConfig

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from live_server import Live
+
 import ctxbase
-from conftest import Live
 
 TEXTS = (
     "The orders cache TTL is 300 seconds",

@@ -8,9 +8,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from live_server import Live
 
 import ctxbase
-from conftest import Live
 from ctxbase.errors import NotFoundError, UnknownProjectError
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from live_server import Live, embedded_and_remote, serve_on_param
 
-from conftest import Live, embedded_and_remote, serve_on_param
 from ctxbase.capture.events import build_event
 from ctxbase.errors import ConflictError, CtxbaseError
 from ctxbase.integrations.tools import session_events
