@@ -641,7 +641,7 @@ class ContextBase(
         project: str | None = None,
         preset: str = "hybrid",
         config: SearchConfig | None = None,
-        filters: ItemFilter | None = None,
+        filters: ItemFilter | Mapping[str, Any] | None = None,
         session_id: str | None = None,
         repos: str | Sequence[str] | None = None,
         require_signature: bool = False,
@@ -651,7 +651,8 @@ class ContextBase(
         """Find the stored events, chunks and entities that matter for `query`.
 
         `preset` names a SearchConfig preset (keyword, semantic, hybrid, hybrid_graph);
-        keyword arguments override its fields (e.g. top_k=5). `filters` restricts the
+        keyword arguments override its fields (e.g. top_k=5). `filters` (an ItemFilter, or a
+        mapping of its fields as REST takes them, unknown keys refused) restricts the
         candidates before ranking (session, agent, type, path, lines, time, latest only);
         repository names the project does not hold answer UnknownReposError (a NotFoundError
         naming its repositories) rather than no results. `session_id` and `repos` are

@@ -1,5 +1,6 @@
-"""What `ContextBase.search` adds around the searcher's filters: the `session_id=` and
-`repos=` conveniences (merged into an ItemFilter, as the `search_memory` tool and
+"""What `ContextBase.search` adds around the searcher's filters: `filters` given as a
+mapping of ItemFilter fields (as REST takes them), the `session_id=` and `repos=`
+conveniences (merged into an ItemFilter, as the `search_memory` tool and
 `assemble_context` take them) and the check that an empty answer is not a mistyped
 repository name (UnknownReposError naming the project's repositories, as `ctxbase search
 --repo` exits 3)."""
@@ -7,8 +8,9 @@ repository name (UnknownReposError naming the project's repositories, as `ctxbas
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import UnknownReposError, ValidationError
 from .store.base import ItemFilter, Store
@@ -16,10 +18,83 @@ from .store.base import ItemFilter, Store
 if TYPE_CHECKING:
     from .retrieve.search import SearchResponse
 
-__all__ = ["check_searched_repos", "merged_filters"]
+__all__ = ["as_item_filter", "check_searched_repos", "merged_filters"]
+
+# The fields a mapping may give, by the kind of value each takes (`view`, a pinned
+# knowledge-base version, is not one: it is named by kb_version).
+_LISTS = (
+    "session_ids",
+    "agent_ids",
+    "agent_roles",
+    "types",
+    "kinds",
+    "owner_ids",
+    "repos",
+    "exclude_session_ids",
+)
+_INTS = ("line_from", "line_to")
+_FLOATS = ("since", "until")
+_FIELDS = (*_LISTS, "path_prefix", *_INTS, *_FLOATS, "latest_only")
+# a field's singular, and "path", name the field (a hint, never accepted as the field)
+_HINTS = {**{f[:-1]: f for f in _LISTS}, "path": "path_prefix", "session": "session_ids"}
+
+
+def as_item_filter(filters: Any) -> ItemFilter | None:
+    """`filters` as an ItemFilter: None, an ItemFilter, or a mapping of its fields
+    ({"session_ids": ["s1"], "since": 1.7e9}; a list field takes one string as a list of
+    one). An unknown key, or a value of the wrong type, is a ValidationError naming it."""
+    if filters is None or isinstance(filters, ItemFilter):
+        return filters
+    if not isinstance(filters, Mapping):
+        raise ValidationError(
+            "filters",
+            f"pass an ItemFilter or a mapping of its fields (got {type(filters).__name__})",
+        )
+    unknown = [k for k in filters if k not in _FIELDS]
+    if unknown:
+        from .assemble.policy_issues import closest
+
+        named = []
+        for key in unknown:
+            hint = _HINTS.get(str(key)) or closest(str(key), _FIELDS)
+            named.append(f"{key!r}" + (f" (did you mean {hint!r}?)" if hint else ""))
+        raise ValidationError(
+            "filters",
+            f"unknown field(s) {', '.join(named)}; ItemFilter fields: {', '.join(_FIELDS)}",
+        )
+    values: dict[str, Any] = {}
+    for key, value in filters.items():
+        field = f"filters.{key}"
+        if value is None:
+            if key == "latest_only":
+                raise ValidationError(field, "must be true or false")
+            continue
+        if key in _LISTS:
+            values[key] = _names(field, value)
+        elif key == "path_prefix":
+            if not isinstance(value, str):
+                raise ValidationError(field, f"must be a string (got {value!r})")
+            values[key] = value
+        elif key in _INTS:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValidationError(field, f"must be an integer (got {value!r})")
+            values[key] = value
+        elif key in _FLOATS:
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValidationError(field, f"must be a number (got {value!r})")
+            if not math.isfinite(value):
+                raise ValidationError(field, f"must be finite (got {value!r})")
+            values[key] = float(value)
+        elif not isinstance(value, bool):  # latest_only
+            raise ValidationError(field, f"must be true or false (got {value!r})")
+        else:
+            values[key] = value
+    return ItemFilter(**values)
 
 
 def _names(field: str, value: str | Sequence[str]) -> tuple[str, ...]:
+    if not isinstance(value, str | list | tuple | set | frozenset):
+        raise ValidationError(field, f"must be a string or a list of strings (got {value!r})")
     names = (value,) if isinstance(value, str) else tuple(value)
     if not names or not all(isinstance(n, str) and n for n in names):
         raise ValidationError(
@@ -29,13 +104,15 @@ def _names(field: str, value: str | Sequence[str]) -> tuple[str, ...]:
 
 
 def merged_filters(
-    filters: ItemFilter | None,
+    filters: ItemFilter | Mapping[str, Any] | None,
     *,
     session_id: str | None = None,
     repos: str | Sequence[str] | None = None,
 ) -> ItemFilter | None:
-    """`filters` with `session_id` and `repos` added; the same field given both ways with
-    different values is a ValidationError (which one was meant cannot be told)."""
+    """`filters` (an ItemFilter or a mapping of its fields, see `as_item_filter`) with
+    `session_id` and `repos` added; the same field given both ways with different values is
+    a ValidationError (which one was meant cannot be told)."""
+    filters = as_item_filter(filters)
     if session_id is None and repos is None:
         return filters
     base = filters if filters is not None else ItemFilter()

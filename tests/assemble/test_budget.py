@@ -408,3 +408,24 @@ def test_a_clause_cut_item_is_cut_only_after_a_clause() -> None:
         min_truncated_tokens=1,
     )
     assert plain.layers["history"].included[0].text != got.text  # a token cut lands elsewhere
+
+
+def test_a_repeated_sentence_takes_one_place_in_the_summary() -> None:
+    # The user says A, then B, then A again: a bigger budget must never give "A A" and lose B.
+    a = "决定：预算上限 8 万元，必须在十二月底之前完成上线。"
+    b = "需求：导出报表必须支持 CSV 和 Excel 两种格式。"
+    texts = [a, "收到，我记下了预算和上线时间。", b, "好的", a, "明白"]
+    both = COUNTER.count(a) + COUNTER.count(b) + 1
+    for room in range(both, both + 3 * COUNTER.count(a)):
+        got = extract_summary(texts, room, COUNTER)
+        assert got.text.count(a) == 1, (room, got.text)
+        assert b in got.text, (room, got.text)
+        assert got.left_out.count(a) == 0
+    # nothing fits but A: left out names B once, and A never twice
+    got = extract_summary(texts, COUNTER.count(a), COUNTER)
+    assert got.text == a
+    assert got.left_out.count(a) == 0 and got.left_out.count(b) <= 1
+    # the same words with other spacing or case are the same sentence
+    assert compress_extractive(["Ship it  Friday.", "ship it friday."], 100, COUNTER) == (
+        "Ship it  Friday."
+    )

@@ -14,7 +14,7 @@ from ctxbase.assemble.facts import RuleFactExtractor
 from ctxbase.assemble.lifecycle import IllegalTransition, Status
 from ctxbase.assemble.manager import ContextManager
 from ctxbase.assemble.trace import get_trace
-from ctxbase.errors import ConflictError
+from ctxbase.errors import ConflictError, NotFoundError
 
 
 @pytest.fixture
@@ -124,6 +124,20 @@ def test_expired_message_never_appears_again(cb: ContextBase, cm: ContextManager
     assert {"id": wrong, "reason": "retracted"}.items() <= next(
         d for d in dropped if d["id"] == wrong
     ).items()
+
+
+def test_the_status_of_an_unknown_message_is_not_found(cm: ContextManager) -> None:
+    sid = cm.create_session()
+    said = cm.add_message(sid, "user", "预算5万")
+    assert cm.message_status(sid, said) == Status.ACTIVE
+    other = cm.create_session()
+    # a typo, or another session's message, must not read as a live message
+    for session, message in ((sid, "ev_nope"), (other, said)):
+        with pytest.raises(NotFoundError) as err:
+            cm.message_status(session, message)
+        assert err.value.item_id == message and "message" in str(err.value)
+    with pytest.raises(NotFoundError):
+        cm.message_status("no-such-session", said)
 
 
 def test_per_turn_tool_results_expire_after_the_next_turn(cm: ContextManager) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -237,7 +238,7 @@ def test_monitoring_points_per_trace_and_dynamic_top_k(hashed: ContextBase) -> N
         cands = ctx.trace["candidates"]  # type: ignore[attr-defined]
         return sum("semantic_recall" in c["strategies"] for c in cands)
 
-    # 40 tokens stop the search after its minimum of 3 hits (graph neighbours may join)
+    # 40 tokens keep the minimum of 3 recalled hits (graph neighbours may join)
     assert 3 <= recalled(few) < recalled(many)
 
 
@@ -274,6 +275,48 @@ def test_the_token_allowance_counts_what_is_injected(hashed: ContextBase) -> Non
     tiny, trace = recalled(1)
     assert len(tiny) == 2
     assert any("(the first 2 always stay)" in n for n in trace["notes"])
+
+
+def test_what_the_allowance_cuts_is_named_and_counted_as_the_allowance(
+    hashed: ContextBase,
+) -> None:
+    # 15 similar notes: dynamic_top_k [1, 20] alone keeps them all, so every one the
+    # allowance leaves out is the allowance's, the note counts them all, and the reason
+    # names the depth that applies (not a fixed top_k)
+    for i in range(15):
+        hashed.record("user_message", session_id="s9", text=f"redis cache ttl orders note {i}")
+    hashed.wait_for_embeddings()
+    base = (POLICY % "null").replace(
+        "      - {name: project_scope_fallback, only_without_reference: false}\n", ""
+    )
+
+    def assemble(extra: str) -> dict[str, Any]:
+        depth = f"    dynamic_top_k: [1, 20]\n{extra}"
+        text = base.replace("    strategies:", f"{depth}    strategies:")
+        ctx = Assembler(hashed, text).assemble(agent_role="x", user_intent="redis cache ttl")
+        return ctx.trace
+
+    wide = assemble("")
+    weak = [d for d in wide["dropped"] if d["reason"] == "top_k"]
+    # the search's own cut past min 1 is a weak score, never "ranked below" 20 it did not reach
+    assert all("below half the best hit's score" in d["detail"] for d in weak), weak
+    wide_kept = {i["id"] for i in wide["layers"]["memory"]["items"] if i["source"]}
+    assert len(wide_kept) >= 15
+    narrow = assemble("    memory_token_allowance: 60\n")
+    dropped = [d for d in narrow["dropped"] if d["reason"] == "top_k"]
+    cut = [d for d in dropped if "memory_token_allowance 60 reached" in d["detail"]]
+    assert cut
+    # every hit the depth kept and the allowance did not is named as the allowance's
+    assert {d["id"] for d in dropped if d["id"] in wide_kept} == {d["id"] for d in cut}
+    kept = [i for i in narrow["layers"]["memory"]["items"] if i["source"]]
+    note = next(n for n in narrow["notes"] if "memory_token_allowance 60: kept" in n)
+    assert note.endswith(f"left out {len(cut)}"), (note, len(cut))
+    assert f"kept {len(kept)} recalled items" in note
+    recall = next(r for r in narrow["reasons"] if r.startswith("semantic_recall"))
+    assert "dynamic_top_k=[1, 20], memory_token_allowance=60" in recall
+    assert "top_k=" not in recall.replace("dynamic_top_k=", "")
+    plain = next(r for r in wide["reasons"] if r.startswith("semantic_recall"))
+    assert "dynamic_top_k=[1, 20]," in plain and "allowance" not in plain
 
 
 def test_a_token_allowance_alone_is_refused() -> None:

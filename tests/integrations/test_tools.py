@@ -305,10 +305,38 @@ def test_argument_errors_come_all_at_once_named_as_the_tool(cb: ContextBase) -> 
     # the library's names are not the tool's: event_type, not type; a memory, not a node
     banana = call(scope, "remember", {"text": "t", "event_type": "banana"})["error"]
     assert banana["field"] == "event_type" and "banana" in banana["message"]
-    assert "fields" not in banana
+    assert banana["fields"] == ["event_type"]  # present with one problem too
     nope = call(scope, "rate_memory", {"id": "nope", "label": "helpful"})["error"]
     assert nope["code"] == "not_found" and nope["message"].startswith("no memory 'nope'")
     assert "node" not in nope["message"]
+    assert nope["field"] is None and nope["fields"] == []  # names no argument: empty
+
+
+def test_an_unknown_argument_gets_its_hint_whatever_else_is_wrong(cb: ContextBase) -> None:
+    scope = ToolScope(cb)
+    cases = [
+        ("rate_memory", {"rating": "wrong"}, "rating", "label"),  # `id` missing too
+        ("rate_memory", {"id": "ev_x", "rating": "wrong"}, "rating", "label"),
+        ("search_memory", {"query": "x", "k": 3}, "k", "top_k"),  # the adapters' name
+        ("search_memory", {"k": 3}, "k", "top_k"),
+        ("forget", {"node": "ev_x"}, "node", "event_ids"),
+        ("forget", {"ids": ["ev_x"], "hard": "maybe"}, "ids", "event_ids"),
+        ("assemble_context", {"query": "x"}, "query", "intent"),
+    ]
+    for tool, arguments, unknown, meant in cases:
+        err = call(scope, tool, arguments)["error"]
+        assert f"{unknown}: unknown argument; did you mean {meant!r}?" in err["message"], err
+        assert unknown in err["fields"] and err["field"] in err["fields"]
+    # a synonym names only an argument the tool has (search_memory has no event_ids)
+    err = call(scope, "search_memory", {"query": "x", "node": "ev_x"})["error"]
+    assert "event_ids" not in err["message"]
+    # `fields` is always there: one problem, an error naming no argument, or none at all
+    one = call(scope, "search_memory", {"query": " "})["error"]
+    assert one["fields"] == ["query"] == [one["field"]]
+    bad_json = json.loads(handle_tool_call(scope, "search_memory", "{not json"))["error"]
+    assert bad_json["fields"] == ["arguments"]
+    unknown_tool = json.loads(handle_tool_call(scope, "no_such_tool", "{}"))["error"]
+    assert unknown_tool["fields"] == ["name"]
 
 
 def test_tool_limits_are_the_librarys(cb: ContextBase) -> None:

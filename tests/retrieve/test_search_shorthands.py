@@ -57,3 +57,38 @@ def test_a_shorthand_that_disagrees_with_the_filters_is_refused(cb: ContextBase)
     with pytest.raises(ValidationError) as err:
         cb.search("zebra", repos=[])
     assert err.value.field == "repos"
+
+
+def test_filters_may_be_a_mapping_of_item_filter_fields(cb: ContextBase) -> None:
+    # as REST takes them: the same hits as the ItemFilter, alone and with a shorthand
+    by_filter = _ids(cb, filters=ItemFilter(session_ids=("s2",), types=("user_message",)))
+    assert by_filter
+    assert _ids(cb, filters={"session_ids": ["s2"], "types": ["user_message"]}) == by_filter
+    assert _ids(cb, filters={"session_ids": "s2", "types": ("user_message",)}) == by_filter
+    assert _ids(cb, session_id="s2", filters={"session_ids": ["s2"]}) == _ids(cb, session_id="s2")
+    assert _ids(cb, repos="user-service", filters={"line_from": 1}) == _ids(
+        cb, filters=ItemFilter(repos=("user-service",), line_from=1)
+    )
+    with pytest.raises(ValidationError) as err:
+        cb.search("zebra", session_id="s1", filters={"session_ids": ["s2"]})
+    assert err.value.field == "session_id" and "disagree" in err.value.message
+
+
+def test_a_mapping_with_unknown_keys_or_wrong_values_is_refused(cb: ContextBase) -> None:
+    with pytest.raises(ValidationError) as err:
+        cb.search("zebra", filters={"session_id": "s1", "colour": "red"})
+    assert err.value.field == "filters"
+    assert "'session_id' (did you mean 'session_ids'?)" in err.value.message
+    assert "'colour'" in err.value.message and "latest_only" in err.value.message
+    with pytest.raises(ValidationError) as err:
+        cb.search("zebra", filters={"line_from": "3"})
+    assert err.value.field == "filters.line_from"
+    with pytest.raises(ValidationError) as err:
+        cb.search("zebra", filters={"since": float("nan")})
+    assert err.value.field == "filters.since"
+    with pytest.raises(ValidationError) as err:
+        cb.search("zebra", filters={"session_ids": 7})
+    assert err.value.field == "filters.session_ids"
+    with pytest.raises(ValidationError) as err:
+        cb.search("zebra", filters=["s1"])  # type: ignore[arg-type]
+    assert err.value.field == "filters" and "mapping" in err.value.message

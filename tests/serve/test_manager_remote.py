@@ -121,6 +121,11 @@ def test_current_task_task_status_and_message_status(live: Live, pid: str) -> No
         assert current is not None and (current.task_id, current.status) == (tid, "active")
         said = cm.add_message(sid, "user", "预算5万")
         assert cm.message_status(sid, said) == Status.ACTIVE
+        other = cm.create_session("u")
+        for session, message in ((sid, "ev_nope"), (other, said)):  # a typo, another session's
+            with pytest.raises(NotFoundError) as missing:
+                cm.message_status(session, message)
+            assert missing.value.item_id == message
         cm.expire_message(sid, said)
         assert cm.message_status(sid, said) == Status.EXPIRED
         assert cm.set_task_status(tid, "suspended", cause="on hold") is None

@@ -511,6 +511,10 @@ def extract_summary(
     scoring below `min_relative_score` times the best score are small talk and are left out
     even when there is room; the informative ones with no room are `left_out`.
 
+    A sentence said more than once (the same words, whatever the spacing or case) takes one
+    place, its first, so the room goes to the next distinct sentence; saying it again still
+    makes its terms more frequent.
+
     A sentence is never cut inside a clause ("预算上限 8 万元" must not become "预算上限 8"):
     when not even one sentence fits, the best one keeps the leading clauses that fit (cut
     after "，", "；", "," or ";", never inside a number such as 80,000); when not even its
@@ -519,16 +523,25 @@ def extract_summary(
     if max_tokens <= 0:
         return ExtractiveSummary("")
     sentences: list[tuple[int, str, bool]] = []
+    first_at: dict[str, int] = {}  # a repeated sentence takes one place, its first
+    every: list[str] = []  # repeats included: saying it again makes its terms frequent
     for text in texts:
         for position, sentence in enumerate(split_sentences(text)):
-            sentences.append((len(sentences), sentence, position == 0))
+            every.append(sentence)
+            key = _sentence_key(sentence)
+            seen = first_at.get(key)
+            if seen is None:
+                first_at[key] = len(sentences)
+                sentences.append((len(sentences), sentence, position == 0))
+            elif position == 0 and not sentences[seen][2]:
+                sentences[seen] = (seen, sentences[seen][1], True)
     if not sentences:
         return ExtractiveSummary("")
     whole = separator.join(sentence for _, sentence, _ in sentences)
     if counter.count(whole) <= max_tokens:
         return ExtractiveSummary(whole)  # nothing to compress
     term_lists = [_terms(s) for _, s, _ in sentences]
-    frequency: Counter[str] = Counter(t for terms in term_lists for t in terms)
+    frequency: Counter[str] = Counter(t for sentence in every for t in _terms(sentence))
     top = max(frequency.values(), default=1)
 
     scored: list[tuple[float, int]] = []
@@ -567,6 +580,11 @@ def left_out_note(left_out: Sequence[str], max_tokens: int, shown: int = 5) -> s
         f"{len(left_out)} informative sentence(s) or clause(s), left out: "
         f"{', '.join(quoted)}{more}"
     )
+
+
+def _sentence_key(sentence: str) -> str:
+    """What makes two sentences the same one: their words, whatever the spacing or case."""
+    return " ".join(sentence.split()).casefold()
 
 
 # After a Chinese comma or semicolon, or an ASCII one not followed by a digit (80,000 is

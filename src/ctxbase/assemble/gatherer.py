@@ -730,17 +730,18 @@ class Gatherer:
         promoted: set[str] | frozenset[str] = frozenset(),
     ) -> None:
         """Record the hits a search left out (below top_k, rated wrong, retracted...)."""
+        k = f"top_k {config.top_k}"
+        if config.dynamic_top_k:  # seed 002's (min, max): past min, a weak hit ends it
+            lo, hi = config.dynamic_top_k
+            k = f"dynamic top_k {lo}-{hi}"
+            if sum(c.dropped is None for c in considered) < hi:
+                k = f"dynamic top_k {lo}-{hi} (past min {lo}, below half the best hit's score)"
         for c in considered:
             if c.dropped and c.dropped != "off topic" and c.item.item_id not in promoted:
                 self._consider(c, strategy, None)
                 # The detail says which search and why, as for the other drops; the search's
                 # own word ("below top_k") only repeated the reason.
                 over = "top_k" in c.dropped
-                k = (
-                    f"dynamic top_k {config.dynamic_top_k[0]}-{config.dynamic_top_k[1]}"
-                    if config.dynamic_top_k  # seed 002's (min, max)
-                    else f"top_k {config.top_k}"
-                )
                 detail = f"ranked below {k}" if over else c.dropped
                 self.drop(c.item.owner_id, _search_drop_reason(c), f"{strategy}: {detail}")
 

@@ -481,9 +481,17 @@ class ContextManager:
         )
 
     def message_status(self, session_id: str, message_id: str) -> Status:
-        return message_statuses(self.cb, session_id, project=self.project).get(
-            message_id, Status.ACTIVE
-        )
+        """A message's status in the session: active unless moved. NotFoundError for an
+        unknown session, and for an id that is no message of this session (a typo, or
+        another session's), which must not read as a live message."""
+        self.session(session_id)
+        recorded = message_statuses(self.cb, session_id, project=self.project).get(message_id)
+        if recorded is not None:
+            return recorded
+        found = self.cb.store.get_events(self.project, [message_id], include_inactive=True)
+        if not found or found[0].session_id != session_id:
+            raise NotFoundError("message", message_id)
+        return Status.ACTIVE
 
     def get_prompt_messages(
         self,

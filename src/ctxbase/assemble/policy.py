@@ -234,10 +234,26 @@ class SemanticRecall(_Frozen):
         return f"preset {self.search_preset!r}"
 
     def trigger_reason(self, request: SelectionRequest) -> str | None:
+        return self.recall_reason(request)
+
+    def recall_reason(
+        self,
+        request: SelectionRequest,
+        dynamic_top_k: tuple[int, int] | None = None,
+        token_allowance: int | None = None,
+    ) -> str | None:
+        """The trigger reason naming the depth that applies: the policy's `dynamic_top_k`
+        (and `memory_token_allowance`) when set, which replace a fixed `top_k`."""
         if not request.intent.strip():
             return None
+        if dynamic_top_k is None:
+            depth = f"top_k={self.top_k}"
+        else:
+            depth = f"dynamic_top_k=[{dynamic_top_k[0]}, {dynamic_top_k[1]}]"
+            if token_allowance is not None:
+                depth += f", memory_token_allowance={token_allowance}"
         return (
-            f"semantic_recall: intent is searchable (top_k={self.top_k}, "
+            f"semantic_recall: intent is searchable ({depth}, "
             f"min_score={self.min_score} relative to the best hit, {self.search_label()})"
         )
 
@@ -773,7 +789,11 @@ class PolicySet:
             if not strategy.enabled:
                 reasons.append(f"{strategy.name}: disabled")
                 continue
-            reason = strategy.trigger_reason(request)
+            reason = (
+                strategy.recall_reason(request, chosen.dynamic_top_k, chosen.memory_token_allowance)
+                if isinstance(strategy, SemanticRecall)
+                else strategy.trigger_reason(request)
+            )
             if reason is None:
                 reasons.append(f"{strategy.name}: not triggered")
             else:

@@ -273,8 +273,10 @@ def semantic_recall(g: Gatherer, s: SemanticRecall) -> None:
         "relation_thresholds": {**SEARCH_THRESHOLDS, **g.policy.relation_thresholds},
     }
     if g.policy.dynamic_top_k is not None:
+        # memory_token_allowance is not the search's: the assembler counts it on what the
+        # prompt holds (memory_section.keep_within_allowance), so every hit it cuts is named
+        # as cut by the allowance and the note counts them all
         overrides["dynamic_top_k"] = g.policy.dynamic_top_k
-        overrides["token_allowance"] = g.policy.memory_token_allowance
     preset = s.search_preset
     if preset not in PRESETS and preset == DEFAULT_SEARCH_PRESET:
         preset, overrides["graph_hops"] = DEFAULT_SEARCH  # one hop along trusted edges

@@ -14,7 +14,6 @@ project argument, so a model's tool call can never reach another project.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -32,6 +31,7 @@ from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
 from ..validation import MAX_QUERY_CHARS, MAX_TEXT_BYTES
 from .tool_facts import delete_facts, facts_not_found, matching_facts, session_facts
+from .tool_hints import likely_argument
 
 if TYPE_CHECKING:
     from ..serve.sdk import Client
@@ -689,13 +689,7 @@ def _parse(spec: ToolSpec, arguments: Mapping[str, Any] | str | None) -> _Args:
     try:
         return spec.args.model_validate(arguments)
     except PydanticValidationError as exc:
-        errors = exc.errors()
-        missing = [str(e["loc"][0]) for e in errors if e["type"] == "missing" and e["loc"]]
-        unknown = [e for e in errors if e["type"] == "extra_forbidden"]
-        # one unknown argument beside one missing one: most likely its other name
-        instead = missing[0] if len(missing) == 1 and len(unknown) == 1 else None
-        problems = [_problem(spec, err, instead) for err in errors]
-        raise ArgumentsError(problems) from exc
+        raise ArgumentsError([_problem(spec, err) for err in exc.errors()]) from exc
 
 
 class ArgumentsError(ValidationError):
@@ -709,7 +703,7 @@ class ArgumentsError(ValidationError):
         super().__init__(first, text + rest)
 
 
-def _problem(spec: ToolSpec, err: Any, instead: str | None) -> tuple[str, str]:
+def _problem(spec: ToolSpec, err: Any) -> tuple[str, str]:
     field = ".".join(str(p) for p in err["loc"]) or "arguments"
     value = err.get("input")
     if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
@@ -718,10 +712,8 @@ def _problem(spec: ToolSpec, err: Any, instead: str | None) -> tuple[str, str]:
         return field, "is missing"  # as REST says it
     if err["type"] == "extra_forbidden":
         known = [*spec.args.model_fields, *spec.args.aliases]
-        close = difflib.get_close_matches(field, known, n=1, cutoff=0.5)
-        if not close and instead is not None:
-            close = [instead]
-        guess = f"; did you mean {close[0]!r}?" if close else f" (arguments: {', '.join(known)})"
+        hint = likely_argument(field, spec.args.model_fields, known)
+        guess = f"; did you mean {hint!r}?" if hint else f" (arguments: {', '.join(known)})"
         return field, f"unknown argument{guess}"
     return field, str(err["msg"])
 
@@ -751,18 +743,24 @@ def run_tool(
 
 
 def tool_error(exc: BaseException) -> dict[str, Any]:
-    """The answer a model gets for a failed call: what went wrong and which argument."""
+    """The answer a model gets for a failed call: what went wrong and which argument
+    (`field`, the first; `fields`, every argument named, always present: [] when the error
+    names none)."""
     if isinstance(exc, CtxbaseError):
+        field = getattr(exc, "field", None)
+        if isinstance(exc, ArgumentsError):
+            fields = [name for name, _ in exc.problems]
+        else:
+            fields = [field] if field is not None else []
         error: dict[str, Any] = {
             "code": exc.code,
             "message": str(exc),
-            "field": getattr(exc, "field", None),
+            "field": field,
+            "fields": fields,
         }
-        if isinstance(exc, ArgumentsError) and len(exc.problems) > 1:
-            error["fields"] = [field for field, _ in exc.problems]
         return {"error": error}
     log.error("tool call failed", exc_info=exc)
-    return {"error": {"code": "internal", "message": "internal error", "field": None}}
+    return {"error": {"code": "internal", "message": "internal error", "field": None, "fields": []}}
 
 
 def handle_tool_call(scope: ToolScope, name: str, arguments: Mapping[str, Any] | str | None) -> str:

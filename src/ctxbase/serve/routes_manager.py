@@ -196,7 +196,8 @@ def current_task(pid: ReadProject, rt: Rt, session_id: SessionQ) -> CurrentTaskO
 def message_status(
     pid: ReadProject, rt: Rt, session_id: SessionQ, message_id: MessageQ
 ) -> MessageStatusOut:
-    """`cm.message_status`: a message's status in the session (active unless moved)."""
+    """`cm.message_status`: a message's status in the session (active unless moved); 404
+    for an unknown session or an id that is no message of it."""
     return MessageStatusOut(status=_manager(rt, pid).message_status(session_id, message_id))
 
 

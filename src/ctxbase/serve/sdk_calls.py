@@ -605,7 +605,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         project: str | None = None,
         preset: str = "hybrid",
         config: SearchConfig | None = None,
-        filters: ItemFilter | None = None,
+        filters: ItemFilter | Mapping[str, Any] | None = None,
         session_id: str | None = None,
         repos: str | Sequence[str] | None = None,
         require_signature: bool = False,
