@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import ctxbase
-from conftest import Live
+from live_server import Live
 from ctxbase.errors import ValidationError
 from ctxbase.store.base import ItemFilter
 
