@@ -63,9 +63,10 @@ class CaptureError(CtxbaseError):
 
 
 class BusConfig(BaseModel):
-    """Tuning of the capture bus."""
+    """Tuning of the capture bus. Strict: a count is an int, a time a number (an int or a
+    float); a string, a bool or a fractional count is refused, not converted."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     max_queue: Annotated[int, Field(gt=0)] = 10_000
     batch_size: Annotated[int, Field(gt=0)] = 256
