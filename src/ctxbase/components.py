@@ -128,9 +128,16 @@ class Components:
     ) -> Event:
         if not event_id:
             raise ValidationError("event_id", "is empty")  # no event is stored without an id
-        found = self.store.get_events(self.resolve_project(project), [event_id], include_inactive)
+        """One event; NotFoundError saying when it is hidden (restore brings it back: read
+        it with `include_inactive`) or was hard-forgotten, as a chain asked of it says."""
+        pid = self.resolve_project(project)
+        found = self.store.get_events(pid, [event_id], include_inactive)
         if not found:
-            raise NotFoundError("event", event_id)
+            from .retrieve.causes import missing_event
+
+            raise missing_event(
+                self.store, pid, event_id, hidden=False if include_inactive else None
+            )
         return found[0]
 
     def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:

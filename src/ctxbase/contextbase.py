@@ -418,7 +418,8 @@ class ContextBase(
 
         Every call is a new event, even with the same content. To make a retry safe, give
         the same `idempotency_key` (or `event_id`, starting "ev_") each time: the event is
-        stored once, and a retry of a hard-forgotten one is ignored. A key or id already
+        stored once, and a retry of a hard-forgotten one is ignored. Such an event is never
+        merged into a burst of low-priority events, so its id always names it. A key or id already
         used for different content (see `idempotency`) is refused when written, counted in
         `capture_stats().refused` with the event named in `last_error`. Returns None only for
         a low-priority event dropped under backpressure (counted in
@@ -436,7 +437,10 @@ class ContextBase(
         event = self._build(project, capture_fields(type, session_id, text, fields))
         self._archived.check(event.project_id, event.session_id)
         self._check_parents(event)
-        return self._bus.submit(event, event_priority(event.type))
+        # An event the caller named (event_id, idempotency_key) is never merged into a
+        # burst: its id must keep naming it, for a retry after the burst is written.
+        own_id = fields.get("event_id") is not None or fields.get("idempotency_key") is not None
+        return self._bus.submit(event, event_priority(event.type), aggregate=not own_id)
 
     def record(
         self,
@@ -600,8 +604,9 @@ class ContextBase(
             if sync:
                 self.record_events(events)
             else:
-                for e in events:
-                    self._bus.submit(e, event_priority(e.type))
+                keyed = [key is not None for _, key, _ in aligned.new]
+                for e, own_id in zip(events, keyed, strict=True):
+                    self._bus.submit(e, event_priority(e.type), aggregate=not own_id)
         return aligned.ids
 
     def archive_session(

@@ -29,6 +29,12 @@ def test_a_mapping_becomes_the_bus_config_and_captures_work(open_base: Opener) -
         ({"max_queu": 3}, "bus_config.max_queu", "unknown setting; valid ones are max_queue"),
         ({"max_queue": -1}, "bus_config.max_queue", "greater than 0"),
         ({"linger_s": "soon"}, "bus_config.linger_s", "'soon'"),
+        # strict: not converted from a string or a bool
+        ({"batch_size": "3"}, "bus_config.batch_size", "valid integer (got '3')"),
+        ({"max_queue": True}, "bus_config.max_queue", "valid integer (got True)"),
+        ({"max_queue": 2.0}, "bus_config.max_queue", "valid integer (got 2.0)"),
+        ({"aggregate_window_s": True}, "bus_config.aggregate_window_s", "(got True)"),
+        ({"linger_s": "0.1"}, "bus_config.linger_s", "valid number (got '0.1')"),
         ("nonsense", "bus_config", "not str"),
         (["max_queue", 3], "bus_config", "not list"),
     ],

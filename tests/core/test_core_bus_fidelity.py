@@ -61,6 +61,27 @@ def test_an_aggregated_burst_keeps_every_event_whole(db_path: Path, open_base: O
     assert count(db_path, "events") == 3
 
 
+def test_a_low_event_with_its_own_id_stays_addressable_by_it(open_base: Opener) -> None:
+    cb = open_base(bus_config=BusConfig(linger_s=0.5, aggregate_window_s=5.0))
+
+    def thought(text: str, event_id: str) -> str | None:
+        return cb.capture("internal_thought", session_id="s", text=text, event_id=event_id)
+
+    assert (thought("think one", "ev_th1"), thought("think two", "ev_th2")) == (
+        "ev_th1",
+        "ev_th2",
+    )
+    # named while still queued, and after the write: a parent link, get_event, the chain
+    child = cb.capture("assistant_message", session_id="s", text="a", parent_event_ids=["ev_th2"])
+    cb.flush()
+    later = cb.record("assistant_message", session_id="s", text="b", parent_event_ids=["ev_th1"])
+    assert cb.get_event(child).parent_event_ids == ["ev_th2"]  # type: ignore[arg-type]
+    assert later.parent_event_ids == ["ev_th1"]
+    assert cb.get_event("ev_th2").text == "think two"
+    assert [e.id for e in cb.causal_chain(child)] == ["ev_th2"]  # type: ignore[arg-type]
+    assert cb.capture_stats().aggregated == 0
+
+
 def test_events_differing_in_task_role_or_references_are_not_merged(open_base: Opener) -> None:
     cb = open_base(bus_config=BusConfig(linger_s=0.5, aggregate_window_s=5.0))
     ref = cb.record("user_message", session_id="s", text="see this").id

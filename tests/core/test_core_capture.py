@@ -219,19 +219,32 @@ def test_low_events_outside_the_window_are_not_aggregated(open_base: Opener) -> 
     assert [e.text for e in cb.last_events("s")] == ["first", "second"]
 
 
-def test_a_retried_low_event_is_not_merged_twice(open_base: Opener) -> None:
+def test_low_events_the_caller_named_are_not_merged_so_a_late_retry_finds_them(
+    open_base: Opener,
+) -> None:
     cb = open_base(bus_config=BusConfig(linger_s=0.5, aggregate_window_s=5.0))
 
-    def thought(text: str, key: str) -> str | None:
-        return cb.capture("internal_thought", session_id="s", text=text, idempotency_key=key)
+    def thought(text: str, **named: str) -> str | None:
+        return cb.capture("internal_thought", session_id="s", text=text, **named)
 
-    a = thought("step one", "t1")
-    b = thought("step two", "t2")
-    b_again = thought("step two", "t2")
-    a_again = thought("step one", "t1")
+    a = thought("step one", idempotency_key="t1")
+    b = thought("step two", idempotency_key="t2")
+    b_again = thought("step two", idempotency_key="t2")  # a retry while it is queued
+    c = thought("step three", event_id="ev_step3")
+    d = thought("step four")  # unnamed: it may still join a burst, but not a named event
+    e = thought("step five")
     cb.flush()
-    assert a == b == b_again == a_again
-    assert [e.text for e in cb.last_events("s")] == ["step one\nstep two"]
+    assert len({a, b, c, d}) == 4 and b == b_again and d == e and c == "ev_step3"
+    assert cb.capture_stats().aggregated == 1
+    # retries after the write: each named event is found stored, nothing is added
+    assert thought("step two", idempotency_key="t2") == b
+    assert thought("step one", idempotency_key="t1") == a
+    assert thought("step three", event_id="ev_step3") == c
+    assert cb.record("internal_thought", session_id="s", text="step three", event_id=c).seq == 3
+    cb.flush()
+    texts = [ev.text for ev in cb.last_events("s")]
+    assert texts == ["step one", "step two", "step three", "step four\nstep five"]
+    assert cb.capture_stats().refused == 0
 
 
 def test_backpressure_drops_low_counts_them_and_keeps_high(

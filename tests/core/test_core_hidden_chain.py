@@ -87,6 +87,20 @@ def test_the_chain_of_a_hidden_event_says_it_is_hidden(cb: ContextBase) -> None:
         cb.causal_chain("ev_never")
 
 
+def test_getting_a_hidden_event_says_it_is_hidden_as_its_chain_does(cb: ContextBase) -> None:
+    ids = _run(cb)
+    cb.soft_delete([ids["R"]])
+    with pytest.raises(NotFoundError, match=r"is hidden \(restore brings it back\)"):
+        cb.get_event(ids["R"])
+    assert cb.get_event(ids["R"], include_inactive=True).active is False
+    cb.forget(event_ids=[ids["T"]])
+    for include_inactive in (False, True):
+        with pytest.raises(NotFoundError, match="not found: it was hard-forgotten"):
+            cb.get_event(ids["T"], include_inactive=include_inactive)
+    with pytest.raises(NotFoundError, match=r"'ev_never' not found$"):
+        cb.get_event("ev_never")
+
+
 def test_a_chain_without_hidden_links_is_unchanged(cb: ContextBase) -> None:
     ids = _run(cb)
     chain = cb.causal_chain(ids["A"])

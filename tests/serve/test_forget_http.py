@@ -124,6 +124,9 @@ def test_the_causes_of_an_event_show_a_hidden_one_by_id(live: Live, pid: str) ->
     assert "zqxsecret" not in r.text
     r = c.get(f"{url}/{result}/causes")
     assert r.status_code == 404 and "is hidden (restore brings it back)" in r.text
+    r = c.get(f"{url}/{result}")  # the event itself says the same
+    assert r.status_code == 404 and "is hidden (restore brings it back)" in r.text
+    assert c.get(f"{url}/{result}", params={"include_inactive": "true"}).status_code == 200
     # and the effects of the request: the hidden result by id, the answer beyond it
     r = c.get(f"{url}/{ask}/effects")
     assert r.status_code == 200

@@ -108,6 +108,30 @@ def test_rest_stale_retry_of_a_forgotten_event_is_ignored(server: Live, pid: str
         assert _texts(c, base, "s") == ["my token is 1234"]
 
 
+def test_rest_queued_low_events_with_keys_are_found_by_a_late_retry(server: Live, pid: str) -> None:
+    base = f"/v1/projects/{pid}"
+    with server.client(server.key(pid, role="admin")) as c:
+
+        def queue(text: str, **named: str) -> str:
+            body = {"type": "internal_thought", "session_id": "th", "text": text, **named}
+            r = c.post(f"{base}/events/queue", json=body)
+            assert r.status_code == 202, r.text
+            return str(r.json()["id"])
+
+        a = queue("thought 0", idempotency_key="kA")
+        b = queue("thought 1", idempotency_key="kB")
+        own = queue("thought 2", id="ev_own_thought")
+        assert c.post(f"{base}/flush").status_code == 204
+        assert a == keyed_event_id(pid, "th", "kA") and b == keyed_event_id(pid, "th", "kB")
+        # retried after the write (an answer lost to a timeout): found, nothing added
+        assert queue("thought 1", idempotency_key="kB") == b
+        assert queue("thought 2", id="ev_own_thought") == own == "ev_own_thought"
+        assert c.post(f"{base}/flush").status_code == 204
+        assert _texts(c, base, "th") == ["thought 0", "thought 1", "thought 2"]
+        got = c.get(f"{base}/events/{b}").json()
+        assert got["text"] == "thought 1" and "aggregated" not in (got["data"] or {})
+
+
 def test_sdk_retries_with_a_key_store_one_event(server: Live, pid: str) -> None:
     with ctxbase.connect(server.url, api_key=server.key(pid), project=pid) as client:
         a = client.capture("tool_result", session_id="s", text="exit 0", idempotency_key="k")

@@ -14,7 +14,11 @@
   aggregated into one event while they still wait in the queue. Nothing of them is lost:
   the texts are joined, and each merged event's id, time, text, data, metadata and
   importance are kept in the stored event's `data["aggregated"]` (see `_merge`). Events
-  without text (their data is their content, and what search reads) are not aggregated.
+  without text (their data is their content, and what search reads) are not aggregated,
+  nor are those submitted with `aggregate=False`: an event whose id the caller chose (its
+  `event_id`, or one derived from its idempotency key) stays its own event, so a retry
+  after the burst is written finds that id stored and writes nothing (a merged id is
+  known to the queue only while the burst waits there).
 - `flush()` returns once every event submitted before the call is committed to storage
   (`flush(project=...)`: once that project's are, for a wait or read of one project).
 - An event the writer refuses (a session archived after it was queued, an idempotency key
@@ -59,9 +63,10 @@ class CaptureError(CtxbaseError):
 
 
 class BusConfig(BaseModel):
-    """Tuning of the capture bus."""
+    """Tuning of the capture bus. Strict: a count is an int, a time a number (an int or a
+    float); a string, a bool or a fractional count is refused, not converted."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     max_queue: Annotated[int, Field(gt=0)] = 10_000
     batch_size: Annotated[int, Field(gt=0)] = 256
@@ -166,8 +171,10 @@ class CaptureBus:
         self._thread.start()
 
     # -- producer side ---------------------------------------------------------------------
-    def submit(self, event: Event, priority: Priority) -> str | None:
-        """Queue an event; returns the id it will be stored under, or None if dropped."""
+    def submit(self, event: Event, priority: Priority, *, aggregate: bool = True) -> str | None:
+        """Queue an event; returns the id it will be stored under, or None if dropped.
+        `aggregate=False` keeps a LOW event out of bursts (neither merged into the queued
+        one nor taking later ones): its id names it alone, as a retry expects."""
         now = time.monotonic()
         caller_writes = False
         with self._cond:
@@ -178,7 +185,7 @@ class CaptureBus:
                 if event.id in self._merged:  # a retry of an event already merged
                     self._stats.duplicates += 1
                     return self._merged[event.id]
-                merged = self._try_aggregate(event, now)
+                merged = self._try_aggregate(event, now) if aggregate else None
                 if merged is not None:
                     return merged
             if len(self._queue) >= self.config.max_queue:
@@ -198,7 +205,7 @@ class CaptureBus:
                 self._tickets += 1
                 key = (
                     (event.project_id, event.session_id, event.agent_id, event.type)
-                    if priority == Priority.LOW
+                    if priority == Priority.LOW and aggregate
                     else None
                 )
                 slot = _Slot(self._tickets, event, priority, key, now)

@@ -35,6 +35,7 @@ __all__ = [
     "check_chain_root",
     "effects",
     "effects_with_hops",
+    "missing_event",
     "placeholder",
 ]
 
@@ -49,13 +50,24 @@ def check_chain_root(store: Store, project_id: str, event_id: str) -> Event:
     found = store.get_events(project_id, [event_id], include_inactive=True)
     if found and found[0].active:
         return found[0]
-    if found:
-        message = f"event {event_id!r} is hidden (restore brings it back)"
+    raise missing_event(store, project_id, event_id, hidden=bool(found))
+
+
+def missing_event(
+    store: Store, project_id: str, event_id: str, *, hidden: bool | None = None
+) -> NotFoundError:
+    """The NotFoundError for an event a read did not find visible: it is hidden (restore
+    brings it back), was hard-forgotten, or never was. `hidden` when the caller already
+    knows whether a hidden event holds the id (None: look)."""
+    if hidden is None:
+        hidden = bool(store.get_events(project_id, [event_id], include_inactive=True))
+    if hidden:
+        message: str | None = f"event {event_id!r} is hidden (restore brings it back)"
     elif store.forgotten_ids(project_id, [event_id]):
         message = f"event {event_id!r} not found: it was hard-forgotten"
     else:
         message = None
-    raise NotFoundError("event", event_id, message=message)
+    return NotFoundError("event", event_id, message=message)
 
 
 def placeholder(event: Event) -> Event:

@@ -80,10 +80,13 @@ def _request_key(body: EventIn, header_key: str | None) -> str | None:
     return header_key
 
 
-def _capture_args(body: EventIn, event: Event) -> dict[str, Any]:
-    """capture()'s fields for a checked event, under the id `_event` gave it."""
+def _capture_args(body: EventIn, event: Event, header_key: str | None) -> dict[str, Any]:
+    """capture()'s fields for a checked event: under the id `_event` gave it when the
+    client named one (its id or idempotency key: capture never merges such an event into
+    a burst, so a retry finds it), else capture's own fresh id."""
     args = body.model_dump(exclude={"id", "idempotency_key", "type", "session_id", "text"})
-    return {**args, "agent_id": event.agent_id, "event_id": event.id}
+    named = body.id is not None or _request_key(body, header_key) is not None
+    return {**args, "agent_id": event.agent_id, **({"event_id": event.id} if named else {})}
 
 
 # -- sessions ------------------------------------------------------------------------------
@@ -177,7 +180,7 @@ def capture_event(
         session_id=body.session_id,
         text=body.text,
         project=pid,
-        **_capture_args(body, event),
+        **_capture_args(body, event, idempotency_key),
     )
     return CaptureOut(id=eid)
 
@@ -239,14 +242,14 @@ def capture_batch(
     rt.cb.check_writable(events)  # an archived session refuses the whole batch (409)
     response.status_code = status.HTTP_202_ACCEPTED
     ids = []
-    for e, event in zip(body.events, events, strict=True):
+    for i, (e, event) in enumerate(zip(body.events, events, strict=True)):
         ids.append(
             rt.cb.capture(
                 e.type,
                 session_id=e.session_id,
                 text=e.text,
                 project=pid,
-                **_capture_args(e, event),
+                **_capture_args(e, event, header_key(i, e)),
             )
         )
     return BatchOut(ids=ids, durable=False)
