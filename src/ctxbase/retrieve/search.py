@@ -300,6 +300,7 @@ class Searcher:
         }
         semantic = config.semantic and self.embedder is not None
         embedder_error: str | None = None
+        under_floor: list[tuple[str, float]] = []  # vector hits below min_similarity
 
         if semantic and config.keyword:
             self.prefetch_query(query)  # embedded while the keyword search runs
@@ -325,7 +326,7 @@ class Searcher:
             timings["embed_query"] = _ms(t)
         if semantic:
             t = time.perf_counter()
-            hits_v = self._semantic_hits(project_id, query, allowed, config)
+            hits_v = self._semantic_hits(project_id, query, allowed, config, under=under_floor)
             rankings["semantic"] = [i for i, _ in hits_v]
             raw_scores["semantic"] = dict(hits_v)
             timings["vector"] = _ms(t)
@@ -466,6 +467,7 @@ class Searcher:
             embedder_error = self._similarity_floor(project_id, query, config, cands) or (
                 embedder_error
             )
+            self._list_under_floor(project_id, config, cands, under_floor, shown)
         if config.recency_order and (kinds := recent_kinds(query)):  # "the SQL from last time"
             live = [c for c in cands.values() if c.dropped is None]  # not the retracted
             mine = [c.item for c in live if of_kinds(c.item, kinds)]
@@ -542,6 +544,31 @@ class Searcher:
         )
         return None
 
+    def _list_under_floor(
+        self,
+        project_id: str,
+        config: SearchConfig,
+        cands: dict[str, Candidate],
+        under: list[tuple[str, float]],
+        shown: frozenset[str],
+    ) -> None:
+        """Add to `cands` the hits the vector search found below `min_similarity` (cut from
+        its ranking, so never fused or scored), dropped for their similarity as the fused
+        hits below it are: `considered` shows what the floor left out in every preset."""
+        assert config.min_similarity is not None
+        new = [(i, s) for i, s in under if i not in cands][: _pool_width(config)]
+        if not new:
+            return
+        items = {it.item_id: it for it in self.store.get_items(project_id, [i for i, _ in new])}
+        listed: list[Candidate] = []
+        for i, sim in new:
+            it = items.get(i)
+            if it is None or (config.latest_only and not it.latest and it.owner_id not in shown):
+                continue
+            listed.append(Candidate(it, similarity=sim))
+            cands[i] = listed[-1]
+        apply_similarity_floor(listed, config.min_similarity, None, None)
+
     def _gated(self, response: SearchResponse, config: SearchConfig) -> SearchResponse:
         """The response with no results when none is about the query (assembly's gate)."""
         name = None if self.embedder is None else self.embedder.name
@@ -579,8 +606,10 @@ class Searcher:
         allowed: FilterScope | None,
         config: SearchConfig,
         qvec: FloatVector | None = None,
+        under: list[tuple[str, float]] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest items to `query` (or to `qvec` when given) that the filter admits."""
+        """Nearest items to `query` (or to `qvec` when given) that the filter admits; those
+        found below `min_similarity` are added to `under` when given (else dropped)."""
         assert self.embedder is not None
         qvec = self.query_vector(query) if qvec is None else qvec
         model, limit = self.embedder.name, config.candidates
@@ -600,6 +629,8 @@ class Searcher:
                     break
                 want *= 4
         floor = 0.0 if config.min_similarity is None else config.min_similarity
+        if under is not None:
+            under += [(i, s) for i, s in hits if 0.0 <= s < floor]
         return [(i, s) for i, s in hits if s >= floor]
 
     def _pool(
@@ -619,7 +650,7 @@ class Searcher:
             fused = rrf_fuse(rankings, weights, config.rrf_k, pending)
         else:
             fused = weighted_fuse(raw_scores, weights, pending)
-        best = sorted(fused, key=lambda k: -fused[k])[: 4 * config.top_k + config.graph_seeds + 20]
+        best = sorted(fused, key=lambda k: -fused[k])[: _pool_width(config)]
         missing = [k for k in best if k not in items]
         for stored in self.store.get_items(project_id, missing) if missing else []:
             items[stored.item_id] = stored
@@ -644,6 +675,12 @@ def named_actor(
     """
     named = named_actors(query, (c.item for c in candidates), other_names)
     return named[0] if len(named) == 1 else None
+
+
+def _pool_width(config: SearchConfig) -> int:
+    """How many of the fused ids a search reads back and scores (the tail cannot reach the
+    top k)."""
+    return 4 * config.top_k + config.graph_seeds + 20
 
 
 def _with_latest(flt: ItemFilter | None) -> ItemFilter:
