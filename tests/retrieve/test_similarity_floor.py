@@ -31,7 +31,7 @@ def _fill(cb: ContextBase) -> None:
     cb.wait_for_embeddings()
 
 
-@pytest.mark.parametrize("preset", ["hybrid", "hybrid_graph", "keyword"])
+@pytest.mark.parametrize("preset", ["hybrid", "hybrid_graph", "keyword", "semantic"])
 def test_every_returned_hit_reaches_the_floor(cb: ContextBase, preset: str) -> None:
     _fill(cb)
     unfloored = cb.search(QUERY, preset=preset).results
@@ -49,6 +49,34 @@ def test_every_returned_hit_reaches_the_floor(cb: ContextBase, preset: str) -> N
     else:
         assert [c.item_id for c in floored.results] == kept
     assert cb.search(QUERY, preset=preset, min_similarity=0.99).results == []
+
+
+@pytest.mark.parametrize("preset", ["semantic", "hybrid"])
+def test_hits_found_by_meaning_below_the_floor_stay_considered(
+    cb: ContextBase, preset: str
+) -> None:
+    """A vector hit under the floor is listed as dropped, not lost with the vector list:
+    every hit the search finds without the floor is in `considered` with it, the ones under
+    it with their similarity and the reason."""
+    _fill(cb)
+    unfloored = cb.search(QUERY, preset=preset)
+    floored = cb.search(QUERY, preset=preset, min_similarity=0.5)
+    under = {
+        c.item_id: c.similarity
+        for c in unfloored.considered
+        if c.similarity is not None and c.similarity < 0.5
+    }
+    assert under  # the data has hits found by meaning under the floor
+    listed = {c.item_id: c for c in floored.considered}
+    assert set(under) <= set(listed)
+    for item_id, sim in under.items():
+        c = listed[item_id]
+        assert c.similarity == pytest.approx(sim)
+        assert c.dropped == f"similarity {c.similarity:.4f} below min_similarity 0.5"
+    assert not set(under) & {c.item_id for c in floored.results}
+    # the results are those of the floor applied to the unfloored ranking
+    kept = [c.item_id for c in unfloored.results if (c.similarity or 0.0) >= 0.5]
+    assert [c.item_id for c in floored.results][: len(kept)] == kept
 
 
 def test_the_floor_needs_an_embedder(tmp_path: Path) -> None:

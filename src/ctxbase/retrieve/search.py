@@ -1,6 +1,7 @@
 """Hybrid search: structured filter -> keyword + vector candidates -> fusion -> graph
-expansion -> boosts, decay, importance (retrieve/score_adjust.py) -> the named kind newest
-first when the query points back in time (retrieve/recency.py) -> de-duplication -> top-k.
+expansion (retrieve/expansion.py) -> boosts, decay, importance (retrieve/score_adjust.py)
+-> the named kind newest first when the query points back in time (retrieve/recency.py)
+-> de-duplication -> top-k.
 
 Every candidate keeps the scores that placed it, so assembly can explain its choices.
 A query never waits for vectors: items not embedded yet are found by keyword and graph only
@@ -21,13 +22,14 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import EmbedderUnavailableError, ValidationError
 from ..store.base import ItemFilter, SearchItem, Store
-from . import graph
+from .candidate import Candidate
 from .config import SearchConfig
 from .coverage import complemented
 from .dense_feedback import dense_feedback_hits
 from .embed.base import Embedder, FloatVector, embed_queries
 from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
+from .expansion import expand
 from .expiry import KnownExpiries, mark_expired
 from .feedback import feedback_hits
 from .filter_scope import FilterScope, first_admitted, restricts
@@ -65,89 +67,6 @@ __all__ = [
 
 # Items without a vector are counted up to this many per search (the count stays cheap).
 PENDING_COUNT_CAP = 10_000
-
-
-@dataclass
-class Candidate:
-    """One search unit with how it was found and scored."""
-
-    item: SearchItem
-    score: float = 0.0
-    keyword_rank: int | None = None
-    keyword_score: float | None = None
-    semantic_rank: int | None = None
-    similarity: float | None = None
-    graph_via: str | None = None  # "<RELATION> from <node id>"
-    graph_confidence: float | None = None
-    dropped: str | None = None  # why it was not returned ("duplicate of ..", "top_k")
-    # confidence and its source ("feedback:wrong", "tool_error") when not neutral
-    confidence: float | None = None
-    confidence_source: str | None = None
-    # rated false with a note: the note ("it is 20 s, not 30 s"), the correction that
-    # stands for it (assemble/corrections.py)
-    correction: str | None = None
-    # with time decay: the factor applied, and what spared the item ("used 4 times",
-    # "linked by REFERS_TO") when something did
-    decay: float | None = None
-    decay_spared: str | None = None
-    # a retracted message (or a statement cut from one, or an answer repeating one): left
-    # out unless min_confidence is 0, which keeps memories rated wrong too (retracted.py)
-    retracted: bool = False
-    # a per-turn tool result of an earlier turn (or a statement cut from one): left out and
-    # kept as a retracted message is, marked for what it is; or an entity whose expiry
-    # time has passed (expiry.py): always left out
-    expired: bool = False
-    # with a recency cue and a kind named ("the SQL from last time"): its place among the
-    # candidates of that kind, newest first (retrieve/recency.py)
-    recency: str | None = None
-
-    @property
-    def item_id(self) -> str:
-        return self.item.item_id
-
-    @property
-    def id(self) -> str:
-        """The event or entity found (what `get_event`, `feedback` and `forget` take), as
-        the tools' hits name it: for a chunk, the one it was cut from (`item_id` names the
-        unit itself). Read-only, as `text`."""
-        return self.item.owner_id
-
-    @property
-    def text(self) -> str:
-        """The text found: the unit's (`item.text`), a chunk's own part for a chunk."""
-        return self.item.text
-
-    def explain(self) -> dict[str, object]:
-        return {
-            "id": self.item.item_id,
-            "owner_id": self.item.owner_id,
-            "score": round(self.score, 6),
-            "keyword_rank": self.keyword_rank,
-            "similarity": None if self.similarity is None else round(self.similarity, 4),
-            "graph_via": self.graph_via,
-            "dropped": self.dropped,
-            **self._signals(),
-        }
-
-    def _signals(self) -> dict[str, object]:
-        """Confidence and decay, shown only where they apply (why it ranked where it did)."""
-        out: dict[str, object] = {}
-        if self.confidence is not None:
-            out["confidence"] = round(self.confidence, 4)
-            out["confidence_source"] = self.confidence_source
-        if self.correction is not None:
-            out["correction"] = self.correction
-        if self.decay is not None:
-            out["decay"] = round(self.decay, 4)
-        if self.decay_spared is not None:
-            out["decay_spared"] = self.decay_spared
-        if self.retracted:
-            out["retracted"] = True
-        if self.expired:
-            out["expired"] = True
-        if self.recency is not None:
-            out["recency"] = self.recency
-        return out
 
 
 @dataclass
@@ -381,6 +300,7 @@ class Searcher:
         }
         semantic = config.semantic and self.embedder is not None
         embedder_error: str | None = None
+        under_floor: list[tuple[str, float]] = []  # vector hits below min_similarity
 
         if semantic and config.keyword:
             self.prefetch_query(query)  # embedded while the keyword search runs
@@ -406,7 +326,7 @@ class Searcher:
             timings["embed_query"] = _ms(t)
         if semantic:
             t = time.perf_counter()
-            hits_v = self._semantic_hits(project_id, query, allowed, config)
+            hits_v = self._semantic_hits(project_id, query, allowed, config, under=under_floor)
             rankings["semantic"] = [i for i, _ in hits_v]
             raw_scores["semantic"] = dict(hits_v)
             timings["vector"] = _ms(t)
@@ -528,7 +448,7 @@ class Searcher:
         if config.graph_hops > 0 or config.session_window > 0:
             t = time.perf_counter()
             blind = _without_evidence(cands, rankings)
-            self._expand(project_id, config, cands, allowed, relation_filter, blind)
+            expand(self, project_id, config, cands, allowed, relation_filter, blind)
             timings["graph"] = _ms(t)
 
         t = time.perf_counter()
@@ -547,6 +467,7 @@ class Searcher:
             embedder_error = self._similarity_floor(project_id, query, config, cands) or (
                 embedder_error
             )
+            self._list_under_floor(project_id, config, cands, under_floor, shown)
         if config.recency_order and (kinds := recent_kinds(query)):  # "the SQL from last time"
             live = [c for c in cands.values() if c.dropped is None]  # not the retracted
             mine = [c.item for c in live if of_kinds(c.item, kinds)]
@@ -623,6 +544,31 @@ class Searcher:
         )
         return None
 
+    def _list_under_floor(
+        self,
+        project_id: str,
+        config: SearchConfig,
+        cands: dict[str, Candidate],
+        under: list[tuple[str, float]],
+        shown: frozenset[str],
+    ) -> None:
+        """Add to `cands` the hits the vector search found below `min_similarity` (cut from
+        its ranking, so never fused or scored), dropped for their similarity as the fused
+        hits below it are: `considered` shows what the floor left out in every preset."""
+        assert config.min_similarity is not None
+        new = [(i, s) for i, s in under if i not in cands][: _pool_width(config)]
+        if not new:
+            return
+        items = {it.item_id: it for it in self.store.get_items(project_id, [i for i, _ in new])}
+        listed: list[Candidate] = []
+        for i, sim in new:
+            it = items.get(i)
+            if it is None or (config.latest_only and not it.latest and it.owner_id not in shown):
+                continue
+            listed.append(Candidate(it, similarity=sim))
+            cands[i] = listed[-1]
+        apply_similarity_floor(listed, config.min_similarity, None, None)
+
     def _gated(self, response: SearchResponse, config: SearchConfig) -> SearchResponse:
         """The response with no results when none is about the query (assembly's gate)."""
         name = None if self.embedder is None else self.embedder.name
@@ -660,8 +606,10 @@ class Searcher:
         allowed: FilterScope | None,
         config: SearchConfig,
         qvec: FloatVector | None = None,
+        under: list[tuple[str, float]] | None = None,
     ) -> list[tuple[str, float]]:
-        """Nearest items to `query` (or to `qvec` when given) that the filter admits."""
+        """Nearest items to `query` (or to `qvec` when given) that the filter admits; those
+        found below `min_similarity` are added to `under` when given (else dropped)."""
         assert self.embedder is not None
         qvec = self.query_vector(query) if qvec is None else qvec
         model, limit = self.embedder.name, config.candidates
@@ -681,6 +629,8 @@ class Searcher:
                     break
                 want *= 4
         floor = 0.0 if config.min_similarity is None else config.min_similarity
+        if under is not None:
+            under += [(i, s) for i, s in hits if 0.0 <= s < floor]
         return [(i, s) for i, s in hits if s >= floor]
 
     def _pool(
@@ -700,7 +650,7 @@ class Searcher:
             fused = rrf_fuse(rankings, weights, config.rrf_k, pending)
         else:
             fused = weighted_fuse(raw_scores, weights, pending)
-        best = sorted(fused, key=lambda k: -fused[k])[: 4 * config.top_k + config.graph_seeds + 20]
+        best = sorted(fused, key=lambda k: -fused[k])[: _pool_width(config)]
         missing = [k for k in best if k not in items]
         for stored in self.store.get_items(project_id, missing) if missing else []:
             items[stored.item_id] = stored
@@ -715,170 +665,6 @@ class Searcher:
             screen = self.keywords.screen(project_id, ids, allowed.flt)
         return [True] * len(ids) if screen is None else screen
 
-    def _expand(
-        self,
-        project_id: str,
-        config: SearchConfig,
-        cands: dict[str, Candidate],
-        allowed: FilterScope | None,
-        accept: RelationFilter | None = None,
-        blind: frozenset[str] = frozenset(),
-    ) -> None:
-        """Add the neighbours of the best candidates (the seeds) to `cands`. A candidate in
-        `blind` is never a seed: nothing it shares with the query vouches for its
-        neighbours (noise hits next to each other would lift each other)."""
-        seeds = sorted(
-            (c for c in cands.values() if c.item.item_id not in blind), key=lambda c: -c.score
-        )[: config.graph_seeds]
-        if not seeds:
-            return
-        seed_score = {c.item.owner_id: c.score for c in seeds}
-        new_nodes: dict[str, tuple[float, str, float]] = {}  # owner -> (score, via, conf)
-        if config.graph_hops > 0:
-            hits = graph.expand(
-                self.store,
-                project_id,
-                list(seed_score),
-                hops=config.graph_hops,
-                types=config.graph_types,
-                thresholds=config.relation_thresholds,
-                max_nodes=config.graph_seeds * 20,
-                exclude_types=config.graph_exclude_types,
-                accept=accept,
-            )
-            for h in hits:
-                if h.via is None:
-                    continue
-                s = config.graph_weight * seed_score.get(h.seed_id, 0.0) * h.confidence / h.hops
-                prev = new_nodes.get(h.node_id)
-                if prev is None or s > prev[0]:
-                    new_nodes[h.node_id] = (s, f"{h.via.type} from {h.seed_id}", h.confidence)
-        if config.graph_hops > 0 and config.mention_fanout > 0:
-            hopped = self._mention_hops(project_id, seed_score, config, accept)
-            for owner, reached in hopped.items():
-                prev = new_nodes.get(owner)
-                if owner not in seed_score and (prev is None or reached[0] > prev[0]):
-                    new_nodes[owner] = reached
-        if config.session_window > 0:
-            neighbours = self._session_neighbours(
-                project_id, list(seed_score), config.session_window, accept
-            )
-            for owner, found in neighbours.items():
-                s0 = seed_score[owner]
-                for nb, dist in found:
-                    s = config.graph_weight * s0 / (dist + 1)
-                    prev = new_nodes.get(nb)
-                    if prev is None or s > prev[0]:
-                        new_nodes[nb] = (s, f"NEXT±{dist} from {owner}", 1.0)
-        if not new_nodes:
-            return
-        by_owner: dict[str, list[SearchItem]] = {}
-        # a superseded version is not reached through its edges either
-        view = allowed.flt.view if allowed is not None else None
-        reach = ItemFilter(owner_ids=tuple(new_nodes), latest_only=config.latest_only, view=view)
-        owner_items = self.store.filter_item_ids(project_id, reach)
-        for it in self.store.get_items(project_id, sorted(owner_items)):
-            by_owner.setdefault(it.owner_id, []).append(it)
-        firsts = [found[0].item_id for found in by_owner.values() if found]
-        admitted = set(firsts)
-        if allowed is not None:
-            screen = self._screen(project_id, firsts, allowed)
-            admitted = allowed.admits(i for i, ok in zip(firsts, screen, strict=True) if ok)
-        for owner, (s, via, conf) in new_nodes.items():
-            for it in by_owner.get(owner, [])[:1]:
-                if it.item_id not in admitted:
-                    continue
-                c = cands.get(it.item_id)
-                if c is None:
-                    cands[it.item_id] = Candidate(it, score=s, graph_via=via, graph_confidence=conf)
-                else:
-                    c.score += s
-                    c.graph_via = c.graph_via or via
-                    c.graph_confidence = conf
-
-    def _mention_hops(
-        self,
-        project_id: str,
-        seed_score: dict[str, float],
-        config: SearchConfig,
-        accept: RelationFilter | None = None,
-    ) -> dict[str, tuple[float, str, float]]:
-        """Events that MENTION an entity a seed event mentions (two batched lookups); an
-        entity mentioned by more than `mention_fanout` events says too little to follow."""
-        out_rels = self.store.list_relations(
-            project_id, list(seed_score), direction="out", types=["MENTIONS"]
-        )
-        if accept is not None:
-            out_rels = accept(out_rels)
-        floor = config.relation_thresholds.get("MENTIONS", 0.0)
-        via: dict[str, list[tuple[str, float]]] = {}  # entity -> (seed, confidence)
-        for rel in out_rels:
-            if rel.confidence >= floor and rel.from_id in seed_score:
-                via.setdefault(rel.to_id, []).append((rel.from_id, rel.confidence))
-        if not via:
-            return {}
-        # Without a relation filter, an entity's first fanout + 1 mentioners say all there is
-        # to know (more: skipped), so a much-mentioned entity costs no more than that.
-        bounded = config.mention_fanout + 1 if accept is None else None
-        in_rels = self.store.list_relations(
-            project_id,
-            list(via),
-            direction="in",
-            types=["MENTIONS"],
-            min_confidence=floor if bounded else 0.0,
-            limit_per_node=bounded,
-        )
-        if accept is not None:
-            in_rels = accept(in_rels)
-        by_entity: dict[str, list[tuple[str, float]]] = {}
-        for rel in in_rels:
-            if rel.confidence >= floor:
-                by_entity.setdefault(rel.to_id, []).append((rel.from_id, rel.confidence))
-        found: dict[str, tuple[float, str, float]] = {}
-        for entity, mentioners in by_entity.items():
-            if len(mentioners) > config.mention_fanout:
-                continue
-            for seed, c1 in via.get(entity, []):
-                for other, c2 in mentioners:
-                    if other == seed:
-                        continue
-                    conf = c1 * c2
-                    s = config.graph_weight * seed_score[seed] * conf / 2
-                    if other not in found or s > found[other][0]:
-                        found[other] = (s, f"MENTIONS {entity} from {seed}", conf)
-        return found
-
-    def _session_neighbours(
-        self,
-        project_id: str,
-        owners: list[str],
-        window: int,
-        accept: RelationFilter | None = None,
-    ) -> dict[str, list[tuple[str, int]]]:
-        """For each owner, the events up to `window` steps before and after it in its session
-        (one batched relation lookup per step for all owners)."""
-        out: dict[str, list[tuple[str, int]]] = {o: [] for o in owners}
-        left = {o: o for o in owners}
-        right = {o: o for o in owners}
-        for dist in range(1, window + 1):
-            nodes = {n for n in (*left.values(), *right.values()) if n}
-            if not nodes:
-                break
-            rels = self.store.list_relations(
-                project_id, sorted(nodes), direction="both", types=["NEXT"]
-            )
-            if accept is not None:
-                rels = accept(rels)
-            after = {r.from_id: r.to_id for r in rels}
-            before = {r.to_id: r.from_id for r in rels}
-            for o in owners:
-                lo = before.get(left[o]) if left[o] else None
-                hi = after.get(right[o]) if right[o] else None
-                left[o] = lo or ""
-                right[o] = hi or ""
-                out[o] += [(n, dist) for n in (lo, hi) if n]
-        return out
-
 
 def named_actor(
     query: str, candidates: Iterable[Candidate], other_names: bool = False
@@ -889,6 +675,12 @@ def named_actor(
     """
     named = named_actors(query, (c.item for c in candidates), other_names)
     return named[0] if len(named) == 1 else None
+
+
+def _pool_width(config: SearchConfig) -> int:
+    """How many of the fused ids a search reads back and scores (the tail cannot reach the
+    top k)."""
+    return 4 * config.top_k + config.graph_seeds + 20
 
 
 def _with_latest(flt: ItemFilter | None) -> ItemFilter:
