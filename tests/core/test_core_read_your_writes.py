@@ -2,12 +2,14 @@
 queued, an id a capture returned works at once, and event reads mark retracted messages.
 
 The writer is made to linger 30 s (BusConfig.linger_s), so without a flush the captures
-below stay queued for the whole test: each call has to write them itself."""
+below stay queued for the whole test: each call has to write them itself. A HIGH event
+(a user message) ends the linger, as it is handled at once, so these tests capture user
+messages at NORMAL priority: otherwise the writer races the reads they check."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,9 +17,23 @@ from core_helpers import count
 
 from ctxbase import ContextBase, NotFoundError
 from ctxbase.capture.bus import BusConfig
+from ctxbase.model import Priority, event_priority, register_event_type
 
 Opener = Callable[..., ContextBase]
 LINGER = BusConfig(linger_s=30.0, batch_size=10_000)
+
+
+@pytest.fixture(autouse=True)
+def user_messages_wait_in_the_queue() -> Iterator[None]:
+    """User messages at NORMAL priority for the test, so the linger keeps them queued."""
+    before = event_priority("user_message")
+    register_event_type("user_message", Priority.NORMAL)
+    try:
+        yield
+    finally:
+        register_event_type("user_message", before)
+
+
 MESSAGES = [
     {"role": "user", "content": "Project B: the invoice PDF export must use A4 paper."},
     {"role": "assistant", "content": "Understood, A4 for invoice PDFs."},
