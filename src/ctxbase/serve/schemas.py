@@ -408,6 +408,12 @@ class SearchIn(_In):
         "follow only relations that verify (the server's key: CTXBASE_HMAC_KEY_<PROJECT> or "
         "CTXBASE_HMAC_KEY; never one from the client)",
     )
+    new_project: bool = Field(
+        default=False,
+        description="answer empty if the project holds no data yet instead of 404 (a typo); "
+        "the SDK sets it for the project it was connected with, as an embedded base searches "
+        "its own",
+    )
 
     @model_validator(mode="before")
     @classmethod

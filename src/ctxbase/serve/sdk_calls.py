@@ -607,12 +607,15 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         filters: ItemFilter | None = None,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
+        new_project: bool = False,
         **overrides: Any,
     ) -> Call[SearchResponse]:
-        """Search on the server; the answer is rebuilt as the embedded SearchResponse."""
+        """Search on the server; the answer is rebuilt as the embedded SearchResponse. A
+        project with no data other than the connected one is not found, as embedded."""
         _no_remote_key(signing_key)
         options = config.model_dump(mode="json") if config is not None else overrides
         body = {
+            "new_project": new_project or self._pid(project) == self._pid(None),
             "query": query,
             "preset": preset,
             "filters": _filters(filters),
