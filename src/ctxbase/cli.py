@@ -435,6 +435,13 @@ def cmd_entities(args: argparse.Namespace) -> int:
             # ("code", not "code_symbol") instead of printing nothing.
             types = ", ".join(sorted(cb.store.entity_type_counts(cb.project))) or "none"
             print(f"no entities of type {args.type!r}; types here: {types}", file=sys.stderr)
+        elif not found:  # a line, not nothing: an empty listing reads as a failed command
+            where = f" of {', '.join(map(repr, repos))}" if repos else ""
+            print(
+                f"no entities{where} in project {cb.project!r} "
+                "(an ingest or an anchored message makes them)",
+                file=sys.stderr,
+            )
     return 0
 
 
