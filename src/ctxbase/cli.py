@@ -133,7 +133,11 @@ def _print_json(value: Any) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    run_demo(_db(args), embedder=None if args.embedder == "none" else args.embedder)
+    run_demo(
+        _db(args),
+        embedder=None if args.embedder == "none" else args.embedder,
+        **({"project": args.project} if args.project_given else {}),
+    )
     return 0
 
 
@@ -731,6 +735,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.embedder = None
     try:
         _given("--db", args.db)
+        refused = getattr(args, "project_refused", None)
+        if refused and args.project_given:  # accepted, it would be silently ignored
+            raise ValidationError("--project", f"does not apply: {refused}")
         code: int = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code

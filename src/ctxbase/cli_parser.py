@@ -289,7 +289,11 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     p.set_defaults(func=h.cmd_restore)
 
     p = _command(sub, "migrate", "create or upgrade the schema; prints its version")
-    p.set_defaults(func=h.cmd_migrate)
+    p.set_defaults(
+        func=h.cmd_migrate,
+        project_refused="migrate creates or upgrades the schema of the whole database, "
+        "every project in it",
+    )
 
     p = _command(sub, "migrate-data", "copy a project between databases, verifying counts")
     p.add_argument("--from", dest="source", required=True, help="source path or URL")
@@ -365,13 +369,23 @@ _GLOBALS = (
 
 def _accept_globals_after(parser: argparse.ArgumentParser) -> None:
     """Let every subcommand take the global options after its name too
-    (`ctxbase search hi --project shop`); SUPPRESS keeps the value given before it."""
+    (`ctxbase search hi --project shop`); SUPPRESS keeps the value given before it. A
+    command with a `project_refused` default refuses --project, and its help says why."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
                 if not any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
                     for flag, help_text in _GLOBALS:
                         if flag in child._option_string_actions:
+                            continue
+                        refused = child.get_default("project_refused")
+                        if flag == "--project" and refused:
+                            # taken, to refuse it saying why (cli.main): the help says so
+                            child.add_argument(
+                                flag,
+                                default=argparse.SUPPRESS,
+                                help=f"refused: {refused}",
+                            )
                             continue
                         if flag == "--quiet":
                             child.add_argument(
