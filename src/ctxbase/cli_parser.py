@@ -101,7 +101,9 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     text = p.add_mutually_exclusive_group(required=True)
     text.add_argument("--text", help="the event's text ('-': read it from standard input)")
     text.add_argument("--text-file", help="read the text from this file (UTF-8)")
-    p.add_argument("--agent", default="agent", help="id of the agent that produced the event")
+    p.add_argument(
+        "--agent", default="agent", help="id of the agent that produced the event (default agent)"
+    )
     p.add_argument("--role", help="the agent's role (planner, coder, tester, ...)")
     p.add_argument("--parent", action="append", help="parent event id (repeatable)")
     add_chunking_flags(p)

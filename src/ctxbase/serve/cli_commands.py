@@ -257,8 +257,15 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=8 * 1024 * 1024,
         help="refuse request bodies larger than this with 413 (default 8 MiB)",
     )
-    p.add_argument("--max-batch", type=int, default=1000, help="events per batch request")
-    p.add_argument("--rate-limit", type=float, default=200.0, help="requests/s per key (0: off)")
+    p.add_argument(
+        "--max-batch", type=int, default=1000, help="events per batch request (default 1000)"
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=200.0,
+        help="requests/s per key (default 200, on; 0: off); a key over it gets 429",
+    )
     p.add_argument(
         "--rate-burst", type=int, default=400, help="requests a key may send at once (default 400)"
     )
@@ -268,7 +275,7 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=2.0,
         metavar="SECONDS",
         help="reuse an identical assembly this long, then serve it while it is refreshed "
-        "for as long again; writes through this server drop it at once (0: off)",
+        "for as long again; writes through this server drop it at once (default 2; 0: off)",
     )
     p.add_argument(
         "--soft-delete-retention",
