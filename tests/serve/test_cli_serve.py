@@ -71,6 +71,9 @@ def test_serve_prints_its_url_once_it_answers_on_the_port_it_chose(tmp_path: Pat
         r = httpx.get(url + "/readyz", timeout=30)  # at once: one attempt
         assert r.status_code == 200, r.text
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: a clean stop, not an error
+        code = proc.wait(30)
+        rest = proc.stderr.read().decode()
         proc.stderr.close()
+    assert code == 0, rest
+    assert "error:" not in rest and "Traceback" not in rest

@@ -94,7 +94,8 @@ def run_server(
             from .app import create_app
 
             server = _announcing_server(uvicorn.Config(create_app(settings), **common), announce)
-            server.run(sockets=[sock])
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stopped, as uvicorn.run
+                server.run(sockets=[sock])
             if not server.started:  # as uvicorn.run: the application did not start
                 sys.exit(STARTUP_FAILURE)
             return
@@ -110,7 +111,8 @@ def run_server(
         with _shared_metrics_dir():
             # listening already: a connection waits in the backlog until a worker takes it
             print(announce, file=sys.stderr, flush=True)
-            Multiprocess(config, sockets=[sock]).run()
+            with contextlib.suppress(KeyboardInterrupt):
+                Multiprocess(config, sockets=[sock]).run()
 
 
 def _announcing_server(config: Any, announce: str) -> Any:
