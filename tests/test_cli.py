@@ -351,6 +351,59 @@ def test_trace_finds_its_project_keys_take_the_global_project_and_policies_load(
     assert code == 0 and json.loads(out)["projects"] == ["shop"]
 
 
+def test_demo_writes_the_project_named_and_never_forgets_another(
+    tmp_path: Path, capsys: Any
+) -> None:
+    db = str(tmp_path / "d.db")
+    base = ["--db", db, "--embedder", "hash"]
+    code, out, err = _run(capsys, *base, "--project", "mine", "demo")
+    assert code == 0, err
+    assert "ctxbase demo — project 'mine'" in out
+    code, out, _ = _run(capsys, *base, "projects")
+    assert out.split() == ["mine"]  # not demo-shop
+    assert _run(capsys, *base, "demo", "--project", "mine")[0] == 0  # a re-run: its own data
+    # a project with other data: refused before anything is forgotten
+    assert (
+        _run(capsys, *base, "--project", "shop", "capture", "--session", "s", "--text", "x")[0] == 0
+    )
+    code, _, err = _run(capsys, *base, "demo", "--project", "shop")
+    assert code == 2 and "project 'shop' already holds data" in err
+    code, out, _ = _run(capsys, *base, "--project", "shop", "events", "s", "--json")
+    assert code == 0 and [e["text"] for e in json.loads(out)] == ["x"]
+
+
+def test_project_is_refused_where_it_does_not_apply_and_filters_keys(
+    tmp_path: Path, capsys: Any
+) -> None:
+    base = ["--db", str(tmp_path / "k.db"), "--embedder", "none"]
+    for argv, why in (
+        (["serve", "--no-auth", "--project", "x"], "serve serves every project"),
+        (["--project", "x", "serve", "--no-auth"], "serve serves every project"),
+        (["migrate", "--project", "x"], "the whole database"),
+        (["--project", "x", "keys", "revoke", "k_1"], "a key is revoked by its id"),
+    ):
+        code, out, err = _run(capsys, *base, *argv)
+        assert (code, out) == (2, ""), (argv, err)
+        assert err.startswith("error: --project: does not apply: ") and why in err, err
+    for command in (["serve"], ["migrate"], ["keys", "revoke"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        shown = " ".join(capsys.readouterr().out.split())
+        assert "--project PROJECT refused: " in shown  # the help says so too
+    shop = json.loads(_run(capsys, *base, "keys", "create", "--project", "shop", "--json")[1])
+    every = json.loads(_run(capsys, *base, "keys", "create", "--project", "*", "--json")[1])
+    _run(capsys, *base, "keys", "create", "--project", "blog")
+    code, out, _ = _run(capsys, *base, "keys", "list", "--project", "shop", "--json")
+    assert code == 0
+    assert [k["key_id"] for k in json.loads(out)] == [shop["key_id"], every["key_id"]]
+    code, out, _ = _run(capsys, *base, "--project", "shop", "keys", "list")
+    assert len(out.splitlines()) == 2
+    assert len(_run(capsys, *base, "keys", "list")[1].splitlines()) == 3
+    code, out, err = _run(capsys, *base, "keys", "list", "--project", "nosuch")
+    assert code == 0 and err == ""  # the '*' key may use every project, and only it
+    assert len(out.splitlines()) == 1 and every["key_id"] in out
+
+
 def test_serve_on_a_busy_port_is_its_own_error(tmp_path: Path, capsys: Any) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

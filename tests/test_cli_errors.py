@@ -217,8 +217,15 @@ def test_restore_brings_back_what_a_soft_forget_hid(tmp_path: Path, db: str) -> 
     one_error_line(run(*base, "restore", "--session", "nosuch", cwd=tmp_path), 3, "'nosuch'")
     # a whole session: what it hid comes back
     assert run(*base, "forget", "--soft", "--session", "s1", cwd=tmp_path).returncode == 0
+    # a session hidden already: said so, as for an event (a retried soft delete succeeds)
+    twice = run(*base, "forget", "--soft", "--session", "s1", cwd=tmp_path)
+    assert (twice.returncode, twice.stdout.strip()) == (0, "hidden 0 item(s)")
+    assert twice.stderr.strip() == "note: hidden already in project 'default': session 's1'"
     whole = run(*base, "restore", "--session", "s1", cwd=tmp_path)
-    assert (whole.returncode, whole.stdout.strip()) == (0, "restored 3 item(s)")
+    assert (whole.returncode, whole.stdout.strip(), whole.stderr) == (0, "restored 3 item(s)", "")
+    twice = run(*base, "restore", "--session", "s1", cwd=tmp_path)
+    assert (twice.returncode, twice.stdout.strip()) == (0, "restored 0 item(s)")
+    assert twice.stderr.strip() == "note: visible already in project 'default': session 's1'"
 
 
 def test_soft_forget_and_restore_of_what_was_forgotten_say_so(tmp_path: Path, db: str) -> None:

@@ -80,3 +80,86 @@ def test_ctxbase_help_in_a_real_process() -> None:
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.startswith("usage: ctxbase") and done.stderr == ""
+
+
+@pytest.mark.parametrize("path", [p for p, _, _ in ALL], ids=lambda p: " ".join(p) or "ctxbase")
+def test_every_option_with_a_default_says_it(path: tuple[str, ...]) -> None:
+    """A default a user cannot see is one they cannot rely on (rate limiting is on unless
+    --rate-limit 0 says otherwise)."""
+    _, parser, _ = next(item for item in ALL if item[0] == path)
+    silent = [
+        "/".join(a.option_strings)
+        for a in parser._actions
+        if a.option_strings
+        and a.default not in (None, False, argparse.SUPPRESS)
+        and not isinstance(a, argparse._HelpAction | argparse._VersionAction)
+        and "default" not in str(a.help)
+    ]
+    assert silent == []
+
+
+def test_serve_help_defaults_are_the_servers() -> None:
+    from ctxbase.serve.server import _OPTIONS
+    from ctxbase.serve.settings import ServerSettings
+
+    _, serve, _ = next(item for item in ALL if item[0] == ("serve",))
+    options = {v: k for k, v in _OPTIONS.items()}
+    checked = 0
+    for action in serve._actions:
+        flag = next(iter(action.option_strings), "")
+        field = options.get(flag, flag[2:].replace("-", "_"))
+        if field in ServerSettings.model_fields and action.default is not None:
+            if action.default is argparse.SUPPRESS:
+                continue
+            assert action.default == ServerSettings.model_fields[field].default, flag
+            checked += 1
+    assert checked >= 8
+
+
+def _readme_command_lines() -> list[tuple[str, str]]:
+    """(command line, the line with its comment continuations) of README's Command line
+    block."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = text.split("\nctxbase demo ", 1)[1].split("\n```", 1)[0]
+    entries: list[list[str]] = []
+    for line in ("ctxbase demo " + block).splitlines():
+        if line.startswith("ctxbase "):
+            entries.append([line])
+        elif entries:
+            entries[-1].append(line)
+    return [(e[0], "\n".join(e)) for e in entries]
+
+
+def _command_parsers(line: str) -> list[argparse.ArgumentParser]:
+    parsers = {path: parser for path, parser, _ in ALL}
+    tokens = line.split("#", 1)[0].split()[1:]
+    words: list[str] = []
+    skip = False
+    for token in tokens:
+        if skip:
+            skip = False
+        elif token in ("--db", "--project", "--embedder"):
+            skip = True
+        elif not token.startswith("-"):
+            words.append(token)
+    if "|" in words:  # `projects | sessions | entities`: any of them
+        return [parsers[(w,)] for w in words if (w,) in parsers]
+    path: tuple[str, ...] = ()
+    for word in words:
+        if (*path, word) in parsers:
+            path = (*path, word)
+    assert path, line
+    return [parsers[path]]
+
+
+@pytest.mark.parametrize(("line", "entry"), _readme_command_lines(), ids=lambda v: v[:40])
+def test_readme_command_block_names_only_options_of_its_command(line: str, entry: str) -> None:
+    """A flag written on a command's line (or its comment lines) is one of its options:
+    `--no-auth` on the `keys create` line sent readers to the wrong command."""
+    import re
+
+    options = {o for p in _command_parsers(line) for o in p._option_string_actions}
+    flags = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]*[a-z])", entry))
+    assert sorted(flags - options) == [], line

@@ -81,3 +81,21 @@ def test_a_limit_of_zero_and_an_unknown_type_say_so(tmp_path: Path, capsys: Any)
     code, out, err = _run(capsys, *base, "capture", "--session", "s1", "--type", "bogus",
                           "--text", "hi")  # fmt: skip
     assert code == 2 and "unknown event type 'bogus'; known types: assistant_message" in err
+
+
+def test_empty_listings_say_so_on_stderr(tmp_path: Path, capsys: Any) -> None:
+    """No entities, no knowledge-base versions: a line saying so, exit 0, not silence."""
+    db = str(tmp_path / "e.db")
+    with ctxbase.open(db, project="p", embedder=None) as cb:
+        cb.record("user_message", session_id="s", text="nothing to anchor here")
+    base = ["--db", db, "--project", "p", "--embedder", "none"]
+    code, out, err = _run(capsys, *base, "entities")
+    assert (code, out) == (0, "")
+    assert err.strip() == (
+        "no entities in project 'p' (an ingest or an anchored message makes them)"
+    )
+    code, out, err = _run(capsys, *base, "entities", "--json")
+    assert code == 0 and json.loads(out) == [] and err.startswith("no entities in project 'p'")
+    code, out, err = _run(capsys, *base, "kb", "list")
+    assert (code, out) == (0, "")
+    assert err.strip() == "no versions recorded in project 'p' ('ctxbase kb tag NAME' records one)"

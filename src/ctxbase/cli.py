@@ -133,7 +133,11 @@ def _print_json(value: Any) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    run_demo(_db(args), embedder=None if args.embedder == "none" else args.embedder)
+    run_demo(
+        _db(args),
+        embedder=None if args.embedder == "none" else args.embedder,
+        **({"project": args.project} if args.project_given else {}),
+    )
     return 0
 
 
@@ -453,6 +457,13 @@ def cmd_entities(args: argparse.Namespace) -> int:
             # ("code", not "code_symbol") instead of printing nothing.
             types = ", ".join(sorted(cb.store.entity_type_counts(cb.project))) or "none"
             print(f"no entities of type {args.type!r}; types here: {types}", file=sys.stderr)
+        elif not found:  # a line, not nothing: an empty listing reads as a failed command
+            where = f" of {', '.join(map(repr, repos))}" if repos else ""
+            print(
+                f"no entities{where} in project {cb.project!r} "
+                "(an ingest or an anchored message makes them)",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -743,6 +754,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.embedder = None
     try:
         _given("--db", args.db)
+        refused = getattr(args, "project_refused", None)
+        if refused and args.project_given:  # accepted, it would be silently ignored
+            raise ValidationError("--project", f"does not apply: {refused}")
         code: int = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code

@@ -96,6 +96,7 @@ def set_hidden(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
             "forget" if hidden else "restore", f"{what} --event, --entity or --session"
         )
     forgotten: list[str] = []
+    session_same = False  # the session's events are all in that state already
     if args.session:
         cb.flush()
         try:
@@ -104,8 +105,10 @@ def set_hidden(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
             if not cb.store.forgotten_ids(cb.project, [args.session], ("session",)):
                 raise
             forgotten.append(args.session)  # hard-forgotten: no events left to change
-        # restoring: the session's hidden events are the ones to bring back
-        events = cb.store.list_events(cb.project, args.session, include_inactive=not hidden)
+        every = cb.store.list_events(cb.project, args.session, include_inactive=True)
+        # hiding: the visible ones (a hidden one keeps when it was hidden); restoring: all
+        events = [e for e in every if e.active] if hidden else every
+        session_same = bool(every) and all(e.active != hidden for e in every)
         ids += [e.id for e in events]
     try:
         report = cb.set_hidden(ids, hidden)
@@ -115,6 +118,7 @@ def set_hidden(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
         raise _NothingMatched(verb, args) from None  # each id named as its option named it
     print(f"{done} {report.changed} item(s)")
     same = _named_in(args, report.unchanged)
+    same += [f"session {args.session!r}"] if session_same else []
     if same:
         print(f"note: {already} in project {cb.project!r}: {', '.join(same)}", file=sys.stderr)
     gone = _named_in(args, [*report.already_forgotten, *forgotten])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 import time
 from typing import Any
 
@@ -73,6 +74,12 @@ def cmd_kb(h: Any, args: argparse.Namespace) -> int:
                 mark = "*" if t.pinned else " "
                 when = time.strftime("%Y-%m-%d %H:%M", time.localtime(t.created_at))
                 print(f"{mark} {t.name:<16} {when}  {t.entities:>6} units  {', '.join(t.repos)}")
+            if not tags:
+                print(
+                    f"no versions recorded in project {cb.project!r} "
+                    "('ctxbase kb tag NAME' records one)",
+                    file=sys.stderr,
+                )
         elif command == "pin":
             _pinned(cb.pin_knowledge(args.name), args.json, _print_json)
         else:

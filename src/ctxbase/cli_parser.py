@@ -101,7 +101,9 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     text = p.add_mutually_exclusive_group(required=True)
     text.add_argument("--text", help="the event's text ('-': read it from standard input)")
     text.add_argument("--text-file", help="read the text from this file (UTF-8)")
-    p.add_argument("--agent", default="agent", help="id of the agent that produced the event")
+    p.add_argument(
+        "--agent", default="agent", help="id of the agent that produced the event (default agent)"
+    )
     p.add_argument("--role", help="the agent's role (planner, coder, tester, ...)")
     p.add_argument("--parent", action="append", help="parent event id (repeatable)")
     add_chunking_flags(p)
@@ -308,7 +310,11 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     p.set_defaults(func=h.cmd_restore)
 
     p = _command(sub, "migrate", "create or upgrade the schema; prints its version")
-    p.set_defaults(func=h.cmd_migrate)
+    p.set_defaults(
+        func=h.cmd_migrate,
+        project_refused="migrate creates or upgrades the schema of the whole database, "
+        "every project in it",
+    )
 
     p = _command(sub, "migrate-data", "copy a project between databases, verifying counts")
     p.add_argument("--from", dest="source", required=True, help="source path or URL")
@@ -384,13 +390,23 @@ _GLOBALS = (
 
 def _accept_globals_after(parser: argparse.ArgumentParser) -> None:
     """Let every subcommand take the global options after its name too
-    (`ctxbase search hi --project shop`); SUPPRESS keeps the value given before it."""
+    (`ctxbase search hi --project shop`); SUPPRESS keeps the value given before it. A
+    command with a `project_refused` default refuses --project, and its help says why."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for child in action.choices.values():
                 if not any(isinstance(a, argparse._SubParsersAction) for a in child._actions):
                     for flag, help_text in _GLOBALS:
                         if flag in child._option_string_actions:
+                            continue
+                        refused = child.get_default("project_refused")
+                        if flag == "--project" and refused:
+                            # taken, to refuse it saying why (cli.main): the help says so
+                            child.add_argument(
+                                flag,
+                                default=argparse.SUPPRESS,
+                                help=f"refused: {refused}",
+                            )
                             continue
                         if flag == "--quiet":
                             child.add_argument(

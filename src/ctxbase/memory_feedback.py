@@ -33,7 +33,14 @@ from .store.base import FEEDBACK_SCOPE
 if TYPE_CHECKING:
     from .store.base import Store
 
-__all__ = ["FEEDBACK_LABELS", "Feedback", "FeedbackMethods", "give_feedback", "read_feedback"]
+__all__ = [
+    "FEEDBACK_LABELS",
+    "Feedback",
+    "FeedbackMethods",
+    "check_label",
+    "give_feedback",
+    "read_feedback",
+]
 
 # Each label's confidence (0.5: neutral, as an item nobody rated). A caller's own
 # `confidence` replaces it: "wrong" with 0 leaves the memory out of every search.
@@ -133,11 +140,25 @@ def _same_statement(store: Store, pid: str, owner: str) -> tuple[list[str], list
     return [], []
 
 
+def check_label(label: str | None) -> str:
+    """A feedback's label, always given: a `confidence` replaces the label's value, not the
+    label (as REST's 422 and `ctxbase feedback` say)."""
+    if label is None:
+        raise ValidationError(
+            "label",
+            f"is missing (one of {sorted(FEEDBACK_LABELS)}; a confidence replaces the "
+            "label's value, not the label)",
+        )
+    if label not in FEEDBACK_LABELS:
+        raise ValidationError("label", f"must be one of {sorted(FEEDBACK_LABELS)} (got {label!r})")
+    return label
+
+
 def give_feedback(
     store: Store,
     pid: str,
     node_id: str,
-    label: str,
+    label: str | None,
     *,
     confidence: float | None = None,
     context_id: str | None = None,
@@ -146,8 +167,7 @@ def give_feedback(
 ) -> Feedback:
     """See `FeedbackMethods.feedback`."""
     check_id("node_id", node_id)
-    if label not in FEEDBACK_LABELS:
-        raise ValidationError("label", f"must be one of {sorted(FEEDBACK_LABELS)} (got {label!r})")
+    label = check_label(label)
     if confidence is None:
         confidence = FEEDBACK_LABELS[label]
     elif isinstance(confidence, bool) or not isinstance(confidence, int | float):
@@ -220,7 +240,7 @@ class FeedbackMethods:
     def feedback(
         self,
         node_id: str,
-        label: str,
+        label: str | None = None,
         *,
         confidence: float | None = None,
         context_id: str | None = None,

@@ -119,13 +119,19 @@ policies:
 
 def test_a_user_file_is_layered_over_the_shipped_presets() -> None:
     layered = parse_policies(ONE_ROLE)
-    assert layered.select("shop", "sql_writer", "分页 SQL").policy.name == "sql_writer"
+    mine = layered.select("shop", "sql_writer", "分页 SQL")
+    assert mine.policy.name == "sql_writer"
+    assert mine.source == "<string> (over the shipped presets)"  # the user's text
+    shipped = f"{DEFAULT_POLICIES_PATH} (shipped presets)"
     # the README's roles keep their shipped policies: the file only added one
     for role, preset in (("code_gen", "coder"), ("test_gen", "tester"), ("planner", "planner")):
         chosen = layered.select("shop", role, "把上次那个SQL改成游标分页")
         assert chosen.policy.name == preset
         assert "shipped preset" in chosen.reasons[0]
-    assert layered.select("shop", "unknown", "x").policy.name == "default"  # the shipped one
+        assert chosen.source == shipped  # where the trace header says it comes from
+    fallback = layered.select("shop", "unknown", "x")
+    assert fallback.policy.name == "default"  # the shipped one
+    assert fallback.source == shipped
     # the file's policies are tried first: one with no role list takes every role
     anyone = parse_policies(ONE_ROLE.replace("match: {agent_roles: [sql_writer]}", "match: {}"))
     assert anyone.select("shop", "code_gen", "x").policy.name == "sql_writer"
@@ -578,3 +584,18 @@ def test_seed_002_words_lead_to_the_keys_that_do_it() -> None:
     assert "(did you mean 'max_messages'?)" in said
     # an ordinary misspelling still gets the closest key
     assert "(did you mean 'relevance_floor'?)" in problem("    relevance_flor: 0.8\n")
+
+
+def test_the_trace_header_names_where_the_chosen_policy_comes_from(tmp_path: Path) -> None:
+    """A shipped preset chosen over a user's file is not attributed to that file."""
+    import ctxbase
+    from ctxbase.assemble.trace import explain_trace
+
+    path = tmp_path / "mine.yaml"
+    path.write_text(ONE_ROLE, encoding="utf-8")
+    with ctxbase.open(str(tmp_path / "t.db"), embedder="hash", policies=str(path)) as cb:
+        preset = explain_trace(cb.assemble_context(agent_role="code_gen", user_intent="x").trace)
+        own = explain_trace(cb.assemble_context(agent_role="sql_writer", user_intent="x").trace)
+    assert f"policy 'coder' from {DEFAULT_POLICIES_PATH} (shipped presets)," in preset
+    assert str(path) not in preset.splitlines()[1]
+    assert f"policy 'sql_writer' from {path} (over the shipped presets)," in own

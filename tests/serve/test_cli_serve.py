@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -46,3 +47,33 @@ def test_ctxbase_serve_runs_with_its_options_and_stops_on_sigterm(tmp_path: Path
     assert code in (0, -signal.SIGTERM)
     assert b"Traceback" not in (proc.stderr.read() if proc.stderr else b"")
     assert db.exists()
+
+
+def test_serve_prints_its_url_once_it_answers_on_the_port_it_chose(tmp_path: Path) -> None:
+    """`--port 0`: the line names the port that listens, and a request sent as soon as the
+    line is read is answered (no retry)."""
+    db = ["--db", str(tmp_path / "p.db"), "--embedder", "hash"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ctxbase", *db, "serve", "--no-auth", "--port", "0"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stderr is not None
+    try:
+        line = b""
+        while b"ctxbase serving" not in line:
+            line = proc.stderr.readline()
+            assert line, "the server exited before printing its URL"
+        match = re.search(rb"serving (http://127\.0\.0\.1:(\d+)),", line)
+        assert match is not None, line
+        url, port = match.group(1).decode(), int(match.group(2))
+        assert port != 0
+        r = httpx.get(url + "/readyz", timeout=30)  # at once: one attempt
+        assert r.status_code == 200, r.text
+    finally:
+        proc.send_signal(signal.SIGINT)  # Ctrl-C: a clean stop, not an error
+        code = proc.wait(30)
+        rest = proc.stderr.read().decode()
+        proc.stderr.close()
+    assert code == 0, rest
+    assert "error:" not in rest and "Traceback" not in rest

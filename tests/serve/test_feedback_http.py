@@ -14,6 +14,7 @@ import pytest
 from live_server import Live, embedded_and_remote, serve_on_param
 
 import ctxbase
+from ctxbase.errors import ValidationError
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -29,6 +30,8 @@ def _scenario(api: Any) -> dict[str, Any]:
     query = "orders cache ttl seconds"
     before = api.search(query, preset="keyword")
     top = before.results[0].item.owner_id
+    with pytest.raises(ValidationError) as no_label:  # a confidence alone is no feedback
+        api.feedback(top, confidence=0.7)
     given = api.feedback(top, "disliked", note="outdated", by="user:li")
     after = api.search(query, preset="keyword")
     rated = {c.item.owner_id: (c.confidence, c.confidence_source) for c in after.results}
@@ -45,6 +48,7 @@ def _scenario(api: Any) -> dict[str, Any]:
         "current": (current.label, current.confidence, current.version),
         "history": [(h.label, h.confidence) for h in history],
         "none": api.get_feedback(ids[1] if top == ids[0] else ids[0]),
+        "no_label": str(no_label.value).split(" (")[0],
     }
 
 
@@ -61,6 +65,7 @@ def test_the_remote_sdk_answers_as_the_embedded_api(
         "current": ("neutral", 0.5, 3),
         "history": [("disliked", 0.25), ("wrong", 0.0), ("neutral", 0.5)],
         "none": None,
+        "no_label": "label: is missing",
     }
 
 

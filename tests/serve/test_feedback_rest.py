@@ -22,6 +22,8 @@ BAD = {
 
 @pytest.mark.parametrize("kind", sorted(GOOD))
 def test_feedback_options_are_checked_by_name(live: Live, pid: str, kind: str) -> None:
+    event = {"type": "user_message", "session_id": "s", "text": "cache orders"}
+    assert live.client(live.key(pid)).post(f"/v1/projects/{pid}/events", json=event).is_success
     with live.client(live.key(pid, role="read")) as c:
         url = f"/v1/projects/{pid}/search"
         body = {"query": "cache", "preset": "hybrid_graph", "options": GOOD[kind]}

@@ -89,6 +89,8 @@ def test_rest_search_does_not_serve_a_tampered_unit_and_refuses_replays(
 
 def test_search_options_are_an_explicit_model(live: Live, pid: str) -> None:
     assert set(SearchOptionsIn.model_fields) == set(SearchConfig.model_fields)
+    event = {"type": "user_message", "session_id": "s", "text": "cache orders"}
+    assert live.client(live.key(pid)).post(f"/v1/projects/{pid}/events", json=event).is_success
     c = live.client(live.key(pid, role="read"))
     url = f"/v1/projects/{pid}/search"
     ok = c.post(url, json={"query": "cache", "options": {"top_k": 3, "graph_hops": 1}})

@@ -1,5 +1,5 @@
-"""A project that does not exist, over a real server: an assembly of it is a 404 naming the
-projects the key sees (as `ctxbase --project typo assemble` exits 3), never an empty 200
+"""A project that does not exist, over a real server: an assembly or a search of it is a 404
+naming the projects the key sees (as `ctxbase --project typo assemble` exits 3), never an empty 200
 whose stored trace creates the project; no read creates one."""
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def test_no_read_creates_a_project(live: Live, pid: str) -> None:
         assert r.status_code in (200, 404), (path, r.status_code, r.text)
         asked += 1
     assert asked >= 15  # the routes were walked, not skipped
-    assert c.post(f"/v1/projects/{ghost}/search", json={"query": "orders"}).status_code == 200
+    assert c.post(f"/v1/projects/{ghost}/search", json={"query": "orders"}).status_code == 404
     r = c.post(
         "/v1/context/assemble", json={"agent_role": "a", "user_intent": "b", "project_id": ghost}
     )
@@ -155,3 +155,44 @@ def test_a_project_the_key_cannot_see_reads_as_not_found_with_a_hint(
         answers.append(str(caught.value).replace(project, "P"))
     assert answers[0] == answers[1], answers  # nothing tells the two apart
     assert "or not visible to this key; GET /v1/whoami" in answers[0], answers
+
+
+def test_searching_an_unknown_project_is_404_naming_the_ones_the_key_sees(
+    live: Live, pid: str, other_pid: str
+) -> None:
+    """A typo in a search is not an empty answer: REST, the SDK and the library agree."""
+    _write(live, live.key(pid), pid)
+    _write(live, live.key(other_pid), other_pid)
+    typo = f"{pid}-typo"
+    key = live.key(pid, typo, role="read")
+    r = live.client(key).post(f"/v1/projects/{typo}/search", json={"query": "orders"})
+    assert r.status_code == 404, r.text
+    error = r.json()["error"]
+    assert error["kind"] == "project" and error["id"] == typo
+    assert f"projects with data: {pid}" in error["message"]
+    assert other_pid not in error["message"]
+    # `new_project`: the raw call answers empty instead
+    body = {"query": "orders", "new_project": True}
+    r = live.client(key).post(f"/v1/projects/{typo}/search", json=body)
+    assert r.status_code == 200 and r.json()["results"] == []
+    with ctxbase.connect(live.url, api_key=key, project=pid) as client:
+        assert client.search("orders cached").results  # the project with data answers
+        with pytest.raises(NotFoundError, match=f"project '{typo}' not found .*{pid}"):
+            client.search("orders", project=typo)
+    # the SDK's own project answers empty before anything was captured, as embedded
+    with ctxbase.connect(live.url, api_key=key, project=typo) as client:
+        assert client.search("orders").results == []
+    assert typo not in _projects(live)
+
+
+def test_embedded_search_refuses_another_unknown_project_but_answers_its_own(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "s.db")
+    with ctxbase.open(db, project="fresh", embedder="hash") as cb:
+        assert cb.search("anything").results == []  # its own project, empty yet
+        cb.record("user_message", text="orders are cached 300 s", session_id="s")
+        with pytest.raises(UnknownProjectError, match=r"project 'frsh' not found .*fresh"):
+            cb.search("orders", project="frsh")
+        assert cb.search("orders", project="frsh", new_project=True).results == []
+        assert cb.search("orders cached", project="fresh").results

@@ -474,7 +474,7 @@ class Assembler:
             context_id=context_id,
             request=request,
             policy=policy.name,
-            policy_source=self.policies.source,
+            policy_source=selection.source or self.policies.source,
             view=policy.view,
             reasons=selection.reasons,
             ran=ran,
@@ -744,7 +744,9 @@ def _forced(selection: PolicySelection, name: str) -> PolicySelection:
     if name != "recent_window" and window is not None and window.enabled:
         kept = (window, chosen)
     reason = f"strategy {name!r} requested by the caller (the policy's triggers not used)"
-    return PolicySelection(policy, kept, (*selection.reasons, reason), selection.role_note)
+    return PolicySelection(
+        policy, kept, (*selection.reasons, reason), selection.role_note, selection.source
+    )
 
 
 def _ms(t: float) -> float:

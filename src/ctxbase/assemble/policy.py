@@ -708,6 +708,8 @@ class PolicySelection:
     reasons: tuple[str, ...]
     # set when no policy names the role: a typo'd role would otherwise pass unseen
     role_note: str | None = None
+    # where the chosen policy is defined: the user's file, or the shipped presets' file
+    source: str = ""
 
     @property
     def strategy_names(self) -> tuple[str, ...]:
@@ -736,6 +738,9 @@ class PolicySet:
     default: Policy
     source: str = "<built-in>"
     presets: tuple[Policy, ...] = ()
+    # where `presets` (and `default`, when `default_is_preset`) come from
+    presets_source: str = ""
+    default_is_preset: bool = False
 
     @classmethod
     def from_document(cls, document: PolicyDocument, source: str = "<string>") -> PolicySet:
@@ -766,6 +771,8 @@ class PolicySet:
             candidates, layer = _ranked(self.presets, request), "shipped preset, "
         reasons: list[str] = []
         role_note: str | None = None
+        from_presets = bool(layer) or (not candidates and self.default_is_preset)
+        source = self.presets_source if from_presets and self.presets_source else self.source
         if candidates:
             _, _, _, chosen, why = candidates[0]
             detail = "; ".join(why) if why else "matches any project, role and intent"
@@ -799,4 +806,4 @@ class PolicySet:
             else:
                 triggered.append(strategy)
                 reasons.append(reason)
-        return PolicySelection(chosen, tuple(triggered), tuple(reasons), role_note)
+        return PolicySelection(chosen, tuple(triggered), tuple(reasons), role_note, source)

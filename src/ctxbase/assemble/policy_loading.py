@@ -90,6 +90,8 @@ def layer_over_presets(own: PolicySet, presets: PolicySet, *, keep_default: bool
         default=own.default if keep_default else presets.default,
         source=f"{own.source} (over the shipped presets)",
         presets=tuple(p for p in presets.policies if p.name not in names),
+        presets_source=f"{presets.source} (shipped presets)",
+        default_is_preset=not keep_default,
     )
 
 

@@ -143,6 +143,7 @@ class SharedEngine:
             question,
             project=self.project_of(conv_id),
             config=config.model_copy(update={"top_k": max(k, config.top_k)}),
+            new_project=True,  # indexed above: no per-question check that it holds data
         )
         out: list[str] = []
         for cand in response.results:

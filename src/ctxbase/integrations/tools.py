@@ -350,6 +350,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
         filters=flt,
         top_k=a.top_k,
         relevance_gate=True,
+        new_project=True,  # the scope's own project: empty before anything is remembered
     )
     hits = []
     for c in response.results:

@@ -202,6 +202,10 @@ def cmd_keys(args: argparse.Namespace) -> int:
                 )
         elif args.keys_command == "list":
             keys = list_keys(store)
+            if getattr(args, "project_given", False):
+                keys = [k for k in keys if args.project in k.projects or "*" in k.projects]
+                if not keys:
+                    print(f"no key may use project {args.project!r}", file=sys.stderr)
             if args.json:
                 rows = [
                     {
@@ -253,8 +257,15 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=8 * 1024 * 1024,
         help="refuse request bodies larger than this with 413 (default 8 MiB)",
     )
-    p.add_argument("--max-batch", type=int, default=1000, help="events per batch request")
-    p.add_argument("--rate-limit", type=float, default=200.0, help="requests/s per key (0: off)")
+    p.add_argument(
+        "--max-batch", type=int, default=1000, help="events per batch request (default 1000)"
+    )
+    p.add_argument(
+        "--rate-limit",
+        type=float,
+        default=200.0,
+        help="requests/s per key (default 200, on; 0: off); a key over it gets 429",
+    )
     p.add_argument(
         "--rate-burst", type=int, default=400, help="requests a key may send at once (default 400)"
     )
@@ -264,7 +275,7 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=2.0,
         metavar="SECONDS",
         help="reuse an identical assembly this long, then serve it while it is refreshed "
-        "for as long again; writes through this server drop it at once (0: off)",
+        "for as long again; writes through this server drop it at once (default 2; 0: off)",
     )
     p.add_argument(
         "--soft-delete-retention",
@@ -285,7 +296,11 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("--log-level", default="info", help="debug, info (default), warning or error")
     add_chunking_flags(p)
-    p.set_defaults(func=cmd_serve)
+    p.set_defaults(
+        func=cmd_serve,
+        project_refused="serve serves every project of the database: each request names "
+        "its project, and an API key the projects it may use",
+    )
 
     about = "run an MCP server on stdio (tools: search, assemble, ...)"
     p = sub.add_parser("mcp", help=about, description=about)
@@ -333,11 +348,20 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     k.add_argument("--name", help="a label to recognise the key by in `keys list`")
     k.add_argument("--json", action="store_true", help="print the key and its record as JSON")
     k.set_defaults(func=cmd_keys)
-    about = "every key (never the secrets)"
+    about = "every key (never the secrets); with --project, the keys that may use it"
     k = ks.add_parser("list", help=about, description=about)
     k.add_argument("--json", action="store_true", help="print the keys as JSON")
+    k.add_argument(
+        "--project",
+        default=argparse.SUPPRESS,
+        help="only the keys that may use this project (theirs, or '*'); also before `keys`",
+    )
     k.set_defaults(func=cmd_keys)
     about = "revoke a key by its id"
     k = ks.add_parser("revoke", help=about, description=about)
     k.add_argument("key_id", help="the key id `keys create` or `keys list` shows")
-    k.set_defaults(func=cmd_keys)
+    k.set_defaults(
+        func=cmd_keys,
+        project_refused="a key is revoked by its id, for every project it may use "
+        "(`keys list --project P` shows the keys of P)",
+    )

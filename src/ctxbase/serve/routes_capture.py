@@ -21,6 +21,7 @@ from .schemas import (
     EventBatchIn,
     EventIn,
     EventNotStoredOut,
+    EventStoredOut,
     IdsOut,
     MessagesIn,
     SessionIn,
@@ -130,7 +131,7 @@ def get_task(pid: ReadProject, task_id: str, rt: Rt) -> TaskInfo:
 # -- events --------------------------------------------------------------------------------
 @router.post(
     "/events",
-    response_model=Event,
+    response_model=EventStoredOut,
     status_code=status.HTTP_201_CREATED,
     responses={
         200: {
@@ -142,8 +143,9 @@ def get_task(pid: ReadProject, task_id: str, rt: Rt) -> TaskInfo:
 )
 def record_event(
     pid: WriteProject, body: EventIn, rt: Rt, who: Caller, idempotency_key: IdempotencyKey = None
-) -> Event | JSONResponse:
-    """Store one event synchronously; the answer carries its session order (seq). A retry
+) -> EventStoredOut | JSONResponse:
+    """Store one event synchronously: 201 once committed (`"durable": true`); the answer
+    carries its session order (seq). A retry
     with the same id or idempotency key answers with the event stored the first time. A
     retry of an event the project has forgotten since is not written again: 200 (not 201)
     with the event as sent and `"stored": false, "reason": "forgotten"`. 409 when the session
@@ -158,7 +160,7 @@ def record_event(
     if report.forgotten:
         answer = EventNotStoredOut(**event.model_dump())
         return JSONResponse(answer.model_dump(mode="json"), status_code=status.HTTP_200_OK)
-    return event
+    return EventStoredOut(**event.model_dump())
 
 
 @router.post(

@@ -14,6 +14,7 @@ from ..model import StateFact
 from ..retrieve.config import get_preset
 from ..retrieve.search import Candidate
 from ..store.base import ItemFilter
+from ..validation import check_query
 from .assembly import assembly_key, compute_assembly
 from .auth import Principal
 from .cache import Cached
@@ -47,8 +48,9 @@ Key = Annotated[str, Query(min_length=1, max_length=200)]
 
 # -- search --------------------------------------------------------------------------------
 @router.post("/v1/projects/{project_id}/search", response_model=SearchOut, tags=["search"])
-def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
-    """Hybrid search (keyword, semantic, graph) after structured filters."""
+def search(pid: ReadProject, body: SearchIn, who: Caller, rt: Rt) -> SearchOut:
+    """Hybrid search (keyword, semantic, graph) after structured filters. A project with no
+    data is a typo (404 naming the projects the key sees) unless `new_project`."""
     flt = None
     if body.filters is not None:
         raw: dict[str, Any] = {
@@ -62,12 +64,16 @@ def search(pid: ReadProject, body: SearchIn, rt: Rt) -> SearchOut:
             raise
         field = "options" if exc.field == "config" else f"options.{exc.field}"
         raise ValidationError(field, exc.message) from exc
+    if not body.new_project:  # after the request's own checks, as embedded
+        check_query(body.query, flt)
+        _require_project(rt, who, pid)
     response = rt.cb.search(
         body.query,
         project=pid,
         config=config,
         filters=flt,
         require_signature=body.require_signature,
+        new_project=True,  # checked above, naming only the projects this key sees
     )
     return SearchOut(
         query=response.query,

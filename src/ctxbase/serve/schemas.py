@@ -32,6 +32,7 @@ __all__ = [
     "EventBatchIn",
     "EventIn",
     "EventNotStoredOut",
+    "EventStoredOut",
     "ExpireIdleIn",
     "ExpiredOut",
     "FeedbackIn",
@@ -158,6 +159,12 @@ class BatchOut(_Out):
         description="ids of events not written because the project forgot them (wait): a "
         "forgotten id is never written again; such an event is in `events` as sent",
     )
+
+
+class EventStoredOut(Event):
+    """The answer to POST /events (201): the event as stored, with its seq, committed."""
+
+    durable: Literal[True] = Field(default=True, description="always true: on disk now")
 
 
 class EventNotStoredOut(Event):
@@ -409,6 +416,12 @@ class SearchIn(_In):
         description="serve only units whose signed entity verifies and matches them, and "
         "follow only relations that verify (the server's key: CTXBASE_HMAC_KEY_<PROJECT> or "
         "CTXBASE_HMAC_KEY; never one from the client)",
+    )
+    new_project: bool = Field(
+        default=False,
+        description="answer empty if the project holds no data yet instead of 404 (a typo); "
+        "the SDK sets it for the project it was connected with, as an embedded base searches "
+        "its own",
     )
 
     @model_validator(mode="before")

@@ -68,9 +68,11 @@ def _events(raw: Any) -> list[Event]:
 
 
 def _recorded(raw: Mapping[str, Any]) -> Event:
-    """POST /events' answer: the event, stored or (200, `"stored": false`) not written
-    because the project forgot its id, which comes back as sent (seq None), as embedded."""
-    return Event.model_validate({k: v for k, v in raw.items() if k not in ("stored", "reason")})
+    """POST /events' answer: the event, stored (`"durable": true`) or (200, `"stored":
+    false`) not written because the project forgot its id, which comes back as sent (seq
+    None), as embedded."""
+    answer_only = ("durable", "stored", "reason")
+    return Event.model_validate({k: v for k, v in raw.items() if k not in answer_only})
 
 
 def _record_report(raw: Mapping[str, Any]) -> RecordReport:
@@ -610,13 +612,16 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         repos: str | Sequence[str] | None = None,
         require_signature: bool = False,
         signing_key: bytes | str | None = None,
+        new_project: bool = False,
         **overrides: Any,
     ) -> Call[SearchResponse]:
-        """Search on the server; the answer is rebuilt as the embedded SearchResponse."""
+        """Search on the server; the answer is rebuilt as the embedded SearchResponse. A
+        project with no data other than the connected one is not found, as embedded."""
         _no_remote_key(signing_key)
         filters = merged_filters(filters, session_id=session_id, repos=repos)
         options = config.model_dump(mode="json") if config is not None else overrides
         body = {
+            "new_project": new_project or self._pid(project) == self._pid(None),
             "query": query,
             "preset": preset,
             "filters": _filters(filters),

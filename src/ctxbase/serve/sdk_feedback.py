@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from ..memory_feedback import Feedback
+from ..memory_feedback import Feedback, check_label
 from ..model import check_id
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ class FeedbackCalls:
     def feedback(
         self,
         node_id: str,
-        label: str,
+        label: str | None = None,
         *,
         confidence: float | None = None,
         context_id: str | None = None,
@@ -38,7 +38,7 @@ class FeedbackCalls:
 
         body: dict[str, Any] = {
             "node_id": check_id("node_id", node_id),
-            "label": label,
+            "label": check_label(label),  # refused here, as embedded, not sent as null
             "confidence": confidence,
             "context_id": context_id,
             "note": note,

@@ -28,6 +28,9 @@ __all__ = ["BackgroundServer", "check_settings", "free_port", "run_server"]
 
 log = logging.getLogger(LOGGER_NAME)
 
+STARTUP_FAILURE = 3  # uvicorn.config.STARTUP_FAILURE: the application did not start
+_BACKLOG = 2048  # uvicorn's default
+
 
 # Settings whose `ctxbase serve` option is named otherwise.
 _OPTIONS = {
@@ -72,12 +75,13 @@ def run_server(
     except pydantic.ValidationError as exc:  # one line naming the option, not a traceback
         raise _option_error(exc) from None
     configure_logging(settings.log_level)
-    if (port := _check_free(settings.host, settings.port)) != settings.port:
-        settings = settings.model_copy(update={"port": port})  # --port 0: the one chosen
+    # bound once, here, and handed to uvicorn: the port printed is the one that listens
+    sock = _bind(settings.host, settings.port)
+    settings = settings.model_copy(update={"port": int(sock.getsockname()[1])})  # --port 0
     _warn_without_keys(settings)
-    # the address first, on stderr: logs are JSON lines, this is for the person who typed it
+    # on stderr: logs are JSON lines, this is for the person who typed it
     url = f"http://{settings.host}:{settings.port}"
-    print(f"ctxbase serving {url}, console {url}/ui/ (Ctrl-C stops)", file=sys.stderr)
+    announce = f"ctxbase serving {url}, console {url}/ui/ (Ctrl-C stops)"
     common: dict[str, Any] = dict(
         host=settings.host,
         port=settings.port,
@@ -85,19 +89,44 @@ def run_server(
         log_config=None,
         timeout_graceful_shutdown=30,
     )
-    if settings.workers == 1:
-        from .app import create_app
+    with sock:
+        if settings.workers == 1:
+            from .app import create_app
 
-        uvicorn.run(create_app(settings), **common)
-        return
-    os.environ[ENV_SETTINGS] = settings.model_dump_json()
-    with _shared_metrics_dir():
-        uvicorn.run(
+            server = _announcing_server(uvicorn.Config(create_app(settings), **common), announce)
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: stopped, as uvicorn.run
+                server.run(sockets=[sock])
+            if not server.started:  # as uvicorn.run: the application did not start
+                sys.exit(STARTUP_FAILURE)
+            return
+        from uvicorn.supervisors import Multiprocess
+
+        os.environ[ENV_SETTINGS] = settings.model_dump_json()
+        config = uvicorn.Config(
             "ctxbase.serve.app:create_app_from_env",
             factory=True,
             workers=settings.workers,
             **common,
         )
+        with _shared_metrics_dir():
+            # listening already: a connection waits in the backlog until a worker takes it
+            print(announce, file=sys.stderr, flush=True)
+            with contextlib.suppress(KeyboardInterrupt):
+                Multiprocess(config, sockets=[sock]).run()
+
+
+def _announcing_server(config: Any, announce: str) -> Any:
+    """A uvicorn server that prints `announce` once it accepts connections (uvicorn is an
+    optional dependency: the class is made when the server is)."""
+    base: Any = require("uvicorn").Server
+
+    class AnnouncingServer(base):  # type: ignore[misc]
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets=sockets)
+            if not self.should_exit:
+                print(announce, file=sys.stderr, flush=True)
+
+    return AnnouncingServer(config)
 
 
 @contextlib.contextmanager
@@ -120,13 +149,15 @@ def _shared_metrics_dir() -> Iterator[str]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _check_free(host: str, port: int) -> int:
-    """Fail with a clear error when the address is taken or cannot be had, before loading
-    anything else; returns the port (the one the system chose for port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket the server will use, bound before anything else loads, with a
+    clear error when the address is taken or cannot be had (port 0: the system chooses)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind((host, port))
+            sock.bind((host, port))
         except socket.gaierror as exc:  # not an address, nor a name that resolves
             raise ValidationError("--host", f"{host!r} is not an address here ({exc})") from None
         except OSError as exc:
@@ -139,7 +170,13 @@ def _check_free(host: str, port: int) -> int:
             raise ValidationError(
                 option, f"cannot listen on {host}:{port}: {exc.strerror or exc}"
             ) from None
-        return int(s.getsockname()[1])
+        # listening from now on: a client that connects during start-up waits, not refused
+        sock.listen(_BACKLOG)
+        sock.set_inheritable(True)  # the workers of --workers N share it
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def _warn_without_keys(settings: ServerSettings) -> None:
