@@ -97,10 +97,14 @@ def test_misplaced_filters_and_objects_say_what_to_send(live: Live, pid: str) ->
     assert "send it as filters.session_ids" in r.json()["error"]["message"]
     with ctxbase.connect(live.url, api_key=live.key(pid), project=pid) as sdk:
         event = sdk.record("user_message", session_id="s1", text="we use MongoDB")
+        # the SDK takes session_id= as a shorthand for the filter, as the library does;
+        # the same filter given both ways with other values is refused
+        hits = sdk.search("MongoDB", session_id="s1").results
+        assert [h.item.owner_id for h in hits] == [event.id]
         with pytest.raises(ValidationError) as err:
-            sdk.search("hello", session_id="s1")
-        assert err.value.field == "session_id"  # as the embedded library names it
-        assert "filters=ItemFilter(session_ids=('s1',))" in err.value.message
+            sdk.search("hello", session_id="s1", filters={"session_ids": ["s2"]})
+        assert err.value.field == "session_id"
+        assert "disagree" in err.value.message
         with pytest.raises(ValidationError) as err:
             sdk.feedback(event, "wrong")  # type: ignore[arg-type]
         assert "pass the Event's id (.id)" in err.value.message

@@ -4,9 +4,9 @@ embedded and as REST's JSON takes them."""
 from __future__ import annotations
 
 import pytest
+from live_server import Live
 
 import ctxbase
-from live_server import Live
 from ctxbase.errors import ValidationError
 from ctxbase.store.base import ItemFilter
 
