@@ -21,7 +21,6 @@ from .schemas import (
     EventBatchIn,
     EventIn,
     EventNotStoredOut,
-    EventStoredOut,
     IdsOut,
     MessagesIn,
     SessionIn,
@@ -131,7 +130,7 @@ def get_task(pid: ReadProject, task_id: str, rt: Rt) -> TaskInfo:
 # -- events --------------------------------------------------------------------------------
 @router.post(
     "/events",
-    response_model=EventStoredOut,
+    response_model=Event,
     status_code=status.HTTP_201_CREATED,
     responses={
         200: {
@@ -143,9 +142,8 @@ def get_task(pid: ReadProject, task_id: str, rt: Rt) -> TaskInfo:
 )
 def record_event(
     pid: WriteProject, body: EventIn, rt: Rt, who: Caller, idempotency_key: IdempotencyKey = None
-) -> EventStoredOut | JSONResponse:
-    """Store one event synchronously: 201 once committed (`"durable": true`); the answer
-    carries its session order (seq). A retry
+) -> Event | JSONResponse:
+    """Store one event synchronously; the answer carries its session order (seq). A retry
     with the same id or idempotency key answers with the event stored the first time. A
     retry of an event the project has forgotten since is not written again: 200 (not 201)
     with the event as sent and `"stored": false, "reason": "forgotten"`. 409 when the session
@@ -160,7 +158,7 @@ def record_event(
     if report.forgotten:
         answer = EventNotStoredOut(**event.model_dump())
         return JSONResponse(answer.model_dump(mode="json"), status_code=status.HTTP_200_OK)
-    return EventStoredOut(**event.model_dump())
+    return event
 
 
 @router.post(

@@ -32,7 +32,6 @@ __all__ = [
     "EventBatchIn",
     "EventIn",
     "EventNotStoredOut",
-    "EventStoredOut",
     "ExpireIdleIn",
     "ExpiredOut",
     "FeedbackIn",
@@ -159,12 +158,6 @@ class BatchOut(_Out):
         description="ids of events not written because the project forgot them (wait): a "
         "forgotten id is never written again; such an event is in `events` as sent",
     )
-
-
-class EventStoredOut(Event):
-    """The answer to POST /events (201): the event as stored, with its seq, committed."""
-
-    durable: Literal[True] = Field(default=True, description="always true: on disk now")
 
 
 class EventNotStoredOut(Event):

@@ -68,11 +68,9 @@ def _events(raw: Any) -> list[Event]:
 
 
 def _recorded(raw: Mapping[str, Any]) -> Event:
-    """POST /events' answer: the event, stored (`"durable": true`) or (200, `"stored":
-    false`) not written because the project forgot its id, which comes back as sent (seq
-    None), as embedded."""
-    answer_only = ("durable", "stored", "reason")
-    return Event.model_validate({k: v for k, v in raw.items() if k not in answer_only})
+    """POST /events' answer: the event, stored or (200, `"stored": false`) not written
+    because the project forgot its id, which comes back as sent (seq None), as embedded."""
+    return Event.model_validate({k: v for k, v in raw.items() if k not in ("stored", "reason")})
 
 
 def _record_report(raw: Mapping[str, Any]) -> RecordReport:
