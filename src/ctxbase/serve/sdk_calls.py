@@ -69,8 +69,10 @@ def _events(raw: Any) -> list[Event]:
 
 def _recorded(raw: Mapping[str, Any]) -> Event:
     """POST /events' answer: the event, stored or (200, `"stored": false`) not written
-    because the project forgot its id, which comes back as sent (seq None), as embedded."""
-    return Event.model_validate({k: v for k, v in raw.items() if k not in ("stored", "reason")})
+    because the project forgot its id, which comes back as sent (seq None), as embedded.
+    Only the event's own fields are read, so a server that adds to the answer does not
+    break this client."""
+    return Event.model_validate({k: v for k, v in raw.items() if k in Event.model_fields})
 
 
 def _record_report(raw: Mapping[str, Any]) -> RecordReport:
