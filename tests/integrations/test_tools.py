@@ -352,3 +352,13 @@ def test_tool_limits_are_the_librarys(cb: ContextBase) -> None:
     assert err["field"] == "intent", err
     props = TOOLS["remember"].input_schema()["properties"]
     assert props["text"]["maxLength"] == 1_000_000
+
+
+def test_a_new_projects_scope_searches_and_assembles_before_anything_is_remembered(
+    cb: ContextBase,
+) -> None:
+    # an agent's first turn on a project that holds nothing yet: empty answers, not errors
+    scope = ToolScope(cb, project="brand-new", agent_id="coder", agent_role="coder")
+    assert call(scope, "search_memory", {"query": "cache TTL"})["results"] == []
+    ctx = call(scope, "assemble_context", {"intent": "what is the cache TTL"})
+    assert ctx["context_id"] and "error" not in ctx

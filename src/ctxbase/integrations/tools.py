@@ -422,6 +422,7 @@ def _assemble(scope: ToolScope, a: AssembleContextArgs) -> dict[str, Any]:
         project_id=scope.project_id,
         session_id=a.session_id,
         max_tokens=a.max_tokens,
+        new_project=True,  # the scope's own project: empty before anything is remembered
     )
     return ctx.payload()
 
