@@ -59,7 +59,7 @@ from .model import Event, SessionInfo, check_id, event_priority
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.indexing import chunker_for, event_items, event_search_text
-from .search_filters import check_searched_repos, merged_filters
+from .search_filters import check_searched_repos, check_searched_sessions, merged_filters
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
@@ -661,10 +661,11 @@ class ContextBase(
         mapping of its fields as REST takes them, unknown keys refused) restricts the
         candidates before ranking (session, agent, type, path, lines, time, latest only);
         repository names the project does not hold answer UnknownReposError (a NotFoundError
-        naming its repositories) rather than no results. `session_id` and `repos` are
-        shorthands for those filters (as `assemble_context` and the `search_memory` tool
-        take them), merged into `filters`; the same filter given both ways differently is a
-        ValidationError.
+        naming its repositories) rather than no results, and session ids it does not hold
+        answer NotFoundError naming the session (both checked only when nothing was found).
+        `session_id` and `repos` are shorthands for those filters (as `assemble_context` and
+        the `search_memory` tool take them), merged into `filters`; the same filter given
+        both ways differently is a ValidationError.
         With `require_signature`, entities whose HMAC-signed metadata does not verify (key:
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), units whose
         text is not their signed entity's, and relations that do not verify are left out and
@@ -704,6 +705,7 @@ class ContextBase(
             check = SignatureCheck(self.store, pid, key)
             response = checked_search(self.components, pid, query, cfg, filters, check)
         check_searched_repos(self.store, pid, filters, response)  # a typo is not "nothing"
+        check_searched_sessions(self.store, pid, filters, response)
         return response
 
     # -- anchoring -----------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """What `ContextBase.search` adds around the searcher's filters: `filters` given as a
 mapping of ItemFilter fields (as REST takes them), the `session_id=` and `repos=`
 conveniences (merged into an ItemFilter, as the `search_memory` tool and
-`assemble_context` take them) and the check that an empty answer is not a mistyped
+`assemble_context` take them) and the checks that an empty answer is not a mistyped
 repository name (UnknownReposError naming the project's repositories, as `ctxbase search
---repo` exits 3)."""
+--repo` exits 3) or session id (NotFoundError naming the session, as `get_session` and the
+`search_memory` tool say)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,18 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import UnknownReposError, ValidationError
+from .errors import NotFoundError, UnknownReposError, ValidationError
 from .store.base import ItemFilter, Store
 
 if TYPE_CHECKING:
     from .retrieve.search import SearchResponse
 
-__all__ = ["as_item_filter", "check_searched_repos", "merged_filters"]
+__all__ = [
+    "as_item_filter",
+    "check_searched_repos",
+    "check_searched_sessions",
+    "merged_filters",
+]
 
 # The fields a mapping may give, by the kind of value each takes (`view`, a pinned
 # knowledge-base version, is not one: it is named by kb_version).
@@ -154,3 +160,22 @@ def check_searched_repos(
     unknown = [r for r in filters.repos if r not in known]
     if unknown:
         raise UnknownReposError(unknown, project_id, known)
+
+
+def check_searched_sessions(
+    store: Store, project_id: str, filters: ItemFilter | None, response: SearchResponse
+) -> None:
+    """An empty answer under session ids the project does not hold is a typo: NotFoundError
+    naming them (`ids` lists every one), as `get_session` says for one. Only an empty answer
+    is checked, as for repositories."""
+    if filters is None or not filters.session_ids or response.results:
+        return
+    wanted = dict.fromkeys(filters.session_ids)
+    unknown = [s for s in wanted if store.get_session(project_id, s) is None]
+    if len(unknown) == 1:
+        raise NotFoundError("session", unknown[0])
+    if unknown:
+        named = ", ".join(repr(s) for s in unknown)
+        raise NotFoundError(
+            "session", unknown[0], ids=unknown, message=f"sessions {named} not found"
+        )

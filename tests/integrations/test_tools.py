@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctxbase import ContextBase
-from ctxbase.errors import UnknownReposError
+from ctxbase.errors import NotFoundError, UnknownReposError
 from ctxbase.integrations.tools import TOOLS, ToolScope, handle_tool_call, openai_tools
 from ctxbase.store.base import ItemFilter
 
@@ -105,6 +105,20 @@ def test_bad_calls_come_back_as_errors(cb: ContextBase) -> None:
     # a mistyped session is not found, not an empty answer
     nowhere = call(scope, "search_memory", {"query": "cache", "session_id": "nope"})["error"]
     assert nowhere["code"] == "not_found" and "session 'nope'" in nowhere["message"], nowhere
+
+
+def test_the_library_search_names_a_session_it_does_not_hold(cb: ContextBase) -> None:
+    cb.capture("user_message", session_id="s-real", text="the orders cache ttl is 60 s")
+    found = cb.search("orders cache", preset="keyword", session_id="s-real").results
+    assert found and {c.item.session_id for c in found} == {"s-real"}
+    # a held session with nothing matching is an empty answer, not an error
+    assert cb.search("pelican", preset="keyword", session_id="s-real").results == []
+    with pytest.raises(NotFoundError, match="session 'no-such-session' not found") as err:
+        cb.search("orders cache", preset="keyword", session_id="no-such-session")
+    assert err.value.kind == "session" and err.value.ids == ("no-such-session",)
+    with pytest.raises(NotFoundError) as err:  # the filter says the same, naming every typo
+        cb.search("pelican", filters={"session_ids": ["s-real", "s-x", "s-y"]})
+    assert err.value.ids == ("s-x", "s-y") and "sessions 's-x', 's-y' not found" in str(err.value)
 
 
 def test_the_library_names_and_messages_work_in_tools(cb: ContextBase) -> None:

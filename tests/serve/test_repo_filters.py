@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from live_server import Live
 
 import ctxbase
+from ctxbase.errors import NotFoundError
 from ctxbase.store.base import ItemFilter
 
 
@@ -67,3 +69,18 @@ def test_search_and_assembly_filter_by_repository(live: Live, pid: str, tmp_path
             json={"project_id": pid, "agent_role": "coder", "user_intent": "x", "repos": 3},
         )
         assert bad.status_code == 422 and "repos" in bad.text
+
+
+def test_search_names_a_session_the_project_does_not_hold(live: Live, pid: str) -> None:
+    key = live.key(pid)
+    with ctxbase.connect(live.url, api_key=key, project=pid) as client:
+        client.capture("user_message", session_id="s-real", text="the flamingo cache ttl")
+        found = client.search("flamingo", preset="keyword", session_id="s-real").results
+        assert found and {c.item.session_id for c in found} == {"s-real"}
+        with pytest.raises(NotFoundError, match="session 'no-such-session'"):
+            client.search("flamingo", preset="keyword", session_id="no-such-session")
+    with live.client(key) as http:
+        body = {"query": "flamingo", "filters": {"session_ids": ["no-such-session"]}}
+        typo = http.post(f"/v1/projects/{pid}/search", json=body)
+        assert typo.status_code == 404 and typo.json()["error"]["code"] == "not_found"
+        assert "session 'no-such-session' not found" in typo.text
