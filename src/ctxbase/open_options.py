@@ -27,10 +27,14 @@ SERVER_SIDE: Mapping[str, str] = {
     "policies": "ctxbase serve --policies, ServerSettings(policies=...)",
     "session_idle_timeout_s": "ctxbase serve --session-idle-timeout, "
     "ServerSettings(session_idle_timeout_s=...)",
-    "anchoring": "the server's environment (CTXBASE_EXTRACT_* for LLM extraction)",
-    "max_content_bytes": "the server (its request limit: ctxbase serve --max-body-bytes)",
-    "bus_config": "the server (its capture queue)",
+    "anchoring": "the server's environment, CTXBASE_EXTRACT_* for LLM extraction",
+    "max_content_bytes": "its request limit, ctxbase serve --max-body-bytes",
+    "bus_config": "no ctxbase serve flag or ServerSettings field sets its capture queue, "
+    "which keeps the defaults; an app of your own sets it with "
+    "create_app(cb=ContextBase(..., bus_config=...))",
 }
+# The options no server setting changes: the message says how instead of "set it there".
+_NO_SETTING = frozenset({"bus_config"})
 
 # The remote client's own options: an embedded base calls no server.
 REMOTE_ONLY: tuple[str, ...] = ("api_key", "timeout", "retries", "backoff")
@@ -40,10 +44,12 @@ def check_remote_options(options: Mapping[str, Any]) -> None:
     """ValidationError naming the first option of `options` that only a server sets."""
     for name in options:
         if name in SERVER_SIDE:
+            where = SERVER_SIDE[name]
+            how = where if name in _NO_SETTING else f"set it there ({where})"
             raise ValidationError(
                 name,
-                f"is decided by the server a remote client talks to: set it there "
-                f"({SERVER_SIDE[name]}), or use ctxbase.open for an embedded base",
+                f"is decided by the server a remote client talks to: {how}; "
+                "an embedded base (ctxbase.open) takes it itself",
             )
 
 

@@ -282,5 +282,6 @@ def test_the_proxy_asks_for_a_project_when_the_key_has_several(
         cwd=tmp_path,
     )
     assert done.returncode != 0
-    assert "pass --project; this key sees:" in done.stderr, done.stderr
+    assert "--project: is needed: this key sees several projects (" in done.stderr, done.stderr
+    assert done.stderr.count("--project") == 1, done.stderr  # the flag is named once
     assert pid in done.stderr and other_pid in done.stderr

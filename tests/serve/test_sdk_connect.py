@@ -54,6 +54,16 @@ def test_options_only_the_server_sets_are_named_not_a_type_error(tmp_path: Path)
             assert err.value.field == option and "server" in err.value.message
     with pytest.raises(ValidationError, match="ctxbase serve --chunking"):
         ctxbase.connect(url, chunking="fine")
+    # no server setting changes the capture queue: the message says so, once parenthesised
+    with pytest.raises(ValidationError) as err:
+        ctxbase.connect(url, bus_config={"batch_size": 3})
+    message = err.value.message
+    assert "no ctxbase serve flag or ServerSettings field sets its capture queue" in message
+    assert "create_app(cb=ContextBase(..., bus_config=...))" in message
+    assert "((" not in message and "set it there" not in message
+    with pytest.raises(ValidationError) as err:
+        ctxbase.connect(url, max_content_bytes=10)
+    assert "((" not in err.value.message and "--max-body-bytes" in err.value.message
     # and open says the same of the remote client's own options
     with pytest.raises(ValidationError) as err:
         ctxbase.open(str(tmp_path / "x.db"), timeout=5)

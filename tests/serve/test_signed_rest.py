@@ -125,8 +125,15 @@ def test_a_signing_key_from_the_client_is_refused_and_never_used(
     r = c.post(url, json={**query, "options": {"signing_key": client_key}})
     assert r.status_code == 422 and r.json()["error"]["field"] == "options.signing_key"
     # with no server key, require_signature cannot be satisfied at all
+    # (a REST client passes no key of its own: the message names the server's)
     r = c.post(url, json=query)
-    assert r.status_code == 422 and r.json()["error"]["field"] == "signing_key"
+    error = r.json()["error"]
+    assert r.status_code == 422 and error["field"] == "require_signature"
+    assert "the server has no HMAC key (set CTXBASE_HMAC_KEY" in error["message"]
+    assert "argument" not in error["message"]
+    assemble = {"project_id": pid, "agent_role": "coder", "user_intent": "zebraquokka"}
+    r = c.post("/v1/context/assemble", json={**assemble, "require_signature": True})
+    assert r.status_code == 422 and r.json()["error"]["message"] == error["message"]
     # with a server key, the client's signature does not verify
     monkeypatch.setenv(key_env_var(pid), KEY)
     r = c.post(url, json=query)

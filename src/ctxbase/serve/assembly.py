@@ -31,12 +31,26 @@ __all__ = [
     "ASSEMBLE_PATH",
     "AssembleShortcut",
     "assembly_key",
+    "check_server_key",
     "compute_assembly",
 ]
 
 ASSEMBLE_PATH = "/v1/context/assemble"
 # Bodies above this go to the route directly (a real assemble request is a few hundred bytes).
 _SHORTCUT_MAX_BODY = 64 * 1024
+
+
+def check_server_key(project_id: str, require_signature: bool) -> None:
+    """`require_signature` on a server without an HMAC key for the project: a REST client
+    passes no key of its own (only the server's is used), so the message names the server's."""
+    from ..anchor.signing import project_key
+
+    if require_signature and project_key(project_id, None) is None:
+        raise ValidationError(
+            "require_signature",
+            "the server has no HMAC key (set CTXBASE_HMAC_KEY, or "
+            "CTXBASE_HMAC_KEY_<PROJECT>, where it runs)",
+        )
 
 
 def assembly_key(body: AssembleIn, generation: int) -> Hashable:
@@ -65,6 +79,7 @@ def compute_assembly(rt: Runtime, body: AssembleIn) -> Cached:
 def _assemble(rt: Runtime, body: AssembleIn) -> Cached:
     if body.project_id is None:  # the route fills it in from the key before assembling
         raise ValidationError("project_id", "is missing")
+    check_server_key(body.project_id, body.require_signature)
     ctx = rt.cb.assemble_context(
         project_id=body.project_id,
         agent_role=body.agent_role,

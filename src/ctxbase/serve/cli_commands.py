@@ -136,8 +136,10 @@ def _key_project(url: str, api_key: str | None) -> str:
         return "default"
     if len(projects) == 1:
         return projects[0]
+    if not projects:
+        raise ValidationError("--project", "is needed, and this key sees no project")
     raise ValidationError(
-        "--project", f"pass --project; this key sees: {', '.join(projects) or 'no project'}"
+        "--project", f"is needed: this key sees several projects ({', '.join(projects)})"
     )
 
 

@@ -15,7 +15,7 @@ from ..retrieve.config import get_preset
 from ..retrieve.search import Candidate
 from ..store.base import ItemFilter
 from ..validation import check_query
-from .assembly import assembly_key, compute_assembly
+from .assembly import assembly_key, check_server_key, compute_assembly
 from .auth import Principal
 from .cache import Cached
 from .deps import Caller, ReadProject, Rt, WriteProject
@@ -67,6 +67,7 @@ def search(pid: ReadProject, body: SearchIn, who: Caller, rt: Rt) -> SearchOut:
     if not body.new_project:  # after the request's own checks, as embedded
         check_query(body.query, flt)
         _require_project(rt, who, pid)
+    check_server_key(pid, body.require_signature)
     response = rt.cb.search(
         body.query,
         project=pid,
