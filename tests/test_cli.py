@@ -381,11 +381,13 @@ def test_project_is_refused_where_it_does_not_apply_and_filters_keys(
         (["--project", "x", "serve", "--no-auth"], "serve serves every project"),
         (["migrate", "--project", "x"], "the whole database"),
         (["--project", "x", "keys", "revoke", "k_1"], "a key is revoked by its id"),
+        (["projects", "--project", "x"], "projects lists every project of the database"),
+        (["--project", "x", "projects", "--json"], "every project of the database"),
     ):
         code, out, err = _run(capsys, *base, *argv)
         assert (code, out) == (2, ""), (argv, err)
         assert err.startswith("error: --project: does not apply: ") and why in err, err
-    for command in (["serve"], ["migrate"], ["keys", "revoke"]):
+    for command in (["serve"], ["migrate"], ["keys", "revoke"], ["projects"]):
         with pytest.raises(SystemExit):
             main([*command, "--help"])
         shown = " ".join(capsys.readouterr().out.split())
@@ -421,7 +423,7 @@ def test_projects_sessions_entities_and_status(tmp_path: Path, capsys: Any) -> N
     (tmp_path / "repo").mkdir()
     (tmp_path / "repo" / "README.md").write_text("# Redis 规范\n\n订单查询缓存五分钟。\n")
     _run(capsys, *base, "ingest", str(tmp_path / "repo"))
-    code, out, _ = _run(capsys, *base, "projects", "--json")
+    code, out, _ = _run(capsys, *base[:-2], "projects", "--json")  # every project: no --project
     assert code == 0 and json.loads(out) == ["shop"]
     code, out, _ = _run(capsys, *base, "sessions", "--json")
     assert code == 0 and [s["session_id"] for s in json.loads(out)] == ["s1"]

@@ -188,7 +188,10 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
 
     p = _command(sub, "projects", "the projects that hold data")
     _json_flag(p, "the list")
-    p.set_defaults(func=h.cmd_projects)
+    p.set_defaults(
+        func=h.cmd_projects,
+        project_refused="projects lists every project of the database",
+    )
 
     p = _command(sub, "sessions", "the project's sessions and their status")
     _json_flag(p, "the sessions")
