@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -312,6 +313,13 @@ def test_what_the_allowance_cuts_is_named_and_counted_as_the_allowance(
     note = next(n for n in narrow["notes"] if "memory_token_allowance 60: kept" in n)
     assert note.endswith(f"left out {len(cut)}"), (note, len(cut))
     assert f"kept {len(kept)} recalled items" in note
+    # the note's count is the allowance's (the items' texts), not the layer monitoring counts
+    # (header included): it says so, and never reads as more than the layer holds
+    counted = re.search(r"recalled items \((\d+) tokens of their texts", note)
+    assert counted is not None, note
+    used = int(counted[1])
+    assert "monitoring.memory_tokens counts the whole memory layer, header" in note
+    assert 0 < used < narrow["monitoring"]["memory_tokens"]
     recall = next(r for r in narrow["reasons"] if r.startswith("semantic_recall"))
     assert "dynamic_top_k=[1, 20], memory_token_allowance=60" in recall
     assert "top_k=" not in recall.replace("dynamic_top_k=", "")

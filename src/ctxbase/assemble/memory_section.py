@@ -81,9 +81,14 @@ def keep_within_allowance(
     if not gone and used <= allowance:
         return None
     over = f" (the first {min_k} always stay)" if used > allowance else ""
+    # `used` is what the allowance counts: these items' texts and per-item overhead; the
+    # monitoring's memory_tokens is the whole memory layer (its header and the items other
+    # strategies brought as well), so the note says which it counts
     return (
         f"semantic_recall: memory_token_allowance {allowance}: kept {kept} recalled items "
-        f"({used} tokens){over}, left out {len(gone)}"
+        f"({used} tokens of their texts and per-item overhead; monitoring.memory_tokens "
+        f"counts the whole memory layer, header and other strategies' items included)"
+        f"{over}, left out {len(gone)}"
     )
 
 
