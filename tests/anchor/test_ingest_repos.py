@@ -14,7 +14,7 @@ from ctxbase import ContextBase
 from ctxbase.anchor.entities import write_entity
 from ctxbase.anchor.ingest import anchor_file_text, ingest_path
 from ctxbase.anchor.repository import default_repo_name, name_from_remote, unsafe_reason
-from ctxbase.errors import RepositoryOverlapError, ValidationError
+from ctxbase.errors import RepositoryOverlapError, UnknownReposError, ValidationError
 from ctxbase.model import Entity
 from ctxbase.store.base import ItemFilter
 from ctxbase.store.schema import TABLES
@@ -299,7 +299,9 @@ def test_a_version_2_database_gains_the_repo_column(tmp_path: Path) -> None:
     with ctxbase.open(str(db), project="p", embedder=None) as cb:
         assert cb.store.schema_version() == SCHEMA_VERSION
         assert _owners(cb, "kestrel") == {None}
-        assert _owners(cb, "kestrel", repos=("app",)) == set()
+        # no item holds a repository, so a search under one names what the project has
+        with pytest.raises(UnknownReposError, match="it has no ingested repository"):
+            _owners(cb, "kestrel", repos=("app",))
         again = cb.ingest(str(root))  # an unchanged file keeps its items as they were
         assert again.files_unchanged == 1
 
