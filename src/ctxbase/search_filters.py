@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import NotFoundError, UnknownReposError, ValidationError
+from .retrieve.config import FILTER_LIST_FIELDS
 from .store.base import ItemFilter, Store
 
 if TYPE_CHECKING:
@@ -28,16 +29,7 @@ __all__ = [
 
 # The fields a mapping may give, by the kind of value each takes (`view`, a pinned
 # knowledge-base version, is not one: it is named by kb_version).
-_LISTS = (
-    "session_ids",
-    "agent_ids",
-    "agent_roles",
-    "types",
-    "kinds",
-    "owner_ids",
-    "repos",
-    "exclude_session_ids",
-)
+_LISTS = FILTER_LIST_FIELDS
 _INTS = ("line_from", "line_to")
 _FLOATS = ("since", "until")
 _FIELDS = (*_LISTS, "path_prefix", *_INTS, *_FLOATS, "latest_only")

@@ -12,6 +12,7 @@ from ..errors import ValidationError
 
 __all__ = [
     "DEFAULT_RELATION_THRESHOLDS",
+    "FILTER_LIST_FIELDS",
     "PRESETS",
     "SearchConfig",
     "check_not_filters",
@@ -252,10 +253,10 @@ def get_preset(name: str, **overrides: object) -> SearchConfig:
         raise ValidationError(field, err["msg"]) from None
 
 
-# ItemFilter's fields that are not search options (store.base.ItemFilter; the first eight
-# take a tuple), and the singular names a caller tries first (`session_id=` as capture
-# takes it).
-_FILTER_FIELDS = (
+# ItemFilter's fields that take a tuple of names (store.base.ItemFilter), then the rest
+# that are not search options, and the singular names a caller tries first (`session_id=`
+# as capture takes it).
+FILTER_LIST_FIELDS = (
     "session_ids",
     "agent_ids",
     "agent_roles",
@@ -264,12 +265,8 @@ _FILTER_FIELDS = (
     "owner_ids",
     "repos",
     "exclude_session_ids",
-    "path_prefix",
-    "line_from",
-    "line_to",
-    "since",
-    "until",
 )
+_FILTER_FIELDS = (*FILTER_LIST_FIELDS, "path_prefix", "line_from", "line_to", "since", "until")
 _FILTER_NAMES = {
     **{name: name for name in _FILTER_FIELDS},
     **{name[:-1]: name for name in _FILTER_FIELDS if name.endswith("s")},
@@ -288,7 +285,7 @@ def check_not_filters(options: Mapping[str, object], prefix: str = "") -> None:
     `search`), saying where it goes, before it is refused as an unknown option."""
     for name, value in options.items():
         if (wanted := filter_field(name)) is not None:
-            many = wanted in _FILTER_FIELDS[:8] and isinstance(value, str)
+            many = wanted in FILTER_LIST_FIELDS and isinstance(value, str)
             shown = f"({value!r},)" if many else repr(value)
             raise ValidationError(
                 f"{prefix}{name}",
