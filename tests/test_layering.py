@@ -22,6 +22,7 @@ LAYERS = ("capture", "anchor", "store", "retrieve", "assemble")
 # components the facade hands down (anchor and assemble only, see ALLOWED).
 SHARED = frozenset(
     {
+        "ctxbase.background",
         "ctxbase.cjk_terms",
         "ctxbase.errors",
         "ctxbase.lazy_names",

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..background import background_thread
 from ..components import ComponentsSource, components_of
 from .llm_extract import LLMExtractConfig, LLMExtractor, LLMExtractStats
 
@@ -116,9 +117,7 @@ class AnchorWorker:
                 return
             self._queue.extend(todo)
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="ctxbase-anchor", daemon=True
-                )
+                self._thread = background_thread(self._run, name="ctxbase-anchor")
                 self._thread.start()
             self._cond.notify_all()
 

@@ -40,6 +40,7 @@ from typing import Annotated, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticValidationError
 
+from ..background import background_thread
 from ..errors import CtxbaseError, ValidationError
 from ..model import Event, Priority
 from ..validation import is_blank
@@ -167,7 +168,7 @@ class CaptureBus:
         self._writing = False
         self._in_flight: list[_Slot] = []  # the batch being written, out of the queue
         self._high_queued = 0  # HIGH events in the queue: the writer does not linger
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread = background_thread(self._run, name=name)
         self._thread.start()
 
     # -- producer side ---------------------------------------------------------------------

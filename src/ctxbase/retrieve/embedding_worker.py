@@ -21,6 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
+from ..background import background_thread
 from ..errors import EmbedderUnavailableError
 from ..store.base import Store
 from .code_text import CARDS, CardRecipe, embedding_texts
@@ -84,9 +85,7 @@ class EmbeddingWorker:
     def start(self) -> None:
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="ctxbase-embedder", daemon=True
-                )
+                self._thread = background_thread(self._run, name="ctxbase-embedder")
                 self._thread.start()
 
     def notify(self) -> None:

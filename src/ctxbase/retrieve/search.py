@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
+from ..background import background_thread
 from ..errors import EmbedderUnavailableError, ValidationError
 from ..store.base import ItemFilter, SearchItem, Store
 from .candidate import Candidate
@@ -190,7 +191,7 @@ class Searcher:
                 with self._cache_lock:
                     self._inflight.pop(query, None)
 
-        threading.Thread(target=run, name="ctxbase-query-embedding", daemon=True).start()
+        background_thread(run, name="ctxbase-query-embedding").start()
 
     def wait_for_model(self, query: str) -> bool:
         """Until this searcher's first query vector exists, wait for `query`'s (the model

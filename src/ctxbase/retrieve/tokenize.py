@@ -39,6 +39,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..background import background_thread
 from ..cjk_terms import CHINESE_STOP_WORDS, CJK_CHARS, with_characters
 
 __all__ = [
@@ -169,7 +170,7 @@ def prefetch_segmenter() -> None:
         if _prefetching:
             return
         _prefetching = True
-    threading.Thread(target=_segmenter, name="ctxbase-segmenter-load", daemon=True).start()
+    background_thread(_segmenter, name="ctxbase-segmenter-load").start()
 
 
 def add_words(words: Iterable[str]) -> None:

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
+from ..background import background_thread
 from .logs import LOGGER_NAME
 
 __all__ = ["AssembleCache", "Cached"]
@@ -147,8 +148,8 @@ class AssembleCache:
         self._refresh_queue.put((k, flight, refresh, self.epoch(project_id)))
         with self._lock:
             if self._refresher is None:
-                self._refresher = threading.Thread(
-                    target=self._refresh_loop, daemon=True, name="ctxbase-assemble-refresh"
+                self._refresher = background_thread(
+                    self._refresh_loop, name="ctxbase-assemble-refresh"
                 )
                 self._refresher.start()
 

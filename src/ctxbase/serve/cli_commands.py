@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Any
 
+from ..background import background_thread
 from ..cli_chunking import add_chunking_flags, chunking_option
 from . import LOOPBACK_HOST
 from .keys import ROLES, create_key, list_keys, revoke_key
@@ -164,7 +165,7 @@ def warm_in_background(base: Any) -> threading.Thread:
             if base.embedder is not None:
                 base.embedder.embed_query("warm up")
 
-    thread = threading.Thread(target=warm, name="ctxbase-mcp-warm", daemon=True)
+    thread = background_thread(warm, name="ctxbase-mcp-warm")
     thread.start()
     return thread
 

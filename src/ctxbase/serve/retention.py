@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 
+from ..background import background_thread
 from .logs import LOGGER_NAME
 from .runtime import Runtime
 
@@ -22,9 +23,7 @@ class RetentionPurger:
         self.interval_s = interval_s
         self.runs = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._loop, daemon=True, name="ctxbase-soft-delete-retention"
-        )
+        self._thread = background_thread(self._loop, name="ctxbase-soft-delete-retention")
 
     def start(self) -> RetentionPurger:
         self._thread.start()

@@ -11,7 +11,6 @@ import shutil
 import socket
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from types import TracebackType
@@ -19,6 +18,7 @@ from typing import Any
 
 import pydantic
 
+from ..background import background_thread
 from ..errors import AddressInUseError, ValidationError
 from ._deps import require
 from .logs import LOGGER_NAME, configure_logging
@@ -227,7 +227,7 @@ class BackgroundServer:
             timeout_graceful_shutdown=10,
         )
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True, name="ctxbase-http")
+        self._thread = background_thread(self._server.run, name="ctxbase-http")
         self.url = f"http://{settings.host}:{settings.port}"
 
     def start(self, timeout: float = 60.0) -> BackgroundServer:
