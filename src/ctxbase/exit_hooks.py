@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -37,10 +38,22 @@ EXIT_GRACE_S = 10.0
 
 
 def close_all() -> None:
+    """Close every open base. One that fails (its captured events could not all be
+    written in time, say) is named on stderr, not silenced, and the next is closed."""
     _exit_state["closing"] = True
     for base in list(_open_bases):
-        with contextlib.suppress(Exception):  # exiting: try the next one regardless
+        try:
             base.close()
+        except Exception as exc:  # exiting: say so, then try the next one regardless
+            project = getattr(base, "project", None)
+            where = f" (project {project!r})" if isinstance(project, str) else ""
+            with contextlib.suppress(Exception):  # stderr may be closed already
+                print(
+                    f"ctxbase: closing an open base at exit failed{where}:"
+                    f" {type(exc).__name__}: {exc}",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def _exit_on_signal(signum: int, frame: FrameType | None) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import weakref
 from pathlib import Path
 
 import pytest
@@ -54,3 +55,35 @@ def test_the_library_threads_leave_sigint_and_sigterm_to_the_main_thread(tmp_pat
         assert main is not None and signal.SIGINT not in main and signal.SIGTERM not in main
     finally:
         cb.close()
+
+
+class _FailingBase:
+    project = "p"
+
+    def close(self) -> None:
+        raise RuntimeError("3 events unwritten (last error: database is locked)")
+
+
+class _Base:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_base_that_fails_to_close_at_exit_is_named_and_the_next_still_closed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxbase import exit_hooks
+
+    # only these two: the other bases of this test process stay open
+    monkeypatch.setattr(exit_hooks, "_open_bases", weakref.WeakSet())
+    monkeypatch.setitem(exit_hooks._exit_state, "closing", False)
+    failing, fine = _FailingBase(), _Base()
+    exit_hooks.register(failing)
+    exit_hooks.register(fine)
+    exit_hooks.close_all()
+    err = capsys.readouterr().err
+    assert "closing an open base at exit failed (project 'p')" in err
+    assert "database is locked" in err
+    assert fine.closed
