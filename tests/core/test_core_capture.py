@@ -159,6 +159,9 @@ def test_retry_from_another_process_view_is_deduplicated(db_path: Path, open_bas
 def test_priorities_low_events_aggregate_high_ones_never(db_path: Path, open_base: Opener) -> None:
     cb = open_base(bus_config=BusConfig(linger_s=0.5, aggregate_window_s=5.0))
     u = cb.capture("user_message", session_id="s", text="question")
+    # a HIGH event ends the writer's linger at once: written first, so the burst that
+    # follows waits out the linger together (a loaded machine took t1 alone otherwise)
+    cb.flush()
     t1 = cb.capture(
         "internal_thought",
         session_id="s",
