@@ -106,3 +106,27 @@ def test_the_forget_report_always_names_the_facts_deleted(cb: ContextBase) -> No
     assert call(writer, "forget", {"event_ids": [event_id]})["facts_deleted"] == []
     assert call(writer, "forget", {"session_id": "s4"})["facts_deleted"] == []
     assert call(admin, "forget", {"session_id": "s4", "hard": True})["facts_deleted"] == []
+
+
+def test_a_hard_delete_leaves_no_value_of_the_fact_in_stored_traces(cb: ContextBase) -> None:
+    """A trace of an assembly that showed the fact keeps the assembly (other items stay
+    readable) but none of the values the fact held, current or past."""
+    cb.record("user_message", session_id="s9", text="what is the vault token for the deploy")
+    cb.set_fact("token", SECRET_V1, scope_id="s9", scope="session")
+    cb.set_fact("token", SECRET_V2, scope_id="s9", scope="session")
+    cb.set_fact("region", "region eu-west-1", scope_id="s9", scope="session")
+    ctx = cb.assemble_context(
+        agent_role="coder", user_intent="what is the vault token", session_id="s9"
+    )
+    before = json.dumps(cb.get_trace(ctx.context_id), ensure_ascii=False)
+    assert SECRET_V2 in before and "state:session:s9:token" in before
+    assert cb.delete_fact("token", scope_id="s9", scope="session", hard=True) is True
+    after = json.dumps(cb.get_trace(ctx.context_id), ensure_ascii=False)
+    assert SECRET_V2 not in after and SECRET_V1 not in after and "tok-2222" not in after
+    assert "region eu-west-1" in after  # the scope's other fact is still shown
+    # a soft delete keeps the value where a rollback can read it: the trace keeps it too
+    ctx2 = cb.assemble_context(
+        agent_role="coder", user_intent="which region do we deploy to", session_id="s9"
+    )
+    assert cb.delete_fact("region", scope_id="s9", scope="session") is True
+    assert "region eu-west-1" in json.dumps(cb.get_trace(ctx2.context_id), ensure_ascii=False)

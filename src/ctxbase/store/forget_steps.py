@@ -13,6 +13,7 @@ and run through the backend's `_run`.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -435,7 +436,9 @@ class ForgetSteps:
             ).fetchall():
                 if scope.forgotten.quotes(cause):
                     facts.add((sc, scope_id, key))
-        for fact in sorted(facts | set(scope.replace_state)):
+        removed = sorted(facts | set(scope.replace_state))
+        scope.forgotten = self._with_fact_values(conn, project_id, scope, removed)
+        for fact in removed:
             for table in ("state", "state_history"):
                 cur = self._q(
                     conn,
@@ -444,6 +447,37 @@ class ForgetSteps:
                 )
                 report.add(table, max(cur.rowcount, 0))
         self._rewrite_state(conn, project_id, scope.replace_state)
+
+    def _with_fact_values(
+        self,
+        conn: Any,
+        project_id: str,
+        scope: ForgetScope,
+        facts: Sequence[tuple[str, str, str]],
+    ) -> Forgotten:
+        """`scope.forgotten` with the facts removed whole added: their layer ids in a trace
+        (`state:<scope>:<scope_id>:<key>`) and every value they held, current or past, so a
+        stored trace keeps no value of a fact no longer readable (a value written again by
+        `replace_state` is no secret: it stays)."""
+        if not facts:
+            return scope.forgotten
+        ids: list[str] = []
+        values: list[Any] = []
+        for sc, scope_id, key in facts:
+            ids.append(f"state:{sc}:{scope_id}:{key}")
+            where = "project_id=? AND scope=? AND scope_id=? AND key=?"
+            args = (project_id, sc, scope_id, key)
+            values += [r[0] for r in self._q(conn, f"SELECT value FROM state WHERE {where}", args)]
+            for old, new in self._q(
+                conn, f"SELECT old_value, new_value FROM state_history WHERE {where}", args
+            ).fetchall():
+                values += [old, new]
+        kept = {_fact_text(v) for v in scope.replace_state.values() if v is not None}
+        texts = [t for t in (_fact_text(self._dialect.load(v)) for v in values if v is not None)]
+        return Forgotten(
+            [*scope.forgotten.ids, *ids],
+            [*scope.forgotten.texts, *(t for t in texts if t not in kept)],
+        )
 
     def _rewrite_state(
         self, conn: Any, project_id: str, records: Mapping[tuple[str, str, str], Any]
@@ -506,3 +540,10 @@ class ForgetSteps:
             )
             redacted += 1
         report.add_redacted("traces", redacted)
+
+
+def _fact_text(value: Any) -> str:
+    """A fact's value as a trace shows it: a string as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
