@@ -50,7 +50,12 @@ from .embedding_methods import EmbeddingMethods
 from .errors import UnknownProjectError, ValidationError
 from .fact_methods import FactMethods
 from .forgetting import ForgetMethods
-from .idempotency import IdempotencyConflict, batch_conflicts, written_conflicts
+from .idempotency import (
+    IdempotencyConflict,
+    batch_conflicts,
+    request_difference,
+    written_conflicts,
+)
 from .kb_methods import KnowledgeMethods
 from .knowledge_graph import GraphMethods
 from .memory_feedback import FeedbackMethods
@@ -420,7 +425,8 @@ class ContextBase(
         the same `idempotency_key` (or `event_id`, starting "ev_") each time: the event is
         stored once, and a retry of a hard-forgotten one is ignored. Such an event is never
         merged into a burst of low-priority events, so its id always names it. A key or id already
-        used for different content (see `idempotency`) is refused when written, counted in
+        used for different content (see `idempotency`) is refused: at once (IdempotencyConflict)
+        while its first capture still waits in the queue, else when written, counted in
         `capture_stats().refused` with the event named in `last_error`. Returns None only for
         a low-priority event dropped under backpressure (counted in
         `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
@@ -440,7 +446,17 @@ class ContextBase(
         # An event the caller named (event_id, idempotency_key) is never merged into a
         # burst: its id must keep naming it, for a retry after the burst is written.
         own_id = fields.get("event_id") is not None or fields.get("idempotency_key") is not None
+        if own_id:
+            self._check_queued_retry(event, fields.get("idempotency_key"))
         return self._bus.submit(event, event_priority(event.type), aggregate=not own_id)
+
+    def _check_queued_retry(self, event: Event, key: str | None) -> None:
+        # The id's first capture still waits in the queue: a different request under it is
+        # refused now (IdempotencyConflict), not counted later by the writer out of sight.
+        # One already stored is compared when written (capture_stats().refused).
+        first = self._bus.queued(event.id)
+        if first is not None and (field := request_difference(first, event)) is not None:
+            raise IdempotencyConflict(event.id, field, key)
 
     def record(
         self,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from core_helpers import count, raw
 
-from ctxbase import ContextBase, CtxbaseError
+from ctxbase import ConflictError, ContextBase, CtxbaseError
 from ctxbase.capture.bus import BusConfig
 
 Opener = Callable[..., ContextBase]
@@ -420,3 +420,26 @@ def test_no_parents_may_be_none_and_one_parent_a_plain_id(cb: ContextBase) -> No
     assert cb.get_event(second).parent_event_ids == [first]
     assert cb.get_event(first).parent_event_ids == []
     assert third is not None and cb.get_event(third).refers_to == []
+
+
+def test_a_key_reused_while_its_first_capture_is_queued_is_refused_at_once(
+    open_base: Opener,
+) -> None:
+    """The writer lingers (NORMAL events, a long linger), so the first capture is still
+    queued: the second under its key, with other content, is a ConflictError from
+    `capture()` itself and nothing of it is queued; an identical retry returns the id."""
+    cb = open_base(bus_config=BusConfig(linger_s=5.0))
+    first = cb.capture(
+        "assistant_message", session_id="s", text="refund 100 EUR", idempotency_key="r-1"
+    )
+    with pytest.raises(ConflictError, match=r"idempotency key 'r-1' .* different text"):
+        cb.capture(
+            "assistant_message", session_id="s", text="refund 900 EUR", idempotency_key="r-1"
+        )
+    again = cb.capture(
+        "assistant_message", session_id="s", text="refund 100 EUR", idempotency_key="r-1"
+    )
+    assert again == first
+    cb.flush()
+    assert [e.text for e in cb.last_events("s", 10)] == ["refund 100 EUR"]
+    assert cb.capture_stats().refused == 0

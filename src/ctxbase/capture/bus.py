@@ -288,6 +288,17 @@ class CaptureBus:
                 if s.event.session_id == session_id and s.event.project_id == project_id
             ]
 
+    def queued(self, event_id: str) -> Event | None:
+        """The event queued or being written under `event_id`, else None: a second capture
+        under one id (a retry, or a key reused) is compared with it before it is queued."""
+        with self._cond:
+            if event_id not in self._unwritten:
+                return None
+            for slot in (*self._in_flight, *self._queue):
+                if slot.event.id == event_id:
+                    return slot.event
+        return None
+
     def unwritten(self, ids: Sequence[str]) -> set[str]:
         """Those of `ids` that are queued or being written (not yet committed)."""
         with self._cond:
