@@ -158,17 +158,25 @@ class UnknownReposError(NotFoundError):
 class UnknownProjectError(NotFoundError):
     """A read of a project the database holds no data of: a typo must not pass for an
     empty answer (nor create the project). The message names the projects `known` (those
-    the caller may see), `where` the database (a file) when it helps, `choose` how to
-    pick one."""
+    the caller may see; `seen_only`: other projects may hold data), `where` the database
+    (a file) when it helps, `choose` how to pick one."""
 
     def __init__(
-        self, project: str, known: Sequence[str], *, where: str = "", choose: str = ""
+        self,
+        project: str,
+        known: Sequence[str],
+        *,
+        where: str = "",
+        choose: str = "",
+        seen_only: bool = False,
     ) -> None:
         listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
         if where:  # the database, named
             hint = f"its projects: {listed}" if known else "it is empty"
         else:
             hint = f"projects with data: {listed}" if known else "no project has data yet"
+            if not known and seen_only:
+                hint = "no project this key sees has data yet"
         if known and choose:
             hint += f"; {choose}"
         place = f" in {where}" if where else ""

@@ -196,3 +196,25 @@ def test_embedded_search_refuses_another_unknown_project_but_answers_its_own(
             cb.search("orders", project="frsh")
         assert cb.search("orders", project="frsh", new_project=True).results == []
         assert cb.search("orders cached", project="fresh").results
+
+
+def test_a_key_made_for_one_new_project_assembles_and_searches_it_empty(
+    live: Live, pid: str, other_pid: str
+) -> None:
+    """Seed 000's first call: the admin made a key for the project, nothing is stored yet.
+    That project is the key's own, as an embedded base's is: an empty answer, not a 404.
+    A key of several projects none of which has data says so truly when others have data."""
+    _write(live, live.key(other_pid), other_pid)  # another project has data
+    fresh = f"{pid}-first"
+    c = live.client(live.key(fresh, role="write"))
+    body = {"agent_role": "code_gen", "user_intent": "add_pagination", "project_id": fresh}
+    r = c.post("/context/assemble", json=body)
+    assert r.status_code == 200, r.text
+    assert r.json()["documents"] == []
+    r = c.post(f"/v1/projects/{fresh}/search", json={"query": "pagination"})
+    assert r.status_code == 200 and r.json()["results"] == []
+    both = live.client(live.key(f"{pid}-a", f"{pid}-b", role="read"))
+    r = both.post(f"/v1/projects/{pid}-a/search", json={"query": "pagination"})
+    assert r.status_code == 404
+    message = r.json()["error"]["message"]
+    assert "no project this key sees has data yet" in message and other_pid not in message

@@ -161,10 +161,16 @@ async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
 
 def _require_project(rt: Runtime, who: Principal, pid: str) -> None:
     """A project with no data is a typo (as on the command line), not an empty context: and
-    the assembly's stored trace would create it. Only the projects the key sees are named."""
+    the assembly's stored trace would create it. Only the projects the key sees are named.
+    The one project of a key made for it alone is no typo: it answers empty before its
+    first write, as an embedded base's own project does."""
+    if who.projects == frozenset({pid}):
+        return
     known = rt.cb.store.list_projects()
     if pid not in known:
-        raise UnknownProjectError(pid, [p for p in known if who.sees(p)])
+        raise UnknownProjectError(
+            pid, [p for p in known if who.sees(p)], seen_only=who.projects is not None
+        )
 
 
 def _key_project(who: Principal) -> str:
