@@ -208,6 +208,11 @@ def test_ingest_and_search_name_the_repository(tmp_path: Path, capsys: Any) -> N
         capsys, *base, "search", "overview", "--preset", "keyword", "--repo", "r-two", "--json"
     )
     assert {(r["repo"], r["path"]) for r in json.loads(out)} == {("r-two", "README.md")}
+    # a mistyped name beside a real one: exit 3 naming it, not the real one's hits alone
+    code, out, err = _run(
+        capsys, *base, "search", "overview", "--repo", "r-two", "--repo", "r-tow", "--json"
+    )
+    assert code == 3 and out == "" and "'r-tow'" in err and "r-one, r-two" in err, err
     code, out, _ = _run(
         capsys,
         *base,
