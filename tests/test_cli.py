@@ -208,6 +208,11 @@ def test_ingest_and_search_name_the_repository(tmp_path: Path, capsys: Any) -> N
         capsys, *base, "search", "overview", "--preset", "keyword", "--repo", "r-two", "--json"
     )
     assert {(r["repo"], r["path"]) for r in json.loads(out)} == {("r-two", "README.md")}
+    # a mistyped name beside a real one: exit 3 naming it, not the real one's hits alone
+    code, out, err = _run(
+        capsys, *base, "search", "overview", "--repo", "r-two", "--repo", "r-tow", "--json"
+    )
+    assert code == 3 and out == "" and "'r-tow'" in err and "r-one, r-two" in err, err
     code, out, _ = _run(
         capsys,
         *base,
@@ -520,6 +525,36 @@ def test_search_shows_a_rating_and_names_what_a_wrong_rating_left_out(
         "feedback:liked",
     )
     assert "confidence" not in hits[ids["boot"]]
+
+
+def test_search_min_similarity_floors_each_hit_as_the_library_does(
+    tmp_path: Path, capsys: Any
+) -> None:
+    db = str(tmp_path / "f.db")
+    base = ["--db", db, "--project", "p", "--embedder", "hash"]
+    for text in (
+        "The orders cache TTL is 300 seconds",
+        "orders shipped late on Monday",
+        "cache TTL for sessions is 60 seconds",
+    ):
+        assert _run(capsys, *base, "capture", "--session", "s", "--text", text)[0] == 0
+    query = [*base, "search", "orders cache TTL", "--preset", "keyword", "--json"]
+    code, out, _ = _run(capsys, *query)
+    every = json.loads(out)
+    code, out, _ = _run(capsys, *query, "--min-similarity", "0.5")
+    floored = json.loads(out)
+    assert code == 0 and floored and len(floored) < len(every)
+    assert all(h["similarity"] >= 0.5 for h in floored)
+    with ctxbase.open(db, project="p", embedder="hash") as cb:
+        library = cb.search("orders cache TTL", preset="keyword", min_similarity=0.5)
+        assert [h["id"] for h in floored] == [c.item_id for c in library.results]
+    # the library's limits, named as the option
+    for bad in ("1.5", "-2", "nan"):
+        code, _, err = _run(capsys, *query, "--min-similarity", bad)
+        assert code == 2 and "error: --min-similarity: Input should be" in err, err
+    plain = ["--db", db, "--project", "p", "--embedder", "none"]
+    code, _, err = _run(capsys, *plain, "search", "orders", "--min-similarity", "0.5")
+    assert code == 2 and "--min-similarity: needs an embedder" in err, err
 
 
 def test_chain_shows_a_hidden_cause_by_id_and_goes_on(tmp_path: Path, capsys: Any) -> None:

@@ -239,7 +239,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     check_query(args.query)  # before the database and the model are opened
     try:
-        cfg = get_preset(args.preset, top_k=args.k)
+        cfg = get_preset(args.preset, top_k=args.k, min_similarity=args.min_similarity)
     except ValidationError as exc:  # named as typed, not as the library's parameter
         raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
     flt = ItemFilter(
@@ -254,6 +254,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     with _open_existing(args) as cb, _quiet(EMBEDDER_LOGGER):  # the failure is reported below
         for session in dict.fromkeys(args.session or []):
             cb.get_session(session)  # a mistyped --session is not found, as for `events`
+        if cfg.min_similarity is not None and cb.embedder is None:  # before any wait
+            raise ValidationError("--min-similarity", _NO_EMBEDDER)
         if cb.embedder is not None and args.preset != "keyword" and args.wait_embeddings > 0:
             # This process is the only one embedding here: embed the backlog first, for
             # a bounded time and with its progress shown. A failing embedder is reported
@@ -271,6 +273,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             preset=args.preset,
             filters=flt,
             top_k=args.k,
+            min_similarity=cfg.min_similarity,
             kb_version=args.kb_version,
             require_signature=args.require_signature,
         )
@@ -366,7 +369,16 @@ def _note_hidden(hidden: dict[str, int], what: str) -> None:
 
 
 # The search options the library's fields are typed as.
-_SEARCH_OPTIONS = {"top_k": "-k/--top-k", "preset": "--preset"}
+_SEARCH_OPTIONS = {
+    "top_k": "-k/--top-k",
+    "preset": "--preset",
+    "min_similarity": "--min-similarity",
+}
+# as the library says it (retrieve/search.py), with the options named
+_NO_EMBEDDER = (
+    "needs an embedder to measure similarity; this base has none "
+    "(--embedder NAME, or leave --min-similarity out)"
+)
 
 
 def cmd_assemble(args: argparse.Namespace) -> int:

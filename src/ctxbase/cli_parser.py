@@ -133,6 +133,13 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "-k", "--top-k", dest="k", type=int, default=10, help="how many results (default 10)"
     )
+    p.add_argument(
+        "--min-similarity",
+        type=float,
+        metavar="COSINE",
+        help="leave out each hit less similar to the query by meaning than this (cosine, -1 "
+        "to 1), however it was found; one with no vector yet too. Needs an embedder",
+    )
     p.add_argument("--session", action="append", help="only this session (repeatable)")
     p.add_argument("--agent", action="append", help="only this agent's items (repeatable)")
     p.add_argument(

@@ -126,10 +126,10 @@ class Components:
     def get_event(
         self, event_id: str, *, project: str | None = None, include_inactive: bool = False
     ) -> Event:
-        if not event_id:
-            raise ValidationError("event_id", "is empty")  # no event is stored without an id
         """One event; NotFoundError saying when it is hidden (restore brings it back: read
         it with `include_inactive`) or was hard-forgotten, as a chain asked of it says."""
+        if not event_id:
+            raise ValidationError("event_id", "is empty")  # no event is stored without an id
         pid = self.resolve_project(project)
         found = self.store.get_events(pid, [event_id], include_inactive)
         if not found:

@@ -676,9 +676,10 @@ class ContextBase(
         keyword arguments override its fields (e.g. top_k=5). `filters` (an ItemFilter, or a
         mapping of its fields as REST takes them, unknown keys refused) restricts the
         candidates before ranking (session, agent, type, path, lines, time, latest only);
-        repository names the project does not hold answer UnknownReposError (a NotFoundError
-        naming its repositories) rather than no results, and session ids it does not hold
-        answer NotFoundError naming the session (both checked only when nothing was found).
+        a repository name the project does not hold answers UnknownReposError (a
+        NotFoundError naming its repositories), and a session id it does not hold
+        NotFoundError naming the session, even beside names it holds: never results that
+        quietly leave the mistyped one out.
         `session_id` and `repos` are shorthands for those filters (as `assemble_context` and
         the `search_memory` tool take them), merged into `filters`; the same filter given
         both ways differently is a ValidationError.

@@ -1,10 +1,11 @@
 """What `ContextBase.search` adds around the searcher's filters: `filters` given as a
 mapping of ItemFilter fields (as REST takes them), the `session_id=` and `repos=`
 conveniences (merged into an ItemFilter, as the `search_memory` tool and
-`assemble_context` take them) and the checks that an empty answer is not a mistyped
-repository name (UnknownReposError naming the project's repositories, as `ctxbase search
---repo` exits 3) or session id (NotFoundError naming the session, as `get_session` and the
-`search_memory` tool say)."""
+`assemble_context` take them) and the checks that every repository and session named is
+one the project holds (UnknownReposError naming the project's repositories, as `ctxbase
+search --repo` exits 3; NotFoundError naming the session, as `get_session` and the
+`search_memory` tool say): a mistyped name beside a real one would otherwise search only
+the real one, and say nothing."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import NotFoundError, UnknownReposError, ValidationError
 from .retrieve.config import FILTER_LIST_FIELDS
 from .store.base import ItemFilter, Store
+from .store.repo_records import REPOSITORY_SCOPE
 
 if TYPE_CHECKING:
     from .retrieve.search import SearchResponse
@@ -143,27 +145,40 @@ def merged_filters(
 def check_searched_repos(
     store: Store, project_id: str, filters: ItemFilter | None, response: SearchResponse
 ) -> None:
-    """An empty answer under repository names the project does not hold is a typo:
-    UnknownReposError naming them and the project's repositories. Only an empty answer is
-    checked (listing the repositories reads every item of the project)."""
-    if filters is None or not filters.repos or response.results:
+    """Every repository named must be one the project holds: UnknownReposError naming the
+    others and the project's repositories, whatever was found under the rest. A name some
+    candidate of the search came from is held (nothing read); the others are looked up in
+    the records of where each ingested repository lives (one read by key), and only a name
+    in neither lists the repositories the items name (a read of every item of the project:
+    a typo, or a repository ingested before its place was recorded)."""
+    if filters is None or not filters.repos:
         return
-    known = store.list_repos(project_id)
-    unknown = [r for r in filters.repos if r not in known]
+    seen = {c.item.repo for c in (*response.results, *response.considered)}
+    unseen = [r for r in dict.fromkeys(filters.repos) if r not in seen]
+    if not unseen:
+        return
+    places = {f.key for f in store.get_state(project_id, REPOSITORY_SCOPE, "")}
+    unseen = [r for r in unseen if r not in places]
+    if not unseen:
+        return
+    held = store.list_repos(project_id)
+    unknown = [r for r in unseen if r not in held]
     if unknown:
-        raise UnknownReposError(unknown, project_id, known)
+        raise UnknownReposError(unknown, project_id, sorted(set(held) | places))
 
 
 def check_searched_sessions(
     store: Store, project_id: str, filters: ItemFilter | None, response: SearchResponse
 ) -> None:
-    """An empty answer under session ids the project does not hold is a typo: NotFoundError
-    naming them (`ids` lists every one), as `get_session` says for one. Only an empty answer
-    is checked, as for repositories."""
-    if filters is None or not filters.session_ids or response.results:
+    """Every session id named must be one the project holds: NotFoundError naming the
+    others (`ids` lists every one), as `get_session` says for one, whatever was found in
+    the rest. A session some candidate of the search belongs to is held; each other one is
+    read by its key."""
+    if filters is None or not filters.session_ids:
         return
-    wanted = dict.fromkeys(filters.session_ids)
-    unknown = [s for s in wanted if store.get_session(project_id, s) is None]
+    seen = {c.item.session_id for c in (*response.results, *response.considered)}
+    unseen = [s for s in dict.fromkeys(filters.session_ids) if s not in seen]
+    unknown = [s for s in unseen if store.get_session(project_id, s) is None]
     if len(unknown) == 1:
         raise NotFoundError("session", unknown[0])
     if unknown:

@@ -299,9 +299,11 @@ def test_a_version_2_database_gains_the_repo_column(tmp_path: Path) -> None:
     with ctxbase.open(str(db), project="p", embedder=None) as cb:
         assert cb.store.schema_version() == SCHEMA_VERSION
         assert _owners(cb, "kestrel") == {None}
-        # no item holds a repository, so a search under one names what the project has
-        with pytest.raises(UnknownReposError, match="it has no ingested repository"):
-            _owners(cb, "kestrel", repos=("app",))
+        # the repository is recorded as ingested (a search under it is no typo), but no
+        # item of it names it: the filter finds none of them
+        assert _owners(cb, "kestrel", repos=("app",)) == set()
+        with pytest.raises(UnknownReposError, match="its repositories: app"):
+            _owners(cb, "kestrel", repos=("ap",))  # a typo names what the project has
         again = cb.ingest(str(root))  # an unchanged file keeps its items as they were
         assert again.files_unchanged == 1
 

@@ -75,6 +75,8 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
                 "remember", {"text": "50000", "fact_key": "budget", "session_id": "s1"}
             )
             seen["search"] = await call("search_memory", {"query": "Redis缓存", "top_k": 3})
+            floor = {"query": "Redis缓存", "top_k": 3, "min_similarity": 0.3}
+            seen["floored"] = await call("search_memory", floor)
             seen["assemble"] = await call(
                 "assemble_context", {"intent": "why is the cache slow", "session_id": "s1"}
             )
@@ -87,6 +89,7 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
             seen["forget_some"] = await call("forget", {"event_ids": [first], "session_id": "nope"})
             # Bad calls come back as tool errors naming the argument; the server lives on.
             seen["bad_type"] = await call("search_memory", {"query": 42})
+            seen["bad_floor"] = await call("search_memory", {"query": "x", "min_similarity": 2})
             seen["missing"] = await call("get_trace", {})
             seen["extra"] = await call("list_sessions", {"project": "another"})
             seen["unknown_trace"] = await call("get_trace", {"context_id": "ctx_nope"})
@@ -122,10 +125,15 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
     assert tools["search_memory"].annotations.read_only_hint is True
     assert tools["forget"].annotations.destructive_hint is True
 
-    for name in ("first", "second", "fact", "search", "assemble", "trace", "sessions", "forget"):
+    done = ("first", "second", "fact", "search", "floored", "assemble", "trace", "sessions")
+    for name in (*done, "forget"):
         assert not seen[name].is_error, (name, seen[name].content)
     hits = payload(seen["search"])["results"]
     assert hits[0]["id"] == payload(seen["first"])["event_id"]
+    # the floor leaves out the hit about something else (and, in the background
+    # embedding's race, one with no vector yet)
+    floored = {h["id"] for h in payload(seen["floored"])["results"]}
+    assert floored <= {hits[0]["id"]} and len(hits) > 1
     assert hits[0]["agent_id"] == "coder"
     assembled = payload(seen["assemble"])
     assert "50000" in json.dumps(assembled["messages"], ensure_ascii=False)  # the fact
@@ -145,6 +153,7 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
 
     fields = {
         "bad_type": "query",
+        "bad_floor": "min_similarity",
         "missing": "context_id",
         "extra": "project",
         "unknown_tool": "name",

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from ctxbase import ContextBase
-from ctxbase.errors import NotFoundError, UnknownReposError
+from ctxbase.errors import NotFoundError, UnknownReposError, ValidationError
 from ctxbase.integrations.tools import TOOLS, ToolScope, handle_tool_call, openai_tools
+from ctxbase.retrieve.config import SearchConfig
 from ctxbase.store.base import ItemFilter
 
 
@@ -376,3 +377,41 @@ def test_a_new_projects_scope_searches_and_assembles_before_anything_is_remember
     assert call(scope, "search_memory", {"query": "cache TTL"})["results"] == []
     ctx = call(scope, "assemble_context", {"intent": "what is the cache TTL"})
     assert ctx["context_id"] and "error" not in ctx
+
+
+def test_search_memory_takes_the_librarys_similarity_floor(cb: ContextBase) -> None:
+    scope = ToolScope(cb)
+    for text in ("The orders cache TTL is 300 seconds", "orders shipped late on Monday"):
+        call(scope, "remember", {"text": text, "session_id": "s"})
+    call(scope, "remember", {"text": "cache TTL for sessions is 60 seconds", "session_id": "s"})
+    cb.wait_for_embeddings()
+    query = {"query": "orders cache TTL", "mode": "keyword"}
+    every = [h["id"] for h in call(scope, "search_memory", query)["results"]]
+    floor = {**query, "min_similarity": 0.5}
+    floored = [h["id"] for h in call(scope, "search_memory", floor)["results"]]
+    library = cb.search(
+        "orders cache TTL", preset="keyword", top_k=8, relevance_gate=True, min_similarity=0.5
+    )
+    assert floored and len(floored) < len(every)
+    assert floored == [c.item.owner_id for c in library.results]
+    assert all(c.similarity is not None and c.similarity >= 0.5 for c in library.results)
+    # the library's limits, and its words for a value beyond them
+    bounds = SearchConfig.model_json_schema()["properties"]["min_similarity"]["anyOf"][0]
+    schema = TOOLS["search_memory"].input_schema()["properties"]["min_similarity"]["anyOf"][0]
+    assert (schema["minimum"], schema["maximum"]) == (bounds["minimum"], bounds["maximum"])
+    for bad in (1.5, -2, float("nan"), "high"):
+        err = call(scope, "search_memory", {**query, "min_similarity": bad})["error"]
+        with pytest.raises(ValidationError) as lib:
+            cb.search("orders cache TTL", min_similarity=bad)
+        assert (err["code"], err["field"]) == ("invalid", "min_similarity"), err
+        assert err["message"] == str(lib.value), (err, lib.value)
+    assert "results" in call(scope, "search_memory", {**query, "min_similarity": -1})
+
+
+def test_search_memory_refuses_a_similarity_floor_without_an_embedder(tmp_path: Path) -> None:
+    with ContextBase(str(tmp_path / "k.db"), project="p", embedder=None) as plain:
+        scope = ToolScope(plain)
+        call(scope, "remember", {"text": "orders are cached", "session_id": "s"})
+        err = call(scope, "search_memory", {"query": "orders", "min_similarity": 0.5})["error"]
+        assert (err["code"], err["field"]) == ("invalid", "min_similarity"), err
+        assert "needs an embedder" in err["message"]

@@ -1,13 +1,18 @@
-"""The argument a tool call most likely meant by one it does not take: a name other tools
-and frameworks use for it (`k` for `top_k`), else the closest spelling. Computed from the
-name alone, so the hint does not depend on what else the call got wrong."""
+"""What a tool call's arguments got wrong, said as the tool names them: each problem
+(`argument_problem`, all of them at once in `ArgumentsError`), and for an argument the tool
+does not take the one it most likely meant: a name other tools and frameworks use for it
+(`k` for `top_k`), else the closest spelling. The hint is computed from the name alone, so
+it does not depend on what else the call got wrong."""
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
-__all__ = ["likely_argument"]
+from ..errors import ValidationError
+
+__all__ = ["ArgumentsError", "argument_problem", "likely_argument"]
 
 # What other tools and frameworks call an argument (LangChain, LlamaIndex and AutoGen say
 # `k`; a graph says `node`): the arguments each may mean, the first the tool has wins.
@@ -45,3 +50,33 @@ def likely_argument(name: str, fields: Collection[str], known: Sequence[str]) ->
             return target
     close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.5)
     return close[0] if close else None
+
+
+class ArgumentsError(ValidationError):
+    """Every problem of a tool call's arguments at once, each named as the tool names the
+    argument: (field, message) pairs; `field` is the first one's."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        self.problems = problems
+        first, text = problems[0]
+        rest = "".join(f"; {field}: {message}" for field, message in problems[1:])
+        super().__init__(first, text + rest)
+
+
+def argument_problem(
+    err: Mapping[str, Any], fields: Collection[str], aliases: Mapping[str, str]
+) -> tuple[str, str]:
+    """(argument, message) for one pydantic error of a tool whose arguments are `fields`,
+    also accepted under `aliases`."""
+    field = ".".join(str(p) for p in err["loc"]) or "arguments"
+    value = err.get("input")
+    if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
+        return field, "is blank"  # as the library says it
+    if err["type"] == "missing":
+        return field, "is missing"  # as REST says it
+    if err["type"] == "extra_forbidden":
+        known = [*fields, *aliases]
+        hint = likely_argument(field, fields, known)
+        guess = f"; did you mean {hint!r}?" if hint else f" (arguments: {', '.join(known)})"
+        return field, f"unknown argument{guess}"
+    return field, str(err["msg"])

@@ -31,13 +31,14 @@ from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
 from ..validation import MAX_QUERY_CHARS, MAX_TEXT_BYTES
 from .tool_facts import delete_facts, facts_not_found, matching_facts, session_facts
-from .tool_hints import likely_argument
+from .tool_hints import ArgumentsError, argument_problem
 
 if TYPE_CHECKING:
     from ..serve.sdk import Client
 
 __all__ = [
     "TOOLS",
+    "ArgumentsError",
     "AssembleContextArgs",
     "ForgetArgs",
     "GetTraceArgs",
@@ -144,6 +145,15 @@ class SearchMemoryArgs(_Args):
         default="hybrid",
         description="keyword (exact words), semantic (meaning), hybrid (both), "
         "hybrid_graph (both plus linked items: causes, references, neighbouring turns).",
+    )
+    # the library's limits (SearchConfig.min_similarity), so its errors read the same
+    min_similarity: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="Only hits at least this similar to the query by meaning (cosine "
+        "similarity, -1 to 1), whichever way they were found; a hit with no vector yet is "
+        "left out. Needs an embedder; unset: no floor.",
     )
 
     @field_validator("repos", mode="before")
@@ -340,8 +350,6 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             types=tuple(a.types) if a.types else None,
             repos=tuple(a.repos) if a.repos else None,
         )
-    if a.session_id:  # a mistyped session is not found, as `ctxbase search --session` says
-        scope.cb.get_session(a.session_id, project=scope.project_id)
     # assembly's relevance gate: an off-topic query gets no nearest-but-unrelated text
     response = scope.cb.search(
         a.query,
@@ -351,6 +359,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
         top_k=a.top_k,
         relevance_gate=True,
         new_project=True,  # the scope's own project: empty before anything is remembered
+        min_similarity=a.min_similarity,
     )
     hits = []
     for c in response.results:
@@ -691,33 +700,12 @@ def _parse(spec: ToolSpec, arguments: Mapping[str, Any] | str | None) -> _Args:
     try:
         return spec.args.model_validate(arguments)
     except PydanticValidationError as exc:
-        raise ArgumentsError([_problem(spec, err) for err in exc.errors()]) from exc
-
-
-class ArgumentsError(ValidationError):
-    """Every problem of a tool call's arguments at once, each named as the tool names the
-    argument: (field, message) pairs; `field` is the first one's."""
-
-    def __init__(self, problems: list[tuple[str, str]]) -> None:
-        self.problems = problems
-        first, text = problems[0]
-        rest = "".join(f"; {field}: {message}" for field, message in problems[1:])
-        super().__init__(first, text + rest)
-
-
-def _problem(spec: ToolSpec, err: Any) -> tuple[str, str]:
-    field = ".".join(str(p) for p in err["loc"]) or "arguments"
-    value = err.get("input")
-    if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
-        return field, "is blank"  # as the library says it
-    if err["type"] == "missing":
-        return field, "is missing"  # as REST says it
-    if err["type"] == "extra_forbidden":
-        known = [*spec.args.model_fields, *spec.args.aliases]
-        hint = likely_argument(field, spec.args.model_fields, known)
-        guess = f"; did you mean {hint!r}?" if hint else f" (arguments: {', '.join(known)})"
-        return field, f"unknown argument{guess}"
-    return field, str(err["msg"])
+        raise ArgumentsError(
+            [
+                argument_problem(err, spec.args.model_fields, spec.args.aliases)
+                for err in exc.errors()
+            ]
+        ) from exc
 
 
 def run_tool(

@@ -3,7 +3,8 @@
 Keywords: BM25 with SQLite FTS5's formula over the verbatim terms in items.tsv (own plus
 context terms) and items.tsv_own (own terms, weighed again), see pg_sql.keyword_sql.
 Vectors: pgvector, one partial HNSW expression index per dimension (cosine), created the
-first time a vector of that dimension is stored.
+first time a vector of that dimension is stored; a project with few vectors is searched
+exactly (pg_sql.vector_search_sql).
 """
 
 from __future__ import annotations
@@ -227,19 +228,14 @@ class PgSearch(PgBase):
         dim = int(vec.shape[0])
         if limit <= 0 or dim == 0 or (allowed_ids is not None and not allowed_ids):
             return []
-        # The ORDER BY expression must be the indexed one, `vec::vector(dim)`, to use HNSW.
-        sql = (
-            f"SELECT v.item_id, v.vec::vector({dim}) <=> %s AS distance "
-            "FROM item_vectors v JOIN items i "
-            "ON i.project_id = v.project_id AND i.item_id = v.item_id "
-            f"WHERE v.project_id=%s AND v.model=%s AND v.dim = {dim} AND i.active = 1"
-        )
-        args: list[Any] = [vec, project_id, model]
+        among = allowed_ids is not None
+        exact = allowed_ids is not None and len(allowed_ids) <= q.EXACT_VECTORS
+        sql = q.vector_search_sql(dim, among=among, exact=exact)
+        branch: list[Any] = [vec, project_id, model]
         if allowed_ids is not None:
-            sql += " AND v.item_id = ANY(%s)"
-            args.append(sorted(allowed_ids))
-        sql += " ORDER BY distance LIMIT %s"
-        args.append(int(limit))
+            branch.append(sorted(allowed_ids))
+        branch.append(int(limit))
+        args = branch if exact else [project_id, model, *branch, *branch]
         with self._read() as conn:
             rows = self._x(conn, sql, args).fetchall()
         # A zero vector has no cosine (NaN distance): it matches nothing.

@@ -22,6 +22,7 @@ __all__ = [
     "BM25_K1",
     "CROSS_PROJECT",
     "EVENT_COLS",
+    "EXACT_VECTORS",
     "HNSW_INDEXES_SQL",
     "HNSW_INDEX_NAMES",
     "HNSW_MAX_DIM",
@@ -39,6 +40,7 @@ __all__ = [
     "keyword_sql",
     "match_terms",
     "tsquery_lexeme",
+    "vector_search_sql",
 ]
 
 # Marks the deliberate cross-project reads (listing projects, the embedding worker's queue).
@@ -50,6 +52,13 @@ BM25_B = 0.75
 
 # pgvector's HNSW indexes `vector` columns of at most 2000 dimensions.
 HNSW_MAX_DIM = 2000
+
+# Up to this many vectors (of a project and model) a vector search compares the query with
+# every one, sorted by distance and then id: exact, and in the same order on every run. Left
+# to the planner, HNSW may serve a small project too (by the table's statistics, which move
+# with autovacuum): its filtered scan stops after hnsw.max_scan_tuples rows of the index,
+# every project's, and a project among many loses some of its nearest vectors.
+EXACT_VECTORS = 2_000
 
 # Terms are at most 64 characters for words; this bound only guards tsvector's lexeme limit.
 _MAX_LEXEME_CHARS = 500
@@ -195,6 +204,35 @@ def hnsw_index_sql(dim: int) -> str:
     return (
         f"CREATE INDEX IF NOT EXISTS item_vectors_hnsw_{dim} ON item_vectors "
         f"USING hnsw ((vec::vector({dim})) vector_cosine_ops) WHERE dim = {dim}"
+    )
+
+
+def vector_search_sql(
+    dim: int, *, among: bool, exact: bool, exact_up_to: int = EXACT_VECTORS
+) -> str:
+    """The nearest vectors of a project, with the arguments (query, project, model, the
+    allowed ids when `among`, limit). Exact when `exact`; else exact while the project holds
+    at most `exact_up_to` of them (counted up to one more), by HNSW above, with the
+    arguments (project, model) and those above twice: one statement, whose branch not
+    taken is never run (its gate is a one-time filter)."""
+    rows = (
+        "FROM item_vectors v JOIN items i "
+        "ON i.project_id = v.project_id AND i.item_id = v.item_id "
+        f"WHERE v.project_id = %s AND v.model = %s AND v.dim = {dim} AND i.active = 1"
+        + (" AND v.item_id = ANY(%s)" if among else "")
+    )
+    # `v.vec <=> q` is not the indexed expression, so no HNSW scan can answer it
+    compared = f"SELECT v.item_id, v.vec <=> %s AS distance {rows}"
+    if exact:
+        return f"{compared} ORDER BY distance, v.item_id LIMIT %s"
+    # the ORDER BY must be the indexed expression, `vec::vector(dim)`, for HNSW
+    indexed = f"SELECT v.item_id, v.vec::vector({dim}) <=> %s AS distance {rows}"
+    n = exact_up_to
+    return (
+        f"WITH few AS (SELECT count(*) <= {n} AS yes FROM (SELECT 1 FROM item_vectors "
+        f"WHERE project_id = %s AND model = %s LIMIT {n + 1}) AS held) "
+        f"({compared} AND (SELECT yes FROM few) ORDER BY distance, v.item_id LIMIT %s) "
+        f"UNION ALL ({indexed} AND NOT (SELECT yes FROM few) ORDER BY distance LIMIT %s)"
     )
 
 
