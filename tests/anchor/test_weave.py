@@ -11,7 +11,13 @@ from ctxbase import ContextBase, Entity
 from ctxbase.anchor.anchoring import anchor_message, upsert_requirement
 from ctxbase.anchor.entities import register_relation_type, relation_types
 from ctxbase.anchor.ingest import ingest_path
-from ctxbase.anchor.weave import SymbolIndex, find_mentions, is_distinctive, weave_event
+from ctxbase.anchor.weave import (
+    SymbolIndex,
+    find_mentions,
+    is_distinctive,
+    title_named,
+    weave_event,
+)
 
 ORDERS_PY = '''"""Order queries."""
 
@@ -224,3 +230,22 @@ def test_relation_types_are_extensible(woven: ContextBase) -> None:
     rel = cb.upsert_relationship(doc.id, "MUST_CACHE", func.id, source="human", confidence=0.95)
     assert _edges(cb, doc.id, "MUST_CACHE") == {func.id: (0.95, "human")}
     assert rel.source == "human"
+
+
+@pytest.mark.parametrize(
+    ("text", "title", "named"),
+    [
+        ("see doc 100 for the limits", "doc 1", False),
+        ("see doc 1 for the limits", "doc 1", True),
+        ("doc 1, doc 10 and doc 100", "doc 10", True),
+        ("retrying payments", "retry", False),
+        ("the payment retry guide says", "payment retry guide", True),
+        ("(payment retry guide)", "payment retry guide", True),
+        ("按照redis缓存规范v3来做", "redis缓存规范", True),
+        ("按照 Redis缓存规范V32", "redis缓存规范v3", False),
+        ("按照 Redis缓存规范V3.2", "redis缓存规范v3", True),
+        ("参考支付重试指南处理失败", "支付重试指南", True),
+    ],
+)
+def test_a_title_is_named_only_as_a_whole(text: str, title: str, named: bool) -> None:
+    assert title_named(text.lower(), title) is named

@@ -49,6 +49,7 @@ __all__ = [
     "is_distinctive",
     "links_for_refs",
     "preferred",
+    "title_named",
     "weave_event",
     "weave_requirement",
     "weave_text",
@@ -266,6 +267,28 @@ def _scored(ids: Sequence[str], unique: float) -> list[tuple[str, float]]:
     return []  # a name that many things carry says nothing
 
 
+def _ascii_word(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def title_named(lowered: str, title: str) -> bool:
+    """Whether a lower-cased text names a (lower-cased) title as a whole: "Doc 1" is not
+    named by "Doc 100", nor "Retry" by "Retrying". Only Latin letters and digits bound a
+    word; a Chinese title is found wherever its characters stand (no spaces to bound it)."""
+    start = lowered.find(title)
+    while start >= 0:
+        end = start + len(title)
+        before = lowered[start - 1] if start > 0 else ""
+        after = lowered[end] if end < len(lowered) else ""
+        if not (
+            (before and _ascii_word(before) and _ascii_word(title[0]))
+            or (after and _ascii_word(after) and _ascii_word(title[-1]))
+        ):
+            return True
+        start = lowered.find(title, start + 1)
+    return False
+
+
 def find_mentions(text: str, index: SymbolIndex) -> list[Mention]:
     """Entities a text names, best match per entity, strongest first."""
     best: dict[str, Mention] = {}
@@ -284,7 +307,7 @@ def find_mentions(text: str, index: SymbolIndex) -> list[Mention]:
                 offer(eid, conf, token, "path")
     lowered = text.lower()
     for title, ids in index.titles.items():
-        if title in lowered:
+        if title_named(lowered, title):
             for eid, conf in _scored(ids, 0.9):
                 offer(eid, conf, title, "title")
     for match in _IDENT.finditer(text):
