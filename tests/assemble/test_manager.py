@@ -151,3 +151,17 @@ def test_per_turn_tool_results_expire_after_the_next_turn(cm: ContextManager) ->
     cm.add_message(sid, "user", "帮我写首诗")
     assert cm.message_status(sid, tool) == Status.EXPIRED
     assert "SKU-42" not in _text(cm.get_prompt_messages(sid, 800))
+
+
+def test_a_user_message_is_by_the_sessions_user(cb: ContextBase, cm: ContextManager) -> None:
+    """A timeline by agent tells the users of sessions apart (as capture_messages does);
+    a user id that is no valid id (free text) leaves the default agent."""
+    alice = cm.create_session("alice")
+    said = cm.add_message(alice, "user", "the budget is 50k")
+    answered = cm.add_message(alice, "assistant", "noted: 50k")
+    named = cm.create_session("Alice Chen <alice@example.com>")
+    other = cm.add_message(named, "user", "hello")
+    by = {e.id: e.agent_id for e in cb.store.get_events(cm.project, [said, answered, other])}
+    assert by[said] == "alice"
+    assert by[answered] != "alice"
+    assert by[other] == "agent"

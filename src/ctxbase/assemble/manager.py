@@ -403,7 +403,7 @@ class ContextManager:
         With an `idempotency_key` (the remote manager sends one per call), a retry of a
         call that stored its message returns that message's id and does nothing again.
         """
-        self._capturable(session_id)
+        info = self._capturable(session_id)
         if idempotency_key is not None:
             done = keyed_event_id(self.project, session_id, idempotency_key)
             if self.cb.store.get_events(self.project, [done], include_inactive=True):
@@ -422,6 +422,10 @@ class ContextManager:
         if important:
             meta["important"] = True
         last = self.cb.store.list_events(self.project, session_id, last_n=1)
+        # A user's message is by the user the session was created for (as capture_messages
+        # names a user turn), so a timeline by agent tells the users of sessions apart.
+        owner = _as_agent_id(info.metadata.get("user_id")) if role == "user" else None
+        by = {"agent_id": owner} if owner is not None else {}
         # A user message expires the per-turn tool results of earlier turns as the base
         # stores it (per_turn.py), as on every other write path.
         event = self.cb.record(
@@ -429,6 +433,7 @@ class ContextManager:
             session_id=session_id,
             project=self.project,
             text=content,
+            **by,
             task_id=task_id,
             agent_role=agent_role,
             # A message answers the one before it (as capture_messages threads a chat).
@@ -535,3 +540,14 @@ class ContextManager:
             intent_from_history=user_input is None,
         )
         return [dict(m) for m in ctx.messages]
+
+
+def _as_agent_id(user_id: object) -> str | None:
+    """A session's user id as the agent id of the user's messages, when it is a valid id
+    (a user id is free text: one that is not an id leaves the default)."""
+    if not isinstance(user_id, str):
+        return None
+    try:
+        return check_id("agent_id", user_id)
+    except ValidationError:
+        return None
