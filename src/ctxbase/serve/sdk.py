@@ -89,8 +89,25 @@ def _server_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def _unreachable(url: str, exc: Exception) -> CtxbaseError:
-    return RemoteError("unreachable", f"cannot reach {url}: {exc}", 0)
+def _unreachable(url: str, exc: Exception, call: Call[Any] | None = None) -> CtxbaseError:
+    """The server did not answer. A write whose request may have reached it (the
+    connection was made, then it timed out or dropped) may have been done: the error says
+    so, with the event id or key that makes sending it again safe."""
+    message = f"cannot reach {url}: {exc}"
+    http = _httpx()
+    sent = not isinstance(exc, http.ConnectError | http.ConnectTimeout)
+    if call is not None and call.method != "GET" and sent:
+        body = call.body if isinstance(call.body, dict) else {}
+        key, eid = body.get("idempotency_key"), body.get("id")
+        message += "; the server may have done it before the answer was lost"
+        if isinstance(key, str):
+            message += f" (sending it again with idempotency_key={key!r} stores nothing twice)"
+        elif isinstance(eid, str):
+            message += (
+                f" (event {eid!r}: sending it again with event_id={eid!r} stores nothing twice)"
+            )
+        return RemoteError("outcome_unknown", message, 0)
+    return RemoteError("unreachable", message, 0)
 
 
 def _sync(build: Callable[Concatenate[Calls, P], Call[T]]) -> Callable[Concatenate[Client, P], T]:
@@ -150,7 +167,7 @@ class Client:
                 )
             except self._transport_errors as exc:
                 if attempt >= self.retries:
-                    raise _unreachable(self.url, exc) from exc
+                    raise _unreachable(self.url, exc, call) from exc
             if response is not None and (
                 response.status_code not in _RETRY_STATUS or attempt >= self.retries
             ):
@@ -313,7 +330,7 @@ class AsyncClient:
                 )
             except self._transport_errors as exc:
                 if attempt >= self.retries:
-                    raise _unreachable(self.url, exc) from exc
+                    raise _unreachable(self.url, exc, call) from exc
             if response is not None and (
                 response.status_code not in _RETRY_STATUS or attempt >= self.retries
             ):
