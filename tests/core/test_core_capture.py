@@ -443,3 +443,20 @@ def test_a_key_reused_while_its_first_capture_is_queued_is_refused_at_once(
     cb.flush()
     assert [e.text for e in cb.last_events("s", 10)] == ["refund 100 EUR"]
     assert cb.capture_stats().refused == 0
+
+
+def test_a_write_lock_held_elsewhere_past_the_timeout_is_a_storage_error(db_path: Path) -> None:
+    """Another process holding the file's write lock longer than the busy timeout: the
+    write fails with a StorageError saying so (exit 4 on the command line), not a raw
+    sqlite3.OperationalError (a traceback, exit 1)."""
+    from ctxbase.errors import StorageError
+    from ctxbase.store.sqlite import SQLiteStore
+
+    store = SQLiteStore(str(db_path), busy_timeout_s=0.3)
+    try:
+        store.ensure_project("p")
+        with write_lock_held(db_path), pytest.raises(StorageError, match="database is locked"):
+            store.ensure_project("q")
+        store.ensure_project("q")  # the lock is gone: the write goes through
+    finally:
+        store.close()

@@ -404,6 +404,13 @@ class CaptureBus:
                 break
             except Exception as exc:  # keep the events; storage may come back
                 attempt += 1
+                if attempt == 1:  # once per batch: a flush waiting on it is not silent
+                    log.warning(
+                        "capture: writing %d event(s) failed (%s: %s); retrying",
+                        len(events),
+                        type(exc).__name__,
+                        exc,
+                    )
                 with self._cond:
                     self._stats.write_errors += 1
                     self._stats.last_error = f"{type(exc).__name__}: {exc}"

@@ -399,7 +399,7 @@ class SQLiteBase(SharedReads):
                 if not durable:
                     conn.execute("PRAGMA synchronous = NORMAL")
                 try:
-                    conn.execute("BEGIN IMMEDIATE")
+                    self._begin_immediate(conn)
                     try:
                         yield conn
                     except BaseException:
@@ -412,6 +412,20 @@ class SQLiteBase(SharedReads):
                         conn.execute("PRAGMA synchronous = FULL")
         finally:
             lock.release()
+
+    def _begin_immediate(self, conn: sqlite3.Connection) -> None:
+        """Take the file's write lock (waiting up to the busy timeout): a lock another
+        process holds longer is a StorageError saying so, not a raw OperationalError."""
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            raise StorageError(
+                f"database is locked: another process held the write lock of {self.path!r}"
+                f" for over {self._busy_timeout_s:g} s (a long ingest, forget or migration?);"
+                " try again when it is done"
+            ) from exc
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
