@@ -460,3 +460,24 @@ def test_a_write_lock_held_elsewhere_past_the_timeout_is_a_storage_error(db_path
         store.ensure_project("q")  # the lock is gone: the write goes through
     finally:
         store.close()
+
+
+def test_a_current_file_opens_while_another_process_holds_the_write_lock(
+    db_path: Path, open_base: Opener
+) -> None:
+    """Opening a file at the current schema reads it: a search from a second process runs
+    while a long write (an ingest, a forget) holds the lock elsewhere."""
+    from ctxbase.store.sqlite import SQLiteStore
+
+    first = open_base()
+    first.record("user_message", session_id="s", text="the orders cache holds 300 s")
+    with write_lock_held(db_path):
+        store = SQLiteStore(str(db_path), busy_timeout_s=0.3)  # no write: no StorageError
+        try:
+            cb = ContextBase(store, project=first.project, embedder="hash")
+            assert [h.item.text for h in cb.search("orders cache").results][:1] == [
+                "the orders cache holds 300 s"
+            ]
+            cb.close()
+        finally:
+            store.close()

@@ -470,6 +470,8 @@ class SQLiteBase(SharedReads):
 
     # -- schema --------------------------------------------------------------------------
     def _migrate(self) -> None:
+        if self._schema_current():  # nothing to upgrade: opening takes no write lock
+            return
         with self._write() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
@@ -494,6 +496,16 @@ class SQLiteBase(SharedReads):
                 )
         if pending and self.copy_of is None:  # committed: say so once
             note_upgrade(self.path, current, pending[-1])
+
+    def _schema_current(self) -> bool:
+        """The file is at the current schema (read without the write lock, so a base opens
+        while another process writes, e.g. a long ingest or forget)."""
+        try:
+            with self._read() as conn:
+                row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError:  # no meta table: a new file
+            return False
+        return row is not None and not pending_migrations(int(row[0]))
 
     def schema_version(self) -> int:
         with self._read() as conn:
