@@ -214,6 +214,10 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                 (project_id, *part),
             ).rowcount
             report.add("events", n)
+            conn.execute(  # bookkeeping: not counted in the report
+                f"DELETE FROM anchor_backlog WHERE project_id=? AND event_id IN ({ph})",
+                (project_id, *part),
+            )
             n = conn.execute(
                 f"DELETE FROM entities WHERE project_id=? AND entity_id IN ({ph})",
                 (project_id, *part),
@@ -289,6 +293,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         for table in FORGET_TABLES:
             n = conn.execute(f"DELETE FROM {table} WHERE project_id=?", (project_id,)).rowcount
             report.add(table, n)
+        conn.execute("DELETE FROM anchor_backlog WHERE project_id=?", (project_id,))
         # Tombstones stay (they hold only hashes): a stale retry must not come back. The
         # project's own, when it held the project, tells a copy from a backup
         # (copy_filter) not to bring it back; its repositories', once it is written to
