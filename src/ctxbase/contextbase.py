@@ -322,6 +322,7 @@ class ContextBase(
             ],
             # recorded with the events: anchored by the next open if this process ends first
             backlog=None if self._anchorer is None else wanted,
+            anchored=() if self._anchorer is None else self._anchorer.take_anchored(),
         )
         if written:
             self._after_write()

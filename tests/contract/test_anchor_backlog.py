@@ -64,6 +64,10 @@ def test_the_backlog_holds_what_anchoring_wants_until_dropped(store: Store) -> N
     store.drop_anchor_backlog(pid, [first.id, "no-such-id"])
     assert store.anchor_backlog(pid) == [second.id]
     assert len(store.anchor_backlog(other)) == 1
+    # a capture write takes out what was anchored meanwhile, in its own transaction
+    third = make_event(pid, "s", "third", ts=300.0)
+    store.write_events([third], [event_items(third)], backlog=wanted, anchored=[(pid, second.id)])
+    assert store.anchor_backlog(pid) == [third.id]
 
 
 def test_a_forget_takes_its_events_out_of_the_backlog(store: Store) -> None:

@@ -69,9 +69,13 @@ log = logging.getLogger(__name__)
 # Events with nothing to anchor: never queued.
 SKIP_TYPES = frozenset({"embedding", "session_start", "session_end"})
 
-# Anchored events leave the backlog in writes of up to this many (and when the worker goes
-# idle): after a crash, at most these are anchored again (the same entities and edges).
+# Anchored events leave the backlog with the capture writer's next write
+# (`take_anchored`); without one, in writes of this many, when a flush or close waits, or
+# once the worker has been idle this long: never a commit per batch, which would wait for
+# the capture writer's. After a crash, what was anchored and not yet dropped is anchored
+# again (the same entities and edges).
 DROP_EVERY = 1024
+DROP_IDLE_S = 2.0
 
 
 class AnchorConfig(BaseModel):
@@ -125,6 +129,8 @@ class AnchorWorker:
         self._cond = threading.Condition()
         self._busy = 0  # events of the batch being anchored
         self._done: list[tuple[str, str]] = []  # (project, id) anchored, still in the backlog
+        self._drop_asked = False  # a flush or close waits for `_done` to be dropped
+        self._dropping = False
         self._stopping = False  # closing: the backlog taken up is left for the next open
         self._closed = False
         self._stats = AnchorStats()
@@ -165,17 +171,24 @@ class AnchorWorker:
         return bool(self._queue) or (bool(self._backlog) and not self._stopping)
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until every submitted event is anchored; False on timeout."""
+        """Block until every submitted event is anchored and out of the backlog; False on
+        timeout."""
         import time
 
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._has_work() or self._busy:
+            while True:
+                if self._done and not self._drop_asked:  # the worker drops them when idle
+                    self._drop_asked = True
+                    self._cond.notify_all()
+                if not (self._has_work() or self._busy or self._dropping or self._done):
+                    return True
+                if self._closed and not self._busy:  # the thread is gone: nothing will change
+                    return not self._has_work()
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
                 self._cond.wait(0.05 if remaining is None else min(remaining, 0.05))
-        return True
 
     def stats(self) -> AnchorStats:
         with self._cond:
@@ -219,10 +232,16 @@ class AnchorWorker:
             self._extractor.close()
 
     def _run(self) -> None:
+        import time
+
         while True:
             with self._cond:
+                idle_since = time.monotonic()
                 while not self._has_work() and not self._closed:
-                    self._cond.wait()
+                    idle = time.monotonic() - idle_since
+                    if self._done and (self._drop_asked or idle >= DROP_IDLE_S):
+                        break
+                    self._cond.wait(DROP_IDLE_S - idle if self._done else None)
                 if self._closed:
                     return
                 ids: list[str] = []
@@ -230,18 +249,25 @@ class AnchorWorker:
                 if self._backlog and not self._stopping:
                     n = min(self.config.batch_size, len(self._backlog))
                     ids = [self._backlog.popleft() for _ in range(n)]
-                else:
+                elif self._queue:
                     n = min(self.config.batch_size, len(self._queue))
                     batch = [self._queue.popleft() for _ in range(n)]
+                else:  # idle (or a flush waits): what it anchored leaves the backlog
+                    n = 0
+                    self._dropping = True
                 self._busy = n
-            ok, error, done = self._anchor(batch, ids)
-            with self._cond:
-                self._done.extend(done)
-                drop = len(self._done) >= DROP_EVERY or not self._has_work() or self._stopping
-            if drop:  # still busy: an idle worker has emptied the backlog of what it did
+            if n:
+                ok, error, done = self._anchor(batch, ids)
+                with self._cond:
+                    self._done.extend(done)
+                    drop = len(self._done) >= DROP_EVERY or self._stopping
+            else:
+                ok, error, drop = 0, None, True
+            if drop:  # still busy: a wait for an idle worker waits for this write too
                 self._drop_done()
             with self._cond:
                 self._busy = 0
+                self._dropping = False
                 self._stats.anchored += ok
                 if error is not None:
                     self._stats.errors += 1
@@ -269,11 +295,19 @@ class AnchorWorker:
             log.warning("anchoring %d events failed: %s", len(done), exc)
             return 0, f"{type(exc).__name__}: {exc}", done
 
-    def _drop_done(self) -> None:
-        """Drop what was anchored from the backlog: one write per DROP_EVERY events or when
-        the worker goes idle, not per batch (each write waits for the capture writer's)."""
+    def take_anchored(self) -> list[tuple[str, str]]:
+        """The (project, id) pairs anchored and still in the backlog, handed to the capture
+        writer, whose next write drops them in its transaction (no commit of their own).
+        A write that fails leaves them there: anchored again by the next open."""
         with self._cond:
             done, self._done = self._done, []
+            return done
+
+    def _drop_done(self) -> None:
+        """Drop what was anchored from the backlog in a write of its own (see DROP_EVERY)."""
+        with self._cond:
+            done, self._done = self._done, []
+            self._drop_asked = False
         by_project: dict[str, list[str]] = {}
         for pid, event_id in done:
             by_project.setdefault(pid, []).append(event_id)

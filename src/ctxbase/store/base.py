@@ -206,14 +206,16 @@ class Store(ABC):
         items: Sequence[Sequence[SearchItem]],
         *,
         backlog: Callable[[Event], bool] | None = None,
+        anchored: Sequence[tuple[str, str]] = (),
     ) -> list[Event]:
         """Insert events (ignoring ids already stored or forgotten) with their search items.
 
         Assigns `seq` within each session and adds the event-graph edges (NEXT from the
         session's previous event, CAUSED_BY to each parent, REFERS_TO to each reference), all
         in one transaction. The inserted events `backlog` keeps are recorded in their
-        project's anchoring backlog in that transaction too (`anchor_backlog`). Returns the
-        events actually inserted, with `seq` set.
+        project's anchoring backlog in that transaction too (`anchor_backlog`), and the
+        `anchored` (project, event id) pairs leave it (`drop_anchor_backlog` without a
+        commit of its own). Returns the events actually inserted, with `seq` set.
         """
 
     @abstractmethod

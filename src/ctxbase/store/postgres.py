@@ -127,6 +127,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         items: Sequence[Sequence[SearchItem]],
         *,
         backlog: Callable[[Event], bool] | None = None,
+        anchored: Sequence[tuple[str, str]] = (),
     ) -> list[Event]:
         if len(events) != len(items):
             raise ValueError("write_events needs one list of search items per event")
@@ -146,6 +147,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 if backlog is not None:
                     self._backlog(conn, pid, [e.id for e in stored if backlog(e)])
                 self._keep_keyword_log(conn, pid)
+            self._unbacklog(conn, anchored)
         return [done[n] for n in sorted(done)]
 
     def _backlog(self, conn: Conn, project_id: str, ids: Sequence[str]) -> None:
@@ -162,15 +164,21 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             with self._tx() as conn:
                 self._backlog(conn, project_id, event_ids)
 
-    def drop_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
-        if not event_ids:
-            return
-        with self._tx() as conn:
+    def _unbacklog(self, conn: Conn, keys: Sequence[tuple[str, str]]) -> None:
+        by_project: dict[str, list[str]] = {}
+        for pid, event_id in keys:
+            by_project.setdefault(pid, []).append(event_id)
+        for pid, ids in by_project.items():
             self._x(
                 conn,
                 "DELETE FROM anchor_backlog WHERE project_id=%s AND event_id = ANY(%s)",
-                (project_id, list(event_ids)),
+                (pid, ids),
             )
+
+    def drop_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            with self._tx() as conn:
+                self._unbacklog(conn, [(project_id, i) for i in event_ids])
 
     def _fresh_events(
         self, conn: Conn, project_id: str, idx: Sequence[int], events: Sequence[Event]

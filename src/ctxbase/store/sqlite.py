@@ -128,6 +128,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         items: Sequence[Sequence[SearchItem]],
         *,
         backlog: Callable[[Event], bool] | None = None,
+        anchored: Sequence[tuple[str, str]] = (),
     ) -> list[Event]:
         if len(events) != len(items):
             raise ValueError("write_events needs one list of search items per event")
@@ -142,6 +143,8 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             inserted = self._insert_events(conn, [(events[n], items[n]) for n in fresh])
             if backlog is not None:
                 self._backlog(conn, [(e.project_id, e.id) for e in inserted if backlog(e)])
+            if anchored:
+                self._unbacklog(conn, anchored)
             for project_id in projects:
                 self._keep_keyword_log(conn, project_id)
                 self._bump(conn, project_id)
@@ -448,16 +451,13 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             with self._write() as conn:
                 self._backlog(conn, [(project_id, i) for i in event_ids])
 
+    def _unbacklog(self, conn: sqlite3.Connection, keys: Sequence[tuple[str, str]]) -> None:
+        conn.executemany("DELETE FROM anchor_backlog WHERE project_id=? AND event_id=?", keys)
+
     def drop_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
-        if not event_ids:
-            return
-        with self._write() as conn:
-            for part in chunks(list(event_ids)):
-                conn.execute(
-                    "DELETE FROM anchor_backlog WHERE project_id=? "
-                    f"AND event_id IN ({placeholders(len(part))})",
-                    (project_id, *part),
-                )
+        if event_ids:
+            with self._write() as conn:
+                self._unbacklog(conn, [(project_id, i) for i in event_ids])
 
     def finish_upgrade(self, name: str) -> None:
         with self._write() as conn:
