@@ -35,7 +35,7 @@ from .rows import (
     types_at_node_sql,
 )
 from .schema import UPGRADE_PREFIX
-from .sqlite_admin import SQLiteAdmin
+from .sqlite_admin import SQLiteAdmin, secure_delete
 from .sqlite_base import (
     EVENT_COLS,
     ITEM_SEQ,
@@ -452,7 +452,9 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                 self._backlog(conn, [(project_id, i) for i in event_ids])
 
     def _unbacklog(self, conn: sqlite3.Connection, keys: Sequence[tuple[str, str]]) -> None:
-        conn.executemany("DELETE FROM anchor_backlog WHERE project_id=? AND event_id=?", keys)
+        # zeroed, not left in free space: a forget later must find no copy of an event id
+        with secure_delete(conn):
+            conn.executemany("DELETE FROM anchor_backlog WHERE project_id=? AND event_id=?", keys)
 
     def drop_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
         if event_ids:
