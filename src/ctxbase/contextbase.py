@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import exit_hooks
-from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker
+from .anchor.capture_anchor import AnchorConfig, AnchorStats, AnchorWorker, wanted
 from .archived_sessions import ArchivedSessions, archived_error
 from .assembly_methods import AssemblyMethods
 from .capture.bus import (
@@ -176,6 +176,12 @@ class ContextBase(
         self._bus = CaptureBus(self._write_events, bus_checked)
         self._closed = False
         exit_hooks.register(self)
+        if self._anchorer is not None:  # what an earlier process stored and did not anchor
+            try:
+                self._anchorer.resume()
+            except BaseException:  # nothing opened here is left running
+                self.close()
+                raise
         if retext_tool_call_turns(self.store, chunker_for(self._chunking)):  # once (schema 8)
             self._after_write()  # their vectors are computed again
 
@@ -319,6 +325,9 @@ class ContextBase(
                 event_items(e, chunker, context=contexts.get(e.id), search_text=text)
                 for e, text in zip(events, texts, strict=True)
             ],
+            # recorded with the events: anchored by the next open if this process ends first
+            backlog=None if self._anchorer is None else wanted,
+            anchored=() if self._anchorer is None else self._anchorer.take_anchored(),
         )
         if written:
             self._after_write()

@@ -89,12 +89,14 @@ def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     for name in ("item_vectors_removed", "items_removed", "items_shown_or_hidden"):
         conn.execute(f"DROP TRIGGER {name}")
     conn.execute("DROP TABLE vector_removals")
+    conn.execute("DROP TABLE anchor_backlog")  # as before v10
     conn.execute("UPDATE meta SET value='1' WHERE key='schema_version'")
     conn.commit()
     conn.close()
     with ContextBase(str(db_path), embedder=None) as cb:
-        assert cb.store.schema_version() == SCHEMA_VERSION == 9
+        assert cb.store.schema_version() == SCHEMA_VERSION == 10
         assert [e.text for e in cb.last_events("s", 5)] == ["kept across the upgrade"]
+        assert cb.store.anchor_backlog(cb.project) == []  # v10
     conn = raw(db_path)
     tombstones = {r[1] for r in conn.execute("PRAGMA table_info(tombstones)")}
     assert "forgotten_at" in tombstones  # v9

@@ -7,7 +7,7 @@ the backend modules. Everything is keyed by project id first.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -56,7 +56,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 # Upgrade steps a schema migration cannot finish in SQL, since they need what is above the
 # store (capture's rendering of a text, the index's terms): the migration records each one
@@ -201,14 +201,37 @@ class Store(ABC):
     # -- events ------------------------------------------------------------------------
     @abstractmethod
     def write_events(
-        self, events: Sequence[Event], items: Sequence[Sequence[SearchItem]]
+        self,
+        events: Sequence[Event],
+        items: Sequence[Sequence[SearchItem]],
+        *,
+        backlog: Callable[[Event], bool] | None = None,
+        anchored: Sequence[tuple[str, str]] = (),
     ) -> list[Event]:
         """Insert events (ignoring ids already stored or forgotten) with their search items.
 
         Assigns `seq` within each session and adds the event-graph edges (NEXT from the
         session's previous event, CAUSED_BY to each parent, REFERS_TO to each reference), all
-        in one transaction. Returns the events actually inserted, with `seq` set.
+        in one transaction. The inserted events `backlog` keeps are recorded in their
+        project's anchoring backlog in that transaction too (`anchor_backlog`), and the
+        `anchored` (project, event id) pairs leave it (`drop_anchor_backlog` without a
+        commit of its own). Returns the events actually inserted, with `seq` set.
         """
+
+    @abstractmethod
+    def anchor_backlog(self, project_id: str) -> list[str]:
+        """The ids in the project's anchoring backlog: events stored that capture anchoring
+        has not anchored yet (`write_events(backlog=...)` records them, `drop_anchor_backlog`
+        removes them), oldest first; an id whose event is gone (forgotten) may be among them."""
+
+    @abstractmethod
+    def add_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
+        """Record these stored events in the project's anchoring backlog (a copy carries
+        its source's); ids there already are kept."""
+
+    @abstractmethod
+    def drop_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
+        """Remove these ids from the project's anchoring backlog (anchored, or gone)."""
 
     @abstractmethod
     def existing_ids(self, project_id: str, ids: Sequence[str]) -> set[str]:

@@ -188,12 +188,15 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                     "AND (from_id = ANY(%s) OR to_id = ANY(%s))",
                     "DELETE FROM events WHERE project_id=%s AND event_id = ANY(%s)",
                     "DELETE FROM entities WHERE project_id=%s AND entity_id = ANY(%s)",
+                    "DELETE FROM anchor_backlog WHERE project_id=%s AND event_id = ANY(%s)",
                 ):
                     table = sql.split()[2]
                     args = (
                         (project_id, nodes, nodes) if table == "relations" else (project_id, nodes)
                     )
-                    report.add(table, self._x(conn, sql, args).rowcount)
+                    n = self._x(conn, sql, args).rowcount
+                    if table != "anchor_backlog":  # bookkeeping: not counted in the report
+                        report.add(table, n)
             self._forget_derived_relations(conn, project_id, scope, report)
             self._forget_state(conn, project_id, scope, report)
             self._forget_traces(conn, project_id, scope, report)
@@ -240,6 +243,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         for table in FORGET_TABLES:
             cur = self._x(conn, f"DELETE FROM {table} WHERE project_id=%s", (project_id,))
             report.add(table, cur.rowcount)
+        self._x(conn, "DELETE FROM anchor_backlog WHERE project_id=%s", (project_id,))
         # Tombstones stay (they hold only hashes): a stale retry must not come back. The
         # project's own, when it held the project, tells a copy from a backup
         # (copy_filter) not to bring it back; its repositories', once it is written to

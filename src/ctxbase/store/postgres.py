@@ -22,7 +22,7 @@ docs/citus.md. Design:
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
@@ -122,7 +122,12 @@ class PostgresStore(PgSearch, PgAdmin, Store):
 
     # -- events ------------------------------------------------------------------------
     def write_events(
-        self, events: Sequence[Event], items: Sequence[Sequence[SearchItem]]
+        self,
+        events: Sequence[Event],
+        items: Sequence[Sequence[SearchItem]],
+        *,
+        backlog: Callable[[Event], bool] | None = None,
+        anchored: Sequence[tuple[str, str]] = (),
     ) -> list[Event]:
         if len(events) != len(items):
             raise ValueError("write_events needs one list of search items per event")
@@ -139,8 +144,41 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 fresh = self._fresh_events(conn, pid, by_project[pid], events)
                 stored = self._insert_events(conn, pid, [(events[n], items[n]) for n in fresh])
                 done.update(zip(fresh, stored, strict=True))
+                if backlog is not None:
+                    self._backlog(conn, pid, [e.id for e in stored if backlog(e)])
                 self._keep_keyword_log(conn, pid)
+            self._unbacklog(conn, anchored)
         return [done[n] for n in sorted(done)]
+
+    def _backlog(self, conn: Conn, project_id: str, ids: Sequence[str]) -> None:
+        if ids:  # one statement: a round trip per batch, not per event
+            self._x(
+                conn,
+                "INSERT INTO anchor_backlog(project_id, event_id) "
+                "SELECT %s, unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                (project_id, list(ids)),
+            )
+
+    def add_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            with self._tx() as conn:
+                self._backlog(conn, project_id, event_ids)
+
+    def _unbacklog(self, conn: Conn, keys: Sequence[tuple[str, str]]) -> None:
+        by_project: dict[str, list[str]] = {}
+        for pid, event_id in keys:
+            by_project.setdefault(pid, []).append(event_id)
+        for pid, ids in by_project.items():
+            self._x(
+                conn,
+                "DELETE FROM anchor_backlog WHERE project_id=%s AND event_id = ANY(%s)",
+                (pid, ids),
+            )
+
+    def drop_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            with self._tx() as conn:
+                self._unbacklog(conn, [(project_id, i) for i in event_ids])
 
     def _fresh_events(
         self, conn: Conn, project_id: str, idx: Sequence[int], events: Sequence[Event]

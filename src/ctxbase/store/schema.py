@@ -205,8 +205,16 @@ _V8 = [
 # a copy from a backup tells a session's forgotten life from the one it began when written
 # to again (copy_filter). Each backend adds the column in its own list.
 _V9: list[str] = []
+# v10: the events stored but not yet anchored (capture anchoring runs off the writer's
+# thread): written with the events, deleted once anchored, so the next base opened on the
+# project anchors what a process left at exit (anchor/capture_anchor.py). Bookkeeping, not
+# data: not in TABLES (a copy does not carry it).
+_V10 = [
+    "CREATE TABLE IF NOT EXISTS anchor_backlog ("
+    "project_id TEXT NOT NULL, event_id TEXT NOT NULL, PRIMARY KEY (project_id, event_id))",
+]
 MIGRATIONS: dict[int, list[str]] = {
-    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9,
+    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9, 10: _V10,
 }  # fmt: skip
 
 # The version table, the same in every backend: one row, key 'schema_version'.

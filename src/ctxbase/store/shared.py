@@ -178,6 +178,16 @@ class SharedReads:
             sql += f" ORDER BY {order}"
         return self._read_events(self._dialect.sql(sql), args)
 
+    def anchor_backlog(self, project_id: str) -> list[str]:
+        # Oldest first: by when the events were captured, a session's in its order.
+        found = self._all(
+            "SELECT b.event_id FROM anchor_backlog b LEFT JOIN events e "
+            "ON e.project_id = b.project_id AND e.event_id = b.event_id "
+            "WHERE b.project_id=? ORDER BY e.ts, e.seq, b.event_id",
+            (project_id,),
+        )
+        return [r[0] for r in found]
+
     def pending_upgrades(self) -> frozenset[str]:
         cond, args = self._dialect.starts_with("key", UPGRADE_PREFIX)
         found = self._all(f"SELECT key FROM meta WHERE {cond}", args)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
@@ -35,7 +35,7 @@ from .rows import (
     types_at_node_sql,
 )
 from .schema import UPGRADE_PREFIX
-from .sqlite_admin import SQLiteAdmin
+from .sqlite_admin import SQLiteAdmin, secure_delete
 from .sqlite_base import (
     EVENT_COLS,
     ITEM_SEQ,
@@ -123,7 +123,12 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
 
     # -- events ------------------------------------------------------------------------
     def write_events(
-        self, events: Sequence[Event], items: Sequence[Sequence[SearchItem]]
+        self,
+        events: Sequence[Event],
+        items: Sequence[Sequence[SearchItem]],
+        *,
+        backlog: Callable[[Event], bool] | None = None,
+        anchored: Sequence[tuple[str, str]] = (),
     ) -> list[Event]:
         if len(events) != len(items):
             raise ValueError("write_events needs one list of search items per event")
@@ -136,6 +141,10 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                 self._ensure_project(conn, project_id)
             fresh = self._fresh_events(conn, events)
             inserted = self._insert_events(conn, [(events[n], items[n]) for n in fresh])
+            if backlog is not None:
+                self._backlog(conn, [(e.project_id, e.id) for e in inserted if backlog(e)])
+            if anchored:
+                self._unbacklog(conn, anchored)
             for project_id in projects:
                 self._keep_keyword_log(conn, project_id)
                 self._bump(conn, project_id)
@@ -432,6 +441,26 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         return changed
 
     # -- upgrade steps (base.TOOL_CALL_TEXTS) ---------------------------------------------
+    def _backlog(self, conn: sqlite3.Connection, keys: Sequence[tuple[str, str]]) -> None:
+        conn.executemany(
+            "INSERT OR IGNORE INTO anchor_backlog(project_id, event_id) VALUES (?,?)", keys
+        )
+
+    def add_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            with self._write() as conn:
+                self._backlog(conn, [(project_id, i) for i in event_ids])
+
+    def _unbacklog(self, conn: sqlite3.Connection, keys: Sequence[tuple[str, str]]) -> None:
+        # zeroed, not left in free space: a forget later must find no copy of an event id
+        with secure_delete(conn):
+            conn.executemany("DELETE FROM anchor_backlog WHERE project_id=? AND event_id=?", keys)
+
+    def drop_anchor_backlog(self, project_id: str, event_ids: Sequence[str]) -> None:
+        if event_ids:
+            with self._write() as conn:
+                self._unbacklog(conn, [(project_id, i) for i in event_ids])
+
     def finish_upgrade(self, name: str) -> None:
         with self._write() as conn:
             conn.execute("DELETE FROM meta WHERE key=?", (UPGRADE_PREFIX + name,))

@@ -30,7 +30,7 @@ from .sqlite_base import (
 )
 from .sqlite_search import reserve_vector_rowids
 
-__all__ = ["SQLiteAdmin"]
+__all__ = ["SQLiteAdmin", "secure_delete"]
 
 # Store.add_uses, one row per node: the count adds to the stored one.
 _ADD_USES = (
@@ -158,7 +158,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         repos: Sequence[str] = (),
     ) -> ForgetReport:
         report = ForgetReport()
-        with self._write() as conn, _secure_delete(conn):
+        with self._write() as conn, secure_delete(conn):
             if whole_project:
                 self._forget_project(conn, project_id, report)
             else:
@@ -214,6 +214,10 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                 (project_id, *part),
             ).rowcount
             report.add("events", n)
+            conn.execute(  # bookkeeping: not counted in the report
+                f"DELETE FROM anchor_backlog WHERE project_id=? AND event_id IN ({ph})",
+                (project_id, *part),
+            )
             n = conn.execute(
                 f"DELETE FROM entities WHERE project_id=? AND entity_id IN ({ph})",
                 (project_id, *part),
@@ -289,6 +293,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         for table in FORGET_TABLES:
             n = conn.execute(f"DELETE FROM {table} WHERE project_id=?", (project_id,)).rowcount
             report.add(table, n)
+        conn.execute("DELETE FROM anchor_backlog WHERE project_id=?", (project_id,))
         # Tombstones stay (they hold only hashes): a stale retry must not come back. The
         # project's own, when it held the project, tells a copy from a backup
         # (copy_filter) not to bring it back; its repositories', once it is written to
@@ -398,7 +403,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
 
 
 @contextmanager
-def _secure_delete(conn: sqlite3.Connection) -> Iterator[None]:
+def secure_delete(conn: sqlite3.Connection) -> Iterator[None]:
     # Deleted rows are overwritten with zeros instead of lingering in free pages and
     # unused parts of pages until a VACUUM, whatever the build's default (older page images
     # stay in the WAL until a checkpoint copies the zeroed pages over them).

@@ -6,7 +6,8 @@ values, versions, vectors and tombstones included, so the copy continues where t
 stopped. The destination's keyword index is built by its backend as items arrive. The
 upgrade steps the source still has pending (`Store.pending_upgrades`: an older backup's
 tool-call turns still without text) are marked pending in the destination, which does
-them when a base next opens it.
+them when a base next opens it; so are the events the source had not anchored yet (its
+anchoring backlog), anchored when a base next opens the project there.
 
 What the destination hard-forgot (its tombstones) is not written back, nor what its forget
 removed with it (copy_filter.ForgottenThere): a backup taken before a forget does not
@@ -107,6 +108,12 @@ def copy_project(
     # base next opens it; marked after the rows, so a base opening meanwhile leaves them
     for step in sorted(src.pending_upgrades()):
         dst.mark_upgrade(step)
+    # the events the source stored and had not anchored yet: so are their copies, anchored
+    # when a base next opens the project there (those left out as forgotten are not)
+    waiting = src.anchor_backlog(project_id)
+    if waiting:
+        there_now = dst.existing_ids(project_id, waiting)
+        dst.add_anchor_backlog(project_id, [i for i in waiting if i in there_now])
     lives = there.own()  # rows of sessions forgotten there and written to again since
     return {
         table: TableCopy(
