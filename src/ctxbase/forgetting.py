@@ -320,7 +320,10 @@ class ForgetMethods:
         """Hide events or entities from every read; `restore` brings them back. What was
         anchored from a hidden event (its entities, and mentions no other visible event
         names) is hidden and restored with it, and counted; an entity hidden by its own id
-        stays hidden when the event is restored. When they were hidden is recorded:
+        stays hidden when the event is restored. A fact a hidden message stated is withdrawn
+        (back to an earlier value, or deleted, in its history), unless a later message set it
+        again, and comes back with the message (assemble/withheld.py). When they were
+        hidden is recorded:
         `purge_soft_deleted` forgets them after a retention. Returns the rows hidden;
         `set_hidden` also says which ids were hidden already, hard-forgotten before or are
         unknown. NotFoundError when every id is unknown (an id hidden already, or
@@ -344,7 +347,8 @@ class ForgetMethods:
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return VisibilityReport()
-        state = {e.id: e.active for e in self.store.get_events(pid, wanted, include_inactive=True)}
+        events = self.store.get_events(pid, wanted, include_inactive=True)
+        state = {e.id: e.active for e in events}
         for entity in self.store.get_entities(pid, wanted, include_inactive=True):
             state.setdefault(entity.id, entity.active)
         missing = [i for i in wanted if i not in state]
@@ -359,6 +363,14 @@ class ForgetMethods:
         sources = _anchored_sources(self.store, pid, wanted)
         with_them = [e.id for e in sources.same if e.active == hidden]
         report.changed = self.store.set_active(pid, [*wanted, *with_them], not hidden)
+        moved = [e for e in [*events, *sources.same] if e.active == hidden]
+        if moved:  # the facts the messages stated go out and come back with them
+            from .assemble.withheld import HIDDEN, reinstate_facts, withdraw_facts
+
+            if hidden:
+                withdraw_facts(self.components, moved, HIDDEN, project=pid)
+            else:
+                reinstate_facts(self.components, moved, "restored", project=pid)
         report.unchanged = [i for i in wanted if i in state and state[i] == (not hidden)]
         report.sources_hidden = with_them
         if hidden:

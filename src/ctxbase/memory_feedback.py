@@ -31,6 +31,7 @@ from .retrieve.signals import feedback_confidence
 from .store.base import FEEDBACK_SCOPE
 
 if TYPE_CHECKING:
+    from .components import Components
     from .store.base import Store
 
 __all__ = [
@@ -224,10 +225,11 @@ def read_feedback(store: Store, pid: str, node_ids: list[str]) -> dict[str, Feed
 
 
 class FeedbackMethods:
-    """Mixed into `ContextBase`: it supplies `store`, `agent_id`, `_pid` and `_settle` (an
-    event captured a moment ago can be rated: read_your_writes)."""
+    """Mixed into `ContextBase`: it supplies `store`, `components`, `agent_id`, `_pid` and
+    `_settle` (an event captured a moment ago can be rated: read_your_writes)."""
 
     store: Store
+    components: Components
     agent_id: str | None
 
     def _pid(self, project: str | None) -> str:
@@ -255,10 +257,13 @@ class FeedbackMethods:
         `min_confidence` it is left out, still stored). `context_id` names the assembled
         context it was seen in (NotFoundError if the project has no such context); `by`
         who gives it (default: the base's agent id, else the local user). The latest
-        feedback on a node is current; `feedback_history` lists all."""
-        return give_feedback(
+        feedback on a node is current; `feedback_history` lists all. A fact a message
+        rated false stated is withdrawn, and comes back when its rating is false no more
+        (assemble/withheld.py)."""
+        pid = self._pid(project)
+        record = give_feedback(
             self.store,
-            self._pid(project),
+            pid,
             node_id,
             label,
             confidence=confidence,
@@ -266,6 +271,21 @@ class FeedbackMethods:
             note=note,
             by=by or identity_source(self.agent_id),
         )
+        self._rated_facts(pid, record)
+        return record
+
+    def _rated_facts(self, pid: str, record: Feedback) -> None:
+        """Withdraw the facts of the rated messages when the rating is false, else bring
+        back those an earlier false rating withdrew."""
+        from .assemble.withheld import RATED_WRONG, reinstate_facts, withdraw_facts
+        from .retrieve.config import SearchConfig
+
+        nodes = [record.node_id, *record.same_statement]
+        events = self.store.get_events(pid, nodes, include_inactive=True)
+        if record.confidence < SearchConfig.model_fields["min_confidence"].default:
+            withdraw_facts(self.components, events, RATED_WRONG, project=pid)
+        else:
+            reinstate_facts(self.components, events, f"feedback {record.label}", project=pid)
 
     @settles_captures
     def get_feedback(self, node_id: str, *, project: str | None = None) -> Feedback | None:

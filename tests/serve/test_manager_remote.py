@@ -202,3 +202,21 @@ def test_rest_messages_route_extracts_facts(live: Live, pid: str) -> None:
         assert bad.status_code == 422 and "role" in bad.text
         missing = http.post(f"{base}/prompt", json={"session_id": "nope"})
         assert missing.status_code == 404
+
+
+def test_hiding_or_rating_wrong_a_message_withdraws_its_fact(live: Live, pid: str) -> None:
+    key = live.key(pid, role="write")
+    with ctxbase.connect(live.url, api_key=key, project=pid) as client:
+        cm = client.context_manager()
+        sid = cm.create_session("u_7")
+        said = cm.add_message(sid, "user", "预算控制在7万以内")
+        assert cm.get_state(sid, "budget")["amount"] == 70000
+        client.soft_delete([said])
+        assert cm.get_state(sid, "budget") is None
+        assert "70000" not in _text(cm.get_prompt_messages(sid, user_input="那时间呢"))
+        client.restore([said])
+        assert cm.get_state(sid, "budget")["amount"] == 70000
+        client.feedback(said, "wrong", note="预算其实是9万")
+        assert cm.get_state(sid, "budget") is None
+        client.feedback(said, "neutral")
+        assert cm.get_state(sid, "budget")["amount"] == 70000

@@ -45,6 +45,7 @@ from .state import (
     set_fact,
 )
 from .tokens import get_token_counter
+from .withheld import messages_out
 
 if TYPE_CHECKING:
     from .assembler import Assembler
@@ -481,6 +482,8 @@ class ContextManager:
             message_id,
             scopes=scopes,
             retracted=[m for m, st in statuses.items() if st != Status.ACTIVE],
+            # nor back to a value a hidden or wrong-rated message stated
+            still_out=lambda ids: messages_out(self.cb, ids, project=self.project),
             cause=cause,
             project=self.project,
         )

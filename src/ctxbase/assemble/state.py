@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import date
 from typing import Any, Literal
 
@@ -55,6 +55,7 @@ __all__ = [
     "retract_message_facts",
     "rollback_fact",
     "set_fact",
+    "source_message",
     "state_scopes",
     "statuses_of",
 ]
@@ -321,7 +322,13 @@ def _from_message(event_id: str) -> str:
     return f" (from {event_id})"
 
 
-_FROM_MESSAGE = re.compile(r"\(from [^)\s]+\)")
+_FROM_MESSAGE = re.compile(r"\(from ([^)\s]+)\)")
+
+
+def source_message(cause: str | None) -> str | None:
+    """The id of the message a change's cause names as its source ("(from ev_1)"), if any."""
+    found = _FROM_MESSAGE.search(cause or "")
+    return found.group(1) if found else None
 
 
 def retract_message_facts(
@@ -330,14 +337,17 @@ def retract_message_facts(
     *,
     scopes: Sequence[tuple[Scope, str]],
     retracted: Iterable[str] = (),
+    still_out: Callable[[Collection[str]], Collection[str]] | None = None,
     cause: str,
     project: str | None = None,
 ) -> list[StateChange]:
     """Undo the facts a retracted message stated (seed 003: a retracted message must not
     stay in effect). A fact of `scopes` whose current value came from `message_id` goes back
     to its newest value that no retracted message stated (`retracted`: the session's other
-    ones), or is deleted when it has none; a fact a later message restated or changed keeps
-    that value. Each change is recorded with `cause`; returns them."""
+    ones; `still_out`, given the other messages a fact's history names, says which of them
+    are out too: hidden or rated wrong), or is deleted when it has none; a fact a later
+    message restated or changed keeps that value. Each change is recorded with `cause`;
+    returns them."""
     cb = components_of(cb)
     pid = cb.project if project is None else project
     gone = {message_id, *retracted}
@@ -349,6 +359,9 @@ def retract_message_facts(
             if _from_message(message_id) not in (fact.cause or ""):
                 continue
             history = fact_history(cb, key, scope_id=scope_id, scope=scope, project=pid)
+            if still_out is not None:
+                named = {m for c in history if (m := source_message(c.cause)) is not None}
+                marks += [_from_message(m) for m in still_out(named - gone)]
             kept = next(
                 (c for c in reversed(history) if not any(m in (c.cause or "") for m in marks)),
                 None,
