@@ -93,7 +93,7 @@ def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     conn.commit()
     conn.close()
     with ContextBase(str(db_path), embedder=None) as cb:
-        assert cb.store.schema_version() == SCHEMA_VERSION == 9
+        assert cb.store.schema_version() == SCHEMA_VERSION == 10
         assert [e.text for e in cb.last_events("s", 5)] == ["kept across the upgrade"]
     conn = raw(db_path)
     tombstones = {r[1] for r in conn.execute("PRAGMA table_info(tombstones)")}
@@ -112,6 +112,7 @@ def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     assert "items_type" in indexes  # v4
     assert {"entities_recent", "traces_by_task", "relations_from_at", "relations_to_at"} <= indexes
     assert not {"relations_from", "relations_to"} & indexes  # v5: extended by the *_at ones
+    assert "event_aliases_event" in indexes  # v10
 
 
 def test_schema_version_is_recorded(db_path: Path, cb: ContextBase) -> None:
