@@ -172,7 +172,8 @@ def test_a_merged_id_names_the_event_it_went_into(
     bursts: ContextBase, backend: str, request: pytest.FixtureRequest
 ) -> None:
     cb = bursts
-    u = cb.capture("user_message", session_id="s", text="why is the nightly job slow?")
+    # written at once: a queued user message would cut the writer's linger short
+    u = cb.record("user_message", session_id="s", text="why is the nightly job slow?").id
 
     def thought(text: str) -> str:
         got = cb.capture("internal_thought", session_id="s", text=text, parent_event_ids=[u])
@@ -201,6 +202,10 @@ def test_a_merged_id_names_the_event_it_went_into(
     effects = {e.id for e in cb.effects(c)}
     assert {queued_child, later.id} <= effects and effects == {e.id for e in cb.effects(a)}
     assert [e.id for e in cb.causal_chain(later.id)] == [a, u]
+    # feedback on a merged id rates the stored event
+    assert cb.feedback(c, "helpful").node_id == a
+    assert cb.get_feedback(b) == cb.get_feedback(a) and cb.get_feedback(a) is not None
+    assert [f.label for f in cb.feedback_history(c)] == ["helpful"]
 
     # one event of a burst is not hidden or forgotten alone: the message names the burst's
     for act in (
