@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import ctxbase
+from ctxbase.capture.bus import BusConfig
 from ctxbase.cli import main
 from ctxbase.demo import run_demo
 from ctxbase.store import open_store
@@ -596,3 +597,27 @@ def test_chain_shows_a_hidden_cause_by_id_and_goes_on(tmp_path: Path, capsys: An
     assert f"[hidden] {r}" in out and "zqxsecret" not in out
     assert "run_sql()" in out and "add an index" in out
     assert f"restore --event {r}" in err
+
+
+def test_chain_of_a_merged_id_starts_from_the_event_it_went_into(
+    tmp_path: Path, capsys: Any
+) -> None:
+    db = str(tmp_path / "m.db")
+    bursts = BusConfig(linger_s=0.5, aggregate_window_s=5.0)
+    with ctxbase.open(db, project="p", embedder=None, bus_config=bursts) as cb:
+        u = cb.record("user_message", session_id="s", text="why is checkout slow").id
+        a, b = (
+            cb.capture("internal_thought", session_id="s", text=t, parent_event_ids=[u])
+            for t in ("read the plan", "the scan is sequential")
+        )
+    base = ["--db", db, "--project", "p", "--embedder", "none"]
+    code, out, _ = _run(capsys, *base, "chain", str(b))
+    assert code == 0
+    assert out.splitlines()[0].startswith(f"internal_thought {a} (holds {b}, merged into it):")
+    assert "why is checkout slow" in out
+    code, out, _ = _run(capsys, *base, "chain", str(b), "--json")
+    rows = json.loads(out)
+    assert [(e["id"], e.get("merged_id")) for e in rows] == [(a, b), (u, None)]
+    assert "merged_id" not in rows[1]
+    code, _, err = _run(capsys, *base, "forget", "--event", str(b))
+    assert code == 1 and f"merged into event '{a}'" in err

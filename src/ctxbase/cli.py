@@ -196,8 +196,10 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def _event_json(e: Event) -> dict[str, Any]:
-    """An event's JSON record: "marks" (retracted, rated wrong) only when it has any."""
-    return e.model_dump(exclude=set() if e.marks else {"marks"})
+    """An event's JSON record: "marks" (retracted, rated wrong) only when it has any,
+    "merged_id" only when it was read by the id of an event merged into it."""
+    left_out = {k for k, v in (("marks", e.marks), ("merged_id", e.merged_id)) if not v}
+    return e.model_dump(exclude=left_out)
 
 
 def cmd_chain(args: argparse.Namespace) -> int:
@@ -209,7 +211,8 @@ def cmd_chain(args: argparse.Namespace) -> int:
         if args.json:
             _print_json([_event_json(e) for e in [root, *chain]])
             return 0
-        print(f"{root.type} {root.id}: {_line(root.text, 100)}")
+        merged = f" (holds {root.merged_id}, merged into it)" if root.merged_id else ""
+        print(f"{root.type} {root.id}{merged}: {_line(root.text, 100)}")
         arrow = "->" if args.down else "<-"
         hidden = [e.id for e in chain if "hidden" in e.marks]
         for e in chain:

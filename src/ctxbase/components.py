@@ -132,13 +132,16 @@ class Components:
             raise ValidationError("event_id", "is empty")  # no event is stored without an id
         pid = self.resolve_project(project)
         found = self.store.get_events(pid, [event_id], include_inactive)
-        if not found:
-            from .retrieve.causes import missing_event
+        if found:
+            return found[0]
+        from .retrieve.causes import missing_event, read_event
 
-            raise missing_event(
-                self.store, pid, event_id, hidden=False if include_inactive else None
-            )
-        return found[0]
+        # The id of an event merged into an aggregated one names that one. Hidden ones are
+        # read too: what is not returned is said to be hidden.
+        held = read_event(self.store, pid, event_id, include_inactive=True)
+        if held is not None and held.merged_id is not None and (held.active or include_inactive):
+            return held
+        raise missing_event(self.store, pid, event_id, hidden=held is not None, found=held)
 
     def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
         found = self.store.get_entities(self.resolve_project(project), [entity_id])

@@ -43,6 +43,7 @@ from .capture.events import (
     build_event,
     check_idempotency_key,
     with_ids,
+    with_parents_resolved,
 )
 from .capture.hooks import plan_message_events
 from .components import Components
@@ -394,13 +395,30 @@ class ContextBase(
                 out[eid] = tails[key]
         return out
 
-    def _check_parents(self, event: Event) -> None:
+    def _check_parents(self, event: Event) -> Event:
+        """`event` once its parents and references are known to exist (ValidationError
+        naming one that does not), each id of an event merged into an aggregated one
+        replaced by that event's id: the edge links the stored event (the queue knows the
+        merge until it is committed, the store's aliases from then on)."""
+        return with_parents_resolved(event, self._parent_merges(event))
+
+    def _parent_merges(self, event: Event) -> dict[str, str]:
+        """The parents and references of `event` merged into an aggregated event: id ->
+        that event's id. ValidationError naming one that exists nowhere."""
         wanted = [*event.parent_event_ids, *event.refers_to]
         if not wanted:
-            return
+            return {}
         missing = set(wanted) - self._bus.unwritten(wanted)
+        into: dict[str, str] = {}
+        if missing:
+            into = self._bus.merged_into(sorted(missing))
+            missing -= into.keys()
         if missing:
             missing -= self.store.existing_ids(event.project_id, sorted(missing))
+        if missing:  # an id merged into an aggregated event stored already
+            stored = self.store.event_aliases(event.project_id, sorted(missing))
+            into.update(stored)
+            missing -= stored.keys()
         for field, ids in (
             ("parent_event_ids", event.parent_event_ids),
             ("refers_to", event.refers_to),
@@ -410,6 +428,7 @@ class ContextBase(
                     raise ValidationError(
                         f"{field}[{i}]", f"{pid!r} does not exist in project {event.project_id!r}"
                     )
+        return into
 
     def _build(self, project: str | None, kwargs: Mapping[str, Any]) -> Event:
         if kwargs.get("agent_id") is None and self.agent_id:
@@ -451,7 +470,7 @@ class ContextBase(
         """
         event = self._build(project, capture_fields(type, session_id, text, fields))
         self._archived.check(event.project_id, event.session_id)
-        self._check_parents(event)
+        event = self._check_parents(event)
         # An event the caller named (event_id, idempotency_key) is never merged into a
         # burst: its id must keep naming it, for a retry after the burst is written.
         own_id = fields.get("event_id") is not None or fields.get("idempotency_key") is not None
@@ -484,7 +503,7 @@ class ContextBase(
         built, `seq` None (`record_events_report` names such ids). ConflictError when the
         session is archived."""
         event = self._build(project, capture_fields(type, session_id, text, fields))
-        self._check_parents(event)
+        event = self._check_parents(event)
         try:
             return self.record_events([event])[0]
         except IdempotencyConflict as exc:
@@ -513,8 +532,7 @@ class ContextBase(
         for i, event in enumerate(events):  # built by hand, not by build_event: check its time
             check_event_ts(f"events[{i}].ts", event.ts)
         self.check_writable(events)
-        for event in events:
-            self._check_parents_batch(event, events)
+        events = [self._check_parents_batch(event, events) for event in events]
         self._bus.flush()  # keep session order: queued events go first
         conflict = batch_conflicts(self.store, events)
         if conflict is not None:  # nothing of the batch is written
@@ -532,17 +550,17 @@ class ContextBase(
             forgotten=[i for i in missing if i in gone],
         )
 
-    def _check_parents_batch(self, event: Event, batch: Sequence[Event]) -> None:
+    def _check_parents_batch(self, event: Event, batch: Sequence[Event]) -> Event:
         earlier = {e.id for e in batch}
         if set(event.parent_event_ids) | set(event.refers_to) <= earlier:
-            return
+            return event
         pruned = event.model_copy(
             update={
                 "parent_event_ids": [p for p in event.parent_event_ids if p not in earlier],
                 "refers_to": [r for r in event.refers_to if r not in earlier],
             }
         )
-        self._check_parents(pruned)
+        return with_parents_resolved(event, self._parent_merges(pruned))
 
     def capture_messages(
         self,

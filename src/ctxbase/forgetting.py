@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .errors import NotFoundError, ValidationError
+from .errors import ConflictError, NotFoundError, ValidationError
 from .model import Event
 from .repo_forget import plan_repo_forget, repo_names
 from .retrieve.caches import clear_text_caches
@@ -41,6 +41,7 @@ __all__ = [
     "ForgetMethods",
     "VisibilityReport",
     "forget",
+    "merged_named_whole",
     "nothing_matched",
     "parse_duration",
     "purge_soft_deleted",
@@ -182,6 +183,9 @@ def _targets(
     if ids:
         known = store.existing_ids(pid, ids)
         rest = [i for i in ids if i not in known]
+        covered = merged_named_whole(store, pid, rest, ids, "forget") if rest else set()
+        known |= covered
+        rest = [i for i in rest if i not in covered]
         gone = store.forgotten_ids(pid, rest, ("event", "entity")) if rest else set()
     unknown = [(kind, i) for kind, i in named if i not in known and i not in gone]
     held = sum(1 for _, i in named if i in known)
@@ -198,6 +202,25 @@ def _targets(
         else:
             unknown.append(("session", session_id))
     return _Targets(len(named) + (session_id is not None), held, unknown, already)
+
+
+def merged_named_whole(
+    store: Store, pid: str, ids: Sequence[str], named: Sequence[str], action: str
+) -> set[str]:
+    """Those of `ids` (held by no row of their own) that name events the capture bus merged
+    into an aggregated event which `named` names too: the call covers them. ConflictError
+    for one whose aggregated event it does not name: hiding or forgetting the whole burst
+    for one of its events would take the others with it, unasked."""
+    into = store.event_aliases(pid, ids)
+    for alias, event_id in into.items():
+        if event_id not in named:
+            raise ConflictError(
+                f"cannot {action} event {alias!r} alone: it was merged into event "
+                f"{event_id!r} when captured (a burst of low-priority events, each kept "
+                f"whole in its data['aggregated']); {action} {event_id!r} to {action} the "
+                "whole burst"
+            )
+    return set(into)
 
 
 def forget(
@@ -352,6 +375,11 @@ class ForgetMethods:
         for entity in self.store.get_entities(pid, wanted, include_inactive=True):
             state.setdefault(entity.id, entity.active)
         missing = [i for i in wanted if i not in state]
+        action = "hide" if hidden else "restore"
+        covered = merged_named_whole(self.store, pid, missing, wanted, action) if missing else set()
+        if covered:  # their aggregated event is named: they go with it
+            wanted = [i for i in wanted if i not in covered]
+            missing = [i for i in missing if i not in covered]
         gone = self.store.forgotten_ids(pid, missing, ("event", "entity")) if missing else set()
         unknown = [i for i in missing if i not in gone]
         forgotten = [i for i in missing if i in gone]

@@ -97,7 +97,8 @@ def _record(fact: StateFact) -> Feedback | None:
 
 
 def _owner(store: Store, pid: str, node_id: str) -> tuple[str, str | None]:
-    """(the event or entity `node_id` names, the search unit given when it is one)."""
+    """(the event or entity `node_id` names, the search unit given when it is one). The id
+    of an event merged into an aggregated one (a capture burst) names that one."""
     if store.get_events(pid, [node_id], include_inactive=True):
         return node_id, None
     if store.get_entities(pid, [node_id], include_inactive=True):
@@ -105,6 +106,9 @@ def _owner(store: Store, pid: str, node_id: str) -> tuple[str, str | None]:
     items = store.get_items(pid, [node_id])
     if items:
         return items[0].owner_id, node_id
+    into = store.event_aliases(pid, [node_id]).get(node_id)
+    if into is not None:
+        return into, None
     raise NotFoundError("node", node_id)
 
 
@@ -294,8 +298,10 @@ class FeedbackMethods:
         check_id("node_id", node_id)
         pid = self._pid(project)
         found = read_feedback(self.store, pid, [node_id]).get(node_id)
-        if found is None:
-            _owner(self.store, pid, node_id)  # only on a miss: is the node there at all?
+        if found is None:  # only on a miss: is the node there at all?
+            owner, item_id = _owner(self.store, pid, node_id)
+            if item_id is None and owner != node_id:  # merged into an aggregated event
+                return read_feedback(self.store, pid, [owner]).get(owner)
         return found
 
     @settles_captures
@@ -318,5 +324,7 @@ class FeedbackMethods:
             if (record := _record(fact)) is not None:
                 out.append(record)
         if not out:
-            _owner(self.store, pid, node_id)
+            owner, item_id = _owner(self.store, pid, node_id)
+            if item_id is None and owner != node_id:  # merged into an aggregated event
+                return self.feedback_history(owner, project=project)
         return out

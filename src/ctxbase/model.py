@@ -189,6 +189,10 @@ class Event(_Record):
     # it with: "retracted" (or "expired": a per-turn tool result of an earlier turn), out
     # of prompts and searches; "wrong", rated false. Read, never stored.
     marks: list[str] = Field(default_factory=list)
+    # Read by the id of an event the capture bus merged into this aggregated one (a burst
+    # of low-priority events, each whole in `data["aggregated"]`): that id, whose part of
+    # the burst it names. Read, never stored.
+    merged_id: str | None = None
 
     @field_validator("importance")
     @classmethod

@@ -39,8 +39,9 @@ def test_an_aggregated_burst_keeps_every_event_whole(db_path: Path, open_base: O
     c = cb.capture("internal_thought", session_id="s", content={"plan": ["x", "y"]})
     child = cb.capture("assistant_message", session_id="s", text="done", parent_event_ids=[b])
     cb.flush()
-    assert a == b != c
+    assert len({a, b, c}) == 3
     merged = cb.get_event(a)  # type: ignore[arg-type]
+    assert merged.merged_id is None
     assert merged.text == "步骤1：读取数据\n步骤2：计算利润率"
     assert merged.ts == 1000.0
     assert merged.importance == 0.9
@@ -53,11 +54,16 @@ def test_an_aggregated_burst_keeps_every_event_whole(db_path: Path, open_base: O
     assert [p["metadata"]["tokens"] for p in parts] == [120, 80]
     assert "data" not in parts[0] and parts[1]["data"] == {"rows": 3}
     assert [p["importance"] for p in parts] == [0.5, 0.9]
-    assert parts[0]["id"] == a and parts[1]["id"] != a  # the second one's own id is kept
+    assert [p["id"] for p in parts] == [a, b]  # each one's own id is kept
+    # the second one's id, as capture returned it, reads the event it was merged into
+    read_by_b = cb.get_event(b)  # type: ignore[arg-type]
+    assert read_by_b.id == a and read_by_b.merged_id == b
+    assert read_by_b.model_copy(update={"merged_id": None}) == merged
     plan = cb.get_event(c)  # type: ignore[arg-type]
     assert plan.data == {"plan": ["x", "y"]} and plan.text is None
     # a child of a merged event points at the event it was merged into
     assert cb.get_event(child).parent_event_ids == [a]  # type: ignore[arg-type]
+    assert [e.id for e in cb.causal_chain(child)] == [a]  # type: ignore[arg-type]
     assert count(db_path, "events") == 3
 
 
@@ -112,7 +118,7 @@ def test_the_merged_text_stays_within_aggregate_max_chars(open_base: Opener) -> 
     # the metadata counts against the limit too: this one would carry it past 40
     c = cb.capture("internal_thought", session_id="s", text="x", metadata={"blob": "y" * 40})
     cb.flush()
-    assert a == b != c
+    assert [cb.get_event(i).id for i in (a, b, c)] == [a, a, c]  # type: ignore[arg-type]
     assert [e.text for e in cb.last_events("s")] == ["short\nalso short", "x"]
 
 

@@ -94,7 +94,7 @@ def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     conn.commit()
     conn.close()
     with ContextBase(str(db_path), embedder=None) as cb:
-        assert cb.store.schema_version() == SCHEMA_VERSION == 10
+        assert cb.store.schema_version() == SCHEMA_VERSION == 11
         assert [e.text for e in cb.last_events("s", 5)] == ["kept across the upgrade"]
         assert cb.store.anchor_backlog(cb.project) == []  # v10
     conn = raw(db_path)
@@ -114,6 +114,7 @@ def test_a_version_1_file_is_upgraded_in_place(db_path: Path) -> None:
     assert "items_type" in indexes  # v4
     assert {"entities_recent", "traces_by_task", "relations_from_at", "relations_to_at"} <= indexes
     assert not {"relations_from", "relations_to"} & indexes  # v5: extended by the *_at ones
+    assert "event_aliases_event" in indexes  # v10
 
 
 def test_schema_version_is_recorded(db_path: Path, cb: ContextBase) -> None:

@@ -13,12 +13,14 @@
 - Bursts of LOW events of the same kind from the same agent within a short window are
   aggregated into one event while they still wait in the queue. Nothing of them is lost:
   the texts are joined, and each merged event's id, time, text, data, metadata and
-  importance are kept in the stored event's `data["aggregated"]` (see `_merge`). Events
+  importance are kept in the stored event's `data["aggregated"]` (see `_merge`). Each
+  submit still returns its own event's id: the queue maps a merged id to the event it went
+  into until that is committed (`merged_into`), the store from then on (its aliases,
+  `Store.event_aliases`), so the id names the stored event wherever an id is read. Events
   without text (their data is their content, and what search reads) are not aggregated,
   nor are those submitted with `aggregate=False`: an event whose id the caller chose (its
   `event_id`, or one derived from its idempotency key) stays its own event, so a retry
-  after the burst is written finds that id stored and writes nothing (a merged id is
-  known to the queue only while the burst waits there).
+  after the burst is written finds that id stored and writes nothing.
 - `flush()` returns once every event submitted before the call is committed to storage
   (`flush(project=...)`: once that project's are, for a wait or read of one project).
 - An event the writer refuses (a session archived after it was queued, an idempotency key
@@ -157,7 +159,8 @@ class CaptureBus:
         self._done = 0  # every ticket <= this is written (or deliberately discarded)
         self._flush_upto = 0  # a flush waits for the tickets up to this: no lingering
         self._pending_done: set[int] = set()
-        # ids of LOW events merged into a queued one -> that event's id (while it waits)
+        # ids of LOW events merged into a queued one -> that event's id, until it is
+        # committed (then the store's aliases resolve them)
         self._merged: dict[str, str] = {}
         # ids queued or in the batch being written, with how many slots carry each: a
         # child captured right after its parent must find the parent here until it is
@@ -173,7 +176,8 @@ class CaptureBus:
 
     # -- producer side ---------------------------------------------------------------------
     def submit(self, event: Event, priority: Priority, *, aggregate: bool = True) -> str | None:
-        """Queue an event; returns the id it will be stored under, or None if dropped.
+        """Queue an event; returns its id, or None if dropped. A LOW event merged into a
+        queued one keeps its id, which names that event once stored (see the module).
         `aggregate=False` keeps a LOW event out of bursts (neither merged into the queued
         one nor taking later ones): its id names it alone, as a retry expects."""
         now = time.monotonic()
@@ -185,10 +189,9 @@ class CaptureBus:
             if priority == Priority.LOW:
                 if event.id in self._merged:  # a retry of an event already merged
                     self._stats.duplicates += 1
-                    return self._merged[event.id]
-                merged = self._try_aggregate(event, now) if aggregate else None
-                if merged is not None:
-                    return merged
+                    return event.id
+                if aggregate and self._try_aggregate(event, now):
+                    return event.id
             if len(self._queue) >= self.config.max_queue:
                 if priority == Priority.LOW:
                     self._stats.dropped_low_priority += 1
@@ -245,12 +248,13 @@ class CaptureBus:
                 return i + 1
         return 0
 
-    def _try_aggregate(self, event: Event, now: float) -> str | None:
+    def _try_aggregate(self, event: Event, now: float) -> bool:
+        """Merge `event` into the queue's last event when it continues its burst."""
         if not self._queue or is_blank(event.text):
-            return None
+            return False
         tail = self._queue[-1]
         if event.id == tail.event.id:  # a retry of the waiting event: the writer dedups it
-            return None
+            return False
         key = (event.project_id, event.session_id, event.agent_id, event.type)
         first = tail.event if not tail.parts else None
         if (
@@ -262,13 +266,13 @@ class CaptureBus:
             or event.task_id != tail.event.task_id
             or event.agent_role != tail.event.agent_role
         ):
-            return None
+            return False
         parts = tail.parts or [_part(tail.event)]
         chars = tail.parts_chars or _part_chars(parts[0])
         part = _part(event)
         chars += _part_chars(part)
         if chars > self.config.aggregate_max_chars:
-            return None
+            return False
         tail.parts = [*parts, part]
         tail.parts_chars = chars
         tail.event = _merge(tail.event, tail.parts)
@@ -276,7 +280,7 @@ class CaptureBus:
         tail.merged_ids = (*tail.merged_ids, event.id)
         self._merged[event.id] = tail.event.id
         self._stats.aggregated += 1
-        return tail.event.id
+        return True
 
     def pending(self, project_id: str, session_id: str) -> list[Event]:
         """The session's events queued or being written (not yet committed), in order."""
@@ -299,17 +303,23 @@ class CaptureBus:
                     return slot.event
         return None
 
+    def merged_into(self, ids: Sequence[str]) -> dict[str, str]:
+        """Those of `ids` merged into an event not yet committed: id -> that event's id."""
+        with self._cond:
+            return {i: self._merged[i] for i in ids if i in self._merged}
+
     def unwritten(self, ids: Sequence[str]) -> set[str]:
         """Those of `ids` that are queued or being written (not yet committed)."""
         with self._cond:
             return {i for i in ids if i in self._unwritten}
 
     def holds(self, ids: Sequence[str]) -> bool:
-        """Whether any of `ids` is an event queued or being written, or a session (of any
-        project) with such an event: a lookup of one that misses may just be early."""
+        """Whether any of `ids` is an event queued or being written (or merged into one), or
+        a session (of any project) with such an event: a lookup of one that misses may just
+        be early."""
         wanted = set(ids)
         with self._cond:
-            if wanted & self._unwritten.keys():
+            if wanted & self._unwritten.keys() or wanted & self._merged.keys():
                 return True
             return any(s.event.session_id in wanted for s in (*self._in_flight, *self._queue))
 
@@ -386,8 +396,6 @@ class CaptureBus:
                     self._queue.popleft() for _ in range(min(cfg.batch_size, len(self._queue)))
                 ]
                 for slot in batch:
-                    for merged_id in slot.merged_ids:
-                        self._merged.pop(merged_id, None)
                     if slot.priority == Priority.HIGH:
                         self._high_queued -= 1
                 self._in_flight = batch
@@ -415,12 +423,12 @@ class CaptureBus:
                     self._stats.write_errors += 1
                     self._stats.last_error = f"{type(exc).__name__}: {exc}"
                     if self._closed and attempt >= 3:
-                        self._forget_unwritten(events)
+                        self._forget_unwritten(batch)
                         self._in_flight = []
                         return  # shutting down: flush() reports the loss via last_error
                 time.sleep(min(self.config.retry_backoff_s * attempt, 2.0))
         with self._cond:
-            self._forget_unwritten(events)
+            self._forget_unwritten(batch)
             self._in_flight = []
             self._count(result, len(events))
             for slot in batch:
@@ -439,14 +447,17 @@ class CaptureBus:
             self._stats.last_error = result.reason
             log.warning("capture: %d event(s) refused: %s", result.refused, result.reason)
 
-    def _forget_unwritten(self, events: Sequence[Event]) -> None:
-        # caller holds self._cond
-        for e in events:
-            left = self._unwritten.get(e.id, 0) - 1
+    def _forget_unwritten(self, batch: Sequence[_Slot]) -> None:
+        # caller holds self._cond; the batch is committed (or given up): the store answers
+        # for its ids, merged ones included, from now on
+        for slot in batch:
+            left = self._unwritten.get(slot.event.id, 0) - 1
             if left > 0:
-                self._unwritten[e.id] = left
+                self._unwritten[slot.event.id] = left
             else:
-                self._unwritten.pop(e.id, None)
+                self._unwritten.pop(slot.event.id, None)
+            for merged_id in slot.merged_ids:
+                self._merged.pop(merged_id, None)
 
 
 def _part(event: Event) -> dict[str, Any]:

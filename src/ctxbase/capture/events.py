@@ -46,6 +46,7 @@ __all__ = [
     "check_text",
     "event_identity",
     "with_ids",
+    "with_parents_resolved",
 ]
 
 # An event's text and data together (validation.MAX_TEXT_BYTES).
@@ -220,3 +221,20 @@ def _id_list(ids: list[str] | tuple[str, ...] | str | None) -> list[str]:
     if ids is None:
         return []
     return list(dict.fromkeys([ids] if isinstance(ids, str) else ids))
+
+
+def with_parents_resolved(event: Event, into: Mapping[str, str]) -> Event:
+    """`event` with each parent or reference merged into an aggregated event replaced by
+    that event's id (once: two merged into the same one are one link)."""
+    if not into:
+        return event
+
+    def resolved(ids: Sequence[str]) -> list[str]:
+        return list(dict.fromkeys(into.get(i, i) for i in ids))
+
+    return event.model_copy(
+        update={
+            "parent_event_ids": resolved(event.parent_event_ids),
+            "refers_to": resolved(event.refers_to),
+        }
+    )

@@ -37,32 +37,61 @@ __all__ = [
     "effects_with_hops",
     "missing_event",
     "placeholder",
+    "read_event",
 ]
 
 HIDDEN = "hidden"
 
 
 def check_chain_root(store: Store, project_id: str, event_id: str) -> Event:
-    """The event a chain starts from. NotFoundError when it is not visible, saying when it
-    is hidden (restore brings it back) or was forgotten."""
+    """The event a chain starts from (the aggregated event an id merged into it names, see
+    `read_event`). NotFoundError when it is not visible, saying when it is hidden (restore
+    brings it back) or was forgotten."""
     if not event_id:
         raise ValidationError("event_id", "is empty")  # no event is stored without an id
-    found = store.get_events(project_id, [event_id], include_inactive=True)
-    if found and found[0].active:
+    found = read_event(store, project_id, event_id, include_inactive=True)
+    if found is not None and found.active:
+        return found
+    raise missing_event(store, project_id, event_id, hidden=found is not None, found=found)
+
+
+def read_event(
+    store: Store, project_id: str, event_id: str, *, include_inactive: bool = False
+) -> Event | None:
+    """The stored event `event_id` names: that event, or, for the id of an event the
+    capture bus merged into an aggregated one, that one with `merged_id` saying so. The
+    store's aliases are read only when no event has the id."""
+    found = store.get_events(project_id, [event_id], include_inactive)
+    if found:
         return found[0]
-    raise missing_event(store, project_id, event_id, hidden=bool(found))
+    into = store.event_aliases(project_id, [event_id]).get(event_id)
+    if into is None:
+        return None
+    found = store.get_events(project_id, [into], include_inactive)
+    return found[0].model_copy(update={"merged_id": event_id}) if found else None
 
 
 def missing_event(
-    store: Store, project_id: str, event_id: str, *, hidden: bool | None = None
+    store: Store,
+    project_id: str,
+    event_id: str,
+    *,
+    hidden: bool | None = None,
+    found: Event | None = None,
 ) -> NotFoundError:
     """The NotFoundError for an event a read did not find visible: it is hidden (restore
     brings it back), was hard-forgotten, or never was. `hidden` when the caller already
-    knows whether a hidden event holds the id (None: look)."""
-    if hidden is None:
-        hidden = bool(store.get_events(project_id, [event_id], include_inactive=True))
-    if hidden:
-        message: str | None = f"event {event_id!r} is hidden (restore brings it back)"
+    knows whether a hidden event holds the id, `found` when it read that event (None for
+    both: look). An id merged into a hidden aggregated event says which event that is."""
+    if found is None and hidden is not False:
+        found = read_event(store, project_id, event_id, include_inactive=True)
+    if found is not None and found.merged_id is not None:
+        message: str | None = (
+            f"event {event_id!r} was merged into event {found.id!r}, which is hidden "
+            "(restore brings it back)"
+        )
+    elif found is not None or hidden:
+        message = f"event {event_id!r} is hidden (restore brings it back)"
     elif store.forgotten_ids(project_id, [event_id]):
         message = f"event {event_id!r} not found: it was hard-forgotten"
     else:

@@ -43,7 +43,7 @@ __all__ = ["Call", "Calls"]
 
 T = TypeVar("T")
 
-_EVENT_WIRE_EXCLUDE = {"project_id", "active", "seq", "id", "marks"}
+_EVENT_WIRE_EXCLUDE = {"project_id", "active", "seq", "id", "marks", "merged_id"}
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 # Upgrade steps a schema migration cannot finish in SQL, since they need what is above the
 # store (capture's rendering of a text, the index's terms): the migration records each one
@@ -257,6 +257,13 @@ class Store(ABC):
     def get_events(
         self, project_id: str, ids: Sequence[str], include_inactive: bool = False
     ) -> list[Event]: ...
+
+    def event_aliases(self, project_id: str, ids: Sequence[str]) -> dict[str, str]:
+        """Of these ids, those of events the capture bus merged into a stored one (the ids
+        in its `data["aggregated"]` other than its own, rows.merged_ids): alias -> the
+        stored event's id. Written with that event, removed (and tombstoned) with it. A
+        backend that keeps none has none."""
+        return {}
 
     @abstractmethod
     def list_events(

@@ -186,6 +186,19 @@ class ForgetSteps:
         scope.forgotten = Forgotten(scope.node_ids, texts)
         return scope
 
+    def _forget_aliases(
+        self, conn: Any, project_id: str, event_ids: Sequence[str], report: ForgetReport
+    ) -> list[str]:
+        """Remove the aliases of forgotten aggregated events (the ids of the events merged
+        into them); returns those ids, which are tombstoned with the events."""
+        gone: list[str] = []
+        for part in _chunks(list(event_ids)):
+            cond, cond_args = self._dialect.any_of("event_id", part)
+            sql = f"DELETE FROM event_aliases WHERE project_id=? AND {cond} RETURNING alias_id"
+            gone += [r[0] for r in self._q(conn, sql, [project_id, *cond_args]).fetchall()]
+        report.add("event_aliases", len(gone))
+        return gone
+
     # -- entities made from messages ------------------------------------------------------------
     def _project_repos(self, conn: Any, project_id: str) -> list[str]:
         """The repositories a whole-project forget forgets with the project (it tombstones

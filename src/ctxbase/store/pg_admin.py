@@ -18,7 +18,7 @@ from .forget_steps import ForgetSteps
 from .keyword_log import KeywordLog
 from .pg_base import INDEX_LOCK, Conn, PgBase, as_array, jsonb, text
 from .records import ApiKeyRecord, ForgetReport
-from .rows import next_version, tombstone_hash, trace_keys
+from .rows import ALIAS_INSERT, import_aliases, next_version, tombstone_hash, trace_keys
 from .schema import FORGET_TABLES, TABLES
 from .shared import table_columns
 
@@ -210,10 +210,11 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                     )
                     report.add(table, cur.rowcount)
                 sessions = [session_id] if report.removed.get("sessions") else []
+            aliases = self._forget_aliases(conn, project_id, scope.stored_event_ids, report)
             self._tombstone(
                 conn,
                 project_id,
-                scope.stored_event_ids,
+                [*scope.stored_event_ids, *aliases],
                 scope.stored_entity_ids,
                 sessions,
                 repos=repos,
@@ -239,6 +240,13 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                 "SELECT entity_id FROM entities WHERE project_id=%s",
                 "SELECT session_id FROM sessions WHERE project_id=%s",
             )
+        ]
+        # the ids merged into its aggregated events are tombstoned as events too
+        forgotten[0] += [
+            r[0]
+            for r in self._x(
+                conn, "SELECT alias_id FROM event_aliases WHERE project_id=%s", (project_id,)
+            ).fetchall()
         ]
         for table in FORGET_TABLES:
             cur = self._x(conn, f"DELETE FROM {table} WHERE project_id=%s", (project_id,))
@@ -372,6 +380,8 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
             ).rowcount
             # dropped now, not at commit: an outer transaction() may import this table again
             self._x(conn, f"DROP TABLE {stage}")
+            if table == "events":  # the aliases are not copied: each event brings its own
+                self._many(conn, self._dialect.sql(ALIAS_INSERT), import_aliases(rows))
         return max(inserted, 0)
 
     @contextmanager

@@ -184,6 +184,21 @@ POST_MIGRATIONS: dict[int, list[str]] = {
     ],
     6: [ITEMS_REMOVED_FN_V6],
     9: ["ALTER TABLE tombstones ADD COLUMN IF NOT EXISTS forgotten_at DOUBLE PRECISION"],
+    # the aliases of the aggregated events stored before (the rule of rows.merged_ids); a
+    # CASE keeps each JSON function to the values it takes
+    11: [
+        "INSERT INTO event_aliases(project_id, alias_id, event_id) "
+        "SELECT e.project_id, p->>'id', e.event_id FROM events e "
+        "CROSS JOIN LATERAL jsonb_array_elements(CASE WHEN jsonb_typeof(e.data) = 'object' "
+        "THEN CASE WHEN jsonb_typeof(e.data->'aggregated') = 'array' "
+        "AND e.data - 'aggregated' = '{}'::jsonb "
+        "AND e.metadata->>'aggregated_count' = jsonb_array_length(e.data->'aggregated')::text "
+        "AND jsonb_array_length(e.data->'aggregated') >= 2 "
+        "THEN e.data->'aggregated' ELSE '[]'::jsonb END ELSE '[]'::jsonb END) p "
+        "WHERE e.data ? 'aggregated' AND jsonb_typeof(p->'id') = 'string' "
+        "AND p->>'id' <> '' AND p->>'id' <> e.event_id "
+        "ON CONFLICT (project_id, alias_id) DO NOTHING"
+    ],
 }
 
 # Takes the next change number: a row that changes what it is indexed by is numbered again.

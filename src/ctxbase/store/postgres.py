@@ -33,12 +33,14 @@ from .pg_base import Conn, jsonb, text
 from .pg_search import PgSearch
 from .records import EventRetext, ForgetReport, SearchItem
 from .rows import (
+    ALIAS_INSERT,
     check_direction,
     check_event_ids,
     check_per_node,
     entity_row,
     event_edges,
     event_row,
+    merged_ids,
     relation_row,
     tombstone_hash,
     types_at_node_sql,
@@ -220,6 +222,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         new_sessions: list[tuple[Any, ...]] = []
         all_items: list[SearchItem] = []
         touched: dict[str, float] = {}
+        aliases: list[tuple[str, str, str]] = []  # only aggregated events have any
         for event, event_items in pairs:
             tail = tails[event.session_id]
             seq, prev_id = tail[0] + 1, tail[1]
@@ -249,6 +252,8 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 )
             )
             edges += [self._relation_args(rel) for rel in event_edges(stored, prev_id)]
+            merged = merged_ids(stored.id, stored.data, stored.metadata)
+            aliases += [(project_id, alias, stored.id) for alias in merged]
             all_items.extend(event_items)
         self._many(
             conn,
@@ -269,6 +274,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             f"INSERT INTO events({q.EVENT_COLS}) VALUES ({','.join(['%s'] * 14)})",
             event_rows,
         )
+        self._many(conn, self._dialect.sql(ALIAS_INSERT), aliases)  # nothing sent when empty
         self._many(conn, self._RELATION_UPSERT, edges)
         self._insert_items(conn, project_id, all_items)
         return stored_events

@@ -19,6 +19,7 @@ from .base import KeywordRow, TombstoneKind
 from .records import ApiKeyRecord, SearchItem, StateChange
 
 __all__ = [
+    "ALIAS_INSERT",
     "EVENT_COLS",
     "EVENT_EDGE_SOURCE",
     "ITEM_COLS",
@@ -34,8 +35,10 @@ __all__ = [
     "event_links",
     "event_row",
     "generation_key",
+    "import_aliases",
     "item_row",
     "keyword_rows",
+    "merged_ids",
     "next_version",
     "relation_row",
     "session_row",
@@ -155,6 +158,15 @@ def types_at_node_sql(side: str, mark: str) -> str:
 EVENT_EDGE_SOURCE = "auto:capture"
 
 
+def import_aliases(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:
+    """(project, alias, event) of the aggregated events among exported event rows."""
+    return [
+        (r["project_id"], alias, r["event_id"])
+        for r in rows
+        for alias in merged_ids(r["event_id"], r.get("data"), r.get("metadata"))
+    ]
+
+
 def event_links(event: Event, prev_id: str | None) -> list[tuple[str, str, str]]:
     """(from_id, type, to_id) of the event-graph edges a stored event adds: NEXT from the
     session's previous event, CAUSED_BY to each parent, REFERS_TO to each reference."""
@@ -164,6 +176,27 @@ def event_links(event: Event, prev_id: str | None) -> list[tuple[str, str, str]]
     links += [(event.id, "CAUSED_BY", p) for p in event.parent_event_ids]
     links += [(event.id, "REFERS_TO", r) for r in event.refers_to]
     return links
+
+
+# An aggregated event's aliases (merged_ids), written with it (`?` placeholders).
+ALIAS_INSERT = (
+    "INSERT INTO event_aliases(project_id, alias_id, event_id) VALUES (?,?,?) "
+    "ON CONFLICT (project_id, alias_id) DO NOTHING"
+)
+
+
+def merged_ids(event_id: str, data: Any, metadata: Any) -> list[str]:
+    """The ids of the events the capture bus merged into this stored one (its
+    `data["aggregated"]` parts, data holding nothing else, counted in
+    `metadata["aggregated_count"]`), its own left out: the aliases the store resolves to
+    it. Any other event has none."""
+    parts = data.get("aggregated") if isinstance(data, dict) and len(data) == 1 else None
+    if not isinstance(parts, list) or not isinstance(metadata, dict):
+        return []
+    if len(parts) < 2 or metadata.get("aggregated_count") != len(parts):
+        return []  # a burst is two events or more, all counted
+    ids = (p.get("id") for p in parts if isinstance(p, dict))
+    return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i and i != event_id))
 
 
 def event_edges(event: Event, prev_id: str | None) -> list[Relation]:

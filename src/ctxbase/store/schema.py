@@ -62,6 +62,7 @@ FORGET_TABLES = (
     "state",
     "state_history",
     "traces",
+    "event_aliases",
     "tasks",
     "sessions",
     "projects",
@@ -213,8 +214,19 @@ _V10 = [
     "CREATE TABLE IF NOT EXISTS anchor_backlog ("
     "project_id TEXT NOT NULL, event_id TEXT NOT NULL, PRIMARY KEY (project_id, event_id))",
 ]
+# v11: the ids of the events the capture bus merged into an aggregated one (the parts of
+# its data["aggregated"] other than its own, rows.merged_ids) name it: a read, a parent
+# link or a chain of such an id resolves to the stored event. Written with the event,
+# removed with it; not copied by migrate-data (an import of the events rebuilds it). Each
+# backend fills it from the events already stored in its own list.
+_V11 = [
+    """CREATE TABLE IF NOT EXISTS event_aliases (
+        project_id TEXT NOT NULL, alias_id TEXT NOT NULL, event_id TEXT NOT NULL,
+        PRIMARY KEY (project_id, alias_id))""",
+    "CREATE INDEX IF NOT EXISTS event_aliases_event ON event_aliases (project_id, event_id)",
+]
 MIGRATIONS: dict[int, list[str]] = {
-    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9, 10: _V10,
+    1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9, 10: _V10, 11: _V11,
 }  # fmt: skip
 
 # The version table, the same in every backend: one row, key 'schema_version'.

@@ -79,6 +79,17 @@ class SharedReads:
         )
         return {hashes[h]: None if at is None else float(at) for h, at in found}
 
+    def event_aliases(self, project_id: str, ids: Sequence[str]) -> dict[str, str]:
+        wanted = list(dict.fromkeys(i for i in ids if i))
+        if not wanted:
+            return {}
+        cond, args = self._dialect.any_of("alias_id", wanted)
+        found = self._all(
+            f"SELECT alias_id, event_id FROM event_aliases WHERE project_id=? AND {cond}",
+            (project_id, *args),
+        )
+        return {str(alias): str(event_id) for alias, event_id in found}
+
     def list_repos(self, project_id: str) -> list[str]:
         sql = (
             "SELECT DISTINCT repo FROM items "

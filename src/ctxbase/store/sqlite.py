@@ -24,6 +24,7 @@ from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_
 from .base import Store, TombstoneKind
 from .records import EventRetext, ForgetReport, SearchItem
 from .rows import (
+    ALIAS_INSERT,
     EVENT_EDGE_SOURCE,
     check_direction,
     check_event_ids,
@@ -31,6 +32,7 @@ from .rows import (
     entity_row,
     event_links,
     event_row,
+    merged_ids,
     relation_row,
     types_at_node_sql,
 )
@@ -207,6 +209,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         event_rows: list[tuple[Any, ...]] = []
         edges: list[tuple[str, str, str, str, str, float]] = []
         unit_rows: list[tuple[str, SearchItem]] = []
+        aliases: list[tuple[str, str, str]] = []  # only aggregated events have any
         for event, event_items in pairs:
             pid = event.project_id
             key = (pid, event.session_id)
@@ -241,6 +244,8 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                 (pid, relation_id_for(pid, f, t, to), f, t, to, event.ts)
                 for f, t, to in event_links(event, prev_id)
             ]
+            merged = merged_ids(event.id, event.data, event.metadata)
+            aliases += [(pid, alias, event.id) for alias in merged]
             unit_rows += [(pid, it) for it in event_items]
         # A session's updated_at moves with every event after its first.
         new_sessions = [
@@ -271,6 +276,8 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         conn.executemany(
             f"INSERT INTO events({EVENT_COLS}) VALUES ({placeholders(14)})", event_rows
         )
+        if aliases:
+            conn.executemany(ALIAS_INSERT, aliases)
         self._insert_event_edges(conn, edges)
         self._insert_project_items(conn, unit_rows)
         return stored_events

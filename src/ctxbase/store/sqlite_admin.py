@@ -14,7 +14,7 @@ from .base import USES_SCOPE, TombstoneKind
 from .forget_steps import ForgetSteps
 from .keyword_log import KeywordLog
 from .records import ApiKeyRecord, ForgetReport
-from .rows import next_version, trace_keys
+from .rows import ALIAS_INSERT, import_aliases, next_version, trace_keys
 from .schema import FORGET_TABLES, JSON_COLUMNS
 from .shared import table_columns
 from .sqlite_base import (
@@ -235,10 +235,11 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                 ).rowcount
                 report.add(table, n)
             sessions = [session_id] if report.removed.get("sessions") else []
+        aliases = self._forget_aliases(conn, project_id, scope.stored_event_ids, report)
         _tombstone(
             conn,
             project_id,
-            scope.stored_event_ids,
+            [*scope.stored_event_ids, *aliases],
             scope.stored_entity_ids,
             sessions,
             repos=repos,
@@ -275,6 +276,13 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                 "SELECT entity_id FROM entities WHERE project_id=?",
                 "SELECT session_id FROM sessions WHERE project_id=?",
             )
+        ]
+        # the ids merged into its aggregated events are tombstoned as events too
+        forgotten[0] += [
+            r[0]
+            for r in conn.execute(
+                "SELECT alias_id FROM event_aliases WHERE project_id=?", (project_id,)
+            ).fetchall()
         ]
         rowids = [
             r[0]
@@ -354,6 +362,8 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                         ),
                     )
                 inserted += max(cur.rowcount, 0)
+            if table == "events":  # the aliases are not copied: each event brings its own
+                conn.executemany(ALIAS_INSERT, import_aliases(rows))
             if table != "projects":
                 self._bump(conn, project_id)
         return inserted

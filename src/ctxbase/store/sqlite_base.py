@@ -124,6 +124,20 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
         ),
     ],
     9: ["ALTER TABLE tombstones ADD COLUMN forgotten_at REAL"],
+    # the aliases of the aggregated events stored before (the rule of rows.merged_ids)
+    11: [
+        "INSERT OR IGNORE INTO event_aliases(project_id, alias_id, event_id) "
+        "SELECT e.project_id, json_extract(p.value, '$.id'), e.event_id "
+        "FROM (SELECT * FROM events WHERE data LIKE '%\"aggregated\"%' "
+        "AND json_type(data, '$.aggregated') = 'array') e, "
+        "json_each(e.data, '$.aggregated') p "
+        "WHERE (SELECT count(*) FROM json_each(e.data)) = 1 "
+        "AND json_extract(e.metadata, '$.aggregated_count') "
+        "= json_array_length(e.data, '$.aggregated') "
+        "AND json_array_length(e.data, '$.aggregated') >= 2 "
+        "AND json_type(p.value, '$.id') = 'text' AND json_extract(p.value, '$.id') <> '' "
+        "AND json_extract(p.value, '$.id') <> e.event_id"
+    ],
 }
 
 
