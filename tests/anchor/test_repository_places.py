@@ -219,3 +219,17 @@ def test_remote_identity() -> None:
     assert remote_identity("C:\\repos\\tools") == "C:\\repos\\tools"
     assert "token" not in str(remote_identity("weird+scheme://user:token@/x"))
     assert remote_identity(None) is None and remote_identity("  ") is None
+
+
+def test_moved_is_refused_while_the_recorded_folder_still_holds_the_files(
+    cb: ContextBase, tmp_path: Path
+) -> None:
+    """A copy is not a move: taking `moved` at its word would hide every file of the
+    folder still in place."""
+    old = _write(tmp_path / "a" / "notes", {"a.md": "# A\n\nOsprey.\n", "b.md": "# B\n"})
+    ingest_path(cb, old)
+    copy = tmp_path / "b" / "notes"
+    shutil.copytree(old, copy)
+    with pytest.raises(ValidationError, match="still holds 2 of its files: it was not moved"):
+        ingest_path(cb, copy, moved=True)
+    assert _active(cb) == {("notes", "a.md"), ("notes", "b.md")}  # nothing was changed

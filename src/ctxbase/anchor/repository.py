@@ -196,7 +196,27 @@ def choose_repo_name(
     holds_files = any(f.active and f.properties.get("repo") == name for f in files)
     if held is not None and holds_files and not held.same_repository(place) and not moved:
         raise RepositoryNameTakenError(name, held.root, place.root)
+    if moved and held is not None and held.root != place.root:
+        _check_moved(name, held.root, place.root, files)
     return name, held
+
+
+def _check_moved(name: str, old_root: str, new_root: str, files: Iterable[Entity]) -> None:
+    """`moved` is taken at its word only when the recorded folder no longer holds the
+    repository's files: a move of a folder still in place would hide all of them."""
+    paths = [
+        str(f.properties.get("path"))
+        for f in files
+        if f.active and f.properties.get("repo") == name and f.properties.get("path")
+    ]
+    still = sum(1 for path in paths[:200] if os.path.isfile(os.path.join(old_root, path)))
+    if still:
+        raise ValidationError(
+            "moved",
+            f"repository {name!r} was recorded at {old_root}, which still holds {still} of"
+            f" its files: it was not moved; ingest {new_root} under a name of its own"
+            " (nothing was changed)",
+        )
 
 
 def check_overlap(
