@@ -112,7 +112,7 @@ class ContextBase(
         query_batching: bool = False,
         chunking: str | ChunkingConfig | Mapping[str, Any] | None = None,
         query_embed_timeout_s: float = 10.0,
-        model_start_timeout_s: float = 60.0,
+        model_start_timeout_s: float = 30.0,
     ) -> None:
         self.project = check_id("project", project)
         # How long texts (tool output, documents, ingested files) are cut into search units:

@@ -59,7 +59,7 @@ def stuck(tmp_path: Path) -> Iterator[tuple[ContextBase, StuckQueries]]:
         str(tmp_path / "stuck.db"),
         project="p",
         embedder=embedder,
-        query_embed_timeout_s=0.3,
+        query_embed_timeout_s=2.0,  # long enough that a second wait would show
         model_start_timeout_s=0.6,
     )
     for text in TEXTS:
@@ -91,7 +91,7 @@ def test_a_hung_query_embedding_is_a_timed_out_embedder(
 
     # the same query again: its embedding is still running past its bound, not waited again
     again, took = timed(lambda: cb.search("gizmo cache"))
-    assert took < 0.3 and again.embedder_error == error
+    assert took < 1.5 and again.embedder_error == error
 
     context, took = timed(
         lambda: cb.assemble_context(agent_role="coder", user_intent="widget deploy")
@@ -101,6 +101,22 @@ def test_a_hung_query_embedding_is_a_timed_out_embedder(
     assert any("semantic search left out" in n and "timed out" in n for n in notes), notes
     prompt = " ".join(m["content"] for m in context.messages)
     assert "deploy the widget at noon" in prompt  # found by keyword
+
+
+def test_an_assembly_waits_for_the_model_start_within_its_bound(
+    stuck: tuple[ContextBase, StuckQueries],
+) -> None:
+    cb, _ = stuck
+    context, took = timed(
+        lambda: cb.assemble_context(agent_role="coder", user_intent="gizmo cache")
+    )
+    assert 0.5 <= took < 5
+    assert 550 <= context.trace["timings_ms"]["model_start"] < 5000
+    notes = context.trace["notes"]
+    assert any("starts the model) timed out: no vector within 0.6 s" in n for n in notes), notes
+    # the model had its start: the next assembly does not wait for it again
+    context, took = timed(lambda: cb.assemble_context(agent_role="coder", user_intent="widget"))
+    assert took < 1.5 and "model_start" not in context.trace["timings_ms"]
 
 
 def test_a_late_vector_is_kept_and_the_embedder_used_again(
@@ -121,6 +137,7 @@ def test_a_late_vector_is_kept_and_the_embedder_used_again(
 def test_hung_query_embeddings_stop_at_a_cap(stuck: tuple[ContextBase, StuckQueries]) -> None:
     cb, embedder = stuck
     cb.searcher.health.retry_after_s = 0.0  # type: ignore[union-attr]  # try every search
+    cb.searcher.query_timeout_s = 0.2
     cap = search_module.MAX_OVERDUE_QUERIES
     for n in range(cap + 4):
         found, took = timed(lambda n=n: cb.search(f"cache number {n}", preset="semantic"))

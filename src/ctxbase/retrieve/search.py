@@ -78,7 +78,7 @@ PENDING_COUNT_CAP = 10_000
 # the model (a local one loads on first use: seconds, more on a busy machine or when an
 # `st:` model is fetched), and every later one. A vector not back in time counts as a
 # failing embedder: the search answers from keyword and graph and says it timed out.
-MODEL_START_TIMEOUT_S = 60.0
+MODEL_START_TIMEOUT_S = 30.0
 QUERY_TIMEOUT_S = 10.0
 # Query embeddings still running past their bound: no more are started while this many
 # run, so a hung model does not gather one stuck thread per search.
