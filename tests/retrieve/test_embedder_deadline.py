@@ -92,6 +92,13 @@ def test_a_hung_query_embedding_is_a_timed_out_embedder(
     # the same query again: its embedding is still running past its bound, not waited again
     again, took = timed(lambda: cb.search("gizmo cache"))
     assert took < 1.5 and again.embedder_error == error
+    # documents still embed: the worker's success clears the failure, and the query that
+    # is still running is named as such, not waited for
+    cb.record("user_message", session_id="s1", text="the gizmo was restarted")
+    assert cb.wait_for_embeddings(timeout=30) and cb.embedder_error is None
+    again, took = timed(lambda: cb.search("gizmo cache"))
+    assert took < 1.5 and again.embedder_error is not None
+    assert "this query's embedding timed out and still runs" in again.embedder_error
 
     context, took = timed(
         lambda: cb.assemble_context(agent_role="coder", user_intent="widget deploy")

@@ -214,15 +214,14 @@ class Searcher:
             if running is not None and running not in self._overdue:
                 return running
             if running is not None:  # past its bound already: not waited for again
-                raise self.health.unavailable()
+                raise self._overdue_error("this query's embedding timed out and still runs")
             if not self.health.may_try():  # failed a moment ago: no thread for nothing
                 raise self.health.unavailable()
             if len(self._overdue) >= MAX_OVERDUE_QUERIES:
-                assert self.embedder is not None
-                raise EmbedderUnavailableError(
-                    f"embedder {self.embedder.name!r} unavailable: {len(self._overdue)} query "
-                    "embeddings timed out and have not come back; no more are started until "
-                    "one does"
+                raise self._overdue_error(
+                    f"{len(self._overdue)} query embeddings timed out and have not come "
+                    "back; no more are started until one does",
+                    always=True,
                 )
             future: Future[FloatVector] = Future()
             self._inflight[query] = future
@@ -240,6 +239,14 @@ class Searcher:
         background_thread(run, name="ctxbase-query-embedding").start()
         return future
 
+    def _overdue_error(self, what: str, always: bool = False) -> EmbedderUnavailableError:
+        """The health's error (the timeout, unless a success cleared it since), else or
+        `always` one saying `what`."""
+        assert self.health is not None and self.embedder is not None
+        if self.health.error is not None and not always:
+            return self.health.unavailable()
+        return EmbedderUnavailableError(f"embedder {self.embedder.name!r} unavailable: {what}")
+
     def _wait(self, future: Future[FloatVector]) -> FloatVector:
         """The vector `future` brings, waited for within the bound; a wait that runs out
         is an embedder failure (recorded in `health`, so the next searches skip the
@@ -256,11 +263,9 @@ class Searcher:
                 self._overdue.add(future)
             if starting:  # the model had its start: later queries get the shorter bound
                 self._start_timed_out = True
-        what = (
-            "the first query embedding (which starts the model)"
-            if starting
-            else ("the query embedding")
-        )
+        what = "the first query embedding (which starts the model)"
+        if not starting:
+            what = "the query embedding"
         exc = EmbeddingError(f"{what} timed out: no vector within {bound:g} s")
         self.health.record_failure(exc)
         raise self.health.unavailable() from exc
