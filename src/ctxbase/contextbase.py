@@ -118,6 +118,8 @@ class ContextBase(
         anchoring: bool | AnchorConfig = True,
         query_batching: bool = False,
         chunking: str | ChunkingConfig | Mapping[str, Any] | None = None,
+        query_embed_timeout_s: float = 10.0,
+        model_start_timeout_s: float = 30.0,
     ) -> None:
         self.project = check_id("project", project)
         # How long texts (tool output, documents, ingested files) are cut into search units:
@@ -133,6 +135,17 @@ class ContextBase(
         # Sessions idle longer than this expire (seed 003); None: never.
         self.session_idle_timeout_s = session_idle_timeout_s
         self.max_content_bytes = max_content_bytes
+        # How long a search waits for its query's vector, and for the first one (which may
+        # start the model): past that it answers from keyword and graph (retrieve/search.py).
+        for field, seconds in (
+            ("query_embed_timeout_s", query_embed_timeout_s),
+            ("model_start_timeout_s", model_start_timeout_s),
+        ):
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+                raise ValidationError(
+                    field, f"must be a positive number of seconds (got {seconds!r})"
+                )
+        self._embed_timeouts = (float(query_embed_timeout_s), float(model_start_timeout_s))
         if isinstance(embedder, str) and embedder.strip().lower() == "none":
             embedder = None  # as on the command line: no vectors, keyword search only
         self._embedder_spec = embedder
@@ -619,8 +632,14 @@ class ContextBase(
 
                 embedder = self.embedder
                 health = None if embedder is None else self._embedder_health(embedder)
+                query_s, start_s = self._embed_timeouts
                 self._searcher = Searcher(
-                    self.store, embedder, health=health, batch_queries=self._query_batching
+                    self.store,
+                    embedder,
+                    health=health,
+                    batch_queries=self._query_batching,
+                    query_timeout_s=query_s,
+                    model_start_timeout_s=start_s,
                 )
             return self._searcher
 

@@ -24,6 +24,8 @@ SERVER_SIDE: Mapping[str, str] = {
     "embedder": "ctxbase serve --embedder, ServerSettings(embedder=...)",
     "background_embedding": "ServerSettings(background_embedding=...)",
     "query_batching": "ServerSettings(query_batching=...)",
+    "query_embed_timeout_s": "ServerSettings(query_embed_timeout_s=...)",
+    "model_start_timeout_s": "ServerSettings(model_start_timeout_s=...)",
     "policies": "ctxbase serve --policies, ServerSettings(policies=...)",
     "session_idle_timeout_s": "ctxbase serve --session-idle-timeout, "
     "ServerSettings(session_idle_timeout_s=...)",

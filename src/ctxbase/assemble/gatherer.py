@@ -626,6 +626,10 @@ class Gatherer:
             from ..anchor.signing import checked_search
 
             resp = checked_search(self.cb, self.pid, query, config, flt, self.check)
+        if resp.embedder_error is not None:  # once per assembly, whichever search met it
+            note = f"semantic search left out (keyword and graph only): {resp.embedder_error}"
+            if note not in self.notes:
+                self.notes.append(note)
         embedder = self.cb.embedder
         gate = gate_search(
             resp,

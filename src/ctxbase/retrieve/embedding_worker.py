@@ -4,7 +4,8 @@ Capture never waits on the model; keyword search works before vectors are ready.
 vector was made by another model are re-embedded, so changing the model re-embeds everything.
 A failing embedder is recorded in `health` (searches report it) and retried with a growing
 pause; a permanent failure (missing package, rejected request) is not retried, and waiting
-for vectors raises it instead of waiting forever.
+for vectors raises it instead of waiting forever. A batch of the wrong shape or holding NaN
+values is such a failure too (embed/base.checked_rows): stored, it could never be found.
 
 Projects are served in turn, one batch each: a server's worker embeds every project of its
 database, and one project's bulk backlog (an ingest of thousands of chunks) must not hold
@@ -25,7 +26,7 @@ from ..background import background_thread
 from ..errors import EmbedderUnavailableError
 from ..store.base import Store
 from .code_text import CARDS, CardRecipe, embedding_texts
-from .embed.base import Embedder, FloatVector
+from .embed.base import Embedder, FloatVector, checked_rows
 from .embedder_health import EmbedderHealth
 
 __all__ = ["EmbeddingWorker"]
@@ -132,7 +133,11 @@ class EmbeddingWorker:
                 if self._stop.is_set():  # closing: keep what is done, leave the rest
                     break
                 part = todo[start : start + self.slice_size]
-                known.update(zip(part, self.embedder.embed_documents(part), strict=True))
+                got = self.embedder.embed_documents(part)
+                # dim read after the call: a model learns its width when it loads
+                known.update(
+                    zip(part, checked_rows(got, len(part), self.embedder.dim), strict=True)
+                )
         except Exception as exc:
             self.errors += 1
             self.health.record_failure(exc)

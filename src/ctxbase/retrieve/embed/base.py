@@ -18,6 +18,8 @@ __all__ = [
     "EmbeddingError",
     "FloatMatrix",
     "FloatVector",
+    "checked_rows",
+    "checked_vector",
     "embed_queries",
     "first_row",
     "import_optional",
@@ -70,14 +72,62 @@ class Embedder(Protocol):
 
 
 def embed_queries(embedder: Embedder, texts: Sequence[str]) -> FloatMatrix:
-    """Embed many queries, batched when the embedder offers `embed_queries` itself."""
+    """Embed many queries, batched when the embedder offers `embed_queries` itself; the
+    result is checked (`checked_rows`)."""
     batched = getattr(embedder, "embed_queries", None)
     if callable(batched):
-        result: FloatMatrix = np.asarray(batched(texts), dtype=np.float32)
-        return result
+        return checked_rows(batched(texts), len(texts), embedder.dim)
     if not texts:
         return np.zeros((0, embedder.dim), dtype=np.float32)
-    return np.stack([embedder.embed_query(text) for text in texts]).astype(np.float32)
+    rows = [checked_vector(embedder.embed_query(text), embedder.dim) for text in texts]
+    return np.stack(rows)
+
+
+def checked_rows(rows: object, count: int, dim: int) -> FloatMatrix:
+    """What an embedder returned for `count` texts as a float32 (count, dim) matrix (a list
+    of lists or any array-like is converted); EmbeddingError naming what is wrong when it
+    has another shape or holds NaN or infinite values. A custom embedder's bad batch must
+    not be stored as if embedded: such a vector is never found by meaning again."""
+    try:
+        matrix = np.asarray(rows, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(
+            f"the embedder returned a {type(rows).__name__} that is not a matrix of numbers ({exc})"
+        ) from exc
+    if matrix.shape != (count, dim):
+        raise EmbeddingError(
+            f"the embedder returned shape {matrix.shape} for {count} texts; expected "
+            f"({count}, {dim}), its dim being {dim}"
+        )
+    finite = np.isfinite(matrix).all(axis=1)
+    if not finite.all():
+        bad = int(count - finite.sum())
+        raise EmbeddingError(
+            f"the embedder returned {bad} of {count} vectors with NaN or infinite values"
+        )
+    return matrix
+
+
+def checked_vector(vector: object, dim: int) -> FloatVector:
+    """One query's vector, checked as `checked_rows` checks a batch (shape (dim,); a single
+    row (1, dim) is taken too)."""
+    try:
+        row = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(
+            f"the embedder returned a {type(vector).__name__} that is not a vector of numbers "
+            f"({exc})"
+        ) from exc
+    if row.shape == (1, dim):
+        row = row[0]
+    if row.shape != (dim,):
+        raise EmbeddingError(
+            f"the embedder returned shape {row.shape} for a query; expected ({dim},), its "
+            f"dim being {dim}"
+        )
+    if not np.isfinite(row).all():
+        raise EmbeddingError("the embedder returned a query vector with NaN or infinite values")
+    return row
 
 
 def l2_normalise_rows(matrix: npt.ArrayLike) -> FloatMatrix:
