@@ -10,6 +10,7 @@ __all__ = [
     "CtxbaseError",
     "EmbedderUnavailableError",
     "NotFoundError",
+    "RepositoryForgottenError",
     "RepositoryNameTakenError",
     "RepositoryOverlapError",
     "StorageError",
@@ -189,6 +190,40 @@ class ConflictError(CtxbaseError):
     """The operation is not allowed in the item's current state."""
 
     code = "conflict"
+
+
+class RepositoryForgottenError(ConflictError):
+    """The repository an ingest was writing was forgotten (`forget(repo=...)`, from this
+    process or another) after the ingest started: the ingest stopped, and nothing of the
+    repository is kept (what it wrote before the forget went with it, nothing after was
+    written). `forgotten_at` is when (a unix time; None when not recorded), `files_done`
+    of `files_total` the files the ingest had been through. Ingesting it again holds it
+    again."""
+
+    def __init__(
+        self,
+        repo: str,
+        forgotten_at: float | None,
+        files_done: int = 0,
+        files_total: int = 0,
+    ) -> None:
+        import datetime as dt
+
+        self.repo = repo
+        self.forgotten_at = forgotten_at
+        self.files_done = files_done
+        self.files_total = files_total
+        when = (
+            "at a time not recorded"
+            if forgotten_at is None
+            else "at "
+            + dt.datetime.fromtimestamp(forgotten_at, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        )
+        super().__init__(
+            f"repository {repo!r} was forgotten while this ingest ran ({when}): stopped "
+            f"after {files_done} of {files_total} files, nothing of it kept (an ingest "
+            "started now holds it again)"
+        )
 
 
 class StorageError(CtxbaseError):

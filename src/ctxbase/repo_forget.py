@@ -21,7 +21,11 @@ The rule for those records is store/repo_records.py's, which a copy from a backu
 The forget leaves a tombstone of each repository's name (kind "repo"): a copy from a
 backup taken before it leaves out those records and entities (store/copy_filter.py), and
 forgetting the name again is "already forgotten", not "not found". It blocks no ingest: a
-repository ingested again under the name is held again, and forgotten like any other.
+repository ingested again under the name is held again, and forgotten like any other. An
+ingest running when it is forgotten stops, with nothing of it kept: the store's forget
+takes the repository's entities in its own transaction (also those written after this
+plan listed them), and the ingest writes nothing after the tombstone
+(anchor/forget_watch.py).
 
 Hiding a repository (a soft forget) is not offered: its next ingest would bring its files
 back and another folder could take its name meanwhile, so a hidden repository would

@@ -15,7 +15,8 @@ removed, the next one is the latest again.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 
 from ..components import Components
 from ..model import Entity
@@ -85,9 +86,15 @@ def _versioned_documents(
     return groups
 
 
-def mark_latest_versions(cb: Components, pid: str, repo: str) -> list[str]:
+def mark_latest_versions(
+    cb: Components,
+    pid: str,
+    repo: str,
+    writing: Callable[[], AbstractContextManager[None]] | None = None,
+) -> list[str]:
     """Make the newest version of each versioned document of `repo` the latest, and its
-    older versions not; returns the ids of the documents and sections changed."""
+    older versions not; returns the ids of the documents and sections changed. The
+    changes are written in one transaction, `writing()` (default: the store's)."""
     wanted: dict[str, bool] = {}  # file id -> whether its document is the latest version
     for docs in _versioned_documents(cb, pid, repo).values():
         newest = max(order for _, order in docs)
@@ -107,7 +114,9 @@ def mark_latest_versions(cb: Components, pid: str, repo: str) -> list[str]:
                 and entity.latest != wanted[file_id]
             ):
                 changed.append(entity.model_copy(update={"latest": wanted[file_id]}))
-    _rewrite(cb, pid, changed)
+    if changed:
+        with (writing or cb.store.transaction)():
+            _rewrite(cb, pid, changed)
     return [e.id for e in changed]
 
 

@@ -21,7 +21,9 @@ Bad input never stops an ingest: binary, too large, undecodable and empty files 
 code that does not parse is anchored as plain text, each with its reason in the report. A
 file's units, removals and file entity (with its new hash) are written in one store
 transaction: if anything fails in between, none of it is kept, the file still has its old
-hash and is redone by the next ingest, so nothing stays half-written.
+hash and is redone by the next ingest, so nothing stays half-written. A forget of the
+repository while the ingest runs stops it, with nothing of the repository kept
+(RepositoryForgottenError; forget_watch.py).
 
 Paths are stored relative to the repository top (or, outside git, to the folder given, or
 to its parent when the folder is itself a Python package, so module names come out right).
@@ -53,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from ..components import Components, ComponentsSource, components_of
-from ..errors import NotFoundError, ValidationError
+from ..errors import NotFoundError, RepositoryForgottenError, ValidationError
 from ..model import Entity
 from .doc_versions import mark_latest_versions
 from .entities import (
@@ -65,6 +67,7 @@ from .entities import (
 )
 from .file_units import anchor_file_text, file_entity_id
 from .files import detect_file
+from .forget_watch import ForgetWatch
 from .gitignore import list_files
 from .kb_versions import deactivate, refresh_pin
 from .plaintext import DEFAULT_CHUNK_CHARS, part_chars
@@ -245,6 +248,7 @@ def ingest_path(
     repository.py."""
     cb = components_of(cb)
     started = time.perf_counter()
+    started_at = time.time()  # a forget of the repository after it stops this ingest
     pid = cb.resolve_project(project)
     if repo is not None:
         check_repo_name(repo)
@@ -283,6 +287,8 @@ def ingest_path(
         files=stored,
         allow=allow_overlap,
     )
+    # from here each write is refused once the repository is forgotten (forget_watch.py)
+    watch = ForgetWatch.start(cb.store, pid, repo, started_at, len(rels))
     report = IngestReport(
         root=str(root),
         project=pid,
@@ -293,11 +299,12 @@ def ingest_path(
         files_total=len(rels),
         shared_with=shared,
     )
-    in_scope = _in_scope(cb, pid, stored, repo, prefix, root.is_dir(), rels, report)
+    in_scope = _in_scope(cb, pid, stored, repo, prefix, root.is_dir(), rels, report, watch)
     if not root.exists() and not in_scope:  # nothing to read, nothing ingested to delete
         raise NotFoundError("path", str(path))
     if held != place:
-        record_place(cb.store, pid, repo, place)
+        with watch.writing():
+            record_place(cb.store, pid, repo, place)
     # plain-text parts sized by the chunking setting, which cuts their search units
     from ..retrieve.chunking import DEFAULT_CHUNKING
 
@@ -311,18 +318,20 @@ def ingest_path(
     def tick(rel: str) -> None:
         nonlocal done
         done += 1
+        watch.files_done = done
         if progress is not None:
             progress(done, len(rels), rel)
 
     for start in range(0, len(rels), _BATCH_FILES):
+        watch.check()  # a batch of unchanged files writes nothing: it would not notice
         batch = rels[start : start + _BATCH_FILES]
         plans = [
             _plan(base, rel, in_scope.get(rel), commit, max_file_bytes, repo, part_size)
             for rel in batch
         ]
-        _apply(cb, pid, plans, report, keep_history, sign_key, tick)
+        _apply(cb, pid, plans, report, keep_history, sign_key, tick, watch)
         if sign_key is not None:
-            report.signed_in_place += _sign_unchanged(cb, pid, plans, sign_key)
+            report.signed_in_place += _sign_unchanged(cb, pid, plans, sign_key, watch)
         for plan in plans:
             failed = plan.outcome.status == "error"
             # A file that failed keeps what it had: its new units may not all be stored.
@@ -334,18 +343,20 @@ def ingest_path(
                 changed_from.update(plan.properties.get("units", {}))
                 changed_from.add(plan.file_id)
     listed_set = set(rels)
-    for rel, entity in in_scope.items():
-        if rel not in listed_set and entity.active:
-            units = list(entity.properties.get("units", {}))
+    gone = [(r, e) for r, e in in_scope.items() if r not in listed_set and e.active]
+    for rel, entity in gone:
+        units = list(entity.properties.get("units", {}))
+        with watch.writing():
             deactivate(cb, pid, [*units, entity.id], sign_key)  # tagged ones are kept
-            report.files_deleted += 1
-            report.units_removed += len(units)
-            report.files.append(FileOutcome(rel, "deleted", removed=len(units)))
+        report.files_deleted += 1
+        report.units_removed += len(units)
+        report.files.append(FileOutcome(rel, "deleted", removed=len(units)))
     # versions of one document in separate files: the newest is the latest
-    mark_latest_versions(cb, pid, repo)
-    _weave(cb, pid, all_refs, contains, mention_texts, changed_from, report, sign_key)
+    mark_latest_versions(cb, pid, repo, watch.writing)
+    _weave(cb, pid, all_refs, contains, mention_texts, changed_from, report, sign_key, watch)
     refresh_pin(cb, pid)  # a pinned version hides what this ingest wrote
     cb.notify_embedder()
+    watch.check()  # forgotten since its last write: what it wrote went with it
     report.seconds = time.perf_counter() - started
     return report
 
@@ -365,6 +376,7 @@ def _in_scope(
     is_dir: bool,
     rels: Sequence[str],
     report: IngestReport,
+    watch: ForgetWatch,
 ) -> dict[str, Entity]:
     """This repository's file entities under the ingested folder, by path.
 
@@ -385,7 +397,8 @@ def _in_scope(
             legacy.append(entity)
     for entity in legacy:
         units = list(entity.properties.get("units") or {})
-        cb.store.set_active(pid, [*units, entity.id], False)
+        with watch.writing():
+            cb.store.set_active(pid, [*units, entity.id], False)
         report.legacy_replaced += 1
     return own
 
@@ -476,7 +489,9 @@ def _skip_props(
     }
 
 
-def _sign_unchanged(cb: Components, pid: str, plans: Sequence[_Plan], key: bytes) -> int:
+def _sign_unchanged(
+    cb: Components, pid: str, plans: Sequence[_Plan], key: bytes, watch: ForgetWatch
+) -> int:
     """Sign the stored entities of unchanged files that carry no signature (ingested before
     a key was configured): an incremental ingest would otherwise never sign them."""
     from .signing import SIGNATURE_PROPERTY, sign_stored_entities
@@ -491,7 +506,7 @@ def _sign_unchanged(cb: Components, pid: str, plans: Sequence[_Plan], key: bytes
     unsigned = [e.id for e in found if SIGNATURE_PROPERTY not in e.properties]
     if not unsigned:
         return 0
-    with cb.store.transaction():
+    with watch.writing():
         return sign_stored_entities(cb, unsigned, key, project=pid)
 
 
@@ -502,7 +517,8 @@ def _apply(
     report: IngestReport,
     keep_history: bool,
     sign_key: bytes | None,
-    on_done: Callable[[str], None] | None = None,
+    on_done: Callable[[str], None],
+    watch: ForgetWatch,
 ) -> None:
     """Write a batch of planned files: changed units, removed units, then the file entity."""
     rewrites: list[str] = []
@@ -521,9 +537,8 @@ def _apply(
         olds = cb.store.get_entities(pid, rewrites, include_inactive=True)
         vectors = unit_vectors(cb, pid, olds)
     for plan in plans:
-        _apply_one(cb, pid, plan, report, keep_history, sign_key, vectors)
-        if on_done is not None:
-            on_done(plan.path)
+        _apply_one(cb, pid, plan, report, keep_history, sign_key, vectors, watch)
+        on_done(plan.path)
 
 
 def _apply_one(
@@ -534,6 +549,7 @@ def _apply_one(
     keep_history: bool,
     sign_key: bytes | None,
     vectors: dict[str, Any],
+    watch: ForgetWatch,
 ) -> None:
     outcome = plan.outcome
     report.files.append(outcome)
@@ -555,8 +571,10 @@ def _apply_one(
     counts = (report.units_written, report.units_moved, report.units_removed)
     kept, ids = report.versions_kept, len(report.written_ids)
     try:
-        with cb.store.transaction():
+        with watch.writing():
             _write_plan(cb, pid, plan, report, keep_history, sign_key, vectors)
+    except RepositoryForgottenError:
+        raise  # not this file's failure: the ingest stops
     except Exception as error:  # rolled back: the report counts none of it
         report.units_written, report.units_moved, report.units_removed = counts
         report.versions_kept = kept
@@ -675,6 +693,7 @@ def _weave(
     changed_from: set[str],
     report: IngestReport,
     sign_key: bytes | None,
+    watch: ForgetWatch,
 ) -> None:
     """Write the edges the rules find now; close ingest edges of changed files that no rule
     produces any more."""
@@ -710,12 +729,15 @@ def _weave(
         for key, link in wanted.items()
         if key not in existing or abs(existing[key].confidence - link.confidence) > 1e-9
     ]
-    written = write_links(
-        cb, fresh, project=pid, extra_properties={"by": "ingest"}, sign_key=sign_key
-    )
-    report.relations_written = len(written)
-    now = time.time()
-    for key, rel in existing.items():
-        stale = key not in wanted and rel.from_id in changed_from
-        if stale and cb.store.close_relation(pid, rel.id, now):
-            report.relations_closed += 1
+    stale = [r for key, r in existing.items() if key not in wanted and r.from_id in changed_from]
+    if not (fresh or stale):
+        return
+    with watch.writing():
+        written = write_links(
+            cb, fresh, project=pid, extra_properties={"by": "ingest"}, sign_key=sign_key
+        )
+        report.relations_written = len(written)
+        now = time.time()
+        for rel in stale:
+            if cb.store.close_relation(pid, rel.id, now):
+                report.relations_closed += 1

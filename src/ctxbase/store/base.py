@@ -645,6 +645,13 @@ class Store(ABC):
         inner one joins the outer). By default each call stays its own transaction."""
         yield
 
+    @abstractmethod
+    def hold_project(self, project_id: str) -> None:
+        """Inside `transaction()`: wait for the project's write lock and hold it until the
+        block ends, so what the block reads next no other writer of the project changes
+        before it commits (an ingest reading its repository's tombstone before it writes:
+        anchor/forget_watch.py)."""
+
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """A bulk import runs inside: the backend may defer index upkeep to its end (and

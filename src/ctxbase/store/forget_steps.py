@@ -120,6 +120,7 @@ class ForgetSteps:
         session_id: str | None,
         soft_deleted_before: float | None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
+        repos: Sequence[str] = (),
     ) -> ForgetScope:
         scope = ForgetScope(
             event_ids=list(dict.fromkeys(event_ids)),
@@ -128,6 +129,14 @@ class ForgetSteps:
             replace_state=dict(replace_state or {}),
         )
         pid = (project_id,)
+        if repos:
+            # An ingest of one of them may have written since the caller listed their
+            # entities: read here, in the forget's transaction, they are all taken (an
+            # ingest's writes after it are refused: anchor/forget_watch.py), and so is
+            # where each lives.
+            scope.entity_ids += self._repo_entities(conn, project_id, repos)
+            for name in repos:
+                scope.replace_state.setdefault((REPOSITORY_SCOPE, "", name), None)
         if session_id is not None:
             scope.event_ids += [
                 r[0]
@@ -198,6 +207,17 @@ class ForgetSteps:
             gone += [r[0] for r in self._q(conn, sql, [project_id, *cond_args]).fetchall()]
         report.add("event_aliases", len(gone))
         return gone
+
+    def _repo_entities(self, conn: Any, project_id: str, repos: Sequence[str]) -> list[str]:
+        """Every entity of the ingested repositories `repos`, as Store.repo_entity_ids."""
+        repo = self._dialect.json_text("properties", "repo")
+        by_property, args = self._dialect.any_of(repo, list(repos))
+        by_item, item_args = self._dialect.any_of("repo", list(repos))
+        sql = (
+            f"SELECT entity_id FROM entities WHERE project_id=? AND {by_property} "
+            f"UNION SELECT owner_id FROM items WHERE project_id=? AND {by_item}"
+        )
+        return [str(r[0]) for r in self._q(conn, sql, (project_id, *args, project_id, *item_args))]
 
     # -- entities made from messages ------------------------------------------------------------
     def _project_repos(self, conn: Any, project_id: str) -> list[str]:

@@ -172,6 +172,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                 session_id=session_id,
                 soft_deleted_before=soft_deleted_before,
                 replace_state=replace_state,
+                repos=repos,
             )
             nodes = scope.node_ids
             self._delete_items_of(conn, project_id, nodes, report)

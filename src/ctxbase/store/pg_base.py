@@ -212,6 +212,11 @@ class PgBase(SharedReads):
             finally:
                 self._local.tx = None
 
+    def hold_project(self, project_id: str) -> None:
+        # the projects row lock every write of the project takes (a forget's included)
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=True, bump=False)
+
     def _in_transaction(self) -> bool:
         return getattr(self._local, "tx", None) is not None
 

@@ -197,6 +197,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             session_id=session_id,
             soft_deleted_before=soft_deleted_before,
             replace_state=replace_state,
+            repos=repos,
         )
         node_ids = scope.node_ids
         self._delete_items_of(conn, project_id, node_ids, report)

@@ -453,6 +453,10 @@ class SQLiteBase(SharedReads):
             finally:
                 self._local.tx = None
 
+    def hold_project(self, project_id: str) -> None:
+        """Nothing to wait for: a transaction holds the database's write lock (BEGIN
+        IMMEDIATE) from its start."""
+
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         with self._memory_lock if self.path == ":memory:" else _nullcontext(), self._in_use():
