@@ -8,6 +8,7 @@ started afterwards holds it again."""
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -16,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from ctxbase import ContextBase
+from ctxbase.anchor.entities import write_entity
 from ctxbase.anchor.forget_watch import ForgetWatch
 from ctxbase.anchor.repository import recorded_places
 from ctxbase.errors import ConflictError, RepositoryForgottenError
+from ctxbase.model import Entity
 from ctxbase.store.base import Store
 from ctxbase.store.sqlite import SQLiteStore
 
@@ -159,6 +162,73 @@ def test_a_tombstone_newer_than_the_ingest_start_stops_it_and_an_older_one_does_
     watch.check()  # the same tombstone: nothing forgotten since
     with watch.writing():
         pass
+
+
+def _unit(cb: ContextBase, word: str) -> Entity:
+    return Entity(
+        id=f"big:{word}.py",
+        project_id=cb.project,
+        type="file",
+        name=f"{word}.py",
+        text=f"python file {word}.py",
+        properties={"repo": "big", "path": f"{word}.py"},
+    )
+
+
+def test_a_write_in_flight_when_the_forget_starts_goes_with_it(
+    cb: ContextBase, other: ContextBase, tmp_path: Path
+) -> None:
+    """Two connections at once: an ingest's write transaction still open when the forget
+    starts is waited for, and what it wrote is forgotten too."""
+    cb.ingest(str(_repo(tmp_path / "big", _marker(), 1)), repo="big")
+    watch = ForgetWatch.start(cb.store, cb.project, "big", time.time(), 1)
+    writing, done = threading.Event(), []
+
+    def forget() -> None:
+        writing.wait(10)
+        done.append(other.forget(repo="big"))
+
+    thread = threading.Thread(target=forget)
+    thread.start()
+    word = _marker()
+    with watch.writing():
+        write_entity(cb.components, _unit(cb, word), notify=False)
+        writing.set()
+        time.sleep(0.5)  # the forget waits for this transaction
+        assert not done
+    thread.join(30)
+    assert done and done[0].removed["entities"] >= 2
+    _nothing_of(cb, "big", word)
+
+
+def test_a_write_starting_while_the_forget_commits_waits_and_is_refused(
+    cb: ContextBase, other: ContextBase, tmp_path: Path
+) -> None:
+    """The forget's transaction still open when an ingest's write starts: the write waits
+    for it (the project's write lock), then finds the tombstone and writes nothing."""
+    cb.ingest(str(_repo(tmp_path / "big", _marker(), 1)), repo="big")
+    watch = ForgetWatch.start(cb.store, cb.project, "big", time.time(), 1)
+    forgetting, refused = threading.Event(), []
+    word = _marker()
+
+    def write() -> None:
+        forgetting.wait(10)
+        try:
+            with watch.writing():
+                write_entity(cb.components, _unit(cb, word), notify=False)
+        except RepositoryForgottenError as error:
+            refused.append(error)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    with other.store.transaction():
+        other.store.forget(other.project, repos=["big"])
+        forgetting.set()
+        time.sleep(0.5)  # the write waits for this transaction
+        assert not refused
+    thread.join(30)
+    assert [e.repo for e in refused] == ["big"]
+    _nothing_of(cb, "big", word)
 
 
 def test_ctxbase_forget_from_another_process_stops_a_running_ingest(
