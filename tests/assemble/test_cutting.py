@@ -202,3 +202,15 @@ def test_a_recalled_tool_result_is_cut_by_lines_and_a_message_as_prose() -> None
     assert CODE.startswith(body[:-2]) and CODE[len(body) - 2] == "\n"
     shown = message.item_text(REAL, 20)
     assert shown.endswith(f". {CUT_MARKER}") and "created_…" not in shown
+
+
+def test_a_boundary_cut_keeps_what_the_allocator_would_not_keep_less_of() -> None:
+    text = "One two three four. " + " ".join(f"w{i}" for i in range(30))
+    # half the room is taken by the whole first sentence...
+    assert fit_to_boundary(text, 10, WORDS) == "One two three four. …"
+    # ...unless that is below what the caller keeps: then whole words
+    assert fit_to_boundary(text, 10, WORDS, at_least=8) == "One two three four. w0 w1 w2 w3 w4 …"
+    items = {"memory": [BudgetItem("m", text)]}
+    allocation = allocate_budget(10, {"memory": 1.0}, WORDS, items, min_truncated_tokens=8)
+    (cut,) = allocation.layers["memory"].included
+    assert cut.truncated and cut.text == "One two three four. w0 w1 w2 w3 w4 …"

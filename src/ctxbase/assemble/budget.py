@@ -204,13 +204,17 @@ def fit_to_clauses(text: str, max_tokens: int, counter: TokenCounterProtocol) ->
     return _leading_clauses(sentences[0], max_tokens, counter)[0]
 
 
-def cut_item(item: BudgetItem, max_tokens: int, counter: TokenCounterProtocol) -> str:
-    """`item`'s text cut to `max_tokens` as its `cut` says (see `BudgetItem.cut`)."""
+def cut_item(
+    item: BudgetItem, max_tokens: int, counter: TokenCounterProtocol, at_least: int = 0
+) -> str:
+    """`item`'s text cut to `max_tokens` as its `cut` says (see `BudgetItem.cut`); a cut at
+    a boundary keeps `at_least` tokens when a token cut would (`fit_to_boundary`)."""
     if item.cut == "clauses":
         return fit_to_clauses(item.text, max_tokens, counter)
     if item.cut == "tokens":
         return fit_to_tokens(item.text, max_tokens, counter)
-    return fit_to_boundary(item.text, max_tokens, counter, lines=item.cut == "lines")
+    lines = item.cut == "lines"
+    return fit_to_boundary(item.text, max_tokens, counter, lines=lines, at_least=at_least)
 
 
 def _normalized(text: str) -> str:
@@ -412,7 +416,8 @@ def allocate_budget(
         room = pool - item_overhead_tokens
         if pending and not layer.truncated_one and room >= max(1, min_truncated_tokens):
             cand = pending[0]
-            cut = cut_item(cand.item, room, counter)
+            # a boundary cut too short to keep would leave out what a token cut keeps
+            cut = cut_item(cand.item, room, counter, at_least=min_truncated_tokens)
             cut_tokens = counter.count(cut) if cut else 0
             if cut.strip() and cut_tokens >= min(min_truncated_tokens, room):
                 cost = cut_tokens + item_overhead_tokens

@@ -110,7 +110,9 @@ def _token_cut(text: str, max_tokens: int, counter: _Counter, *, lines: bool) ->
     return ""
 
 
-def fit_to_boundary(text: str, max_tokens: int, counter: _Counter, *, lines: bool = False) -> str:
+def fit_to_boundary(
+    text: str, max_tokens: int, counter: _Counter, *, lines: bool = False, at_least: int = 0
+) -> str:
     """`text` whole when it fits in `max_tokens`, else cut where a reader expects it to end,
     with the cut marked (`mark_cut`); counts at most `max_tokens`, marker included.
 
@@ -118,8 +120,9 @@ def fit_to_boundary(text: str, max_tokens: int, counter: _Counter, *, lines: boo
     end counts as one), else its last whole clause (after "，", "、", "；", "," or ";",
     never inside 80,000), else its last whole word (a Chinese character is one); code and
     tool output (`lines=True`) after its last whole line, else its last whole word. The
-    first of those boundaries that keeps at least half of `max_tokens` is taken; when none
-    does, the text is cut on a token boundary. "" when not even the marker fits."""
+    first of those boundaries that keeps at least half of `max_tokens` (and `at_least`
+    tokens: what a caller would not keep less of) is taken; when none does, the text is cut
+    on a token boundary. "" when not even the marker fits."""
     if max_tokens <= 0:
         return ""
     if counter.count(text) <= max_tokens:
@@ -140,10 +143,11 @@ def fit_to_boundary(text: str, max_tokens: int, counter: _Counter, *, lines: boo
     # it are not looked for (a long document is cut to 600 tokens, not scanned whole)
     reach = len(counter.truncate(text, max_tokens))
     window = text[: reach + 1]  # one more character: is the last one before a space?
+    enough = min(max_tokens, max(_ENOUGH * max_tokens, at_least))
     ends: set[int] = set()
     for ends_of, render in tiers:
         ends.update(e for e in ends_of(window) if 0 < e <= reach)  # finer tiers keep coarser
         head = _best_head(text, sorted(ends), max_tokens, counter, render)
-        if head and counter.count(head) >= _ENOUGH * max_tokens:
+        if head and counter.count(head) >= enough:
             return head
     return _token_cut(text, max_tokens, counter, lines=lines)
