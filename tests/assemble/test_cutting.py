@@ -163,14 +163,17 @@ _pieces = st.sampled_from(
     text=st.lists(_pieces, max_size=60).map("".join),
     room=st.integers(0, 60),
     lines=st.booleans(),
+    keep=st.integers(0, 12),
 )
-def test_a_cut_never_exceeds_its_room_and_keeps_a_prefix(text: str, room: int, lines: bool) -> None:
+def test_a_cut_never_exceeds_its_room_and_keeps_a_prefix(
+    text: str, room: int, lines: bool, keep: int
+) -> None:
     for counter in (WORDS, REAL):
-        cut = fit_to_boundary(text, room, counter, lines=lines)
+        cut = fit_to_boundary(text, room, counter, lines=lines, keep=keep)
         assert counter.count(cut) <= room
         if cut and cut != text:
             head = _head(cut, lines=lines)
-            assert text.startswith(head) and head.strip()
+            assert text.startswith(head) and head[keep:].strip()  # more than the label
 
 
 def test_the_allocator_cuts_memory_by_kind_and_marks_it() -> None:
@@ -214,3 +217,34 @@ def test_a_boundary_cut_keeps_what_the_allocator_would_not_keep_less_of() -> Non
     allocation = allocate_budget(10, {"memory": 1.0}, WORDS, items, min_truncated_tokens=8)
     (cut,) = allocation.layers["memory"].included
     assert cut.truncated and cut.text == "One two three four. w0 w1 w2 w3 w4 …"
+
+
+def test_a_label_is_kept_whole_and_never_all_that_is_kept() -> None:
+    label = "[message ev_01a23d162dd4ff4843921769f1901a30]"
+    text = f"{label}\nAwesome! Sounds like your team has something similar going on, right?"
+    keep = len(label) + 1
+    tokens = REAL.count(label)
+    # a room that holds the label and a few words: the words, not the label alone
+    cut = fit_to_boundary(text, tokens + 5, REAL, keep=keep)
+    assert cut.startswith(f"{label}\nAwesome!") and REAL.count(cut) <= tokens + 5
+    # without `keep` the line end after the label is a boundary that keeps half the room
+    assert fit_to_boundary(text, tokens + 2, REAL) == f"{label} …"
+    # half the room is counted past the label: "Awesome!" alone is not enough of 8 more
+    cut = fit_to_boundary(text, tokens + 8, REAL, keep=keep)
+    assert cut == f"{label}\nAwesome! Sounds like your team has …"
+    # no room past the label: no cut at all, rather than a label alone or a piece of one
+    for room in range(1, tokens + 2):
+        assert fit_to_boundary(text, room, REAL, keep=keep) == ""
+
+
+def test_the_allocator_leaves_out_an_item_it_could_show_only_the_label_of() -> None:
+    label = "[tool result ev_2 of ev_1 run_sql]"
+    item = BudgetItem("ev_2", f"{label}\n{CODE}", cut="lines", keep=len(label) + 1)
+    room = REAL.count(label) + 2
+    allocation = allocate_budget(room, {"memory": 1.0}, REAL, {"memory": [item]})
+    assert allocation.layers["memory"].included == ()
+    assert [(d.item.id, d.reason) for d in allocation.dropped] == [("ev_2", "budget")]
+    first = f"{label}\ndef export(orders):\n…"
+    allocation = allocate_budget(REAL.count(first), {"memory": 1.0}, REAL, {"memory": [item]})
+    (cut,) = allocation.layers["memory"].included
+    assert cut.truncated and cut.text == first

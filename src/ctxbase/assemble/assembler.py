@@ -649,8 +649,9 @@ class Assembler:
             # Whole recent messages first, newest first; the rest may use spare tokens.
             score = 1.0 + i / max(n, 1) if e.id in kept else 0.1 + 0.1 * i / max(n, 1)
             cut: CutKind = "lines" if e.type in LINE_TYPES else "prose"  # a tool call or result
+            keep = 0 if e.type in _SAID else len(label_for(e.type, e.id)) + 1  # its label
             items.setdefault("history", []).append(
-                BudgetItem(e.id, _history_text(e), score, source=e.type, cut=cut)
+                BudgetItem(e.id, _history_text(e), score, source=e.type, cut=cut, keep=keep)
             )
             roles[e.id] = _role_of(e)
         if len(hist) > window.max_messages:

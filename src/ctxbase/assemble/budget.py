@@ -115,6 +115,9 @@ class BudgetItem:
     # after a whole sentence or clause, unmarked (a summary: "预算上限 8 万元" must not become
     # "预算上限 8"); or on a bare token boundary
     cut: CutKind = "prose"
+    # characters of a leading label ("[message ev_1]\n") a prose or lines cut keeps whole:
+    # a cut that keeps the label alone leaves the item out
+    keep: int = 0
 
 
 @dataclass(frozen=True)
@@ -213,8 +216,14 @@ def cut_item(
         return fit_to_clauses(item.text, max_tokens, counter)
     if item.cut == "tokens":
         return fit_to_tokens(item.text, max_tokens, counter)
-    lines = item.cut == "lines"
-    return fit_to_boundary(item.text, max_tokens, counter, lines=lines, at_least=at_least)
+    return fit_to_boundary(
+        item.text,
+        max_tokens,
+        counter,
+        lines=item.cut == "lines",
+        at_least=at_least,
+        keep=item.keep,
+    )
 
 
 def _normalized(text: str) -> str:

@@ -7,7 +7,9 @@ whole word. A cut is taken at the coarsest of these boundaries that keeps at lea
 room (a whole first sentence of ten tokens is not worth losing the rest of a 400-token
 room); when none does (one unbroken run, a hash, a minified line) the text is cut on a token
 boundary. The kept text always ends with a marker that it was cut (`…` after prose, a line
-`…` after code), and always counts at most the room, marker included.
+`…` after code), and always counts at most the room, marker included. A recalled item's
+label ("[message ev_1]") is kept whole and is not counted as what was kept: a cut that
+keeps the label alone is no cut.
 """
 
 from __future__ import annotations
@@ -99,19 +101,29 @@ def _best_head(
     return best
 
 
-def _token_cut(text: str, max_tokens: int, counter: _Counter, *, lines: bool) -> str:
-    """The token-boundary cut with its marker, lowered until the whole counts in."""
+def _token_cut(text: str, max_tokens: int, counter: _Counter, *, lines: bool, keep: int) -> str:
+    """The token-boundary cut with its marker, lowered until the whole counts in; "" when
+    it keeps nothing past the first `keep` characters."""
     limit = max_tokens - counter.count(mark_cut("x", lines=lines)) + 1
     while limit > 0:
-        trial = mark_cut(counter.truncate(text, limit), lines=lines)
-        if trial and counter.count(trial) <= max_tokens:
+        kept = counter.truncate(text, limit)
+        if not kept[keep:].strip():
+            return ""
+        trial = mark_cut(kept, lines=lines)
+        if counter.count(trial) <= max_tokens:
             return trial
         limit -= 1
     return ""
 
 
 def fit_to_boundary(
-    text: str, max_tokens: int, counter: _Counter, *, lines: bool = False, at_least: int = 0
+    text: str,
+    max_tokens: int,
+    counter: _Counter,
+    *,
+    lines: bool = False,
+    at_least: int = 0,
+    keep: int = 0,
 ) -> str:
     """`text` whole when it fits in `max_tokens`, else cut where a reader expects it to end,
     with the cut marked (`mark_cut`); counts at most `max_tokens`, marker included.
@@ -122,7 +134,9 @@ def fit_to_boundary(
     tool output (`lines=True`) after its last whole line, else its last whole word. The
     first of those boundaries that keeps at least half of `max_tokens` (and `at_least`
     tokens: what a caller would not keep less of) is taken; when none does, the text is cut
-    on a token boundary. "" when not even the marker fits."""
+    on a token boundary. The first `keep` characters (a label: "[message ev_1]\n") are
+    kept whole and are not what is cut: half the room is counted past them, and a cut
+    that keeps nothing past them is "", as is one where not even the marker fits."""
     if max_tokens <= 0:
         return ""
     if counter.count(text) <= max_tokens:
@@ -139,15 +153,20 @@ def fit_to_boundary(
         if lines
         else [(_sentence_ends, plain), (_clause_ends, clause), (_word_ends, clause)]
     )
-    # no head within the room is longer than the longest prefix that fits: boundaries past
+    # no cut within the room is longer than the longest prefix that fits: boundaries past
     # it are not looked for (a long document is cut to 600 tokens, not scanned whole)
     reach = len(counter.truncate(text, max_tokens))
     window = text[: reach + 1]  # one more character: is the last one before a space?
-    enough = min(max_tokens, max(_ENOUGH * max_tokens, at_least))
+    start = len(text) - len(text[keep:].lstrip())  # the first character past the label
+    if reach <= start:
+        return ""  # not even the label and a word of what it labels
+    label = counter.count(text[:keep]) if keep else 0
+    enough = min(max_tokens, max(label + _ENOUGH * (max_tokens - label), at_least))
     ends: set[int] = set()
     for ends_of, render in tiers:
-        ends.update(e for e in ends_of(window) if 0 < e <= reach)  # finer tiers keep coarser
-        head = _best_head(text, sorted(ends), max_tokens, counter, render)
-        if head and counter.count(head) >= enough:
-            return head
-    return _token_cut(text, max_tokens, counter, lines=lines)
+        # finer tiers keep the coarser boundaries; none inside the label or right after it
+        ends.update(e for e in ends_of(window) if start < e <= reach)
+        kept = _best_head(text, sorted(ends), max_tokens, counter, render)
+        if kept and counter.count(kept) >= enough:
+            return kept
+    return _token_cut(text, max_tokens, counter, lines=lines, keep=keep)

@@ -126,15 +126,19 @@ class MemoryCandidate:
         calls and results by lines, anything else as prose."""
         return "lines" if self.type in LINE_TYPES else "prose"
 
+    def label(self) -> str:
+        """The line the memory block shows above its text."""
+        if self.kind == "correction":  # corrections.py: `answers` names what it replaces
+            return f"[correction of {self.answers}]"
+        # a name that only repeats the text (a requirement sentence) is not shown twice
+        name = "" if names_its_text(self.name, self.text) else self.name
+        return label_for(self.type, self.owner_id, name, self.answers)
+
     def item_text(self, counter: TokenCounter, max_item_tokens: int) -> str:
         """The text the memory block shows under its label, cut to `max_item_tokens` where
         a reader expects it to end, the cut marked."""
         body = fit_to_boundary(self.shown, max_item_tokens, counter, lines=self.cut == "lines")
-        if self.kind == "correction":  # corrections.py: `answers` names what it replaces
-            return f"[correction of {self.answers}]\n{body}"
-        # a name that only repeats the text (a requirement sentence) is not shown twice
-        name = "" if names_its_text(self.name, self.text) else self.name
-        return f"{label_for(self.type, self.owner_id, name, self.answers)}\n{body}"
+        return f"{self.label()}\n{body}"
 
 
 def relation_entry(rel: Relation, strategy: str, floor: float) -> dict[str, Any]:

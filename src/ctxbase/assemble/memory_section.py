@@ -45,6 +45,7 @@ def memory_items(
             score,
             source=",".join(c.strategies),
             cut=c.cut,
+            keep=len(c.label()) + 1,  # a cut keeps the label whole and more than it
         )
         for score, ids in memory_units(cands)
         for c in (cands[i] for i in ids)
