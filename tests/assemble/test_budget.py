@@ -192,7 +192,8 @@ def test_one_truncated_item_per_layer() -> None:
     included = allocation.layers["memory"].included
     assert len(included) == 1 and included[0].truncated
     assert included[0].tokens == 40
-    assert included[0].text == words(40, "m0_")
+    # cut after a whole word, the marker counted in the 40 tokens
+    assert included[0].text == words(39, "m0_") + " …"
     assert sum(1 for d in allocation.dropped if d.reason == "budget") == 2
 
 

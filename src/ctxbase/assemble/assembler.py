@@ -34,6 +34,7 @@ from .budget import (
     BudgetAllocation,
     BudgetItem,
     BudgetTooSmall,
+    CutKind,
     allocate_budget,
     extract_summary,
     fit_to_tokens,
@@ -42,7 +43,7 @@ from .budget import (
 )
 from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
-from .gatherer import Gatherer, event_failed, label_for
+from .gatherer import LINE_TYPES, Gatherer, event_failed, label_for
 from .history_calls import CALL_TYPE
 from .history_turns import history_turns
 from .lifecycle import Status
@@ -647,8 +648,10 @@ class Assembler:
                 continue
             # Whole recent messages first, newest first; the rest may use spare tokens.
             score = 1.0 + i / max(n, 1) if e.id in kept else 0.1 + 0.1 * i / max(n, 1)
+            cut: CutKind = "lines" if e.type in LINE_TYPES else "prose"  # a tool call or result
+            keep = 0 if e.type in _SAID else len(label_for(e.type, e.id)) + 1  # its label
             items.setdefault("history", []).append(
-                BudgetItem(e.id, _history_text(e), score, source=e.type)
+                BudgetItem(e.id, _history_text(e), score, source=e.type, cut=cut, keep=keep)
             )
             roles[e.id] = _role_of(e)
         if len(hist) > window.max_messages:

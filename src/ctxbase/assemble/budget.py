@@ -9,8 +9,9 @@ Pinned items (the system prompt) are packed first, whole, even past their layer'
 other layers' shares give way in proportion); they are never cut. Each layer then packs the
 rest by score; the tokens a layer does not use go to a common pool that is handed out
 again, memory first, then history, then the fixed layers. Each layer may cut at most one
-unpinned item on a token boundary to use the end of the pool. Every item left out is
-reported with its reason.
+unpinned item to use the end of the pool, where a reader expects it to end (prose after a
+whole sentence or clause, code and tool output after a whole line; cutting.py) and marked
+with "…". Every item left out is reported with its reason.
 
 Token counts are per item plus an optional fixed overhead per item (separators, role tags);
 the total of an allocation never exceeds `max_tokens`.
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from ..errors import CtxbaseError
+from .cutting import fit_to_boundary
 
 __all__ = [
     "KEEP_REPEATS",
@@ -34,6 +36,7 @@ __all__ = [
     "BudgetAllocation",
     "BudgetItem",
     "BudgetTooSmall",
+    "CutKind",
     "DropReason",
     "DroppedItem",
     "ExtractiveSummary",
@@ -42,6 +45,7 @@ __all__ = [
     "TokenCounterProtocol",
     "allocate_budget",
     "compress_extractive",
+    "cut_item",
     "extract_summary",
     "fit_to_clauses",
     "fit_to_tokens",
@@ -57,6 +61,7 @@ LAYER_ORDER: tuple[str, ...] = ("system", "state", "task", "memory", "history")
 REDISTRIBUTION_ORDER: tuple[str, ...] = ("memory", "history", "task", "state", "system")
 
 DropReason = Literal["budget", "threshold", "duplicate"]
+CutKind = Literal["prose", "lines", "clauses", "tokens"]
 
 # Layers whose items are a conversation's turns, kept as said: "yes" twice is two answers
 # (to two questions), so a turn is never left out as a duplicate of another text. They do
@@ -105,9 +110,14 @@ class BudgetItem:
     score: float = 0.0
     required: bool = False
     source: str = ""
-    # how the allocator may cut it to use the end of the pool: on a token boundary, or only
-    # after a whole sentence or clause (a summary: "预算上限 8 万元" must not become "预算上限 8")
-    cut: Literal["tokens", "clauses"] = "tokens"
+    # how the allocator may cut it to use the end of the pool (`cut_item`): as prose or as
+    # lines (code, tool output), where a reader expects it to end and marked as cut; only
+    # after a whole sentence or clause, unmarked (a summary: "预算上限 8 万元" must not become
+    # "预算上限 8"); or on a bare token boundary
+    cut: CutKind = "prose"
+    # characters of a leading label ("[message ev_1]\n") a prose or lines cut keeps whole:
+    # a cut that keeps the label alone leaves the item out
+    keep: int = 0
 
 
 @dataclass(frozen=True)
@@ -195,6 +205,25 @@ def fit_to_clauses(text: str, max_tokens: int, counter: TokenCounterProtocol) ->
     if head or not sentences:
         return head
     return _leading_clauses(sentences[0], max_tokens, counter)[0]
+
+
+def cut_item(
+    item: BudgetItem, max_tokens: int, counter: TokenCounterProtocol, at_least: int = 0
+) -> str:
+    """`item`'s text cut to `max_tokens` as its `cut` says (see `BudgetItem.cut`); a cut at
+    a boundary keeps `at_least` tokens when a token cut would (`fit_to_boundary`)."""
+    if item.cut == "clauses":
+        return fit_to_clauses(item.text, max_tokens, counter)
+    if item.cut == "tokens":
+        return fit_to_tokens(item.text, max_tokens, counter)
+    return fit_to_boundary(
+        item.text,
+        max_tokens,
+        counter,
+        lines=item.cut == "lines",
+        at_least=at_least,
+        keep=item.keep,
+    )
 
 
 def _normalized(text: str) -> str:
@@ -396,8 +425,8 @@ def allocate_budget(
         room = pool - item_overhead_tokens
         if pending and not layer.truncated_one and room >= max(1, min_truncated_tokens):
             cand = pending[0]
-            fit = fit_to_clauses if cand.item.cut == "clauses" else fit_to_tokens
-            cut = fit(cand.item.text, room, counter)
+            # a boundary cut too short to keep would leave out what a token cut keeps
+            cut = cut_item(cand.item, room, counter, at_least=min_truncated_tokens)
             cut_tokens = counter.count(cut) if cut else 0
             if cut.strip() and cut_tokens >= min(min_truncated_tokens, room):
                 cost = cut_tokens + item_overhead_tokens

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..components import ComponentsSource, components_of
 from ..model import Entity, Event, Relation
@@ -20,7 +20,7 @@ from ..retrieve.indexing import names_its_text
 from ..retrieve.search import Candidate, SearchResponse
 from ..retrieve.signals import Confidence, rated_false, tool_failed
 from ..store.base import ItemFilter
-from .budget import fit_to_tokens
+from .cutting import fit_to_boundary
 from .echoes import memory_echoes
 from .history_calls import CALL_TYPE
 from .lifecycle import Status
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CODE_TYPES",
     "FOLLOW_PER_NODE",
+    "LINE_TYPES",
     "MENTION_TYPE",
     "Gatherer",
     "MemoryCandidate",
@@ -50,6 +51,8 @@ __all__ = [
 ]
 
 CODE_TYPES = frozenset({"code", "sql", "test_case", "function", "class", "method", "script"})
+# Texts read line by line: cut after a whole line, not after a sentence (cutting.py).
+LINE_TYPES = CODE_TYPES | {"table", "file", "tool_result", CALL_TYPE}
 # what capture anchoring makes of a file, table, route or person a message names: its text
 # is the kind and the name ("table orders_archive"), no definition
 MENTION_TYPE = "mention"
@@ -117,18 +120,25 @@ class MemoryCandidate:
         said = self.text.rstrip()
         return "\n".join([said, *self.call_lines] if said else self.call_lines)
 
-    def item_text(self, counter: TokenCounter, max_item_tokens: int) -> str:
-        text = self.shown
-        body = (
-            text
-            if counter.count(text) <= max_item_tokens
-            else (fit_to_tokens(text, max_item_tokens, counter) + " …")
-        )
+    @property
+    def cut(self) -> Literal["prose", "lines"]:
+        """How its text is cut when it does not fit (cutting.py): code, tables and tool
+        calls and results by lines, anything else as prose."""
+        return "lines" if self.type in LINE_TYPES else "prose"
+
+    def label(self) -> str:
+        """The line the memory block shows above its text."""
         if self.kind == "correction":  # corrections.py: `answers` names what it replaces
-            return f"[correction of {self.answers}]\n{body}"
+            return f"[correction of {self.answers}]"
         # a name that only repeats the text (a requirement sentence) is not shown twice
         name = "" if names_its_text(self.name, self.text) else self.name
-        return f"{label_for(self.type, self.owner_id, name, self.answers)}\n{body}"
+        return label_for(self.type, self.owner_id, name, self.answers)
+
+    def item_text(self, counter: TokenCounter, max_item_tokens: int) -> str:
+        """The text the memory block shows under its label, cut to `max_item_tokens` where
+        a reader expects it to end, the cut marked."""
+        body = fit_to_boundary(self.shown, max_item_tokens, counter, lines=self.cut == "lines")
+        return f"{self.label()}\n{body}"
 
 
 def relation_entry(rel: Relation, strategy: str, floor: float) -> dict[str, Any]:

@@ -34,7 +34,8 @@ ITEM_OVERHEAD = 4
 def memory_items(
     cands: Mapping[str, MemoryCandidate], counter: TokenCounter, max_item_tokens: int
 ) -> list[BudgetItem]:
-    """The memory layer's items: the candidates, best first, each cut to `max_item_tokens`;
+    """The memory layer's items: the candidates, best first, each cut to `max_item_tokens`
+    (and, the one that fits only in part, by the allocator) as prose or by lines;
     a tool call (or the message showing it) and its results as one unit, call first, each
     at the unit's score (memory_calls.py)."""
     return [
@@ -43,6 +44,8 @@ def memory_items(
             c.item_text(counter, max_item_tokens),
             score,
             source=",".join(c.strategies),
+            cut=c.cut,
+            keep=len(c.label()) + 1,  # a cut keeps the label whole and more than it
         )
         for score, ids in memory_units(cands)
         for c in (cands[i] for i in ids)
