@@ -117,7 +117,11 @@ def test_the_text_trace_says_how_each_item_was_found(cb: ContextBase) -> None:
         assert lines[n + 1].startswith("      "), lines[n : n + 2]
     top = lines[items[0] + 1].strip()
     assert top.startswith("semantic_recall: keyword rank 1, vector similarity ")
-    assert top.endswith("relative score 1.000 >= min_score 0.35")
+    # and why the relevance gate let it in: its own shared words
+    assert top.endswith(
+        "relative score 1.000 >= min_score 0.35; on topic: shares 'redis', 'cache', 'ttl' "
+        "with the intent"
+    )
 
 
 def test_the_text_trace_names_keyword_vector_and_graph_origins() -> None:

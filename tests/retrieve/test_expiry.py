@@ -37,7 +37,9 @@ def test_search_and_assembly_leave_an_expired_entity_out(cb: ContextBase) -> Non
     # the store keeps it: whoever set the expiry deletes it
     assert cb.get_entity(doc.id).text == TEXT
 
-    # a message that refers to it reaches it without a search: left out all the same
+    # reached without a search (the project baseline, there for an intent that matches a
+    # message of the project; the intent's own copy is no such match): left out all the same
+    cb.record("user_message", session_id="t", text="the budget is fixed at 5k")
     cb.record("user_message", session_id="s", text="what about the budget", refers_to=[doc.id])
     ctx = cb.assemble_context(
         agent_role="coder", user_intent="what about the budget", session_id="s"

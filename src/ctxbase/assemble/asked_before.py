@@ -138,7 +138,7 @@ def _about_the_intent(g: Gatherer, cand: MemoryCandidate) -> str | None:
     floor = relevance_floor(embedder.name if embedder else None, g.policy.relevance_floor)
     similarity = (cand.explain or {}).get("similarity")
     sim = similarity if isinstance(similarity, float) else None
-    return own_evidence(g.intent, document_terms(cand.text), sim, floor)
+    return own_evidence(g.intent, document_terms(cand.text), sim, floor, cand.text)
 
 
 def _drop_followers(g: Gatherer, asked: str, following: Sequence[Event], why: str) -> None:

@@ -78,7 +78,7 @@ def add_corrections(g: Gatherer, history: Sequence[tuple[Event, Confidence]] = (
     for c, least in sorted(g.rated_hits, key=lambda cl: -cl[0].score):
         if least is not None and c.score < least:
             continue  # it would have ranked below the search's top_k
-        evidence = own_evidence(g.intent, c.item.terms.split(), c.similarity, floor)
+        evidence = own_evidence(g.intent, c.item.terms.split(), c.similarity, floor, c.item.text)
         if evidence is not None and c.item.owner_id not in wrong:
             wrong[c.item.owner_id] = (None, c.item.text)
             joint = "that" if evidence.startswith("shares") else "at"

@@ -28,7 +28,7 @@ from .memory_calls import shown_in_message
 from .policy import (
     Policy,
 )
-from .recall_gate import gate_search, is_the_intent
+from .recall_gate import gate_search, hit_reason, is_the_intent, says_the_intent
 from .repeats import bare_name, calls_held, contained_repeats, cut_from, said_in, same_result
 from .state import MESSAGE_SCOPE, message_statuses, statuses_of
 from .tokens import TokenCounter
@@ -647,11 +647,18 @@ class Gatherer:
             embedder.name if embedder else None,
             self.policy.relevance_floor,
             strategy,
+            self.exclude - self.held.keys(),  # the latest input (the others: the history)
         )
         self.notes.extend(gate.notes)
         if gate.evidence is None:
             for c in resp.results:
                 self._consider(c, strategy, None)
+                if c.item.owner_id in self.exclude:  # the history or the latest input
+                    self._left_out(c.item.owner_id)
+                    continue
+                if says_the_intent(c, query):  # another copy: not read, so named by its text
+                    self.drop(c.item.owner_id, "the intent", f"{strategy}: says just the intent")
+                    continue
                 self.drop(
                     c.item.owner_id,
                     "off topic",
@@ -703,7 +710,8 @@ class Gatherer:
                 # a call its message (a hit too) shows on its lines (memory_calls.py): it
                 # takes no place of its own either
                 move_up()
-            self._consider(c, strategy, rel, min_score)
+            why = hit_reason(c, query, gate)
+            self._consider(c, strategy, rel, min_score, why)
             if rel < min_score:
                 self.drop(
                     c.item.owner_id,
@@ -714,13 +722,13 @@ class Gatherer:
             if node is None:
                 continue
             if isinstance(node, Entity):
-                cand = entity_cand(node, weight * rel, strategy, f"{strategy}: search hit")
+                cand = entity_cand(node, weight * rel, strategy, f"{strategy}: search hit, {why}")
                 if c.item.kind == "chunk":  # a long entity: keep the passages that matched
                     cand.text, cand.partial = c.item.text, True
                 cand.explain = c.explain()
                 self.add(cand)
             else:
-                ev = event_cand(node, weight * rel, strategy, f"{strategy}: search hit")
+                ev = event_cand(node, weight * rel, strategy, f"{strategy}: search hit, {why}")
                 ev.explain = c.explain()
                 self.add(ev, node)
         self._search_drops(resp.considered, config, strategy, promoted)
@@ -760,14 +768,22 @@ class Gatherer:
                 self.drop(c.item.owner_id, _search_drop_reason(c), f"{strategy}: {detail}")
 
     def _consider(
-        self, c: Candidate, strategy: str, relative: float | None, min_score: float | None = None
+        self,
+        c: Candidate,
+        strategy: str,
+        relative: float | None,
+        min_score: float | None = None,
+        gate: str | None = None,
     ) -> None:
         """Record a search hit: `relative` is its score over the best hit's, the value the
-        strategy's `min_score` is compared with."""
+        strategy's `min_score` is compared with; `gate`, why the relevance gate let it in
+        (recall_gate.hit_reason)."""
         if self.record:
-            self.considered.append(
-                {**c.explain(), "strategy": strategy, "relative": relative, "min_score": min_score}
-            )
+            hit = {**c.explain(), "strategy": strategy, "relative": relative}
+            hit["min_score"] = min_score
+            if gate is not None:
+                hit["gate"] = gate
+            self.considered.append(hit)
 
 
 def _rated_out(c: Candidate) -> bool:

@@ -7,17 +7,25 @@ lost evidence as fast as it kept noise out: docs/benchmark-log.md, "relevance fl
 never be memory: the intent's own message, captured before the assembly (the question is
 already the prompt's latest input; as a recalled item it only took a top_k place from an
 answer).
+
+The intent's own stored copy (the latest input, or any hit whose text is the intent's)
+is no evidence: it matches the intent by being it. Counted, "那时间呢" opened the gate with
+its own copy (keyword rank 1, similarity 0.96) and another user's message at 0.86 rode in.
+A turn the history holds still counts: passing it over too was not measured.
+`hit_reason` says why each hit that enters is there: its own evidence, or the hit it
+rides with.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from ..model import Event
-from ..retrieve.relevance import Evidence, search_evidence
-from ..retrieve.search import SearchResponse
+from ..retrieve.relevance import Evidence, own_evidence, search_evidence
+from ..retrieve.search import Candidate, SearchResponse
 
-__all__ = ["SearchGate", "gate_search", "is_the_intent"]
+__all__ = ["SearchGate", "gate_search", "hit_reason", "is_the_intent", "says_the_intent"]
 
 
 @dataclass
@@ -44,21 +52,49 @@ def is_the_intent(node: object, intent: str) -> bool:
     )
 
 
+def says_the_intent(c: Candidate, intent: str, inputs: Collection[str] = ()) -> bool:
+    """Whether a search hit is the intent's own copy, no evidence about it: its owner is
+    one of `inputs` (the latest input's ids) or its text is the intent's (spaces and case
+    aside)."""
+    return c.item.owner_id in inputs or _plain(c.item.text) == _plain(intent)
+
+
 def gate_search(
     resp: SearchResponse,
     query: str,
     embedder_name: str | None,
     policy_floor: float | None,
     strategy: str,
+    inputs: Collection[str] = (),
 ) -> SearchGate:
-    """Whether the search found a hit about `query` (relevance.first_evidence)."""
+    """Whether the search found a hit about `query` (relevance.first_evidence), passing
+    over the intent's own copies (`says_the_intent`; `inputs`: the latest input's ids)."""
+    echoes = [c for c in resp.results if says_the_intent(c, query, inputs)]
     evidence, floor = search_evidence(
-        query, resp.results, resp.considered, embedder_name, policy_floor
+        query,
+        resp.results,
+        resp.considered,
+        embedder_name,
+        policy_floor,
+        not_evidence=lambda c: says_the_intent(c, query, inputs),
     )
     gate = SearchGate(evidence, floor)
     if evidence is None and resp.results:
-        gate.notes.append(f"{strategy}: nothing about the intent (relevance floor {floor})")
+        # a search whose only match was the intent's own copy says so
+        passed = f"; {len(echoes)} passed over: the intent itself" if echoes else ""
+        gate.notes.append(f"{strategy}: nothing about the intent (relevance floor {floor}{passed})")
     elif evidence is not None and "stands out" in evidence.reason:
         # the trace says why a floor-low hit counted
         gate.notes.append(f"{strategy}: on topic: {evidence.reason}")
     return gate
+
+
+def hit_reason(c: Candidate, query: str, gate: SearchGate) -> str:
+    """Why a hit of a search the gate let through is about `query`: its own evidence (a
+    shared word, similarity at the floor), else the evidence of the search it rides with."""
+    own = own_evidence(query, c.item.terms.split(), c.similarity, gate.floor, c.item.text)
+    if own is not None or gate.evidence is None:
+        return f"on topic: {own}" if own else "on topic"
+    if gate.evidence.item_id == c.item.item_id:
+        return f"on topic: {gate.evidence.reason}"
+    return f"rides with {gate.evidence.item_id} ({gate.evidence.reason})"

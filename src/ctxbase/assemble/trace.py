@@ -199,15 +199,16 @@ def _how_found(trace: Mapping[str, Any]) -> dict[str, list[str]]:
         seen.add((owner, strategy))
         floor = hit.get("min_score")
         cmp = "" if floor is None else f" {'>=' if rel >= floor else '<'} min_score {floor:g}"
+        gate = f"; {hit['gate']}" if hit.get("gate") else ""
         out.setdefault(owner, []).append(
-            f"{strategy}: {_origin(hit)}; relative score {rel:.3f}{cmp}"
+            f"{strategy}: {_origin(hit)}; relative score {rel:.3f}{cmp}{gate}"
         )
     for cand in trace.get("candidates", ()):
         owner = str(cand.get("id"))
         searched = {s for o, s in seen if o == owner}
         for reason in cand.get("reasons", ()):
             strategy = str(reason).split(":", 1)[0]
-            if strategy not in searched and not str(reason).endswith("search hit"):
+            if strategy not in searched and ": search hit" not in str(reason):
                 out.setdefault(owner, []).append(str(reason))
         if owner not in out and cand.get("explain"):  # a trace recorded without the hits
             out[owner] = [_origin(cand["explain"])]

@@ -32,7 +32,7 @@ integrations' search-mode recall sets) returns nothing when it finds no evidence
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,6 +53,7 @@ __all__ = [
     "own_evidence",
     "relevance_floor",
     "search_evidence",
+    "shared_words",
     "standout_evidence",
 ]
 
@@ -104,6 +105,18 @@ def mostly_cjk(text: str) -> bool:
     """Whether most of the letters of `text` are Chinese or Japanese characters."""
     cjk = len(_CJK.findall(text))
     return cjk > 0 and 2 * cjk >= len(_LETTER.findall(text))
+
+
+def shared_words(query_words: Iterable[str], terms: Iterable[str], text: str) -> set[str]:
+    """The query's words (`index_terms`) among a hit's index `terms`. The index holds each
+    character of a Chinese word as a term too (cjk_terms.py), so a one-character word of
+    the query (色) meets 红色's 色 there: such a character counts only where the hit's own
+    `text` says it as a word (a character two words share is not a word)."""
+    shared = set(query_words).intersection(terms)
+    single = {t for t in shared if len(t) == 1 and _CJK.match(t)}
+    if single:
+        shared -= single - set(index_terms(text))
+    return shared
 
 
 def standout_evidence(
@@ -170,19 +183,26 @@ def search_evidence(
     considered: Iterable[Candidate],
     embedder_name: str | None,
     floor_override: float | None = None,
+    *,
+    not_evidence: Callable[[Candidate], bool] | None = None,
 ) -> tuple[Evidence | None, float | None]:
     """The relevance gate over one search (its `results` and every candidate it
     `considered`): the first hit that is evidence, or None, and the floor used. A keyword
     hit counts when its own text shares a word with the query: with the characters of
     Chinese words indexed as terms, "薛定谔方程" matched "定为" by 定. A floor given by the
     caller (`floor_override`) is the caller's decision: the calibrated standout goes with the
-    calibrated floor only."""
+    calibrated floor only. A hit `not_evidence` names is passed over, for the similarities
+    the standout compares too (assembly: the intent's own stored copy, which matches the
+    intent by being it)."""
     floor = relevance_floor(embedder_name, floor_override)
     words = set(index_terms(query))
+    if not_evidence is not None:
+        results = [c for c in results if not not_evidence(c)]
+        considered = [c for c in considered if not not_evidence(c)]
     hits = [
         (
             c.item.item_id,
-            c.keyword_rank if words.intersection(c.item.terms.split()) else None,
+            c.keyword_rank if shared_words(words, c.item.terms.split(), c.item.text) else None,
             c.similarity,
         )
         for c in results
@@ -200,15 +220,20 @@ def search_evidence(
 
 
 def own_evidence(
-    query: str, terms: Iterable[str], similarity: float | None, floor: float | None
+    query: str,
+    terms: Iterable[str],
+    similarity: float | None,
+    floor: float | None,
+    text: str | None = None,
 ) -> str | None:
     """Why one hit is about `query` on its own, or None: its own index `terms` (not the
     context terms of the turn before it) share a keyword with the query, or its
     `similarity` reaches a calibrated `floor`. Stricter than `first_evidence`, which lets
     any hit found by meaning count when there is no floor (the gate over a whole search);
     this is for a single hit that must earn its place: with no floor, only a keyword
-    tells."""
-    shared = set(index_terms(query)).intersection(terms)
+    tells. With the hit's `text`, a one-character word counts only as `shared_words` has it."""
+    asked = index_terms(query)
+    shared = set(asked).intersection(terms) if text is None else shared_words(asked, terms, text)
     if shared:
         words: list[str] = []  # as the query writes them (index terms are stemmed)
         for w in dict.fromkeys(_WORD.findall(query)):
