@@ -140,6 +140,7 @@ def _forget_report(raw: Mapping[str, Any]) -> ForgetReport:
         already_forgotten=list(raw.get("already_forgotten") or []),
         sources_forgotten=list(raw.get("sources_forgotten") or []),
         sources_still_visible=list(raw.get("sources_still_visible") or []),
+        same_text_still_visible=list(raw.get("same_text_still_visible") or []),
         repos=list(raw.get("repos") or []),
     )
 
@@ -152,6 +153,7 @@ def _visibility(raw: Mapping[str, Any]) -> VisibilityReport:
         already_forgotten=list(raw.get("already_forgotten") or []),
         sources_hidden=list(raw.get("sources_hidden") or []),
         sources_still_visible=list(raw.get("sources_still_visible") or []),
+        same_text_still_visible=list(raw.get("same_text_still_visible") or []),
     )
 
 
