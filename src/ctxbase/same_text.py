@@ -24,10 +24,12 @@ __all__ = ["HITS_PER_TEXT", "MAX_TEXTS", "said_as", "same_text_events", "texts_s
 MAX_TEXTS = 100  # distinct texts looked up per forget
 HITS_PER_TEXT = 20  # keyword hits read per text
 _TERMS = 24  # terms of a text the lookup asks for (all of them must be held)
-# A text longer than this is chunked by the index (indexing._WHOLE_TEXT_CHARS); its start is
-# in the first chunk, so the lookup asks for the terms of its start only.
-_WHOLE_CHARS = 1200
-_HEAD_CHARS = 300
+# A text near the index's whole-text limit (indexing._WHOLE_TEXT_CHARS, 1200, with a
+# speaker's name or an image caption added) may be chunked, and where depends on the
+# writer's chunking: its first line's start, no longer than the smallest chunk (16
+# tokens), is in its first chunk.
+_WHOLE_CHARS = 1000
+_HEAD_CHARS = 64
 
 
 def said_as(text: str | None) -> str:
@@ -56,15 +58,18 @@ def _lookup_terms(text: str) -> list[str]:
     """Terms every item holding `text` (whole, or as the start of its first chunk) holds."""
     from .retrieve.tokenize import document_terms  # the tokenizer: only when forgetting
 
+    blob = False  # a head cut inside a word with no space before the cut
     if len(text) > _WHOLE_CHARS:
-        # the last word may be cut; a text with no space keeps its characters' terms only
-        head = text[:_HEAD_CHARS]
-        text = head.rsplit(None, 1)[0] if head.strip() and " " in head.strip() else head
+        first = text.strip().split("\n", 1)[0]
+        text = first[:_HEAD_CHARS]
+        if len(first) > _HEAD_CHARS:  # the last word may be cut there: left out
+            blob = " " not in text.strip()
+            text = text if blob else text.rsplit(None, 1)[0]
     terms = list(dict.fromkeys(document_terms(text)))
-    if not text.isascii():
+    if blob or not text.isascii():
         # Chinese is segmented by context, so a word may be cut differently elsewhere; its
         # characters are held whatever the cut (cjk_terms.with_characters)
-        terms = [t for t in terms if t.isascii() or len(t) == 1]
+        terms = [t for t in terms if (t.isascii() and not blob) or len(t) == 1]
     return terms[:_TERMS]
 
 

@@ -68,11 +68,19 @@ def test_copies_of_other_projects_and_other_texts_are_not_named(cb: ContextBase)
 
 
 def test_long_and_chinese_copies_are_found(cb: ContextBase) -> None:
-    long = " ".join(f"line{i} of the deploy log ok" for i in range(120)) + " token zq81"
-    chinese = "我的银行卡密码是4321，请记住"
-    first = [cb.record("tool_result", session_id="s1", text=t).id for t in (long, chinese)]
-    copies = [cb.record("tool_result", session_id="s2", text=t).id for t in (long, chinese)]
+    texts = [
+        # chunked: found by the start of its first chunk
+        " ".join(f"line{i} of the deploy log ok" for i in range(120)) + " token zq81",
+        "# Deploy log\n" + "\n".join(f"step {i} done in {i % 7} s" for i in range(150)),
+        "我的银行卡密码是4321，请记住",
+        "部署日志" + "".join(f"第{i}步完成，耗时{i % 7}秒。" for i in range(150)),
+    ]
+    # a longer one that starts the same is not a copy
+    cb.record("tool_result", session_id="s0", text=texts[0] + " and more")
+    first = [cb.record("tool_result", session_id="s1", text=t).id for t in texts]
+    copies = [cb.record("tool_result", session_id="s2", text=t).id for t in texts]
     cb.flush()
+    assert all(len(t) > 1200 for t in (texts[0], texts[1], texts[3]))
     assert cb.forget(event_ids=first).same_text_still_visible == copies
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
@@ -44,6 +45,7 @@ __all__ = ["Call", "Calls"]
 T = TypeVar("T")
 
 _EVENT_WIRE_EXCLUDE = {"project_id", "active", "seq", "id", "marks"}
+_CANDIDATE_FIELDS = frozenset(f.name for f in dataclass_fields(Candidate))
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def _event_wire(event: Event, idempotency_key: str | None = None) -> dict[str, A
 
 
 def _candidate(raw: Mapping[str, Any]) -> Candidate:
-    fields = {k: v for k, v in raw.items() if k != "item"}
+    # only the hit's own fields: a server that adds one to its answer does not break this client
+    fields = {k: v for k, v in raw.items() if k != "item" and k in _CANDIDATE_FIELDS}
     return Candidate(item=SearchItem(**raw["item"]), **fields)
 
 
