@@ -298,6 +298,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             text = _line(c.item.text, 90)
             rated = rating(c)
             print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}{rated}  {text}")
+            if c.duplicates:  # folded near-identical memories: a forget of this one leaves them
+                print(f"{'':10}same text also in: {', '.join(c.duplicates)}")
         note_rated_out(response.considered, cfg.min_confidence)
         _note_signatures(response.tampered, response.unsigned)
         if response.embedder_error:

@@ -117,6 +117,8 @@ def set_hidden(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
             raise
         raise _NothingMatched(verb, args) from None  # each id named as its option named it
     print(f"{done} {report.changed} item(s)")
+    if hidden:
+        _note_same_text(report.same_text_still_visible)
     same = _named_in(args, report.unchanged)
     same += [f"session {args.session!r}"] if session_same else []
     if same:
@@ -162,6 +164,7 @@ def run_forget(cb: Any, args: argparse.Namespace, db: str) -> int:
         if args.whole_project and report.total == 0:  # a repeat: nothing left to forget
             print(f"note: project {cb.project!r} was forgotten before", file=sys.stderr)
     print(json.dumps(report.as_dict(), ensure_ascii=False, indent=2, default=str))
+    _note_same_text(report.same_text_still_visible)
     if already:  # forgotten by an earlier forget: nothing left, and no error
         print(
             f"note: already forgotten in project {cb.project!r}: {', '.join(already)}",
@@ -169,3 +172,13 @@ def run_forget(cb: Any, args: argparse.Namespace, db: str) -> int:
         )
     _note_unknown(cb, unknown)
     return 0
+
+
+def _note_same_text(ids: list[str]) -> None:
+    """Other events saying what was forgotten keep saying it: name them."""
+    if ids:
+        print(
+            f"note: {len(ids)} other event(s) say the same and stay visible: {', '.join(ids)}"
+            " (forget them too to remove it)",
+            file=sys.stderr,
+        )

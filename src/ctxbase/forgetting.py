@@ -29,6 +29,7 @@ from .errors import ConflictError, NotFoundError, ValidationError
 from .model import Event
 from .repo_forget import plan_repo_forget, repo_names
 from .retrieve.caches import clear_text_caches
+from .same_text import same_text_events, texts_said
 from .store.base import ForgetReport
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ class VisibilityReport:
     # with it; and those that say more, left visible (see the module's docstring)
     sources_hidden: list[str] = field(default_factory=list)
     sources_still_visible: list[str] = field(default_factory=list)
+    # after a hide: visible events saying what a hidden one said (same_text.py)
+    same_text_still_visible: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +97,7 @@ class VisibilityReport:
             "already_forgotten": list(self.already_forgotten),
             "sources_hidden": list(self.sources_hidden),
             "sources_still_visible": list(self.sources_still_visible),
+            "same_text_still_visible": list(self.same_text_still_visible),
         }
 
 
@@ -264,6 +268,9 @@ def forget(
     only_named = not whole_project and before is None and plan is None
     if named and len(unknown) == named and only_named and not repos_forgotten:
         raise nothing_matched("forget", unknown, pid)
+    # what the named events and entities said, read before they go: the visible events that
+    # say the same are named after (the same thing stored twice stays otherwise)
+    said = texts_said(cb.store, pid, [*event_ids, *entity_ids]) if targets.held else {}
     if only_named and targets.held == 0:
         # nothing named is held: a repeat (or a retry whose first answer was lost) of a
         # forget that was done, which has nothing left to remove
@@ -294,6 +301,9 @@ def forget(
     if report.total:
         report.sources_forgotten = [e.id for e in sources.same]
     report.sources_still_visible = _visible(cb.store, pid, sources.more)
+    if said:
+        skip = {*event_ids, *entity_ids, *report.sources_still_visible}
+        report.same_text_still_visible = same_text_events(cb.store, pid, said, skip)
     return report
 
 
@@ -403,6 +413,9 @@ class ForgetMethods:
         report.sources_hidden = with_them
         if hidden:
             report.sources_still_visible = _visible(self.store, pid, sources.more)
+            skip = {*wanted, *with_them, *report.sources_still_visible}
+            said = texts_said(self.store, pid, wanted)
+            report.same_text_still_visible = same_text_events(self.store, pid, said, skip)
         return report
 
     def forget(

@@ -156,7 +156,7 @@ def test_hide_and_restore_tell_unknown_ids_from_ids_already_in_that_state(
     assert (again.changed, again.unchanged, again.not_found) == (1, [event_id], [])
     assert again.as_dict() == {
         "changed": 1, "unchanged": [event_id], "not_found": [], "already_forgotten": [],
-        "sources_hidden": [], "sources_still_visible": [],
+        "sources_hidden": [], "sources_still_visible": [], "same_text_still_visible": [],
     }  # fmt: skip
     assert cb.soft_delete([event_id]) == 0  # the int API: hidden already, no error
     with pytest.raises(NotFoundError) as err:

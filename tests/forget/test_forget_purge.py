@@ -95,7 +95,7 @@ def test_cli_forget_prints_the_whole_report(tmp_path: Path, capsys: Any) -> None
     assert out["removed"]["events"] == 1
     assert set(out) == {
         "removed", "redacted", "caches", "total", "not_found", "already_forgotten",
-        "sources_forgotten", "sources_still_visible", "repos",
+        "sources_forgotten", "sources_still_visible", "same_text_still_visible", "repos",
     }  # fmt: skip
     assert out["not_found"] == []
     assert main([*base, "forget", "--soft-deleted-older-than", "30d", "--all-projects"]) == 0

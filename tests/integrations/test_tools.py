@@ -54,6 +54,7 @@ def test_dispatcher_runs_model_calls(cb: ContextBase) -> None:
         "already_forgotten": [],
         "sources_hidden": [],
         "sources_still_visible": [],
+        "same_text_still_visible": [],
         "facts_deleted": [],
     }
     assert call(scope, "search_memory", {"query": "cache TTL", "mode": "keyword"})["results"] == []

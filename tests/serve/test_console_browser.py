@@ -343,6 +343,29 @@ def test_search_shows_where_hits_came_from(
     shot(page, tmp_path, "search")
 
 
+def test_search_names_the_copies_folded_into_a_hit(
+    page: Page, server: BackgroundServer, tmp_path: Path
+) -> None:
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        ids = [
+            c.post(
+                "/v1/projects/dups/events",
+                json={"type": "user_message", "session_id": s, "text": "my card PIN is 4321"},
+            ).json()["id"]
+            for s in ("s1", "s2")
+        ]
+        c.post("/v1/projects/dups/flush")
+    page.goto(ui(server, "#/p/dups/search"))
+    page.locator("#search-input").fill("card PIN")
+    page.locator("#search-form button").click()
+    hits = page.locator("#search-results .search-hit")
+    expect(hits).to_have_count(1)  # the copy is folded into the hit
+    shown = hits.first.get_attribute("data-owner")
+    (copy,) = [i for i in ids if i != shown]
+    expect(hits.first.locator(".duplicates")).to_have_text(f"same text also in: {copy}")
+    shot(page, tmp_path, "search-duplicates")
+
+
 def test_ten_thousand_events_page_quickly(
     page: Page, server: BackgroundServer, tmp_path: Path
 ) -> None:

@@ -78,13 +78,13 @@ def test_rest_soft_delete_and_restore_tell_unknown_from_unchanged(server: Live, 
         r = c.post(f"{base}/soft-delete", json={"ids": [ev, "ev_typo"]})
         assert r.json() == {
             "changed": 1, "unchanged": [], "not_found": ["ev_typo"], "already_forgotten": [],
-            "sources_hidden": [], "sources_still_visible": [],
+            "sources_hidden": [], "sources_still_visible": [], "same_text_still_visible": [],
         }  # fmt: skip
         r = c.post(f"{base}/soft-delete", json={"ids": [ev]})
         assert r.status_code == 200
         assert r.json() == {
             "changed": 0, "unchanged": [ev], "not_found": [], "already_forgotten": [],
-            "sources_hidden": [], "sources_still_visible": [],
+            "sources_hidden": [], "sources_still_visible": [], "same_text_still_visible": [],
         }  # fmt: skip
         r = c.post(f"{base}/soft-delete", json={"ids": ["ev_typo"]})
         assert r.status_code == 404, r.text
@@ -96,12 +96,12 @@ def test_rest_soft_delete_and_restore_tell_unknown_from_unchanged(server: Live, 
         r = c.post(f"{base}/restore", json={"ids": [ev]})
         assert r.json() == {
             "changed": 1, "unchanged": [], "not_found": [], "already_forgotten": [],
-            "sources_hidden": [], "sources_still_visible": [],
+            "sources_hidden": [], "sources_still_visible": [], "same_text_still_visible": [],
         }  # fmt: skip
         r = c.post(f"{base}/restore", json={"ids": [ev, "ev_typo"]})
         assert r.json() == {
             "changed": 0, "unchanged": [ev], "not_found": ["ev_typo"], "already_forgotten": [],
-            "sources_hidden": [], "sources_still_visible": [],
+            "sources_hidden": [], "sources_still_visible": [], "same_text_still_visible": [],
         }  # fmt: skip
         r = c.post(f"{base}/restore", json={"ids": ["ev_typo", "doc_typo"]})
         assert r.status_code == 404 and r.json()["error"]["ids"] == ["ev_typo", "doc_typo"]
@@ -120,7 +120,7 @@ def test_rest_soft_delete_and_restore_of_forgotten_ids_say_so(server: Live, pid:
             assert r.status_code == 200, r.text
             assert r.json() == {
                 "changed": 0, "unchanged": [], "not_found": [], "already_forgotten": [ev],
-                "sources_hidden": [], "sources_still_visible": [],
+                "sources_hidden": [], "sources_still_visible": [], "same_text_still_visible": [],
             }  # fmt: skip
             r = c.post(f"{base}/{path}", json={"ids": [ev, "ev_typo"]})
             assert r.status_code == 200, r.text

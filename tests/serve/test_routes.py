@@ -242,7 +242,7 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     closed = c.get(f"{base}/relations", params={**refs, "include_closed": True}).json()
     assert [x["valid_to"] is not None for x in closed] == [True]
     one = {"changed": 1, "unchanged": [], "not_found": [], "already_forgotten": []}
-    one |= {"sources_hidden": [], "sources_still_visible": []}
+    one |= {"sources_hidden": [], "sources_still_visible": [], "same_text_still_visible": []}
     assert c.post(f"{base}/soft-delete", json={"ids": [code["id"]]}).json() == one
     assert c.get(f"{base}/entities/{code['id']}").status_code == 404
     assert c.post(f"{base}/restore", json={"ids": [code["id"]]}).json() == one

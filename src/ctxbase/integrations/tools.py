@@ -26,7 +26,6 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError, NotFoundError, ValidationError
-from ..forgetting import nothing_matched
 from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
 from ..validation import MAX_QUERY_CHARS, MAX_TEXT_BYTES
@@ -117,7 +116,8 @@ class SearchMemoryArgs(_Args):
     best first, each with its id, type, text and score (none, with a note, when nothing
     stored is about the query), and under facts the current facts whose key or value
     shares words with the query (only current values: a replaced or forgotten value is
-    not returned)."""
+    not returned). A hit stands for the memories that say nearly the same (the same text
+    remembered twice): their ids are in its duplicates; to forget it, forget those too."""
 
     query: str = Field(
         min_length=1,
@@ -242,7 +242,9 @@ class ForgetArgs(_Args):
     hit may be an entity taken from a message (a decision, a requirement, a code block):
     when it is the whole message, the message goes with it (sources_hidden /
     sources_forgotten); when the message says more, it stays and is listed in
-    sources_still_visible: forget those ids too if what they say must be forgotten."""
+    sources_still_visible: forget those ids too if what they say must be forgotten. Other
+    memories whose text is the same (the same thing remembered twice) stay too: their ids
+    are in same_text_still_visible, with a note; forget them too to remove it."""
 
     event_ids: list[str] = Field(
         default_factory=list,
@@ -382,6 +384,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             ("confidence", c.confidence),
             ("retracted", True if c.retracted else None),
             ("expired", True if c.expired else None),
+            ("duplicates", list(c.duplicates) or None),  # same text: forget them too
         ):
             if value is not None:
                 hit[key] = value
@@ -493,6 +496,8 @@ def _ensure_session(scope: ToolScope, session_id: str) -> None:
 
 
 def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
+    from .tool_forget import forget_nodes, told  # it reads this module's names
+
     if not a.event_ids and not a.session_id and not a.repos and not a.fact_keys:
         raise ValidationError(
             "event_ids", "name event_ids, a session_id, fact_keys or repos to forget"
@@ -509,108 +514,14 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
             if not deleted:
                 raise facts_not_found(scope, missing, a.fact_scope, a.session_id)
             return {"facts_deleted": deleted, "facts_not_found": missing}
-        out = _forget_nodes(scope, a.model_copy(update={"session_id": None}))
+        out = told(forget_nodes(scope, a.model_copy(update={"session_id": None})))
         return {**out, "facts_deleted": deleted, "facts_not_found": missing}
     held = session_facts(scope, a.session_id) if a.session_id else []
-    out = _forget_nodes(scope, a)
+    out = told(forget_nodes(scope, a))
     if a.session_id and not a.hard:  # a hard forget deletes the facts and history itself
         held, _ = delete_facts(scope, held, "session", a.session_id)
     out["facts_deleted"] = held
     return out
-
-
-def _forget_nodes(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
-    if a.repos and not a.hard:
-        raise ValidationError(
-            "repos", "a repository cannot be hidden (its next ingest brings it back): hard=true"
-        )
-    if a.hard and not scope.allows("admin"):
-        from ..serve.errors import PermissionDeniedError
-
-        raise PermissionDeniedError(f"hard forget needs an admin key; this one is {scope.role!r}")
-    pid = scope.project_id
-    if a.hard:
-        report = scope.cb.forget(
-            event_ids=a.event_ids, session_id=a.session_id, repos=a.repos, project=pid
-        )
-        return {
-            "hard": True,
-            "removed": report.removed,
-            "repos": list(report.repos),
-            "not_found": list(report.not_found),
-            "already_forgotten": list(report.already_forgotten),
-            "sources_forgotten": list(report.sources_forgotten),
-            "sources_still_visible": list(report.sources_still_visible),
-        }
-    # the whole report, as a hard forget gives: a retried hide is "unchanged", not an error
-    out: dict[str, Any] = {
-        "hard": False,
-        "hidden": 0,
-        "unchanged": [],
-        "not_found": [],
-        "already_forgotten": [],
-        "sources_hidden": [],
-        "sources_still_visible": [],
-    }
-
-    def hide(ids: list[str]) -> int:
-        seen = scope.cb.set_hidden(ids, True, project=pid)
-        out["hidden"] += seen.changed
-        out["unchanged"] += seen.unchanged
-        out["not_found"] += seen.not_found
-        out["already_forgotten"] += seen.already_forgotten
-        out["sources_hidden"] += seen.sources_hidden
-        out["sources_still_visible"] += seen.sources_still_visible
-        return seen.changed
-
-    def page() -> list[str]:
-        # A session's visible events, newest first: a hidden event leaves the list, so each
-        # call gives the next page; one the REST API allows (the remote client too).
-        if not a.session_id:
-            return []
-        return [e.id for e in session_events(scope.cb, a.session_id, HIDE_PAGE, pid)]
-
-    # A session the project does not hold is named in the answer, as the library's hard
-    # forget names it; when nothing named is known at all, the call fails (not found).
-    missing = _missing_session(scope, a.session_id) if a.session_id else None
-    if missing == "not_found" and a.session_id and session_facts(scope, a.session_id):
-        missing = None  # a session only facts were set for: its facts are forgotten
-    if missing == "not_found" and not a.event_ids:
-        raise nothing_matched("hide", [("session", a.session_id or "")], pid)
-    if missing is not None:
-        out[missing].append(a.session_id)
-    ids = [*a.event_ids, *page()]
-    try:
-        changed = hide(ids) if ids else 0
-    except NotFoundError:  # every id is unknown (a held session's pages are not)
-        if not a.session_id:
-            raise
-        if missing == "not_found":
-            named = [*(("", i) for i in dict.fromkeys(ids)), ("session", a.session_id)]
-            raise nothing_matched("hide", named, pid) from None
-        out["not_found"] += list(dict.fromkeys(ids))
-        return out
-    if changed and a.session_id:
-        while (more := page()) and hide(more):
-            pass  # a page that changes nothing (hidden elsewhere meanwhile) ends it
-    return out
-
-
-def _missing_session(scope: ToolScope, session_id: str) -> str | None:
-    """None when the project holds the session; else the answer's list that names it:
-    "already_forgotten" when the project hard-forgot it (its tombstone, read on an embedded
-    base; the remote client cannot tell the two apart) and "not_found" otherwise."""
-    try:
-        scope.cb.get_session(session_id, project=scope.project_id)
-        return None
-    except NotFoundError as error:
-        if error.kind != "session":
-            raise
-    if isinstance(scope.cb, ContextBase) and scope.cb.store.forgotten_ids(
-        scope.project_id, [session_id], ("session",)
-    ):
-        return "already_forgotten"
-    return "not_found"
 
 
 def _list_sessions(scope: ToolScope, a: ListSessionsArgs) -> dict[str, Any]:

@@ -7,7 +7,7 @@ them; assembly reads the scores to explain its choices.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..store.base import SearchItem
 
@@ -47,6 +47,10 @@ class Candidate:
     # with a recency cue and a kind named ("the SQL from last time"): its place among the
     # candidates of that kind, newest first (retrieve/recency.py)
     recency: str | None = None
+    # the events or entities (owner ids, as `id`) whose near-identical text this hit stands
+    # for: folded into it, each `dropped` as "near-duplicate of <this>" in `considered`;
+    # forgetting this hit leaves them, so a caller forgets them too
+    duplicates: list[str] = field(default_factory=list)
 
     @property
     def item_id(self) -> str:
@@ -94,4 +98,6 @@ class Candidate:
             out["expired"] = True
         if self.recency is not None:
             out["recency"] = self.recency
+        if self.duplicates:
+            out["duplicates"] = list(self.duplicates)
         return out

@@ -569,6 +569,10 @@ class Searcher:
             )
             for dup, better in dups.items():
                 cands[dup].dropped = f"near-duplicate of {better}"
+                folded, kept_one = cands[dup].id, cands[better]
+                # a chunk of the hit's own owner is no other memory
+                if folded != kept_one.id and folded not in kept_one.duplicates:
+                    kept_one.duplicates.append(folded)
         if config.dynamic_top_k is not None:
             lo, hi = config.dynamic_top_k
             from ..assemble.tokens import get_token_counter

@@ -108,6 +108,7 @@ def _hit(c: Candidate) -> SearchHitOut:
         retracted=c.retracted,
         expired=c.expired,
         recency=c.recency,
+        duplicates=list(c.duplicates),
     )
 
 

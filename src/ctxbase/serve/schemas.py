@@ -478,6 +478,12 @@ class SearchHitOut(_Out):
     expired: bool = False
     # with a recency cue and a kind named ("the SQL from last time"): its place among them
     recency: str | None = None
+    duplicates: list[str] = Field(
+        default_factory=list,
+        description="ids of the events or entities whose near-identical text this hit "
+        "stands for (folded into it: in `considered` as 'near-duplicate of' it); "
+        "forgetting the hit leaves them",
+    )
 
 
 class SearchOut(_Out):
@@ -652,6 +658,9 @@ class ForgetOut(_Out):
     # say more (still visible: forget them too if their content must go)
     sources_forgotten: list[str] = Field(default_factory=list)
     sources_still_visible: list[str] = Field(default_factory=list)
+    # visible events whose text is a forgotten one's (up to whitespace and case): the same
+    # thing said twice, left; forget them too to remove it
+    same_text_still_visible: list[str] = Field(default_factory=list)
     repos: list[str] = Field(default_factory=list)  # the repositories forgotten
 
 
@@ -669,6 +678,8 @@ class ChangedOut(_Out):
     # or say more (still visible after a hide)
     sources_hidden: list[str] = Field(default_factory=list)
     sources_still_visible: list[str] = Field(default_factory=list)
+    # after a hide: visible events whose text is a hidden one's (up to whitespace and case)
+    same_text_still_visible: list[str] = Field(default_factory=list)
 
 
 # -- knowledge-base versions (anchor/kb_versions.py) ----------------------------------------

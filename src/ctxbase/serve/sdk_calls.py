@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
@@ -44,6 +45,7 @@ __all__ = ["Call", "Calls"]
 T = TypeVar("T")
 
 _EVENT_WIRE_EXCLUDE = {"project_id", "active", "seq", "id", "marks", "merged_id"}
+_CANDIDATE_FIELDS = frozenset(f.name for f in dataclass_fields(Candidate))
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,8 @@ def _event_wire(event: Event, idempotency_key: str | None = None) -> dict[str, A
 
 
 def _candidate(raw: Mapping[str, Any]) -> Candidate:
-    fields = {k: v for k, v in raw.items() if k != "item"}
+    # only the hit's own fields: a server that adds one to its answer does not break this client
+    fields = {k: v for k, v in raw.items() if k != "item" and k in _CANDIDATE_FIELDS}
     return Candidate(item=SearchItem(**raw["item"]), **fields)
 
 
@@ -140,6 +143,7 @@ def _forget_report(raw: Mapping[str, Any]) -> ForgetReport:
         already_forgotten=list(raw.get("already_forgotten") or []),
         sources_forgotten=list(raw.get("sources_forgotten") or []),
         sources_still_visible=list(raw.get("sources_still_visible") or []),
+        same_text_still_visible=list(raw.get("same_text_still_visible") or []),
         repos=list(raw.get("repos") or []),
     )
 
@@ -152,6 +156,7 @@ def _visibility(raw: Mapping[str, Any]) -> VisibilityReport:
         already_forgotten=list(raw.get("already_forgotten") or []),
         sources_hidden=list(raw.get("sources_hidden") or []),
         sources_still_visible=list(raw.get("sources_still_visible") or []),
+        same_text_still_visible=list(raw.get("same_text_still_visible") or []),
     )
 
 

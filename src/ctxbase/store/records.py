@@ -181,6 +181,9 @@ class ForgetReport:
     # with it, and those that say more, left visible (filled in by `ContextBase.forget`)
     sources_forgotten: list[str] = field(default_factory=list)
     sources_still_visible: list[str] = field(default_factory=list)
+    # visible events whose text is a forgotten event's or entity's, up to whitespace and
+    # case (the same thing said twice): left, for the caller to forget too (same_text.py)
+    same_text_still_visible: list[str] = field(default_factory=list)
     # the ingested repositories forgotten whole (filled in by `ContextBase.forget`; by the
     # store for a whole-project forget, which forgets every repository of the project)
     repos: list[str] = field(default_factory=list)
@@ -212,5 +215,6 @@ class ForgetReport:
             "already_forgotten": list(self.already_forgotten),
             "sources_forgotten": list(self.sources_forgotten),
             "sources_still_visible": list(self.sources_still_visible),
+            "same_text_still_visible": list(self.same_text_still_visible),
             "repos": list(self.repos),
         }

@@ -52,6 +52,11 @@ export async function searchPage(view, pid, query) {
         it.path ? h("span", { class: "muted" }, ` · ${it.path}`) : "",
         h("span", { class: "muted" }, ` · ${fmtTime(it.ts)}`)),
       h("div", { class: "origin" }, origin),
-      h("div", { class: "text" }, short(it.text, 220)));
+      h("div", { class: "text" }, short(it.text, 220)),
+      // near-identical memories folded into this hit: forgetting it leaves them
+      (hit.duplicates || []).length
+        ? h("div", { class: "muted duplicates" }, "same text also in: ",
+          h("span", { class: "mono" }, hit.duplicates.join(", ")))
+        : "");
   })));
 }
