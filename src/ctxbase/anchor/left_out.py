@@ -1,0 +1,55 @@
+"""Units a user took out that an ingest keeps out when their code changes.
+
+A unit hidden by its own id (`forget --soft --entity`, `set_hidden`) is recorded as hidden
+on its own (store/forget_steps.py); when its file changes, the ingest writes its new version
+hidden, so `restore` shows it. A unit hard-forgotten (`forget --entity`) leaves a tombstone;
+when its code changes, the ingest does not write it again, so it stays forgotten. Units the
+ingest removed itself (gone from their file, or their file gone) are recorded as removed,
+not hidden, and come back when they reappear. `readmit` writes both kinds back, visible.
+
+A tombstone counts only when it is newer than the unit's file entity: forgetting a whole
+repository removes its file entities too, and its next ingest brings every unit back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..components import Components
+from ..model import Entity
+from ..store.forget_steps import HIDDEN_ON_ITS_OWN, SOFT_DELETED_SCOPE
+
+__all__ = ["FORGOTTEN", "HIDDEN", "left_out_units"]
+
+HIDDEN = "hidden"
+FORGOTTEN = "forgotten"
+
+
+def left_out_units(
+    cb: Components,
+    pid: str,
+    wanted: Sequence[tuple[Entity | None, str]],
+    stored: Mapping[str, Entity],
+) -> dict[str, str]:
+    """Of the units an ingest is about to write (each with its file's stored entity, None
+    for a file new to the project), those a user hid (-> HIDDEN) or hard-forgot (->
+    FORGOTTEN). `stored`: the entities of those ids the store holds, active or not."""
+    out: dict[str, str] = {}
+    inactive = [uid for _, uid in wanted if uid in stored and not stored[uid].active]
+    if inactive:
+        records = cb.store.get_state_keys(pid, SOFT_DELETED_SCOPE, "", inactive)
+        out.update(
+            (uid, HIDDEN) for uid, fact in records.items() if fact.cause == HIDDEN_ON_ITS_OWN
+        )
+    files = {uid: file for file, uid in wanted if file is not None and uid not in stored}
+    if files:
+        times = cb.store.forgotten_times(pid, list(files), "entity")
+        for uid, when in times.items():
+            file = files[uid]
+            if when is None:  # kept before forget times were recorded
+                gone = uid in (file.properties.get("units") or {})
+            else:
+                gone = when >= file.created_at
+            if gone:
+                out[uid] = FORGOTTEN
+    return out
