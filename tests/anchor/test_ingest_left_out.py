@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+import ctxbase
 from ctxbase import ContextBase
 from ctxbase.anchor.ingest import ingest_path
 
@@ -132,3 +135,30 @@ def test_forgetting_a_repository_then_ingesting_it_brings_every_unit_back(
     _edit(root, "b.py", "return 3", "return 33")
     again = ingest_path(cb, root)
     assert again.left_out == [] and {"a.pelican_route", "b.gull"} <= _visible(cb)
+
+
+def test_the_cli_names_the_units_left_out_and_readmits_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ctxbase.cli import main
+
+    root = _tree(tmp_path)
+    base = ["--db", str(tmp_path / "c.db"), "--project", "p", "--embedder", "hash", "-q"]
+    assert main([*base, "ingest", str(root)]) == 0
+    with ctxbase.open(str(tmp_path / "c.db"), project="p", embedder="hash") as cb:
+        hidden, forgotten = _unit(cb, "a.pelican_route"), _unit(cb, "b.gull")
+    assert main([*base, "forget", "--soft", "--entity", hidden]) == 0
+    assert main([*base, "forget", "--entity", forgotten]) == 0
+    capsys.readouterr()
+    _edit(root, "b.py", "return 3", "return 33")
+    _edit(root, "a.py", "return 1\n", "return 11\n")
+    assert main([*base, "ingest", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "2 units left out: hidden or forgotten before" in out
+    assert f"  {hidden}: hidden before, left out" in out
+    assert f"  {forgotten}: forgotten before, left out" in out
+    assert main([*base, "ingest", str(root), "--readmit"]) == 0
+    assert "2 hidden or forgotten units readmitted" in capsys.readouterr().out
+    assert main([*base, "entities", "--type", "code"]) == 0
+    listed = capsys.readouterr().out
+    assert "b.gull" in listed and "a.pelican_route" in listed

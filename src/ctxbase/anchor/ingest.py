@@ -14,7 +14,8 @@ vector carried over. A changed unit keeps its previous version (see entities.py)
 
 Units that disappear from a file, and files that disappear from the tree, are soft-deleted:
 they vanish from every read but their history and edges can be restored, and a unit that
-comes back is simply re-activated; `ContextBase.forget` removes them for good when needed.
+comes back is re-activated; `ContextBase.forget` removes them for good when needed. A unit
+a user hid or hard-forgot stays out when its code changes (left_out.py).
 A unit a knowledge-base version holds is kept as `<id>@v<n>` first (kb_versions.py).
 
 Bad input never stops an ingest: binary, too large, undecodable and empty files are skipped,
@@ -67,7 +68,7 @@ from .file_units import anchor_file_text, file_entity_id
 from .files import detect_file
 from .gitignore import list_files
 from .kb_versions import deactivate, refresh_pin
-from .left_out import HIDDEN, left_out_units
+from .left_out import HIDDEN, held_out_files, left_out_units
 from .plaintext import DEFAULT_CHUNK_CHARS, part_chars
 from .repository import (
     RepoPlace,
@@ -339,7 +340,14 @@ def ingest_path(
             for rel in batch
         ]
         if readmit:  # an unchanged file holding a unit that is out is read again
-            plans = _replan_held_out(cb, pid, plans, base, commit, max_file_bytes, repo, part_size)
+            same = [p.old for p in plans if p.outcome.status == "unchanged"]
+            again = held_out_files(cb, pid, same)
+            plans = [
+                _plan(base, p.path, p.old, commit, max_file_bytes, repo, part_size, force=True)
+                if p.file_id in again
+                else p
+                for p in plans
+            ]
         _apply(cb, pid, plans, report, keep_history, sign_key, tick, readmit)
         if sign_key is not None:
             report.signed_in_place += _sign_unchanged(cb, pid, plans, sign_key)
@@ -480,35 +488,6 @@ def _plan(
     }
     mentions = [(s.id, s.text) for s in specs if s.type in ("section", "document") and s.text]
     return _Plan(rel, file_id, data_hash, outcome, old, specs, refs, pairs, mentions, props)
-
-
-def _replan_held_out(
-    cb: Components,
-    pid: str,
-    plans: list[_Plan],
-    base: Path,
-    commit: str | None,
-    max_bytes: int,
-    repo: str,
-    part_size: int,
-) -> list[_Plan]:
-    """The plans, each unchanged file that lists a unit not stored visible planned again
-    in full (forced), so `readmit` can write it back."""
-    units = {
-        p.path: list(p.old.properties.get("units") or {})
-        for p in plans
-        if p.outcome.status == "unchanged" and p.old is not None
-    }
-    ids = [uid for group in units.values() for uid in group]
-    if not ids:
-        return plans
-    shown = {e.id for e in cb.store.get_entities(pid, ids)}
-    return [
-        _plan(base, p.path, p.old, commit, max_bytes, repo, part_size, force=True)
-        if any(uid not in shown for uid in units.get(p.path, ()))
-        else p
-        for p in plans
-    ]
 
 
 def _skip_props(

@@ -19,7 +19,7 @@ from ..components import Components
 from ..model import Entity
 from ..store.forget_steps import HIDDEN_ON_ITS_OWN, SOFT_DELETED_SCOPE
 
-__all__ = ["FORGOTTEN", "HIDDEN", "left_out_units"]
+__all__ = ["FORGOTTEN", "HIDDEN", "held_out_files", "left_out_units"]
 
 HIDDEN = "hidden"
 FORGOTTEN = "forgotten"
@@ -53,3 +53,14 @@ def left_out_units(
             if gone:
                 out[uid] = FORGOTTEN
     return out
+
+
+def held_out_files(cb: Components, pid: str, files: Sequence[Entity | None]) -> set[str]:
+    """Of these stored file entities (of files unchanged), the ids of those listing a unit
+    not stored visible: what `readmit` reads again to write such units back."""
+    units = {f.id: list(f.properties.get("units") or {}) for f in files if f is not None}
+    ids = [uid for group in units.values() for uid in group]
+    if not ids:
+        return set()
+    shown = {e.id for e in cb.store.get_entities(pid, ids)}
+    return {fid for fid, group in units.items() if any(uid not in shown for uid in group)}
