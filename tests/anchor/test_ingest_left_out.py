@@ -162,3 +162,18 @@ def test_the_cli_names_the_units_left_out_and_readmits_them(
     assert main([*base, "entities", "--type", "code"]) == 0
     listed = capsys.readouterr().out
     assert "b.gull" in listed and "a.pelican_route" in listed
+
+
+def test_a_removed_unit_purged_since_comes_back_when_it_reappears(
+    cb: ContextBase, tmp_path: Path
+) -> None:
+    root = _tree(tmp_path)
+    ingest_path(cb, root)
+    gull = _unit(cb, "b.gull")
+    (root / "b.py").write_text("def tern():\n    return 5\n", encoding="utf-8")
+    ingest_path(cb, root)
+    cb.forget(soft_deleted_older_than=0)  # the retention purge hard-forgets it
+    assert cb.store.forgotten_ids(cb.project, [gull], ("entity",)) == {gull}
+    (root / "b.py").write_text(B, encoding="utf-8")
+    back = ingest_path(cb, root)
+    assert back.left_out == [] and "b.gull" in _visible(cb)

@@ -7,8 +7,10 @@ when its code changes, the ingest does not write it again, so it stays forgotten
 ingest removed itself (gone from their file, or their file gone) are recorded as removed,
 not hidden, and come back when they reappear. `readmit` writes both kinds back, visible.
 
-A tombstone counts only when it is newer than the unit's file entity: forgetting a whole
-repository removes its file entities too, and its next ingest brings every unit back.
+A tombstone counts only for a unit its file still lists (the file as last ingested held it):
+a unit the ingest removed and a retention purge forgot since comes back when it reappears,
+and forgetting a whole repository removes its file entities, so its next ingest brings
+every unit back.
 """
 
 from __future__ import annotations
@@ -41,17 +43,15 @@ def left_out_units(
         out.update(
             (uid, HIDDEN) for uid, fact in records.items() if fact.cause == HIDDEN_ON_ITS_OWN
         )
-    files = {uid: file for file, uid in wanted if file is not None and uid not in stored}
-    if files:
-        times = cb.store.forgotten_times(pid, list(files), "entity")
-        for uid, when in times.items():
-            file = files[uid]
-            if when is None:  # kept before forget times were recorded
-                gone = uid in (file.properties.get("units") or {})
-            else:
-                gone = when >= file.created_at
-            if gone:
-                out[uid] = FORGOTTEN
+    # only a unit its file still lists: one the ingest removed before may have been purged
+    # since (`forget --soft-deleted-older-than`), which is no reason to keep it out
+    listed = [
+        uid
+        for file, uid in wanted
+        if file is not None and uid not in stored and uid in (file.properties.get("units") or {})
+    ]
+    if listed:
+        out.update((uid, FORGOTTEN) for uid in cb.store.forgotten_ids(pid, listed, ("entity",)))
     return out
 
 
