@@ -545,12 +545,13 @@ def _apply(
             same = list(old_units.get(spec.id) or ()) == [spec.unit_hash, spec.place_hash]
             if spec.id in old_units and not same:
                 rewrites.append(spec.id)
-            if readmit or not same:
+            if readmit or not same:  # a file deleted and back again is new: asked too
                 wanted.append((plan.old, spec.id))
     # The file entity is rewritten too; its search unit (the path) keeps its vector.
     rewrites += [p.file_id for p in plans if p.old is not None and p.outcome.status != "unchanged"]
     asked = list(dict.fromkeys([*rewrites, *(uid for _, uid in wanted)]))
-    stored = {e.id: e for e in cb.store.get_entities(pid, asked, include_inactive=True)}
+    found = cb.store.get_entities(pid, asked, include_inactive=True) if asked else []
+    stored = {e.id: e for e in found}
     out = left_out_units(cb, pid, wanted, stored) if wanted else {}
     vectors: dict[str, Any] = {}
     if rewrites:
