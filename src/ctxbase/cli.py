@@ -589,6 +589,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
                 repo=args.repo,
                 moved=args.moved,
                 allow_overlap=args.allow_overlap,
+                readmit=args.readmit,
                 sign=args.sign,
             )
         except BaseException as error:
@@ -605,6 +606,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"{report.summary()} (repository {report.repo}{moved}{shared})")
         for path, reason in [*report.skipped, *report.fallbacks, *report.errors]:
             print(f"  {path}: {reason}")
+        for unit_id, why in report.left_out:
+            print(f"  {unit_id}: {why} before, left out")
         if cb.embeds:
             print(vectors_line(cb, waiting=background))
         if background and cb.embeds:

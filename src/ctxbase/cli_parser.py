@@ -259,6 +259,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         "name too (without it such an ingest is refused; the choice is kept for that pair)",
     )
     p.add_argument(
+        "--readmit",
+        action="store_true",
+        help="write back, visible, the units you hid or forgot (forget --soft, forget "
+        "--entity); without it they stay out when their code changes",
+    )
+    p.add_argument(
         "--wait-embeddings",
         nargs="?",
         type=float,

@@ -14,7 +14,8 @@ vector carried over. A changed unit keeps its previous version (see entities.py)
 
 Units that disappear from a file, and files that disappear from the tree, are soft-deleted:
 they vanish from every read but their history and edges can be restored, and a unit that
-comes back is simply re-activated; `ContextBase.forget` removes them for good when needed.
+comes back is re-activated; `ContextBase.forget` removes them for good when needed. A unit
+a user hid or hard-forgot stays out when its code changes (left_out.py).
 A unit a knowledge-base version holds is kept as `<id>@v<n>` first (kb_versions.py).
 
 Bad input never stops an ingest: binary, too large, undecodable and empty files are skipped,
@@ -70,6 +71,7 @@ from .files import detect_file
 from .forget_watch import ForgetWatch
 from .gitignore import list_files
 from .kb_versions import deactivate, refresh_pin
+from .left_out import HIDDEN, held_out_files, left_out_units
 from .plaintext import DEFAULT_CHUNK_CHARS, part_chars
 from .repository import (
     RepoPlace,
@@ -149,6 +151,11 @@ class IngestReport:
     fallbacks: list[tuple[str, str]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     written_ids: list[str] = field(default_factory=list)
+    # units a user hid or hard-forgot whose code changed: (id, "hidden" | "forgotten"); a
+    # hidden one's new version is written hidden, a forgotten one is not written (left_out.py)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
+    # units brought back visible by `readmit`
+    readmitted: list[str] = field(default_factory=list)
     files: list[FileOutcome] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -158,6 +165,13 @@ class IngestReport:
     def summary(self) -> str:
         n = self.signed_in_place
         signed = f"; {n} stored unsigned, signed now" if n else ""
+        if self.left_out:
+            signed += (
+                f"; {len(self.left_out)} units left out: hidden or forgotten before "
+                "(ctxbase restore --entity ID / ctxbase ingest --readmit)"
+            )
+        if self.readmitted:
+            signed += f"; {len(self.readmitted)} hidden or forgotten units readmitted"
         return (
             f"{self.files_total} files: {self.files_new} new, {self.files_changed} changed, "
             f"{self.files_unchanged} unchanged, {self.files_skipped} skipped, "
@@ -235,6 +249,7 @@ def ingest_path(
     repo: str | None = None,
     moved: bool = False,
     allow_overlap: bool = False,
+    readmit: bool = False,
 ) -> IngestReport:
     """Anchor every file under `path` (or that one file) and weave their edges.
 
@@ -245,7 +260,11 @@ def ingest_path(
     files this folder lacks are then removed). Files another repository of the project
     holds (the same folder under another name, a folder inside or around an ingested one)
     raise RepositoryOverlapError, unless `allow_overlap` keeps both copies; see
-    repository.py."""
+    repository.py.
+
+    A unit a user hid or hard-forgot stays out when its code changes (its new version is
+    written hidden, or not at all; `IngestReport.left_out`); `readmit` writes such units
+    back, visible, re-reading the unchanged files that hold one (see left_out.py)."""
     cb = components_of(cb)
     started = time.perf_counter()
     started_at = time.time()  # a forget of the repository after it stops this ingest
@@ -329,7 +348,16 @@ def ingest_path(
             _plan(base, rel, in_scope.get(rel), commit, max_file_bytes, repo, part_size)
             for rel in batch
         ]
-        _apply(cb, pid, plans, report, keep_history, sign_key, tick, watch)
+        if readmit:  # an unchanged file holding a unit that is out is read again
+            same = [p.old for p in plans if p.outcome.status == "unchanged"]
+            again = held_out_files(cb, pid, same)
+            plans = [
+                _plan(base, p.path, p.old, commit, max_file_bytes, repo, part_size, force=True)
+                if p.file_id in again
+                else p
+                for p in plans
+            ]
+        _apply(cb, pid, plans, report, keep_history, sign_key, tick, watch, readmit)
         if sign_key is not None:
             report.signed_in_place += _sign_unchanged(cb, pid, plans, sign_key, watch)
         for plan in plans:
@@ -398,7 +426,7 @@ def _in_scope(
     for entity in legacy:
         units = list(entity.properties.get("units") or {})
         with watch.writing():
-            cb.store.set_active(pid, [*units, entity.id], False)
+            cb.store.set_active(pid, [*units, entity.id], False, removed=True)
         report.legacy_replaced += 1
     return own
 
@@ -411,8 +439,9 @@ def _plan(
     max_bytes: int,
     repo: str,
     part_size: int = DEFAULT_CHUNK_CHARS,
+    force: bool = False,
 ) -> _Plan:
-    """Read, classify and (when changed) parse one file; writes nothing."""
+    """Read, classify and (when changed, or `force`) parse one file; writes nothing."""
     file_id = file_entity_id(rel, repo)
     unsafe = unsafe_reason(base, rel)
     data, reason = (None, unsafe) if unsafe else _read(base / rel, rel, max_bytes)
@@ -421,7 +450,8 @@ def _plan(
         props = _skip_props(rel, reason, old, repo=repo)
         return _Plan(rel, file_id, "", outcome, old, properties=props)
     data_hash = hashlib.sha256(data).hexdigest()[:32] + ":" + ANCHOR_VERSION
-    if old is not None and old.active and old.properties.get("content_hash") == data_hash:
+    same = old is not None and old.active and old.properties.get("content_hash") == data_hash
+    if same and not force and old is not None:
         status = str(old.properties.get("status") or "text")
         props = dict(old.properties)
         outcome = FileOutcome(
@@ -519,25 +549,32 @@ def _apply(
     sign_key: bytes | None,
     on_done: Callable[[str], None],
     watch: ForgetWatch,
+    readmit: bool = False,
 ) -> None:
     """Write a batch of planned files: changed units, removed units, then the file entity."""
     rewrites: list[str] = []
+    # units to be written (changed or new; with readmit every one), with their file
+    wanted: list[tuple[Entity | None, str]] = []
     for plan in plans:
         old_units = (plan.old.properties.get("units") or {}) if plan.old is not None else {}
         for spec in plan.specs:
-            if spec.id in old_units and list(old_units[spec.id]) != [
-                spec.unit_hash,
-                spec.place_hash,
-            ]:
+            same = list(old_units.get(spec.id) or ()) == [spec.unit_hash, spec.place_hash]
+            if spec.id in old_units and not same:
                 rewrites.append(spec.id)
+            if readmit or not same:  # a file deleted and back again is new: asked too
+                wanted.append((plan.old, spec.id))
     # The file entity is rewritten too; its search unit (the path) keeps its vector.
     rewrites += [p.file_id for p in plans if p.old is not None and p.outcome.status != "unchanged"]
+    asked = list(dict.fromkeys([*rewrites, *(uid for _, uid in wanted)]))
+    found = cb.store.get_entities(pid, asked, include_inactive=True) if asked else []
+    stored = {e.id: e for e in found}
+    out = left_out_units(cb, pid, wanted, stored) if wanted else {}
     vectors: dict[str, Any] = {}
     if rewrites:
-        olds = cb.store.get_entities(pid, rewrites, include_inactive=True)
-        vectors = unit_vectors(cb, pid, olds)
+        vectors = unit_vectors(cb, pid, [stored[i] for i in rewrites if i in stored])
     for plan in plans:
-        _apply_one(cb, pid, plan, report, keep_history, sign_key, vectors, watch)
+        held = {s.id: out[s.id] for s in plan.specs if s.id in out}
+        _apply_one(cb, pid, plan, report, keep_history, sign_key, vectors, watch, held, readmit)
         on_done(plan.path)
 
 
@@ -550,6 +587,8 @@ def _apply_one(
     sign_key: bytes | None,
     vectors: dict[str, Any],
     watch: ForgetWatch,
+    held: dict[str, str],
+    readmit: bool,
 ) -> None:
     outcome = plan.outcome
     report.files.append(outcome)
@@ -570,15 +609,18 @@ def _apply_one(
     # nothing of the file written and its old hash in place, so the next ingest redoes it.
     counts = (report.units_written, report.units_moved, report.units_removed)
     kept, ids = report.versions_kept, len(report.written_ids)
+    outs, readmitted = len(report.left_out), len(report.readmitted)
     try:
         with watch.writing():
-            _write_plan(cb, pid, plan, report, keep_history, sign_key, vectors)
+            _write_plan(cb, pid, plan, report, keep_history, sign_key, vectors, held, readmit)
     except RepositoryForgottenError:
         raise  # not this file's failure: the ingest stops
     except Exception as error:  # rolled back: the report counts none of it
         report.units_written, report.units_moved, report.units_removed = counts
         report.versions_kept = kept
         del report.written_ids[ids:]
+        del report.left_out[outs:]
+        del report.readmitted[readmitted:]
         outcome.written = outcome.moved = outcome.removed = 0
         report.files_failed += 1
         report.errors.append((plan.path, f"{type(error).__name__}: {error}"))
@@ -605,13 +647,24 @@ def _write_plan(
     keep_history: bool,
     sign_key: bytes | None,
     vectors: dict[str, Any],
+    held: dict[str, str],
+    readmit: bool,
 ) -> None:
     old_units: dict[str, Any] = dict(plan.old.properties.get("units") or {}) if plan.old else {}
     outcome = plan.outcome
+    hide: list[str] = []
     for spec in plan.specs:
         previous = old_units.get(spec.id)
-        if previous is not None and list(previous) == [spec.unit_hash, spec.place_hash]:
+        same = previous is not None and list(previous) == [spec.unit_hash, spec.place_hash]
+        if same and not (readmit and spec.id in held):
             continue  # unchanged unit: re-upserting it would throw its vector away
+        if spec.id in held and not readmit:
+            report.left_out.append((spec.id, held[spec.id]))
+            if held[spec.id] != HIDDEN:
+                continue  # hard-forgotten: not written, its tombstone stays
+            hide.append(spec.id)  # written, then hidden again below
+        if readmit and spec.id in held:
+            report.readmitted.append(spec.id)
         wrote = upsert_versioned(
             cb,
             spec,
@@ -621,7 +674,7 @@ def _write_plan(
             notify=False,
             prefetched=vectors,
         )
-        if not wrote.changed:
+        if not wrote.changed or spec.id in hide:
             continue
         if previous is not None and previous[0] == spec.unit_hash:
             outcome.moved += 1
@@ -632,6 +685,11 @@ def _write_plan(
             report.written_ids.append(spec.id)
             if wrote.archived_id is not None:
                 report.versions_kept += 1
+    if hide:  # recorded as hidden on their own still: `restore` brings them back
+        cb.store.set_active(pid, hide, False)
+    readmitted = [s.id for s in plan.specs if readmit and held.get(s.id) == HIDDEN]
+    if readmitted:  # written visible above; this drops their records of being hidden
+        cb.store.set_active(pid, readmitted, True)
     gone = [uid for uid in old_units if uid not in {s.id for s in plan.specs}]
     gone += [u for u in plan.properties.get("previous_units", []) if u not in gone]
     if gone:

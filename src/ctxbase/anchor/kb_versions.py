@@ -244,7 +244,7 @@ def deactivate(
     holds at its current version, so the tag still finds it."""
     cb = components_of(cb)
     _keep_tagged(cb, pid, ids, sign_key)
-    cb.store.set_active(pid, list(ids), False)
+    cb.store.set_active(pid, list(ids), False, removed=True)
 
 
 def _tagged_versions(cb: Components, pid: str) -> set[tuple[str, int]]:

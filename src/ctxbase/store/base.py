@@ -307,12 +307,16 @@ class Store(ABC):
         (all when None) that have any."""
 
     @abstractmethod
-    def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
+    def set_active(
+        self, project_id: str, ids: Sequence[str], active: bool, *, removed: bool = False
+    ) -> int:
         """Soft delete (False) or restore (True) events or entities, with what capture
         anchoring made from those events (see ForgetSteps._made_from); returns rows changed.
         An entity soft-deleted by its own id is not restored with an event it was anchored
         from, only by its id. The first soft delete's time is kept (see forget's
-        `soft_deleted_before`)."""
+        `soft_deleted_before`). `removed`: an ingest soft-deletes what left the tree; they
+        are recorded as removed, not as hidden on their own, and one a user hid before
+        stays recorded as hidden (an ingest writes such a unit hidden when it returns)."""
 
     # -- entities and relations ----------------------------------------------------------
     @abstractmethod

@@ -29,6 +29,7 @@ __all__ = [
     "FACT_SCOPES",
     "HIDDEN_ON_ITS_OWN",
     "KEYED_BY_ID_SCOPES",
+    "REMOVED_BY_INGEST",
     "SOFT_DELETED_SCOPE",
     "ForgetScope",
     "ForgetSteps",
@@ -38,8 +39,11 @@ __all__ = [
 # what a retention purge reads. Not a fact scope (facts are task, session or project).
 SOFT_DELETED_SCOPE = "soft_deleted"
 # The `cause` of such a record when the row was hidden by its own id (NULL: hidden with an
-# event it was anchored from): restoring that event leaves it hidden.
+# event it was anchored from): restoring that event leaves it hidden. An ingest's removals
+# (a unit or file gone from the tree) are REMOVED_BY_INGEST instead: such a unit comes back
+# when it reappears, while one a user hid stays hidden (anchor/ingest.py).
 HIDDEN_ON_ITS_OWN = "own"
+REMOVED_BY_INGEST = "ingest"
 # State records keyed by an event id: its message status, its soft-delete time; by an event
 # or entity id: feedback on it, its use in assembled contexts.
 KEYED_BY_ID_SCOPES = ("message", SOFT_DELETED_SCOPE, FEEDBACK_SCOPE, USES_SCOPE)
@@ -373,11 +377,14 @@ class ForgetSteps:
         ids: Sequence[str],
         active: bool,
         named: Sequence[str] = (),
+        *,
+        removed: bool = False,
     ) -> None:
         """Remember when ids were soft-deleted (the first time; a repeat does not restart
         the retention), or forget it when they are restored. `named`: the ids hidden by
         their own id (not with an event): recorded as hidden on their own, also when they
-        were hidden with an event before, so restoring that event leaves them hidden."""
+        were hidden with an event before, so restoring that event leaves them hidden.
+        `removed`: named ids an ingest removed, recorded so unless hidden on their own."""
         if active:
             args = (project_id, SOFT_DELETED_SCOPE)
             where = "project_id=? AND scope=? AND scope_id=''"
@@ -396,13 +403,17 @@ class ForgetSteps:
                     f"AND s.scope_id='' AND s.key=t.{col})",
                     (SOFT_DELETED_SCOPE, now, project_id, *cond_args, SOFT_DELETED_SCOPE),
                 )
+        cause = REMOVED_BY_INGEST if removed else HIDDEN_ON_ITS_OWN
+        # a user's hide outlives the ingest removing the unit (it stays hidden if it returns)
+        keep = " AND (cause IS NULL OR cause<>?)" if removed else ""
         for part in _chunks(list(dict.fromkeys(named))):
             cond, cond_args = self._dialect.any_of("key", part)
             self._q(
                 conn,
                 f"UPDATE state SET cause=? WHERE project_id=? AND scope=? AND scope_id='' "
-                f"AND {cond}",
-                (HIDDEN_ON_ITS_OWN, project_id, SOFT_DELETED_SCOPE, *cond_args),
+                f"AND {cond}{keep}",
+                (cause, project_id, SOFT_DELETED_SCOPE, *cond_args)
+                + ((HIDDEN_ON_ITS_OWN,) if removed else ()),
             )
 
     # -- relations drawn from what a message said ---------------------------------------------

@@ -393,7 +393,9 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         with self._read() as conn:
             return self._events(conn, self._x(conn, sql, args).fetchall())
 
-    def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
+    def set_active(
+        self, project_id: str, ids: Sequence[str], active: bool, *, removed: bool = False
+    ) -> int:
         flag = 1 if active else 0
         named = list(dict.fromkeys(ids))
         changed = 0
@@ -428,7 +430,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 "AND context_id = ANY(%s) AND context_hidden<>%s",
                 (1 - flag, project_id, uniq, 1 - flag),
             )
-            self._record_soft_delete(conn, project_id, uniq, active, named)
+            self._record_soft_delete(conn, project_id, uniq, active, named, removed=removed)
             self._keep_keyword_log(conn, project_id)
         return changed
 

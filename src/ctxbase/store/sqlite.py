@@ -415,7 +415,9 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         with self._read() as conn:
             return self._events(conn, conn.execute(sql, args).fetchall())
 
-    def set_active(self, project_id: str, ids: Sequence[str], active: bool) -> int:
+    def set_active(
+        self, project_id: str, ids: Sequence[str], active: bool, *, removed: bool = False
+    ) -> int:
         flag = 1 if active else 0
         changed = 0
         named = list(dict.fromkeys(ids))
@@ -442,7 +444,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                         (project_id, *part),
                     )
             self._set_context_state(conn, project_id, list(dict.fromkeys(ids)), 1 - flag)
-            self._record_soft_delete(conn, project_id, ids, active, named)
+            self._record_soft_delete(conn, project_id, ids, active, named, removed=removed)
             self._keep_keyword_log(conn, project_id)
             self._bump(conn, project_id)
         return changed
