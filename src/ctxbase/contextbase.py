@@ -162,7 +162,7 @@ class ContextBase(
             embedder=self.embedder,
             notify_embedder=self.notify_embedder,
             record=self.record,
-            upsert_entity=self.upsert_entity,
+            upsert_entity=self._upsert_entity_in_place,  # anchoring keeps its own versions
             upsert_relationship=self.upsert_relationship,
             session_idle_timeout_s=session_idle_timeout_s,
             chunking=self._chunking,

@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .aliases import edge_args, entity_args, identity_source
-from .errors import NotFoundError, ValidationError
+from .aliases import EntityArgs, edge_args, entity_args, identity_source
+from .errors import ConflictError, NotFoundError, ValidationError
 from .model import Entity, Event, Relation, check_id, make_entity_id
 from .read_your_writes import settles_captures
 from .retrieve import causes, graph
@@ -144,19 +144,64 @@ class GraphMethods:
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         version: int | None = None,
+        keep_history: bool = True,
         entity_type: str | None = None,
         entity_id: str | None = None,
     ) -> Entity:
         """Create or update a typed entity (document, code, sql, requirement, ...).
 
         Seed 000's spelling works too: `entity_type`, `entity_id`, and the text given as
-        ``properties["content"]``; an entity without a name is named by its id. A signed
-        entity (properties["_sig"]) must carry a version greater than the stored one:
-        ConflictError otherwise (an older signed version written back is a replay)."""
-        pid = self._pid(project)
-        args = entity_args(
-            type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
+        ``properties["content"]``; an entity without a name is named by its id.
+
+        A write that changes the type, name, text or properties raises `version` by one
+        (or to the `version` given) and keeps the previous version as ``<id>@v<n>``
+        (latest=False: out of searches and assemblies), linked ``<id> -MODIFIES-> <id>@v<n>``
+        as ingested units are (anchor/entities.py). The same content again changes nothing.
+        `keep_history=False` overwrites in place instead (the version stays unless given),
+        as a key-value put does.
+
+        `version` makes the write conditional (optimistic concurrency): one older than the
+        stored version, or equal to it with other content, is a ConflictError naming the
+        stored version; read the entity again and send that version + 1. A signed entity
+        (properties["_sig"]) must carry a version greater than the stored one: ConflictError
+        otherwise (an older signed version written back is a replay)."""
+        return self._put_entity(
+            entity_args(
+                type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
+            ),
+            project,
+            version,
+            keep_history=keep_history,
+            checked=True,
         )
+
+    def _upsert_entity_in_place(
+        self,
+        type: str | None = None,
+        name: str | None = None,
+        text: str = "",
+        *,
+        id: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        version: int | None = None,
+    ) -> Entity:
+        """The write the layers below get (Components.upsert_entity): anchoring, the LangGraph
+        store and the outcome loop keep their own versions, so this one overwrites in place
+        and takes `version` as given (signed entities are still checked for replays)."""
+        args = entity_args(type, name, text, id, properties)
+        return self._put_entity(args, project, version, keep_history=False, checked=False)
+
+    def _put_entity(
+        self,
+        args: EntityArgs,
+        project: str | None,
+        version: int | None,
+        *,
+        keep_history: bool,
+        checked: bool,
+    ) -> Entity:
+        pid = self._pid(project)
         type, name, properties = args.type, args.name, args.properties
         if not isinstance(type, str) or is_blank(type):
             raise ValidationError("type", "an entity needs a type")
@@ -169,7 +214,8 @@ class GraphMethods:
             raise ValidationError("version", "must be >= 1")
         body = check_text("text", args.text) or ""
         eid = check_id("id", args.id) if args.id is not None else make_entity_id(type, name)
-        old = self.store.get_entities(pid, [eid], include_inactive=True)
+        found = self.store.get_entities(pid, [eid], include_inactive=True)
+        old = found[0] if found else None
         entity = Entity(
             id=eid,
             project_id=pid,
@@ -177,14 +223,41 @@ class GraphMethods:
             name=name,
             text=body,
             properties=dict(properties or {}),
-            version=version if version is not None else (old[0].version if old else 1),
-            created_at=old[0].created_at if old else time.time(),
+            version=version if version is not None else (old.version if old else 1),
+            created_at=old.created_at if old else time.time(),
         )
         from .anchor.signing import check_signed_write
 
-        check_signed_write(old[0] if old else None, entity)  # no replay of a signed version
+        check_signed_write(old, entity)  # no replay of a signed version
+        same = old is not None and _same_content(old, entity)
+        if checked and old is not None and version is not None:
+            _check_version(old, version, same)
+        if old is None or not keep_history:
+            return self._store_entity(entity)
+        if same and old.active and old.latest and (version is None or version <= old.version):
+            return old  # the same content again: nothing to write
+        if same:  # shown again (or asked a higher version) with no new content: no new copy
+            return self._store_entity(entity)
+        if version is None:
+            entity = entity.model_copy(update={"version": old.version + 1})
+        return self._store_new_version(old, entity)
+
+    def _store_entity(self, entity: Entity) -> Entity:
         stored = self.store.upsert_entity(entity, self.components.entity_items(entity))
         self._after_write()
+        return stored
+
+    def _store_new_version(self, old: Entity, entity: Entity) -> Entity:
+        """Write `entity` over `old`, keeping `old` as `<id>@v<n>` as ingest does."""
+        from .anchor.entities import archive_version, chain_versions, unit_vectors
+
+        if not old.active:  # a hidden entity is written over, as ingest writes over one
+            return self._store_entity(entity)
+        now = time.time()
+        vectors = unit_vectors(self.components, old.project_id, [old])
+        archived = archive_version(self.components, old, now=now, vectors=vectors)
+        stored = self._store_entity(entity.model_copy(update={"updated_at": now}))
+        chain_versions(self.components, old.project_id, old.id, archived, old.version)
         return stored
 
     def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
@@ -297,6 +370,32 @@ class GraphMethods:
             types=types,
             include_closed=include_closed,
         )
+
+
+def _same_content(old: Entity, new: Entity) -> bool:
+    """Whether a write holds what is stored: type, name, text and properties (a signature
+    aside: it signs the version too)."""
+
+    def unsigned(e: Entity) -> dict[str, Any]:
+        return {k: v for k, v in e.properties.items() if k != "_sig"}
+
+    fields = ("type", "name", "text")
+    return all(getattr(old, f) == getattr(new, f) for f in fields) and unsigned(old) == unsigned(
+        new
+    )
+
+
+def _check_version(old: Entity, version: int, same: bool) -> None:
+    """A conditional write: refused when it was made from a version older than the stored
+    one (another writer got there first)."""
+    if version > old.version or (version == old.version and same):
+        return
+    why = "is older" if version < old.version else "holds other content"
+    raise ConflictError(
+        f"entity {old.id!r} is at version {old.version}, and version={version} {why}: "
+        f"another write came first; read it again and send version={old.version + 1} "
+        "with your change (or no version to write over it)"
+    )
 
 
 def _as_validation(exc: Exception) -> ValidationError:

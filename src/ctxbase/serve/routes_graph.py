@@ -37,7 +37,9 @@ NodeId = Annotated[str, Query(min_length=1, max_length=200)]
 # -- entities ------------------------------------------------------------------------------
 @router.post("/entities", response_model=Entity, tags=["entities"])
 def upsert_entity(pid: WriteProject, body: EntityIn, rt: Rt) -> Entity:
-    """Create or update a typed entity (document, code, sql, requirement, ...)."""
+    """Create or update a typed entity (document, code, sql, requirement, ...). Changed
+    content raises the version and keeps the previous one as `<id>@v<n>`; a `version`
+    older than the stored one (or equal, with other content) is 409 naming it."""
     return rt.cb.upsert_entity(
         body.type,
         body.name,
@@ -46,6 +48,7 @@ def upsert_entity(pid: WriteProject, body: EntityIn, rt: Rt) -> Entity:
         properties=body.properties,
         project=pid,
         version=body.version,
+        keep_history=body.keep_history,
     )
 
 
