@@ -117,3 +117,16 @@ def test_the_layers_below_still_overwrite_in_place(cb: ContextBase) -> None:
         cb.get_entity("requirement:x@v1")
     assert write("requirement", "page", "older", id="requirement:x", version=1).text == "older"
     assert _modifies(cb) == set()
+
+
+def test_forgetting_an_entity_forgets_its_kept_versions(cb: ContextBase) -> None:
+    for text in ("alpha", "beta", "gamma"):
+        _write(cb, text)
+    cb.upsert_entity("document", "other", "kept apart")
+    report = cb.forget(entity_ids=["doc:spec"])
+    assert report.removed["entities"] == 3
+    for eid in ("doc:spec", "doc:spec@v1", "doc:spec@v2"):
+        with pytest.raises(NotFoundError):
+            cb.get_entity(eid)
+    assert [e.name for e in cb.list_entities(latest_only=False)] == ["other"]
+    assert cb.relationships(types=["MODIFIES"], include_closed=True) == []
