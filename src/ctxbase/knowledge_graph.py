@@ -214,17 +214,36 @@ class GraphMethods:
             raise ValidationError("version", "must be >= 1")
         body = check_text("text", args.text) or ""
         eid = check_id("id", args.id) if args.id is not None else make_entity_id(type, name)
-        found = self.store.get_entities(pid, [eid], include_inactive=True)
-        old = found[0] if found else None
-        entity = Entity(
+        draft = Entity(
             id=eid,
             project_id=pid,
             type=type,
             name=name,
             text=body,
             properties=dict(properties or {}),
-            version=version if version is not None else (old.version if old else 1),
-            created_at=old.created_at if old else time.time(),
+            version=version or 1,
+        )
+        if not checked:
+            stored = self._write_entity(draft, version, keep_history=False, checked=False)
+        else:
+            # The stored version is read and replaced in one transaction that another writer
+            # of the same entity waits for: of two racing writes, the second sees the first.
+            with self.store.transaction():
+                self.store.hold_key(pid, f"entity:{eid}")
+                stored = self._write_entity(draft, version, keep_history=keep_history, checked=True)
+        self._after_write()
+        return stored
+
+    def _write_entity(
+        self, draft: Entity, version: int | None, *, keep_history: bool, checked: bool
+    ) -> Entity:
+        found = self.store.get_entities(draft.project_id, [draft.id], include_inactive=True)
+        old = found[0] if found else None
+        entity = draft.model_copy(
+            update={
+                "version": version if version is not None else (old.version if old else 1),
+                "created_at": old.created_at if old else time.time(),
+            }
         )
         from .anchor.signing import check_signed_write
 
@@ -243,9 +262,7 @@ class GraphMethods:
         return self._store_new_version(old, entity)
 
     def _store_entity(self, entity: Entity) -> Entity:
-        stored = self.store.upsert_entity(entity, self.components.entity_items(entity))
-        self._after_write()
-        return stored
+        return self.store.upsert_entity(entity, self.components.entity_items(entity))
 
     def _store_new_version(self, old: Entity, entity: Entity) -> Entity:
         """Write `entity` over `old`, keeping `old` as `<id>@v<n>` as ingest does."""

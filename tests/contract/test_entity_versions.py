@@ -6,11 +6,14 @@ the writes of the layers below (Components.upsert_entity) still overwrite in pla
 from __future__ import annotations
 
 import json
+import threading
+from typing import Any
 
 import pytest
 
 from ctxbase import ContextBase
 from ctxbase.errors import ConflictError, NotFoundError
+from ctxbase.store.sqlite import SQLiteStore
 
 
 def _write(cb: ContextBase, text: str, **kw: object) -> int:
@@ -130,3 +133,55 @@ def test_forgetting_an_entity_forgets_its_kept_versions(cb: ContextBase) -> None
             cb.get_entity(eid)
     assert [e.name for e in cb.list_entities(latest_only=False)] == ["other"]
     assert cb.relationships(types=["MODIFIES"], include_closed=True) == []
+
+
+def _another_base(cb: ContextBase, backend: str, request: pytest.FixtureRequest) -> ContextBase:
+    """A second base on the same database with its own connections: another agent."""
+    if backend == "postgres":
+        from ctxbase.store.postgres import PostgresStore
+
+        store: Any = PostgresStore(request.getfixturevalue("pg_url"), max_size=4)
+    else:
+        store = SQLiteStore(cb.store.path)  # type: ignore[attr-defined]
+    return ContextBase(store, project=cb.project, embedder="hash", background_embedding=False)
+
+
+def test_racing_writers_lose_no_edit(
+    cb: ContextBase, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """Two agents, each writing 15 times as fast as it can, unconditionally and then with
+    the version it read: every write that was accepted is one version, none replaced."""
+    other = _another_base(cb, backend, request)
+    accepted: list[str] = []
+    refused: list[str] = []
+    try:
+        _write(cb, "start")
+
+        def agent(base: ContextBase, who: str) -> None:
+            for i in range(15):
+                text = f"{who} plain {i}"
+                _write(base, text)
+                accepted.append(text)
+            for i in range(15):
+                text = f"{who} conditional {i}"
+                seen = base.get_entity("doc:spec").version
+                try:
+                    _write(base, text, version=seen + 1)
+                    accepted.append(text)
+                except ConflictError:
+                    refused.append(text)
+
+        threads = [
+            threading.Thread(target=agent, args=(b, w)) for b, w in ((cb, "A"), (other, "B"))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        other.close()
+    head = cb.get_entity("doc:spec")
+    assert head.version == 1 + len(accepted)
+    kept = [cb.get_entity(f"doc:spec@v{n}").text for n in range(1, head.version)]
+    assert sorted([*kept, head.text]) == sorted(["start", *accepted])
+    assert len(accepted) + len(refused) == 60
