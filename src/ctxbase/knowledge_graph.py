@@ -314,7 +314,9 @@ class GraphMethods:
         check_nodes: bool = True,
         edge_type: str | None = None,
     ) -> Relation:
-        """Create or update the edge (from, type, to); never a duplicate.
+        """Create or update the edge (from, type, to); never a duplicate. Written again with
+        another confidence, source or properties, the edge is updated in place (its
+        created_at kept; the old confidence is not kept).
 
         Seed 000's spelling works too: `edge_type`, positional ``(from_id, to_id, type)``,
         confidence and source inside `properties`. Without a source, this base's identity
