@@ -70,7 +70,9 @@ class UpsertEntity(Protocol):
 
 
 class UpsertRelationship(Protocol):
-    """An edge write with the public API's checks (both ends exist, a source is named)."""
+    """An edge write with the public API's checks (both ends exist, a source is named) that
+    updates an edge in place: anchoring re-weighs its own edges, with no copy of each
+    earlier confidence as the public write keeps."""
 
     def __call__(
         self,

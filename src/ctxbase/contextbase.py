@@ -163,7 +163,7 @@ class ContextBase(
             notify_embedder=self.notify_embedder,
             record=self.record,
             upsert_entity=self._upsert_entity_in_place,  # anchoring keeps its own versions
-            upsert_relationship=self.upsert_relationship,
+            upsert_relationship=self._upsert_relationship_in_place,
             session_idle_timeout_s=session_idle_timeout_s,
             chunking=self._chunking,
         )

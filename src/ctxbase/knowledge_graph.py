@@ -13,9 +13,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .aliases import EntityArgs, edge_args, entity_args, identity_source
+from .aliases import EdgeArgs, EntityArgs, edge_args, entity_args, identity_source
 from .errors import ConflictError, NotFoundError, ValidationError
-from .model import Entity, Event, Relation, check_id, make_entity_id
+from .model import Entity, Event, Relation, check_id, make_entity_id, relation_id_for
 from .read_your_writes import settles_captures
 from .retrieve import causes, graph
 from .retrieve.retracted import with_marks
@@ -314,14 +314,14 @@ class GraphMethods:
         check_nodes: bool = True,
         edge_type: str | None = None,
     ) -> Relation:
-        """Create or update the edge (from, type, to); never a duplicate. Written again with
-        another confidence, source or properties, the edge is updated in place (its
-        created_at kept; the old confidence is not kept).
+        """Create or update the edge (from, type, to); never a duplicate open edge. Written
+        again with another confidence, source or properties, the edge is updated and its
+        earlier assertion kept as a closed copy ``<relation id>@<n>`` (valid_to: when it
+        was replaced), read with ``relationships(..., include_closed=True)``.
 
         Seed 000's spelling works too: `edge_type`, positional ``(from_id, to_id, type)``,
         confidence and source inside `properties`. Without a source, this base's identity
         (``agent:<agent_id>``, else the local user) is the source: it is never empty."""
-        pid = self._pid(project)
         args = edge_args(
             from_id,
             type,
@@ -332,6 +332,38 @@ class GraphMethods:
             properties=properties,
             identity=identity_source(self.agent_id),
         )
+        return self._put_relationship(args, project, check_nodes, keep_history=True)
+
+    def _upsert_relationship_in_place(
+        self,
+        from_id: str | None = None,
+        type: str | None = None,
+        to_id: str | None = None,
+        *,
+        source: str | None = None,
+        confidence: float | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        check_nodes: bool = True,
+    ) -> Relation:
+        """The edge write the layers below get (Components.upsert_relationship): anchoring
+        re-weighs its own edges as it learns, so it updates them in place."""
+        args = edge_args(
+            from_id,
+            type,
+            to_id,
+            edge_type=None,
+            source=source,
+            confidence=confidence,
+            properties=properties,
+            identity=identity_source(self.agent_id),
+        )
+        return self._put_relationship(args, project, check_nodes, keep_history=False)
+
+    def _put_relationship(
+        self, args: EdgeArgs, project: str | None, check_nodes: bool, *, keep_history: bool
+    ) -> Relation:
+        pid = self._pid(project)
         check_id("from_id", args.from_id)
         check_id("to_id", args.to_id)
         check_json("properties", args.properties)
@@ -362,7 +394,36 @@ class GraphMethods:
             for field, node in (("from_id", args.from_id), ("to_id", args.to_id)):
                 if node in missing:
                     raise ValidationError(field, f"{node!r} does not exist in project {pid!r}")
-        return self.store.upsert_relations([rel])[0]
+        if not keep_history:
+            return self.store.upsert_relations([rel])[0]
+        rid = relation_id_for(pid, rel.from_id, rel.type, rel.to_id)
+        with self.store.transaction():  # two writers of one edge keep both assertions
+            self.store.hold_key(pid, f"relation:{rid}")
+            replaced_at = self._keep_assertion(pid, rid, rel)
+            if replaced_at is not None:
+                rel = rel.model_copy(update={"valid_from": replaced_at})
+            return self.store.upsert_relations([rel])[0]
+
+    def _keep_assertion(self, pid: str, rid: str, new: Relation) -> float | None:
+        """Before an open edge is asserted with another confidence, source or properties,
+        its current assertion is copied as `<id>@<n>`, closed now; returns when (None when
+        nothing changed)."""
+        outgoing = self.store.list_relations(pid, [new.from_id], direction="out", types=[new.type])
+        current = next((r for r in outgoing if r.id == rid), None)
+        if current is None:
+            return None
+        what = ("confidence", "source", "properties")
+        if all(getattr(current, f) == getattr(new, f) for f in what):
+            return None
+        now = time.time()
+        closed = self.store.list_relations(
+            pid, [new.from_id], direction="out", types=[new.type], include_closed=True
+        )
+        n = 1 + sum(1 for r in closed if r.id.startswith(f"{rid}@"))
+        copy = current.model_copy(update={"id": f"{rid}@{n}", "valid_to": now})
+        self.store.upsert_relations([copy])
+        self.store.close_relation(pid, rid, now)  # the new assertion is valid from now
+        return now
 
     create_edge = upsert_relationship
 

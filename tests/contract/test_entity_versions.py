@@ -185,3 +185,28 @@ def test_racing_writers_lose_no_edit(
     kept = [cb.get_entity(f"doc:spec@v{n}").text for n in range(1, head.version)]
     assert sorted([*kept, head.text]) == sorted(["start", *accepted])
     assert len(accepted) + len(refused) == 60
+
+
+def test_an_edge_asserted_again_keeps_its_earlier_confidence(cb: ContextBase) -> None:
+    _write(cb, "spec")
+    cb.upsert_entity("code", "x.py", "x", id="doc:x")
+    first = cb.create_edge(from_id="doc:spec", to_id="doc:x", edge_type="REFERENCES",
+                           properties={"confidence": 0.9})  # fmt: skip
+    again = cb.create_edge(from_id="doc:spec", to_id="doc:x", edge_type="REFERENCES",
+                           properties={"confidence": 0.9})  # fmt: skip
+    assert again.id == first.id  # the same assertion again: nothing kept
+    assert len(cb.relationships("doc:spec", types=["REFERENCES"], include_closed=True)) == 1
+    cb.create_edge(from_id="doc:spec", to_id="doc:x", edge_type="REFERENCES",
+                   properties={"confidence": 0.2})  # fmt: skip
+    [now] = cb.relationships("doc:spec", types=["REFERENCES"])
+    assert (now.id, now.confidence, now.valid_to) == (first.id, 0.2, None)
+    every = cb.relationships("doc:spec", types=["REFERENCES"], include_closed=True)
+    [kept] = [r for r in every if r.id != first.id]
+    assert (kept.id, kept.confidence) == (f"{first.id}@1", 0.9)
+    assert kept.valid_to is not None and kept.valid_to <= now.valid_from
+    assert [h.node_id for h in cb.neighbourhood("doc:spec", 1, types=["REFERENCES"])] == ["doc:x"]
+    # anchoring's own edge write re-weighs in place, as before
+    cb.components.upsert_relationship("doc:spec", "REFERENCES", "doc:x", source="auto:x",
+                                      confidence=0.5)  # fmt: skip
+    every = cb.relationships("doc:spec", types=["REFERENCES"], include_closed=True)
+    assert sorted(r.confidence for r in every) == [0.5, 0.9]
