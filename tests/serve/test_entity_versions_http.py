@@ -60,3 +60,19 @@ def test_sdk_seed000_spelling_versions_and_raises_conflict(live: Live, pid: str)
                 version=2,
             )
         assert client.get_entity("doc:spec").text == "Spec v2: timeout 20s"
+
+
+def test_rest_keeps_an_edge_s_earlier_confidence(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid))
+    _post(c, pid, "spec")
+    c.post(f"/v1/projects/{pid}/entities", json={"type": "code", "name": "x", "id": "doc:x"})
+    for conf in (0.9, 0.2):
+        body = {"from_id": "doc:spec", "type": "REFERENCES", "to_id": "doc:x",
+                "source": "human", "confidence": conf}  # fmt: skip
+        assert c.post(f"/v1/projects/{pid}/relations", json=body).status_code == 200
+    params = {"node_id": "doc:spec", "types": "REFERENCES"}
+    open_now = c.get(f"/v1/projects/{pid}/relations", params=params).json()
+    assert [r["confidence"] for r in open_now] == [0.2]
+    every = c.get(f"/v1/projects/{pid}/relations", params={**params, "include_closed": True})
+    closed = [r for r in every.json() if r["valid_to"] is not None]
+    assert [(r["id"], r["confidence"]) for r in closed] == [(f"{open_now[0]['id']}@1", 0.9)]
