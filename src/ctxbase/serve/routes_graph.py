@@ -77,8 +77,9 @@ def get_entity(pid: ReadProject, entity_id: str, rt: Rt) -> Entity:
 # -- relations -----------------------------------------------------------------------------
 @router.post("/relations", response_model=Relation, tags=["relations"])
 def upsert_relationship(pid: WriteProject, body: RelationIn, rt: Rt) -> Relation:
-    """Create or update the edge (from, type, to); never a duplicate (seed 000's
-    create_edge / upsert_relationship)."""
+    """Create or update the edge (from, type, to); never a duplicate open edge (seed 000's
+    create_edge / upsert_relationship). Another confidence, source or properties keeps the
+    earlier assertion as a closed copy `<relation id>@<n>`."""
     return rt.cb.upsert_relationship(
         body.from_id,
         body.type,

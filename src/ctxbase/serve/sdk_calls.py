@@ -532,8 +532,9 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         check_nodes: bool = True,
         edge_type: str | None = None,
     ) -> Call[Relation]:
-        """Create or update the edge (from, type, to); never a duplicate. Seed 000's
-        spelling is accepted as by the embedded base (see ctxbase.aliases)."""
+        """Create or update the edge (from, type, to); never a duplicate open edge (an
+        earlier confidence is kept as a closed copy, see ContextBase.upsert_relationship).
+        Seed 000's spelling is accepted as by the embedded base (see ctxbase.aliases)."""
         args = edge_args(
             from_id,
             type,
