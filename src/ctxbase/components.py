@@ -51,7 +51,10 @@ class RecordEvent(Protocol):
 
 
 class UpsertEntity(Protocol):
-    """An entity write with the public API's checks (validation, versions, signatures)."""
+    """An entity write with the public API's checks (validation, signatures) that overwrites
+    in place: the layers below keep versions themselves (anchor.entities.upsert_versioned),
+    and a LangGraph put overwrites, so the public write's history and conditional
+    `version` are not theirs."""
 
     def __call__(
         self,
@@ -67,7 +70,9 @@ class UpsertEntity(Protocol):
 
 
 class UpsertRelationship(Protocol):
-    """An edge write with the public API's checks (both ends exist, a source is named)."""
+    """An edge write with the public API's checks (both ends exist, a source is named) that
+    updates an edge in place: anchoring re-weighs its own edges, with no copy of each
+    earlier confidence as the public write keeps."""
 
     def __call__(
         self,

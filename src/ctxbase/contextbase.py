@@ -176,8 +176,8 @@ class ContextBase(
             embedder=self.embedder,
             notify_embedder=self.notify_embedder,
             record=self.record,
-            upsert_entity=self.upsert_entity,
-            upsert_relationship=self.upsert_relationship,
+            upsert_entity=self._upsert_entity_in_place,  # anchoring keeps its own versions
+            upsert_relationship=self._upsert_relationship_in_place,
             session_idle_timeout_s=session_idle_timeout_s,
             chunking=self._chunking,
         )

@@ -208,6 +208,26 @@ def _targets(
     return _Targets(len(named) + (session_id is not None), held, unknown, already)
 
 
+def _kept_versions(store: Store, pid: str, entity_ids: Sequence[str]) -> list[str]:
+    """The earlier versions kept of these entities (`<id>@v<n>`, written when an update
+    changed them): forgetting an entity forgets what it said before, too. Each new version
+    linked the entity to the one it replaced (MODIFIES, closed once superseded), so one read
+    of those links finds them all."""
+    if not entity_ids:
+        return []
+    named = list(dict.fromkeys(entity_ids))
+    links = store.list_relations(
+        pid, named, direction="out", types=["MODIFIES"], include_closed=True
+    )
+    return sorted(
+        {
+            r.to_id
+            for r in links
+            if r.source == "auto:version" and r.to_id.startswith(f"{r.from_id}@v")
+        }
+    )
+
+
 def merged_named_whole(
     store: Store, pid: str, ids: Sequence[str], named: Sequence[str], action: str
 ) -> set[str]:
@@ -279,7 +299,11 @@ def forget(
         report = cb.store.forget(
             pid,
             event_ids=[*event_ids, *(e.id for e in sources.same)],
-            entity_ids=[*entity_ids, *(plan.entity_ids if plan else ())],
+            entity_ids=[
+                *entity_ids,
+                *_kept_versions(cb.store, pid, entity_ids),
+                *(plan.entity_ids if plan else ()),
+            ],
             session_id=session_id,
             whole_project=whole_project,
             soft_deleted_before=before,

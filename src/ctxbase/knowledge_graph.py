@@ -13,9 +13,9 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .aliases import edge_args, entity_args, identity_source
-from .errors import NotFoundError, ValidationError
-from .model import Entity, Event, Relation, check_id, make_entity_id
+from .aliases import EdgeArgs, EntityArgs, edge_args, entity_args, identity_source
+from .errors import ConflictError, NotFoundError, ValidationError
+from .model import Entity, Event, Relation, check_id, make_entity_id, relation_id_for
 from .read_your_writes import settles_captures
 from .retrieve import causes, graph
 from .retrieve.retracted import with_marks
@@ -144,19 +144,64 @@ class GraphMethods:
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         version: int | None = None,
+        keep_history: bool = True,
         entity_type: str | None = None,
         entity_id: str | None = None,
     ) -> Entity:
         """Create or update a typed entity (document, code, sql, requirement, ...).
 
         Seed 000's spelling works too: `entity_type`, `entity_id`, and the text given as
-        ``properties["content"]``; an entity without a name is named by its id. A signed
-        entity (properties["_sig"]) must carry a version greater than the stored one:
-        ConflictError otherwise (an older signed version written back is a replay)."""
-        pid = self._pid(project)
-        args = entity_args(
-            type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
+        ``properties["content"]``; an entity without a name is named by its id.
+
+        A write that changes the type, name, text or properties raises `version` by one
+        (or to the `version` given) and keeps the previous version as ``<id>@v<n>``
+        (latest=False: out of searches and assemblies), linked ``<id> -MODIFIES-> <id>@v<n>``
+        as ingested units are (anchor/entities.py). The same content again changes nothing.
+        `keep_history=False` overwrites in place instead (the version stays unless given),
+        as a key-value put does.
+
+        `version` makes the write conditional (optimistic concurrency): one older than the
+        stored version, or equal to it with other content, is a ConflictError naming the
+        stored version; read the entity again and send that version + 1. A signed entity
+        (properties["_sig"]) must carry a version greater than the stored one: ConflictError
+        otherwise (an older signed version written back is a replay)."""
+        return self._put_entity(
+            entity_args(
+                type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
+            ),
+            project,
+            version,
+            keep_history=keep_history,
+            checked=True,
         )
+
+    def _upsert_entity_in_place(
+        self,
+        type: str | None = None,
+        name: str | None = None,
+        text: str = "",
+        *,
+        id: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        version: int | None = None,
+    ) -> Entity:
+        """The write the layers below get (Components.upsert_entity): anchoring, the LangGraph
+        store and the outcome loop keep their own versions, so this one overwrites in place
+        and takes `version` as given (signed entities are still checked for replays)."""
+        args = entity_args(type, name, text, id, properties)
+        return self._put_entity(args, project, version, keep_history=False, checked=False)
+
+    def _put_entity(
+        self,
+        args: EntityArgs,
+        project: str | None,
+        version: int | None,
+        *,
+        keep_history: bool,
+        checked: bool,
+    ) -> Entity:
+        pid = self._pid(project)
         type, name, properties = args.type, args.name, args.properties
         if not isinstance(type, str) or is_blank(type):
             raise ValidationError("type", "an entity needs a type")
@@ -169,22 +214,67 @@ class GraphMethods:
             raise ValidationError("version", "must be >= 1")
         body = check_text("text", args.text) or ""
         eid = check_id("id", args.id) if args.id is not None else make_entity_id(type, name)
-        old = self.store.get_entities(pid, [eid], include_inactive=True)
-        entity = Entity(
+        draft = Entity(
             id=eid,
             project_id=pid,
             type=type,
             name=name,
             text=body,
             properties=dict(properties or {}),
-            version=version if version is not None else (old[0].version if old else 1),
-            created_at=old[0].created_at if old else time.time(),
+            version=version or 1,
+        )
+        if not checked:
+            stored = self._write_entity(draft, version, keep_history=False, checked=False)
+        else:
+            # The stored version is read and replaced in one transaction that another writer
+            # of the same entity waits for: of two racing writes, the second sees the first.
+            with self.store.transaction():
+                self.store.hold_key(pid, f"entity:{eid}")
+                stored = self._write_entity(draft, version, keep_history=keep_history, checked=True)
+        self._after_write()
+        return stored
+
+    def _write_entity(
+        self, draft: Entity, version: int | None, *, keep_history: bool, checked: bool
+    ) -> Entity:
+        found = self.store.get_entities(draft.project_id, [draft.id], include_inactive=True)
+        old = found[0] if found else None
+        entity = draft.model_copy(
+            update={
+                "version": version if version is not None else (old.version if old else 1),
+                "created_at": old.created_at if old else time.time(),
+            }
         )
         from .anchor.signing import check_signed_write
 
-        check_signed_write(old[0] if old else None, entity)  # no replay of a signed version
-        stored = self.store.upsert_entity(entity, self.components.entity_items(entity))
-        self._after_write()
+        check_signed_write(old, entity)  # no replay of a signed version
+        same = old is not None and _same_content(old, entity)
+        if checked and old is not None and version is not None:
+            _check_version(old, version, same)
+        if old is None or not keep_history:
+            return self._store_entity(entity)
+        if same and old.active and old.latest and (version is None or version <= old.version):
+            return old  # the same content again: nothing to write
+        if same:  # shown again (or asked a higher version) with no new content: no new copy
+            return self._store_entity(entity)
+        if version is None:
+            entity = entity.model_copy(update={"version": old.version + 1})
+        return self._store_new_version(old, entity)
+
+    def _store_entity(self, entity: Entity) -> Entity:
+        return self.store.upsert_entity(entity, self.components.entity_items(entity))
+
+    def _store_new_version(self, old: Entity, entity: Entity) -> Entity:
+        """Write `entity` over `old`, keeping `old` as `<id>@v<n>` as ingest does."""
+        from .anchor.entities import archive_version, chain_versions, unit_vectors
+
+        if not old.active:  # a hidden entity is written over, as ingest writes over one
+            return self._store_entity(entity)
+        now = time.time()
+        vectors = unit_vectors(self.components, old.project_id, [old])
+        archived = archive_version(self.components, old, now=now, vectors=vectors)
+        stored = self._store_entity(entity.model_copy(update={"updated_at": now}))
+        chain_versions(self.components, old.project_id, old.id, archived, old.version)
         return stored
 
     def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
@@ -224,12 +314,14 @@ class GraphMethods:
         check_nodes: bool = True,
         edge_type: str | None = None,
     ) -> Relation:
-        """Create or update the edge (from, type, to); never a duplicate.
+        """Create or update the edge (from, type, to); never a duplicate open edge. Written
+        again with another confidence, source or properties, the edge is updated and its
+        earlier assertion kept as a closed copy ``<relation id>@<n>`` (valid_to: when it
+        was replaced), read with ``relationships(..., include_closed=True)``.
 
         Seed 000's spelling works too: `edge_type`, positional ``(from_id, to_id, type)``,
         confidence and source inside `properties`. Without a source, this base's identity
         (``agent:<agent_id>``, else the local user) is the source: it is never empty."""
-        pid = self._pid(project)
         args = edge_args(
             from_id,
             type,
@@ -240,6 +332,38 @@ class GraphMethods:
             properties=properties,
             identity=identity_source(self.agent_id),
         )
+        return self._put_relationship(args, project, check_nodes, keep_history=True)
+
+    def _upsert_relationship_in_place(
+        self,
+        from_id: str | None = None,
+        type: str | None = None,
+        to_id: str | None = None,
+        *,
+        source: str | None = None,
+        confidence: float | None = None,
+        properties: Mapping[str, Any] | None = None,
+        project: str | None = None,
+        check_nodes: bool = True,
+    ) -> Relation:
+        """The edge write the layers below get (Components.upsert_relationship): anchoring
+        re-weighs its own edges as it learns, so it updates them in place."""
+        args = edge_args(
+            from_id,
+            type,
+            to_id,
+            edge_type=None,
+            source=source,
+            confidence=confidence,
+            properties=properties,
+            identity=identity_source(self.agent_id),
+        )
+        return self._put_relationship(args, project, check_nodes, keep_history=False)
+
+    def _put_relationship(
+        self, args: EdgeArgs, project: str | None, check_nodes: bool, *, keep_history: bool
+    ) -> Relation:
+        pid = self._pid(project)
         check_id("from_id", args.from_id)
         check_id("to_id", args.to_id)
         check_json("properties", args.properties)
@@ -270,7 +394,36 @@ class GraphMethods:
             for field, node in (("from_id", args.from_id), ("to_id", args.to_id)):
                 if node in missing:
                     raise ValidationError(field, f"{node!r} does not exist in project {pid!r}")
-        return self.store.upsert_relations([rel])[0]
+        if not keep_history:
+            return self.store.upsert_relations([rel])[0]
+        rid = relation_id_for(pid, rel.from_id, rel.type, rel.to_id)
+        with self.store.transaction():  # two writers of one edge keep both assertions
+            self.store.hold_key(pid, f"relation:{rid}")
+            replaced_at = self._keep_assertion(pid, rid, rel)
+            if replaced_at is not None:
+                rel = rel.model_copy(update={"valid_from": replaced_at})
+            return self.store.upsert_relations([rel])[0]
+
+    def _keep_assertion(self, pid: str, rid: str, new: Relation) -> float | None:
+        """Before an open edge is asserted with another confidence, source or properties,
+        its current assertion is copied as `<id>@<n>`, closed now; returns when (None when
+        nothing changed)."""
+        outgoing = self.store.list_relations(pid, [new.from_id], direction="out", types=[new.type])
+        current = next((r for r in outgoing if r.id == rid), None)
+        if current is None:
+            return None
+        what = ("confidence", "source", "properties")
+        if all(getattr(current, f) == getattr(new, f) for f in what):
+            return None
+        now = time.time()
+        closed = self.store.list_relations(
+            pid, [new.from_id], direction="out", types=[new.type], include_closed=True
+        )
+        n = 1 + sum(1 for r in closed if r.id.startswith(f"{rid}@"))
+        copy = current.model_copy(update={"id": f"{rid}@{n}", "valid_to": now})
+        self.store.upsert_relations([copy])
+        self.store.close_relation(pid, rid, now)  # the new assertion is valid from now
+        return now
 
     create_edge = upsert_relationship
 
@@ -297,6 +450,32 @@ class GraphMethods:
             types=types,
             include_closed=include_closed,
         )
+
+
+def _same_content(old: Entity, new: Entity) -> bool:
+    """Whether a write holds what is stored: type, name, text and properties (a signature
+    aside: it signs the version too)."""
+
+    def unsigned(e: Entity) -> dict[str, Any]:
+        return {k: v for k, v in e.properties.items() if k != "_sig"}
+
+    fields = ("type", "name", "text")
+    return all(getattr(old, f) == getattr(new, f) for f in fields) and unsigned(old) == unsigned(
+        new
+    )
+
+
+def _check_version(old: Entity, version: int, same: bool) -> None:
+    """A conditional write: refused when it was made from a version older than the stored
+    one (another writer got there first)."""
+    if version > old.version or (version == old.version and same):
+        return
+    why = "is older" if version < old.version else "holds other content"
+    raise ConflictError(
+        f"entity {old.id!r} is at version {old.version}, and version={version} {why}: "
+        f"another write came first; read it again and send version={old.version + 1} "
+        "with your change (or no version to write over it)"
+    )
 
 
 def _as_validation(exc: Exception) -> ValidationError:

@@ -39,6 +39,7 @@ __all__ = [
     "new_event_id",
     "register_event_type",
     "relation_id_for",
+    "stored_relation_id",
 ]
 
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:@/\-]{1,200}$")
@@ -147,6 +148,15 @@ def keyed_event_id(project_id: str, session_id: str, idempotency_key: str) -> st
 
 def relation_id_for(project_id: str, from_id: str, type: str, to_id: str) -> str:
     return "rel_" + _digest([project_id, from_id, type, to_id])
+
+
+def stored_relation_id(rel: Relation) -> str:
+    """The id a relation is stored under: one per (from, type, to), except the closed copy
+    that keeps an earlier assertion of that edge (`<id>@<n>`, written when the edge is
+    asserted again with another confidence, source or properties)."""
+    rid = relation_id_for(rel.project_id, rel.from_id, rel.type, rel.to_id)
+    kept = rel.valid_to is not None and rel.id.startswith(f"{rid}@")
+    return rel.id if kept else rid
 
 
 def make_entity_id(type: str, key: str) -> str:

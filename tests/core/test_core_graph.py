@@ -260,7 +260,11 @@ def test_upserting_the_same_relation_updates_it(db_path: Path, cb: ContextBase) 
         a, "IMPLEMENTS", b, source="gpt-4o", confidence=0.9, properties={"why": "reviewed"}
     )
     assert r1.id == r2.id
-    assert count(db_path, "relations", "type='IMPLEMENTS'") == 1
+    # one open edge; the earlier assertion is kept closed beside it
+    assert count(db_path, "relations", "type='IMPLEMENTS' AND valid_to IS NULL") == 1
+    [kept] = [r for r in cb.relationships(a, types=["IMPLEMENTS"], include_closed=True)
+              if r.id != r1.id]  # fmt: skip
+    assert (kept.id, kept.confidence, kept.source) == (f"{r1.id}@1", 0.6, "auto:anchor")
     [stored] = cb.relationships(a, types=["IMPLEMENTS"])
     assert stored.confidence == 0.9
     assert stored.source == "gpt-4o"
@@ -269,7 +273,7 @@ def test_upserting_the_same_relation_updates_it(db_path: Path, cb: ContextBase) 
     assert stored.valid_to is None
     # another type or direction is another relation
     cb.upsert_relationship(b, "IMPLEMENTS", a, source="human")
-    assert count(db_path, "relations", "type='IMPLEMENTS'") == 2
+    assert count(db_path, "relations", "type='IMPLEMENTS' AND valid_to IS NULL") == 2
 
 
 def test_a_superseded_relation_is_closed_not_erased(db_path: Path, cb: ContextBase) -> None:

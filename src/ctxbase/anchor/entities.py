@@ -39,7 +39,9 @@ __all__ = [
     "BUILTIN_RELATION_TYPES",
     "EntitySpec",
     "VersionedWrite",
+    "archive_version",
     "archived_id",
+    "chain_versions",
     "content_hash",
     "entity_type_for_unit",
     "entity_types",
@@ -472,28 +474,46 @@ def upsert_versioned(
         else:
             old_vectors = unit_vectors(cb, pid, [old])
     if old is not None and content_changed and keep_history and old.active:
-        archived = archived_id(old.id, old.version)
-        old_props = {k: v for k, v in old.properties.items() if k != "_sig"}
-        old_props.update({"archived_from": old.id, "superseded_at": now})
-        copy = old.model_copy(update={"id": archived, "latest": False, "properties": old_props})
-        if sign_key is not None:
-            signed = {**old_props, "_sig": sign_entity(copy, sign_key)}
-            copy = copy.model_copy(update={"properties": signed})
-        write_entity(cb, copy, notify=False)
-        renames = dict(zip(_item_ids(cb, old), _item_ids(cb, copy), strict=True))
-        restore_vectors(cb, pid, old_vectors, renames)
+        archived = archive_version(cb, old, now=now, vectors=old_vectors, sign_key=sign_key)
     stored = write_entity(cb, entity, notify=False)
     if old is not None and not content_changed:
         restore_vectors(cb, pid, old_vectors)
-    if archived is not None:
-        _chain_versions(cb, pid, spec.id, archived, old.version if old else 0, sign_key)
+    if archived is not None and old is not None:
+        chain_versions(cb, pid, spec.id, archived, old.version, sign_key)
     if notify:
         _notify(cb)
     return VersionedWrite(stored, changed=True, archived_id=archived)
 
 
-def _chain_versions(
-    cb: Components,
+def archive_version(
+    cb: ComponentsSource,
+    old: Entity,
+    *,
+    now: float,
+    vectors: Mapping[str, npt.NDArray[np.float32]],
+    sign_key: bytes | None = None,
+) -> str:
+    """Copy the stored `old` to `<id>@v<version>` with `latest=False` (its search units too,
+    taking over `vectors`, the old units' vectors, so nothing is embedded again); returns
+    the copy's id. Once the new version is written, `chain_versions` links the two."""
+    from .signing import sign_entity
+
+    cb = components_of(cb)
+    archived = archived_id(old.id, old.version)
+    old_props = {k: v for k, v in old.properties.items() if k != "_sig"}
+    old_props.update({"archived_from": old.id, "superseded_at": now})
+    copy = old.model_copy(update={"id": archived, "latest": False, "properties": old_props})
+    if sign_key is not None:
+        signed = {**old_props, "_sig": sign_entity(copy, sign_key)}
+        copy = copy.model_copy(update={"properties": signed})
+    write_entity(cb, copy, notify=False)
+    renames = dict(zip(_item_ids(cb, old), _item_ids(cb, copy), strict=True))
+    restore_vectors(cb, old.project_id, vectors, renames)
+    return archived
+
+
+def chain_versions(
+    cb: ComponentsSource,
     pid: str,
     entity_id: str,
     archived: str,
@@ -504,6 +524,7 @@ def _chain_versions(
     with `sign_key`, like the entities they join)."""
     from .signing import SIGNATURE_PROPERTY, signed_relation
 
+    cb = components_of(cb)
     previous = cb.store.list_relations(pid, [entity_id], direction="out", types=["MODIFIES"])
     rels: list[Relation] = []
     for rel in previous:

@@ -235,6 +235,7 @@ class CtxbaseStore(BaseStore):
                 "expires_at": None if ttl is None else now + ttl * 60.0,
             },
             project=self.project,
+            keep_history=False,  # a put overwrites, as BaseStore says
         )
 
     def _delete(self, entity_ids: list[str]) -> None:
@@ -262,6 +263,7 @@ class CtxbaseStore(BaseStore):
             id=entity.id,
             properties=props,
             project=self.project,
+            keep_history=False,  # only the expiry moved
         )
 
     def sweep_ttl(self) -> int:

@@ -37,7 +37,9 @@ NodeId = Annotated[str, Query(min_length=1, max_length=200)]
 # -- entities ------------------------------------------------------------------------------
 @router.post("/entities", response_model=Entity, tags=["entities"])
 def upsert_entity(pid: WriteProject, body: EntityIn, rt: Rt) -> Entity:
-    """Create or update a typed entity (document, code, sql, requirement, ...)."""
+    """Create or update a typed entity (document, code, sql, requirement, ...). Changed
+    content raises the version and keeps the previous one as `<id>@v<n>`; a `version`
+    older than the stored one (or equal, with other content) is 409 naming it."""
     return rt.cb.upsert_entity(
         body.type,
         body.name,
@@ -46,6 +48,7 @@ def upsert_entity(pid: WriteProject, body: EntityIn, rt: Rt) -> Entity:
         properties=body.properties,
         project=pid,
         version=body.version,
+        keep_history=body.keep_history,
     )
 
 
@@ -74,8 +77,9 @@ def get_entity(pid: ReadProject, entity_id: str, rt: Rt) -> Entity:
 # -- relations -----------------------------------------------------------------------------
 @router.post("/relations", response_model=Relation, tags=["relations"])
 def upsert_relationship(pid: WriteProject, body: RelationIn, rt: Rt) -> Relation:
-    """Create or update the edge (from, type, to); never a duplicate (seed 000's
-    create_edge / upsert_relationship)."""
+    """Create or update the edge (from, type, to); never a duplicate open edge (seed 000's
+    create_edge / upsert_relationship). Another confidence, source or properties keeps the
+    earlier assertion as a closed copy `<relation id>@<n>`."""
     return rt.cb.upsert_relationship(
         body.from_id,
         body.type,

@@ -254,7 +254,10 @@ class EntityIn(_In):
     text: str = ""
     id: str | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
+    # given: a conditional write (409 when older than the stored version)
     version: int | None = Field(default=None, ge=1, le=INT64_MAX)
+    # false: overwrite in place, keeping no `<id>@v<n>` copy of the previous version
+    keep_history: bool = True
 
 
 class RelationIn(_In):

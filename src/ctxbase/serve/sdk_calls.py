@@ -477,9 +477,12 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         properties: Mapping[str, Any] | None = None,
         project: str | None = None,
         version: int | None = None,
+        keep_history: bool = True,
         entity_type: str | None = None,
         entity_id: str | None = None,
     ) -> Call[Entity]:
+        """Create or update an entity, keeping the previous version as `<id>@v<n>` (see
+        ContextBase.upsert_entity); a stale `version` is a ConflictError (409)."""
         args = entity_args(
             type, name, text, id, properties, entity_type=entity_type, entity_id=entity_id
         )
@@ -490,6 +493,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
             "id": args.id,
             "properties": args.properties,
             "version": version,
+            "keep_history": keep_history,
         }
         return Call("POST", self._path(project, "entities"), Entity.model_validate, body=body)
 
@@ -533,8 +537,9 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         check_nodes: bool = True,
         edge_type: str | None = None,
     ) -> Call[Relation]:
-        """Create or update the edge (from, type, to); never a duplicate. Seed 000's
-        spelling is accepted as by the embedded base (see ctxbase.aliases)."""
+        """Create or update the edge (from, type, to); never a duplicate open edge (an
+        earlier confidence is kept as a closed copy, see ContextBase.upsert_relationship).
+        Seed 000's spelling is accepted as by the embedded base (see ctxbase.aliases)."""
         args = edge_args(
             from_id,
             type,

@@ -656,6 +656,12 @@ class Store(ABC):
         before it commits (an ingest reading its repository's tombstone before it writes:
         anchor/forget_watch.py)."""
 
+    def hold_key(self, project_id: str, key: str) -> None:
+        """Inside `transaction()`: until it ends, another process's transaction holding the
+        same key waits (a read-then-write of one entity by two writers is made in turn). By
+        default nothing: a backend whose write transactions exclude each other needs none."""
+        return None
+
     @contextmanager
     def bulk_load(self) -> Iterator[None]:
         """A bulk import runs inside: the backend may defer index upkeep to its end (and

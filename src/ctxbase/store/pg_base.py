@@ -217,6 +217,15 @@ class PgBase(SharedReads):
         with self._tx() as conn:
             self._lock(conn, [project_id], ensure=True, bump=False)
 
+    def hold_key(self, project_id: str, key: str) -> None:
+        # A transaction-scoped advisory lock, released by the COMMIT or ROLLBACK ending it.
+        with self._tx() as conn:
+            self._x(
+                conn,
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"{project_id}/{key}",),  # two keys that meet only wait in turn
+            )
+
     def _in_transaction(self) -> bool:
         return getattr(self._local, "tx", None) is not None
 

@@ -25,7 +25,14 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
+from ..model import (
+    Entity,
+    Event,
+    Relation,
+    SessionInfo,
+    TaskInfo,
+    stored_relation_id,
+)
 from . import pg_sql as q
 from .base import Store, TombstoneKind
 from .pg_admin import PgAdmin
@@ -570,7 +577,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
     def _relation_args(rel: Relation) -> tuple[Any, ...]:
         return (
             rel.project_id,
-            relation_id_for(rel.project_id, rel.from_id, rel.type, rel.to_id),
+            stored_relation_id(rel),
             rel.from_id,
             rel.type,
             rel.to_id,

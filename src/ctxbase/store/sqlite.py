@@ -20,7 +20,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, relation_id_for
+from ..model import (
+    Entity,
+    Event,
+    Relation,
+    SessionInfo,
+    TaskInfo,
+    relation_id_for,
+    stored_relation_id,
+)
 from .base import Store, TombstoneKind
 from .records import EventRetext, ForgetReport, SearchItem
 from .rows import (
@@ -613,7 +621,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         return out
 
     def _upsert_relation(self, conn: sqlite3.Connection, rel: Relation) -> Relation:
-        rid = relation_id_for(rel.project_id, rel.from_id, rel.type, rel.to_id)
+        rid = stored_relation_id(rel)
         old = conn.execute(
             "SELECT created_at, valid_from, valid_to FROM relations "
             "WHERE project_id=? AND relation_id=?",
