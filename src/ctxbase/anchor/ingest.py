@@ -70,6 +70,7 @@ from .file_units import anchor_file_text, file_entity_id
 from .files import detect_file
 from .forget_watch import ForgetWatch
 from .gitignore import list_files
+from .ingest_weave import WeaveInput, mark_pending, pending, weave
 from .kb_versions import deactivate, refresh_pin
 from .left_out import HIDDEN, held_out_files, left_out_units
 from .plaintext import DEFAULT_CHUNK_CHARS, part_chars
@@ -83,7 +84,7 @@ from .repository import (
     remote_identity,
     unsafe_reason,
 )
-from .weave import Link, StoredRef, SymbolIndex, find_mentions, links_for_refs, write_links
+from .weave import StoredRef
 
 __all__ = [
     "ANCHOR_VERSION",
@@ -141,6 +142,8 @@ class IngestReport:
     versions_kept: int = 0
     relations_written: int = 0
     relations_closed: int = 0
+    # documents and sections of unchanged files whose mentions were woven again
+    units_rewoven: int = 0
     # files ingested before entities had a repository, replaced by this ingest's own
     legacy_replaced: int = 0
     # with a key: entities of unchanged files stored unsigned before, signed in place now
@@ -194,6 +197,7 @@ class _Plan:
     contains: list[tuple[str, str]] = field(default_factory=list)
     mention_texts: list[tuple[str, str]] = field(default_factory=list)
     properties: dict[str, Any] = field(default_factory=dict)
+    gone: list[str] = field(default_factory=list)  # units removed from the file
 
 
 # A file swapped for a link after it was listed is refused when it is opened; a FIFO must
@@ -328,10 +332,10 @@ def ingest_path(
     from ..retrieve.chunking import DEFAULT_CHUNKING
 
     part_size = part_chars((cb.chunking or DEFAULT_CHUNKING).max_tokens)
-    all_refs: list[StoredRef] = []
-    contains: list[tuple[str, str]] = []
-    mention_texts: list[tuple[str, str]] = []
-    changed_from: set[str] = set()
+    woven = WeaveInput()
+    # a run that stopped before weaving left this: its files' edges are woven again (all)
+    resume = marked = pending(cb, pid, repo)
+    plans_props: list[dict[str, Any]] = []
     done = 0
 
     def tick(rel: str) -> None:
@@ -357,6 +361,10 @@ def ingest_path(
                 else p
                 for p in plans
             ]
+        if not marked and any(_writes(plan) for plan in plans):
+            with watch.writing():
+                mark_pending(cb, pid, repo)
+            marked = True
         _apply(cb, pid, plans, report, keep_history, sign_key, tick, watch, readmit)
         if sign_key is not None:
             report.signed_in_place += _sign_unchanged(cb, pid, plans, sign_key, watch)
@@ -364,29 +372,62 @@ def ingest_path(
             failed = plan.outcome.status == "error"
             # A file that failed keeps what it had: its new units may not all be stored.
             props = (plan.old.properties if plan.old else {}) if failed else plan.properties
-            all_refs.extend(StoredRef.from_json(r) for r in props.get("refs", []))
-            contains.extend((a, b) for a, b in props.get("contains", []))
+            plans_props.append(props)
+            woven.refs.extend(StoredRef.from_json(r) for r in props.get("refs", []))
+            woven.contains.extend((a, b) for a, b in props.get("contains", []))
             if plan.outcome.status in ("new", "changed"):
-                mention_texts.extend(plan.mention_texts)
-                changed_from.update(plan.properties.get("units", {}))
-                changed_from.add(plan.file_id)
+                woven.mention_texts.extend(plan.mention_texts)
+                woven.changed_from.update(plan.properties.get("units", {}))
+                woven.changed_from.add(plan.file_id)
+            woven.touched.update(plan.gone)
     listed_set = set(rels)
     gone = [(r, e) for r, e in in_scope.items() if r not in listed_set and e.active]
+    if gone and not marked:
+        with watch.writing():
+            mark_pending(cb, pid, repo)
+        marked = True
     for rel, entity in gone:
         units = list(entity.properties.get("units", {}))
+        woven.touched.update([*units, entity.id])
         with watch.writing():
             deactivate(cb, pid, [*units, entity.id], sign_key)  # tagged ones are kept
         report.files_deleted += 1
         report.units_removed += len(units)
         report.files.append(FileOutcome(rel, "deleted", removed=len(units)))
     # versions of one document in separate files: the newest is the latest
-    mark_latest_versions(cb, pid, repo, watch.writing)
-    _weave(cb, pid, all_refs, contains, mention_texts, changed_from, report, sign_key, watch)
+    woven.touched.update(mark_latest_versions(cb, pid, repo, watch.writing))
+    woven.touched.update(woven.changed_from)
+    if resume:
+        woven.repo_units = _repo_units(stored, repo, plans_props)
+    report.relations_written, report.relations_closed, report.units_rewoven = weave(
+        cb, pid, repo, woven, full=resume, sign_key=sign_key, writing=watch.writing, done=marked
+    )
     refresh_pin(cb, pid)  # a pinned version hides what this ingest wrote
     cb.notify_embedder()
     watch.check()  # forgotten since its last write: what it wrote went with it
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _writes(plan: _Plan) -> bool:
+    """Whether applying the plan writes to the store."""
+    status = plan.outcome.status
+    if status in ("new", "changed"):
+        return True
+    old = plan.old
+    return status == "skipped" and (
+        old is None or old.properties.get("content_hash") != plan.data_hash
+    )
+
+
+def _repo_units(stored: Iterable[Entity], repo: str, current: Iterable[dict[str, Any]]) -> set[str]:
+    """Every unit and file id of the repository: its stored files', and this run's."""
+    ids: set[str] = set()
+    for props in [*(e.properties for e in stored if e.active), *current]:
+        if props.get("repo") == repo:
+            ids.update(props.get("units") or {})
+    ids.update(e.id for e in stored if e.properties.get("repo") == repo)
+    return ids
 
 
 def _within(path: str, prefix: str, is_dir: bool, rels: Sequence[str]) -> bool:
@@ -692,6 +733,7 @@ def _write_plan(
         cb.store.set_active(pid, readmitted, True)
     gone = [uid for uid in old_units if uid not in {s.id for s in plan.specs}]
     gone += [u for u in plan.properties.get("previous_units", []) if u not in gone]
+    plan.gone = gone
     if gone:
         deactivate(cb, pid, gone, sign_key)  # a unit a tag holds is kept (kb_versions.py)
         outcome.removed += len(gone)
@@ -740,62 +782,3 @@ def _file_summary(plan: _Plan) -> str:
 
 def _item_ids(cb: Components, entity: Entity) -> list[str]:
     return [item.item_id for item in cb.entity_items(entity)]
-
-
-def _weave(
-    cb: Components,
-    pid: str,
-    refs: Iterable[StoredRef],
-    contains: Iterable[tuple[str, str]],
-    mention_texts: Iterable[tuple[str, str]],
-    changed_from: set[str],
-    report: IngestReport,
-    sign_key: bytes | None,
-    watch: ForgetWatch,
-) -> None:
-    """Write the edges the rules find now; close ingest edges of changed files that no rule
-    produces any more."""
-    index = SymbolIndex.from_store(cb.store, pid)
-    links: list[Link] = list(links_for_refs(refs, index))
-    links.extend(Link(a, "CONTAINS", b, 1.0, "contains") for a, b in contains)
-    for node_id, text in mention_texts:
-        by_word: dict[str, list[str]] = {}
-        found = find_mentions(text, index)
-        for m in found:
-            by_word.setdefault(m.matched, []).append(m.entity_id)
-        # A name both repositories carry (README.md, a title) means this one's own.
-        near = {eid for ids in by_word.values() for eid in index.near(ids, node_id)}
-        for m in found:
-            if m.entity_id != node_id and m.confidence >= 0.6 and m.entity_id in near:
-                props = {"matched": m.matched}
-                links.append(
-                    Link(node_id, "REFERENCES", m.entity_id, m.confidence, "mentions", props)
-                )
-    sources = sorted({link.from_id for link in links} | changed_from)
-    existing = {
-        (r.from_id, r.type, r.to_id): r
-        for r in cb.store.list_relations(pid, sources, direction="out")
-        if r.properties.get("by") == "ingest"
-    }
-    wanted: dict[tuple[str, str, str], Link] = {}
-    for link in links:
-        key = (link.from_id, link.type, link.to_id)
-        if key not in wanted or link.confidence > wanted[key].confidence:
-            wanted[key] = link
-    fresh = [
-        link
-        for key, link in wanted.items()
-        if key not in existing or abs(existing[key].confidence - link.confidence) > 1e-9
-    ]
-    stale = [r for key, r in existing.items() if key not in wanted and r.from_id in changed_from]
-    if not (fresh or stale):
-        return
-    with watch.writing():
-        written = write_links(
-            cb, fresh, project=pid, extra_properties={"by": "ingest"}, sign_key=sign_key
-        )
-        report.relations_written = len(written)
-        now = time.time()
-        for rel in stale:
-            if cb.store.close_relation(pid, rel.id, now):
-                report.relations_closed += 1
