@@ -134,6 +134,7 @@ def test_an_ingest_stopped_part_way_is_completed_by_the_next_run(
     report = ingest_path(cb, docs)
     assert report.files_unchanged == 12 and report.files_new == 18
     assert report.units_rewoven == 36  # the stopped run's 12 documents, 2 sections each
+    assert report.weave_resumed and "stopped before weaving" in report.summary()
     assert not _pending(cb)
     clean = _clean(cb, docs, tmp_path)
     assert len([k for k in clean if k[1] == "REFERENCES"]) > 60
@@ -150,3 +151,4 @@ def test_an_ingest_stopped_part_way_is_completed_by_the_next_run(
     assert _edges(cb) == _clean(cb, docs, tmp_path)
     after = ingest_path(cb, docs)
     assert (after.units_rewoven, after.relations_written, after.relations_closed) == (0, 0, 0)
+    assert not after.weave_resumed

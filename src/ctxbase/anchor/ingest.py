@@ -142,8 +142,10 @@ class IngestReport:
     versions_kept: int = 0
     relations_written: int = 0
     relations_closed: int = 0
-    # documents and sections of unchanged files whose mentions were woven again
+    # documents and sections of unchanged files whose mentions were woven again, and
+    # whether a run that stopped before weaving left this one its repository's edges
     units_rewoven: int = 0
+    weave_resumed: bool = False
     # files ingested before entities had a repository, replaced by this ingest's own
     legacy_replaced: int = 0
     # with a key: entities of unchanged files stored unsigned before, signed in place now
@@ -175,6 +177,8 @@ class IngestReport:
             )
         if self.readmitted:
             signed += f"; {len(self.readmitted)} hidden or forgotten units readmitted"
+        if self.weave_resumed:
+            signed += "; edges of a run that stopped before weaving woven now"
         return (
             f"{self.files_total} files: {self.files_new} new, {self.files_changed} changed, "
             f"{self.files_unchanged} unchanged, {self.files_skipped} skipped, "
@@ -399,6 +403,7 @@ def ingest_path(
     woven.touched.update(woven.changed_from)
     if resume:
         woven.repo_units = _repo_units(stored, repo, plans_props)
+        report.weave_resumed = True
     report.relations_written, report.relations_closed, report.units_rewoven = weave(
         cb, pid, repo, woven, full=resume, sign_key=sign_key, writing=watch.writing, done=marked
     )
