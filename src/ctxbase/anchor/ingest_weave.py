@@ -37,6 +37,7 @@ __all__ = ["WEAVE_SCOPE", "WeaveInput", "clear_pending", "mark_pending", "pendin
 # State record saying an ingest of the repository (its key) wrote files but not yet edges.
 WEAVE_SCOPE = "ingest_weave"
 _SOURCE_TYPES = ("document", "section")  # the units whose text is searched for mentions
+_NAME_FIELDS = ("qualified", "suffixes", "bare", "tables", "paths", "basenames", "titles")
 
 
 def pending(cb: Components, pid: str, repo: str) -> bool:
@@ -174,7 +175,14 @@ def _stale_sources(
     if full or not stored:
         return sorted(stored.items())
     names = _names_of(index, given.touched)
-    hit = {uid for uid, text in stored.items() if names is not None and find_mentions(text, names)}
+    hit: set[str] = set()
+    if names is not None:
+        # every rule matches a name as written, so a text without it lower-cased is skipped
+        words = {key.lower() for field in _NAME_FIELDS for key in getattr(names, field)}
+        for uid, text in stored.items():
+            lowered = text.lower()
+            if any(word in lowered for word in words) and find_mentions(text, names):
+                hit.add(uid)
     into = cb.store.list_relations(
         pid, sorted(given.touched), direction="in", types=["REFERENCES"], include_hidden=True
     )
@@ -186,9 +194,8 @@ def _names_of(index: SymbolIndex, ids: Collection[str]) -> SymbolIndex | None:
     """The names of `ids` in `index`, each with one owner (so a name many carry is still
     found in a text): which texts name any of them, not what they link to."""
     part = SymbolIndex()
-    fields = ("qualified", "suffixes", "bare", "tables", "paths", "basenames", "titles")
     empty = True
-    for name in fields:
+    for name in _NAME_FIELDS:
         source: dict[str, list[str]] = getattr(index, name)
         target: dict[str, list[str]] = getattr(part, name)
         for key, owners in source.items():
