@@ -107,8 +107,14 @@ def test_names_that_come_and_go_are_woven_into_unchanged_files(
 
 
 def _library(n: int, shift: int) -> dict[str, str]:
-    """n documents, each naming the titles of two others (which ones depends on `shift`)."""
-    return {
+    """n documents, each naming the titles of two others (which ones depends on `shift`),
+    and code whose calls depend on it too (listed first)."""
+    callee = "beta_two" if shift == 1 else "gamma_three"
+    code = (
+        f"def alpha_one():\n    return {callee}()\n\n\n"
+        "def beta_two():\n    return 2\n\n\ndef gamma_three():\n    return 3\n"
+    )
+    return {"a_calls.py": code} | {
         f"d{i:03d}.md": f"# Topic {i:03d} Guide\n\nSee Topic {(i + shift) % n:03d} Guide and "
         f"Topic {(i + 2 * shift) % n:03d} Guide.\n\n## Details {i:03d}\n\n"
         f"Details follow Topic {(i + 3) % n:03d} Guide.\n"
@@ -132,23 +138,26 @@ def test_an_ingest_stopped_part_way_is_completed_by_the_next_run(
         ingest_path(cb, docs, progress=_stop_at(12))
     assert _pending(cb)  # files were written, their edges not
     report = ingest_path(cb, docs)
-    assert report.files_unchanged == 12 and report.files_new == 18
-    assert report.units_rewoven == 36  # the stopped run's 12 documents, 2 sections each
+    assert report.files_unchanged == 12 and report.files_new == 19
+    assert report.units_rewoven == 33  # the stopped run's 11 documents, 2 sections each
     assert report.weave_resumed and "stopped before weaving" in report.summary()
     assert not _pending(cb)
     clean = _clean(cb, docs, tmp_path)
     assert len([k for k in clean if k[1] == "REFERENCES"]) > 60
     assert _edges(cb) == clean
 
-    # the texts change (other titles named), and the run stops again part-way: the edges
-    # of the files it rewrote but never wove are closed by the next run
+    # the texts change (other titles named, another function called), and the run stops
+    # again part-way: the edges of the files it rewrote but never wove are closed next run
     _write(docs, _library(30, 5))
     with pytest.raises(Stop):
         ingest_path(cb, docs, progress=_stop_at(20))
     assert _pending(cb)
     ingest_path(cb, docs)
     assert not _pending(cb)
-    assert _edges(cb) == _clean(cb, docs, tmp_path)
+    edges = _edges(cb)
+    calls = {to for frm, kind, to in edges if kind == "CALLS" and "alpha_one" in frm}
+    assert calls == {"code a_calls.py a_calls.gamma_three"}, calls
+    assert edges == _clean(cb, docs, tmp_path)
     after = ingest_path(cb, docs)
     assert (after.units_rewoven, after.relations_written, after.relations_closed) == (0, 0, 0)
     assert not after.weave_resumed
