@@ -4,7 +4,8 @@
 repository, else a .gitignore-aware walk), anchors each one with the parser its language
 needs (Python via ast, SQL via sqlglot, Markdown by headings, JavaScript/TypeScript/Go/Java
 via tree-sitter or a regex outline, anything else as plain-text chunks; see file_units.py)
-and weaves the edges between the units (see weave.py).
+and weaves the edges between the units (see weave.py): the same edges whatever order files
+came in or however an earlier run ended (ingest_weave.py).
 
 Incremental: each file has a `file` entity holding its content hash, the units it produced
 (id -> content hash and place hash) and its parser references. An unchanged file is skipped
