@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import cli_parser
 from .cli_feedback import note_rated_out, rating
+from .cli_notes import note_hidden, note_pinned, note_signatures, note_unknown_types
 from .cli_vectors import vectors_line, wait_for_vectors
 from .errors import (
     AddressInUseError,
@@ -191,7 +192,7 @@ def cmd_events(args: argparse.Namespace) -> int:
             shown = "".join(f"[{m}] " for m in e.marks)
             print(f"#{e.seq:<4} {e.id}  {e.type:<18} {e.agent_id:<12} {shown}{_line(e.text, 80)}")
         if len(events) < args.last:  # fewer than asked: say if hidden ones are missing
-            _note_hidden(cb.store.hidden_event_counts(cb.project, [args.session]), "not listed")
+            note_hidden(cb.store.hidden_event_counts(cb.project, [args.session]), "not listed")
     return 0
 
 
@@ -281,11 +282,11 @@ def cmd_search(args: argparse.Namespace) -> int:
             require_signature=args.require_signature,
         )
         if flt.types and not response.results:
-            _note_unknown_types(cb, flt.types)
+            note_unknown_types(cb, flt.types)
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so
-            _note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
+            note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
         if not response.results and args.kb_version is None and not getattr(args, "quiet", False):
-            _note_pinned(cb)
+            note_pinned(cb)
         if args.json:
             _print_json(
                 [
@@ -301,7 +302,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             if c.duplicates:  # folded near-identical memories: a forget of this one leaves them
                 print(f"{'':10}same text also in: {', '.join(c.duplicates)}")
         note_rated_out(response.considered, cfg.min_confidence)
-        _note_signatures(response.tampered, response.unsigned)
+        note_signatures(response.tampered, response.unsigned)
         if response.embedder_error:
             sys.stdout.flush()
             print(
@@ -320,57 +321,6 @@ def cmd_search(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
-
-
-def _note_signatures(tampered: Sequence[str], unsigned: int) -> None:
-    """What a --require-signature search or assembly left out, on stderr."""
-    if tampered:
-        print(f"note: left out as tampered: {', '.join(tampered)}", file=sys.stderr)
-    if unsigned:
-        print(
-            f"note: {unsigned} unsigned entit{'y' if unsigned == 1 else 'ies'} left out"
-            " (--require-signature; `ctxbase ingest --sign` signs what it writes)",
-            file=sys.stderr,
-        )
-
-
-def _note_unknown_types(cb: Any, types: Sequence[str]) -> None:
-    """An empty answer for a --type that nothing here has: name the types there are
-    (types are open-ended, so this is a note, not an error)."""
-    from .model import event_type_names
-
-    known = set(event_type_names()) | set(cb.store.entity_type_counts(cb.project))
-    unknown = [t for t in types if t not in known]
-    if unknown:
-        print(
-            f"note: no items of type {', '.join(map(repr, unknown))}; types here: "
-            f"{', '.join(sorted(known))}",
-            file=sys.stderr,
-        )
-
-
-def _note_pinned(cb: Any) -> None:
-    """An empty answer under a pin: what was ingested since is hidden, not missing."""
-    from .anchor.kb_versions import pinned_version
-
-    pinned = pinned_version(cb.components)
-    if pinned is not None:
-        print(
-            f"note: project {cb.project!r} is pinned at {pinned} (kb pin): what was ingested"
-            " since is not searched; --kb-version latest looks past it",
-            file=sys.stderr,
-        )
-
-
-def _note_hidden(hidden: dict[str, int], what: str) -> None:
-    """A note per session whose events forget --soft hid: they are there, not gone."""
-    sys.stdout.flush()
-    for session, n in hidden.items():
-        print(
-            f"note: {n} event(s) of session {session!r} are hidden (forget --soft), {what};"
-            f" restore --session {session} brings them back",
-            file=sys.stderr,
-        )
 
 
 # The search options the library's fields are typed as.
@@ -401,7 +351,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             repos=args.repo,
             require_signature=args.require_signature,
         )
-        _note_signatures(ctx.tampered, ctx.unsigned)
+        note_signatures(ctx.tampered, ctx.unsigned)
         # a mistyped --role, --session or --repo, and strategies the time limit skipped,
         # show here
         shown = ("no policy is for role ", "session ", "repos: ", "assemble_timeout_ms=")

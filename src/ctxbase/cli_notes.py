@@ -1,0 +1,62 @@
+"""Notes the commands print on stderr beside an answer: what a search or an assembly
+left out and why (a signature, a type nothing has, a pin, hidden sessions), so an empty
+answer is never mistaken for nothing stored."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["note_hidden", "note_pinned", "note_signatures", "note_unknown_types"]
+
+
+def note_signatures(tampered: Sequence[str], unsigned: int) -> None:
+    """What a --require-signature search or assembly left out, on stderr."""
+    if tampered:
+        print(f"note: left out as tampered: {', '.join(tampered)}", file=sys.stderr)
+    if unsigned:
+        print(
+            f"note: {unsigned} unsigned entit{'y' if unsigned == 1 else 'ies'} left out"
+            " (--require-signature; `ctxbase ingest --sign` signs what it writes)",
+            file=sys.stderr,
+        )
+
+
+def note_unknown_types(cb: Any, types: Sequence[str]) -> None:
+    """An empty answer for a --type that nothing here has: name the types there are
+    (types are open-ended, so this is a note, not an error)."""
+    from .model import event_type_names
+
+    known = set(event_type_names()) | set(cb.store.entity_type_counts(cb.project))
+    unknown = [t for t in types if t not in known]
+    if unknown:
+        print(
+            f"note: no items of type {', '.join(map(repr, unknown))}; types here: "
+            f"{', '.join(sorted(known))}",
+            file=sys.stderr,
+        )
+
+
+def note_pinned(cb: Any) -> None:
+    """An empty answer under a pin: what was ingested since is hidden, not missing."""
+    from .anchor.kb_versions import pinned_version
+
+    pinned = pinned_version(cb.components)
+    if pinned is not None:
+        print(
+            f"note: project {cb.project!r} is pinned at {pinned} (kb pin): what was ingested"
+            " since is not searched; --kb-version latest looks past it",
+            file=sys.stderr,
+        )
+
+
+def note_hidden(hidden: dict[str, int], what: str) -> None:
+    """A note per session whose events forget --soft hid: they are there, not gone."""
+    sys.stdout.flush()
+    for session, n in hidden.items():
+        print(
+            f"note: {n} event(s) of session {session!r} are hidden (forget --soft), {what};"
+            f" restore --session {session} brings them back",
+            file=sys.stderr,
+        )
