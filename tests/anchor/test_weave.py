@@ -237,13 +237,16 @@ def test_relation_types_are_extensible(woven: ContextBase) -> None:
     [
         ("see doc 100 for the limits", "doc 1", False),
         ("see doc 1 for the limits", "doc 1", True),
+        ("see doc 1.5 for the limits", "doc 1", False),
+        ("see doc 1. then the rest", "doc 1", True),
         ("doc 1, doc 10 and doc 100", "doc 10", True),
         ("retrying payments", "retry", False),
         ("the payment retry guide says", "payment retry guide", True),
         ("(payment retry guide)", "payment retry guide", True),
         ("按照redis缓存规范v3来做", "redis缓存规范", True),
         ("按照 Redis缓存规范V32", "redis缓存规范v3", False),
-        ("按照 Redis缓存规范V3.2", "redis缓存规范v3", True),
+        ("按照 Redis缓存规范V3.2", "redis缓存规范v3", False),
+        ("按照 Redis缓存规范V3。", "redis缓存规范v3", True),
         ("参考支付重试指南处理失败", "支付重试指南", True),
     ],
 )

@@ -81,7 +81,7 @@ def test_a_hit_the_history_holds_takes_no_place(cb: ContextBase) -> None:
     assert asked not in recalled and len(recalled) == 3
     # it was found: the prompt holds it as the latest input, not the memory layer
     why = [(d["reason"], d["detail"]) for d in ctx.trace["dropped"] if d["id"] == asked]
-    assert why == [("the intent", "the latest input itself")]
+    assert why == [("the intent", "(the latest input itself)")]
     body = "\n".join(str(m["content"]) for m in ctx.messages)
     assert body.count(QUESTION) == 1
 

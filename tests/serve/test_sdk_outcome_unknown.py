@@ -51,6 +51,9 @@ def test_a_capture_that_timed_out_names_the_event_to_send_again(stalled_url: str
         with pytest.raises(RemoteError) as keyed:
             client.capture("user_message", session_id="s", text="hi", idempotency_key="turn-7")
         assert "idempotency_key='turn-7'" in str(keyed.value)
+        with pytest.raises(RemoteError) as searched:  # POSTed, but nothing to repeat
+            client.search("pizzas")
+        assert searched.value.code == "unreachable"
         with pytest.raises(RemoteError) as read:  # a read did nothing: no such hint
             client.last_events("s", 5)
         assert read.value.code == "unreachable" and "may have done" not in str(read.value)

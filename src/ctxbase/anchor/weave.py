@@ -280,9 +280,12 @@ def title_named(lowered: str, title: str) -> bool:
         end = start + len(title)
         before = lowered[start - 1] if start > 0 else ""
         after = lowered[end] if end < len(lowered) else ""
+        # "doc 1.5" goes on past "doc 1": a decimal point between digits joins them
+        decimal = title[-1].isdigit() and after == "." and lowered[end + 1 : end + 2].isdigit()
         if not (
             (before and _ascii_word(before) and _ascii_word(title[0]))
             or (after and _ascii_word(after) and _ascii_word(title[-1]))
+            or decimal
         ):
             return True
         start = lowered.find(title, start + 1)

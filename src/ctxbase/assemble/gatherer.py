@@ -157,7 +157,7 @@ class Gatherer:
         if held is not None:
             self.drop(owner_id, "in history", held)
         elif owner_id in self.exclude or not isinstance(node, Event):
-            self.drop(owner_id, "the intent", "the latest input itself")
+            self.drop(owner_id, "the intent", "(the latest input itself)")
         elif node.session_id == self.session_id:
             self.drop(owner_id, "the intent", "asks exactly the intent, earlier in this session")
         else:

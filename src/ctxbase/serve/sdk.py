@@ -96,9 +96,11 @@ def _unreachable(url: str, exc: Exception, call: Call[Any] | None = None) -> Ctx
     message = f"cannot reach {url}: {exc}"
     http = _httpx()
     sent = not isinstance(exc, http.ConnectError | http.ConnectTimeout)
-    if call is not None and call.method != "GET" and sent:
-        body = call.body if isinstance(call.body, dict) else {}
-        key, eid = body.get("idempotency_key"), body.get("id")
+    body = call.body if call is not None and isinstance(call.body, dict) else {}
+    key, eid = body.get("idempotency_key"), body.get("id")
+    # an event write names itself (its id or key): a search or an assembly, POSTed too,
+    # has nothing the server may have done that a resend would repeat
+    if call is not None and call.method != "GET" and sent and (key or eid):
         message += "; the server may have done it before the answer was lost"
         if isinstance(key, str):
             message += f" (sending it again with idempotency_key={key!r} stores nothing twice)"
