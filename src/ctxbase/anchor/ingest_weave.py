@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 
 from ..components import Components
 from ..model import Relation, StateFact
+from ..store.repo_records import INGEST_WEAVE_SCOPE
 from .weave import Link, StoredRef, SymbolIndex, find_mentions, links_for_refs, write_links
 
 __all__ = ["WEAVE_SCOPE", "WeaveInput", "clear_pending", "mark_pending", "pending", "weave"]
 
 # State record saying an ingest of the repository (its key) wrote files but not yet edges.
-WEAVE_SCOPE = "ingest_weave"
+WEAVE_SCOPE = INGEST_WEAVE_SCOPE
 _SOURCE_TYPES = ("document", "section")  # the units whose text is searched for mentions
 _NAME_FIELDS = ("qualified", "suffixes", "bare", "tables", "paths", "basenames", "titles")
 

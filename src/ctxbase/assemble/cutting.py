@@ -167,6 +167,8 @@ def fit_to_boundary(
         # finer tiers keep the coarser boundaries; none inside the label or right after it
         ends.update(e for e in ends_of(window) if start < e <= reach)
         kept = _best_head(text, sorted(ends), max_tokens, counter, render)
-        if kept and counter.count(kept) >= enough:
+        # a clause rendered without its mark may keep nothing past the label: not a cut
+        said = kept.removesuffix(CUT_MARKER).rstrip()[keep:].strip()
+        if kept and said and counter.count(kept) >= enough:
             return kept
     return _token_cut(text, max_tokens, counter, lines=lines, keep=keep)

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 from .base import FEEDBACK_SCOPE, USES_SCOPE
 from .dialect import Dialect
 from .records import ForgetReport
-from .repo_records import KB_TAG_SCOPE, REPOSITORY_SCOPE
+from .repo_records import INGEST_WEAVE_SCOPE, KB_TAG_SCOPE, REPOSITORY_SCOPE
 from .trace_redaction import Forgotten
 
 __all__ = [
@@ -141,6 +141,7 @@ class ForgetSteps:
             scope.entity_ids += self._repo_entities(conn, project_id, repos)
             for name in repos:
                 scope.replace_state.setdefault((REPOSITORY_SCOPE, "", name), None)
+                scope.replace_state.setdefault((INGEST_WEAVE_SCOPE, "", name), None)
         if session_id is not None:
             scope.event_ids += [
                 r[0]

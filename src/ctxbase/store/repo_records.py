@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "INGEST_WEAVE_SCOPE",
     "KB_PIN_KEY",
     "KB_PIN_SCOPE",
     "KB_TAG_SCOPE",
@@ -40,6 +41,9 @@ __all__ = [
 REPOSITORY_SCOPE = "repository"
 # Knowledge-base tags (key: the tag) and the pinned view of one (key KB_PIN_KEY).
 KB_TAG_SCOPE = "kb_tag"
+# An ingest's record that its edges are not woven yet (anchor/ingest_weave.py), by repository:
+# forgetting the repository removes it with its history.
+INGEST_WEAVE_SCOPE = "ingest_weave"
 KB_PIN_SCOPE = "kb_pin"
 KB_PIN_KEY = "pin"
 
@@ -70,6 +74,8 @@ def without_repos(
     (its value, or None)."""
     going, ids = set(repos), set(entity_ids)
     out = RepoRecords()
+    for name in sorted(going):  # an ingest's unwoven record goes with its repository
+        out.replace[(INGEST_WEAVE_SCOPE, "", name)] = None
     for name, place in places.items():
         key = (REPOSITORY_SCOPE, "", name)
         if name in going:
