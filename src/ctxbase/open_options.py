@@ -5,7 +5,8 @@ what its server does, so the options that set how a base stores, cuts, embeds an
 what it is given belong to the server (`ctxbase serve` flags, `ServerSettings`): `connect`
 refuses each of them by name, saying where it is set (ValidationError, field = the option),
 instead of a TypeError. `open` refuses the remote client's own options (`api_key`,
-`timeout`, `retries`, `backoff`) the same way. Any other unknown keyword stays a TypeError.
+`timeout`, `retries`, `backoff`, `capture_timeout`) the same way. Any other unknown
+keyword stays a TypeError.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ SERVER_SIDE: Mapping[str, str] = {
 _NO_SETTING = frozenset({"bus_config"})
 
 # The remote client's own options: an embedded base calls no server.
-REMOTE_ONLY: tuple[str, ...] = ("api_key", "timeout", "retries", "backoff")
+REMOTE_ONLY: tuple[str, ...] = ("api_key", "timeout", "retries", "backoff", "capture_timeout")
 
 
 def check_remote_options(options: Mapping[str, Any]) -> None:

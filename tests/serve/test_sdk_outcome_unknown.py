@@ -1,16 +1,22 @@
 """A write the server may have done before its answer was lost says so, with the id that
 makes sending it again safe; a server that could not be reached at all is `unreachable`.
-Real sockets: one that accepts and never answers (a stalled server), one that refuses."""
+A queued capture gives up within the client's short `capture_timeout` (all attempts
+together) instead of holding the agent for (retries + 1) x timeout; other calls keep their
+own `timeout`. Real sockets: one that accepts and never answers (a stalled server), one
+that refuses."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
 import ctxbase
+from ctxbase.errors import ValidationError
 from ctxbase.serve.errors import RemoteError
 from ctxbase.serve.server import free_port
 
@@ -66,3 +72,52 @@ def test_a_server_not_listening_is_unreachable_even_for_a_write() -> None:
         client.capture("user_message", session_id="s", text="hi")
     assert caught.value.code == "unreachable"
     assert "may have done" not in str(caught.value)
+
+
+def test_capture_gives_up_at_capture_timeout_other_calls_at_timeout(stalled_url: str) -> None:
+    client = ctxbase.connect(stalled_url, project="p", timeout=1.5, retries=3, capture_timeout=0.5)
+    with client:
+        started = time.monotonic()
+        with pytest.raises(RemoteError) as caught:
+            client.capture("user_message", session_id="s", text="order 12 pizzas")
+        took = time.monotonic() - started
+        assert caught.value.code == "outcome_unknown"
+        assert "event_id='ev_" in str(caught.value)
+        # 4 attempts x 1.5 s without the bound; 0.5 s with it (slack for a loaded machine)
+        assert 0.4 <= took < 1.4
+        client.retries = 0  # one attempt: its own 1.5 s timeout, not capture's 0.5 s
+        started = time.monotonic()
+        with pytest.raises(RemoteError):
+            client.last_events("s", 5)
+        assert time.monotonic() - started >= 1.4
+
+
+def test_async_capture_gives_up_at_capture_timeout(stalled_url: str) -> None:
+    async def run() -> tuple[float, float]:
+        client = ctxbase.connect_async(
+            stalled_url, project="p", timeout=1.5, retries=3, capture_timeout=0.5
+        )
+        async with client:
+            started = time.monotonic()
+            with pytest.raises(RemoteError) as caught:
+                await client.capture("user_message", session_id="s", text="hi")
+            assert caught.value.code == "outcome_unknown"
+            took = time.monotonic() - started
+            client.retries = 0
+            started = time.monotonic()
+            with pytest.raises(RemoteError):
+                await client.last_events("s", 5)
+            return took, time.monotonic() - started
+
+    capture_took, read_took = asyncio.run(run())
+    assert 0.4 <= capture_took < 1.4
+    assert read_took >= 1.4
+
+
+def test_capture_timeout_is_checked_and_is_a_remote_option() -> None:
+    with pytest.raises(ValidationError) as bad:
+        ctxbase.connect("http://127.0.0.1:1", project="p", capture_timeout=0)
+    assert bad.value.field == "capture_timeout"
+    with pytest.raises(ValidationError) as embedded:
+        ctxbase.open(":memory:", capture_timeout=2.0)
+    assert embedded.value.field == "capture_timeout"

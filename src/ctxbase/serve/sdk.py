@@ -3,7 +3,9 @@ the embedded `ctxbase.open(path)`, over HTTP; `ctxbase.connect_async` an `AsyncC
 
 Every request is retried on connection errors, 429 and 502-504 (with backoff, honouring
 Retry-After): writes are idempotent (event ids assigned by the client before sending,
-upserts), so a retry never writes twice. Server errors come back as the library's
+upserts), so a retry never writes twice. A queued `capture()` has `capture_timeout` for
+all its attempts, not `timeout` each; a lifecycle move retried after its answer was lost
+returns the session its first attempt moved. Server errors come back as the library's
 exceptions (ValidationError with its field, NotFoundError, ConflictError, ...).
 """
 
@@ -89,13 +91,18 @@ def _server_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def _sent(exc: Exception) -> bool:
+    """Whether a request that failed so may have reached the server (it connected)."""
+    http = _httpx()
+    return not isinstance(exc, http.ConnectError | http.ConnectTimeout)
+
+
 def _unreachable(url: str, exc: Exception, call: Call[Any] | None = None) -> CtxbaseError:
     """The server did not answer. A write whose request may have reached it (the
     connection was made, then it timed out or dropped) may have been done: the error says
     so, with the event id or key that makes sending it again safe."""
     message = f"cannot reach {url}: {exc}"
-    http = _httpx()
-    sent = not isinstance(exc, http.ConnectError | http.ConnectTimeout)
+    sent = _sent(exc)
     body = call.body if call is not None and isinstance(call.body, dict) else {}
     key, eid = body.get("idempotency_key"), body.get("id")
     # an event write names itself (its id or key): a search or an assembly, POSTed too,
@@ -110,6 +117,51 @@ def _unreachable(url: str, exc: Exception, call: Call[Any] | None = None) -> Ctx
             )
         return RemoteError("outcome_unknown", message, 0)
     return RemoteError("unreachable", message, 0)
+
+
+class _Deadline:
+    """The time a call has left: a queued capture's `capture_timeout` spans all its
+    attempts and backoff sleeps, so a stalled server cannot hold the agent for
+    (retries + 1) x timeout; other calls keep the per-attempt `timeout`."""
+
+    def __init__(self, call: Call[Any], timeout: float, capture_timeout: float) -> None:
+        self.timeout = timeout
+        self.end = time.monotonic() + capture_timeout if call.queued else None
+
+    def left(self) -> float | None:
+        return None if self.end is None else self.end - time.monotonic()
+
+    def attempt_timeout(self) -> float:
+        left = self.left()
+        return self.timeout if left is None else max(0.001, min(self.timeout, left))
+
+    def sleep(self, delay: float) -> float | None:
+        """The backoff to sleep, or None when the deadline leaves no time for another try."""
+        left = self.left()
+        if left is None:
+            return delay
+        return delay if delay < left else None
+
+
+def _moved_already(call: Call[Any], response: httpx.Response, maybe_done: bool) -> bool:
+    """A lifecycle move refused (409) on a retry after an attempt that may have made it
+    (its answer lost): the record is read back, and if it holds the target status the move
+    is done. A caller's own same-status move, on a first attempt, stays an error."""
+    return maybe_done and response.status_code == 409 and call.read_back is not None
+
+
+def _settled(call: Call[T], current: T, response: httpx.Response) -> T:
+    if getattr(current, "status", None) == call.moves_to:
+        return current
+    return _result(call, response)
+
+
+def _check_capture_timeout(capture_timeout: float) -> float:
+    if not isinstance(capture_timeout, int | float) or not capture_timeout > 0:
+        raise ValidationError(
+            "capture_timeout", f"must be a positive number of seconds (got {capture_timeout!r})"
+        )
+    return float(capture_timeout)
 
 
 def _sync(build: Callable[Concatenate[Calls, P], Call[T]]) -> Callable[Concatenate[Client, P], T]:
@@ -142,12 +194,15 @@ class Client:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.1,
+        capture_timeout: float = 5.0,
         agent_id: str | None = None,
         debug_mode: bool = False,
     ) -> None:
         httpx = _httpx()
         self.url = _server_url(url)
         self.project = project
+        self.timeout = timeout
+        self.capture_timeout = _check_capture_timeout(capture_timeout)
         self.retries = retries
         self.backoff = backoff
         self.agent_id = agent_id
@@ -161,20 +216,35 @@ class Client:
         self._transport_errors: tuple[type[Exception], ...] = (httpx.TransportError,)
 
     def _run(self, call: Call[T]) -> T:
+        deadline = _Deadline(call, self.timeout, self.capture_timeout)
+        maybe_done = False  # an earlier attempt may have reached the server
         for attempt in range(self.retries + 1):
-            response = None
             try:
                 response = self._http.request(
-                    call.method, call.path, params=call.params, json=call.body
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.body,
+                    timeout=deadline.attempt_timeout(),
                 )
             except self._transport_errors as exc:
-                if attempt >= self.retries:
+                maybe_done = maybe_done or _sent(exc)
+                delay = deadline.sleep(_delay(attempt, self.backoff, None))
+                if attempt >= self.retries or delay is None:
                     raise _unreachable(self.url, exc, call) from exc
-            if response is not None and (
-                response.status_code not in _RETRY_STATUS or attempt >= self.retries
-            ):
-                return _result(call, response)
-            time.sleep(_delay(attempt, self.backoff, response))
+            else:
+                if call.read_back is not None and _moved_already(call, response, maybe_done):
+                    return _settled(call, self._run(call.read_back), response)
+                # a gateway that timed out or dropped the answer: the server may have done it
+                maybe_done = maybe_done or response.status_code in (502, 504)
+                delay = deadline.sleep(_delay(attempt, self.backoff, response))
+                if (
+                    response.status_code not in _RETRY_STATUS
+                    or attempt >= self.retries
+                    or delay is None
+                ):
+                    return _result(call, response)
+            time.sleep(delay)
         raise AssertionError("unreachable")  # the loop always returns or raises
 
     def health(self) -> dict[str, Any]:
@@ -303,12 +373,15 @@ class AsyncClient:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.1,
+        capture_timeout: float = 5.0,
         agent_id: str | None = None,
         debug_mode: bool = False,
     ) -> None:
         httpx = _httpx()
         self.url = _server_url(url)
         self.project = project
+        self.timeout = timeout
+        self.capture_timeout = _check_capture_timeout(capture_timeout)
         self.retries = retries
         self.backoff = backoff
         self.agent_id = agent_id
@@ -324,20 +397,35 @@ class AsyncClient:
         self._transport_errors: tuple[type[Exception], ...] = (httpx.TransportError,)
 
     async def _run(self, call: Call[T]) -> T:
+        deadline = _Deadline(call, self.timeout, self.capture_timeout)
+        maybe_done = False  # an earlier attempt may have reached the server
         for attempt in range(self.retries + 1):
-            response = None
             try:
                 response = await self._http.request(
-                    call.method, call.path, params=call.params, json=call.body
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.body,
+                    timeout=deadline.attempt_timeout(),
                 )
             except self._transport_errors as exc:
-                if attempt >= self.retries:
+                maybe_done = maybe_done or _sent(exc)
+                delay = deadline.sleep(_delay(attempt, self.backoff, None))
+                if attempt >= self.retries or delay is None:
                     raise _unreachable(self.url, exc, call) from exc
-            if response is not None and (
-                response.status_code not in _RETRY_STATUS or attempt >= self.retries
-            ):
-                return _result(call, response)
-            await asyncio.sleep(_delay(attempt, self.backoff, response))
+            else:
+                if call.read_back is not None and _moved_already(call, response, maybe_done):
+                    return _settled(call, await self._run(call.read_back), response)
+                # a gateway that timed out or dropped the answer: the server may have done it
+                maybe_done = maybe_done or response.status_code in (502, 504)
+                delay = deadline.sleep(_delay(attempt, self.backoff, response))
+                if (
+                    response.status_code not in _RETRY_STATUS
+                    or attempt >= self.retries
+                    or delay is None
+                ):
+                    return _result(call, response)
+            await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
     async def health(self) -> dict[str, Any]:

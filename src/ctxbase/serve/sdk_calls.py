@@ -45,6 +45,8 @@ __all__ = ["Call", "Calls"]
 T = TypeVar("T")
 
 _EVENT_WIRE_EXCLUDE = {"project_id", "active", "seq", "id", "marks", "merged_id"}
+# The status each session lifecycle route moves a session to.
+_MOVED_TO = {"suspend": "suspended", "resume": "active", "expire": "expired", "archive": "archived"}
 _CANDIDATE_FIELDS = frozenset(f.name for f in dataclass_fields(Candidate))
 
 
@@ -55,6 +57,13 @@ class Call(Generic[T]):
     parse: Callable[[Any], T]
     params: Mapping[str, Any] | None = None
     body: Any = None
+    # a queued capture: the server answers it at once when healthy, so the client's short
+    # `capture_timeout` bounds it (all attempts together), not the per-call `timeout`
+    queued: bool = False
+    # a lifecycle move: the status it moves to and the read of its record, so that a retry
+    # after a lost answer that finds the move already made returns the record (sdk.py)
+    moves_to: str | None = None
+    read_back: Call[T] | None = None
 
 
 def _q(part: str) -> str:
@@ -230,7 +239,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         event = self._build(project, capture_fields(type, session_id, text, fields))
         path = self._path(event.project_id, "events", "queue")
         body = _event_wire(event, fields.get("idempotency_key"))
-        return Call("POST", path, lambda r: r["id"], body=body)
+        return Call("POST", path, lambda r: r["id"], body=body, queued=True)
 
     def record(
         self,
@@ -344,7 +353,14 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
     ) -> Call[SessionInfo]:
         check_id("session_id", session_id)
         path = self._path(project, "sessions", _q(session_id), action)
-        return Call("POST", path, SessionInfo.model_validate, body={"cause": cause})
+        return Call(
+            "POST",
+            path,
+            SessionInfo.model_validate,
+            body={"cause": cause},
+            moves_to=_MOVED_TO[action],
+            read_back=self.get_session(session_id, project=project),
+        )
 
     def suspend_session(
         self, session_id: str, *, project: str | None = None, cause: str = "suspend"
