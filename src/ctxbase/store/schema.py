@@ -209,7 +209,7 @@ _V9: list[str] = []
 # v10: the events stored but not yet anchored (capture anchoring runs off the writer's
 # thread): written with the events, deleted once anchored, so the next base opened on the
 # project anchors what a process left at exit (anchor/capture_anchor.py). Bookkeeping, not
-# data: not in TABLES (a copy does not carry it).
+# data: not in TABLES (a copy carries it apart: store/transfer.py).
 _V10 = [
     "CREATE TABLE IF NOT EXISTS anchor_backlog ("
     "project_id TEXT NOT NULL, event_id TEXT NOT NULL, PRIMARY KEY (project_id, event_id))",
