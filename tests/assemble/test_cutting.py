@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from ctxbase.assemble.budget import BudgetItem, allocate_budget, fit_to_tokens
 from ctxbase.assemble.cutting import CUT_MARKER, fit_to_boundary, mark_cut
-from ctxbase.assemble.gatherer import MemoryCandidate
+from ctxbase.assemble.memory_candidate import MemoryCandidate
 from ctxbase.assemble.tokens import get_token_counter
 
 _TOKEN = re.compile(r"[\u4e00-\u9fff]|[^\s\u4e00-\u9fff]+")

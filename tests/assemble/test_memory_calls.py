@@ -16,8 +16,8 @@ import pytest
 
 import ctxbase
 from ctxbase import ContextBase
-from ctxbase.assemble.gatherer import MemoryCandidate
 from ctxbase.assemble.memory_calls import memory_units
+from ctxbase.assemble.memory_candidate import MemoryCandidate
 from ctxbase.assemble.repeats import calls_held, same_result
 
 DAY = 86400.0

@@ -22,8 +22,9 @@ from ctxbase.assemble.asked_before import (
     settled,
 )
 from ctxbase.assemble.assembler import Assembler
-from ctxbase.assemble.gatherer import Gatherer, entity_cand, event_cand
+from ctxbase.assemble.gatherer import Gatherer
 from ctxbase.assemble.manager import ContextManager
+from ctxbase.assemble.memory_candidate import entity_cand, event_cand
 from ctxbase.assemble.policy_loading import load_default_policies
 from ctxbase.model import Event
 

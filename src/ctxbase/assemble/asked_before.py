@@ -38,10 +38,11 @@ from ..retrieve.questions import asks_only
 from ..retrieve.relevance import own_evidence, relevance_floor
 from ..retrieve.signals import tool_failed
 from ..retrieve.tokenize import document_terms
-from .gatherer import event_cand
+from .memory_candidate import event_cand
 
 if TYPE_CHECKING:
-    from .gatherer import Gatherer, MemoryCandidate
+    from .gatherer import Gatherer
+    from .memory_candidate import MemoryCandidate
 
 __all__ = [
     "FOLLOWING",

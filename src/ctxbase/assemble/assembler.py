@@ -43,11 +43,12 @@ from .budget import (
 )
 from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
-from .gatherer import LINE_TYPES, Gatherer, event_failed, label_for
+from .gatherer import Gatherer
 from .history_calls import CALL_TYPE
 from .history_turns import history_turns
 from .lifecycle import Status
 from .memory_calls import link_calls, results_with_calls
+from .memory_candidate import LINE_TYPES, event_failed, label_for
 from .memory_section import (
     ITEM_OVERHEAD,
     MEMORY_HEADER,

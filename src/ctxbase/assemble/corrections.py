@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from ..retrieve.relevance import own_evidence, relevance_floor
 from ..retrieve.signals import Confidence, rated_false
-from .gatherer import MemoryCandidate
+from .memory_candidate import MemoryCandidate
 
 if TYPE_CHECKING:
     from ..model import Event

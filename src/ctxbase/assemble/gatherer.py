@@ -23,14 +23,10 @@ from .history_calls import CALL_TYPE
 from .lifecycle import Status
 from .memory_calls import shown_in_message
 from .memory_candidate import (
-    CODE_TYPES,
-    LINE_TYPES,
     MENTION_TYPE,
     MemoryCandidate,
     entity_cand,
     event_cand,
-    event_failed,
-    label_for,
     relation_entry,
 )
 from .policy import (
@@ -43,19 +39,7 @@ from .state import MESSAGE_SCOPE, message_statuses, statuses_of
 if TYPE_CHECKING:
     from ..anchor.signing import SignatureCheck
 
-__all__ = [
-    "CODE_TYPES",
-    "FOLLOW_PER_NODE",
-    "LINE_TYPES",
-    "MENTION_TYPE",
-    "Gatherer",
-    "MemoryCandidate",
-    "entity_cand",
-    "event_cand",
-    "event_failed",
-    "label_for",
-    "relation_entry",
-]
+__all__ = ["FOLLOW_PER_NODE", "Gatherer"]
 
 # A node's edges of one type followed at most (the oldest first): a document that thousands
 # of items reference adds what the budget can hold, not the whole project.

@@ -28,7 +28,8 @@ from .repeats import cut_from
 if TYPE_CHECKING:
     from ..model import Entity
     from ..retrieve.search import Candidate
-    from .gatherer import Gatherer, MemoryCandidate
+    from .gatherer import Gatherer
+    from .memory_candidate import MemoryCandidate
 
 __all__ = ["link_calls", "memory_units", "results_with_calls", "shown_in_message", "tool_name"]
 

@@ -13,8 +13,9 @@ from ..components import ComponentsSource, components_of
 from ..retrieve.config import SearchConfig, get_preset
 from .asked_before import drop_unanswered
 from .budget import BudgetItem, allocate_budget
-from .gatherer import Gatherer, MemoryCandidate
+from .gatherer import Gatherer
 from .memory_calls import link_calls, memory_units
+from .memory_candidate import MemoryCandidate
 from .policy_loading import load_default_policies
 from .tokens import TokenCounter, get_token_counter
 

@@ -22,14 +22,8 @@ from ..retrieve.config import PRESETS, get_preset
 from ..retrieve.kb_view import entities_in_view
 from ..retrieve.recency import Kind, anchored_times, recency_cue, recent_kinds
 from ..store.base import ItemFilter
-from .gatherer import (
-    CODE_TYPES,
-    Gatherer,
-    entity_cand,
-    event_cand,
-    event_failed,
-    relation_entry,
-)
+from .gatherer import Gatherer
+from .memory_candidate import CODE_TYPES, entity_cand, event_cand, event_failed, relation_entry
 from .policy import (
     DEFAULT_SEARCH,
     DEFAULT_SEARCH_PRESET,

@@ -26,7 +26,7 @@ from .tokens import REPLY_PRIMING_TOKENS, TokenCounter
 
 if TYPE_CHECKING:
     from ..anchor.signing import SignatureCheck
-    from .gatherer import MemoryCandidate
+    from .memory_candidate import MemoryCandidate
 
 __all__ = [
     "HIDDEN",
