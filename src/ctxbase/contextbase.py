@@ -71,7 +71,7 @@ from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
 from .tool_turn_texts import retext_tool_call_turns
-from .validation import check_event_ts, check_query
+from .validation import check_event_ts, check_positive_seconds, check_query
 
 if TYPE_CHECKING:  # imported where used: a base that never searches loads no retrieval
     from .anchor.anchoring import AnchorReport
@@ -137,15 +137,10 @@ class ContextBase(
         self.max_content_bytes = max_content_bytes
         # How long a search waits for its query's vector, and for the first one (which may
         # start the model): past that it answers from keyword and graph (retrieve/search.py).
-        for field, seconds in (
-            ("query_embed_timeout_s", query_embed_timeout_s),
-            ("model_start_timeout_s", model_start_timeout_s),
-        ):
-            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
-                raise ValidationError(
-                    field, f"must be a positive number of seconds (got {seconds!r})"
-                )
-        self._embed_timeouts = (float(query_embed_timeout_s), float(model_start_timeout_s))
+        self._embed_timeouts = (
+            check_positive_seconds("query_embed_timeout_s", query_embed_timeout_s),
+            check_positive_seconds("model_start_timeout_s", model_start_timeout_s),
+        )
         if isinstance(embedder, str) and embedder.strip().lower() == "none":
             embedder = None  # as on the command line: no vectors, keyword search only
         self._embedder_spec = embedder

@@ -48,6 +48,7 @@ __all__ = [
     "check_item_filter",
     "check_json",
     "check_message_list",
+    "check_positive_seconds",
     "check_query",
     "check_role",
     "check_text",
@@ -132,6 +133,18 @@ def check_timeout(field: str, value: Any) -> float | None:
     if number < 0:
         raise ValidationError(field, f"must be 0 or more seconds, or None (got {value!r})")
     return number
+
+
+def check_positive_seconds(field: str, value: Any) -> float:
+    """A time limit that must pass before giving up: a number of seconds > 0 (not a bool,
+    not NaN; inf is no limit)."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not value > 0  # NaN is not > 0 either
+    ):
+        raise ValidationError(field, f"must be a positive number of seconds (got {value!r})")
+    return float(value)
 
 
 def check_message_list(messages: Any) -> None:

@@ -186,7 +186,13 @@ def test_close_returns_with_the_embedder_hung(
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("query_embed_timeout_s", 0), ("model_start_timeout_s", -1.0), ("query_embed_timeout_s", "5")],
+    [
+        ("query_embed_timeout_s", 0),
+        ("model_start_timeout_s", -1.0),
+        ("query_embed_timeout_s", "5"),
+        ("model_start_timeout_s", float("nan")),
+        ("query_embed_timeout_s", True),
+    ],
 )
 def test_a_bound_must_be_a_positive_number(tmp_path: Path, option: str, value: object) -> None:
     with pytest.raises(ValidationError) as err:

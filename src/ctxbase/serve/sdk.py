@@ -23,6 +23,7 @@ from ..aliases import identity_source
 from ..assemble.trace import AssembledContext, print_assembly_log
 from ..errors import CtxbaseError, ValidationError
 from ..open_options import check_remote_options
+from ..validation import check_positive_seconds
 from .errors import RemoteError, exception_from_body
 from .sdk_calls import Call, Calls
 
@@ -156,14 +157,6 @@ def _settled(call: Call[T], current: T, response: httpx.Response) -> T:
     return _result(call, response)
 
 
-def _check_capture_timeout(capture_timeout: float) -> float:
-    if not isinstance(capture_timeout, int | float) or not capture_timeout > 0:
-        raise ValidationError(
-            "capture_timeout", f"must be a positive number of seconds (got {capture_timeout!r})"
-        )
-    return float(capture_timeout)
-
-
 def _sync(build: Callable[Concatenate[Calls, P], Call[T]]) -> Callable[Concatenate[Client, P], T]:
     @functools.wraps(build)
     def method(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> T:
@@ -202,7 +195,7 @@ class Client:
         self.url = _server_url(url)
         self.project = project
         self.timeout = timeout
-        self.capture_timeout = _check_capture_timeout(capture_timeout)
+        self.capture_timeout = check_positive_seconds("capture_timeout", capture_timeout)
         self.retries = retries
         self.backoff = backoff
         self.agent_id = agent_id
@@ -381,7 +374,7 @@ class AsyncClient:
         self.url = _server_url(url)
         self.project = project
         self.timeout = timeout
-        self.capture_timeout = _check_capture_timeout(capture_timeout)
+        self.capture_timeout = check_positive_seconds("capture_timeout", capture_timeout)
         self.retries = retries
         self.backoff = backoff
         self.agent_id = agent_id
