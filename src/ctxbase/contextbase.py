@@ -71,7 +71,13 @@ from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
 from .tool_turn_texts import retext_tool_call_turns
-from .validation import check_event_ts, check_positive_seconds, check_query
+from .validation import (
+    MessageShape,
+    check_event_ts,
+    check_message_shape,
+    check_positive_seconds,
+    check_query,
+)
 
 if TYPE_CHECKING:  # imported where used: a base that never searches loads no retrieval
     from .anchor.anchoring import AnchorReport
@@ -524,6 +530,7 @@ class ContextBase(
         task_id: str | None = None,
         sync: bool = False,
         idempotency_key: str | None = None,
+        shape: MessageShape = "auto",
     ) -> list[str]:
         """Capture a chat message list (OpenAI's shape, or Anthropic's content parts);
         returns the event ids, one or more per message (those of messages stored before
@@ -551,9 +558,17 @@ class ContextBase(
         or more) reuses the key for another request and is a ConflictError naming the key,
         nothing written or queued, as for `record`. ConflictError when the session is
         archived.
+
+        `shape` says what the list is instead of leaving it to that guess ("auto", logged
+        at INFO when a list of two or more messages adds nothing): "new", only new messages,
+        each stored even when equal to the last ones (a user's "yes" / "ok" said twice is
+        kept twice; retried safely only with `idempotency_key`); "history", the session's
+        messages from its first one: those the session holds were sent before, the rest is
+        new, and a list that does not start as the session does is a ConflictError.
         """
         pid = self._pid(project)
         check_id("session_id", session_id)
+        check_message_shape(shape)
         if idempotency_key is not None:
             check_idempotency_key(idempotency_key)
         self._archived.check(pid, session_id)
@@ -574,6 +589,7 @@ class ContextBase(
                 planned,
                 messages=len(messages),
                 idempotency_key=idempotency_key,
+                shape=shape,
             )
             events = [
                 self._build(

@@ -17,10 +17,18 @@ two cases the plain alignment cannot:
   finds no overlap, but the ids the messages got when first sent are reproducible (each
   follows the one before it from the session's start), and the store knows them or keeps
   their tombstones (`alignment.from_the_start`).
+
+The caller may say what the list is instead (`shape`, validation.MESSAGE_SHAPES): "auto"
+is the guess above; "new" takes every message as new (no comparison: a user's exchange said
+twice is stored twice; a retry is told only by its idempotency key); "history" takes the
+list as starting at the session's first message, compared with the session's messages
+from its start: what they hold was sent before, the rest is new, and a list that differs
+from them is refused (ConflictError) rather than guessed about.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,15 +36,18 @@ from .capture.alignment import (
     MESSAGE_TYPES,
     Alignment,
     align_messages,
+    event_signature,
     from_the_start,
+    planned_signature,
     stored_calls,
 )
 from .capture.bus import CaptureBus
 from .capture.hooks import PlannedEvent
-from .errors import ValidationError
+from .errors import ConflictError, ValidationError
 from .idempotency import IdempotencyConflict
 from .model import Event
 from .store.base import Store
+from .validation import MessageShape
 
 __all__ = ["CALL_METADATA", "align_list", "call_metadata"]
 
@@ -45,6 +56,8 @@ CALL_METADATA = "capture_call"
 # Messages read beyond the list's length: the calls of tool results sent after them
 # (those of calls further back are looked up when a result names one: `_earlier_calls`).
 _TAIL_MARGIN = 16
+
+log = logging.getLogger(__name__)
 
 
 def call_metadata(metadata: dict[str, Any], idempotency_key: str | None) -> dict[str, Any]:
@@ -85,8 +98,41 @@ def align_list(
     *,
     messages: int,
     idempotency_key: str | None,
+    shape: MessageShape = "auto",
 ) -> Alignment:
-    """Align a planned message list against the session (see the module doc)."""
+    """Align a planned message list against the session (see the module doc). A guessed
+    list of two or more messages taken wholly as sent before (not a keyed retry) is logged
+    at INFO: a repeated exchange sent as new messages would be lost silently otherwise."""
+    if shape == "history":
+        return _history(store, bus, pid, sid, planned, idempotency_key)
+    aligned = _recent(
+        store, bus, pid, sid, planned, messages, idempotency_key, new_only=shape == "new"
+    )
+    if shape == "auto" and messages > 1 and not aligned.new and not aligned.retry:
+        log.info(
+            "capture_messages: the %d messages sent to session %r of project %r equal its "
+            "last stored ones and were taken as sent before, nothing added (shape='new' "
+            "stores them as new messages)",
+            messages,
+            sid,
+            pid,
+        )
+    return aligned
+
+
+def _recent(
+    store: Store,
+    bus: CaptureBus,
+    pid: str,
+    sid: str,
+    planned: Sequence[PlannedEvent],
+    messages: int,
+    idempotency_key: str | None,
+    *,
+    new_only: bool,
+) -> Alignment:
+    """The list aligned against the session's last messages: guessed, or (`new_only`)
+    every message new unless the call is a keyed retry."""
     tail = _tail(store, bus, pid, sid, len(planned))
     earlier = _earlier_calls(store, pid, sid, planned, tail)
     retry, before = False, tail
@@ -96,7 +142,7 @@ def align_list(
             before = tail[: marked[0]]  # what the call was aligned against
             tail, retry = tail[: marked[-1] + 1], True
     first_system: list[Event] = []
-    if planned[0].type == "system" and len(planned) > 1:
+    if planned[0].type == "system" and len(planned) > 1 and not new_only:
         first_system = store.list_events(pid, sid, types=["system"], include_inactive=True)
         if not first_system:
             first_system = [e for e in tail if e.type == "system"]
@@ -108,13 +154,17 @@ def align_list(
         first_system=first_system[: len(planned)],
         single=messages == 1 and not retry,
         earlier_calls=earlier,
+        known=0 if new_only and not retry else None,  # a retry equals its call's messages
     )
+    aligned.retry = retry
     if retry and aligned.new:
-        again = _past_forgotten(store, bus, pid, sid, planned, before, first_system, messages)
+        again = _past_forgotten(
+            store, bus, pid, sid, planned, before, first_system, messages, new_only
+        )
         if again is None:  # the key names another list than this one
             raise IdempotencyConflict(tail[-1].id, "messages", idempotency_key)
         return again
-    if aligned.overlap or not tail or len(planned) < 2 or retry:
+    if aligned.overlap or not tail or len(planned) < 2 or retry or new_only:
         return aligned
     try:
         root = align_messages(planned, project_id=pid, session_id=sid, tail=[])
@@ -134,6 +184,7 @@ def _past_forgotten(
     before: Sequence[Event],
     first_system: Sequence[Event],
     messages: int,
+    new_only: bool,
 ) -> Alignment | None:
     """A keyed retry some of whose messages were hard-forgotten since (their gap keeps the
     list from aligning), or None. Aligned as the call was, against the messages before its
@@ -147,6 +198,7 @@ def _past_forgotten(
             tail=before,
             first_system=first_system[: len(planned)],
             single=messages == 1,
+            known=0 if new_only else None,
         )
     except ValidationError:
         return None
@@ -155,4 +207,75 @@ def _past_forgotten(
     known = store.existing_ids(pid, ids) | bus.unwritten(ids) | gone
     if not gone or not known.issuperset(ids):
         return None
-    return Alignment(ids=aligned.ids, sent=len(planned), overlap=aligned.overlap)
+    return Alignment(ids=aligned.ids, sent=len(planned), overlap=aligned.overlap, retry=True)
+
+
+def _history(
+    store: Store,
+    bus: CaptureBus,
+    pid: str,
+    sid: str,
+    planned: Sequence[PlannedEvent],
+    idempotency_key: str | None,
+) -> Alignment:
+    """A list that starts at the session's first message. The session's messages (stored,
+    hidden ones included, then queued) must equal the list's first ones: those were sent
+    before, the rest is new (a list shorter than the session adds nothing). Hard-forgotten
+    messages leave gaps the stored ones cannot show: such a list is told by the ids its
+    messages got when first sent (`_past_gaps`). Anything else is a ConflictError naming
+    the first message that differs; a keyed call whose key the session holds adds nothing
+    or conflicts, as a guessed list's does."""
+    pending = [e for e in bus.pending(pid, sid) if e.type in MESSAGE_TYPES]
+    stored = store.list_events(pid, sid, types=MESSAGE_TYPES, include_inactive=True)
+    seen = {e.id for e in stored}
+    session = [*stored, *(e for e in pending if e.id not in seen)]
+    n = min(len(session), len(planned))
+    differs = next(
+        (j for j in range(n) if event_signature(session[j]) != planned_signature(planned[j])),
+        None,
+    )
+    if differs is None:
+        aligned = align_messages(planned, project_id=pid, session_id=sid, tail=session[:n], known=n)
+    else:
+        past = _past_gaps(store, bus, pid, sid, planned, session)
+        if past is None:
+            raise ConflictError(
+                f"shape='history': messages[{planned[differs].message}] differs from the "
+                f"message session {sid!r} holds at that place (a {session[differs].type} "
+                "event): a history starts at the session's first message (shape='new' "
+                "sends only new messages)"
+            )
+        aligned = past
+    key = idempotency_key
+    marked = [e.id for e in session if key is not None and e.metadata.get(CALL_METADATA) == key]
+    if marked:
+        if aligned.new:  # the key names another list than this one
+            raise IdempotencyConflict(marked[-1], "messages", idempotency_key)
+        aligned.retry = True
+    return aligned
+
+
+def _past_gaps(
+    store: Store,
+    bus: CaptureBus,
+    pid: str,
+    sid: str,
+    planned: Sequence[PlannedEvent],
+    session: Sequence[Event],
+) -> Alignment | None:
+    """A history some of whose messages were hard-forgotten, or None. Aligned from the
+    session's start, the list's first messages get the ids they got when first sent; the
+    run of them the store holds, queues or keeps tombstones of was sent before when it
+    holds every stored message of the session, or the whole list (a shorter history)."""
+    try:
+        root = align_messages(planned, project_id=pid, session_id=sid, tail=[])
+    except ValidationError:  # a tool result answering no call of the list
+        return None
+    present = store.existing_ids(pid, root.ids) | bus.unwritten(root.ids)
+    known = present | store.forgotten_ids(pid, root.ids)
+    n = 0
+    while n < len(root.ids) and root.ids[n] in known:
+        n += 1
+    if n < len(root.ids) and not {e.id for e in session} <= set(root.ids[:n]):
+        return None
+    return Alignment(ids=root.ids, sent=n, overlap=n, new=[x for x in root.new if x[0] >= n])

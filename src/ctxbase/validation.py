@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
-from typing import Any
+from typing import Any, Literal
 
 from .errors import ValidationError
 
@@ -39,7 +39,9 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_ROLE_CHARS",
     "MAX_TEXT_BYTES",
+    "MESSAGE_SHAPES",
     "MIN_EVENT_TS",
+    "MessageShape",
     "cap_depth",
     "check_entity_properties",
     "check_event_ts",
@@ -48,6 +50,7 @@ __all__ = [
     "check_item_filter",
     "check_json",
     "check_message_list",
+    "check_message_shape",
     "check_positive_seconds",
     "check_query",
     "check_role",
@@ -68,6 +71,10 @@ MAX_JSON_DEPTH = 64
 MAX_JSON_BYTES = 1_000_000
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+# What a message list is: left to the base to tell ("auto"), only new messages, or the
+# session's history from its first message (ContextBase.capture_messages).
+MessageShape = Literal["auto", "new", "history"]
+MESSAGE_SHAPES: tuple[MessageShape, ...] = ("auto", "new", "history")
 # An event's time, epoch seconds: 1970-01-01 to 2200-01-01 UTC. Outside it a time is a
 # mistake (milliseconds, a sentinel) that would become a session's created_at and move
 # its idle expiry and every time filter.
@@ -155,6 +162,15 @@ def check_message_list(messages: Any) -> None:
     got = type(messages).__name__
     hint = " (one message: wrap it in a list, [message])" if isinstance(messages, dict) else ""
     raise ValidationError("messages", f"must be a list of message objects (got {got}){hint}")
+
+
+def check_message_shape(shape: Any) -> MessageShape:
+    """What a message list is (`capture_messages`' `shape`): one of `MESSAGE_SHAPES`."""
+    for known in MESSAGE_SHAPES:
+        if shape == known and isinstance(shape, str):
+            return known
+    listed = ", ".join(repr(s) for s in MESSAGE_SHAPES)
+    raise ValidationError("shape", f"must be one of {listed} (got {shape!r})")
 
 
 def check_event_ts(field: str, value: Any) -> float:

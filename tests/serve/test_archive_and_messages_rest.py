@@ -1,9 +1,11 @@
 """Over REST and the SDK, on a real server on both backends: an archived session refuses
 every capture (409, ConflictError in the SDK) and stores nothing; message lists follow the
-library's rule, one-message calls keep repeats, and a keyed call's retry adds nothing."""
+library's rule, one-message calls keep repeats, and a keyed call's retry adds nothing; a
+list's `shape` ("new", "history") is honoured as embedded, the sync and async SDK alike."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 
@@ -11,7 +13,7 @@ import pytest
 from live_server import Live, serve_on_param
 
 import ctxbase
-from ctxbase.errors import ConflictError, NotFoundError
+from ctxbase.errors import ConflictError, NotFoundError, ValidationError
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -138,3 +140,52 @@ def test_sdk_message_lists_behave_as_the_library(server: Live, project: str) -> 
         client.capture_messages(history, session_id="h", sync=True)
         with pytest.raises(NotFoundError):  # nothing written: the session is not made again
             client.last_events("h")
+
+
+EXCHANGE = [{"role": "user", "content": "yes"}, {"role": "assistant", "content": "ok"}]
+
+
+def test_rest_message_list_shapes(server: Live, project: str) -> None:
+    c = server.client(server.key(project))
+    base = f"/v1/projects/{project}"
+    new = {"session_id": "n", "messages": EXCHANGE, "shape": "new", "sync": True}
+    first = c.post(f"{base}/messages", json=new).json()["ids"]
+    second = c.post(f"{base}/messages", json=new).json()["ids"]
+    assert len(set(first + second)) == 4
+    texts = [e["text"] for e in c.get(f"{base}/events", params={"session_id": "n"}).json()]
+    assert texts == ["yes", "ok", "yes", "ok"]
+    history = {**new, "shape": "history", "messages": [{"role": "user", "content": "hi"}]}
+    r = c.post(f"{base}/messages", json=history)
+    assert r.status_code == 409 and "shape='history'" in r.json()["error"]["message"]
+    bad = c.post(f"{base}/messages", json={**new, "shape": "whole"})
+    assert bad.status_code == 422 and "shape" in bad.text
+    texts = [e["text"] for e in c.get(f"{base}/events", params={"session_id": "n"}).json()]
+    assert len(texts) == 4  # neither refused list wrote anything
+
+
+def test_sdk_message_list_shapes(server: Live, project: str) -> None:
+    key = server.key(project)
+    with ctxbase.connect(server.url, api_key=key, project=project) as client:
+        client.capture_messages(EXCHANGE, session_id="n", shape="new", sync=True)
+        client.capture_messages(EXCHANGE, session_id="n", shape="new", sync=True)
+        assert [e.text for e in client.last_events("n")] == ["yes", "ok", "yes", "ok"]
+        history = [*EXCHANGE, *EXCHANGE, {"role": "user", "content": "bye"}]
+        ids = client.capture_messages(history, session_id="n", shape="history", sync=True)
+        assert len(ids) == 5 and len(client.last_events("n")) == 5
+        with pytest.raises(ConflictError, match="shape='history'"):
+            client.capture_messages(EXCHANGE[1:], session_id="n", shape="history")
+        with pytest.raises(ValidationError) as err:  # refused before anything is sent
+            client.capture_messages(EXCHANGE, session_id="n", shape="all")  # type: ignore[arg-type]
+        assert err.value.field == "shape"
+        # auto: the same exchange again is taken as sent before, as embedded
+        client.capture_messages(EXCHANGE, session_id="a", sync=True)
+        client.capture_messages(EXCHANGE, session_id="a", sync=True)
+        assert [e.text for e in client.last_events("a")] == ["yes", "ok"]
+
+    async def run() -> list[str | None]:
+        async with ctxbase.connect_async(server.url, api_key=key, project=project) as ac:
+            for _ in range(2):
+                await ac.capture_messages(EXCHANGE, session_id="as", shape="new", sync=True)
+            return [e.text for e in await ac.last_events("as")]
+
+    assert asyncio.run(run()) == ["yes", "ok", "yes", "ok"]

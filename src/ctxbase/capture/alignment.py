@@ -14,7 +14,9 @@ system messages equal to the session's first stored system messages are the same
 (a trimmed window keeps the system prompt) when more messages follow them. One exception
 keeps repeats: a list of a single message is always new, even when it equals the session's
 last message, since it cannot be told from a user who repeats themselves; such a call is
-retried safely only with an idempotency key (see message_lists).
+retried safely only with an idempotency key (see message_lists). A caller that says what
+the list is (only new messages, or the history from the session's start) is not guessed
+for: `align_messages(known=...)` takes the count of messages sent before as given.
 
 Identity: a new message's id is derived from its content, its parents and the id of the
 message it follows (`chain_key`), so two writers that align the same list the same way give
@@ -143,12 +145,14 @@ def stored_calls(tail: Sequence[Event]) -> Mapping[str, str]:
 class Alignment:
     """The list's events: `ids` (one per planned event, stored or new); `sent`, how many
     of them were sent before (`overlap` of them equal to the session's last messages); for
-    each new one, its planned index, idempotency key and parents' ids."""
+    each new one, its planned index, idempotency key and parents' ids; `retry`: the list
+    is a keyed call's retry."""
 
     ids: list[str] = field(default_factory=list)
     sent: int = 0
     overlap: int = 0
     new: list[tuple[int, str, list[str]]] = field(default_factory=list)
+    retry: bool = False
 
 
 def align_messages(
@@ -160,6 +164,7 @@ def align_messages(
     first_system: Sequence[Event] = (),
     single: bool = False,
     earlier_calls: Mapping[str, str] | None = None,
+    known: int | None = None,
 ) -> Alignment:
     """Decide which planned events are stored already and give the new ones their keys.
 
@@ -167,17 +172,22 @@ def align_messages(
     as many as `planned`; `first_system`: its first stored system messages, oldest first
     (read only when the list starts with one); `single`: the list is one message, new even
     when it equals the last one stored; `earlier_calls`: tool-call id -> invocation id for
-    calls sent before the tail (`stored_calls` of the session's older events).
+    calls sent before the tail (`stored_calls` of the session's older events); `known`: the
+    caller says how many of the first planned events are the tail's last ones (0: all are
+    new), nothing is compared.
     """
     sigs = [planned_signature(p) for p in planned]
     out = Alignment()
-    head = leading_system(planned)
+    head = leading_system(planned) if known is None else 0
     if head and [event_signature(e) for e in first_system[:head]] == sigs[:head]:
         out.ids = [e.id for e in first_system[:head]]
     else:
         head = 0
-    tail_sigs = [event_signature(e) for e in tail[-(len(planned) - head) :]] if tail else []
-    k = overlap(tail_sigs, sigs[head:], single=single)
+    if known is None:
+        tail_sigs = [event_signature(e) for e in tail[-(len(planned) - head) :]] if tail else []
+        k = overlap(tail_sigs, sigs[head:], single=single)
+    else:
+        k = known
     out.ids += [e.id for e in tail[len(tail) - k :]] if k else []
     out.sent, out.overlap = head + k, k
     previous = out.ids[-1] if k else (tail[-1].id if tail else None)

@@ -261,10 +261,11 @@ def capture_messages(
 ) -> IdsOut:
     """An OpenAI-style message list: the whole history, a window of the last messages or
     only the new ones; what equals the session's last stored messages is not added again,
-    except a single message (see `ContextBase.capture_messages`). A retry of the same call
-    with the same idempotency key (body or Idempotency-Key header) adds nothing; 409 when
-    that key was used for a call with other messages (nothing written), or when the session
-    is archived."""
+    except a single message (see `ContextBase.capture_messages`); `shape` says which it
+    is instead: "new" stores every message, "history" starts at the session's first message
+    (409 when the list does not). A retry of the same call with the same idempotency key
+    (body or Idempotency-Key header) adds nothing; 409 when that key was used for a call
+    with other messages (nothing written), or when the session is archived."""
     if (
         idempotency_key is not None
         and body.idempotency_key is not None

@@ -16,7 +16,7 @@ from ..errors import ValidationError
 from ..memory_feedback import Feedback
 from ..model import Event
 from ..retrieve.config import check_not_filters, filter_field
-from ..validation import INT64_MAX, INT64_MIN, MAX_QUERY_CHARS, check_text
+from ..validation import INT64_MAX, INT64_MIN, MAX_QUERY_CHARS, MessageShape, check_text
 
 __all__ = [
     "AssembleIn",
@@ -179,6 +179,8 @@ class MessagesIn(_In):
     sync: bool = False
     # the same key for a retry of the same call (also read from the Idempotency-Key header)
     idempotency_key: str | None = None
+    # what the list is: left to the base to tell, only new messages, or the whole history
+    shape: MessageShape = "auto"
 
 
 class IdsOut(_Out):

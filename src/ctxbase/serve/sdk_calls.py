@@ -30,7 +30,7 @@ from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..search_filters import merged_filters
 from ..store.base import ForgetReport, ItemFilter, SearchItem
-from ..validation import check_message_list
+from ..validation import MessageShape, check_message_list, check_message_shape
 from .sdk_facts import FactCalls
 from .sdk_feedback import FeedbackCalls
 from .sdk_kb_calls import KnowledgeCalls
@@ -288,11 +288,14 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         task_id: str | None = None,
         sync: bool = False,
         idempotency_key: str | None = None,
+        shape: MessageShape = "auto",
     ) -> Call[list[str]]:
         """The call keys itself (the caller's `idempotency_key`, else a fresh one), so the
         SDK's own retry of it adds nothing, even for a list of one message. Assistant turns
-        are `assistant_id`'s, else the client's agent id, else "assistant" (as embedded)."""
+        are `assistant_id`'s, else the client's agent id, else "assistant" (as embedded).
+        `shape` ("auto", "new" or "history") says what the list is, as embedded."""
         check_message_list(messages)  # as embedded, before anything is sent
+        check_message_shape(shape)
         body = {
             "messages": [dict(m) if isinstance(m, Mapping) else m for m in messages],
             "session_id": session_id,
@@ -302,6 +305,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
             "task_id": task_id,
             "sync": sync,
             "idempotency_key": idempotency_key or f"sdk:{uuid.uuid4().hex}",
+            "shape": shape,
         }
         return Call("POST", self._path(project, "messages"), lambda r: list(r["ids"]), body=body)
 
