@@ -44,6 +44,8 @@ def _project(cb: ContextBase) -> tuple[ContextManager, dict[str, str]]:
         [
             {"role": "user", "content": CAROL_SAYS},
             {"role": "assistant", "content": "好的，活动截止时间是9月1日。"},
+            {"role": "user", "content": QUESTION},  # Bob's question, word for word
+            {"role": "assistant", "content": "9月1日。"},
         ],
         session_id="carol-chat",
         user_id="carol",
@@ -80,6 +82,8 @@ def test_user_scope_keeps_other_users_turns_facts_and_anchors_out(cb: ContextBas
     # session they are in (Alice's recorded sessions are out of the searches already)
     other = [d for d in trace["dropped"] if d["reason"] == "other user"]
     assert other and all("'carol-chat' is of another user" in d["detail"] for d in other)
+    asked = cb.store.list_events(cb.project, "carol-chat", types=["user_message"])[-1]
+    assert asked.text == QUESTION and asked.id in {d["id"] for d in other}
     alice = ContextManager(cb, memory_scope="user")
     prompt = _text(alice.get_prompt_messages(sessions["alice"], user_input=QUESTION))
     for other in ("6月30日", "9月1日", "预算"):  # Bob's and Carol's

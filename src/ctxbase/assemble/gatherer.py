@@ -148,6 +148,8 @@ class Gatherer:
             self.drop(owner_id, "the intent", "(the latest input itself)")
         elif node.session_id == self.session_id:
             self.drop(owner_id, "the intent", "asks exactly the intent, earlier in this session")
+        elif self.scope is not None and (refused := self.scope.refuses(node.session_id)):
+            self.drop(owner_id, "other user", refused)  # what followed it is not read either
         else:
             self.asked_exactly.setdefault(owner_id, node)
             self.drop(

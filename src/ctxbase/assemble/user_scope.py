@@ -75,11 +75,11 @@ class UserScope:
             sorted(s for s, u in recorded.items() if u is not None and u != user_id)
         )
 
-    def filter(self, flt: ItemFilter | None) -> ItemFilter:
+    def filter(self, flt: ItemFilter | None) -> ItemFilter | None:
         """`flt` that also leaves out the sessions recorded as other users'."""
-        base = flt if flt is not None else ItemFilter()
         if not self.others:
-            return base
+            return flt
+        base = flt if flt is not None else ItemFilter()
         out = tuple(dict.fromkeys([*(base.exclude_session_ids or ()), *self.others]))
         return dataclasses.replace(base, exclude_session_ids=out)
 
