@@ -124,3 +124,22 @@ def test_an_unknown_scope_is_refused(cb: ContextBase) -> None:
         ContextManager(cb, memory_scope="team")  # type: ignore[arg-type]
     with pytest.raises(ValidationError, match="memory_scope"):
         cb.assembler.assemble(agent_role="coder", user_intent="x", memory_scope="team")  # type: ignore[arg-type]
+
+
+def test_the_user_scope_costs_the_sessions_read_and_one_per_unrecorded_session(
+    cb: ContextBase,
+) -> None:
+    from store_calls import StoreCalls
+
+    _, sessions = _project(cb)
+    kw: dict[str, Any] = {"session_id": sessions["bob_2"], "agent_role": "assistant"}
+    totals: dict[str, int] = {}
+    for scope in ("project", "user"):
+        cb.assembler.assemble(user_intent=QUESTION, memory_scope=scope, **kw)  # warm
+        calls = StoreCalls(cb.store)
+        cb.assembler.assemble(user_intent=QUESTION, memory_scope=scope, **kw)
+        totals[scope] = calls.total()
+        counts = dict(calls.counts)
+    # the project's sessions once; Carol's chat (no user recorded) once when met
+    assert counts.get("list_sessions") == 1, counts
+    assert totals["user"] <= totals["project"] + 2, totals
