@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .assemble.loop import Outcome
     from .assemble.manager import ContextManager
     from .assemble.trace import AssembledContext
+    from .assemble.user_scope import MemoryScope
     from .components import Components
 
 __all__ = ["AssemblyMethods"]
@@ -65,6 +66,8 @@ class AssemblyMethods:
         repos: Sequence[str] | None = None,
         strategy: str | None = None,
         new_project: bool = False,
+        memory_scope: MemoryScope | None = None,
+        user_id: str | None = None,
     ) -> AssembledContext:
         """The context for one agent turn: messages, structured payload and a context_id.
 
@@ -75,7 +78,9 @@ class AssemblyMethods:
         (documents found, relations, tokens injected) is printed to stderr.
         `require_signature` keeps out entities whose HMAC signature fails or is missing
         (as in `search`); `AssembledContext.tampered` names the tampered ones. `repos`
-        keeps out entities ingested from other repositories. Events captured before the
+        keeps out entities ingested from other repositories. `memory_scope="user"` (default:
+        the policy's) keeps memory to the asking user's sessions (`user_id`, else the
+        session's user) and knowledge of no session. Events captured before the
         call are in it (it waits for them to be written, up to `READ_WAIT_S`).
 
         A `project_id` other than the base's own that the database holds no data of is a
@@ -101,6 +106,8 @@ class AssemblyMethods:
             signing_key=signing_key,
             repos=repos,
             strategy=strategy,
+            memory_scope=memory_scope,
+            user_id=user_id,
         )
         if self.debug_mode:
             from .assemble.trace import print_assembly_log

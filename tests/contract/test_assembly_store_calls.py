@@ -14,7 +14,7 @@ from store_calls import StoreCalls
 
 # shape -> (the assembly, ceiling of store calls, what its prompt states). Measured: no
 # session 27 (a memory tool result read with its call: one read more; 26 before),
-# session 23, planner (global view: every task's facts) 24 on both backends;
+# session 23, planner (global view: every task's facts) 24, user scope 24 on both backends;
 # before one get_states read, one generation reading per search and the session read once:
 # 29, 27 and 34 (SQLite), 27, 25 and 32 (PostgreSQL).
 SHAPES: dict[str, tuple[Callable[[ContextBase, str], Any], int, list[str]]] = {
@@ -28,6 +28,14 @@ SHAPES: dict[str, tuple[Callable[[ContextBase, str], Any], int, list[str]]] = {
             agent_role="coder", user_intent="refund column", session_id=sid
         ),
         23,
+        ["- owner: alice", "- goal: ship the refund report"],
+    ),
+    # memory_scope user: the project's sessions read once, to know whose each is
+    "user_scope": (
+        lambda cb, sid: cb.assembler.assemble(
+            agent_role="coder", user_intent="refund column", session_id=sid, memory_scope="user"
+        ),
+        24,
         ["- owner: alice", "- goal: ship the refund report"],
     ),
     "planner": (
@@ -76,5 +84,6 @@ def test_store_calls_per_assembly(cb: ContextBase, shape: str) -> None:
         assert counts.get("get_states") == 1 and "get_state" not in counts, counts
         assert counts.get("get_session") == 1, counts
         assert counts.get("list_tasks", 0) <= 1, counts
+    assert counts.get("list_sessions", 0) == (shape == "user_scope"), counts
     text = "\n".join(m["content"] for m in ctx.messages)
     assert all(line in text for line in stated), text

@@ -48,6 +48,8 @@ PARAMETER_DIFFERENCES: dict[str, tuple[set[str], set[str]]] = {
             "repos",
             "strategy",
             "new_project",
+            "memory_scope",
+            "user_id",
         },
         {"kwargs"},
     ),

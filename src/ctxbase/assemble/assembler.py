@@ -26,7 +26,7 @@ from typing import Any
 
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
-from ..model import Event, SessionInfo, StateFact, TaskInfo
+from ..model import Event, StateFact, TaskInfo
 from ..retrieve.tokenize import load_segmenter, needs_segmenter, prefetch_segmenter
 from ..validation import check_query, check_role
 from .asked_before import drop_unanswered
@@ -91,6 +91,7 @@ from .strategies import (
 )
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_messages, get_token_counter
 from .trace import AssembledContext, build_messages, build_result, log_trace
+from .user_scope import MemoryScope, scope_for, session_user
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "memory_section_for"]
 
@@ -165,11 +166,6 @@ def _history_text(e: Event) -> str:
     """A turn as said; a tool call as the assistant's line `name(...)`; anything else labelled."""
     text = e.text or ""
     return text if e.type in _SAID else f"{label_for(e.type, e.id)}\n{text}"
-
-
-def _user_of(session: SessionInfo | None) -> str | None:
-    user = None if session is None else session.metadata.get("user_id")
-    return user if isinstance(user, str) and user else None
 
 
 def _state_items(
@@ -269,6 +265,8 @@ class Assembler:
         repos: Sequence[str] | None = None,
         strategy: str | None = None,
         intent_from_history: bool = False,
+        memory_scope: MemoryScope | None = None,
+        user_id: str | None = None,
     ) -> AssembledContext:
         """Assemble the prompt for `agent_role` answering `user_intent` (see module doc).
 
@@ -284,6 +282,10 @@ class Assembler:
         repository"). `strategy` names the one strategy to run (besides the history window),
         whatever the policy's triggers say; the policy's parameters for it apply when it
         lists it.
+
+        `memory_scope` (default: the policy's, "project") "user" keeps memory to the asking
+        user's sessions and knowledge of no session (user_scope.py): `user_id`, else the
+        session's user; the trace says which.
 
         With `require_signature`, entities whose HMAC signature does not verify (key:
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), search
@@ -335,6 +337,10 @@ class Assembler:
         if strategy is not None:
             selection = _forced(selection, strategy)
         policy = selection.policy
+        store = self.cb.store
+        scope_name, scope = scope_for(
+            memory_scope, policy.memory_scope, store, pid, session, session_id, events, user_id
+        )
         limit = policy.max_tokens if max_tokens is None else max_tokens
         if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
             raise ValidationError("max_tokens", f"must be a positive integer (got {limit!r})")
@@ -358,6 +364,8 @@ class Assembler:
             notes.append(selection.role_note)
         if session_id is not None and session is None:
             notes.append(f"session {session_id!r} has no events yet: the history is empty")
+        if scope is not None:
+            notes.append(scope.describe())
 
         # Every fact the assembly shows and the session's message statuses: one read.
         others = (
@@ -366,7 +374,7 @@ class Assembler:
             else []
         )
         scopes = state_scopes(
-            pid, session_id, task_id, policy.view, _user_of(session), [t.task_id for t in others]
+            pid, session_id, task_id, policy.view, session_user(session), [t.id for t in others]
         )
         asked = [(scope, scope_id) for scope, scope_id, _ in scopes]
         facts = get_scope_facts(
@@ -405,6 +413,7 @@ class Assembler:
                 **{e.id: "a turn of the history" for e in hist},
                 **{c: f"a call of {m}, in the history" for c, m in held.items()},
             },
+            scope=scope,
         )
         timings: dict[str, float] = {"prepare": _ms(t0), **waits}
         from ..retrieve.synced import one_generation  # numpy: not at import
@@ -468,7 +477,10 @@ class Assembler:
             "max_tokens": limit,
             "has_error": failing is not None,
             "require_signature": require_signature,
+            "memory_scope": scope_name,
         }
+        if scope is not None:
+            request["user_id"] = scope.user_id
         if repo_set is not None:
             request["repos"] = sorted(repo_set)
         ctx = build_result(

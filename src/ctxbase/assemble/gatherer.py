@@ -38,6 +38,7 @@ from .state import MESSAGE_SCOPE, message_statuses, statuses_of
 
 if TYPE_CHECKING:
     from ..anchor.signing import SignatureCheck
+    from .user_scope import UserScope
 
 __all__ = ["FOLLOW_PER_NODE", "Gatherer"]
 
@@ -65,10 +66,12 @@ class Gatherer:
         repos: frozenset[str] | None = None,
         statuses: Mapping[str, Mapping[str, Status]] | None = None,
         held: Mapping[str, str] | None = None,
+        scope: UserScope | None = None,
     ) -> None:
         """`statuses`: message statuses already read, by session (not read again).
         `held`: the ids of `exclude` that the history holds, each with how (the trace's
-        detail when a strategy reaches one); the others are the latest input's."""
+        detail when a strategy reaches one); the others are the latest input's.
+        `scope`: under memory_scope user, the sessions memory may draw on (user_scope.py)."""
         cb = components_of(cb)
         self.cb, self.pid, self.policy = cb, pid, policy
         # with repositories named, entities ingested from any other one stay out
@@ -85,6 +88,7 @@ class Gatherer:
         self.session_id, self.task_id, self.intent = session_id, task_id, intent
         self.exclude, self.record = exclude, record
         self.held: Mapping[str, str] = held or {}
+        self.scope = scope
         self.cands: dict[str, MemoryCandidate] = {}
         self.dropped: list[dict[str, Any]] = []
         self._drops: set[tuple[str, str, str]] = set()
@@ -144,6 +148,8 @@ class Gatherer:
             self.drop(owner_id, "the intent", "(the latest input itself)")
         elif node.session_id == self.session_id:
             self.drop(owner_id, "the intent", "asks exactly the intent, earlier in this session")
+        elif self.scope is not None and (refused := self.scope.refuses(node.session_id)):
+            self.drop(owner_id, "other user", refused)  # what followed it is not read either
         else:
             self.asked_exactly.setdefault(owner_id, node)
             self.drop(
@@ -358,6 +364,9 @@ class Gatherer:
         if cand.owner_id in self.exclude:
             self._left_out(cand.owner_id)  # already in the history layer or the latest input
             return False
+        if self.scope is not None and (refused := self.scope.refuses(cand.session_id)):
+            self.drop(cand.owner_id, "other user", refused)  # however it was reached
+            return False
         if not cand.text.strip():
             # an empty message (or an event of data only) would be a label with nothing under it
             self.drop(cand.owner_id, "threshold", "empty text")
@@ -478,6 +487,11 @@ class Gatherer:
             frontier = {n: s for n, s in nxt.items() if n in found}
         return reached
 
+    def scoped(self, flt: ItemFilter | None) -> ItemFilter | None:
+        """`flt` as this assembly's searches apply it: under memory_scope user, without
+        the sessions of other users."""
+        return flt if self.scope is None else self.scope.filter(flt)
+
     def search(
         self,
         query: str,
@@ -487,6 +501,7 @@ class Gatherer:
         min_score: float,
         weight: float,
     ) -> None:
+        flt = self.scoped(flt)
         decay = self.policy.time_decay_half_life_days
         if decay is not None and config.time_decay_half_life_days is None:
             config = config.model_copy(update={"time_decay_half_life_days": decay})

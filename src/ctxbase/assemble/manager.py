@@ -45,6 +45,7 @@ from .state import (
     set_fact,
 )
 from .tokens import get_token_counter
+from .user_scope import MEMORY_SCOPES, MemoryScope
 from .withheld import messages_out
 
 if TYPE_CHECKING:
@@ -79,7 +80,11 @@ class ContextManager:
         default_role: str = "assistant",
         idle_timeout_s: float | None = None,
         clock: Callable[[], float] = time.time,
+        memory_scope: MemoryScope | None = None,
     ) -> None:
+        """`memory_scope` "user" keeps each prompt's memory to its session's user's own
+        sessions and knowledge of no session (user_scope.py); None: the policy's, whose
+        default "project" shares memory across the project's sessions and users."""
         cb = components_of(cb)
         self.cb = cb
         self.project = cb.project if project is None else check_id("project", project)
@@ -93,6 +98,9 @@ class ContextManager:
             cb.session_idle_timeout_s if idle_timeout_s is None else idle_timeout_s
         )
         self.clock = clock
+        if memory_scope is not None and memory_scope not in MEMORY_SCOPES:
+            raise ValidationError("memory_scope", f"must be one of {', '.join(MEMORY_SCOPES)}")
+        self.memory_scope = memory_scope
 
     @property
     def assembler(self) -> Assembler:
@@ -541,6 +549,7 @@ class ContextManager:
             max_tokens=max_tokens,
             task_id=task.task_id if task else None,
             intent_from_history=user_input is None,
+            memory_scope=self.memory_scope,
         )
         return [dict(m) for m in ctx.messages]
 

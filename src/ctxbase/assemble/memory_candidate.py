@@ -128,7 +128,7 @@ def relation_entry(rel: Relation, strategy: str, floor: float) -> dict[str, Any]
 
 
 def entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCandidate:
-    repo = e.properties.get("repo")
+    repo, session = e.properties.get("repo"), e.properties.get("session_id")
     return MemoryCandidate(
         e.id,
         "entity",
@@ -139,6 +139,8 @@ def entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCa
         [strategy],
         [reason],
         repo=repo if isinstance(repo, str) else None,
+        # the session a message it was anchored from is in (memory_scope user reads it)
+        session_id=session if isinstance(session, str) and session else None,
     )
 
 

@@ -564,6 +564,9 @@ class Policy(_Frozen):
     # bound to its task, so another task's facts never leak in); global: every task's facts
     # too, opt-in per role (planners); subtask: only the current task's.
     view: Literal["task", "global", "subtask"] = "task"
+    # project: memory shared by the project's sessions; user: the asking user's sessions
+    # and knowledge of no session only (no 串台 between users; assemble/user_scope.py)
+    memory_scope: Literal["project", "user"] = "project"
     max_tokens: int = Field(default=3000, ge=64)
     assemble_timeout_ms: int = Field(default=2000, ge=1)
 

@@ -14,7 +14,7 @@ project baseline 0.2-0.3.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
@@ -33,9 +33,6 @@ from .policy import (
     ReferencedCodeFirst,
     SemanticRecall,
 )
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "error_driven_repair",
@@ -92,7 +89,7 @@ def _matched_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Ent
     no match, so an unrelated question finds nothing), best first."""
     flt = ItemFilter(kinds=("entity", "chunk"), types=tuple(types))
     resp = g.cb.search(
-        g.intent, project=g.pid, config=get_preset("keyword", top_k=limit), filters=flt
+        g.intent, project=g.pid, config=get_preset("keyword", top_k=limit), filters=g.scoped(flt)
     )
     owners = list(dict.fromkeys(c.item.owner_id for c in resp.results))
     found = {e.id: e for e in g.cb.store.get_entities(g.pid, owners)}

@@ -265,11 +265,14 @@ def explain_trace(trace: Mapping[str, Any]) -> str:
     its confidence (feedback, a failed tool result) and its time decay where they apply;
     an item no search returned (a linked or recent one) shows why it was taken."""
     found = _how_found(trace)
+    # memory of the asking user only (assemble/user_scope.py); the default goes unsaid
+    scope = "" if trace.get("memory_scope", "project") == "project" else ", memory_scope user"
     lines = [
         f"context {trace.get('context_id')} for role {trace.get('agent_role')!r}, "
         f"{trace.get('total_tokens')}/{trace.get('max_tokens')} tokens",
         f"policy {trace.get('policy')!r} from {trace.get('policy_source')}, "
-        f"view {trace.get('view')}, strategies: {', '.join(trace.get('strategies', ())) or '-'}",
+        f"view {trace.get('view')}{scope}, "
+        f"strategies: {', '.join(trace.get('strategies', ())) or '-'}",
     ]
     lines.extend(f"  why: {reason}" for reason in trace.get("reasons", ()))
     for name, layer in trace.get("layers", {}).items():

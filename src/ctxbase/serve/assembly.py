@@ -66,6 +66,8 @@ def assembly_key(body: AssembleIn, generation: int) -> Hashable:
         body.require_signature,
         None if body.repos is None else tuple(sorted(set(body.repos))),
         body.strategy,
+        body.memory_scope,
+        body.user_id,
         generation,
     )
 
@@ -92,6 +94,8 @@ def _assemble(rt: Runtime, body: AssembleIn) -> Cached:
         repos=body.repos,
         strategy=body.strategy,
         new_project=True,  # the route has refused an unknown project unless the body allows it
+        memory_scope=body.memory_scope,
+        user_id=body.user_id,
     )
     _count_monitoring(rt, ctx.trace.get("monitoring") or {})
     out: dict[str, Any] = {**ctx.payload(), "max_tokens": ctx.max_tokens}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import date
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import Field
@@ -71,6 +71,8 @@ class PromptIn(_In):
     max_tokens: int = 3000
     agent_role: str | None = None
     user_input: str | None = None
+    # ContextManager's memory_scope (None: the server's policy)
+    memory_scope: Literal["project", "user"] | None = None
 
 
 class PromptOut(_Out):
@@ -148,7 +150,8 @@ def add_message(pid: WriteProject, body: ManagerMessageIn, rt: Rt) -> MessageIdO
 @router.post("/prompt", response_model=PromptOut)
 def get_prompt_messages(pid: ReadProject, body: PromptIn, rt: Rt) -> PromptOut:
     """`cm.get_prompt_messages`: the assembled messages for the session's current task."""
-    messages = _manager(rt, pid).get_prompt_messages(
+    manager = rt.cb.context_manager(project=pid, memory_scope=body.memory_scope)
+    messages = manager.get_prompt_messages(
         body.session_id, body.max_tokens, agent_role=body.agent_role, user_input=body.user_input
     )
     return PromptOut(messages=messages)

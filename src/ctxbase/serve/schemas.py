@@ -549,6 +549,17 @@ class AssembleIn(_In):
     repos: list[str] | None = Field(
         default=None, description="keep out entities ingested from any other repository"
     )
+    memory_scope: Literal["project", "user"] | None = Field(
+        default=None,
+        description="user: memory from the asking user's sessions and knowledge of no session "
+        "only (no other user's turns); project: shared by the project's sessions; left out: "
+        "the policy's (project unless it says user)",
+    )
+    user_id: str | None = Field(
+        default=None,
+        min_length=1,
+        description="the asking user under memory_scope user (default: the session's user)",
+    )
     new_project: bool = Field(
         default=False,
         description="assemble even if the project holds no data yet (an agent's first turn on "

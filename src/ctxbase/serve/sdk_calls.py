@@ -691,6 +691,8 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
         repos: Sequence[str] | None = None,
         strategy: str | None = None,
         new_project: bool = False,
+        memory_scope: str | None = None,
+        user_id: str | None = None,
     ) -> Call[AssembledContext]:
         """Seed 000's POST /v1/context/assemble; the trace comes with the answer."""
         _no_remote_key(signing_key)
@@ -711,6 +713,11 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
             # agent's first turn), as an embedded base's own does; another one must exist
             "new_project": new_project or pid == self._pid(None),
         }
+        # sent when given: a server from before memory_scope takes the body without them
+        if memory_scope is not None:
+            body["memory_scope"] = memory_scope
+        if user_id is not None:
+            body["user_id"] = user_id
         return Call("POST", "/v1/context/assemble", _assembled, body=body)
 
     def get_trace(self, context_id: str, *, project: str | None = None) -> Call[dict[str, Any]]:

@@ -16,6 +16,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ..assemble.lifecycle import Status, check_status
+from ..assemble.user_scope import MEMORY_SCOPES
 from ..errors import ValidationError
 from ..model import SessionInfo, StateFact, TaskInfo, check_id
 from ..store.base import StateChange
@@ -41,7 +42,7 @@ def _check_options(options: Mapping[str, Any]) -> tuple[str | None, bool, str]:
                 "a remote manager uses the server's (its fact extractor, LLM, assembler, "
                 "clock and --session-idle-timeout)",
             )
-        if name not in ("project", "extract_facts", "default_role"):
+        if name not in ("project", "extract_facts", "default_role", "memory_scope"):
             raise ValidationError(name, "not an option of context_manager()")
     project = options.get("project")
     return (
@@ -64,6 +65,10 @@ class ManagerCalls:
         self._calls = calls
         project, self.extract_facts, self.default_role = _check_options(options)
         self.project = calls._pid(project)
+        # sent with each prompt request; None: the server's policy decides
+        self.memory_scope: str | None = options.get("memory_scope")
+        if self.memory_scope is not None and self.memory_scope not in MEMORY_SCOPES:
+            raise ValidationError("memory_scope", f"must be one of {', '.join(MEMORY_SCOPES)}")
 
     def _path(self, *parts: str) -> str:
         return self._calls._path(self.project, "manager", *parts)
@@ -249,6 +254,8 @@ class ManagerCalls:
             "agent_role": agent_role or self.default_role,
             "user_input": user_input,
         }
+        if self.memory_scope is not None:
+            body["memory_scope"] = self.memory_scope
         return Call(
             "POST",
             self._path("prompt"),
