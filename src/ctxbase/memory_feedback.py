@@ -11,8 +11,7 @@ message's rating holds for the statements anchored from it (a decision, its SQL)
 entity's holds for its message when the two say the same (`_same_statement`). A rating
 is on what a memory says: it holds for the events saying the same text (`_copies`), which
 search folds into the rated hit (`Candidate.duplicates`), so a hit rated wrong is not
-answered by its copy; each copy's record names the others, and the next rating of any of
-them ("neutral") reaches the same ones.
+answered by its copy, and the next rating of any of them ("neutral") reaches the others.
 
 The record is a state record keyed by the node (store.base.FEEDBACK_SCOPE): the latest
 feedback is current, its history keeps every one given, and a hard forget of the node
@@ -82,7 +81,7 @@ class Feedback(BaseModel):
     # the message a rated entity was cut from, when it says more: not rated with it (rated
     # "wrong", the entity is left out, and that message still says it)
     also_said_in: list[str] = Field(default_factory=list)
-    # the events saying the same text (the copies search folds into one hit, its
+    # the visible events saying the same text (the copies search folds into one hit, its
     # `duplicates`), given the same feedback: a rating is on what a memory says
     same_text: list[str] = Field(default_factory=list)
 
@@ -101,7 +100,6 @@ def _record(fact: StateFact) -> Feedback | None:
         by=str(value.get("by") or ""),
         at=fact.updated_at,
         version=fact.version,
-        same_text=list(value.get("same_text") or []),
     )
 
 
@@ -166,25 +164,14 @@ def _same_statement(store: Store, pid: str, owner: str) -> tuple[list[str], list
 
 
 def _copies(store: Store, pid: str, owner: str, rated: list[str]) -> list[str]:
-    """The events saying what `owner` or a statement rated with it says, up to whitespace,
-    case and closing punctuation (same_text.py): the visible ones, which search folds into
-    one hit, and those the node's current rating reached (hidden since, say), so that the
-    next rating ("neutral") reaches the copies the last one did."""
+    """The visible events saying what `owner` or a statement rated with it says, up to
+    whitespace, case and closing punctuation (same_text.py): the copies search folds into
+    one hit. Looked up at each rating, none recorded: a record names no other memory,
+    which a hard forget of that one would leave behind."""
     from .same_text import same_text_events, texts_said
 
     nodes = [owner, *rated]
-    found = same_text_events(store, pid, texts_said(store, pid, nodes), set(nodes))
-    current = store.get_state_keys(pid, FEEDBACK_SCOPE, "", [owner]).get(owner)
-    earlier = (
-        current.value.get("same_text") if current and isinstance(current.value, dict) else None
-    )
-    if isinstance(earlier, list):
-        left = [i for i in earlier if isinstance(i, str) and i not in nodes and i not in found]
-        if left:  # those still stored (a hard forget removed the others' feedback)
-            kept = {e.id for e in store.get_events(pid, left, include_inactive=True)}
-            kept |= {e.id for e in store.get_entities(pid, left, include_inactive=True)}
-            found += [i for i in left if i in kept]
-    return found
+    return same_text_events(store, pid, texts_said(store, pid, nodes), set(nodes))
 
 
 def check_label(label: str | None) -> str:
@@ -250,18 +237,20 @@ def give_feedback(
             )
         )
 
-    stored = rate(owner, {**value, "same_text": copies}, cause)
-    for copy in copies:  # each copy names the others: a rating of it reaches the same set
-        others = [owner, *(c for c in copies if c != copy)]
-        rate(copy, {**value, "same_text": others}, f"{cause} (the same text as {owner})")
+    stored = rate(owner, value, cause)
     for twin in twins:
         rate(twin, value, f"{cause} (the same statement as {owner})")
+    # a copy's record names nothing of the rated memory, which a forget of that one (the
+    # copy stays) would leave behind: not its id, nor the chunk the rating was given on
+    of_copy = {**value, "item_id": None}
+    for copy in copies:
+        rate(copy, of_copy, f"{cause} (the same text as the memory rated)")
     for twin in cut:
-        rate(twin, value, f"{cause} (cut from the same text as {owner})")
+        rate(twin, of_copy, f"{cause} (cut from a copy of the text rated)")
     store.touch_index(pid)  # searches read confidence again, cached assemblies refresh
     record = _record(stored)
     assert record is not None  # written just above in the shape _record reads
-    update = {"same_statement": twins + cut, "also_said_in": says_more}
+    update = {"same_statement": twins + cut, "also_said_in": says_more, "same_text": copies}
     return record.model_copy(update=update)
 
 
@@ -310,7 +299,7 @@ class FeedbackMethods:
         who gives it (default: the base's agent id, else the local user). The latest
         feedback on a node is current; `feedback_history` lists all. A fact a message
         rated false stated is withdrawn, and comes back when its rating is false no more
-        (assemble/withheld.py). The copies of the same text (a search hit's `duplicates`)
+        (assemble/withheld.py). The visible copies of the same text (a hit's `duplicates`)
         are given the same feedback, named in `same_text`."""
         pid = self._pid(project)
         record = give_feedback(

@@ -1,11 +1,15 @@
 """A rating is on what a memory says: search folds copies of the same text into one hit
 (`duplicates`), and a rating of the hit holds for those copies too, named in the answer's
 `same_text`; "neutral" undoes it for the same copies. A text that says more is its own
-memory. Both backends."""
+memory, and a copy's record names nothing of the memory rated (which a forget of that one
+would leave behind). Both backends."""
 
 from __future__ import annotations
 
+import json
+
 from ctxbase import ContextBase
+from ctxbase.store.base import FEEDBACK_SCOPE
 
 PIN = "my card PIN is 4321, remember it"
 # the same up to whitespace, case and the closing full stop
@@ -40,7 +44,7 @@ def test_wrong_on_a_folded_hit_leaves_its_copy_out_and_neutral_brings_both_back(
     assert cb.get_feedback(c) is None  # says more: rated on its own
     # the assembled context leaves the copy out as well
     ctx = cb.assemble_context(agent_role="assistant", user_intent=QUERY, session_id="s9")
-    placed = [c["id"] for c in ctx.trace["candidates"] if c["included"]]
+    placed = [k["id"] for k in ctx.trace["candidates"] if k["included"]]
     assert c in placed and a not in placed and b not in placed
 
     back = cb.feedback(a, "neutral")
@@ -52,15 +56,24 @@ def test_wrong_on_a_folded_hit_leaves_its_copy_out_and_neutral_brings_both_back(
     ]
 
 
-def test_undo_reaches_a_copy_hidden_in_between(cb: ContextBase) -> None:
+def test_a_forget_of_the_rated_one_leaves_no_trace_of_it_on_the_copy(cb: ContextBase) -> None:
     a, b, _ = _pins(cb)
-    cb.feedback(a, "wrong")
-    cb.set_hidden([b])  # no longer found as a copy: the rating recorded it
-    assert cb.feedback(a, "neutral").same_text == [b]
-    cb.set_hidden([b], False)
-    current = cb.get_feedback(b)
-    assert current is not None and current.label == "neutral"
-    assert b in {k.id for k in cb.search(QUERY, top_k=5).considered}
+    cb.feedback(a, "wrong", note="the PIN changed")
+    cb.feedback(b, "disliked")  # from the copy's side: the first one is rated with it
+    cb.forget(event_ids=[a])
+    history = cb.store.state_history(cb.project, FEEDBACK_SCOPE, "", b)
+    assert [h.new_value["label"] for h in history] == ["wrong", "disliked"]
+    said = json.dumps([(h.new_value, h.old_value, h.cause) for h in history], default=str)
+    assert a not in said  # nor a chunk of it ("<id>#<n>")
+    # the copy stays rated: wrong no more, but disliked, until rated otherwise
+    assert [h.id for h in cb.search(QUERY, top_k=5).results][-1] == b
+
+
+def test_a_copy_hidden_when_rating_is_not_rated(cb: ContextBase) -> None:
+    a, b, _ = _pins(cb)
+    cb.set_hidden([b])
+    assert cb.feedback(a, "wrong").same_text == []  # only the visible copies are folded
+    assert cb.get_feedback(b) is None
 
 
 def test_rating_the_copy_reaches_the_first_and_a_later_copy(cb: ContextBase) -> None:

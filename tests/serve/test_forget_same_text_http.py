@@ -96,7 +96,7 @@ def _rated(api: Any) -> dict[str, Any]:
         "mcp": (named[wrong["id"]], [named[i] for i in wrong["same_text"]], wrong["confidence"]),
         "after": after,
         "back": [named[i] for i in back.same_text],
-        "copy": (current.label, [named[i] for i in current.same_text]),
+        "copy": current.label,
         "hits": [named[h.id] for h in api.search("card PIN").results],
     }
 
@@ -110,7 +110,7 @@ def test_a_rating_of_the_hit_reaches_its_copy(
         "mcp": ("first", ["copy"], 0.0),
         "after": [],
         "back": ["copy"],
-        "copy": ("neutral", ["first"]),
+        "copy": "neutral",
         "hits": ["first"],
     }
 
