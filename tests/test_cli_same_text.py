@@ -1,5 +1,6 @@
 """`ctxbase search` shows the copies folded into a hit, and `ctxbase forget` (hard or
---soft) names the copies still saying what it forgot, on stderr and in the JSON report."""
+--soft) names the copies still saying what it forgot, on stderr and in the JSON report;
+`ctxbase feedback` on the hit rates the copy with it and names it."""
 
 from __future__ import annotations
 
@@ -40,3 +41,22 @@ def test_search_and_forget_name_the_copy(tmp_path: Path, capsys: Any) -> None:
     code, out, err = _run(capsys, *base, "forget", "--event", shown)
     assert code == 0 and note in err
     assert json.loads(out)["same_text_still_visible"] == [copy]
+
+
+def test_feedback_on_the_hit_rates_the_copy(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "w.db"), "--project", "p", "--embedder", "hash"]
+    ids = []
+    for session in ("s1", "s2"):
+        code, out, _ = _run(capsys, *base, "capture", "--session", session, "--text", PIN)
+        ids.append(out.strip())
+    code, out, _ = _run(capsys, *base, "search", "card PIN", "--preset", "keyword", "--json")
+    shown = json.loads(out)[0]["owner_id"]
+    (copy,) = [i for i in ids if i != shown]
+    code, out, _ = _run(capsys, *base, "feedback", shown, "wrong")
+    assert code == 0 and f"the same text, rated with it: {copy}" in out
+    code, out, _ = _run(capsys, *base, "search", "card PIN", "--preset", "keyword", "--json")
+    assert code == 0 and json.loads(out) == []
+    code, out, _ = _run(capsys, *base, "feedback", shown, "neutral", "--json")
+    assert code == 0 and json.loads(out)["same_text"] == [copy]
+    code, out, _ = _run(capsys, *base, "search", "card PIN", "--preset", "keyword", "--json")
+    assert [h["owner_id"] for h in json.loads(out)] == [shown]

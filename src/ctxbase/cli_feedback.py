@@ -86,6 +86,8 @@ def run_feedback(cb: ContextBase, args: argparse.Namespace) -> int:
         _print_json(given.model_dump(mode="json"))
     else:
         print(_line(given))
+        if given.same_text:  # the copies a search folds into the hit: rated with it
+            print(f"  the same text, rated with it: {_named(given.same_text)}")
     return 0
 
 

@@ -63,6 +63,7 @@ from .knowledge_graph import GraphMethods
 from .memory_feedback import FeedbackMethods
 from .message_lists import align_list, call_metadata
 from .model import Event, SessionInfo, check_id, event_priority
+from .own_names import own_names
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.indexing import chunker_for, event_items, event_search_text
@@ -96,6 +97,7 @@ log = logging.getLogger(__name__)
 READ_WAIT_S = 5.0
 
 
+@own_names  # a bad call's TypeError names ContextBase.search(), not a mixin
 class ContextBase(
     EmbeddingMethods,
     AssemblyMethods,

@@ -8,7 +8,10 @@ score_adjust.weigh_confidence): disliked memories rank lower, liked ones a littl
 and one below `SearchConfig.min_confidence` (a wrong one) is left out. It is a
 correction, not a forget: the memory stays stored, and feedback "neutral" undoes it. A
 message's rating holds for the statements anchored from it (a decision, its SQL); an
-entity's holds for its message when the two say the same (`_same_statement`).
+entity's holds for its message when the two say the same (`_same_statement`). A rating
+is on what a memory says: it holds for the events saying the same text (`_copies`), which
+search folds into the rated hit (`Candidate.duplicates`), so a hit rated wrong is not
+answered by its copy, and the next rating of any of them ("neutral") reaches the others.
 
 The record is a state record keyed by the node (store.base.FEEDBACK_SCOPE): the latest
 feedback is current, its history keeps every one given, and a hard forget of the node
@@ -32,6 +35,7 @@ from .store.base import FEEDBACK_SCOPE
 
 if TYPE_CHECKING:
     from .components import Components
+    from .model import Event
     from .store.base import Store
 
 __all__ = [
@@ -77,6 +81,9 @@ class Feedback(BaseModel):
     # the message a rated entity was cut from, when it says more: not rated with it (rated
     # "wrong", the entity is left out, and that message still says it)
     also_said_in: list[str] = Field(default_factory=list)
+    # the visible events saying the same text (the copies search folds into one hit, its
+    # `duplicates`), given the same feedback: a rating is on what a memory says
+    same_text: list[str] = Field(default_factory=list)
 
 
 def _record(fact: StateFact) -> Feedback | None:
@@ -112,25 +119,36 @@ def _owner(store: Store, pid: str, node_id: str) -> tuple[str, str | None]:
     raise NotFoundError("node", node_id)
 
 
+def _statements_cut(store: Store, pid: str, events: Sequence[Event]) -> list[str]:
+    """The statements capture anchoring cut from `events` (GENERATES, each said within its
+    message: a decision, its SQL)."""
+    from .assemble.repeats import cut_from
+
+    said = {e.id: e.text or "" for e in events}
+    if not said:
+        return []
+    made = store.list_relations(pid, list(said), direction="out", types=["GENERATES"])
+    ids = list(dict.fromkeys(r.to_id for r in made))
+    out: list[str] = []
+    for entity in store.get_entities(pid, ids, include_inactive=True):
+        source = entity.properties.get("event_id")
+        if isinstance(source, str) and source in said and cut_from(entity.text, said[source]):
+            out.append(entity.id)
+    return out
+
+
 def _same_statement(store: Store, pid: str, owner: str) -> tuple[list[str], list[str]]:
     """(the nodes rated with `owner`, the message `owner` was cut from when that says more).
 
-    A message's rating holds for the statements its anchoring cut from it (GENERATES, each
-    said within the message: a decision, its SQL); an entity's rating holds for its message
-    only when the two say the same (assemble/repeats.says_the_same): a message that says
-    more is not rated for one of its statements, and is named instead."""
+    A message's rating holds for the statements its anchoring cut from it; an entity's
+    rating holds for its message only when the two say the same
+    (assemble/repeats.says_the_same): a message that says more is not rated for one of its
+    statements, and is named instead."""
     from .assemble.repeats import cut_from, says_the_same
 
     events = store.get_events(pid, [owner], include_inactive=True)
     if events:
-        made = store.list_relations(pid, [owner], direction="out", types=["GENERATES"])
-        ids = list(dict.fromkeys(r.to_id for r in made))
-        said = events[0].text or ""
-        return [
-            e.id
-            for e in store.get_entities(pid, ids, include_inactive=True)
-            if e.properties.get("event_id") == owner and cut_from(e.text, said)
-        ], []
+        return _statements_cut(store, pid, events), []
     for entity in store.get_entities(pid, [owner], include_inactive=True):
         source = entity.properties.get("event_id")
         if isinstance(source, str) and source:
@@ -143,6 +161,17 @@ def _same_statement(store: Store, pid: str, owner: str) -> tuple[list[str], list
                     more.append(e.id)
             return same, more
     return [], []
+
+
+def _copies(store: Store, pid: str, owner: str, rated: list[str]) -> list[str]:
+    """The visible events saying what `owner` or a statement rated with it says, up to
+    whitespace, case and closing punctuation (same_text.py): the copies search folds into
+    one hit. Looked up at each rating, none recorded: a record names no other memory,
+    which a hard forget of that one would leave behind."""
+    from .same_text import same_text_events, texts_said
+
+    nodes = [owner, *rated]
+    return same_text_events(store, pid, texts_said(store, pid, nodes), set(nodes))
 
 
 def check_label(label: str | None) -> str:
@@ -195,27 +224,34 @@ def give_feedback(
         "by": by,
     }
     cause = f"feedback {label}" + (f" in {context_id}" if context_id else "")
-    stored = store.set_state(
-        StateFact(
-            project_id=pid, scope=FEEDBACK_SCOPE, scope_id="", key=owner, value=value, cause=cause
-        )
-    )
     twins, says_more = _same_statement(store, pid, owner)
-    for twin in twins:
-        store.set_state(
+    copies = _copies(store, pid, owner, twins)
+    # the statements cut from the copies stand or fall with them, as the owner's do
+    copied = store.get_events(pid, copies, include_inactive=True) if copies else []
+    cut = [i for i in _statements_cut(store, pid, copied) if i != owner and i not in twins]
+
+    def rate(key: str, value: dict[str, Any], cause: str) -> StateFact:
+        return store.set_state(
             StateFact(
-                project_id=pid,
-                scope=FEEDBACK_SCOPE,
-                scope_id="",
-                key=twin,
-                value=value,
-                cause=f"{cause} (the same statement as {owner})",
+                project_id=pid, scope=FEEDBACK_SCOPE, scope_id="", key=key, value=value, cause=cause
             )
         )
+
+    stored = rate(owner, value, cause)
+    for twin in twins:
+        rate(twin, value, f"{cause} (the same statement as {owner})")
+    # a copy's record names nothing of the rated memory, which a forget of that one (the
+    # copy stays) would leave behind: not its id, nor the chunk the rating was given on
+    of_copy = {**value, "item_id": None}
+    for copy in copies:
+        rate(copy, of_copy, f"{cause} (the same text as the memory rated)")
+    for twin in cut:
+        rate(twin, of_copy, f"{cause} (cut from a copy of the text rated)")
     store.touch_index(pid)  # searches read confidence again, cached assemblies refresh
     record = _record(stored)
     assert record is not None  # written just above in the shape _record reads
-    return record.model_copy(update={"same_statement": twins, "also_said_in": says_more})
+    update = {"same_statement": twins + cut, "also_said_in": says_more, "same_text": copies}
+    return record.model_copy(update=update)
 
 
 def read_feedback(store: Store, pid: str, node_ids: list[str]) -> dict[str, Feedback]:
@@ -263,7 +299,8 @@ class FeedbackMethods:
         who gives it (default: the base's agent id, else the local user). The latest
         feedback on a node is current; `feedback_history` lists all. A fact a message
         rated false stated is withdrawn, and comes back when its rating is false no more
-        (assemble/withheld.py)."""
+        (assemble/withheld.py). The visible copies of the same text (a hit's `duplicates`)
+        are given the same feedback, named in `same_text`."""
         pid = self._pid(project)
         record = give_feedback(
             self.store,
@@ -284,7 +321,7 @@ class FeedbackMethods:
         from .assemble.withheld import RATED_WRONG, reinstate_facts, withdraw_facts
         from .retrieve.config import SearchConfig
 
-        nodes = [record.node_id, *record.same_statement]
+        nodes = [record.node_id, *record.same_statement, *record.same_text]
         events = self.store.get_events(pid, nodes, include_inactive=True)
         if record.confidence < SearchConfig.model_fields["min_confidence"].default:
             withdraw_facts(self.components, events, RATED_WRONG, project=pid)

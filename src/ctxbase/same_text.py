@@ -3,7 +3,8 @@
 The same text is often stored twice (a secret pasted in two sessions, a fact repeated),
 and search folds such copies into one hit (`Candidate.duplicates`). Forgetting or hiding
 the hit leaves the copy, which then answers the next search: `forget` and `set_hidden`
-name those copies (`same_text_still_visible`) for the caller to forget too.
+name those copies (`same_text_still_visible`) for the caller to forget too. Feedback is
+given on them with the hit (memory_feedback.py: a rating is on what a memory says).
 
 A copy is an active event of the project whose text is the forgotten one's up to
 whitespace and case. It is found through the keyword index: every copy holds every term

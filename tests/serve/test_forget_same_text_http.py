@@ -1,7 +1,8 @@
 """The same thing remembered twice, embedded and over the live server alike, on both
 backends: the search hit names the copy folded into it (SDK and the MCP `search_memory`),
 and the MCP `forget` of the hit (hide or hard) names the copy still visible and tells the
-agent to forget it too; REST's forget and hide answers carry the same list."""
+agent to forget it too; REST's forget and hide answers carry the same list. A rating of
+the hit (MCP `rate_memory`, the SDK, REST) is given on the copy too, and names it."""
 
 from __future__ import annotations
 
@@ -79,6 +80,41 @@ def test_a_copy_of_the_forgotten_hit_is_named(
     }
 
 
+def _rated(api: Any) -> dict[str, Any]:
+    scope = ToolScope(api, role="admin")
+    first = api.record("user_message", session_id="s1", text=PIN).id
+    copy = api.record("user_message", session_id="s2", text=PIN).id
+    api.flush()
+    named = {first: "first", copy: "copy"}
+    (hit,) = api.search("card PIN").results
+    args = {"id": hit.id, "label": "wrong"}
+    wrong = json.loads(handle_tool_call(scope, "rate_memory", args))
+    after = [h.id for h in api.search("card PIN").results]
+    back = api.feedback(hit.id, "neutral")
+    current = api.get_feedback(copy)
+    return {
+        "mcp": (named[wrong["id"]], [named[i] for i in wrong["same_text"]], wrong["confidence"]),
+        "after": after,
+        "back": [named[i] for i in back.same_text],
+        "copy": current.label,
+        "hits": [named[h.id] for h in api.search("card PIN").results],
+    }
+
+
+def test_a_rating_of_the_hit_reaches_its_copy(
+    server: Live, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    local, remote = embedded_and_remote(server, tmp_path, request, _rated)
+    assert remote == local
+    assert local == {
+        "mcp": ("first", ["copy"], 0.0),
+        "after": [],
+        "back": ["copy"],
+        "copy": "neutral",
+        "hits": ["first"],
+    }
+
+
 def test_the_rest_search_hit_and_forget_answer_carry_the_lists(server: Live) -> None:
     import httpx
 
@@ -97,5 +133,10 @@ def test_the_rest_search_hit_and_forget_answer_carry_the_lists(server: Live) -> 
         (hit,) = found["results"]
         other = [i for i in ids if i != hit["item"]["owner_id"]]
         assert hit["duplicates"] == other
+        rated = http.post(
+            "/v1/projects/raw/feedback",
+            json={"node_id": hit["item"]["owner_id"], "label": "disliked"},
+        )
+        assert rated.json()["same_text"] == other
         hidden = http.post("/v1/projects/raw/soft-delete", json={"ids": [hit["item"]["owner_id"]]})
         assert hidden.json()["same_text_still_visible"] == other

@@ -24,7 +24,7 @@ from ..retrieve.recency import Kind, anchored_times, recency_cue, recent_kinds
 from ..store.base import ItemFilter
 from .gatherer import Gatherer
 from .memory_candidate import CODE_TYPES, entity_cand, event_cand, event_failed, relation_entry
-from .policy import (
+from .policy_strategies import (
     DEFAULT_SEARCH,
     DEFAULT_SEARCH_PRESET,
     ErrorDrivenRepair,

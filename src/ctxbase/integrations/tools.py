@@ -117,7 +117,8 @@ class SearchMemoryArgs(_Args):
     stored is about the query), and under facts the current facts whose key or value
     shares words with the query (only current values: a replaced or forgotten value is
     not returned). A hit stands for the memories that say nearly the same (the same text
-    remembered twice): their ids are in its duplicates; to forget it, forget those too."""
+    remembered twice): their ids are in its duplicates; rating it rates the copies of the
+    same text too, and to forget it, forget those too."""
 
     query: str = Field(
         min_length=1,
@@ -294,7 +295,8 @@ class RateMemoryArgs(_Args):
     """Give feedback on a memory search_memory or assemble_context returned: liked or
     helpful (it ranks a little higher), disliked (lower) or wrong (false: left out of
     searches and contexts from now on, but kept stored); neutral undoes it. A confidence
-    (0-1) may replace the label's. Returns the memory's confidence."""
+    (0-1) may replace the label's. The rating holds for the memories saying the same text
+    (a hit's duplicates). Returns the memory's confidence and the others rated with it."""
 
     id: str = Field(
         min_length=1, max_length=200, description="The id of the memory (a result's id)."
@@ -571,7 +573,7 @@ def _rate_memory(scope: ToolScope, a: RateMemoryArgs) -> dict[str, Any]:
         "confidence": given.confidence,
     }
     # rated with it, and the message that says more (it still says what was rated)
-    for name in ("same_statement", "also_said_in"):
+    for name in ("same_statement", "same_text", "also_said_in"):
         if getattr(given, name):
             out[name] = getattr(given, name)
     return out

@@ -49,7 +49,8 @@ class Candidate:
     recency: str | None = None
     # the events or entities (owner ids, as `id`) whose near-identical text this hit stands
     # for: folded into it, each `dropped` as "near-duplicate of <this>" in `considered`;
-    # forgetting this hit leaves them, so a caller forgets them too
+    # forgetting this hit leaves them, so a caller forgets them too; feedback on it is
+    # given on those saying the same text (memory_feedback.py)
     duplicates: list[str] = field(default_factory=list)
 
     @property

@@ -23,6 +23,7 @@ from ..aliases import identity_source
 from ..assemble.trace import AssembledContext, print_assembly_log
 from ..errors import CtxbaseError, ValidationError
 from ..open_options import check_remote_options
+from ..own_names import named_as
 from ..validation import check_positive_seconds
 from .errors import RemoteError, exception_from_body
 from .sdk_calls import Call, Calls
@@ -158,6 +159,8 @@ def _settled(call: Call[T], current: T, response: httpx.Response) -> T:
 
 
 def _sync(build: Callable[Concatenate[Calls, P], Call[T]]) -> Callable[Concatenate[Client, P], T]:
+    build = named_as(build, "Client")  # a bad call's TypeError names Client
+
     @functools.wraps(build)
     def method(self: Client, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._run(build(self._calls, *args, **kwargs))
@@ -168,6 +171,8 @@ def _sync(build: Callable[Concatenate[Calls, P], Call[T]]) -> Callable[Concatena
 def _async(
     build: Callable[Concatenate[Calls, P], Call[T]],
 ) -> Callable[Concatenate[AsyncClient, P], Coroutine[Any, Any, T]]:
+    build = named_as(build, "AsyncClient")  # a bad call's TypeError names AsyncClient
+
     @functools.wraps(build)
     async def method(self: AsyncClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._run(build(self._calls, *args, **kwargs))

@@ -19,6 +19,7 @@ from ..assemble.lifecycle import Status, check_status
 from ..assemble.user_scope import MEMORY_SCOPES
 from ..errors import ValidationError
 from ..model import SessionInfo, StateFact, TaskInfo, check_id
+from ..own_names import named_as
 from ..store.base import StateChange
 from .sdk_calls import Call, Calls
 
@@ -267,6 +268,10 @@ class ManagerCalls:
 def _sync(
     build: Callable[Concatenate[ManagerCalls, P], Call[T]],
 ) -> Callable[Concatenate[RemoteContextManager, P], T]:
+    build = named_as(
+        build, "RemoteContextManager"
+    )  # a bad call's TypeError names RemoteContextManager
+
     @functools.wraps(build)
     def method(self: RemoteContextManager, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return self._client._run(build(self._calls, *args, **kwargs))
@@ -277,6 +282,10 @@ def _sync(
 def _async(
     build: Callable[Concatenate[ManagerCalls, P], Call[T]],
 ) -> Callable[Concatenate[AsyncRemoteContextManager, P], Coroutine[Any, Any, T]]:
+    build = named_as(
+        build, "AsyncRemoteContextManager"
+    )  # a bad call's TypeError names AsyncRemoteContextManager
+
     @functools.wraps(build)
     async def method(self: AsyncRemoteContextManager, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._client._run(build(self._calls, *args, **kwargs))
