@@ -56,7 +56,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # Upgrade steps a schema migration cannot finish in SQL, since they need what is above the
 # store (capture's rendering of a text, the index's terms): the migration records each one
