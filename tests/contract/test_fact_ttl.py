@@ -41,6 +41,15 @@ def test_a_fact_not_updated_within_its_ttl_leaves_the_prompt(cb: ContextBase) ->
     assert cm.get_state(sid, "temp_code") is None
     assert cm.get_state(sid, "budget") == "5万"
     assert set(cb.get_facts(scope_id=tid)) == {"budget"}
+    ctx = cb.assemble_context(agent_role="executor", user_intent="验证码是多少？", session_id=sid)
+    assert [d for d in cb.get_trace(ctx.context_id)["dropped"] if d["layer"] == "state"] == [
+        {
+            "id": f"state:task:{tid}:temp_code",
+            "layer": "state",
+            "reason": "expired",
+            "detail": "not written within its ttl of 1800 s",
+        }
+    ]
     # kept in the store and in its history, the lapsed version marked
     assert [f.key for f in cb.store.get_state(cb.project, "task", tid)] == ["budget", "temp_code"]
     history = cm.state_history(sid, "temp_code")

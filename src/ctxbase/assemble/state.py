@@ -60,6 +60,7 @@ __all__ = [
     "fact_history",
     "get_facts",
     "get_scope_facts",
+    "lapsed_drops",
     "live",
     "mark_lapsed",
     "message_statuses",
@@ -201,10 +202,15 @@ def get_facts(
 
 
 def get_scope_facts(
-    cb: ComponentsSource, scopes: Sequence[tuple[str, str]], *, project: str | None = None
+    cb: ComponentsSource,
+    scopes: Sequence[tuple[str, str]],
+    *,
+    project: str | None = None,
+    lapsed: list[StateFact] | None = None,
 ) -> dict[tuple[str, str], dict[str, StateFact]]:
     """The current facts of several (scope, scope_id) pairs, by pair then key, read at once
-    (message scopes may be asked for too: see `statuses_of`); expired ones left out."""
+    (message scopes may be asked for too: see `statuses_of`); expired ones left out, and
+    added to `lapsed` when given."""
     cb = components_of(cb)
     for scope, _ in scopes:
         if scope != MESSAGE_SCOPE:
@@ -212,7 +218,22 @@ def get_scope_facts(
     pid = cb.project if project is None else project
     found = cb.store.get_states(pid, scopes)
     now = time.time()
+    if lapsed is not None:
+        lapsed.extend(f for facts in found.values() for f in facts if f.expired(now))
     return {pair: {f.key: f for f in live(facts, now)} for pair, facts in found.items()}
+
+
+def lapsed_drops(facts: Iterable[StateFact]) -> list[dict[str, Any]]:
+    """A trace's drops for expired facts an assembly left out of its state layer."""
+    return [
+        {
+            "id": f"state:{f.scope}:{f.scope_id}:{f.key}",
+            "layer": "state",
+            "reason": "expired",
+            "detail": f"not written within its ttl of {f.ttl:g} s",
+        }
+        for f in facts
+    ]
 
 
 def state_scopes(
