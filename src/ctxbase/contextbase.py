@@ -41,6 +41,7 @@ from .capture.events import (
     DEFAULT_MAX_CONTENT_BYTES,
     RecordReport,
     build_event,
+    check_event_metadata,
     check_idempotency_key,
     with_ids,
     with_parents_resolved,
@@ -487,8 +488,9 @@ class ContextBase(
         forgot them (`forgotten`): the truthful answer to a stale retry. An event built
         without an id (`Event.id` ""), gets a fresh one (see `with_ids`)."""
         events = with_ids(events)
-        for i, event in enumerate(events):  # built by hand, not by build_event: check its time
+        for i, event in enumerate(events):  # built by hand, not by build_event: check here
             check_event_ts(f"events[{i}].ts", event.ts)
+            check_event_metadata(f"events[{i}].metadata", event.metadata)
         self.check_writable(events)
         events = [self._check_parents_batch(event, events) for event in events]
         self._bus.flush()  # keep session order: queued events go first

@@ -36,8 +36,11 @@ class FactMethods:
         scope: Scope = "task",
         cause: str | None = None,
         project: str | None = None,
+        ttl: float | None = None,
     ) -> StateFact:
-        """Write one fact: a new version, with the old value kept in the history."""
+        """Write one fact: a new version, with the old value kept in the history. `ttl`
+        (seconds): unless written again within it, the fact expires (out of contexts and
+        `get_facts`, marked `expired` in `fact_history`)."""
         from .assemble import state
 
         return state.set_fact(
@@ -48,12 +51,13 @@ class FactMethods:
             scope=scope,
             cause=cause,
             project=self._pid(project),
+            ttl=ttl,
         )
 
     def get_facts(
         self, *, scope_id: str, scope: Scope = "task", project: str | None = None
     ) -> dict[str, StateFact]:
-        """The current facts of one scope, by key."""
+        """The current facts of one scope, by key (expired ones left out)."""
         from .assemble import state
 
         return state.get_facts(self, scope_id=scope_id, scope=scope, project=self._pid(project))

@@ -316,7 +316,10 @@ class TaskInfo(_Record):
 
 
 class StateFact(_Record):
-    """One versioned key -> value fact, scoped to a task, a session or the whole project."""
+    """One versioned key -> value fact, scoped to a task, a session or the whole project.
+
+    `ttl` (seconds, None: none): a fact not written again within it is expired, out of
+    assembled contexts and of the fact reads that serve prompts, and kept in its history."""
 
     project_id: str
     scope: str = "task"  # "task" | "session" | "project"
@@ -326,3 +329,8 @@ class StateFact(_Record):
     version: int = 1
     cause: str | None = None
     updated_at: float = Field(default_factory=time.time)
+    ttl: float | None = None
+
+    def expired(self, now: float) -> bool:
+        """True when the fact has a ttl and went unwritten for that long by `now`."""
+        return self.ttl is not None and self.updated_at + self.ttl <= now

@@ -4,6 +4,7 @@ both backends: what a model's tool call does, and what it gets back when it is w
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -280,6 +281,26 @@ def test_search_finds_current_facts_only(cb: ContextBase) -> None:
     # the old value stays in the fact's history (a delete is a recorded change)
     history = cb.fact_history("budget", scope_id=cb.project, scope="project")
     assert [h.deleted for h in history][-1] is True
+
+
+def test_a_remembered_fact_with_a_ttl_is_not_found_once_it_lapsed(cb: ContextBase) -> None:
+    scope = ToolScope(cb, agent_id="claude")
+    code = {"fact_key": "otp", "fact_scope": "project", "fact_ttl": 1800}
+    assert call(scope, "remember", {"text": "otp code 884213", **code})["version"] == 1
+    fact = cb.get_facts(scope_id=cb.project, scope="project")["otp"]
+    assert fact.ttl == 1800.0
+    assert [f["value"] for f in call(scope, "search_memory", {"query": "otp code"})["facts"]] == [
+        "otp code 884213"
+    ]
+    # as if written an hour ago: past its 30 minutes, out of searches and contexts
+    cb.store.set_state(fact.model_copy(update={"updated_at": time.time() - 3600}))
+    assert "facts" not in call(scope, "search_memory", {"query": "otp code"})
+    ctx = call(scope, "assemble_context", {"intent": "what is the otp code"})
+    assert "884213" not in json.dumps(ctx["messages"])
+    error = call(scope, "remember", {"text": "x", "fact_ttl": 60})["error"]
+    assert error["field"] == "fact_ttl" and "fact_key" in error["message"], error
+    error = call(scope, "remember", {"text": "x", "fact_key": "k", "fact_ttl": 0})["error"]
+    assert "fact_ttl" in json.dumps(error), error
 
 
 def test_session_facts_make_a_session_that_forget_reaches(cb: ContextBase) -> None:

@@ -78,6 +78,7 @@ from .state import (
     LLMConfig,
     Scope,
     get_scope_facts,
+    lapsed_drops,
     render_fact,
     state_scopes,
     statuses_of,
@@ -377,8 +378,12 @@ class Assembler:
             pid, session_id, task_id, policy.view, session_user(session), [t.id for t in others]
         )
         asked = [(scope, scope_id) for scope, scope_id, _ in scopes]
+        lapsed: list[StateFact] = []  # facts past their ttl: named in the trace's drops
         facts = get_scope_facts(
-            self.cb, [*asked, *([(MESSAGE_SCOPE, session_id)] if session_id else [])], project=pid
+            self.cb,
+            [*asked, *([(MESSAGE_SCOPE, session_id)] if session_id else [])],
+            project=pid,
+            lapsed=lapsed,
         )
         statuses = statuses_of(facts[(MESSAGE_SCOPE, session_id)].values()) if session_id else {}
         window = policy.strategy("recent_window")
@@ -495,7 +500,7 @@ class Assembler:
             skipped=skipped,
             cands=g.cands,
             considered=g.considered,
-            dropped=[*g.dropped, *hist_dropped],
+            dropped=[*g.dropped, *hist_dropped, *lapsed_drops(lapsed)],
             relations=g.relations,
             alloc=alloc,
             messages=messages,

@@ -1,11 +1,14 @@
 """The history layer's turns: the session's messages in scope and in time order, the ones
 out of prompts (retracted, expired, per-turn results of earlier turns) left out with why,
 and the latest input told apart from the turns (only an unanswered user message is it).
-Pure: events and statuses in, turns out.
+A tool result captured again under the same call (a hook that fired twice, a retry) is
+stored twice, as every capture is; the history says it once and names the repeat in its
+drops. Pure: events and statuses in, turns out.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -44,6 +47,7 @@ def history_turns(
         None,
     )
     kept: list[Event] = []
+    results: dict[tuple[Any, ...], str] = {}  # a call's result -> the first event saying it
     for e in events:
         if e.type not in HISTORY_TYPES:
             continue
@@ -72,6 +76,15 @@ def history_turns(
                     "detail": "per-turn tool result; a later turn began",
                 }
             )
+        elif (first := _first_of(e, results)) is not None:
+            dropped.append(
+                {
+                    "id": e.id,
+                    "layer": "history",
+                    "reason": "repeat",
+                    "detail": f"the same result of {e.parent_event_ids[0]} as {first}",
+                }
+            )
         else:
             kept.append(e)
     at = next((i for i, e in enumerate(kept) if e.id == input_event), None)
@@ -87,6 +100,19 @@ def history_turns(
         for c, m in folded.gone.items()
     ]
     return folded.events, dropped, input_event, folded.held
+
+
+def _first_of(event: Event, results: dict[tuple[Any, ...], str]) -> str | None:
+    """The id of an earlier tool result of the same call with the same content, if any
+    (else `event` is recorded as the first). A result without a call is never a repeat."""
+    if event.type != "tool_result" or not event.parent_event_ids:
+        return None
+    data = json.dumps(event.data, sort_keys=True, ensure_ascii=False)
+    key = (tuple(event.parent_event_ids), (event.text or "").strip(), data)
+    if key in results:
+        return results[key]
+    results[key] = event.id
+    return None
 
 
 def _answered(after: Sequence[Event], events: Sequence[Event]) -> bool:

@@ -318,8 +318,11 @@ class ContextManager:
         *,
         scope: Scope = "task",
         cause: str | None = None,
+        ttl: float | None = None,
     ) -> StateFact:
-        """Record a confirmed fact in the current task (or the session / project)."""
+        """Record a confirmed fact in the current task (or the session / project). With a
+        `ttl` (seconds) it expires unless set again within it: "temp_code" with ttl=1800
+        leaves the prompt after 30 minutes without an update."""
         self._writable(session_id)
         eff = self._effective_scope(session_id, scope)
         return set_fact(
@@ -330,6 +333,7 @@ class ContextManager:
             scope_id=self._scope_id(session_id, eff),
             cause=cause or "set_state",
             project=self.project,
+            ttl=ttl,
         )
 
     def get_state(self, session_id: str, key: str, *, scope: Scope | None = None) -> Any:

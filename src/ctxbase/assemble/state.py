@@ -6,6 +6,12 @@ an earlier version. Facts are extracted from user messages by the offline rule e
 by an OpenAI-compatible model when one is configured (explicitly, or through the
 CTXBASE_LLM_BASE_URL / CTXBASE_LLM_MODEL / CTXBASE_LLM_API_KEY environment variables).
 
+A fact written with a `ttl` (seconds) expires when it goes unwritten that long (seed 003:
+"某个临时信息超过30分钟未更新"): checked when read, like an entity's `expires_at`, so no sweep
+races a reader. An expired fact is out of assemblies and of `get_facts` / `get_state`, and
+stays in the store and its history (`fact_history` marks the lapsed version `expired`); a
+new write of the key brings it back with the ttl that write gives.
+
 Message statuses (active / expired / archived) are state records too, in the scope
 ``message`` keyed by session: events are immutable, and a status record keeps the history of
 who retracted what, when and why.
@@ -13,10 +19,13 @@ who retracted what, when and why.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import math
 import os
 import re
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import date
 from typing import Any, Literal
@@ -43,6 +52,7 @@ __all__ = [
     "SCOPES",
     "LLMConfig",
     "Scope",
+    "check_ttl",
     "default_extractor",
     "delete_fact",
     "expire_message_record",
@@ -50,6 +60,9 @@ __all__ = [
     "fact_history",
     "get_facts",
     "get_scope_facts",
+    "lapsed_drops",
+    "live",
+    "mark_lapsed",
     "message_statuses",
     "render_fact",
     "retract_message_facts",
@@ -98,6 +111,28 @@ def _check_scope(scope: str) -> None:
         raise ValidationError("scope", f"must be one of {', '.join(SCOPES)} (got {scope!r})")
 
 
+def check_ttl(ttl: Any) -> float | None:
+    """A fact's time to live: None (none) or a positive, finite number of seconds."""
+    if ttl is None:
+        return None
+    if (
+        isinstance(ttl, bool)
+        or not isinstance(ttl, int | float)
+        or not math.isfinite(ttl)
+        or not ttl > 0
+    ):
+        raise ValidationError(
+            "ttl", f"must be a positive, finite number of seconds, or None (got {ttl!r})"
+        )
+    return float(ttl)
+
+
+def live(facts: Iterable[StateFact], now: float | None = None) -> list[StateFact]:
+    """The facts not expired by `now` (the time of the read by default)."""
+    at = time.time() if now is None else now
+    return [f for f in facts if not f.expired(at)]
+
+
 def set_fact(
     cb: ComponentsSource,
     key: str,
@@ -107,8 +142,11 @@ def set_fact(
     scope: Scope = "task",
     cause: str | None = None,
     project: str | None = None,
+    ttl: float | None = None,
 ) -> StateFact:
-    """Write one fact; the store bumps its version and records old and new value."""
+    """Write one fact; the store bumps its version and records old and new value. With a
+    `ttl` (seconds) the fact expires unless written again within it; without one it never
+    does (a write without a ttl ends an earlier one's)."""
     cb = components_of(cb)
     _check_scope(scope)
     if not key or not isinstance(key, str):
@@ -117,8 +155,11 @@ def set_fact(
     check_text("scope_id", scope_id)
     check_text("cause", cause)
     check_json("value", value)
+    seconds = check_ttl(ttl)
     pid = cb.project if project is None else project
-    fact = StateFact(project_id=pid, scope=scope, scope_id=scope_id, key=key, value=value)
+    fact = StateFact(
+        project_id=pid, scope=scope, scope_id=scope_id, key=key, value=value, ttl=seconds
+    )
     stored = cb.store.set_state(fact.model_copy(update={"cause": cause}))
     log.debug(
         "state %s/%s %s = %r (v%d, cause %r)", scope, scope_id, key, value, stored.version, cause
@@ -153,25 +194,46 @@ def delete_fact(
 def get_facts(
     cb: ComponentsSource, *, scope_id: str, scope: Scope = "task", project: str | None = None
 ) -> dict[str, StateFact]:
-    """The current facts of one scope, by key."""
+    """The current facts of one scope, by key (an expired one left out)."""
     cb = components_of(cb)
     _check_scope(scope)
     pid = cb.project if project is None else project
-    return {f.key: f for f in cb.store.get_state(pid, scope, scope_id)}
+    return {f.key: f for f in live(cb.store.get_state(pid, scope, scope_id))}
 
 
 def get_scope_facts(
-    cb: ComponentsSource, scopes: Sequence[tuple[str, str]], *, project: str | None = None
+    cb: ComponentsSource,
+    scopes: Sequence[tuple[str, str]],
+    *,
+    project: str | None = None,
+    lapsed: list[StateFact] | None = None,
 ) -> dict[tuple[str, str], dict[str, StateFact]]:
     """The current facts of several (scope, scope_id) pairs, by pair then key, read at once
-    (message scopes may be asked for too: see `statuses_of`)."""
+    (message scopes may be asked for too: see `statuses_of`); expired ones left out, and
+    added to `lapsed` when given."""
     cb = components_of(cb)
     for scope, _ in scopes:
         if scope != MESSAGE_SCOPE:
             _check_scope(scope)
     pid = cb.project if project is None else project
     found = cb.store.get_states(pid, scopes)
-    return {pair: {f.key: f for f in facts} for pair, facts in found.items()}
+    now = time.time()
+    if lapsed is not None:
+        lapsed.extend(f for facts in found.values() for f in facts if f.expired(now))
+    return {pair: {f.key: f for f in live(facts, now)} for pair, facts in found.items()}
+
+
+def lapsed_drops(facts: Iterable[StateFact]) -> list[dict[str, Any]]:
+    """A trace's drops for expired facts an assembly left out of its state layer."""
+    return [
+        {
+            "id": f"state:{f.scope}:{f.scope_id}:{f.key}",
+            "layer": "state",
+            "reason": "expired",
+            "detail": f"not written within its ttl of {f.ttl:g} s",
+        }
+        for f in facts
+    ]
 
 
 def state_scopes(
@@ -207,11 +269,25 @@ def fact_history(
     scope: Scope = "task",
     project: str | None = None,
 ) -> list[StateChange]:
-    """Every change of the scope's facts (or of one key), oldest first per key."""
+    """Every change of the scope's facts (or of one key), oldest first per key; a value
+    written with a ttl that lapsed before the next change (or before now) is `expired`."""
     cb = components_of(cb)
     _check_scope(scope)
     pid = cb.project if project is None else project
-    return cb.store.state_history(pid, scope, scope_id, key)
+    return mark_lapsed(cb.store.state_history(pid, scope, scope_id, key), time.time())
+
+
+def mark_lapsed(changes: Sequence[StateChange], now: float) -> list[StateChange]:
+    """`changes` (ordered by key, then version) with each value whose ttl ran out before
+    the key's next change, or before `now` for its last one, marked `expired`."""
+    out: list[StateChange] = []
+    for i, change in enumerate(changes):
+        after = changes[i + 1] if i + 1 < len(changes) else None
+        until = after.ts if after is not None and after.key == change.key else now
+        if change.ttl is not None and not change.deleted and change.ts + change.ttl <= until:
+            change = dataclasses.replace(change, expired=True)
+        out.append(change)
+    return out
 
 
 def rollback_fact(
@@ -227,7 +303,8 @@ def rollback_fact(
     """Make the value the fact had at `to_version` current again, as a new version.
 
     Returns the new fact, or None when the fact did not exist at that version (it is then
-    deleted). History is never rewritten: the rollback is one more recorded change.
+    deleted). History is never rewritten: the rollback is one more recorded change. The
+    value comes back with the ttl it was written with, counted from the rollback.
     """
     cb = components_of(cb)
     changes = [c for c in fact_history(cb, key, scope_id=scope_id, scope=scope, project=project)]
@@ -241,7 +318,14 @@ def rollback_fact(
         cb.store.delete_state(pid, scope, scope_id, key, why)
         return None
     return set_fact(
-        cb, key, target.new_value, scope_id=scope_id, scope=scope, cause=why, project=project
+        cb,
+        key,
+        target.new_value,
+        scope_id=scope_id,
+        scope=scope,
+        cause=why,
+        project=project,
+        ttl=target.ttl,
     )
 
 
@@ -375,7 +459,14 @@ def retract_message_facts(
                 source = _FROM_MESSAGE.search(kept.cause or "")
                 why += f", back to v{kept.version}" + (f" {source.group(0)}" if source else "")
                 set_fact(
-                    cb, key, kept.new_value, scope_id=scope_id, scope=scope, cause=why, project=pid
+                    cb,
+                    key,
+                    kept.new_value,
+                    scope_id=scope_id,
+                    scope=scope,
+                    cause=why,
+                    project=pid,
+                    ttl=kept.ttl,
                 )
             undone.append(fact_history(cb, key, scope_id=scope_id, scope=scope, project=pid)[-1])
     return undone

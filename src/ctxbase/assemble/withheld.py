@@ -158,7 +158,7 @@ def reinstate_facts(
             scope = cast("Scope", last.scope)
             set_fact(
                 cb, last.key, back.new_value, scope_id=last.scope_id, scope=scope, cause=why,
-                project=project,
+                project=project, ttl=back.ttl,
             )  # fmt: skip
             changes += store.state_history(project, last.scope, last.scope_id, last.key)[-1:]
     return changes

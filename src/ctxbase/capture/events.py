@@ -41,6 +41,7 @@ __all__ = [
     "MAX_IDEMPOTENCY_KEY_CHARS",
     "RecordReport",
     "build_event",
+    "check_event_metadata",
     "check_idempotency_key",
     "check_json",
     "check_text",
@@ -52,6 +53,21 @@ __all__ = [
 # An event's text and data together (validation.MAX_TEXT_BYTES).
 DEFAULT_MAX_CONTENT_BYTES = MAX_TEXT_BYTES
 MAX_IDEMPOTENCY_KEY_CHARS = 255
+
+
+# Entity properties carry an expiry (retrieve/expiry.py); an event's metadata does not, so
+# this key there is refused rather than stored and ignored.
+_NO_EVENT_EXPIRY = (
+    "is not honoured on an event (an entity's expires_at is): retract a message with "
+    "expire_message, capture a tool result per_turn=True to expire it at the next turn, "
+    "or keep temporary information as a fact with a ttl (set_state(..., ttl=seconds))"
+)
+
+
+def check_event_metadata(field: str, metadata: Mapping[str, Any]) -> None:
+    """ValidationError for an event metadata key that promises what no reader does."""
+    if "expires_at" in metadata:
+        raise ValidationError(f"{field}.expires_at", _NO_EVENT_EXPIRY)
 
 
 @dataclass
@@ -190,6 +206,7 @@ def build_event(
     meta = dict(metadata or {})
     if meta:  # no metadata serialises as "{}": nothing to check
         check_json("metadata", meta)
+        check_event_metadata("metadata", meta)
     when = either("ts", event_time("ts", ts), "timestamp", event_time("timestamp", timestamp))
     stamp = time.time() if when is None else when
     eid = event_identity(project_id, session_id, event_id, idempotency_key)

@@ -49,8 +49,10 @@ def fact_text(fact: StateFact) -> str:
 def _read(scope: ToolScope, pairs: list[tuple[str, str]]) -> list[StateFact]:
     pid = scope.project_id
     if isinstance(scope.cb, ContextBase):
+        from ..assemble.state import live  # expired facts are not current (get_facts's rule)
+
         found = scope.cb.store.get_states(pid, pairs)
-        return [f for pair in pairs for f in found.get(pair, [])]
+        return live(f for pair in pairs for f in found.get(pair, []))
     out: list[StateFact] = []
     for kind, ident in pairs:
         facts = scope.cb.get_facts(scope_id=ident, scope=kind, project=pid)

@@ -195,7 +195,8 @@ class RememberArgs(_Args):
     """Store something in the shared memory so that later turns and other agents find it.
     Without fact_key, `text` is recorded as an event of the session (a note, decision,
     finding). With fact_key, `text` becomes the current value of that fact (a new version
-    replaces the old one; assembled contexts show current facts). Returns the stored id."""
+    replaces the old one; assembled contexts show current facts; with fact_ttl it expires
+    unless remembered again within that many seconds). Returns the stored id."""
 
     # characters here; the library then checks the event's size in bytes (MAX_TEXT_BYTES)
     text: str = Field(min_length=1, max_length=MAX_TEXT_BYTES, description="What to remember.")
@@ -225,6 +226,13 @@ class RememberArgs(_Args):
     fact_scope: Literal["session", "project"] = Field(
         default="session",
         description="A fact holds for this session (default) or for the whole project.",
+    )
+    fact_ttl: float | None = Field(
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="With fact_key: seconds the fact stays current unless remembered again "
+        "(e.g. 1800 for a code valid 30 minutes); default: no expiry.",
     )
 
 
@@ -443,13 +451,20 @@ def _assemble(scope: ToolScope, a: AssembleContextArgs) -> dict[str, Any]:
 
 def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
     pid = scope.project_id
+    if a.fact_ttl is not None and a.fact_key is None:
+        raise ValidationError("fact_ttl", "is a fact's time to live: give fact_key with it")
     if a.fact_key is not None:
         scope_id = a.session_id if a.fact_scope == "session" else pid
         if a.fact_scope == "session":  # listed by list_sessions, forgotten with it
             _ensure_session(scope, a.session_id)
         if not isinstance(scope.cb, ContextBase):  # the remote client
             fact = scope.cb.set_fact(
-                a.fact_key, a.text, scope_id=scope_id, scope=a.fact_scope, project=pid
+                a.fact_key,
+                a.text,
+                scope_id=scope_id,
+                scope=a.fact_scope,
+                project=pid,
+                ttl=a.fact_ttl,
             )
         else:
             from ..assemble.state import set_fact
@@ -462,6 +477,7 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
                 scope=a.fact_scope,
                 cause=f"remembered by {scope.agent_id}",
                 project=pid,
+                ttl=a.fact_ttl,
             )
         return {"kind": "fact", "key": fact.key, "scope": fact.scope, "version": fact.version}
     with _named_as_the_tool({"type": "event_type"}):

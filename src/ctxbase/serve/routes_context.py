@@ -233,7 +233,14 @@ def set_state(
 ) -> StateFact:
     """Write one fact: a new version, with the old value kept in the history."""
     return facts.set_fact(
-        rt.cb, key, body.value, scope_id=scope_id, scope=scope, cause=body.cause, project=pid
+        rt.cb,
+        key,
+        body.value,
+        scope_id=scope_id,
+        scope=scope,
+        cause=body.cause,
+        project=pid,
+        ttl=body.ttl,
     )
 
 

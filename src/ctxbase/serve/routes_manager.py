@@ -85,6 +85,7 @@ class ManagerStateIn(_In):
     value: Any = None
     scope: Scope = "task"
     cause: str | None = None
+    ttl: float | None = None  # seconds; the library checks it
 
 
 class StateValueOut(_Out):
@@ -161,7 +162,7 @@ def get_prompt_messages(pid: ReadProject, body: PromptIn, rt: Rt) -> PromptOut:
 def set_state(pid: WriteProject, body: ManagerStateIn, rt: Rt) -> StateFact:
     """`cm.set_state`: a fact of the session's current task (or of `scope`)."""
     return _manager(rt, pid).set_state(
-        body.session_id, body.key, body.value, scope=body.scope, cause=body.cause
+        body.session_id, body.key, body.value, scope=body.scope, cause=body.cause, ttl=body.ttl
     )
 
 

@@ -620,6 +620,7 @@ Scope = Literal["task", "session", "project", "user"]
 class StateSetIn(_In):
     value: Any = None
     cause: str | None = None
+    ttl: float | None = None  # seconds; the library checks it (assemble.state.check_ttl)
 
 
 class RollbackIn(_In):
@@ -641,6 +642,8 @@ class StateChangeOut(_Out):
     cause: str | None
     ts: float
     deleted: bool = False
+    ttl: float | None = None
+    expired: bool = False
 
 
 class DeletedOut(_Out):

@@ -29,16 +29,20 @@ class FactCalls:
         scope: str = "task",
         cause: str | None = None,
         project: str | None = None,
+        ttl: float | None = None,
     ) -> Call[StateFact]:
         from .sdk_calls import Call
 
         params = {"key": key, "scope_id": scope_id, "scope": scope}
+        body: dict[str, Any] = {"value": value, "cause": cause}
+        if ttl is not None:  # a server without fact ttls still takes a fact without one
+            body["ttl"] = ttl
         return Call(
             "PUT",
             self._path(project, "state"),
             StateFact.model_validate,
             params=params,
-            body={"value": value, "cause": cause},
+            body=body,
         )
 
     def get_facts(

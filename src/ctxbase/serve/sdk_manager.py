@@ -159,6 +159,7 @@ class ManagerCalls:
         *,
         scope: str = "task",
         cause: str | None = None,
+        ttl: float | None = None,
     ) -> Call[StateFact]:
         body = {
             "session_id": check_id("session_id", session_id),
@@ -167,6 +168,8 @@ class ManagerCalls:
             "scope": scope,
         }
         body["cause"] = cause
+        if ttl is not None:  # a server without fact ttls still takes a fact without one
+            body["ttl"] = ttl
         return Call("PUT", self._path("state"), StateFact.model_validate, body=body)
 
     def get_state(self, session_id: str, key: str, *, scope: str | None = None) -> Call[Any]:

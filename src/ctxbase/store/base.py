@@ -56,7 +56,7 @@ __all__ = [
     "VectorRow",
 ]
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 # Upgrade steps a schema migration cannot finish in SQL, since they need what is above the
 # store (capture's rendering of a text, the index's terms): the migration records each one
@@ -508,7 +508,9 @@ class Store(ABC):
     # -- state ---------------------------------------------------------------------------
     @abstractmethod
     def set_state(self, fact: StateFact) -> StateFact:
-        """Write a fact; bumps its version and records the change in the history."""
+        """Write a fact; bumps its version and records the change in the history. Its
+        `ttl` and `updated_at` are stored as given: the store keeps an expired fact and
+        returns it (the state layer leaves it out of what it reads, assemble/state.py)."""
 
     @abstractmethod
     def delete_state(

@@ -60,16 +60,23 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
             self._x(
                 conn,
                 "INSERT INTO state(project_id, scope, scope_id, key, value, version, cause, "
-                "updated_at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s) "
+                "updated_at, ttl) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s) "
                 "ON CONFLICT (project_id, scope, scope_id, key) DO UPDATE SET "
                 "value=EXCLUDED.value, version=EXCLUDED.version, cause=EXCLUDED.cause, "
-                "updated_at=EXCLUDED.updated_at",
-                (*key, jsonb(stored.value), version, text(stored.cause), stored.updated_at),
+                "updated_at=EXCLUDED.updated_at, ttl=EXCLUDED.ttl",
+                (
+                    *key,
+                    jsonb(stored.value),
+                    version,
+                    text(stored.cause),
+                    stored.updated_at,
+                    stored.ttl,
+                ),
             )
             self._x(
                 conn,
                 "INSERT INTO state_history(project_id, scope, scope_id, key, version, old_value,"
-                " new_value, cause, ts, deleted) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,0)",
+                " new_value, cause, ts, deleted, ttl) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,0,%s)",
                 (
                     *key,
                     version,
@@ -77,6 +84,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                     jsonb(stored.value),
                     text(stored.cause),
                     stored.updated_at,
+                    stored.ttl,
                 ),
             )
         return stored

@@ -199,6 +199,10 @@ POST_MIGRATIONS: dict[int, list[str]] = {
         "AND p->>'id' <> '' AND p->>'id' <> e.event_id "
         "ON CONFLICT (project_id, alias_id) DO NOTHING"
     ],
+    12: [
+        "ALTER TABLE state ADD COLUMN IF NOT EXISTS ttl DOUBLE PRECISION",
+        "ALTER TABLE state_history ADD COLUMN IF NOT EXISTS ttl DOUBLE PRECISION",
+    ],
 }
 
 # Takes the next change number: a row that changes what it is indexed by is numbered again.

@@ -135,7 +135,10 @@ class TraceSummary:
 
 @dataclass(frozen=True, slots=True)
 class StateChange:
-    """One entry of a state fact's history: the old and new value, when, and why."""
+    """One entry of a state fact's history: the old and new value, when, and why. `ttl`:
+    the time to live (seconds) the value was written with; `expired`: it went unwritten
+    for that long, so it was out of prompts from `ts + ttl` until the next change (set by
+    `assemble.state.fact_history`)."""
 
     key: str
     scope: str
@@ -146,6 +149,8 @@ class StateChange:
     cause: str | None
     ts: float
     deleted: bool = False
+    ttl: float | None = None
+    expired: bool = False
 
 
 @dataclass(frozen=True, slots=True)

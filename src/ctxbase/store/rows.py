@@ -337,7 +337,7 @@ def api_key_row(row: Sequence[Any], load: Load = as_is) -> ApiKeyRecord:
 
 
 def state_fact_row(row: Sequence[Any], load: Load = as_is) -> StateFact:
-    """project_id, scope, scope_id, key, value, version, cause, updated_at."""
+    """project_id, scope, scope_id, key, value, version, cause, updated_at[, ttl]."""
     return StateFact(
         project_id=row[0],
         scope=row[1],
@@ -347,13 +347,15 @@ def state_fact_row(row: Sequence[Any], load: Load = as_is) -> StateFact:
         version=row[5],
         cause=row[6],
         updated_at=row[7],
+        ttl=row[8] if len(row) > 8 else None,
     )
 
 
 def state_change_row(row: Sequence[Any], load: Load = as_is) -> StateChange:
-    """key, scope, scope_id, version, old_value, new_value, cause, ts, deleted."""
+    """key, scope, scope_id, version, old_value, new_value, cause, ts, deleted[, ttl]."""
     r = row
-    return StateChange(r[0], r[1], r[2], r[3], load(r[4]), load(r[5]), r[6], r[7], bool(r[8]))
+    ttl = r[9] if len(r) > 9 else None
+    return StateChange(r[0], r[1], r[2], r[3], load(r[4]), load(r[5]), r[6], r[7], bool(r[8]), ttl)
 
 
 def trace_keys(trace: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:

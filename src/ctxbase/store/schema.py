@@ -225,8 +225,13 @@ _V11 = [
         PRIMARY KEY (project_id, alias_id))""",
     "CREATE INDEX IF NOT EXISTS event_aliases_event ON event_aliases (project_id, event_id)",
 ]
+# v12: state.ttl and state_history.ttl, a fact's time to live in seconds (NULL: none): a
+# fact not written again within it is out of what serves prompts (assemble/state.py). Each
+# backend adds the columns in its own list.
+_V12: list[str] = []
 MIGRATIONS: dict[int, list[str]] = {
     1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6, 7: _V7, 8: _V8, 9: _V9, 10: _V10, 11: _V11,
+    12: _V12,
 }  # fmt: skip
 
 # The version table, the same in every backend: one row, key 'schema_version'.
@@ -267,10 +272,11 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "item_vectors": ("project_id", "item_id", "model", "dim", "vec"),
     "state": (
         "project_id", "scope", "scope_id", "key", "value", "version", "cause", "updated_at",
+        "ttl",
     ),
     "state_history": (
         "project_id", "scope", "scope_id", "key", "version", "old_value", "new_value",
-        "cause", "ts", "deleted",
+        "cause", "ts", "deleted", "ttl",
     ),
     "traces": (
         "project_id", "context_id", "created_at", "trace", "agent_role", "session_id", "task_id",

@@ -517,7 +517,8 @@ class SharedReads:
         self, project_id: str, scope: str, scope_id: str, key: str | None = None
     ) -> list[StateFact]:
         found = self._scoped(
-            "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at FROM state",
+            "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at, ttl "
+            "FROM state",
             (project_id, scope, scope_id, key),
             " ORDER BY key",
         )
@@ -534,7 +535,7 @@ class SharedReads:
             part = pairs[i : i + _STATE_PAIRS]
             arms = " OR ".join(["(scope=? AND scope_id=?)"] * len(part))
             found = self._all(
-                "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at "
+                "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at, ttl "
                 f"FROM state WHERE project_id=? AND ({arms}) ORDER BY scope, scope_id, key",
                 [project_id, *(v for pair in part for v in pair)],
             )
@@ -551,7 +552,7 @@ class SharedReads:
         for i in range(0, len(wanted), _STATE_PAIRS):
             cond, cond_args = self._dialect.any_of("key", wanted[i : i + _STATE_PAIRS])
             found = self._all(
-                "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at "
+                "SELECT project_id, scope, scope_id, key, value, version, cause, updated_at, ttl "
                 f"FROM state WHERE project_id=? AND scope=? AND scope_id=? AND {cond}",
                 [project_id, scope, scope_id, *cond_args],
             )
@@ -564,8 +565,8 @@ class SharedReads:
         self, project_id: str, scope: str, scope_id: str, key: str | None = None
     ) -> list[StateChange]:
         found = self._scoped(
-            "SELECT key, scope, scope_id, version, old_value, new_value, cause, ts, deleted "
-            "FROM state_history",
+            "SELECT key, scope, scope_id, version, old_value, new_value, cause, ts, deleted, "
+            "ttl FROM state_history",
             (project_id, scope, scope_id, key),
             " ORDER BY key, version",
         )

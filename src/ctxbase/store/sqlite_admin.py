@@ -59,12 +59,12 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             stored = fact.model_copy(update={"version": version})
             conn.execute(
                 "INSERT OR REPLACE INTO state(project_id, scope, scope_id, key, value, version, "
-                "cause, updated_at) VALUES (?,?,?,?,?,?,?,?)",
-                (*key, dumps(stored.value), version, stored.cause, stored.updated_at),
+                "cause, updated_at, ttl) VALUES (?,?,?,?,?,?,?,?,?)",
+                (*key, dumps(stored.value), version, stored.cause, stored.updated_at, stored.ttl),
             )
             conn.execute(
                 "INSERT INTO state_history(project_id, scope, scope_id, key, version, old_value,"
-                " new_value, cause, ts, deleted) VALUES (?,?,?,?,?,?,?,?,?,0)",
+                " new_value, cause, ts, deleted, ttl) VALUES (?,?,?,?,?,?,?,?,?,0,?)",
                 (
                     *key,
                     version,
@@ -72,6 +72,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                     dumps(stored.value),
                     stored.cause,
                     stored.updated_at,
+                    stored.ttl,
                 ),
             )
         return stored

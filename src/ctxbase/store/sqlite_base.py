@@ -138,6 +138,10 @@ _EXTRA_MIGRATIONS: dict[int, list[str]] = {
         "AND json_type(p.value, '$.id') = 'text' AND json_extract(p.value, '$.id') <> '' "
         "AND json_extract(p.value, '$.id') <> e.event_id"
     ],
+    12: [
+        "ALTER TABLE state ADD COLUMN ttl REAL",
+        "ALTER TABLE state_history ADD COLUMN ttl REAL",
+    ],
 }
 
 
