@@ -14,6 +14,9 @@ and goes with it (`sources_forgotten` / `sources_hidden`); when the message says
 is left as it is and named in `sources_still_visible`, for the caller to forget too if its
 content must go. A mention (a table or service named in many messages) names no message:
 forgetting it never touches the messages that mention it.
+
+What a forgotten (or hidden) message said leaves its session's summaries too: the archive's
+and the compacted session's (assemble/summary_redaction.py).
 """
 
 from __future__ import annotations
@@ -291,6 +294,8 @@ def forget(
     # what the named events and entities said, read before they go: the visible events that
     # say the same are named after (the same thing stored twice stays otherwise)
     said = texts_said(cb.store, pid, [*event_ids, *entity_ids]) if targets.held else {}
+    # what the messages forgotten said leaves their sessions' summaries (read before they go)
+    removed = _removal_sources(cb, pid, [*event_ids, *(e.id for e in sources.same)])
     if only_named and targets.held == 0:
         # nothing named is held: a repeat (or a retry whose first answer was lost) of a
         # forget that was done, which has nothing left to remove
@@ -315,6 +320,10 @@ def forget(
             from .anchor.kb_versions import pin_knowledge  # numpy: only when a pin moves
 
             pin_knowledge(cb.components, plan.repin, project=pid)
+        if removed:
+            from .assemble.summary_redaction import after_removal
+
+            after_removal(cb.components, pid, removed)
         for cache, n in cb._forget_cached(pid).items():
             report.add_cache(cache, n)
         report.add_cache("text_analysis", clear_text_caches())
@@ -329,6 +338,14 @@ def forget(
         skip = {*event_ids, *entity_ids, *report.sources_still_visible}
         report.same_text_still_visible = same_text_events(cb.store, pid, said, skip)
     return report
+
+
+def _removal_sources(cb: ForgetMethods, pid: str, event_ids: Sequence[str]) -> list[Event]:
+    if not event_ids:
+        return []
+    from .assemble.summary_redaction import removal_sources
+
+    return removal_sources(cb.components, pid, event_ids)
 
 
 def purge_soft_deleted(
@@ -434,6 +451,10 @@ class ForgetMethods:
             else:
                 reinstate_facts(self.components, moved, "restored", project=pid)
         report.unchanged = [i for i in wanted if i in state and state[i] == (not hidden)]
+        if hidden:  # what a message hidden by its own id said leaves its session's summaries
+            from .assemble.summary_redaction import after_removal
+
+            after_removal(self.components, pid, [*events, *sources.same])
         report.sources_hidden = with_them
         if hidden:
             report.sources_still_visible = _visible(self.store, pid, sources.more)

@@ -87,6 +87,8 @@ BUILTIN_EVENT_TYPES: dict[str, Priority] = {
     "tool_invocation": Priority.NORMAL,
     "tool_result": Priority.HIGH,
     "internal_thought": Priority.LOW,
+    # an archived session's raw turns compacted into one (assemble/compaction.py)
+    "session_summary": Priority.NORMAL,
 }
 _event_types: dict[str, Priority] = dict(BUILTIN_EVENT_TYPES)
 _event_types_lock = threading.Lock()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .assemble.lifecycle import (
@@ -24,13 +25,17 @@ from .assemble.lifecycle import (
     save_task,
 )
 from .errors import NotFoundError, ValidationError
+from .forgetting import retention_seconds
 from .model import SessionInfo, TaskInfo, check_id
 from .read_your_writes import settles_captures
 from .store.base import Store
 from .validation import check_json, check_text
 
 if TYPE_CHECKING:
+    from .assemble.compaction import Progress
+    from .assemble.compaction_report import CompactionReport
     from .assemble.manager import ContextManager
+    from .components import Components
 
 __all__ = ["SessionMethods"]
 
@@ -49,12 +54,16 @@ class SessionMethods:
 
     store: Store
     project: str
+    components: Components
     session_idle_timeout_s: float | None
 
     def _pid(self, project: str | None) -> str:
         raise NotImplementedError
 
     def _settle(self, ids: Sequence[str]) -> bool:
+        raise NotImplementedError
+
+    def flush(self, timeout: float | None = None) -> None:
         raise NotImplementedError
 
     def context_manager(self, **options: Any) -> ContextManager:
@@ -263,3 +272,33 @@ class SessionMethods:
             for i in after
             if i.status == Status.EXPIRED and before[i.session_id] != Status.EXPIRED
         ]
+
+    # -- retention ----------------------------------------------------------------------------
+    def compact_archived(
+        self,
+        older_than: float | timedelta | str,
+        *,
+        project: str | None = None,
+        all_projects: bool = False,
+        now: float | None = None,
+        progress: Progress | None = None,
+    ) -> CompactionReport:
+        """Compact the sessions archived more than `older_than` ago (seconds, a timedelta
+        or "30d"), in this project, another, or all of them: each gets one
+        `session_summary` event (extractive: its tasks, requirements, decisions and key
+        turns, a few hundred tokens) and its raw turns are hidden as `soft_delete` hides
+        them (`restore` brings one back), while what was anchored from them stays. Running
+        again does nothing more. `progress(done, total, session_id)` follows the sessions
+        of each project. See assemble/compaction.py."""
+        from .assemble.compaction import compact_archived
+        from .assemble.compaction_report import CompactionReport
+
+        seconds = retention_seconds(older_than)
+        pids = self.store.list_projects() if all_projects else [self._pid(project)]
+        self.flush()  # turns captured before the call are compacted with the others
+        total = CompactionReport()
+        for pid in pids:
+            total.add(
+                compact_archived(self.components, seconds, project=pid, now=now, progress=progress)
+            )
+        return total

@@ -57,6 +57,9 @@ PARAMETER_DIFFERENCES: dict[str, tuple[set[str], set[str]]] = {
     "flush": (set(), {"project"}),
     # purging every project at once is an operator's job on the server (`ctxbase forget`)
     "purge_soft_deleted": ({"all_projects"}, set()),
+    # so is compacting every project's archive (`ctxbase compact-archived`, `serve
+    # --archive-retention`); a request has no callback to report progress to
+    "compact_archived": ({"all_projects", "progress"}, set()),
     # the embedded loop takes the ContextManager's options; the remote one the REST body's
     "record_outcome": (
         {"options"},

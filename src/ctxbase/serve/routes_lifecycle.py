@@ -1,5 +1,6 @@
 """Seed 003's explicit lifecycle moves of one project's sessions: suspend, resume, expire,
-archive, switch task, retract a message, and the idle-expiry sweep.
+archive, switch task, retract a message, the idle-expiry sweep, and the compaction of old
+archived sessions (assemble/compaction.py).
 
 Every move goes through `assemble.lifecycle`: an illegal one answers 409 (with the allowed
 moves in the message), an unknown status 422, a write to an archived session 409.
@@ -13,7 +14,14 @@ from fastapi import APIRouter, Path, status
 
 from ..model import SessionInfo, TaskInfo
 from .deps import Rt, WriteProject
-from .schemas import ExpiredOut, ExpireIdleIn, LifecycleIn, SwitchTaskIn
+from .schemas import (
+    CompactArchivedIn,
+    CompactedOut,
+    ExpiredOut,
+    ExpireIdleIn,
+    LifecycleIn,
+    SwitchTaskIn,
+)
 
 __all__ = ["router"]
 
@@ -32,6 +40,14 @@ def expire_idle_sessions(pid: WriteProject, rt: Rt, body: ExpireIdleIn = _NO_TIM
     return ExpiredOut(
         expired=rt.cb.expire_idle_sessions(project=pid, idle_timeout_s=body.idle_timeout_s)
     )
+
+
+@router.post("/compact-archived", response_model=CompactedOut)
+def compact_archived(pid: WriteProject, rt: Rt, body: CompactArchivedIn) -> CompactedOut:
+    """Compact the sessions archived more than `older_than` ago (seconds or "30d"): one
+    summary event each, their raw turns hidden (restore brings one back)."""
+    report = rt.cb.compact_archived(body.older_than, project=pid)
+    return CompactedOut(**report.as_dict())
 
 
 # Before the session moves: a session id may contain '/', and this path is longer.

@@ -234,6 +234,19 @@ class ExpiredOut(_Out):
     expired: list[str]
 
 
+class CompactArchivedIn(_In):
+    # seconds, or a duration such as "30d" (forgetting.parse_duration)
+    older_than: float | str
+
+
+class CompactedOut(_Out):
+    compacted: list[str]
+    events_hidden: int
+    already_compacted: list[str]
+    too_recent: list[str]
+    nothing_to_compact: list[str]
+
+
 class IdleOut(_Out):
     idle: bool
     # The backlog after the wait: items of `project` with no vector for `model` (0 when the

@@ -34,6 +34,7 @@ from ..validation import MessageShape, check_message_list, check_message_shape
 from .sdk_facts import FactCalls
 from .sdk_feedback import FeedbackCalls
 from .sdk_kb_calls import KnowledgeCalls
+from .sdk_retention import RetentionCalls
 
 if TYPE_CHECKING:
     from ..assemble.loop import Outcome
@@ -189,9 +190,10 @@ def _filters(flt: ItemFilter | None) -> dict[str, Any] | None:
     return {k: list(v) if isinstance(v, tuple) else v for k, v in raw.items()}
 
 
-class Calls(KnowledgeCalls, FeedbackCalls, FactCalls):
+class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
     """Request builders with the signatures of ContextBase's methods (the knowledge-base
-    versions' in sdk_kb_calls.py, feedback's in sdk_feedback.py, facts' in sdk_facts.py)."""
+    versions' in sdk_kb_calls.py, feedback's in sdk_feedback.py, facts' in sdk_facts.py,
+    the compaction of archived sessions' in sdk_retention.py)."""
 
     def __init__(
         self,

@@ -308,7 +308,13 @@ class Store(ABC):
 
     @abstractmethod
     def set_active(
-        self, project_id: str, ids: Sequence[str], active: bool, *, removed: bool = False
+        self,
+        project_id: str,
+        ids: Sequence[str],
+        active: bool,
+        *,
+        removed: bool = False,
+        compacted: bool = False,
     ) -> int:
         """Soft delete (False) or restore (True) events or entities, with what capture
         anchoring made from those events (see ForgetSteps._made_from); returns rows changed.
@@ -316,7 +322,10 @@ class Store(ABC):
         from, only by its id. The first soft delete's time is kept (see forget's
         `soft_deleted_before`). `removed`: an ingest soft-deletes what left the tree; they
         are recorded as removed, not as hidden on their own, and one a user hid before
-        stays recorded as hidden (an ingest writes such a unit hidden when it returns)."""
+        stays recorded as hidden (an ingest writes such a unit hidden when it returns).
+        `compacted` (a hide only): the raw turns of an archived session compacted into its
+        summary; only the named rows are hidden (what was anchored from them stays), recorded
+        as compacted, which the purge of soft-deleted rows leaves alone."""
 
     # -- entities and relations ----------------------------------------------------------
     @abstractmethod

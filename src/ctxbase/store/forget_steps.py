@@ -26,6 +26,7 @@ from .repo_records import INGEST_WEAVE_SCOPE, KB_TAG_SCOPE, REPOSITORY_SCOPE
 from .trace_redaction import Forgotten
 
 __all__ = [
+    "COMPACTED",
     "FACT_SCOPES",
     "HIDDEN_ON_ITS_OWN",
     "KEYED_BY_ID_SCOPES",
@@ -44,6 +45,10 @@ SOFT_DELETED_SCOPE = "soft_deleted"
 # when it reappears, while one a user hid stays hidden (anchor/ingest.py).
 HIDDEN_ON_ITS_OWN = "own"
 REMOVED_BY_INGEST = "ingest"
+# The raw turns of an archived session compacted into its summary (assemble/compaction.py)
+# are COMPACTED: hidden alone (what was anchored from them stays), and kept by the purge of
+# soft-deleted rows, since nobody asked for them to go.
+COMPACTED = "compacted"
 # State records keyed by an event id: its message status, its soft-delete time; by an event
 # or entity id: feedback on it, its use in assembled contexts.
 KEYED_BY_ID_SCOPES = ("message", SOFT_DELETED_SCOPE, FEEDBACK_SCOPE, USES_SCOPE)
@@ -350,8 +355,9 @@ class ForgetSteps:
                         conn,
                         f"SELECT t.{col} FROM {table} t JOIN state s ON s.project_id=t.project_id"
                         f" AND s.scope=? AND s.scope_id='' AND s.key=t.{col} "
-                        f"WHERE t.project_id=? AND t.active=0 AND s.updated_at < ?",
-                        (SOFT_DELETED_SCOPE, project_id, before),
+                        f"WHERE t.project_id=? AND t.active=0 AND s.updated_at < ? "
+                        f"AND (s.cause IS NULL OR s.cause<>?)",
+                        (SOFT_DELETED_SCOPE, project_id, before, COMPACTED),
                     ).fetchall()
                 ]
             )
@@ -380,12 +386,14 @@ class ForgetSteps:
         named: Sequence[str] = (),
         *,
         removed: bool = False,
+        compacted: bool = False,
     ) -> None:
         """Remember when ids were soft-deleted (the first time; a repeat does not restart
         the retention), or forget it when they are restored. `named`: the ids hidden by
         their own id (not with an event): recorded as hidden on their own, also when they
         were hidden with an event before, so restoring that event leaves them hidden.
-        `removed`: named ids an ingest removed, recorded so unless hidden on their own."""
+        `removed`: named ids an ingest removed, recorded so unless hidden on their own;
+        `compacted`: named ids compacted into a session summary, recorded so likewise."""
         if active:
             args = (project_id, SOFT_DELETED_SCOPE)
             where = "project_id=? AND scope=? AND scope_id=''"
@@ -404,9 +412,9 @@ class ForgetSteps:
                     f"AND s.scope_id='' AND s.key=t.{col})",
                     (SOFT_DELETED_SCOPE, now, project_id, *cond_args, SOFT_DELETED_SCOPE),
                 )
-        cause = REMOVED_BY_INGEST if removed else HIDDEN_ON_ITS_OWN
+        cause = REMOVED_BY_INGEST if removed else COMPACTED if compacted else HIDDEN_ON_ITS_OWN
         # a user's hide outlives the ingest removing the unit (it stays hidden if it returns)
-        keep = " AND (cause IS NULL OR cause<>?)" if removed else ""
+        keep = " AND (cause IS NULL OR cause<>?)" if removed or compacted else ""
         for part in _chunks(list(dict.fromkeys(named))):
             cond, cond_args = self._dialect.any_of("key", part)
             self._q(
@@ -414,7 +422,7 @@ class ForgetSteps:
                 f"UPDATE state SET cause=? WHERE project_id=? AND scope=? AND scope_id='' "
                 f"AND {cond}{keep}",
                 (cause, project_id, SOFT_DELETED_SCOPE, *cond_args)
-                + ((HIDDEN_ON_ITS_OWN,) if removed else ()),
+                + ((HIDDEN_ON_ITS_OWN,) if removed or compacted else ()),
             )
 
     # -- relations drawn from what a message said ---------------------------------------------

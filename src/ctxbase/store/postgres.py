@@ -401,7 +401,13 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             return self._events(conn, self._x(conn, sql, args).fetchall())
 
     def set_active(
-        self, project_id: str, ids: Sequence[str], active: bool, *, removed: bool = False
+        self,
+        project_id: str,
+        ids: Sequence[str],
+        active: bool,
+        *,
+        removed: bool = False,
+        compacted: bool = False,
     ) -> int:
         flag = 1 if active else 0
         named = list(dict.fromkeys(ids))
@@ -409,7 +415,8 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         with self._tx() as conn:
             self._lock(conn, [project_id], ensure=False, bump=True)
             # what was anchored from a hidden message is hidden (and restored) with it
-            uniq = named + self._made_from(conn, project_id, named, active)
+            made = [] if compacted else self._made_from(conn, project_id, named, active)
+            uniq = named + made
             if not active:
                 self._reset_soft_delete(conn, project_id, uniq)
             for table, col in (("events", "event_id"), ("entities", "entity_id")):
@@ -437,7 +444,9 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 "AND context_id = ANY(%s) AND context_hidden<>%s",
                 (1 - flag, project_id, uniq, 1 - flag),
             )
-            self._record_soft_delete(conn, project_id, uniq, active, named, removed=removed)
+            self._record_soft_delete(
+                conn, project_id, uniq, active, named, removed=removed, compacted=compacted
+            )
             self._keep_keyword_log(conn, project_id)
         return changed
 

@@ -424,14 +424,21 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             return self._events(conn, conn.execute(sql, args).fetchall())
 
     def set_active(
-        self, project_id: str, ids: Sequence[str], active: bool, *, removed: bool = False
+        self,
+        project_id: str,
+        ids: Sequence[str],
+        active: bool,
+        *,
+        removed: bool = False,
+        compacted: bool = False,
     ) -> int:
         flag = 1 if active else 0
         changed = 0
         named = list(dict.fromkeys(ids))
         with self._write() as conn:
             # what was anchored from a hidden message is hidden (and restored) with it
-            ids = [*named, *self._made_from(conn, project_id, named, active)]
+            made = [] if compacted else self._made_from(conn, project_id, named, active)
+            ids = [*named, *made]
             if not active:
                 self._reset_soft_delete(conn, project_id, ids)
             for part in chunks(list(dict.fromkeys(ids))):
@@ -452,7 +459,9 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
                         (project_id, *part),
                     )
             self._set_context_state(conn, project_id, list(dict.fromkeys(ids)), 1 - flag)
-            self._record_soft_delete(conn, project_id, ids, active, named, removed=removed)
+            self._record_soft_delete(
+                conn, project_id, ids, active, named, removed=removed, compacted=compacted
+            )
             self._keep_keyword_log(conn, project_id)
             self._bump(conn, project_id)
         return changed
