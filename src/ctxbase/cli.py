@@ -623,6 +623,20 @@ def cmd_forget(args: argparse.Namespace) -> int:
         return run_forget(cb, args, "the database" if _is_url(db) else db)
 
 
+def cmd_compact_archived(args: argparse.Namespace) -> int:
+    from .cli_retention import run_compact_archived
+    from .forgetting import parse_duration
+
+    parse_duration(args.older_than, "--older-than")  # bad input before the database opens
+    if args.all_projects:
+        _existing_db(args)
+    opened = (
+        _open(args, embedder=None) if args.all_projects else _open_existing(args, embedder=None)
+    )
+    with opened as cb:
+        return run_compact_archived(cb, args, _progress(args))
+
+
 def cmd_migrate(args: argparse.Namespace) -> int:
     from .store import open_store
 

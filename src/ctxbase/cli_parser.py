@@ -315,6 +315,21 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     )
     p.set_defaults(func=h.cmd_forget)
 
+    p = _command(
+        sub,
+        "compact-archived",
+        "summarise sessions archived long ago and hide their raw turns (restore brings one back)",
+    )
+    p.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        help="sessions archived longer ago than this (3600, 12h, 30d)",
+    )
+    p.add_argument("--all-projects", action="store_true", help="every project of the database")
+    _json_flag(p, "the report")
+    p.set_defaults(func=h.cmd_compact_archived)
+
     p = _command(sub, "feedback", "mark a memory liked, disliked or wrong (its confidence)")
     add_feedback_arguments(p)
     p.set_defaults(func=h.cmd_feedback)

@@ -5,11 +5,13 @@ refused before anything is done, and a second run doing nothing."""
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from live_server import Live, serve_on_param
+from live_server import Live, serve_on_param, start
 
 import ctxbase
 from ctxbase.assemble.compaction_report import CompactionReport
@@ -80,3 +82,23 @@ def test_the_sdk_compacts_as_the_library_does(server: Live, project: str) -> Non
 
     later = asyncio.run(run())
     assert later.compacted == [] and later.too_recent == ["s1"]
+
+
+def test_the_server_compacts_after_its_archive_retention(tmp_path: Path) -> None:
+    bg = start(tmp_path, no_auth=True, archive_retention_s=0, archive_compact_interval_s=0.1)
+    server = Live(bg.url, bg.settings.db, bg)
+    try:
+        project = "retained"
+        _archived(server, project, "old")
+        c = server.client(None)
+        url = f"/v1/projects/{project}/events"
+        deadline = time.monotonic() + 20
+        types: list[str] = []
+        while time.monotonic() < deadline:
+            types = [e["type"] for e in c.get(url, params={"session_id": "old"}).json()]
+            if types == ["session_summary"]:
+                break
+            time.sleep(0.1)
+        assert types == ["session_summary"]
+    finally:
+        bg.stop()

@@ -34,6 +34,7 @@ from ..contextbase import ContextBase
 from ..errors import CtxbaseError, ValidationError
 from ..retrieve.tokenize import load_segmenter
 from ..validation import MAX_JSON_DEPTH
+from .archive_retention import ArchiveCompactor
 from .assembly import AssembleShortcut
 from .auth import RateLimiter
 from .cache import AssembleCache
@@ -193,6 +194,12 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
                 rt, settings.soft_delete_retention_s, settings.soft_delete_purge_interval_s
             ).start()
         app.state.retention = purger
+        compactor = None
+        if settings.archive_retention_s is not None:
+            compactor = ArchiveCompactor(
+                rt, settings.archive_retention_s, settings.archive_compact_interval_s
+            ).start()
+        app.state.archive_retention = compactor
         log.info("serving %s (auth %s)", base.store.url, "off" if settings.no_auth else "on")
         if settings.policies is not None:
             _log_policies(settings.policies, base)
@@ -205,6 +212,8 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         finally:
             if purger is not None:
                 await run_in_threadpool(purger.stop)
+            if compactor is not None:
+                await run_in_threadpool(compactor.stop)
             if cb is None:
                 await run_in_threadpool(base.close)  # flushes the capture queue
             log.info("stopped")

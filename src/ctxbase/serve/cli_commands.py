@@ -75,6 +75,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
             if args.soft_delete_retention is None
             else parse_duration(args.soft_delete_retention, "--soft-delete-retention")
         ),
+        archive_retention_s=(
+            None
+            if args.archive_retention is None
+            else parse_duration(args.archive_retention, "--archive-retention")
+        ),
         session_idle_timeout_s=args.session_idle_timeout,
         policies=args.policies,
         **({} if chunking is None else {"chunking": chunking}),
@@ -284,6 +289,12 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--soft-delete-retention",
         metavar="DURATION",
         help="hard forget what was soft-deleted longer ago (3600, 12h, 30d), checked hourly",
+    )
+    p.add_argument(
+        "--archive-retention",
+        metavar="DURATION",
+        help="compact sessions archived longer ago (3600, 12h, 30d) into one summary each, "
+        "their raw turns hidden (restore brings one back), checked hourly; default: off",
     )
     p.add_argument(
         "--session-idle-timeout",

@@ -38,6 +38,7 @@ _OPTIONS = {
     "rate_limit_burst": "--rate-burst",
     "assemble_cache_ttl_s": "--assemble-cache-ttl",
     "soft_delete_retention_s": "--soft-delete-retention",
+    "archive_retention_s": "--archive-retention",
     "session_idle_timeout_s": "--session-idle-timeout",
 }
 

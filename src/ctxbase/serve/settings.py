@@ -44,6 +44,10 @@ class ServerSettings(BaseModel):
     # (None: soft-deleted rows stay until forgotten explicitly)
     soft_delete_retention_s: float | None = Field(default=None, ge=0)
     soft_delete_purge_interval_s: float = Field(default=3600.0, gt=0)
+    # compact sessions archived longer ago than this (a summary each, raw turns hidden),
+    # checked every interval (None: archived sessions keep their turns visible)
+    archive_retention_s: float | None = Field(default=None, ge=0)
+    archive_compact_interval_s: float = Field(default=3600.0, gt=0)
     log_level: str = "info"
     policies: str | None = None  # policy YAML path for the assembler
     # sessions idle this long expire (seed 003's lifecycle); None: never
