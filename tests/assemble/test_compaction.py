@@ -184,3 +184,18 @@ def test_every_project_at_once(tmp_path: Path) -> None:
 
         assert sorted(report.compacted) == ["s1", "t"]
         assert _summary(cb) and cb.store.list_events("p2", "t", types=[SUMMARY_TYPE])
+
+
+def test_the_facts_the_turns_set_stay(cb: ContextBase) -> None:
+    cm = cb.context_manager()
+    sid = cm.create_session(session_id="f1")
+    cm.add_message(sid, "user", "预算控制在5万以内，截止日期是月底。")
+    before = cb.get_facts(scope_id=sid, scope="session")
+    assert "budget" in before
+    cm.archive_session(sid)
+
+    cb.compact_archived(0, now=LATER)
+
+    assert cb.get_facts(scope_id=sid, scope="session") == before
+    (text,) = _summary(cb, sid)
+    assert "预算控制在5万以内" in text
