@@ -66,3 +66,9 @@ def test_compact_archived_in_every_project(tmp_path: Path, capsys: Any) -> None:
         capsys, "--db", str(db), "compact-archived", "--older-than", "0", "--all-projects"
     )
     assert code == 0 and "compacted 3 archived session(s) in every project" in out
+
+
+def test_serve_refuses_a_bad_archive_retention(tmp_path: Path, capsys: Any) -> None:
+    db = tmp_path / "s.db"
+    code, _, err = _run(capsys, "--db", str(db), "serve", "--archive-retention", "monthly")
+    assert code == 2 and "--archive-retention" in err

@@ -164,9 +164,16 @@ def _said(text: str | None) -> str:
     return " ".join((text or "").split()).rstrip("。．.!！?？;；")
 
 
-def _visible(store: Store, pid: str, events: Sequence[Event]) -> list[str]:
-    """Those of the events still visible now."""
-    return [e.id for e in store.get_events(pid, [e.id for e in events])]
+def _visible(cb: ForgetMethods, pid: str, events: Sequence[Event]) -> list[str]:
+    """Those of the events still visible now: shown themselves, or compacted into their
+    archived session's summary, which says what they said (assemble/summary_redaction.py)."""
+    shown = [e.id for e in cb.store.get_events(pid, [e.id for e in events])]
+    hidden = [e for e in events if e.id not in shown]
+    if not hidden:
+        return shown
+    from .assemble.summary_redaction import summarised
+
+    return [*shown, *summarised(cb.components, pid, hidden)]
 
 
 def _targets(
@@ -333,7 +340,7 @@ def forget(
     report.already_forgotten = [*targets.already_forgotten, *repos_forgotten]
     if report.total:
         report.sources_forgotten = [e.id for e in sources.same]
-    report.sources_still_visible = _visible(cb.store, pid, sources.more)
+    report.sources_still_visible = _visible(cb, pid, sources.more)
     if said:
         skip = {*event_ids, *entity_ids, *report.sources_still_visible}
         report.same_text_still_visible = same_text_events(cb.store, pid, said, skip)
@@ -457,7 +464,7 @@ class ForgetMethods:
             after_removal(self.components, pid, [*events, *sources.same])
         report.sources_hidden = with_them
         if hidden:
-            report.sources_still_visible = _visible(self.store, pid, sources.more)
+            report.sources_still_visible = _visible(self, pid, sources.more)
             skip = {*wanted, *with_them, *report.sources_still_visible}
             said = texts_said(self.store, pid, wanted)
             report.same_text_still_visible = same_text_events(self.store, pid, said, skip)

@@ -199,3 +199,27 @@ def test_the_facts_the_turns_set_stay(cb: ContextBase) -> None:
     assert cb.get_facts(scope_id=sid, scope="session") == before
     (text,) = _summary(cb, sid)
     assert "预算控制在5万以内" in text
+
+
+def test_a_compacted_message_saying_more_than_a_forgotten_decision_is_named(
+    cb: ContextBase,
+) -> None:
+    more = cb.record(
+        "user_message",
+        session_id="m",
+        text="We decided to use Redis for the cache. Lunch is at noon.",
+    ).id
+    cb.flush()
+    (decision,) = [
+        e.id for e in cb.list_entities(type="decision") if e.properties["event_id"] == more
+    ]
+    cb.archive_session("m")
+    cb.compact_archived(0, now=LATER)
+
+    report = cb.forget(entity_ids=[decision])
+
+    # the summary still says it through the message: named, for the caller to forget too
+    assert report.sources_still_visible == [more]
+    assert "Redis" in _summary(cb, "m")[0]
+    cb.forget(event_ids=[more])
+    assert "Redis" not in _summary(cb, "m")[0]

@@ -22,7 +22,7 @@ from .budget import split_sentences
 from .compaction import SUMMARY_TYPE, summary_items
 from .summary_text import summary_text
 
-__all__ = ["after_removal", "removal_sources"]
+__all__ = ["after_removal", "removal_sources", "summarised"]
 
 _ARCHIVE_SUMMARY = "archive_summary"
 
@@ -31,6 +31,15 @@ def removal_sources(cb: Components, pid: str, event_ids: Iterable[str]) -> list[
     """The stored events among these ids (hidden ones too), read before they go."""
     ids = list(dict.fromkeys(event_ids))
     return cb.store.get_events(pid, ids, include_inactive=True) if ids else []
+
+
+def summarised(cb: Components, pid: str, events: Sequence[Event]) -> list[str]:
+    """Those of the events a summary of their session says (among its `source_ids`)."""
+    said: set[str] = set()
+    for sid in dict.fromkeys(e.session_id for e in events):
+        for summary in cb.store.list_events(pid, sid, types=[SUMMARY_TYPE]):
+            said.update(str(i) for i in summary.metadata.get("source_ids") or [])
+    return [e.id for e in events if e.id in said]
 
 
 def after_removal(cb: Components, pid: str, removed: Sequence[Event]) -> int:
