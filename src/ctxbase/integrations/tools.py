@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
 
+from ..assemble.context_note import context_note
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError, NotFoundError, ValidationError
 from ..model import Event, check_id
@@ -169,7 +170,10 @@ class AssembleContextArgs(_Args):
     """Build the full working context for the next step: recent conversation, relevant
     memory, code and documents, current facts, all within a token budget. Use it at the
     start of a task or when unsure what is known. Returns the context as messages plus a
-    context_id; get_trace(context_id) explains why each piece is there."""
+    context_id and a header naming it with the tokens used of the budget
+    ("context_id ctx_... (54/3000 tokens)"); a note when nothing was recalled or items
+    were left out or cut for the budget; get_trace(context_id) explains why each piece is
+    there."""
 
     aliases: ClassVar[dict[str, str]] = {"user_intent": "intent"}
 
@@ -464,7 +468,12 @@ def _assemble(scope: ToolScope, a: AssembleContextArgs) -> dict[str, Any]:
         max_tokens=a.max_tokens,
         new_project=True,  # the scope's own project: empty before anything is remembered
     )
-    return ctx.payload()
+    out = {**ctx.payload(), "max_tokens": ctx.max_tokens, "header": ctx.header}
+    # an empty or cut context says why, so the agent does not take it for the whole memory
+    note = context_note(ctx.trace)
+    if note:
+        out["note"] = note
+    return out
 
 
 def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
