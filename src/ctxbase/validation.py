@@ -45,6 +45,7 @@ __all__ = [
     "cap_depth",
     "check_entity_properties",
     "check_event_ts",
+    "check_fact_key",
     "check_finite",
     "check_int64",
     "check_item_filter",
@@ -57,6 +58,7 @@ __all__ = [
     "check_text",
     "check_timeout",
     "either",
+    "first_line_break",
     "is_blank",
     "loads_tolerant",
 ]
@@ -302,6 +304,34 @@ def check_role(role: Any, field: str = "agent_role") -> str:
             "a name on one line (it is written into the system prompt)",
         )
     return role
+
+
+# Control (newline, carriage return, escape, NUL) and line/paragraph separator characters:
+# each can end a prompt line early or restyle a terminal.
+_BREAKS_A_LINE = frozenset({"Cc", "Zl", "Zp"})
+
+
+def first_line_break(text: str) -> int | None:
+    """The index of the first control or line-separator character of `text`, or None."""
+    return next(
+        (i for i, ch in enumerate(text) if unicodedata.category(ch) in _BREAKS_A_LINE), None
+    )
+
+
+def check_fact_key(key: Any) -> str:
+    """A fact's key: non-empty valid Unicode on one line (it is written into the prompt as
+    "key: value"; a newline in it would start a line of its own)."""
+    if not key or not isinstance(key, str):
+        raise ValidationError("key", "a fact needs a non-empty key")
+    check_text("key", key)
+    at = first_line_break(key)
+    if at is not None:
+        raise ValidationError(
+            "key",
+            f"holds the control character U+{ord(key[at]):04X} at {at}; a fact key is a "
+            "name on one line (it is written into the prompt)",
+        )
+    return key
 
 
 def check_entity_properties(properties: dict[str, Any]) -> None:
