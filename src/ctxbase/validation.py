@@ -52,6 +52,8 @@ __all__ = [
     "check_json",
     "check_message_list",
     "check_message_shape",
+    "check_name",
+    "check_names",
     "check_positive_seconds",
     "check_query",
     "check_role",
@@ -113,6 +115,27 @@ def check_text(field: str, value: Any) -> str | None:
             field, f"is not valid UTF-8 (lone surrogate at character {exc.start})"
         ) from exc
     return value
+
+
+def check_name(field: str, value: Any) -> str | None:
+    """A name kept as text (an entity's type and name, a fact's key and scope, a role):
+    valid Unicode without NUL. PostgreSQL text cannot hold NUL and SQLite can, so both
+    backends refuse it alike, before anything is read or written."""
+    text = check_text(field, value)
+    if text is not None and "\x00" in text:
+        raise ValidationError(
+            field,
+            f"holds a NUL character (U+0000) at {text.index(chr(0))}; a name cannot hold one",
+        )
+    return text
+
+
+def check_names(field: str, values: Any) -> None:
+    """Each of several names (a list or tuple; anything else is left to the caller)."""
+    if isinstance(values, list | tuple):
+        for i, value in enumerate(values):
+            if isinstance(value, str):
+                check_name(f"{field}[{i}]", value)
 
 
 def is_blank(text: str | None) -> bool:
@@ -262,7 +285,9 @@ def check_item_filter(flt: Any) -> None:
         if value is not None:
             check_finite(f"filters.{name}", value)
     if flt.path_prefix is not None:
-        check_text("filters.path_prefix", flt.path_prefix)
+        check_name("filters.path_prefix", flt.path_prefix)
+    for name in ("session_ids", "agent_ids", "agent_roles", "types", "kinds", "owner_ids", "repos"):
+        check_names(f"filters.{name}", getattr(flt, name))
 
 
 def check_query(query: Any, filters: Any = None, field: str = "query") -> str:
@@ -323,7 +348,7 @@ def check_fact_key(key: Any) -> str:
     "key: value"; a newline in it would start a line of its own)."""
     if not key or not isinstance(key, str):
         raise ValidationError("key", "a fact needs a non-empty key")
-    check_text("key", key)
+    check_name("key", key)
     at = first_line_break(key)
     if at is not None:
         raise ValidationError(
