@@ -210,6 +210,10 @@ class GraphMethods:
             raise ValidationError("type", "an entity needs a type")
         if not isinstance(name, str) or is_blank(name):
             raise ValidationError("name", "an entity needs a name")
+        if not checked:
+            # a name the layers below derive from text (a message's code block, a decision):
+            # its NUL becomes U+FFFD, as PostgreSQL keeps text, not a failed anchoring
+            type, name = _without_nul(type), _without_nul(name)
         check_name("type", type)
         check_name("name", name)
         check_entity_properties(dict(properties or {}))
@@ -456,6 +460,10 @@ class GraphMethods:
             types=types,
             include_closed=include_closed,
         )
+
+
+def _without_nul(text: str) -> str:
+    return text.replace("\x00", "\ufffd")
 
 
 def _same_content(old: Entity, new: Entity) -> bool:

@@ -85,3 +85,15 @@ def test_a_relation_type_with_nul_is_refused_before_the_store_is_read(cb: Contex
         cb.create_edge("a", f"RE{NUL}L", "b", check_nodes=False)
     assert caught.value.field == "type"
     assert "UPPER_SNAKE_CASE" in str(caught.value)
+
+
+def test_a_message_holding_nul_is_anchored_alike(cb: ContextBase) -> None:
+    """Names the library derives from text are not refused: their NUL becomes U+FFFD on
+    both backends, as PostgreSQL keeps text, and the message is anchored."""
+    cb.record(
+        "user_message", session_id="s1", text=f"We decided to use Post{NUL}greSQL for orders."
+    )
+    cb.flush()
+    assert cb.anchor_stats().errors == 0
+    names = [e.name for e in cb.list_entities(type="decision")]
+    assert names == ["We decided to use Post\ufffdgreSQL for orders."]
