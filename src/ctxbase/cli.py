@@ -361,7 +361,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
         if args.json:
             _print_json(ctx.payload())
             return 0
-        print(f"context_id {ctx.context_id}: {ctx.total_tokens}/{ctx.max_tokens} tokens")
+        print(ctx.header)
         for msg in ctx.messages:
             print(f"--- {msg.get('role')}\n{msg.get('content')}")
     return 0

@@ -24,6 +24,8 @@ from .validation import (
     check_finite,
     check_int64,
     check_json,
+    check_name,
+    check_names,
     check_text,
     is_blank,
 )
@@ -125,6 +127,7 @@ class GraphMethods:
                 "k", f"must be an integer from 0 to {MAX_NEIGHBOURHOOD_HOPS} (got {k!r})"
             )
         check_id("node_id", node_id)
+        check_names("types", types)
         pid = self._pid(project)
         hits = graph.neighbourhood(self.store, pid, node_id, k, types)
         known = bool(hits) or bool(self.store.existing_ids(pid, [node_id]))
@@ -207,8 +210,12 @@ class GraphMethods:
             raise ValidationError("type", "an entity needs a type")
         if not isinstance(name, str) or is_blank(name):
             raise ValidationError("name", "an entity needs a name")
-        check_text("type", type)
-        check_text("name", name)
+        if not checked:
+            # a name the layers below derive from text (a message's code block, a decision):
+            # its NUL becomes U+FFFD, as PostgreSQL keeps text, not a failed anchoring
+            type, name = _without_nul(type), _without_nul(name)
+        check_name("type", type)
+        check_name("name", name)
         check_entity_properties(dict(properties or {}))
         if version is not None and check_int64("version", version) < 1:
             raise ValidationError("version", "must be >= 1")
@@ -292,6 +299,8 @@ class GraphMethods:
     ) -> list[Entity]:
         """Active entities by type and name (the latest versions unless `latest_only` is
         False); `repos` keeps those of these ingested repositories."""
+        check_name("type", type)
+        check_name("name", name)
         return self.store.list_entities(
             self._pid(project),
             type=type,
@@ -367,25 +376,25 @@ class GraphMethods:
         check_id("from_id", args.from_id)
         check_id("to_id", args.to_id)
         check_json("properties", args.properties)
-        confidence = args.confidence
-        if confidence is None:
-            existing = self.store.list_relations(
-                pid, [args.from_id], direction="out", types=[args.type]
-            )
-            same = [r for r in existing if r.to_id == args.to_id]
-            confidence = same[0].confidence if same else 1.0
-        try:
+        try:  # checked before the store is read with the type
             rel = Relation(
                 project_id=pid,
                 from_id=args.from_id,
                 type=args.type,
                 to_id=args.to_id,
-                confidence=confidence,
+                confidence=1.0 if args.confidence is None else args.confidence,
                 source=args.source,
                 properties=args.properties,
             )
         except Exception as exc:
             raise _as_validation(exc) from exc
+        if args.confidence is None:  # the edge's own confidence, when it is asserted again
+            existing = self.store.list_relations(
+                pid, [args.from_id], direction="out", types=[args.type]
+            )
+            same = [r for r in existing if r.to_id == args.to_id]
+            if same:
+                rel = rel.model_copy(update={"confidence": same[0].confidence})
         if check_nodes:
             ends = [args.from_id, args.to_id]
             missing = set(ends) - self.store.existing_ids(pid, ends)
@@ -443,6 +452,7 @@ class GraphMethods:
         include_closed: bool = False,
         project: str | None = None,
     ) -> list[Relation]:
+        check_names("types", types)
         return self.store.list_relations(
             self._pid(project),
             None if node_id is None else [node_id],
@@ -450,6 +460,10 @@ class GraphMethods:
             types=types,
             include_closed=include_closed,
         )
+
+
+def _without_nul(text: str) -> str:
+    return text.replace("\x00", "\ufffd")
 
 
 def _same_content(old: Entity, new: Entity) -> bool:

@@ -45,18 +45,22 @@ __all__ = [
     "cap_depth",
     "check_entity_properties",
     "check_event_ts",
+    "check_fact_key",
     "check_finite",
     "check_int64",
     "check_item_filter",
     "check_json",
     "check_message_list",
     "check_message_shape",
+    "check_name",
+    "check_names",
     "check_positive_seconds",
     "check_query",
     "check_role",
     "check_text",
     "check_timeout",
     "either",
+    "first_line_break",
     "is_blank",
     "loads_tolerant",
 ]
@@ -111,6 +115,27 @@ def check_text(field: str, value: Any) -> str | None:
             field, f"is not valid UTF-8 (lone surrogate at character {exc.start})"
         ) from exc
     return value
+
+
+def check_name(field: str, value: Any) -> str | None:
+    """A name kept as text (an entity's type and name, a fact's key and scope, a role):
+    valid Unicode without NUL. PostgreSQL text cannot hold NUL and SQLite can, so both
+    backends refuse it alike, before anything is read or written."""
+    text = check_text(field, value)
+    if text is not None and "\x00" in text:
+        raise ValidationError(
+            field,
+            f"holds a NUL character (U+0000) at {text.index(chr(0))}; a name cannot hold one",
+        )
+    return text
+
+
+def check_names(field: str, values: Any) -> None:
+    """Each of several names (a list or tuple; anything else is left to the caller)."""
+    if isinstance(values, list | tuple):
+        for i, value in enumerate(values):
+            if isinstance(value, str):
+                check_name(f"{field}[{i}]", value)
 
 
 def is_blank(text: str | None) -> bool:
@@ -260,7 +285,9 @@ def check_item_filter(flt: Any) -> None:
         if value is not None:
             check_finite(f"filters.{name}", value)
     if flt.path_prefix is not None:
-        check_text("filters.path_prefix", flt.path_prefix)
+        check_name("filters.path_prefix", flt.path_prefix)
+    for name in ("session_ids", "agent_ids", "agent_roles", "types", "kinds", "owner_ids", "repos"):
+        check_names(f"filters.{name}", getattr(flt, name))
 
 
 def check_query(query: Any, filters: Any = None, field: str = "query") -> str:
@@ -302,6 +329,34 @@ def check_role(role: Any, field: str = "agent_role") -> str:
             "a name on one line (it is written into the system prompt)",
         )
     return role
+
+
+# Control (newline, carriage return, escape, NUL) and line/paragraph separator characters:
+# each can end a prompt line early or restyle a terminal.
+_BREAKS_A_LINE = frozenset({"Cc", "Zl", "Zp"})
+
+
+def first_line_break(text: str) -> int | None:
+    """The index of the first control or line-separator character of `text`, or None."""
+    return next(
+        (i for i, ch in enumerate(text) if unicodedata.category(ch) in _BREAKS_A_LINE), None
+    )
+
+
+def check_fact_key(key: Any) -> str:
+    """A fact's key: non-empty valid Unicode on one line (it is written into the prompt as
+    "key: value"; a newline in it would start a line of its own)."""
+    if not key or not isinstance(key, str):
+        raise ValidationError("key", "a fact needs a non-empty key")
+    check_name("key", key)
+    at = first_line_break(key)
+    if at is not None:
+        raise ValidationError(
+            "key",
+            f"holds the control character U+{ord(key[at]):04X} at {at}; a fact key is a "
+            "name on one line (it is written into the prompt)",
+        )
+    return key
 
 
 def check_entity_properties(properties: dict[str, Any]) -> None:

@@ -388,7 +388,9 @@ def test_tool_limits_are_the_librarys(cb: ContextBase) -> None:
     err = call(scope, "assemble_context", {"intent": "x" * 8001})["error"]
     assert err["field"] == "intent", err
     props = TOOLS["remember"].input_schema()["properties"]
-    assert props["text"]["maxLength"] == 1_000_000
+    # remember's limit is in bytes, said in its description (a maxLength counts characters)
+    assert "maxLength" not in props["text"]
+    assert "at most 1,000,000 bytes as UTF-8" in props["text"]["description"]
 
 
 def test_a_new_projects_scope_searches_and_assembles_before_anything_is_remembered(

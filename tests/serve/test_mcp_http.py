@@ -285,3 +285,15 @@ def test_the_proxy_asks_for_a_project_when_the_key_has_several(
     assert "--project: is needed: this key sees several projects (" in done.stderr, done.stderr
     assert done.stderr.count("--project") == 1, done.stderr  # the flag is named once
     assert pid in done.stderr and other_pid in done.stderr
+
+
+def test_the_proxy_says_why_a_context_is_empty_and_names_it(live: Live, pid: str) -> None:
+    """Over the remote client the assembly's trace comes with the answer, so the proxy's
+    assemble_context gives the same header and note as the embedded tool."""
+    key = live.key(pid, role="write")
+    (answer,) = _proxy(live, key, ("assemble_context", {"intent": "what did we decide?"}))
+    out = payload(answer)
+    assert out["header"] == (
+        f"context_id {out['context_id']} ({out['total_tokens']}/{out['max_tokens']} tokens)"
+    )
+    assert out["note"].startswith("nothing recalled: ")

@@ -38,6 +38,7 @@ from ..retrieve.kb_view import (
     read_tag,
     resolve_view,
 )
+from ..validation import check_name
 from .entities import restore_vectors, unit_vectors, write_entity
 
 __all__ = [
@@ -208,6 +209,7 @@ def _write_pin(cb: Components, pid: str, name: str, cause: str) -> PinReport:
 def pin_knowledge(cb: ComponentsSource, name: str, *, project: str | None = None) -> PinReport:
     """Make searches and assemblies see the knowledge base as of version `name` (kept
     across restarts, until `unpin_knowledge`)."""
+    check_name("name", name)
     cb = components_of(cb)
     return _write_pin(cb, cb.resolve_project(project), name, "kb pin")
 

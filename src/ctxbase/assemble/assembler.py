@@ -28,7 +28,7 @@ from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, StateFact, TaskInfo
 from ..retrieve.tokenize import load_segmenter, needs_segmenter, prefetch_segmenter
-from ..validation import check_query, check_role
+from ..validation import check_names, check_query, check_role
 from .asked_before import drop_unanswered
 from .budget import (
     BudgetAllocation,
@@ -779,6 +779,7 @@ def _repo_set(repos: Sequence[str] | None) -> frozenset[str] | None:
         return None
     if isinstance(repos, str) or not all(isinstance(r, str) and r for r in repos):
         raise ValidationError("repos", f"must be a list of repository names (got {repos!r})")
+    check_names("repos", list(repos))
     return frozenset(repos)
 
 

@@ -36,7 +36,7 @@ from ..components import ComponentsSource, components_of
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
 from ..store.base import MESSAGE_SCOPE, StateChange
-from ..validation import check_json, check_text
+from ..validation import check_fact_key, check_json, check_name, check_text, first_line_break
 from .facts import (
     ExtractedFact,
     FactExtractionError,
@@ -106,9 +106,11 @@ class LLMConfig(BaseModel):
         return cls(base_url=base_url, model=model, api_key=source.get("CTXBASE_LLM_API_KEY"))
 
 
-def _check_scope(scope: str) -> None:
+def _check_scope(scope: str, scope_id: Any = None, key: Any = None) -> None:
     if scope not in SCOPES:
         raise ValidationError("scope", f"must be one of {', '.join(SCOPES)} (got {scope!r})")
+    check_name("scope_id", scope_id)
+    check_name("key", key)
 
 
 def check_ttl(ttl: Any) -> float | None:
@@ -148,10 +150,8 @@ def set_fact(
     `ttl` (seconds) the fact expires unless written again within it; without one it never
     does (a write without a ttl ends an earlier one's)."""
     cb = components_of(cb)
-    _check_scope(scope)
-    if not key or not isinstance(key, str):
-        raise ValidationError("key", "a fact needs a non-empty key")
-    check_text("key", key)
+    _check_scope(scope, scope_id)
+    check_fact_key(key)
     check_text("scope_id", scope_id)
     check_text("cause", cause)
     check_json("value", value)
@@ -182,7 +182,7 @@ def delete_fact(
     old value can be read back or rolled back; a fact deleted before, which only its
     history holds, is removed too): False when neither held the key."""
     cb = components_of(cb)
-    _check_scope(scope)
+    _check_scope(scope, scope_id, key)
     check_text("cause", cause)
     pid = cb.project if project is None else project
     if hard:
@@ -196,7 +196,7 @@ def get_facts(
 ) -> dict[str, StateFact]:
     """The current facts of one scope, by key (an expired one left out)."""
     cb = components_of(cb)
-    _check_scope(scope)
+    _check_scope(scope, scope_id)
     pid = cb.project if project is None else project
     return {f.key: f for f in live(cb.store.get_state(pid, scope, scope_id))}
 
@@ -212,9 +212,9 @@ def get_scope_facts(
     (message scopes may be asked for too: see `statuses_of`); expired ones left out, and
     added to `lapsed` when given."""
     cb = components_of(cb)
-    for scope, _ in scopes:
+    for scope, scope_id in scopes:
         if scope != MESSAGE_SCOPE:
-            _check_scope(scope)
+            _check_scope(scope, scope_id)
     pid = cb.project if project is None else project
     found = cb.store.get_states(pid, scopes)
     now = time.time()
@@ -272,7 +272,7 @@ def fact_history(
     """Every change of the scope's facts (or of one key), oldest first per key; a value
     written with a ttl that lapsed before the next change (or before now) is `expired`."""
     cb = components_of(cb)
-    _check_scope(scope)
+    _check_scope(scope, scope_id, key)
     pid = cb.project if project is None else project
     return mark_lapsed(cb.store.state_history(pid, scope, scope_id, key), time.time())
 
@@ -482,20 +482,38 @@ def _money(value: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _one_line(text: str) -> str:
+    """`text` as it is, or, when a control or line-separator character in it could start a
+    prompt line of its own, as a quoted JSON string with every such character escaped."""
+    if first_line_break(text) is None:
+        return text
+    return _escape_breaks(json.dumps(text, ensure_ascii=False))
+
+
+def _escape_breaks(json_text: str) -> str:
+    # json.dumps escapes U+0000-U+001F; DEL, C1 controls and U+2028/9 it leaves raw
+    return "".join(
+        f"\\u{ord(ch):04x}" if first_line_break(ch) is not None else ch for ch in json_text
+    )
+
+
 def render_fact(key: str, value: Any) -> str:
-    """One fact as a line for the prompt: "budget <= 50000 CNY", "deadline <= 2025-06-06"."""
+    """One fact as a line for the prompt: "budget <= 50000 CNY", "deadline <= 2025-06-06".
+    A string that holds a control or line-separator character (newline, \\r, escape) is
+    shown as a quoted JSON string, so no value can forge a prompt line of its own."""
+    key = _one_line(key)  # refused at write; a key stored before that is shown quoted too
     if isinstance(value, Mapping):
         money = _money(value)
         if money is not None:
-            return f"{key} {money}"
+            return f"{key} {_one_line(money)}"
         if "date" in value or "expression" in value:
             when = value.get("date") or value.get("expression")
-            return f"{key} {value.get('op') or '='} {when}"
+            return f"{key} {_one_line(str(value.get('op') or '='))} {_one_line(str(when))}"
         if set(value) == {"value"}:
-            return f"{key}: {value['value']}"
+            return f"{key}: {_one_line(str(value['value']))}"
     if isinstance(value, str):
-        return f"{key}: {value}"
-    return f"{key}: {json.dumps(value, ensure_ascii=False, sort_keys=True)}"
+        return f"{key}: {_one_line(value)}"
+    return f"{key}: {_escape_breaks(json.dumps(value, ensure_ascii=False, sort_keys=True))}"
 
 
 # -- message statuses -----------------------------------------------------------------------

@@ -97,6 +97,12 @@ class AssembledContext:
             }
         )
 
+    @property
+    def header(self) -> str:
+        """ "context_id ctx_... (54/3000 tokens)": the id to fetch the trace by and the
+        tokens used of the budget (`ctxbase assemble` prints it, the MCP tool returns it)."""
+        return f"context_id {self.context_id} ({self.total_tokens}/{self.max_tokens} tokens)"
+
     # Seed 000 reads the answer as a dict: payload["documents"][0]["content"].
     def __getitem__(self, key: str) -> Any:
         return self.payload()[key]

@@ -30,6 +30,7 @@ from ..model import (
 from ..validation import (
     MAX_TEXT_BYTES,
     check_json,
+    check_name,
     check_text,
     either,
     is_blank,
@@ -202,7 +203,7 @@ def build_event(
     if not isinstance(importance, int | float) or not 0.0 <= float(importance) <= 1.0:
         raise ValidationError("importance", f"must be between 0 and 1 (got {importance!r})")
     if agent_role is not None:
-        check_text("agent_role", agent_role)
+        check_name("agent_role", agent_role)
     meta = dict(metadata or {})
     if meta:  # no metadata serialises as "{}": nothing to check
         check_json("metadata", meta)

@@ -23,12 +23,14 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import PydanticCustomError
 
+from ..assemble.context_note import context_note
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError, NotFoundError, ValidationError
 from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
-from ..validation import MAX_QUERY_CHARS, MAX_TEXT_BYTES
+from ..validation import MAX_JSON_BYTES, MAX_QUERY_CHARS, MAX_TEXT_BYTES
 from .tool_facts import delete_facts, facts_not_found, matching_facts, session_facts
 from .tool_hints import ArgumentsError, argument_problem
 
@@ -168,7 +170,10 @@ class AssembleContextArgs(_Args):
     """Build the full working context for the next step: recent conversation, relevant
     memory, code and documents, current facts, all within a token budget. Use it at the
     start of a task or when unsure what is known. Returns the context as messages plus a
-    context_id; get_trace(context_id) explains why each piece is there."""
+    context_id and a header naming it with the tokens used of the budget
+    ("context_id ctx_... (54/3000 tokens)"); a note when nothing was recalled or items
+    were left out or cut for the budget; get_trace(context_id) explains why each piece is
+    there."""
 
     aliases: ClassVar[dict[str, str]] = {"user_intent": "intent"}
 
@@ -198,8 +203,13 @@ class RememberArgs(_Args):
     replaces the old one; assembled contexts show current facts; with fact_ttl it expires
     unless remembered again within that many seconds). Returns the stored id."""
 
-    # characters here; the library then checks the event's size in bytes (MAX_TEXT_BYTES)
-    text: str = Field(min_length=1, max_length=MAX_TEXT_BYTES, description="What to remember.")
+    # the limit is the library's, in bytes: a JSON Schema maxLength would count characters
+    text: str = Field(
+        min_length=1,
+        description=f"What to remember: at most {MAX_TEXT_BYTES:,} bytes as UTF-8 (a Chinese "
+        "character takes 3); as a fact value it is counted as a JSON string, its quotes and "
+        "escapes included.",
+    )
     session_id: str = Field(
         default="memory",
         min_length=1,
@@ -234,6 +244,18 @@ class RememberArgs(_Args):
         description="With fact_key: seconds the fact stays current unless remembered again "
         "(e.g. 1800 for a code valid 30 minutes); default: no expiry.",
     )
+
+    @field_validator("text")
+    @classmethod
+    def _within_bytes(cls, value: str) -> str:
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > MAX_TEXT_BYTES:
+            raise PydanticCustomError(
+                "text_too_large",
+                "is {size} bytes as UTF-8, over the limit of {limit} bytes",
+                {"size": size, "limit": MAX_TEXT_BYTES},
+            )
+        return value
 
 
 class ForgetArgs(_Args):
@@ -446,7 +468,12 @@ def _assemble(scope: ToolScope, a: AssembleContextArgs) -> dict[str, Any]:
         max_tokens=a.max_tokens,
         new_project=True,  # the scope's own project: empty before anything is remembered
     )
-    return ctx.payload()
+    out = {**ctx.payload(), "max_tokens": ctx.max_tokens, "header": ctx.header}
+    # an empty or cut context says why, so the agent does not take it for the whole memory
+    note = context_note(ctx.trace)
+    if note:
+        out["note"] = note
+    return out
 
 
 def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
@@ -454,6 +481,7 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
     if a.fact_ttl is not None and a.fact_key is None:
         raise ValidationError("fact_ttl", "is a fact's time to live: give fact_key with it")
     if a.fact_key is not None:
+        _fits_as_a_value(a.text)
         scope_id = a.session_id if a.fact_scope == "session" else pid
         if a.fact_scope == "session":  # listed by list_sessions, forgotten with it
             _ensure_session(scope, a.session_id)
@@ -491,6 +519,17 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
             parent_event_ids=list(a.parent_event_ids),
         )
     return {"kind": "event", "event_id": event.id, "session_id": event.session_id}
+
+
+def _fits_as_a_value(text: str) -> None:
+    """A fact's value is limited as JSON (quotes and escapes count): said of `text`."""
+    size = len(json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    if size > MAX_JSON_BYTES:
+        raise ValidationError(
+            "text",
+            f"is {size} bytes as a JSON string, over the limit of {MAX_JSON_BYTES} bytes "
+            "for a fact value",
+        )
 
 
 @contextmanager

@@ -90,6 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     from ..integrations.tools import ToolScope
     from ..model import check_id
+    from ..validation import check_role
 
     try:
         from ..integrations.mcp_server import run_stdio
@@ -102,6 +103,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     agent = args.agent
     if agent is not None:
         check_id("agent", agent)
+    if args.agent_role is not None:  # as assembly checks it: not at the first tool call
+        check_role(args.agent_role, field="--agent-role")
     chunking = chunking_option(args)
     if args.url and chunking is not None:
         from ..errors import ValidationError
@@ -113,7 +116,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from .sdk import Client
 
         api_key = args.api_key or os.environ.get("CTXBASE_API_KEY")
-        project = project or _key_project(args.url, api_key)
+        project = _service_project(args.url, api_key, project)
         # what the server writes for this key when no agent is named (REST, HTTP MCP)
         agent = agent or _key_agent(api_key) or "mcp"
         base: Any = Client(args.url, api_key=api_key, project=project)
@@ -131,13 +134,29 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
-def _key_project(url: str, api_key: str | None) -> str:
-    """The key's only project, as `ctxbase.connect` picks it; a key for several must be
-    told which (the proxy serves one project); "default" for a key for every project."""
+def _service_project(url: str, api_key: str | None, project: str | None) -> str:
+    """The project the proxy serves, once the service has answered `GET /v1/whoami` for
+    the key (a wrong URL or a refused key stops here, not at the first tool call): the
+    one given, if the key may use it; else the key's only project, as `ctxbase.connect`
+    picks it; a key for several must be told which; "default" for a key for every one."""
     from ..errors import ValidationError
-    from .sdk import key_projects
+    from .errors import AuthenticationError
+    from .sdk import whoami
 
-    projects = key_projects(url, api_key)
+    try:
+        raw = whoami(url, api_key).get("projects")
+    except AuthenticationError as error:
+        if api_key is None:
+            raise AuthenticationError(
+                f"{url} needs an API key: give --api-key or set $CTXBASE_API_KEY"
+            ) from None
+        raise AuthenticationError(f"{url} refused the API key: {error}") from None
+    projects = [str(p) for p in raw] if isinstance(raw, list) else None
+    if project is not None:
+        if projects is not None and project not in projects:
+            seen = ", ".join(projects) or "none"
+            raise ValidationError("--project", f"this key may not use {project!r} (it may: {seen})")
+        return project
     if projects is None:
         return "default"
     if len(projects) == 1:

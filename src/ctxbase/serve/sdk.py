@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from .sdk_manager import AsyncRemoteContextManager, RemoteContextManager
 
-__all__ = ["AsyncClient", "Client", "connect", "connect_async"]
+__all__ = ["AsyncClient", "Client", "connect", "connect_async", "whoami"]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -552,6 +552,35 @@ def key_projects(url: str, api_key: str | None, timeout: float = 30.0) -> list[s
         return None
     projects = response.json().get("projects")
     return [str(p) for p in projects] if isinstance(projects, list) else None
+
+
+def whoami(url: str, api_key: str | None, timeout: float = 30.0) -> dict[str, Any]:
+    """The service's `GET /v1/whoami` for this key (key_id, role, projects), or the error
+    that says why not: unreachable, the key refused (AuthenticationError), or a URL that
+    does not answer as a ctxbase service (RemoteError naming the URL and the status)."""
+    httpx = _httpx()
+    url = _server_url(url)
+    try:
+        response = httpx.get(url + "/v1/whoami", headers=_headers(api_key), timeout=timeout)
+    except httpx.TransportError as exc:
+        raise _unreachable(url, exc) from exc
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = None
+    if response.status_code == 200 and isinstance(body, dict) and "role" in body:
+        return body
+    # the service's own error (a refused key, 429), but not a 404: the service always has
+    # /v1/whoami, so that is another server, or a path under the service's
+    served = isinstance(body, dict) and isinstance(body.get("error"), dict)
+    if served and response.status_code != 404:
+        raise exception_from_body(response.status_code, body)
+    raise RemoteError(
+        "not_ctxbase",
+        f"{url} does not answer as a ctxbase service (GET /v1/whoami: HTTP "
+        f"{response.status_code}); give the URL `ctxbase serve` prints",
+        response.status_code,
+    )
 
 
 def key_project(url: str, api_key: str | None, timeout: float = 30.0) -> str:
