@@ -20,6 +20,7 @@ from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, get_preset
 from ..retrieve.kb_view import entities_in_view
+from ..retrieve.named_code import code_names
 from ..retrieve.recency import Kind, anchored_times, recency_cue, recent_kinds
 from ..store.base import ItemFilter
 from .gatherer import Gatherer
@@ -82,6 +83,34 @@ def _newest_made(g: Gatherer, kinds: Sequence[Kind], limit: int) -> list[Entity]
     made = [e for e in found if e.id in when]
     made.sort(key=lambda e: (-when[e.id], e.id))
     return made[:limit]
+
+
+def _named_code(g: Gatherer, types: Sequence[str], limit: int) -> list[tuple[Entity, str]]:
+    """Code of `types` the intent names by an identifier, a file or a table name
+    (retrieve/named_code.py), with the name: a kind word alone ("the function", "这个函数")
+    names nothing, so it selects nothing. Found by a keyword search for the names, kept
+    where the entity's name, path or text says one of them."""
+    names = code_names(g.intent)
+    if not names:
+        return []
+    flt = ItemFilter(kinds=("entity", "chunk"), types=tuple(types))
+    resp = g.cb.search(
+        " ".join(names),
+        project=g.pid,
+        config=get_preset("keyword", top_k=limit * 4),
+        filters=g.scoped(flt),
+    )
+    owners = list(dict.fromkeys(c.item.owner_id for c in resp.results))
+    found = {e.id: e for e in g.cb.store.get_entities(g.pid, owners)}
+    out: list[tuple[Entity, str]] = []
+    for e in (found[o] for o in owners if o in found):
+        said = f"{e.name}\n{e.properties.get('path', '')}\n{e.text or ''}".casefold()
+        name = next((n for n in names if n.casefold() in said), None)
+        if name is not None:
+            out.append((e, name))
+    # what is called so first: the function itself before the module that holds it
+    out.sort(key=lambda pair: pair[1].casefold() not in pair[0].name.casefold())
+    return out[:limit]
 
 
 def _matched_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Entity]:
@@ -151,10 +180,10 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
             if e.type in types and e.id not in why:
                 chosen.append(e)
                 why[e.id] = f"linked to {anchor_of[e.id]}, which {anchors[anchor_of[e.id]][1]}"
-    for e in _matched_entities(g, types, s.max_items):  # code the intent names itself
+    for e, name in _named_code(g, types, s.max_items):  # code the intent names itself
         if e.id not in why:
             chosen.append(e)
-            why[e.id] = f"{e.type} named by the intent"
+            why[e.id] = f"{e.type} named by the intent ({name!r})"
     seeds: dict[str, float] = {}
     for i, e in enumerate(chosen[: s.max_items]):
         seeds[e.id] = 1.0 - 0.02 * i
