@@ -90,6 +90,7 @@ from .strategies import (
     referenced_code_first,
     semantic_recall,
 )
+from .task_cues import new_task, with_task_baseline
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_messages, get_token_counter
 from .trace import AssembledContext, build_messages, build_result, log_trace
 from .user_scope import MemoryScope, scope_for, session_user
@@ -393,6 +394,9 @@ class Assembler:
         hist, hist_dropped, input_event, held = history_turns(
             events, statuses, task_id, policy.view, user_intent
         )
+        fresh = strategy is None and new_task(store, pid, session_id, task_id, events, input_event)
+        if fresh and task_id is not None:  # a task's first turn: the role's baseline loads
+            selection = with_task_baseline(selection, task_id)
         hist, echoed = mark_echoes(hist, events, statuses)  # repeats of a retracted message
         notes.extend(echoed)
         latest = user_intent
@@ -435,6 +439,7 @@ class Assembler:
                 deadline,
                 timings,
                 consensus=strategy in (None, "multi_agent_consensus"),
+                new_task=task_id if fresh else None,
             )
             if skipped:
                 notes.append(
@@ -529,6 +534,7 @@ class Assembler:
         timings: dict[str, float],
         *,
         consensus: bool,
+        new_task: str | None = None,
     ) -> tuple[list[str], list[str]]:
         by_name: dict[str, Strategy] = {s.name: s for s in selection.strategies}
         listed = selection.policy.strategy("multi_agent_consensus")
@@ -555,7 +561,7 @@ class Assembler:
             elif isinstance(s, SemanticRecall):
                 semantic_recall(g, s)
             elif isinstance(s, ProjectScopeFallback):
-                project_scope_fallback(g, s, session_messages)
+                project_scope_fallback(g, s, session_messages, new_task)
             elif isinstance(s, ErrorDrivenRepair):
                 error_driven_repair(g, s, failing)
             elif isinstance(s, MultiAgentConsensus):

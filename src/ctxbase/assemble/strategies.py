@@ -303,8 +303,14 @@ def semantic_recall(g: Gatherer, s: SemanticRecall) -> None:
     g.search(g.intent, get_preset(preset, **overrides), None, s.name, s.min_score, 0.8)
 
 
-def project_scope_fallback(g: Gatherer, s: ProjectScopeFallback, session_messages: int) -> None:
-    if session_messages >= s.fallback_depth and len(g.cands) >= g.policy.top_k:
+def project_scope_fallback(
+    g: Gatherer, s: ProjectScopeFallback, session_messages: int, new_task: str | None = None
+) -> None:
+    """Seed 000's "加载 project 下所有 document + 最近 3 个 code，保证新任务不脱离项目基线":
+    what other sessions said about the intent, then the project's documents and
+    requirements and its latest code, for an intent about the project. For `new_task` (a
+    task with no turn yet: task_cues.py) the baseline loads whatever the intent says."""
+    if new_task is None and session_messages >= s.fallback_depth and len(g.cands) >= g.policy.top_k:
         g.notes.append(f"{s.name}: the session has enough context; not widened")
         return
     # first what other sessions of the project said about this (named by exclusion: listing
@@ -317,14 +323,19 @@ def project_scope_fallback(g: Gatherer, s: ProjectScopeFallback, session_message
     g.search(g.intent, cfg, others, s.name, 0.0, 0.3)
     # The project's baseline is for questions about the project: one of its messages or
     # entities must be about the intent.
-    if not g.on_topic and not _matched_entities(g, [*_BASELINE_TYPES, "code", "sql"], 1):
+    if (
+        new_task is None
+        and not g.on_topic
+        and not _matched_entities(g, [*_BASELINE_TYPES, "code", "sql"], 1)
+    ):
         g.notes.append(f"{s.name}: the intent matches nothing here; no project baseline")
         return
+    of = "" if new_task is None else f" (baseline of new task {new_task!r})"
     docs = _recent_entities(g, list(_BASELINE_TYPES), 2 * s.fallback_depth)
     for i, e in enumerate(docs):
-        g.add(entity_cand(e, 0.3 - 0.005 * i, s.name, f"{s.name}: project {e.type}"))
+        g.add(entity_cand(e, 0.3 - 0.005 * i, s.name, f"{s.name}: project {e.type}{of}"))
     for i, e in enumerate(_recent_entities(g, ["code", "sql"], s.fallback_depth)):
-        g.add(entity_cand(e, 0.25 - 0.005 * i, s.name, f"{s.name}: recent project {e.type}"))
+        g.add(entity_cand(e, 0.25 - 0.005 * i, s.name, f"{s.name}: recent project {e.type}{of}"))
 
 
 def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None) -> None:
