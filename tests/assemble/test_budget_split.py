@@ -44,8 +44,8 @@ def test_the_article_split_decides_the_quotas() -> None:
     quotas = {name: layer.quota for name, layer in alloc.layers.items()}
     # shares of the whole budget while the input (50) fits in its 20 % (200)
     assert quotas == {"system": 100, "state": 200, "task": 100, "memory": 0, "history": 400}
-    # the input's unused reserve is not lost: the pool hands it out
-    assert alloc.total_tokens == 1000 and alloc.layers["history"].tokens > 400
+    # the input's unused reserve is not lost: the pool hands it out, to the facts first
+    assert alloc.total_tokens == 1000 and alloc.layers["state"].tokens > 200
     # a longer input is never cut; the layers shrink in proportion
     assert layer_quota(0.4, 0.2, 1000, 300) == 350
     assert layer_quota(0.4, 0.0, 1000, 300) == 280  # no reserve: 40 % of what is left

@@ -17,7 +17,7 @@ from ctxbase.model import TaskInfo, keyed_event_id
 from ctxbase.serve.sdk import AsyncClient, Client
 
 SAME_PROJECT = f"same-{uuid.uuid4().hex[:8]}"
-VOLATILE = {"created_at", "updated_at", "ts", "valid_from", "valid_to", "context_id"}
+VOLATILE = {"created_at", "updated_at", "ts", "valid_from", "valid_to", "context_id", "said_at"}
 
 
 def _plain(value: Any) -> Any:

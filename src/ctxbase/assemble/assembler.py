@@ -26,7 +26,7 @@ from typing import Any
 
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
-from ..model import Event, StateFact, TaskInfo
+from ..model import Event, StateFact
 from ..retrieve.tokenize import load_segmenter, needs_segmenter, prefetch_segmenter
 from ..validation import check_names, check_query, check_role
 from .asked_before import drop_unanswered
@@ -43,8 +43,10 @@ from .budget import (
 )
 from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
+from .fixed_layers import state_items, task_items
 from .gatherer import Gatherer
 from .history_calls import CALL_TYPE
+from .history_fallback import THOUGHT_TYPE, pair_groups, window_turns
 from .history_turns import history_turns
 from .lifecycle import Status
 from .memory_calls import link_calls, results_with_calls
@@ -76,10 +78,8 @@ from .state import (
     CURRENT_TASK_KEY,
     MESSAGE_SCOPE,
     LLMConfig,
-    Scope,
     get_scope_facts,
     lapsed_drops,
-    render_fact,
     state_scopes,
     statuses_of,
 )
@@ -90,6 +90,7 @@ from .strategies import (
     referenced_code_first,
     semantic_recall,
 )
+from .task_cues import new_task, with_task_baseline
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_messages, get_token_counter
 from .trace import AssembledContext, build_messages, build_result, log_trace
 from .user_scope import MemoryScope, scope_for, session_user
@@ -167,52 +168,6 @@ def _history_text(e: Event) -> str:
     """A turn as said; a tool call as the assistant's line `name(...)`; anything else labelled."""
     text = e.text or ""
     return text if e.type in _SAID else f"{label_for(e.type, e.id)}\n{text}"
-
-
-def _state_items(
-    scopes: Sequence[tuple[Scope, str, float]],
-    facts: Mapping[tuple[str, str], Mapping[str, StateFact]],
-) -> list[BudgetItem]:
-    """The state layer: each scope's facts, newest first; a key a narrower scope already
-    gave is left out (other tasks' facts are listed as theirs)."""
-    items: list[BudgetItem] = []
-    seen: set[str] = set()
-    for scope, scope_id, weight in scopes:
-        held = facts.get((scope, scope_id), {})
-        for key, fact in sorted(held.items(), key=lambda kv: -kv[1].updated_at):
-            if scope != "task" or weight == 1.0:
-                if key in seen:
-                    continue  # the narrower scope already said it
-                seen.add(key)
-            line = "- " + render_fact(key, fact.value)
-            if weight == 0.4:
-                line += f" (task {scope_id})"
-            items.append(
-                BudgetItem(f"state:{scope}:{scope_id}:{key}", line, weight, source=f"state:{scope}")
-            )
-    return items
-
-
-def _task_items(task: TaskInfo | None, others: Sequence[TaskInfo]) -> list[BudgetItem]:
-    """The task layer: the current task's goal and background, and (global view) the
-    session's other tasks."""
-    items: list[BudgetItem] = []
-    if task is not None:
-        text = f"- goal: {task.metadata.get('goal') or task.title}"
-        if task.metadata.get("background"):
-            text += f"\n- background: {task.metadata['background']}"
-        items.append(BudgetItem(f"task:{task.task_id}", text, 1.0, source="task"))
-    for other in others:
-        if task is None or other.task_id != task.task_id:
-            items.append(
-                BudgetItem(
-                    f"task:{other.task_id}",
-                    f"- {other.status} task: {other.title}",
-                    0.3,
-                    source="task",
-                )
-            )
-    return items
 
 
 class Assembler:
@@ -393,6 +348,9 @@ class Assembler:
         hist, hist_dropped, input_event, held = history_turns(
             events, statuses, task_id, policy.view, user_intent
         )
+        fresh = strategy is None and new_task(store, pid, session_id, task_id, events, input_event)
+        if fresh and task_id is not None:  # a task's first turn: the role's baseline loads
+            selection = with_task_baseline(selection, task_id)
         hist, echoed = mark_echoes(hist, events, statuses)  # repeats of a retracted message
         notes.extend(echoed)
         latest = user_intent
@@ -431,10 +389,11 @@ class Assembler:
                 selection,
                 agent_role,
                 failing,
-                len(hist),
+                sum(e.type != THOUGHT_TYPE for e in hist),
                 deadline,
                 timings,
                 consensus=strategy in (None, "multi_agent_consensus"),
+                new_task=task_id if fresh else None,
             )
             if skipped:
                 notes.append(
@@ -450,8 +409,8 @@ class Assembler:
 
             t = time.perf_counter()
             layers = {
-                "state": _state_items(scopes, facts),
-                "task": _task_items(task, others),
+                "state": state_items(scopes, facts),
+                "task": task_items(task, others),
             }
             # what is rated false or cut from a retracted message leaves the memory layer, and a
             # message rated false the history too (read with the candidates' ratings: one read)
@@ -529,6 +488,7 @@ class Assembler:
         timings: dict[str, float],
         *,
         consensus: bool,
+        new_task: str | None = None,
     ) -> tuple[list[str], list[str]]:
         by_name: dict[str, Strategy] = {s.name: s for s in selection.strategies}
         listed = selection.policy.strategy("multi_agent_consensus")
@@ -555,7 +515,7 @@ class Assembler:
             elif isinstance(s, SemanticRecall):
                 semantic_recall(g, s)
             elif isinstance(s, ProjectScopeFallback):
-                project_scope_fallback(g, s, session_messages)
+                project_scope_fallback(g, s, session_messages, new_task)
             elif isinstance(s, ErrorDrivenRepair):
                 error_driven_repair(g, s, failing)
             elif isinstance(s, MultiAgentConsensus):
@@ -591,7 +551,16 @@ class Assembler:
         events: Sequence[Event],
     ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
         counter, notes = self.counter, list[str]()
-        in_window = hist[-window.max_messages :]
+        # the newest max_messages turns (thoughts are no messages); a tool result whose
+        # call is older than the window goes with it (history_fallback.py)
+        in_window, before = window_turns(hist, window.max_messages)
+        groups, orphans = pair_groups(in_window, events)
+        if orphans:
+            in_window = [e for e in in_window if e.id not in set(orphans)]
+            notes.append(
+                f"recent_window: {len(orphans)} tool result(s) left out with their call, "
+                f"older than the window: {', '.join(orphans)}"
+            )
         # memory's tool results named by their calls, its messages with their calls; then
         # what the history window already shows is left out, then repeats within memory
         link_calls(g)
@@ -610,11 +579,7 @@ class Assembler:
         }
         roles: dict[str, str] = {}
         # History: the newest messages whole; older important ones compressed into one item.
-        outside = (
-            [e for e in hist[: -window.max_messages] if _important(e)]
-            if len(hist) > window.max_messages
-            else []
-        )
+        outside = [e for e in before if _important(e)]
         quota = layer_quota(
             policy.budget.history, policy.budget.latest, max(0, limit - 7), counter.count(intent)
         )
@@ -623,12 +588,15 @@ class Assembler:
         whole: list[Event] = []
         used = 0
         for e in reversed(in_window):
+            if e.type == THOUGHT_TYPE:
+                continue  # a thought never ends the window: it only takes what is left
             cost = counter.count(_history_text(e)) + ITEM_OVERHEAD
             if used + cost > quota:
                 break
             whole.insert(0, e)
             used += cost
-        older = [e for e in in_window[: len(in_window) - len(whole)] if _important(e)]
+        first = in_window.index(whole[0]) if whole else len(in_window)
+        older = [e for e in in_window[:first] if _important(e)]
         to_compress = outside + older
         if to_compress:
             reserve = quota // 4
@@ -662,19 +630,28 @@ class Assembler:
             if e.id in compressed:
                 continue
             if window.max_tokens is not None and e.id not in kept:
-                beyond += 1  # a window counted in tokens (seed 004) ends where they run out
+                beyond += e.type != THOUGHT_TYPE  # a window in tokens (seed 004) ends there
                 continue
             # Whole recent messages first, newest first; the rest may use spare tokens.
             score = 1.0 + i / max(n, 1) if e.id in kept else 0.1 + 0.1 * i / max(n, 1)
             cut: CutKind = "lines" if e.type in LINE_TYPES else "prose"  # a tool call or result
             keep = 0 if e.type in _SAID else len(label_for(e.type, e.id)) + 1  # its label
             items.setdefault("history", []).append(
-                BudgetItem(e.id, _history_text(e), score, source=e.type, cut=cut, keep=keep)
+                BudgetItem(
+                    e.id,
+                    _history_text(e),
+                    score,
+                    source=e.type,
+                    cut=cut,
+                    keep=keep,
+                    group=groups.get(e.id, ""),
+                    aside=e.type == THOUGHT_TYPE,
+                )
             )
             roles[e.id] = _role_of(e)
-        if len(hist) > window.max_messages:
+        if said_before := [e for e in before if e.type != THOUGHT_TYPE]:
             notes.append(
-                f"recent_window: {len(hist) - window.max_messages} older messages "
+                f"recent_window: {len(said_before)} older messages "
                 f"outside the window ({len(outside)} important, compressed)"
             )
         if beyond:

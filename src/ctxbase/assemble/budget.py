@@ -8,10 +8,13 @@ longer input shrinks the layers in proportion, a shorter one leaves its spare to
 Pinned items (the system prompt) are packed first, whole, even past their layer's share (the
 other layers' shares give way in proportion); they are never cut. Each layer then packs the
 rest by score; the tokens a layer does not use go to a common pool that is handed out
-again, memory first, then history, then the fixed layers. Each layer may cut at most one
+again, the state layer's facts first, then memory, then history, then the other fixed
+layers. Each layer may cut at most one
 unpinned item to use the end of the pool, where a reader expects it to end (prose after a
 whole sentence or clause, code and tool output after a whole line; cutting.py) and marked
-with "…". Every item left out is reported with its reason.
+with "…". The history is a rolling window (`ROLLING`, history_fallback.py): taken from
+the newest back, stopping at the first turn that does not fit, a tool call with its
+result, thoughts last. Every item left out is reported with its reason.
 
 Token counts are per item plus an optional fixed overhead per item (separators, role tags);
 the total of an allocation never exceeds `max_tokens`.
@@ -28,11 +31,13 @@ from typing import Literal, Protocol
 
 from ..errors import CtxbaseError
 from .cutting import fit_to_boundary
+from .history_fallback import Packable, rolling_take
 
 __all__ = [
     "KEEP_REPEATS",
     "LAYER_ORDER",
     "REDISTRIBUTION_ORDER",
+    "ROLLING",
     "BudgetAllocation",
     "BudgetItem",
     "BudgetTooSmall",
@@ -57,8 +62,12 @@ __all__ = [
 
 # The order layers appear in the prompt, and the order they are packed in.
 LAYER_ORDER: tuple[str, ...] = ("system", "state", "task", "memory", "history")
-# Who gets unused tokens first: recalled memory, then older conversation.
-REDISTRIBUTION_ORDER: tuple[str, ...] = ("memory", "history", "task", "state", "system")
+# Who gets unused tokens first (seed 003: what is known before what is recalled): the
+# state's facts, then recalled memory, then older conversation.
+REDISTRIBUTION_ORDER: tuple[str, ...] = ("state", "memory", "history", "task", "system")
+# Layers packed as a rolling window from their best (newest) item down: whole groups, no
+# gap, asides last (history_fallback.rolling_take).
+ROLLING: frozenset[str] = frozenset({"history"})
 
 DropReason = Literal["budget", "threshold", "duplicate"]
 CutKind = Literal["prose", "lines", "clauses", "tokens"]
@@ -118,6 +127,11 @@ class BudgetItem:
     # characters of a leading label ("[message ev_1]\n") a prose or lines cut keeps whole:
     # a cut that keeps the label alone leaves the item out
     keep: int = 0
+    # in a ROLLING layer: the items of one group (a tool call's entry and its results) are
+    # placed together, whole, or left out together; an aside (a thought) is placed only
+    # once every other item of its layer is
+    group: str = ""
+    aside: bool = False
 
 
 @dataclass(frozen=True)
@@ -250,6 +264,24 @@ class _LayerState:
 
     def pending(self) -> list[_Candidate]:
         return [c for c in self.candidates if c.index not in self.chosen]
+
+
+def _roll(layer: _LayerState, room: int, overhead: int) -> tuple[int, int | None]:
+    """Place what a rolling window of `layer`'s pending items takes within `room`
+    (history_fallback.rolling_take): the tokens it took, and the index of the item it
+    stopped at when that one stands alone."""
+    pending = {c.index: c for c in layer.pending() if not c.item.required}
+    packable = [
+        Packable(c.index, c.tokens + overhead, c.item.group, c.item.aside) for c in pending.values()
+    ]
+    keys, stopped = rolling_take(packable, room)
+    took = 0
+    for key in keys:
+        cand = pending[key]
+        layer.chosen[key] = IncludedItem(cand.item, cand.item.text, cand.tokens)
+        took += cand.tokens + overhead
+    layer.used += took
+    return took, stopped
 
 
 def _priority(candidate: _Candidate) -> tuple[int, float, int]:
@@ -401,6 +433,9 @@ def allocate_budget(
 
     # Pass 1: each layer within its own share, whole items only.
     for layer, cap in zip(layers, caps, strict=True):
+        if layer.name in ROLLING:
+            _roll(layer, cap - layer.used, item_overhead_tokens)
+            continue
         for cand in layer.candidates:
             cost = cand.tokens + item_overhead_tokens
             if cand.index not in layer.chosen and layer.used + cost <= cap:
@@ -414,7 +449,12 @@ def allocate_budget(
     order += [n for n in by_name if n not in REDISTRIBUTION_ORDER]
     for name in order:
         layer = by_name[name]
-        for cand in layer.pending():
+        stopped: int | None = None
+        if name in ROLLING:
+            took, stopped = _roll(layer, pool, item_overhead_tokens)
+            layer.extra += took
+            pool -= took
+        for cand in [] if name in ROLLING else layer.pending():
             cost = cand.tokens + item_overhead_tokens
             if cost <= pool:
                 layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
@@ -422,6 +462,8 @@ def allocate_budget(
                 layer.extra += cost
                 pool -= cost
         pending = [c for c in layer.pending() if not c.item.required]  # pinned: whole or out
+        if name in ROLLING:  # only the turn the window stopped at, standing alone, is cut
+            pending = [c for c in pending if c.index == stopped]
         room = pool - item_overhead_tokens
         if pending and not layer.truncated_one and room >= max(1, min_truncated_tokens):
             cand = pending[0]

@@ -125,6 +125,7 @@ def add_corrections(g: Gatherer, history: Sequence[tuple[Event, Confidence]] = (
                 f" on topic: {why[node_id]}"
             ],
             answers=node_id,
+            said_at=conf.at,
         )
         cand.explain = {"rated": conf.source, "rated_at": conf.at, "on_topic": why[node_id]}
         by_note[conf.note] = cand

@@ -18,7 +18,16 @@ from .lifecycle import Status
 
 __all__ = ["HISTORY_TYPES", "history_turns"]
 
-HISTORY_TYPES = ("user_message", "assistant_message", "tool_invocation", "tool_result", "system")
+# the turns of the history; a thought is one too, the first to go under budget pressure
+# (history_fallback.py)
+HISTORY_TYPES = (
+    "user_message",
+    "assistant_message",
+    "tool_invocation",
+    "tool_result",
+    "system",
+    "internal_thought",
+)
 
 
 def history_turns(

@@ -83,6 +83,9 @@ class MemoryCandidate:
     call_lines: list[str] = field(default_factory=list)
     # a recency cue ordered it, or a call it shows (retrieve/recency.py)
     cued: bool = False
+    # when it was said: an event's time, an entity's last change, a rating's note's time;
+    # the age a time decay counts (the trace shows it)
+    said_at: float | None = None
 
     @property
     def shown(self) -> str:
@@ -141,6 +144,7 @@ def entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCa
         repo=repo if isinstance(repo, str) else None,
         # the session a message it was anchored from is in (memory_scope user reads it)
         session_id=session if isinstance(session, str) and session else None,
+        said_at=e.updated_at,
     )
 
 
@@ -158,4 +162,5 @@ def event_cand(e: Event, score: float, strategy: str, reason: str) -> MemoryCand
         parents=tuple(e.parent_event_ids),
         ts=e.ts,
         seq=e.seq,
+        said_at=e.ts,
     )

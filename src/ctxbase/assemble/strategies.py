@@ -20,6 +20,7 @@ from ..model import Entity, Event, Relation
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, get_preset
 from ..retrieve.kb_view import entities_in_view
+from ..retrieve.named_code import code_names
 from ..retrieve.recency import Kind, anchored_times, recency_cue, recent_kinds
 from ..store.base import ItemFilter
 from .gatherer import Gatherer
@@ -82,6 +83,34 @@ def _newest_made(g: Gatherer, kinds: Sequence[Kind], limit: int) -> list[Entity]
     made = [e for e in found if e.id in when]
     made.sort(key=lambda e: (-when[e.id], e.id))
     return made[:limit]
+
+
+def _named_code(g: Gatherer, types: Sequence[str], limit: int) -> list[tuple[Entity, str]]:
+    """Code of `types` the intent names by an identifier, a file or a table name
+    (retrieve/named_code.py), with the name: a kind word alone ("the function", "这个函数")
+    names nothing, so it selects nothing. Found by a keyword search for the names, kept
+    where the entity's name, path or text says one of them."""
+    names = code_names(g.intent)
+    if not names:
+        return []
+    flt = ItemFilter(kinds=("entity", "chunk"), types=tuple(types))
+    resp = g.cb.search(
+        " ".join(names),
+        project=g.pid,
+        config=get_preset("keyword", top_k=limit * 4),
+        filters=g.scoped(flt),
+    )
+    owners = list(dict.fromkeys(c.item.owner_id for c in resp.results))
+    found = {e.id: e for e in g.cb.store.get_entities(g.pid, owners)}
+    out: list[tuple[Entity, str]] = []
+    for e in (found[o] for o in owners if o in found):
+        said = f"{e.name}\n{e.properties.get('path', '')}\n{e.text or ''}".casefold()
+        name = next((n for n in names if n.casefold() in said), None)
+        if name is not None:
+            out.append((e, name))
+    # what is called so first: the function itself before the module that holds it
+    out.sort(key=lambda pair: pair[1].casefold() not in pair[0].name.casefold())
+    return out[:limit]
 
 
 def _matched_entities(g: Gatherer, types: Sequence[str], limit: int) -> list[Entity]:
@@ -151,10 +180,10 @@ def referenced_code_first(g: Gatherer, s: ReferencedCodeFirst) -> None:
             if e.type in types and e.id not in why:
                 chosen.append(e)
                 why[e.id] = f"linked to {anchor_of[e.id]}, which {anchors[anchor_of[e.id]][1]}"
-    for e in _matched_entities(g, types, s.max_items):  # code the intent names itself
+    for e, name in _named_code(g, types, s.max_items):  # code the intent names itself
         if e.id not in why:
             chosen.append(e)
-            why[e.id] = f"{e.type} named by the intent"
+            why[e.id] = f"{e.type} named by the intent ({name!r})"
     seeds: dict[str, float] = {}
     for i, e in enumerate(chosen[: s.max_items]):
         seeds[e.id] = 1.0 - 0.02 * i
@@ -274,8 +303,14 @@ def semantic_recall(g: Gatherer, s: SemanticRecall) -> None:
     g.search(g.intent, get_preset(preset, **overrides), None, s.name, s.min_score, 0.8)
 
 
-def project_scope_fallback(g: Gatherer, s: ProjectScopeFallback, session_messages: int) -> None:
-    if session_messages >= s.fallback_depth and len(g.cands) >= g.policy.top_k:
+def project_scope_fallback(
+    g: Gatherer, s: ProjectScopeFallback, session_messages: int, new_task: str | None = None
+) -> None:
+    """Seed 000's "加载 project 下所有 document + 最近 3 个 code，保证新任务不脱离项目基线":
+    what other sessions said about the intent, then the project's documents and
+    requirements and its latest code, for an intent about the project. For `new_task` (a
+    task with no turn yet: task_cues.py) the baseline loads whatever the intent says."""
+    if new_task is None and session_messages >= s.fallback_depth and len(g.cands) >= g.policy.top_k:
         g.notes.append(f"{s.name}: the session has enough context; not widened")
         return
     # first what other sessions of the project said about this (named by exclusion: listing
@@ -288,14 +323,19 @@ def project_scope_fallback(g: Gatherer, s: ProjectScopeFallback, session_message
     g.search(g.intent, cfg, others, s.name, 0.0, 0.3)
     # The project's baseline is for questions about the project: one of its messages or
     # entities must be about the intent.
-    if not g.on_topic and not _matched_entities(g, [*_BASELINE_TYPES, "code", "sql"], 1):
+    if (
+        new_task is None
+        and not g.on_topic
+        and not _matched_entities(g, [*_BASELINE_TYPES, "code", "sql"], 1)
+    ):
         g.notes.append(f"{s.name}: the intent matches nothing here; no project baseline")
         return
+    of = "" if new_task is None else f" (baseline of new task {new_task!r})"
     docs = _recent_entities(g, list(_BASELINE_TYPES), 2 * s.fallback_depth)
     for i, e in enumerate(docs):
-        g.add(entity_cand(e, 0.3 - 0.005 * i, s.name, f"{s.name}: project {e.type}"))
+        g.add(entity_cand(e, 0.3 - 0.005 * i, s.name, f"{s.name}: project {e.type}{of}"))
     for i, e in enumerate(_recent_entities(g, ["code", "sql"], s.fallback_depth)):
-        g.add(entity_cand(e, 0.25 - 0.005 * i, s.name, f"{s.name}: recent project {e.type}"))
+        g.add(entity_cand(e, 0.25 - 0.005 * i, s.name, f"{s.name}: recent project {e.type}{of}"))
 
 
 def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None) -> None:

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ..components import ComponentsSource, components_of
@@ -241,6 +242,11 @@ def _origin(hit: Mapping[str, Any]) -> str:
     return ", ".join(how) or "search hit"
 
 
+def _when(ts: float) -> str:
+    """A time as the trace's account shows it: UTC, to the minute."""
+    return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def _short(text: str, width: int = 70) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
@@ -268,8 +274,9 @@ def explain_trace(trace: Mapping[str, Any]) -> str:
     Each memory item shows its score (the rank it was allocated by) and, under it, how each
     strategy found it: by keyword (rank), vector (similarity) or graph (the edge followed),
     with the relative score (over the search's best hit) its `min_score` was compared with,
-    its confidence (feedback, a failed tool result) and its time decay where they apply;
-    an item no search returned (a linked or recent one) shows why it was taken."""
+    its confidence (feedback, a failed tool result) and its time decay where they apply,
+    then when it was said; an item no search returned (a linked or recent one) shows why
+    it was taken."""
     found = _how_found(trace)
     # memory of the asking user only (assemble/user_scope.py); the default goes unsaid
     scope = "" if trace.get("memory_scope", "project") == "project" else ", memory_scope user"
@@ -293,6 +300,8 @@ def explain_trace(trace: Mapping[str, Any]) -> str:
             )
             if name == "memory":
                 lines.extend(f"      {how}" for how in found.get(str(item.get("id")), ()))
+                if item.get("said_at") is not None:  # the age a time decay counts
+                    lines.append(f"      said {_when(float(item['said_at']))}")
     for dropped in trace.get("dropped", ()):
         lines.append(
             f"  - {dropped.get('id')} ({dropped.get('layer', '?')}): {dropped.get('reason')}"
@@ -473,14 +482,19 @@ def build_result(
         layer = alloc.layers.get(name)
         if layer is None:
             continue
+        items = [
+            _item(i.item.id, i.item.source, i.item.score, i.text, i.truncated)
+            for i in layer.included
+        ]
+        if name == "memory":  # when each was said: what a time decay counts from
+            for item in items:
+                if (cand := cands.get(item["id"])) is not None:
+                    item["said_at"] = cand.said_at
         layers[name] = {
             "tokens": layer.tokens,
             "quota": layer.quota,
             "extra": layer.extra,
-            "items": [
-                _item(i.item.id, i.item.source, i.item.score, i.text, i.truncated)
-                for i in layer.included
-            ],
+            "items": items,
         }
     layers["input"] = {
         "tokens": alloc.input_tokens,
@@ -502,6 +516,7 @@ def build_result(
             "score": round(cand.score, 6),
             "strategies": list(cand.strategies),
             "truncated": inc.truncated,
+            "said_at": cand.said_at,
         }
         if cand.repo is not None:
             entry["repo"] = cand.repo
@@ -555,6 +570,7 @@ def build_result(
             "strategies": list(c.strategies),
             "reasons": list(c.reasons),
             "explain": c.explain,
+            "said_at": c.said_at,
             "included": c.owner_id in set(ids),
         }
         for c in sorted(cands.values(), key=lambda c: -c.score)

@@ -137,9 +137,10 @@ class SearchConfig(BaseModel):
     # `decay_spare_uses` assembled contexts does not decay (0: use never spares); one placed
     # in n fewer decays as if 1 + n times younger.
     decay_spare_uses: int = Field(default=3, ge=0)
-    # An item with a current edge of one of these types (at either end; CAUSED_BY: only an
-    # event it caused) does not decay. NEXT, CAUSED_BY and MENTIONS are left out by default:
-    # every event gets them without anyone linking it on purpose.
+    # An item with a current deliberate edge of one of these types (at either end; made
+    # through the API or an event's explicit reference, not inferred by a rule:
+    # store.rows.is_deliberate) does not decay. CAUSED_BY (opt-in: any such edge spares the
+    # event it caused) and NEXT are left out: every event gets them.
     decay_spare_relations: tuple[str, ...] = (
         "REFERS_TO", "REFERENCES", "FOLLOWS", "MODIFIES", "VALIDATES", "GENERATES",
     )  # fmt: skip

@@ -173,7 +173,8 @@ def read_signals(
     """The signals of `owners` (owner id -> its item's type) that `config` uses: confidence
     unless `confidence_weight` and `min_confidence` are both 0 (through `known`, which
     remembers them); uses and links only with a time decay. Uses not yet written by
-    `usage` count too."""
+    `usage` count too. A link is a deliberate edge (store.rows.is_deliberate: created
+    through the API, an explicit reference), never one a rule inferred."""
     out = Signals()
     ids = list(owners)
     if not ids:
@@ -194,7 +195,12 @@ def read_signals(
             out.uses[key] = out.uses.get(key, 0) + n
     types = [t for t in config.decay_spare_relations if t != "CAUSED_BY"]
     if types:
-        for rel in store.list_relations(project_id, ids, types=types, limit_per_node=1):
+        # "explicitly linked": an edge a rule inferred from a name or a co-occurrence does
+        # not count, or everything old that names anything would never decay
+        rels = store.list_relations(
+            project_id, ids, types=types, limit_per_node=1, deliberate_only=True
+        )
+        for rel in rels:
             for end in (rel.from_id, rel.to_id):
                 if end in owners:
                     out.linked.setdefault(end, rel.type)

@@ -384,12 +384,15 @@ class Store(ABC):
         limit_per_node: int | None = None,
         exclude_types: Sequence[str] = (),
         include_hidden: bool = False,
+        deliberate_only: bool = False,
     ) -> list[Relation]:
         """Relations touching `node_ids` (or all), oldest first (created_at, id); none of
         `exclude_types` (left out by the query: an event's NEXT and CAUSED_BY edges are most
         of its edges, and most readers skip them). An edge touching a soft-deleted event or
         entity is hidden with it, unless `include_hidden` (for walks that show a hidden
-        event by a placeholder and go on through it: retrieve/causes.py).
+        event by a placeholder and go on through it: retrieve/causes.py). With
+        `deliberate_only`, only edges created on purpose (rows.is_deliberate: not inferred
+        by a rule) are read, the limit counting those.
 
         `limit_per_node` (with `node_ids` and `types`) keeps the first that many of each
         node, side and type, read by index: a node with thousands of edges (an entity every

@@ -44,6 +44,7 @@ from .rows import (
     check_direction,
     check_event_ids,
     check_per_node,
+    deliberate_sql,
     entity_row,
     event_edges,
     event_row,
@@ -640,6 +641,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         limit_per_node: int | None = None,
         exclude_types: Sequence[str] = (),
         include_hidden: bool = False,
+        deliberate_only: bool = False,
     ) -> list[Relation]:
         check_direction(direction)
         check_per_node(limit_per_node, node_ids, types)
@@ -665,6 +667,10 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 " AND NOT EXISTS (SELECT 1 FROM entities n WHERE n.project_id = r.project_id"
                 " AND n.entity_id IN (r.from_id, r.to_id) AND n.active = 0)"
             )
+        if deliberate_only:
+            sql_d, args_d = deliberate_sql("%s", "r.")
+            conds += sql_d
+            cond_args += args_d
         order = " ORDER BY r.created_at, r.relation_id"
         sides = {"out": ["from_id"], "in": ["to_id"], "both": ["from_id", "to_id"]}[direction]
         sql = f"SELECT {cols} FROM relations r WHERE r.project_id=%s"

@@ -30,12 +30,14 @@ __all__ = [
     "check_direction",
     "check_event_ids",
     "check_per_node",
+    "deliberate_sql",
     "entity_row",
     "event_edges",
     "event_links",
     "event_row",
     "generation_key",
     "import_aliases",
+    "is_deliberate",
     "item_row",
     "keyword_rows",
     "merged_ids",
@@ -156,6 +158,27 @@ def types_at_node_sql(side: str, mark: str) -> str:
 
 # The source of the event-graph edges the store adds itself.
 EVENT_EDGE_SOURCE = "auto:capture"
+# Sources of the edges a rule inferred (anchor/weave.py: `auto:<rule>`, `ctxbase:<rule>`
+# from capture anchoring or a model). Any other source is a person or an agent linking on
+# purpose, and so is an event's REFERS_TO: a reference its caller named.
+_INFERRED_PREFIXES = ("auto:", "ctxbase:")
+
+
+def is_deliberate(rel: Relation) -> bool:
+    """An edge someone created on purpose (list_relations' `deliberate_only`)."""
+    if rel.source == EVENT_EDGE_SOURCE and rel.type == "REFERS_TO":
+        return True
+    return not rel.source.startswith(_INFERRED_PREFIXES)
+
+
+def deliberate_sql(mark: str, alias: str = "") -> tuple[str, list[str]]:
+    """The condition `is_deliberate` as SQL (`mark`: the dialect's placeholder, `alias`:
+    the relations table's, with its dot) and its arguments."""
+    src, typ = f"{alias}source", f"{alias}type"
+    sql = (
+        f" AND ({src} NOT LIKE {mark} AND {src} NOT LIKE {mark} OR ({src}={mark} AND {typ}={mark}))"
+    )
+    return sql, [*(f"{p}%" for p in _INFERRED_PREFIXES), EVENT_EDGE_SOURCE, "REFERS_TO"]
 
 
 def import_aliases(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, str]]:

@@ -37,6 +37,7 @@ from .rows import (
     check_direction,
     check_event_ids,
     check_per_node,
+    deliberate_sql,
     entity_row,
     event_links,
     event_row,
@@ -683,6 +684,7 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
         limit_per_node: int | None = None,
         exclude_types: Sequence[str] = (),
         include_hidden: bool = False,
+        deliberate_only: bool = False,
     ) -> list[Relation]:
         check_direction(direction)
         check_per_node(limit_per_node, node_ids, types)
@@ -703,6 +705,10 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             extra_args += excluded
         if not include_hidden:
             extra += _NO_SOFT_DELETED_END
+        if deliberate_only:
+            sql_d, args_d = deliberate_sql("?")
+            extra += sql_d
+            extra_args += args_d
         typed = ""
         if types:
             typed = f" AND type IN ({placeholders(len(types))})"
