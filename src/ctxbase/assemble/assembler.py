@@ -1,7 +1,9 @@
 """Budgeted prompt assembly: four context layers, per-role policies, a trace for every prompt.
 
 The prompt order is fixed: system instructions -> known state -> current task -> retrieved
-memory -> recent history -> latest user input. The policy chosen for the agent's role and
+memory -> recent history -> latest user input. Recalled memory, tool output and the summary of
+older turns are stored text, not instructions: each is a user message quoting it as data
+(quoting.py), and the system prompt says so once. The policy chosen for the agent's role and
 intent (policy.py) says which strategies fill the memory layer, the view (by default the
 current task's state plus session-wide facts; a planner opts in to every task's, an executor
 sees only its subtask's), the relation thresholds, the budget shares and the time limit.
@@ -15,10 +17,8 @@ project baseline 0.2-0.3.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -44,15 +44,15 @@ from .budget import (
 from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
 from .gatherer import Gatherer
-from .history_calls import CALL_TYPE
 from .history_turns import history_turns
 from .lifecycle import Status
 from .memory_calls import link_calls, results_with_calls
-from .memory_candidate import LINE_TYPES, event_failed, label_for
+from .memory_candidate import LINE_TYPES, event_failed
 from .memory_section import (
     ITEM_OVERHEAD,
-    MEMORY_HEADER,
+    MEMORY_QUOTE,
     keep_within_allowance,
+    memory_frame,
     memory_items,
     memory_section_for,
 )
@@ -71,6 +71,7 @@ from .policy import (
     strategy_defaults,
 )
 from .policy_loading import PolicyFile, policy_source
+from .quoting import DATA_NOTE, SUMMARY, Quote, neutralise, with_data_note
 from .role_aliases import acting_agent, agent_aliases
 from .state import (
     CURRENT_TASK_KEY,
@@ -92,6 +93,7 @@ from .strategies import (
 )
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_messages, get_token_counter
 from .trace import AssembledContext, build_messages, build_result, log_trace
+from .turn_roles import TurnView, prompt_name
 from .user_scope import MemoryScope, scope_for, session_user
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "memory_section_for"]
@@ -101,11 +103,11 @@ log = logging.getLogger("ctxbase.assemble")
 DEFAULT_SYSTEM_PROMPT = (
     "You are the {role} agent of project {project}. Answer from the context below: 'Known "
     "facts' are confirmed and override older messages; retrieved items are labelled with "
-    "their source and id."
+    f"their source and id. {DATA_NOTE}"
 )
-# a tool call joins its assistant message's entry, or stands where it was made (history_calls)
-_HEADERS = {"state": "Known facts:", "task": "Current task:", "memory": MEMORY_HEADER}
-_SUMMARY_HEADER = "Earlier conversation (summary):"
+_HEADERS = {"state": "Known facts:", "task": "Current task:"}
+_LAYER_QUOTES = {"memory": MEMORY_QUOTE}  # one user message quoting its items as data
+_SUMMARY_QUOTE = Quote(SUMMARY, "Earlier conversation (summary):")
 _OPTIONAL_ORDER = (
     "referenced_code_first",
     "semantic_recall",
@@ -113,14 +115,6 @@ _OPTIONAL_ORDER = (
     "error_driven_repair",
     "multi_agent_consensus",
 )
-
-
-def _prompt_name(role: str) -> str:
-    """The role as the system prompt writes it: a plain name as is ("the coder agent"),
-    anything else quoted, so "my agent" or a role holding a sentence reads as one name."""
-    if re.fullmatch(r"[\w.-]+", role):
-        return role
-    return json.dumps(role, ensure_ascii=False)
 
 
 def _llm_summary(
@@ -154,19 +148,6 @@ def _llm_summary(
 
 def _important(e: Event) -> bool:
     return bool(e.metadata.get("important")) or e.importance >= 0.7
-
-
-_SAID = {"user_message": "user", "assistant_message": "assistant", CALL_TYPE: "assistant"}
-
-
-def _role_of(e: Event) -> str:
-    return _SAID.get(e.type, "system")
-
-
-def _history_text(e: Event) -> str:
-    """A turn as said; a tool call as the assistant's line `name(...)`; anything else labelled."""
-    text = e.text or ""
-    return text if e.type in _SAID else f"{label_for(e.type, e.id)}\n{text}"
 
 
 def _state_items(
@@ -463,12 +444,12 @@ class Assembler:
                     {"id": i, "layer": "history", "reason": "rated false", "detail": c.source}
                     for i, c in false.items()
                 ]
-        items, roles, hist_notes = self._layer_items(
+        items, roles, quotes, hist_notes = self._layer_items(
             pid, layers, policy, agent_role, g, hist, window, limit, user_intent, events
         )
         notes.extend(hist_notes)
         alloc, messages = self._fit(
-            items, roles, policy.budget.as_mapping(), limit, latest, policy.budget.latest
+            items, roles, quotes, policy.budget.as_mapping(), limit, latest, policy.budget.latest
         )
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
@@ -509,6 +490,8 @@ class Assembler:
             counter=self.counter,
             check=g.check,
             threshold_for=policy.threshold_for,
+            quoted_layers=_LAYER_QUOTES,
+            quotes=quotes,
         )
         self.cb.store.put_trace(pid, context_id, ctx.trace)
         # the memories this context placed: time decay spares what is often used
@@ -589,8 +572,9 @@ class Assembler:
         limit: int,
         intent: str,
         events: Sequence[Event],
-    ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
+    ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], dict[str, Quote], list[str]]:
         counter, notes = self.counter, list[str]()
+        view = TurnView(role, counter)  # other agents' turns prefixed, tool output quoted
         in_window = hist[-window.max_messages :]
         # memory's tool results named by their calls, its messages with their calls; then
         # what the history window already shows is left out, then repeats within memory
@@ -602,13 +586,15 @@ class Assembler:
             lo, allowance = policy.dynamic_top_k[0], policy.memory_token_allowance
             note = keep_within_allowance(g, counter, self.max_item_tokens, lo, allowance)
             notes.extend([note] if note else [])
-        system = self.system_prompt.format(role=_prompt_name(role), project=pid)
+        # the prompt says once that quoted data is data, a caller's own prompt too
+        system = with_data_note(self.system_prompt).format(role=prompt_name(role), project=pid)
         items: dict[str, list[BudgetItem]] = {
             "system": [BudgetItem("system", system, 1.0, required=True, source="policy")],
             **layers,
             "memory": memory_items(g.cands, counter, self.max_item_tokens),
         }
         roles: dict[str, str] = {}
+        quotes: dict[str, Quote] = {}
         # History: the newest messages whole; older important ones compressed into one item.
         outside = (
             [e for e in hist[: -window.max_messages] if _important(e)]
@@ -623,7 +609,7 @@ class Assembler:
         whole: list[Event] = []
         used = 0
         for e in reversed(in_window):
-            cost = counter.count(_history_text(e)) + ITEM_OVERHEAD
+            cost = view.cost(e)
             if used + cost > quota:
                 break
             whole.insert(0, e)
@@ -634,16 +620,16 @@ class Assembler:
             reserve = quota // 4
             while whole and used > quota - reserve:
                 gone = whole.pop(0)
-                used -= counter.count(_history_text(gone)) + ITEM_OVERHEAD
+                used -= view.cost(gone)
                 if _important(gone):
                     to_compress.append(gone)
             summary = self._summarize(
                 [e.text or "" for e in to_compress],
-                max(0, quota - used - ITEM_OVERHEAD - 8),
+                max(0, quota - used - ITEM_OVERHEAD - _SUMMARY_QUOTE.frame(counter) - 8),
                 notes,
             )
             if summary:
-                text = f"{_SUMMARY_HEADER} {summary}"
+                text = neutralise(summary)  # older turns' words, quoted as data
                 items.setdefault("history", []).append(
                     BudgetItem(
                         "summary",
@@ -651,9 +637,11 @@ class Assembler:
                         0.5,
                         source="compressed:" + ",".join(e.id for e in to_compress),
                         cut="clauses",
+                        overhead=_SUMMARY_QUOTE.cost(text, counter),
                     )
                 )
-                roles["summary"] = "system"
+                roles["summary"] = "user"
+                quotes["summary"] = _SUMMARY_QUOTE
         kept = {e.id for e in whole}
         compressed = {e.id for e in to_compress}
         n = len(in_window)
@@ -667,11 +655,20 @@ class Assembler:
             # Whole recent messages first, newest first; the rest may use spare tokens.
             score = 1.0 + i / max(n, 1) if e.id in kept else 0.1 + 0.1 * i / max(n, 1)
             cut: CutKind = "lines" if e.type in LINE_TYPES else "prose"  # a tool call or result
-            keep = 0 if e.type in _SAID else len(label_for(e.type, e.id)) + 1  # its label
             items.setdefault("history", []).append(
-                BudgetItem(e.id, _history_text(e), score, source=e.type, cut=cut, keep=keep)
+                BudgetItem(
+                    e.id,
+                    view.text(e),
+                    score,
+                    source=e.type,
+                    cut=cut,
+                    keep=view.keep(e),  # its label or role prefix
+                    overhead=view.overhead(e),
+                )
             )
-            roles[e.id] = _role_of(e)
+            roles[e.id] = view.role(e)
+            if (q := view.quote(e)) is not None:
+                quotes[e.id] = q
         if len(hist) > window.max_messages:
             notes.append(
                 f"recent_window: {len(hist) - window.max_messages} older messages "
@@ -681,7 +678,7 @@ class Assembler:
             notes.append(
                 f"recent_window: {beyond} older messages past max_tokens={window.max_tokens}"
             )
-        return items, roles, notes
+        return items, roles, quotes, notes
 
     def _summarize(self, texts: list[str], max_tokens: int, notes: list[str]) -> str:
         if max_tokens <= 0 or not texts:
@@ -701,6 +698,7 @@ class Assembler:
         self,
         items: dict[str, list[BudgetItem]],
         roles: Mapping[str, str],
+        quotes: Mapping[str, Quote],
         shares: Mapping[str, float],
         limit: int,
         intent: str,
@@ -723,6 +721,7 @@ class Assembler:
         frame += sum(
             ITEM_OVERHEAD + counter.count(_HEADERS[n]) + 1 for n in _HEADERS if items.get(n)
         )
+        frame += memory_frame(counter) if items.get("memory") else 0  # header and quoting
         budget = max(floor, limit - frame)
         for _ in range(8):
             alloc = allocate_budget(
@@ -734,7 +733,7 @@ class Assembler:
                 item_overhead_tokens=ITEM_OVERHEAD,
                 latest_share=latest_share,
             )
-            messages = build_messages(alloc, roles, _HEADERS)
+            messages = build_messages(alloc, roles, _HEADERS, _LAYER_QUOTES, quotes)
             over = count_messages(messages, counter) - limit
             if over <= 0:
                 return alloc, messages
@@ -748,7 +747,7 @@ class Assembler:
             latest_input=intent,
             item_overhead_tokens=ITEM_OVERHEAD,
         )
-        return alloc, build_messages(alloc, roles, _HEADERS)
+        return alloc, build_messages(alloc, roles, _HEADERS, _LAYER_QUOTES, quotes)
 
 
 def _forced(selection: PolicySelection, name: str) -> PolicySelection:

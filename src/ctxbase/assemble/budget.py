@@ -13,8 +13,9 @@ unpinned item to use the end of the pool, where a reader expects it to end (pros
 whole sentence or clause, code and tool output after a whole line; cutting.py) and marked
 with "…". Every item left out is reported with its reason.
 
-Token counts are per item plus an optional fixed overhead per item (separators, role tags);
-the total of an allocation never exceeds `max_tokens`.
+Token counts are per item plus an optional fixed overhead per item (separators, role tags)
+and the item's own (`BudgetItem.overhead`: a wrapper quoting it as data, quoting.py); the
+total of an allocation never exceeds `max_tokens`.
 """
 
 from __future__ import annotations
@@ -118,6 +119,9 @@ class BudgetItem:
     # characters of a leading label ("[message ev_1]\n") a prose or lines cut keeps whole:
     # a cut that keeps the label alone leaves the item out
     keep: int = 0
+    # tokens the item costs in the prompt besides its text and the per-item overhead: the
+    # wrapper quoting it as data (quoting.py)
+    overhead: int = 0
 
 
 @dataclass(frozen=True)
@@ -307,7 +311,7 @@ def _pin(layers: Sequence[_LayerState], remaining: int, overhead: int) -> list[i
     used = 0
     for layer in layers:
         for cand in layer.candidates:
-            cost = cand.tokens + overhead
+            cost = cand.tokens + overhead + cand.item.overhead
             if cand.item.required and used + cost <= remaining:
                 layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
                 layer.used += cost
@@ -402,7 +406,7 @@ def allocate_budget(
     # Pass 1: each layer within its own share, whole items only.
     for layer, cap in zip(layers, caps, strict=True):
         for cand in layer.candidates:
-            cost = cand.tokens + item_overhead_tokens
+            cost = cand.tokens + item_overhead_tokens + cand.item.overhead
             if cand.index not in layer.chosen and layer.used + cost <= cap:
                 layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
                 layer.used += cost
@@ -415,21 +419,22 @@ def allocate_budget(
     for name in order:
         layer = by_name[name]
         for cand in layer.pending():
-            cost = cand.tokens + item_overhead_tokens
+            cost = cand.tokens + item_overhead_tokens + cand.item.overhead
             if cost <= pool:
                 layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
                 layer.used += cost
                 layer.extra += cost
                 pool -= cost
         pending = [c for c in layer.pending() if not c.item.required]  # pinned: whole or out
-        room = pool - item_overhead_tokens
+        head = pending[0].item.overhead if pending else 0
+        room = pool - item_overhead_tokens - head
         if pending and not layer.truncated_one and room >= max(1, min_truncated_tokens):
             cand = pending[0]
             # a boundary cut too short to keep would leave out what a token cut keeps
             cut = cut_item(cand.item, room, counter, at_least=min_truncated_tokens)
             cut_tokens = counter.count(cut) if cut else 0
             if cut.strip() and cut_tokens >= min(min_truncated_tokens, room):
-                cost = cut_tokens + item_overhead_tokens
+                cost = cut_tokens + item_overhead_tokens + cand.item.overhead
                 layer.chosen[cand.index] = IncludedItem(cand.item, cut, cut_tokens, True)
                 layer.truncated_one = True
                 layer.used += cost
@@ -439,7 +444,7 @@ def allocate_budget(
     result: dict[str, LayerAllocation] = {}
     for layer in layers:
         for cand in layer.pending():
-            cost = cand.tokens + item_overhead_tokens
+            cost = cand.tokens + item_overhead_tokens + cand.item.overhead
             pinned = "pinned item " if cand.item.required else ""
             detail = f"{pinned}needs {cost} tokens; layer {layer.name} is full"
             dropped.append(DroppedItem(cand.item, layer.name, "budget", detail))
