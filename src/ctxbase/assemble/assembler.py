@@ -73,6 +73,7 @@ from .policy import (
 from .policy_loading import PolicyFile, policy_source
 from .quoting import DATA_NOTE, SUMMARY, Quote, neutralise, with_data_note
 from .role_aliases import acting_agent, agent_aliases
+from .signed_turns import keep_signed
 from .state import (
     CURRENT_TASK_KEY,
     MESSAGE_SCOPE,
@@ -269,11 +270,12 @@ class Assembler:
         user's sessions and knowledge of no session (user_scope.py): `user_id`, else the
         session's user; the trace says which.
 
-        With `require_signature`, entities whose HMAC signature does not verify (key:
-        `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), search
-        units whose text is not their signed entity's, relations that do not verify, and
-        unsigned entities and relations are kept out; the trace lists them as dropped
-        ("tampered", "unsigned") and `AssembledContext.tampered` names the tampered ones.
+        With `require_signature`, entities and captured events (the history's turns too,
+        signed_turns.py) whose HMAC signature does not verify (key: `signing_key`, else
+        $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), search units whose text is not
+        their signed entity's, relations that do not verify, and unsigned entities, events
+        and relations are kept out; the trace lists them as dropped ("tampered",
+        "unsigned") and `AssembledContext.tampered` names the tampered ones.
 
         Raises BudgetTooSmall (naming the least budget) when the system prompt and the latest
         input, as messages, exceed `max_tokens`; both are kept whole, the other layers shrink
@@ -376,6 +378,9 @@ class Assembler:
         )
         hist, echoed = mark_echoes(hist, events, statuses)  # repeats of a retracted message
         notes.extend(echoed)
+        if key is not None:  # turns that do not verify leave, named in the drops
+            hist, held, unverified = keep_signed(hist, held, events, key, user_intent)
+            hist_dropped += unverified
         latest = user_intent
         if intent_from_history and input_event is None and hist:
             latest = ""  # the newest user message was answered: nothing new to answer

@@ -81,14 +81,15 @@ class AssembledContext:
 
     @property
     def tampered(self) -> list[str]:
-        """Entities kept out because their signature failed (assembled with
-        require_signature)."""
+        """Entities, relations and captured events kept out because their signature failed
+        (assembled with require_signature)."""
         dropped = self.trace.get("dropped", ())
         return list(dict.fromkeys(str(d["id"]) for d in dropped if d.get("reason") == "tampered"))
 
     @property
     def unsigned(self) -> int:
-        """How many unsigned entities were kept out (assembled with require_signature)."""
+        """How many unsigned entities and captured events were kept out (assembled with
+        require_signature)."""
         dropped = self.trace.get("dropped", ())
         return len(
             {
