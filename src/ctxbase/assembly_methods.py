@@ -77,7 +77,9 @@ class AssemblyMethods:
         ``ctx["documents"][0]["content"]``. With the base's `debug_mode`, the assembly log
         (documents found, relations, tokens injected) is printed to stderr.
         `require_signature` keeps out entities whose HMAC signature fails or is missing
-        (as in `search`); `AssembledContext.tampered` names the tampered ones. `repos`
+        (as in `search`) and captured events, the history's turns too, likewise (signed as
+        stored when the project has a key); `AssembledContext.tampered` names the tampered
+        ones, the trace's drops say "unsigned" or "tampered" for each. `repos`
         keeps out entities ingested from other repositories. `memory_scope="user"` (default:
         the policy's) keeps memory to the asking user's sessions (`user_id`, else the
         session's user) and knowledge of no session. Events captured before the

@@ -351,7 +351,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
             repos=args.repo,
             require_signature=args.require_signature,
         )
-        note_signatures(ctx.tampered, ctx.unsigned)
+        note_signatures(ctx.tampered, ctx.unsigned, events=True)
         # a mistyped --role, --session or --repo, and strategies the time limit skipped,
         # show here
         shown = ("no policy is for role ", "session ", "repos: ", "assemble_timeout_ms=")

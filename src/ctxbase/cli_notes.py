@@ -11,14 +11,19 @@ from typing import Any
 __all__ = ["note_hidden", "note_pinned", "note_signatures", "note_unknown_types"]
 
 
-def note_signatures(tampered: Sequence[str], unsigned: int) -> None:
-    """What a --require-signature search or assembly left out, on stderr."""
+def note_signatures(tampered: Sequence[str], unsigned: int, *, events: bool = False) -> None:
+    """What a --require-signature search or assembly left out, on stderr (an assembly
+    verifies captured events too: `events`)."""
     if tampered:
         print(f"note: left out as tampered: {', '.join(tampered)}", file=sys.stderr)
     if unsigned:
+        what = "entity" if unsigned == 1 else "entities"
+        if events:
+            what += " or event" if unsigned == 1 else " or events"
+        hint = "; captures are signed when a key is set" if events else ""
         print(
-            f"note: {unsigned} unsigned entit{'y' if unsigned == 1 else 'ies'} left out"
-            " (--require-signature; `ctxbase ingest --sign` signs what it writes)",
+            f"note: {unsigned} unsigned {what} left out"
+            f" (--require-signature; `ctxbase ingest --sign` signs what it writes{hint})",
             file=sys.stderr,
         )
 

@@ -335,6 +335,10 @@ class ContextBase(
         return WriteResult(len(written), len(refused) + len(conflicts), reason)
 
     def _insert_events(self, events: Sequence[Event]) -> list[Event]:
+        from .anchor.signing import signed_events
+
+        # signed with the project's key when one is configured: require_signature verifies
+        events = signed_events(events)
         texts = [event_search_text(e) for e in events]
         contexts = preceding_texts(self.store, events, texts)
         chunker = chunker_for(self._chunking)
@@ -690,7 +694,7 @@ class ContextBase(
         `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), units whose
         text is not their signed entity's, and relations that do not verify are left out and
         listed in `tampered`; unsigned entities and relations are left out too, events
-        always pass (see anchor.signing).
+        pass here (an assembly verifies them; see anchor.signing).
         Sees the events captured before the call (it waits for them to be written, up to
         `READ_WAIT_S`), but never waits for vectors: `pending_vectors` counts the items
         found without one, and `embedder_error` says why the semantic part is missing when

@@ -83,7 +83,8 @@ def test_a_turn_with_text_and_a_call_carries_the_call_once(cb: ContextBase) -> N
     contents = [m["content"] for m in ctx.messages]
     said = contents.index(f"Let me count them.\n{CALL}")
     assert ctx.messages[said]["role"] == "assistant"
-    result = next(i for i, c in enumerate(contents) if c.endswith("\n42"))
+    result = next(i for i, c in enumerate(contents) if c.endswith("\n42\n</quoted_data>"))
+    assert ctx.messages[result]["role"] == "user"  # tool output, quoted as data
     assert said < result  # the call comes before its result
     # the search found the call; the memory layer left it out, saying why
     (drop,) = _dropped(ctx, call.id)

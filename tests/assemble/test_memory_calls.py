@@ -42,7 +42,8 @@ def _memory(ctx: Any) -> str:
 
 
 def _blocks(memory: str) -> list[str]:
-    return memory.split("\n", 1)[1].split("\n\n") if memory else []
+    # after the header and the opening tag, before the closing one
+    return memory.split("\n", 2)[2].removesuffix("\n</quoted_data>").split("\n\n") if memory else []
 
 
 def _dropped(ctx: Any, owner_id: str) -> list[dict[str, Any]]:

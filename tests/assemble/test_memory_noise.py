@@ -191,7 +191,7 @@ def test_assembly_leaves_the_unanswered_question_out_and_keeps_the_answered(
     assert ASKED not in memory
     assert any(d["id"] == bare and d["reason"] == "unanswered" for d in ctx.trace["dropped"])
     # the answered one shows, its answer right after it
-    blocks = memory.split("\n\n")
+    blocks = memory.removesuffix("\n</quoted_data>").split("\n\n")
     i = next(n for n, b in enumerate(blocks) if b.endswith("\n上次那个SQL是什么"))
     assert blocks[i + 1] == f"[message {answer}]\n{ANSWER}"
 

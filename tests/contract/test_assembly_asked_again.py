@@ -37,6 +37,7 @@ def test_an_answered_question_stays_with_its_answer(cb: ContextBase) -> None:
     ctx, calls = _assemble(cb)
     assert calls.counts.get("event_page") == 1, dict(calls.counts)
     memory = next(m["content"] for m in ctx.messages if "Retrieved context" in m["content"])
-    blocks = memory.split("\n", 1)[1].split("\n\n")  # after the header
+    # after the header and the opening tag, before the closing one
+    blocks = memory.split("\n", 2)[2].removesuffix("\n</quoted_data>").split("\n\n")
     i = next(n for n, b in enumerate(blocks) if b.startswith(f"[message {asked}]"))
     assert blocks[i + 1] == f"[message {answer}]\n{ANSWER}"

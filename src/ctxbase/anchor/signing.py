@@ -14,9 +14,17 @@ exactly the entity's search text, a long entity's chunks must be verbatim spans 
 type, path and lines must be the entity's. Units are not signed themselves: where a long text
 is cut depends on the token counter of whichever process wrote it (a client may sign and a
 server index), while "identical to, or a span of, signed text" needs no re-cutting. A unit
-that fails is dropped and its owner named in `tampered`. A unit is exempt only when its owner
-is a stored event (events are append-only captures, not signed); a unit claiming an entity or
-an owner that does not exist is refused.
+that fails is dropped and its owner named in `tampered`. In a search a unit is exempt when its
+owner is a stored event; a unit claiming an entity or an owner that does not exist is refused.
+
+Events. A capture is signed as it is stored whenever its project has a key configured
+(`ContextBase` signs each batch it writes: `signed_event`), over project, id, session, type,
+agent, role, a digest of its text, its data and its metadata without `_sig` (stored in
+`metadata["_sig"]`). An assembly with `require_signature` verifies every event it would
+show, the history's turns as well as recalled memory: an event with no signature (captured
+where no key was configured, or written around ctxbase) is left out with reason
+"unsigned", one whose signature does not match with "tampered"; the caller's own latest
+input is not stored text and is exempt.
 
 Relations are verified where they are used: graph expansion and the session window in
 search, edges followed in assembly and the `relationships` of an assembled context. Unsigned
@@ -50,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, ValidationError
-from ..model import EVENT_GRAPH_RELATIONS, Entity, Relation
+from ..model import EVENT_GRAPH_RELATIONS, Entity, Event, Relation
 from ..retrieve.indexing import entity_unit_matches
 from ..store.base import ItemFilter, SearchItem, Store
 from ..store.rows import EVENT_EDGE_SOURCE
@@ -65,16 +73,21 @@ __all__ = [
     "check_signed_write",
     "checked_search",
     "entity_signature_status",
+    "event_verdict",
     "filter_signed",
     "key_env_var",
     "project_key",
     "resolve_sign_key",
     "sign_entity",
+    "sign_event",
     "sign_relation",
     "sign_stored_entities",
     "signed_entity",
+    "signed_event",
+    "signed_events",
     "signed_relation",
     "verify_entity",
+    "verify_event",
     "verify_relation",
     "verify_results",
 ]
@@ -199,6 +212,61 @@ def verify_relation(relation: Relation, key: bytes | str) -> bool:
     return isinstance(sig, str) and hmac.compare_digest(sig, sign_relation(relation, key))
 
 
+def _as_stored(value: Any) -> Any:
+    """A JSON value as the store gives it back: tuples as lists, NUL characters as U+FFFD
+    (PostgreSQL text cannot hold them), so a signature verifies on either backend."""
+    raw = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return json.loads(raw.replace("\\u0000", "\ufffd"))
+
+
+def sign_event(event: Event, key: bytes | str) -> str:
+    """The signature of a captured event (store it in metadata["_sig"])."""
+    text = (event.text or "").replace("\x00", "\ufffd")
+    payload = [
+        event.project_id,
+        event.id,
+        event.session_id,
+        event.type,
+        event.agent_id,
+        event.agent_role,
+        hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        _as_stored(event.data),
+        _as_stored(_unsigned(event.metadata)),
+    ]
+    return _mac(key, payload)
+
+
+def signed_event(event: Event, key: bytes | str) -> Event:
+    """A copy of the event carrying its signature."""
+    meta = {**_unsigned(event.metadata), SIGNATURE_PROPERTY: sign_event(event, key)}
+    return event.model_copy(update={"metadata": meta})
+
+
+def signed_events(events: Sequence[Event]) -> list[Event]:
+    """The events, each signed with its project's configured key (`project_key`); those of
+    a project with none stay as they are."""
+    keys: dict[str, bytes | None] = {}
+    out: list[Event] = []
+    for e in events:
+        if e.project_id not in keys:
+            keys[e.project_id] = project_key(e.project_id)
+        key = keys[e.project_id]
+        out.append(e if not key else signed_event(e, key))
+    return out
+
+
+def verify_event(event: Event, key: bytes | str) -> bool:
+    sig = event.metadata.get(SIGNATURE_PROPERTY)
+    return isinstance(sig, str) and hmac.compare_digest(sig, sign_event(event, key))
+
+
+def event_verdict(event: Event, key: bytes | str) -> str:
+    """The verdict on a captured event: "valid", "invalid" (tampered) or "unsigned"."""
+    if SIGNATURE_PROPERTY not in event.metadata:
+        return "unsigned"
+    return "valid" if verify_event(event, key) else "invalid"
+
+
 def _entity_verdict(entity: Entity | None, key: bytes | str) -> str:
     if entity is None:
         return "not_entity"
@@ -284,6 +352,22 @@ class SignatureCheck:
             self.refuse(entity_id, "tampered", "its HMAC signature does not match its content")
         elif verdict == "unsigned":
             self.refuse(entity_id, "unsigned", "require_signature: the entity carries no signature")
+        return verdict
+
+    def event(self, event: Event | str) -> str:
+        """The verdict on a captured event an assembly would show (given, or read by id;
+        "no owner" for one not stored); a tampered or unsigned one is recorded as refused."""
+        if isinstance(event, str):
+            found = self.store.get_events(self.project_id, [event], True)
+            if not found:
+                self.refuse(event, "no owner", "no stored event has this id")
+                return "no owner"
+            event = found[0]
+        verdict = event_verdict(event, self.key)
+        if verdict == "invalid":
+            self.refuse(event.id, "tampered", "its HMAC signature does not match its content")
+        elif verdict == "unsigned":
+            self.refuse(event.id, "unsigned", "require_signature: the event carries no signature")
         return verdict
 
     def _event_owners(self, ids: Sequence[str]) -> set[str]:

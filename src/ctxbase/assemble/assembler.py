@@ -1,7 +1,9 @@
 """Budgeted prompt assembly: four context layers, per-role policies, a trace for every prompt.
 
 The prompt order is fixed: system instructions -> known state -> current task -> retrieved
-memory -> recent history -> latest user input. The policy chosen for the agent's role and
+memory -> recent history -> latest user input. Recalled memory, tool output and the summary of
+older turns are stored text, not instructions: each is a user message quoting it as data
+(quoting.py), and the system prompt says so once. The policy chosen for the agent's role and
 intent (policy.py) says which strategies fill the memory layer, the view (by default the
 current task's state plus session-wide facts; a planner opts in to every task's, an executor
 sees only its subtask's), the relation thresholds, the budget shares and the time limit.
@@ -15,10 +17,8 @@ project baseline 0.2-0.3.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -45,16 +45,16 @@ from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
 from .fixed_layers import state_items, task_items
 from .gatherer import Gatherer
-from .history_calls import CALL_TYPE
 from .history_fallback import THOUGHT_TYPE, pair_groups, window_turns
 from .history_turns import history_turns
 from .lifecycle import Status
 from .memory_calls import link_calls, results_with_calls
-from .memory_candidate import LINE_TYPES, event_failed, label_for
+from .memory_candidate import LINE_TYPES, event_failed
 from .memory_section import (
     ITEM_OVERHEAD,
-    MEMORY_HEADER,
+    MEMORY_QUOTE,
     keep_within_allowance,
+    memory_frame,
     memory_items,
     memory_section_for,
 )
@@ -73,7 +73,9 @@ from .policy import (
     strategy_defaults,
 )
 from .policy_loading import PolicyFile, policy_source
+from .quoting import DATA_NOTE, SUMMARY, Quote, neutralise, with_data_note
 from .role_aliases import acting_agent, agent_aliases
+from .signed_turns import keep_signed
 from .state import (
     CURRENT_TASK_KEY,
     MESSAGE_SCOPE,
@@ -93,6 +95,7 @@ from .strategies import (
 from .task_cues import new_task, with_task_baseline
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_messages, get_token_counter
 from .trace import AssembledContext, build_messages, build_result, log_trace
+from .turn_roles import TurnView, prompt_name
 from .user_scope import MemoryScope, scope_for, session_user
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Assembler", "memory_section_for"]
@@ -102,11 +105,11 @@ log = logging.getLogger("ctxbase.assemble")
 DEFAULT_SYSTEM_PROMPT = (
     "You are the {role} agent of project {project}. Answer from the context below: 'Known "
     "facts' are confirmed and override older messages; retrieved items are labelled with "
-    "their source and id."
+    f"their source and id. {DATA_NOTE}"
 )
-# a tool call joins its assistant message's entry, or stands where it was made (history_calls)
-_HEADERS = {"state": "Known facts:", "task": "Current task:", "memory": MEMORY_HEADER}
-_SUMMARY_HEADER = "Earlier conversation (summary):"
+_HEADERS = {"state": "Known facts:", "task": "Current task:"}
+_LAYER_QUOTES = {"memory": MEMORY_QUOTE}  # one user message quoting its items as data
+_SUMMARY_QUOTE = Quote(SUMMARY, "Earlier conversation (summary):")
 _OPTIONAL_ORDER = (
     "referenced_code_first",
     "semantic_recall",
@@ -114,14 +117,6 @@ _OPTIONAL_ORDER = (
     "error_driven_repair",
     "multi_agent_consensus",
 )
-
-
-def _prompt_name(role: str) -> str:
-    """The role as the system prompt writes it: a plain name as is ("the coder agent"),
-    anything else quoted, so "my agent" or a role holding a sentence reads as one name."""
-    if re.fullmatch(r"[\w.-]+", role):
-        return role
-    return json.dumps(role, ensure_ascii=False)
 
 
 def _llm_summary(
@@ -155,19 +150,6 @@ def _llm_summary(
 
 def _important(e: Event) -> bool:
     return bool(e.metadata.get("important")) or e.importance >= 0.7
-
-
-_SAID = {"user_message": "user", "assistant_message": "assistant", CALL_TYPE: "assistant"}
-
-
-def _role_of(e: Event) -> str:
-    return _SAID.get(e.type, "system")
-
-
-def _history_text(e: Event) -> str:
-    """A turn as said; a tool call as the assistant's line `name(...)`; anything else labelled."""
-    text = e.text or ""
-    return text if e.type in _SAID else f"{label_for(e.type, e.id)}\n{text}"
 
 
 class Assembler:
@@ -243,11 +225,12 @@ class Assembler:
         user's sessions and knowledge of no session (user_scope.py): `user_id`, else the
         session's user; the trace says which.
 
-        With `require_signature`, entities whose HMAC signature does not verify (key:
-        `signing_key`, else $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), search
-        units whose text is not their signed entity's, relations that do not verify, and
-        unsigned entities and relations are kept out; the trace lists them as dropped
-        ("tampered", "unsigned") and `AssembledContext.tampered` names the tampered ones.
+        With `require_signature`, entities and captured events (the history's turns too,
+        signed_turns.py) whose HMAC signature does not verify (key: `signing_key`, else
+        $CTXBASE_HMAC_KEY_<PROJECT>, else $CTXBASE_HMAC_KEY), search units whose text is not
+        their signed entity's, relations that do not verify, and unsigned entities, events
+        and relations are kept out; the trace lists them as dropped ("tampered",
+        "unsigned") and `AssembledContext.tampered` names the tampered ones.
 
         Raises BudgetTooSmall (naming the least budget) when the system prompt and the latest
         input, as messages, exceed `max_tokens`; both are kept whole, the other layers shrink
@@ -353,6 +336,9 @@ class Assembler:
             selection = with_task_baseline(selection, task_id)
         hist, echoed = mark_echoes(hist, events, statuses)  # repeats of a retracted message
         notes.extend(echoed)
+        if key is not None:  # turns that do not verify leave, named in the drops
+            hist, held, unverified = keep_signed(hist, held, events, key, user_intent)
+            hist_dropped += unverified
         latest = user_intent
         if intent_from_history and input_event is None and hist:
             latest = ""  # the newest user message was answered: nothing new to answer
@@ -422,12 +408,12 @@ class Assembler:
                     {"id": i, "layer": "history", "reason": "rated false", "detail": c.source}
                     for i, c in false.items()
                 ]
-        items, roles, hist_notes = self._layer_items(
+        items, roles, quotes, hist_notes = self._layer_items(
             pid, layers, policy, agent_role, g, hist, window, limit, user_intent, events
         )
         notes.extend(hist_notes)
         alloc, messages = self._fit(
-            items, roles, policy.budget.as_mapping(), limit, latest, policy.budget.latest
+            items, roles, quotes, policy.budget.as_mapping(), limit, latest, policy.budget.latest
         )
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
@@ -468,6 +454,8 @@ class Assembler:
             counter=self.counter,
             check=g.check,
             threshold_for=policy.threshold_for,
+            quoted_layers=_LAYER_QUOTES,
+            quotes=quotes,
         )
         self.cb.store.put_trace(pid, context_id, ctx.trace)
         # the memories this context placed: time decay spares what is often used
@@ -549,8 +537,9 @@ class Assembler:
         limit: int,
         intent: str,
         events: Sequence[Event],
-    ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], list[str]]:
+    ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], dict[str, Quote], list[str]]:
         counter, notes = self.counter, list[str]()
+        view = TurnView(role, counter)  # other agents' turns prefixed, tool output quoted
         # the newest max_messages turns (thoughts are no messages); a tool result whose
         # call is older than the window goes with it (history_fallback.py)
         in_window, before = window_turns(hist, window.max_messages)
@@ -571,13 +560,15 @@ class Assembler:
             lo, allowance = policy.dynamic_top_k[0], policy.memory_token_allowance
             note = keep_within_allowance(g, counter, self.max_item_tokens, lo, allowance)
             notes.extend([note] if note else [])
-        system = self.system_prompt.format(role=_prompt_name(role), project=pid)
+        # the prompt says once that quoted data is data, a caller's own prompt too
+        system = with_data_note(self.system_prompt).format(role=prompt_name(role), project=pid)
         items: dict[str, list[BudgetItem]] = {
             "system": [BudgetItem("system", system, 1.0, required=True, source="policy")],
             **layers,
             "memory": memory_items(g.cands, counter, self.max_item_tokens),
         }
         roles: dict[str, str] = {}
+        quotes: dict[str, Quote] = {}
         # History: the newest messages whole; older important ones compressed into one item.
         outside = [e for e in before if _important(e)]
         quota = layer_quota(
@@ -590,7 +581,7 @@ class Assembler:
         for e in reversed(in_window):
             if e.type == THOUGHT_TYPE:
                 continue  # a thought never ends the window: it only takes what is left
-            cost = counter.count(_history_text(e)) + ITEM_OVERHEAD
+            cost = view.cost(e)
             if used + cost > quota:
                 break
             whole.insert(0, e)
@@ -602,16 +593,16 @@ class Assembler:
             reserve = quota // 4
             while whole and used > quota - reserve:
                 gone = whole.pop(0)
-                used -= counter.count(_history_text(gone)) + ITEM_OVERHEAD
+                used -= view.cost(gone)
                 if _important(gone):
                     to_compress.append(gone)
             summary = self._summarize(
                 [e.text or "" for e in to_compress],
-                max(0, quota - used - ITEM_OVERHEAD - 8),
+                max(0, quota - used - ITEM_OVERHEAD - _SUMMARY_QUOTE.frame(counter) - 8),
                 notes,
             )
             if summary:
-                text = f"{_SUMMARY_HEADER} {summary}"
+                text = neutralise(summary)  # older turns' words, quoted as data
                 items.setdefault("history", []).append(
                     BudgetItem(
                         "summary",
@@ -619,9 +610,11 @@ class Assembler:
                         0.5,
                         source="compressed:" + ",".join(e.id for e in to_compress),
                         cut="clauses",
+                        overhead=_SUMMARY_QUOTE.cost(text, counter),
                     )
                 )
-                roles["summary"] = "system"
+                roles["summary"] = "user"
+                quotes["summary"] = _SUMMARY_QUOTE
         kept = {e.id for e in whole}
         compressed = {e.id for e in to_compress}
         n = len(in_window)
@@ -635,20 +628,22 @@ class Assembler:
             # Whole recent messages first, newest first; the rest may use spare tokens.
             score = 1.0 + i / max(n, 1) if e.id in kept else 0.1 + 0.1 * i / max(n, 1)
             cut: CutKind = "lines" if e.type in LINE_TYPES else "prose"  # a tool call or result
-            keep = 0 if e.type in _SAID else len(label_for(e.type, e.id)) + 1  # its label
             items.setdefault("history", []).append(
                 BudgetItem(
                     e.id,
-                    _history_text(e),
+                    view.text(e),
                     score,
                     source=e.type,
                     cut=cut,
-                    keep=keep,
+                    keep=view.keep(e),  # its label or role prefix
                     group=groups.get(e.id, ""),
                     aside=e.type == THOUGHT_TYPE,
+                    overhead=view.overhead(e),
                 )
             )
-            roles[e.id] = _role_of(e)
+            roles[e.id] = view.role(e)
+            if (q := view.quote(e)) is not None:
+                quotes[e.id] = q
         if said_before := [e for e in before if e.type != THOUGHT_TYPE]:
             notes.append(
                 f"recent_window: {len(said_before)} older messages "
@@ -658,7 +653,7 @@ class Assembler:
             notes.append(
                 f"recent_window: {beyond} older messages past max_tokens={window.max_tokens}"
             )
-        return items, roles, notes
+        return items, roles, quotes, notes
 
     def _summarize(self, texts: list[str], max_tokens: int, notes: list[str]) -> str:
         if max_tokens <= 0 or not texts:
@@ -678,6 +673,7 @@ class Assembler:
         self,
         items: dict[str, list[BudgetItem]],
         roles: Mapping[str, str],
+        quotes: Mapping[str, Quote],
         shares: Mapping[str, float],
         limit: int,
         intent: str,
@@ -700,6 +696,7 @@ class Assembler:
         frame += sum(
             ITEM_OVERHEAD + counter.count(_HEADERS[n]) + 1 for n in _HEADERS if items.get(n)
         )
+        frame += memory_frame(counter) if items.get("memory") else 0  # header and quoting
         budget = max(floor, limit - frame)
         for _ in range(8):
             alloc = allocate_budget(
@@ -711,7 +708,7 @@ class Assembler:
                 item_overhead_tokens=ITEM_OVERHEAD,
                 latest_share=latest_share,
             )
-            messages = build_messages(alloc, roles, _HEADERS)
+            messages = build_messages(alloc, roles, _HEADERS, _LAYER_QUOTES, quotes)
             over = count_messages(messages, counter) - limit
             if over <= 0:
                 return alloc, messages
@@ -725,7 +722,7 @@ class Assembler:
             latest_input=intent,
             item_overhead_tokens=ITEM_OVERHEAD,
         )
-        return alloc, build_messages(alloc, roles, _HEADERS)
+        return alloc, build_messages(alloc, roles, _HEADERS, _LAYER_QUOTES, quotes)
 
 
 def _forced(selection: PolicySelection, name: str) -> PolicySelection:

@@ -16,8 +16,9 @@ with "…". The history is a rolling window (`ROLLING`, history_fallback.py): ta
 the newest back, stopping at the first turn that does not fit, a tool call with its
 result, thoughts last. Every item left out is reported with its reason.
 
-Token counts are per item plus an optional fixed overhead per item (separators, role tags);
-the total of an allocation never exceeds `max_tokens`.
+Token counts are per item plus an optional fixed overhead per item (separators, role tags)
+and the item's own (`BudgetItem.overhead`: a wrapper quoting it as data, quoting.py); the
+total of an allocation never exceeds `max_tokens`.
 """
 
 from __future__ import annotations
@@ -132,6 +133,9 @@ class BudgetItem:
     # once every other item of its layer is
     group: str = ""
     aside: bool = False
+    # tokens the item costs in the prompt besides its text and the per-item overhead: the
+    # wrapper quoting it as data (quoting.py)
+    overhead: int = 0
 
 
 @dataclass(frozen=True)
@@ -272,14 +276,15 @@ def _roll(layer: _LayerState, room: int, overhead: int) -> tuple[int, int | None
     stopped at when that one stands alone."""
     pending = {c.index: c for c in layer.pending() if not c.item.required}
     packable = [
-        Packable(c.index, c.tokens + overhead, c.item.group, c.item.aside) for c in pending.values()
+        Packable(c.index, c.tokens + overhead + c.item.overhead, c.item.group, c.item.aside)
+        for c in pending.values()
     ]
     keys, stopped = rolling_take(packable, room)
     took = 0
     for key in keys:
         cand = pending[key]
         layer.chosen[key] = IncludedItem(cand.item, cand.item.text, cand.tokens)
-        took += cand.tokens + overhead
+        took += cand.tokens + overhead + cand.item.overhead
     layer.used += took
     return took, stopped
 
@@ -339,7 +344,7 @@ def _pin(layers: Sequence[_LayerState], remaining: int, overhead: int) -> list[i
     used = 0
     for layer in layers:
         for cand in layer.candidates:
-            cost = cand.tokens + overhead
+            cost = cand.tokens + overhead + cand.item.overhead
             if cand.item.required and used + cost <= remaining:
                 layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
                 layer.used += cost
@@ -437,7 +442,7 @@ def allocate_budget(
             _roll(layer, cap - layer.used, item_overhead_tokens)
             continue
         for cand in layer.candidates:
-            cost = cand.tokens + item_overhead_tokens
+            cost = cand.tokens + item_overhead_tokens + cand.item.overhead
             if cand.index not in layer.chosen and layer.used + cost <= cap:
                 layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
                 layer.used += cost
@@ -455,7 +460,7 @@ def allocate_budget(
             layer.extra += took
             pool -= took
         for cand in [] if name in ROLLING else layer.pending():
-            cost = cand.tokens + item_overhead_tokens
+            cost = cand.tokens + item_overhead_tokens + cand.item.overhead
             if cost <= pool:
                 layer.chosen[cand.index] = IncludedItem(cand.item, cand.item.text, cand.tokens)
                 layer.used += cost
@@ -464,14 +469,15 @@ def allocate_budget(
         pending = [c for c in layer.pending() if not c.item.required]  # pinned: whole or out
         if name in ROLLING:  # only the turn the window stopped at, standing alone, is cut
             pending = [c for c in pending if c.index == stopped]
-        room = pool - item_overhead_tokens
+        head = pending[0].item.overhead if pending else 0
+        room = pool - item_overhead_tokens - head
         if pending and not layer.truncated_one and room >= max(1, min_truncated_tokens):
             cand = pending[0]
             # a boundary cut too short to keep would leave out what a token cut keeps
             cut = cut_item(cand.item, room, counter, at_least=min_truncated_tokens)
             cut_tokens = counter.count(cut) if cut else 0
             if cut.strip() and cut_tokens >= min(min_truncated_tokens, room):
-                cost = cut_tokens + item_overhead_tokens
+                cost = cut_tokens + item_overhead_tokens + cand.item.overhead
                 layer.chosen[cand.index] = IncludedItem(cand.item, cut, cut_tokens, True)
                 layer.truncated_one = True
                 layer.used += cost
@@ -481,7 +487,7 @@ def allocate_budget(
     result: dict[str, LayerAllocation] = {}
     for layer in layers:
         for cand in layer.pending():
-            cost = cand.tokens + item_overhead_tokens
+            cost = cand.tokens + item_overhead_tokens + cand.item.overhead
             pinned = "pinned item " if cand.item.required else ""
             detail = f"{pinned}needs {cost} tokens; layer {layer.name} is full"
             dropped.append(DroppedItem(cand.item, layer.name, "budget", detail))

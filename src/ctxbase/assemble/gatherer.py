@@ -326,11 +326,15 @@ class Gatherer:
             self._hidden[e.id] = reason
         return self._hidden[e.id]
 
-    def _signature_refused(self, entity_id: str) -> bool:
-        """With a signature check: True for an entity that is tampered or unsigned."""
-        if self.check is None:
+    def _signature_refused(self, cand: MemoryCandidate, event: Event | None) -> bool:
+        """With a signature check: True for an entity or a captured event that is tampered
+        or unsigned (the check records why; the trace lists it)."""
+        if self.check is None or cand.kind not in ("entity", "event"):
             return False
-        return self.check.entity(entity_id) in ("invalid", "unsigned")
+        if cand.kind == "entity":
+            return self.check.entity(cand.owner_id) in ("invalid", "unsigned")
+        given = event if event is not None and event.id == cand.owner_id else None
+        return self.check.event(given or cand.owner_id) != "valid"
 
     def note_unknown_repos(self) -> None:
         """Note the named repositories the project has none of: a misspelt name leaves
@@ -371,7 +375,7 @@ class Gatherer:
             # an empty message (or an event of data only) would be a label with nothing under it
             self.drop(cand.owner_id, "threshold", "empty text")
             return False
-        if cand.kind == "entity" and self._signature_refused(cand.owner_id):
+        if self._signature_refused(cand, event):
             return False
         if self.repos is not None and cand.repo is not None:
             if cand.repo not in self.repos:

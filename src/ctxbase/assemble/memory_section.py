@@ -1,7 +1,8 @@
 """The retrieved-memory section on its own: `memory_section_for` packs one search's hits
 into a token budget as the assembler packs its memory layer (labels, per-item overhead,
-header), for benchmarks that measure evidence recall at a budget. The assembler builds its
-memory layer with the same `memory_items`, overhead and header.
+header, the wrapper quoting it as data), for benchmarks that measure evidence recall at a
+budget. The assembler builds its memory layer with the same `memory_items`, overhead and
+`MEMORY_QUOTE`.
 """
 
 from __future__ import annotations
@@ -17,12 +18,16 @@ from .gatherer import Gatherer
 from .memory_calls import link_calls, memory_units
 from .memory_candidate import MemoryCandidate
 from .policy_loading import load_default_policies
+from .quoting import MEMORY, Quote, neutralise
 from .tokens import TokenCounter, get_token_counter
 
 __all__ = [
     "ITEM_OVERHEAD",
     "MEMORY_HEADER",
+    "MEMORY_QUOTE",
+    "item_text",
     "keep_within_allowance",
+    "memory_frame",
     "memory_items",
     "memory_section_for",
 ]
@@ -30,6 +35,18 @@ __all__ = [
 MEMORY_HEADER = "Retrieved context (labelled by source):"
 # Per-message chat overhead (3) plus the role (1); also covers the separators of layer items.
 ITEM_OVERHEAD = 4
+# the memory layer is one user message: the header, then its items quoted as data
+MEMORY_QUOTE = Quote(MEMORY, MEMORY_HEADER)
+
+
+def memory_frame(counter: TokenCounter) -> int:
+    """Tokens of the memory message without its items: message overhead, header, wrapper."""
+    return ITEM_OVERHEAD + MEMORY_QUOTE.frame(counter)
+
+
+def item_text(c: MemoryCandidate, counter: TokenCounter, max_item_tokens: int) -> str:
+    """A candidate's labelled text as the prompt quotes it (any quoting tag in it inert)."""
+    return neutralise(c.item_text(counter, max_item_tokens))
 
 
 def memory_items(
@@ -42,11 +59,11 @@ def memory_items(
     return [
         BudgetItem(
             c.owner_id,
-            c.item_text(counter, max_item_tokens),
+            item_text(c, counter, max_item_tokens),
             score,
             source=",".join(c.strategies),
             cut=c.cut,
-            keep=len(c.label()) + 1,  # a cut keeps the label whole and more than it
+            keep=len(neutralise(c.label())) + 1,  # a cut keeps the label whole and more than it
         )
         for score, ids in memory_units(cands)
         for c in (cands[i] for i in ids)
@@ -67,7 +84,7 @@ def keep_within_allowance(
         if not all(g.cands[i].strategies == ["semantic_recall"] for i in ids):
             continue  # another strategy brought it: not semantic recall's to cut
         cost = sum(
-            counter.count(g.cands[i].item_text(counter, max_item_tokens)) + ITEM_OVERHEAD
+            counter.count(item_text(g.cands[i], counter, max_item_tokens)) + ITEM_OVERHEAD
             for i in ids
         )
         if gone or (kept >= min_k and used + cost > allowance):  # it stops there
@@ -119,7 +136,7 @@ def memory_section_for(
     counter = get_token_counter()
     pid = cb.project if project is None else project
     policy = load_default_policies().default
-    frame = ITEM_OVERHEAD + counter.count(MEMORY_HEADER) + 1
+    frame = memory_frame(counter)
     if budget_tokens <= frame:
         return [], 0
     base = config or get_preset("hybrid_graph")

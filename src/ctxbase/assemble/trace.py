@@ -23,6 +23,7 @@ from ..store.base import Store
 from ..store.trace_redaction import Forgotten
 from .budget import LAYER_ORDER, BudgetAllocation
 from .diff import TraceDiff, diff_traces
+from .quoting import Quote
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter
 
 if TYPE_CHECKING:
@@ -81,14 +82,15 @@ class AssembledContext:
 
     @property
     def tampered(self) -> list[str]:
-        """Entities kept out because their signature failed (assembled with
-        require_signature)."""
+        """Entities, relations and captured events kept out because their signature failed
+        (assembled with require_signature)."""
         dropped = self.trace.get("dropped", ())
         return list(dict.fromkeys(str(d["id"]) for d in dropped if d.get("reason") == "tampered"))
 
     @property
     def unsigned(self) -> int:
-        """How many unsigned entities were kept out (assembled with require_signature)."""
+        """How many unsigned entities and captured events were kept out (assembled with
+        require_signature)."""
         dropped = self.trace.get("dropped", ())
         return len(
             {
@@ -372,9 +374,17 @@ def log_trace(trace: Mapping[str, Any], *, full: bool) -> None:
 
 
 def build_messages(
-    alloc: BudgetAllocation, roles: Mapping[str, str], headers: Mapping[str, str]
+    alloc: BudgetAllocation,
+    roles: Mapping[str, str],
+    headers: Mapping[str, str],
+    quoted_layers: Mapping[str, Quote] | None = None,
+    quotes: Mapping[str, Quote] | None = None,
 ) -> list[dict[str, str]]:
-    """The OpenAI-style messages of an allocation, in the fixed layer order."""
+    """The OpenAI-style messages of an allocation, in the fixed layer order.
+
+    A layer in `quoted_layers` (memory) is one user message quoting its items as data; a
+    history item in `quotes` (a tool result, the summary) is a user message quoting it."""
+    quoted_layers, quotes = quoted_layers or {}, quotes or {}
     messages: list[dict[str, str]] = []
     for name in LAYER_ORDER:
         layer = alloc.layers.get(name)
@@ -382,10 +392,18 @@ def build_messages(
             continue
         if name == "history":
             for inc in layer.included:
+                q = quotes.get(inc.item.id)
+                if q is not None:
+                    messages.append({"role": "user", "content": q.render(inc.text)})
+                    continue
                 messages.append({"role": roles.get(inc.item.id, "system"), "content": inc.text})
             continue
         joiner = "\n\n" if name == "memory" else "\n"
         body = joiner.join(inc.text for inc in layer.included)
+        layer_quote = quoted_layers.get(name)
+        if layer_quote is not None:
+            messages.append({"role": "user", "content": layer_quote.render(body)})
+            continue
         header = headers.get(name)
         messages.append({"role": "system", "content": f"{header}\n{body}" if header else body})
     if alloc.input_text:  # none when the newest user message was answered already
@@ -418,14 +436,30 @@ def _layer_tokens(
     return out
 
 
-def _item(inc_id: str, source: str, score: float, text: str, truncated: bool) -> dict[str, Any]:
-    return {
+def _item(
+    inc_id: str, source: str, score: float, text: str, truncated: bool, quoted: str | None = None
+) -> dict[str, Any]:
+    item: dict[str, Any] = {
         "id": inc_id,
         "source": source,
         "score": round(score, 6),
         "text": text,
         "truncated": truncated,
     }
+    if quoted is not None:  # in the prompt as <quoted_data source="..."> (quoting.py)
+        item["quoted"] = quoted
+    return item
+
+
+def _quoted_as(
+    layer: str,
+    item_id: str,
+    quoted_layers: Mapping[str, Quote] | None,
+    quotes: Mapping[str, Quote] | None,
+) -> str | None:
+    """The source an included item is quoted as in the prompt, None when not quoted."""
+    q = (quoted_layers or {}).get(layer) or (quotes or {}).get(item_id)
+    return None if q is None else q.source
 
 
 def monitoring(
@@ -470,6 +504,8 @@ def build_result(
     counter: TokenCounter,
     check: SignatureCheck | None = None,
     threshold_for: Callable[[str], float] | None = None,
+    quoted_layers: Mapping[str, Quote] | None = None,
+    quotes: Mapping[str, Quote] | None = None,
 ) -> AssembledContext:
     """The payload and the trace of one assembly; with a signature `check`
     (require_signature) only verified relationships are shown, and everything the check
@@ -483,7 +519,14 @@ def build_result(
         if layer is None:
             continue
         items = [
-            _item(i.item.id, i.item.source, i.item.score, i.text, i.truncated)
+            _item(
+                i.item.id,
+                i.item.source,
+                i.item.score,
+                i.text,
+                i.truncated,
+                _quoted_as(name, i.item.id, quoted_layers, quotes),
+            )
             for i in layer.included
         ]
         if name == "memory":  # when each was said: what a time decay counts from

@@ -43,6 +43,7 @@ from autogen_core.memory import (  # noqa: E402
 from autogen_core.model_context import ChatCompletionContext  # noqa: E402
 from autogen_core.models import LLMMessage, SystemMessage  # noqa: E402
 
+from ..assemble.quoting import DATA_NOTE, TAG  # noqa: E402
 from ..errors import ValidationError  # noqa: E402
 from ..model import Event, check_id  # noqa: E402
 from .recall import SESSION_LIMIT, assembled, check_recall, searched  # noqa: E402
@@ -252,9 +253,15 @@ class CtxbaseMemory(Memory):
             max_tokens=self.max_tokens,
         )
         # No session: the model context holds the conversation, so the assembly has no
-        # history layer. Its system messages without the policy's own prompt (the agent
-        # has one): facts, task, recalled memory.
-        parts = [m["content"] for m in ctx["messages"][1:] if m["role"] == "system"]
+        # history layer. Its messages between the policy's own prompt (the agent has one)
+        # and the input: facts, task, recalled memory (quoted as data, which the agent's
+        # prompt does not explain: the note says it).
+        between = ctx["messages"][1:]
+        if between and between[-1] == {"role": "user", "content": intent}:
+            between = between[:-1]
+        parts = [m["content"] for m in between]
+        if any(f"<{TAG} " in p for p in parts):
+            parts.insert(0, DATA_NOTE)
         results = [
             MemoryContent(content=r.text, mime_type="text/plain", metadata=r.metadata)
             for r in items

@@ -596,7 +596,8 @@ class AssembleOut(_Out):
     tampered: list[str] = Field(default_factory=list)
     unsigned: int = Field(
         default=0,
-        description="with require_signature: how many unsigned entities were left out",
+        description="with require_signature: how many unsigned entities and captured events "
+        "were left out",
     )
     trace: dict[str, Any] | None = None
 
