@@ -494,6 +494,7 @@ class Assembler:
             request=request,
             policy=policy.name,
             policy_source=selection.source or self.policies.source,
+            policy_origin=selection.origin,
             view=policy.view,
             reasons=selection.reasons,
             ran=ran,
@@ -766,7 +767,12 @@ def _forced(selection: PolicySelection, name: str) -> PolicySelection:
         kept = (window, chosen)
     reason = f"strategy {name!r} requested by the caller (the policy's triggers not used)"
     return PolicySelection(
-        policy, kept, (*selection.reasons, reason), selection.role_note, selection.source
+        policy,
+        kept,
+        (*selection.reasons, reason),
+        selection.role_note,
+        selection.source,
+        selection.origin,
     )
 
 
