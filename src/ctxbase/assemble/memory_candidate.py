@@ -83,6 +83,8 @@ class MemoryCandidate:
     call_lines: list[str] = field(default_factory=list)
     # a recency cue ordered it, or a call it shows (retrieve/recency.py)
     cued: bool = False
+    # an entity that is not its latest version: why (the gatherer leaves it out)
+    superseded: str = ""
 
     @property
     def shown(self) -> str:
@@ -141,7 +143,21 @@ def entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCa
         repo=repo if isinstance(repo, str) else None,
         # the session a message it was anchored from is in (memory_scope user reads it)
         session_id=session if isinstance(session, str) and session else None,
+        superseded=superseded_detail(e),
     )
+
+
+def superseded_detail(e: Entity) -> str:
+    """Why `e` is not served as current ("" when it is its latest version): a kept earlier
+    version (`spec@v1`), a document superseded by a same-named one, or a file's older one."""
+    if e.latest:
+        return ""
+    props = e.properties
+    if isinstance(head := props.get("archived_from"), str):
+        return f"version {e.version} of {head}, which has a newer version"
+    if isinstance(by := props.get("superseded_by"), str):
+        return f"superseded by {by}"
+    return "not the latest version"
 
 
 def event_cand(e: Event, score: float, strategy: str, reason: str) -> MemoryCandidate:
