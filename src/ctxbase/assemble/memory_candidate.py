@@ -59,7 +59,7 @@ class MemoryCandidate:
     """One candidate of the memory layer, merged across the strategies that found it."""
 
     owner_id: str
-    kind: str  # "entity" | "event" | "correction" (corrections.py)
+    kind: str  # "entity" | "event" | "correction" (corrections.py) | "conflict" (consensus.py)
     type: str
     name: str
     text: str
@@ -105,6 +105,8 @@ class MemoryCandidate:
         """The line the memory block shows above its text."""
         if self.kind == "correction":  # corrections.py: `answers` names what it replaces
             return f"[correction of {self.answers}]"
+        if self.kind == "conflict":  # consensus.py: the agents' contexts disagree
+            return "[conflict between agents]"
         # a name that only repeats the text (a requirement sentence) is not shown twice
         name = "" if names_its_text(self.name, self.text) else self.name
         return label_for(self.type, self.owner_id, name, self.answers)
