@@ -126,3 +126,25 @@ def test_without_a_default_of_its_own_the_presets_default_is_named(tmp_path: Pat
             agent_role="coder", user_intent="x", strategy="semantic_recall"
         ).trace
         assert (forced["policy_source"], forced["policy_origin"]) == (SHIPPED, "preset")
+
+
+def test_the_seeds_client_settings_open_a_base(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Section 3.2, step one: PowerContextClient(project_id=..., nebula_config=...,
+    milvus_config=...) as ctxbase.open."""
+    with (
+        caplog.at_level(logging.WARNING, logger="ctxbase"),
+        ctxbase.open(
+            str(tmp_path / "x.db"),
+            project_id="ecommerce_backend_v2",
+            nebula_config={"address": "nebula:9669"},
+            milvus_config={"uri": "http://milvus:19530"},
+        ) as cb,
+    ):
+        assert cb.project == "ecommerce_backend_v2"
+    said = [r.getMessage() for r in caplog.records]
+    for key in ("nebula_config", "milvus_config"):
+        assert any(m.startswith(f"ctxbase.open: {key} is ignored") for m in said), said
+    with pytest.raises(TypeError):  # any other unknown keyword is still refused
+        ctxbase.open(str(tmp_path / "y.db"), redis_config={})
