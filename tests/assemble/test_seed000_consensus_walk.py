@@ -188,3 +188,32 @@ def test_agents_that_worked_from_different_versions_are_shown_in_conflict(
     assert f"test_gen ({tester.context_id}) worked from {newer.id}" in note
     assert "redis.expire(key, '300')" in _prompt(again)  # the side that would have been lost
     assert newer.id in again.included_ids and code.id not in again.included_ids
+
+
+def test_two_agents_with_different_entities_of_one_name_are_shown_both(cb: ContextBase) -> None:
+    assembler = Assembler(cb, CONSENSUS)
+    cm = ContextManager(cb, assembler=assembler)
+    sid = cm.create_session("dev", session_id="s")
+    cm.add_message(sid, "user", "实现订单列表")
+    outputs = {}
+    for role, text in (
+        ("code_gen", "def list_orders(): return cached()"),
+        ("test_gen", "def list_orders(): return []"),
+    ):
+        ctx = assembler.assemble(
+            session_id=sid, agent_role=role, user_intent="实现订单列表", strategy="recent_window"
+        )
+        eid = f"code_{role}"
+        record_outcome(
+            cb,
+            ctx.context_id,
+            "如下",
+            produced=[{"id": eid, "type": "code", "name": "list_orders", "text": text}],
+        )
+        outputs[role] = (ctx.context_id, eid)
+    merged = assembler.assemble(session_id=sid, agent_role="code_gen", user_intent="继续")
+    note = _note(merged, "multi_agent_consensus: conflict: the agents hold different code")
+    for role, (context_id, eid) in outputs.items():
+        assert f"{role} ({context_id}) holds {eid}" in note
+        assert eid in merged.included_ids  # both sides, neither wins silently
+    assert "[conflict between agents]" in _prompt(merged)
