@@ -55,10 +55,12 @@ if not TYPE_CHECKING:  # mypy reads the imports above; an unknown name stays an 
 
 def open(path: str | None = None, **options: Any) -> ContextBase:
     """Open a context base on a SQLite file (default ./ctxbase.db) or a postgresql:// URL.
-    `project_id=` (the seed articles' word) is accepted for `project=`."""
+    `project_id=` (the seed articles' word) is accepted for `project=`; seed 000's
+    `nebula_config=` / `milvus_config=` are ignored with a warning (open_options)."""
     from .contextbase import ContextBase
-    from .open_options import check_embedded_options
+    from .open_options import check_embedded_options, without_storage_settings
 
+    options = without_storage_settings(options, "ctxbase.open")
     check_embedded_options(options)
     return ContextBase(path, **_project_alias(options))
 
@@ -81,13 +83,17 @@ def connect(url: str, *, api_key: str | None = None, **options: Any) -> Client:
     extras: pip install 'ctxbase[server]'). The options that set how the base stores and
     embeds (chunking, embedder, ...) are the server's: ValidationError naming the option
     (open_options)."""
+    from .open_options import without_storage_settings
     from .serve.sdk import connect as _connect
 
+    options = without_storage_settings(options, "ctxbase.connect")
     return _connect(url, api_key=api_key, **_project_alias(options))
 
 
 def connect_async(url: str, *, api_key: str | None = None, **options: Any) -> AsyncClient:
     """The asyncio version of `connect`: the same methods, awaited."""
+    from .open_options import without_storage_settings
     from .serve.sdk import connect_async as _connect_async
 
+    options = without_storage_settings(options, "ctxbase.connect_async")
     return _connect_async(url, api_key=api_key, **_project_alias(options))

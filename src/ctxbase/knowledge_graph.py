@@ -160,6 +160,9 @@ class GraphMethods:
         (or to the `version` given) and keeps the previous version as ``<id>@v<n>``
         (latest=False: out of searches and assemblies), linked ``<id> -MODIFIES-> <id>@v<n>``
         as ingested units are (anchor/entities.py). The same content again changes nothing.
+        A document whose title (without its version) is another current document's, under
+        another id, supersedes it, or is superseded by it when its title's version is older
+        (anchor/same_name.py): one of them is served, the other kept as history.
         `keep_history=False` overwrites in place instead (the version stays unless given),
         as a key-value put does.
 
@@ -238,6 +241,10 @@ class GraphMethods:
             with self.store.transaction():
                 self.store.hold_key(pid, f"entity:{eid}")
                 stored = self._write_entity(draft, version, keep_history=keep_history, checked=True)
+                if keep_history:  # "Redis 规范" again under a new id: one of them is current
+                    from .anchor.same_name import supersede_same_name
+
+                    stored = supersede_same_name(self.components, stored)
         self._after_write()
         return stored
 

@@ -11,12 +11,21 @@ keyword stays a TypeError.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from .errors import ValidationError
 
-__all__ = ["REMOTE_ONLY", "SERVER_SIDE", "check_embedded_options", "check_remote_options"]
+__all__ = [
+    "REMOTE_ONLY",
+    "SERVER_SIDE",
+    "check_embedded_options",
+    "check_remote_options",
+    "without_storage_settings",
+]
+
+log = logging.getLogger("ctxbase")
 
 # The embedded options a server decides for its clients, and where a server sets them.
 SERVER_SIDE: Mapping[str, str] = {
@@ -65,3 +74,20 @@ def check_embedded_options(options: Mapping[str, Any]) -> None:
                 "is an option of a remote client (ctxbase.connect); an embedded base "
                 "calls no server",
             )
+
+
+def without_storage_settings(options: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """`options` without seed 000's graph and vector store settings (`PowerContextClient(
+    project_id=..., nebula_config=..., milvus_config=...)`), each logged as ignored."""
+    from .assemble.policy_storage import STORAGE_KEYS
+
+    for key in options:
+        if key in STORAGE_KEYS:
+            log.warning(
+                "%s: %s is ignored: ctxbase keeps the graph and the vectors in its own store "
+                "(SQLite or PostgreSQL), so %s needs no settings",
+                where,
+                key,
+                STORAGE_KEYS[key],
+            )
+    return {k: v for k, v in options.items() if k not in STORAGE_KEYS}

@@ -121,7 +121,7 @@ def test_a_user_file_is_layered_over_the_shipped_presets() -> None:
     layered = parse_policies(ONE_ROLE)
     mine = layered.select("shop", "sql_writer", "分页 SQL")
     assert mine.policy.name == "sql_writer"
-    assert mine.source == "<string> (over the shipped presets)"  # the user's text
+    assert mine.source == "inline YAML (over the shipped presets)"  # the user's text
     shipped = f"{DEFAULT_POLICIES_PATH} (shipped presets)"
     # the README's roles keep their shipped policies: the file only added one
     for role, preset in (("code_gen", "coder"), ("test_gen", "tester"), ("planner", "planner")):
@@ -393,7 +393,7 @@ def test_load_from_path_and_text(tmp_path: Path) -> None:
     path.write_text(SMALL, encoding="utf-8")
     assert load_policies(path).source == f"{path} (over the shipped presets)"
     assert load_policies(str(path)).policies[0].name == "sql_fix"
-    assert load_policies(SMALL).source == "<string> (over the shipped presets)"
+    assert load_policies(SMALL).source == "inline YAML (over the shipped presets)"
     with pytest.raises(PolicyError, match=r"missing\.yaml"):
         load_policies(str(tmp_path / "missing.yaml"))
 

@@ -41,6 +41,7 @@ from .budget import (
     layer_quota,
     left_out_note,
 )
+from .consensus import CONFLICT, acts_as_agent, multi_agent_consensus
 from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
 from .fixed_layers import state_items, task_items
@@ -74,7 +75,7 @@ from .policy import (
 )
 from .policy_loading import PolicyFile, policy_source
 from .quoting import DATA_NOTE, SUMMARY, Quote, neutralise, with_data_note
-from .role_aliases import acting_agent, agent_aliases
+from .role_aliases import agent_aliases
 from .signed_turns import keep_signed
 from .state import (
     CURRENT_TASK_KEY,
@@ -87,7 +88,6 @@ from .state import (
 )
 from .strategies import (
     error_driven_repair,
-    multi_agent_consensus,
     project_scope_fallback,
     referenced_code_first,
     semantic_recall,
@@ -439,6 +439,7 @@ class Assembler:
             request=request,
             policy=policy.name,
             policy_source=selection.source or self.policies.source,
+            policy_origin=selection.origin,
             view=policy.view,
             reasons=selection.reasons,
             ran=ran,
@@ -460,7 +461,8 @@ class Assembler:
         self.cb.store.put_trace(pid, context_id, ctx.trace)
         # the memories this context placed: time decay spares what is often used
         placed = (c for c in ctx.trace["candidates"] if c.get("included"))
-        self.cb.searcher.usage.note(pid, (c["id"] for c in placed if c["kind"] != CORRECTION))
+        made = (CORRECTION, CONFLICT)  # items of no stored node
+        self.cb.searcher.usage.note(pid, (c["id"] for c in placed if c["kind"] not in made))
         log_trace(ctx.trace, full=debug)
         return ctx
 
@@ -485,7 +487,7 @@ class Assembler:
             and isinstance(listed, MultiAgentConsensus)
             and listed.enabled
             and listed.name not in by_name
-            and self._alias_of(g, listed, role)
+            and acts_as_agent(g, self.policies, listed, role) is not None
         ):
             by_name[listed.name] = listed  # e.g. test_gen shares the tester's policy
         ran = ["recent_window"] if "recent_window" in by_name else []
@@ -512,17 +514,6 @@ class Assembler:
             ran.append(name)
             timings[name] = _ms(t)
         return ran, skipped
-
-    def _alias_of(self, g: Gatherer, s: MultiAgentConsensus, role: str) -> bool:
-        """True when `role` is one of the consensus agents under another name: it selects
-        the same policy as one of them. The match is noted in the trace."""
-        agent = acting_agent(self.policies, g.pid, g.intent, g.policy.name, s.agents)
-        if agent is not None:
-            g.notes.append(
-                f"multi_agent_consensus: role {role!r} acts as agent {agent!r} "
-                f"(both select policy {g.policy.name!r})"
-            )
-        return agent is not None
 
     # -- layers ----------------------------------------------------------------------------
     def _layer_items(
@@ -740,7 +731,12 @@ def _forced(selection: PolicySelection, name: str) -> PolicySelection:
         kept = (window, chosen)
     reason = f"strategy {name!r} requested by the caller (the policy's triggers not used)"
     return PolicySelection(
-        policy, kept, (*selection.reasons, reason), selection.role_note, selection.source
+        policy,
+        kept,
+        (*selection.reasons, reason),
+        selection.role_note,
+        selection.source,
+        selection.origin,
     )
 
 

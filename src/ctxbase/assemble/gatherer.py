@@ -1,8 +1,9 @@
 """The candidates of one assembly's memory layer, gathered across strategies.
 
 A `Gatherer` collects them, merged by owner (an entity or an event), with what it dropped
-and why (retracted, expired, threshold, top_k, consensus, rated false) and every relation it
-looked at; the strategies (strategies.py) feed it through `add`, `follow` and `search`.
+and why (retracted, expired, superseded, threshold, top_k, consensus, rated false) and
+every relation it looked at; the strategies (strategies.py) feed it through `add`,
+`follow` and `search`.
 """
 
 from __future__ import annotations
@@ -364,6 +365,11 @@ class Gatherer:
             self._pinned_hidden = hidden
         return self._pinned_hidden
 
+    def _pinned_shown(self) -> frozenset[str]:
+        """Earlier versions a pinned knowledge-base version serves as current."""
+        view = self.cb.searcher.kb_views.last(self.pid)
+        return frozenset(view.shown_owner_ids) if view is not None else frozenset()
+
     def add(self, cand: MemoryCandidate, event: Event | None = None) -> bool:
         if cand.owner_id in self.exclude:
             self._left_out(cand.owner_id)  # already in the history layer or the latest input
@@ -376,6 +382,11 @@ class Gatherer:
             self.drop(cand.owner_id, "threshold", "empty text")
             return False
         if self._signature_refused(cand, event):
+            return False
+        if cand.superseded and cand.owner_id not in self._pinned_shown():
+            # spec@v1 reached by a reference, an edge or another agent's context: every
+            # strategy serves the latest version only (a pinned version's own are served)
+            self.drop(cand.owner_id, "superseded", cand.superseded)
             return False
         if self.repos is not None and cand.repo is not None:
             if cand.repo not in self.repos:

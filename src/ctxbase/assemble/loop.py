@@ -4,8 +4,10 @@
 context it was given, and every artefact it produced (code, SQL, a test, a document) as an
 entity linked to that context:
 
-* same name as an entity in the context -> a new version that MODIFIES the old one (the old
-  one stops being the latest, so searches find the fix, not the bug);
+* same name as an entity in the context, or as one stored with other text (another agent's
+  answer produced it) -> a new version that MODIFIES the old one (the old one stops being
+  the latest, with `superseded_by`, so searches find the fix, not the bug, and the other
+  agent's version is kept, not overwritten);
 * GENERATES edges from the context's documents, requirements and code that the output used:
   the answer or the artefact names the entity (its id or name), shares code symbols with it
   (identifiers such as `list_orders`, `orders.user_id`), or shares at least two content
@@ -31,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..components import Components, ComponentsSource, components_of
 from ..errors import ValidationError
-from ..model import Entity, Relation
+from ..model import Entity, Relation, make_entity_id
 from ..retrieve.tokenize import index_terms
 from .trace import get_trace
 
@@ -140,6 +142,18 @@ def _as_produced(item: Produced | Mapping[str, Any], index: int) -> Produced:
         raise ValidationError(f"produced[{index}]", str(exc).splitlines()[0]) from exc
 
 
+def _written_before(cb: Components, pid: str, p: Produced) -> Entity | None:
+    """The stored entity `p` would be written over, when it says something else: another
+    context's answer (another agent's) produced it. It gets a new version as an entity of
+    the context does, so the earlier one is kept and not silently replaced."""
+    if p.id is not None:  # a caller's own id is written as given
+        return None
+    found = cb.store.get_entities(pid, [make_entity_id(p.type, p.name)])
+    if found and found[0].latest and found[0].text.strip() != p.text.strip():
+        return found[0]
+    return None
+
+
 def record_outcome(
     cb: ComponentsSource,
     context_id: str,
@@ -182,7 +196,7 @@ def record_outcome(
 
     for p in items:
         props = {**p.properties, "context_id": context_id}
-        old = by_name.get((p.name, p.type in _CODE_TYPES))
+        old = by_name.get((p.name, p.type in _CODE_TYPES)) or _written_before(cb, pid, p)
         if old is not None:
             new = cb.upsert_entity(
                 p.type,
@@ -194,6 +208,9 @@ def record_outcome(
                 version=old.version + 1,
             )
             stale = old.model_copy(update={"latest": False})
+            if "_sig" not in old.properties:  # signed properties stay as signed
+                gone = {**old.properties, "superseded_by": new.id}
+                stale = stale.model_copy(update={"properties": gone})
             cb.store.upsert_entity(stale, cb.entity_items(stale))
             link(new.id, "MODIFIES", old.id, f"a new version of {old.id}")
         else:

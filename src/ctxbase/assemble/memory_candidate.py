@@ -59,7 +59,7 @@ class MemoryCandidate:
     """One candidate of the memory layer, merged across the strategies that found it."""
 
     owner_id: str
-    kind: str  # "entity" | "event" | "correction" (corrections.py)
+    kind: str  # "entity" | "event" | "correction" (corrections.py) | "conflict" (consensus.py)
     type: str
     name: str
     text: str
@@ -86,6 +86,8 @@ class MemoryCandidate:
     # when it was said: an event's time, an entity's last change, a rating's note's time;
     # the age a time decay counts (the trace shows it)
     said_at: float | None = None
+    # an entity that is not its latest version: why (the gatherer leaves it out)
+    superseded: str = ""
 
     @property
     def shown(self) -> str:
@@ -106,6 +108,8 @@ class MemoryCandidate:
         """The line the memory block shows above its text."""
         if self.kind == "correction":  # corrections.py: `answers` names what it replaces
             return f"[correction of {self.answers}]"
+        if self.kind == "conflict":  # consensus.py: the agents' contexts disagree
+            return "[conflict between agents]"
         # a name that only repeats the text (a requirement sentence) is not shown twice
         name = "" if names_its_text(self.name, self.text) else self.name
         return label_for(self.type, self.owner_id, name, self.answers)
@@ -145,7 +149,21 @@ def entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCa
         # the session a message it was anchored from is in (memory_scope user reads it)
         session_id=session if isinstance(session, str) and session else None,
         said_at=e.updated_at,
+        superseded=superseded_detail(e),
     )
+
+
+def superseded_detail(e: Entity) -> str:
+    """Why `e` is not served as current ("" when it is its latest version): a kept earlier
+    version (`spec@v1`), a document superseded by a same-named one, or a file's older one."""
+    if e.latest:
+        return ""
+    props = e.properties
+    if isinstance(head := props.get("archived_from"), str):
+        return f"version {e.version} of {head}, which has a newer version"
+    if isinstance(by := props.get("superseded_by"), str):
+        return f"superseded by {by}"
+    return "not the latest version"
 
 
 def event_cand(e: Event, score: float, strategy: str, reason: str) -> MemoryCandidate:

@@ -78,6 +78,7 @@ __all__ = [
     "ErrorDrivenRepair",
     "LayerShares",
     "MultiAgentConsensus",
+    "Origin",
     "Policy",
     "PolicyDocument",
     "PolicyError",
@@ -427,6 +428,10 @@ class PolicyDocument(Frozen):
         return self
 
 
+# Where policies come from: a file, YAML text or a mapping given inline, the shipped presets.
+Origin = Literal["file", "inline", "preset"]
+
+
 @dataclass(frozen=True)
 class PolicySelection:
     """The chosen policy, the strategies that triggered, and why (for the assembly trace)."""
@@ -436,8 +441,10 @@ class PolicySelection:
     reasons: tuple[str, ...]
     # set when no policy names the role: a typo'd role would otherwise pass unseen
     role_note: str | None = None
-    # where the chosen policy is defined: the user's file, or the shipped presets' file
+    # where the chosen policy is defined: the user's file or inline text, or the shipped
+    # presets' file; `origin` says which kind
     source: str = ""
+    origin: Origin = "inline"
 
     @property
     def strategy_names(self) -> tuple[str, ...]:
@@ -466,15 +473,19 @@ class PolicySet:
     default: Policy
     source: str = "<built-in>"
     presets: tuple[Policy, ...] = ()
+    origin: Origin = "inline"  # of `policies` (and of `default`, unless `default_is_preset`)
     # where `presets` (and `default`, when `default_is_preset`) come from
     presets_source: str = ""
     default_is_preset: bool = False
 
     @classmethod
-    def from_document(cls, document: PolicyDocument, source: str = "<string>") -> PolicySet:
+    def from_document(
+        cls, document: PolicyDocument, source: str = "inline YAML", origin: Origin = "inline"
+    ) -> PolicySet:
         default = next((p for p in document.policies if p.match.default), None)
         others = tuple(p for p in document.policies if not p.match.default)
-        return cls(policies=others, default=default or BUILTIN_DEFAULT_POLICY, source=source)
+        default = default or BUILTIN_DEFAULT_POLICY
+        return cls(policies=others, default=default, source=source, origin=origin)
 
     def get(self, name: str) -> Policy | None:
         if self.default.name == name:
@@ -496,11 +507,14 @@ class PolicySet:
         request = SelectionRequest(project_id, agent_role, intent, has_error)
         candidates, layer = _ranked(self.policies, request), ""
         if not candidates and self.presets:
-            candidates, layer = _ranked(self.presets, request), "shipped preset, "
+            candidates = _ranked(self.presets, request)
+            layer = "shipped preset, " if candidates else ""
         reasons: list[str] = []
         role_note: str | None = None
+        # a preset chosen, or the presets' default (not the file's own default)
         from_presets = bool(layer) or (not candidates and self.default_is_preset)
         source = self.presets_source if from_presets and self.presets_source else self.source
+        origin: Origin = "preset" if from_presets else self.origin
         if candidates:
             _, _, _, chosen, why = candidates[0]
             detail = "; ".join(why) if why else "matches any project, role and intent"
@@ -534,4 +548,4 @@ class PolicySet:
             else:
                 triggered.append(strategy)
                 reasons.append(reason)
-        return PolicySelection(chosen, tuple(triggered), tuple(reasons), role_note, source)
+        return PolicySelection(chosen, tuple(triggered), tuple(reasons), role_note, source, origin)

@@ -24,11 +24,13 @@ from pydantic import ValidationError as PydanticValidationError
 from .policy import (
     DEFAULT_POLICIES_PATH,
     STRATEGY_NAMES,
+    Origin,
     PolicyDocument,
     PolicySelection,
     PolicySet,
 )
 from .policy_issues import PolicyError, PolicyIssue, issue_from_error
+from .policy_storage import drop_storage_keys
 
 __all__ = [
     "PolicyFile",
@@ -43,10 +45,14 @@ __all__ = [
 log = logging.getLogger("ctxbase.assemble")
 
 
-def parse_policies(text: str, *, source: str = "<string>", presets: bool = True) -> PolicySet:
-    """Parse and validate policy YAML text; `source` names it in error messages. The
-    policies are layered over the shipped presets (`layer_over_presets`) unless the text
-    says `inherit_presets: false` or `presets` is False."""
+def parse_policies(
+    text: str, *, source: str = "inline YAML", presets: bool = True, origin: Origin = "inline"
+) -> PolicySet:
+    """Parse and validate policy YAML text; `source` names it in error messages and in the
+    traces of the assemblies it decides, `origin` says what it is (a file, text given
+    inline, the shipped presets). The policies are layered over the shipped presets
+    (`layer_over_presets`) unless the text says `inherit_presets: false` or `presets` is
+    False."""
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
@@ -57,22 +63,25 @@ def parse_policies(text: str, *, source: str = "<string>", presets: bool = True)
         raise PolicyError(source, [PolicyIssue("", f"invalid YAML: {exc}")]) from None
     if data is None:
         raise PolicyError(source, [PolicyIssue("", "the policy file is empty")])
-    return policies_from_data(data, source=source, presets=presets)
+    return policies_from_data(data, source=source, presets=presets, origin=origin)
 
 
-def policies_from_data(data: Any, *, source: str = "<dict>", presets: bool = True) -> PolicySet:
+def policies_from_data(
+    data: Any, *, source: str = "inline mapping", presets: bool = True, origin: Origin = "inline"
+) -> PolicySet:
     """`parse_policies` of what the YAML loads to (a mapping with a 'policies' list), as
     `ctxbase.open(..., policies={...})` passes it: validated the same way."""
     if not isinstance(data, dict):
         raise PolicyError(
             source, [PolicyIssue("", "the top level must be a mapping with a 'policies' list")]
         )
+    data, _ = drop_storage_keys(data, source)  # seed 000's nebula_config / milvus_config
     try:
         document = PolicyDocument.model_validate(data)
     except PydanticValidationError as exc:
         issues = [issue_from_error(e, PolicyDocument, STRATEGY_NAMES) for e in exc.errors()]
         raise PolicyError(source, issues) from None
-    own = PolicySet.from_document(document, source=source)
+    own = PolicySet.from_document(document, source=source, origin=origin)
     if not (presets and document.inherit_presets):
         return own
     has_default = any(p.match.default for p in document.policies)
@@ -90,8 +99,9 @@ def layer_over_presets(own: PolicySet, presets: PolicySet, *, keep_default: bool
         default=own.default if keep_default else presets.default,
         source=f"{own.source} (over the shipped presets)",
         presets=tuple(p for p in presets.policies if p.name not in names),
-        presets_source=f"{presets.source} (shipped presets)",
+        presets_source=presets.source,
         default_is_preset=not keep_default,
+        origin=own.origin,
     )
 
 
@@ -118,14 +128,15 @@ def load_policies(path_or_text: str | os.PathLike[str]) -> PolicySet:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(str(path), [PolicyIssue("", f"cannot read: {exc.strerror}")]) from exc
-    return parse_policies(text, source=str(path))
+    return parse_policies(text, source=str(path), origin="file")
 
 
 @lru_cache(maxsize=1)
 def load_default_policies() -> PolicySet:
     """The policies shipped with ctxbase (planner, coder, tester, reviewer, executor, default)."""
     path = DEFAULT_POLICIES_PATH
-    return parse_policies(path.read_text(encoding="utf-8"), source=str(path), presets=False)
+    text = path.read_text(encoding="utf-8")
+    return parse_policies(text, source=f"{path} (shipped presets)", presets=False, origin="preset")
 
 
 def policy_source(

@@ -3,7 +3,7 @@
 Each strategy feeds the assembly's `Gatherer` (gatherer.py), which merges the candidates by
 owner and records what it dropped and why. The strategies are seed 000's: referenced code
 first, semantic recall, the project baseline, error-driven repair; multi-agent consensus is
-run by the assembler, which can build the other agents' views.
+consensus.py's.
 
 Scores share one scale in [0, 1] so strategies mix: referenced code ~1.0, failing tests and
 their logs ~0.95, what a relation leads to gets the parent's score times the edge's
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..model import Entity, Event, Relation
+from ..model import Entity, Event
 from ..retrieve.config import DEFAULT_RELATION_THRESHOLDS as SEARCH_THRESHOLDS
 from ..retrieve.config import PRESETS, get_preset
 from ..retrieve.kb_view import entities_in_view
@@ -24,12 +24,11 @@ from ..retrieve.named_code import code_names
 from ..retrieve.recency import Kind, anchored_times, recency_cue, recent_kinds
 from ..store.base import ItemFilter
 from .gatherer import Gatherer
-from .memory_candidate import CODE_TYPES, entity_cand, event_cand, event_failed, relation_entry
+from .memory_candidate import CODE_TYPES, entity_cand, event_cand, event_failed
 from .policy_strategies import (
     DEFAULT_SEARCH,
     DEFAULT_SEARCH_PRESET,
     ErrorDrivenRepair,
-    MultiAgentConsensus,
     ProjectScopeFallback,
     ReferencedCodeFirst,
     SemanticRecall,
@@ -37,7 +36,6 @@ from .policy_strategies import (
 
 __all__ = [
     "error_driven_repair",
-    "multi_agent_consensus",
     "project_scope_fallback",
     "referenced_code_first",
     "semantic_recall",
@@ -395,64 +393,3 @@ def error_driven_repair(g: Gatherer, s: ErrorDrivenRepair, failing: Event | None
                 del g.cands[t]
     # What the code was built from: its requirement and the documents that govern it.
     g.follow(dict.fromkeys(ids, 0.95), ["GENERATES", "FOLLOWS", "REFERENCES"], s.name, hops=2)
-
-
-def multi_agent_consensus(
-    g: Gatherer,
-    s: MultiAgentConsensus,
-    role: str,
-    aliases: Mapping[str, Sequence[str]] | None = None,
-) -> None:
-    """What the named agents were given for this task, merged (seed 000): the last context
-    assembled for each of them (of this task, else of the project) and what it produced;
-    the entities every one of those contexts shares, and the relations among and from them
-    whose confidence reaches `consensus_threshold`. The test agent so sees what the code
-    agent saw, and code it wrote, without simulating the code agent's retrieval. A context
-    assembled under one of an agent's `aliases` (code_gen for coder) is that agent's."""
-    found = g.cb.store.latest_context_ids(g.pid, s.agents, task_id=g.task_id, aliases=aliases)
-    if g.task_id is not None and not found:  # no context of this task yet: the project's
-        found = g.cb.store.latest_context_ids(g.pid, s.agents, aliases=aliases)
-    widened = {a: [r for r in names if r != a] for a, names in (aliases or {}).items()}
-    if any(widened.values()):
-        g.notes.append(
-            f"{s.name}: contexts of "
-            + "; ".join(f"{', '.join(o)} count as {a}'s" for a, o in widened.items() if o)
-        )
-    views: dict[str, set[str]] = {}
-    for agent, context_id in found.items():
-        # read in the database: decoding whole traces cost more than the rest of the strategy
-        view = g.cb.store.context_entities(g.pid, context_id)
-        if view is not None:
-            views[f"{agent} ({context_id})"] = view
-    if not views:
-        g.notes.append(f"{s.name}: no context assembled for {', '.join(s.agents)} yet")
-        return
-    shared = set.intersection(*views.values())
-    entities = {e.id: e for e in g.cb.store.get_entities(g.pid, sorted(shared))}
-    label = ", ".join(views)
-    for i, eid in enumerate(sorted(entities)):
-        g.add(entity_cand(entities[eid], 0.9 - 0.001 * i, s.name, f"{s.name}: in {label}"))
-    kept = 0
-    reached: list[tuple[str, Relation]] = []  # entities outside the shared set, by edge
-    rels = g.verified(g.cb.store.list_relations(g.pid, sorted(entities)))
-    for rel in sorted(rels, key=lambda r: (-r.confidence, r.from_id, r.to_id)):
-        if rel.type in _ORDER_EDGE_TYPES:
-            continue
-        entry = relation_entry(rel, s.name, s.consensus_threshold)
-        if not entry["followed"]:
-            entry["detail"] = f"confidence {rel.confidence} below {s.consensus_threshold}"
-            g.relations.append(entry)
-            continue
-        g.relations.append(entry)
-        kept += 1
-        other = rel.to_id if rel.from_id in entities else rel.from_id
-        if other not in entities:
-            reached.append((other, rel))
-    nodes = {e.id: e for e in g.cb.store.get_entities(g.pid, [o for o, _ in reached])}
-    for other, rel in reached:  # one read for all of them, added in edge order
-        if other in nodes:
-            g.add(entity_cand(nodes[other], 0.8 * rel.confidence, s.name, f"{s.name}: {rel.type}"))
-    g.notes.append(
-        f"{s.name}: merged {label}: {len(entities)} shared entities, {kept} relations "
-        f">= {s.consensus_threshold} (asked by {role!r})"
-    )

@@ -490,6 +490,7 @@ def build_result(
     policy: str,
     policy_source: str,
     view: str,
+    policy_origin: str = "",
     reasons: Sequence[str],
     ran: Sequence[str],
     skipped: Sequence[str],
@@ -626,6 +627,8 @@ def build_result(
         "created_at": time.time(),
         "policy": policy,
         "policy_source": policy_source,
+        # file, inline (YAML text or a mapping given to open/Assembler) or preset (shipped)
+        "policy_origin": policy_origin,
         "view": view,
         "strategies": list(ran),
         "skipped_strategies": list(skipped),
