@@ -37,6 +37,7 @@ def test_a_key_says_what_its_session_is_about_and_follows_it(cb: ContextBase) ->
     assert stem("pottery") not in keys.key(cb.project, "s2")
     assert stem("camping") in keys.key(cb.project, "s2")
     assert keys.key(cb.project, "nowhere") == []
+    assert all(len(term) > 1 for term in keys.key(cb.project, "s1"))  # words, not digits
     # the session grows: its key follows without a reload of the index
     reloads = cb.searcher.keywords.reloads
     _session(cb, "s2", [f"The violin recital went well, piece {n}" for n in range(6)])

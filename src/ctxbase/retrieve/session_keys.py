@@ -19,6 +19,7 @@ key computed last, though other sessions' changes move how distinctive its terms
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import threading
 from collections.abc import Mapping, Sequence
@@ -41,13 +42,14 @@ def key_terms(
 ) -> list[int]:
     """The `size` most distinctive of a session's terms: `counts` is how many of its turns
     hold each term, `sessions_with` how many of the project's `sessions` hold it. A term
-    scores its count times log(1 + sessions / sessions holding it); ties go to the term
-    indexed first."""
-    scored = (
-        (c * math.log(1.0 + sessions / max(1, sessions_with.get(t, 1))), -t)
-        for t, c in counts.items()
-    )
+    scores its count times its BM25 idf over the sessions (a term every session holds
+    says nothing about any one of them); ties go to the term indexed first."""
+    scored = ((c * _idf(sessions, sessions_with.get(t, 1)), -t) for t, c in counts.items())
     return [-neg for _, neg in heapq.nlargest(size, scored)]
+
+
+def _idf(n: int, df: int) -> float:
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 @dataclass
@@ -64,6 +66,8 @@ class _Keys:
     keys: dict[int, list[int]] = field(default_factory=dict)  # session -> key term ids
     keys_with: dict[int, int] = field(default_factory=dict)  # term -> keys holding it
     dirty: set[int] = field(default_factory=set)  # sessions whose key is out of date
+    # per term id, whether it is a single character (see _words)
+    short: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
 
 
 class SessionKeys:
@@ -176,7 +180,7 @@ def _count(
         docs.append(post.docs[hit])
     term = np.concatenate(terms).astype(np.int64)
     session = snap.docs.attrs.columns["session_id"].codes[np.concatenate(docs)].astype(np.int64)
-    keep = session >= 0  # a row of no session is in no key
+    keep = (session >= 0) & _words(state, snap)[term]  # a row of no session is in no key
     if not keep.any():
         return
     span = np.int64(len(snap.docs.vocab) + 1)
@@ -196,6 +200,21 @@ def _count(
             if sessions_with[t] <= 0:
                 del sessions_with[t]
         dirty.add(s)
+
+
+def _words(state: _Keys, snap: KeywordSnapshot) -> npt.NDArray[np.bool_]:
+    """Per term id, whether it may be in a key: a key is words. The single characters
+    keyword search also indexes a Chinese word by (cjk_terms.py), and single letters or
+    digits, say nothing a session is about on their own."""
+    vocab, short = snap.docs.vocab, state.short
+    if short.size < len(vocab):
+        try:  # the index appends terms behind a snapshot: those past it are read too
+            new = list(itertools.islice(vocab, short.size, None))
+        except RuntimeError:  # the vocabulary grew while it was read: read it whole
+            new = list(vocab)[short.size :]
+        added = np.fromiter((len(t) < 2 for t in new), dtype=np.bool_, count=len(new))
+        state.short = short = np.concatenate([short, added])
+    return ~short
 
 
 def _rekey(state: _Keys, size: int) -> None:
@@ -226,7 +245,6 @@ def _best_sessions(state: _Keys, wanted: set[int], among: set[int], limit: int) 
         if held:
             score = 0.0
             for t in held:
-                df = state.keys_with.get(t, 1)
-                score += math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+                score += _idf(n, state.keys_with.get(t, 1))
             scores.append((score, -s))
     return [-neg for _, neg in heapq.nlargest(limit, scores)]
