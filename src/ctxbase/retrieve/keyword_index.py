@@ -50,7 +50,7 @@ from .id_map import IdMap
 from .row_filter import RowAttributes
 from .synced import appendable, current, generation, grown
 
-__all__ = ["BM25_B", "BM25_K1", "Admission", "KeywordIndex"]
+__all__ = ["BM25_B", "BM25_K1", "Admission", "KeywordIndex", "KeywordSnapshot"]
 
 _OWN = 1.0 + OWN_TERMS_WEIGHT  # an own term counts in both columns
 
@@ -341,6 +341,11 @@ class _Loaded:
         return alive
 
 
+# What other in-memory views read from (retrieve/session_keys.py): the project's rows, their
+# attributes and postings as of one store generation.
+KeywordSnapshot = _Loaded
+
+
 def _updated(
     cached: _Loaded,
     gone: npt.NDArray[np.int64],
@@ -475,6 +480,12 @@ class KeywordIndex:
             return None
         dead = np.flatnonzero(loaded.docs.dead[: loaded.n])
         return attrs.count(flt, loaded.n) - int(np.count_nonzero(attrs.admitted(flt, dead)))
+
+    def snapshot(self, project_id: str) -> KeywordSnapshot:
+        """The project's index as of the store's current generation (read or brought up to
+        date first); its rows below `n` and their postings do not change (rows marked dead
+        later show as dead in it too)."""
+        return self._load(project_id)
 
     def _load(self, project_id: str) -> _Loaded:
         gen = generation(self.store, project_id)

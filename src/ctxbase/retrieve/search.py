@@ -49,6 +49,7 @@ from .recency import of_kinds, order_by_recency, produced_at, recent_kinds
 from .relevance import off_topic_reason, search_evidence
 from .retracted import KnownStatuses, mark_retracted
 from .score_adjust import adjust_expanded, boost_standout
+from .session_keys import SessionKeys
 from .signals import KnownSignals, UsageRecorder, read_signals
 from .similarity_floor import apply_similarity_floor
 from .synced import one_generation
@@ -154,6 +155,7 @@ class Searcher:
         self.health = health
         self.vectors = VectorIndex(store)
         self.keywords = KeywordIndex(store)
+        self.session_keys = SessionKeys(self.keywords)  # what each session is about
         self.kb_views = ViewCache(store)  # the pinned knowledge-base version (kb_view.py)
         # Agents repeat queries (every turn re-asks for context); embedding is the slow part.
         # 4096 vectors of 384 floats: about 6 MB.
@@ -316,6 +318,7 @@ class Searcher:
             "query_vectors": queries,
             "vector_index": self.vectors.drop(project_id),
             "keyword_index": self.keywords.drop(project_id),
+            "session_keys": self.session_keys.drop(project_id),
             "memory_signals": self.known_signals.drop(project_id),
             "message_statuses": self.known_statuses.drop(project_id),
             "entity_expiries": self.known_expiries.drop(project_id),
@@ -503,6 +506,18 @@ class Searcher:
                 weights["dense_feedback"] = config.dense_feedback_weight * config.semantic_weight
                 pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
             timings["dense_feedback"] = _ms(t)
+
+        if config.session_key_weight > 0:
+            t = time.perf_counter()  # the candidates of the sessions whose keys match
+            found_ids = self.session_keys.ranking(
+                project_id, query_terms(topic), rankings, weights, config.session_keys, config.rrf_k
+            )
+            if found_ids:
+                rankings["session_keys"] = found_ids
+                raw_scores["session_keys"] = {i: -float(n) for n, i in enumerate(found_ids)}
+                weights["session_keys"] = config.session_key_weight
+                pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
+            timings["session_keys"] = _ms(t)
 
         kw_rank = {k: n for n, k in enumerate(rankings.get("keyword", []), start=1)}
         sem_rank = {k: n for n, k in enumerate(rankings.get("semantic_topic", []), start=1)}

@@ -369,6 +369,8 @@ class SearchOptionsIn(_In):
     dense_feedback_weight: float | None = None
     dense_feedback_seeds: int | None = None
     dense_feedback_mix: float | None = None
+    session_key_weight: float | None = None
+    session_keys: int | None = None
     time_decay_half_life_days: float | None = None
     decay_spare_uses: int | None = None
     decay_spare_relations: tuple[str, ...] | None = None
