@@ -133,7 +133,7 @@ class SearchMemoryArgs(_Args):
         default=None,
         max_length=20,
         description="Only these event or entity types, e.g. user_message, tool_result, "
-        "python_function, sql_table, document_section, fact.",
+        "code, sql, table, document, section, fact (an unknown type is an error listing them).",
     )
     repos: list[str] | None = Field(
         default=None,
@@ -356,10 +356,13 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
     from ..store.base import ItemFilter
 
     flt = None
-    if a.session_id or a.types or a.repos:
+    # "fact" names the facts answered beside the items, no item type: only facts, no items
+    types = tuple(t for t in a.types or () if t != "fact")
+    only_facts = bool(a.types) and not types
+    if a.session_id or types or a.repos:
         flt = ItemFilter(
             session_ids=(a.session_id,) if a.session_id else None,
-            types=tuple(a.types) if a.types else None,
+            types=types or None,
             repos=tuple(a.repos) if a.repos else None,
         )
     # assembly's relevance gate: an off-topic query gets no nearest-but-unrelated text
@@ -374,7 +377,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
         min_similarity=a.min_similarity,
     )
     hits = []
-    for c in response.results:
+    for c in [] if only_facts else response.results:
         it = c.item
         hit: dict[str, Any] = {
             "id": it.owner_id,
@@ -407,7 +410,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
     notes = [response.off_topic] if response.off_topic else []
     # an agent cannot tell a memory that is not there from one withheld: say how many were
     # only those that would have been results: scoring at least the last result's score
-    floor = min((c.score for c in response.results), default=None)
+    floor = None if only_facts else min((c.score for c in response.results), default=None)
     withheld = [
         c
         for c in response.considered
