@@ -15,9 +15,10 @@ from .keys import recall_key, verify_key
 from .runtime import Runtime
 
 __all__ = [
-    "AdminOnlyProject",
+    "HARD_FORGET",
     "AdminProject",
     "Caller",
+    "HardForgetProject",
     "ProjectPath",
     "ReadProject",
     "Rt",
@@ -95,13 +96,21 @@ def _admin(project_id: ProjectPath, who: Caller, rt: Rt) -> Iterator[str]:
     rt.cache.invalidate(project_id)
 
 
-async def _admin_only(project_id: ProjectPath, who: Caller) -> str:
-    # For handlers that invalidate the assemble cache themselves (and count what it held).
-    who.check(project_id, "admin")
+async def _hard_forget(project_id: ProjectPath, who: Caller) -> str:
+    # The handler invalidates the assemble cache itself (and counts what it held).
+    who.check(project_id, "admin", *HARD_FORGET)
     return project_id
+
+
+# What a write key is told: it may hide (soft-delete), not remove.
+HARD_FORGET = (
+    "a hard forget",
+    "it cannot be undone; a write key may hide instead (POST .../soft-delete, which "
+    "POST .../restore undoes)",
+)
 
 
 ReadProject = Annotated[str, Depends(_read)]
 WriteProject = Annotated[str, Depends(_write)]
 AdminProject = Annotated[str, Depends(_admin)]
-AdminOnlyProject = Annotated[str, Depends(_admin_only)]
+HardForgetProject = Annotated[str, Depends(_hard_forget)]

@@ -288,9 +288,11 @@ def capture_messages(
 
 
 @router.post("/flush", status_code=status.HTTP_204_NO_CONTENT, tags=["events"])
-def flush(pid: WriteProject, rt: Rt) -> None:
-    """Return once every queued event is stored."""
+def flush(pid: ReadProject, rt: Rt) -> None:
+    """Return once every queued event is stored. A read key may call it (it changes
+    nothing): a reader waits for what another client wrote (read-your-writes)."""
     rt.cb.flush()
+    rt.cache.invalidate(pid)  # as after a write: the next assembly sees what was stored
 
 
 @router.get("/events", response_model=list[Event], tags=["events"])

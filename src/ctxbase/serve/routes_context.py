@@ -258,7 +258,9 @@ def delete_state(
     """Delete one fact, kept in its history (a rollback brings a value back); `hard=true`
     (admin keys) removes it with its whole history."""
     if hard:
-        who.check(pid, "admin")
+        who.check(
+            pid, "admin", "a hard delete of a fact", "a write key may delete it keeping its history"
+        )
     deleted = facts.delete_fact(
         rt.cb, key, scope_id=scope_id, scope=scope, cause=cause, project=pid, hard=hard
     )

@@ -12,7 +12,7 @@ from ..knowledge_graph import MAX_NEIGHBOURHOOD_HOPS
 from ..memory_feedback import Feedback
 from ..model import Entity, Relation
 from ..validation import either
-from .deps import AdminOnlyProject, Caller, ReadProject, Rt, WriteProject
+from .deps import Caller, HardForgetProject, ReadProject, Rt, WriteProject
 from .schemas import (
     ChangedOut,
     ClosedOut,
@@ -188,7 +188,7 @@ def restore(pid: WriteProject, body: IdsIn, rt: Rt) -> ChangedOut:
 
 
 @router.post("/forget", response_model=ForgetOut, tags=["forget"])
-def forget(pid: AdminOnlyProject, body: ForgetIn, rt: Rt) -> ForgetOut:
+def forget(pid: HardForgetProject, body: ForgetIn, rt: Rt) -> ForgetOut:
     """Hard forget (admin keys): every stored copy is removed, or redacted in other
     sessions' traces; `soft_deleted_older_than_s` forgets what was soft-deleted longer ago,
     `repos` ingested repositories whole (404 naming the project's repositories when one
