@@ -546,7 +546,9 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
 
 
 def _list_sessions(scope: ToolScope, a: ListSessionsArgs) -> dict[str, Any]:
-    sessions = sorted(scope.cb.list_sessions(project=scope.project_id), key=lambda s: -s.updated_at)
+    # the scope's own project: empty before anything is remembered
+    listed = scope.cb.list_sessions(project=scope.project_id, new_project=True)
+    sessions = sorted(listed, key=lambda s: -s.updated_at)
     return {
         "sessions": [
             {
