@@ -70,13 +70,13 @@ def test_a_limit_of_zero_and_an_unknown_type_say_so(tmp_path: Path, capsys: Any)
     base = _ingested(tmp_path)
     code, out, err = _run(capsys, *base, "entities", "--limit", "0")
     assert code == 2 and out == "" and "--limit: must be >= 1 (got 0)" in err
-    # a --type nothing here has is a note naming the types there are, not silence
+    # a --type no item can have is bad input naming the known types, not silence
     code, out, err = _run(capsys, *base, "search", "total", "--type", "nonsense")
-    assert code == 0 and out == ""
-    assert "no items of type 'nonsense'; types here:" in err
+    assert code == 2 and out == ""
+    assert "error: --type: unknown type 'nonsense'; known types:" in err
     assert "code" in err and "user_message" in err
     code, out, err = _run(capsys, *base, "search", "total", "--type", "code")
-    assert code == 0 and "orders_total" in out and "no items of type" not in err
+    assert code == 0 and "orders_total" in out and "unknown type" not in err
     # an unknown event type names the known ones, as the CLI can use them
     code, out, err = _run(capsys, *base, "capture", "--session", "s1", "--type", "bogus",
                           "--text", "hi")  # fmt: skip

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import cli_parser
 from .cli_feedback import note_rated_out, rating
-from .cli_notes import note_hidden, note_pinned, note_signatures, note_unknown_types
+from .cli_notes import note_hidden, note_pinned, note_signatures
 from .cli_vectors import vectors_line, wait_for_vectors
 from .errors import (
     AddressInUseError,
@@ -272,17 +272,18 @@ def cmd_search(args: argparse.Namespace) -> int:
                     why=f"before searching, up to {args.wait_embeddings:g} s;"
                     " --wait-embeddings 0 searches at once",
                 )
-        response = cb.search(
-            args.query,
-            preset=args.preset,
-            filters=flt,
-            top_k=args.k,
-            min_similarity=cfg.min_similarity,
-            kb_version=args.kb_version,
-            require_signature=args.require_signature,
-        )
-        if flt.types and not response.results:
-            note_unknown_types(cb, flt.types)
+        try:
+            response = cb.search(
+                args.query,
+                preset=args.preset,
+                filters=flt,
+                top_k=args.k,
+                min_similarity=cfg.min_similarity,
+                kb_version=args.kb_version,
+                require_signature=args.require_signature,
+            )
+        except ValidationError as exc:  # an unknown --type, named as typed
+            raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so
             note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
         if not response.results and args.kb_version is None and not getattr(args, "quiet", False):
@@ -328,6 +329,7 @@ _SEARCH_OPTIONS = {
     "top_k": "-k/--top-k",
     "preset": "--preset",
     "min_similarity": "--min-similarity",
+    "filters.types": "--type",
 }
 # as the library says it (retrieve/search.py), with the options named
 _NO_EMBEDDER = (

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["note_hidden", "note_pinned", "note_signatures", "note_unknown_types"]
+__all__ = ["note_hidden", "note_pinned", "note_signatures"]
 
 
 def note_signatures(tampered: Sequence[str], unsigned: int, *, events: bool = False) -> None:
@@ -24,21 +24,6 @@ def note_signatures(tampered: Sequence[str], unsigned: int, *, events: bool = Fa
         print(
             f"note: {unsigned} unsigned {what} left out"
             f" (--require-signature; `ctxbase ingest --sign` signs what it writes{hint})",
-            file=sys.stderr,
-        )
-
-
-def note_unknown_types(cb: Any, types: Sequence[str]) -> None:
-    """An empty answer for a --type that nothing here has: name the types there are
-    (types are open-ended, so this is a note, not an error)."""
-    from .model import event_type_names
-
-    known = set(event_type_names()) | set(cb.store.entity_type_counts(cb.project))
-    unknown = [t for t in types if t not in known]
-    if unknown:
-        print(
-            f"note: no items of type {', '.join(map(repr, unknown))}; types here: "
-            f"{', '.join(sorted(known))}",
             file=sys.stderr,
         )
 

@@ -68,7 +68,7 @@ from .own_names import own_names
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.indexing import chunker_for, event_items, event_search_text
-from .search_filters import check_searched_repos, check_searched_sessions, merged_filters
+from .search_filters import check_searched, merged_filters
 from .sessions import SessionMethods
 from .store import open_store
 from .store.base import ItemFilter, Store
@@ -685,8 +685,9 @@ class ContextBase(
         candidates before ranking (session, agent, type, path, lines, time, latest only);
         a repository name the project does not hold answers UnknownReposError (a
         NotFoundError naming its repositories), and a session id it does not hold
-        NotFoundError naming the session, even beside names it holds: never results that
-        quietly leave the mistyped one out.
+        NotFoundError naming the session, even beside names it holds, and a type no item
+        can have a ValidationError listing the known types: never results that quietly
+        leave the mistyped one out.
         `session_id` and `repos` are shorthands for those filters (as `assemble_context` and
         the `search_memory` tool take them), merged into `filters`; the same filter given
         both ways differently is a ValidationError.
@@ -728,8 +729,7 @@ class ContextBase(
                 )
             check = SignatureCheck(self.store, pid, key)
             response = checked_search(self.components, pid, query, cfg, filters, check)
-        check_searched_repos(self.store, pid, filters, response)  # a typo is not "nothing"
-        check_searched_sessions(self.store, pid, filters, response)
+        check_searched(self.store, pid, filters, response)  # a typo is not "nothing"
         return response
 
     # -- anchoring -----------------------------------------------------------------------

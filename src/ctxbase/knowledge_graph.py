@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .aliases import EdgeArgs, EntityArgs, edge_args, entity_args, identity_source
 from .errors import ConflictError, NotFoundError, ValidationError
+from .known_projects import check_known_project
 from .model import Entity, Event, Relation, check_id, make_entity_id, relation_id_for
 from .read_your_writes import settles_captures
 from .retrieve import causes, graph
@@ -47,6 +48,7 @@ class GraphMethods:
 
     store: Store
     components: Components
+    project: str
     agent_id: str | None
 
     def _pid(self, project: str | None) -> str:
@@ -303,13 +305,17 @@ class GraphMethods:
         project: str | None = None,
         limit: int | None = None,
         repos: Sequence[str] = (),
+        new_project: bool = False,
     ) -> list[Entity]:
         """Active entities by type and name (the latest versions unless `latest_only` is
-        False); `repos` keeps those of these ingested repositories."""
+        False); `repos` keeps those of these ingested repositories. Another project than
+        the base's own that holds no data is a typo (UnknownProjectError) unless
+        `new_project`."""
         check_name("type", type)
         check_name("name", name)
+        pid = check_known_project(self.store, self.project, self._pid(project), new_project)
         return self.store.list_entities(
-            self._pid(project),
+            pid,
             type=type,
             name=name,
             latest_only=latest_only,

@@ -5,7 +5,8 @@ conveniences (merged into an ItemFilter, as the `search_memory` tool and
 one the project holds (UnknownReposError naming the project's repositories, as `ctxbase
 search --repo` exits 3; NotFoundError naming the session, as `get_session` and the
 `search_memory` tool say): a mistyped name beside a real one would otherwise search only
-the real one, and say nothing."""
+the real one, and say nothing. A type no item can have is a ValidationError listing the
+known types, for the same reason."""
 
 from __future__ import annotations
 
@@ -24,8 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "as_item_filter",
+    "check_searched",
     "check_searched_repos",
     "check_searched_sessions",
+    "check_searched_types",
     "merged_filters",
 ]
 
@@ -142,6 +145,15 @@ def merged_filters(
     return dataclasses.replace(base, session_ids=session_ids, repos=repo_names)
 
 
+def check_searched(
+    store: Store, project_id: str, filters: ItemFilter | None, response: SearchResponse
+) -> None:
+    """The repositories, sessions and types the filters name are all real (see each)."""
+    check_searched_repos(store, project_id, filters, response)
+    check_searched_sessions(store, project_id, filters, response)
+    check_searched_types(store, project_id, filters, response)
+
+
 def check_searched_repos(
     store: Store, project_id: str, filters: ItemFilter | None, response: SearchResponse
 ) -> None:
@@ -185,4 +197,34 @@ def check_searched_sessions(
         named = ", ".join(repr(s) for s in unknown)
         raise NotFoundError(
             "session", unknown[0], ids=unknown, message=f"sessions {named} not found"
+        )
+
+
+def check_searched_types(
+    store: Store, project_id: str, filters: ItemFilter | None, response: SearchResponse
+) -> None:
+    """Every type named must be one an item can have: an event type, an entity type this
+    process knows (built in or registered) or one the project's entities have. Another one
+    (a typo, a made-up name) is a ValidationError listing the known types, never an empty
+    answer. A type some candidate of the search has is known (nothing read)."""
+    if filters is None or not filters.types:
+        return
+    seen = {c.item.type for c in (*response.results, *response.considered)}
+    unseen = [t for t in dict.fromkeys(filters.types) if t not in seen]
+    if not unseen:
+        return
+    from .anchor.entities import entity_types
+    from .model import event_type_names
+
+    known = set(event_type_names()) | set(entity_types())
+    unknown = [t for t in unseen if t not in known]
+    if unknown:
+        known |= set(store.entity_type_counts(project_id))
+        unknown = [t for t in unknown if t not in known]
+    if unknown:
+        which = "types" if len(unknown) > 1 else "type"
+        raise ValidationError(
+            "filters.types",
+            f"unknown {which} {', '.join(map(repr, unknown))}; known types: "
+            f"{', '.join(sorted(known))}",
         )

@@ -26,6 +26,7 @@ from .assemble.lifecycle import (
 )
 from .errors import NotFoundError, ValidationError
 from .forgetting import retention_seconds
+from .known_projects import check_known_project
 from .model import SessionInfo, TaskInfo, check_id
 from .read_your_writes import settles_captures
 from .store.base import Store
@@ -147,8 +148,13 @@ class SessionMethods:
             raise NotFoundError("session", session_id)
         return self._fresh([info])[0]
 
-    def list_sessions(self, *, project: str | None = None) -> list[SessionInfo]:
-        return self._fresh(self.store.list_sessions(self._pid(project)))
+    def list_sessions(
+        self, *, project: str | None = None, new_project: bool = False
+    ) -> list[SessionInfo]:
+        """The project's sessions. Another project than the base's own that holds no data
+        is a typo: UnknownProjectError (known_projects), unless `new_project`."""
+        pid = check_known_project(self.store, self.project, self._pid(project), new_project)
+        return self._fresh(self.store.list_sessions(pid))
 
     def upsert_task(self, task: TaskInfo) -> TaskInfo:
         """Create or update a task. A status not given keeps the task's own (a new task
@@ -182,12 +188,18 @@ class SessionMethods:
         return task
 
     def list_tasks(
-        self, session_id: str | None = None, *, project: str | None = None
+        self,
+        session_id: str | None = None,
+        *,
+        project: str | None = None,
+        new_project: bool = False,
     ) -> list[TaskInfo]:
-        """The project's tasks, or one session's."""
+        """The project's tasks, or one session's (another project than the base's own
+        must hold data, as for list_sessions)."""
         if session_id is not None:
             check_id("session_id", session_id)
-        return self.store.list_tasks(self._pid(project), session_id)
+        pid = check_known_project(self.store, self.project, self._pid(project), new_project)
+        return self.store.list_tasks(pid, session_id)
 
     @settles_captures
     def suspend_session(

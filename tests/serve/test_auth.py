@@ -214,13 +214,19 @@ def test_a_key_of_project_a_never_sees_project_b(live: Live, pid: str, other_pid
 
 
 def test_a_key_for_several_projects_and_the_wildcard(live: Live, pid: str, other_pid: str) -> None:
+    live.make_project(pid)
+    live.make_project(other_pid)
     both = live.client(live.key(pid, other_pid, role="read"))
     every = live.client(live.key("*", role="read"))
     for c in (both, every):
         assert c.get(f"/v1/projects/{pid}/sessions").status_code == 200
         assert c.get(f"/v1/projects/{other_pid}/sessions").status_code == 200
-    assert both.get("/v1/projects/third/sessions").status_code == 404
-    assert every.get("/v1/projects/third/sessions").status_code == 200
+    r = both.get("/v1/projects/third/sessions")
+    assert r.status_code == 404 and "not visible to this key" in r.json()["error"]["message"]
+    # the wildcard sees it: a project with no data is a typo, unless said to be new
+    r = every.get("/v1/projects/third/sessions")
+    assert r.status_code == 404 and "project 'third' not found" in r.json()["error"]["message"]
+    assert every.get("/v1/projects/third/sessions?new_project=true").status_code == 200
 
 
 def test_body_and_batch_limits(tmp_path: Path, pid: str) -> None:

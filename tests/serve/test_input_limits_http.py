@@ -203,8 +203,10 @@ def test_an_unknown_query_parameter_is_422_naming_it(live: Live, pid: str) -> No
     err = typo.json()["error"]
     assert err["field"] == "limt" and "limit" in err["message"]
     # an endpoint with no query parameters names none
-    none = c.get(f"{base}/sessions?session=s1")
+    none = c.get(f"{base}/sessions/s1?session=s1")
     assert none.status_code == 422 and "takes: none" in none.json()["error"]["message"]
+    listing = c.get(f"{base}/sessions?session=s1")
+    assert listing.status_code == 422 and "takes: new_project" in listing.json()["error"]["message"]
     # the same on a write: a query parameter the endpoint does not read is not ignored
     put = c.put(f"{base}/state?key=k&scope_id=t&scop=x", json={"value": 1})
     assert put.status_code == 422 and put.json()["error"]["field"] == "scop"

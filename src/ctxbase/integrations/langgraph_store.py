@@ -195,7 +195,8 @@ class CtxbaseStore(BaseStore):
         return _Stored(entity)
 
     def _all(self) -> list[_Stored]:
-        entities = self.cb.list_entities(type=ITEM_TYPE, project=self.project)
+        # the store's own project: empty before its first put
+        entities = self.cb.list_entities(type=ITEM_TYPE, project=self.project, new_project=True)
         return [_Stored(e) for e in entities]
 
     def _text(self, value: dict[str, Any], index: Any) -> str:

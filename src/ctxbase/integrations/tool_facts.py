@@ -65,7 +65,9 @@ def _pairs(scope: ToolScope, session_id: str | None) -> list[tuple[str, str]]:
     if session_id is not None:
         return [*pairs, ("session", session_id)]
     cap = LOCAL_SESSIONS if isinstance(scope.cb, ContextBase) else REMOTE_SESSIONS
-    sessions = sorted(scope.cb.list_sessions(project=scope.project_id), key=lambda s: -s.updated_at)
+    # the scope's own project: empty before anything is remembered
+    listed = scope.cb.list_sessions(project=scope.project_id, new_project=True)
+    sessions = sorted(listed, key=lambda s: -s.updated_at)
     ids = dict.fromkeys([DEFAULT_SESSION, *(s.session_id for s in sessions[:cap])])
     return [*pairs, *(("session", i) for i in ids)]
 

@@ -135,7 +135,7 @@ class SearchMemoryArgs(_Args):
         default=None,
         max_length=20,
         description="Only these event or entity types, e.g. user_message, tool_result, "
-        "python_function, sql_table, document_section, fact.",
+        "code, sql, table, document, section, fact (an unknown type is an error listing them).",
     )
     repos: list[str] | None = Field(
         default=None,
@@ -378,10 +378,13 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
     from ..store.base import ItemFilter
 
     flt = None
-    if a.session_id or a.types or a.repos:
+    # "fact" names the facts answered beside the items, no item type: only facts, no items
+    types = tuple(t for t in a.types or () if t != "fact")
+    only_facts = bool(a.types) and not types
+    if a.session_id or types or a.repos:
         flt = ItemFilter(
             session_ids=(a.session_id,) if a.session_id else None,
-            types=tuple(a.types) if a.types else None,
+            types=types or None,
             repos=tuple(a.repos) if a.repos else None,
         )
     # assembly's relevance gate: an off-topic query gets no nearest-but-unrelated text
@@ -396,7 +399,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
         min_similarity=a.min_similarity,
     )
     hits = []
-    for c in response.results:
+    for c in [] if only_facts else response.results:
         it = c.item
         hit: dict[str, Any] = {
             "id": it.owner_id,
@@ -429,7 +432,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
     notes = [response.off_topic] if response.off_topic else []
     # an agent cannot tell a memory that is not there from one withheld: say how many were
     # only those that would have been results: scoring at least the last result's score
-    floor = min((c.score for c in response.results), default=None)
+    floor = None if only_facts else min((c.score for c in response.results), default=None)
     withheld = [
         c
         for c in response.considered
@@ -582,7 +585,9 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
 
 
 def _list_sessions(scope: ToolScope, a: ListSessionsArgs) -> dict[str, Any]:
-    sessions = sorted(scope.cb.list_sessions(project=scope.project_id), key=lambda s: -s.updated_at)
+    # the scope's own project: empty before anything is remembered
+    listed = scope.cb.list_sessions(project=scope.project_id, new_project=True)
+    sessions = sorted(listed, key=lambda s: -s.updated_at)
     return {
         "sessions": [
             {

@@ -45,13 +45,18 @@ class Principal:
     def sees(self, project_id: str) -> bool:
         return self.projects is None or project_id in self.projects
 
-    def check(self, project_id: str, needed: str) -> None:
-        """Raise 404 for an invisible project, 403 when the role is too weak."""
+    def check(
+        self, project_id: str, needed: str, operation: str = "this operation", instead: str = ""
+    ) -> None:
+        """Raise 404 for an invisible project, 403 when the role is too weak: the message
+        names the `operation`, the role of key it needs and what the key may do `instead`."""
         if not self.sees(project_id):
             raise hidden_project(project_id)
         if not role_allows(self.role, needed):
+            article = "an" if needed[:1] in "aeiou" else "a"
+            hint = f"; {instead}" if instead else ""
             raise PermissionDeniedError(
-                f"this key has role {self.role!r}; the operation needs {needed!r}"
+                f"{operation} needs {article} {needed} key; this key has role {self.role!r}{hint}"
             )
 
 

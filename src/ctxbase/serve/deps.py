@@ -5,25 +5,29 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated, cast
 
-from fastapi import Depends, Path, Request, Security
+from fastapi import Depends, Path, Query, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from ..errors import UnknownProjectError
 from .auth import Principal, local_principal, presented_token, principal_of
 from .errors import AuthenticationError
 from .keys import recall_key, verify_key
 from .runtime import Runtime
 
 __all__ = [
-    "AdminOnlyProject",
+    "HARD_FORGET",
     "AdminProject",
     "Caller",
+    "HardForgetProject",
+    "KnownProject",
     "ProjectPath",
     "ReadProject",
     "Rt",
     "WriteProject",
     "get_runtime",
     "principal",
+    "require_project",
 ]
 
 _bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer cb_<key_id>_<secret>")
@@ -95,13 +99,53 @@ def _admin(project_id: ProjectPath, who: Caller, rt: Rt) -> Iterator[str]:
     rt.cache.invalidate(project_id)
 
 
-async def _admin_only(project_id: ProjectPath, who: Caller) -> str:
-    # For handlers that invalidate the assemble cache themselves (and count what it held).
-    who.check(project_id, "admin")
+async def _hard_forget(project_id: ProjectPath, who: Caller) -> str:
+    # The handler invalidates the assemble cache itself (and counts what it held).
+    who.check(project_id, "admin", *HARD_FORGET)
+    return project_id
+
+
+# What a write key is told: it may hide (soft-delete), not remove.
+HARD_FORGET = (
+    "a hard forget",
+    "it cannot be undone; a write key may hide instead (POST .../soft-delete, which "
+    "POST .../restore undoes)",
+)
+
+
+def require_project(rt: Runtime, who: Principal, pid: str) -> None:
+    """A project with no data is a typo (as on the command line), not an empty answer (and
+    an assembly's stored trace would create it). Only the projects the key sees are named.
+    The one project of a key made for it alone is no typo: it answers empty before its
+    first write, as an embedded base's own project does."""
+    if who.projects == frozenset({pid}):
+        return
+    known = rt.cb.store.list_projects()
+    if pid not in known:
+        raise UnknownProjectError(
+            pid, [p for p in known if who.sees(p)], seen_only=who.projects is not None
+        )
+
+
+NewProject = Annotated[
+    bool,
+    Query(
+        description="answer empty for a project with no data yet; without it such a "
+        "project is a 404 naming the projects the key sees (a typo)"
+    ),
+]
+
+
+def _known(project_id: ProjectPath, who: Caller, rt: Rt, new_project: NewProject = False) -> str:
+    who.check(project_id, "read")
+    if not new_project:
+        require_project(rt, who, project_id)
     return project_id
 
 
 ReadProject = Annotated[str, Depends(_read)]
+# A read of a listing, where an unknown project would answer an empty list.
+KnownProject = Annotated[str, Depends(_known)]
 WriteProject = Annotated[str, Depends(_write)]
 AdminProject = Annotated[str, Depends(_admin)]
-AdminOnlyProject = Annotated[str, Depends(_admin_only)]
+HardForgetProject = Annotated[str, Depends(_hard_forget)]

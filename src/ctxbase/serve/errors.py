@@ -1,12 +1,15 @@
 """Errors of the service and the SDK, and their HTTP mapping.
 
 One table maps each stable error `code` to an HTTP status, so the server and the remote SDK
-agree: the server turns an exception into `{"error": {"code", "message", "field"}}`, the SDK
-turns that body back into the same exception class.
+agree: the server turns an exception into `{"error": {"code", "message", "field", "type",
+"details"}}`, the SDK turns that body back into the same exception class: `type` names the
+class the library raised (`IllegalTransition`, `UnknownProjectError`, ...), `details` its
+attributes, so a caller's `except` clause catches the same thing embedded and remote.
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from ..errors import (
@@ -107,14 +110,89 @@ def error_body(exc: CtxbaseError) -> tuple[int, dict[str, Any]]:
         err["max_tokens"] = getattr(exc, "max_tokens", None)
         err["input_tokens"] = getattr(exc, "input_tokens", None)
         err["minimum"] = getattr(exc, "minimum", None)
+    err["type"] = type(exc).__name__
+    err["details"] = _details(exc)
     return STATUS_BY_CODE.get(code, 400), {"error": err}
 
 
+def _plain(value: Any) -> Any:
+    """`value` as JSON, or `_SKIP` when it has no JSON form (an object of its own)."""
+    if isinstance(value, Enum):
+        value = value.value
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        items = [_plain(v) for v in value]
+        return _SKIP if any(i is _SKIP for i in items) else items
+    return _SKIP
+
+
+_SKIP = object()
+
+
+def _details(exc: CtxbaseError) -> dict[str, Any]:
+    """The exception's public attributes that have a JSON form (`kind`, `known`, `repo`...)."""
+    out: dict[str, Any] = {}
+    for name, value in vars(exc).items():
+        if name.startswith("_"):
+            continue
+        plain = _plain(value)
+        if plain is not _SKIP:
+            out[name] = plain
+    return out
+
+
+def _error_classes() -> dict[str, type[CtxbaseError]]:
+    """Every error class of the library by name, for the SDK to raise the one the server
+    named. The modules defining the library's own classes are imported first, so a class
+    is known even when the client process has not used that part of the library."""
+    from .. import idempotency  # noqa: F401
+    from ..assemble import budget, facts, lifecycle, policy_issues  # noqa: F401
+    from ..capture import bus  # noqa: F401
+
+    found: dict[str, type[CtxbaseError]] = {}
+    todo: list[type[CtxbaseError]] = [CtxbaseError]
+    while todo:
+        cls = todo.pop()
+        if cls.__module__.startswith("ctxbase.") and not cls.__name__.startswith("_"):
+            found.setdefault(cls.__name__, cls)
+        todo.extend(cls.__subclasses__())
+    return found
+
+
+def _as_named_class(base: CtxbaseError, err: dict[str, Any]) -> CtxbaseError:
+    """`base` as the class the server named, when that class is a kind of `base`'s (or
+    has the code `base` left generic), with the attributes the server sent."""
+    name = err.get("type")
+    if not isinstance(name, str) or name == type(base).__name__:
+        return base
+    cls = _error_classes().get(name)
+    if cls is None or cls is RemoteError:
+        return base
+    generic = isinstance(base, RemoteError) and getattr(cls, "code", None) == base.code
+    if not (issubclass(cls, type(base)) or generic):
+        return base
+    exc = cls.__new__(cls)  # its __init__ builds the message; the server's is kept
+    details = err.get("details")
+    if isinstance(details, dict):
+        vars(exc).update({k: v for k, v in details.items() if k.isidentifier()})
+    if not generic:
+        vars(exc).update(vars(base))  # what the SDK made of the body (a renamed field)
+    exc.args = base.args
+    return exc
+
+
 def exception_from_body(status: int, body: Any) -> CtxbaseError:
-    """The exception a server answer stands for (the inverse of `error_body`)."""
+    """The exception a server answer stands for (the inverse of `error_body`): the class
+    the library raised, with its message and attributes."""
     err = body.get("error") if isinstance(body, dict) else None
     if not isinstance(err, dict):
         return RemoteError("http_error", f"HTTP {status}: {str(body)[:200]}", status)
+    return _as_named_class(_base_exception(status, err), err)
+
+
+def _base_exception(status: int, err: dict[str, Any]) -> CtxbaseError:
+    """The exception of the body's `code`: the base class of its kind."""
     code = str(err.get("code", "error"))
     message = str(err.get("message", ""))
     field = err.get("field")

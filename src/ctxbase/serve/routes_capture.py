@@ -12,7 +12,7 @@ from ..errors import ValidationError
 from ..idempotency import IdempotencyConflict
 from ..model import Event, SessionInfo, TaskInfo
 from .auth import Principal
-from .deps import Caller, ReadProject, Rt, WriteProject
+from .deps import Caller, KnownProject, ReadProject, Rt, WriteProject
 from .errors import RequestTooLargeError
 from .keys import key_agent
 from .schemas import (
@@ -98,8 +98,10 @@ def put_session(pid: WriteProject, session_id: str, body: SessionIn, rt: Rt) -> 
 
 
 @router.get("/sessions", response_model=list[SessionInfo], tags=["sessions"])
-def list_sessions(pid: ReadProject, rt: Rt) -> list[SessionInfo]:
-    return rt.cb.list_sessions(project=pid)
+def list_sessions(pid: KnownProject, rt: Rt) -> list[SessionInfo]:
+    """The project's sessions; a project with no data is a 404 (a typo) unless
+    `new_project=true`."""
+    return rt.cb.list_sessions(project=pid, new_project=True)  # checked by KnownProject
 
 
 @router.get("/sessions/{session_id:path}", response_model=SessionInfo, tags=["sessions"])
@@ -118,8 +120,10 @@ def put_task(pid: WriteProject, task_id: str, body: TaskIn, rt: Rt) -> TaskInfo:
 
 
 @router.get("/tasks", response_model=list[TaskInfo], tags=["tasks"])
-def list_tasks(pid: ReadProject, rt: Rt, session_id: str | None = None) -> list[TaskInfo]:
-    return rt.cb.list_tasks(session_id, project=pid)
+def list_tasks(pid: KnownProject, rt: Rt, session_id: str | None = None) -> list[TaskInfo]:
+    """The project's tasks, or one session's; a project with no data is a 404 unless
+    `new_project=true`."""
+    return rt.cb.list_tasks(session_id, project=pid, new_project=True)
 
 
 @router.get("/tasks/{task_id:path}", response_model=TaskInfo, tags=["tasks"])
@@ -288,9 +292,11 @@ def capture_messages(
 
 
 @router.post("/flush", status_code=status.HTTP_204_NO_CONTENT, tags=["events"])
-def flush(pid: WriteProject, rt: Rt) -> None:
-    """Return once every queued event is stored."""
+def flush(pid: ReadProject, rt: Rt) -> None:
+    """Return once every queued event is stored. A read key may call it (it changes
+    nothing): a reader waits for what another client wrote (read-your-writes)."""
     rt.cb.flush()
+    rt.cache.invalidate(pid)  # as after a write: the next assembly sees what was stored
 
 
 @router.get("/events", response_model=list[Event], tags=["events"])

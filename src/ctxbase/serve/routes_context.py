@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 from starlette.concurrency import run_in_threadpool
 
 from ..assemble import state as facts
-from ..errors import NotFoundError, UnknownProjectError, ValidationError
+from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
 from ..retrieve.config import get_preset
 from ..retrieve.search import Candidate
@@ -18,8 +18,7 @@ from ..validation import check_query
 from .assembly import assembly_key, check_server_key, compute_assembly
 from .auth import Principal
 from .cache import Cached
-from .deps import Caller, ReadProject, Rt, WriteProject
-from .runtime import Runtime
+from .deps import Caller, ReadProject, Rt, WriteProject, require_project
 from .schemas import (
     AssembleIn,
     AssembleOut,
@@ -66,7 +65,7 @@ def search(pid: ReadProject, body: SearchIn, who: Caller, rt: Rt) -> SearchOut:
         raise ValidationError(field, exc.message) from exc
     if not body.new_project:  # after the request's own checks, as embedded
         check_query(body.query, flt)
-        _require_project(rt, who, pid)
+        require_project(rt, who, pid)
     check_server_key(pid, body.require_signature)
     response = rt.cb.search(
         body.query,
@@ -137,7 +136,7 @@ async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
 
     def lookup() -> tuple[Cached, bool]:
         if not body.new_project:
-            _require_project(rt, who, pid)
+            require_project(rt, who, pid)
         key = assembly_key(body, rt.cb.store.index_generation(pid))
         return rt.cache.get_or_compute(pid, key, lambda: compute_assembly(rt, body))
 
@@ -158,20 +157,6 @@ async def assemble(body: AssembleIn, who: Caller, rt: Rt) -> Response:
     return Response(
         cached.body, media_type="application/json", headers={"X-Context-ID": cached.context_id}
     )
-
-
-def _require_project(rt: Runtime, who: Principal, pid: str) -> None:
-    """A project with no data is a typo (as on the command line), not an empty context: and
-    the assembly's stored trace would create it. Only the projects the key sees are named.
-    The one project of a key made for it alone is no typo: it answers empty before its
-    first write, as an embedded base's own project does."""
-    if who.projects == frozenset({pid}):
-        return
-    known = rt.cb.store.list_projects()
-    if pid not in known:
-        raise UnknownProjectError(
-            pid, [p for p in known if who.sees(p)], seen_only=who.projects is not None
-        )
 
 
 def _key_project(who: Principal) -> str:
@@ -258,7 +243,9 @@ def delete_state(
     """Delete one fact, kept in its history (a rollback brings a value back); `hard=true`
     (admin keys) removes it with its whole history."""
     if hard:
-        who.check(pid, "admin")
+        who.check(
+            pid, "admin", "a hard delete of a fact", "a write key may delete it keeping its history"
+        )
     deleted = facts.delete_fact(
         rt.cb, key, scope_id=scope_id, scope=scope, cause=cause, project=pid, hard=hard
     )

@@ -12,7 +12,7 @@ from ..knowledge_graph import MAX_NEIGHBOURHOOD_HOPS
 from ..memory_feedback import Feedback
 from ..model import Entity, Relation
 from ..validation import either
-from .deps import AdminOnlyProject, Caller, ReadProject, Rt, WriteProject
+from .deps import Caller, HardForgetProject, KnownProject, ReadProject, Rt, WriteProject
 from .schemas import (
     ChangedOut,
     ClosedOut,
@@ -54,7 +54,7 @@ def upsert_entity(pid: WriteProject, body: EntityIn, rt: Rt) -> Entity:
 
 @router.get("/entities", response_model=list[Entity], tags=["entities"])
 def list_entities(
-    pid: ReadProject,
+    pid: KnownProject,
     rt: Rt,
     type: str | None = None,
     name: str | None = None,
@@ -63,9 +63,15 @@ def list_entities(
     repo: Annotated[list[str] | None, Query(max_length=100)] = None,
 ) -> list[Entity]:
     """Active entities by type and name; `repo` (repeatable) keeps those of these
-    ingested repositories."""
+    ingested repositories. A project with no data is a 404 unless `new_project=true`."""
     return rt.cb.list_entities(
-        type=type, name=name, latest_only=latest_only, project=pid, limit=limit, repos=repo or ()
+        type=type,
+        name=name,
+        latest_only=latest_only,
+        project=pid,
+        limit=limit,
+        repos=repo or (),
+        new_project=True,  # checked by KnownProject, naming only the projects the key sees
     )
 
 
@@ -188,7 +194,7 @@ def restore(pid: WriteProject, body: IdsIn, rt: Rt) -> ChangedOut:
 
 
 @router.post("/forget", response_model=ForgetOut, tags=["forget"])
-def forget(pid: AdminOnlyProject, body: ForgetIn, rt: Rt) -> ForgetOut:
+def forget(pid: HardForgetProject, body: ForgetIn, rt: Rt) -> ForgetOut:
     """Hard forget (admin keys): every stored copy is removed, or redacted in other
     sessions' traces; `soft_deleted_older_than_s` forgets what was soft-deleted longer ago,
     `repos` ingested repositories whole (404 naming the project's repositories when one

@@ -339,9 +339,20 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         path = self._path(project, "sessions", _q(check_id("session_id", session_id)))
         return Call("GET", path, SessionInfo.model_validate)
 
-    def list_sessions(self, *, project: str | None = None) -> Call[list[SessionInfo]]:
+    def _new_project(self, project: str | None, new_project: bool) -> dict[str, str]:
+        # The client's own project lists empty before its first write, as an embedded
+        # base's own does; another one with no data is the server's 404.
+        own = self._pid(project) == self.project
+        return {"new_project": "true"} if new_project or own else {}
+
+    def list_sessions(
+        self, *, project: str | None = None, new_project: bool = False
+    ) -> Call[list[SessionInfo]]:
         path = self._path(project, "sessions")
-        return Call("GET", path, lambda r: [SessionInfo.model_validate(s) for s in r])
+        params = self._new_project(project, new_project)
+        return Call(
+            "GET", path, lambda r: [SessionInfo.model_validate(s) for s in r], params=params
+        )
 
     def upsert_task(self, task: TaskInfo) -> Call[TaskInfo]:
         check_id("task_id", task.task_id)
@@ -438,9 +449,15 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         return Call("GET", path, TaskInfo.model_validate)
 
     def list_tasks(
-        self, session_id: str | None = None, *, project: str | None = None
+        self,
+        session_id: str | None = None,
+        *,
+        project: str | None = None,
+        new_project: bool = False,
     ) -> Call[list[TaskInfo]]:
-        params = {} if session_id is None else {"session_id": check_id("session_id", session_id)}
+        params = self._new_project(project, new_project)
+        if session_id is not None:
+            params["session_id"] = check_id("session_id", session_id)
         return Call(
             "GET",
             self._path(project, "tasks"),
@@ -532,8 +549,10 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         project: str | None = None,
         limit: int | None = None,
         repos: Sequence[str] = (),
+        new_project: bool = False,
     ) -> Call[list[Entity]]:
         params: dict[str, Any] = {"latest_only": "true" if latest_only else "false"}
+        params.update(self._new_project(project, new_project))
         for k, v in (("type", type), ("name", name), ("limit", limit)):
             if v is not None:
                 params[k] = v

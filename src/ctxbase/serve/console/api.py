@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 
-from ..deps import ReadProject, Rt
+from ..deps import KnownProject, ReadProject, Rt
 from . import views
 
 __all__ = ["router"]
@@ -60,7 +60,7 @@ def causal_chain(
 
 @router.get("/graph", response_model=views.GraphOut)
 def entity_graph(
-    pid: ReadProject,
+    pid: KnownProject,
     rt: Rt,
     entity_type: Names = None,
     relation_type: Names = None,
@@ -85,7 +85,7 @@ def entity_graph(
 
 @router.get("/contexts", response_model=views.ContextsOut)
 def contexts(
-    pid: ReadProject,
+    pid: KnownProject,
     rt: Rt,
     session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     before: Annotated[float | None, Query(allow_inf_nan=False)] = None,
