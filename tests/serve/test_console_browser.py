@@ -271,7 +271,8 @@ def test_assembly_trace(
     expect(page.locator("#reasons li").first).to_contain_text("policy 'coder'")
     bar = page.locator("#token-bar rect")
     assert bar.count() >= 3
-    expect(page.locator('.layer-tokens[data-layer="system"]')).to_contain_text("system: 40")
+    # the policy's system prompt with the note that quoted data is data: 62 tokens
+    expect(page.locator('.layer-tokens[data-layer="system"]')).to_contain_text("system: 62")
     candidates = page.locator("#candidates .candidate-row")
     assert candidates.count() >= 3
     expect(candidates.filter(has_text="code_orders")).to_contain_text("kept · memory")
@@ -302,8 +303,8 @@ def test_context_diff(
     expect(summary).to_contain_text("policy: coder → tester")
     expect(summary).to_contain_text("+multi_agent_consensus")
     system = page.locator('#token-diff .token-row[data-layer="system"]').locator("td")
-    expect(system.nth(1)).to_have_text("40")
-    expect(system.nth(2)).to_have_text("40")  # whole at any budget
+    expect(system.nth(1)).to_have_text("62")
+    expect(system.nth(2)).to_have_text("62")  # whole at any budget
     # the tester's budget is narrower: its history is cut (memory holds no history turn)
     history = page.locator('#token-diff .token-row[data-layer="history"]').locator("td")
     before, after = int(history.nth(1).inner_text()), int(history.nth(2).inner_text())

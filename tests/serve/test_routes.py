@@ -194,6 +194,11 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
     archived = c.post(f"{life}/archive", json={}).json()
     assert archived["metadata"]["current_task_id"] == task["task_id"]
     assert c.put(life, json={}).status_code == 409
+    # the archived session compacted now: one summary, its raw turns hidden
+    sweep = f"{base}/sessions/compact-archived"
+    compacted = c.post(sweep, json={"older_than": 0}).json()
+    assert (compacted["compacted"], compacted["events_hidden"]) == (["life"], 1)
+    assert c.post(sweep, json={"older_than": 0}).json()["already_compacted"] == ["life"]
     # seed 003's ContextManager (client.context_manager())
     cm = f"{base}/manager"
     sid = c.post(f"{cm}/sessions", json={"user_id": "u_42"}).json()["session_id"]
