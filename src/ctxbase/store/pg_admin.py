@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -16,13 +17,15 @@ from . import pg_sql as q
 from .base import USES_SCOPE, TombstoneKind
 from .forget_steps import ForgetSteps
 from .keyword_log import KeywordLog
-from .pg_base import INDEX_LOCK, Conn, PgBase, as_array, jsonb, text
+from .pg_base import INDEX_LOCK, Conn, InsufficientResources, PgBase, as_array, jsonb, text
 from .records import ApiKeyRecord, ForgetReport
 from .rows import ALIAS_INSERT, import_aliases, next_version, tombstone_hash, trace_keys
 from .schema import FORGET_TABLES, TABLES
 from .shared import table_columns
 
 __all__ = ["PgAdmin"]
+
+_log = logging.getLogger(__name__)
 
 _TRACE_INSERT = (
     "INSERT INTO traces(project_id, context_id, created_at, trace, agent_role, session_id, task_id)"
@@ -421,21 +424,37 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
 
     def _build_hnsw_indexes(self) -> None:
         with self._tx() as conn:
-            dims = [
-                int(r[0])
-                for r in self._x(
-                    conn,
-                    f"{q.CROSS_PROJECT}SELECT DISTINCT dim FROM item_vectors WHERE dim <= %s",
-                    (q.HNSW_MAX_DIM,),
-                ).fetchall()
-            ]
-        for dim in sorted(dims):
-            with self._dims_lock, self._tx() as conn:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
-                # one index build may use more memory than a query (graph kept in memory)
-                conn.execute("SET LOCAL maintenance_work_mem = '1GB'")
-                conn.execute(q.hnsw_index_sql(dim))
-                self._known_dims.add(dim)
+            counts = self._x(
+                conn,
+                f"{q.CROSS_PROJECT}SELECT dim, count(*) FROM item_vectors WHERE dim <= %s "
+                "GROUP BY dim ORDER BY dim",
+                (q.HNSW_MAX_DIM,),
+            ).fetchall()
+        for dim, vectors in counts:
+            memory_kb = q.hnsw_build_memory_kb(int(vectors), int(dim))
+            try:
+                self._build_hnsw_index(int(dim), memory_kb)
+            except InsufficientResources as exc:
+                if memory_kb <= q.HNSW_BUILD_MEMORY_MIN_KB:
+                    raise
+                # a server with less memory than the graph: built in part on disk (slower)
+                _log.warning(
+                    "HNSW index of %d-dimension vectors: %d MB of maintenance_work_mem "
+                    "refused (%s); building with %d MB",
+                    dim,
+                    memory_kb // 1024,
+                    exc,
+                    q.HNSW_BUILD_MEMORY_MIN_KB // 1024,
+                )
+                self._build_hnsw_index(int(dim), q.HNSW_BUILD_MEMORY_MIN_KB)
+
+    def _build_hnsw_index(self, dim: int, memory_kb: int) -> None:
+        with self._dims_lock, self._tx() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (INDEX_LOCK,))
+            # the graph is built in memory while it fits (hnsw_build_memory_kb)
+            conn.execute(f"SET LOCAL maintenance_work_mem = '{int(memory_kb)}kB'")
+            conn.execute(q.hnsw_index_sql(dim))
+            self._known_dims.add(dim)
 
     def _analyze(self) -> None:
         """Fresh planner statistics for the loaded tables: until autovacuum got to them

@@ -29,6 +29,7 @@ try:
     import psycopg
     from pgvector.psycopg import register_vector
     from psycopg.conninfo import conninfo_to_dict
+    from psycopg.errors import InsufficientResources
     from psycopg.rows import TupleRow
     from psycopg.types.json import Jsonb, set_json_loads
     from psycopg_pool import ConnectionPool
@@ -41,6 +42,7 @@ __all__ = [
     "CROSS_PROJECT",
     "INDEX_LOCK",
     "Conn",
+    "InsufficientResources",
     "PgBase",
     "as_array",
     "jsonb",

@@ -36,6 +36,7 @@ __all__ = [
     "PgDialect",
     "clean_json",
     "clean_text",
+    "hnsw_build_memory_kb",
     "hnsw_index_sql",
     "keyword_sql",
     "match_terms",
@@ -215,6 +216,23 @@ KEYWORD_CHANGES_SQL = (
     "FROM items WHERE project_id = %s AND change_seq > %s AND change_seq <= %s AND active = 1 "
     "ORDER BY change_seq"
 )
+
+
+# pgvector builds an HNSW index fast while its graph fits in maintenance_work_mem and row by
+# row on disk after it ("hnsw graph no longer fits"): several times slower. Per element the
+# graph holds the vector (4 bytes a dimension) and its neighbour lists (m = 16: 32 at the
+# ground level, ~700 bytes with the element's header); the margin covers the upper levels.
+_HNSW_ELEMENT_BYTES = 700
+_HNSW_MEMORY_MARGIN = 1.25
+HNSW_BUILD_MEMORY_MIN_KB = 1024 * 1024  # 1 GB, what a build asked for before it was sized
+HNSW_BUILD_MEMORY_MAX_KB = 16 * 1024 * 1024
+
+
+def hnsw_build_memory_kb(vectors: int, dim: int) -> int:
+    """maintenance_work_mem (kB) for building the HNSW index of `vectors` vectors of `dim`
+    dimensions in memory: at least 1 GB, at most 16 GB."""
+    need = vectors * (4 * dim + _HNSW_ELEMENT_BYTES) * _HNSW_MEMORY_MARGIN / 1024
+    return int(min(max(need, HNSW_BUILD_MEMORY_MIN_KB), HNSW_BUILD_MEMORY_MAX_KB))
 
 
 def hnsw_index_sql(dim: int) -> str:
