@@ -95,6 +95,10 @@ class SearchConfig(BaseModel):
     # A query that names a dated period ("in May 2023", "on 9 November, 2022") favours the
     # events recorded in it or in the week after (when they are told of); 1.0: off.
     date_boost: float = Field(default=1.0, ge=1.0, le=5.0)
+    # A query that dates its event by another ("the day after I got back from Shenzhen",
+    # "开始灰度的前一周"): the events recorded in the period placed from the days of the
+    # anchor's best keyword matches score this much more (retrieve/relative_time.py); 1.0: off.
+    relative_date_boost: float = Field(default=1.0, ge=1.0, le=5.0)
     # A query that names actors is also matched without the names: keyword search uses only
     # the rest of the query, semantic search adds it as a second query (semantic_weight).
     actor_free_query: bool = False

@@ -28,6 +28,7 @@ from .fusion import confidence_factor, spared_age, standout, time_decay
 from .query_actors import favoured_actors
 from .query_dates import in_period, query_period
 from .questions import asks_only
+from .relative_time import AnchoredPeriod
 from .signals import Signals
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "adjust_expanded",
     "boost_actors",
+    "boost_anchored",
     "boost_dates",
     "boost_numbers",
     "boost_standout",
@@ -99,6 +101,18 @@ def boost_dates(cands: Collection[Candidate], query: str, config: SearchConfig) 
             c.score *= config.date_boost
 
 
+def boost_anchored(
+    cands: Collection[Candidate], anchored: AnchoredPeriod | None, config: SearchConfig
+) -> None:
+    """A query dating its event by another favours the candidates recorded in the period
+    placed from the anchor's days (`relative_date_boost`)."""
+    if anchored is None or config.relative_date_boost == 1.0:
+        return
+    for c in cands:
+        if anchored.holds(c.item.ts):
+            c.score *= config.relative_date_boost
+
+
 def decay_by_age(
     cands: Collection[Candidate], config: SearchConfig, now: float, signals: Signals | None = None
 ) -> None:
@@ -159,13 +173,16 @@ def adjust_expanded(
     config: SearchConfig,
     now: float,
     signals: Signals | None = None,
+    anchored: AnchoredPeriod | None = None,
 ) -> None:
     """Every adjustment that follows graph expansion, in order: questions, numbers,
-    actors, dates, then age, importance and confidence."""
+    actors, dates (named, then placed by another event), then age, importance and
+    confidence."""
     weigh_questions(cands, config)
     boost_numbers(cands, query, config)
     boost_actors(cands, query, config)
     boost_dates(cands, query, config)
+    boost_anchored(cands, anchored, config)
     decay_by_age(cands, config, now, signals)
     weigh_importance(cands, config)
     weigh_confidence(cands, config, signals)

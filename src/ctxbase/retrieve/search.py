@@ -46,6 +46,7 @@ from .query_actors import actor_free_query, actor_names, favoured_actors, named_
 from .query_decomp import query_conjuncts
 from .query_parts import query_clauses
 from .recency import of_kinds, order_by_recency, produced_at, recent_kinds
+from .relative_time import anchored_period
 from .relevance import off_topic_reason, search_evidence
 from .retracted import KnownStatuses, mark_retracted
 from .score_adjust import adjust_expanded, boost_standout
@@ -554,7 +555,15 @@ class Searcher:
         )
         timings["signals"] = _ms(t)
         now = time.time() if now is None else now
-        adjust_expanded(cands.values(), query, config, now, signals)
+        anchored = None
+        if config.relative_date_boost > 1.0 and config.keyword:  # "the day after the trip"
+            in_scope = (flt, config, allowed)
+            anchored = anchored_period(
+                query,
+                lambda text: [i for i, _ in self._keyword_hits(project_id, text, *in_scope)],
+                lambda ids: {it.item_id: it.ts for it in self.store.get_items(project_id, ids)},
+            )
+        adjust_expanded(cands.values(), query, config, now, signals, anchored)
         t = time.perf_counter()
         mark_retracted(self.store, project_id, cands.values(), config, self.known_statuses)
         mark_expired(self.store, project_id, cands.values(), self.known_expiries, now)
