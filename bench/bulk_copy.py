@@ -13,6 +13,9 @@ random unit vectors is copied into a fresh database of one embedded PostgreSQL s
   what `migrate-data --bulk` runs.
 - `live`: the store's import_rows with the HNSW index filled row by row (`migrate-data`
   without `--bulk`).
+- `bulk-1gb`: `bulk` with the HNSW index built in a fixed 1 GB of maintenance_work_mem, as
+  before the build was sized to the graph (pg_sql.hnsw_build_memory_kb): a graph larger than
+  that is built on disk once it no longer fits.
 
 Seconds for each (per table, and after the tables: the index build, ANALYZE and the final
 counts), rows copied, and events per second.
@@ -37,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ctxbase.model import Event, new_event_id
 from ctxbase.retrieve.indexing import event_items
+from ctxbase.store import pg_sql as q
 from ctxbase.store.pg_base import jsonb, text
 from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.schema import JSON_COLUMNS
@@ -48,7 +52,7 @@ from scale_data import make_corpus
 
 __all__ = ["main"]
 
-MODES = ("rows", "bulk", "live")
+MODES = ("rows", "bulk", "live", "bulk-1gb")
 
 
 class RowInsertStore(PostgresStore):
@@ -73,6 +77,20 @@ class RowInsertStore(PostgresStore):
             )
             after = conn.execute(count, (project_id,)).fetchone()
         return int(after[0] if after else 0) - int(before[0] if before else 0)
+
+
+class FixedIndexMemoryStore(PostgresStore):
+    """The HNSW build after a bulk load in 1 GB of maintenance_work_mem, whatever the graph
+    needs (as before the build was sized)."""
+
+    def _build_hnsw_indexes(self) -> None:
+        with self._tx() as conn:
+            dims = conn.execute(
+                f"{q.CROSS_PROJECT}SELECT DISTINCT dim FROM item_vectors WHERE dim <= %s",
+                (q.HNSW_MAX_DIM,),
+            ).fetchall()
+        for (dim,) in dims:
+            self._build_hnsw_index(int(dim), q.HNSW_BUILD_MEMORY_MIN_KB)
 
 
 def _old_value(col: str, value: Any) -> Any:
@@ -113,7 +131,8 @@ def _load(src_path: Path, target: str, project: str, mode: str, batch: int) -> d
     """One copy into an empty database: seconds in all and per table (the last table's
     batches end where the index build and ANALYZE start)."""
     src = SQLiteStore(str(src_path))
-    dst = (RowInsertStore if mode == "rows" else PostgresStore)(target)
+    stores = {"rows": RowInsertStore, "bulk-1gb": FixedIndexMemoryStore}
+    dst = stores.get(mode, PostgresStore)(target)
     marks: dict[str, float] = {}
 
     def on_batch(table: str, _rows: int) -> None:
@@ -167,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         base = psycopg.conninfo.conninfo_to_dict(url)
         for mode in modes:
-            name = f"ctxbase_bulk_{mode}"
+            name = f"ctxbase_bulk_{mode.replace('-', '_')}"
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute(f"DROP DATABASE IF EXISTS {name}")
                 conn.execute(f"CREATE DATABASE {name}")
@@ -179,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     if "rows" in out and "bulk" in out:
         out["speedup"] = round(out["rows"]["seconds"] / max(out["bulk"]["seconds"], 1e-9), 2)
+    if "bulk-1gb" in out and "bulk" in out:
+        fixed, sized = out["bulk-1gb"]["after_tables_s"], out["bulk"]["after_tables_s"]
+        out["index_build_speedup"] = round(fixed / max(sized, 1e-9), 2)
     print(json.dumps(out, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=2))
