@@ -109,3 +109,13 @@ def test_the_statements_cut_from_a_copy_are_rated_with_it(cb: ContextBase) -> No
     for node in (first, copy, *decisions.values()):
         current = cb.get_feedback(node)
         assert current is not None and current.label == "neutral", node
+
+
+def test_a_single_hit_still_names_its_copy(cb: ContextBase) -> None:
+    a, b, _ = _pins(cb)
+    for k in (1, 2):  # the copy ranks just below the cut: still folded into the hit
+        response = cb.search(QUERY, top_k=k)
+        (hit,) = [h for h in response.results if h.id in (a, b)]
+        assert hit.duplicates == [b if hit.id == a else a]
+        dropped = {c.id: c.dropped for c in response.considered}
+        assert (dropped[hit.duplicates[0]] or "").startswith("near-duplicate of")

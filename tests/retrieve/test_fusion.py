@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbase.retrieve.fusion import (
+    DUPLICATE_LOOKAHEAD,
     dedupe_near_identical,
     dynamic_top_k,
     keyword_stand_ins,
@@ -115,8 +116,24 @@ def test_dedupe_drops_near_identical_text_in_english_and_chinese() -> None:
     kept, dropped = dedupe_near_identical(ranked, texts.__getitem__, 0.8)
     assert [k for k, _ in kept] == ["a", "c", "d"]
     assert dropped == {"b": "a", "e": "d"}
-    limited, _ = dedupe_near_identical(ranked, texts.__getitem__, 0.8, limit=1)
-    assert [k for k, _ in limited][:1] == ["a"] and len(limited) == 5
+    # with a limit the first result's copies just below the cut are still named; results
+    # below it are not checked against each other (d and e both follow)
+    limited, folded = dedupe_near_identical(ranked, texts.__getitem__, 0.8, limit=1)
+    assert [k for k, _ in limited] == ["a", "c", "d", "e"]
+    assert folded == {"b": "a"}
+
+
+def test_dedupe_with_a_limit_looks_a_bounded_way_below_the_cut() -> None:
+    texts = {"hit": "my test environment PIN is 482913"}
+    texts |= {f"other{n}": f"unrelated note number {n} about lunch" for n in range(30)}
+    near, far = "my test environment PIN is 482913 ", "my test environment PIN is 482913  "
+    order = ["hit", *(f"other{n}" for n in range(5)), "near"]
+    order += [f"other{n}" for n in range(5, 5 + DUPLICATE_LOOKAHEAD)] + ["far"]
+    texts |= {"near": near, "far": far}
+    ranked = [(k, 1.0 - n / 100) for n, k in enumerate(order)]
+    kept, folded = dedupe_near_identical(ranked, texts.__getitem__, 0.9, limit=2)
+    assert folded == {"near": "hit"}  # within limit + DUPLICATE_LOOKAHEAD of the cut
+    assert [k for k, _ in kept][-1] == "far"  # beyond it: follows unchecked
 
 
 def test_standout_is_a_first_score_far_ahead_of_the_rest() -> None:

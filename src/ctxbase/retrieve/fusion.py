@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 __all__ = [
+    "DUPLICATE_LOOKAHEAD",
     "confidence_factor",
     "dedupe_near_identical",
     "dynamic_top_k",
@@ -170,6 +171,10 @@ def _shingles(text: str) -> set[str]:
     return {" ".join(words[i : i + 2]) for i in range(len(words) - 1)}
 
 
+# results below a `limit` cut still checked for copies of the kept ones (dedupe_near_identical)
+DUPLICATE_LOOKAHEAD = 10
+
+
 def dedupe_near_identical(
     ranked: Sequence[tuple[str, float]],
     text_of: Callable[[str], str],
@@ -178,22 +183,35 @@ def dedupe_near_identical(
 ) -> tuple[list[tuple[str, float]], dict[str, str]]:
     """Drop results whose text is near-identical (Jaccard of word bigrams >= threshold) to a
     better one. Returns the kept results and {dropped: kept_instead}. With `limit`, only the
-    first `limit` distinct results are checked; the rest follow unchecked (quadratic cost)."""
+    first `limit` distinct results are checked against each other (quadratic cost); the next
+    `limit + DUPLICATE_LOOKAHEAD` are checked against those, so a copy of a kept result
+    ranked just below the cut is still named as its duplicate (a copy scores as the result
+    does, so it ranks beside it); the rest follow unchecked."""
     kept: list[tuple[str, float]] = []
     kept_shingles: list[tuple[str, set[str]]] = []
     dropped: dict[str, str] = {}
-    for n, (item, score) in enumerate(ranked):
-        if limit is not None and len(kept) >= limit:
-            kept.extend(ranked[n:])
-            break
-        sh = _shingles(text_of(item))
-        dup_of = None
+
+    def copy_of(sh: set[str]) -> str | None:
         for other, osh in kept_shingles:
             if sh and osh:
                 inter = len(sh & osh)
                 if inter and inter / len(sh | osh) >= threshold:
-                    dup_of = other
-                    break
+                    return other
+        return None
+
+    for n, (item, score) in enumerate(ranked):
+        if limit is not None and len(kept) >= limit:
+            ahead = ranked[n : n + limit + DUPLICATE_LOOKAHEAD]
+            for later, later_score in ahead:
+                dup_of = copy_of(_shingles(text_of(later)))
+                if dup_of is None:
+                    kept.append((later, later_score))
+                else:
+                    dropped[later] = dup_of
+            kept.extend(ranked[n + len(ahead) :])
+            break
+        sh = _shingles(text_of(item))
+        dup_of = copy_of(sh)
         if dup_of is not None:
             dropped[item] = dup_of
             continue
