@@ -507,7 +507,7 @@ def test_a_session_hidden_by_a_soft_forget_says_so(tmp_path: Path, db: str) -> N
     run(*base, "capture", "--session", "s2", "--text", "another session", cwd=tmp_path)
     proc = run(*base, "forget", "--soft", "--session", "s1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    note = "note: 3 event(s) of session 's1' are hidden (forget --soft), {};"
+    note = "note: 3 event(s) of session 's1' are hidden (forget --soft or compact-archived), {};"
     restore = " restore --session s1 brings them back"
     events = run(*base, "events", "s1", cwd=tmp_path)
     assert (events.returncode, events.stdout) == (0, "")

@@ -225,8 +225,8 @@ def cmd_chain(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             events = " ".join(f"--event {i}" for i in hidden)
             print(
-                f"note: {len(hidden)} event(s) of this chain are hidden (forget --soft), shown"
-                f" by id only; restore {events} brings them back",
+                f"note: {len(hidden)} event(s) of this chain are hidden (forget --soft or"
+                f" compact-archived), shown by id only; restore {events} brings them back",
                 file=sys.stderr,
             )
     return 0

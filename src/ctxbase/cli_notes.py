@@ -42,11 +42,12 @@ def note_pinned(cb: Any) -> None:
 
 
 def note_hidden(hidden: dict[str, int], what: str) -> None:
-    """A note per session whose events forget --soft hid: they are there, not gone."""
+    """A note per session whose events forget --soft or compact-archived hid: they are there,
+    not gone."""
     sys.stdout.flush()
     for session, n in hidden.items():
         print(
-            f"note: {n} event(s) of session {session!r} are hidden (forget --soft), {what};"
-            f" restore --session {session} brings them back",
+            f"note: {n} event(s) of session {session!r} are hidden (forget --soft or"
+            f" compact-archived), {what}; restore --session {session} brings them back",
             file=sys.stderr,
         )
