@@ -526,6 +526,12 @@ def test_search_shows_a_rating_and_names_what_a_wrong_rating_left_out(
         "feedback:liked",
     )
     assert "confidence" not in hits[ids["boot"]]
+    # a search whose shown hits all rank above the rated one does not name it
+    code, out, err = _run(capsys, *base, "search", "warmed at boot", "-k", "1")
+    assert code == 0 and ids["boot"] in out
+    assert "rated wrong" not in err and "correction of" not in err
+    code, out, err = _run(capsys, *base, "search", "TTL 60", "-k", "1", "--preset", "keyword")
+    assert code == 0 and f"rated wrong: {ids['old']}" in err  # it would have been the hit
 
 
 def test_search_min_similarity_floors_each_hit_as_the_library_does(

@@ -238,6 +238,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             "--wait-embeddings", f"must be 0 or more seconds (got {args.wait_embeddings:g})"
         )
     from .retrieve.config import get_preset
+    from .retrieve.fusion import confidence_factor
     from .store.base import ItemFilter
     from .validation import check_query
 
@@ -302,7 +303,8 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(f"{c.score:8.4f}  [{c.item.type}] {c.item.owner_id}{where}{rated}  {text}")
             if c.duplicates:  # folded near-identical memories: a forget of this one leaves them
                 print(f"{'':10}same text also in: {', '.join(c.duplicates)}")
-        note_rated_out(response.considered, cfg.min_confidence)
+        boost = confidence_factor(1.0, cfg.confidence_weight)  # "liked" at its most
+        note_rated_out(response.considered, cfg.min_confidence, response.results, cfg.top_k, boost)
         note_signatures(response.tampered, response.unsigned)
         if response.embedder_error:
             sys.stdout.flush()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import ValidationError
@@ -105,14 +105,27 @@ def _named(ids: list[str]) -> str:
     return ", ".join(ids[:_NAMED]) + (f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else "")
 
 
-def note_rated_out(considered: Iterable[Candidate], min_confidence: float) -> None:
+def note_rated_out(
+    considered: Iterable[Candidate],
+    min_confidence: float,
+    results: Sequence[Candidate] = (),
+    wanted: int | None = None,
+    most_boost: float = 1.0,
+) -> None:
     """A note on stderr naming the matches left out for their rating (below
     `min_confidence`, as "wrong" is), as retracted messages or as expired ones (per-turn
     tool results of earlier turns, entities past their expires_at): search and assembly
     leave them out without a trace in the results; feedback "neutral" brings a rated one
     back. A rating's note follows, as an assembly shows it in the memory's place
     (`correction of ev_1 (rated wrong): ...`): one line per note, the matches it was
-    given on named together."""
+    given on named together. With `results` and `wanted` (the hits asked for), only the
+    matches that could have ranked among them are named: those scoring at least the last
+    hit shown divided by `most_boost` (the most a rating raises a score; a match left out
+    for its rating was not scaled by one). One far below would not have been seen either
+    way, and naming it on every search reads as if each query had matched it."""
+    full = wanted is not None and len(results) >= wanted and bool(results)
+    cutoff = min(r.score for r in results) / most_boost if full else float("-inf")
+    considered = [c for c in considered if c.score >= cutoff]
     out: dict[str, str] = {}
     corrections: dict[str, dict[str, str]] = {}  # note -> rated id -> its label
     retracted: dict[str, None] = {}
