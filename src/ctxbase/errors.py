@@ -187,9 +187,11 @@ class UnknownProjectError(NotFoundError):
 
 
 class ConflictError(CtxbaseError):
-    """The operation is not allowed in the item's current state."""
+    """The operation is not allowed in the item's current state. `field` names the input
+    the conflict is about, when one is (`version` of a conditional write)."""
 
     code = "conflict"
+    field: str | None = None
 
 
 class RepositoryForgottenError(ConflictError):

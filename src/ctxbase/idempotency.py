@@ -54,6 +54,8 @@ class IdempotencyConflict(ConflictError):
     different content: `field` is the first of `REQUEST_FIELDS` that differs. `positions`
     (earlier, later): both are events of the batch being written, not a stored one."""
 
+    field: str
+
     def __init__(
         self,
         event_id: str,

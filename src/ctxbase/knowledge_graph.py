@@ -498,11 +498,13 @@ def _check_version(old: Entity, version: int, same: bool) -> None:
     if version > old.version or (version == old.version and same):
         return
     why = "is older" if version < old.version else "holds other content"
-    raise ConflictError(
+    conflict = ConflictError(
         f"entity {old.id!r} is at version {old.version}, and version={version} {why}: "
         f"another write came first; read it again and send version={old.version + 1} "
         "with your change (or no version to write over it)"
     )
+    conflict.field = "version"
+    raise conflict
 
 
 def _as_validation(exc: Exception) -> ValidationError:

@@ -35,7 +35,7 @@ def test_rest_keeps_the_previous_version_and_refuses_a_stale_one(live: Live, pid
     stale = _post(c, pid, "stale write", version=2)
     assert stale.status_code == 409, stale.text
     err = stale.json()["error"]
-    assert err["code"] == "conflict"
+    assert (err["code"], err["field"]) == ("conflict", "version")  # the input it is about
     assert "at version 2" in err["message"] and "version=3" in err["message"]
     assert _get(c, pid, "doc:spec").json()["text"] == "timeout 20s"
     assert _post(c, pid, "timeout 10s", version=3).json()["version"] == 3

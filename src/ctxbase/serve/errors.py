@@ -110,6 +110,8 @@ def error_body(exc: CtxbaseError) -> tuple[int, dict[str, Any]]:
         err["max_tokens"] = getattr(exc, "max_tokens", None)
         err["input_tokens"] = getattr(exc, "input_tokens", None)
         err["minimum"] = getattr(exc, "minimum", None)
+    elif isinstance(exc, ConflictError) and exc.field:
+        err["field"] = exc.field
     err["type"] = type(exc).__name__
     err["details"] = _details(exc)
     return STATUS_BY_CODE.get(code, 400), {"error": err}
