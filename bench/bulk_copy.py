@@ -83,14 +83,8 @@ class FixedIndexMemoryStore(PostgresStore):
     """The HNSW build after a bulk load in 1 GB of maintenance_work_mem, whatever the graph
     needs (as before the build was sized)."""
 
-    def _build_hnsw_indexes(self) -> None:
-        with self._tx() as conn:
-            dims = conn.execute(
-                f"{q.CROSS_PROJECT}SELECT DISTINCT dim FROM item_vectors WHERE dim <= %s",
-                (q.HNSW_MAX_DIM,),
-            ).fetchall()
-        for (dim,) in dims:
-            self._build_hnsw_index(int(dim), q.HNSW_BUILD_MEMORY_MIN_KB)
+    def _build_hnsw_index(self, dim: int, memory_kb: int) -> None:
+        super()._build_hnsw_index(dim, q.HNSW_BUILD_MEMORY_MIN_KB)
 
 
 def _old_value(col: str, value: Any) -> Any:
