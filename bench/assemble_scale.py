@@ -9,7 +9,9 @@ with a document and a code entity per 50 sessions linked by REFERENCES, is captu
 the public API, then embedded. Document vectors are cached on disk by text
 (`--vector-cache`, default ~/.cache/ctxbase-bench/vectors.db, outside git): the real model
 embeds a 100k store once; `--reuse-vectors` lets a larger store take cached vectors for texts
-not embedded yet (the 1M store), so its load measures storage, not the model.
+not embedded yet (the 1M store), so its load measures storage, not the model: the model
+embeds until the cache holds 20,000 vectors, and each reused vector is moved by a small
+noise drawn from its text so that no two texts share one.
 
 Timed, with unique intents (never repeated, so no cache answers them) and the query
 embedding included: `assemble_context` p50 / p95 / p99; `search` alone; keyword search alone
@@ -92,7 +94,14 @@ def rss_mb() -> dict[str, float]:
 
 class _ReusingCache(VectorCache):
     """Texts not in the cache take a cached vector (chosen by text hash) instead of the
-    model's: for stores too large to embed here, whose load and search should be measured."""
+    model's: for stores too large to embed here, whose load and search should be measured.
+    Until the cache holds `min_pool` vectors the model embeds (so a fresh cache starts from
+    real vectors), and each reused vector is moved by a small noise drawn from its text's
+    hash and normalised again: no two texts share a vector, which a real store never has
+    and which an HNSW graph would index unlike real data."""
+
+    min_pool = 20_000
+    jitter = 0.1  # the noise's norm; cosine to the pooled vector ~0.995
 
     def __init__(self, inner: object, path: Path) -> None:
         super().__init__(inner, path)
@@ -102,13 +111,23 @@ class _ReusingCache(VectorCache):
         if self._pool is None:
             with self._lock:
                 blobs = self._db.execute("SELECT vec FROM v LIMIT 200000").fetchall()
-            if not blobs:
+            if len(blobs) < self.min_pool:
                 return super().embed_documents(texts)
             self._pool = np.stack([np.frombuffer(b[0], dtype=np.float32) for b in blobs])
         keys = [self._key(t) for t in texts]
         known = self.cached(keys)
         pool = self._pool
-        rows = [known.get(k, pool[int.from_bytes(k[:4], "little") % len(pool)]) for k in keys]
+        rows = []
+        for k in keys:
+            if k in known:
+                rows.append(known[k])
+                continue
+            base = pool[int.from_bytes(k[:4], "little") % len(pool)]
+            noise = np.random.default_rng(int.from_bytes(k[4:12], "little")).standard_normal(
+                base.shape[0]
+            )
+            moved = base + noise * (self.jitter / np.sqrt(base.shape[0]))
+            rows.append(moved / np.linalg.norm(moved))
         self.hits += sum(1 for k in keys if k in known)
         return np.stack(rows).astype(np.float32)
 
