@@ -332,6 +332,21 @@ def test_capture_reads_long_text_from_a_file_or_stdin(
     assert code == 3 and "nope.txt" in err
 
 
+def test_read_text_loses_one_final_line_break_as_a_shell_does(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = ["--db", str(tmp_path / "t.db"), "--embedder", "hash"]
+    monkeypatch.setattr("sys.stdin", io.StringIO("echoed\n"))  # `echo echoed | ... --text -`
+    assert _run(capsys, *base, "capture", "--session", "s", "--text", "-")[0] == 0
+    path = tmp_path / "note.txt"
+    path.write_bytes("第一行\r\n第二行\r\n\r\n".encode())  # a blank last line is kept
+    assert _run(capsys, *base, "capture", "--session", "s", "--text-file", str(path))[0] == 0
+    assert _run(capsys, *base, "capture", "--session", "s", "--text", "as typed\n")[0] == 0
+    out = _run(capsys, *base, "events", "s", "--json")[1]
+    texts = [e["text"] for e in json.loads(out)]
+    assert texts == ["echoed", "第一行\n第二行\n", "as typed\n"]
+
+
 def test_trace_finds_its_project_keys_take_the_global_project_and_policies_load(
     tmp_path: Path, capsys: Any
 ) -> None:

@@ -143,17 +143,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _capture_text(args: argparse.Namespace) -> str:
-    """--text, --text - (standard input) or --text-file: large texts do not fit in argv."""
+    """--text, --text - (standard input) or --text-file: large texts do not fit in argv.
+    Read text loses one final line break, as a shell's $(...) does: `echo hi | ctxbase
+    capture --text -` stores "hi", the same as `--text hi`."""
     if args.text_file is not None:
         path = _existing_file("file", args.text_file)
         try:
             with open(path, encoding="utf-8") as f:
-                return f.read()
+                return _without_final_newline(f.read())
         except UnicodeDecodeError as exc:
             raise ValidationError("text-file", f"{path} is not UTF-8 text ({exc.reason})") from exc
     if args.text == "-":
-        return sys.stdin.read()
+        return _without_final_newline(sys.stdin.read())
     return str(args.text)
+
+
+def _without_final_newline(text: str) -> str:
+    # both are read with universal newlines: a line break is "\n" here
+    return text[:-1] if text.endswith("\n") else text
 
 
 def cmd_capture(args: argparse.Namespace) -> int:

@@ -99,8 +99,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         "tool_invocation, tool_result, internal_thought",
     )
     text = p.add_mutually_exclusive_group(required=True)
-    text.add_argument("--text", help="the event's text ('-': read it from standard input)")
-    text.add_argument("--text-file", help="read the text from this file (UTF-8)")
+    text.add_argument(
+        "--text", help="the event's text ('-': read it from standard input, less a final newline)"
+    )
+    text.add_argument(
+        "--text-file", help="read the text from this file (UTF-8, less a final newline)"
+    )
     p.add_argument(
         "--agent", default="agent", help="id of the agent that produced the event (default agent)"
     )
