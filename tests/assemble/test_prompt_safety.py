@@ -151,3 +151,38 @@ def test_other_agents_turns_are_prefixed_with_their_role(cb: ContextBase) -> Non
     contents = [m["content"] for m in ctx.messages]
     assert "[coder] I changed auth.py" in contents and "test_login fails" in contents
     assert ctx.total_tokens == count_messages(ctx.messages, get_token_counter())
+
+
+def test_another_agents_thoughts_stay_its_own(cb: ContextBase) -> None:
+    # seed 003 5.2: an executor that read the planner's internal reasoning confused its output
+    cb.record("user_message", session_id="s", text="compare the pricing pages", agent_role="user")
+    planner = cb.record(
+        "internal_thought",
+        session_id="s",
+        text="planner musing: maybe pricing pages hide the enterprise tier",
+        agent_role="planner",
+    )
+    cb.record("assistant_message", session_id="s", text="plan: fetch 3 pages", agent_role="planner")
+    own = cb.record(
+        "internal_thought",
+        session_id="s",
+        text="coder musing: pricing pages need a headless fetch",
+        agent_role="coder",
+    )
+    cb.flush()
+    ctx = cb.assemble_context(
+        agent_role="coder", user_intent="pricing pages musing", session_id="s"
+    )
+    prompt = "\n".join(m["content"] for m in ctx.messages)
+    assert "coder musing" in prompt  # its own line of thought goes on
+    assert "[planner] plan: fetch 3 pages" in prompt  # what the planner said
+    assert "planner musing" not in prompt  # not how it reasoned: not in history or memory
+    drops = {d["id"]: d["reason"] for d in ctx.trace["dropped"]}
+    assert drops[planner.id] == "another agent's thought"
+    assert drops.get(own.id) == "in history"  # a memory hit already in the history
+    # the planner itself keeps it; the coder's is now the other agent's
+    ctx = cb.assemble_context(
+        agent_role="planner", user_intent="pricing pages musing", session_id="s"
+    )
+    prompt = "\n".join(m["content"] for m in ctx.messages)
+    assert "planner musing" in prompt and "coder musing" not in prompt

@@ -47,7 +47,7 @@ from .echoes import mark_echoes
 from .fixed_layers import state_items, task_items
 from .gatherer import Gatherer
 from .history_fallback import THOUGHT_TYPE, pair_groups, window_turns
-from .history_turns import history_turns
+from .history_turns import OTHERS_THOUGHT, history_turns
 from .lifecycle import Status
 from .memory_calls import link_calls, results_with_calls
 from .memory_candidate import LINE_TYPES, event_failed
@@ -329,8 +329,10 @@ class Assembler:
             window = RecentWindow()
             notes.append("recent_window not in the policy; history uses its defaults")
         hist, hist_dropped, input_event, held = history_turns(
-            events, statuses, task_id, policy.view, user_intent
+            events, statuses, task_id, policy.view, user_intent, viewer=agent_role
         )
+        # another agent's thoughts stay out of memory as they do out of the history
+        private = {d["id"]: d["reason"] for d in hist_dropped if d["reason"] == OTHERS_THOUGHT}
         fresh = strategy is None and new_task(store, pid, session_id, task_id, events, input_event)
         if fresh and task_id is not None:  # a task's first turn: the role's baseline loads
             selection = with_task_baseline(selection, task_id)
@@ -346,7 +348,12 @@ class Assembler:
                 "the newest user message was answered: it stays in the history and no "
                 "latest input follows"
             )
-        exclude = {e.id for e in hist} | set(held) | ({input_event} if input_event else set())
+        exclude = (
+            {e.id for e in hist}
+            | set(held)
+            | set(private)
+            | ({input_event} if input_event else set())
+        )
         g = Gatherer(
             self.cb,
             pid,
@@ -361,6 +368,7 @@ class Assembler:
             held={
                 **{e.id: "a turn of the history" for e in hist},
                 **{c: f"a call of {m}, in the history" for c, m in held.items()},
+                **private,
             },
             scope=scope,
         )

@@ -3,7 +3,9 @@ out of prompts (retracted, expired, per-turn results of earlier turns) left out 
 and the latest input told apart from the turns (only an unanswered user message is it).
 A tool result captured again under the same call (a hook that fired twice, a retry) is
 stored twice, as every capture is; the history says it once and names the repeat in its
-drops. Pure: events and statuses in, turns out.
+drops. Another agent's thoughts are its own: an agent sees what the others said and did,
+not how they reasoned (seed 003 5.2: an executor reading the planner's internal reasoning
+confused its output). Pure: events and statuses in, turns out.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from typing import Any
 
 from ..model import Event
 from .history_calls import CALL_TYPE, fold_calls
+from .history_fallback import THOUGHT_TYPE
 from .lifecycle import Status
+from .turn_roles import other_agent
 
-__all__ = ["HISTORY_TYPES", "history_turns"]
+__all__ = ["HISTORY_TYPES", "OTHERS_THOUGHT", "history_turns"]
 
 # the turns of the history; a thought is one too, the first to go under budget pressure
 # (history_fallback.py)
@@ -30,12 +34,17 @@ HISTORY_TYPES = (
 )
 
 
+# the drop reason of another agent's thought (the assembly keeps it out of memory too)
+OTHERS_THOUGHT = "another agent's thought"
+
+
 def history_turns(
     events: Sequence[Event],
     statuses: Mapping[str, Status],
     task_id: str | None,
     view: str,
     intent: str,
+    viewer: str | None = None,
 ) -> tuple[list[Event], list[dict[str, Any]], str | None, dict[str, str]]:
     """The session's messages in scope, minus retracted and expired ones and the input,
     with each tool call in its assistant message's entry (history_calls; the folded
@@ -43,7 +52,10 @@ def history_turns(
 
     The input is the newest user message whose text is the intent, unless it was
     answered (a later user message or an assistant message that is not a tool call's
-    follows it in scope): an answered question keeps its place, before its answer."""
+    follows it in scope): an answered question keeps its place, before its answer.
+
+    `viewer`: the assembling agent's role; the thoughts of any other agent are left out
+    (a thought of no recorded role, or of the viewer, stays)."""
     dropped: list[dict[str, Any]] = []
     user_seqs = [e.seq or 0 for e in events if e.type == "user_message"]
     last_user = max(user_seqs, default=-1)
@@ -66,6 +78,20 @@ def history_turns(
             and (view == "subtask" or e.task_id is not None)
         ):
             continue  # another task's message: switch_task scoped it out
+        if (
+            viewer is not None
+            and e.type == THOUGHT_TYPE
+            and (other := other_agent(e, viewer)) is not None
+        ):
+            dropped.append(
+                {
+                    "id": e.id,
+                    "layer": "history",
+                    "reason": OTHERS_THOUGHT,
+                    "detail": f"internal_thought of {other}",
+                }
+            )
+            continue
         status = statuses.get(e.id, Status.ACTIVE)
         if e.id == input_event:
             if status == Status.ACTIVE:
