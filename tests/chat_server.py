@@ -2,7 +2,9 @@
 LLM extraction tests. Its answers are deterministic, chosen by the message it is sent: a good
 extraction for a text naming billing-service, text that is not JSON for "[garbage]", an
 HTTP 500 for "[500]", an answer past the client's timeout for "[slow]", and an answer held
-until `gate` is set for "[hold]"."""
+until `gate` is set for "[hold]". Asked to rewrite a search query (the query rewrite's
+system prompt), it answers the wordings REWRITES holds for the query, and for "[drip]" a
+well-formed answer sent a byte every 0.2 s (no read of it ever waits long)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["GOOD", "TEXT", "ChatServer", "running_chat_server"]
+__all__ = ["GOOD", "REWRITES", "TEXT", "ChatServer", "running_chat_server"]
 
 GOOD = {
     "entities": [
@@ -34,6 +36,11 @@ GOOD = {
     ],
 }
 TEXT = "Alice owns billing-service, which reads the orders 表。\nWe must refund within 7 days."
+# the query rewrite's model: a question -> the words of the turn that answers it
+REWRITES = {
+    "上次那个慢查询后来怎么解决的": ["给 orders 表的 user_id 加了索引", "慢查询 索引"],
+    "[drip] how was the slow query fixed": ["index on orders.user_id"],
+}
 
 
 @dataclass
@@ -75,6 +82,10 @@ def running_chat_server() -> Iterator[ChatServer]:
             state.requests.append({"path": self.path, **body})
             state.auth.append(self.headers.get("Authorization"))
             state.received.set()
+            first = body["messages"][0]["content"]
+            if "search query" in first:  # retrieve/query_rewrite.py's prompt
+                self._rewrite(body["messages"][-1]["content"])
+                return
             status, content = _answer(body["messages"][-1]["content"], state)
             payload = (
                 {"choices": [{"message": {"role": "assistant", "content": content}}]}
@@ -90,6 +101,32 @@ def running_chat_server() -> Iterator[ChatServer]:
                 self.wfile.write(raw)
             except OSError:
                 pass  # the client gave up (timeout)
+
+        def _rewrite(self, query: str) -> None:
+            status, content = (
+                200,
+                json.dumps({"queries": REWRITES.get(query, [])}, ensure_ascii=False),
+            )
+            if "[500]" in query:
+                status, content = 500, None
+            elif "[slow]" in query:
+                time.sleep(2.0)  # past the client's timeout
+            elif "[garbage]" in query:
+                content = json.dumps({"entities": []})  # JSON, but no queries
+            payload = {"choices": [{"message": {"role": "assistant", "content": content}}]}
+            raw = json.dumps(payload if content is not None else {"error": "boom"}).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.end_headers()
+                for i in range(len(raw)):  # "[drip]": a byte at a time
+                    if "[drip]" in query:
+                        time.sleep(0.2)
+                    self.wfile.write(raw[i : i + 1])
+                    self.wfile.flush()
+            except OSError:
+                pass  # the client gave up
 
         def log_message(self, *args: Any) -> None:
             pass

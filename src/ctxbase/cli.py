@@ -313,6 +313,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         boost = confidence_factor(1.0, cfg.confidence_weight)  # "liked" at its most
         note_rated_out(response.considered, cfg.min_confidence, response.results, cfg.top_k, boost)
         note_signatures(response.tampered, response.unsigned)
+        if response.rewrites:
+            print(f"note: also searched as: {' | '.join(response.rewrites)}", file=sys.stderr)
+        if response.rewrite_error:
+            print(f"note: no query rewrite ({response.rewrite_error})", file=sys.stderr)
         if response.embedder_error:
             sys.stdout.flush()
             print(

@@ -88,6 +88,7 @@ if TYPE_CHECKING:  # imported where used: a base that never searches loads no re
     from .retrieve.chunking import ChunkingConfig
     from .retrieve.embed.base import Embedder
     from .retrieve.embedding_worker import EmbeddingWorker
+    from .retrieve.query_rewrite import QueryRewriteConfig, QueryRewriter
     from .retrieve.search import Searcher, SearchResponse
 
 __all__ = ["READ_WAIT_S", "ContextBase"]
@@ -129,8 +130,12 @@ class ContextBase(
         chunking: str | ChunkingConfig | Mapping[str, Any] | None = None,
         query_embed_timeout_s: float = 10.0,
         model_start_timeout_s: float = 30.0,
+        query_rewrite: QueryRewriteConfig | Mapping[str, Any] | bool | None = None,
     ) -> None:
         self.project = check_id("project", project)
+        # An LLM's alternative wordings of each query, searched too (query_rewrite.py): off
+        # unless configured here or by CTXBASE_REWRITE_BASE_URL / _MODEL; False: off.
+        self._rewrite_config = _resolve_rewrite(query_rewrite)
         # How long texts (tool output, documents, ingested files) are cut into search units:
         # a preset ("default", "fine", "coarse") or a ChunkingConfig; applies to what is
         # written from now on (stored units keep the cut they were written with). None: the
@@ -226,6 +231,8 @@ class ContextBase(
                     self._searcher.usage.flush()
             elif self._searcher is not None:
                 log.debug("memory uses not written: the store was closed before the base")
+            if self._searcher is not None and self._searcher.rewriter is not None:
+                self._searcher.rewriter.close()
             if self._anchorer is not None:
                 self._anchorer.stop()
             if self._embedding_worker is not None:
@@ -659,6 +666,7 @@ class ContextBase(
                     batch_queries=self._query_batching,
                     query_timeout_s=query_s,
                     model_start_timeout_s=start_s,
+                    rewriter=_rewriter(self._rewrite_config),
                 )
             return self._searcher
 
@@ -782,6 +790,22 @@ class ContextBase(
         from .anchor.signing import resolve_sign_key
 
         options["sign_key"] = resolve_sign_key(pid, sign, options.get("sign_key"))
+
+
+def _resolve_rewrite(spec: Any) -> QueryRewriteConfig | None:
+    if spec is False:  # the default (None) reads the environment: load nothing to say no
+        return None
+    from .retrieve.query_rewrite import resolve_rewrite
+
+    return resolve_rewrite(spec)
+
+
+def _rewriter(config: QueryRewriteConfig | None) -> QueryRewriter | None:
+    if config is None:
+        return None
+    from .retrieve.query_rewrite import QueryRewriter
+
+    return QueryRewriter(config)
 
 
 def _resolve_chunking(spec: str | ChunkingConfig | Mapping[str, Any]) -> ChunkingConfig:

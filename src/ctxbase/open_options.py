@@ -40,6 +40,7 @@ SERVER_SIDE: Mapping[str, str] = {
     "session_idle_timeout_s": "ctxbase serve --session-idle-timeout, "
     "ServerSettings(session_idle_timeout_s=...)",
     "anchoring": "the server's environment, CTXBASE_EXTRACT_* for LLM extraction",
+    "query_rewrite": "the server's environment, CTXBASE_REWRITE_BASE_URL / _MODEL / _API_KEY",
     "max_content_bytes": "its request limit, ctxbase serve --max-body-bytes",
     "bus_config": "no ctxbase serve flag or ServerSettings field sets its capture queue, "
     "which keeps the defaults; an app of your own sets it with "

@@ -530,6 +530,13 @@ class Gatherer:
             note = f"semantic search left out (keyword and graph only): {resp.embedder_error}"
             if note not in self.notes:
                 self.notes.append(note)
+        for note in (  # what the rewriting model added, or why it added nothing
+            [f"query rewritten for {strategy}: {' | '.join(resp.rewrites)}"]
+            if resp.rewrites
+            else []
+        ) + ([f"no query rewrite: {resp.rewrite_error}"] if resp.rewrite_error else []):
+            if note not in self.notes:
+                self.notes.append(note)
         embedder = self.cb.embedder
         gate = gate_search(
             resp,

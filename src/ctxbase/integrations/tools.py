@@ -430,6 +430,8 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
     if facts:
         out["facts"] = facts
     notes = [response.off_topic] if response.off_topic else []
+    if response.rewrites:  # the agent sees what its question was also searched as
+        notes.append(f"also searched as: {' | '.join(response.rewrites)}")
     # an agent cannot tell a memory that is not there from one withheld: say how many were
     # only those that would have been results: scoring at least the last result's score
     floor = None if only_facts else min((c.score for c in response.results), default=None)

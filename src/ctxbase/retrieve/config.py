@@ -115,6 +115,12 @@ class SearchConfig(BaseModel):
     decomp_weight: float = Field(default=0.0, ge=0, le=5.0)
     # the parts are searched semantically too (one query embedding each), not only by keyword
     decomp_semantic: bool = False
+    # With a rewriting model configured (retrieve/query_rewrite.py; none by default), each
+    # alternative wording it gives is searched by keyword as one more ranking at this times
+    # the keyword weight (1: as much as the query's own; not measured: no model runs
+    # here), semantically too with rewrite_semantic (one query embedding each).
+    rewrite_weight: float = Field(default=1.0, ge=0, le=5.0)
+    rewrite_semantic: bool = False
     # Each top place after the first goes to the hit whose score, raised by this times the
     # weight share of the query terms it adds to those placed above it, is highest, among
     # the best `coverage_window` (retrieve/coverage.py): a question asking two things gets

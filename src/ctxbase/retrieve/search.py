@@ -45,6 +45,7 @@ from .pending import PendingUnits
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_decomp import query_conjuncts
 from .query_parts import query_clauses
+from .query_rewrite import QueryRewriter, rewrite_rankings
 from .recency import of_kinds, order_by_recency, produced_at, recent_kinds
 from .relative_time import anchored_period
 from .relevance import off_topic_reason, search_evidence
@@ -106,6 +107,10 @@ class SearchResponse:
     embedder_error: str | None = None
     # with `relevance_gate`: why nothing was returned (no hit is about the query), else None
     off_topic: str | None = None
+    # with a rewriting model (query_rewrite.py): the alternatives searched too, and why
+    # there are none when the model failed (the search went on without them)
+    rewrites: list[str] = field(default_factory=list)
+    rewrite_error: str | None = None
 
 
 _VECTOR_LISTS = frozenset({"semantic", "semantic_topic"})
@@ -140,9 +145,11 @@ class Searcher:
         batch_queries: bool = False,
         query_timeout_s: float = QUERY_TIMEOUT_S,
         model_start_timeout_s: float = MODEL_START_TIMEOUT_S,
+        rewriter: QueryRewriter | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.rewriter = rewriter  # an LLM's alternative wordings of a query; None: off
         self.query_timeout_s = query_timeout_s
         self.model_start_timeout_s = model_start_timeout_s
         # Opt-in: concurrent searches share model calls for their query embeddings. Off by
@@ -323,6 +330,7 @@ class Searcher:
             "memory_signals": self.known_signals.drop(project_id),
             "message_statuses": self.known_statuses.drop(project_id),
             "entity_expiries": self.known_expiries.drop(project_id),
+            "query_rewrites": 0 if self.rewriter is None else self.rewriter.forget(),
         }
 
     def warm_queries(self, queries: list[str]) -> None:
@@ -487,6 +495,21 @@ class Searcher:
             pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
             timings["parts"] = _ms(t)
 
+        rewrite = None
+        searchable = config.keyword or (semantic and config.rewrite_semantic)
+        if self.rewriter is not None and config.rewrite_weight > 0 and searchable:
+            t = time.perf_counter()  # a model's other wordings of the query, searched too
+            rewrite = self.rewriter.rewrite(query)
+            for name, weight, found in rewrite_rankings(
+                self, project_id, rewrite.queries, flt, allowed, config, semantic
+            ):
+                rankings[name], raw_scores[name] = [i for i, _ in found], dict(found)
+                weights[name] = weight
+                if unembedded is not None:
+                    unembedded.note(rankings[name])
+            pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
+            timings["rewrite"] = _ms(t)
+
         if config.feedback_weight > 0 and config.keyword and config.keyword_index:
             t = time.perf_counter()  # a second keyword pass seeded by the first hits' terms
             seeds = [items[k] for k in list(pool)[: config.feedback_seeds] if k in items]
@@ -624,6 +647,8 @@ class Searcher:
             # never fewer than the units found without a vector
             pending_vectors=0 if unembedded is None else max(unembedded.count, len(pending)),
             embedder_error=embedder_error,
+            rewrites=[] if rewrite is None else list(rewrite.queries),
+            rewrite_error=None if rewrite is None else rewrite.error,
         )
         return self._gated(response, config) if config.relevance_gate else response
 

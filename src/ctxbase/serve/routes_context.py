@@ -85,6 +85,8 @@ def search(pid: ReadProject, body: SearchIn, who: Caller, rt: Rt) -> SearchOut:
         pending_vectors=response.pending_vectors,
         embedder_error=response.embedder_error,
         off_topic=response.off_topic,
+        rewrites=response.rewrites,
+        rewrite_error=response.rewrite_error,
     )
 
 

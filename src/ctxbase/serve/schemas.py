@@ -362,6 +362,8 @@ class SearchOptionsIn(_In):
     clause_semantic: bool | None = None
     decomp_weight: float | None = None
     decomp_semantic: bool | None = None
+    rewrite_weight: float | None = None
+    rewrite_semantic: bool | None = None
     coverage_boost: float | None = None
     coverage_window: int | None = None
     feedback_weight: float | None = None
@@ -534,6 +536,16 @@ class SearchOut(_Out):
         default=None,
         description="with options.relevance_gate: why nothing was returned (no hit is about "
         "the query)",
+    )
+    rewrites: list[str] = Field(
+        default_factory=list,
+        description="with a query-rewriting model on the server (CTXBASE_REWRITE_*): the "
+        "alternative wordings searched too",
+    )
+    rewrite_error: str | None = Field(
+        default=None,
+        description="why the rewriting model gave no alternatives (the search went on "
+        "without them)",
     )
 
 

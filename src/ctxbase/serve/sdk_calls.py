@@ -693,6 +693,8 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
                 pending_vectors=int(r.get("pending_vectors", 0)),
                 embedder_error=r.get("embedder_error"),
                 off_topic=r.get("off_topic"),
+                rewrites=list(r.get("rewrites", ())),
+                rewrite_error=r.get("rewrite_error"),
             ),
             body=body,
         )
