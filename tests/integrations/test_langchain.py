@@ -104,11 +104,22 @@ def test_chat_history_round_trip(tmp_path: Path) -> None:
         assert [e.agent_id for e in events][1:3] == ["user", "coder"]
         assert [c.id for c in cb.causal_chain(events[-1].id)] == [e.id for e in events[-2::-1]]
         assert cb.search("SQL", preset="keyword").results
+        # the tool-call-only message reads as its call, as capture_messages stores it; the
+        # LangChain serialisation is not searchable text (it is in metadata)
+        assert events[2].text == 'run_sql(q="SELECT 1")'
+        for word in ("langchain_message", "additional_kwargs", "human"):
+            assert not cb.search(word, preset="keyword").results, word
+        # a message with nothing to read is kept (it round-trips) and found by no search
+        history.add_messages([HumanMessage("")])
+        assert history.messages[-1] == HumanMessage("")
+        assert cb.last_events("chat", 1)[0].text is None
+        assert not cb.search("content type data", preset="keyword").results
         # Another agent's event in the session reads back as a message too.
         cb.record("user_message", session_id="chat", text="and the cache?", agent_id="tester")
         assert history.messages[-1] == HumanMessage("and the cache?")
         history.clear()  # hides what this history recorded; the tester's message stays
         assert history.messages == [HumanMessage("and the cache?")]
+        assert cb.last_events("chat", 1)[0].metadata.get("langchain_message") is None
         history.clear()  # clearing an empty history, or one never written, is no error
         CtxbaseChatHistory(cb, session_id="never-written").clear()
 

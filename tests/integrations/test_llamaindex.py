@@ -99,6 +99,11 @@ def test_memory_round_trip_as_ctxbase_events(filled: ContextBase) -> None:
     ]
     assert [e.agent_id for e in events][1:3] == ["user", "bot"]
     assert [c.id for c in filled.causal_chain(events[-1].id)] == [e.id for e in events[-2::-1]]
+    # the LlamaIndex form is metadata, not searchable text: the tool-call-only message is
+    # found by no search for the words of its serialisation
+    assert events[2].text is None and events[2].metadata["llama_index_message"]
+    for word in ("llama_index_message", "additional_kwargs", "blocks"):
+        assert not filled.search(word, preset="keyword").results, word
     # Another agent's message in the session reads back too; the window keeps the last ones.
     filled.record("user_message", session_id="chat", text="and the cache?", agent_id="tester")
     assert memory.get_all()[-1] == ChatMessage(role=MessageRole.USER, content="and the cache?")

@@ -40,6 +40,7 @@ with warnings.catch_warnings():  # deprecated in langchain-core 1.6.4, still wha
     warnings.simplefilter("ignore")
     from langchain_core.chat_history import BaseChatMessageHistory
 
+from ..capture.tool_calls import call_text  # noqa: E402
 from .recall import assembled, searched  # noqa: E402
 from .tools import ToolScope, session_events  # noqa: E402
 
@@ -50,7 +51,9 @@ if TYPE_CHECKING:
 
 __all__ = ["CtxbaseChatHistory", "CtxbaseRetriever"]
 
-# A message's LangChain form rides in the event's data, so it comes back exactly.
+# A message's LangChain form rides in the event's metadata, so it comes back exactly (in
+# its data before: read there too); metadata is not searched, so a message with no text
+# of its own is not found by the words of its serialisation.
 _LC_KEY = "langchain_message"
 # The agent of the history that recorded the message (a user message is written as the
 # user's, so the event's agent_id does not say whose history it came from).
@@ -125,8 +128,9 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
         events = session_events(self.cb, self.session_id, HISTORY_LIMIT, self.project)
         out: list[BaseMessage] = []
         for e in events:
-            if isinstance(e.data, dict) and _LC_KEY in e.data:
-                out.extend(messages_from_dict([e.data[_LC_KEY]]))
+            form = _stored_form(e)
+            if form is not None:
+                out.extend(messages_from_dict([form[_LC_KEY]]))
             elif e.type in _FROM_TYPE and e.text:
                 out.append(_FROM_TYPE[e.type](content=e.text))
         return out
@@ -135,16 +139,23 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
         last = session_events(self.cb, self.session_id, 1, self.project)
         parent = last[-1].id if last else None
         for m in messages:
+            metadata: dict[str, Any] = {_LC_KEY: message_to_dict(m), _BY_KEY: self.agent_id}
+            if isinstance(m, ToolMessage):
+                metadata["tool_call_id"] = m.tool_call_id
+            # a message made only of tool calls reads as its calls, as capture_messages
+            # stores it (`get_weather(city="Paris")`); one with nothing to read is stored
+            # with empty data: kept, never found by a search
+            text = m.text or _calls_text(m)
             event = self.cb.record(
                 _EVENT_TYPE.get(m.type, "assistant_message"),
                 session_id=self.session_id,
-                text=m.text or None,
-                data={_LC_KEY: message_to_dict(m), _BY_KEY: self.agent_id},
+                text=text or None,
+                data=None if text else {},
                 project=self.project,
                 agent_id=self.user_id if isinstance(m, HumanMessage) else self.agent_id,
                 agent_role=None if isinstance(m, HumanMessage) else self.agent_role,
                 parent_event_ids=[parent] if parent else [],
-                metadata={"tool_call_id": m.tool_call_id} if isinstance(m, ToolMessage) else None,
+                metadata=metadata,
             )
             parent = event.id
 
@@ -160,10 +171,26 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
             self.cb.set_hidden(ids, True, project=self.project)
 
     def _recorded_here(self, event: Event) -> bool:
-        data = event.data
-        if not isinstance(data, dict) or _LC_KEY not in data:
+        form = _stored_form(event)
+        if form is None:
             return False
-        if _BY_KEY in data:
-            return bool(data[_BY_KEY] == self.agent_id)
+        if _BY_KEY in form:
+            return bool(form[_BY_KEY] == self.agent_id)
         # recorded before histories named themselves: the agent's own (not the user's) turns
         return event.agent_id == self.agent_id
+
+
+def _stored_form(event: Event) -> dict[str, Any] | None:
+    """The mapping holding a message's LangChain form: the event's metadata, or its data
+    (where histories kept it before); None for an event no history recorded."""
+    for where in (event.metadata, event.data):
+        if isinstance(where, dict) and isinstance(where.get(_LC_KEY), dict):
+            return where
+    return None
+
+
+def _calls_text(message: BaseMessage) -> str:
+    """An AI message's tool calls as capture renders them, one per line ("" for none)."""
+    if not isinstance(message, AIMessage):
+        return ""
+    return "\n".join(call_text(c.get("name"), c.get("args")) for c in message.tool_calls)

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 __all__ = ["CtxbaseChatMemory", "CtxbaseRetriever"]
 
 SearchMode = Literal["keyword", "semantic", "hybrid", "hybrid_graph"]
-# A message's LlamaIndex form rides in the event's data, so it comes back exactly.
+# A message's LlamaIndex form rides in the event's metadata (its data before), so it
+# comes back exactly.
 _LI_KEY = "llama_index_message"
 # The agent of the memory that recorded the message (a user message is written as the
 # user's, so the event's agent_id does not say whose memory it came from).
@@ -198,11 +199,14 @@ class CtxbaseChatMemory(BaseMemory):
         parent = last[-1].id if last else None
         for m in messages:
             user = m.role == MessageRole.USER
+            # the LlamaIndex form in metadata, which no search reads: a message with no
+            # text (tool calls only) is kept with empty data, never found by its JSON
             event = self.cb.record(
                 _EVENT_TYPE.get(m.role, "assistant_message"),
                 session_id=self.session_id,
                 text=m.content or None,
-                data={_LI_KEY: m.model_dump(mode="json"), _BY_KEY: self.agent_id},
+                data=None if m.content else {},
+                metadata={_LI_KEY: m.model_dump(mode="json"), _BY_KEY: self.agent_id},
                 project=self._project,
                 agent_id=self.user_id if user else self.agent_id,
                 agent_role=None if user else self.agent_role,
@@ -225,18 +229,28 @@ class CtxbaseChatMemory(BaseMemory):
             self.cb.set_hidden(ids, True, project=self._project)
 
     def _recorded_here(self, event: Event) -> bool:
-        data = event.data
-        if not isinstance(data, dict) or _LI_KEY not in data:
+        form = _stored_form(event)
+        if form is None:
             return False
-        if _BY_KEY in data:
-            return bool(data[_BY_KEY] == self.agent_id)
+        if _BY_KEY in form:
+            return bool(form[_BY_KEY] == self.agent_id)
         # recorded before memories named themselves: the agent's own (not the user's) turns
         return event.agent_id == self.agent_id
 
 
+def _stored_form(event: Event) -> dict[str, Any] | None:
+    """The mapping holding a message's LlamaIndex form: the event's metadata, or its data
+    (where memories kept it before); None for an event no memory recorded."""
+    for where in (event.metadata, event.data):
+        if isinstance(where, dict) and isinstance(where.get(_LI_KEY), dict):
+            return where
+    return None
+
+
 def _message(e: Event) -> ChatMessage | None:
-    if isinstance(e.data, dict) and _LI_KEY in e.data:
-        return ChatMessage.model_validate(e.data[_LI_KEY])
+    form = _stored_form(e)
+    if form is not None:
+        return ChatMessage.model_validate(form[_LI_KEY])
     if e.type in _FROM_TYPE and e.text:
         return ChatMessage(role=_FROM_TYPE[e.type], content=e.text)
     return None
