@@ -34,6 +34,7 @@ from .repo_forget import plan_repo_forget, repo_names
 from .retrieve.caches import clear_text_caches
 from .same_text import same_text_events, texts_said
 from .store.base import ForgetReport
+from .validation import check_id_list
 
 if TYPE_CHECKING:
     from .components import Components
@@ -270,6 +271,8 @@ def forget(
     repos: Sequence[str] = (),
 ) -> ForgetReport:
     """See `ContextBase.forget`."""
+    check_id_list("event_ids", event_ids)
+    check_id_list("entity_ids", entity_ids)
     names = repo_names(repo, repos)
     if not (event_ids or entity_ids or session_id or whole_project or names) and (
         soft_deleted_older_than is None
@@ -423,6 +426,7 @@ class ForgetMethods:
         state, the ids of events and entities hard-forgotten before (known by their
         tombstones; no error, nothing to do for them), and the ids the project holds as
         neither (NotFoundError when that is every id named)."""
+        check_id_list("ids", ids)
         pid = self._pid(project)
         self.flush()
         wanted = list(dict.fromkeys(ids))

@@ -47,6 +47,7 @@ __all__ = [
     "check_event_ts",
     "check_fact_key",
     "check_finite",
+    "check_id_list",
     "check_int64",
     "check_item_filter",
     "check_json",
@@ -136,6 +137,15 @@ def check_names(field: str, values: Any) -> None:
         for i, value in enumerate(values):
             if isinstance(value, str):
                 check_name(f"{field}[{i}]", value)
+
+
+def check_id_list(field: str, values: Any) -> None:
+    """A list of ids, never one string: a string is a sequence of its characters, and
+    `forget(event_ids="ev_1")` would name "e", "v", "_" and "1"."""
+    if isinstance(values, str | bytes):
+        raise ValidationError(
+            field, f"must be a list of ids, not one string (got {values!r}; pass [{values!r}])"
+        )
 
 
 def is_blank(text: str | None) -> bool:

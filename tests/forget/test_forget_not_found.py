@@ -11,7 +11,7 @@ import re
 import pytest
 
 from ctxbase import ContextBase
-from ctxbase.errors import NotFoundError
+from ctxbase.errors import NotFoundError, ValidationError
 from ctxbase.model import new_event_id
 
 
@@ -202,3 +202,28 @@ def test_what_a_purge_forgot_is_already_forgotten_after(cb: ContextBase) -> None
     again = cb.forget(event_ids=[event_id], entity_ids=[doc_id])
     assert (again.total, again.already_forgotten, again.not_found) == (0, [event_id, doc_id], [])
     assert cb.set_hidden([doc_id], False).already_forgotten == [doc_id]
+
+
+def test_one_id_string_is_refused_not_taken_as_its_characters(cb: ContextBase) -> None:
+    event_id, doc_id = _seed(cb)
+    calls = {
+        "ids": [
+            lambda: cb.soft_delete(event_id),
+            lambda: cb.restore(event_id),
+            lambda: cb.set_hidden(event_id, True),
+        ],
+        "event_ids": [lambda: cb.forget(event_ids=event_id)],
+        "entity_ids": [lambda: cb.forget(entity_ids=doc_id)],
+    }
+    for field, refused in calls.items():
+        for call in refused:
+            with pytest.raises(ValidationError) as err:
+                call()  # type: ignore[no-untyped-call]
+            assert err.value.field == field
+            assert "must be a list of ids, not one string" in str(err.value)
+            assert f"pass [{event_id!r}]" in str(err.value) or f"pass [{doc_id!r}]" in str(
+                err.value
+            )
+    # nothing was hidden or forgotten on the way
+    assert cb.get_event(event_id).active and cb.get_entity(doc_id).active
+    assert cb.soft_delete([event_id]) == 1

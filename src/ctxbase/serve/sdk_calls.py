@@ -30,7 +30,7 @@ from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..search_filters import merged_filters
 from ..store.base import ForgetReport, ItemFilter, SearchItem
-from ..validation import MessageShape, check_message_list, check_message_shape
+from ..validation import MessageShape, check_id_list, check_message_list, check_message_shape
 from .sdk_facts import FactCalls
 from .sdk_feedback import FeedbackCalls
 from .sdk_kb_calls import KnowledgeCalls
@@ -775,16 +775,19 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
 
     # -- forget ----------------------------------------------------------------------------------
     def soft_delete(self, ids: Sequence[str], *, project: str | None = None) -> Call[int]:
+        check_id_list("ids", ids)  # as embedded: one string is no list of its characters
         path = self._path(project, "soft-delete")
         return Call("POST", path, lambda r: int(r["changed"]), body={"ids": list(ids)})
 
     def restore(self, ids: Sequence[str], *, project: str | None = None) -> Call[int]:
+        check_id_list("ids", ids)
         path = self._path(project, "restore")
         return Call("POST", path, lambda r: int(r["changed"]), body={"ids": list(ids)})
 
     def set_hidden(
         self, ids: Sequence[str], hidden: bool = True, *, project: str | None = None
     ) -> Call[VisibilityReport]:
+        check_id_list("ids", ids)
         path = self._path(project, "soft-delete" if hidden else "restore")
         return Call("POST", path, _visibility, body={"ids": list(ids)})
 
@@ -800,6 +803,8 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         repo: str | None = None,
         repos: Sequence[str] = (),
     ) -> Call[ForgetReport]:
+        check_id_list("event_ids", event_ids)
+        check_id_list("entity_ids", entity_ids)
         older = (
             None if soft_deleted_older_than is None else retention_seconds(soft_deleted_older_than)
         )
