@@ -330,6 +330,12 @@ def test_capture_reads_long_text_from_a_file_or_stdin(
     assert texts == [body, "from standard input"]
     code, _, err = _run(capsys, *base, "capture", "--session", "s", "--text-file", "nope.txt")
     assert code == 3 and "nope.txt" in err
+    code, _, err = _run(capsys, *base, "capture", "--session", "s", "--text-file", str(tmp_path))
+    assert code == 2 and "is a directory, not a file" in err and "Traceback" not in err
+    # a number too large for any database is an error line, not a driver's crash
+    for args in (["events", "s", "--last", "9" * 20], ["entities", "--limit", "9" * 20]):
+        code, _, err = _run(capsys, *base, *args)
+        assert code == 2 and "error:" in err and "must be between" in err, args
 
 
 def test_read_text_loses_one_final_line_break_as_a_shell_does(

@@ -148,11 +148,15 @@ def _capture_text(args: argparse.Namespace) -> str:
     capture --text -` stores "hi", the same as `--text hi`."""
     if args.text_file is not None:
         path = _existing_file("file", args.text_file)
+        if os.path.isdir(path):
+            raise ValidationError("text-file", f"{path} is a directory, not a file")
         try:
             with open(path, encoding="utf-8") as f:
                 return _without_final_newline(f.read())
         except UnicodeDecodeError as exc:
             raise ValidationError("text-file", f"{path} is not UTF-8 text ({exc.reason})") from exc
+        except OSError as exc:  # unreadable: say so, no traceback
+            raise ValidationError("text-file", f"{path}: {exc.strerror or exc}") from exc
     if args.text == "-":
         return _without_final_newline(sys.stdin.read())
     return str(args.text)

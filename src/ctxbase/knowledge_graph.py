@@ -81,6 +81,7 @@ class GraphMethods:
         included), each with its `marks` (a retracted message, one rated wrong).
         NotFoundError for a session the project does not have (as the timeline and
         `ctxbase events` say), not an empty list."""
+        n = check_int64("n", n)  # 10**30 is an error, not a crash in the database driver
         if n < 0:
             raise ValidationError("n", "must be >= 0")
         self._caught_up()
@@ -313,6 +314,8 @@ class GraphMethods:
         `new_project`."""
         check_name("type", type)
         check_name("name", name)
+        if limit is not None and check_int64("limit", limit) < 1:
+            raise ValidationError("limit", f"must be at least 1, or None for all (got {limit})")
         pid = check_known_project(self.store, self.project, self._pid(project), new_project)
         return self.store.list_entities(
             pid,
