@@ -99,8 +99,21 @@ def _validation_response(
     elif loc == ("body",) and content_type and "json" not in content_type.lower():
         # `curl -d` without a JSON content type: the body was not read as JSON at all.
         msg = f"send JSON with 'Content-Type: application/json' (got {content_type!r})"
-    body = {"error": {"code": "invalid", "message": f"{field}: {msg}", "field": field}}
-    return JSONResponse(body, status_code=422)
+    return JSONResponse(_invalid(f"{field}: {msg}", field), status_code=422)
+
+
+def _invalid(message: str, field: str | None) -> dict[str, Any]:
+    """A refused request's body, shaped as a library ValidationError's (error_body): the
+    `type` and `details` every error body has, so a client reads them alike."""
+    return {
+        "error": {
+            "code": "invalid",
+            "message": message,
+            "field": field,
+            "type": "ValidationError",
+            "details": {},
+        }
+    }
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -126,13 +139,23 @@ def _install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
             # FastAPI's JSON parse ran out of stack: say what is wrong with the body
             message = f"body: is nested too deep to read (at most {MAX_JSON_DEPTH} levels)"
-            deep = {"error": {"code": "invalid", "message": message, "field": "body"}}
-            return JSONResponse(deep, status_code=422)
+            return JSONResponse(_invalid(message, "body"), status_code=422)
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
             exc.status_code, "http_error"
         )
         field = "body" if exc.status_code == 413 else None
-        body = {"error": {"code": code, "message": str(exc.detail), "field": field}}
+        message = str(exc.detail)
+        error: dict[str, Any] = {"code": code, "message": message, "field": field}
+        if exc.status_code == 404 and message == "Not Found":  # no route: say which was asked
+            error["message"] = (
+                f"no such route: {request.method} {request.url.path} (the API's routes start "
+                "with /v1/; give the URL `ctxbase serve` prints, without a path; GET /docs "
+                "lists them)"
+            )
+            error.update(type="NotFoundError", details={})
+        elif exc.status_code == 405:
+            error["message"] = f"{request.method} is not allowed on {request.url.path}"
+        body = {"error": error}
         return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(Exception)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from ..aliases import identity_source
 from ..assemble.trace import AssembledContext, print_assembly_log
-from ..errors import CtxbaseError, ValidationError
+from ..errors import CtxbaseError, StorageError, ValidationError
 from ..open_options import check_remote_options
 from ..own_names import named_as
 from ..validation import check_positive_seconds
@@ -97,6 +97,19 @@ def _sent(exc: Exception) -> bool:
     """Whether a request that failed so may have reached the server (it connected)."""
     http = _httpx()
     return not isinstance(exc, http.ConnectError | http.ConnectTimeout)
+
+
+_CAPTURE_PATHS = ("/events", "/messages", "/flush")
+
+
+def _closed(call: Call[Any]) -> CtxbaseError:
+    """A call on a closed client: the class the embedded base raises once closed (a
+    capture's CaptureError, any other call's StorageError), not httpx's RuntimeError."""
+    if call.method == "POST" and any(p in call.path for p in _CAPTURE_PATHS):
+        from ..capture.bus import CaptureError
+
+        return CaptureError("the client is closed: open another with ctxbase.connect")
+    return StorageError("the client is closed: open another with ctxbase.connect")
 
 
 def _unreachable(url: str, exc: Exception, call: Call[Any] | None = None) -> CtxbaseError:
@@ -214,6 +227,8 @@ class Client:
         self._transport_errors: tuple[type[Exception], ...] = (httpx.TransportError,)
 
     def _run(self, call: Call[T]) -> T:
+        if self._http.is_closed:
+            raise _closed(call)
         deadline = _Deadline(call, self.timeout, self.capture_timeout)
         maybe_done = False  # an earlier attempt may have reached the server
         for attempt in range(self.retries + 1):
@@ -396,6 +411,8 @@ class AsyncClient:
         self._transport_errors: tuple[type[Exception], ...] = (httpx.TransportError,)
 
     async def _run(self, call: Call[T]) -> T:
+        if self._http.is_closed:
+            raise _closed(call)
         deadline = _Deadline(call, self.timeout, self.capture_timeout)
         maybe_done = False  # an earlier attempt may have reached the server
         for attempt in range(self.retries + 1):
