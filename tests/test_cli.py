@@ -648,3 +648,19 @@ def test_chain_of_a_merged_id_starts_from_the_event_it_went_into(
     assert "merged_id" not in rows[1]
     code, _, err = _run(capsys, *base, "forget", "--event", str(b))
     assert code == 1 and f"merged into event '{a}'" in err
+
+
+def test_an_empty_search_names_hidden_events_and_a_blank_filter_is_refused(
+    tmp_path: Path, capsys: Any
+) -> None:
+    base = ["--db", str(tmp_path / "t.db"), "--embedder", "hash", "--project", "shop"]
+    _run(capsys, *base, "capture", "--session", "a", "--text", "the cache key is user:42")
+    code, out, err = _run(capsys, *base, "search", "nothing like this", "--preset", "keyword")
+    assert (code, out, err) == (0, "", "")  # nothing matched, nothing hidden: nothing to say
+    assert _run(capsys, *base, "forget", "--soft", "--session", "a")[0] == 0
+    code, out, err = _run(capsys, *base, "search", "cache key", "--preset", "keyword")
+    assert code == 0 and out == ""
+    assert "1 hidden event(s) of the project" in err and "ctxbase restore" in err
+    for flag in ("--path", "--agent", "--type"):
+        code, out, err = _run(capsys, *base, "search", "cache", flag, " ")
+        assert code == 2 and f"error: {flag}: is blank" in err, flag

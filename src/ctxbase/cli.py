@@ -254,6 +254,11 @@ def cmd_search(args: argparse.Namespace) -> int:
     from .validation import check_query
 
     check_query(args.query)  # before the database and the model are opened
+    for flag in ("session", "agent", "type", "repo", "path"):
+        given = getattr(args, flag)
+        for value in given if isinstance(given, list) else [given]:
+            if value is not None and not value.strip():  # "" would filter on nothing said
+                raise ValidationError(f"--{flag}", "is blank")
     try:
         cfg = get_preset(args.preset, top_k=args.k, min_similarity=args.min_similarity)
     except ValidationError as exc:  # named as typed, not as the library's parameter
@@ -298,6 +303,15 @@ def cmd_search(args: argparse.Namespace) -> int:
             raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so
             note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
+        elif not response.results and not getattr(args, "quiet", False):
+            # an empty answer says nothing; hidden events would have answered: say so
+            hidden = sum(cb.store.hidden_event_counts(cb.project).values())
+            if hidden:
+                print(
+                    f"note: {hidden} hidden event(s) of the project (forget --soft or"
+                    " compact-archived) are not searched; ctxbase restore brings them back",
+                    file=sys.stderr,
+                )
         if not response.results and args.kb_version is None and not getattr(args, "quiet", False):
             note_pinned(cb)
         if args.json:
