@@ -13,6 +13,7 @@ from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 
 from ctxbase import ContextBase
+from ctxbase.errors import ValidationError
 from ctxbase.integrations.langgraph_store import ITEM_TYPE, CtxbaseStore
 
 
@@ -151,6 +152,11 @@ def test_ttl_expires_and_reading_refreshes(cb: ContextBase) -> None:
         time.sleep(0.45)
         assert store.get(("t",), "kept") is not None
     assert store.get(("t",), "kept", refresh_ttl=False) is not None
+    # a ttl that is no positive number of minutes is refused, nothing written
+    for bad in (-1, 0, float("nan")):
+        with pytest.raises(ValidationError, match="ttl: must be a positive number of minutes"):
+            store.put(("t",), "bad", {"v": 4}, ttl=bad)
+    assert store.get(("t",), "bad") is None
     with pytest.raises(Exception, match="TTL"):
         CtxbaseStore.supports_ttl = False
         try:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import threading
 import time
 from collections.abc import Iterable, Sequence
@@ -52,7 +53,7 @@ from langgraph.store.base import (  # noqa: E402  # after the install hint
     tokenize_path,
 )
 
-from ..errors import NotFoundError  # noqa: E402
+from ..errors import NotFoundError, ValidationError  # noqa: E402
 from ..model import Entity, make_entity_id  # noqa: E402
 from ..store.base import ItemFilter  # noqa: E402
 
@@ -332,10 +333,14 @@ class CtxbaseStore(BaseStore):
         if op.value is None:
             self._delete([self._entity_id(op.namespace, op.key)])
             return
-        old = self._load(op.namespace, op.key)
         ttl = op.ttl
         if ttl is None and self.ttl_config is not None:
             ttl = self.ttl_config.get("default_ttl")
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf
+        ):  # a ttl of -1 would write an item that has expired already
+            raise ValidationError("ttl", f"must be a positive number of minutes (got {ttl!r})")
+        old = self._load(op.namespace, op.key)
         self._write(
             op.namespace,
             op.key,
