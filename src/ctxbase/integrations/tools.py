@@ -192,7 +192,7 @@ class AssembleContextArgs(_Args):
         default=None, max_length=200, description="The conversation to continue, if any."
     )
     max_tokens: int | None = Field(
-        default=None, ge=100, le=200_000, description="Token budget (default: the policy's)."
+        default=None, ge=1, le=200_000, description="Token budget (default: the policy's)."
     )
 
 
