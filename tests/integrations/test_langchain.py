@@ -15,7 +15,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 
 from ctxbase import ContextBase
-from ctxbase.errors import ConflictError
+from ctxbase.errors import ConflictError, ValidationError
 from ctxbase.integrations.langchain import CtxbaseChatHistory, CtxbaseRetriever
 
 TEXTS = [
@@ -166,3 +166,10 @@ def test_chat_history_keeps_repeated_messages_and_refuses_an_archive(tmp_path: P
         with pytest.raises(ConflictError, match="archived"):
             history.add_messages([HumanMessage("yes")])
         assert len(history.messages) == 4
+
+
+def test_chat_history_refuses_a_bad_session_id_before_any_read(tmp_path: Path) -> None:
+    with ContextBase(str(tmp_path / "b.db"), project="b", embedder="hash") as cb:
+        with pytest.raises(ValidationError) as err:
+            CtxbaseChatHistory(cb, "第一天 的 会话\n")  # a read answered [] before
+        assert err.value.field == "session_id"

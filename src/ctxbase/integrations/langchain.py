@@ -41,6 +41,7 @@ with warnings.catch_warnings():  # deprecated in langchain-core 1.6.4, still wha
     from langchain_core.chat_history import BaseChatMessageHistory
 
 from ..capture.tool_calls import call_text  # noqa: E402
+from ..model import check_id  # noqa: E402
 from .recall import assembled, searched  # noqa: E402
 from .tools import ToolScope, session_events  # noqa: E402
 
@@ -117,7 +118,8 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
         agent_role: str | None = None,
     ) -> None:
         self.cb = cb
-        self.session_id = session_id
+        # a bad id is refused here, not at the first write after reads that answered []
+        self.session_id = check_id("session_id", session_id)
         self.project = project or cb.project
         self.agent_id = agent_id
         self.user_id = user_id
