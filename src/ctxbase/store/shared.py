@@ -494,6 +494,14 @@ class SharedReads:
             found.update(r[0] for r in self._all(sql + cond, (project_id, model, *args)))
         return found
 
+    def other_vector_model(self, project_id: str, model: str) -> str | None:
+        row = self._one(
+            "SELECT embedded_model FROM items WHERE embedded_model IS NOT NULL "
+            "AND embedded_model<>? AND project_id=? AND active=1 LIMIT 1",
+            (model, project_id),
+        )
+        return None if row is None else str(row[0])
+
     def index_generation(self, project_id: str) -> int:
         return rows.generation_key(
             self._one(
