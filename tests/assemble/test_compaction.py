@@ -121,6 +121,25 @@ def test_retracted_and_hidden_text_never_reaches_a_summary(cb: ContextBase) -> N
     assert cb.store.get_events(cb.project, [ids["secret"]], include_inactive=True) == []
 
 
+def test_a_reply_repeating_a_retracted_message_never_reaches_a_summary(cb: ContextBase) -> None:
+    cm = cb.context_manager()
+    sid = cm.create_session("u1")
+    told = cm.add_message(sid, "user", "The deadline is Friday")
+    cm.add_message(sid, "assistant", "OK, deadline Friday noted.")
+    cm.add_message(sid, "user", "Also book the venue for the launch party")
+    cm.expire_message(sid, told)  # retracted: so is the reply that repeats it
+    archived = cb.archive_session(sid).metadata["archive_summary"]
+    assert "Friday" not in archived and "venue" in archived
+    cb.compact_archived(0, now=LATER)
+    (text,) = _summary(cb, sid)
+    assert "Friday" not in text and "venue" in text
+    # another session of the user does not get it back through the summary
+    other = cm.create_session("u1")
+    cm.add_message(other, "user", "When is the deadline?")
+    prompt = cm.get_prompt_messages(other, max_tokens=2000)
+    assert not any("Friday" in m["content"] for m in prompt)
+
+
 def test_forgotten_text_leaves_the_summary(cb: ContextBase) -> None:
     ids = _session(cb)
     cb.archive_session("s1")

@@ -30,6 +30,7 @@ from typing import Any
 from ..components import Components
 from ..model import Event, SessionInfo
 from .compaction_report import CompactionReport
+from .echoes import echo_ids
 from .lifecycle import Status
 from .state import message_statuses
 from .summary_text import SUMMARY_TOKENS, summary_text
@@ -109,7 +110,9 @@ def _compact_one(cb: Components, pid: str, info: SessionInfo) -> int | None:
     raw = [e for e in store.list_events(pid, sid) if e.type != SUMMARY_TYPE]
     if not raw:
         return 0
-    retracted = set(message_statuses(cb, sid, project=pid))  # out of prompts: out of here
+    statuses = message_statuses(cb, sid, project=pid)
+    # out of prompts: out of here, and so are the replies that repeat a retracted message
+    retracted = set(statuses) | echo_ids(raw, statuses)
     sources = [e for e in raw if e.type in _SAID and e.id not in retracted and e.text]
     tasks = store.list_tasks(pid, sid)
     text = summary_text(info, tasks, sources, len(raw))

@@ -22,9 +22,21 @@ from .lifecycle import Status
 if TYPE_CHECKING:
     from ..store.base import Store
 
-__all__ = ["ECHO_MARK", "mark_echoes", "memory_echoes"]
+__all__ = [
+    "ECHO_MARK",
+    "echo_ids",
+    "mark_echoes",
+    "memory_echoes",
+]
 
 ECHO_MARK = "[answers a retracted message]"
+
+
+def echo_ids(events: Sequence[Event], statuses: Mapping[str, Status]) -> set[str]:
+    """The assistant messages among one session's `events` that answer and repeat a
+    retracted message: left out wherever the message is (a session's summaries too)."""
+    retracted = [m for m, st in statuses.items() if st == Status.EXPIRED]
+    return set(history_echoes(events, retracted)) if retracted else set()
 
 
 def mark_echoes(

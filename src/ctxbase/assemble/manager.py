@@ -20,6 +20,7 @@ from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import SessionInfo, StateFact, TaskInfo, check_id, keyed_event_id
 from ..store.base import StateChange
 from .budget import compress_extractive
+from .echoes import echo_ids
 from .facts import FactExtractor, asks_to_remember
 from .lifecycle import (
     ContextKind,
@@ -190,7 +191,8 @@ class ContextManager:
             self.project, session_id, types=["user_message", "assistant_message"]
         )
         hidden = message_statuses(self.cb, session_id, project=self.project)
-        texts = [e.text or "" for e in events if e.id not in hidden]
+        repeats = echo_ids(events, hidden)  # replies repeating a retracted message go too
+        texts = [e.text or "" for e in events if e.id not in hidden and e.id not in repeats]
         summary = compress_extractive(texts, _ARCHIVE_SUMMARY_TOKENS, get_token_counter())
         for task in self.cb.store.list_tasks(self.project, session_id):
             if task.status != Status.ARCHIVED:
