@@ -43,6 +43,7 @@ class FactMethods:
         `get_facts`, marked `expired` in `fact_history`)."""
         from .assemble import state
 
+        state.check_scope_open(self, scope, scope_id, self._pid(project))
         return state.set_fact(
             self,
             key,
@@ -91,6 +92,7 @@ class FactMethods:
         (None: it did not exist then, and is deleted)."""
         from .assemble import state
 
+        state.check_scope_open(self, scope, scope_id, self._pid(project))
         return state.rollback_fact(
             self,
             key,

@@ -24,7 +24,7 @@ from ctxbase.assemble.state import (
     rollback_fact,
     set_fact,
 )
-from ctxbase.errors import NotFoundError, ValidationError
+from ctxbase.errors import ConflictError, NotFoundError, ValidationError
 
 
 @pytest.fixture
@@ -154,3 +154,26 @@ def test_a_failing_endpoint_falls_back_to_the_rules(cb: ContextBase) -> None:
         assert written[0].value == {"op": "<=", "amount": 3000, "currency": "USD"}
     finally:
         server.close()
+
+
+def test_a_session_archived_or_expired_takes_no_facts_from_any_path(cb: ContextBase) -> None:
+    cm = cb.context_manager()
+    sid = cm.create_session("u1")
+    cm.add_message(sid, "user", "budget is 5000")
+    cb.set_fact("budget", 5000, scope="session", scope_id=sid)  # live: taken
+    cb.expire_session(sid)
+    for write in (
+        lambda: cb.set_fact("budget", 6000, scope="session", scope_id=sid),
+        lambda: cb.rollback_fact("budget", 1, scope="session", scope_id=sid),
+        lambda: cm.set_state(sid, "budget", 6000, scope="session"),
+    ):
+        with pytest.raises(ConflictError, match="expired; it takes no writes"):
+            write()
+    cb.resume_session(sid)
+    assert cb.set_fact("budget", 7000, scope="session", scope_id=sid).value == 7000
+    cb.archive_session(sid)
+    with pytest.raises(ConflictError, match="archived; it takes no writes"):
+        cb.set_fact("budget", 8000, scope="session", scope_id=sid)
+    assert cb.get_facts(scope="session", scope_id=sid)["budget"].value == 7000
+    # a scope the store has no record of stays writable (facts may come before the session)
+    assert cb.set_fact("x", 1, scope="session", scope_id="not-yet").value == 1

@@ -52,6 +52,7 @@ __all__ = [
     "SCOPES",
     "LLMConfig",
     "Scope",
+    "check_scope_open",
     "check_ttl",
     "default_extractor",
     "delete_fact",
@@ -133,6 +134,32 @@ def live(facts: Iterable[StateFact], now: float | None = None) -> list[StateFact
     """The facts not expired by `now` (the time of the read by default)."""
     at = time.time() if now is None else now
     return [f for f in facts if not f.expired(at)]
+
+
+def check_scope_open(cb: ComponentsSource, scope: str, scope_id: str, project: str) -> None:
+    """A caller's fact write into a session archived or expired, or a task archived, is
+    refused (ConflictError), as ContextManager.set_state refuses it: an archive is final
+    and an expired session takes no writes until it is resumed. (The state layer's own
+    writes, a hidden message's facts withdrawn, go on.)"""
+    from ..errors import ConflictError
+
+    _check_scope(scope, scope_id)  # a bad id is refused before any read, as by set_fact
+    store = components_of(cb).store
+    if scope == "session":
+        info = store.get_session(project, scope_id)
+        status = None if info is None else str(info.status)
+    elif scope == "task":
+        task = store.get_task(project, scope_id)
+        status = None if task is None else str(task.status)
+    else:
+        return
+    if status == "archived":
+        raise ConflictError(f"{scope} {scope_id!r} is archived; it takes no writes")
+    if status == "expired" and scope == "session":
+        raise ConflictError(
+            f"session {scope_id!r} is expired; it takes no writes until a message or "
+            "resume_session re-activates it"
+        )
 
 
 def set_fact(

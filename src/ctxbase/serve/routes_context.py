@@ -219,6 +219,7 @@ def set_state(
     pid: WriteProject, rt: Rt, key: Key, scope_id: ScopeId, body: StateSetIn, scope: Scope = "task"
 ) -> StateFact:
     """Write one fact: a new version, with the old value kept in the history."""
+    facts.check_scope_open(rt.cb, scope, scope_id, pid)
     return facts.set_fact(
         rt.cb,
         key,
@@ -272,6 +273,7 @@ def rollback_state(
     pid: WriteProject, rt: Rt, key: Key, scope_id: ScopeId, body: RollbackIn, scope: Scope = "task"
 ) -> RollbackOut:
     """Make a fact's value at `to_version` current again, as one more recorded change."""
+    facts.check_scope_open(rt.cb, scope, scope_id, pid)
     fact = facts.rollback_fact(
         rt.cb,
         key,
