@@ -14,7 +14,7 @@ from ctxbase.assemble.facts import RuleFactExtractor
 from ctxbase.assemble.lifecycle import IllegalTransition, Status
 from ctxbase.assemble.manager import ContextManager
 from ctxbase.assemble.trace import get_trace
-from ctxbase.errors import ConflictError, NotFoundError
+from ctxbase.errors import ConflictError, NotFoundError, ValidationError
 
 
 @pytest.fixture
@@ -165,3 +165,21 @@ def test_a_user_message_is_by_the_sessions_user(cb: ContextBase, cm: ContextMana
     assert by[said] == "alice"
     assert by[answered] != "alice"
     assert by[other] == "agent"
+
+
+def test_a_prompt_of_a_session_whose_user_messages_are_retracted_says_so(
+    cb: ContextBase,
+) -> None:
+    cm = cb.context_manager()
+    sid = cm.create_session("u1")
+    told = cm.add_message(sid, "user", "The deadline is Friday")
+    cm.add_message(sid, "assistant", "OK")
+    cm.expire_message(sid, told)
+    with pytest.raises(ValidationError) as err:
+        cm.get_prompt_messages(sid, max_tokens=3000)
+    assert err.value.field == "user_input"
+    assert f"user messages (1) are retracted, the last {told}" in str(err.value)
+    assert cm.get_prompt_messages(sid, max_tokens=3000, user_input="what now?")[-1] == {
+        "role": "user",
+        "content": "what now?",
+    }

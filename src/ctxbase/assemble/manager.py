@@ -543,9 +543,18 @@ class ContextManager:
                 task_id=task.task_id if task else None,
             )
             hidden = message_statuses(self.cb, session_id, project=self.project)
-            users = [u for u in users if u.id not in hidden]
-            if not users:
-                raise ValidationError("user_input", "the session has no user message yet")
+            live = [u for u in users if u.id not in hidden]
+            if not live:
+                why = "the session has no user message yet"
+                if users:  # there are some, all retracted or hidden: say so
+                    st = hidden[users[-1].id]
+                    word = "retracted" if st == Status.EXPIRED else str(st)
+                    why = (
+                        f"the session's user messages ({len(users)}) are {word}, the last"
+                        f" {users[-1].id}; pass user_input to ask something new"
+                    )
+                raise ValidationError("user_input", why)
+            users = live
             intent = users[-1].text or ""
         ctx = self.assembler.assemble(
             project_id=self.project,
