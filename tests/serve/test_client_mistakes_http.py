@@ -51,3 +51,22 @@ def test_a_refused_body_has_the_shape_of_every_error_body(live: Live) -> None:
     assert gone.status_code == 404
     assert gone.json()["error"]["type"] == "NotFoundError"
     assert "no such route: POST /v1/no-such-thing" in gone.json()["error"]["message"]
+
+
+def test_a_request_field_sent_in_the_wrong_place_says_where_it_goes(live: Live) -> None:
+    pid = f"p-{uuid.uuid4().hex[:8]}"
+    c = live.client(live.key(pid))
+    c.post(
+        f"/v1/projects/{pid}/events", json={"type": "user_message", "session_id": "s", "text": "hi"}
+    )
+    search = {"query": "hi", "options": {"preset": "keyword"}}
+    error = c.post(f"/v1/projects/{pid}/search", json=search).json()["error"]
+    assert error["field"] == "options.preset"
+    assert "is a field of the request, not an option: send it as preset" in error["message"]
+    body = {"scope": "session", "scope_id": "s", "key": "z", "value": 3}
+    refused = c.put(f"/v1/projects/{pid}/state", json=body)
+    assert refused.status_code == 422
+    assert "goes in the query string" in refused.json()["error"]["message"], refused.json()
+    params = {"scope": "session", "scope_id": "s", "key": "z"}
+    taken = c.put(f"/v1/projects/{pid}/state", params=params, json={"value": 3})
+    assert taken.status_code == 200 and taken.json()["value"] == 3

@@ -75,7 +75,10 @@ def _field(loc: tuple[Any, ...], sourced: bool = True) -> str:
 def _validation_response(
     errors: list[Any], sourced: bool = True, content_type: str | None = None
 ) -> JSONResponse:
-    first = errors[0] if errors else {"loc": ("body",), "msg": "invalid request"}
+    # a library check's own words first: it says what FastAPI's generic errors do not
+    # ("key goes in the query string", beside "key: is missing")
+    ours = [e for e in errors if isinstance((e.get("ctx") or {}).get("error"), ValidationError)]
+    first = (ours or errors or [{"loc": ("body",), "msg": "invalid request"}])[0]
     loc = tuple(first.get("loc", ("body",)))
     field = _field(loc, sourced)
     msg = str(first.get("msg", "invalid"))

@@ -404,6 +404,13 @@ class SearchOptionsIn(_In):
     def _no_filters(cls, data: Any) -> Any:
         if isinstance(data, dict):  # the SDK's search(session_id=...) lands here
             check_not_filters(data, prefix="options.")
+            for name in data:  # preset, filters, ...: the request's own, next to query
+                if name not in cls.model_fields and name in SearchIn.model_fields:
+                    raise ValidationError(
+                        f"options.{name}",
+                        f"is a field of the request, not an option: send it as {name}, "
+                        "next to query",
+                    )
         return data
 
 
@@ -650,6 +657,19 @@ class StateSetIn(_In):
     value: Any = None
     cause: str | None = None
     ttl: float | None = None  # seconds; the library checks it (assemble.state.check_ttl)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _where_in_the_query(cls, data: Any) -> Any:
+        if isinstance(data, dict):  # key, scope and scope_id name the fact: in the URL
+            for name in ("key", "scope", "scope_id"):
+                if name in data:
+                    raise ValidationError(
+                        name,
+                        "goes in the query string (?scope=...&scope_id=...&key=...), not "
+                        "the body; the body holds value, cause and ttl",
+                    )
+        return data
 
 
 class RollbackIn(_In):
