@@ -149,9 +149,15 @@ class Components:
         raise missing_event(self.store, pid, event_id, hidden=held is not None, found=held)
 
     def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
-        found = self.store.get_entities(self.resolve_project(project), [entity_id])
+        pid = self.resolve_project(project)
+        found = self.store.get_entities(pid, [entity_id])
         if not found:
-            raise NotFoundError("entity", entity_id)
+            message = None  # as an event says it: hidden, or forgotten, is no typo
+            if self.store.get_entities(pid, [entity_id], include_inactive=True):
+                message = f"entity {entity_id!r} is hidden (restore brings it back)"
+            elif self.store.forgotten_ids(pid, [entity_id], ("entity",)):
+                message = f"entity {entity_id!r} not found: it was hard-forgotten"
+            raise NotFoundError("entity", entity_id, message=message)
         return found[0]
 
     def search(

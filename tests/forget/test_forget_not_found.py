@@ -227,3 +227,17 @@ def test_one_id_string_is_refused_not_taken_as_its_characters(cb: ContextBase) -
     # nothing was hidden or forgotten on the way
     assert cb.get_event(event_id).active and cb.get_entity(doc_id).active
     assert cb.soft_delete([event_id]) == 1
+
+
+def test_an_entity_hidden_or_forgotten_says_so_as_an_event_does(cb: ContextBase) -> None:
+    _, doc_id = _seed(cb)
+    cb.soft_delete([doc_id])
+    with pytest.raises(NotFoundError, match="is hidden \\(restore brings it back\\)"):
+        cb.get_entity(doc_id)
+    cb.restore([doc_id])
+    cb.forget(entity_ids=[doc_id])
+    with pytest.raises(NotFoundError, match="not found: it was hard-forgotten"):
+        cb.get_entity(doc_id)
+    with pytest.raises(NotFoundError) as err:
+        cb.get_entity("document:never")
+    assert str(err.value) == "entity 'document:never' not found"

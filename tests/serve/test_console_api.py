@@ -151,6 +151,14 @@ def test_graph_focus_is_a_neighbourhood(http: httpx.Client, seeded: Seeded) -> N
     two = http.get("/v1/projects/shop/graph", params={"focus": ent["test"], "hops": 2}).json()
     assert {n["id"] for n in two["nodes"]} == {ent["test"], ent["code"], ent["spec"], ent["req"]}
     assert http.get("/v1/projects/shop/graph", params={"focus": "nope"}).status_code == 404
+    # an entity's id is not found as an entity, not as an event
+    missing = http.get("/v1/projects/shop/graph", params={"focus": "code:nonexistent"})
+    assert missing.status_code == 404
+    assert missing.json()["error"]["message"] == "entity 'code:nonexistent' not found"
+    # an unknown project is named as such, not as a missing session
+    lost = http.get("/v1/projects/no-such-project/timeline", params={"session_id": "s1"})
+    assert lost.status_code == 404 and "no-such-project" in lost.json()["error"]["message"]
+    assert "session" not in lost.json()["error"]["message"]
 
 
 def test_contexts_list_and_diff(http: httpx.Client, seeded: Seeded) -> None:

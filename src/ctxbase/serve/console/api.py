@@ -23,7 +23,7 @@ Seq = Annotated[int | None, Query(ge=0, le=2**62)]
 
 @router.get("/timeline", response_model=views.TimelineOut)
 def timeline(
-    pid: ReadProject,
+    pid: KnownProject,  # an unknown project is named as such, not as a missing session
     rt: Rt,
     session_id: Id,
     after_seq: Seq = None,

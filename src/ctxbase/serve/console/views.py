@@ -270,7 +270,7 @@ def entity_graph(
         for ev in store.get_events(pid, extra):
             nodes[ev.id] = _event_node(ev)
         if focus is not None and focus not in nodes:
-            nodes[focus] = _event_node(cb.get_event(focus, project=pid))
+            nodes[focus] = _focus_node(cb, pid, focus)
     rels = [r for r in rels if r.from_id in nodes and r.to_id in nodes]
     relation_counts = dict(sorted(Counter(r.type for r in rels).items()))
     if relation_types:
@@ -283,6 +283,22 @@ def entity_graph(
         relation_types=relation_counts,
         truncated=truncated,
     )
+
+
+def _focus_node(cb: ContextBase, pid: str, focus: str) -> GraphNodeOut:
+    """The focus as a node when no edge brought it: an event, or an entity (`kind:...`
+    ids) with the entity's own not-found (hidden, forgotten), not an event's."""
+    if ":" in focus:
+        try:
+            return _entity_node(cb.get_entity(focus, project=pid))
+        except NotFoundError as exc:
+            if str(exc) == f"entity {focus!r} not found":  # neither hidden nor forgotten
+                try:
+                    return _event_node(cb.get_event(focus, project=pid))
+                except NotFoundError:
+                    pass
+            raise exc from None
+    return _event_node(cb.get_event(focus, project=pid))
 
 
 # -- assembled contexts --------------------------------------------------------------------
