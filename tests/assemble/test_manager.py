@@ -82,6 +82,13 @@ def test_switch_task_suspends_the_old_one_and_scopes_messages_and_state(
     assert cm.get_state(sid, "budget") is not None
     with pytest.raises(IllegalTransition):
         cm.set_task_status(plan, "active")
+    # switching back by the goal returns to the suspended task, its facts with it
+    assert cm.switch_task(sid, "查看昨天的日志") == logs
+    assert cm.task(logs).status == Status.ACTIVE and cm.get_state(sid, "budget") is None
+    assert cm.switch_task(sid, "写一个618活动方案") == plan
+    assert cm.get_state(sid, "budget") is not None
+    assert cm.switch_task(sid, "写一个618活动方案") == plan  # current already: no change
+    assert len(cm.cb.store.list_tasks(cm.project, sid)) == 2
 
 
 def test_state_is_known_to_the_next_turn(cm: ContextManager) -> None:

@@ -253,10 +253,22 @@ class ContextManager:
         parent_task_id: str | None = None,
         background: str | None = None,
     ) -> str:
-        """Suspend the current task and make another current: a new one for `goal`, or the
-        suspended task `task_id` resumed. Messages and state are then scoped to it."""
+        """Suspend the current task and make another current: the suspended task `task_id`
+        resumed, else the session's suspended task of the same `goal` resumed (switching
+        back to "plan A" returns to it, its state with it), else a new one for `goal`.
+        Messages and state are then scoped to it."""
         info = self._writable(session_id)
         current = self.current_task(session_id)
+        if task_id is None and goal and goal.strip():
+            if current is not None and current.title == goal:
+                return current.task_id  # the current task already
+            same = [
+                t
+                for t in self.cb.store.list_tasks(self.project, session_id)
+                if t.title == goal and t.status == Status.SUSPENDED
+            ]
+            if same:
+                task_id = max(same, key=lambda t: t.updated_at).task_id
         if task_id is not None and current is not None and current.task_id == task_id:
             return task_id
         target = self.cb.store.get_task(self.project, task_id) if task_id else None
