@@ -166,6 +166,8 @@ def test_a_body_nested_past_the_parser_says_so(live: Live, pid: str) -> None:
         "code": "invalid",
         "message": "body: is nested too deep to read (at most 64 levels)",
         "field": "body",
+        "type": "ValidationError",  # as every error body says its class
+        "details": {},
     }
 
 
