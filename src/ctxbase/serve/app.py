@@ -152,8 +152,8 @@ def _install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 404 and message == "Not Found":  # no route: say which was asked
             error["message"] = (
                 f"no such route: {request.method} {request.url.path} (the API's routes start "
-                "with /v1/; give the URL `ctxbase serve` prints, without a path; GET /docs "
-                "lists them)"
+                "with /v1/; give the URL `ctxbase serve` prints, without a path; GET "
+                "/openapi.json lists them)"
             )
             error.update(type="NotFoundError", details={})
         elif exc.status_code == 405:
