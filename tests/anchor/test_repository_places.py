@@ -175,6 +175,27 @@ def test_a_folder_without_a_remote_that_moved_says_so(cb: ContextBase, tmp_path:
     assert ingest_path(cb, new).files_unchanged == 1  # recorded there now
 
 
+def test_a_folder_moved_under_another_name_is_not_stored_twice(
+    cb: ContextBase, tmp_path: Path
+) -> None:
+    old = _write(tmp_path / "r1", {"a.md": "# A\n\nOsprey.\n", "b.md": "# B\n"})
+    ingest_path(cb, old)
+    new = tmp_path / "r1moved"
+    shutil.move(str(old), str(new))
+    with pytest.raises(ValidationError) as caught:
+        ingest_path(cb, new)  # its derived name is new: it would be a second copy
+    assert caught.value.field == "moved"
+    assert f"repository 'r1' was recorded at {old}, which is gone" in str(caught.value)
+    assert "--moved --repo r1" in str(caught.value) and "--repo r1moved" in str(caught.value)
+    assert _active(cb) == {("r1", "a.md"), ("r1", "b.md")}  # nothing was changed
+    report = ingest_path(cb, new, moved=True, repo="r1")
+    assert (report.repo, report.moved_from, report.files_unchanged) == ("r1", str(old), 2)
+    assert _active(cb) == {("r1", "a.md"), ("r1", "b.md")}
+    # asked for by name, a second repository is the caller's choice
+    other = ingest_path(cb, _write(tmp_path / "copy", {"a.md": "# A\n"}), repo="copy")
+    assert other.repo == "copy"
+
+
 def test_a_name_whose_files_are_all_gone_is_free(cb: ContextBase, tmp_path: Path) -> None:
     one, two = _two_src_folders(tmp_path)
     ingest_path(cb, one)

@@ -198,7 +198,37 @@ def choose_repo_name(
         raise RepositoryNameTakenError(name, held.root, place.root)
     if moved and held is not None and held.root != place.root:
         _check_moved(name, held.root, place.root, files)
+    if given is None and held is None and not moved:
+        _check_not_moved_here(places, place, derived, files)
     return name, held
+
+
+def _check_not_moved_here(
+    places: dict[str, RepoPlace], place: RepoPlace, derived: str, files: Iterable[Entity]
+) -> None:
+    """A new name for a folder holding the files of a repository whose recorded folder is
+    gone: that repository moved here, and ingesting it under a new name would store it
+    twice (the old one pointing at nothing). Said before anything is written; an explicit
+    --repo is the caller's choice and is not checked."""
+    by_repo: dict[str, list[str]] = {}
+    for f in files:
+        owner, path = f.properties.get("repo"), f.properties.get("path")
+        if f.active and isinstance(owner, str) and isinstance(path, str) and owner in places:
+            by_repo.setdefault(owner, []).append(path)
+    for old, paths in sorted(by_repo.items()):
+        old_root = places[old].root
+        if old_root == place.root or os.path.isdir(old_root):
+            continue
+        sample = paths[:200]
+        here = sum(1 for path in sample if os.path.isfile(os.path.join(place.root, path)))
+        if here and here * 5 >= len(sample) * 4:  # most of its files, at the same paths
+            raise ValidationError(
+                "moved",
+                f"repository {old!r} was recorded at {old_root}, which is gone, and {here}"
+                f" of its files are in {place.root}: if it moved here, pass --moved --repo"
+                f" {old} (moved=True, repo={old!r}) to move its record; to store this folder"
+                f" as another repository, pass --repo {derived} (nothing was changed)",
+            )
 
 
 def _check_moved(name: str, old_root: str, new_root: str, files: Iterable[Entity]) -> None:
