@@ -30,13 +30,18 @@ def run(*argv: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProc
     )
 
 
-def small_repo(root: Path, files: int = 6) -> Path:
+def small_repo(root: Path, files: int = 6, body_lines: int = 0) -> Path:
     repo = root / "repo"
     repo.mkdir()
     for i in range(files):
+        # body_lines pads each function to a realistic size (the model's cost grows with length)
+        body = "".join(
+            f"    rows_{n} = db.query('SELECT id, total FROM orders WHERE page = {n}')  # {i}\n"
+            for n in range(body_lines)
+        )
         (repo / f"orders_{i}.py").write_text(
             f'def cached_orders_{i}(db):\n    """Orders behind the Redis cache, page {i}."""\n'
-            f"    return db.query('SELECT * FROM orders LIMIT {i + 1}')\n",
+            f"{body}    return db.query('SELECT * FROM orders LIMIT {i + 1}')\n",
             encoding="utf-8",
         )
     (repo / "README.md").write_text("# Shop\n\nOrder queries go through Redis.\n", "utf-8")
@@ -199,8 +204,9 @@ def test_progress_lines_in_a_log_give_the_rate_and_the_time_left() -> None:
 
 @pytest.mark.slow
 def test_search_shows_the_backlog_it_embeds_first_and_skips_it_when_asked(tmp_path: Path) -> None:
-    # the real model: 40 code cards take it well over the search's quiet first second
-    repo = small_repo(tmp_path, files=40)
+    # the real model: 40 code cards of ~700 characters take it well over the search's quiet
+    # first second, even on a fast machine (short one-line cards did not)
+    repo = small_repo(tmp_path, files=40, body_lines=10)
     db = str(tmp_path / "s.db")
     # ingested without an embedder: every unit waits for a vector
     assert run("--db", db, "--embedder", "none", "ingest", str(repo), cwd=tmp_path).returncode == 0

@@ -8,9 +8,9 @@ and, when configured, what a chat model finds (llm_extract.py).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
+import time
 from collections.abc import Sequence
 
 from ..components import Components, ComponentsSource, components_of
@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 # Who states requirements and decisions (a tool's output or a log does not).
+# A run of events anchored in one transaction: at most _CHUNK, committed after _CHUNK_S.
+_CHUNK = 64
+_CHUNK_S = 0.05
 _STATEMENT_TYPES = frozenset({"user_message", "assistant_message", "system"})
 _TEST_FN = re.compile(r"^test_?(.+)$")
 
@@ -55,10 +58,7 @@ def _statement_entities(
     found = extract.statements(ev.text or "") if cfg.statements else []
     if not found:
         return links, requirements
-    # One commit for the message's statements, not one each: a long message holds hundreds.
-    with cb.store.transaction():
-        _write_statements(cb, ev, cfg, titles, found, links, requirements)
-    cb.notify_embedder()  # their units are committed now
+    _write_statements(cb, ev, cfg, titles, found, links, requirements)
     return links, requirements
 
 
@@ -226,86 +226,123 @@ def _anchor_events(
     indexes: dict[str, SymbolIndex] = {}
     known: dict[str, dict[str, str]] = {}  # project -> mention names
     document_titles: dict[str, dict[str, str]] = {}  # project -> its documents' titles
-    for ev in events:
-        text = ev.text or ""
-        if not text.strip() or ev.type in SKIP_TYPES:
-            continue
-        pid = ev.project_id
-        idx = index if index is not None else indexes.get(pid)
-        if idx is None:
-            idx = indexes[pid] = SymbolIndex.from_store(cb.store, pid)
-        links: list[Link] = []
-        prose = text
-        produced = ev.metadata.get("produced")
-        fenced = _FENCE.search(text) is not None
-        if fenced:  # the parsers (sqlglot among them) load for the first code block
-            from .anchoring import anchor_message
-            from .fenced import extract_code_blocks
-        if cfg.code_blocks and fenced and not produced:
-            report = anchor_message(cb, ev, index=idx, origin="ctxbase")
-            written += len(report.relations)
-            for e in cb.store.get_entities(pid, report.entity_ids):
-                idx.add(e)
-            links.extend(_code_links(cb, ev, report.entity_ids, idx))
-        if fenced:
-            blocks = extract_code_blocks(text)
-            for block in reversed(blocks):
-                prose = prose[: block.start] + prose[block.end :]
-            if not (cfg.code_blocks and not produced):  # anchor_message did not weave prose
-                links.extend(_known_names(ev, prose, idx, cfg))
-        else:
-            links.extend(_known_names(ev, prose, idx, cfg))
-        titles: dict[str, str] | None = None
-        requirements: list[str] = []
-        if ev.type in _STATEMENT_TYPES and (cfg.statements or cfg.spec_references):
-            # once per batch: a batch adds code and statements, not documents
-            if pid not in document_titles:
-                document_titles[pid] = _titles(idx, cb, pid)
-            titles = document_titles[pid]
-            found, requirements = _statement_entities(cb, ev, cfg, titles)
-            links.extend(found)
-            covered = {s.text for s in extract.statements(prose)} if cfg.statements else set()
-            if cfg.spec_references:
-                for ref in extract.spec_references(prose):
-                    if ref.sentence in covered:
-                        continue  # its requirement FOLLOWS the document
-                    hit = extract.match_document(ref.phrase, titles)
-                    if hit is not None:
-                        links.append(
-                            _link(ev.id, "REFERENCES", hit[0], hit[1], ref.rule, phrase=ref.phrase)
-                        )
-                links.extend(_spec_applies_to(cb, ev, prose, titles))
-        if cfg.mentions:
-            if pid not in known:
-                known[pid] = _known_mention_names(cb, pid)
-            links.extend(_mention_links(cb, ev, prose, idx, known[pid]))
-        links = [lk for lk in links if lk.confidence >= cfg.min_confidence]
-        # One commit for the message's edges, not one per requirement; its requirements
-        # read the session's code once.
-        with cb.store.transaction() if links or requirements else contextlib.nullcontext():
-            if links:
-                written += len(write_links(cb, links, project=pid))
-            code: dict[str, list[Entity]] = {}
-            for req in requirements:  # FOLLOWS the documents it names, GENERATES code
-                written += len(
-                    weave_requirement(
-                        cb,
-                        req,
-                        project=pid,
-                        index=idx,
-                        origin="ctxbase",
-                        found=links,
-                        session_code=code,
-                    )
-                )
-        if extractor is not None and extractor.wants(ev.type, prose):
-            if pid not in known:
-                known[pid] = _known_mention_names(cb, pid)
-            have = {(lk.from_id, lk.type, lk.to_id) for lk in links}
-            written += _llm_anchor(cb, ev, prose, extractor, idx, known[pid], have, cfg)
+    todo = [ev for ev in events if (ev.text or "").strip() and ev.type not in SKIP_TYPES]
+    start = 0
+    while start < len(todo):
+        pid = todo[start].project_id
+        chunk: list[Event] = []
+        for ev in todo[start : start + _CHUNK]:  # a run of one project's events
+            if ev.project_id != pid:
+                break
+            chunk.append(ev)
+        for_llm: list[tuple[Event, list[Link], str, SymbolIndex]] = []
+        # What events make is written in a transaction that holds the project's write lock
+        # and first reads the events again: one forgotten (or hidden) since it was stored,
+        # by this base or another process, makes nothing, and a forget that comes after the
+        # commit takes what it made (store/forget_steps.py). One commit for a run of events
+        # (not one each), cut short after _CHUNK_S so a capture writer waits little.
+        with cb.store.transaction():
+            began = time.monotonic()
+            stored = _still_stored(cb, pid, [ev.id for ev in chunk])
+            idx = index if index is not None else indexes.get(pid)
+            if idx is None:
+                idx = indexes[pid] = SymbolIndex.from_store(cb.store, pid)
+            for ev in chunk:
+                start += 1
+                if ev.id in stored:
+                    made, links, prose = _anchor_one(cb, ev, cfg, idx, known, document_titles)
+                    written += made
+                    for_llm.append((ev, links, prose, idx))
+                if time.monotonic() - began > _CHUNK_S:
+                    break
+        cb.notify_embedder()  # their entities' units are committed now
+        for ev, links, prose, idx in for_llm:
+            if extractor is not None and extractor.wants(ev.type, prose):
+                if pid not in known:
+                    known[pid] = _known_mention_names(cb, pid)
+                have = {(lk.from_id, lk.type, lk.to_id) for lk in links}
+                written += _llm_anchor(cb, ev, prose, extractor, idx, known[pid], have, cfg)
     if written:
         cb.notify_embedder()
     return written
+
+
+def _still_stored(cb: Components, project_id: str, ids: Sequence[str]) -> set[str]:
+    """Inside a transaction: hold the project's write lock, then which of `ids` are still
+    stored, visible events (a forget or hide waits for the transaction, or came before)."""
+    cb.store.hold_project(project_id)
+    return {e.id for e in cb.store.get_events(project_id, list(ids))}
+
+
+def _anchor_one(
+    cb: Components,
+    ev: Event,
+    cfg: AnchorConfig,
+    idx: SymbolIndex,
+    known: dict[str, dict[str, str]],
+    document_titles: dict[str, dict[str, str]],
+) -> tuple[int, list[Link], str]:
+    """The rules' entities and edges of one stored event, inside the caller's transaction:
+    how many edges were written, the links, and its prose (the text without code blocks)."""
+    pid = ev.project_id
+    text = ev.text or ""
+    written = 0
+    links: list[Link] = []
+    prose = text
+    produced = ev.metadata.get("produced")
+    fenced = _FENCE.search(text) is not None
+    if fenced:  # the parsers (sqlglot among them) load for the first code block
+        from .anchoring import anchor_message
+        from .fenced import extract_code_blocks
+    if cfg.code_blocks and fenced and not produced:
+        report = anchor_message(cb, ev, index=idx, origin="ctxbase")
+        written += len(report.relations)
+        for e in cb.store.get_entities(pid, report.entity_ids):
+            idx.add(e)
+        links.extend(_code_links(cb, ev, report.entity_ids, idx))
+    if fenced:
+        blocks = extract_code_blocks(text)
+        for block in reversed(blocks):
+            prose = prose[: block.start] + prose[block.end :]
+        if not (cfg.code_blocks and not produced):  # anchor_message did not weave prose
+            links.extend(_known_names(ev, prose, idx, cfg))
+    else:
+        links.extend(_known_names(ev, prose, idx, cfg))
+    requirements: list[str] = []
+    if ev.type in _STATEMENT_TYPES and (cfg.statements or cfg.spec_references):
+        # once per batch: a batch adds code and statements, not documents
+        if pid not in document_titles:
+            document_titles[pid] = _titles(idx, cb, pid)
+        titles = document_titles[pid]
+        found, requirements = _statement_entities(cb, ev, cfg, titles)
+        links.extend(found)
+        covered = {s.text for s in extract.statements(prose)} if cfg.statements else set()
+        if cfg.spec_references:
+            for ref in extract.spec_references(prose):
+                if ref.sentence in covered:
+                    continue  # its requirement FOLLOWS the document
+                hit = extract.match_document(ref.phrase, titles)
+                if hit is not None:
+                    links.append(
+                        _link(ev.id, "REFERENCES", hit[0], hit[1], ref.rule, phrase=ref.phrase)
+                    )
+            links.extend(_spec_applies_to(cb, ev, prose, titles))
+    if cfg.mentions:
+        if pid not in known:
+            known[pid] = _known_mention_names(cb, pid)
+        links.extend(_mention_links(cb, ev, prose, idx, known[pid]))
+    links = [lk for lk in links if lk.confidence >= cfg.min_confidence]
+    if links:
+        written += len(write_links(cb, links, project=pid))
+    code: dict[str, list[Entity]] = {}
+    for req in requirements:  # FOLLOWS the documents it names, GENERATES code
+        written += len(
+            weave_requirement(
+                cb, req, project=pid, index=idx, origin="ctxbase", found=links,
+                session_code=code,
+            )
+        )  # fmt: skip
+    return written, links, prose
 
 
 def _llm_anchor(
@@ -328,12 +365,18 @@ def _llm_anchor(
         if cfg.statements and ev.type in _STATEMENT_TYPES:
             for n, st in enumerate(extract.statements(ev.text or ""), start=1):
                 stated[(st.kind, st.text)] = make_entity_id(st.kind, f"{ev.id}#{st.kind[0]}{n}")
-        links = [
-            lk
-            for lk in llm_links(cb, ev, found, idx, known, stated)
-            if lk.confidence >= cfg.min_confidence and (lk.from_id, lk.type, lk.to_id) not in have
-        ]
-        return len(write_links(cb, links, project=ev.project_id)) if links else 0
+        # the model answered outside any transaction; what it found is written, as the
+        # rules' part, only while the event is still stored
+        with cb.store.transaction():
+            if ev.id not in _still_stored(cb, ev.project_id, [ev.id]):
+                return 0
+            links = [
+                lk
+                for lk in llm_links(cb, ev, found, idx, known, stated)
+                if lk.confidence >= cfg.min_confidence
+                and (lk.from_id, lk.type, lk.to_id) not in have
+            ]
+            return len(write_links(cb, links, project=ev.project_id)) if links else 0
     except Exception as exc:  # the model's part is best effort: the event stays anchored
         extractor.record_error(f"writing what the model found in {ev.id} failed: {exc}")
         log.warning("LLM extraction for %s not written: %s", ev.id, exc)
