@@ -30,6 +30,22 @@ def _migrate(capsys: Any, project: str | None, src: str, dst: str) -> tuple[int,
     return _run(capsys, *named, "-q", "migrate-data", "--from", src, "--to", dst)
 
 
+def test_a_re_run_into_a_destination_written_to_since_keeps_and_reports_its_rows(
+    tmp_path: Path, capsys: Any
+) -> None:
+    src, dst = str(tmp_path / "src.db"), str(tmp_path / "dst.db")
+    _capture(capsys, src, "p", "s", "the walrus code is 42")
+    assert _migrate(capsys, "p", src, dst)[0] == 0
+    _capture(capsys, dst, "p", "s", "said to the destination")
+    _capture(capsys, src, "p", "s", "said to the source")
+    code, out, err = _migrate(capsys, "p", src, dst)
+    assert code == 0 and err == "" and "differs" not in out, (out, err)
+    assert "the destination holds 3 other row(s) of the project that the source does not" in out
+    assert "(events 1, relations 1, items 1)" in out  # its search unit and NEXT edge
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if " source " in line}
+    assert rows["events"][1:7] == ["source", "2", "written", "1", "destination", "3"]
+
+
 def test_a_project_the_source_does_not_hold_is_not_found(tmp_path: Path, capsys: Any) -> None:
     src, dst = str(tmp_path / "backup.db"), str(tmp_path / "new.db")
     _capture(capsys, src, "p2", "s", "hello")

@@ -127,6 +127,19 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
             f"the destination held {sum(own.values())} row(s) of its own, {whose} "
             f"({_per_table(own)})"
         )
+    removed = {t: c.removed for t, c in counts.items() if c.removed}
+    if removed:
+        print(
+            f"forgot {sum(removed.values())} row(s) in the destination that the source has "
+            f"forgotten since an earlier copy ({_per_table(removed)})"
+        )
+    extra = {t: c.extra for t, c in counts.items() if c.extra and t != "tombstones"}
+    if extra:
+        print(
+            f"the destination holds {sum(extra.values())} other row(s) of the project that "
+            f"the source does not (written there since an earlier copy; kept) "
+            f"({_per_table(extra)})"
+        )
     redacted = {t: c.redacted for t, c in counts.items() if c.redacted}
     if redacted:
         print(
@@ -135,7 +148,8 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
         )
     if not all(c.matches for c in counts.values()):
         print(
-            "error: row counts differ (the destination already held rows of this project?)",
+            "error: row counts differ: the destination does not hold what it held before plus"
+            " the rows written",
             file=sys.stderr,
         )
         return 1

@@ -668,6 +668,14 @@ class Store(ABC):
         inner one joins the outer). By default each call stays its own transaction."""
         yield
 
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """The calling thread's reads inside see the database as of one moment: what other
+        writers commit meanwhile is not seen (a copy reads every table of a project in one
+        state, not each table as it was when reached). Writes inside are refused. By
+        default no snapshot is held."""
+        yield
+
     @abstractmethod
     def hold_project(self, project_id: str) -> None:
         """Inside `transaction()`: wait for the project's write lock and hold it until the

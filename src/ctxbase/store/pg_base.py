@@ -214,6 +214,21 @@ class PgBase(SharedReads):
             finally:
                 self._local.tx = None
 
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """A REPEATABLE READ, READ ONLY transaction the thread's reads join: they all see
+        the snapshot its first statement takes; a write inside fails (read-only)."""
+        if getattr(self._local, "tx", None) is not None:
+            yield
+            return
+        with self._tx() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._local.tx = conn
+            try:
+                yield
+            finally:
+                self._local.tx = None
+
     def hold_project(self, project_id: str) -> None:
         # the projects row lock every write of the project takes (a forget's included)
         with self._tx() as conn:

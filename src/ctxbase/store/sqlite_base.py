@@ -457,6 +457,24 @@ class SQLiteBase(SharedReads):
             finally:
                 self._local.tx = None
 
+    @contextmanager
+    def read_snapshot(self) -> Iterator[None]:
+        """A deferred transaction on the thread's connection, begun by a first read: in WAL
+        mode its reads see the commits made before that read and none after (writers go on
+        meanwhile). A write of this thread inside fails (a transaction is already open).
+        An in-memory database has one connection for all threads: no snapshot there."""
+        if self.path == ":memory:" or getattr(self._local, "tx", None) is not None:
+            yield
+            return
+        with self._in_use():
+            conn = self._conn()
+            conn.execute("BEGIN")
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot
+                yield
+            finally:
+                conn.execute("COMMIT")  # read only: nothing to write, the snapshot ends
+
     def hold_project(self, project_id: str) -> None:
         """Nothing to wait for: a transaction holds the database's write lock (BEGIN
         IMMEDIATE) from its start."""

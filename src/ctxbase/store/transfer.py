@@ -15,10 +15,15 @@ undo it, nor bring back the forgotten life of a session (or of the whole project
 to again since; after a whole-project forget nothing of the project is written while the
 destination does not hold it again. The source's tombstones are copied, so the destination
 refuses those too. A store is never copied into itself (ValidationError).
+
+The source is read in one snapshot (`Store.read_snapshot`) while bases may go on writing
+it, and the destination written in one transaction: a copy interrupted half way leaves
+the destination as it was.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -26,6 +31,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from .base import Store
 from .copy_filter import ForgottenThere
+from .copy_forgets import forget_what_the_source_forgot
 from .schema import TABLES
 
 __all__ = ["TableCopy", "copy_project", "project_forgotten", "project_reborn"]
@@ -33,21 +39,26 @@ __all__ = ["TableCopy", "copy_project", "project_forgotten", "project_reborn"]
 
 @dataclass(frozen=True)
 class TableCopy:
-    """One table of a copy: its rows in the source and, after the copy, the destination.
+    """One table of a copy: its rows in the source (as of the copy's snapshot) and in the
+    destination before (`held`) and after it.
 
     `written`: source rows this copy inserted; `forgotten`: source rows not written
     because the destination forgot them; `already` (the rest): source rows the
     destination held already (same key; kept as they are); `own`: for tombstones, those
     the destination held that the source does not (what it forgot), for other tables the
     rows it holds beyond the source's of sessions (or the whole project) it forgot and then
-    wrote to again (their new lives: copy_reborn); `redacted`: rows
-    written with forgotten content taken out. The copy is whole when the destination holds
-    `expected` rows: more means it held other rows of the project before, fewer that rows
-    did not arrive."""
+    wrote to again (their new lives: copy_reborn); `removed`: destination rows forgotten
+    because the source forgot them since an earlier copy (copy_forgets); `extra`: other
+    rows the destination holds that the source does not (written there since an earlier
+    copy); `redacted`: rows written with forgotten content taken out. The copy is whole
+    (`matches`) when the destination holds what it held plus what was written less what
+    was removed, and held the rows skipped as already there."""
 
     source: int
     destination: int
+    held: int = 0
     written: int = 0
+    removed: int = 0
     forgotten: int = 0
     own: int = 0
     redacted: int = 0
@@ -57,12 +68,13 @@ class TableCopy:
         return max(self.source - self.forgotten - self.written, 0)
 
     @property
-    def expected(self) -> int:
-        return self.source - self.forgotten + self.own
+    def extra(self) -> int:
+        return max(self.destination - (self.source - self.forgotten) - self.own, 0)
 
     @property
     def matches(self) -> bool:
-        return self.destination == self.expected
+        whole = self.destination == self.held + self.written - self.removed
+        return whole and self.already <= self.held
 
 
 def copy_project(
@@ -77,8 +89,9 @@ def copy_project(
     """Copy every row of `project_id` from `src` to `dst`; rows already in `dst` are kept,
     and rows `dst` has hard-forgotten are left out (see copy_filter).
 
-    Returns table -> TableCopy, counted after the copy; each `matches` when the destination
-    held nothing of this project before but what it forgot. `progress(table, rows)` is
+    Returns table -> TableCopy, counted after the copy (the source's inside its snapshot).
+    The source is read as of one moment and the destination written in one transaction
+    (holding the project's write lock): all or nothing. `progress(table, rows)` is
     called after each batch with the source rows read so far. `bulk`: the copy runs in
     `dst.bulk_load()` (PostgreSQL builds its vector indexes once, after the copy).
     ValidationError when `dst` is the database of `src` (however it was named).
@@ -87,13 +100,23 @@ def copy_project(
         raise ValidationError(
             "dst", "is the database of src: a project cannot be copied into itself"
         )
-    there = ForgottenThere(src, dst, project_id)
-    own = 0
-    written: dict[str, int] = {}
-    with dst.bulk_load() if bulk else nullcontext():
-        for table in TABLES:  # parents first (projects, sessions, ...): readers see whole rows
+    # The source is read as of one moment (a base writing it meanwhile does not leave units
+    # without their item, or counts from later), and the destination written in one
+    # transaction: an interrupted copy leaves nothing (no items marked embedded without
+    # their vectors, no rows without the tombstones that come last), a re-run starts over.
+    with (
+        dst.bulk_load() if bulk else nullcontext(),
+        src.read_snapshot(),
+        dst.transaction(),
+    ):
+        held = {table: dst.count_rows(project_id, table) for table in TABLES}
+        if held["projects"]:  # no other writer of the project meanwhile (the counts agree)
+            dst.hold_project(project_id)
+        there = ForgottenThere(src, dst, project_id)
+        own = 0
+        written: dict[str, int] = {}
+        for table in TABLES:  # parents first (projects, sessions, ...)
             there.prepare(table)
-            held = dst.count_rows(project_id, table) if table == "tombstones" else 0
             copied = inserted = 0
             for rows in src.export_rows(project_id, table, batch):
                 inserted += dst.import_rows(project_id, table, there.rows(table, rows))
@@ -101,31 +124,42 @@ def copy_project(
                 if progress is not None:
                     progress(table, copied)
             written[table] = inserted
+            if table == "projects" and inserted:  # its row is there now: held from here on
+                dst.hold_project(project_id)
             if table == "tombstones":  # held before, less the source's already there
-                own = held - (copied - there.skipped[table] - inserted)
-    # the source's upgrade steps still to do (an older backup read through an upgraded
-    # copy has them): its rows arrived as they are, so the destination does them when a
-    # base next opens it; marked after the rows, so a base opening meanwhile leaves them
-    for step in sorted(src.pending_upgrades()):
-        dst.mark_upgrade(step)
-    # the events the source stored and had not anchored yet: so are their copies, anchored
-    # when a base next opens the project there (those left out as forgotten are not)
-    waiting = src.anchor_backlog(project_id)
-    if waiting:
-        there_now = dst.existing_ids(project_id, waiting)
-        dst.add_anchor_backlog(project_id, [i for i in waiting if i in there_now])
-    lives = there.own()  # rows of sessions forgotten there and written to again since
-    return {
-        table: TableCopy(
-            source=src.count_rows(project_id, table),
-            destination=dst.count_rows(project_id, table),
-            written=written[table],
-            forgotten=there.skipped[table],
-            own=own if table == "tombstones" else lives[table],
-            redacted=there.redacted[table],
+                own = held[table] - (copied - there.skipped[table] - inserted)
+        # the source's upgrade steps still to do (an older backup read through an upgraded
+        # copy has them): its rows arrived as they are, so the destination does them when a
+        # base next opens it
+        for step in sorted(src.pending_upgrades()):
+            dst.mark_upgrade(step)
+        # the events the source stored and had not anchored yet: so are their copies,
+        # anchored when a base next opens the project there (those left out as forgotten
+        # are not)
+        waiting = src.anchor_backlog(project_id)
+        if waiting:
+            there_now = dst.existing_ids(project_id, waiting)
+            dst.add_anchor_backlog(project_id, [i for i in waiting if i in there_now])
+        lives = there.own()  # rows of sessions forgotten there and written to again since
+        # the source's forgets since an earlier copy: its new tombstones cover rows here
+        removed = (
+            forget_what_the_source_forgot(src, dst, project_id)
+            if written["tombstones"]
+            else Counter[str]()
         )
-        for table in TABLES
-    }
+        return {
+            table: TableCopy(
+                source=src.count_rows(project_id, table),
+                destination=dst.count_rows(project_id, table),
+                held=held[table],
+                written=written[table],
+                removed=removed[table],
+                forgotten=there.skipped[table],
+                own=own if table == "tombstones" else lives[table],
+                redacted=there.redacted[table],
+            )
+            for table in TABLES
+        }
 
 
 def project_forgotten(counts: Mapping[str, TableCopy]) -> bool:
