@@ -1,9 +1,13 @@
 """The period a query names ("in May 2023", "on 9 November, 2022", "2023年5月"), as timestamps.
 
 Events carry the time they were recorded, so a query that names when something happened is
-also a query for the events recorded then. Only periods with a year are read: "in May" alone
-could be any May. Several dates in one query ("between August 11 and August 15 2023") make
-one period from the first to the last. Dates are taken as UTC days.
+also a query for the events recorded then. Several dates in one query ("between August 11
+and August 15 2023") make one period from the first to the last. Dates are taken as UTC days.
+
+A month or day named without a year ("九月那次", "6月7日", "in September", "on June 7") is
+read apart (`yearless_dates`): it could be that month of any year, so it holds for events
+recorded in that month (or on that day) of whichever year; a memory rarely spans years,
+and where it does each year's match is as plausible as the other's.
 """
 
 from __future__ import annotations
@@ -12,7 +16,14 @@ import re
 from calendar import monthrange
 from datetime import UTC, datetime, timedelta
 
-__all__ = ["REPORT_LAG_S", "in_period", "query_period"]
+__all__ = [
+    "REPORT_LAG_S",
+    "in_period",
+    "in_yearless",
+    "names_yearless",
+    "query_period",
+    "yearless_dates",
+]
 
 # Events are often told some days after they happened ("last week"): the events recorded
 # this long after a period still count as in it.
@@ -110,3 +121,84 @@ def in_period(ts: float, period: tuple[float, float]) -> bool:
     slack for time zones) or up to REPORT_LAG_S after it."""
     start, end = period
     return start - 86400.0 <= ts < end + REPORT_LAG_S
+
+
+_ZH_NUMERALS = {c: n for n, c in enumerate("一二三四五六七八九", start=1)}
+_ZH_NUMBER = r"(?:[1-3]?\d|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])"
+# "九月", "11月", "十一月份", "6月7日", "六月七号"; not "两个月" (no 个 between), "几月",
+# "每月"/"上个月" (no numeral), nor a month right after a year (read by query_period)
+_ZH_MONTH_DAY = re.compile(
+    rf"(?<![\d年一二三四五六七八九十个几])(?P<month>{_ZH_NUMBER})\s*月份?"
+    rf"(?:\s*(?P<day>{_ZH_NUMBER})\s*[日号])?"
+)
+# English needs a lead word: "may" alone is a verb ("in May", "on June 7", "last September")
+_EN_MONTH_DAY = re.compile(
+    rf"\b(?:in|on|during|since|by|until|till|last|this|early|mid|late|of|around)\s+"
+    rf"(?:the\s+)?{_MONTH}\b(?:\s+{_DAY}\b)?(?!,?\s*(?:19|20)\d\d)",
+    re.IGNORECASE,
+)
+
+# a month (and day) anywhere in a turn's text, a year before it or not
+_ZH_ANY_MONTH_DAY = re.compile(
+    rf"(?<![\d一二三四五六七八九十个几])(?P<month>{_ZH_NUMBER})\s*月份?"
+    rf"(?:\s*(?P<day>{_ZH_NUMBER})\s*[日号])?"
+)
+# in English a month with its day ("June 7"); a month alone only after a lead word, as in
+# a query (_EN_MONTH_DAY): "may" alone is a verb
+_EN_DAY_OF_MONTH = re.compile(rf"\b{_MONTH}\b\s+{_DAY}\b", re.IGNORECASE)
+
+
+def _zh_number(text: str) -> int | None:
+    """A number from 1 to 39 in digits or Chinese numerals ("7", "十一", "二十三")."""
+    if text.isdigit():
+        return int(text)
+    if "十" not in text:
+        return _ZH_NUMERALS.get(text)
+    tens, _, ones = text.partition("十")
+    return (_ZH_NUMERALS.get(tens, 0) if tens else 1) * 10 + (_ZH_NUMERALS.get(ones, 0))
+
+
+def yearless_dates(query: str) -> list[tuple[int, int | None]]:
+    """The (month, day or None) the query names without a year, when it names no dated
+    period (`query_period`); [] otherwise."""
+    if query_period(query) is not None:
+        return []
+    found: list[tuple[int, int | None]] = []
+    for m in _ZH_MONTH_DAY.finditer(query):
+        month = _zh_number(m.group("month"))
+        day = _zh_number(m.group("day")) if m.group("day") else None
+        if month is not None and 1 <= month <= 12 and (day is None or 1 <= day <= 31):
+            found.append((month, day))
+    for m in _EN_MONTH_DAY.finditer(query):
+        month = _month(m.group("month"))
+        day = int(m.group("day")) if m.group("day") else None
+        if month is not None and (day is None or 1 <= day <= 31):
+            found.append((month, day))
+    return list(dict.fromkeys(found))
+
+
+def names_yearless(text: str, dates: list[tuple[int, int | None]]) -> bool:
+    """Whether `text` names one of `dates` itself ("改到10月18日" names October), with or
+    without a year."""
+    named: set[tuple[int, int | None]] = set()
+    for m in _ZH_ANY_MONTH_DAY.finditer(text):
+        month = _zh_number(m.group("month"))
+        day = _zh_number(m.group("day")) if m.group("day") else None
+        named |= {(month or 0, None), (month or 0, day)}
+    for pattern in (_EN_DAY_OF_MONTH, _EN_MONTH_DAY):
+        for m in pattern.finditer(text):
+            month = _month(m.group("month")) or 0
+            day = int(m.group("day")) if m.group("day") else None
+            named |= {(month, None), (month, day)}
+    return any(d in named for d in dates)
+
+
+def in_yearless(ts: float, dates: list[tuple[int, int | None]]) -> bool:
+    """Whether an event recorded at `ts` may tell of one of `dates` (a month or a day of any
+    year): recorded in it, a day of slack before, or up to REPORT_LAG_S after."""
+    first = datetime.fromtimestamp(ts - REPORT_LAG_S, UTC)
+    for n in range(int(REPORT_LAG_S // 86400) + 2):  # each day from a lag before to a day after
+        when = first + timedelta(days=n)
+        if any(when.month == month and day in (None, when.day) for month, day in dates):
+            return True
+    return False

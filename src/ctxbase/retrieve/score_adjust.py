@@ -26,7 +26,13 @@ from .answer_types import (
 from .config import SearchConfig
 from .fusion import confidence_factor, spared_age, standout, time_decay
 from .query_actors import favoured_actors
-from .query_dates import in_period, query_period
+from .query_dates import (
+    in_period,
+    in_yearless,
+    names_yearless,
+    query_period,
+    yearless_dates,
+)
 from .questions import asks_only
 from .relative_time import AnchoredPeriod
 from .signals import Signals
@@ -93,12 +99,19 @@ def boost_actors(cands: Collection[Candidate], query: str, config: SearchConfig)
 
 
 def boost_dates(cands: Collection[Candidate], query: str, config: SearchConfig) -> None:
-    """A query naming a dated period favours the candidates recorded in it (`date_boost`)."""
-    if config.date_boost == 1.0 or (period := query_period(query)) is None:
+    """A query naming a dated period favours the candidates recorded in it (`date_boost`);
+    one naming a month or day without a year, those recorded in that month or on that day
+    of any year (`yearless_date_boost`)."""
+    if config.date_boost == 1.0:
         return
-    for c in cands:
-        if in_period(c.item.ts, period):
-            c.score *= config.date_boost
+    if (period := query_period(query)) is not None:
+        for c in cands:
+            if in_period(c.item.ts, period):
+                c.score *= config.date_boost
+    elif config.yearless_date_boost != 1.0 and (dates := yearless_dates(query)):
+        for c in cands:  # a month or day of no year named: that month or day of any year
+            if in_yearless(c.item.ts, dates) or names_yearless(c.item.text, dates):
+                c.score *= config.yearless_date_boost
 
 
 def boost_anchored(
