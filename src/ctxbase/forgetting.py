@@ -56,6 +56,9 @@ __all__ = [
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT_S = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
+# entity types whose CONTAINS edges lead to their own text (sections), forgotten with them
+_DOCUMENT_TYPES = frozenset({"document", "section"})
+
 
 def parse_duration(text: str, field: str = "older_than") -> float:
     """Seconds of "90", "90s", "15m", "12h", "30d" or "2w"; ValidationError otherwise."""
@@ -219,6 +222,26 @@ def _targets(
     return _Targets(len(named) + (session_id is not None), held, unknown, already)
 
 
+def _document_parts(store: Store, pid: str, entity_ids: Sequence[str]) -> list[str]:
+    """The sections the named documents contain (CONTAINS drawn when they were anchored),
+    theirs in turn: a section holds the document's text, so forgetting a document forgets
+    them too (each with its kept versions, as the named ones)."""
+    docs = [
+        e.id
+        for e in store.get_entities(pid, list(dict.fromkeys(entity_ids)), include_inactive=True)
+        if e.type in _DOCUMENT_TYPES
+    ]
+    parts: dict[str, None] = {}
+    while docs:
+        links = store.list_relations(
+            pid, docs, direction="out", types=["CONTAINS"], include_closed=True
+        )
+        found = [r.to_id for r in links if r.to_id.startswith("section:")]
+        docs = [i for i in dict.fromkeys(found) if i not in parts and i not in entity_ids]
+        parts.update(dict.fromkeys(docs))
+    return list(parts)
+
+
 def _kept_versions(store: Store, pid: str, entity_ids: Sequence[str]) -> list[str]:
     """The earlier versions kept of these entities (`<id>@v<n>`, written when an update
     changed them): forgetting an entity forgets what it said before, too. Each new version
@@ -306,6 +329,7 @@ def forget(
     said = texts_said(cb.store, pid, [*event_ids, *entity_ids]) if targets.held else {}
     # what the messages forgotten said leaves their sessions' summaries (read before they go)
     removed = _removal_sources(cb, pid, [*event_ids, *(e.id for e in sources.same)])
+    parts = _document_parts(cb.store, pid, entity_ids) if entity_ids else []
     if only_named and targets.held == 0:
         # nothing named is held: a repeat (or a retry whose first answer was lost) of a
         # forget that was done, which has nothing left to remove
@@ -316,7 +340,8 @@ def forget(
             event_ids=[*event_ids, *(e.id for e in sources.same)],
             entity_ids=[
                 *entity_ids,
-                *_kept_versions(cb.store, pid, entity_ids),
+                *parts,
+                *_kept_versions(cb.store, pid, [*entity_ids, *parts]),
                 *(plan.entity_ids if plan else ()),
             ],
             session_id=session_id,

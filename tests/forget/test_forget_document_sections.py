@@ -1,0 +1,40 @@
+"""Forgetting a document forgets the sections it contains: they hold its text. Each goes
+with its kept versions, so no version of the document is found again; another document's
+sections stay."""
+
+from __future__ import annotations
+
+from ctxbase import ContextBase
+from ctxbase.retrieve.config import get_preset
+
+V1 = "# Orders API V2.1\n\nGET /orders returns a list.\n\n## Paging\n\nUse the vaultcursor.\n"
+V2 = "# Orders API V3.2\n\nGET /v3/orders returns pages.\n\n## Paging\n\nUse vaultcursor tokens.\n"
+OTHER = "# Billing guide\n\nInvoices go out monthly.\n\n## Refunds\n\nRefunds take a week.\n"
+
+
+def test_a_forgotten_document_takes_its_sections_and_their_versions(cb: ContextBase) -> None:
+    doc = cb.anchor_document(V1, path="docs/api.md").entity_ids[0]
+    assert cb.anchor_document(V2, path="docs/api.md").entity_ids[0] == doc
+    other = cb.anchor_document(OTHER, path="docs/billing.md").entity_ids
+    sections = [e.id for e in cb.list_entities() if e.type == "section"]
+    assert len(sections) == 4  # two of the API document, two of the billing guide
+    cb.wait_for_embeddings()
+    assert cb.search("vaultcursor paging").results  # found before
+
+    report = cb.forget(entity_ids=[doc])
+    assert report.removed["entities"] == 6  # the document, 2 sections, each with its v1
+    left = {e.id for e in cb.list_entities()}
+    assert left == set(other)  # the billing guide and its sections
+    hits = cb.search("vaultcursor paging", config=get_preset("hybrid", latest_only=False)).results
+    assert all("vaultcursor" not in h.item.text for h in hits), hits
+    assert cb.forget(entity_ids=[doc]).already_forgotten == [doc]
+
+
+def test_forgetting_one_section_leaves_the_document_and_its_other_sections(
+    cb: ContextBase,
+) -> None:
+    ids = cb.anchor_document(V1, path="docs/api.md").entity_ids
+    paging = next(e.id for e in cb.list_entities() if e.type == "section" and "Paging" in e.name)
+    cb.forget(entity_ids=[paging])
+    left = {e.id for e in cb.list_entities()}
+    assert paging not in left and ids[0] in left and len(left) == 2
