@@ -80,6 +80,7 @@ def assembly_project(cb: ContextBase) -> str:
     cm.set_state(sid, "owner", "alice")
     cm.set_state(sid, "format", "csv", scope="session")
     cm.set_state(sid, "region", "eu", scope="project")
+    cb.flush()  # capture anchoring done: its store calls are not an assembly's
     cb.wait_for_embeddings()
     return sid
 

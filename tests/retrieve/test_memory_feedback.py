@@ -94,6 +94,7 @@ def test_confidence_is_read_once_per_generation_and_seen_across_bases(
     ids = _memories(cb)
     query = "redis cache ttl orders"
     cb.search(query, **KEYWORD)
+    cb.flush()  # capture anchoring done: its reads of the events are not the search's
     calls = StoreCalls(cb.store)
     cb.search(query, **KEYWORD)  # nothing changed: the feedback read before holds
     assert "get_state_keys" not in calls.counts and "get_events" not in calls.counts

@@ -15,6 +15,7 @@ def _seed(cb: ContextBase) -> None:
     for n in range(6):
         cb.record("user_message", session_id=f"s{n % 2}", text=f"refund report column {n}")
     cb.record("user_message", session_id="s0", text="the payment tests fail in CI")
+    cb.flush()  # capture anchoring done: its store calls are not a search's
     cb.wait_for_embeddings()
 
 

@@ -25,6 +25,7 @@ def _fill(cb: ContextBase, tmp_path: Path) -> None:
         folder.mkdir()
         (folder / "notes.md").write_text(f"# {repo}\n\nthe zebra cache of {repo}\n")
         cb.ingest(str(folder), repo=repo)
+    cb.flush()  # capture anchoring done: its store calls are not a search's
 
 
 def test_a_mistyped_repository_beside_a_held_one_is_an_error(
