@@ -38,3 +38,21 @@ def test_forgetting_one_section_leaves_the_document_and_its_other_sections(
     cb.forget(entity_ids=[paging])
     left = {e.id for e in cb.list_entities()}
     assert paging not in left and ids[0] in left and len(left) == 2
+
+
+def test_a_hidden_document_hides_its_sections_and_brings_back_those_it_hid(
+    cb: ContextBase,
+) -> None:
+    doc = cb.anchor_document(V1, path="docs/api.md").entity_ids[0]
+    cb.anchor_document(OTHER, path="docs/billing.md")
+    paging = next(e.id for e in cb.list_entities() if "Paging" in e.name)
+    cb.wait_for_embeddings()
+    assert cb.soft_delete([paging]) == 1  # hidden on its own first
+    assert cb.soft_delete([doc]) == 2  # the document and its other section
+    assert not [e for e in cb.list_entities() if e.id == doc or "Orders" in e.name]
+    assert not [
+        h for h in cb.search("orders paging vaultcursor").results if "Orders" in h.item.text
+    ]
+    assert cb.restore([doc]) == 2
+    back = {e.id for e in cb.list_entities()}
+    assert doc in back and paging not in back  # the one hidden by its own id stays hidden

@@ -318,6 +318,7 @@ class ForgetSteps:
             made += list(self._capture_mentions(conn, project_id, uniq))
         else:
             made += self._unmentioned(conn, project_id, uniq, visible=True)
+        made += self._document_parts(conn, project_id, uniq)
         named = set(uniq)
         made = [m for m in dict.fromkeys(made) if m not in named]
         if active and made:
@@ -330,6 +331,25 @@ class ForgetSteps:
             }  # fmt: skip
             made = [m for m in made if m not in own]
         return made
+
+    def _document_parts(self, conn: Any, project_id: str, ids: Sequence[str]) -> list[str]:
+        """The sections the documents among `ids` contain (CONTAINS drawn when they were
+        anchored; theirs in turn): they hold the document's text, so they are hidden and
+        restored with it (forgetting.py forgets them with it)."""
+        parts: dict[str, None] = {}
+        nodes = [i for i in ids if i.startswith(("document:", "section:"))]
+        while nodes:
+            found = [
+                r[0]
+                for r in self._rows_in(
+                    conn, "SELECT to_id FROM relations WHERE project_id=? AND type='CONTAINS'",
+                    "from_id", nodes, (project_id,),
+                )
+                if str(r[0]).startswith("section:")
+            ]  # fmt: skip
+            nodes = [i for i in dict.fromkeys(found) if i not in parts and i not in ids]
+            parts.update(dict.fromkeys(nodes))
+        return list(parts)
 
     def _soft_deleted(
         self, conn: Any, project_id: str, before: float
