@@ -110,42 +110,28 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
             f"destination {c.destination:>8}{note}{mark}"
         )
     print(_summary(counts, project))
-    left_out = {t: c.forgotten for t, c in counts.items() if c.forgotten}
-    if left_out:
-        print(
-            f"left out {sum(left_out.values())} row(s) the destination has forgotten "
-            f"({_per_table(left_out)})"
-        )
-    own = {t: c.own for t, c in counts.items() if c.own and t != "tombstones"}
-    if own:
-        whose = (
-            "of the project, written to again after its whole-project forget there"
-            if project_reborn(counts)
-            else "of sessions written to again after their forget there"
-        )
-        print(
-            f"the destination held {sum(own.values())} row(s) of its own, {whose} "
-            f"({_per_table(own)})"
-        )
-    removed = {t: c.removed for t, c in counts.items() if c.removed}
-    if removed:
-        print(
-            f"forgot {sum(removed.values())} row(s) in the destination that the source has "
-            f"forgotten since an earlier copy ({_per_table(removed)})"
-        )
-    extra = {t: c.extra for t, c in counts.items() if c.extra and t != "tombstones"}
-    if extra:
-        print(
-            f"the destination holds {sum(extra.values())} other row(s) of the project that "
-            f"the source does not (written there since an earlier copy; kept) "
-            f"({_per_table(extra)})"
-        )
-    redacted = {t: c.redacted for t, c in counts.items() if c.redacted}
-    if redacted:
-        print(
-            f"redacted forgotten content out of {sum(redacted.values())} row(s) "
-            f"({_per_table(redacted)})"
-        )
+    whose = (
+        "of the project, written to again after its whole-project forget there"
+        if project_reborn(counts)
+        else "of sessions written to again after their forget there"
+    )
+    lines: list[tuple[str, bool, str]] = [  # (TableCopy figure, tombstones too, the line)
+        ("forgotten", True, "left out {n} row(s) the destination has forgotten"),
+        ("own", False, f"the destination held {{n}} row(s) of its own, {whose}"),
+        ("removed", True, "forgot {n} row(s) in the destination that the source has forgotten"
+         " since an earlier copy"),
+        ("extra", False, "the destination holds {n} other row(s) of the project that the source"
+         " does not (written there since an earlier copy; kept)"),
+        ("redacted", True, "redacted forgotten content out of {n} row(s)"),
+    ]  # fmt: skip
+    for figure, tombstones, line in lines:
+        per = {
+            t: getattr(c, figure)
+            for t, c in counts.items()
+            if getattr(c, figure) and (tombstones or t != "tombstones")
+        }
+        if per:
+            print(f"{line.format(n=sum(per.values()))} ({_per_table(per)})")
     if not all(c.matches for c in counts.values()):
         print(
             "error: row counts differ: the destination does not hold what it held before plus"

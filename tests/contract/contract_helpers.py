@@ -20,6 +20,7 @@ from ctxbase.model import Entity, Event, Relation, keyed_event_id, make_entity_i
 from ctxbase.retrieve.indexing import entity_items, event_items
 from ctxbase.retrieve.tokenize import fts_match_expression, query_terms
 from ctxbase.store.base import SearchItem, Store
+from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.sqlite import SQLiteStore
 
 
@@ -120,3 +121,11 @@ def fresh_database(backend: str, tmp_path: Path, request: pytest.FixtureRequest)
     finally:
         with psycopg.connect(pg_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def open_store(kind: str, path: Path, pg_url: str | None) -> Store:
+    """A store object of its own: the SQLite file at `path`, or the PostgreSQL database."""
+    if kind == "sqlite":
+        return SQLiteStore(str(path))
+    assert pg_url is not None
+    return PostgresStore(pg_url, max_size=2)

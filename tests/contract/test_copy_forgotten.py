@@ -12,12 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from contract_helpers import add_entity, make_event, match, write
+from contract_helpers import add_entity, make_event, match, open_store, write
 
 from ctxbase.model import Relation, SessionInfo, StateFact, TaskInfo
 from ctxbase.retrieve.indexing import event_items
 from ctxbase.store.base import FEEDBACK_SCOPE, Store
-from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.schema import TABLES
 from ctxbase.store.sqlite import SQLiteStore
 from ctxbase.store.transfer import copy_project
@@ -88,13 +87,6 @@ def _snapshot(store: Store, pid: str) -> dict[str, list[str]]:
     return out
 
 
-def _open(kind: str, path: Path, pg_url: str | None) -> Store:
-    if kind == "sqlite":
-        return SQLiteStore(str(path))
-    assert pg_url is not None
-    return PostgresStore(pg_url, max_size=2)
-
-
 @pytest.fixture(params=["sqlite->sqlite", "sqlite->postgres", "postgres->sqlite"])
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store, Store]]:
     """(backup, live, fresh): the backup and live on the backends named; fresh, a third
@@ -102,8 +94,8 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Sto
     bak_kind, live_kind = request.param.split("->")
     url = request.getfixturevalue("pg_url") if "postgres" in request.param else None
     opened = [
-        _open(bak_kind, tmp_path / "bak.db", url),
-        _open(live_kind, tmp_path / "live.db", url),
+        open_store(bak_kind, tmp_path / "bak.db", url),
+        open_store(live_kind, tmp_path / "live.db", url),
         SQLiteStore(str(tmp_path / "fresh.db")),
     ]
     yield opened[0], opened[1], opened[2]

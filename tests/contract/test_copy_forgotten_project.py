@@ -12,11 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from contract_helpers import make_event, write
+from contract_helpers import make_event, open_store, write
 
 from ctxbase.model import SessionInfo, StateFact, TaskInfo
 from ctxbase.store.base import Store
-from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.schema import TABLES
 from ctxbase.store.sqlite import SQLiteStore
 from ctxbase.store.transfer import copy_project, project_forgotten, project_reborn
@@ -39,19 +38,12 @@ def _snapshot(store: Store, pid: str) -> dict[str, list[str]]:
     }
 
 
-def _open(kind: str, path: Path, pg_url: str | None) -> Store:
-    if kind == "sqlite":
-        return SQLiteStore(str(path))
-    assert pg_url is not None
-    return PostgresStore(pg_url, max_size=2)
-
-
 @pytest.fixture(params=["sqlite->sqlite", "sqlite->postgres", "postgres->sqlite"])
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
     bak_kind, live_kind = request.param.split("->")
     url = request.getfixturevalue("pg_url") if "postgres" in request.param else None
-    bak = _open(bak_kind, tmp_path / "bak.db", url)
-    live = _open(live_kind, tmp_path / "live.db", url)
+    bak = open_store(bak_kind, tmp_path / "bak.db", url)
+    live = open_store(live_kind, tmp_path / "live.db", url)
     yield bak, live
     bak.close()
     live.close()

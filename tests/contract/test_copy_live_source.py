@@ -9,21 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contract_helpers import make_event, write
+from contract_helpers import make_event, open_store, write
 
 from ctxbase.model import SessionInfo
 from ctxbase.store.base import Store
-from ctxbase.store.postgres import PostgresStore
 from ctxbase.store.schema import TABLES
-from ctxbase.store.sqlite import SQLiteStore
 from ctxbase.store.transfer import copy_project
-
-
-def _open(kind: str, path: Path, pg_url: str | None) -> Store:
-    if kind == "sqlite":
-        return SQLiteStore(str(path))
-    assert pg_url is not None
-    return PostgresStore(pg_url, max_size=2)
 
 
 @pytest.fixture(params=["sqlite->sqlite", "sqlite->postgres", "postgres->sqlite"])
@@ -31,9 +22,9 @@ def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Sto
     """(source, another store object on the source's database, destination)."""
     src_kind, dst_kind = request.param.split("->")
     url = request.getfixturevalue("pg_url") if "postgres" in request.param else None
-    src = _open(src_kind, tmp_path / "src.db", url)
-    writer = _open(src_kind, tmp_path / "src.db", url)
-    dst = _open(dst_kind, tmp_path / "dst.db", url)
+    src = open_store(src_kind, tmp_path / "src.db", url)
+    writer = open_store(src_kind, tmp_path / "src.db", url)
+    dst = open_store(dst_kind, tmp_path / "dst.db", url)
     yield src, writer, dst
     for store in (src, writer, dst):
         store.close()

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contract_helpers import make_event, write
+from contract_helpers import make_event, open_store, write
 
 from ctxbase.errors import ValidationError
 from ctxbase.model import SessionInfo
@@ -19,19 +19,15 @@ from ctxbase.store.sqlite import SQLiteStore
 from ctxbase.store.transfer import copy_project, project_forgotten
 
 
-def _open(kind: str, path: Path, pg_url: str | None) -> Store:
-    if kind == "sqlite":
-        return SQLiteStore(str(path))
-    assert pg_url is not None
-    return PostgresStore(pg_url, max_size=2)
-
-
 @pytest.fixture(params=["sqlite->sqlite", "sqlite->postgres", "postgres->sqlite"])
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
     """(backup, live) on the backends named."""
     bak_kind, live_kind = request.param.split("->")
     url = request.getfixturevalue("pg_url") if "postgres" in request.param else None
-    bak, live = _open(bak_kind, tmp_path / "bak.db", url), _open(live_kind, tmp_path / "l.db", url)
+    bak, live = (
+        open_store(bak_kind, tmp_path / "bak.db", url),
+        open_store(live_kind, tmp_path / "l.db", url),
+    )
     yield bak, live
     bak.close()
     live.close()
