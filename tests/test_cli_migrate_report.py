@@ -46,6 +46,24 @@ def test_a_re_run_into_a_destination_written_to_since_keeps_and_reports_its_rows
     assert rows["events"][1:7] == ["source", "2", "written", "1", "destination", "3"]
 
 
+def test_a_re_run_forgets_there_what_the_source_forgot_and_says_so(
+    tmp_path: Path, capsys: Any
+) -> None:
+    src, dst = str(tmp_path / "src.db"), str(tmp_path / "dst.db")
+    _capture(capsys, src, "p", "gone", "the vaultkey is 1234")
+    _capture(capsys, src, "p", "kept", "keep this one")
+    assert _migrate(capsys, "p", src, dst)[0] == 0
+    base = ("--db", src, "--project", "p", "--embedder", "none", "-q")
+    assert _run(capsys, *base, "forget", "--session", "gone")[0] == 0
+    code, out, err = _migrate(capsys, "p", src, dst)
+    assert code == 0 and err == "" and "differs" not in out, (out, err)
+    assert "that the source has forgotten since an earlier copy" in out
+    rows = {line.split()[0]: line for line in out.splitlines() if " source " in line}
+    assert "(1 forgotten here: forgotten in the source)" in rows["events"]
+    found = _run(capsys, "--db", dst, "--project", "p", "--embedder", "none", "search", "vaultkey")
+    assert "vaultkey" not in found[1]
+
+
 def test_a_project_the_source_does_not_hold_is_not_found(tmp_path: Path, capsys: Any) -> None:
     src, dst = str(tmp_path / "backup.db"), str(tmp_path / "new.db")
     _capture(capsys, src, "p2", "s", "hello")

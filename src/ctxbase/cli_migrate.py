@@ -103,6 +103,8 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
         if c.own:
             since = "forgotten there" if table == "tombstones" else "written since a forget there"
             notes.append(f"{c.own} of its own: {since}")
+        if c.removed:
+            notes.append(f"{c.removed} forgotten here: forgotten in the source")
         note = f"  ({'; '.join(notes)})" if notes else ""
         mark = "" if c.matches else "   <-- differs"
         print(
@@ -121,7 +123,7 @@ def report_copy(counts: Mapping[str, TableCopy], project: str) -> int:
         ("removed", True, "forgot {n} row(s) in the destination that the source has forgotten"
          " since an earlier copy"),
         ("extra", False, "the destination holds {n} other row(s) of the project that the source"
-         " does not (written there since an earlier copy; kept)"),
+         " does not (kept)"),
         ("redacted", True, "redacted forgotten content out of {n} row(s)"),
     ]  # fmt: skip
     for figure, tombstones, line in lines:

@@ -234,8 +234,9 @@ def _document_parts(store: Store, pid: str, entity_ids: Sequence[str]) -> list[s
     parts: dict[str, None] = {}
     while docs:
         links = store.list_relations(
-            pid, docs, direction="out", types=["CONTAINS"], include_closed=True
-        )
+            pid, docs, direction="out", types=["CONTAINS"], include_closed=True,
+            include_hidden=True,  # a section hidden on its own is forgotten too
+        )  # fmt: skip
         found = [r.to_id for r in links if r.to_id.startswith("section:")]
         docs = [i for i in dict.fromkeys(found) if i not in parts and i not in entity_ids]
         parts.update(dict.fromkeys(docs))

@@ -56,3 +56,12 @@ def test_a_hidden_document_hides_its_sections_and_brings_back_those_it_hid(
     assert cb.restore([doc]) == 2
     back = {e.id for e in cb.list_entities()}
     assert doc in back and paging not in back  # the one hidden by its own id stays hidden
+
+
+def test_a_section_hidden_on_its_own_is_forgotten_with_its_document(cb: ContextBase) -> None:
+    doc = cb.anchor_document(V1, path="docs/api.md").entity_ids[0]
+    paging = next(e.id for e in cb.list_entities() if "Paging" in e.name)
+    assert cb.soft_delete([paging]) == 1
+    cb.forget(entity_ids=[doc])
+    assert cb.forget(entity_ids=[paging]).already_forgotten == [paging]
+    assert cb.list_entities() == []
