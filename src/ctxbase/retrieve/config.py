@@ -130,9 +130,6 @@ class SearchConfig(BaseModel):
     # the best `coverage_window` (retrieve/coverage.py): a question asking two things gets
     # the turn answering its other part, not a neighbour of the first answer. 0: off.
     coverage_boost: float = Field(default=0.0, ge=0, le=5.0)
-    # In that re-ordering, a turn next to one placed above it scores this share less: the
-    # top places go to different moments, not a turn and its reply. 0: off.
-    neighbour_penalty: float = Field(default=0.0, ge=0, lt=1.0)
     coverage_window: int = Field(default=10, ge=2, le=30)
     # Pseudo-relevance feedback (retrieve/feedback.py): terms shared by several of the
     # `feedback_seeds` best hits and rare in the project are searched again with the query's
