@@ -243,6 +243,19 @@ def _document_parts(store: Store, pid: str, entity_ids: Sequence[str]) -> list[s
     return list(parts)
 
 
+def _cards_to_rewrite(
+    store: Store, pid: str, entity_ids: Sequence[str], parts: Sequence[str]
+) -> list[str]:
+    """The documents that keep a section named among `entity_ids`: their cards name its
+    words and heading, and are written again after the forget (anchor/doc_card.py)."""
+    if not any(i.startswith("section:") for i in entity_ids):
+        return []
+    from .anchor.doc_card import documents_of_sections
+
+    going = {*entity_ids, *parts}
+    return [d for d in documents_of_sections(store, pid, entity_ids) if d not in going]
+
+
 def _kept_versions(store: Store, pid: str, entity_ids: Sequence[str]) -> list[str]:
     """The earlier versions kept of these entities (`<id>@v<n>`, written when an update
     changed them): forgetting an entity forgets what it said before, too. Each new version
@@ -331,6 +344,7 @@ def forget(
     # what the messages forgotten said leaves their sessions' summaries (read before they go)
     removed = _removal_sources(cb, pid, [*event_ids, *(e.id for e in sources.same)])
     parts = _document_parts(cb.store, pid, entity_ids) if entity_ids else []
+    cards = _cards_to_rewrite(cb.store, pid, entity_ids, parts)
     if only_named and targets.held == 0:
         # nothing named is held: a repeat (or a retry whose first answer was lost) of a
         # forget that was done, which has nothing left to remove
@@ -360,6 +374,10 @@ def forget(
             from .assemble.summary_redaction import after_removal
 
             after_removal(cb.components, pid, removed)
+        if cards and report.total:
+            from .anchor.doc_card import rewrite_cards  # a section forgotten alone
+
+            rewrite_cards(cb.components, pid, cards)
         for cache, n in cb._forget_cached(pid).items():
             report.add_cache(cache, n)
         report.add_cache("text_analysis", clear_text_caches())

@@ -65,3 +65,24 @@ def test_a_section_hidden_on_its_own_is_forgotten_with_its_document(cb: ContextB
     cb.forget(entity_ids=[doc])
     assert cb.forget(entity_ids=[paging]).already_forgotten == [paging]
     assert cb.list_entities() == []
+
+
+def test_a_section_forgotten_alone_leaves_the_document_card_without_its_words(
+    cb: ContextBase,
+) -> None:
+    text = (
+        "# Vault guide\n\nThe guide covers storage.\n\n## Storage\n\nKeep backups offsite.\n\n"
+        "## Secrets\n\nThe quokkasecret rotates weekly; quokkasecret lives in the vault.\n"
+    )
+    doc = cb.anchor_document(text, path="docs/vault.md").entity_ids[0]
+    card = cb.get_entity(doc)
+    assert card is not None and "quokkasecret" in card.text and "Secrets" in card.text
+    secrets = next(e.id for e in cb.list_entities() if "Secrets" in e.name)
+    cb.forget(entity_ids=[secrets])
+    card = cb.get_entity(doc)
+    assert card is not None and "quokkasecret" not in card.text, card.text
+    assert "Secrets" not in card.text and "Storage" in card.text
+    assert secrets not in card.properties.get("sections", [])
+    cb.wait_for_embeddings()
+    hits = cb.search("quokkasecret", config=get_preset("hybrid", latest_only=False)).results
+    assert all("quokkasecret" not in h.item.text for h in hits)
