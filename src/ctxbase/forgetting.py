@@ -247,7 +247,7 @@ def _cards_to_rewrite(
     store: Store, pid: str, entity_ids: Sequence[str], parts: Sequence[str]
 ) -> list[str]:
     """The documents that keep a section named among `entity_ids`: their cards name its
-    words and heading, and are written again after the forget (anchor/doc_card.py)."""
+    words and heading, and are written again after the forget or hide (anchor/doc_card.py)."""
     if not any(i.startswith("section:") for i in entity_ids):
         return []
     from .anchor.doc_card import documents_of_sections
@@ -497,6 +497,10 @@ class ForgetMethods:
         sources = _anchored_sources(self.store, pid, wanted)
         with_them = [e.id for e in sources.same if e.active == hidden]
         report.changed = self.store.set_active(pid, [*wanted, *with_them], not hidden)
+        if cards := _cards_to_rewrite(self.store, pid, wanted, ()):
+            from .anchor.doc_card import rewrite_cards  # a section hidden or restored alone
+
+            rewrite_cards(self.components, pid, cards)
         moved = [e for e in [*events, *sources.same] if e.active == hidden]
         if moved:  # the facts the messages stated go out and come back with them
             from .assemble.withheld import HIDDEN, reinstate_facts, withdraw_facts

@@ -86,3 +86,19 @@ def test_a_section_forgotten_alone_leaves_the_document_card_without_its_words(
     cb.wait_for_embeddings()
     hits = cb.search("quokkasecret", config=get_preset("hybrid", latest_only=False)).results
     assert all("quokkasecret" not in h.item.text for h in hits)
+
+
+def test_a_section_hidden_alone_leaves_the_card_and_comes_back_to_it(cb: ContextBase) -> None:
+    text = (
+        "# Vault guide\n\n## Storage\n\nKeep backups offsite.\n\n## Secrets\n\nThe quokkasecret.\n"
+    )
+    doc = cb.anchor_document(text, path="docs/vault.md").entity_ids[0]
+    secrets = next(e.id for e in cb.list_entities() if "Secrets" in e.name)
+    before = cb.get_entity(doc)
+    assert before is not None and "quokkasecret" in before.text
+    assert cb.soft_delete([secrets]) == 1
+    hidden = cb.get_entity(doc)
+    assert hidden is not None and "quokkasecret" not in hidden.text and "Secrets" not in hidden.text
+    assert cb.restore([secrets]) == 1
+    back = cb.get_entity(doc)
+    assert back is not None and back.text == before.text

@@ -35,8 +35,8 @@ def documents_of_sections(store: Store, project_id: str, ids: Sequence[str]) -> 
 
 
 def rewrite_cards(cb: ComponentsSource, project_id: str, doc_ids: Sequence[str]) -> list[str]:
-    """Write the cards of `doc_ids` again from the sections each still contains; returns
-    the ids of the cards that changed."""
+    """Write the cards of `doc_ids` again from the visible sections each contains;
+    returns the ids of the cards that changed."""
     comps = components_of(cb)
     store = comps.store
     changed: list[str] = []
@@ -48,7 +48,7 @@ def rewrite_cards(cb: ComponentsSource, project_id: str, doc_ids: Sequence[str])
             include_hidden=True,
         )  # fmt: skip
         held = [r.to_id for r in links if r.to_id.startswith("section:")]
-        sections = store.get_entities(project_id, held, include_inactive=True)
+        sections = store.get_entities(project_id, held)  # the visible ones
         sections.sort(key=lambda s: (int(s.properties.get("line_start") or 0), s.id))
         body = "\n\n".join(s.text for s in sections)
         terms = key_terms(body, 10) if body.strip() else []
