@@ -374,6 +374,10 @@ def forget(
             from .assemble.summary_redaction import after_removal
 
             after_removal(cb.components, pid, removed)
+        if entity_ids and report.total:
+            from .anchor.same_name import reinstate_superseded  # its earlier edition is current
+
+            reinstate_superseded(cb.components, pid, entity_ids)
         if cards and report.total:
             from .anchor.doc_card import rewrite_cards  # a section forgotten alone
 

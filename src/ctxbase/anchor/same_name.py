@@ -10,18 +10,23 @@ is kept (latest=False, `superseded_by` and `superseded_at` in its properties, ou
 and assemblies, read by id as history) and linked `<new> -MODIFIES-> <old>` (source
 `auto:same_name`). Documents ingested from a repository are versioned by their files
 (doc_versions.py), not here.
+
+When the current one is hard-forgotten, the documents it superseded are not left without a
+current one (`reinstate_superseded`): the newest version of them (else the one created
+last) is current again, as a repository's next file is when the newest is removed.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 from ..components import ComponentsSource, components_of
 from ..model import Entity, Relation
 from .doc_versions import document_title_key, version_order
 from .entities import restore_vectors, unit_vectors, write_entity
 
-__all__ = ["SAME_NAME_SOURCE", "supersede_same_name"]
+__all__ = ["SAME_NAME_SOURCE", "reinstate_superseded", "supersede_same_name"]
 
 SAME_NAME_SOURCE = "auto:same_name"
 _TYPES = frozenset({"document"})
@@ -99,3 +104,41 @@ def supersede_same_name(cb: ComponentsSource, written: Entity) -> Entity:
         ]
     )
     return stood
+
+
+def reinstate_superseded(cb: ComponentsSource, project_id: str, gone: Sequence[str]) -> list[str]:
+    """After a forget of the documents `gone`: of the documents each superseded, the one
+    to be current (the newest version, else the one created last) is current again, and
+    the others are superseded by it. Returns the ids made current."""
+    comps = components_of(cb)
+    forgotten = set(gone)
+    waiting: dict[str, list[Entity]] = {}
+    for doc in comps.store.list_entities(project_id, type="document", latest_only=False):
+        if not doc.latest and _standalone(doc) and doc.properties.get("superseded_by") in forgotten:
+            waiting.setdefault(str(doc.properties["superseded_by"]), []).append(doc)
+    made: list[str] = []
+    for group in waiting.values():
+        orders = [_order(d) for d in group]
+        if all(o is not None for o in orders):
+            best = max(o for o in orders if o is not None)
+            current = next(d for d, o in zip(group, orders, strict=True) if o == best)
+        else:
+            current = max(group, key=lambda d: (d.created_at, d.id))
+        props = dict(current.properties)
+        if "_sig" not in props:  # a signed one's properties are signed: latest alone changes
+            props.pop("superseded_by", None)
+            props.pop("superseded_at", None)
+        vectors = unit_vectors(comps, project_id, [current])
+        stood = write_entity(
+            comps, current.model_copy(update={"latest": True, "properties": props}), notify=False
+        )
+        restore_vectors(comps, project_id, vectors)
+        supersede_same_name(comps, stood)  # the current others of its name, if any
+        rest = [d for d in group if d.id != current.id and "_sig" not in d.properties]
+        vectors = unit_vectors(comps, project_id, rest)
+        for doc in rest:  # the others it stood with: superseded by it now
+            moved = {**doc.properties, "superseded_by": current.id}
+            write_entity(comps, doc.model_copy(update={"properties": moved}), notify=False)
+        restore_vectors(comps, project_id, vectors)
+        made.append(current.id)
+    return made
