@@ -465,6 +465,11 @@ def test_projects_sessions_entities_and_status(tmp_path: Path, capsys: Any) -> N
     status = json.loads(out)
     assert code == 0 and status["sessions"] == 1 and status["search_units"] >= 2
     assert status["schema_version"] == SCHEMA_VERSION and status["pending_vectors"] >= 0
+    assert (status["events"], status["hidden_events"]) == (1, 0)
+    event = json.loads(_run(capsys, *base, "events", "s1", "--json")[1])[0]["id"]
+    assert _run(capsys, *base, "forget", "--soft", "--event", event)[0] == 0
+    status = json.loads(_run(capsys, *base, "status", "--json")[1])
+    assert (status["events"], status["hidden_events"]) == (0, 1)
 
 
 def test_listings_show_a_multi_line_text_on_its_own_row(tmp_path: Path, capsys: Any) -> None:

@@ -485,11 +485,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     """What a person checks first: schema, counts, and how much still waits for a vector."""
     with _open_existing(args) as cb:
         pid = cb.project
+        hidden = sum(cb.store.hidden_event_counts(pid).values())
         status = {
             "db": _db(args),
             "project": pid,
             "schema_version": cb.store.schema_version(),
             "sessions": len(cb.list_sessions()),
+            "events": cb.store.count_rows(pid, "events") - hidden,  # the visible ones
+            "hidden_events": hidden,
             "entities": len(cb.list_entities()),
             "search_units": cb.store.count_items(pid),
             "embedder": None if cb.embedder is None else cb.embedder.name,
