@@ -243,6 +243,25 @@ def _document_parts(store: Store, pid: str, entity_ids: Sequence[str]) -> list[s
     return list(parts)
 
 
+def _edition_moves(cb: ForgetMethods, pid: str, ids: Sequence[str], hidden: bool) -> None:
+    """The current edition of a document written again under the same name (same_name.py),
+    hidden: the one it superseded is current while it is; restored: it is current again."""
+    docs = [
+        e
+        for e in cb.store.get_entities(pid, list(ids), include_inactive=True)
+        if e.type == "document"
+    ]
+    if not docs:
+        return
+    from .anchor.same_name import reinstate_superseded, supersede_same_name
+
+    if hidden:
+        reinstate_superseded(cb.components, pid, [d.id for d in docs])
+    else:
+        for doc in docs:
+            supersede_same_name(cb.components, doc)
+
+
 def _cards_to_rewrite(
     store: Store, pid: str, entity_ids: Sequence[str], parts: Sequence[str]
 ) -> list[str]:
@@ -501,6 +520,8 @@ class ForgetMethods:
         sources = _anchored_sources(self.store, pid, wanted)
         with_them = [e.id for e in sources.same if e.active == hidden]
         report.changed = self.store.set_active(pid, [*wanted, *with_them], not hidden)
+        if report.changed:
+            _edition_moves(self, pid, wanted, hidden)
         if cards := _cards_to_rewrite(self.store, pid, wanted, ()):
             from .anchor.doc_card import rewrite_cards  # a section hidden or restored alone
 

@@ -54,3 +54,18 @@ def test_editions_written_oldest_last_follow_the_one_made_current(cb: ContextBas
     assert _current(cb, "doc_401", "doc_402") == ["doc_402"]
     first = cb.get_entity("doc_401")
     assert first is not None and first.properties.get("superseded_by") == "doc_402"
+
+
+def test_a_hidden_current_edition_leaves_the_one_before_current_until_restored(
+    cb: ContextBase,
+) -> None:
+    _doc(cb, "doc_501", "订单 API 文档 V2.1", "GET /orders returns walrus lists")
+    _doc(cb, "doc_502", "订单 API 文档 V3.2", "GET /v3/orders returns walrus pages")
+    assert cb.soft_delete(["doc_502"]) == 1
+    assert _current(cb, "doc_501") == ["doc_501"]
+    cb.wait_for_embeddings()
+    assert [h.item.owner_id for h in cb.search("walrus orders").results][:1] == ["doc_501"]
+    assert cb.restore(["doc_502"]) == 1
+    assert _current(cb, "doc_501", "doc_502") == ["doc_502"]
+    old = cb.get_entity("doc_501")
+    assert old is not None and old.properties.get("superseded_by") == "doc_502"
