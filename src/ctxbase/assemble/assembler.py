@@ -348,8 +348,12 @@ class Assembler:
                 "the newest user message was answered: it stays in the history and no "
                 "latest input follows"
             )
+        # what the history shows (the window's turns; older important ones, compressed)
+        # is not recalled again; an older turn the window leaves out may be
+        in_window, before = window_turns(hist, window.max_messages)
+        shown = [*(e for e in before if _important(e)), *in_window]
         exclude = (
-            {e.id for e in hist}
+            {e.id for e in shown}
             | set(held)
             | set(private)
             | ({input_event} if input_event else set())
@@ -366,7 +370,7 @@ class Assembler:
             repos=repo_set,
             statuses={session_id: statuses} if session_id else None,
             held={
-                **{e.id: "a turn of the history" for e in hist},
+                **{e.id: "a turn of the history" for e in shown},
                 **{c: f"a call of {m}, in the history" for c, m in held.items()},
                 **private,
             },
