@@ -259,3 +259,30 @@ def test_the_sdk_retry_of_a_forget_whose_answer_was_lost_succeeds(
         proxy.shutdown()
         proxy.server_close()
         thread.join(timeout=10)
+
+
+def test_rest_forget_of_nothing_names_the_fields_of_its_body(server: Live, pid: str) -> None:
+    with server.client(server.key(pid, role="admin")) as c:
+        _event(c, f"/v1/projects/{pid}", "s1", "something to hold")
+        r = c.post(f"/v1/projects/{pid}/forget", json={})
+        assert r.status_code == 422, r.text
+        message = r.json()["error"]["message"]
+        assert "repos" in message and "soft_deleted_older_than_s" in message, message
+        for field in ("repos", "soft_deleted_older_than_s"):  # the fields it names are taken
+            named = {field: ["nosuch"] if field == "repos" else 3600.0}
+            assert c.post(f"/v1/projects/{pid}/forget", json=named).status_code != 422
+
+
+def test_rest_forget_in_an_unknown_project_is_an_unknown_project(server: Live, pid: str) -> None:
+    with server.client(server.key(pid, role="admin")) as c:
+        _event(c, f"/v1/projects/{pid}", "s1", "something to hold")
+    with server.client(server.key("*", role="admin")) as c:
+        r = c.post(f"/v1/projects/{pid}-typo/forget", json={"session_id": "s1"})
+        assert r.status_code == 404, r.text
+        assert f"project '{pid}-typo' not found" in r.json()["error"]["message"]
+        r = c.post(f"/v1/projects/{pid}/forget", json={"session_id": "s1"})
+        assert r.status_code == 200, r.text  # a project forgotten from: still known
+        r = c.post(f"/v1/projects/{pid}/forget", json={"whole_project": True})
+        assert r.status_code == 200, r.text
+        r = c.post(f"/v1/projects/{pid}/forget", json={"whole_project": True})
+        assert r.status_code == 200, r.text  # forgotten whole before: a retry, no typo

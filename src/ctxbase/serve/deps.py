@@ -99,9 +99,11 @@ def _admin(project_id: ProjectPath, who: Caller, rt: Rt) -> Iterator[str]:
     rt.cache.invalidate(project_id)
 
 
-async def _hard_forget(project_id: ProjectPath, who: Caller) -> str:
+async def _hard_forget(project_id: ProjectPath, who: Caller, rt: Rt) -> str:
     # The handler invalidates the assemble cache itself (and counts what it held).
     who.check(project_id, "admin", *HARD_FORGET)
+    if not rt.cb.store.has_forgotten(project_id):  # a project forgotten before: no typo
+        require_project(rt, who, project_id)
     return project_id
 
 

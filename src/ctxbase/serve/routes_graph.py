@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 
 from ..aliases import identity_source
+from ..errors import ValidationError
 from ..knowledge_graph import MAX_NEIGHBOURHOOD_HOPS
 from ..memory_feedback import Feedback
 from ..model import Entity, Relation
@@ -205,6 +206,12 @@ def forget(pid: HardForgetProject, body: ForgetIn, rt: Rt) -> ForgetOut:
     before (no error, so a retry after a lost answer is a 200); 404 when every one named is unknown
     (and neither whole_project nor a purge was asked)."""
     # Before and after: an assembly racing with the forget must not stay cached.
+    if body.model_dump(exclude_defaults=True) == {}:  # as the library says it, in REST's names
+        raise ValidationError(
+            "forget",
+            "name event_ids, entity_ids, session_id, repos, soft_deleted_older_than_s or "
+            "whole_project: true",
+        )
     cached = rt.cache.invalidate(pid)
     fields = body.model_dump()
     older = fields.pop("soft_deleted_older_than_s")
