@@ -43,6 +43,7 @@ with warnings.catch_warnings():  # deprecated in langchain-core 1.6.4, still wha
 from ..capture.tool_calls import call_text  # noqa: E402
 from ..model import check_id  # noqa: E402
 from .recall import assembled, searched  # noqa: E402
+from .stored_forms import stored_form  # noqa: E402
 from .tools import ToolScope, session_events  # noqa: E402
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
         events = session_events(self.cb, self.session_id, HISTORY_LIMIT, self.project)
         out: list[BaseMessage] = []
         for e in events:
-            form = _stored_form(e)
+            form = stored_form(e, _LC_KEY)
             if form is not None:
                 out.extend(messages_from_dict([form[_LC_KEY]]))
             elif e.type in _FROM_TYPE and e.text:
@@ -173,22 +174,13 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
             self.cb.set_hidden(ids, True, project=self.project)
 
     def _recorded_here(self, event: Event) -> bool:
-        form = _stored_form(event)
+        form = stored_form(event, _LC_KEY)
         if form is None:
             return False
         if _BY_KEY in form:
             return bool(form[_BY_KEY] == self.agent_id)
         # recorded before histories named themselves: the agent's own (not the user's) turns
         return event.agent_id == self.agent_id
-
-
-def _stored_form(event: Event) -> dict[str, Any] | None:
-    """The mapping holding a message's LangChain form: the event's metadata, or its data
-    (where histories kept it before); None for an event no history recorded."""
-    for where in (event.metadata, event.data):
-        if isinstance(where, dict) and isinstance(where.get(_LC_KEY), dict):
-            return where
-    return None
 
 
 def _calls_text(message: BaseMessage) -> str:

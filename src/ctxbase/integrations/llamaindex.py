@@ -33,6 +33,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa
 
 from ..model import Event  # noqa: E402
 from .recall import SESSION_LIMIT, Recalled, assembled, check_recall, searched  # noqa: E402
+from .stored_forms import stored_form  # noqa: E402
 from .tools import ToolScope, session_events  # noqa: E402
 
 if TYPE_CHECKING:
@@ -229,7 +230,7 @@ class CtxbaseChatMemory(BaseMemory):
             self.cb.set_hidden(ids, True, project=self._project)
 
     def _recorded_here(self, event: Event) -> bool:
-        form = _stored_form(event)
+        form = stored_form(event, _LI_KEY)
         if form is None:
             return False
         if _BY_KEY in form:
@@ -238,17 +239,8 @@ class CtxbaseChatMemory(BaseMemory):
         return event.agent_id == self.agent_id
 
 
-def _stored_form(event: Event) -> dict[str, Any] | None:
-    """The mapping holding a message's LlamaIndex form: the event's metadata, or its data
-    (where memories kept it before); None for an event no memory recorded."""
-    for where in (event.metadata, event.data):
-        if isinstance(where, dict) and isinstance(where.get(_LI_KEY), dict):
-            return where
-    return None
-
-
 def _message(e: Event) -> ChatMessage | None:
-    form = _stored_form(e)
+    form = stored_form(e, _LI_KEY)
     if form is not None:
         return ChatMessage.model_validate(form[_LI_KEY])
     if e.type in _FROM_TYPE and e.text:
