@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ForgetMethods",
     "VisibilityReport",
+    "check_forget_named",
     "forget",
     "merged_named_whole",
     "nothing_matched",
@@ -314,6 +315,31 @@ def merged_named_whole(
     return set(into)
 
 
+def check_forget_named(
+    event_ids: Sequence[str],
+    entity_ids: Sequence[str],
+    session_id: str | None,
+    whole_project: bool,
+    soft_deleted_older_than: float | timedelta | str | None,
+    repo: str | None,
+    repos: Sequence[str],
+) -> list[str]:
+    """The repositories a forget names, once it is known to name something: the same check
+    (and message) embedded and in the remote client, before anything is sent."""
+    check_id_list("event_ids", event_ids)
+    check_id_list("entity_ids", entity_ids)
+    names = repo_names(repo, repos)
+    if not (event_ids or entity_ids or session_id or whole_project or names) and (
+        soft_deleted_older_than is None
+    ):
+        raise ValidationError(
+            "forget",
+            "name event_ids, entity_ids, session_id, repo, soft_deleted_older_than or "
+            "whole_project=True",
+        )
+    return names
+
+
 def forget(
     cb: ForgetMethods,
     *,
@@ -327,17 +353,9 @@ def forget(
     repos: Sequence[str] = (),
 ) -> ForgetReport:
     """See `ContextBase.forget`."""
-    check_id_list("event_ids", event_ids)
-    check_id_list("entity_ids", entity_ids)
-    names = repo_names(repo, repos)
-    if not (event_ids or entity_ids or session_id or whole_project or names) and (
-        soft_deleted_older_than is None
-    ):
-        raise ValidationError(
-            "forget",
-            "name event_ids, entity_ids, session_id, repo, soft_deleted_older_than or "
-            "whole_project=True",
-        )
+    names = check_forget_named(
+        event_ids, entity_ids, session_id, whole_project, soft_deleted_older_than, repo, repos
+    )
     before = None
     if soft_deleted_older_than is not None:
         before = time.time() - retention_seconds(soft_deleted_older_than)

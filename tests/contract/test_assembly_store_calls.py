@@ -14,7 +14,9 @@ from store_calls import StoreCalls
 
 # shape -> (the assembly, ceiling of store calls, what its prompt states). Measured: no
 # session 27 (a memory tool result read with its call: one read more; 26 before),
-# session 23, planner (global view: every task's facts) 24, user scope 24 on both backends;
+# session 23, planner (global view: every task's facts) 26, user scope 24 on both backends
+# (the planner 24 before a session turn older than its history window could be recalled:
+# memory recalls the old tool call, reads its result with it and traces its links);
 # before one get_states read, one generation reading per search and the session read once:
 # 29, 27 and 34 (SQLite), 27, 25 and 32 (PostgreSQL).
 SHAPES: dict[str, tuple[Callable[[ContextBase, str], Any], int, list[str]]] = {
@@ -42,7 +44,7 @@ SHAPES: dict[str, tuple[Callable[[ContextBase, str], Any], int, list[str]]] = {
         lambda cb, sid: cb.assemble_context(
             agent_role="planner", user_intent="refund report plan", session_id=sid
         ),
-        24,
+        26,
         [
             "- owner: alice",
             "- format: csv",

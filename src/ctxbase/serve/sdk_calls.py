@@ -23,9 +23,8 @@ from ..capture.bus import BusStats
 from ..capture.event_fields import capture_fields
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event, with_ids
 from ..errors import ValidationError
-from ..forgetting import VisibilityReport, retention_seconds
+from ..forgetting import VisibilityReport, check_forget_named, retention_seconds
 from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, check_id
-from ..repo_forget import repo_names
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..search_filters import merged_filters
@@ -803,8 +802,9 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         repo: str | None = None,
         repos: Sequence[str] = (),
     ) -> Call[ForgetReport]:
-        check_id_list("event_ids", event_ids)
-        check_id_list("entity_ids", entity_ids)
+        names = check_forget_named(
+            event_ids, entity_ids, session_id, whole_project, soft_deleted_older_than, repo, repos
+        )
         older = (
             None if soft_deleted_older_than is None else retention_seconds(soft_deleted_older_than)
         )
@@ -812,7 +812,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
             "event_ids": list(event_ids),
             "entity_ids": list(entity_ids),
             "session_id": session_id,
-            "repos": repo_names(repo, repos),
+            "repos": names,
             "whole_project": whole_project,
             "soft_deleted_older_than_s": older,
         }
