@@ -418,7 +418,7 @@ def forget(
         if cards and report.total:
             from .anchor.doc_card import rewrite_cards  # a section forgotten alone
 
-            rewrite_cards(cb.components, pid, cards)
+            rewrite_cards(cb.components, pid, cards, versions=True)
         for cache, n in cb._forget_cached(pid).items():
             report.add_cache(cache, n)
         report.add_cache("text_analysis", clear_text_caches())

@@ -88,6 +88,31 @@ def test_a_section_forgotten_alone_leaves_the_document_card_without_its_words(
     assert all("quokkasecret" not in h.item.text for h in hits)
 
 
+def test_a_section_forgotten_alone_leaves_no_kept_card_version_with_its_words(
+    cb: ContextBase,
+) -> None:
+    v1 = (
+        "# Vault guide\n\n## Storage\n\nKeep backups offsite.\n\n"
+        "## Secrets\n\nThe quokkasecret rotates weekly; quokkasecret lives in the vault.\n"
+    )
+    v2 = v1.replace("Keep backups offsite.", "Keep backups offsite, encrypted twice.")
+    doc = cb.anchor_document(v1, path="docs/vault.md").entity_ids[0]
+    assert cb.anchor_document(v2, path="docs/vault.md").entity_ids[0] == doc
+    kept = [e for e in cb.list_entities(latest_only=False) if e.id.startswith(f"{doc}@v")]
+    assert kept and all("quokkasecret" in e.text and "Secrets" in e.text for e in kept)
+    secrets = next(e.id for e in cb.list_entities() if "Secrets" in e.name)
+    cb.forget(entity_ids=[secrets])
+    for old in kept:
+        now = cb.get_entity(old.id)
+        assert now is not None and "quokkasecret" not in now.text, now.text
+        assert "Secrets" not in now.text and "Storage" in now.text, now.text
+        assert "quokkasecret" not in now.properties.get("key_terms", [])
+        assert secrets not in now.properties.get("sections", [])
+    cb.wait_for_embeddings()
+    hits = cb.search("quokkasecret", config=get_preset("hybrid", latest_only=False)).results
+    assert all("quokkasecret" not in h.item.text for h in hits), hits
+
+
 def test_a_section_hidden_alone_leaves_the_card_and_comes_back_to_it(cb: ContextBase) -> None:
     text = (
         "# Vault guide\n\n## Storage\n\nKeep backups offsite.\n\n## Secrets\n\nThe quokkasecret.\n"
