@@ -1,5 +1,6 @@
-"""A turn of the session older than the history window is not in the prompt's history, so
-memory may recall it: only what the history shows is left out of memory as said there."""
+"""A turn of the session older than the history window, or in it but past the history's
+token quota, is not shown whole in the prompt's history, so memory may recall it (once):
+only what the history shows is left out of memory as said there."""
 
 from __future__ import annotations
 
@@ -35,3 +36,20 @@ def test_a_turn_the_window_shows_is_not_recalled_again(cb: ContextBase) -> None:
     )
     assert json.dumps(ctx.messages, ensure_ascii=False).count("Tuesday 03:00") == 1
     assert any(d["id"] == key and d["reason"] == "in history" for d in ctx.trace["dropped"])
+
+
+def test_a_window_turn_past_the_history_quota_is_recalled_by_memory(cb: ContextBase) -> None:
+    key = cb.record("user_message", session_id="sQ", text=KEY).id
+    filler = " ".join(f"lunch menu item {i} with soup and bread" for i in range(40))
+    for _ in range(4):  # long turns: the history quota holds the newest only
+        cb.record("user_message", session_id="sQ", text=filler)
+    cb.wait_for_embeddings()
+    ctx = cb.assemble_context(
+        agent_role="coder",
+        user_intent="when is the payments deploy window",
+        session_id="sQ",
+        max_tokens=1500,
+    )
+    text = json.dumps(ctx.messages, ensure_ascii=False)
+    assert text.count("Tuesday 03:00") == 1, ctx.trace["dropped"]  # once: memory recalls it
+    assert not [d for d in ctx.trace["dropped"] if d["id"] == key and d["reason"] == "in history"]

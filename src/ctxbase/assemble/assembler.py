@@ -22,7 +22,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
@@ -150,6 +150,74 @@ def _llm_summary(
 
 def _important(e: Event) -> bool:
     return bool(e.metadata.get("important")) or e.importance >= 0.7
+
+
+class _HistoryPlan(NamedTuple):
+    """What the history layer makes of the session's turns, planned once per assembly."""
+
+    in_window: list[Event]  # the newest max_messages turns, less orphaned tool results
+    before: list[Event]  # the turns older than the window
+    groups: dict[str, str]  # a tool call and its results share a group
+    orphans: list[str]  # tool results whose call is older than the window
+    whole: list[Event]  # the turns shown whole (the newest within the quota)
+    to_compress: list[Event]  # important turns the history summarises
+    used: int  # tokens the whole turns take
+    quota: int  # the history layer's tokens
+
+    @property
+    def shown(self) -> list[Event]:
+        """What memory need not recall: the whole turns, the summarised ones and the
+        window's thoughts (the history's asides)."""
+        thoughts = [e for e in self.in_window if e.type == THOUGHT_TYPE]
+        return [*self.whole, *self.to_compress, *thoughts]
+
+
+def _plan_history(
+    hist: Sequence[Event],
+    events: Sequence[Event],
+    window: RecentWindow,
+    policy: Policy,
+    limit: int,
+    intent_tokens: int,
+    view: TurnView,
+) -> _HistoryPlan:
+    """The window's turns (a tool result whose call is older than the window goes with it:
+    history_fallback.py), those shown whole within the history's quota (the newest; a
+    thought takes what is left), and the important ones compressed into its summary (those
+    before the window and those the whole turns leave out; the summary gets a quarter of
+    the quota at least)."""
+    in_window, before = window_turns(list(hist), window.max_messages)
+    groups, orphans = pair_groups(in_window, events)
+    if orphans:
+        in_window = [e for e in in_window if e.id not in set(orphans)]
+    quota = layer_quota(
+        policy.budget.history, policy.budget.latest, max(0, limit - 7), intent_tokens
+    )
+    if window.max_tokens is not None:
+        quota = min(quota, window.max_tokens)
+    whole: list[Event] = []
+    used = 0
+    for e in reversed(in_window):
+        if e.type == THOUGHT_TYPE:
+            continue  # a thought never ends the window: it only takes what is left
+        cost = view.cost(e)
+        if used + cost > quota:
+            break
+        whole.insert(0, e)
+        used += cost
+    first = in_window.index(whole[0]) if whole else len(in_window)
+    to_compress = [e for e in before if _important(e)]
+    to_compress += [e for e in in_window[:first] if _important(e)]
+    if to_compress:
+        reserve = quota // 4
+        while whole and used > quota - reserve:
+            gone = whole.pop(0)
+            used -= view.cost(gone)
+            if _important(gone):
+                to_compress.append(gone)
+    return _HistoryPlan(
+        in_window, before, dict(groups), list(orphans), whole, to_compress, used, quota
+    )
 
 
 class Assembler:
@@ -348,10 +416,18 @@ class Assembler:
                 "the newest user message was answered: it stays in the history and no "
                 "latest input follows"
             )
-        # what the history shows (the window's turns; older important ones, compressed)
-        # is not recalled again; an older turn the window leaves out may be
-        in_window, before = window_turns(hist, window.max_messages)
-        shown = [*(e for e in before if _important(e)), *in_window]
+        # what the history shows (the window's turns within its quota; important ones,
+        # compressed) is not recalled again; a turn it leaves out may be
+        plan = _plan_history(
+            hist,
+            events,
+            window,
+            policy,
+            limit,
+            self.counter.count(user_intent),
+            TurnView(agent_role, self.counter),
+        )
+        shown = plan.shown
         exclude = (
             {e.id for e in shown}
             | set(held)
@@ -416,12 +492,21 @@ class Assembler:
             add_corrections(g, [(e, false[e.id]) for e in hist if e.id in false])
             if false:
                 hist = [e for e in hist if e.id not in false]
+                plan = _plan_history(
+                    hist,
+                    events,
+                    window,
+                    policy,
+                    limit,
+                    self.counter.count(user_intent),
+                    TurnView(agent_role, self.counter),
+                )
                 hist_dropped += [
                     {"id": i, "layer": "history", "reason": "rated false", "detail": c.source}
                     for i, c in false.items()
                 ]
         items, roles, quotes, hist_notes = self._layer_items(
-            pid, layers, policy, agent_role, g, hist, window, limit, user_intent, events
+            pid, layers, policy, agent_role, g, plan, window, events
         )
         notes.extend(hist_notes)
         alloc, messages = self._fit(
@@ -535,28 +620,25 @@ class Assembler:
         policy: Policy,
         role: str,
         g: Gatherer,
-        hist: list[Event],
+        plan: _HistoryPlan,
         window: RecentWindow,
-        limit: int,
-        intent: str,
         events: Sequence[Event],
     ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], dict[str, Quote], list[str]]:
         counter, notes = self.counter, list[str]()
         view = TurnView(role, counter)  # other agents' turns prefixed, tool output quoted
-        # the newest max_messages turns (thoughts are no messages); a tool result whose
-        # call is older than the window goes with it (history_fallback.py)
-        in_window, before = window_turns(hist, window.max_messages)
-        groups, orphans = pair_groups(in_window, events)
+        in_window, before, groups, orphans, whole, to_compress, used, quota = plan
         if orphans:
-            in_window = [e for e in in_window if e.id not in set(orphans)]
             notes.append(
                 f"recent_window: {len(orphans)} tool result(s) left out with their call, "
                 f"older than the window: {', '.join(orphans)}"
             )
+        kept = {e.id for e in whole}
         # memory's tool results named by their calls, its messages with their calls; then
-        # what the history window already shows is left out, then repeats within memory
+        # what the history shows is left out (a window turn past its quota that memory
+        # recalls is shown there, not in the history), then repeats within memory
         link_calls(g)
-        g.drop_said({e.id: e.text or "" for e in in_window}, results_with_calls(in_window, events))
+        said = [e for e in in_window if e.id in kept or e.id not in g.cands]
+        g.drop_said({e.id: e.text or "" for e in said}, results_with_calls(said, events))
         g.drop_repeats()
         if policy.dynamic_top_k is not None and policy.memory_token_allowance is not None:
             # the allowance counted on what the prompt holds, not on the search's raw texts
@@ -574,31 +656,7 @@ class Assembler:
         quotes: dict[str, Quote] = {}
         # History: the newest messages whole; older important ones compressed into one item.
         outside = [e for e in before if _important(e)]
-        quota = layer_quota(
-            policy.budget.history, policy.budget.latest, max(0, limit - 7), counter.count(intent)
-        )
-        if window.max_tokens is not None:
-            quota = min(quota, window.max_tokens)
-        whole: list[Event] = []
-        used = 0
-        for e in reversed(in_window):
-            if e.type == THOUGHT_TYPE:
-                continue  # a thought never ends the window: it only takes what is left
-            cost = view.cost(e)
-            if used + cost > quota:
-                break
-            whole.insert(0, e)
-            used += cost
-        first = in_window.index(whole[0]) if whole else len(in_window)
-        older = [e for e in in_window[:first] if _important(e)]
-        to_compress = outside + older
         if to_compress:
-            reserve = quota // 4
-            while whole and used > quota - reserve:
-                gone = whole.pop(0)
-                used -= view.cost(gone)
-                if _important(gone):
-                    to_compress.append(gone)
             summary = self._summarize(
                 [e.text or "" for e in to_compress],
                 max(0, quota - used - ITEM_OVERHEAD - _SUMMARY_QUOTE.frame(counter) - 8),
@@ -628,6 +686,8 @@ class Assembler:
             if window.max_tokens is not None and e.id not in kept:
                 beyond += e.type != THOUGHT_TYPE  # a window in tokens (seed 004) ends there
                 continue
+            if e.id not in kept and e.id in g.cands:
+                continue  # past the quota and recalled by memory: shown once, there
             # Whole recent messages first, newest first; the rest may use spare tokens.
             score = 1.0 + i / max(n, 1) if e.id in kept else 0.1 + 0.1 * i / max(n, 1)
             cut: CutKind = "lines" if e.type in LINE_TYPES else "prose"  # a tool call or result
