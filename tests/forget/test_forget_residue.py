@@ -182,3 +182,31 @@ def test_sqlite_forget_leaves_no_bytes_behind_without_a_vacuum(tmp_path: Path) -
             assert data.count(needle.encode()) == 0, needle
     finally:
         cb.close()
+
+
+def _entries(value: Any) -> list[dict[str, Any]]:
+    """Every dict in a trace, nested ones included."""
+    if isinstance(value, dict):
+        return [value, *(e for v in value.values() for e in _entries(v))]
+    if isinstance(value, list):
+        return [e for v in value for e in _entries(v)]
+    return []
+
+
+def test_a_redacted_entry_keeps_no_reason_naming_the_words_it_shared(cb: ContextBase) -> None:
+    gone = cb.record("user_message", session_id="s1", text="The refund column is refund_cents.")
+    cb.record("user_message", session_id="s1", text="Lunch is at noon on Fridays.")
+    assert cb.wait_for_embeddings(timeout=30)
+    ctx = cb.assemble_context(
+        agent_role="coder", user_intent="which refund column", session_id="s2"
+    )
+    before = [e for e in _entries(ctx.trace) if e.get("id") == gone.id and e.get("reasons")]
+    assert any("'refund'" in r for e in before for r in e["reasons"]), before  # it did say
+
+    cb.forget(event_ids=[gone.id])
+    about = [e for e in _entries(cb.get_trace(ctx.context_id)) if e.get("id") == REDACTED]
+    assert about
+    for entry in about:
+        assert all(r == REDACTED for r in entry.get("reasons", [])), entry
+        assert REDACTED not in entry.get("strategies", [])  # strategy names stay readable
+    assert any(entry.get("strategies") for entry in about)

@@ -5,8 +5,9 @@ prompt), with the forgotten parts replaced by `REDACTED`:
 
 - an entry that names a forgotten id as a whole value (a layer item, a candidate, a search
   hit, a dropped item, a relation, the `explain` of a hit) keeps its numbers and its
-  structural labels (source, kind, type, layer, reason, strategy, role) and loses every
-  other string: its ids, text, content, name, detail;
+  structural labels (source, kind, type, layer, reason, strategy, strategies, role) and
+  loses every other string, in lists too: its ids, text, content, name, detail, and the
+  reasons it was chosen (they name the words it shared with the intent);
 - a forgotten id inside any other string (a note, a reason) is replaced where it stands;
 - a forgotten text of at least `MIN_TEXT_CHARS` characters is replaced wherever it occurs
   (an intent that quoted the message, the input layer), except in what is `kept`: an
@@ -31,7 +32,9 @@ REDACTED = "[forgotten]"
 # Shorter texts ("ok", "yes") are too common to replace wherever they occur.
 MIN_TEXT_CHARS = 8
 # Keys of an entry that label its structure, not its content: they stay readable.
-_STRUCTURAL_KEYS = frozenset({"source", "kind", "type", "layer", "reason", "strategy", "role"})
+_STRUCTURAL_KEYS = frozenset(
+    {"source", "kind", "type", "layer", "reason", "strategy", "strategies", "role"}
+)
 # Characters of an id (model.check_id): a match must not be part of a longer id.
 _ID_CHAR = r"[A-Za-z0-9_.:@/\-]"
 # A fact's cause as the extractor writes it: "extracted by <rule>: '<quoted span>'".
@@ -140,9 +143,18 @@ class Forgotten:
             )
             out: dict[str, Any] = {}
             for key, v in value.items():
-                if about and isinstance(v, str) and key not in _STRUCTURAL_KEYS:
-                    out[key] = self.marker
+                if about and key not in _STRUCTURAL_KEYS and isinstance(v, str | list):
+                    out[key] = self._blank(v, texts)
                 else:
                     out[key] = self._walk(v, texts)
             return out
         return value
+
+    def _blank(self, value: Any, texts: bool) -> Any:
+        """A value of an entry about a forgotten item: every string in it (in lists too)
+        gives way to the marker; an entry nested in it is walked as its own."""
+        if isinstance(value, str):
+            return self.marker
+        if isinstance(value, list):
+            return [self._blank(v, texts) for v in value]
+        return self._walk(value, texts)
