@@ -99,3 +99,20 @@ def test_empty_listings_say_so_on_stderr(tmp_path: Path, capsys: Any) -> None:
     code, out, err = _run(capsys, *base, "kb", "list")
     assert (code, out) == (0, "")
     assert err.strip() == "no versions recorded in project 'p' ('ctxbase kb tag NAME' records one)"
+
+
+def test_events_json_gives_each_event_its_marks_as_the_library_does(
+    tmp_path: Path, capsys: Any
+) -> None:
+    db = str(tmp_path / "ev.db")
+    with ctxbase.open(db, project="p", embedder=None) as cb:
+        plain = cb.record("user_message", session_id="s", text="the budget is 5k").id
+        wrong = cb.record("user_message", session_id="s", text="the budget is 9k").id
+        cb.feedback(wrong, "wrong")
+        read = {e.id: e.marks for e in cb.last_events("s")}
+    code, out, err = _run(capsys, "--db", db, "--project", "p", "events", "s", "--json")
+    assert code == 0 and err == ""
+    listed = {e["id"]: e for e in json.loads(out)}
+    assert listed[plain]["marks"] == read[plain] == []
+    assert listed[wrong]["marks"] == read[wrong] == ["wrong"]
+    assert all("merged_id" not in e for e in listed.values())  # read by their own ids

@@ -222,10 +222,9 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def _event_json(e: Event) -> dict[str, Any]:
-    """An event's JSON record: "marks" (retracted, rated wrong) only when it has any,
-    "merged_id" only when it was read by the id of an event merged into it."""
-    left_out = {k for k, v in (("marks", e.marks), ("merged_id", e.merged_id)) if not v}
-    return e.model_dump(exclude=left_out)
+    """An event's JSON record, as the library and REST give it ("marks": [] when it has
+    none), but "merged_id" only when it was read by the id of an event merged into it."""
+    return e.model_dump(exclude={"merged_id"} if not e.merged_id else None)
 
 
 def cmd_chain(args: argparse.Namespace) -> int:

@@ -180,5 +180,12 @@ def test_the_text_trace_shows_the_monitoring_points(cb: ContextBase) -> None:
     assert f"memory {m['memory_tokens']} of {m['prompt_tokens']} prompt tokens" in line
     assert f"(injected share {m['injected_share']:.1%})" in line
     assert f"retrieval {m['retrieval_ms']} ms" in line
+    # the memory layer's line gives both counts: its items' and the prompt's, as monitoring
+    layer = next(x for x in explain_trace(hit).splitlines() if x.startswith("layer memory: "))
+    items = hit["layers"]["memory"]["tokens"]
+    assert layer == (
+        f"layer memory: {items} tokens of items "
+        f"({m['memory_tokens']} in the prompt, with its message frame)"
+    )
     off = dict(hit, monitoring={**m, "memory_hit": False, "fallback": True, "memory_tokens": 0})
     assert "monitoring: fallback (no retrieved memory injected); memory 0 of" in explain_trace(off)

@@ -290,8 +290,13 @@ def explain_trace(trace: Mapping[str, Any]) -> str:
         f"strategies: {', '.join(trace.get('strategies', ())) or '-'}",
     ]
     lines.extend(f"  why: {reason}" for reason in trace.get("reasons", ()))
+    in_prompt = trace.get("tokens_by_layer") or {}
     for name, layer in trace.get("layers", {}).items():
-        lines.append(f"layer {name}: {layer.get('tokens', 0)} tokens")
+        # the items' tokens (what the budget counts); the prompt adds the layer's message
+        # frame and header, as monitoring counts it
+        framed = in_prompt.get(name)
+        extra = f" ({framed} in the prompt, with its message frame)" if framed else ""
+        lines.append(f"layer {name}: {layer.get('tokens', 0)} tokens of items{extra}")
         for item in layer.get("items", ()):
             cut = " (cut)" if item.get("truncated") else ""
             score = item.get("score")
