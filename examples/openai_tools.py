@@ -5,10 +5,17 @@ like the chat completions API).
     pip install -e . && python examples/openai_tools.py
 
 With the real API: `client.chat.completions.create(model=..., messages=..., tools=tools)`
-and the same dispatch of `message.tool_calls`. With the OpenAI Agents SDK:
-`FunctionTool(name=t["function"]["name"], description=t["function"]["description"],
-params_json_schema=t["function"]["parameters"], strict_json_schema=False,
-on_invoke_tool=lambda ctx, args, n=t["function"]["name"]: handle_tool_call(scope, n, args))`.
+and the same dispatch of `message.tool_calls`. With the OpenAI Agents SDK, whose
+`on_invoke_tool` is awaited (a coroutine function, not a plain lambda):
+
+    def invoker(name):
+        async def invoke(ctx, args):
+            return await asyncio.to_thread(handle_tool_call, scope, name, args)
+        return invoke
+
+    FunctionTool(name=t["function"]["name"], description=t["function"]["description"],
+                 params_json_schema=t["function"]["parameters"], strict_json_schema=False,
+                 on_invoke_tool=invoker(t["function"]["name"]))
 """
 
 from __future__ import annotations
