@@ -35,6 +35,7 @@ from .kb_view import ViewCache
 from .keyword_index import KeywordIndex
 from .part_search import part_rankings
 from .pending import PendingUnits
+from .period_search import period_rankings
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
 from .query_decomp import query_conjuncts
 from .query_parts import query_clauses
@@ -313,6 +314,21 @@ class Searcher(QueryVectors):
                     unembedded.note(rankings[name])
             pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
             timings["parts"] = _ms(t)
+
+        if config.period_weight > 0:
+            t = time.perf_counter()  # a dated period named: the query among its items too
+            found_period, error = period_rankings(
+                self, project_id, query, topic, flt, config, semantic
+            )
+            embedder_error = embedder_error or error
+            for name, weight, found in found_period:
+                rankings[name], raw_scores[name] = [i for i, _ in found], dict(found)
+                weights[name] = weight
+                if unembedded is not None:
+                    unembedded.note(rankings[name])
+            if found_period:
+                pool = self._pool(project_id, rankings, raw_scores, weights, config, items, pending)
+            timings["period"] = _ms(t)
 
         rewrite = None
         searchable = config.keyword or (semantic and config.rewrite_semantic)
