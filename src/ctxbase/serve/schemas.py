@@ -357,6 +357,7 @@ class SearchOptionsIn(_In):
     standout_gap: float | None = None
     date_boost: float | None = None
     yearless_date_boost: float | None = None
+    period_weight: float | None = None
     relative_date_boost: float | None = None
     actor_free_query: bool | None = None
     clause_weight: float | None = None
