@@ -418,15 +418,12 @@ class Assembler:
             )
         # what the history shows (the window's turns within its quota; important ones,
         # compressed) is not recalled again; a turn it leaves out may be
-        plan = _plan_history(
-            hist,
-            events,
-            window,
-            policy,
-            limit,
-            self.counter.count(user_intent),
-            TurnView(agent_role, self.counter),
-        )
+        intent_tokens, view = self.counter.count(user_intent), TurnView(agent_role, self.counter)
+
+        def plan_for(turns: Sequence[Event]) -> _HistoryPlan:
+            return _plan_history(turns, events, window, policy, limit, intent_tokens, view)
+
+        plan = plan_for(hist)
         shown = plan.shown
         exclude = (
             {e.id for e in shown}
@@ -492,15 +489,7 @@ class Assembler:
             add_corrections(g, [(e, false[e.id]) for e in hist if e.id in false])
             if false:
                 hist = [e for e in hist if e.id not in false]
-                plan = _plan_history(
-                    hist,
-                    events,
-                    window,
-                    policy,
-                    limit,
-                    self.counter.count(user_intent),
-                    TurnView(agent_role, self.counter),
-                )
+                plan = plan_for(hist)  # what the history shows, without them
                 hist_dropped += [
                     {"id": i, "layer": "history", "reason": "rated false", "detail": c.source}
                     for i, c in false.items()
