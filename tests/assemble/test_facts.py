@@ -299,3 +299,13 @@ def test_llm_extractor_unreachable() -> None:
 def test_parse_llm_facts_bare_list() -> None:
     facts = parse_llm_facts('[{"key": "location", "value": {"place": "上海"}}]', "我在上海")
     assert facts == [ExtractedFact("location", {"place": "上海"}, 0.7, (0, 4), "llm")]
+
+
+def test_a_lone_chinese_numeral_is_no_amount() -> None:
+    # "改一下" ("change it a little"): the 一 read as an amount of 1 replaced 50,000 before
+    budgets = [f for f in extract_facts("改一下，预算控制在7万以内") if f.key == "budget"]
+    assert [f.value for f in budgets] == [{"op": "<=", "amount": 70000, "currency": "CNY"}]
+    assert [f for f in extract_facts("改一下预算吧") if f.key == "budget"] == []
+    # numerals with a unit or a currency are amounts still
+    three = [f.value for f in extract_facts("预算三千块") if f.key == "budget"]
+    assert three == [{"op": "=", "amount": 3000, "currency": "CNY"}]

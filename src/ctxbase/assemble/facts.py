@@ -161,11 +161,21 @@ def _currency(match: re.Match[str], text: str) -> str | None:
     return "CNY" if _CJK.search(text) else None
 
 
+def _bare_numeral(money: re.Match[str]) -> bool:
+    """Chinese numerals alone, with no unit and no currency ("一下", "三个", "十分"): words
+    more often than money. "两万", "三千块" and digits ("预算5000") are amounts."""
+    units = money.group("u1") or money.group("u2")
+    currency = money.group("pre") or money.group("pre2") or money.group("post")
+    return not (units or currency) and not re.search(r"\d", money.group("n1"))
+
+
 def _budget_facts(text: str) -> list[ExtractedFact]:
     facts: list[ExtractedFact] = []
     for money in _MONEY.finditer(text):
         if not money.group("n1") or not re.search(r"\S", money.group(0)):
             continue
+        if _bare_numeral(money):
+            continue  # "改一下，预算…": a lone 一 is a word, not an amount
         start, end = money.span()
         end = start + len(money.group(0).rstrip())
         # The keyword must be in the same sentence, shortly before or just after the amount.
