@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import NotFoundError, ValidationError
-from .model import check_id
+from .model import check_id, id_arg
 from .validation import check_query
 
 if TYPE_CHECKING:  # types only: importing this module loads neither retrieval nor a backend
@@ -133,7 +133,7 @@ class Components:
     ) -> Event:
         """One event; NotFoundError saying when it is hidden (restore brings it back: read
         it with `include_inactive`) or was hard-forgotten, as a chain asked of it says."""
-        if not event_id:
+        if not id_arg("event_id", event_id):
             raise ValidationError("event_id", "is empty")  # no event is stored without an id
         pid = self.resolve_project(project)
         found = self.store.get_events(pid, [event_id], include_inactive)
@@ -149,6 +149,7 @@ class Components:
         raise missing_event(self.store, pid, event_id, hidden=held is not None, found=held)
 
     def get_entity(self, entity_id: str, *, project: str | None = None) -> Entity:
+        entity_id = id_arg("entity_id", entity_id)
         pid = self.resolve_project(project)
         found = self.store.get_entities(pid, [entity_id])
         if not found:

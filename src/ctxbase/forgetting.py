@@ -29,7 +29,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConflictError, NotFoundError, ValidationError
-from .model import Event
+from .model import Event, id_arg
 from .repo_forget import plan_repo_forget, repo_names
 from .retrieve.caches import clear_text_caches
 from .same_text import same_text_events, texts_said
@@ -328,6 +328,8 @@ def check_forget_named(
     (and message) embedded and in the remote client, before anything is sent."""
     check_id_list("event_ids", event_ids)
     check_id_list("entity_ids", entity_ids)
+    if session_id is not None:
+        id_arg("session_id", session_id)  # a SessionInfo where its id goes, say so
     names = repo_names(repo, repos)
     if not (event_ids or entity_ids or session_id or whole_project or names) and (
         soft_deleted_older_than is None

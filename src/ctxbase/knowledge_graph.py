@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .aliases import EdgeArgs, EntityArgs, edge_args, entity_args, identity_source
 from .errors import ConflictError, NotFoundError, ValidationError
 from .known_projects import check_known_project
-from .model import Entity, Event, Relation, check_id, make_entity_id, relation_id_for
+from .model import Entity, Event, Relation, check_id, id_arg, make_entity_id, relation_id_for
 from .read_your_writes import settles_captures
 from .retrieve import causes, graph
 from .retrieve.retracted import with_marks
@@ -69,6 +69,7 @@ class GraphMethods:
         self, event_id: str, *, project: str | None = None, include_inactive: bool = False
     ) -> Event:
         """One event, with its `marks` (retracted, rated wrong)."""
+        event_id = id_arg("event_id", event_id)
         event = self.components.get_event(
             event_id, project=project, include_inactive=include_inactive
         )
@@ -81,6 +82,7 @@ class GraphMethods:
         included), each with its `marks` (a retracted message, one rated wrong).
         NotFoundError for a session the project does not have (as the timeline and
         `ctxbase events` say), not an empty list."""
+        session_id = id_arg("session_id", session_id)
         n = check_int64("n", n)  # 10**30 is an error, not a crash in the database driver
         if n < 0:
             raise ValidationError("n", "must be >= 0")
@@ -99,6 +101,7 @@ class GraphMethods:
         marked "forgotten" (or "missing" when not even its tombstone is known) where the
         chain ends (retrieve/causes.py). NotFoundError for an unknown event, saying when it
         is hidden (restore brings it back) or was forgotten."""
+        event_id = id_arg("event_id", event_id)
         pid = self._pid(project)
         root = causes.check_chain_root(self.store, pid, event_id)
         return causes.causal_chain(self.store, pid, root)
@@ -109,6 +112,7 @@ class GraphMethods:
         effect soft-deleted is shown by a placeholder marked "hidden" (no text, data or
         metadata) and the walk goes on through it, as `causal_chain` does (retrieve/causes.py).
         NotFoundError for an unknown event, saying when it is hidden or was forgotten."""
+        event_id = id_arg("event_id", event_id)
         pid = self._pid(project)
         root = causes.check_chain_root(self.store, pid, event_id)
         return causes.effects(self.store, pid, root)

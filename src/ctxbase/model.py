@@ -71,6 +71,13 @@ def check_id(field: str, value: str) -> str:
     return value
 
 
+def id_arg(field: str, value: Any) -> str:
+    """An id argument as given, once it is a string: an Event, SessionInfo or TaskInfo where
+    its id goes, or a number, None..., is refused naming the field (`check_id`'s message).
+    Its form is not checked here: an id that was never valid is simply not found."""
+    return value if isinstance(value, str) else check_id(field, value)  # that raises
+
+
 class Priority(IntEnum):
     """Capture priority: high events are never dropped, low ones may be under backpressure."""
 

@@ -146,6 +146,10 @@ def check_id_list(field: str, values: Any) -> None:
         raise ValidationError(
             field, f"must be a list of ids, not one string (got {values!r}; pass [{values!r}])"
         )
+    from .model import id_arg  # model imports no validation: no cycle
+
+    for i, value in enumerate(values or ()):
+        id_arg(f"{field}[{i}]", value)  # an Event where its id goes, a number, None
 
 
 def is_blank(text: str | None) -> bool:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
-from ..model import Event, StateFact
+from ..model import Event, StateFact, id_arg
 from ..retrieve.tokenize import load_segmenter, needs_segmenter, prefetch_segmenter
 from ..validation import check_names, check_query, check_role
 from .asked_before import drop_unanswered
@@ -309,6 +309,9 @@ class Assembler:
         t0 = time.perf_counter()
         check_query(user_intent, field="user_intent")
         check_role(agent_role)
+        for field, given in (("session_id", session_id), ("task_id", task_id)):
+            if given is not None:
+                id_arg(field, given)  # a SessionInfo or TaskInfo where its id goes, say so
         pid = self.cb.project if project_id is None else project_id
         if self.cb.embeds:
             # Every policy searches the intent: its embedding runs while the session, the

@@ -194,12 +194,8 @@ def build_event(
             data_field if data_size > text_size else text_field,
             f"content is {size} bytes, over the limit of {max_content_bytes} bytes",
         )
-    parents = _id_list(parent_event_ids)
-    for i, pid in enumerate(parents):
-        check_id(f"parent_event_ids[{i}]", pid)
-    refs = _id_list(refers_to)
-    for i, rid in enumerate(refs):
-        check_id(f"refers_to[{i}]", rid)
+    parents = _id_list("parent_event_ids", parent_event_ids)
+    refs = _id_list("refers_to", refers_to)
     if not isinstance(importance, int | float) or not 0.0 <= float(importance) <= 1.0:
         raise ValidationError("importance", f"must be between 0 and 1 (got {importance!r})")
     if agent_role is not None:
@@ -234,11 +230,15 @@ def build_event(
         raise ValidationError(field, err["msg"]) from exc
 
 
-def _id_list(ids: list[str] | tuple[str, ...] | str | None) -> list[str]:
-    """Ids in order, once each; None is none and one string is one id (not its letters)."""
+def _id_list(field: str, ids: list[str] | tuple[str, ...] | str | None) -> list[str]:
+    """Ids in order, once each; None is none and one string is one id (not its letters).
+    An Event (or anything but a string) where an id goes is refused naming `field[i]`."""
     if ids is None:
         return []
-    return list(dict.fromkeys([ids] if isinstance(ids, str) else ids))
+    given = [ids] if isinstance(ids, str) else list(ids)
+    for i, value in enumerate(given):
+        check_id(f"{field}[{i}]", value)
+    return list(dict.fromkeys(given))
 
 
 def with_parents_resolved(event: Event, into: Mapping[str, str]) -> Event:

@@ -24,7 +24,7 @@ from ..capture.event_fields import capture_fields
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event, with_ids
 from ..errors import ValidationError
 from ..forgetting import VisibilityReport, check_forget_named, retention_seconds
-from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, check_id
+from ..model import Entity, Event, Relation, SessionInfo, TaskInfo, check_id, id_arg
 from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..search_filters import merged_filters
@@ -66,8 +66,10 @@ class Call(Generic[T]):
     read_back: Call[T] | None = None
 
 
-def _q(part: str) -> str:
-    return quote(part, safe="")
+def _q(part: str, field: str = "id") -> str:
+    """One path segment: an id, quoted (an Event or a SessionInfo where its id goes is
+    refused naming `field`, as embedded)."""
+    return quote(id_arg(field, part), safe="")
 
 
 def _none(_: Any) -> None:
@@ -331,7 +333,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
     ) -> Call[SessionInfo]:
         check_id("session_id", session_id)
         body = {"title": title, "metadata": dict(metadata or {})}
-        path = self._path(project, "sessions", _q(session_id))
+        path = self._path(project, "sessions", _q(session_id, "session_id"))
         return Call("PUT", path, SessionInfo.model_validate, body=body)
 
     def get_session(self, session_id: str, *, project: str | None = None) -> Call[SessionInfo]:
@@ -368,7 +370,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         self, session_id: str, action: str, project: str | None, cause: str | None
     ) -> Call[SessionInfo]:
         check_id("session_id", session_id)
-        path = self._path(project, "sessions", _q(session_id), action)
+        path = self._path(project, "sessions", _q(session_id, "session_id"), action)
         return Call(
             "POST",
             path,
@@ -415,7 +417,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
             "parent_task_id": parent_task_id,
             "background": background,
         }
-        path = self._path(project, "sessions", _q(session_id), "switch-task")
+        path = self._path(project, "sessions", _q(session_id, "session_id"), "switch-task")
         return Call("POST", path, TaskInfo.model_validate, body=body)
 
     def expire_message(
@@ -427,7 +429,13 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         cause: str = "retracted",
     ) -> Call[None]:
         check_id("session_id", session_id)
-        path = self._path(project, "sessions", _q(session_id), "messages", _q(message_id))
+        path = self._path(
+            project,
+            "sessions",
+            _q(session_id, "session_id"),
+            "messages",
+            _q(message_id, "message_id"),
+        )
         return Call("POST", path + "/expire", _none, body={"cause": cause})
 
     def expire_idle_sessions(
@@ -471,20 +479,24 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         if not event_id:
             raise ValidationError("event_id", "is empty")  # as the embedded API says
         params = {"include_inactive": "true"} if include_inactive else None
-        path = self._path(project, "events", _q(event_id))
+        path = self._path(project, "events", _q(event_id, "event_id"))
         return Call("GET", path, Event.model_validate, params=params)
 
     def last_events(
         self, session_id: str, n: int = 20, *, project: str | None = None
     ) -> Call[list[Event]]:
-        params = {"session_id": session_id, "n": n}
+        params = {"session_id": id_arg("session_id", session_id), "n": n}
         return Call("GET", self._path(project, "events"), _events, params=params)
 
     def causal_chain(self, event_id: str, *, project: str | None = None) -> Call[list[Event]]:
-        return Call("GET", self._path(project, "events", _q(event_id), "causes"), _events)
+        return Call(
+            "GET", self._path(project, "events", _q(event_id, "event_id"), "causes"), _events
+        )
 
     def effects(self, event_id: str, *, project: str | None = None) -> Call[list[Event]]:
-        return Call("GET", self._path(project, "events", _q(event_id), "effects"), _events)
+        return Call(
+            "GET", self._path(project, "events", _q(event_id, "event_id"), "effects"), _events
+        )
 
     def neighbourhood(
         self,
@@ -536,7 +548,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         return Call("POST", self._path(project, "entities"), Entity.model_validate, body=body)
 
     def get_entity(self, entity_id: str, *, project: str | None = None) -> Call[Entity]:
-        path = self._path(project, "entities", _q(entity_id))
+        path = self._path(project, "entities", _q(entity_id, "entity_id"))
         return Call("GET", path, Entity.model_validate)
 
     def list_entities(
@@ -605,7 +617,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
     def close_relationship(
         self, relation_id: str, *, project: str | None = None, at: float | None = None
     ) -> Call[bool]:
-        path = self._path(project, "relations", _q(relation_id), "close")
+        path = self._path(project, "relations", _q(relation_id, "relation_id"), "close")
         return Call("POST", path, lambda r: bool(r["closed"]), body={"at": at})
 
     def relationships(
@@ -719,6 +731,9 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         """Seed 000's POST /v1/context/assemble; the trace comes with the answer."""
         _no_remote_key(signing_key)
         pid = self._pid(project_id)
+        for field, given in (("session_id", session_id), ("task_id", task_id)):
+            if given is not None:
+                id_arg(field, given)  # a SessionInfo where its id goes: said as embedded
         body = {
             "project_id": pid,
             "agent_role": agent_role,
@@ -744,7 +759,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
 
     def get_trace(self, context_id: str, *, project: str | None = None) -> Call[dict[str, Any]]:
         params = {"project_id": self._pid(project)}
-        return Call("GET", f"/v1/traces/{_q(context_id)}", dict, params=params)
+        return Call("GET", f"/v1/traces/{_q(context_id, 'context_id')}", dict, params=params)
 
     def record_outcome(
         self,
@@ -769,7 +784,7 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
             "source": source,
             "confidence": confidence,
         }
-        path = self._path(project, "contexts", _q(context_id), "outcome")
+        path = self._path(project, "contexts", _q(context_id, "context_id"), "outcome")
         return Call("POST", path, _outcome, body=body)
 
     # -- forget ----------------------------------------------------------------------------------
