@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import NotFoundError, UnknownReposError, ValidationError
+from .model import id_arg
 from .retrieve.config import FILTER_LIST_FIELDS
 from .store.base import ItemFilter, Store
 from .store.repo_records import REPOSITORY_SCOPE
@@ -96,9 +97,14 @@ def as_item_filter(filters: Any) -> ItemFilter | None:
 
 
 def _names(field: str, value: str | Sequence[str]) -> tuple[str, ...]:
+    if isinstance(getattr(value, "id", None), str):
+        id_arg(field, value)  # a SessionInfo where its id goes: say so
     if not isinstance(value, str | list | tuple | set | frozenset):
         raise ValidationError(field, f"must be a string or a list of strings (got {value!r})")
     names = (value,) if isinstance(value, str) else tuple(value)
+    for i, name in enumerate(names):
+        if isinstance(getattr(name, "id", None), str):
+            id_arg(f"{field}[{i}]", name)
     if not names or not all(isinstance(n, str) and n for n in names):
         raise ValidationError(
             field, f"must name at least one, as non-empty strings (got {value!r})"

@@ -66,3 +66,11 @@ def test_a_record_where_its_id_goes_is_refused_naming_the_field(api: Any) -> Non
         elif "number" not in name and "None" not in name and name != "get_entity":
             assert "pass the Event's id (.id)" in str(info.value), name
     assert [e.id for e in api.last_events("s1")] == [ev.id]  # nothing written, nothing gone
+
+
+def test_a_search_filter_given_a_session_record_says_to_pass_its_id(api: Any) -> None:
+    session = api.create_session("s9")
+    for given, field in ((session, "session_id"), ([session], "session_id[0]")):
+        with pytest.raises(ValidationError) as info:
+            api.search("orders", session_id=given)
+        assert info.value.field == field and "pass the SessionInfo's id (.id)" in str(info.value)
