@@ -330,7 +330,16 @@ def check_forget_named(
     check_id_list("entity_ids", entity_ids)
     if session_id is not None:
         id_arg("session_id", session_id)  # a SessionInfo where its id goes, say so
+    if not isinstance(whole_project, bool):  # "yes" or 1 must not wipe a project
+        raise ValidationError("whole_project", f"must be True or False (got {whole_project!r})")
     names = repo_names(repo, repos)
+    if whole_project and (event_ids or entity_ids or session_id or names):
+        # which was meant? the narrow target, most likely: forget nothing, say so
+        raise ValidationError(
+            "whole_project",
+            "forgets everything the project holds: name it alone, not with event_ids, "
+            "entity_ids, session_id or repo",
+        )
     if not (event_ids or entity_ids or session_id or whole_project or names) and (
         soft_deleted_older_than is None
     ):

@@ -135,3 +135,21 @@ def test_the_causes_of_an_event_show_a_hidden_one_by_id(live: Live, pid: str) ->
         (answer, [], "add an index"),
     ]
     assert "zqxsecret" not in r.text
+
+
+def test_whole_project_is_strictly_boolean_and_never_combined(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="admin"))
+    _post_event(c, pid, "s1", "the first session")
+    kept = _post_event(c, pid, "s2", "the second session")
+    for body in (
+        {"whole_project": "yes"},
+        {"whole_project": 1},
+        {"session_id": "s1", "whole_project": True},
+    ):
+        r = c.post(f"/v1/projects/{pid}/forget", json=body)
+        assert r.status_code == 422, (body, r.text)
+        assert r.json()["error"]["field"] in ("whole_project", "body.whole_project"), r.text
+    # nothing was forgotten
+    assert c.get(f"/v1/projects/{pid}/events/{kept}").status_code == 200
+    events = c.get(f"/v1/projects/{pid}/events", params={"session_id": "s1"})
+    assert events.status_code == 200 and len(events.json()) == 1

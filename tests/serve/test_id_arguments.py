@@ -74,3 +74,13 @@ def test_a_search_filter_given_a_session_record_says_to_pass_its_id(api: Any) ->
         with pytest.raises(ValidationError) as info:
             api.search("orders", session_id=given)
         assert info.value.field == field and "pass the SessionInfo's id (.id)" in str(info.value)
+
+
+def test_whole_project_is_refused_unless_alone_and_boolean(api: Any) -> None:
+    api.record("user_message", session_id="s1", text="keep me")
+    before = [e.id for e in api.last_events("s1")]
+    for kwargs in ({"whole_project": "yes"}, {"whole_project": True, "session_id": "s1"}):
+        with pytest.raises(ValidationError) as info:
+            api.forget(**kwargs)
+        assert info.value.field == "whole_project", str(info.value)
+    assert [e.id for e in api.last_events("s1")] == before  # nothing was forgotten

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ..assemble.loop import ProducedRelation
 from ..capture.event_fields import rest_event_fields
@@ -709,7 +717,8 @@ class ForgetIn(_In):
     # ingested repositories: every entity of each, and where it lives (404 naming the
     # project's repositories when one is not among them; nothing is done then)
     repos: list[str] = Field(default_factory=list, max_length=100)
-    whole_project: bool = False
+    # strictly true or false: "yes" or 1 must not wipe a project
+    whole_project: StrictBool = False
     # also forget what was soft-deleted more than this many seconds ago
     soft_deleted_older_than_s: float | None = Field(default=None, ge=0)
 
