@@ -840,3 +840,33 @@ def test_the_python_api_refuses_a_bad_wait_and_a_bare_message(tmp_path: Path) ->
             cb.capture_messages({"role": "user", "content": "hi"}, session_id="s")  # type: ignore[arg-type]
         with pytest.raises(ValidationError, match=r"messages: .*got str"):
             cb.capture_messages("hi", session_id="s")  # type: ignore[arg-type]
+
+
+def test_a_policy_file_that_is_binary_or_a_directory_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ctxbase.cli import main
+
+    binary = tmp_path / "policies.bin"
+    binary.write_bytes(bytes(range(128, 256)))
+    folder = tmp_path / "policies"
+    folder.mkdir()
+    db = str(tmp_path / "p.db")
+    with ctxbase.open(db, project="p", embedder="hash") as cb:
+        cb.record("user_message", session_id="s", text="fix the build")
+    for given, said in ((binary, "is not UTF-8 text"), (folder, "is a directory")):
+        argv = ["--db", db, "--embedder", "hash", "--project", "p", "assemble", "fix"]
+        code = main([*argv, "--role", "coder", "--policies", str(given)])
+        err = capsys.readouterr().err
+        assert code == 2 and f"error: {given}: {said}" in err, err
+        assert "Traceback" not in err
+
+
+def test_serve_refuses_an_unknown_log_level_before_it_starts(tmp_path: Path) -> None:
+    argv = [sys.executable, "-m", "ctxbase.cli", "--db", str(tmp_path / "s.db")]
+    done = subprocess.run(
+        [*argv, "serve", "--no-auth", "--port", "0", "--log-level", "bogus"],
+        capture_output=True, text=True, timeout=60, env=_env(),
+    )  # fmt: skip
+    assert done.returncode == 2 and "--log-level: invalid choice: 'bogus'" in done.stderr
+    assert "Traceback" not in done.stderr

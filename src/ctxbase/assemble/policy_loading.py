@@ -120,14 +120,23 @@ def load_policies(path_or_text: str | os.PathLike[str]) -> PolicySet:
     """
     if isinstance(path_or_text, str):
         one_line = "\n" not in path_or_text
-        is_path = one_line and (path_or_text.endswith((".yaml", ".yml")) or _is_file(path_or_text))
+        is_path = one_line and (
+            path_or_text.endswith((".yaml", ".yml"))
+            or _is_file(path_or_text)
+            or os.path.isdir(path_or_text)  # a folder is no YAML text: say what it is
+        )
         if not is_path:
             return parse_policies(path_or_text)
     path = Path(path_or_text)
+    if path.is_dir():
+        raise PolicyError(str(path), [PolicyIssue("", "is a directory, not a policy file")])
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PolicyError(str(path), [PolicyIssue("", f"cannot read: {exc.strerror}")]) from exc
+    except UnicodeDecodeError as exc:
+        issue = PolicyIssue("", f"is not UTF-8 text (byte {exc.start}): not a YAML policy file")
+        raise PolicyError(str(path), [issue]) from exc
     return parse_policies(text, source=str(path), origin="file")
 
 

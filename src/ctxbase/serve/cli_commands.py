@@ -327,7 +327,13 @@ def add_subcommands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="policy YAML file, reloaded when it changes; layered over the bundled policies"
         " (its own are tried first; 'inherit_presets: false' in it replaces them)",
     )
-    p.add_argument("--log-level", default="info", help="debug, info (default), warning or error")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        type=str.lower,
+        choices=("debug", "info", "warning", "error"),
+        help="debug, info (default), warning or error",
+    )
     add_chunking_flags(p)
     p.set_defaults(
         func=cmd_serve,
