@@ -35,6 +35,7 @@ def test_bad_writes_are_422_with_the_field(live: Live, pid: str) -> None:
             "properties",
         ),
         ("PUT", "/state?key=k&scope_id=t", {"json": {"value": deep}}, "value"),
+        ("PUT", "/state?key=k&scope_id=t", {"json": {}}, "value"),  # stored null before
         ("POST", "/events", _raw(ev + '"ts":Infinity}'), "ts"),
         ("POST", "/events", _raw(ev + '"ts":NaN}'), "ts"),
         ("POST", "/events", _raw(ev + '"data":{"v":NaN}}'), "data"),

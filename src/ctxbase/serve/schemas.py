@@ -664,7 +664,7 @@ Scope = Literal["task", "session", "project", "user"]
 
 
 class StateSetIn(_In):
-    value: Any = None
+    value: Any  # required: a body without it stored null
     cause: str | None = None
     ttl: float | None = None  # seconds; the library checks it (assemble.state.check_ttl)
 
