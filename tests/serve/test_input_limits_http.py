@@ -223,3 +223,16 @@ def test_the_console_reads_refuse_unknown_query_parameters_too(live: Live, pid: 
         assert r.status_code == 422, path
         assert r.json()["error"]["field"] == "limt" and "limit" in r.json()["error"]["message"]
     assert c.get(f"{base}/graph?limit=3").status_code == 200
+
+
+def test_a_body_that_is_not_utf8_is_a_422_shaped_as_every_error(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    r = c.post(
+        f"/v1/projects/{pid}/events",
+        content=b'\xff\xfe{"a"}',
+        headers={"Content-Type": "application/json"},
+    )
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert (error["field"], error["type"]) == ("body", "ValidationError"), error
+    assert "UTF-8" in error["message"]

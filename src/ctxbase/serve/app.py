@@ -143,6 +143,10 @@ def _install_error_handlers(app: FastAPI) -> None:
             # FastAPI's JSON parse ran out of stack: say what is wrong with the body
             message = f"body: is nested too deep to read (at most {MAX_JSON_DEPTH} levels)"
             return JSONResponse(_invalid(message, "body"), status_code=422)
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # bytes that are not UTF-8 text: bad input, said as malformed JSON is
+            message = "body: not valid JSON (the body must be UTF-8 text)"
+            return JSONResponse(_invalid(message, "body"), status_code=422)
         code = {404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
             exc.status_code, "http_error"
         )
