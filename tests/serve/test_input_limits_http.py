@@ -236,3 +236,14 @@ def test_a_body_that_is_not_utf8_is_a_422_shaped_as_every_error(live: Live, pid:
     error = r.json()["error"]
     assert (error["field"], error["type"]) == ("body", "ValidationError"), error
     assert "UTF-8" in error["message"]
+
+
+def test_an_unknown_field_names_the_one_it_may_be_a_typo_of(live: Live, pid: str) -> None:
+    c = live.client(live.key(pid, role="write"))
+    r = c.post(f"/v1/projects/{pid}/search", json={"query": "x", "options": {"topk": 3}})
+    assert r.status_code == 422, r.text
+    error = r.json()["error"]
+    assert error["field"] == "options.topk", error
+    assert "is not a field here (did you mean 'top_k'?)" in error["message"], error
+    r = c.post(f"/v1/projects/{pid}/search", json={"query": "x", "options": {"zzzqqq": 3}})
+    assert r.json()["error"]["message"] == "options.zzzqqq: is not a field here", r.text

@@ -7,6 +7,8 @@ ContextBase and closes it at shutdown, which flushes the capture queue.
 
 from __future__ import annotations
 
+import difflib
+import functools
 import json
 import logging
 import os
@@ -72,6 +74,18 @@ def _field(loc: tuple[Any, ...], sourced: bool = True) -> str:
     return out
 
 
+@functools.cache
+def _known_fields() -> tuple[str, ...]:
+    """Every field name of the API's request bodies: what an unknown one may be a typo of."""
+    from pydantic import BaseModel
+
+    from . import schemas
+
+    models = [m for m in vars(schemas).values() if isinstance(m, type)]
+    fields = {name for m in models if issubclass(m, BaseModel) for name in m.model_fields}
+    return tuple(sorted(fields))
+
+
 def _validation_response(
     errors: list[Any], sourced: bool = True, content_type: str | None = None
 ) -> JSONResponse:
@@ -93,6 +107,9 @@ def _validation_response(
             field = ctx["error"].field
     elif first.get("type") == "missing":
         msg = "is missing"  # the library's words for a required input left out
+    elif first.get("type") == "extra_forbidden" and loc and isinstance(loc[-1], str):
+        near = difflib.get_close_matches(loc[-1], _known_fields(), n=1, cutoff=0.8)
+        msg = "is not a field here" + (f" (did you mean {near[0]!r}?)" if near else "")
     elif first.get("type") == "json_invalid":
         # FastAPI puts the character offset in loc ("body", 25): name the body, not "[25]".
         field = "body"
