@@ -19,7 +19,14 @@ from ctxbase.serve.server import BackgroundServer
 from ctxbase.serve.settings import ServerSettings
 from ctxbase.store import open_store
 
-__all__ = ["Live", "embedded_and_remote", "make_project", "serve_on_param", "start"]
+__all__ = [
+    "Live",
+    "embedded_and_remote",
+    "embedded_or_remote",
+    "make_project",
+    "serve_on_param",
+    "start",
+]
 
 
 @dataclass
@@ -67,6 +74,22 @@ def embedded_and_remote(
     with ctxbase.connect(server.url, api_key=key, project=project) as client:
         remote = scenario(client)
     return local, remote
+
+
+def embedded_or_remote(kind: str, server: Live, db: Path, project: str) -> Iterator[Any]:
+    """An embedded base on `db` ("embedded") or the remote SDK of `server` with an admin
+    key ("remote"), for `project`; closed after the test. For an `api` fixture whose
+    params are the two kinds."""
+    if kind == "embedded":
+        api: Any = ctxbase.open(str(db), project=project, embedder="hash")
+    else:
+        api = ctxbase.connect(
+            server.url, api_key=server.key(project, role="admin"), project=project
+        )
+    try:
+        yield api
+    finally:
+        api.close()
 
 
 def make_project(db: str, project: str) -> None:

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_server import Live
+from live_server import Live, embedded_or_remote
 
-import ctxbase
 from ctxbase import ValidationError
 
 PROJECT = "ids-as-records"
@@ -19,14 +18,7 @@ PROJECT = "ids-as-records"
 
 @pytest.fixture(params=["embedded", "remote"])
 def api(request: pytest.FixtureRequest, live: Live, tmp_path: Path) -> Iterator[Any]:
-    if request.param == "embedded":
-        cb = ctxbase.open(str(tmp_path / "ids.db"), project=PROJECT, embedder="hash")
-        yield cb
-        cb.close()
-    else:
-        client = ctxbase.connect(live.url, api_key=live.key(PROJECT, role="admin"), project=PROJECT)
-        yield client
-        client.close()
+    yield from embedded_or_remote(request.param, live, tmp_path / "ids.db", PROJECT)
 
 
 def test_a_record_where_its_id_goes_is_refused_naming_the_field(api: Any) -> None:

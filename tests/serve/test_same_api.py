@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from live_server import Live
+from live_server import Live, embedded_or_remote
 
 import ctxbase
 from ctxbase.errors import NotFoundError, ValidationError
@@ -35,16 +35,8 @@ def _plain(value: Any) -> Any:
 
 @pytest.fixture(params=["embedded", "remote"])
 def api(request: pytest.FixtureRequest, live: Live, tmp_path: Path) -> Iterator[Any]:
-    project = SAME_PROJECT  # one id: the embedded and the remote run give the same ids
-    if request.param == "embedded":
-        cb = ctxbase.open(str(tmp_path / "embedded.db"), project=project, embedder="hash")
-        yield cb
-        cb.close()
-    else:
-        client = ctxbase.connect(live.url, api_key=live.key(project, role="admin"), project=project)
-        assert isinstance(client, Client)
-        yield client
-        client.close()
+    # one project id: the embedded and the remote run give the same ids
+    yield from embedded_or_remote(request.param, live, tmp_path / "embedded.db", SAME_PROJECT)
 
 
 def scenario(cb: Any) -> dict[str, Any]:

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING
 from ..errors import EmbedderUnavailableError
 from ..store.base import ItemFilter
 from .config import SearchConfig
-from .filter_scope import FilterScope
-from .query_dates import REPORT_LAG_S, query_period
+from .query_dates import REPORT_LAG_S, ZONE_SLACK_S, query_period
 
 if TYPE_CHECKING:
     from .search import Searcher
@@ -38,7 +37,7 @@ def period_filter(flt: ItemFilter | None, query: str) -> ItemFilter | None:
     if period is None:
         return None
     base = flt or ItemFilter()
-    since, until = period[0] - 86400.0, period[1] + REPORT_LAG_S
+    since, until = period[0] - ZONE_SLACK_S, period[1] + REPORT_LAG_S
     if base.since is not None:
         since = max(since, base.since)
     if base.until is not None:
@@ -60,10 +59,7 @@ def period_rankings(
     among = period_filter(flt, query)
     if among is None:
         return [], None
-    held = config.keyword and config.keyword_index  # loaded for this search anyway
-    scope = FilterScope(
-        searcher.store, project_id, among, searcher.keywords.count_admitted if held else None
-    )
+    scope = searcher.filter_scope(project_id, among, config)
     out: list[PeriodRanking] = []
     if config.keyword:
         hits = searcher._keyword_hits(project_id, topic, among, config, scope)

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 __all__ = [
     "REPORT_LAG_S",
+    "ZONE_SLACK_S",
     "in_period",
     "in_yearless",
     "names_yearless",
@@ -28,6 +29,8 @@ __all__ = [
 # Events are often told some days after they happened ("last week"): the events recorded
 # this long after a period still count as in it.
 REPORT_LAG_S = 7 * 86400.0
+# Dates are read in UTC and recorded in the agent's own time: a day of slack before a period.
+ZONE_SLACK_S = 86400.0
 
 _MONTHS = {
     name: n
@@ -120,7 +123,7 @@ def in_period(ts: float, period: tuple[float, float]) -> bool:
     """Whether an event recorded at `ts` may tell of the period: recorded in it (a day of
     slack for time zones) or up to REPORT_LAG_S after it."""
     start, end = period
-    return start - 86400.0 <= ts < end + REPORT_LAG_S
+    return start - ZONE_SLACK_S <= ts < end + REPORT_LAG_S
 
 
 _ZH_NUMERALS = {c: n for n, c in enumerate("一二三四五六七八九", start=1)}

@@ -196,10 +196,7 @@ class Searcher(QueryVectors):
         shown = frozenset(view.shown_owner_ids) if view is not None else frozenset()
         allowed: FilterScope | None = None
         if flt is not None and restricts(flt):
-            held = config.keyword and config.keyword_index  # loaded for this search anyway
-            allowed = FilterScope(
-                self.store, project_id, flt, self.keywords.count_admitted if held else None
-            )
+            allowed = self.filter_scope(project_id, flt, config)
         timings["filter"] = _ms(t0)
 
         rankings: dict[str, list[str]] = {}
@@ -624,6 +621,13 @@ class Searcher(QueryVectors):
         for stored in self.store.get_items(project_id, missing) if missing else []:
             items[stored.item_id] = stored
         return {k: fused[k] for k in best}
+
+    def filter_scope(self, project_id: str, flt: ItemFilter, config: SearchConfig) -> FilterScope:
+        """What `flt` admits, resolved once for every ranking of one search."""
+        held = config.keyword and config.keyword_index  # loaded for this search anyway
+        return FilterScope(
+            self.store, project_id, flt, self.keywords.count_admitted if held else None
+        )
 
     def _screen(self, project_id: str, ids: list[str], allowed: FilterScope) -> list[bool]:
         """Per id, False where the attributes the keyword index holds rule it out of a filter
