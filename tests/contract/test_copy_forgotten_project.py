@@ -132,3 +132,40 @@ def test_what_the_backup_wrote_after_the_forget_is_copied(tmp_path: Path, projec
     finally:
         bak.close()
         live.close()
+
+
+def test_a_re_run_into_a_backup_forgets_there_the_project_the_source_forgot(
+    stores: tuple[Store, Store], project_id: str
+) -> None:
+    """The other way round: the source forgets the whole project after a backup was made,
+    and a re-run copies it into the backup again. Its events and sessions go by their
+    tombstones; its facts and traces of no session, which have none, go because they are
+    older than the forget and the source does not hold them. What the backup wrote after
+    the forget, and what the source wrote after it, stay."""
+    src, bak = stores
+    pid = project_id
+    _populate(src, pid)
+    copy_project(src, bak, pid)
+    src.forget(pid, whole_project=True)
+    write(src, make_event(pid, "s7", "the source's new life", ts=50.0))
+    src.set_state(StateFact(project_id=pid, scope="project", scope_id=pid, key="after",
+                            value="kept"))  # fmt: skip
+    bak.set_state(StateFact(project_id=pid, scope="user", scope_id="u1", key="own",
+                            value="the backup's own"))  # fmt: skip
+
+    counts = copy_project(src, bak, pid, batch=2)
+
+    assert all(c.matches for c in counts.values()), counts
+    snapshot = json.dumps(_snapshot(bak, pid))
+    assert OLD not in snapshot and "the cache is Redis" not in snapshot
+    assert bak.get_trace(pid, "ctx-none") is None
+    assert counts["traces"].removed == 1
+    assert counts["state"].removed == 2 and counts["state_history"].removed == 2
+    assert bak.get_state(pid, "project", pid, "ledger") == []
+    assert [f.value for f in bak.get_state(pid, "project", pid, "after")] == ["kept"]
+    assert [f.value for f in bak.get_state(pid, "user", "u1", "own")] == ["the backup's own"]
+    assert {e.text for e in bak.list_events(pid, include_inactive=True)} == {
+        "the source's new life"
+    }
+    again = copy_project(src, bak, pid)  # a further re-run finds nothing more to forget
+    assert all(c.matches for c in again.values()) and sum(c.removed for c in again.values()) == 0

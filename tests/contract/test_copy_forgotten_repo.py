@@ -175,3 +175,41 @@ def test_a_backup_into_a_project_forgotten_whole_leaves_its_repositories_out(
         assert pinned["tag"] == "v1" and pinned["repos"] == ["blog"]
     finally:
         bak.close()
+
+
+def test_a_re_run_into_a_backup_forgets_there_a_repository_the_source_forgot(
+    cb: ContextBase, tmp_path: Path
+) -> None:
+    """The other way round: a backup made before the forget, refreshed by copying the
+    source into it again, keeps no record that names the forgotten repository (where it
+    lived, the tag over it alone, its part of the other tag and of the pinned view), and
+    none of its entities; the other repository is as the source holds it."""
+    pid = cb.project
+    shop, blog = _ingest_two(cb, tmp_path)
+    bak = SQLiteStore(str(tmp_path / "bak.db"))
+    try:
+        copy_project(cb.store, bak, pid)
+        assert set(recorded_places(bak, pid)) == {"shop", "blog"}
+        cb.forget(repo="shop")
+
+        counts = copy_project(cb.store, bak, pid, batch=2)
+
+        assert all(c.matches for c in counts.values()), counts
+        assert counts["entities"].removed == len(shop)
+        assert counts["state"].removed >= 2  # shop's place record, the vshop tag
+        assert set(recorded_places(bak, pid)) == {"blog"}
+        assert bak.forgotten_ids(pid, ["shop", "blog"], ("repo",)) == {"shop"}
+        assert not any(i in _records(bak, pid) for i in shop)
+        assert "zqxshopcart" not in _records(bak, pid)
+        state = _state(bak, pid)
+        assert set(state) == set(_state(cb.store, pid))
+        assert state[(KB_TAG_SCOPE, "", "v1")]["repos"] == ["blog"]
+        assert set(state[(KB_TAG_SCOPE, "", "v1")]["entities"]) <= set(blog)
+        pinned = state[(KB_PIN_SCOPE, "", KB_PIN_KEY)]
+        assert pinned["tag"] == "v1" and pinned["repos"] == ["blog"]
+        assert not set(pinned.get("shown") or ()) & set(shop)
+        assert {r["entity_id"] for r in _rows(bak, pid, "entities")} >= set(blog)
+        again = copy_project(cb.store, bak, pid)  # a further re-run: nothing left to forget
+        assert sum(c.removed for c in again.values()) == 0
+    finally:
+        bak.close()

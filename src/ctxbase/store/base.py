@@ -622,6 +622,7 @@ class Store(ABC):
         soft_deleted_before: float | None = None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
+        trace_ids: Sequence[str] = (),
     ) -> ForgetReport:
         """Hard forget events and entities (named, a session's, or those soft-deleted before
         `soft_deleted_before`, a unix time) or the whole project: their rows, search units,
@@ -642,7 +643,8 @@ class Store(ABC):
         transaction, so no earlier value is left. `repos` names the ingested repositories
         the forget covers whole (their entities and records come in the lists above): each
         leaves a tombstone of kind "repo" (ignored with whole_project, which tombstones every
-        repository of the project)."""
+        repository of the project). `trace_ids` names assembled contexts whose traces go
+        whole (a copy forgetting what the source forgot with its project: copy_forgets.py)."""
 
     # -- bulk copy (migrate-data) ----------------------------------------------------------
     @abstractmethod

@@ -10,9 +10,20 @@ source forgot when every event the destination holds of it goes with it (a sessi
 written to in the destination since keeps its new events and its row; the forgotten ones
 still go, each has its own tombstone).
 
-Left as they are: a whole-project forget of the source (the destination's rows of the
-project may be its own, written there since) and a repository forgotten whole there
-(its items and entities carry tombstones of their own only when events named them).
+A repository the source forgot whole (its name's tombstone, kind "repo") that the source
+does not hold again: its entities went above (each has its tombstone), and the
+destination's records that name it (where it lives, knowledge-base tags covering it, the
+pinned view of such a tag) are written as the source's forget left them
+(repo_records.py's rule; the pinned view, which a copy cannot pin again, without the
+repository and its entities, as copy_filter.py writes it). A repository ingested in the
+destination since keeps what it holds there.
+
+A whole-project forget of the source tombstones each of its events, entities, sessions and
+repositories, so the same steps cover those. Its facts of no session (the project's, a
+user's, a task's) and its traces of no session have no tombstone: the destination's
+records last written before that forget, and its traces made before it, which the source
+does not hold go too (a record with its history). What the destination wrote after it
+stays.
 """
 
 from __future__ import annotations
@@ -20,6 +31,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .base import Store
+from .repo_records import KB_PIN_KEY, KB_PIN_SCOPE, KB_TAG_SCOPE, REPOSITORY_SCOPE, without_repos
 
 __all__ = ["forget_what_the_source_forgot"]
 
@@ -61,4 +73,69 @@ def forget_what_the_source_forgot(src: Store, dst: Store, project_id: str) -> Co
                 entity_ids=sorted(still & gone_entities),
             )
             removed.update(report.removed)
+    removed.update(_forget_gone_repos(src, dst, project_id, gone_entities))
+    removed.update(_forget_project_records(src, dst, project_id))
+    return removed
+
+
+def _forget_project_records(src: Store, dst: Store, project_id: str) -> Counter[str]:
+    """The destination's state records and traces older than the source's whole-project
+    forget that the source does not hold (see module doc)."""
+    forgot = src.forgotten_times(project_id, [project_id], "project").get(project_id)
+    if forgot is None:  # not forgotten whole there (or before schema 9 kept the time)
+        return Counter()
+    held = {
+        (r["scope"], r["scope_id"], r["key"])
+        for rows in src.export_rows(project_id, "state")
+        for r in rows
+    }
+    stale: dict[tuple[str, str, str], None] = {
+        (r["scope"], r["scope_id"], r["key"]): None
+        for rows in dst.export_rows(project_id, "state")
+        for r in rows
+        if float(r["updated_at"]) <= forgot and (r["scope"], r["scope_id"], r["key"]) not in held
+    }
+    traces = set(_ids(dst, project_id, "traces", "context_id"))
+    if traces:
+        traces -= set(_ids(src, project_id, "traces", "context_id"))
+    old_traces = [
+        str(r["context_id"])
+        for rows in dst.export_rows(project_id, "traces")
+        for r in rows
+        if r["context_id"] in traces and float(r["created_at"]) <= forgot
+    ]
+    if not stale and not old_traces:
+        return Counter()
+    report = dst.forget(project_id, replace_state=stale, trace_ids=sorted(old_traces))
+    return Counter(report.removed)
+
+
+def _forget_gone_repos(
+    src: Store, dst: Store, project_id: str, gone_entities: set[str]
+) -> Counter[str]:
+    """The destination's records of the repositories the source forgot (see module doc)."""
+    places = {f.key: f.value for f in dst.get_state(project_id, REPOSITORY_SCOPE, "")}
+    tags = {f.key: f.value for f in dst.get_state(project_id, KB_TAG_SCOPE, "")}
+    names = set(places)
+    for value in tags.values():
+        if isinstance(value, dict):
+            names.update(str(r) for r in value.get("repos") or ())
+    gone = dst.forgotten_ids(project_id, sorted(names), ("repo",)) if names else set()
+    if not gone:
+        return Counter()
+    gone -= set(src.list_repos(project_id))
+    gone -= {f.key for f in src.get_state(project_id, REPOSITORY_SCOPE, "")}
+    gone -= set(dst.repo_entity_ids(project_id, sorted(gone)))  # ingested here since
+    if not gone:
+        return Counter()
+    pins = dst.get_state(project_id, KB_PIN_SCOPE, "", KB_PIN_KEY)
+    records = without_repos(places, tags, pins[0].value if pins else None, gone, gone_entities)
+    if records.pinned is not None:  # its tag remains: pinned, without them
+        records.replace[(KB_PIN_SCOPE, "", KB_PIN_KEY)] = records.pinned
+    report = dst.forget(project_id, replace_state=records.replace, repos=sorted(gone))
+    removed = Counter(report.removed)
+    # a record written again (one first version) is a rewrite, not a row fewer
+    rewritten = sum(value is not None for value in records.replace.values())
+    for table in ("state", "state_history"):
+        removed[table] -= rewritten
     return removed

@@ -80,6 +80,8 @@ class ForgetScope:
     # state records removed with their history, and written again when the value is not
     # None (see Store.forget's `replace_state`)
     replace_state: dict[tuple[str, str, str], Any] = field(default_factory=dict)
+    # traces removed whole (Store.forget's `trace_ids`)
+    trace_ids: list[str] = field(default_factory=list)
 
     @property
     def node_ids(self) -> list[str]:
@@ -130,12 +132,14 @@ class ForgetSteps:
         soft_deleted_before: float | None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
+        trace_ids: Sequence[str] = (),
     ) -> ForgetScope:
         scope = ForgetScope(
             event_ids=list(dict.fromkeys(event_ids)),
             entity_ids=list(dict.fromkeys(entity_ids)),
             session_id=session_id,
             replace_state=dict(replace_state or {}),
+            trace_ids=list(dict.fromkeys(trace_ids)),
         )
         pid = (project_id,)
         if repos:
@@ -578,8 +582,13 @@ class ForgetSteps:
     def _forget_traces(
         self, conn: Any, project_id: str, scope: ForgetScope, report: ForgetReport
     ) -> None:
-        """A forgotten session's own traces go; every other trace holding forgotten ids or
-        texts is redacted in place."""
+        """A forgotten session's own traces go, and those named; every other trace holding
+        forgotten ids or texts is redacted in place."""
+        if scope.trace_ids:
+            n = self._delete_in(
+                conn, "traces", "project_id=?", "context_id", scope.trace_ids, (project_id,)
+            )
+            report.add("traces", n)
         if scope.session_id is not None:
             cur = self._q(
                 conn,

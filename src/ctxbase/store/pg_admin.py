@@ -168,6 +168,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         soft_deleted_before: float | None = None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
+        trace_ids: Sequence[str] = (),
     ) -> ForgetReport:
         report = ForgetReport()
         with self._tx() as conn:
@@ -184,6 +185,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                 soft_deleted_before=soft_deleted_before,
                 replace_state=replace_state,
                 repos=repos,
+                trace_ids=trace_ids,
             )
             nodes = scope.node_ids
             self._delete_items_of(conn, project_id, nodes, report)

@@ -157,6 +157,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         soft_deleted_before: float | None = None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
+        trace_ids: Sequence[str] = (),
     ) -> ForgetReport:
         report = ForgetReport()
         with self._write() as conn, secure_delete(conn):
@@ -173,6 +174,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                     soft_deleted_before=soft_deleted_before,
                     replace_state=replace_state,
                     repos=repos,
+                    trace_ids=trace_ids,
                 )
         self._truncate_wal()
         return report
@@ -189,6 +191,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         soft_deleted_before: float | None,
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
+        trace_ids: Sequence[str] = (),
     ) -> None:
         scope = self._forget_scope(
             conn,
@@ -199,6 +202,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             soft_deleted_before=soft_deleted_before,
             replace_state=replace_state,
             repos=repos,
+            trace_ids=trace_ids,
         )
         node_ids = scope.node_ids
         self._delete_items_of(conn, project_id, node_ids, report)
