@@ -87,6 +87,19 @@ def test_rollback_restores_an_earlier_value_as_a_new_version(cb: ContextBase) ->
         rollback_fact(cb, "color", 9, scope_id="t1")
 
 
+def test_rollback_of_a_key_the_scope_lacks_names_its_keys(cb: ContextBase) -> None:
+    set_fact(cb, "color", "blue", scope_id="t1")
+    set_fact(cb, "size", "L", scope_id="t1")
+    with pytest.raises(NotFoundError) as exc:
+        rollback_fact(cb, "colour", 1, scope_id="t1")
+    assert str(exc.value) == (
+        "no fact 'colour' in task 't1' (did you mean 'color'?); its facts: color, size"
+    )
+    with pytest.raises(NotFoundError, match="no fact 'color' in task 't2'; it holds no fact"):
+        rollback_fact(cb, "color", 1, scope_id="t2")
+    assert [c.version for c in fact_history(cb, "color", scope_id="t1")] == [1]  # unchanged
+
+
 def test_scopes_are_separate_and_checked(cb: ContextBase) -> None:
     set_fact(cb, "deadline", "月底", scope="session", scope_id="s1")
     assert get_facts(cb, scope_id="s1") == {}

@@ -172,6 +172,14 @@ def test_a_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
     assert "does not exist" in str(exc.value)
 
 
+def test_a_directory_given_as_the_database_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(StorageError) as exc:
+        ctxbase.open(str(tmp_path), embedder=None)
+    assert "is a directory, not a database file" in str(exc.value)
+    assert str(tmp_path / "ctxbase.db") in str(exc.value)
+    assert list(tmp_path.iterdir()) == []  # nothing written in it
+
+
 def test_two_processes_write_to_one_file_at_once(db_path: Path) -> None:
     ctxbase.open(str(db_path), project="p", embedder=None).close()  # create the schema
     per_worker = 500

@@ -20,6 +20,7 @@ who retracted what, when and why.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import logging
 import math
@@ -338,7 +339,19 @@ def rollback_fact(
     target = next((c for c in changes if c.version == to_version), None)
     if target is None:
         versions = ", ".join(str(c.version) for c in changes) or "none"
-        raise NotFoundError("state version", f"{key}@v{to_version} (versions: {versions})")
+        message = None
+        if not changes:  # no such key here: name the scope's keys, and the one it may mean
+            pid = cb.project if project is None else project
+            keys = sorted({f.key for f in cb.store.get_state(pid, scope, scope_id)})
+            near = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+            message = (
+                f"no fact {key!r} in {scope} {scope_id!r}"
+                + (f" (did you mean {near[0]!r}?)" if near else "")
+                + (f"; its facts: {', '.join(keys[:20])}" if keys else "; it holds no fact")
+            )
+        raise NotFoundError(
+            "state version", f"{key}@v{to_version} (versions: {versions})", message=message
+        )
     why = cause or f"rollback to v{to_version}"
     pid = cb.project if project is None else project
     if target.deleted:

@@ -331,6 +331,11 @@ class SQLiteBase(SharedReads):
             parent = os.path.dirname(self.url)
             if parent and not os.path.isdir(parent):
                 raise StorageError(f"directory {parent!r} for the database does not exist")
+            if os.path.isdir(self.url):
+                raise StorageError(
+                    f"{self.url!r} is a directory, not a database file: give a file's path "
+                    f"(e.g. {os.path.join(self.url, 'ctxbase.db')!r})"
+                )
         self._migrate()
 
     # -- connections ---------------------------------------------------------------------
