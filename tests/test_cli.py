@@ -661,7 +661,8 @@ def test_an_empty_search_names_hidden_events_and_a_blank_filter_is_refused(
     base = ["--db", str(tmp_path / "t.db"), "--embedder", "hash", "--project", "shop"]
     _run(capsys, *base, "capture", "--session", "a", "--text", "the cache key is user:42")
     code, out, err = _run(capsys, *base, "search", "nothing like this", "--preset", "keyword")
-    assert (code, out, err) == (0, "", "")  # nothing matched, nothing hidden: nothing to say
+    # nothing matched, nothing hidden: one line saying so (an empty answer is no silence)
+    assert (code, out, err) == (0, "", "no match for 'nothing like this' in project 'shop'\n")
     assert _run(capsys, *base, "forget", "--soft", "--session", "a")[0] == 0
     code, out, err = _run(capsys, *base, "search", "cache key", "--preset", "keyword")
     assert code == 0 and out == ""

@@ -312,7 +312,10 @@ def test_search_in_an_unknown_repository_names_the_known_ones(tmp_path: Path, db
     assert known.returncode == 0 and "shop-api:cache.md" in known.stdout
     # a known repository that holds no match is an empty answer, not an error
     empty = run(*base, "search", "zeppelin", "--repo", "shop-api", cwd=tmp_path)
-    assert (empty.returncode, empty.stdout, empty.stderr) == (0, "", "")
+    assert (empty.returncode, empty.stdout) == (0, "")
+    assert empty.stderr == (
+        "no match for 'zeppelin' in project 'default' within the filters given\n"
+    )
 
 
 def test_a_second_folder_named_like_the_first_is_refused_and_removes_nothing(
@@ -514,7 +517,11 @@ def test_a_session_hidden_by_a_soft_forget_says_so(tmp_path: Path, db: str) -> N
     assert events.stderr.strip() == note.format("not listed") + restore
     search = run(*base, "search", "cache", "--session", "s1", cwd=tmp_path)
     assert (search.returncode, search.stdout) == (0, "")
-    assert search.stderr.strip() == note.format("not searched") + restore
+    assert search.stderr.strip() == (
+        "no match for 'cache' in project 'default' within the filters given\n"
+        + note.format("not searched")
+        + restore
+    )
     listed = run(*base, "sessions", cwd=tmp_path)
     assert listed.returncode == 0
     rows = {line.split()[0]: line.split()[1:] for line in listed.stdout.splitlines()}

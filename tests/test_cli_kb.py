@@ -98,6 +98,7 @@ def test_a_pinned_search_that_finds_nothing_says_the_project_is_pinned(
     code, out, err = _loud(capsys, db, *search)
     assert (code, out) == (0, "")
     assert err == (
+        "no match for 'Zebracorn' in project 'default'\n"
         "note: project 'default' is pinned at v1 (kb pin): what was ingested since is not "
         "searched; --kb-version latest looks past it\n"
     )
@@ -105,9 +106,10 @@ def test_a_pinned_search_that_finds_nothing_says_the_project_is_pinned(
     code, out, err = _loud(capsys, db, *search, "--kb-version", "latest")
     assert code == 0 and "Zebracorn" in out and err == ""
     code, out, err = _loud(capsys, db, *search, "--kb-version", "v1")  # asked for: no note
-    assert (code, out, err) == (0, "", "")
+    assert (code, out, err) == (0, "", "no match for 'Zebracorn' in project 'default'\n")
     code, out, err = _loud(capsys, db, "search", "alpha", "--preset", "keyword")
     assert code == 0 and "alpha" in out and err == ""  # something found: no note
     assert _run(capsys, db, "kb", "unpin")[0] == 0
     code, out, err = _loud(capsys, db, "search", "nothingmatcheshere", "--preset", "keyword")
-    assert (code, out, err) == (0, "", "")  # not pinned: nothing to say
+    # not pinned: no note of the pin, only the empty answer's line
+    assert (code, out, err) == (0, "", "no match for 'nothingmatcheshere' in project 'default'\n")
