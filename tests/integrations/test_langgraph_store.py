@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.store.base import BaseStore, Item
 from langgraph.store.memory import InMemoryStore
 
+import ctxbase
 from ctxbase import ContextBase
 from ctxbase.errors import ValidationError
 from ctxbase.integrations.langgraph_store import ITEM_TYPE, CtxbaseStore
@@ -218,3 +220,31 @@ def test_hard_delete_forgets_for_good(cb: ContextBase) -> None:
     store.put(("mem",), "k", {"text": "new"})
     got = store.get(("mem",), "k")
     assert got is not None and got.value == {"text": "new"}
+
+
+def test_other_searches_see_an_item_as_lines_of_its_value_not_json(tmp_path: Path) -> None:
+    """What another agent's search (and an assembled prompt) shows of an item put with no
+    index fields: one `path: text` line per leaf, a list of plain values on one line."""
+    cb = ctxbase.open(str(tmp_path / "lines.db"), project="p", embedder="hash")
+    try:
+        store = CtxbaseStore(cb)
+        value = {
+            "food": "用户喜欢辣的川菜",
+            "tags": ["food", "spicy"],
+            "meta": {"source": "chat", "count": 3},
+            "seen": [{"day": "Mon"}],
+        }
+        store.put(("users", "u1"), "m1", value)
+        hits = cb.search("川菜", preset="keyword").results
+        assert len(hits) == 1
+        assert hits[0].item.text.splitlines()[1:] == [
+            "food: 用户喜欢辣的川菜",
+            "tags: food, spicy",
+            "meta.source: chat",
+            "meta.count: 3",
+            "seen[0].day: Mon",
+        ]
+        found = store.search(("users",), query="spicy")
+        assert [(i.key, i.value) for i in found] == [("m1", value)]  # the value, unchanged
+    finally:
+        cb.close()

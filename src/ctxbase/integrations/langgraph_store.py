@@ -108,6 +108,30 @@ class _Stored:
         return SearchItem(**common, score=score) if search else Item(**common)
 
 
+def _value_lines(value: Any, path: str = "") -> list[str]:
+    """A value as the lines `path: text` that searches and assembled prompts show (an item's
+    whole value when no index fields are named): `food: pizza`, `meta.source: chat`, a list
+    of plain values on one line (`tags: food, spicy`), not its JSON."""
+    if isinstance(value, dict):
+        if not value:
+            return []
+        return [
+            line
+            for k, v in value.items()
+            for line in _value_lines(v, f"{path}.{k}" if path else str(k))
+        ]
+    if isinstance(value, list):
+        if all(not isinstance(v, dict | list) for v in value):
+            shown = ", ".join(_plain(v) for v in value)
+            return [f"{path}: {shown}" if path else shown] if value else []
+        return [line for i, v in enumerate(value) for line in _value_lines(v, f"{path}[{i}]")]
+    return [f"{path}: {_plain(value)}" if path else _plain(value)]
+
+
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
 def _apply_operator(value: Any, operator: str, expected: Any) -> bool:
     if operator == "$eq":
         return bool(value == expected)
@@ -170,11 +194,11 @@ class CtxbaseStore(BaseStore):
         search_preset: str = "hybrid",
         hard_delete: bool = False,
     ) -> None:
-        """`index_fields`: the value paths whose text is searched (default: the whole value
-        as JSON); `ttl`: LangGraph's TTLConfig (default_ttl in minutes, refresh_on_read);
-        `hard_delete`: a delete forgets the item for good (needs an admin key over the
-        server) instead of hiding it (restorable with `cb.restore`, purged by
-        `cb.purge_soft_deleted`)."""
+        """`index_fields`: the value paths whose text is searched (default: the whole value,
+        as `path: text` lines); `ttl`: LangGraph's TTLConfig (default_ttl in minutes,
+        refresh_on_read); `hard_delete`: a delete forgets the item for good (needs an
+        admin key over the server) instead of hiding it (restorable with `cb.restore`,
+        purged by `cb.purge_soft_deleted`)."""
         self.cb = cb
         self.hard_delete = hard_delete
         self.project = project or cb.project
@@ -205,7 +229,7 @@ class CtxbaseStore(BaseStore):
             return ""
         fields = list(index) if isinstance(index, list) else self.index_fields
         if fields is None:
-            return json.dumps(value, ensure_ascii=False)
+            return "\n".join(_value_lines(value))
         texts: list[str] = []
         for field in fields:
             texts.extend(get_text_at_path(value, tokenize_path(field)))
