@@ -20,6 +20,7 @@ from .model import Entity, Event, Relation, check_id, id_arg, make_entity_id, re
 from .read_your_writes import settles_captures
 from .retrieve import causes, graph
 from .retrieve.retracted import with_marks
+from .search_filters import check_repos_held
 from .validation import (
     check_entity_properties,
     check_finite,
@@ -313,7 +314,8 @@ class GraphMethods:
         new_project: bool = False,
     ) -> list[Entity]:
         """Active entities by type and name (the latest versions unless `latest_only` is
-        False); `repos` keeps those of these ingested repositories. Another project than
+        False); `repos` keeps those of these ingested repositories (one the project does not
+        hold is UnknownReposError, as in a search). Another project than
         the base's own that holds no data is a typo (UnknownProjectError) unless
         `new_project`."""
         check_name("type", type)
@@ -321,7 +323,7 @@ class GraphMethods:
         if limit is not None and check_int64("limit", limit) < 1:
             raise ValidationError("limit", f"must be at least 1, or None for all (got {limit})")
         pid = check_known_project(self.store, self.project, self._pid(project), new_project)
-        return self.store.list_entities(
+        found = self.store.list_entities(
             pid,
             type=type,
             name=name,
@@ -329,6 +331,9 @@ class GraphMethods:
             limit=limit,
             repos=repos,
         )
+        if repos:  # a mistyped repository is an error, not an empty list
+            check_repos_held(self.store, pid, repos, {e.properties.get("repo") for e in found})
+        return found
 
     def upsert_relationship(
         self,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import NotFoundError, UnknownReposError, ValidationError
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "as_item_filter",
+    "check_repos_held",
     "check_searched",
     "check_searched_repos",
     "check_searched_sessions",
@@ -165,14 +166,24 @@ def check_searched_repos(
 ) -> None:
     """Every repository named must be one the project holds: UnknownReposError naming the
     others and the project's repositories, whatever was found under the rest. A name some
-    candidate of the search came from is held (nothing read); the others are looked up in
-    the records of where each ingested repository lives (one read by key), and only a name
-    in neither lists the repositories the items name (a read of every item of the project:
-    a typo, or a repository ingested before its place was recorded)."""
+    candidate of the search came from is held (nothing read); see `check_repos_held`."""
     if filters is None or not filters.repos:
         return
     seen = {c.item.repo for c in (*response.results, *response.considered)}
-    unseen = [r for r in dict.fromkeys(filters.repos) if r not in seen]
+    check_repos_held(store, project_id, filters.repos, seen)
+
+
+def check_repos_held(
+    store: Store, project_id: str, names: Sequence[str], seen: Collection[str | None] = ()
+) -> None:
+    """UnknownReposError for the `names` the project holds no repository of (a typo is not
+    an empty answer). Names in `seen` (what an answer came from) are held; the others
+    are looked up in the records of where each ingested repository lives (one read by
+    key), and only a name in neither lists the repositories the items name (a read of
+    every item of the project: a typo, or a repository ingested before its place was
+    recorded). A repository forgotten whole (its tombstone) is no typo: nothing is left
+    of it to answer."""
+    unseen = [r for r in dict.fromkeys(names) if r not in seen]
     if not unseen:
         return
     places = {f.key for f in store.get_state(project_id, REPOSITORY_SCOPE, "")}
@@ -181,6 +192,10 @@ def check_searched_repos(
         return
     held = store.list_repos(project_id)
     unknown = [r for r in unseen if r not in held]
+    if unknown:  # one forgotten whole before holds nothing now: an empty answer is true
+        unknown = [
+            r for r in unknown if r not in store.forgotten_ids(project_id, unknown, ("repo",))
+        ]
     if unknown:
         raise UnknownReposError(unknown, project_id, sorted(set(held) | places))
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from live_server import Live
 
 import ctxbase
+from ctxbase.errors import UnknownReposError
 
 
 def _ingest_two(db: str, pid: str, tmp_path: Path) -> None:
@@ -31,6 +33,15 @@ def test_forget_a_repository_over_rest_and_the_sdk(live: Live, pid: str, tmp_pat
     assert beta and {e["properties"]["repo"] for e in beta} == {"beta"}
     both = c.get(entities, params=[("repo", "alpha"), ("repo", "beta")]).json()
     assert {e["properties"]["repo"] for e in both} == {"alpha", "beta"}
+    # a mistyped repository is a 404 naming the project's, not an empty list
+    typo = c.get(entities, params=[("repo", "beta"), ("repo", "alpah")])
+    assert typo.status_code == 404, typo.text
+    assert "repository 'alpah' not found" in typo.text and "alpha, beta" in typo.text
+    with (
+        ctxbase.open(live.db, project=pid, embedder="hash") as cb,
+        pytest.raises(UnknownReposError, match="its repositories: alpha, beta"),
+    ):
+        cb.list_entities(repos=["alpah"])
     # a write key may not forget
     assert c.post(f"/v1/projects/{pid}/forget", json={"repos": ["alpha"]}).status_code == 403
     admin = live.client(live.key(pid, role="admin"))
@@ -42,7 +53,7 @@ def test_forget_a_repository_over_rest_and_the_sdk(live: Live, pid: str, tmp_pat
         assert {e.id for e in client.list_entities(repos=["beta"])} == {e["id"] for e in beta}
         report = client.forget(repo="alpha")
         assert report.repos == ["alpha"] and report.removed["entities"] == len(both) - len(beta)
-        assert client.list_entities(repos=["alpha"]) == []
+        assert client.list_entities(repos=["alpha"]) == []  # forgotten whole: none, no 404
         again = client.forget(repo="alpha")  # forgotten before: said so, no 404
         assert (again.repos, again.already_forgotten, again.total) == ([], ["alpha"], 0)
         hits = client.search("flamingo overview", preset="keyword", top_k=20).results
