@@ -213,3 +213,32 @@ def test_a_re_run_into_a_backup_forgets_there_a_repository_the_source_forgot(
         assert sum(c.removed for c in again.values()) == 0
     finally:
         bak.close()
+
+
+def test_a_repository_ingested_again_in_the_source_reaches_the_backup(
+    cb: ContextBase, tmp_path: Path
+) -> None:
+    """Forgotten in the source, copied (the backup forgets it too and holds its
+    tombstones), ingested again: the next re-run brings the new ingest, its place record
+    and its entities (the same ids) to the backup."""
+    pid = cb.project
+    shop, _ = _ingest_two(cb, tmp_path)
+    bak = SQLiteStore(str(tmp_path / "bak.db"))
+    try:
+        copy_project(cb.store, bak, pid)
+        cb.forget(repo="shop")
+        copy_project(cb.store, bak, pid)
+        assert set(recorded_places(bak, pid)) == {"blog"}
+        cb.ingest(str(tmp_path / "shop"), repo="shop")
+        again = {e.id for e in cb.list_entities(repos=["shop"])}
+        assert again & set(shop)  # ids tombstoned in the backup
+
+        counts = copy_project(cb.store, bak, pid)
+
+        assert all(c.matches for c in counts.values()), counts
+        assert set(recorded_places(bak, pid)) == {"blog", "shop"}
+        held = {r["entity_id"] for r in _rows(bak, pid, "entities")}
+        assert again <= held
+        assert sum(c.written for c in copy_project(cb.store, bak, pid).values()) == 0
+    finally:
+        bak.close()

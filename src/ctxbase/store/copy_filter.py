@@ -43,6 +43,14 @@ leaves its name's, a whole-project forget each of its repositories') and not hel
 again: a repository ingested again after its forget keeps its tombstone, and what the
 source holds of it is copied, as for a session used again.
 
+The source may have begun again what it forgot (the destination holding the tombstones an
+earlier copy brought): a session whose row in the source is newer than its tombstone here
+is copied as a session used again (its rows from before the forget left out); an entity
+tombstoned here whose row in the source was made after that forget (the same code unit
+ingested again) is copied, with what hangs off it; a repository whose place record in the
+source was written after its forget is held; and a project forgotten whole whose row in
+the source is newer than that forget is copied row by row as a project written to again.
+
 Tombstones are all copied, the source's included: the destination then refuses what the
 source forgot too, and a later copy from it keeps refusing. Only Store protocol methods
 are used, so this works between any two backends. The destination's rows of the new
@@ -97,6 +105,7 @@ class ForgottenThere:
             self.active
             and bool(dst.forgotten_ids(project_id, [project_id], ("project",)))
             and project_id not in dst.list_projects()
+            and not self._begun_again_in_source()
         )
         self.skipped: Counter[str] = Counter()
         self.redacted: Counter[str] = Counter()
@@ -112,6 +121,7 @@ class ForgottenThere:
         self._forgotten: Forgotten | None = None
         self.repos: set[str] = set()  # left out
         self._repo_entities: set[str] = set()  # the source's entities of those
+        self._reborn: set[str] = set()  # tombstoned entities the source made again since
         self._rewritten: dict[StateKey, Any] = {}  # records of them: None, left out
         self._history_written: set[StateKey] = set()
         self.lives = Lives({})  # sessions forgotten there and written to again
@@ -124,12 +134,21 @@ class ForgottenThere:
         wanted = [i for i in dict.fromkeys(ids) if i]
         return self._dst.forgotten_ids(self._pid, wanted, kinds) if wanted else set()
 
+    def _begun_again_in_source(self) -> bool:
+        """Whether the source's project row is newer than the destination's tombstone of
+        the project: the source forgot it whole and was written to since (a new life,
+        copied row by row), not a backup from before the forget."""
+        at = self._dst.forgotten_times(self._pid, [self._pid], "project").get(self._pid)
+        rows = [r for b in self._src.export_rows(self._pid, "projects") for r in b]
+        return at is not None and any(float(r["created_at"]) >= at for r in rows)
+
     def _gone_sessions(self, ids: Iterable[str | None]) -> set[str]:
         """Of `ids`, the sessions left out: tombstoned and not held in the destination."""
         new = {i for i in ids if i and i not in self._sessions_seen}
         self._sessions_seen |= new
         for session_id in self._tombstoned(new, ("session",)):
-            if self._dst.get_session(self._pid, session_id) is None:
+            held = session_id in self.lives.forgot  # here, or begun again in the source
+            if not held and self._dst.get_session(self._pid, session_id) is None:
                 self.sessions.add(session_id)
         return self.sessions
 
@@ -138,7 +157,17 @@ class ForgottenThere:
         forget (a tombstone kept before that time was recorded: none, as before)."""
         held = [s.session_id for s in self._dst.list_sessions(self._pid)]
         times = self._dst.forgotten_times(self._pid, held, "session") if held else {}
-        return Lives({s: at for s, at in times.items() if at is not None}, self._project_life())
+        forgot = {s: at for s, at in times.items() if at is not None}
+        # a session the source forgot (its tombstone copied here) or this store forgot,
+        # that the source began again since: its rows newer than the forget are copied
+        begun = {s.session_id: s.created_at for s in self._src.list_sessions(self._pid)}
+        others = [s for s in begun if s not in forgot]
+        for s, at in (
+            self._dst.forgotten_times(self._pid, others, "session") if others else {}
+        ).items():
+            if at is not None and begun[s] >= at:
+                forgot[s] = at
+        return Lives(forgot, self._project_life())
 
     def _project_life(self) -> float | None:
         """When the destination forgot the whole project it holds again (None: it did not).
@@ -185,6 +214,12 @@ class ForgottenThere:
             return
         held = set(self._dst.repo_entity_ids(self._pid, sorted(gone)))
         held.update(n for n in gone if self._dst.get_state(self._pid, REPOSITORY_SCOPE, "", n))
+        # ingested again in the source since its forget: where it lives was recorded after
+        forgot = self._dst.forgotten_times(self._pid, sorted(gone), "repo")
+        for f in places:
+            at = forgot.get(f.key)
+            if f.key in gone and at is not None and f.updated_at >= at:
+                held.add(f.key)
         self.repos = gone - held
         if self.repos:
             found = self._src.repo_entity_ids(self._pid, sorted(self.repos))
@@ -194,8 +229,8 @@ class ForgottenThere:
         """Of `ids`, the events and entities left out here or tombstoned there."""
         ids = [i for i in ids if i]
         known = self.events | self.entities
-        return {i for i in ids if i in known} | self._tombstoned(
-            (i for i in ids if i not in known), _NODES
+        return {i for i in ids if i in known} | (
+            self._tombstoned((i for i in ids if i not in known), _NODES) - self._reborn
         )
 
     @property
@@ -286,6 +321,13 @@ class ForgottenThere:
 
     def _entities(self, rows: Sequence[Row]) -> list[Row]:
         tombstoned = self._tombstoned((r["entity_id"] for r in rows), ("entity",))
+        if tombstoned:  # made again in the source after its forget (the same id): its own
+            forgot = self._dst.forgotten_times(self._pid, sorted(tombstoned), "entity")
+            for r in rows:
+                at = forgot.get(r["entity_id"])
+                if at is not None and float(r["created_at"]) >= at:
+                    self._reborn.add(r["entity_id"])
+            tombstoned -= self._reborn
         kept = []
         for r in rows:
             if (

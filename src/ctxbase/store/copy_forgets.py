@@ -23,7 +23,7 @@ repositories, so the same steps cover those. Its facts of no session (the projec
 user's, a task's) and its traces of no session have no tombstone: the destination's
 records last written before that forget, and its traces made before it, which the source
 does not hold go too (a record with its history). What the destination wrote after it
-stays.
+stays; when nothing is left, the project's row goes too, as in the source.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from collections import Counter
 
 from .base import Store
 from .repo_records import KB_PIN_KEY, KB_PIN_SCOPE, KB_TAG_SCOPE, REPOSITORY_SCOPE, without_repos
+from .schema import TABLES
 
 __all__ = ["forget_what_the_source_forgot"]
 
@@ -104,10 +105,23 @@ def _forget_project_records(src: Store, dst: Store, project_id: str) -> Counter[
         for r in rows
         if r["context_id"] in traces and float(r["created_at"]) <= forgot
     ]
-    if not stale and not old_traces:
-        return Counter()
-    report = dst.forget(project_id, replace_state=stale, trace_ids=sorted(old_traces))
-    return Counter(report.removed)
+    removed: Counter[str] = Counter()
+    if stale or old_traces:
+        report = dst.forget(project_id, replace_state=stale, trace_ids=sorted(old_traces))
+        removed.update(report.removed)
+    if _held_by_tombstones_alone(src, dst, project_id):
+        # nothing written here since, nothing there: the project row goes as in the source
+        removed.update(dst.forget(project_id, whole_project=True).removed)
+    return removed
+
+
+def _held_by_tombstones_alone(src: Store, dst: Store, project_id: str) -> bool:
+    """Whether the source holds no project row and the destination nothing of the project
+    but its row and tombstones."""
+    if _ids(src, project_id, "projects", "project_id"):
+        return False
+    rest = [t for t in TABLES if t not in ("projects", "tombstones")]
+    return all(dst.count_rows(project_id, t) == 0 for t in rest)
 
 
 def _forget_gone_repos(
