@@ -158,6 +158,7 @@ def check_searched(
     """The repositories, sessions and types the filters name are all real (see each)."""
     check_searched_repos(store, project_id, filters, response)
     check_searched_sessions(store, project_id, filters, response)
+    check_searched_agents(store, project_id, filters, response)
     check_searched_types(store, project_id, filters, response)
 
 
@@ -219,6 +220,41 @@ def check_searched_sessions(
         raise NotFoundError(
             "session", unknown[0], ids=unknown, message=f"sessions {named} not found"
         )
+
+
+def check_searched_agents(
+    store: Store, project_id: str, filters: ItemFilter | None, response: SearchResponse
+) -> None:
+    """Every agent id (and role) named must be one some shown item of the project was
+    recorded by: NotFoundError naming the others, as for a session, not an empty answer
+    for a typo. An agent some candidate of the search came from is known (nothing read);
+    each other one is looked up among the project's items (one item suffices)."""
+    if filters is None:
+        return
+    for kind, field, names in (
+        ("agent", "agent_id", filters.agent_ids),
+        ("agent role", "agent_role", filters.agent_roles),
+    ):
+        if not names:
+            continue
+        seen = {getattr(c.item, field) for c in (*response.results, *response.considered)}
+        unknown = [
+            a
+            for a in dict.fromkeys(names)
+            if a not in seen and not store.filter_item_ids(project_id, _only(field, a), limit=1)
+        ]
+        if unknown:
+            named = ", ".join(repr(a) for a in unknown)
+            raise NotFoundError(
+                kind,
+                unknown[0],
+                ids=unknown,
+                message=f"no shown item of project {project_id!r} was recorded by {kind} {named}",
+            )
+
+
+def _only(field: str, name: str) -> ItemFilter:
+    return ItemFilter(agent_ids=(name,)) if field == "agent_id" else ItemFilter(agent_roles=(name,))
 
 
 def check_searched_types(
