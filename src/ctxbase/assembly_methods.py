@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import UnknownProjectError
+from .model import check_id
 
 if TYPE_CHECKING:
     from .assemble.assembler import Assembler
@@ -90,6 +91,10 @@ class AssemblyMethods:
         REST route and the command line do, and nothing is stored. The base's own project
         assembles even before anything was captured into it (an empty context), and so does
         another with `new_project=True` (an agent's first turn on a new project)."""
+        if session_id is not None:  # as record refuses it: a trace under it could not be
+            check_id("session_id", session_id)  # forgotten by its session
+        if task_id is not None:
+            check_id("task_id", task_id)
         self._caught_up()
         pid = self._pid(project_id)
         if pid != self.project and not new_project:

@@ -193,7 +193,9 @@ def _targets(
     entity's tombstone; its kind in the answer is the list that named it. A session is
     known when the project holds it or facts scoped to it (a fact can be set for a session
     nothing was captured in), or the history of such facts (deleted ones, whose old values
-    the forget removes), and already forgotten when it has a session's tombstone."""
+    the forget removes), or contexts assembled in it (an assembly writes no event, and its
+    trace holds the request's text), and already forgotten when it has a session's
+    tombstone."""
     named = [("event", i) for i in dict.fromkeys(event_ids)]
     named += [("entity", i) for i in dict.fromkeys(entity_ids)]
     ids = list(dict.fromkeys(i for _, i in named))
@@ -214,6 +216,7 @@ def _targets(
             store.get_session(pid, session_id) is not None
             or store.get_state(pid, "session", session_id)
             or store.state_history(pid, "session", session_id)
+            or store.list_traces(pid, session_id=session_id, limit=1)
         ):
             held += 1
         elif store.forgotten_ids(pid, [session_id], ("session",)):

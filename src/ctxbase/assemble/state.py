@@ -37,7 +37,14 @@ from ..components import ComponentsSource, components_of
 from ..errors import NotFoundError, ValidationError
 from ..model import StateFact
 from ..store.base import MESSAGE_SCOPE, StateChange
-from ..validation import check_fact_key, check_json, check_name, check_text, first_line_break
+from ..validation import (
+    check_fact_key,
+    check_int64,
+    check_json,
+    check_name,
+    check_text,
+    first_line_break,
+)
 from .facts import (
     ExtractedFact,
     FactExtractionError,
@@ -335,6 +342,7 @@ def rollback_fact(
     value comes back with the ttl it was written with, counted from the rollback.
     """
     cb = components_of(cb)
+    check_int64("to_version", to_version)  # "1" or 1.0 would miss v1 and say it is there
     changes = [c for c in fact_history(cb, key, scope_id=scope_id, scope=scope, project=project)]
     target = next((c for c in changes if c.version == to_version), None)
     if target is None:
