@@ -200,6 +200,10 @@ def build_event(
         raise ValidationError("importance", f"must be between 0 and 1 (got {importance!r})")
     if agent_role is not None:
         check_name("agent_role", agent_role)
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise ValidationError(
+            "metadata", f"must be a mapping of names to values (got {metadata.__class__.__name__})"
+        )
     meta = dict(metadata or {})
     if meta:  # no metadata serialises as "{}": nothing to check
         check_json("metadata", meta)

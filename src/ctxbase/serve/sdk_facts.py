@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model import StateFact
 from ..store.base import StateChange
+from ..validation import check_json
 
 if TYPE_CHECKING:
     from .sdk_calls import Call
@@ -33,6 +34,7 @@ class FactCalls:
     ) -> Call[StateFact]:
         from .sdk_calls import Call
 
+        check_json("value", value)  # as embedded: a set or bytes is named, not a TypeError
         params = {"key": key, "scope_id": scope_id, "scope": scope}
         body: dict[str, Any] = {"value": value, "cause": cause}
         if ttl is not None:  # a server without fact ttls still takes a fact without one
