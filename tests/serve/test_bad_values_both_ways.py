@@ -35,3 +35,8 @@ def test_a_fact_value_that_is_not_json_is_named(api: Any) -> None:
         with pytest.raises(ValidationError, match="value"):
             api.set_fact("k", bad, scope_id="t1")
     assert api.get_facts(scope_id="t1") == {}
+
+
+def test_a_fact_of_an_empty_scope_id_is_refused(api: Any) -> None:
+    with pytest.raises(ValidationError, match="scope_id"):
+        api.set_fact("k", 1, scope_id="", scope="session")

@@ -188,6 +188,8 @@ def set_fact(
     _check_scope(scope, scope_id)
     check_fact_key(key)
     check_text("scope_id", scope_id)
+    if scope_id == "":  # as REST refuses it: a fact of no task or session no forget reaches
+        raise ValidationError("scope_id", f"is empty: name the {scope} the fact belongs to")
     check_text("cause", cause)
     check_json("value", value)
     seconds = check_ttl(ttl)
