@@ -129,3 +129,21 @@ def open_store(kind: str, path: Path, pg_url: str | None) -> Store:
         return SQLiteStore(str(path))
     assert pg_url is not None
     return PostgresStore(pg_url, max_size=2)
+
+
+# The backend pairs a copy between two stores is tested on (migrate-data).
+COPY_PAIRS = ["sqlite->sqlite", "sqlite->postgres", "postgres->sqlite"]
+
+
+def store_pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    """The two stores of a `COPY_PAIRS` param (`request.param`), first and second, each of
+    its own; closed after the test. For a fixture parametrised by COPY_PAIRS."""
+    first_kind, second_kind = request.param.split("->")
+    url = request.getfixturevalue("pg_url") if "postgres" in request.param else None
+    first = open_store(first_kind, tmp_path / "first.db", url)
+    second = open_store(second_kind, tmp_path / "second.db", url)
+    try:
+        yield first, second
+    finally:
+        first.close()
+        second.close()

@@ -13,22 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contract_helpers import add_entity, make_event, open_store, write
+from contract_helpers import COPY_PAIRS, add_entity, make_event, store_pair, write
 
 from ctxbase.store.base import Store
 from ctxbase.store.schema import TABLES
 from ctxbase.store.transfer import copy_project
 
 
-@pytest.fixture(params=["sqlite->sqlite", "sqlite->postgres", "postgres->sqlite"])
+@pytest.fixture(params=COPY_PAIRS)
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
-    src_kind, bak_kind = request.param.split("->")
-    url = request.getfixturevalue("pg_url") if "postgres" in request.param else None
-    src = open_store(src_kind, tmp_path / "src.db", url)
-    bak = open_store(bak_kind, tmp_path / "bak.db", url)
-    yield src, bak
-    src.close()
-    bak.close()
+    yield from store_pair(request, tmp_path)
 
 
 def _all_text(store: Store, pid: str) -> str:

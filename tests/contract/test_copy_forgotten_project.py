@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from contract_helpers import make_event, open_store, write
+from contract_helpers import COPY_PAIRS, make_event, store_pair, write
 
 from ctxbase.model import SessionInfo, StateFact, TaskInfo
 from ctxbase.store.base import Store
@@ -38,15 +38,9 @@ def _snapshot(store: Store, pid: str) -> dict[str, list[str]]:
     }
 
 
-@pytest.fixture(params=["sqlite->sqlite", "sqlite->postgres", "postgres->sqlite"])
+@pytest.fixture(params=COPY_PAIRS)
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
-    bak_kind, live_kind = request.param.split("->")
-    url = request.getfixturevalue("pg_url") if "postgres" in request.param else None
-    bak = open_store(bak_kind, tmp_path / "bak.db", url)
-    live = open_store(live_kind, tmp_path / "live.db", url)
-    yield bak, live
-    bak.close()
-    live.close()
+    yield from store_pair(request, tmp_path)
 
 
 def _populate(store: Store, pid: str) -> None:

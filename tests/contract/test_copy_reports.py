@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from contract_helpers import make_event, open_store, write
+from contract_helpers import COPY_PAIRS, make_event, store_pair, write
 
 from ctxbase.errors import ValidationError
 from ctxbase.model import SessionInfo
@@ -19,18 +19,10 @@ from ctxbase.store.sqlite import SQLiteStore
 from ctxbase.store.transfer import copy_project, project_forgotten
 
 
-@pytest.fixture(params=["sqlite->sqlite", "sqlite->postgres", "postgres->sqlite"])
+@pytest.fixture(params=COPY_PAIRS)
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
     """(backup, live) on the backends named."""
-    bak_kind, live_kind = request.param.split("->")
-    url = request.getfixturevalue("pg_url") if "postgres" in request.param else None
-    bak, live = (
-        open_store(bak_kind, tmp_path / "bak.db", url),
-        open_store(live_kind, tmp_path / "l.db", url),
-    )
-    yield bak, live
-    bak.close()
-    live.close()
+    yield from store_pair(request, tmp_path)
 
 
 def _populate(store: Store, pid: str) -> None:
