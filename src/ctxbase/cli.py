@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import cli_parser
 from .cli_feedback import note_rated_out, rating
-from .cli_notes import note_hidden, note_pinned, note_signatures
+from .cli_notes import note_hidden, note_no_match, note_pinned, note_signatures
 from .cli_vectors import vectors_line, wait_for_vectors
 from .errors import (
     AddressInUseError,
@@ -315,13 +315,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         except ValidationError as exc:  # an unknown --type, named as typed
             raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
         if not response.results and not getattr(args, "quiet", False):
-            # an empty answer that exits 0 must not read as a search that did not run
             narrowed = any(getattr(args, f) for f in ("session", "agent", "type", "repo", "path"))
-            print(
-                f"no match for {args.query!r} in project {cb.project!r}"
-                + (" within the filters given" if narrowed else ""),
-                file=sys.stderr,
-            )
+            note_no_match(args.query, cb.project, narrowed)
         if flt.session_ids and not response.results:  # hidden by forget --soft: say so
             note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
         elif not response.results and not getattr(args, "quiet", False):

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["note_hidden", "note_pinned", "note_signatures"]
+__all__ = ["note_hidden", "note_no_match", "note_pinned", "note_signatures"]
 
 
 def note_signatures(tampered: Sequence[str], unsigned: int, *, events: bool = False) -> None:
@@ -51,3 +51,9 @@ def note_hidden(hidden: dict[str, int], what: str) -> None:
             f" compact-archived), {what}; restore --session {session} brings them back",
             file=sys.stderr,
         )
+
+
+def note_no_match(query: str, project: str, narrowed: bool) -> None:
+    """An empty search answer that exits 0 must not read as a search that did not run."""
+    where = " within the filters given" if narrowed else ""
+    print(f"no match for {query!r} in project {project!r}{where}", file=sys.stderr)
