@@ -267,7 +267,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from .validation import check_query
 
     check_query(args.query)  # before the database and the model are opened
-    for flag in ("session", "agent", "type", "repo", "path"):
+    for flag in _SEARCH_FILTERS:
         given = getattr(args, flag)
         for value in given if isinstance(given, list) else [given]:
             if value is not None and not value.strip():  # "" would filter on nothing said
@@ -314,22 +314,24 @@ def cmd_search(args: argparse.Namespace) -> int:
             )
         except ValidationError as exc:  # an unknown --type, named as typed
             raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
-        if not response.results and not getattr(args, "quiet", False):
-            narrowed = any(getattr(args, f) for f in ("session", "agent", "type", "repo", "path"))
-            note_no_match(args.query, cb.project, narrowed)
-        if flt.session_ids and not response.results:  # hidden by forget --soft: say so
-            note_hidden(cb.store.hidden_event_counts(cb.project, flt.session_ids), "not searched")
-        elif not response.results and not getattr(args, "quiet", False):
-            # an empty answer says nothing; hidden events would have answered: say so
-            hidden = sum(cb.store.hidden_event_counts(cb.project).values())
-            if hidden:
-                print(
-                    f"note: {hidden} hidden event(s) of the project (forget --soft or"
-                    " compact-archived) are not searched; ctxbase restore brings them back",
-                    file=sys.stderr,
-                )
-        if not response.results and args.kb_version is None and not getattr(args, "quiet", False):
-            note_pinned(cb)
+        quiet = getattr(args, "quiet", False)
+        if not response.results:  # an empty answer says so, and what may have answered
+            if not quiet:
+                narrowed = any(getattr(args, f) for f in _SEARCH_FILTERS)
+                note_no_match(args.query, cb.project, narrowed)
+            if flt.session_ids:  # hidden by forget --soft: say so
+                hidden_of = cb.store.hidden_event_counts(cb.project, flt.session_ids)
+                note_hidden(hidden_of, "not searched")
+            elif not quiet:
+                hidden = sum(cb.store.hidden_event_counts(cb.project).values())
+                if hidden:
+                    print(
+                        f"note: {hidden} hidden event(s) of the project (forget --soft or"
+                        " compact-archived) are not searched; ctxbase restore brings them back",
+                        file=sys.stderr,
+                    )
+            if args.kb_version is None and not quiet:
+                note_pinned(cb)
         if args.json:
             _print_json(
                 [
@@ -371,6 +373,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+# The search options that narrow what is searched (each may be given blank by mistake).
+_SEARCH_FILTERS = ("session", "agent", "type", "repo", "path")
 # The search options the library's fields are typed as.
 _SEARCH_OPTIONS = {
     "top_k": "-k/--top-k",

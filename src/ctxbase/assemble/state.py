@@ -345,13 +345,13 @@ def rollback_fact(
     """
     cb = components_of(cb)
     check_int64("to_version", to_version)  # "1" or 1.0 would miss v1 and say it is there
+    pid = cb.project if project is None else project
     changes = [c for c in fact_history(cb, key, scope_id=scope_id, scope=scope, project=project)]
     target = next((c for c in changes if c.version == to_version), None)
     if target is None:
         versions = ", ".join(str(c.version) for c in changes) or "none"
         message = None
         if not changes:  # no such key here: name the scope's keys, and the one it may mean
-            pid = cb.project if project is None else project
             keys = sorted({f.key for f in cb.store.get_state(pid, scope, scope_id)})
             near = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
             message = (
@@ -363,7 +363,6 @@ def rollback_fact(
             "state version", f"{key}@v{to_version} (versions: {versions})", message=message
         )
     why = cause or f"rollback to v{to_version}"
-    pid = cb.project if project is None else project
     if target.deleted:
         cb.store.delete_state(pid, scope, scope_id, key, why)
         return None

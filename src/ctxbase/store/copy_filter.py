@@ -72,6 +72,7 @@ from .repo_records import (
     KB_TAG_SCOPE,
     REPOSITORY_SCOPE,
     StateKey,
+    named_repos,
     without_repos,
 )
 from .schema import TABLES
@@ -205,10 +206,9 @@ class ForgottenThere:
         does not hold again (no entity, no record of where it lives), and the source's
         entities of them."""
         places = self._src.get_state(self._pid, REPOSITORY_SCOPE, "")
-        names = set(self._src.list_repos(self._pid)) | {f.key for f in places}
-        for tag in self._src.get_state(self._pid, KB_TAG_SCOPE, ""):
-            if isinstance(tag.value, Mapping):
-                names.update(str(r) for r in tag.value.get("repos") or ())
+        tags = self._src.get_state(self._pid, KB_TAG_SCOPE, "")
+        names = set(self._src.list_repos(self._pid))
+        names |= named_repos((f.key for f in places), (t.value for t in tags))
         gone = self._tombstoned(sorted(names), ("repo",))
         if not gone:
             return
@@ -257,9 +257,7 @@ class ForgottenThere:
                 self.repos,
                 self._repo_entities,
             )
-            self._rewritten = records.replace
-            if records.pinned is not None:  # its tag remains: pinned, without them
-                self._rewritten[(KB_PIN_SCOPE, "", KB_PIN_KEY)] = records.pinned
+            self._rewritten = records.for_copy()
         forgotten = self.forgotten
         if not forgotten:
             return

@@ -31,7 +31,14 @@ from __future__ import annotations
 from collections import Counter
 
 from .base import Store
-from .repo_records import KB_PIN_KEY, KB_PIN_SCOPE, KB_TAG_SCOPE, REPOSITORY_SCOPE, without_repos
+from .repo_records import (
+    KB_PIN_KEY,
+    KB_PIN_SCOPE,
+    KB_TAG_SCOPE,
+    REPOSITORY_SCOPE,
+    named_repos,
+    without_repos,
+)
 from .schema import TABLES
 
 __all__ = ["forget_what_the_source_forgot"]
@@ -96,14 +103,12 @@ def _forget_project_records(src: Store, dst: Store, project_id: str) -> Counter[
         for r in rows
         if float(r["updated_at"]) <= forgot and (r["scope"], r["scope_id"], r["key"]) not in held
     }
-    traces = set(_ids(dst, project_id, "traces", "context_id"))
-    if traces:
-        traces -= set(_ids(src, project_id, "traces", "context_id"))
+    source_traces = set(_ids(src, project_id, "traces", "context_id"))
     old_traces = [
         str(r["context_id"])
         for rows in dst.export_rows(project_id, "traces")
         for r in rows
-        if r["context_id"] in traces and float(r["created_at"]) <= forgot
+        if float(r["created_at"]) <= forgot and r["context_id"] not in source_traces
     ]
     removed: Counter[str] = Counter()
     if stale or old_traces:
@@ -130,10 +135,7 @@ def _forget_gone_repos(
     """The destination's records of the repositories the source forgot (see module doc)."""
     places = {f.key: f.value for f in dst.get_state(project_id, REPOSITORY_SCOPE, "")}
     tags = {f.key: f.value for f in dst.get_state(project_id, KB_TAG_SCOPE, "")}
-    names = set(places)
-    for value in tags.values():
-        if isinstance(value, dict):
-            names.update(str(r) for r in value.get("repos") or ())
+    names = named_repos(places, tags.values())
     gone = dst.forgotten_ids(project_id, sorted(names), ("repo",)) if names else set()
     if not gone:
         return Counter()
@@ -144,12 +146,11 @@ def _forget_gone_repos(
         return Counter()
     pins = dst.get_state(project_id, KB_PIN_SCOPE, "", KB_PIN_KEY)
     records = without_repos(places, tags, pins[0].value if pins else None, gone, gone_entities)
-    if records.pinned is not None:  # its tag remains: pinned, without them
-        records.replace[(KB_PIN_SCOPE, "", KB_PIN_KEY)] = records.pinned
-    report = dst.forget(project_id, replace_state=records.replace, repos=sorted(gone))
+    replace = records.for_copy()
+    report = dst.forget(project_id, replace_state=replace, repos=sorted(gone))
     removed = Counter(report.removed)
     # a record written again (one first version) is a rewrite, not a row fewer
-    rewritten = sum(value is not None for value in records.replace.values())
+    rewritten = sum(value is not None for value in replace.values())
     for table in ("state", "state_history"):
         removed[table] -= rewritten
     return removed

@@ -22,7 +22,7 @@ as a first version (Store.forget's `replace_state`).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "REPOSITORY_SCOPE",
     "RepoRecords",
     "StateKey",
+    "named_repos",
     "without_repos",
 ]
 
@@ -60,6 +61,23 @@ class RepoRecords:
     replace: dict[StateKey, Any] = field(default_factory=dict)
     repin: str | None = None
     pinned: dict[str, Any] | None = None
+
+    def for_copy(self) -> dict[StateKey, Any]:
+        """`replace` as a copy writes it: a copy cannot pin, so a pinned view whose tag
+        remains is written without the repositories, not removed."""
+        if self.pinned is None:
+            return self.replace
+        return {**self.replace, (KB_PIN_SCOPE, "", KB_PIN_KEY): self.pinned}
+
+
+def named_repos(places: Iterable[str], tags: Iterable[Any]) -> set[str]:
+    """The repositories a project's records name: where each lives (`places`, their names)
+    and the knowledge-base tags' (`tags`, their values)."""
+    names = set(places)
+    for value in tags:
+        if isinstance(value, Mapping):
+            names.update(str(r) for r in value.get("repos") or ())
+    return names
 
 
 def without_repos(
