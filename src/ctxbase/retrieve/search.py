@@ -49,6 +49,7 @@ from .query_vectors import (
 from .recency import of_kinds, order_by_recency, produced_at, recent_kinds
 from .relative_time import anchored_period
 from .relevance import off_topic_reason, search_evidence
+from .rerank import reranked
 from .retracted import KnownStatuses, mark_retracted
 from .score_adjust import adjust_expanded, boost_standout
 from .session_keys import SessionKeys
@@ -440,6 +441,8 @@ class Searcher(QueryVectors):
         ranked = sorted(kept_cands, key=lambda c: (-c.score, c.item.ts, c.item_id))
         # each next top place to a hit that also answers what those above it leave out
         ranked = complemented(ranked, query, config.coverage_boost, config.coverage_window)
+        if config.rerank_top > 1:  # learned re-ordering of the top (rerank.py)
+            ranked = reranked(query, ranked, config.rerank_top)
         pairs = [(c.item_id, c.score) for c in ranked]
         if config.dedupe_threshold is not None:
             wanted = config.dynamic_top_k[1] if config.dynamic_top_k else config.top_k

@@ -376,6 +376,7 @@ class SearchOptionsIn(_In):
     rewrite_semantic: bool | None = None
     coverage_boost: float | None = None
     coverage_window: int | None = None
+    rerank_top: int | None = None
     feedback_weight: float | None = None
     feedback_seeds: int | None = None
     feedback_terms: int | None = None
