@@ -877,3 +877,20 @@ def test_serve_refuses_an_unknown_log_level_before_it_starts(tmp_path: Path) -> 
     )  # fmt: skip
     assert done.returncode == 2 and "--log-level: invalid choice: 'bogus'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_negative_duration_is_named_as_a_bad_duration_not_a_missing_one(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "d.db")
+    with ctxbase.ContextBase(db, embedder=None) as cb:
+        cb.record("user_message", session_id="s1", text="hello")
+    for argv in (
+        ("compact-archived", "--older-than", "-3d"),
+        ("forget", "--soft-deleted-older-than", "-3d"),
+    ):
+        out = run("--db", db, *argv, cwd=tmp_path)
+        assert out.returncode == 2, (argv, out.stderr)
+        # argparse alone took "-3d" for an option and said the value was missing
+        assert "expected one argument" not in out.stderr
+        assert "must be a duration such as 3600, 12h or 30d (got '-3d')" in out.stderr, argv

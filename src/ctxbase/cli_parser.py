@@ -463,6 +463,7 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
     argv = list(argv) if argv is not None else _sys_argv()
     if _innermost(parser, argv).prog.endswith(" ingest"):
         argv = _bare_wait(argv)
+    argv = _negative_durations(argv)
     args, extras = parser.parse_known_args(argv)
     if extras:
         target = _innermost(parser, argv)
@@ -474,6 +475,28 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> a
                 hint = f" (did you mean {close[0]}?)"
         target.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
     return args
+
+
+# Options taking a DURATION: "-3d" after one is its (bad) value, not an unknown option.
+_DURATION_OPTIONS = frozenset({"--older-than", "--soft-deleted-older-than"})
+
+
+def _negative_durations(argv: list[str]) -> list[str]:
+    """`--older-than -3d`: argparse takes "-3d" for an option and says the value is missing;
+    joined as `--older-than=-3d`, the duration check names what is wrong with it."""
+    out: list[str] = []
+    skip = False
+    for i, token in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        if token in _DURATION_OPTIONS and len(nxt) > 1 and nxt[0] == "-" and nxt[1].isdigit():
+            out.append(f"{token}={nxt}")
+            skip = True
+        else:
+            out.append(token)
+    return out
 
 
 def _bare_wait(argv: list[str]) -> list[str]:

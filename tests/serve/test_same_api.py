@@ -217,3 +217,14 @@ def test_async_client_has_the_same_answers(live: Live) -> None:
     assert trace["context_id"] == ctx.context_id and ctx.trace["context_id"] == ctx.context_id
     with ctxbase.connect(live.url, api_key=key, project=project) as sync:
         assert sync.get_event(ev.id) == ev and sync.get_entity(ent.id) == ent
+
+
+def test_a_token_budget_that_is_not_a_positive_int_is_refused_alike(api: Any) -> None:
+    api.record("user_message", session_id="s1", text="the orders table has a status column")
+    for bad in ("100", 0, -5, True, 12.5):
+        with pytest.raises(ValidationError) as info:
+            api.assemble_context(agent_role="coder", user_intent="orders", max_tokens=bad)
+        assert info.value.field == "max_tokens", bad
+        assert f"must be a positive integer (got {bad!r})" in str(info.value), bad
+    ctx = api.assemble_context(agent_role="coder", user_intent="orders", max_tokens=300)
+    assert ctx.max_tokens == 300 and ctx.total_tokens <= 300

@@ -36,6 +36,7 @@ from .budget import (
     BudgetTooSmall,
     CutKind,
     allocate_budget,
+    check_max_tokens,
     extract_summary,
     fit_to_tokens,
     layer_quota,
@@ -351,9 +352,7 @@ class Assembler:
         scope_name, scope = scope_for(
             memory_scope, policy.memory_scope, store, pid, session, session_id, events, user_id
         )
-        limit = policy.max_tokens if max_tokens is None else max_tokens
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-            raise ValidationError("max_tokens", f"must be a positive integer (got {limit!r})")
+        limit = check_max_tokens(policy.max_tokens if max_tokens is None else max_tokens)
         # The deadline bounds the assembly's own work: a model still starting up and the
         # segmenter's dictionary still loading (the first assembly of a process) are waited
         # for, overlapped with the reads above, before it runs.

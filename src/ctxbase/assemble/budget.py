@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from ..errors import CtxbaseError
+from ..errors import CtxbaseError, ValidationError
 from .cutting import fit_to_boundary
 from .history_fallback import Packable, rolling_take
 
@@ -50,6 +50,7 @@ __all__ = [
     "LayerAllocation",
     "TokenCounterProtocol",
     "allocate_budget",
+    "check_max_tokens",
     "compress_extractive",
     "cut_item",
     "extract_summary",
@@ -60,6 +61,15 @@ __all__ = [
     "listed_shares",
     "split_sentences",
 ]
+
+
+def check_max_tokens(limit: object) -> int:
+    """A token budget as given by a caller: a positive int (not a bool, not "100"), the same
+    embedded and remote."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        raise ValidationError("max_tokens", f"must be a positive integer (got {limit!r})")
+    return limit
+
 
 # The order layers appear in the prompt, and the order they are packed in.
 LAYER_ORDER: tuple[str, ...] = ("system", "state", "task", "memory", "history")

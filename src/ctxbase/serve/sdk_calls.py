@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import quote
 
 from ..aliases import edge_args, entity_args, identity_source
+from ..assemble.budget import check_max_tokens
 from ..capture.bus import BusStats
 from ..capture.event_fields import capture_fields
 from ..capture.events import DEFAULT_MAX_CONTENT_BYTES, RecordReport, build_event, with_ids
@@ -734,6 +735,8 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         for field, given in (("session_id", session_id), ("task_id", task_id)):
             if given is not None:
                 id_arg(field, given)  # a SessionInfo where its id goes: said as embedded
+        if max_tokens is not None:  # "100" is refused as embedded, not coerced by the server
+            check_max_tokens(max_tokens)
         body = {
             "project_id": pid,
             "agent_role": agent_role,
