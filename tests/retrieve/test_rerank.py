@@ -138,6 +138,15 @@ def test_only_the_top_is_reordered_and_scores_stay_descending() -> None:
     # c states a day and moves up within the top 3; d, outside it, stays last
     assert [c.item_id for c in out] == ["c", "a", "b", "d"]
     assert [c.score for c in out] == [4.0, 3.0, 2.0, 1.0]
+    # each hit that moved says from where (shown in traces and over REST)
+    assert [c.reordered for c in out] == [
+        "learned order: 3 -> 1",
+        "learned order: 1 -> 2",
+        "learned order: 2 -> 3",
+        None,
+    ]
+    assert out[0].explain()["reordered"] == "learned order: 3 -> 1"
+    assert "reordered" not in out[3].explain()
     # a tie keeps fusion's order
     tied = reranked("q", out, 4, _ensemble(_stump("asks", 0.5, 0.0, 0.0)))
     assert [c.item_id for c in tied] == ["c", "a", "b", "d"]
@@ -192,3 +201,15 @@ def test_a_search_keeps_its_top_10_and_changes_only_their_order(cb: ContextBase)
     scores = [c.score for c in learned.results]
     assert scores == sorted(scores, reverse=True)
     assert sorted(scores) == sorted(c.score for c in plain.results)
+
+
+def test_a_trace_says_a_hit_was_moved_by_the_learned_order() -> None:
+    from ctxbase.assemble.trace import _how_found
+
+    hit = {"owner_id": "e1", "strategy": "semantic_recall", "relative": 0.9, "keyword_rank": 2}
+    moved = {**hit, "owner_id": "e2", "reordered": "learned order: 4 -> 2"}
+    lines = _how_found({"search_considered": [hit, moved]})
+    assert "learned order" not in lines["e1"][0]
+    assert lines["e2"] == [
+        "semantic_recall: keyword rank 2, learned order: 4 -> 2; relative score 0.900"
+    ]

@@ -241,6 +241,8 @@ def _origin(hit: Mapping[str, Any]) -> str:
         how.append(f"decay x{hit['decay']:.3f}{spared}")
     if hit.get("recency"):  # "the SQL from last time": placed among its kind by recency
         how.append(str(hit["recency"]))
+    if hit.get("reordered"):  # moved within the top by the learned re-ordering
+        how.append(str(hit["reordered"]))
     return ", ".join(how) or "search hit"
 
 

@@ -47,6 +47,8 @@ class Candidate:
     # with a recency cue and a kind named ("the SQL from last time"): its place among the
     # candidates of that kind, newest first (retrieve/recency.py)
     recency: str | None = None
+    # moved by the learned re-ordering of the top (rerank.py): "learned order: 4 -> 2"
+    reordered: str | None = None
     # the events or entities (owner ids, as `id`) whose near-identical text this hit stands
     # for: folded into it, each `dropped` as "near-duplicate of <this>" in `considered`;
     # forgetting this hit leaves them, so a caller forgets them too; feedback on it is
@@ -99,6 +101,8 @@ class Candidate:
             out["expired"] = True
         if self.recency is not None:
             out["recency"] = self.recency
+        if self.reordered is not None:
+            out["reordered"] = self.reordered
         if self.duplicates:
             out["duplicates"] = list(self.duplicates)
         return out

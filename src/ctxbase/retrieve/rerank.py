@@ -189,7 +189,8 @@ def reranked(
     query: str, ranked: Sequence[Candidate], top: int, model: TreeEnsemble | None = None
 ) -> list[Candidate]:
     """`ranked` (best first) with its first `top` re-ordered by the model; the scores of
-    those are set to keep their old values in the new order, so later cuts agree."""
+    those are set to keep their old values in the new order, so later cuts agree, and each
+    hit that moved says from which place (`Candidate.reordered`, shown in traces)."""
     if top < 2 or len(ranked) < 2:
         return list(ranked)
     model = model or default_ensemble()
@@ -198,6 +199,8 @@ def reranked(
     order = sorted(range(len(head)), key=lambda n: (-odds[n], n))
     scores = [c.score for c in head]
     out = [head[n] for n in order]
-    for cand, score in zip(out, scores, strict=True):
+    for place, (cand, score) in enumerate(zip(out, scores, strict=True), start=1):
         cand.score = score
+        was = order[place - 1] + 1
+        cand.reordered = f"learned order: {was} -> {place}" if was != place else None
     return out + list(ranked[top:])

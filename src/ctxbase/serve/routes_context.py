@@ -109,6 +109,7 @@ def _hit(c: Candidate) -> SearchHitOut:
         retracted=c.retracted,
         expired=c.expired,
         recency=c.recency,
+        reordered=c.reordered,
         duplicates=list(c.duplicates),
     )
 

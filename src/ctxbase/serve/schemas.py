@@ -519,6 +519,8 @@ class SearchHitOut(_Out):
     expired: bool = False
     # with a recency cue and a kind named ("the SQL from last time"): its place among them
     recency: str | None = None
+    # moved by the learned re-ordering of the top: "learned order: 4 -> 2"
+    reordered: str | None = None
     duplicates: list[str] = Field(
         default_factory=list,
         description="ids of the events or entities whose near-identical text this hit "
