@@ -84,6 +84,8 @@ def test_features_describe_each_candidate_against_the_pool() -> None:
     assert x[:, COL["first_hit_session"]].tolist() == [1.0, 0.0, 1.0]
     assert x[:, COL["top5_same_session"]].tolist() == [2.0, 1.0, 2.0]
     assert rerank_features("q", []).shape == (0, len(FEATURE_NAMES))
+    # the search's rows for its top alone: the same rows, measured against the whole pool
+    assert rerank_features("When did we move the launch?", ranked, 2).tolist() == x[:2].tolist()
 
 
 def test_chinese_when_questions_and_times_are_read() -> None:

@@ -70,8 +70,12 @@ _TIME = re.compile(
 _MODEL_PATH = Path(__file__).with_name("rerank_model.json")
 
 
-def rerank_features(query: str, ranked: Sequence[Candidate]) -> np.ndarray:
-    """One row per candidate of `ranked[:FEATURE_POOL]` (best first), FEATURE_NAMES columns."""
+def rerank_features(
+    query: str, ranked: Sequence[Candidate], rows_wanted: int = FEATURE_POOL
+) -> np.ndarray:
+    """One row per candidate of `ranked[:rows_wanted]` (best first), FEATURE_NAMES columns;
+    the maxima they are measured against are over `ranked[:FEATURE_POOL]` whatever the rows
+    wanted (the search scores only its top, training every candidate of the pool)."""
     pool = list(ranked[:FEATURE_POOL])
     if not pool:
         return np.zeros((0, len(FEATURE_NAMES)))
@@ -84,7 +88,7 @@ def rerank_features(query: str, ranked: Sequence[Candidate]) -> np.ndarray:
     asks_when = 1.0 if _WHEN.search(query) else 0.0
     query_length = math.log(1 + len(query))
     rows = []
-    for n, c in enumerate(pool):
+    for n, c in enumerate(pool[:rows_wanted]):
         text = c.item.text or ""
         session = c.item.session_id
         # a candidate with no similarity (found by keyword before its vector was stored)
@@ -113,7 +117,7 @@ def rerank_features(query: str, ranked: Sequence[Candidate]) -> np.ndarray:
                 1.0 if _TIME.search(text) else 0.0,
             ]
         )
-    return np.asarray(rows, dtype=float)
+    return np.asarray(rows, dtype=float).reshape(-1, len(FEATURE_NAMES))
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,7 @@ def reranked(
         return list(ranked)
     model = model or default_ensemble()
     head = list(ranked[:top])
-    odds = model.score(rerank_features(query, ranked)[: len(head)])
+    odds = model.score(rerank_features(query, ranked, len(head)))
     order = sorted(range(len(head)), key=lambda n: (-odds[n], n))
     scores = [c.score for c in head]
     out = [head[n] for n in order]
