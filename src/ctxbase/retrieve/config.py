@@ -135,9 +135,13 @@ class SearchConfig(BaseModel):
     coverage_boost: float = Field(default=0.0, ge=0, le=5.0)
     coverage_window: int = Field(default=10, ge=2, le=30)
     # The first this many hits re-ordered by a small learned tree ensemble over the signals
-    # the search already has (retrieve/rerank.py; trained and measured by
-    # bench/learned_rerank.py). Only the order within them changes. 0: off.
+    # the search already has (retrieve/rerank.py; trained by retrieve/rerank_training.py,
+    # measured by bench/learned_rerank.py). Only the order within them changes. 0: off.
     rerank_top: int = Field(default=0, ge=0, le=40)
+    # A model trained on other data to do that re-ordering (a JSON file written by
+    # retrieve/rerank_training.py, e.g. one per fold by `bench locomo --folds`); None: the
+    # shipped one. Read on first use, again when the file changes.
+    rerank_model: str | None = Field(default=None, min_length=1)
     # Pseudo-relevance feedback (retrieve/feedback.py): terms shared by several of the
     # `feedback_seeds` best hits and rare in the project are searched again with the query's
     # own terms (in-memory keyword index only); that ranking weighs this much of the
@@ -262,7 +266,8 @@ PRESETS: dict[str, SearchConfig] = {
         # folds' R@10 is the same for 0, 0.25 and 0.5: only the top 10 is re-ordered
         coverage_boost=0.25,
         # re-ordering the top 10 (not 5 or 20) by the learned model: measured leave one
-        # conversation out on LoCoMo and the Chinese and English sets (bench/learned_rerank.py)
+        # conversation out on LoCoMo and the Chinese and English sets (bench/learned_rerank.py);
+        # the top 20 with models trained per LoCoMo fold lost the worst fold 0.021 of R@10
         rerank_top=10,
         # chosen with --folds --grid (weight 0 or 1, seeds 3 or 5): every fold chose the
         # feedback pass on the other four, four of them with 3 seeds

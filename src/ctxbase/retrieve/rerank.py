@@ -7,7 +7,8 @@ gradient-boosted tree ensemble over features every search already has. It only r
 the first `rerank_top` hits, so what reaches the top 10 stays what fusion found.
 
 The ensemble ships as JSON beside this module (`rerank_model.json`); `bench/learned_rerank.py`
-trains it from the benchmark conversations and measures it leave-one-conversation-out.
+trains it (numpy, `rerank_training.py`) from the benchmark conversations and measures it
+leave-one-conversation-out. `SearchConfig.rerank_model` names another model file.
 `rerank_features` is the one feature function both the training and the search use, so
 they cannot drift apart. Inference is numpy only: no model runtime is needed.
 """
@@ -19,12 +20,14 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..errors import ValidationError
+from .answer_types import asks_for_date
 from .candidate import Candidate
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "FEATURE_POOL",
     "TreeEnsemble",
     "default_ensemble",
+    "ensemble_from_file",
     "rerank_features",
     "reranked",
 ]
@@ -54,14 +58,16 @@ FEATURE_NAMES = (
     "log_length",
     "asks",  # the text ends with a question mark
     "has_digit",
-    "query_asks_when",
+    "query_asks_when",  # answer_types.asks_for_date
     "query_log_length",
     "top5_same_session",  # how many of the best 5 share its session
     "first_hit_session",
     "says_time",  # a clock time, a weekday or a calendar day
 )
 
-_WHEN = re.compile(r"\bwhen\b|什么时候|哪天|几号|几点|哪一天|何时|什么时间", re.IGNORECASE)
+# Narrower than answer_types.states_number / states_date and questions.asks_only on
+# purpose: with those as the features instead, leave-one-conversation-out R@1 fell on
+# LoCoMo and English (bench/learned_rerank.py; docs/benchmark-log.md).
 _DIGIT = re.compile(r"\d")
 _TIME = re.compile(
     r"\d{1,2}[:：点月日号]|\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b|周[一二三四五六日天]",
@@ -85,7 +91,7 @@ def rerank_features(
     sim_best = max(sims) if sims else 0.0
     best_sessions = [c.item.session_id for c in pool[:5]]
     first_session = pool[0].item.session_id
-    asks_when = 1.0 if _WHEN.search(query) else 0.0
+    asks_when = 1.0 if asks_for_date(query) else 0.0
     query_length = math.log(1 + len(query))
     rows = []
     for n, c in enumerate(pool[:rows_wanted]):
@@ -187,6 +193,28 @@ class TreeEnsemble:
 def default_ensemble() -> TreeEnsemble:
     """The shipped model, read once on first use (nothing is read at import time)."""
     return TreeEnsemble.from_json(json.loads(_MODEL_PATH.read_text(encoding="utf-8")))
+
+
+def ensemble_from_file(path: str) -> TreeEnsemble:
+    """A model trained elsewhere (`SearchConfig.rerank_model`; `rerank_training.py` writes
+    them), read again only when the file changes."""
+    try:
+        stat = Path(path).stat()
+    except OSError as exc:
+        raise ValidationError("rerank_model", f"cannot read {path} ({exc.strerror})") from None
+    return _read_ensemble(str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=16)
+def _read_ensemble(path: str, mtime_ns: int, size: int) -> TreeEnsemble:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return TreeEnsemble.from_json(data)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValidationError("rerank_model", f"{path} is not a model file ({exc})") from None
+    except (KeyError, TypeError, ValueError) as exc:
+        what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise ValidationError("rerank_model", f"{path}: {what}") from None
 
 
 def reranked(

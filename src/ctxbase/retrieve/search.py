@@ -49,7 +49,7 @@ from .query_vectors import (
 from .recency import of_kinds, order_by_recency, produced_at, recent_kinds
 from .relative_time import anchored_period
 from .relevance import off_topic_reason, search_evidence
-from .rerank import reranked
+from .rerank import ensemble_from_file, reranked
 from .retracted import KnownStatuses, mark_retracted
 from .score_adjust import adjust_expanded, boost_standout
 from .session_keys import SessionKeys
@@ -442,7 +442,8 @@ class Searcher(QueryVectors):
         # each next top place to a hit that also answers what those above it leave out
         ranked = complemented(ranked, query, config.coverage_boost, config.coverage_window)
         if config.rerank_top > 1:  # learned re-ordering of the top (rerank.py)
-            ranked = reranked(query, ranked, config.rerank_top)
+            own = ensemble_from_file(config.rerank_model) if config.rerank_model else None
+            ranked = reranked(query, ranked, config.rerank_top, own)
         pairs = [(c.item_id, c.score) for c in ranked]
         if config.dedupe_threshold is not None:
             wanted = config.dynamic_top_k[1] if config.dynamic_top_k else config.top_k
