@@ -30,6 +30,7 @@ from ctxbase.evaluation.memoryset import load_memory_set
 from ctxbase.evaluation.rerank_folds import (
     RankedQuestion,
     collect_ranked,
+    conversation_fingerprint,
     fit_rows,
     fold_models,
 )
@@ -153,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     tops = [int(t) for t in args.top.split(",") if t]
     engine = SharedEngine(db=args.db, embedder=args.embedder, reuse=args.db is not None)
     try:
-        rows, group_of, searched = collect(engine, _conversations(args.locomo))
+        convs = _conversations(args.locomo)
+        rows, group_of, searched = collect(engine, convs)
     finally:
         engine.close()
     result = cross_validate(rows, group_of, tops)
@@ -174,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.export:
         data = ensemble_json(everything, trained_on=TRAINED_ON)
         data["params"] = BoostingParams().model_dump()
+        # what it saw: `bench locomo --folds` retrains for these, uses it for any other
+        data["conversations"] = sorted(conversation_fingerprint(c) for _, c in convs)
         Path(args.export).write_text(json.dumps(data, separators=(",", ":")) + "\n", "utf-8")
         print(f"model written to {args.export} ({len(everything.roots)} trees)")
     if args.json:

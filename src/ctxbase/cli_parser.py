@@ -399,6 +399,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         metavar="FIELD=V1,V2",
         help="with --folds: search settings to choose from on the other conversations",
     )
+    p.add_argument(
+        "--retrain-rerank",
+        action="store_true",
+        help="with --folds: train the learned re-ordering per fold for every conversation, "
+        "not only those the shipped model was trained on",
+    )
     p.set_defaults(func=h.cmd_bench_locomo)
     p = _command(bench, "memory", "retrieval recall on a memory set (bench/data/*.json)")
     p.add_argument(

@@ -126,7 +126,7 @@ def test_bench_locomo_folds_writes_per_fold_mean_and_worst(
     out = tmp_path / "folds.json"
     args = ["--embedder", "hash", "--db", str(tmp_path / "f.db"), "bench", "locomo"]
     args += ["--data", str(three_conversations), "--k", "1,10", "--folds", "--budget", "300"]
-    args += ["--grid", "rrf_k=5,20", "--json", str(out)]
+    args += ["--grid", "rrf_k=5,20", "--retrain-rerank", "--json", str(out)]
     assert main(args) == 0
     folds = json.loads(out.read_text(encoding="utf-8"))["folds"]
     assert [f["held_out"] for f in folds["per_fold"]] == ["conv-a", "conv-b", "conv-c"]
@@ -140,10 +140,47 @@ def test_bench_locomo_folds_writes_per_fold_mean_and_worst(
     assert {"p50", "p95"} <= set(folds["per_fold"][0]["budget"]["section_ms"])
     assert "multi-hop" in folds["worst"]["by_category"]
     # the learned re-ordering ranking each conversation was trained without it
-    assert folds["rerank_trained_per_fold"] is True
+    assert {f["reordered_by"] for f in folds["per_fold"]} == {"trained on the other conversations"}
     printed = capsys.readouterr()
     assert "leave-one-conversation-out" in printed.out
     assert "re-ordering model without conv-a" in printed.out + printed.err
+
+
+def test_bench_locomo_folds_keep_the_shipped_model_where_it_never_saw_the_conversation(
+    tmp_path: Path, three_conversations: Path, capsys: Any
+) -> None:
+    out = tmp_path / "folds.json"
+    args = ["--embedder", "hash", "--db", str(tmp_path / "f.db"), "bench", "locomo"]
+    args += ["--data", str(three_conversations), "--k", "1,10", "--folds", "--json", str(out)]
+    assert main(args) == 0
+    folds = json.loads(out.read_text(encoding="utf-8"))["folds"]
+    assert [f["reordered_by"] for f in folds["per_fold"]] == 3 * ["shipped model (never saw it)"]
+    assert "re-ordering model without" not in "".join(capsys.readouterr())
+
+
+def test_the_shipped_model_knows_the_conversations_it_was_trained_on() -> None:
+    from dataclasses import replace
+
+    from ctxbase.evaluation.memoryset import load_memory_set
+    from ctxbase.evaluation.rerank_folds import conversation_fingerprint
+    from ctxbase.retrieve.rerank import shipped_model_conversations
+
+    seen = shipped_model_conversations()
+    root = Path(__file__).resolve().parents[2] / "bench" / "data"
+    for name in ("en_memory.json", "zh_memory.json", "zh_multisession_a.json"):
+        for conv in load_memory_set(root / name).conversations:
+            assert conversation_fingerprint(conv) in seen
+    # one turn said otherwise is another conversation; the same turns under another id not
+    conv = load_memory_set(root / "en_memory.json").conversations[0]
+    first = replace(conv.turns[0], text=conv.turns[0].text + " (edited)")
+    assert conversation_fingerprint(replace(conv, turns=(first, *conv.turns[1:]))) not in seen
+    assert conversation_fingerprint(replace(conv, conv_id="renamed")) in seen
+
+
+def test_retrain_rerank_needs_folds(three_conversations: Path, capsys: Any) -> None:
+    args = ["--embedder", "hash", "bench", "locomo", "--data", str(three_conversations)]
+    assert main([*args, "--retrain-rerank"]) == 2
+    assert capsys.readouterr().err.startswith("error: retrain_rerank:")
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ..errors import ValidationError
 from ..progress import Progress
 from ..retrieve.config import SearchConfig, get_preset
+from ..retrieve.rerank import shipped_model_conversations
 from .folds import leave_one_conversation_out
 from .locomo import (
     LOCOMO_SCORED_CATEGORIES,
@@ -30,7 +31,12 @@ from .locomo import (
     run_benchmark,
 )
 from .memoryset import MEMORY_SET_CATEGORIES, MemorySet, load_memory_set
-from .rerank_folds import collect_ranked, fold_models, write_fold_models
+from .rerank_folds import (
+    collect_ranked,
+    conversation_fingerprint,
+    fold_models,
+    write_fold_models,
+)
 from .store_retriever import EngineRetriever, PerConversationRetriever, SharedEngine
 
 __all__ = [
@@ -190,21 +196,32 @@ def _fold_configs(
     config: SearchConfig,
     folder: Path,
     phases: Progress,
-) -> dict[str, SearchConfig]:
-    """Per conversation, `config` with its learned re-ordering trained on the other
-    conversations only (the shipped model saw the dev conversations), or as it is when
-    the re-ordering is off."""
+    retrain: bool,
+) -> tuple[dict[str, SearchConfig], dict[str, str]]:
+    """Per conversation, `config` with a learned re-ordering that never saw it: the shipped
+    model where it was not trained on that conversation, else (or for every conversation
+    with `retrain`) one trained on the other conversations here. Also how each was
+    re-ordered, for the report."""
+    ids = [conv.conv_id for conv in conversations]
     if config.rerank_top < 2 or config.rerank_model is not None:
-        return {conv.conv_id: config for conv in conversations}
+        fixed = "off" if config.rerank_top < 2 else "the configured model"
+        return {c: config for c in ids}, {c: fixed for c in ids}
+    seen = shipped_model_conversations()
+    own = {c.conv_id for c in conversations if retrain or conversation_fingerprint(c) in seen}
+    configs = {c: config for c in ids}
+    how = {c: "shipped model (never saw it)" for c in ids}
+    if not own:
+        return configs, how
     rows = collect_ranked(engine, conversations, config, LOCOMO_SCORED_CATEGORIES, phases.note)
-    models = fold_models(rows, progress=phases.note)
-    paths = write_fold_models(models, folder)
-    out: dict[str, SearchConfig] = {}
-    for conv in conversations:
-        path = paths.get(conv.conv_id)  # none: the other conversations taught it nothing
+    paths: dict[str, str | None] = {}
+    if len({r.conv_id for r in rows}) >= 2:  # else no other conversation to learn from
+        paths = write_fold_models(fold_models(rows, progress=phases.note, only=own), folder)
+    for conv_id in own:
+        path = paths.get(conv_id)  # none: the other conversations taught it nothing
         update = {"rerank_model": path} if path else {"rerank_top": 0}
-        out[conv.conv_id] = config.model_copy(update=update)
-    return out
+        configs[conv_id] = config.model_copy(update=update)
+        how[conv_id] = "trained on the other conversations" if path else "off (no evidence)"
+    return configs, how
 
 
 def _folds(
@@ -214,23 +231,28 @@ def _folds(
     candidates: dict[str, SearchConfig],
     budget: int | None,
     phases: Progress,
+    retrain: bool = False,
 ) -> dict[str, Any]:
     """Leave-one-conversation-out figures of the best preset (and, with a grid, of the
     configuration chosen on the other conversations). Whatever is learned is learned per
-    fold: the re-ordering model that ranks a conversation never saw it."""
+    fold: the re-ordering model that ranks a conversation never saw it (`retrain`: trained
+    per fold even where the shipped model never saw the conversation)."""
     select_k = 10 if 10 in ks else ks[len(ks) // 2]
     with tempfile.TemporaryDirectory(prefix="ctxbase-folds-") as tmp:
         configs: dict[str, dict[str, SearchConfig]] = {}
+        reordered: dict[str, dict[str, str]] = {}
         for n, (name, config) in enumerate(candidates.items()):
             folder = Path(tmp) / str(n)  # one per candidate: its own signals, its own models
             folder.mkdir()
-            configs[name] = _fold_configs(engine, conversations, config, folder, phases)
+            configs[name], reordered[name] = _fold_configs(
+                engine, conversations, config, folder, phases, retrain
+            )
         retrievers = [PerConversationRetriever(name, engine, c) for name, c in configs.items()]
         report = run_benchmark(conversations, retrievers, ks, phases=phases)
         folds = leave_one_conversation_out(
             {r.name: r.outcomes for r in report.results}, ks, select_k=select_k
         )
-        print("\nleave-one-conversation-out folds (re-ordering trained per fold):")
+        print("\nleave-one-conversation-out folds:")
         print(folds.render())
         out = folds.to_json()
         if budget:
@@ -246,7 +268,12 @@ def _folds(
             out["mean"]["budget_evidence_recall"] = round(sum(recalls) / len(recalls), 4)
             out["worst"]["budget_evidence_recall"] = min(recalls)
             print(f"budgeted evidence recall per fold: {recalls}")
-    out["rerank_trained_per_fold"] = any(c.rerank_top > 1 for c in candidates.values())
+    for fold, entry in zip(folds.folds, out["per_fold"], strict=True):
+        entry["reordered_by"] = reordered[fold.chosen][fold.held_out]
+    print(
+        "re-ordered by: "
+        + "; ".join(f"{e['held_out']} {e['reordered_by']}" for e in out["per_fold"])
+    )
     return out
 
 
@@ -256,6 +283,10 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
     grid = getattr(args, "grid", None) or []
     if grid and not folds:
         raise ValidationError("grid", "--grid chooses settings per fold: it needs --folds")
+    if getattr(args, "retrain_rerank", False) and not folds:
+        raise ValidationError(
+            "retrain_rerank", "--retrain-rerank trains per fold: it needs --folds"
+        )
     candidates = grid_candidates(get_preset(BEST_PRESET), grid)  # bad settings fail early
     conversations = _load("LoCoMo", load_locomo, args.data)
     if args.limit:
@@ -271,7 +302,10 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
         report = run_benchmark(conversations, standard_retrievers(engine), ks, phases=phases)
         extra: dict[str, Any] = {}
         if folds:
-            extra["folds"] = _folds(engine, conversations, ks, candidates, args.budget, phases)
+            retrain = bool(getattr(args, "retrain_rerank", False))
+            extra["folds"] = _folds(
+                engine, conversations, ks, candidates, args.budget, phases, retrain
+            )
         if args.budget:
             extra["budget"] = _budget_recall(
                 engine, conversations, get_preset(BEST_PRESET), args.budget, (1, 2, 3, 4)

@@ -11,6 +11,7 @@ re-run with it (`SearchConfig.rerank_model`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from .store_retriever import SharedEngine
 __all__ = [
     "RankedQuestion",
     "collect_ranked",
+    "conversation_fingerprint",
     "fit_rows",
     "fold_models",
     "ranked_before_cut",
@@ -46,6 +48,15 @@ class RankedQuestion:
 
     def labels(self) -> np.ndarray:
         return np.asarray([1.0 if d in self.evidence else 0.0 for d in self.dias])
+
+
+def conversation_fingerprint(conv: Conversation) -> str:
+    """What a conversation says, turn by turn, hashed: the same conversation under another
+    id matches, another one under the same id does not."""
+    digest = hashlib.sha256()
+    for turn in conv.turns:
+        digest.update(f"{turn.dia_id}\t{turn.speaker}\t{turn.text}\n".encode())
+    return digest.hexdigest()[:16]
 
 
 def ranked_before_cut(considered: Sequence[Candidate]) -> list[Candidate]:
@@ -105,14 +116,18 @@ def fold_models(
     rows: Sequence[RankedQuestion],
     params: BoostingParams | None = None,
     progress: Callable[[str], None] | None = None,
+    only: Collection[str] | None = None,
 ) -> dict[str, TreeEnsemble | None]:
-    """For each conversation, a model trained on every other conversation's rows; None
-    where those hold no evidence among their candidates (nothing to learn from)."""
+    """For each conversation (of `only`, if given), a model trained on every other
+    conversation's rows; None where those hold no evidence among their candidates
+    (nothing to learn from)."""
     conv_ids = list(dict.fromkeys(r.conv_id for r in rows))
     if len(conv_ids) < 2:
         raise ValueError("a model per fold needs at least two conversations")
     out: dict[str, TreeEnsemble | None] = {}
     for conv_id in conv_ids:
+        if only is not None and conv_id not in only:
+            continue
         others = [r for r in rows if r.conv_id != conv_id]
         found = sum(int(r.labels().sum()) for r in others)
         out[conv_id] = fit_rows(others, params) if found else None

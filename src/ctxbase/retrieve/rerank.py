@@ -38,6 +38,7 @@ __all__ = [
     "ensemble_from_file",
     "rerank_features",
     "reranked",
+    "shipped_model_conversations",
 ]
 
 # Features are read over this many of the ranked candidates (maxima, sessions of the best).
@@ -193,6 +194,15 @@ class TreeEnsemble:
 def default_ensemble() -> TreeEnsemble:
     """The shipped model, read once on first use (nothing is read at import time)."""
     return TreeEnsemble.from_json(json.loads(_MODEL_PATH.read_text(encoding="utf-8")))
+
+
+@cache
+def shipped_model_conversations() -> frozenset[str]:
+    """Fingerprints of the conversations the shipped model was trained on
+    (`evaluation.rerank_folds.conversation_fingerprint`): a benchmark holding one of them
+    out must not score it with this model."""
+    data = json.loads(_MODEL_PATH.read_text(encoding="utf-8"))
+    return frozenset(data.get("conversations", ()))
 
 
 def ensemble_from_file(path: str) -> TreeEnsemble:
