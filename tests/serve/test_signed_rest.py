@@ -109,6 +109,12 @@ def test_search_options_are_an_explicit_model(live: Live, pid: str) -> None:
         assert r.json()["error"]["field"] == f"options.{name}"
     bad = c.post(url, json={"query": "cache", "options": {"top_k": 0}})
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "options.top_k"
+    # no request names a file on the server for the learned re-ordering to read
+    bad = c.post(url, json={"query": "cache", "options": {"rerank_model": "/etc/hosts"}})
+    assert bad.status_code == 422 and bad.json()["error"]["field"] == "options.rerank_model"
+    assert "file on the server" in bad.json()["error"]["message"]
+    null = c.post(url, json={"query": "cache", "options": {"rerank_model": None}})
+    assert null.status_code == 200
 
 
 def test_a_signing_key_from_the_client_is_refused_and_never_used(

@@ -377,6 +377,10 @@ class SearchOptionsIn(_In):
     coverage_boost: float | None = None
     coverage_window: int | None = None
     rerank_top: int | None = None
+    # a model file on the server: named in the server's own configuration, never by a
+    # request (no client chooses which server file is read); null is accepted as the SDK
+    # sends every setting
+    rerank_model: str | None = None
     feedback_weight: float | None = None
     feedback_seeds: int | None = None
     feedback_terms: int | None = None
@@ -405,6 +409,16 @@ class SearchOptionsIn(_In):
         description="the knowledge-base version searched: a `kb tag` name, or `latest` "
         "whatever is pinned (default: the pinned version, else the latest)",
     )
+
+    @field_validator("rerank_model")
+    @classmethod
+    def _no_server_file(cls, value: str | None) -> None:
+        if value is not None:
+            raise ValueError(
+                "names a file on the server: set it in the server's own search "
+                "configuration, not in a request"
+            )
+        return None
 
     def overrides(self) -> dict[str, Any]:
         """The fields the request set (an explicit null included), for get_preset."""
