@@ -405,6 +405,13 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         help="with --folds: train the learned re-ordering per fold for every conversation, "
         "not only those the shipped model was trained on",
     )
+    p.add_argument(
+        "--train-with",
+        action="append",
+        metavar="MEMORY_SET.json",
+        help="with --folds: memory-set files (repeatable, or A.json,B.json) whose questions "
+        "also train each fold's re-ordering model (never scored)",
+    )
     p.set_defaults(func=h.cmd_bench_locomo)
     p = _command(bench, "memory", "retrieval recall on a memory set (bench/data/*.json)")
     p.add_argument(

@@ -127,6 +127,7 @@ def test_bench_locomo_folds_writes_per_fold_mean_and_worst(
     args = ["--embedder", "hash", "--db", str(tmp_path / "f.db"), "bench", "locomo"]
     args += ["--data", str(three_conversations), "--k", "1,10", "--folds", "--budget", "300"]
     args += ["--grid", "rrf_k=5,20", "--retrain-rerank", "--json", str(out)]
+    args += ["--train-with", str(Path(__file__).resolve().parents[2] / "bench/data/en_memory.json")]
     assert main(args) == 0
     folds = json.loads(out.read_text(encoding="utf-8"))["folds"]
     assert [f["held_out"] for f in folds["per_fold"]] == ["conv-a", "conv-b", "conv-c"]
@@ -177,10 +178,42 @@ def test_the_shipped_model_knows_the_conversations_it_was_trained_on() -> None:
     assert conversation_fingerprint(replace(conv, conv_id="renamed")) in seen
 
 
+def test_bench_locomo_folds_train_with_memory_sets_never_scored(
+    tmp_path: Path, three_conversations: Path, capsys: Any
+) -> None:
+    en = Path(__file__).resolve().parents[2] / "bench" / "data" / "en_memory.json"
+    out = tmp_path / "folds.json"
+    args = ["--embedder", "hash", "--db", str(tmp_path / "f.db"), "bench", "locomo"]
+    args += ["--data", str(three_conversations), "--k", "1,10", "--folds", "--retrain-rerank"]
+    args += ["--train-with", str(en), "--json", str(out)]
+    assert main(args) == 0
+    folds = json.loads(out.read_text(encoding="utf-8"))["folds"]
+    # scored: the three conversations only; the memory set's questions trained every fold
+    assert [f["held_out"] for f in folds["per_fold"]] == ["conv-a", "conv-b", "conv-c"]
+    printed = "".join(capsys.readouterr())
+    assert "re-ordering signals of en-coding collected" in printed
+    assert "re-ordering model without conv-a" in printed
+    assert "re-ordering model without en-coding" not in printed  # trains, never held out
+    assert "fold models also learn from 2 conversations never scored" in printed
+
+
+def test_fold_models_learn_from_the_shipped_models_sets_by_default() -> None:
+    from ctxbase.evaluation.bench_cli import _shipped_sets
+    from ctxbase.retrieve.rerank import shipped_model_sets
+
+    named = shipped_model_sets()
+    assert "bench/data/zh_multisession_a.json" in named
+    (joined,) = _shipped_sets()  # the source tree has them all, as one --train-with value
+    assert len(joined.split(",")) == len(named)
+    assert all(Path(path).is_file() for path in joined.split(","))
+
+
 def test_retrain_rerank_needs_folds(three_conversations: Path, capsys: Any) -> None:
     args = ["--embedder", "hash", "bench", "locomo", "--data", str(three_conversations)]
     assert main([*args, "--retrain-rerank"]) == 2
     assert capsys.readouterr().err.startswith("error: retrain_rerank:")
+    assert main([*args, "--train-with", str(three_conversations)]) == 2
+    assert capsys.readouterr().err.startswith("error: train_with: --train-with trains per fold")
 
 
 @pytest.mark.parametrize(

@@ -169,8 +169,8 @@ def test_the_shipped_model_loads_and_scores() -> None:
     assert [c.item_id for c in out[10:]] == ["t10", "t11"]
 
 
-def test_hybrid_graph_reorders_its_top_10_and_plain_presets_do_not() -> None:
-    assert PRESETS["hybrid_graph"].rerank_top == 10
+def test_hybrid_graph_reorders_its_top_20_and_plain_presets_do_not() -> None:
+    assert PRESETS["hybrid_graph"].rerank_top == 20
     assert PRESETS["keyword"].rerank_top == 0
     assert PRESETS["hybrid"].rerank_top == 0
     with pytest.raises(ValidationError) as err:
@@ -198,7 +198,7 @@ def test_a_search_keeps_its_top_10_and_changes_only_their_order(cb: ContextBase)
     cb.wait_for_embeddings()
     query = "When is the design review?"
     plain = cb.search(query, config=get_preset("hybrid_graph", rerank_top=0, top_k=10))
-    learned = cb.search(query, config=get_preset("hybrid_graph", top_k=10))
+    learned = cb.search(query, config=get_preset("hybrid_graph", rerank_top=10, top_k=10))
     assert {c.id for c in learned.results} == {c.id for c in plain.results}
     scores = [c.score for c in learned.results]
     assert scores == sorted(scores, reverse=True)

@@ -17,7 +17,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ..errors import ValidationError
 from ..progress import Progress
 from ..retrieve.config import SearchConfig, get_preset
-from ..retrieve.rerank import shipped_model_conversations
+from ..retrieve.rerank import shipped_model_conversations, shipped_model_sets
 from .folds import leave_one_conversation_out
 from .locomo import (
     LOCOMO_SCORED_CATEGORIES,
@@ -197,11 +197,12 @@ def _fold_configs(
     folder: Path,
     phases: Progress,
     retrain: bool,
+    train_with: Sequence[Conversation] = (),
 ) -> tuple[dict[str, SearchConfig], dict[str, str]]:
     """Per conversation, `config` with a learned re-ordering that never saw it: the shipped
     model where it was not trained on that conversation, else (or for every conversation
-    with `retrain`) one trained on the other conversations here. Also how each was
-    re-ordered, for the report."""
+    with `retrain`) one trained on the other conversations here and the `train_with` ones
+    (never scored). Also how each was re-ordered, for the report."""
     ids = [conv.conv_id for conv in conversations]
     if config.rerank_top < 2 or config.rerank_model is not None:
         fixed = "off" if config.rerank_top < 2 else "the configured model"
@@ -213,6 +214,9 @@ def _fold_configs(
     if not own:
         return configs, how
     rows = collect_ranked(engine, conversations, config, LOCOMO_SCORED_CATEGORIES, phases.note)
+    if train_with:
+        rows += collect_ranked(engine, train_with, config, MEMORY_SET_CATEGORIES, phases.note)
+        phases.note(f"fold models also learn from {len(train_with)} conversations never scored")
     paths: dict[str, str | None] = {}
     if len({r.conv_id for r in rows}) >= 2:  # else no other conversation to learn from
         paths = write_fold_models(fold_models(rows, progress=phases.note, only=own), folder)
@@ -224,6 +228,15 @@ def _fold_configs(
     return configs, how
 
 
+def _shipped_sets() -> list[str]:
+    """The memory sets the shipped re-ordering model was trained on, where this source tree
+    has them: each fold's model is then trained as the shipped one was, minus the held-out
+    conversation (an installed package without `bench/data` trains on the run alone)."""
+    root = Path(__file__).resolve().parents[3]
+    found = [str(root / name) for name in shipped_model_sets() if (root / name).is_file()]
+    return [",".join(found)] if found else []
+
+
 def _folds(
     engine: SharedEngine,
     conversations: Sequence[Conversation],
@@ -232,6 +245,7 @@ def _folds(
     budget: int | None,
     phases: Progress,
     retrain: bool = False,
+    train_with: Sequence[Conversation] = (),
 ) -> dict[str, Any]:
     """Leave-one-conversation-out figures of the best preset (and, with a grid, of the
     configuration chosen on the other conversations). Whatever is learned is learned per
@@ -245,7 +259,7 @@ def _folds(
             folder = Path(tmp) / str(n)  # one per candidate: its own signals, its own models
             folder.mkdir()
             configs[name], reordered[name] = _fold_configs(
-                engine, conversations, config, folder, phases, retrain
+                engine, conversations, config, folder, phases, retrain, train_with
             )
         retrievers = [PerConversationRetriever(name, engine, c) for name, c in configs.items()]
         report = run_benchmark(conversations, retrievers, ks, phases=phases)
@@ -287,12 +301,23 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
         raise ValidationError(
             "retrain_rerank", "--retrain-rerank trains per fold: it needs --folds"
         )
+    if getattr(args, "train_with", None) and not folds:
+        raise ValidationError("train_with", "--train-with trains per fold: it needs --folds")
     candidates = grid_candidates(get_preset(BEST_PRESET), grid)  # bad settings fail early
     conversations = _load("LoCoMo", load_locomo, args.data)
     if args.limit:
         conversations = conversations[: args.limit]
     if folds and len(conversations) < 2:
         raise ValidationError("folds", "leaving one conversation out needs at least two")
+    extra_sets = getattr(args, "train_with", None) or ([] if not folds else _shipped_sets())
+    train_with = (
+        [conv for mset in _memory_sets(extra_sets, merge=True) for conv in mset.conversations]
+        if extra_sets
+        else []
+    )
+    scored = {conv.conv_id for conv in conversations}
+    if clash := sorted(scored & {conv.conv_id for conv in train_with}):
+        raise ValidationError("train_with", f"conversation ids also scored: {clash[:3]}")
     phases = _phases(args)
     engine = SharedEngine(
         db=args.db, embedder=args.embedder, progress=phases.note, reuse=bool(args.reuse)
@@ -304,7 +329,7 @@ def run_locomo_bench(args: argparse.Namespace) -> int:
         if folds:
             retrain = bool(getattr(args, "retrain_rerank", False))
             extra["folds"] = _folds(
-                engine, conversations, ks, candidates, args.budget, phases, retrain
+                engine, conversations, ks, candidates, args.budget, phases, retrain, train_with
             )
         if args.budget:
             extra["budget"] = _budget_recall(

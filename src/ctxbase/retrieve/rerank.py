@@ -4,7 +4,8 @@ Fusion scores every candidate by hand-set rules; which of its signals matter tog
 a given hit (a keyword rank with no semantic one, a short turn that states a time for a
 question asking when, a hit in the first hit's session) is learned here by a small
 gradient-boosted tree ensemble over features every search already has. It only re-orders
-the first `rerank_top` hits, so what reaches the top 10 stays what fusion found.
+the first `rerank_top` hits (20 in `hybrid_graph`): what fusion ranked below them stays
+below.
 
 The ensemble ships as JSON beside this module (`rerank_model.json`); `bench/learned_rerank.py`
 trains it (numpy, `rerank_training.py`) from the benchmark conversations and measures it
@@ -39,6 +40,7 @@ __all__ = [
     "rerank_features",
     "reranked",
     "shipped_model_conversations",
+    "shipped_model_sets",
 ]
 
 # Features are read over this many of the ranked candidates (maxima, sessions of the best).
@@ -197,12 +199,22 @@ def default_ensemble() -> TreeEnsemble:
 
 
 @cache
+def _shipped_model_data() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(_MODEL_PATH.read_text(encoding="utf-8"))
+    return data
+
+
 def shipped_model_conversations() -> frozenset[str]:
     """Fingerprints of the conversations the shipped model was trained on
     (`evaluation.rerank_folds.conversation_fingerprint`): a benchmark holding one of them
     out must not score it with this model."""
-    data = json.loads(_MODEL_PATH.read_text(encoding="utf-8"))
-    return frozenset(data.get("conversations", ()))
+    return frozenset(_shipped_model_data().get("conversations", ()))
+
+
+def shipped_model_sets() -> tuple[str, ...]:
+    """The memory-set files (paths from the source tree's root, `bench/data/...`) the
+    shipped model was trained on besides the benchmark's own conversations."""
+    return tuple(_shipped_model_data().get("training_sets", ()))
 
 
 def ensemble_from_file(path: str) -> TreeEnsemble:

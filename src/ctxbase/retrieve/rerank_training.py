@@ -5,9 +5,9 @@ the way histogram gradient boosting does it: each feature's values are cut into 
 255 bins once; every tree is grown best leaf first from per-bin gradient sums, up to
 `max_leaf_nodes` leaves of at least `min_samples_leaf` rows; a tenth of the rows (stratified)
 is held back and training stops when its log loss has not improved for `n_iter_no_change`
-trees. No model library is needed, so a benchmark can train one model per fold and a user
-can train one on their own agent's memory (`bench/learned_rerank.py`, `ctxbase bench
-locomo --folds`).
+trees. No model library is needed, so a benchmark can train one model per fold
+(`ctxbase bench locomo --folds`) and any set of questions with known evidence can train one
+(`bench/learned_rerank.py`, `evaluation/rerank_folds.py`).
 
 `fit_ensemble` returns the same `TreeEnsemble` the search scores with; `ensemble_json`
 writes it in the shipped model's format (`SearchConfig.rerank_model` reads such a file).
