@@ -746,6 +746,9 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     from .evaluation.bench_cli import run_locomo_bench
 
     _existing_file("file", args.data)
+    for value in args.train_with or []:  # "A.json,B.json" as for bench memory's --data
+        for path in filter(None, value.split(",")):
+            _existing_file("file", path)
     return run_locomo_bench(args)
 
 

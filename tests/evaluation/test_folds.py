@@ -11,7 +11,7 @@ import pytest
 
 from ctxbase.cli import main
 from ctxbase.evaluation.folds import leave_one_conversation_out
-from ctxbase.evaluation.locomo import QuestionOutcome
+from ctxbase.evaluation.locomo import QuestionOutcome, load_locomo
 
 
 def _outcome(conv: str, question: str, category: int, r10: float) -> QuestionOutcome:
@@ -141,7 +141,9 @@ def test_bench_locomo_folds_writes_per_fold_mean_and_worst(
     assert {"p50", "p95"} <= set(folds["per_fold"][0]["budget"]["section_ms"])
     assert "multi-hop" in folds["worst"]["by_category"]
     # the learned re-ordering ranking each conversation was trained without it
-    assert {f["reordered_by"] for f in folds["per_fold"]} == {"trained on the other conversations"}
+    assert {f["reordered_by"] for f in folds["per_fold"]} == {
+        "trained on the other conversations and 2 never scored"
+    }
     printed = capsys.readouterr()
     assert "leave-one-conversation-out" in printed.out
     assert "re-ordering model without conv-a" in printed.out + printed.err
@@ -187,9 +189,14 @@ def test_bench_locomo_folds_train_with_memory_sets_never_scored(
     args += ["--data", str(three_conversations), "--k", "1,10", "--folds", "--retrain-rerank"]
     args += ["--train-with", str(en), "--json", str(out)]
     assert main(args) == 0
-    folds = json.loads(out.read_text(encoding="utf-8"))["folds"]
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    folds = figures["folds"]
     # scored: the three conversations only; the memory set's questions trained every fold
     assert [f["held_out"] for f in folds["per_fold"]] == ["conv-a", "conv-b", "conv-c"]
+    # the ingest figures are the benchmark's own; storing the training set is apart
+    turns = sum(len(conv.turns) for conv in load_locomo(str(three_conversations)))
+    assert figures["ingest"]["events"] == turns
+    assert folds["train_with_ingest"]["events"] > 0
     printed = "".join(capsys.readouterr())
     assert "re-ordering signals of en-coding collected" in printed
     assert "re-ordering model without conv-a" in printed
@@ -214,6 +221,10 @@ def test_retrain_rerank_needs_folds(three_conversations: Path, capsys: Any) -> N
     assert capsys.readouterr().err.startswith("error: retrain_rerank:")
     assert main([*args, "--train-with", str(three_conversations)]) == 2
     assert capsys.readouterr().err.startswith("error: train_with: --train-with trains per fold")
+    missing = str(three_conversations) + ".gone"
+    assert main([*args, "--folds", "--train-with", missing]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("error: file") and missing in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize(

@@ -119,6 +119,49 @@ def test_a_model_file_that_is_missing_or_wrong_is_a_clear_error(tmp_path: Path) 
         ensemble_from_file(str(partial))
 
 
+@pytest.mark.parametrize(
+    ("tree", "said"),
+    [
+        # a node pointing back to itself would walk forever
+        ({"left": [0], "right": [0], "leaf": [False], "feature": [0], "threshold": [0.5],
+          "value": [0.0]}, "left child is not a later node"),
+        ({"left": [1, 0, 0], "right": [2, 0, 0], "leaf": [False, True, True],
+          "feature": [99, 0, 0], "threshold": [0.5, 0, 0], "value": [0, 1, 2]}, "no feature 99"),
+        ({"left": [1, 0, 0], "right": [5, 0, 0], "leaf": [False, True, True],
+          "feature": [0, 0, 0], "threshold": [0.5, 0, 0], "value": [0, 1, 2]},
+         "right child is not a later node"),
+        ({"left": [1, 0], "right": [2, 0, 0], "leaf": [False, True, True],
+          "feature": [0, 0, 0], "threshold": [0.5, 0, 0], "value": [0, 1, 2]}, "differ in length"),
+    ],
+)  # fmt: skip
+def test_a_tree_no_row_can_walk_is_refused(
+    tmp_path: Path, tree: dict[str, object], said: str
+) -> None:
+    data = {"features": list(FEATURE_NAMES), "baseline": 0.0, "trees": [tree]}
+    with pytest.raises(ValueError, match=said):
+        TreeEnsemble.from_json(data)
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValidationError) as err:
+        ensemble_from_file(str(path))
+    assert err.value.field == "rerank_model" and said in err.value.message
+
+
+def test_a_model_file_needs_the_reordering_on() -> None:
+    # the default preset re-orders nothing: a model named there would never be read
+    with pytest.raises(ValidationError, match="set rerank_top to 2 or more"):
+        get_preset("hybrid", rerank_model="model.json")
+    assert get_preset("hybrid", rerank_model="model.json", rerank_top=5).rerank_top == 5
+
+
+def test_labels_are_one_per_row_and_params_may_be_a_mapping() -> None:
+    x, y = _data(300, seed=12)
+    with pytest.raises(ValueError, match="1-D"):
+        fit_ensemble(x, y.reshape(-1, 1))
+    model = fit_ensemble(x, y, {"max_iter": 3})
+    assert len(model.roots) == 3
+
+
 def _asks_model(weight: float) -> dict[str, object]:
     """One stump: a turn that only asks scores `weight` above every other."""
     return {

@@ -138,9 +138,9 @@ class SearchConfig(BaseModel):
     # the search already has (retrieve/rerank.py; trained by retrieve/rerank_training.py,
     # measured by bench/learned_rerank.py). Only the order within them changes. 0: off.
     rerank_top: int = Field(default=0, ge=0, le=40)
-    # A model trained on other data to do that re-ordering (a JSON file written by
-    # retrieve/rerank_training.py, e.g. one per fold by `bench locomo --folds`); None: the
-    # shipped one. Read on first use, again when the file changes.
+    # A model trained on other data to do that re-ordering (a JSON file in the shipped
+    # model's format: retrieve/rerank_training.py's `ensemble_json`); None: the shipped
+    # one. Read on first use, again when the file changes; it needs rerank_top >= 2.
     rerank_model: str | None = Field(default=None, min_length=1)
     # Pseudo-relevance feedback (retrieve/feedback.py): terms shared by several of the
     # `feedback_seeds` best hits and rare in the project are searched again with the query's
@@ -213,6 +213,12 @@ class SearchConfig(BaseModel):
             lo, hi = self.dynamic_top_k
             if not 1 <= lo <= hi:
                 raise ValueError("dynamic_top_k must be (min, max) with 1 <= min <= max")
+        if self.rerank_model is not None and self.rerank_top < 2:
+            # else the file would be ignored unread (the default preset re-orders nothing)
+            raise ValueError(
+                f"rerank_model re-orders the first rerank_top hits: set rerank_top to 2 or "
+                f"more (it is {self.rerank_top})"
+            )
         return self
 
 

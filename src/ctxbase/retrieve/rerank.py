@@ -158,7 +158,8 @@ class TreeEnsemble:
         right: list[int] = []
         leaf: list[bool] = []
         value: list[float] = []
-        for tree in data["trees"]:
+        for n, tree in enumerate(data["trees"]):
+            _check_tree(n, tree, len(features))
             base = len(feature)
             roots.append(base)
             feature += tree["feature"]
@@ -196,6 +197,24 @@ class TreeEnsemble:
 def default_ensemble() -> TreeEnsemble:
     """The shipped model, read once on first use (nothing is read at import time)."""
     return TreeEnsemble.from_json(json.loads(_MODEL_PATH.read_text(encoding="utf-8")))
+
+
+def _check_tree(n: int, tree: dict[str, Any], n_features: int) -> None:
+    """A tree every row can walk to a leaf: equal-length node lists, each split on a known
+    feature with both children after it (so no walk loops or leaves the tree)."""
+    keys = ("feature", "threshold", "left", "right", "leaf", "value")
+    sizes = {len(tree[key]) for key in keys}
+    if len(sizes) != 1 or not sizes.pop():
+        raise ValueError(f"tree {n}: its node lists ({', '.join(keys)}) differ in length")
+    size = len(tree["leaf"])
+    for node, is_leaf in enumerate(tree["leaf"]):
+        if is_leaf:
+            continue
+        if not 0 <= tree["feature"][node] < n_features:
+            raise ValueError(f"tree {n}, node {node}: no feature {tree['feature'][node]}")
+        for side in ("left", "right"):
+            if not node < tree[side][node] < size:
+                raise ValueError(f"tree {n}, node {node}: its {side} child is not a later node")
 
 
 @cache

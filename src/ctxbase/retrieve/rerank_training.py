@@ -3,10 +3,12 @@
 Gradient boosting for a yes/no label (is this candidate evidence) on binned features,
 the way histogram gradient boosting does it: each feature's values are cut into at most
 255 bins once; every tree is grown best leaf first from per-bin gradient sums, up to
-`max_leaf_nodes` leaves of at least `min_samples_leaf` rows; a tenth of the rows (stratified)
-is held back and training stops when its log loss has not improved for `n_iter_no_change`
-trees. No model library is needed, so a benchmark can train one model per fold
-(`ctxbase bench locomo --folds`) and any set of questions with known evidence can train one
+`max_leaf_nodes` leaves of at least `min_samples_leaf` rows; above `early_stopping_rows`
+rows (10,000) a tenth of them (stratified) is held back and training stops when its log
+loss has not improved for `n_iter_no_change` trees; below it every tree is grown.
+
+No model library is needed, so a benchmark can train one model per fold (`ctxbase bench
+locomo --folds`) and any set of questions with known evidence can train one
 (`bench/learned_rerank.py`, `evaluation/rerank_folds.py`).
 
 `fit_ensemble` returns the same `TreeEnsemble` the search scores with; `ensemble_json`
@@ -16,7 +18,7 @@ writes it in the shipped model's format (`SearchConfig.rerank_model` reads such 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -194,14 +196,16 @@ def _held_back(y: np.ndarray, p: BoostingParams) -> np.ndarray:
 
 
 def fit_ensemble(
-    x: np.ndarray, y: np.ndarray, params: BoostingParams | None = None
+    x: np.ndarray, y: np.ndarray, params: BoostingParams | Mapping[str, Any] | None = None
 ) -> TreeEnsemble:
     """Train on rows `x` (FEATURE_NAMES columns) labelled `y` (1 evidence, 0 not)."""
-    p = params or BoostingParams()
+    p = params if isinstance(params, BoostingParams) else BoostingParams(**(params or {}))
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     if x.ndim != 2 or x.shape[1] != len(FEATURE_NAMES):
         raise ValueError(f"expected rows of {len(FEATURE_NAMES)} features, got shape {x.shape}")
+    if y.ndim != 1:
+        raise ValueError(f"labels must be one number per row (a 1-D array), got shape {y.shape}")
     if len(x) != len(y):
         raise ValueError(f"{len(x)} rows but {len(y)} labels")
     if not np.isin(y, (0.0, 1.0)).all():

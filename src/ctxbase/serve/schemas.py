@@ -415,8 +415,8 @@ class SearchOptionsIn(_In):
     def _no_server_file(cls, value: str | None) -> None:
         if value is not None:
             raise ValueError(
-                "names a file on the server: set it in the server's own search "
-                "configuration, not in a request"
+                "names a file on the server, which no request may choose: searches over "
+                "REST re-order with the shipped model"
             )
         return None
 
