@@ -746,19 +746,23 @@ def cmd_bench_locomo(args: argparse.Namespace) -> int:
     from .evaluation.bench_cli import run_locomo_bench
 
     _existing_file("file", args.data)
-    for value in args.train_with or []:  # "A.json,B.json" as for bench memory's --data
-        for path in filter(None, value.split(",")):
-            _existing_file("file", path)
+    _existing_sets(args.train_with or [])
     return run_locomo_bench(args)
 
 
 def cmd_bench_memory(args: argparse.Namespace) -> int:
     from .evaluation.bench_cli import run_memory_bench
 
-    for value in args.data:  # "A.json,B.json": the files of one set
+    _existing_sets(args.data)
+    return run_memory_bench(args)
+
+
+def _existing_sets(values: list[str]) -> None:
+    """Memory-set files as given (each value may be "A.json,B.json": the files of one set),
+    every one of which must exist."""
+    for value in values:
         for path in filter(None, value.split(",")):
             _existing_file("file", path)
-    return run_memory_bench(args)
 
 
 def build_parser() -> argparse.ArgumentParser:

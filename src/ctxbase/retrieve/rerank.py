@@ -196,7 +196,7 @@ class TreeEnsemble:
 @cache
 def default_ensemble() -> TreeEnsemble:
     """The shipped model, read once on first use (nothing is read at import time)."""
-    return TreeEnsemble.from_json(json.loads(_MODEL_PATH.read_text(encoding="utf-8")))
+    return TreeEnsemble.from_json(_shipped_model_data())
 
 
 def _check_tree(n: int, tree: dict[str, Any], n_features: int) -> None:
@@ -219,6 +219,7 @@ def _check_tree(n: int, tree: dict[str, Any], n_features: int) -> None:
 
 @cache
 def _shipped_model_data() -> dict[str, Any]:
+    """The shipped model file, read once for its trees and what it was trained on."""
     data: dict[str, Any] = json.loads(_MODEL_PATH.read_text(encoding="utf-8"))
     return data
 

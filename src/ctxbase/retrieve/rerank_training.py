@@ -90,16 +90,6 @@ class _Tree:
         self.value.append(0.0)
         return len(self.feature) - 1
 
-    def apply(self, x: np.ndarray) -> np.ndarray:
-        node = np.zeros(len(x), dtype=np.intp)
-        feature, threshold = np.asarray(self.feature), np.asarray(self.threshold)
-        left, right, leaf = np.asarray(self.left), np.asarray(self.right), np.asarray(self.leaf)
-        rows = np.arange(len(x))
-        while not (done := leaf[node]).all():
-            step = np.where(x[rows, feature[node]] <= threshold[node], left[node], right[node])
-            node = np.where(done, node, step)
-        return np.asarray(self.value)[node]
-
 
 class _Grower:
     """Grows one tree on the binned rows from the current gradients."""
@@ -235,32 +225,36 @@ def fit_ensemble(
         raw[train] += values[train]
         if not validate:
             continue
-        raw[held] += tree.apply(x[held])
+        raw[held] += _ensemble([tree], 0.0, digits=None).score(x[held])  # exact, unrounded
         losses.append(_log_loss(y[held], raw[held]))
         if len(losses) > p.n_iter_no_change:
             reference = losses[-p.n_iter_no_change - 1]
             if all(loss > reference - _TOL for loss in losses[-p.n_iter_no_change :]):
                 break
-    return TreeEnsemble.from_json(_as_json(baseline, trees, p))
+    return _ensemble(trees, baseline, digits=6)
 
 
-def _as_json(baseline: float, trees: Sequence[_Tree], p: BoostingParams) -> dict[str, Any]:
-    return {
-        "features": list(FEATURE_NAMES),
-        "baseline": baseline,
-        "params": p.model_dump(),
-        "trees": [
-            {
-                "feature": t.feature,
-                "threshold": [round(v, 6) for v in t.threshold],
-                "left": t.left,
-                "right": t.right,
-                "leaf": t.leaf,
-                "value": [round(v, 6) for v in t.value],
-            }
-            for t in trees
-        ],
-    }
+def _ensemble(trees: Sequence[_Tree], baseline: float, digits: int | None) -> TreeEnsemble:
+    """The grown trees as the search scores them: thresholds and leaf values rounded to
+    `digits` as the model file keeps them (None: exact, for early stopping's loss)."""
+
+    def kept(values: list[float]) -> list[float]:
+        return values if digits is None else [round(v, digits) for v in values]
+
+    trees_json = [
+        {
+            "feature": t.feature,
+            "threshold": kept(t.threshold),
+            "left": t.left,
+            "right": t.right,
+            "leaf": t.leaf,
+            "value": kept(t.value),
+        }
+        for t in trees
+    ]
+    return TreeEnsemble.from_json(
+        {"features": list(FEATURE_NAMES), "baseline": baseline, "trees": trees_json}
+    )
 
 
 def ensemble_json(model: TreeEnsemble, trained_on: str = "") -> dict[str, Any]:
