@@ -8,6 +8,7 @@ started afterwards holds it again."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import uuid
@@ -255,12 +256,29 @@ def test_ctxbase_forget_from_another_process_stops_a_running_ingest(
         stderr=subprocess.PIPE,
         text=True,
     )
+    codes: list[int] = []
     try:
         deadline = time.monotonic() + 120
         while not (Path(db).exists() and _files_written(db, "big")):
             assert ingest.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
-        assert main([*base, "forget", "--repo", "big"]) == 0
+        # Hold the database's write lock so the ingest waits at its next write (a busy
+        # machine cannot let it finish first), start the forget, then let both go: the
+        # forget needs the lock once, the ingest hundreds of times more.
+        lock = sqlite3.connect(db, isolation_level=None)
+        try:
+            lock.execute("BEGIN IMMEDIATE")
+            assert ingest.poll() is None
+            forget = threading.Thread(
+                target=lambda: codes.append(main([*base, "forget", "--repo", "big"]))
+            )
+            forget.start()
+            time.sleep(0.5)
+        finally:
+            lock.rollback()
+            lock.close()
+        forget.join(120)
+        assert codes == [0]
         out, err = ingest.communicate(timeout=300)
     finally:
         if ingest.poll() is None:
