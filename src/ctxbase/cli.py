@@ -656,7 +656,10 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 def cmd_forget(args: argparse.Namespace) -> int:
     from .cli_forget import run_forget
+    from .forgetting import parse_duration
 
+    if args.soft_deleted_older_than is not None:  # bad input named by its flag, before opening
+        parse_duration(args.soft_deleted_older_than, "--soft-deleted-older-than")
     named = args.event or args.entity or args.session or args.repo or args.whole_project
     if not (named or args.soft or args.soft_deleted_older_than is not None):
         raise ValidationError(

@@ -464,9 +464,15 @@ class GraphMethods:
     def close_relationship(
         self, relation_id: str, *, project: str | None = None, at: float | None = None
     ) -> bool:
-        """Mark a relation as superseded: it is kept, with its validity closed."""
+        """Mark a relation as superseded: it is kept, with its validity closed. False when
+        it was closed before; NotFoundError when the project holds no such relation."""
         when = time.time() if at is None else check_finite("at", at)
-        return self.store.close_relation(self._pid(project), relation_id, when)
+        pid = self._pid(project)
+        if self.store.close_relation(pid, relation_id, when):
+            return True
+        if not self.store.has_relation(pid, relation_id):  # a typo must not pass for done
+            raise NotFoundError("relation", relation_id)
+        return False
 
     def relationships(
         self,

@@ -227,6 +227,9 @@ def test_relations_close_and_reopen(store: Store, project_id: str) -> None:
     assert store.close_relation(project_id, r.id, at=5.0) is True
     assert store.close_relation(project_id, r.id, at=6.0) is False  # already closed
     assert store.close_relation(project_id, "rel_missing", at=6.0) is False
+    assert store.has_relation(project_id, r.id) is True  # open or closed
+    assert store.has_relation(project_id, "rel_missing") is False
+    assert store.has_relation(project_id + "-other", r.id) is False
     assert store.list_relations(project_id) == []
     (closed,) = store.list_relations(project_id, include_closed=True)
     assert closed.valid_to == 5.0

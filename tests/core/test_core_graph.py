@@ -283,6 +283,8 @@ def test_a_superseded_relation_is_closed_not_erased(db_path: Path, cb: ContextBa
     before = time.time()
     assert cb.close_relationship(rel.id) is True
     assert cb.close_relationship(rel.id) is False  # already closed
+    with pytest.raises(NotFoundError, match="relation 'rel_typo' not found"):
+        cb.close_relationship("rel_typo")  # a mistyped id is not "already closed"
     assert cb.relationships(a, types=["CALLS"]) == []
     [closed] = cb.relationships(a, types=["CALLS"], include_closed=True)
     assert closed.valid_to is not None and closed.valid_to >= before

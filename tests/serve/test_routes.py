@@ -242,6 +242,9 @@ def test_every_route_answers_and_means_it(live: Live, pid: str) -> None:
 
     # close a relation, soft delete, restore, forget
     assert c.post(f"{base}/relations/{rel['id']}/close", json={}).json() == {"closed": True}
+    assert c.post(f"{base}/relations/{rel['id']}/close", json={}).json() == {"closed": False}
+    typo = c.post(f"{base}/relations/rel_typo/close", json={})
+    assert typo.status_code == 404 and "relation 'rel_typo' not found" in typo.text
     refs = {"node_id": doc["id"], "direction": "out", "types": ["REFERENCES"]}
     assert c.get(f"{base}/relations", params=refs).json() == []
     closed = c.get(f"{base}/relations", params={**refs, "include_closed": True}).json()

@@ -117,6 +117,9 @@ def scenario(cb: Any) -> dict[str, Any]:
     assert any(r.type == "MUST_CACHE" and r.from_id == doc.id for r in outcome.relations)
     out["closed"] = cb.close_relationship(out["follows"].id)
     out["closed_twice"] = cb.close_relationship(out["follows"].id)
+    with pytest.raises(NotFoundError) as unknown:
+        cb.close_relationship("rel_typo")
+    out["close_unknown_error"] = str(unknown.value)
     out["hidden"] = cb.soft_delete([req.id])
     with pytest.raises(NotFoundError) as missing:
         cb.get_entity(req.id)

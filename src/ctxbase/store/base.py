@@ -372,6 +372,10 @@ class Store(ABC):
     def close_relation(self, project_id: str, relation_id: str, at: float) -> bool: ...
 
     @abstractmethod
+    def has_relation(self, project_id: str, relation_id: str) -> bool:
+        """Whether the project holds the relation, open or closed."""
+
+    @abstractmethod
     def list_relations(
         self,
         project_id: str,

@@ -125,6 +125,13 @@ class SharedReads:
         )
         return rows.session_row(row, self._dialect.load) if row else None
 
+    def has_relation(self, project_id: str, relation_id: str) -> bool:
+        found = self._one(
+            "SELECT 1 FROM relations WHERE project_id=? AND relation_id=?",
+            (project_id, relation_id),
+        )
+        return found is not None
+
     def list_sessions(self, project_id: str) -> list[SessionInfo]:
         found = self._all(
             self._SESSION_SELECT + "WHERE project_id=? ORDER BY created_at, session_id",
