@@ -48,6 +48,7 @@ from .metrics import Metrics
 from .middleware import ServiceMiddleware
 from .query_params import reject_unknown_query
 from .retention import RetentionPurger
+from .routes_capture import event_reads
 from .routes_capture import router as capture_router
 from .routes_context import router as context_router
 from .routes_graph import router as graph_router
@@ -293,6 +294,8 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         # a mistyped query parameter is a 422, not silently the default
         app.include_router(router, dependencies=[Depends(reject_unknown_query)])
     mount_console(app)  # /ui and its read endpoints
+    # GET /events/{id} takes the rest of the path: after every longer /events/{id}/... route
+    app.include_router(event_reads, dependencies=[Depends(reject_unknown_query)])
     mcp = mount_mcp(app)  # /v1/projects/{project_id}/mcp, when the mcp extra is installed
     return app
 

@@ -27,9 +27,12 @@ from .schemas import (
     TaskIn,
 )
 
-__all__ = ["router"]
+__all__ = ["event_reads", "router"]
 
 router = APIRouter(prefix="/v1/projects/{project_id}")
+# GET /events/{id}: an id may hold "/", so this route takes the rest of the path and the
+# app includes it after every router with a longer /events/{id}/... path (the console's).
+event_reads = APIRouter(prefix="/v1/projects/{project_id}")
 
 EventId = Annotated[str, Path(min_length=1, max_length=200)]
 # A retry of the same request sends the same key; the event's id is derived from it.
@@ -310,18 +313,21 @@ def last_events(
     return rt.cb.last_events(session_id, n, project=pid)
 
 
-@router.get("/events/{event_id}", response_model=Event, tags=["events"])
-def get_event(pid: ReadProject, event_id: EventId, rt: Rt, include_inactive: bool = False) -> Event:
-    return rt.cb.get_event(event_id, project=pid, include_inactive=include_inactive)
-
-
-@router.get("/events/{event_id}/causes", response_model=list[Event], tags=["events"])
+# An id may hold "/" (ids are ASCII letters, digits and _ . : @ / -): the id takes the
+# path up to the route's suffix (so an id ending in "/causes", "/effects" or "/chain" is
+# read as that route of the id before it).
+@router.get("/events/{event_id:path}/causes", response_model=list[Event], tags=["events"])
 def causal_chain(pid: ReadProject, event_id: EventId, rt: Rt) -> list[Event]:
     """Everything upstream of an event, nearest first."""
     return rt.cb.causal_chain(event_id, project=pid)
 
 
-@router.get("/events/{event_id}/effects", response_model=list[Event], tags=["events"])
+@router.get("/events/{event_id:path}/effects", response_model=list[Event], tags=["events"])
 def effects(pid: ReadProject, event_id: EventId, rt: Rt) -> list[Event]:
     """Everything downstream of an event, nearest first."""
     return rt.cb.effects(event_id, project=pid)
+
+
+@event_reads.get("/events/{event_id:path}", response_model=Event, tags=["events"])
+def get_event(pid: ReadProject, event_id: EventId, rt: Rt, include_inactive: bool = False) -> Event:
+    return rt.cb.get_event(event_id, project=pid, include_inactive=include_inactive)

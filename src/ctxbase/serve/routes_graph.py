@@ -113,7 +113,7 @@ def relationships(
     )
 
 
-@router.post("/relations/{relation_id}/close", response_model=ClosedOut, tags=["relations"])
+@router.post("/relations/{relation_id:path}/close", response_model=ClosedOut, tags=["relations"])
 def close_relationship(
     pid: WriteProject,
     relation_id: Annotated[str, Path(min_length=1, max_length=200)],

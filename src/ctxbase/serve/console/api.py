@@ -46,7 +46,7 @@ def timeline(
     )
 
 
-@router.get("/events/{event_id}/chain", response_model=views.ChainOut)
+@router.get("/events/{event_id:path}/chain", response_model=views.ChainOut)
 def causal_chain(
     pid: ReadProject,
     rt: Rt,
