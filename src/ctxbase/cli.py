@@ -757,6 +757,8 @@ def cmd_bench_memory(args: argparse.Namespace) -> int:
     from .evaluation.bench_cli import run_memory_bench
 
     _existing_sets(args.data)
+    if args.train_with_locomo:
+        _existing_file("file", args.train_with_locomo)
     return run_memory_bench(args)
 
 

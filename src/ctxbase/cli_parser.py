@@ -423,6 +423,23 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
     p.add_argument("--k", default="1,3,5,10", help="comma-separated k values (default 1,3,5,10)")
     p.add_argument("--json", dest="json_out", help="write the figures to this JSON file")
     p.add_argument("--merge", action="store_true", help="score all --data files as one set")
+    p.add_argument(
+        "--folds",
+        action="store_true",
+        help="also score ctxbase 'held out': each conversation re-ordered by a model trained "
+        "without it (as the shipped one was: the other conversations and the bundled sets)",
+    )
+    p.add_argument(
+        "--train-with-locomo",
+        metavar="LOCOMO.json",
+        help="with --folds: LoCoMo conversations whose questions also train each fold's model "
+        "(the shipped model saw the LoCoMo dev file too)",
+    )
+    p.add_argument(
+        "--reuse",
+        action="store_true",
+        help="keep conversations a previous run stored completely in --db (skip re-embedding)",
+    )
     p.set_defaults(func=h.cmd_bench_memory)
     _accept_globals_after(parser)
     return parser

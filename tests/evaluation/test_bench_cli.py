@@ -282,3 +282,31 @@ def test_bench_shows_one_line_per_phase_in_a_pipe_and_none_when_quiet(tmp_path: 
 
     quiet = _bench_process(tmp_path, "--quiet")
     assert quiet.returncode == 0 and quiet.stderr == "" and "R@3" in quiet.stdout
+
+
+def test_bench_memory_folds_scores_each_conversation_with_a_model_that_never_saw_it(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """The bundled English set was part of the shipped model's training: with --folds each
+    of its conversations is also scored re-ordered by a model trained on everything else
+    the shipped model saw (the other bundled sets here), beside the shipped model's
+    fitted figures."""
+    english = Path(__file__).parents[2] / "bench" / "data" / "en_memory.json"
+    out = tmp_path / "memory.json"
+    args = ["--embedder", "hash", "--db", str(tmp_path / "m.db"), "-q", "bench", "memory"]
+    assert main([*args, "--data", str(english), "--folds", "--json", str(out)]) == 0
+    figures = json.loads(out.read_text(encoding="utf-8"))["en_memory"]
+    held = figures["baselines"]["held-out"]
+    assert set(held["recall"]) == {"1", "3", "5", "10"}
+    assert figures["questions"] == 30 and set(held["by_category"]) == set(figures["by_category"])
+    printed = capsys.readouterr().out
+    conversations = figures["conversations"]
+    line = next(x for x in printed.splitlines() if x.startswith("held out, re-ordered by: "))
+    assert line.startswith(f"held out, re-ordered by: {conversations}x trained on the other ")
+    assert "held-out R@1/3/5/10" in printed
+
+    locomo = _locomo_file(tmp_path)
+    assert main([*args, "--data", str(english), "--train-with-locomo", str(locomo)]) == 2
+    assert "--train-with-locomo trains per fold: it needs --folds" in capsys.readouterr().err
+    missing = str(tmp_path / "nope.json")
+    assert main([*args, "--data", str(english), "--folds", "--train-with-locomo", missing]) == 3

@@ -8,7 +8,7 @@ import itertools
 import json
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -198,10 +198,13 @@ def _fold_configs(
     phases: Progress,
     retrain: bool,
     train_with: Sequence[Conversation] = (),
+    categories: Collection[int] | None = LOCOMO_SCORED_CATEGORIES,
+    train_with_locomo: Sequence[Conversation] = (),
 ) -> tuple[dict[str, SearchConfig], dict[str, str]]:
     """Per conversation, `config` with a learned re-ordering that never saw it: the shipped
     model where it was not trained on that conversation, else (or for every conversation
-    with `retrain`) one trained on the other conversations here and the `train_with` ones
+    with `retrain`) one trained on the other conversations here (their questions of
+    `categories`) and the `train_with` memory-set and `train_with_locomo` conversations
     (never scored). Also how each was re-ordered, for the report."""
     ids = [conv.conv_id for conv in conversations]
     if config.rerank_top < 2 or config.rerank_model is not None:
@@ -213,10 +216,12 @@ def _fold_configs(
     how = {c: "shipped model (never saw it)" for c in ids}
     if not own:
         return configs, how
-    rows = collect_ranked(engine, conversations, config, LOCOMO_SCORED_CATEGORIES, phases.note)
-    if train_with:
-        rows += collect_ranked(engine, train_with, config, MEMORY_SET_CATEGORIES, phases.note)
-        phases.note(f"fold models also learn from {len(train_with)} conversations never scored")
+    rows = collect_ranked(engine, conversations, config, categories, phases.note)
+    rows += collect_ranked(engine, train_with, config, MEMORY_SET_CATEGORIES, phases.note)
+    rows += collect_ranked(engine, train_with_locomo, config, LOCOMO_SCORED_CATEGORIES, phases.note)
+    unscored = len(train_with) + len(train_with_locomo)
+    if unscored:
+        phases.note(f"fold models also learn from {unscored} conversations never scored")
     paths: dict[str, str | None] = {}
     if len({r.conv_id for r in rows}) >= 2:  # else no other conversation to learn from
         paths = write_fold_models(fold_models(rows, progress=phases.note, only=own), folder)
@@ -225,7 +230,7 @@ def _fold_configs(
         update = {"rerank_model": path} if path else {"rerank_top": 0}
         configs[conv_id] = config.model_copy(update=update)
         taught = "trained on the other conversations" + (
-            f" and {len(train_with)} never scored" if train_with else ""
+            f" and {unscored} never scored" if unscored else ""
         )
         how[conv_id] = taught if path else "off (no evidence)"
     return configs, how
@@ -379,6 +384,44 @@ def _memory_sets(data: Sequence[str], merge: bool) -> list[MemorySet]:
     return sets
 
 
+def _held_out(
+    engine: SharedEngine,
+    scored: MemorySet,
+    sets: Sequence[MemorySet],
+    locomo: Sequence[Conversation],
+    phases: Progress,
+    folder: Path,
+) -> PerConversationRetriever:
+    """ctxbase with each conversation of `scored` re-ordered by a model that never saw it:
+    trained, where the shipped model saw it, as the shipped model was (the other
+    conversations of `sets`, the bundled sets and `locomo`) minus that conversation. The
+    models are written to `folder`, read from there while the benchmark runs."""
+    mine = {conv.conv_id for conv in scored.conversations}
+    unscored: dict[str, Conversation] = {}
+    for mset in sets:
+        for conv in mset.conversations:
+            if conv.conv_id not in mine:
+                unscored.setdefault(conv.conv_id, conv)
+    if clash := sorted({conv.conv_id for conv in locomo} & (mine | set(unscored))):
+        raise ValidationError("train_with_locomo", f"conversation ids also in a set: {clash[:3]}")
+    configs, how = _fold_configs(
+        engine,
+        list(scored.conversations),
+        get_preset(BEST_PRESET),
+        folder,
+        phases,
+        retrain=False,
+        train_with=list(unscored.values()),
+        categories=MEMORY_SET_CATEGORIES,
+        train_with_locomo=locomo,
+    )
+    counts: dict[str, int] = {}
+    for text in how.values():
+        counts[text] = counts.get(text, 0) + 1
+    print("held out, re-ordered by: " + "; ".join(f"{n}x {t}" for t, n in counts.items()))
+    return PerConversationRetriever("held-out", engine, configs)
+
+
 def render_sets_table(reports: Mapping[str, tuple[MemorySet, BenchmarkReport]]) -> str:
     """The sets side by side: one row per set (its language and question count), one column
     per retriever, each cell "R@k1 / R@k2 / ..."."""
@@ -405,20 +448,40 @@ def run_memory_bench(args: argparse.Namespace) -> int:
     side; a --data value may join files by commas (scored as one set), and --merge scores
     all the files as one set (conversation ids must not clash across merged files)."""
     ks = _ks(args.k)
+    folds = bool(getattr(args, "folds", False))
+    locomo_path = getattr(args, "train_with_locomo", None)
+    if locomo_path and not folds:
+        raise ValidationError(
+            "train_with_locomo", "--train-with-locomo trains per fold: it needs --folds"
+        )
     sets = _memory_sets(args.data, bool(getattr(args, "merge", False)))
+    others = _memory_sets(_shipped_sets(), merge=True) if folds else []
+    locomo = _load("LoCoMo", load_locomo, locomo_path) if locomo_path else []
     combined: dict[str, Any] = {}
     reports: dict[str, tuple[MemorySet, BenchmarkReport]] = {}
     phases = _phases(args)
-    for mset in sets:
-        engine = SharedEngine(db=args.db, embedder=args.embedder, progress=phases.note)
+    models = tempfile.TemporaryDirectory(prefix="ctxbase-folds-")
+    for n, mset in enumerate(sets):
+        folder = Path(models.name) / str(n)  # this set's fold models
+        folder.mkdir()
+        engine = SharedEngine(
+            db=args.db,
+            embedder=args.embedder,
+            progress=phases.note,
+            reuse=bool(getattr(args, "reuse", False)),
+        )
         try:
             print(
                 f"\n== {mset.name} ({mset.language}): {len(mset.conversations)} conversations, "
                 f"{mset.event_count} events, {mset.question_count} queries"
             )
+            retrievers: list[Any] = standard_retrievers(engine)
+            if folds:
+                held_out = _held_out(engine, mset, [*sets, *others], locomo, phases, folder)
+                retrievers.append(held_out)
             report = run_benchmark(
                 list(mset.conversations),
-                standard_retrievers(engine),
+                retrievers,
                 ks,
                 categories=MEMORY_SET_CATEGORIES,
                 phases=phases,
@@ -437,6 +500,7 @@ def run_memory_bench(args: argparse.Namespace) -> int:
             reports[mset.name] = (mset, report)
         finally:
             engine.close()
+    models.cleanup()
     if len(reports) > 1:
         print("\n== side by side")
         print(render_sets_table(reports))
