@@ -484,6 +484,8 @@ class GraphMethods:
         project: str | None = None,
     ) -> list[Relation]:
         check_names("types", types)
+        if direction not in ("out", "in", "both"):  # bad input, as over REST
+            raise ValidationError("direction", f"must be one of out, in, both (got {direction!r})")
         return self.store.list_relations(
             self._pid(project),
             None if node_id is None else [node_id],

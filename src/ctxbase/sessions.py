@@ -276,6 +276,10 @@ class SessionMethods:
             raise ValidationError(
                 "idle_timeout_s", "no idle timeout given or configured (session_idle_timeout_s)"
             )
+        if idle_timeout_s is not None and not idle_timeout_s > 0:  # NaN too
+            raise ValidationError(
+                "idle_timeout_s", f"must be a number of seconds above 0 (got {idle_timeout_s})"
+            )
         infos = self.store.list_sessions(self._pid(project))
         before = {i.session_id: i.status for i in infos}
         after = self._fresh(infos, now=now, idle_timeout_s=idle_timeout_s)

@@ -345,6 +345,10 @@ def rollback_fact(
     """
     cb = components_of(cb)
     check_int64("to_version", to_version)  # "1" or 1.0 would miss v1 and say it is there
+    if to_version < 1:  # versions count from 1: a 0 or below is bad input, not a miss
+        raise ValidationError(
+            "to_version", f"must be a version number, 1 or more (got {to_version})"
+        )
     pid = cb.project if project is None else project
     changes = [c for c in fact_history(cb, key, scope_id=scope_id, scope=scope, project=project)]
     target = next((c for c in changes if c.version == to_version), None)

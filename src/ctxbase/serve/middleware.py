@@ -1,4 +1,5 @@
-"""The ASGI layer around every request: request id, body size limit, metrics, access log.
+"""The ASGI layer around every request: request id, body size limit, paths naming nothing,
+metrics, access log.
 
 Written as plain ASGI (not BaseHTTPMiddleware) because it wraps every request, including
 the hot assemble path.
@@ -7,6 +8,7 @@ the hot assemble path.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from typing import Any
@@ -14,11 +16,17 @@ from typing import Any
 from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..errors import CtxbaseError, NotFoundError
 from .errors import RequestTooLargeError, error_body
 from .logs import log_request
 from .metrics import Metrics
 
 __all__ = ["ServiceMiddleware"]
+
+# No id holds a control character (model.ID_RULE), and the router would not see one at the
+# end of a path segment: its patterns end in "$", which matches before a final newline, so
+# ".../entities/n1%0A" would answer for "n1".
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class ServiceMiddleware:
@@ -55,7 +63,12 @@ class ServiceMiddleware:
             declared = 0
         try:
             if declared > limit:
-                await _too_large(send_wrapper, declared, limit)
+                too_large = f"request body is {declared} bytes, over the limit of {limit}"
+                await _refuse(send_wrapper, RequestTooLargeError(too_large))
+            elif found := _CONTROL.search(scope["path"]):
+                said = f"U+{ord(found.group()):04X}"
+                message = f"{scope['path']!r} names nothing: it holds {said}, which no id holds"
+                await _refuse(send_wrapper, NotFoundError("path", scope["path"], message=message))
             else:
                 received = 0
 
@@ -90,10 +103,9 @@ class ServiceMiddleware:
             )
 
 
-async def _too_large(send: Send, declared: int, limit: int) -> None:
-    status, body = error_body(
-        RequestTooLargeError(f"request body is {declared} bytes, over the limit of {limit}")
-    )
+async def _refuse(send: Send, error: CtxbaseError) -> None:
+    """Answer `error` before any route runs (the connection is closed after it)."""
+    status, body = error_body(error)
     raw = json.dumps(body).encode("utf-8")
     await send(
         {

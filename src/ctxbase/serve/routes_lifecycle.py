@@ -52,7 +52,7 @@ def compact_archived(pid: WriteProject, rt: Rt, body: CompactArchivedIn) -> Comp
 
 # Before the session moves: a session id may contain '/', and this path is longer.
 @router.post(
-    "/{session_id:path}/messages/{message_id}/expire",
+    "/{session_id:path}/messages/{message_id:path}/expire",
     status_code=status.HTTP_204_NO_CONTENT,
 )
 def expire_message(

@@ -10,6 +10,7 @@ out stores nothing twice, and errors are raised before anything leaves the proce
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -66,11 +67,33 @@ class Call(Generic[T]):
     moves_to: str | None = None
     read_back: Call[T] | None = None
 
+    def __post_init__(self) -> None:
+        # what JSON cannot carry is refused naming its field, as embedded, not as the
+        # client's TypeError when the body is encoded
+        if isinstance(self.body, dict):
+            for field, value in self.body.items():
+                _check_wire_json(str(field), value)
+
+
+def _check_wire_json(field: str, value: Any) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except ValueError as exc:
+        if "out of range float" in str(exc).lower():
+            raise ValidationError(
+                field, "must hold finite numbers only (NaN and Infinity are not JSON)"
+            ) from None
+        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from None
+    except (TypeError, RecursionError) as exc:
+        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from None
+
 
 def _q(part: str, field: str = "id") -> str:
     """One path segment: an id, quoted (an Event or a SessionInfo where its id goes is
-    refused naming `field`, as embedded)."""
-    return quote(id_arg(field, part), safe="")
+    refused naming `field`, as embedded). The ids "." and ".." are sent as %2E: a URL's
+    dot segments would be resolved away on the way."""
+    quoted = quote(id_arg(field, part), safe="")
+    return quoted.replace(".", "%2E") if quoted in (".", "..") else quoted
 
 
 def _none(_: Any) -> None:
