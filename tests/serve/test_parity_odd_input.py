@@ -53,6 +53,9 @@ def _scenario(api: Any) -> dict[str, Any]:
     out["nan_property"] = _error(lambda: api.upsert_entity("note", "y", "t", properties=nan))
     out["idle_0"] = _error(lambda: api.expire_idle_sessions(idle_timeout_s=0))
     out["sessions_left"] = sorted(s.status for s in api.list_sessions())
+    long_scope = "a" * 201
+    out["long_scope"] = _error(lambda: api.set_fact("k", 1, scope_id=long_scope, scope="session"))
+    out["empty_scope"] = _error(lambda: api.get_facts(scope_id="", scope="session"))
     return out
 
 
@@ -72,3 +75,4 @@ def test_odd_input_is_answered_alike_embedded_and_remote(
     assert local["nan_property"] == ("ValidationError", "properties")
     assert local["idle_0"] == ("ValidationError", "idle_timeout_s")
     assert local["sessions_left"] == ["active", "active"]  # the refused sweep expired none
+    assert local["long_scope"] == local["empty_scope"] == ("ValidationError", "scope_id")

@@ -120,6 +120,9 @@ def _check_scope(scope: str, scope_id: Any = None, key: Any = None) -> None:
         raise ValidationError("scope", f"must be one of {', '.join(SCOPES)} (got {scope!r})")
     check_name("scope_id", scope_id)
     check_name("key", key)
+    # a scope is a task, session or project id, at most 200 characters (as over REST)
+    if isinstance(scope_id, str) and not 1 <= len(scope_id) <= 200:
+        raise ValidationError("scope_id", f"must be 1-200 characters (got {len(scope_id)})")
 
 
 def check_ttl(ttl: Any) -> float | None:
