@@ -56,6 +56,7 @@ def _scenario(api: Any) -> dict[str, Any]:
     long_scope = "a" * 201
     out["long_scope"] = _error(lambda: api.set_fact("k", 1, scope_id=long_scope, scope="session"))
     out["empty_scope"] = _error(lambda: api.get_facts(scope_id="", scope="session"))
+    out["int_keys"] = api.set_fact("ik", {1: "a"}, scope_id="s1", scope="session").value
     return out
 
 
@@ -76,3 +77,4 @@ def test_odd_input_is_answered_alike_embedded_and_remote(
     assert local["idle_0"] == ("ValidationError", "idle_timeout_s")
     assert local["sessions_left"] == ["active", "active"]  # the refused sweep expired none
     assert local["long_scope"] == local["empty_scope"] == ("ValidationError", "scope_id")
+    assert local["int_keys"] == {"1": "a"}  # as JSON stores it and every read gives it back

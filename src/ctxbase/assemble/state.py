@@ -121,8 +121,10 @@ def _check_scope(scope: str, scope_id: Any = None, key: Any = None) -> None:
     check_name("scope_id", scope_id)
     check_name("key", key)
     # a scope is a task, session or project id, at most 200 characters (as over REST)
-    if isinstance(scope_id, str) and not 1 <= len(scope_id) <= 200:
-        raise ValidationError("scope_id", f"must be 1-200 characters (got {len(scope_id)})")
+    if scope_id == "":  # a fact of no task or session, which no forget reaches
+        raise ValidationError("scope_id", f"is empty: name the {scope} the fact belongs to")
+    if isinstance(scope_id, str) and len(scope_id) > 200:
+        raise ValidationError("scope_id", f"must be at most 200 characters (got {len(scope_id)})")
 
 
 def check_ttl(ttl: Any) -> float | None:
@@ -191,10 +193,8 @@ def set_fact(
     _check_scope(scope, scope_id)
     check_fact_key(key)
     check_text("scope_id", scope_id)
-    if scope_id == "":  # as REST refuses it: a fact of no task or session no forget reaches
-        raise ValidationError("scope_id", f"is empty: name the {scope} the fact belongs to")
     check_text("cause", cause)
-    check_json("value", value)
+    value = json.loads(check_json("value", value))  # as stored and read back ({1: x} -> {"1": x})
     seconds = check_ttl(ttl)
     pid = cb.project if project is None else project
     fact = StateFact(
