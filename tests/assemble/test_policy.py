@@ -599,3 +599,26 @@ def test_the_trace_header_names_where_the_chosen_policy_comes_from(tmp_path: Pat
     assert f"policy 'coder' from {DEFAULT_POLICIES_PATH} (shipped presets)," in preset
     assert str(path) not in preset.splitlines()[1]
     assert f"policy 'sql_writer' from {path} (over the shipped presets)," in own
+
+
+def test_default_written_beside_match_is_pointed_to_match_default() -> None:
+    """`default: true` beside `name:` belongs under `match:`: the hint names that place, not
+    the nearest spelling of this level's keys (`default_relation_threshold`)."""
+    (problem,) = _problems("policies:\n  - name: a\n    default: true\n")
+    assert problem.startswith(
+        "policies[0].default: unknown key 'default' (did you mean 'match.default'?)"
+    )
+
+
+def test_the_roles_of_the_files_default_policy_count_as_roles_with_a_policy() -> None:
+    text = (
+        "inherit_presets: false\npolicies:\n"
+        "  - name: a\n    match: {agent_roles: [x], default: true}\n"
+        "  - name: b\n    match: {agent_roles: [y]}\n"
+    )
+    policies = load_policies(text)
+    assert policies.roles() == ("x", "y")
+    note = policies.select("p", "coder", "hi").role_note
+    assert note == (
+        "no policy is for role 'coder', so the default policy was used (roles with a policy: x, y)"
+    )

@@ -493,10 +493,10 @@ class PolicySet:
         return next((p for p in (*self.policies, *self.presets) if p.name == name), None)
 
     def roles(self) -> tuple[str, ...]:
-        """Every role a policy (or a shipped preset) names in its match, sorted."""
-        return tuple(
-            sorted({r for p in (*self.policies, *self.presets) for r in p.match.agent_roles})
-        )
+        """Every role a policy (or a shipped preset, or the default) names in its match,
+        sorted."""
+        every = (*self.policies, *self.presets, self.default)
+        return tuple(sorted({r for p in every for r in p.match.agent_roles}))
 
     def select(
         self, project_id: str, agent_role: str, intent: str, *, has_error: bool = False

@@ -192,9 +192,12 @@ def issue_from_error(error: Any, root: Any, strategy_names: Sequence[str]) -> Po
         hint = _synonym_hint(key, valid)
         if hint is not None:
             return PolicyIssue(path, f"unknown key {key!r}{hint}{listing}")
-        found = closest(key, valid)
+        nested = _nested_keys(parent) if _is_model(parent) else {}
+        # a key of the level below, written here, is named where it belongs before any
+        # spelling of this level's keys: `default` -> `match.default`
+        found = nested.get(key) or closest(key, valid)
         if found is None and valid:
-            found = closest(key, _nested_keys(parent))
+            found = closest(key, nested)
         return PolicyIssue(path, f"unknown key {key!r}{_did_you_mean(found)}{listing}")
     path, _ = _walk_loc(root, loc)
     if kind == "union_tag_invalid":
