@@ -63,6 +63,7 @@ __all__ = [
     "either",
     "first_line_break",
     "is_blank",
+    "json_refusal",
     "loads_tolerant",
 ]
 
@@ -259,6 +260,15 @@ def _depth_over(value: Any, limit: int) -> bool:
     return False
 
 
+def json_refusal(field: str, exc: ValueError | TypeError) -> ValidationError:
+    """What JSON encoding refused in `field`, said as the library says it."""
+    if isinstance(exc, ValueError) and "out of range float" in str(exc).lower():
+        return ValidationError(
+            field, "must hold finite numbers only (NaN and Infinity are not JSON)"
+        )
+    return ValidationError(field, f"must be JSON-serialisable: {exc}")
+
+
 def check_json(field: str, value: Any, max_bytes: int | None = MAX_JSON_BYTES) -> str:
     """A value stored as JSON: serialisable, finite numbers, valid Unicode, nested at most
     MAX_JSON_DEPTH levels and (unless `max_bytes` is None) at most `max_bytes` encoded.
@@ -267,14 +277,8 @@ def check_json(field: str, value: Any, max_bytes: int | None = MAX_JSON_BYTES) -
         text = _encode_json(value)
     except RecursionError as exc:
         raise ValidationError(field, f"is nested deeper than {MAX_JSON_DEPTH} levels") from exc
-    except ValueError as exc:
-        if "out of range float" in str(exc).lower():
-            raise ValidationError(
-                field, "must hold finite numbers only (NaN and Infinity are not JSON)"
-            ) from exc
-        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from exc
-    except TypeError as exc:
-        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from exc
+    except (ValueError, TypeError) as exc:
+        raise json_refusal(field, exc) from exc
     check_text(field, text)
     # Fewer brackets than the limit cannot nest deeper than it: the walk is rarely needed.
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _depth_over(value, MAX_JSON_DEPTH):

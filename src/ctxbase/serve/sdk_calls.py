@@ -31,7 +31,13 @@ from ..retrieve.graph import GraphHit
 from ..retrieve.search import Candidate, SearchResponse
 from ..search_filters import merged_filters
 from ..store.base import ForgetReport, ItemFilter, SearchItem
-from ..validation import MessageShape, check_id_list, check_message_list, check_message_shape
+from ..validation import (
+    MessageShape,
+    check_id_list,
+    check_message_list,
+    check_message_shape,
+    json_refusal,
+)
 from .sdk_facts import FactCalls
 from .sdk_feedback import FeedbackCalls
 from .sdk_kb_calls import KnowledgeCalls
@@ -78,14 +84,10 @@ class Call(Generic[T]):
 def _check_wire_json(field: str, value: Any) -> None:
     try:
         json.dumps(value, allow_nan=False)
-    except ValueError as exc:
-        if "out of range float" in str(exc).lower():
-            raise ValidationError(
-                field, "must hold finite numbers only (NaN and Infinity are not JSON)"
-            ) from None
-        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from None
-    except (TypeError, RecursionError) as exc:
-        raise ValidationError(field, f"must be JSON-serialisable: {exc}") from None
+    except RecursionError:
+        raise ValidationError(field, "is nested too deep to send as JSON") from None
+    except (ValueError, TypeError) as exc:
+        raise json_refusal(field, exc) from None
 
 
 def _q(part: str, field: str = "id") -> str:
