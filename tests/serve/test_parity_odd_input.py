@@ -57,6 +57,10 @@ def _scenario(api: Any) -> dict[str, Any]:
     out["long_scope"] = _error(lambda: api.set_fact("k", 1, scope_id=long_scope, scope="session"))
     out["empty_scope"] = _error(lambda: api.get_facts(scope_id="", scope="session"))
     out["int_keys"] = api.set_fact("ik", {1: "a"}, scope_id="s1", scope="session").value
+    try:
+        api.get_trace("ctx/a:b@c")
+    except Exception as exc:  # the class and what it says are compared
+        out["trace_with_slash"] = (type(exc).__name__, str(exc))
     return out
 
 
@@ -78,3 +82,5 @@ def test_odd_input_is_answered_alike_embedded_and_remote(
     assert local["sessions_left"] == ["active", "active"]  # the refused sweep expired none
     assert local["long_scope"] == local["empty_scope"] == ("ValidationError", "scope_id")
     assert local["int_keys"] == {"1": "a"}  # as JSON stores it and every read gives it back
+    assert local["trace_with_slash"][0] == "NotFoundError"
+    assert "no such route" not in local["trace_with_slash"][1]

@@ -170,7 +170,7 @@ def _key_project(who: Principal) -> str:
     raise ValidationError("project_id", f"is missing (this key is for {seen}: name one)")
 
 
-@router.get("/v1/traces/{context_id}", response_model=dict[str, Any], tags=["context"])
+@router.get("/v1/traces/{context_id:path}", response_model=dict[str, Any], tags=["context"])
 def get_trace(
     context_id: str,
     who: Caller,
