@@ -190,9 +190,8 @@ def set_fact(
     `ttl` (seconds) the fact expires unless written again within it; without one it never
     does (a write without a ttl ends an earlier one's)."""
     cb = components_of(cb)
-    _check_scope(scope, scope_id)
+    _check_scope(scope, scope_id)  # its check_name checks the text too
     check_fact_key(key)
-    check_text("scope_id", scope_id)
     check_text("cause", cause)
     value = json.loads(check_json("value", value))  # as stored and read back ({1: x} -> {"1": x})
     seconds = check_ttl(ttl)

@@ -8,6 +8,7 @@ import itertools
 import json
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -415,9 +416,7 @@ def _held_out(
         categories=MEMORY_SET_CATEGORIES,
         train_with_locomo=locomo,
     )
-    counts: dict[str, int] = {}
-    for text in how.values():
-        counts[text] = counts.get(text, 0) + 1
+    counts = Counter(how.values())
     print("held out, re-ordered by: " + "; ".join(f"{n}x {t}" for t, n in counts.items()))
     return PerConversationRetriever("held-out", engine, configs)
 
@@ -460,47 +459,46 @@ def run_memory_bench(args: argparse.Namespace) -> int:
     combined: dict[str, Any] = {}
     reports: dict[str, tuple[MemorySet, BenchmarkReport]] = {}
     phases = _phases(args)
-    models = tempfile.TemporaryDirectory(prefix="ctxbase-folds-")
-    for n, mset in enumerate(sets):
-        folder = Path(models.name) / str(n)  # this set's fold models
-        folder.mkdir()
-        engine = SharedEngine(
-            db=args.db,
-            embedder=args.embedder,
-            progress=phases.note,
-            reuse=bool(getattr(args, "reuse", False)),
-        )
-        try:
-            print(
-                f"\n== {mset.name} ({mset.language}): {len(mset.conversations)} conversations, "
-                f"{mset.event_count} events, {mset.question_count} queries"
+    with tempfile.TemporaryDirectory(prefix="ctxbase-folds-") as models:
+        for n, mset in enumerate(sets):
+            folder = Path(models) / str(n)  # this set's fold models
+            folder.mkdir()
+            engine = SharedEngine(
+                db=args.db,
+                embedder=args.embedder,
+                progress=phases.note,
+                reuse=bool(getattr(args, "reuse", False)),
             )
-            retrievers: list[Any] = standard_retrievers(engine)
-            if folds:
-                held_out = _held_out(engine, mset, [*sets, *others], locomo, phases, folder)
-                retrievers.append(held_out)
-            report = run_benchmark(
-                list(mset.conversations),
-                retrievers,
-                ks,
-                categories=MEMORY_SET_CATEGORIES,
-                phases=phases,
-            )
-            _emit(report, engine, {}, None)
-            print()
-            print(render_category_table(report))
-            figures = report.to_json("ctxbase" if engine.embedder is not None else "bm25")
-            figures.update(
-                language=mset.language,
-                conversations=len(mset.conversations),
-                events=mset.event_count,
-                ks=list(ks),
-            )
-            combined[mset.name] = figures
-            reports[mset.name] = (mset, report)
-        finally:
-            engine.close()
-    models.cleanup()
+            try:
+                print(
+                    f"\n== {mset.name} ({mset.language}): {len(mset.conversations)} conversations, "
+                    f"{mset.event_count} events, {mset.question_count} queries"
+                )
+                retrievers: list[Any] = standard_retrievers(engine)
+                if folds:
+                    held_out = _held_out(engine, mset, [*sets, *others], locomo, phases, folder)
+                    retrievers.append(held_out)
+                report = run_benchmark(
+                    list(mset.conversations),
+                    retrievers,
+                    ks,
+                    categories=MEMORY_SET_CATEGORIES,
+                    phases=phases,
+                )
+                _emit(report, engine, {}, None)
+                print()
+                print(render_category_table(report))
+                figures = report.to_json("ctxbase" if engine.embedder is not None else "bm25")
+                figures.update(
+                    language=mset.language,
+                    conversations=len(mset.conversations),
+                    events=mset.event_count,
+                    ks=list(ks),
+                )
+                combined[mset.name] = figures
+                reports[mset.name] = (mset, report)
+            finally:
+                engine.close()
     if len(reports) > 1:
         print("\n== side by side")
         print(render_sets_table(reports))

@@ -240,6 +240,8 @@ class Client:
                     json=call.body,
                     timeout=deadline.attempt_timeout(),
                 )
+            except (TypeError, ValueError, RecursionError) as exc:  # the body, before sending
+                raise call.refused(exc) from None
             except self._transport_errors as exc:
                 maybe_done = maybe_done or _sent(exc)
                 delay = deadline.sleep(_delay(attempt, self.backoff, None))
@@ -424,6 +426,8 @@ class AsyncClient:
                     json=call.body,
                     timeout=deadline.attempt_timeout(),
                 )
+            except (TypeError, ValueError, RecursionError) as exc:  # the body, before sending
+                raise call.refused(exc) from None
             except self._transport_errors as exc:
                 maybe_done = maybe_done or _sent(exc)
                 delay = deadline.sleep(_delay(attempt, self.backoff, None))

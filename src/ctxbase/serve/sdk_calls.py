@@ -73,12 +73,17 @@ class Call(Generic[T]):
     moves_to: str | None = None
     read_back: Call[T] | None = None
 
-    def __post_init__(self) -> None:
-        # what JSON cannot carry is refused naming its field, as embedded, not as the
-        # client's TypeError when the body is encoded
+    def refused(self, exc: Exception) -> Exception:
+        """What to raise when encoding this call's body failed with `exc`: a ValidationError
+        naming the field JSON cannot carry, as embedded (not the client's TypeError), else
+        `exc`. Looked for only after a failure: a body that encodes is encoded once."""
         if isinstance(self.body, dict):
             for field, value in self.body.items():
-                _check_wire_json(str(field), value)
+                try:
+                    _check_wire_json(str(field), value)
+                except ValidationError as refusal:
+                    return refusal
+        return exc
 
 
 def _check_wire_json(field: str, value: Any) -> None:
