@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ctxbase.evaluation.adapter_folds import fold_adapters, question_groups
 from ctxbase.evaluation.locomo import Conversation, load_locomo
 from ctxbase.evaluation.memoryset import load_memory_set
 from ctxbase.evaluation.rerank_folds import (
@@ -35,6 +37,7 @@ from ctxbase.evaluation.rerank_folds import (
     fold_models,
 )
 from ctxbase.evaluation.store_retriever import SharedEngine
+from ctxbase.retrieve.adapter_training import QuestionGroup
 from ctxbase.retrieve.candidate import Candidate
 from ctxbase.retrieve.config import get_preset
 from ctxbase.retrieve.rerank import TreeEnsemble, reranked
@@ -64,20 +67,36 @@ def _conversations(locomo: str) -> list[tuple[str, Conversation]]:
 
 
 def collect(
-    engine: SharedEngine, convs: list[tuple[str, Conversation]]
+    engine: SharedEngine, convs: list[tuple[str, Conversation]], query_adapter: bool | None = None
 ) -> tuple[list[RankedQuestion], dict[str, str], list[tuple[str, list[Candidate]]]]:
     """Every question's candidates with the re-ordering off, each conversation's set, and
-    the ranked candidates themselves (to time the re-ordering on)."""
+    the ranked candidates themselves (to time the re-ordering on). With the query adapter
+    on, each conversation is searched with a map learned from all the others (a new
+    conversation's search never saw it, so the model must not learn from searches that did)."""
     config = get_preset("hybrid_graph")
+    if query_adapter is not None:
+        config = config.model_copy(update={"query_adapter": query_adapter})
     rows: list[RankedQuestion] = []
     group_of: dict[str, str] = {}
     searched: list[tuple[str, list[Candidate]]] = []
-    for group, conv in convs:
-        group_of[conv.conv_id] = group
-        categories = LOCOMO_CATEGORIES if group == "locomo" else None
-        rows += collect_ranked(
-            engine, [conv], config, categories, each=lambda q, r: searched.append((q, r))
-        )
+    with tempfile.TemporaryDirectory(prefix="ctxbase-adapters-") as tmp:
+        maps: dict[str, str] = {}
+        if config.query_adapter and engine.cb.embedder is not None:
+            groups: dict[str, QuestionGroup] = {}
+            for group, conv in convs:
+                categories = LOCOMO_CATEGORIES if group == "locomo" else None
+                groups.update(question_groups(engine, [conv], categories))
+            maps = fold_adapters(groups, engine.cb.embedder.name, Path(tmp), list(groups),
+                                 lambda m: print(" ", m, flush=True))  # fmt: skip
+        for group, conv in convs:
+            group_of[conv.conv_id] = group
+            categories = LOCOMO_CATEGORIES if group == "locomo" else None
+            own = config
+            if conv.conv_id in maps:
+                own = config.model_copy(update={"query_adapter_file": maps[conv.conv_id]})
+            rows += collect_ranked(
+                engine, [conv], own, categories, each=lambda q, r: searched.append((q, r))
+            )
     return rows, group_of, searched
 
 
@@ -152,12 +171,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", default="5,10,20", help="re-ordered top sizes to measure")
     ap.add_argument("--export", default=None, help="train on everything, write the model here")
     ap.add_argument("--json", default=None)
+    ap.add_argument(
+        "--query-adapter",
+        choices=["on", "off"],
+        default=None,
+        help="search with the query adapter (default: as hybrid_graph does)",
+    )
     args = ap.parse_args(argv)
     tops = [int(t) for t in args.top.split(",") if t]
     engine = SharedEngine(db=args.db, embedder=args.embedder, reuse=args.db is not None)
     try:
         convs = _conversations(args.locomo)
-        rows, group_of, searched = collect(engine, convs)
+        adapter = None if args.query_adapter is None else args.query_adapter == "on"
+        rows, group_of, searched = collect(engine, convs, adapter)
     finally:
         engine.close()
     result = cross_validate(rows, group_of, tops)

@@ -251,3 +251,23 @@ def test_bench_locomo_folds_on_one_conversation_exits_2(
     args = ["--embedder", "hash", "bench", "locomo", "--data", str(three_conversations)]
     assert main([*args, "--folds", "--limit", "1"]) == 2
     assert capsys.readouterr().err.startswith("error: folds: leaving one conversation out")
+
+
+def test_bench_locomo_folds_learn_a_query_adapter_per_fold(
+    tmp_path: Path, three_conversations: Path, capsys: Any
+) -> None:
+    en = Path(__file__).resolve().parents[2] / "bench" / "data" / "en_memory.json"
+    out = tmp_path / "folds.json"
+    args = ["--embedder", "hash", "--db", str(tmp_path / "f.db"), "bench", "locomo"]
+    args += ["--data", str(three_conversations), "--k", "1,10", "--folds", "--retrain-rerank"]
+    args += ["--train-with", str(en), "--grid", "query_adapter=true", "--json", str(out)]
+    assert main(args) == 0
+    folds = json.loads(out.read_text(encoding="utf-8"))["folds"]
+    assert folds["candidates"] == ["base", "query_adapter=true"]
+    printed = "".join(capsys.readouterr())
+    # each scored conversation is searched with a map that never saw it, and so is each
+    # conversation the re-ordering learns from (as a new conversation would be searched)
+    for conv in ("conv-a", "conv-b", "conv-c", "en-coding", "en-support"):
+        assert f"query adapter without {conv}: learned from 4 conversations" in printed
+    adapted = [f for f in folds["per_fold"] if f["chosen"] == "query_adapter=true"]
+    assert all(f["reordered_by"].endswith("; query adapter learned without it") for f in adapted)

@@ -115,6 +115,12 @@ def test_search_options_are_an_explicit_model(live: Live, pid: str) -> None:
     assert "file on the server" in bad.json()["error"]["message"]
     null = c.post(url, json={"query": "cache", "options": {"rerank_model": None}})
     assert null.status_code == 200
+    # nor one for the query adapter's map; turning the shipped map on or off is allowed
+    bad = c.post(url, json={"query": "cache", "options": {"query_adapter_file": "/etc/hosts"}})
+    assert bad.status_code == 422
+    assert bad.json()["error"]["field"] == "options.query_adapter_file"
+    on = c.post(url, json={"query": "cache", "options": {"query_adapter": True}})
+    assert on.status_code == 200
 
 
 def test_a_signing_key_from_the_client_is_refused_and_never_used(

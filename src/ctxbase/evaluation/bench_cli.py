@@ -19,6 +19,7 @@ from ..errors import ValidationError
 from ..progress import Progress
 from ..retrieve.config import SearchConfig, get_preset
 from ..retrieve.rerank import shipped_model_conversations, shipped_model_sets
+from .adapter_folds import held_out_adapters
 from .folds import leave_one_conversation_out
 from .locomo import (
     LOCOMO_SCORED_CATEGORIES,
@@ -206,7 +207,45 @@ def _fold_configs(
     model where it was not trained on that conversation, else (or for every conversation
     with `retrain`) one trained on the other conversations here (their questions of
     `categories`) and the `train_with` memory-set and `train_with_locomo` conversations
-    (never scored). Also how each was re-ordered, for the report."""
+    (never scored), and, where the shipped query adapter saw it, searched with a map
+    learned the same way without it. Also how each was re-ordered, for the report."""
+    maps: dict[str, str] = {}
+    if config.query_adapter and config.query_adapter_file is None:
+        maps = held_out_adapters(
+            engine,
+            [(conversations, categories)],
+            [(train_with, MEMORY_SET_CATEGORIES), (train_with_locomo, LOCOMO_SCORED_CATEGORIES)],
+            folder,
+            retrain,
+            phases.note,
+        )
+    mapped = {c: config.model_copy(update={"query_adapter_file": p}) for c, p in maps.items()}
+    configs, how = _reorder_configs(
+        engine, conversations, config, folder, phases, retrain, train_with, categories,
+        train_with_locomo, mapped,
+    )  # fmt: skip
+    for conv in conversations:
+        if conv.conv_id in maps:
+            update = {"query_adapter_file": maps[conv.conv_id]}
+            configs[conv.conv_id] = configs[conv.conv_id].model_copy(update=update)
+            how[conv.conv_id] += "; query adapter learned without it"
+    return configs, how
+
+
+def _reorder_configs(
+    engine: SharedEngine,
+    conversations: Sequence[Conversation],
+    config: SearchConfig,
+    folder: Path,
+    phases: Progress,
+    retrain: bool,
+    train_with: Sequence[Conversation],
+    categories: Collection[int] | None,
+    train_with_locomo: Sequence[Conversation],
+    mapped: Mapping[str, SearchConfig],
+) -> tuple[dict[str, SearchConfig], dict[str, str]]:
+    """`_fold_configs`'s re-ordering part (see there); `mapped`: the conversations searched
+    with a query adapter learned without them, to learn from."""
     ids = [conv.conv_id for conv in conversations]
     if config.rerank_top < 2 or config.rerank_model is not None:
         fixed = "off" if config.rerank_top < 2 else "the configured model"
@@ -217,9 +256,15 @@ def _fold_configs(
     how = {c: "shipped model (never saw it)" for c in ids}
     if not own:
         return configs, how
-    rows = collect_ranked(engine, conversations, config, categories, phases.note)
-    rows += collect_ranked(engine, train_with, config, MEMORY_SET_CATEGORIES, phases.note)
-    rows += collect_ranked(engine, train_with_locomo, config, LOCOMO_SCORED_CATEGORIES, phases.note)
+    rows = [
+        row
+        for convs, cats in (
+            (conversations, categories),
+            (train_with, MEMORY_SET_CATEGORIES),
+            (train_with_locomo, LOCOMO_SCORED_CATEGORIES),
+        )
+        for row in collect_ranked(engine, convs, config, cats, phases.note, config_of=mapped)
+    ]
     unscored = len(train_with) + len(train_with_locomo)
     if unscored:
         phases.note(f"fold models also learn from {unscored} conversations never scored")

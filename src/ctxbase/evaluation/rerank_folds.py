@@ -75,13 +75,16 @@ def collect_ranked(
     categories: Collection[int] | None,
     progress: Callable[[str], None] | None = None,
     each: Callable[[str, list[Candidate]], None] | None = None,
+    config_of: Mapping[str, SearchConfig] | None = None,
 ) -> list[RankedQuestion]:
     """Search every question that has evidence (of `categories`; None: all) with the
     re-ordering off and keep its first FEATURE_POOL candidates' signals (`each` is also
-    given every question and its ranked candidates)."""
-    plain = config.model_copy(update={"rerank_top": 0, "rerank_model": None, "top_k": FEATURE_POOL})
+    given every question and its ranked candidates). `config_of` gives a conversation a
+    configuration of its own (its held-out query adapter)."""
+    off = {"rerank_top": 0, "rerank_model": None, "top_k": FEATURE_POOL}
     rows: list[RankedQuestion] = []
     for conv in conversations:
+        plain = (config_of or {}).get(conv.conv_id, config).model_copy(update=off)
         engine.ensure_indexed(conv)
         dia_of = engine.dia_ids(conv.conv_id)
         for q in conv.questions:

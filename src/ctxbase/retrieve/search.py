@@ -37,6 +37,7 @@ from .part_search import part_rankings
 from .pending import PendingUnits
 from .period_search import period_rankings
 from .query_actors import actor_free_query, actor_names, favoured_actors, named_actors
+from .query_adapter import adapter_for
 from .query_decomp import query_conjuncts
 from .query_parts import query_clauses
 from .query_rewrite import QueryRewriter, rewrite_rankings
@@ -581,7 +582,11 @@ class Searcher(QueryVectors):
         """Nearest items to `query` (or to `qvec` when given) that the filter admits; those
         found below `min_similarity` are added to `under` when given (else dropped)."""
         assert self.embedder is not None
-        qvec = self.query_vector(query) if qvec is None else qvec
+        if qvec is None:
+            qvec = self.query_vector(query)
+            adapter = adapter_for(config, self.embedder.name)
+            if adapter is not None:
+                qvec = adapter.apply(qvec)
         model, limit = self.embedder.name, config.candidates
         if allowed is None or allowed.ids is not None:
             ids = None if allowed is None else allowed.ids

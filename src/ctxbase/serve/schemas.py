@@ -381,6 +381,8 @@ class SearchOptionsIn(_In):
     # request (no client chooses which server file is read); null is accepted as the SDK
     # sends every setting
     rerank_model: str | None = None
+    query_adapter: bool | None = None
+    query_adapter_file: str | None = None  # a server file, as rerank_model
     feedback_weight: float | None = None
     feedback_seeds: int | None = None
     feedback_terms: int | None = None
@@ -410,13 +412,13 @@ class SearchOptionsIn(_In):
         "whatever is pinned (default: the pinned version, else the latest)",
     )
 
-    @field_validator("rerank_model")
+    @field_validator("rerank_model", "query_adapter_file")
     @classmethod
     def _no_server_file(cls, value: str | None) -> None:
         if value is not None:
             raise ValueError(
                 "names a file on the server, which no request may choose: searches over "
-                "REST re-order with the shipped model"
+                "REST use the shipped model"
             )
         return None
 
