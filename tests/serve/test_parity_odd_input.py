@@ -1,6 +1,6 @@
 """Inputs a user may well send, answered alike embedded and over HTTP on both backends: the
 ids "." and ".." (allowed by the id rule), an id with a trailing newline (no id holds one),
-a message id holding "/", and bad arguments that embedded refuses as ValidationError
+a message id holding "/", ids longer than any id (not found), and bad arguments that embedded refuses as ValidationError
 (a relation direction, a version 0, values JSON cannot carry, an idle timeout of 0)."""
 
 from __future__ import annotations
@@ -57,6 +57,18 @@ def _scenario(api: Any) -> dict[str, Any]:
     out["long_scope"] = _error(lambda: api.set_fact("k", 1, scope_id=long_scope, scope="session"))
     out["empty_scope"] = _error(lambda: api.get_facts(scope_id="", scope="session"))
     out["int_keys"] = api.set_fact("ik", {1: "a"}, scope_id="s1", scope="session").value
+    long_id = "e" * 300  # no id is that long: not found, as any id never stored
+    out["long_event"] = _error(lambda: api.get_event(long_id))
+    out["long_causes"] = _error(lambda: api.causal_chain(long_id))
+    out["long_effects"] = _error(lambda: api.effects(long_id))
+    out["long_relation"] = _error(lambda: api.close_relationship(long_id))
+    out["long_message"] = _error(lambda: api.expire_message("s1", long_id))
+    out["long_trace"] = _error(lambda: api.get_trace(long_id))
+    out["long_entity"] = _error(lambda: api.get_entity(long_id))
+    out["long_node"] = _error(lambda: api.relationships(long_id))
+    out["long_hood"] = _error(lambda: api.neighbourhood(long_id))
+    out["long_session"] = _error(lambda: api.get_session(long_id))
+    out["long_rated"] = _error(lambda: api.feedback(long_id, "wrong"))
     try:
         api.get_trace("ctx/a:b@c")
     except Exception as exc:  # the class and what it says are compared
@@ -73,6 +85,9 @@ def test_odd_input_is_answered_alike_embedded_and_remote(
     assert (local["dots_entity"], local["dots_read"]) == ("..", "dots")
     assert local["dot_session"] == local["dot_session_read"] == ".."
     assert local["newline_id"][0] == "NotFoundError"
+    for call in ("event", "causes", "effects", "relation", "message", "trace", "entity"):
+        assert local[f"long_{call}"][0] == "NotFoundError", call
+    assert local["long_node"] == ("ok", "[]")  # no relations, as for any unknown node
     assert local["expired_marks"] == ["retracted"]
     assert local["direction"] == ("ValidationError", "direction")
     assert local["version_0"] == ("ValidationError", "to_version")

@@ -34,7 +34,8 @@ router = APIRouter(prefix="/v1/projects/{project_id}")
 # app includes it after every router with a longer /events/{id}/... path (the console's).
 event_reads = APIRouter(prefix="/v1/projects/{project_id}")
 
-EventId = Annotated[str, Path(min_length=1, max_length=200)]
+# no length bound: an id longer than any stored is not found, as embedded says (id_arg)
+EventId = Annotated[str, Path(min_length=1)]
 # A retry of the same request sends the same key; the event's id is derived from it.
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key")]
 

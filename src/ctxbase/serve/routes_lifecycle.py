@@ -27,7 +27,7 @@ __all__ = ["router"]
 
 router = APIRouter(prefix="/v1/projects/{project_id}/sessions", tags=["lifecycle"])
 
-MessageId = Annotated[str, Path(min_length=1, max_length=200)]
+MessageId = Annotated[str, Path(min_length=1)]
 # The moves' and the sweep's fields are all optional, so the body may be left out.
 _NO_CAUSE = LifecycleIn()
 _NO_TIMEOUT = ExpireIdleIn()
