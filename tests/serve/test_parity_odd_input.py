@@ -1,7 +1,8 @@
 """Inputs a user may well send, answered alike embedded and over HTTP on both backends: the
 ids "." and ".." (allowed by the id rule), an id with a trailing newline (no id holds one),
-a message id holding "/", ids longer than any id (not found), and bad arguments that embedded refuses as ValidationError
-(a relation direction, a version 0, values JSON cannot carry, an idle timeout of 0)."""
+a message id holding "/", ids longer than any id (not found), and bad arguments that
+embedded refuses as ValidationError (a relation direction, a version 0, values JSON cannot
+carry, an idle timeout of 0)."""
 
 from __future__ import annotations
 

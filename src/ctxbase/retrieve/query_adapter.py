@@ -85,9 +85,10 @@ def _read(path: str, mtime_ns: int, size: int) -> QueryAdapter:
         with np.load(path, allow_pickle=False) as data:
             matrix = np.asarray(data["matrix"], dtype=np.float32)
             meta = json.loads(str(data["meta"]))
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+        # numpy's own words (a pickle hint for a text file) would mislead
         raise ValidationError(
-            "query_adapter_file", f"{path} is not a query adapter file ({exc})"
+            "query_adapter_file", f"{path} is not a query adapter (an .npz save_adapter writes)"
         ) from None
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1] or not isinstance(meta, dict):
         raise ValidationError("query_adapter_file", f"{path}: not a square matrix")
@@ -105,20 +106,30 @@ def bundled_adapter() -> QueryAdapter | None:
     return load_adapter(_BUNDLED)
 
 
-def adapter_for(config: SearchConfig, embedder: str) -> QueryAdapter | None:
-    """The adapter a search applies to `embedder`'s query vectors under `config`: None when
-    off or, for the shipped one, learned for another model; a named file learned for
-    another model is a ValidationError (it would be silently ignored otherwise)."""
+def adapter_for(config: SearchConfig, embedder: str, dim: int) -> QueryAdapter | None:
+    """The adapter a search applies to the query vectors (`dim` wide) of `embedder` under
+    `config`: None when off or, for the shipped one, learned for another model; a named
+    file learned for another model or another width is a ValidationError (it would be
+    silently ignored otherwise)."""
     if not config.query_adapter:
         return None
     if config.query_adapter_file is not None:
         adapter = load_adapter(config.query_adapter_file)
+        name = config.query_adapter_file
         if adapter.embedder != embedder:
             raise ValidationError(
                 "query_adapter_file",
-                f"{config.query_adapter_file} was learned for {adapter.embedder!r}, "
+                f"{name} was learned for {adapter.embedder!r}, "
                 f"not for this store's embedder {embedder!r}",
+            )
+        if adapter.matrix.shape[0] != dim:
+            raise ValidationError(
+                "query_adapter_file",
+                f"{name} maps vectors of {adapter.matrix.shape[0]} numbers; "
+                f"{embedder!r} gives {dim}",
             )
         return adapter
     shipped = bundled_adapter()
-    return shipped if shipped is not None and shipped.embedder == embedder else None
+    if shipped is None or shipped.embedder != embedder or shipped.matrix.shape[0] != dim:
+        return None
+    return shipped

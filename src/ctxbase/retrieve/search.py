@@ -584,7 +584,7 @@ class Searcher(QueryVectors):
         assert self.embedder is not None
         if qvec is None:
             qvec = self.query_vector(query)
-            adapter = adapter_for(config, self.embedder.name)
+            adapter = adapter_for(config, self.embedder.name, self.embedder.dim)
             if adapter is not None:
                 qvec = adapter.apply(qvec)
         model, limit = self.embedder.name, config.candidates

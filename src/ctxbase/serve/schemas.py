@@ -418,7 +418,7 @@ class SearchOptionsIn(_In):
         if value is not None:
             raise ValueError(
                 "names a file on the server, which no request may choose: searches over "
-                "REST use the shipped model"
+                "REST use the shipped model and map"
             )
         return None
 
