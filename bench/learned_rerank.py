@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ctxbase.evaluation.adapter_folds import fold_adapters, question_groups
+from ctxbase.evaluation.adapter_folds import held_out_adapters
 from ctxbase.evaluation.locomo import Conversation, load_locomo
 from ctxbase.evaluation.memoryset import load_memory_set
 from ctxbase.evaluation.rerank_folds import (
@@ -37,7 +37,6 @@ from ctxbase.evaluation.rerank_folds import (
     fold_models,
 )
 from ctxbase.evaluation.store_retriever import SharedEngine
-from ctxbase.retrieve.adapter_training import QuestionGroup
 from ctxbase.retrieve.candidate import Candidate
 from ctxbase.retrieve.config import get_preset
 from ctxbase.retrieve.rerank import TreeEnsemble, reranked
@@ -66,6 +65,11 @@ def _conversations(locomo: str) -> list[tuple[str, Conversation]]:
     return out
 
 
+def _categories(group: str) -> tuple[int, ...] | None:
+    """The questions a set's conversations are searched and scored on (None: all)."""
+    return LOCOMO_CATEGORIES if group == "locomo" else None
+
+
 def collect(
     engine: SharedEngine, convs: list[tuple[str, Conversation]], query_adapter: bool | None = None
 ) -> tuple[list[RankedQuestion], dict[str, str], list[tuple[str, list[Candidate]]]]:
@@ -81,21 +85,19 @@ def collect(
     searched: list[tuple[str, list[Candidate]]] = []
     with tempfile.TemporaryDirectory(prefix="ctxbase-adapters-") as tmp:
         maps: dict[str, str] = {}
-        if config.query_adapter and engine.cb.embedder is not None:
-            groups: dict[str, QuestionGroup] = {}
-            for group, conv in convs:
-                categories = LOCOMO_CATEGORIES if group == "locomo" else None
-                groups.update(question_groups(engine, [conv], categories))
-            maps = fold_adapters(groups, engine.cb.embedder.name, Path(tmp), list(groups),
-                                 lambda m: print(" ", m, flush=True))  # fmt: skip
+        if config.query_adapter:  # every conversation learns from, and is held out
+            every = [([conv], _categories(group)) for group, conv in convs]
+            maps = held_out_adapters(
+                engine, [], every, Path(tmp), retrain=True,
+                progress=lambda m: print(" ", m, flush=True),
+            )  # fmt: skip
         for group, conv in convs:
             group_of[conv.conv_id] = group
-            categories = LOCOMO_CATEGORIES if group == "locomo" else None
             own = config
             if conv.conv_id in maps:
                 own = config.model_copy(update={"query_adapter_file": maps[conv.conv_id]})
             rows += collect_ranked(
-                engine, [conv], own, categories, each=lambda q, r: searched.append((q, r))
+                engine, [conv], own, _categories(group), each=lambda q, r: searched.append((q, r))
             )
     return rows, group_of, searched
 

@@ -29,7 +29,7 @@ from ctxbase.evaluation.rerank_folds import conversation_fingerprint
 from ctxbase.evaluation.store_retriever import SharedEngine
 from ctxbase.retrieve.adapter_training import QuestionGroup
 from ctxbase.retrieve.query_adapter import save_adapter
-from learned_rerank import LOCOMO_CATEGORIES, ROOT, SETS, _conversations
+from learned_rerank import ROOT, SETS, _categories, _conversations
 
 KS = (1, 3, 10, 40)
 
@@ -65,8 +65,7 @@ def main() -> None:
     groups: dict[str, QuestionGroup] = {}
     try:
         for group, conv in _conversations(args.locomo):
-            categories = LOCOMO_CATEGORIES if group == "locomo" else None
-            groups.update(question_groups(engine, [conv], categories))
+            groups.update(question_groups(engine, [conv], _categories(group)))
             set_of[conv.conv_id] = group
             fingerprints.append(conversation_fingerprint(conv))
         assert engine.cb.embedder is not None

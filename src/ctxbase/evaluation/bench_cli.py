@@ -226,8 +226,6 @@ def _fold_configs(
     )  # fmt: skip
     for conv in conversations:
         if conv.conv_id in maps:
-            update = {"query_adapter_file": maps[conv.conv_id]}
-            configs[conv.conv_id] = configs[conv.conv_id].model_copy(update=update)
             how[conv.conv_id] += "; query adapter learned without it"
     return configs, how
 
@@ -245,14 +243,15 @@ def _reorder_configs(
     mapped: Mapping[str, SearchConfig],
 ) -> tuple[dict[str, SearchConfig], dict[str, str]]:
     """`_fold_configs`'s re-ordering part (see there); `mapped`: the conversations searched
-    with a query adapter learned without them, to learn from."""
+    with a query adapter learned without them (their configurations, learned from and
+    scored with)."""
     ids = [conv.conv_id for conv in conversations]
+    configs = {c: mapped.get(c, config) for c in ids}
     if config.rerank_top < 2 or config.rerank_model is not None:
         fixed = "off" if config.rerank_top < 2 else "the configured model"
-        return {c: config for c in ids}, {c: fixed for c in ids}
+        return configs, {c: fixed for c in ids}
     seen = shipped_model_conversations()
     own = {c.conv_id for c in conversations if retrain or conversation_fingerprint(c) in seen}
-    configs = {c: config for c in ids}
     how = {c: "shipped model (never saw it)" for c in ids}
     if not own:
         return configs, how
@@ -274,7 +273,7 @@ def _reorder_configs(
     for conv_id in own:
         path = paths.get(conv_id)  # none: the other conversations taught it nothing
         update = {"rerank_model": path} if path else {"rerank_top": 0}
-        configs[conv_id] = config.model_copy(update=update)
+        configs[conv_id] = configs[conv_id].model_copy(update=update)
         taught = "trained on the other conversations" + (
             f" and {unscored} never scored" if unscored else ""
         )
