@@ -108,21 +108,22 @@ def test_combined_multisession_set_size() -> None:
     assert sum(mset.question_count for mset in sets) >= 300
 
 
-HELD_OUT = DATA / "zh_en_heldout.json"
+NEVER_LEARNED = [DATA / "zh_en_heldout.json", DATA / "zh_en_mixed.json"]
 
 
-def test_held_out_set_is_mixed_and_never_learned_from() -> None:
-    """zh_en_heldout.json measures conversations nothing was fitted on: neither the shipped
-    re-ordering model nor the shipped query adapter may list it among what they learned
-    from, and it keeps its mix of English questions over mostly Chinese turns."""
+@pytest.mark.parametrize("path", NEVER_LEARNED, ids=lambda path: path.name)
+def test_mixed_set_is_never_learned_from(path: Path) -> None:
+    """The mixed Chinese/English sets measure conversations nothing was fitted on: neither
+    the shipped re-ordering model nor the shipped query adapter may list them among what
+    they learned from, and they keep their English questions over mostly Chinese turns."""
     from ctxbase.retrieve.query_adapter import bundled_adapter
     from ctxbase.retrieve.rerank import shipped_model_sets
 
-    name = f"bench/data/{HELD_OUT.name}"
+    name = f"bench/data/{path.name}"
     assert name not in shipped_model_sets()
     adapter = bundled_adapter()
     assert adapter is not None and name not in adapter.about.get("training_sets", [])
-    memory = load_memory_set(HELD_OUT)
+    memory = load_memory_set(path)
     assert len(memory.conversations) >= 5 and memory.question_count >= 75
     questions = [q.question for conv in memory.conversations for q in conv.questions]
     english = [q for q in questions if not any("\u4e00" <= ch <= "\u9fff" for ch in q)]
