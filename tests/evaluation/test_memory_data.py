@@ -4,6 +4,7 @@ benchmark figures meaningless without failing anything else)."""
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from datetime import datetime
 from itertools import pairwise
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from ctxbase.cjk_terms import CJK_CHARS
 from ctxbase.evaluation.locomo import CATEGORY_NAMES
 from ctxbase.evaluation.memoryset import MEMORY_SET_CATEGORIES, load_memory_set
 
@@ -126,7 +128,7 @@ def test_mixed_set_is_never_learned_from(path: Path) -> None:
     memory = load_memory_set(path)
     assert len(memory.conversations) >= 5 and memory.question_count >= 75
     questions = [q.question for conv in memory.conversations for q in conv.questions]
-    english = [q for q in questions if not any("\u4e00" <= ch <= "\u9fff" for ch in q)]
+    english = [q for q in questions if not re.search(f"[{CJK_CHARS}]", q)]
     assert 0.15 <= len(english) / len(questions) <= 0.4
     categories = Counter(q.category_name for conv in memory.conversations for q in conv.questions)
     assert set(categories) == KNOWN_CATEGORIES
