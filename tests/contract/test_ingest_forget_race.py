@@ -237,16 +237,46 @@ def test_ctxbase_forget_from_another_process_stops_a_running_ingest(
 ) -> None:
     """The command-line race as a user runs it: `ctxbase ingest` in one process, `ctxbase
     forget --repo` in another once the ingest has written files; the ingest exits 1 saying
-    the repository was forgotten, and nothing of it is left."""
+    the repository was forgotten, and nothing of it is left.
+
+    The forget starts while the test holds the database's write lock and has seen, under
+    it, at most 300 of the 500 files stored: the ingest has at least three writes left
+    (two batches of 100 files to read, then its edges) and the forget one, so the forget
+    lands before the ingest's last write even on a loaded machine. A busy machine can let
+    the ingest get further before the test looks; that run is set aside and the race is
+    run again on a new database."""
     import json
+
+    for attempt in range(4):
+        raced = _cli_race(tmp_path / f"try{attempt}")
+        if raced is not None:
+            break
+    else:
+        pytest.fail("four ingests all stored over 300 files before the test could hold them")
+    db, word, out, err, returncode = raced
+    forgot = json.loads(capsys.readouterr().out)
+    assert forgot["repos"] == ["big"] and forgot["removed"]["entities"] > 0
+    assert returncode == 1, (out, err)
+    assert "error: repository 'big' was forgotten while this ingest ran (at " in err
+    assert "of 500 files, nothing of it kept (an ingest started now holds it again)" in err
+    assert out == ""
+    with ContextBase(SQLiteStore(db), project="p", embedder="hash") as cb:
+        _nothing_of(cb, "big", word)
+
+
+def _cli_race(root: Path) -> tuple[str, str, str, str, int] | None:
+    """One `ctxbase ingest` process of 500 files and a `ctxbase forget --repo` started mid-way;
+    (database, marker word, the ingest's stdout, stderr, exit code), or None when the
+    ingest stored more than 300 files before the test could hold it."""
     import os
     import subprocess
     import sys
 
     from ctxbase.cli import main
 
-    db, word = str(tmp_path / "ir.db"), _marker()
-    folder = _repo(tmp_path / "big", word, 300)
+    root.mkdir(parents=True)
+    db, word = str(root / "ir.db"), _marker()
+    folder = _repo(root / "big", word, 500)
     base = ["--db", db, "--project", "p", "--embedder", "hash"]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")}
     ingest = subprocess.Popen(
@@ -261,22 +291,28 @@ def test_ctxbase_forget_from_another_process_stops_a_running_ingest(
         deadline = time.monotonic() + 120
         while not (Path(db).exists() and _files_written(db, "big")):
             assert ingest.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        # Hold the database's write lock so the ingest waits at its next write (a busy
-        # machine cannot let it finish first), start the forget, then let both go: the
-        # forget needs the lock once, the ingest hundreds of times more.
-        lock = sqlite3.connect(db, isolation_level=None)
+            time.sleep(0.02)
+        # Hold the database's write lock, then count the files stored: at most 300 leave
+        # the ingest three writes, each waiting for this lock and then for the forget's.
+        store = SQLiteStore(db)
+        lock = sqlite3.connect(db, isolation_level=None, timeout=60)
         try:
             lock.execute("BEGIN IMMEDIATE")
-            assert ingest.poll() is None
+            if store.entity_type_counts("p").get("file", 0) > 300:
+                lock.rollback()
+                out, err = ingest.communicate(timeout=300)
+                assert ingest.returncode == 0, (out, err)  # it finished before any forget
+                return None
             forget = threading.Thread(
                 target=lambda: codes.append(main([*base, "forget", "--repo", "big"]))
             )
             forget.start()
             time.sleep(0.5)
         finally:
-            lock.rollback()
+            if lock.in_transaction:
+                lock.rollback()
             lock.close()
+            store.close()
         forget.join(120)
         assert codes == [0]
         out, err = ingest.communicate(timeout=300)
@@ -284,14 +320,7 @@ def test_ctxbase_forget_from_another_process_stops_a_running_ingest(
         if ingest.poll() is None:
             ingest.kill()
             ingest.wait()
-    forgot = json.loads(capsys.readouterr().out)
-    assert forgot["repos"] == ["big"] and forgot["removed"]["entities"] > 0
-    assert ingest.returncode == 1, (out, err)
-    assert "error: repository 'big' was forgotten while this ingest ran (at " in err
-    assert "of 300 files, nothing of it kept (an ingest started now holds it again)" in err
-    assert out == ""
-    with ContextBase(SQLiteStore(db), project="p", embedder="hash") as cb:
-        _nothing_of(cb, "big", word)
+    return db, word, out, err, ingest.returncode
 
 
 def _files_written(db: str, repo: str) -> bool:
