@@ -26,9 +26,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 from typing import Literal, Protocol
 
 import numpy as np
@@ -129,9 +130,11 @@ class _Docs:
     # after it was taken show too: they are gone from the store as well)
     dead: npt.NDArray[np.bool_] = field(default_factory=lambda: np.zeros(0, dtype=np.bool_))
     n: int = 0
+    # some term is not plain ASCII (Chinese, say): what a cross-language query could meet
+    non_ascii: bool = False
 
     def add(self, rows: Sequence[KeywordRow]) -> tuple[I32, I32, F32]:
-        start = self.n
+        start, known = self.n, len(self.vocab)
         # in batches: the strings of one batch at a time, not of the whole project
         parts = [
             _postings(rows[i : i + _BATCH], start + i, self.vocab)
@@ -139,6 +142,8 @@ class _Docs:
         ]
         if not parts:
             return _postings([], start, self.vocab)[:3]
+        if not self.non_ascii:  # the terms first seen now come last in the vocabulary
+            self.non_ascii = not all(t.isascii() for t in islice(self.vocab, known, None))
         terms, docs, freqs, lengths = (np.concatenate(p) for p in zip(*parts, strict=True))
         self.lengths = grown(self.lengths, start + len(rows), start)
         self.lengths[start : start + len(rows)] = lengths
@@ -452,6 +457,11 @@ class KeywordIndex:
                 out[term] = df
         return loaded.live, out
 
+    def holds_non_ascii(self, project_id: str) -> bool:
+        """Whether some item of the project holds a term that is not plain ASCII (a Chinese
+        word, say), dead items included."""
+        return self._load(project_id).docs.non_ascii
+
     def screen(self, project_id: str, ids: Sequence[str], flt: ItemFilter) -> list[bool] | None:
         """Per id, whether `flt` may admit it by the attributes held here (False only where
         the store would not admit it either; an id not held here may pass), or None when
@@ -535,10 +545,12 @@ class KeywordIndex:
         flt: ItemFilter | None = None,
         allowed: Admission | None = None,
         mode: Literal["or", "and"] = "or",
+        weights: Mapping[str, float] | None = None,
     ) -> list[tuple[str, float]]:
         """The best `limit` active items of the project for `terms` with their BM25 scores
         (higher is better) that `flt` admits, checked against the store; `allowed` is `flt`
-        already resolved by the caller (search.FilterScope), checked through it instead."""
+        already resolved by the caller (search.FilterScope), checked through it instead.
+        A term in `weights` counts that much of its BM25 weight (its idf scaled)."""
         loaded = self._load(project_id)
         if limit <= 0:
             return []
@@ -547,7 +559,7 @@ class KeywordIndex:
             # a filter listed whole (read from the store by this search): score only its items
             among = np.unique(loaded.docs.ids.positions(allowed.ids, loaded.n))
             among = among[loaded.alive(among)]
-        postings = self._postings(loaded, terms, mode, among)
+        postings = self._postings(loaded, terms, mode, among, weights or {})
         if not postings:
             return []
         whole = among is not None
@@ -584,9 +596,11 @@ class KeywordIndex:
         terms: Sequence[str],
         mode: Literal["or", "and"],
         among: npt.NDArray[np.int64] | None,
+        weights: Mapping[str, float],
     ) -> list[TermPostings]:
-        """The query terms' postings (with `among`, only those of these sorted positions);
-        none when no item can match."""
+        """The query terms' postings (with `among`, only those of these sorted positions),
+        each idf scaled by the term's weight (1 when not given); none when no item can
+        match."""
         wanted = list(dict.fromkeys(t for t in terms if t.strip()))
         vocab, out = loaded.docs.vocab, []
         n = loaded.live
@@ -608,7 +622,7 @@ class KeywordIndex:
                 continue
             idf = math.log((n - df + 0.5) / (df + 0.5))
             idf = idf if idf > 0 else 1e-6  # as FTS5: a very common term still counts a little
-            out.append(TermPostings(docs, freqs, idf, tf_bound))
+            out.append(TermPostings(docs, freqs, idf * weights.get(term, 1.0), tf_bound))
         if mode == "and" and len(out) < len(wanted):
             return []
         return out

@@ -57,6 +57,7 @@ from .session_keys import SessionKeys
 from .signals import KnownSignals, UsageRecorder, read_signals
 from .similarity_floor import apply_similarity_floor
 from .synced import one_generation
+from .term_bridge import bridged_weights, load_term_bridge
 from .tokenize import fts_match_expression, query_terms
 from .vector_index import VectorIndex
 
@@ -563,7 +564,23 @@ class Searcher(QueryVectors):
     ) -> list[tuple[str, float]]:
         if config.keyword_index:
             terms = query_terms(query)
-            return self.keywords.search(project_id, terms, config.candidates, flt, allowed)
+            weights = None
+            # a plain English query over a project holding only ASCII terms has nothing to
+            # meet in Chinese: the dictionary is not read for it
+            if config.term_bridge > 0 and (
+                not all(t.isascii() for t in terms) or self.keywords.holds_non_ascii(project_id)
+            ):
+                weights = bridged_weights(
+                    terms,
+                    load_term_bridge(),
+                    lambda words: set(self.keywords.frequencies(project_id, words)[1]),
+                    config.term_bridge,
+                    config.term_bridge_cap,
+                )
+                terms = list(weights)
+            return self.keywords.search(
+                project_id, terms, config.candidates, flt, allowed, weights=weights
+            )
         match = fts_match_expression(query_terms(query), "or")
         if not match:
             return []
