@@ -386,6 +386,8 @@ class SearchOptionsIn(_In):
     feedback_weight: float | None = None
     feedback_seeds: int | None = None
     feedback_terms: int | None = None
+    term_bridge: float | None = None
+    term_bridge_cap: int | None = None
     dense_feedback_weight: float | None = None
     dense_feedback_seeds: int | None = None
     dense_feedback_mix: float | None = None
