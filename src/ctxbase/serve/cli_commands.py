@@ -176,15 +176,19 @@ def _key_agent(api_key: str | None) -> str | None:
 
 
 def warm_in_background(base: Any) -> threading.Thread:
-    """Load the embedding model and the Chinese segmenter's dictionary while the client
-    starts up, so its first search does not pay seconds for them (as `serve` loads both
-    before it answers). A failure here is left for that first call to report."""
+    """Load the embedding model, the Chinese segmenter's and the term bridge's dictionaries
+    while the client starts up, so its first search does not pay seconds for them (as
+    `serve` loads them before it answers). A failure here is left for that first call to
+    report."""
 
     def warm() -> None:
+        from ..retrieve.term_bridge import load_term_bridge
         from ..retrieve.tokenize import load_segmenter
 
         with contextlib.suppress(Exception):
             load_segmenter()
+        with contextlib.suppress(Exception):
+            load_term_bridge()
         with contextlib.suppress(Exception):
             if base.embedder is not None:
                 base.embedder.embed_query("warm up")
