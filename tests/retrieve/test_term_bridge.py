@@ -5,11 +5,22 @@ backend: the `cb` fixture is parametrised)."""
 
 from __future__ import annotations
 
+import gzip
+import marshal
+from pathlib import Path
+
 import pytest
 
 from ctxbase import ContextBase
 from ctxbase.retrieve.config import get_preset
-from ctxbase.retrieve.term_bridge import bridged_weights, load_term_bridge, parse_cedict
+from ctxbase.retrieve.term_bridge import (
+    TermBridge,
+    bridged_weights,
+    cache_file,
+    load_term_bridge,
+    parse_cedict,
+    read_term_bridge,
+)
 
 SAMPLE = "\n".join(
     [
@@ -82,6 +93,36 @@ def test_the_shipped_dictionary_bridges_everyday_words() -> None:
     assert "延迟" in bridge.counterparts("delay")
     assert "reject" in bridge.counterparts("驳回")
     assert load_term_bridge() is bridge  # read once
+
+
+def test_the_parsed_dictionary_is_cached_and_a_damaged_cache_is_parsed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    data = gzip.compress(SAMPLE.encode("utf-8"))
+    cache = cache_file(data)
+    assert cache.parent == tmp_path / "ctxbase" and not cache.exists()
+    first = read_term_bridge(data)
+    assert first.counterparts("reject") == ("驳回",) and cache.exists()
+    assert marshal.loads(cache.read_bytes()) == first.maps()
+    # the next read takes the cache, not the text: a cache saying otherwise is believed
+    cache.write_bytes(marshal.dumps(TermBridge({"reject": ["否决"]}, {"否决": ["reject"]}).maps()))
+    assert read_term_bridge(data).counterparts("reject") == ("否决",)
+    # other data has its own cache file
+    assert cache_file(gzip.compress(b"# another version\n")) != cache
+    # a damaged cache is parsed again and written whole
+    cache.write_bytes(cache.read_bytes()[:40])
+    assert read_term_bridge(data).counterparts("reject") == ("驳回",)
+    assert marshal.loads(cache.read_bytes()) == first.maps()
+    assert [p.name for p in cache.parent.iterdir()] == [cache.name]  # no part left behind
+
+
+def test_an_unwritable_cache_is_skipped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    bridge = read_term_bridge(gzip.compress(SAMPLE.encode("utf-8")))
+    assert bridge.counterparts("deploy") == ("部署",)
 
 
 def test_a_weighted_term_counts_that_much_of_its_bm25_weight(cb: ContextBase) -> None:
