@@ -590,6 +590,36 @@ def test_search_min_similarity_floors_each_hit_as_the_library_does(
     assert code == 2 and "--min-similarity: needs an embedder" in err, err
 
 
+def test_search_set_changes_one_setting_of_the_preset(tmp_path: Path, capsys: Any) -> None:
+    db = str(tmp_path / "s.db")
+    base = ["--db", db, "--project", "p", "--embedder", "hash"]
+    for text in ("审核结果出来了，我们的申请被驳回了", "The weather is fine today"):
+        assert _run(capsys, *base, "capture", "--session", "s", "--text", text)[0] == 0
+    query = [*base, "search", "Why was our application rejected?", "--preset", "keyword"]
+    code, out, _ = _run(capsys, *query, "--json")
+    assert code == 0 and json.loads(out) == []  # no shared keyword
+    code, out, _ = _run(capsys, *query, "--json", "--set", "term_bridge=0.5")
+    hits = json.loads(out)
+    assert code == 0 and hits and "驳回" in hits[0]["text"]
+    with ctxbase.open(db, project="p", embedder="hash") as cb:
+        library = cb.search("Why was our application rejected?", preset="keyword", term_bridge=0.5)
+        assert [h["id"] for h in hits] == [c.item_id for c in library.results]
+    # JSON values, and several settings at once
+    code, out, _ = _run(
+        capsys, *query, "--json", "--set", "term_bridge=0.5", "--set", 'graph_types=["REFERS_TO"]'
+    )
+    assert code == 0 and [h["id"] for h in json.loads(out)] == [h["id"] for h in hits]
+    for bad, said in (
+        ("term_bridge=2", "error: --set term_bridge: Input should be less than or equal to 1"),
+        ("nope=1", "error: --set nope: Extra inputs are not permitted"),
+        ("top_k=3", "error: --set top_k: has its own option: use -k/--top-k"),
+        ('session_ids=["s"]', "error: --set session_ids: is a filter, not a setting"),
+        ("bare", "error: --set: expects FIELD=VALUE, got 'bare'"),
+    ):
+        code, _, err = _run(capsys, *query, "--set", bad)
+        assert code == 2 and said in err, err
+
+
 def test_chain_shows_a_hidden_cause_by_id_and_goes_on(tmp_path: Path, capsys: Any) -> None:
     base = ["--db", str(tmp_path / "h.db"), "--project", "p", "--embedder", "none"]
 

@@ -272,10 +272,14 @@ def cmd_search(args: argparse.Namespace) -> int:
         for value in given if isinstance(given, list) else [given]:
             if value is not None and not value.strip():  # "" would filter on nothing said
                 raise ValidationError(f"--{flag}", "is blank")
+    settings = _search_settings(args.settings or [])
     try:
-        cfg = get_preset(args.preset, top_k=args.k, min_similarity=args.min_similarity)
+        cfg = get_preset(args.preset, top_k=args.k, min_similarity=args.min_similarity, **settings)
     except ValidationError as exc:  # named as typed, not as the library's parameter
-        raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
+        field = _SEARCH_OPTIONS.get(exc.field, exc.field)
+        raise ValidationError(
+            f"--set {exc.field}" if exc.field in settings else field, exc.message
+        ) from None
     flt = ItemFilter(
         session_ids=tuple(args.session) if args.session else None,
         agent_ids=tuple(args.agent) if args.agent else None,
@@ -311,6 +315,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                 min_similarity=cfg.min_similarity,
                 kb_version=args.kb_version,
                 require_signature=args.require_signature,
+                **settings,
             )
         except ValidationError as exc:  # an unknown --type, named as typed
             raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
@@ -371,6 +376,33 @@ def cmd_search(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _search_settings(given: list[str]) -> dict[str, object]:
+    """`--set FIELD=VALUE` options as search config overrides: VALUE read as JSON (0.5,
+    true, ["A"]) or else as plain text; a field with its own option, or a filter, is
+    refused."""
+    from .retrieve.config import filter_field
+
+    settings: dict[str, object] = {}
+    for item in given:
+        field, sep, raw = item.partition("=")
+        field = field.strip()
+        if not sep or not field:
+            raise ValidationError("--set", f"expects FIELD=VALUE, got {item!r}")
+        if field in _SEARCH_OPTIONS or field == "kb_version":
+            own = _SEARCH_OPTIONS.get(field, "--kb-version")
+            raise ValidationError(f"--set {field}", f"has its own option: use {own}")
+        if filter_field(field) is not None:
+            raise ValidationError(
+                f"--set {field}",
+                "is a filter, not a setting: use --session, --agent, --type, --repo or --path",
+            )
+        try:
+            settings[field] = json.loads(raw)
+        except ValueError:
+            settings[field] = raw
+    return settings
 
 
 # The search options that narrow what is searched (each may be given blank by mistake).

@@ -144,6 +144,15 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         help="leave out each hit less similar to the query by meaning than this (cosine, -1 "
         "to 1), however it was found; one with no vector yet too. Needs an embedder",
     )
+    p.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="change one setting of the preset: a search config field and its value, as "
+        "JSON or plain text (term_bridge=0.5, rerank_top=0, graph_types='[\"REFERS_TO\"]'); "
+        "repeatable",
+    )
     p.add_argument("--session", action="append", help="only this session (repeatable)")
     p.add_argument("--agent", action="append", help="only this agent's items (repeatable)")
     p.add_argument(
