@@ -559,7 +559,7 @@ class KeywordIndex:
             # a filter listed whole (read from the store by this search): score only its items
             among = np.unique(loaded.docs.ids.positions(allowed.ids, loaded.n))
             among = among[loaded.alive(among)]
-        postings = self._postings(loaded, terms, mode, among, weights or {})
+        postings = self._postings(loaded, terms, mode, among, weights)
         if not postings:
             return []
         whole = among is not None
@@ -596,12 +596,13 @@ class KeywordIndex:
         terms: Sequence[str],
         mode: Literal["or", "and"],
         among: npt.NDArray[np.int64] | None,
-        weights: Mapping[str, float],
+        weights: Mapping[str, float] | None = None,
     ) -> list[TermPostings]:
         """The query terms' postings (with `among`, only those of these sorted positions),
         each idf scaled by the term's weight (1 when not given); none when no item can
         match."""
         wanted = list(dict.fromkeys(t for t in terms if t.strip()))
+        weights = weights or {}
         vocab, out = loaded.docs.vocab, []
         n = loaded.live
         for term in wanted:
