@@ -8,6 +8,7 @@ server cannot start, the tests that need it fail with the reason.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -66,6 +67,18 @@ def open_backend(backend: str, tmp_path: Path, pg_url_value: str | None) -> Stor
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _service_logging_restored() -> Iterator[None]:
+    """A test that runs `serve` in this process configures the service's logs (JSON lines
+    on stderr, serve/logs.py) for the whole process: the next test starts without them."""
+    logger = logging.getLogger("ctxbase")
+    handlers, level, propagate = logger.handlers[:], logger.level, logger.propagate
+    yield
+    logger.handlers[:] = handlers
+    logger.setLevel(level)
+    logger.propagate = propagate
 
 
 @pytest.fixture

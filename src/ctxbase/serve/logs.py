@@ -32,9 +32,26 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False)
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the process's stderr as it is when a record comes, not as it was when
+    logging was configured: a host that swaps sys.stderr (a test harness capturing one
+    run's output, then closing it) keeps the service's later records."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always the current sys.stderr
+
+
 def configure_logging(level: str = "info") -> None:
     """JSON lines on stderr for the service's loggers (ctxbase.*)."""
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger("ctxbase")
     root.handlers[:] = [handler]
