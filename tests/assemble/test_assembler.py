@@ -208,7 +208,7 @@ def test_referenced_code_first_brings_the_sql_and_where_it_was_said(cb: ContextB
     assert any("referenced by" in r for r in first["reasons"])
 
 
-ONLY_REFS = "version: 1\npolicies:\n  - name: r\n    strategy: referenced_code_first\n"
+ONLY_REFS = "version: 1\npolicies:\n  - name: r\n    strategies: [referenced_code_first]\n"
 
 
 def test_referenced_code_first_adds_nothing_for_an_unrelated_question(cb: ContextBase) -> None:

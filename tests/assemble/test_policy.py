@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from ctxbase.assemble.policy import (
     DEFAULT_POLICIES_PATH,
+    ONE_STRATEGY_COMPANIONS,
     LayerShares,
     MultiAgentConsensus,
     Policy,
@@ -186,8 +187,31 @@ policies:
     policies = parse_policies(text)
     selection = policies.select("ecommerce_backend_v2", "test_gen", "写测试")
     assert selection.policy.name == "ecommerce_api_dev"
-    assert selection.strategy_names == ("multi_agent_consensus",)
-    assert policies.default.strategies[0].name == "project_scope_fallback"
+    # the named strategy leads; the others run by their own triggers, at their defaults
+    names = [s.name for s in selection.policy.strategies]
+    assert names == ["multi_agent_consensus", *ONE_STRATEGY_COMPANIONS]
+    assert selection.strategy_names[0] == "multi_agent_consensus"
+    assert {"semantic_recall", "recent_window"} <= set(selection.strategy_names)
+    assert "referenced_code_first: not triggered" in selection.reasons
+    assert "error_driven_repair: not triggered" in selection.reasons
+    after_error = policies.select(
+        "ecommerce_backend_v2", "code_gen", "刚才那段代码", has_error=True
+    )
+    assert {"referenced_code_first", "error_driven_repair"} <= set(after_error.strategy_names)
+    fallback = [s.name for s in policies.default.strategies]
+    assert fallback[0] == "project_scope_fallback" and fallback.count("project_scope_fallback") == 1
+    assert policies.default.strategies[0].model_dump()["fallback_depth"] == 5
+    # the list form is exact
+    exact = parse_policies(
+        text.replace(
+            "strategy: multi_agent_consensus\n    parameters: {agents: [code_gen, test_gen], "
+            "consensus_threshold: 0.8}",
+            "strategies: [{name: multi_agent_consensus, agents: [code_gen, test_gen]}]",
+        )
+    )
+    assert exact.select("ecommerce_backend_v2", "test_gen", "写测试").strategy_names == (
+        "multi_agent_consensus",
+    )
 
 
 def test_relation_thresholds_merge_with_defaults() -> None:
@@ -500,7 +524,7 @@ policies:
     assert repair is not None and repair.strategies[0].model_dump()["max_retry"] == 1
     assert repair.top_k == 7  # a policy field stays the policy's
     consensus = policies.select("x", "test_gen", "写测试")
-    assert consensus.strategy_names == ("multi_agent_consensus",)
+    assert consensus.strategy_names[0] == "multi_agent_consensus"
     assert consensus.policy.strategies[0].model_dump()["agents"] == ("code_gen", "test_gen")
     twice = "    fallback_depth: 3\n    parameters: {fallback_depth: 4}"
     both = text.replace("    fallback_depth: 3", twice)

@@ -36,7 +36,13 @@ def _one(cb: ContextBase, type_: str, name: str) -> str:
     return sorted(found, key=lambda i: cb.get_entity(i).created_at)[0]
 
 
-def _check(cb: ContextBase, days: dict[str, AssembledContext]) -> None:
+def _check(
+    cb: ContextBase, days: dict[str, AssembledContext], policies: dict[str, str] | None = None
+) -> None:
+    """The article's outcome of each day; `policies` names the policy each day's role
+    selects (day -> policy), the shipped presets' by default."""
+    chosen = policies or {"day1_requirements": "planner", "day1_codegen": "coder"}
+    chosen = {"day2_tests": "tester", **chosen}
     # Day 1: the requirement is extracted from the user's sentence and FOLLOWS the spec.
     (req,) = cb.list_entities(type="requirement")
     assert req.text.startswith("我们需要订单查询接口")
@@ -47,14 +53,14 @@ def _check(cb: ContextBase, days: dict[str, AssembledContext]) -> None:
     test = _one(cb, "test_case", "test_list_orders_cache_hit")
 
     day1 = days["day1_requirements"]
-    assert day1.policy == "planner" and "document_101" in _ids(day1)
+    assert day1.policy == chosen["day1_requirements"] and "document_101" in _ids(day1)
 
     gen = days["day1_codegen"]
-    assert gen.policy == "coder"
+    assert gen.policy == chosen["day1_codegen"]
     assert {req.id, "document_101"} <= _ids(gen)
 
     tests = days["day2_tests"]
-    assert tests.policy == "tester" and "multi_agent_consensus" in tests.strategies
+    assert tests.policy == chosen["day2_tests"] and "multi_agent_consensus" in tests.strategies
     assert {code, req.id} <= _ids(tests)
     validates = cb.relationships(test, types=["VALIDATES"])
     assert code in {r.from_id for r in validates}
@@ -70,11 +76,11 @@ def _check(cb: ContextBase, days: dict[str, AssembledContext]) -> None:
     assert fix.total_tokens <= fix.max_tokens
 
 
-def _run(cb: ContextBase) -> None:
+def _run(cb: ContextBase, policies: dict[str, str] | None = None) -> None:
     module = _example()
     with cb:
         days = module.run_walkthrough(cb)
-        _check(cb, days)
+        _check(cb, days, policies)
         # The closed loop of day 3: the fix redefines list_orders, a new version of it.
         code = _one(cb, "code", "list_orders")
         rels = cb.relationships(code, types=["MODIFIES"])
@@ -84,6 +90,43 @@ def _run(cb: ContextBase) -> None:
 
 def test_walkthrough_with_the_hashing_embedder(tmp_path: Path) -> None:
     _run(ctxbase.open(str(tmp_path / "x.db"), project="ecommerce_backend_v2", embedder="hash"))
+
+
+# Seed 000's context_policy.yaml (section 3.3) as written: one strategy a policy.
+SEED_POLICY_FILE = """\
+policies:
+  - name: ecommerce_api_dev
+    match:
+      project_id: ecommerce_backend_v2
+      agent_roles: [code_gen, test_gen]
+    strategy: multi_agent_consensus
+    parameters:
+      agents: [code_gen, test_gen]
+      consensus_threshold: 0.8 # 关系置信度需 80% 才采纳
+  - name: default_fallback
+    match:
+      default: true
+    strategy: project_scope_fallback
+    parameters:
+      fallback_depth: 5
+"""
+
+
+def test_walkthrough_under_the_seeds_own_policy_file(tmp_path: Path) -> None:
+    """Under the article's file, opened with `policies=` and assembled by `Assembler(cb)`
+    as the example does, each day still gets what the article says: a policy naming one
+    strategy runs the others by their triggers (recall, the history, the repair on day 3),
+    not that strategy alone, which left the code generator an empty context."""
+    policy_file = tmp_path / "context_policy.yaml"
+    policy_file.write_text(SEED_POLICY_FILE, encoding="utf-8")
+    cb = ctxbase.open(
+        str(tmp_path / "x.db"),
+        project="ecommerce_backend_v2",
+        embedder="hash",
+        policies=str(policy_file),
+    )
+    api, presets = "ecommerce_api_dev", "planner"  # requirement_analyst: a preset's alias
+    _run(cb, {"day1_requirements": presets, "day1_codegen": api, "day2_tests": api})
 
 
 def test_walkthrough_on_postgres(pg_url: str) -> None:

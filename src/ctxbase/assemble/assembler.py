@@ -226,7 +226,8 @@ class Assembler:
     """Assembles prompts for one context base under a set of policies.
 
     `policies` is a PolicySet, a PolicyFile (reloaded when the file changes), a path to a
-    YAML file (watched the same way), YAML text, or None for the shipped defaults.
+    YAML file (watched the same way), YAML text, or None: the policies the context base was
+    opened with (`ctxbase.open(..., policies=...)`), else the shipped defaults.
     `llm` (or the CTXBASE_LLM_* environment) makes older history summaries abstractive;
     without it they are extractive.
     """
@@ -242,7 +243,9 @@ class Assembler:
         max_item_tokens: int = 600,
     ) -> None:
         self.cb = components_of(cb)
-        self._policies = policy_source(policies)
+        own = getattr(cb, "assembler", None) if policies is None else None
+        # `Assembler(cb)` of a context base opened with `policies=` assembles under them
+        self._policies = own._policies if isinstance(own, Assembler) else policy_source(policies)
         self.counter = counter if counter is not None else get_token_counter()
         self.llm = llm if llm is not None else LLMConfig.from_env()
         self.system_prompt = system_prompt

@@ -74,6 +74,7 @@ __all__ = [
     "DEFAULT_RELATION_THRESHOLDS",
     "DEFAULT_SEARCH",
     "DEFAULT_SEARCH_PRESET",
+    "ONE_STRATEGY_COMPANIONS",
     "STRATEGY_NAMES",
     "ErrorDrivenRepair",
     "LayerShares",
@@ -249,6 +250,17 @@ class PolicyMatch(Frozen):
         )
 
 
+# What a policy written in the one-strategy form (`strategy: X`) runs beside X, each when
+# its trigger fires (multi_agent_consensus needs its agents, so only as X).
+ONE_STRATEGY_COMPANIONS = (
+    "referenced_code_first",
+    "error_driven_repair",
+    "semantic_recall",
+    "project_scope_fallback",
+    "recent_window",
+)
+
+
 def _default_strategies() -> tuple[Strategy, ...]:
     return (RecentWindow(), SemanticRecall())
 
@@ -318,7 +330,13 @@ class Policy(Frozen):
                 if key in params:
                     raise ValueError(f"{key!r} is given beside 'strategy' and in 'parameters'")
                 params[key] = data.pop(key)
-            data["strategies"] = [{"name": name, **params}]
+            # Seed 000 picks a strategy by its trigger (its table: "刚才" -> referenced_code_first,
+            # an error -> error_driven_repair) and gives a policy one: that one leads, and the
+            # others run at their defaults when their own trigger fires, so a policy of
+            # `multi_agent_consensus` alone still recalls, keeps the history and repairs.
+            # `strategies: [...]` lists exactly what may run.
+            rest = [{"name": n} for n in ONE_STRATEGY_COMPANIONS if n != name]
+            data["strategies"] = [{"name": name, **params}, *rest]
         return data
 
     @field_validator("budget", mode="before")
