@@ -245,11 +245,18 @@ class Assembler:
         self.cb = components_of(cb)
         own = getattr(cb, "assembler", None) if policies is None else None
         # `Assembler(cb)` of a context base opened with `policies=` assembles under them
-        self._policies = own._policies if isinstance(own, Assembler) else policy_source(policies)
+        self._policies: PolicySet | PolicyFile = (
+            own.policy_source if isinstance(own, Assembler) else policy_source(policies)
+        )
         self.counter = counter if counter is not None else get_token_counter()
         self.llm = llm if llm is not None else LLMConfig.from_env()
         self.system_prompt = system_prompt
         self.max_item_tokens = max_item_tokens
+
+    @property
+    def policy_source(self) -> PolicySet | PolicyFile:
+        """The policies as given: a set, or the watched file they load from."""
+        return self._policies
 
     @property
     def policies(self) -> PolicySet:
