@@ -189,3 +189,56 @@ def test_said_in_rules() -> None:
     assert bare_name("orders_archive", "table orders_archive")
     assert not bare_name("orders_archive", "orders_archive holds the orders before 2023")
     assert not bare_name("id", "column id")
+
+
+def test_another_agents_call_is_its_own_entry_in_history_and_memory(cb: ContextBase) -> None:
+    """A call the coder made in answer to the planner's plan is the coder's: folding it into
+    the planner's message would answer "who ran it?" with the planner."""
+    u = cb.capture("user_message", session_id="s", agent_id="alice", text="the orders page is slow")
+    plan = cb.capture(
+        "assistant_message",
+        session_id="s",
+        agent_id="planner",
+        agent_role="planner",
+        parent_event_ids=[u],
+        text="Plan: find the slow orders SQL.",
+    )
+    call = cb.capture(
+        "tool_invocation",
+        session_id="s",
+        agent_id="coder",
+        agent_role="coder",
+        parent_event_ids=[plan],
+        text="run_sql: DROP TABLE orders",
+    )
+    cb.flush()
+    cb.wait_for_embeddings()
+    events = cb.last_events("s", 10)
+    folded = fold_calls(events)
+    assert call not in folded.held
+    assert [e.text for e in folded.events if e.id == plan] == ["Plan: find the slow orders SQL."]
+    ctx = cb.assemble_context(
+        agent_role="reviewer", user_intent="who ran the orders SQL?", session_id="s"
+    )
+    said = [m["content"] for m in ctx.messages if m["role"] == "assistant"]
+    assert said == [
+        "[planner] Plan: find the slow orders SQL.",
+        "[coder] run_sql: DROP TABLE orders",
+    ]
+    # recalled without the session: the call is an item of its own, not a line of the plan
+    recalled = cb.assemble_context(agent_role="reviewer", user_intent="who ran the orders SQL?")
+    memory = "\n".join(
+        m["content"] for m in recalled.messages if "Retrieved context" in m["content"]
+    )
+    assert f"[tool call {call}]\nrun_sql: DROP TABLE orders" in memory
+    assert "Plan: find the slow orders SQL.\nrun_sql" not in memory
+    # the planner's own call still reads on its message's lines
+    own = cb.capture(
+        "tool_invocation",
+        session_id="s",
+        agent_id="planner",
+        parent_event_ids=[plan],
+        text="list_tables()",
+    )
+    cb.flush()
+    assert fold_calls(cb.last_events("s", 10)).held == {own: plan}

@@ -9,7 +9,8 @@ A tool call is stored as a `tool_invocation` caused by the assistant message tha
 - a message made only of calls already reads as them (its text is the rendered calls): its
   calls add nothing and are held by it;
 - a call whose message is not in the history (recorded on its own, or its message older
-  than the events read) is an assistant entry of its own, where it happened;
+  than the events read), or that another agent made in answer to it (a coder's `run_sql`
+  after the planner's plan), is an assistant entry of its own, where it happened;
 - a call whose message is out of the history for its status (retracted, expired) goes
   with it.
 
@@ -25,10 +26,16 @@ from dataclasses import dataclass, field
 from ..model import Event
 from .repeats import cut_from
 
-__all__ = ["CALL_TYPE", "FoldedHistory", "fold_calls"]
+__all__ = ["CALL_TYPE", "FoldedHistory", "fold_calls", "same_agent"]
 
 CALL_TYPE = "tool_invocation"
 _MESSAGE_TYPE = "assistant_message"
+
+
+def same_agent(call_agent: str | None, message_agent: str | None) -> bool:
+    """Whether a call was made by the agent of the message it follows (either unknown:
+    taken as made by it, as capture records a message's calls)."""
+    return not call_agent or not message_agent or call_agent == message_agent
 
 
 @dataclass
@@ -54,7 +61,14 @@ def fold_calls(events: Sequence[Event], gone: Mapping[str, str] | None = None) -
     for e in events:
         if e.type != CALL_TYPE:
             continue
-        parent = next((p for p in e.parent_event_ids if p in messages or p in gone), None)
+        parent = next(
+            (
+                p
+                for p in e.parent_event_ids
+                if (p in messages and same_agent(e.agent_id, messages[p].agent_id)) or p in gone
+            ),
+            None,
+        )
         if parent is None:
             continue
         if parent in gone:

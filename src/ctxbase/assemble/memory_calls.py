@@ -8,7 +8,8 @@ the calls each assistant message made:
 
 - a result's label names its call, `[tool result ev_r of ev_c run_sql]`, wherever it is;
 - a message carries its calls on the lines after its text, as in the history
-  (history_calls.py); a call of it in memory too is shown there, once;
+  (history_calls.py); a call of it in memory too is shown there, once; another agent's
+  call caused by it is an item of its own;
 - `memory_units` keeps a call (or the message showing it) and its results together, call
   first, ranked as one at the better of their scores. When a recency cue ordered calls
   ("the SQL from last time", retrieve/recency.py), the units holding them are ordered by
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..model import Event
-from .history_calls import CALL_TYPE
+from .history_calls import CALL_TYPE, same_agent
 from .repeats import cut_from
 
 if TYPE_CHECKING:
@@ -80,7 +81,11 @@ def link_calls(g: Gatherer) -> None:
     shown_in: dict[str, str] = {}  # call -> the memory item that shows it
     for m in messages:
         mine = sorted(
-            (calls[i] for i in made.get(m.owner_id, ()) if i in calls),
+            (
+                calls[i]
+                for i in made.get(m.owner_id, ())
+                if i in calls and same_agent(calls[i].agent_id, m.agent_id)
+            ),
             key=lambda e: (e.seq if e.seq is not None else 0, e.ts, e.id),
         )
         for call in mine:
@@ -119,13 +124,14 @@ def shown_in_message(
         return False
     for parent in node.parent_event_ids:
         held = g.cands.get(parent)
-        if held is not None and held.type == _MESSAGE:
+        if held is not None and held.type == _MESSAGE and same_agent(node.agent_id, held.agent_id):
             return True
         for h in hits:
             msg = owners.get(parent) if h.item.owner_id == parent else None
             if (
                 isinstance(msg, Event)
                 and msg.type == _MESSAGE
+                and same_agent(node.agent_id, msg.agent_id)
                 and h.score / best >= min_score
                 and parent not in g.exclude
             ):

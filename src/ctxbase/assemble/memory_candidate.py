@@ -74,6 +74,7 @@ class MemoryCandidate:
     parents: tuple[str, ...] = ()
     ts: float | None = None
     seq: int | None = None  # an event's place in its session (asked_before.py reads on)
+    agent_id: str | None = None  # an event's agent: another agent's call is not a message's
     # a tool result: the call it answers ("ev_1 run_sql") and that call's text
     answers: str = ""
     call_text: str = ""
@@ -181,4 +182,5 @@ def event_cand(e: Event, score: float, strategy: str, reason: str) -> MemoryCand
         ts=e.ts,
         seq=e.seq,
         said_at=e.ts,
+        agent_id=e.agent_id,
     )
