@@ -194,23 +194,21 @@ def test_said_in_rules() -> None:
 def test_another_agents_call_is_its_own_entry_in_history_and_memory(cb: ContextBase) -> None:
     """A call the coder made in answer to the planner's plan is the coder's: folding it into
     the planner's message would answer "who ran it?" with the planner."""
-    u = cb.capture("user_message", session_id="s", agent_id="alice", text="the orders page is slow")
-    plan = cb.capture(
-        "assistant_message",
-        session_id="s",
-        agent_id="planner",
-        agent_role="planner",
-        parent_event_ids=[u],
-        text="Plan: find the slow orders SQL.",
-    )
-    call = cb.capture(
-        "tool_invocation",
-        session_id="s",
-        agent_id="coder",
-        agent_role="coder",
-        parent_event_ids=[plan],
-        text="run_sql: DROP TABLE orders",
-    )
+
+    def say(kind: str, agent: str, text: str, *parents: str) -> str:
+        role = None if kind == "user_message" else agent
+        return cb.capture(
+            kind,
+            session_id="s",
+            agent_id=agent,
+            agent_role=role,
+            parent_event_ids=list(parents),
+            text=text,
+        )
+
+    u = say("user_message", "alice", "the orders page is slow")
+    plan = say("assistant_message", "planner", "Plan: find the slow orders SQL.", u)
+    call = say("tool_invocation", "coder", "run_sql: DROP TABLE orders", plan)
     cb.flush()
     cb.wait_for_embeddings()
     events = cb.last_events("s", 10)
@@ -233,12 +231,6 @@ def test_another_agents_call_is_its_own_entry_in_history_and_memory(cb: ContextB
     assert f"[tool call {call}]\nrun_sql: DROP TABLE orders" in memory
     assert "Plan: find the slow orders SQL.\nrun_sql" not in memory
     # the planner's own call still reads on its message's lines
-    own = cb.capture(
-        "tool_invocation",
-        session_id="s",
-        agent_id="planner",
-        parent_event_ids=[plan],
-        text="list_tables()",
-    )
+    own = say("tool_invocation", "planner", "list_tables()", plan)
     cb.flush()
     assert fold_calls(cb.last_events("s", 10)).held == {own: plan}

@@ -13,26 +13,10 @@ import ctxbase
 from ctxbase.assemble.policy import DEFAULT_POLICIES_PATH
 from ctxbase.assemble.policy_issues import PolicyError
 from ctxbase.assemble.policy_loading import PolicyFile, load_policies, parse_policies
+from seed000_policy import SEED_POLICY
 
 # Section 3.3's context_policy.yaml as the article prints it, with the storage settings of its
 # client (section 3.2, step one) written beside the policies, as a deployment keeps them.
-SEED_POLICY = """\
-policies:
-  - name: ecommerce_api_dev
-    match:
-      project_id: ecommerce_backend_v2
-      agent_roles: [code_gen, test_gen]
-    strategy: multi_agent_consensus
-    parameters:
-      agents: [code_gen, test_gen]
-      consensus_threshold: 0.8 # 关系置信度需 80% 才采纳
-  - name: default_fallback
-    match:
-      default: true
-    strategy: project_scope_fallback
-    parameters:
-      fallback_depth: 5
-"""
 STORAGE = """\
 nebula_config: {address: "nebula:9669"}
 milvus_config: {uri: "http://milvus:19530"}

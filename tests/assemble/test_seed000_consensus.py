@@ -15,24 +15,8 @@ from ctxbase import ContextBase
 from ctxbase.assemble.assembler import Assembler
 from ctxbase.assemble.policy_loading import PolicySet
 from ctxbase.assemble.role_aliases import agent_aliases
+from seed000_policy import SEED_POLICY
 
-SEED_POLICY = """\
-policies:
-  - name: ecommerce_api_dev
-    match:
-      project_id: ecommerce_backend_v2
-      agent_roles: [code_gen, test_gen]
-    strategy: multi_agent_consensus
-    parameters:
-      agents: [code_gen, test_gen]
-      consensus_threshold: 0.8 # 关系置信度需 80% 才采纳
-  - name: default_fallback
-    match:
-      default: true
-    strategy: project_scope_fallback
-    parameters:
-      fallback_depth: 5
-"""
 PROJECT = "ecommerce_backend_v2"
 INTENT = "把订单查询接口加上缓存"
 

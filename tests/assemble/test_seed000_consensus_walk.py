@@ -9,24 +9,8 @@ from ctxbase.assemble.assembler import Assembler
 from ctxbase.assemble.loop import record_outcome
 from ctxbase.assemble.manager import ContextManager
 from ctxbase.assemble.trace import AssembledContext
+from seed000_policy import SEED_POLICY
 
-SEED_POLICY = """\
-policies:
-  - name: ecommerce_api_dev
-    match:
-      project_id: ecommerce_backend_v2
-      agent_roles: [code_gen, test_gen]
-    strategy: multi_agent_consensus
-    parameters:
-      agents: [code_gen, test_gen]
-      consensus_threshold: 0.8 # 关系置信度需 80% 才采纳
-  - name: default_fallback
-    match:
-      default: true
-    strategy: project_scope_fallback
-    parameters:
-      fallback_depth: 5
-"""
 REDIS_SPEC = (
     "Redis 缓存规范 V3.2。第2条：缓存过期时间 expire 必须是整数秒（int），禁止使用字符串。"
     "第3条：分页查询按 page 与 page_size 组成 key，缓存 5 分钟（300 秒）。"

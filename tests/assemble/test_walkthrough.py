@@ -13,6 +13,7 @@ import pytest
 import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.trace import AssembledContext
+from seed000_policy import SEED_POLICY
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "seed_walkthrough.py"
 
@@ -92,33 +93,13 @@ def test_walkthrough_with_the_hashing_embedder(tmp_path: Path) -> None:
     _run(ctxbase.open(str(tmp_path / "x.db"), project="ecommerce_backend_v2", embedder="hash"))
 
 
-# Seed 000's context_policy.yaml (section 3.3) as written: one strategy a policy.
-SEED_POLICY_FILE = """\
-policies:
-  - name: ecommerce_api_dev
-    match:
-      project_id: ecommerce_backend_v2
-      agent_roles: [code_gen, test_gen]
-    strategy: multi_agent_consensus
-    parameters:
-      agents: [code_gen, test_gen]
-      consensus_threshold: 0.8 # 关系置信度需 80% 才采纳
-  - name: default_fallback
-    match:
-      default: true
-    strategy: project_scope_fallback
-    parameters:
-      fallback_depth: 5
-"""
-
-
 def test_walkthrough_under_the_seeds_own_policy_file(tmp_path: Path) -> None:
     """Under the article's file, opened with `policies=` and assembled by `Assembler(cb)`
     as the example does, each day still gets what the article says: a policy naming one
     strategy runs the others by their triggers (recall, the history, the repair on day 3),
     not that strategy alone, which left the code generator an empty context."""
     policy_file = tmp_path / "context_policy.yaml"
-    policy_file.write_text(SEED_POLICY_FILE, encoding="utf-8")
+    policy_file.write_text(SEED_POLICY, encoding="utf-8")
     cb = ctxbase.open(
         str(tmp_path / "x.db"),
         project="ecommerce_backend_v2",

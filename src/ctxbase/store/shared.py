@@ -452,12 +452,7 @@ class SharedReads:
         # Three index ranges (no vector yet, another model below or above this one) rather
         # than "<> ?": the worker's poll then reads the pending rows, not every item.
         scope = " AND project_id=?" if project_id is not None else ""
-        conds: tuple[str, ...] = (
-            "embedded_model IS NULL",
-            "embedded_model < ?",
-            "embedded_model > ?",
-        )
-        conds = conds[:1] if missing_only else conds
+        conds = _pending_conds("", missing_only)
         sql = " UNION ALL ".join(
             f"SELECT {columns} FROM items WHERE active=1{scope} AND {cond}" for cond in conds
         )
@@ -478,12 +473,7 @@ class SharedReads:
     def pending_projects(self, model: str, *, missing_only: bool = False) -> list[str]:
         # One index probe per project (the three ranges of _pending_sql), not a read of the
         # pending rows: the worker asks before each batch, and a bulk backlog is large.
-        conds: tuple[str, ...] = (
-            "i.embedded_model IS NULL",
-            "i.embedded_model < ?",
-            "i.embedded_model > ?",
-        )
-        conds = conds[:1] if missing_only else conds
+        conds = _pending_conds("i.", missing_only)
         arms = " OR ".join(
             "EXISTS (SELECT 1 FROM items i WHERE i.project_id = p.project_id AND i.active=1 "
             f"AND {cond})"
@@ -626,3 +616,12 @@ class SharedReads:
     def list_api_keys(self) -> list[ApiKeyRecord]:
         found = self._all(self._KEY_SELECT + "ORDER BY created_at, key_id")
         return [rows.api_key_row(r, self._dialect.load) for r in found]
+
+
+def _pending_conds(alias: str, missing_only: bool) -> tuple[str, ...]:
+    """An item waiting for a vector of the model `?`: no vector yet, or (unless
+    `missing_only`) one by a model sorting below or above it."""
+    column = f"{alias}embedded_model"
+    if missing_only:
+        return (f"{column} IS NULL",)
+    return (f"{column} IS NULL", f"{column} < ?", f"{column} > ?")
