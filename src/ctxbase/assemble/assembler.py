@@ -96,7 +96,7 @@ from .strategies import (
 )
 from .task_cues import new_task, with_task_baseline
 from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_messages, get_token_counter
-from .trace import AssembledContext, build_messages, build_result, log_trace
+from .trace import AssembledContext, build_messages, build_result, log_trace, store_trace
 from .turn_roles import TurnView, prompt_name
 from .user_scope import MemoryScope, scope_for, session_user
 
@@ -558,7 +558,7 @@ class Assembler:
             quoted_layers=_LAYER_QUOTES,
             quotes=quotes,
         )
-        self.cb.store.put_trace(pid, context_id, ctx.trace)
+        store_trace(self.cb.store, pid, context_id, ctx.trace)  # redacted for a forget meanwhile
         # the memories this context placed: time decay spares what is often used
         placed = (c for c in ctx.trace["candidates"] if c.get("included"))
         made = (CORRECTION, CONFLICT)  # items of no stored node

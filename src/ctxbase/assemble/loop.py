@@ -35,7 +35,7 @@ from ..components import Components, ComponentsSource, components_of
 from ..errors import ValidationError
 from ..model import Entity, Relation, make_entity_id
 from ..retrieve.tokenize import index_terms
-from .trace import get_trace
+from .trace import get_trace, store_trace
 
 __all__ = ["Outcome", "Produced", "ProducedRelation", "record_outcome", "used_evidence"]
 
@@ -255,5 +255,5 @@ def record_outcome(
         "entities": [e.id for e in entities],
         "relations": [{"from": r.from_id, "type": r.type, "to": r.to_id} for r in relations],
     }
-    cb.store.put_trace(pid, context_id, trace)
+    store_trace(cb.store, pid, context_id, trace)  # a forget since the read: redacted
     return Outcome(event.id, entities, relations)

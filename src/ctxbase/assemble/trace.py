@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
@@ -44,6 +44,7 @@ __all__ = [
     "mask_hidden",
     "monitoring_line",
     "print_assembly_log",
+    "store_trace",
 ]
 
 LOGGER_NAME = "ctxbase.assemble"
@@ -155,15 +156,50 @@ def get_trace(
     return mask_hidden(cb.store, pid, trace)
 
 
-def mask_hidden(store: Store, project_id: str, trace: dict[str, Any]) -> dict[str, Any]:
-    """`trace` with the events and entities now soft-deleted masked (see `get_trace`)."""
+def _owners(trace: Mapping[str, Any]) -> list[str]:
+    """The events and entities a trace names (its layers' items, candidates, hits, drops)."""
     named: set[str] = set()
     for layer in trace.get("layers", {}).values():
         named.update(str(item.get("id")) for item in layer.get("items", ()))
     for key in ("candidates", "search_considered", "dropped"):
         for entry in trace.get(key, ()):
             named.update(str(entry.get(k)) for k in ("id", "owner_id") if entry.get(k))
-    owners = sorted({n.split("#", 1)[0] for n in named if n and n != "None"})
+    return sorted({n.split("#", 1)[0] for n in named if n and n != "None"})
+
+
+def _texts_of(trace: Mapping[str, Any], ids: Collection[str]) -> list[str]:
+    """The texts the trace holds of the items `ids` (candidates' and layer items')."""
+    entries: list[Mapping[str, Any]] = [*trace.get("candidates", ())]
+    for layer in trace.get("layers", {}).values():
+        entries.extend(layer.get("items", ()))
+    out: list[str] = []
+    for entry in entries:
+        if str(entry.get("id", "")).split("#", 1)[0] in ids:
+            out += [str(entry[k]) for k in ("text", "content") if entry.get(k)]
+    return out
+
+
+def store_trace(store: Store, project_id: str, context_id: str, trace: dict[str, Any]) -> None:
+    """Store an assembly's trace, redacting what a forget that ran meanwhile removed.
+
+    An assembly reads before it writes its trace; a forget that commits in between finds
+    no trace to redact, so the trace is read against the tombstones after it is written
+    and written again redacted, until a read finds nothing new: a forget committing after
+    that read finds the stored trace and redacts it itself."""
+    store.put_trace(project_id, context_id, trace)
+    owners, known = _owners(trace), set[str]()
+    while owners:
+        gone = store.forgotten_ids(project_id, owners, ("event", "entity"))
+        if gone <= known:
+            return
+        known |= gone
+        trace, _ = Forgotten(known, _texts_of(trace, known)).redact(trace)
+        store.put_trace(project_id, context_id, trace)
+
+
+def mask_hidden(store: Store, project_id: str, trace: dict[str, Any]) -> dict[str, Any]:
+    """`trace` with the events and entities now soft-deleted masked (see `get_trace`)."""
+    owners = _owners(trace)
     if not owners:
         return trace
     events = store.get_events(project_id, owners, include_inactive=True)
