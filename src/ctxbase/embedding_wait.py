@@ -47,25 +47,10 @@ def pending_vectors(
     store: Store, model: str, project: str | None, replacing: Collection[str] | None = None
 ) -> int:
     """Items of `project` (None: of every project) with no vector for `model` (counted up
-    to BACKLOG_CAP). With `replacing` (the projects whose other-model vectors the worker
-    replaces, EmbeddingWorker.replacing), another project's items count only when they
-    have no vector at all: those are all the worker embeds there."""
-    if project is not None:
-        missing_only = replacing is not None and project not in replacing
-        return int(
-            store.count_pending_embeddings(model, BACKLOG_CAP, project, missing_only=missing_only)
-        )
-    total = 0
-    for pid in store.pending_projects(model):
-        missing_only = replacing is not None and pid not in replacing
-        total += int(
-            store.count_pending_embeddings(
-                model, BACKLOG_CAP - total, pid, missing_only=missing_only
-            )
-        )
-        if total >= BACKLOG_CAP:
-            break
-    return total
+    to BACKLOG_CAP); with `replacing`, as the worker embeds them (`count_pending`)."""
+    from .retrieve.embedding_worker import count_pending
+
+    return count_pending(store, model, project, replacing, BACKLOG_CAP)
 
 
 def wait_for_vectors(

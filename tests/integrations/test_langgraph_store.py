@@ -135,10 +135,12 @@ def test_ttl_expires_and_reading_refreshes(cb: ContextBase) -> None:
     store = CtxbaseStore(cb, ttl={"default_ttl": 1.0 / 60 / 2, "refresh_on_read": True})  # 0.5 s
     store.put(("t",), "short", {"v": 1})
     store.put(("t",), "long", {"v": 2}, ttl=10.0)
+    store.put(("t",), "forever", {"v": 5}, ttl=None)  # LangGraph: None is no expiration
     assert store.get(("t",), "short") is not None
     time.sleep(0.7)
     assert store.get(("t",), "short") is None
-    assert [i.key for i in store.search(("t",))] == ["long"]
+    assert [i.key for i in store.search(("t",))] == ["forever", "long"]
+    store.delete(("t",), "forever")
     assert store.list_namespaces() == [("t",)]
     # other agents do not see it either, before any sweep: ctxbase search and assembly
     gone = store._entity_id(("t",), "short")

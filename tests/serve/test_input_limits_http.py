@@ -247,3 +247,9 @@ def test_an_unknown_field_names_the_one_it_may_be_a_typo_of(live: Live, pid: str
     assert "is not a field here (did you mean 'top_k'?)" in error["message"], error
     r = c.post(f"/v1/projects/{pid}/search", json={"query": "x", "options": {"zzzqqq": 3}})
     assert r.json()["error"]["message"] == "options.zzzqqq: is not a field here", r.text
+    # the route's own fields, by the names other tools give them; never the name refused
+    # (`ids` is a field of /soft-delete, not of /forget)
+    admin = live.client(live.key(pid, role="admin"))
+    r = admin.post(f"/v1/projects/{pid}/forget", json={"ids": ["ev_x"]})
+    assert r.status_code == 422, r.text
+    assert r.json()["error"]["message"] == "ids: is not a field here (did you mean 'event_ids'?)"

@@ -357,9 +357,9 @@ class CtxbaseStore(BaseStore):
         if op.value is None:
             self._delete([self._entity_id(op.namespace, op.key)])
             return
+        # BaseStore.put puts the default_ttl into an op that names no ttl; None here is
+        # "no expiration", as LangGraph's own stores read it
         ttl = op.ttl
-        if ttl is None and self.ttl_config is not None:
-            ttl = self.ttl_config.get("default_ttl")
         if ttl is not None and (
             isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf
         ):  # a ttl of -1 would write an item that has expired already

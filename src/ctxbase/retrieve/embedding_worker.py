@@ -35,7 +35,32 @@ from .code_text import CARDS, CardRecipe, embedding_texts
 from .embed.base import Embedder, FloatVector, checked_rows
 from .embedder_health import EmbedderHealth
 
-__all__ = ["EmbeddingWorker"]
+__all__ = ["EmbeddingWorker", "count_pending"]
+
+
+def count_pending(
+    store: Store,
+    model: str,
+    project: str | None,
+    replacing: Collection[str] | None = None,
+    cap: int = 5000,
+) -> int:
+    """Items of `project` (None: of every project) with no vector for `model`, counted up
+    to `cap`. With `replacing` (the projects whose other-model vectors a worker replaces,
+    EmbeddingWorker.replacing), another project's items count only when they have no
+    vector at all: those are all the worker embeds there."""
+    if project is not None:
+        missing_only = replacing is not None and project not in replacing
+        return int(store.count_pending_embeddings(model, cap, project, missing_only=missing_only))
+    total = 0
+    for pid in store.pending_projects(model):
+        missing_only = replacing is not None and pid not in replacing
+        total += int(
+            store.count_pending_embeddings(model, cap - total, pid, missing_only=missing_only)
+        )
+        if total >= cap:
+            break
+    return total
 
 
 class EmbeddingWorker:
@@ -113,9 +138,7 @@ class EmbeddingWorker:
     def backlog(self) -> int:
         """Items of every project still waiting for a vector from this worker (capped at a
         few thousand for speed); a project's own: embedding_wait.pending_vectors."""
-        from ..embedding_wait import pending_vectors
-
-        return pending_vectors(self.store, self.embedder.name, None, self.replacing())
+        return count_pending(self.store, self.embedder.name, None, self.replacing())
 
     def _projects(self, model: str) -> list[str]:
         """The projects with items this worker embeds, sorted."""

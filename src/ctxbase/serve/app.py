@@ -34,6 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from ..contextbase import ContextBase
 from ..errors import CtxbaseError, ValidationError
+from ..integrations.tool_hints import likely_argument
 from ..retrieve.term_bridge import load_term_bridge
 from ..retrieve.tokenize import load_segmenter
 from ..validation import MAX_JSON_DEPTH
@@ -88,8 +89,22 @@ def _known_fields() -> tuple[str, ...]:
     return tuple(sorted(fields))
 
 
+def _body_fields(request: Request) -> tuple[str, ...] | None:
+    """The fields of the body model of the route a request matched (None: not known)."""
+    from pydantic import BaseModel
+
+    info = getattr(getattr(request.scope.get("route"), "body_field", None), "field_info", None)
+    model = getattr(info, "annotation", None)
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return tuple(model.model_fields)
+    return None
+
+
 def _validation_response(
-    errors: list[Any], sourced: bool = True, content_type: str | None = None
+    errors: list[Any],
+    sourced: bool = True,
+    content_type: str | None = None,
+    fields: tuple[str, ...] | None = None,
 ) -> JSONResponse:
     # a library check's own words first: it says what FastAPI's generic errors do not
     # ("key goes in the query string", beside "key: is missing")
@@ -110,8 +125,15 @@ def _validation_response(
     elif first.get("type") == "missing":
         msg = "is missing"  # the library's words for a required input left out
     elif first.get("type") == "extra_forbidden" and loc and isinstance(loc[-1], str):
-        near = difflib.get_close_matches(loc[-1], _known_fields(), n=1, cutoff=0.8)
-        msg = "is not a field here" + (f" (did you mean {near[0]!r}?)" if near else "")
+        # the fields of this route's body when known (`ids` on /forget: `event_ids`), by
+        # the names other tools use for them first; never the name refused
+        top = fields if fields and loc[:1] == ("body",) and len(loc) == 2 else None
+        own = [f for f in (top or _known_fields()) if f != loc[-1]]
+        near = likely_argument(loc[-1], own, own) if top else None
+        if near is None:
+            close = difflib.get_close_matches(loc[-1], own, n=1, cutoff=0.8)
+            near = close[0] if close else None
+        msg = "is not a field here" + (f" (did you mean {near!r}?)" if near else "")
     elif first.get("type") == "json_invalid":
         # FastAPI puts the character offset in loc ("body", 25): name the body, not "[25]".
         field = "body"
@@ -150,7 +172,9 @@ def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         content_type = request.headers.get("content-type")
-        return _validation_response(list(exc.errors()), content_type=content_type)
+        return _validation_response(
+            list(exc.errors()), content_type=content_type, fields=_body_fields(request)
+        )
 
     @app.exception_handler(PydanticValidationError)
     async def _model_invalid(request: Request, exc: PydanticValidationError) -> JSONResponse:
