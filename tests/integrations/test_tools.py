@@ -183,6 +183,11 @@ def test_search_memory_narrows_to_repositories(cb: ContextBase, tmp_path: Path) 
     assert mine and {h["repo"] for h in mine} == {"auth-repo"}
     one = call(scope, "search_memory", {**query, "repos": "auth-repo"})["results"]  # a list of one
     assert [h["id"] for h in one] == [h["id"] for h in mine]
+    # one type as a string is a list of one too; `true` is no count of hits
+    typed = call(scope, "search_memory", {**query, "types": "section", "repos": "auth-repo"})
+    assert typed["results"] and {h["type"] for h in typed["results"]} == {"section"}
+    flag = call(scope, "search_memory", {**query, "top_k": True})["error"]
+    assert flag["field"] == "top_k", flag
     # a mistyped repository is not an empty memory: the error names the real ones
     typo = call(scope, "search_memory", {**query, "repos": ["nowhere"]})["error"]
     assert typo["code"] == "not_found" and "'nowhere'" in typo["message"]

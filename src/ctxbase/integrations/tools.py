@@ -127,7 +127,8 @@ class SearchMemoryArgs(_Args):
         max_length=MAX_QUERY_CHARS,
         description="What to look for, in natural language.",
     )
-    top_k: int = Field(default=8, ge=1, le=50, description="How many hits to return.")
+    # strict: a model's `true` is no count of hits
+    top_k: int = Field(default=8, ge=1, le=50, strict=True, description="How many hits to return.")
     session_id: str | None = Field(
         default=None, max_length=200, description="Only this session's memory."
     )
@@ -135,7 +136,8 @@ class SearchMemoryArgs(_Args):
         default=None,
         max_length=20,
         description="Only these event or entity types, e.g. user_message, tool_result, "
-        "code, sql, table, document, section, fact (an unknown type is an error listing them).",
+        "code, sql, table, document, section, fact (an unknown type is an error listing "
+        "them; one type may be given as a string).",
     )
     repos: list[str] | None = Field(
         default=None,
@@ -159,10 +161,11 @@ class SearchMemoryArgs(_Args):
         "left out. Needs an embedder; unset: no floor.",
     )
 
-    @field_validator("repos", mode="before")
+    @field_validator("repos", "types", mode="before")
     @classmethod
     def _one_repo(cls, value: object) -> object:
-        """One repository named as a string is a list of one (as a policy takes it)."""
+        """One repository or type named as a string is a list of one (as a policy takes
+        it)."""
         return [value] if isinstance(value, str) else value
 
 
