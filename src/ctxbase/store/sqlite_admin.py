@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..background import background_thread
 from ..errors import StorageError
 from ..model import StateFact
 from .base import USES_SCOPE, TombstoneKind
@@ -257,18 +258,42 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
 
     def _truncate_wal(self) -> None:
         """After a forget: copy the zeroed pages into the file and empty the WAL, whose
-        older frames still hold the forgotten rows; skipped (never waited for) while
-        another connection reads or writes, then the next checkpoint does it."""
-        if self.path == ":memory:":
+        older frames still hold the forgotten rows. Never waited for: while another
+        connection reads or writes it is tried again in the background, with growing
+        pauses, until it succeeds or the store closes (a plain checkpoint would only
+        overwrite those frames as later writes reuse them)."""
+        if self.path == ":memory:" or self._wal_emptied():
             return
-        with self._read() as conn:
-            conn.execute("PRAGMA busy_timeout = 0")
-            try:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            except sqlite3.Error:
-                pass  # busy: not an error for the forget itself
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+        with self._retry_lock:
+            if self._retrying:
+                return
+            self._retrying = True
+        background_thread(self._truncate_later, name="ctxbase-wal-truncate").start()
+
+    def _wal_emptied(self) -> bool:
+        """One TRUNCATE checkpoint that waits for no one; whether the WAL is now empty."""
+        try:
+            with self._read() as conn:
+                conn.execute("PRAGMA busy_timeout = 0")
+                try:
+                    row = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                except sqlite3.Error:
+                    return False  # busy: not an error for the forget itself
+                finally:
+                    conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+        except StorageError:
+            return True  # closed: the last connection's close checkpoints the file
+        return bool(row) and row[0] == 0
+
+    def _truncate_later(self) -> None:
+        pause = 0.05
+        try:
+            while not self._closed and not self._wal_emptied():
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
+        finally:
+            with self._retry_lock:
+                self._retrying = False
 
     def _forget_project(
         self, conn: sqlite3.Connection, project_id: str, report: ForgetReport

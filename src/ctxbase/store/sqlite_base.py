@@ -323,6 +323,9 @@ class SQLiteBase(SharedReads):
         self._conns_lock = threading.Lock()
         self._memory_lock = threading.RLock()  # ":memory:" shares one connection
         self._closed = False
+        # a forget's WAL truncation retried in the background while readers hold it
+        self._retry_lock = threading.Lock()
+        self._retrying = False
         # Operations in flight: close() waits for them, because closing a connection that
         # another thread is using crashes the process inside sqlite3 (not an exception).
         self._in_flight = 0
