@@ -121,6 +121,18 @@ def test_a_write_key_deletes_what_it_put(served: Served) -> None:
         # forgetting for good is asked for, and needs an admin key
         with pytest.raises(PermissionDeniedError, match="admin"):
             CtxbaseStore(b, hard_delete=True).delete(ns, "k2")
+        # the forget tool over the SDK (as `ctxbase mcp --url` runs it) says what the tool
+        # says embedded, not the REST endpoints to call
+        from ctxbase.integrations.tools import ToolScope, handle_tool_call
+
+        said = b.capture("user_message", session_id="tools", text="to be forgotten")
+        b.flush()
+        answer = handle_tool_call(ToolScope(b), "forget", {"event_ids": [said], "hard": True})
+        error = json.loads(answer)["error"]
+        assert error["code"] == "forbidden" and error["message"] == (
+            "hard forget needs an admin key; this key is not one; "
+            "forget without hard=true hides instead"
+        )
         CtxbaseStore(a, hard_delete=True).delete(ns, "k2")
         assert store.get(ns, "k2") is None
 

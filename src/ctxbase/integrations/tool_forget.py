@@ -30,20 +30,34 @@ def told(out: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def hard_forget_refused(role: str | None) -> Exception:
+    """The tool's refusal of a hard forget to a key that is not an admin's, the same
+    whether the tool or the service (`ctxbase mcp --url`) found the key lacking."""
+    from ..serve.errors import PermissionDeniedError
+
+    who = f"this one is {role!r}" if role else "this key is not one"
+    return PermissionDeniedError(
+        f"hard forget needs an admin key; {who}; forget without hard=true hides instead"
+    )
+
+
 def forget_nodes(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
     if a.repos and not a.hard:
         raise ValidationError(
             "repos", "a repository cannot be hidden (its next ingest brings it back): hard=true"
         )
     if a.hard and not scope.allows("admin"):
-        from ..serve.errors import PermissionDeniedError
-
-        raise PermissionDeniedError(f"hard forget needs an admin key; this one is {scope.role!r}")
+        raise hard_forget_refused(scope.role)
     pid = scope.project_id
     if a.hard:
-        report = scope.cb.forget(
-            event_ids=a.event_ids, session_id=a.session_id, repos=a.repos, project=pid
-        )
+        from ..serve.errors import PermissionDeniedError
+
+        try:
+            report = scope.cb.forget(
+                event_ids=a.event_ids, session_id=a.session_id, repos=a.repos, project=pid
+            )
+        except PermissionDeniedError:  # the service's key decided (ctxbase mcp --url)
+            raise hard_forget_refused(None) from None
         return {
             "hard": True,
             "removed": report.removed,

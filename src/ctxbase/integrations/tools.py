@@ -569,11 +569,9 @@ def _forget(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
         )
     if a.fact_keys:  # session_id names the facts' session: only the facts go
         if a.hard and not scope.allows("admin"):
-            from ..serve.errors import PermissionDeniedError
+            from .tool_forget import hard_forget_refused
 
-            raise PermissionDeniedError(
-                f"hard forget needs an admin key; this one is {scope.role!r}"
-            )
+            raise hard_forget_refused(scope.role)
         deleted, missing = delete_facts(scope, a.fact_keys, a.fact_scope, a.session_id, hard=a.hard)
         if not a.event_ids and not a.repos:
             if not deleted:
