@@ -13,8 +13,10 @@ from ctxbase import ContextBase
 from store_calls import StoreCalls
 
 # shape -> (the assembly, ceiling of store calls, what its prompt states). Measured: no
-# session 27 (a memory tool result read with its call: one read more; 26 before),
-# session 23, planner (global view: every task's facts) 26, user scope 24 on both backends
+# session 28 (a memory tool result read with its call: one read more; 26 before),
+# session 24, planner (global view: every task's facts) 27, user scope 25 on both backends
+# (each one more since the stored trace is read against the tombstones: a forget that
+# committed while the assembly ran is redacted from it, assemble/trace.py store_trace)
 # (the planner 24 before a session turn older than its history window could be recalled:
 # memory recalls the old tool call, reads its result with it and traces its links);
 # before one get_states read, one generation reading per search and the session read once:
@@ -22,14 +24,14 @@ from store_calls import StoreCalls
 SHAPES: dict[str, tuple[Callable[[ContextBase, str], Any], int, list[str]]] = {
     "no_session": (
         lambda cb, sid: cb.assemble_context(agent_role="coder", user_intent="refund column"),
-        27,
+        28,
         ["- region: eu"],
     ),
     "session": (
         lambda cb, sid: cb.assemble_context(
             agent_role="coder", user_intent="refund column", session_id=sid
         ),
-        23,
+        24,
         ["- owner: alice", "- goal: ship the refund report"],
     ),
     # memory_scope user: the project's sessions read once, to know whose each is
@@ -37,14 +39,14 @@ SHAPES: dict[str, tuple[Callable[[ContextBase, str], Any], int, list[str]]] = {
         lambda cb, sid: cb.assembler.assemble(
             agent_role="coder", user_intent="refund column", session_id=sid, memory_scope="user"
         ),
-        24,
+        25,
         ["- owner: alice", "- goal: ship the refund report"],
     ),
     "planner": (
         lambda cb, sid: cb.assemble_context(
             agent_role="planner", user_intent="refund report plan", session_id=sid
         ),
-        26,
+        27,
         [
             "- owner: alice",
             "- format: csv",
