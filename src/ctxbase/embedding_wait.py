@@ -72,9 +72,8 @@ def wait_for_vectors(
     now = time.monotonic()
     started = now if started is None else started
     deadline = None if timeout is None else now + max(0.0, timeout)
-    total = pending_vectors(
-        store, model, project, worker.replacing()
-    )  # the backlog: the pace and the bar
+    replacing = worker.replacing()  # the projects whose vectors it may replace
+    total = pending_vectors(store, model, project, replacing)  # the backlog: pace and bar
     if progress and total:
         with Progress().bar("embedding", total=total, unit="vector") as bar:
             while True:
@@ -83,7 +82,7 @@ def wait_for_vectors(
                 if worker.wait_idle(step, project):
                     bar.update_to(total)
                     return True
-                remaining = pending_vectors(store, model, project, worker.replacing())
+                remaining = pending_vectors(store, model, project, replacing)
                 bar.update_to(max(0, total - remaining))
                 if deadline is not None and time.monotonic() >= deadline:
                     bar.close(finished=False)
@@ -92,7 +91,7 @@ def wait_for_vectors(
         None if deadline is None else max(0.0, deadline - time.monotonic()), project
     ):
         return True
-    remaining = pending_vectors(store, model, project, worker.replacing())
+    remaining = pending_vectors(store, model, project, replacing)
     if remaining == 0:  # done as the time ran out: every item has its vector
         return True
     if warn:

@@ -50,17 +50,25 @@ def count_pending(
     EmbeddingWorker.replacing), another project's items count only when they have no
     vector at all: those are all the worker embeds there."""
     if project is not None:
-        missing_only = replacing is not None and project not in replacing
+        missing_only = _missing_only(replacing, project)
         return int(store.count_pending_embeddings(model, cap, project, missing_only=missing_only))
     total = 0
     for pid in store.pending_projects(model):
-        missing_only = replacing is not None and pid not in replacing
+        left = cap - total
         total += int(
-            store.count_pending_embeddings(model, cap - total, pid, missing_only=missing_only)
+            store.count_pending_embeddings(
+                model, left, pid, missing_only=_missing_only(replacing, pid)
+            )
         )
         if total >= cap:
             break
     return total
+
+
+def _missing_only(replacing: Collection[str] | None, project: str) -> bool:
+    """Whether a worker replacing the vectors of `replacing` (None: of every project)
+    embeds only the items of `project` that have no vector at all."""
+    return replacing is not None and project not in replacing
 
 
 class EmbeddingWorker:
@@ -130,20 +138,14 @@ class EmbeddingWorker:
         """The projects whose other-model vectors this worker replaces (None: every one)."""
         return None if self._replacing is None else frozenset(self._replacing())
 
-    def replaces(self, project: str) -> bool:
-        """Whether the worker re-embeds the project's items another model embedded."""
-        replacing = self.replacing()
-        return replacing is None or project in replacing
-
     def backlog(self) -> int:
         """Items of every project still waiting for a vector from this worker (capped at a
         few thousand for speed); a project's own: embedding_wait.pending_vectors."""
         return count_pending(self.store, self.embedder.name, None, self.replacing())
 
-    def _projects(self, model: str) -> list[str]:
+    def _projects(self, model: str, replacing: frozenset[str] | None) -> list[str]:
         """The projects with items this worker embeds, sorted."""
         projects = self.store.pending_projects(model)
-        replacing = self.replacing()
         if replacing is None or set(projects) <= replacing:
             return projects
         missing = set(self.store.pending_projects(model, missing_only=True))
@@ -151,14 +153,14 @@ class EmbeddingWorker:
 
     def _next_batch(self) -> tuple[list[tuple[str, str, str]], bool]:
         """The next project's batch in turn, and whether other projects wait too."""
-        model = self.embedder.name
-        projects = self._projects(model)
+        model, replacing = self.embedder.name, self.replacing()
+        projects = self._projects(model, replacing)
         last = self._last_project
         if last is not None:  # the projects after the last one served, then from the start
             projects = [p for p in projects if p > last] + [p for p in projects if p <= last]
         for n, pid in enumerate(projects):
             pending = self.store.pending_embeddings(
-                model, self.batch_size, pid, missing_only=not self.replaces(pid)
+                model, self.batch_size, pid, missing_only=_missing_only(replacing, pid)
             )
             if pending:
                 self._last_project = pid
@@ -166,7 +168,7 @@ class EmbeddingWorker:
         # items of a project the projects table does not list (not written that way, but
         # nothing may wait forever): the oldest, whatever their project
         return self.store.pending_embeddings(
-            model, self.batch_size, missing_only=self._replacing is not None
+            model, self.batch_size, missing_only=replacing is not None
         ), False
 
     def run_once(self) -> int:
@@ -282,12 +284,11 @@ class EmbeddingWorker:
 
     def _done(self, project: str | None) -> bool:
         """No item (of `project`, or of any project) waiting for a vector from this worker."""
-        model = self.embedder.name
+        model, replacing = self.embedder.name, self.replacing()
         if project is not None:
             return not self.store.pending_embeddings(
-                model, 1, project, missing_only=not self.replaces(project)
+                model, 1, project, missing_only=_missing_only(replacing, project)
             )
-        replacing = self.replacing()
         if replacing is None:
             return not self.store.pending_embeddings(model, 1)
         if self.store.pending_embeddings(model, 1, missing_only=True):

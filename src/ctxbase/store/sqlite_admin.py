@@ -265,6 +265,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         if self.path == ":memory:" or self._wal_emptied():
             return
         with self._retry_lock:
+            self._wal_asked += 1  # a retry under way must empty it once more after this
             if self._retrying:
                 return
             self._retrying = True
@@ -286,14 +287,25 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         return bool(row) and row[0] == 0
 
     def _truncate_later(self) -> None:
+        """Try until a truncation succeeds that began after the last forget asked for one
+        (a forget committed during a try asks again), or the store closes."""
         pause = 0.05
         try:
-            while not self._closed and not self._wal_emptied():
+            while True:
+                with self._retry_lock:
+                    asked = self._wal_asked
+                if self._closed or self._wal_emptied():
+                    with self._retry_lock:  # done, in the lock a forget asks under
+                        if self._closed or asked == self._wal_asked:
+                            self._retrying = False
+                            return
+                    continue
                 time.sleep(pause)
                 pause = min(pause * 2, 2.0)
-        finally:
+        except BaseException:
             with self._retry_lock:
                 self._retrying = False
+            raise
 
     def _forget_project(
         self, conn: sqlite3.Connection, project_id: str, report: ForgetReport

@@ -326,6 +326,7 @@ class SQLiteBase(SharedReads):
         # a forget's WAL truncation retried in the background while readers hold it
         self._retry_lock = threading.Lock()
         self._retrying = False
+        self._wal_asked = 0  # truncations forgets asked for
         # Operations in flight: close() waits for them, because closing a connection that
         # another thread is using crashes the process inside sqlite3 (not an exception).
         self._in_flight = 0
