@@ -229,7 +229,7 @@ def test_a_requirement_sentence_is_served_once_not_twice(cb: ContextBase) -> Non
     # the session's own turn says it in the history: the prompt holds the sentence once,
     # and the trace says why the requirement cut from it is not repeated in memory
     assert sum(m["content"].count(short) for m in ctx.messages) == 1
-    assert short not in memory and f"[requirement {reqs[long].id}]" in memory
+    assert short not in memory and f"[requirement {reqs[long].id}, " in memory
     assert any(
         d["id"] == reqs[short].id and d["reason"] == "in history" for d in ctx.trace["dropped"]
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import tempfile
 import threading
 import time
@@ -59,7 +60,7 @@ def test_layers_come_in_the_fixed_order_with_labels(cb: ContextBase) -> None:
     assert positions == sorted(positions) == [0, 1, 2, 3]
     assert [m["role"] for m in ctx.messages[4:-1]] == ["user", "assistant"]
     assert ctx.messages[-1] == {"role": "user", "content": "Redis 缓存规范怎么要求过期时间"}
-    assert "[document doc_1] Redis 缓存规范" in contents[3]
+    assert re.search(r"\[document doc_1, \d{4}-\d\d-\d\d\] Redis 缓存规范", contents[3])
     assert [d["id"] for d in ctx.documents] == ["doc_1"]
     assert ctx.total_tokens == count_messages(ctx.messages, get_token_counter())
     assert sum(ctx.tokens_by_layer.values()) == ctx.total_tokens

@@ -40,7 +40,7 @@ def test_a_wrong_memory_with_a_note_is_replaced_by_its_correction(cb: ContextBas
     body = _prompt(ctx)
     day = time.strftime("%Y-%m-%d", time.gmtime())
     line = f'Correction (rated wrong on {day}): {NOTE} -- replaces: "{SAID}"'
-    assert f"[correction of {wrong}]\n{line}" in body
+    assert f"[correction of {wrong}, {day}]\n{line}" in body  # dated as rated
     assert body.count("30 s for every client") == 1  # only as the quote of what is wrong
     assert ctx.total_tokens <= 400
     # the trace says why it is there: which node, rated how

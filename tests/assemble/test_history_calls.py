@@ -17,6 +17,7 @@ import pytest
 import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.history_calls import fold_calls
+from ctxbase.assemble.memory_candidate import label_day
 from ctxbase.assemble.repeats import bare_name, said_in
 from ctxbase.model import Event
 
@@ -228,7 +229,10 @@ def test_another_agents_call_is_its_own_entry_in_history_and_memory(cb: ContextB
     memory = "\n".join(
         m["content"] for m in recalled.messages if "Retrieved context" in m["content"]
     )
-    assert f"[tool call {call}]\nrun_sql: DROP TABLE orders" in memory
+    assert (
+        f"[tool call {call}, {label_day(cb.get_event(call).ts)}]\nrun_sql: DROP TABLE orders"
+        in memory
+    )
     assert "Plan: find the slow orders SQL.\nrun_sql" not in memory
     # the planner's own call still reads on its message's lines
     own = say("tool_invocation", "planner", "list_tables()", plan)

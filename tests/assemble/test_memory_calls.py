@@ -17,7 +17,7 @@ import pytest
 import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.memory_calls import memory_units
-from ctxbase.assemble.memory_candidate import MemoryCandidate
+from ctxbase.assemble.memory_candidate import MemoryCandidate, label_day
 from ctxbase.assemble.repeats import calls_held, same_result
 
 DAY = 86400.0
@@ -44,6 +44,11 @@ def _memory(ctx: Any) -> str:
 def _blocks(memory: str) -> list[str]:
     # after the header and the opening tag, before the closing one
     return memory.split("\n", 2)[2].removesuffix("\n</quoted_data>").split("\n\n") if memory else []
+
+
+def _day(cb: ContextBase, event_id: str) -> str:
+    """The day a memory label shows for the event (the UTC day it was said)."""
+    return label_day(cb.get_event(event_id).ts)
 
 
 def _dropped(ctx: Any, owner_id: str) -> list[dict[str, Any]]:
@@ -82,13 +87,14 @@ def test_each_result_names_its_call_and_follows_it_newest_sql_first(
     blocks = _blocks(_memory(ctx))
     heads = [b.split("\n", 1)[0] for b in blocks]
     # the results say which call they answer, and each comes right after its call
-    assert f"[tool result {old_res} of {old_call} run_sql]" in heads
-    assert f"[tool result {new_res} of {new_call} run_sql]" in heads
+    assert f"[tool result {old_res} of {old_call} run_sql, {_day(cb, old_res)}]" in heads
+    assert f"[tool result {new_res} of {new_call} run_sql, {_day(cb, new_res)}]" in heads
     for call, res in ((old_call, old_res), (new_call, new_res)):
-        i = heads.index(f"[tool call {call}]")
+        i = heads.index(f"[tool call {call}, {_day(cb, call)}]")
         assert heads[i + 1].startswith(f"[tool result {res} of {call}")
     # under the recency cue the newer SQL, with its result, comes before the older one
-    assert heads.index(f"[tool call {new_call}]") < heads.index(f"[tool call {old_call}]")
+    new_at = heads.index(f"[tool call {new_call}, {_day(cb, new_call)}]")
+    assert new_at < heads.index(f"[tool call {old_call}, {_day(cb, old_call)}]")
     memory = _memory(ctx)
     assert memory.index("9.8 s") < memory.index("GROUP BY") < memory.index("4.2 s")
 
@@ -155,9 +161,10 @@ def test_a_message_in_memory_shows_its_call_and_its_result_follows(cb: ContextBa
         session_id="asker",
     )
     blocks = _blocks(_memory(ctx))
-    i = next(n for n, b in enumerate(blocks) if b.startswith(f"[message {a['message']}]"))
+    i = next(n for n, b in enumerate(blocks) if b.startswith(f"[message {a['message']}, "))
     assert blocks[i].splitlines()[1:] == ["Let me count the stale archived orders.", STALE_CALL]
-    assert blocks[i + 1] == f"[tool result {a['result']} of {a['call']} run_sql]\n42"
+    day = _day(cb, a["result"])
+    assert blocks[i + 1] == f"[tool result {a['result']} of {a['call']} run_sql, {day}]\n42"
     # the call is shown once, in its message's block; the trace says so
     assert _memory(ctx).count(STALE_SQL) == 1
     (call_drop,) = _dropped(ctx, a["call"])

@@ -24,7 +24,7 @@ from ctxbase.assemble.asked_before import (
 from ctxbase.assemble.assembler import Assembler
 from ctxbase.assemble.gatherer import Gatherer
 from ctxbase.assemble.manager import ContextManager
-from ctxbase.assemble.memory_candidate import entity_cand, event_cand
+from ctxbase.assemble.memory_candidate import entity_cand, event_cand, label_day
 from ctxbase.assemble.policy_loading import load_default_policies
 from ctxbase.model import Event
 
@@ -193,7 +193,7 @@ def test_assembly_leaves_the_unanswered_question_out_and_keeps_the_answered(
     # the answered one shows, its answer right after it
     blocks = memory.removesuffix("\n</quoted_data>").split("\n\n")
     i = next(n for n, b in enumerate(blocks) if b.endswith("\n上次那个SQL是什么"))
-    assert blocks[i + 1] == f"[message {answer}]\n{ANSWER}"
+    assert blocks[i + 1] == f"[message {answer}, {label_day(now - 190)}]\n{ANSWER}"
 
 
 REVENUE = "What was the SQL for the monthly revenue report?"

@@ -70,8 +70,8 @@ def _check(
     assert "error_driven_repair" in fix.strategies
     assert {"document_101", code, test} <= _ids(fix)
     prompt = "\n".join(m["content"] for m in fix.messages)
-    assert "[document document_101]" in prompt and f"[code {code}]" in prompt
-    assert f"[test case {test}]" in prompt and 'expire="300"' in prompt
+    assert "[document document_101, " in prompt and f"[code {code}, " in prompt
+    assert f"[test case {test}, " in prompt and 'expire="300"' in prompt
     assert any("FAILED" in e["content"] for e in fix.events)  # the failing run's log
     assert fix.messages[-1] == {"role": "user", "content": "缓存没生效，查下原因。"}
     assert fix.total_tokens <= fix.max_tokens

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxbase import ContextBase
+from ctxbase.assemble.memory_candidate import label_day
 from store_calls import StoreCalls
 
 INTENT = "Which column holds the refund amount?"
@@ -39,5 +40,5 @@ def test_an_answered_question_stays_with_its_answer(cb: ContextBase) -> None:
     memory = next(m["content"] for m in ctx.messages if "Retrieved context" in m["content"])
     # after the header and the opening tag, before the closing one
     blocks = memory.split("\n", 2)[2].removesuffix("\n</quoted_data>").split("\n\n")
-    i = next(n for n, b in enumerate(blocks) if b.startswith(f"[message {asked}]"))
-    assert blocks[i + 1] == f"[message {answer}]\n{ANSWER}"
+    i = next(n for n, b in enumerate(blocks) if b.startswith(f"[message {asked}, "))
+    assert blocks[i + 1] == f"[message {answer}, {label_day(cb.get_event(answer).ts)}]\n{ANSWER}"

@@ -5,6 +5,7 @@ merges candidates by owner and the budget packs them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..model import Entity, Event, Relation
@@ -22,6 +23,7 @@ __all__ = [
     "entity_cand",
     "event_cand",
     "event_failed",
+    "label_day",
     "label_for",
     "relation_entry",
 ]
@@ -41,12 +43,25 @@ _LABEL_WORDS = {
 }
 
 
-def label_for(type_: str, owner_id: str, name: str = "", answers: str = "") -> str:
+def label_for(type_: str, owner_id: str, name: str = "", answers: str = "", day: str = "") -> str:
     """The source label of a memory item: "[document doc_101] Redis 规范", "[tool result ev_1]";
-    `answers` names the call a tool result answers: "[tool result ev_2 of ev_1 run_sql]"."""
+    `answers` names the call a tool result answers: "[tool result ev_2 of ev_1 run_sql]";
+    `day` when it was said or last changed: "[message ev_7, 2026-03-02]"."""
     of = f" of {answers}" if answers else ""
-    head = f"[{_LABEL_WORDS.get(type_, type_.replace('_', ' '))} {owner_id}{of}]"
+    on = f", {day}" if day else ""
+    head = f"[{_LABEL_WORDS.get(type_, type_.replace('_', ' '))} {owner_id}{of}{on}]"
     return f"{head} {name}" if name else head
+
+
+def label_day(ts: float | None) -> str:
+    """The UTC day a memory item's label shows ("" when unknown): with it a reader can tell
+    the later of two memories that disagree, and place "last Tuesday" said back then."""
+    if ts is None:
+        return ""
+    try:
+        return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d")
+    except (OverflowError, OSError, ValueError):  # a time no calendar day holds
+        return ""
 
 
 def event_failed(event: Event) -> bool:
@@ -107,13 +122,14 @@ class MemoryCandidate:
 
     def label(self) -> str:
         """The line the memory block shows above its text."""
+        day = label_day(self.said_at)
         if self.kind == "correction":  # corrections.py: `answers` names what it replaces
-            return f"[correction of {self.answers}]"
+            return f"[correction of {self.answers}{', ' + day if day else ''}]"
         if self.kind == "conflict":  # consensus.py: the agents' contexts disagree
             return "[conflict between agents]"
         # a name that only repeats the text (a requirement sentence) is not shown twice
         name = "" if names_its_text(self.name, self.text) else self.name
-        return label_for(self.type, self.owner_id, name, self.answers)
+        return label_for(self.type, self.owner_id, name, self.answers, day)
 
     def item_text(self, counter: TokenCounter, max_item_tokens: int) -> str:
         """The text the memory block shows under its label, cut to `max_item_tokens` where

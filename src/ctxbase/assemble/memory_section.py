@@ -32,7 +32,8 @@ __all__ = [
     "memory_section_for",
 ]
 
-MEMORY_HEADER = "Retrieved context (labelled by source):"
+# each item's label names its source and the UTC day it was said or last changed
+MEMORY_HEADER = "Retrieved context (labelled by source and date, UTC):"
 # Per-message chat overhead (3) plus the role (1); also covers the separators of layer items.
 ITEM_OVERHEAD = 4
 # the memory layer is one user message: the header, then its items quoted as data
