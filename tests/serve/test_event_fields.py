@@ -230,6 +230,25 @@ def test_rest_takes_the_article_names(server: Live, pid: str) -> None:
             "timestamp",
             "must be epoch seconds or an ISO-8601 time",
         ),
+        # JSON true or false is no time: read as a number it dated the memory 1970-01-01
+        (
+            "events",
+            {"session_id": "s", "type": "user_message", "ts": True},
+            "ts",
+            "must be a number",
+        ),
+        (
+            "events/batch",
+            {"events": [{"session_id": "s", "type": "user_message", "text": "x", "ts": False}]},
+            "events[0].ts",
+            "must be a number (got bool)",
+        ),
+        (
+            "events/queue",
+            {"session_id": "s", "type": "user_message", "text": "x", "ts": True},
+            "ts",
+            "must be a number (got bool)",
+        ),
     ],
 )
 def test_rest_names_the_field_it_refuses(

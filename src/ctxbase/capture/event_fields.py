@@ -136,7 +136,9 @@ def rest_event_fields(body: Mapping[str, Any], accepted: Iterable[str]) -> dict[
     if "content" in out:
         text, data = event_body(out.get("text"), out.get("data"), out.pop("content"))
         out.update({k: v for k, v in (("text", text), ("data", data)) if v is not None})
-    if "timestamp" in out or isinstance(out.get("ts"), str):
+    # a string is read as a time, and a JSON true or false refused (a number field of the
+    # body would take it as 1 or 0: a memory dated 1970)
+    if "timestamp" in out or isinstance(out.get("ts"), str | bool):
         ts = event_time("ts", out.get("ts"))
         stamp = event_time("timestamp", out.pop("timestamp", None))
         out["ts"] = either("ts", ts, "timestamp", stamp)
