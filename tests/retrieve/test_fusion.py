@@ -123,6 +123,27 @@ def test_dedupe_drops_near_identical_text_in_english_and_chinese() -> None:
     assert folded == {"b": "a"}
 
 
+def test_dedupe_keeps_a_long_text_with_one_word_changed() -> None:
+    """Bigrams alone call these copies (Jaccard >= 0.9): the one word changed is the fact."""
+    filler = (
+        ", and the lunch order for Friday is pizza while the office plants need water; remember"
+        " to update the wiki pages about onboarding and the holiday calendar for the whole team"
+        " before the release train leaves on Thursday morning with the new invoice exports"
+    )
+    rest = "所有客户端都一样记得同时更新接口文档值班表和发布说明并通知移动端和网页端的负责同事"
+    texts = {
+        "old": f"We decided to use MySQL for the billing database{filler}",
+        "new": f"We decided to use PostgreSQL for the billing database{filler}",
+        "zh_old": "接口超时时间定为三十秒" + rest,
+        "zh_new": "接口超时时间定为二十秒" + rest,
+        "copy": f"We decided to use MySQL, for the billing database {filler.upper()}!",
+    }
+    ranked = [(k, 1.0 - n / 10) for n, k in enumerate(texts)]
+    kept, dropped = dedupe_near_identical(ranked, texts.__getitem__, 0.9)
+    assert [k for k, _ in kept] == ["old", "new", "zh_old", "zh_new"]
+    assert dropped == {"copy": "old"}  # case, spacing and punctuation only
+
+
 def test_dedupe_with_a_limit_looks_a_bounded_way_below_the_cut() -> None:
     texts = {"hit": "my test environment PIN is 482913"}
     texts |= {f"other{n}": f"unrelated note number {n} about lunch" for n in range(30)}

@@ -182,18 +182,22 @@ def dedupe_near_identical(
     limit: int | None = None,
 ) -> tuple[list[tuple[str, float]], dict[str, str]]:
     """Drop results whose text is near-identical (Jaccard of word bigrams >= threshold) to a
-    better one. Returns the kept results and {dropped: kept_instead}. With `limit`, only the
-    first `limit` distinct results are checked against each other (quadratic cost); the next
-    `limit + DUPLICATE_LOOKAHEAD` are checked against those, so a copy of a kept result
-    ranked just below the cut is still named as its duplicate (a copy scores as the result
-    does, so it ranks beside it); the rest follow unchecked."""
+    better one and holds the same words: a copy differing in case, spacing or punctuation
+    folds into it, while one word changed in a long text ("MySQL" for "PostgreSQL", "20 s"
+    for "30 s") is another statement, kept however alike the rest. Returns the kept results
+    and {dropped: kept_instead}. With `limit`, only the first `limit` distinct results are
+    checked against each other (quadratic cost); the next `limit + DUPLICATE_LOOKAHEAD` are
+    checked against those, so a copy of a kept result ranked just below the cut is still
+    named as its duplicate (a copy scores as the result does, so it ranks beside it); the
+    rest follow unchecked."""
     kept: list[tuple[str, float]] = []
-    kept_shingles: list[tuple[str, set[str]]] = []
+    kept_shingles: list[tuple[str, set[str], frozenset[str]]] = []
     dropped: dict[str, str] = {}
 
-    def copy_of(sh: set[str]) -> str | None:
-        for other, osh in kept_shingles:
-            if sh and osh:
+    def copy_of(text: str) -> str | None:
+        sh, words = _shingles(text), frozenset(_WORD.findall(text.lower()))
+        for other, osh, owords in kept_shingles:
+            if sh and osh and words == owords:
                 inter = len(sh & osh)
                 if inter and inter / len(sh | osh) >= threshold:
                     return other
@@ -203,18 +207,18 @@ def dedupe_near_identical(
         if limit is not None and len(kept) >= limit:
             ahead = ranked[n : n + limit + DUPLICATE_LOOKAHEAD]
             for later, later_score in ahead:
-                dup_of = copy_of(_shingles(text_of(later)))
+                dup_of = copy_of(text_of(later))
                 if dup_of is None:
                     kept.append((later, later_score))
                 else:
                     dropped[later] = dup_of
             kept.extend(ranked[n + len(ahead) :])
             break
-        sh = _shingles(text_of(item))
-        dup_of = copy_of(sh)
+        text = text_of(item)
+        dup_of = copy_of(text)
         if dup_of is not None:
             dropped[item] = dup_of
             continue
         kept.append((item, score))
-        kept_shingles.append((item, sh))
+        kept_shingles.append((item, _shingles(text), frozenset(_WORD.findall(text.lower()))))
     return kept, dropped
