@@ -15,8 +15,10 @@ import pytest
 
 import ctxbase
 from ctxbase import ContextBase
-from ctxbase.assemble.memory_candidate import label_day, label_for
+from ctxbase.assemble.gatherer import Gatherer
+from ctxbase.assemble.memory_candidate import entity_cand, event_cand, label_day, label_for
 from ctxbase.assemble.memory_section import MEMORY_HEADER
+from ctxbase.assemble.policy_loading import load_default_policies
 
 DAY = 86400.0
 OLD = "The billing database runs on MySQL 8."
@@ -77,3 +79,82 @@ def test_an_entity_shows_the_day_it_last_changed(cb: ContextBase) -> None:
     memory = _memory(ctx)
     (day,) = re.findall(r"\[document doc_1, (\d{4}-\d\d-\d\d)\] Redis 缓存规范", memory)
     assert day == label_day(cb.get_entity("doc_1").updated_at)
+
+
+FILLER = (
+    " Also, the lunch order for Friday is pizza and the office plants need water. Remember to"
+    " update the wiki pages about onboarding and the holiday calendar for everyone in the team."
+)
+
+
+def test_a_statement_stands_in_for_its_message_when_the_message_does_not_fit(
+    cb: ContextBase,
+) -> None:
+    """Two long messages that differ in one word, room for one and a bit: both are search
+    hits (one word changed is another statement, not a copy), and what the newer one
+    decided reaches the prompt, dated as it was said: the message cut where it still says
+    it, or else the decision cut from it, left out as the message's repeat, in its place."""
+    now = time.time()
+    said = {
+        cb.capture(
+            "user_message",
+            session_id=session,
+            text=f"Good morning. We decided to use {db} for the billing database.{FILLER}",
+            ts=now - days * DAY,
+        ): days
+        for session, db, days in (("march", "MySQL", 40), ("may", "PostgreSQL", 3))
+    }
+    cb.flush()
+    cb.wait_for_embeddings()
+    found = cb.search("billing database decision", top_k=10)
+    assert set(said) <= {h.id for h in found.results}  # neither folded into the other
+    ctx = cb.assemble_context(
+        agent_role="coder", user_intent="billing database decision", max_tokens=240
+    )
+    memory = _memory(ctx)
+    trace = cb.get_trace(ctx.context_id)
+    assert "We decided to use MySQL for the billing database." in memory
+    assert "We decided to use PostgreSQL for the billing database." in memory
+    (newer,) = [e for e, days in said.items() if days == 3]
+    decision = next(
+        e.id for e in cb.list_entities(type="decision") if e.properties.get("event_id") == newer
+    )
+    day = label_day(now - 3 * DAY)
+    assert f"[message {newer}, {day}]" in memory or f"[decision {decision}, {day}]" in memory
+    if decision in memory:  # standing in: not also listed as left out
+        assert not any(d["id"] == decision for d in trace["dropped"])
+        assert any(f"{decision}, which says part of it, is shown" in n for n in trace["notes"])
+
+
+def test_stand_ins_come_back_only_for_what_the_prompt_no_longer_says(cb: ContextBase) -> None:
+    """The gatherer keeps what it left out as another item's repeat: the budget leaving
+    that item out, or cutting it before the repeated words, brings it back, ranked just
+    above the item; an item shown far enough to say it brings nothing back."""
+    text = f"Good morning. We decided to use PostgreSQL for the billing database.{FILLER}"
+    message = cb.capture("user_message", session_id="may", text=text)
+    cb.flush()
+    (decision,) = [
+        e for e in cb.list_entities(type="decision") if e.properties.get("event_id") == message
+    ]
+    (event,) = cb.store.get_events("p", [message])
+
+    def gathered() -> Gatherer:
+        g = Gatherer(
+            cb, "p", load_default_policies().default, session_id="x", intent="q", exclude=set()
+        )
+        assert g.add(event_cand(event, 0.5, "semantic_recall", "hit"), event)
+        assert g.add(entity_cand(decision, 0.9, "semantic_recall", "hit"))
+        g.drop_repeats()
+        assert list(g.cands) == [message]  # the message says the decision
+        return g
+
+    g = gathered()  # cut where it still says it: nothing comes back
+    assert g.stand_in_for([], {message: text[:80]}) == []
+    assert list(g.cands) == [message]
+    g = gathered()  # cut before the decision's words: the decision, just above the message
+    assert g.stand_in_for([], {message: "Good morning. …"}) == [(message, decision.id)]
+    assert g.cands[decision.id].score > g.cands[message].score == 0.9
+    assert not any(d["id"] == decision.id for d in g.dropped)
+    g = gathered()  # left out whole
+    assert g.stand_in_for([message], {}) == [(message, decision.id)]
+    assert g.stand_in_for([message], {}) == []  # once

@@ -512,9 +512,26 @@ class Assembler:
             pid, layers, policy, agent_role, g, plan, window, events
         )
         notes.extend(hist_notes)
+        shares = policy.budget.as_mapping()
         alloc, messages = self._fit(
-            items, roles, quotes, policy.budget.as_mapping(), limit, latest, policy.budget.latest
+            items, roles, quotes, shares, limit, latest, policy.budget.latest
         )
+        # what an item left out or cut by the budget says, left out as its repeat, is shown
+        memory = alloc.layers.get("memory")
+        cut = {i.item.id: i.text for i in memory.included if i.truncated} if memory else {}
+        back = g.stand_in_for((d.item.id for d in alloc.dropped if d.layer == "memory"), cut)
+        if back:
+            items["memory"] = memory_items(g.cands, self.counter, self.max_item_tokens)
+            alloc, messages = self._fit(
+                items, roles, quotes, shares, limit, latest, policy.budget.latest
+            )
+            memory = alloc.layers.get("memory")
+            shown = {i.item.id for i in memory.included} if memory else set()
+            notes.extend(
+                f"budget: {holder} did not fit whole; {owner}, which says part of it, is shown"
+                for holder, owner in back
+                if owner in shown
+            )
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
         context_id = f"ctx_{uuid.uuid4().hex[:20]}"

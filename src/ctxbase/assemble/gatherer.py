@@ -8,6 +8,7 @@ every relation it looked at; the strategies (strategies.py) feed it through `add
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -93,6 +94,9 @@ class Gatherer:
         self.cands: dict[str, MemoryCandidate] = {}
         self.dropped: list[dict[str, Any]] = []
         self._drops: set[tuple[str, str, str]] = set()
+        # the candidates left out because another says what they say, by that other one:
+        # when the budget leaves it out, the shorter one may fit in its place (stand_in_for)
+        self.stand_ins: dict[str, list[tuple[MemoryCandidate, str]]] = {}
         self.considered: list[dict[str, Any]] = []
         self.relations: list[dict[str, Any]] = []
         self.notes: list[str] = []
@@ -185,7 +189,9 @@ class Gatherer:
             if found is not None:
                 kept = self.cands[found[0]]
                 kept.score = max(kept.score, cand.score)
-                self.drop(owner_id, "duplicate", f"a bare name; {found[0]} in memory says it")
+                detail = f"a bare name; {found[0]} in memory says it"
+                self.stand_ins.setdefault(found[0], []).append((cand, detail))
+                self.drop(owner_id, "duplicate", detail)
             elif cand.type == MENTION_TYPE:
                 detail = f"a bare name ({cand.text!r}); no item in memory says it"
                 self.drop(owner_id, "bare mention", detail)
@@ -198,6 +204,9 @@ class Gatherer:
         two scores, and the results of a call left out go with the one that shows it."""
         cand = self.cands.pop(gone)
         kept = self.cands[holder]
+        if cand.type != CALL_TYPE and all(c.unit != gone for c in self.cands.values()):
+            # a call's results follow the one that shows it, so a call never stands in
+            self.stand_ins.setdefault(holder, []).append((cand, detail))
         kept.score, kept.cued = max(kept.score, cand.score), kept.cued or cand.cued
         # what brought the one left out brought what it says: the trace keeps saying why
         kept.strategies += [s for s in cand.strategies if s not in kept.strategies]
@@ -234,6 +243,9 @@ class Gatherer:
             for k, (source, text) in cut.items()
             if source in events and cut_from(text, events[source].text or "")
         }
+        for k, source in sources.items():  # a statement still in its words was said then
+            if k in self.cands:
+                self.cands[k].said_at = events[source].ts
         self._prefetch_statuses(events.values())
         known = self.cb.searcher.known_signals
         false = rated_false(store, self.pid, [*self.cands, *events, *also], known)
@@ -280,6 +292,34 @@ class Gatherer:
         if status == Status.ACTIVE:
             return None
         return "retracted" if status == Status.EXPIRED else str(status)
+
+    def stand_in_for(
+        self, left_out: Iterable[str], cut: Mapping[str, str]
+    ) -> list[tuple[str, str]]:
+        """Bring back, as candidates, what was left out because an item says it, now that
+        the budget left that item out (`left_out`) or cut it to a part that does not say it
+        (`cut`: the item's id and the text shown): a decision cut from a long message may
+        fit where the message did not, so what it says is not lost. Each ranks just above
+        the item it was left out for. Returns (that item, the one brought back) pairs."""
+        back: list[tuple[str, str]] = []
+        gone = {h: "" for h in left_out if h in self.stand_ins}
+        shown = {h: " ".join(t.split()) for h, t in cut.items() if h in self.stand_ins}
+        for holder, text in {**gone, **shown}.items():
+            for cand, detail in self.stand_ins.pop(holder, []):
+                if cand.owner_id in self.cands or " ".join(cand.shown.split()) in text:
+                    continue
+                if holder in self.cands:  # in the holder's place, before what it still shows
+                    cand.score = math.nextafter(self.cands[holder].score, math.inf)
+                self.cands[cand.owner_id] = cand
+                key = (cand.owner_id, "duplicate", detail)
+                self._drops.discard(key)
+                self.dropped = [
+                    d
+                    for d in self.dropped
+                    if (d["id"], d["reason"], d["detail"]) != key or d["layer"] != "memory"
+                ]
+                back.append((holder, cand.owner_id))
+        return back
 
     def drop(self, owner_id: str, reason: str, detail: str = "") -> None:
         if self.record:
