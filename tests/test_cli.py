@@ -611,7 +611,8 @@ def test_search_set_changes_one_setting_of_the_preset(tmp_path: Path, capsys: An
     assert code == 0 and [h["id"] for h in json.loads(out)] == [h["id"] for h in hits]
     for bad, said in (
         ("term_bridge=2", "error: --set term_bridge: Input should be less than or equal to 1"),
-        ("nope=1", "error: --set nope: Extra inputs are not permitted"),
+        ("nope=1", "error: --set nope: is not a search setting (settings: keyword, "),
+        ("term_brige=1", "error: --set term_brige: is not a search setting (did you mean "),
         ("top_k=3", "error: --set top_k: has its own option: use -k/--top-k"),
         ('session_ids=["s"]', "error: --set session_ids: is a filter, not a setting"),
         ("bare", "error: --set: expects FIELD=VALUE, got 'bare'"),

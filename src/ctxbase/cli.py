@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import logging
 import os
@@ -382,7 +383,7 @@ def _search_settings(given: list[str]) -> dict[str, object]:
     """`--set FIELD=VALUE` options as search config overrides: VALUE read as JSON (0.5,
     true, ["A"]) or else as plain text; a field with its own option, or a filter, is
     refused."""
-    from .retrieve.config import filter_field
+    from .retrieve.config import SearchConfig, filter_field
 
     settings: dict[str, object] = {}
     for item in given:
@@ -398,6 +399,15 @@ def _search_settings(given: list[str]) -> dict[str, object]:
                 f"--set {field}",
                 "is a filter, not a setting: use --session, --agent, --type, --repo or --path",
             )
+        if field not in SearchConfig.model_fields:  # named with what it could have meant
+            known = [
+                f
+                for f in SearchConfig.model_fields
+                if filter_field(f) is None and f not in _SEARCH_OPTIONS and f != "kb_version"
+            ]
+            near = difflib.get_close_matches(field, known, n=3, cutoff=0.6)
+            hint = f"did you mean {', '.join(near)}?" if near else "settings: " + ", ".join(known)
+            raise ValidationError(f"--set {field}", f"is not a search setting ({hint})")
         try:
             settings[field] = json.loads(raw)
         except ValueError:
