@@ -512,26 +512,9 @@ class Assembler:
             pid, layers, policy, agent_role, g, plan, window, events
         )
         notes.extend(hist_notes)
-        shares = policy.budget.as_mapping()
-        alloc, messages = self._fit(
-            items, roles, quotes, shares, limit, latest, policy.budget.latest
+        alloc, messages = self._fit_with_stand_ins(
+            g, items, roles, quotes, policy, limit, latest, notes
         )
-        # what an item left out or cut by the budget says, left out as its repeat, is shown
-        memory = alloc.layers.get("memory")
-        cut = {i.item.id: i.text for i in memory.included if i.truncated} if memory else {}
-        back = g.stand_in_for((d.item.id for d in alloc.dropped if d.layer == "memory"), cut)
-        if back:
-            items["memory"] = memory_items(g.cands, self.counter, self.max_item_tokens)
-            alloc, messages = self._fit(
-                items, roles, quotes, shares, limit, latest, policy.budget.latest
-            )
-            memory = alloc.layers.get("memory")
-            shown = {i.item.id for i in memory.included} if memory else set()
-            notes.extend(
-                f"budget: {holder} did not fit whole; {owner}, which says part of it, is shown"
-                for holder, owner in back
-                if owner in shown
-            )
         timings["budget"] = _ms(t)
         timings["total"] = _ms(t0)
         context_id = f"ctx_{uuid.uuid4().hex[:20]}"
@@ -752,6 +735,37 @@ class Assembler:
         return summary.text
 
     # -- budget and result -----------------------------------------------------------------
+    def _fit_with_stand_ins(
+        self,
+        g: Gatherer,
+        items: dict[str, list[BudgetItem]],
+        roles: Mapping[str, str],
+        quotes: Mapping[str, Quote],
+        policy: Policy,
+        limit: int,
+        intent: str,
+        notes: list[str],
+    ) -> tuple[BudgetAllocation, list[dict[str, str]]]:
+        """`_fit`; then what an item the budget left out or cut says, left out as its repeat
+        (a decision its message says), comes back and the layers are fitted again."""
+        shares, latest_share = policy.budget.as_mapping(), policy.budget.latest
+        alloc, messages = self._fit(items, roles, quotes, shares, limit, intent, latest_share)
+        layer = alloc.layers.get("memory")
+        cut = {i.item.id: i.text for i in layer.included if i.truncated} if layer else {}
+        back = g.stand_in_for((d.item.id for d in alloc.dropped if d.layer == "memory"), cut)
+        if not back:
+            return alloc, messages
+        items["memory"] = memory_items(g.cands, self.counter, self.max_item_tokens)
+        alloc, messages = self._fit(items, roles, quotes, shares, limit, intent, latest_share)
+        layer = alloc.layers.get("memory")
+        shown = {i.item.id for i in layer.included} if layer else set()
+        notes.extend(
+            f"budget: {holder} did not fit whole; {owner}, which says part of it, is shown"
+            for holder, owner in back
+            if owner in shown
+        )
+        return alloc, messages
+
     def _fit(
         self,
         items: dict[str, list[BudgetItem]],
