@@ -23,6 +23,7 @@ from ctxbase.assemble.policy_loading import load_default_policies
 DAY = 86400.0
 OLD = "The billing database runs on MySQL 8."
 NEW = "We moved the billing database to PostgreSQL 18; MySQL is gone."
+OLD_DECISION = "We decided to keep invoices in MySQL."
 
 
 @pytest.fixture
@@ -158,3 +159,23 @@ def test_stand_ins_come_back_only_for_what_the_prompt_no_longer_says(cb: Context
     g = gathered()  # left out whole
     assert g.stand_in_for([message], {}) == [(message, decision.id)]
     assert g.stand_in_for([message], {}) == []  # once
+
+
+def test_a_statement_is_dated_as_its_message_was_said(cb: ContextBase) -> None:
+    """A conversation captured with its own times (imported, replayed): the decision
+    anchored from a message 40 days old is dated 40 days back in its properties and its
+    memory label; its search item keeps the time it was anchored (indexing.said_at)."""
+    said = time.time() - 40 * DAY
+    message = cb.capture("user_message", session_id="old", text=OLD_DECISION, ts=said)
+    cb.flush()
+    (decision,) = [
+        e for e in cb.list_entities(type="decision") if e.properties.get("event_id") == message
+    ]
+    assert decision.properties["said_at"] == pytest.approx(said)
+    assert decision.updated_at > said + 39 * DAY  # anchored now
+    (item,) = cb.store.get_items("p", [decision.id])
+    assert item.ts == pytest.approx(decision.updated_at)
+    assert entity_cand(decision, 1.0, "s", "r").label().endswith(f", {label_day(said)}]")
+    # an entity of no message is dated by its last change
+    doc = cb.upsert_entity("document", "Runbook", "Restart the billing workers first.")
+    assert entity_cand(doc, 1.0, "s", "r").said_at == doc.updated_at

@@ -105,6 +105,7 @@ def anchor_message(
         "session_id": ev.session_id,
         "agent_id": ev.agent_id,
         "event_id": ev.id,
+        "said_at": ev.ts,  # when it was said: what time decay and dates read
         "origin": "generated" if generated else "pasted",
     }
     if ev.agent_role:

@@ -78,6 +78,7 @@ def _write_statements(
         props: dict[str, object] = {
             "session_id": ev.session_id,
             "event_id": ev.id,
+            "said_at": ev.ts,  # when it was said: what time decay and dates read
             "agent_id": ev.agent_id,
             "rule": f"ctxbase:{st.rule}",
             "confidence": conf,

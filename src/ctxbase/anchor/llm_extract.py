@@ -377,6 +377,7 @@ def _entity_id(
             props: dict[str, object] = {
                 "session_id": ev.session_id,
                 "event_id": ev.id,
+                "said_at": ev.ts,  # when it was said: what time decay and dates read
                 "agent_id": ev.agent_id,
                 "rule": "ctxbase:llm",
                 "llm_type": ent.llm_type,

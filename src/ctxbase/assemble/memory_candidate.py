@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from ..model import Entity, Event, Relation
-from ..retrieve.indexing import names_its_text
+from ..retrieve.indexing import names_its_text, said_at
 from ..retrieve.signals import tool_failed
 from .cutting import fit_to_boundary
 from .history_calls import CALL_TYPE
@@ -165,7 +165,7 @@ def entity_cand(e: Entity, score: float, strategy: str, reason: str) -> MemoryCa
         repo=repo if isinstance(repo, str) else None,
         # the session a message it was anchored from is in (memory_scope user reads it)
         session_id=session if isinstance(session, str) and session else None,
-        said_at=e.updated_at,
+        said_at=said_at(e),
         superseded=superseded_detail(e),
     )
 
