@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.gatherer import Gatherer
 from ctxbase.assemble.memory_candidate import entity_cand, event_cand, label_day, label_for
@@ -24,15 +21,6 @@ DAY = 86400.0
 OLD = "The billing database runs on MySQL 8."
 NEW = "We moved the billing database to PostgreSQL 18; MySQL is gone."
 OLD_DECISION = "We decided to keep invoices in MySQL."
-
-
-@pytest.fixture
-def cb(tmp_path: Path) -> Iterator[ContextBase]:
-    base = ctxbase.open(str(tmp_path / "t.db"), project="p", embedder="hash")
-    try:
-        yield base
-    finally:
-        base.close()
 
 
 def _memory(ctx: Any) -> str:
@@ -137,12 +125,11 @@ def test_stand_ins_come_back_only_for_what_the_prompt_no_longer_says(cb: Context
     (decision,) = [
         e for e in cb.list_entities(type="decision") if e.properties.get("event_id") == message
     ]
-    (event,) = cb.store.get_events("p", [message])
+    (event,) = cb.store.get_events(cb.project, [message])
 
     def gathered() -> Gatherer:
-        g = Gatherer(
-            cb, "p", load_default_policies().default, session_id="x", intent="q", exclude=set()
-        )
+        policy = load_default_policies().default
+        g = Gatherer(cb, cb.project, policy, session_id="x", intent="q", exclude=set())
         assert g.add(event_cand(event, 0.5, "semantic_recall", "hit"), event)
         assert g.add(entity_cand(decision, 0.9, "semantic_recall", "hit"))
         g.drop_repeats()
@@ -164,7 +151,8 @@ def test_stand_ins_come_back_only_for_what_the_prompt_no_longer_says(cb: Context
 def test_a_statement_is_dated_as_its_message_was_said(cb: ContextBase) -> None:
     """A conversation captured with its own times (imported, replayed): the decision
     anchored from a message 40 days old is dated 40 days back in its properties and its
-    memory label; its search item keeps the time it was anchored (indexing.said_at)."""
+    memory label (memory_candidate.entity_said_at); its search item keeps the time it was
+    anchored."""
     said = time.time() - 40 * DAY
     message = cb.capture("user_message", session_id="old", text=OLD_DECISION, ts=said)
     cb.flush()
@@ -173,7 +161,7 @@ def test_a_statement_is_dated_as_its_message_was_said(cb: ContextBase) -> None:
     ]
     assert decision.properties["said_at"] == pytest.approx(said)
     assert decision.updated_at > said + 39 * DAY  # anchored now
-    (item,) = cb.store.get_items("p", [decision.id])
+    (item,) = cb.store.get_items(cb.project, [decision.id])
     assert item.ts == pytest.approx(decision.updated_at)
     assert entity_cand(decision, 1.0, "s", "r").label().endswith(f", {label_day(said)}]")
     # an entity of no message is dated by its last change

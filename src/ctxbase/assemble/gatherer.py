@@ -204,16 +204,16 @@ class Gatherer:
         two scores, and the results of a call left out go with the one that shows it."""
         cand = self.cands.pop(gone)
         kept = self.cands[holder]
-        if cand.type != CALL_TYPE and all(c.unit != gone for c in self.cands.values()):
+        results = [c for c in self.cands.values() if c.unit == gone]
+        if cand.type != CALL_TYPE and not results:
             # a call's results follow the one that shows it, so a call never stands in
             self.stand_ins.setdefault(holder, []).append((cand, detail))
         kept.score, kept.cued = max(kept.score, cand.score), kept.cued or cand.cued
         # what brought the one left out brought what it says: the trace keeps saying why
         kept.strategies += [s for s in cand.strategies if s not in kept.strategies]
         kept.reasons += [r for r in cand.reasons if r not in kept.reasons]
-        for c in self.cands.values():
-            if c.unit == gone:
-                c.unit = holder
+        for c in results:
+            c.unit = holder
         self.drop(gone, "duplicate", detail)
 
     def drop_withdrawn(self, also: Sequence[str] = ()) -> dict[str, Confidence]:

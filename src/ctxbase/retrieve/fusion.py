@@ -163,12 +163,18 @@ def dynamic_top_k(
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def _shingles(text: str) -> set[str]:
+# what a near-identical copy is compared by: its word pairs, and the words it holds
+_Signature = tuple[set[str], frozenset[str]]
+
+
+def _signature(text: str) -> _Signature:
     words = _WORD.findall(text.lower())
     if len(words) <= 3:  # Chinese runs are single "words": fall back to character bigrams
         joined = "".join(words)
-        return {joined[i : i + 2] for i in range(max(1, len(joined) - 1))}
-    return {" ".join(words[i : i + 2]) for i in range(len(words) - 1)}
+        pairs = {joined[i : i + 2] for i in range(max(1, len(joined) - 1))}
+    else:
+        pairs = {" ".join(words[i : i + 2]) for i in range(len(words) - 1)}
+    return pairs, frozenset(words)
 
 
 # results below a `limit` cut still checked for copies of the kept ones (dedupe_near_identical)
@@ -191,12 +197,12 @@ def dedupe_near_identical(
     named as its duplicate (a copy scores as the result does, so it ranks beside it); the
     rest follow unchecked."""
     kept: list[tuple[str, float]] = []
-    kept_shingles: list[tuple[str, set[str], frozenset[str]]] = []
+    kept_shingles: list[tuple[str, _Signature]] = []
     dropped: dict[str, str] = {}
 
-    def copy_of(text: str) -> str | None:
-        sh, words = _shingles(text), frozenset(_WORD.findall(text.lower()))
-        for other, osh, owords in kept_shingles:
+    def copy_of(sig: _Signature) -> str | None:
+        sh, words = sig
+        for other, (osh, owords) in kept_shingles:
             if sh and osh and words == owords:
                 inter = len(sh & osh)
                 if inter and inter / len(sh | osh) >= threshold:
@@ -207,18 +213,18 @@ def dedupe_near_identical(
         if limit is not None and len(kept) >= limit:
             ahead = ranked[n : n + limit + DUPLICATE_LOOKAHEAD]
             for later, later_score in ahead:
-                dup_of = copy_of(text_of(later))
+                dup_of = copy_of(_signature(text_of(later)))
                 if dup_of is None:
                     kept.append((later, later_score))
                 else:
                     dropped[later] = dup_of
             kept.extend(ranked[n + len(ahead) :])
             break
-        text = text_of(item)
-        dup_of = copy_of(text)
+        sig = _signature(text_of(item))
+        dup_of = copy_of(sig)
         if dup_of is not None:
             dropped[item] = dup_of
             continue
         kept.append((item, score))
-        kept_shingles.append((item, _shingles(text), frozenset(_WORD.findall(text.lower()))))
+        kept_shingles.append((item, sig))
     return kept, dropped

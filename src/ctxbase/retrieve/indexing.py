@@ -7,7 +7,6 @@ overlapping chunks, each its own unit that points back to its owner.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -32,7 +31,6 @@ __all__ = [
     "event_items",
     "event_search_text",
     "names_its_text",
-    "said_at",
 ]
 
 # How much of the preceding event is indexed with an event (its end matters most).
@@ -227,18 +225,6 @@ def _entity_labels(entity: Entity) -> dict[str, Any]:
         "line_end": int(line_end) if line_end is not None else None,
         "repo": repo if isinstance(repo, str) else None,
     }
-
-
-def said_at(entity: Entity) -> float:
-    """When what the entity holds was said: the time of the message it was anchored from
-    (property `said_at`), else its last change. A conversation captured with its own times
-    (imported, replayed) has its statements dated as said, not as anchored, in the prompt.
-    Its search item keeps the last change: with items dated as said, LoCoMo's worst fold
-    R@10 fell 0.779 -> 0.774 (one run on a store built afresh; why is not examined)."""
-    at = entity.properties.get("said_at")
-    if isinstance(at, int | float) and not isinstance(at, bool) and math.isfinite(at):
-        return float(at)
-    return entity.updated_at
 
 
 def entity_items(entity: Entity, chunker: Chunker | None = default_chunker) -> list[SearchItem]:
