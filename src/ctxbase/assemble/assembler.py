@@ -22,7 +22,7 @@ import os
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
@@ -34,30 +34,26 @@ from .asked_before import drop_unanswered
 from .budget import (
     BudgetAllocation,
     BudgetItem,
-    BudgetTooSmall,
     CutKind,
-    allocate_budget,
     check_max_tokens,
     extract_summary,
-    fit_to_tokens,
-    layer_quota,
     left_out_note,
 )
 from .consensus import CONFLICT, acts_as_agent, multi_agent_consensus
 from .corrections import CORRECTION, add_corrections
 from .echoes import mark_echoes
+from .fitting import LAYER_QUOTES, fit_messages
 from .fixed_layers import state_items, task_items
 from .gatherer import Gatherer
-from .history_fallback import THOUGHT_TYPE, pair_groups, window_turns
+from .history_fallback import THOUGHT_TYPE
+from .history_plan import HistoryPlan, important, llm_summary, plan_history
 from .history_turns import OTHERS_THOUGHT, history_turns
 from .lifecycle import Status
 from .memory_calls import link_calls, results_with_calls
 from .memory_candidate import LINE_TYPES, event_failed
 from .memory_section import (
     ITEM_OVERHEAD,
-    MEMORY_QUOTE,
     keep_within_allowance,
-    memory_frame,
     memory_items,
     memory_section_for,
 )
@@ -95,8 +91,8 @@ from .strategies import (
     semantic_recall,
 )
 from .task_cues import new_task, with_task_baseline
-from .tokens import REPLY_PRIMING_TOKENS, TokenCounter, count_messages, get_token_counter
-from .trace import AssembledContext, build_messages, build_result, log_trace, store_trace
+from .tokens import TokenCounter, get_token_counter
+from .trace import AssembledContext, build_result, log_trace, store_trace
 from .turn_roles import TurnView, prompt_name
 from .user_scope import MemoryScope, scope_for, session_user
 
@@ -109,8 +105,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "facts' are confirmed and override older messages; retrieved items are labelled with "
     f"their source and id. {DATA_NOTE}"
 )
-_HEADERS = {"state": "Known facts:", "task": "Current task:"}
-_LAYER_QUOTES = {"memory": MEMORY_QUOTE}  # one user message quoting its items as data
 _SUMMARY_QUOTE = Quote(SUMMARY, "Earlier conversation (summary):")
 _OPTIONAL_ORDER = (
     "referenced_code_first",
@@ -119,107 +113,6 @@ _OPTIONAL_ORDER = (
     "error_driven_repair",
     "multi_agent_consensus",
 )
-
-
-def _llm_summary(
-    llm: LLMConfig, texts: Sequence[str], max_tokens: int, counter: TokenCounter
-) -> str:
-    import httpx
-
-    prompt = (
-        f"Summarise this conversation in at most {max_tokens} tokens. Keep facts, "
-        "numbers, names and decisions. Answer with the summary only."
-    )
-    headers = {"Authorization": f"Bearer {llm.api_key}"} if llm.api_key else {}
-    response = httpx.post(
-        f"{llm.base_url.rstrip('/')}/chat/completions",
-        json={
-            "model": llm.model,
-            "temperature": 0,
-            "max_tokens": max_tokens,
-            "messages": [
-                {"role": "system", "content": prompt},
-                {"role": "user", "content": "\n".join(texts)},
-            ],
-        },
-        headers=headers,
-        timeout=llm.timeout_s,
-    )
-    response.raise_for_status()
-    content = response.json()["choices"][0]["message"]["content"]
-    return fit_to_tokens(str(content).strip(), max_tokens, counter)
-
-
-def _important(e: Event) -> bool:
-    return bool(e.metadata.get("important")) or e.importance >= 0.7
-
-
-class _HistoryPlan(NamedTuple):
-    """What the history layer makes of the session's turns, planned once per assembly."""
-
-    in_window: list[Event]  # the newest max_messages turns, less orphaned tool results
-    before: list[Event]  # the turns older than the window
-    groups: dict[str, str]  # a tool call and its results share a group
-    orphans: list[str]  # tool results whose call is older than the window
-    whole: list[Event]  # the turns shown whole (the newest within the quota)
-    to_compress: list[Event]  # important turns the history summarises
-    used: int  # tokens the whole turns take
-    quota: int  # the history layer's tokens
-
-    @property
-    def shown(self) -> list[Event]:
-        """What memory need not recall: the whole turns, the summarised ones and the
-        window's thoughts (the history's asides)."""
-        thoughts = [e for e in self.in_window if e.type == THOUGHT_TYPE]
-        return [*self.whole, *self.to_compress, *thoughts]
-
-
-def _plan_history(
-    hist: Sequence[Event],
-    events: Sequence[Event],
-    window: RecentWindow,
-    policy: Policy,
-    limit: int,
-    intent_tokens: int,
-    view: TurnView,
-) -> _HistoryPlan:
-    """The window's turns (a tool result whose call is older than the window goes with it:
-    history_fallback.py), those shown whole within the history's quota (the newest; a
-    thought takes what is left), and the important ones compressed into its summary (those
-    before the window and those the whole turns leave out; the summary gets a quarter of
-    the quota at least)."""
-    in_window, before = window_turns(list(hist), window.max_messages)
-    groups, orphans = pair_groups(in_window, events)
-    if orphans:
-        in_window = [e for e in in_window if e.id not in set(orphans)]
-    quota = layer_quota(
-        policy.budget.history, policy.budget.latest, max(0, limit - 7), intent_tokens
-    )
-    if window.max_tokens is not None:
-        quota = min(quota, window.max_tokens)
-    whole: list[Event] = []
-    used = 0
-    for e in reversed(in_window):
-        if e.type == THOUGHT_TYPE:
-            continue  # a thought never ends the window: it only takes what is left
-        cost = view.cost(e)
-        if used + cost > quota:
-            break
-        whole.insert(0, e)
-        used += cost
-    first = in_window.index(whole[0]) if whole else len(in_window)
-    to_compress = [e for e in before if _important(e)]
-    to_compress += [e for e in in_window[:first] if _important(e)]
-    if to_compress:
-        reserve = quota // 4
-        while whole and used > quota - reserve:
-            gone = whole.pop(0)
-            used -= view.cost(gone)
-            if _important(gone):
-                to_compress.append(gone)
-    return _HistoryPlan(
-        in_window, before, dict(groups), list(orphans), whole, to_compress, used, quota
-    )
 
 
 class Assembler:
@@ -434,8 +327,8 @@ class Assembler:
         # compressed) is not recalled again; a turn it leaves out may be
         intent_tokens, view = self.counter.count(user_intent), TurnView(agent_role, self.counter)
 
-        def plan_for(turns: Sequence[Event]) -> _HistoryPlan:
-            return _plan_history(turns, events, window, policy, limit, intent_tokens, view)
+        def plan_for(turns: Sequence[Event]) -> HistoryPlan:
+            return plan_history(turns, events, window, policy, limit, intent_tokens, view)
 
         plan = plan_for(hist)
         shown = plan.shown
@@ -555,7 +448,7 @@ class Assembler:
             counter=self.counter,
             check=g.check,
             threshold_for=policy.threshold_for,
-            quoted_layers=_LAYER_QUOTES,
+            quoted_layers=LAYER_QUOTES,
             quotes=quotes,
         )
         store_trace(self.cb.store, pid, context_id, ctx.trace)  # redacted for a forget meanwhile
@@ -623,7 +516,7 @@ class Assembler:
         policy: Policy,
         role: str,
         g: Gatherer,
-        plan: _HistoryPlan,
+        plan: HistoryPlan,
         window: RecentWindow,
         events: Sequence[Event],
     ) -> tuple[dict[str, list[BudgetItem]], dict[str, str], dict[str, Quote], list[str]]:
@@ -658,7 +551,7 @@ class Assembler:
         roles: dict[str, str] = {}
         quotes: dict[str, Quote] = {}
         # History: the newest messages whole; older important ones compressed into one item.
-        outside = [e for e in before if _important(e)]
+        outside = [e for e in before if important(e)]
         if to_compress:
             summary = self._summarize(
                 [e.text or "" for e in to_compress],
@@ -726,7 +619,7 @@ class Assembler:
             return ""
         if self.llm is not None:
             try:
-                return _llm_summary(self.llm, texts, max_tokens, self.counter)
+                return llm_summary(self.llm, texts, max_tokens, self.counter)
             except Exception as exc:  # any endpoint failure: the extractive summary still works
                 notes.append(f"LLM summary failed ({type(exc).__name__}); used extractive")
         summary = extract_summary(texts, max_tokens, self.counter)
@@ -746,17 +639,21 @@ class Assembler:
         intent: str,
         notes: list[str],
     ) -> tuple[BudgetAllocation, list[dict[str, str]]]:
-        """`_fit`; then what an item the budget left out or cut says, left out as its repeat
-        (a decision its message says), comes back and the layers are fitted again."""
+        """`fit_messages`; then what an item the budget left out or cut says, left out as its
+        repeat (a decision its message says), comes back and the layers are fitted again."""
         shares, latest_share = policy.budget.as_mapping(), policy.budget.latest
-        alloc, messages = self._fit(items, roles, quotes, shares, limit, intent, latest_share)
+        alloc, messages = fit_messages(
+            items, roles, quotes, shares, limit, intent, self.counter, latest_share
+        )
         layer = alloc.layers.get("memory")
         cut = {i.item.id: i.text for i in layer.included if i.truncated} if layer else {}
         back = g.stand_in_for((d.item.id for d in alloc.dropped if d.layer == "memory"), cut)
         if not back:
             return alloc, messages
         items["memory"] = memory_items(g.cands, self.counter, self.max_item_tokens)
-        alloc, messages = self._fit(items, roles, quotes, shares, limit, intent, latest_share)
+        alloc, messages = fit_messages(
+            items, roles, quotes, shares, limit, intent, self.counter, latest_share
+        )
         layer = alloc.layers.get("memory")
         shown = {i.item.id for i in layer.included} if layer else set()
         notes.extend(
@@ -765,61 +662,6 @@ class Assembler:
             if owner in shown
         )
         return alloc, messages
-
-    def _fit(
-        self,
-        items: dict[str, list[BudgetItem]],
-        roles: Mapping[str, str],
-        quotes: Mapping[str, Quote],
-        shares: Mapping[str, float],
-        limit: int,
-        intent: str,
-        latest_share: float = 0.0,
-    ) -> tuple[BudgetAllocation, list[dict[str, str]]]:
-        """Allocate, render, count the real messages; shrink until they fit `limit`."""
-        counter = self.counter
-        input_tokens = counter.count(intent)
-        base = REPLY_PRIMING_TOKENS + ITEM_OVERHEAD
-        # The system prompt and the input are required: a budget below them is refused,
-        # naming the least that works, rather than answered with the input alone.
-        pinned = [i for i in items.get("system", []) if i.required]
-        required = [{"role": "system", "content": i.text} for i in pinned]
-        minimum = count_messages([*required, {"role": "user", "content": intent}], counter)
-        if minimum > limit:
-            raise BudgetTooSmall(limit, input_tokens, minimum)
-        # the least budget to allocate: what holds the input and the pinned items whole
-        floor = input_tokens + sum(counter.count(i.text) + ITEM_OVERHEAD for i in pinned)
-        frame = base + ITEM_OVERHEAD  # the system message
-        frame += sum(
-            ITEM_OVERHEAD + counter.count(_HEADERS[n]) + 1 for n in _HEADERS if items.get(n)
-        )
-        frame += memory_frame(counter) if items.get("memory") else 0  # header and quoting
-        budget = max(floor, limit - frame)
-        for _ in range(8):
-            alloc = allocate_budget(
-                budget,
-                shares,
-                counter,
-                items,
-                latest_input=intent,
-                item_overhead_tokens=ITEM_OVERHEAD,
-                latest_share=latest_share,
-            )
-            messages = build_messages(alloc, roles, _HEADERS, _LAYER_QUOTES, quotes)
-            over = count_messages(messages, counter) - limit
-            if over <= 0:
-                return alloc, messages
-            budget = max(floor, budget - over)
-        # Unreachable in practice (each round removes the overflow); the required parts fit.
-        alloc = allocate_budget(
-            floor,
-            shares,
-            counter,
-            {"system": pinned},
-            latest_input=intent,
-            item_overhead_tokens=ITEM_OVERHEAD,
-        )
-        return alloc, build_messages(alloc, roles, _HEADERS, _LAYER_QUOTES, quotes)
 
 
 def _forced(selection: PolicySelection, name: str) -> PolicySelection:
