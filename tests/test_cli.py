@@ -718,3 +718,7 @@ def test_opening_with_another_embedder_says_it_replaces_the_stored_vectors(
     ) in err
     code, _, err = _run(capsys, *db, "--embedder", "hash:64", "--quiet", "status")
     assert code == 0 and "holds vectors" not in err
+    # a capture refused for its type says only why: the store is not opened, so no note
+    args = ("capture", "--session", "a", "--type", "bogus", "--text", "x")
+    code, _, err = _run(capsys, *db, "--embedder", "hash:64", *args)
+    assert code == 2 and "unknown event type 'bogus'" in err and "holds vectors" not in err

@@ -183,8 +183,10 @@ def _without_final_newline(text: str) -> str:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
+    from .capture.events import check_event_type
     from .cli_chunking import chunking_option
 
+    check_event_type(args.type)  # before the store is opened, and before any note it prints
     text = _capture_text(args)
     with _open(args, chunking=chunking_option(args)) as cb:
         event = cb.record(

@@ -43,6 +43,7 @@ __all__ = [
     "RecordReport",
     "build_event",
     "check_event_metadata",
+    "check_event_type",
     "check_idempotency_key",
     "check_json",
     "check_text",
@@ -125,6 +126,17 @@ def check_idempotency_key(idempotency_key: str) -> str:
     return key
 
 
+def check_event_type(kind: object, field: str = "type") -> str:
+    """`kind` when it names a registered event type, else a ValidationError listing them."""
+    if not isinstance(kind, str) or not is_event_type(kind):
+        raise ValidationError(
+            field,
+            f"unknown event type {kind!r}; known types: {', '.join(event_type_names())} "
+            "(a Python caller can add its own with ctxbase.register_event_type())",
+        )
+    return kind
+
+
 def build_event(
     *,
     project_id: str,
@@ -166,13 +178,7 @@ def build_event(
     kind = either("type", type, "event_type", event_type)
     if kind is None:
         raise ValidationError("type", "is missing (type= or event_type=)")
-    if not isinstance(kind, str) or not is_event_type(kind):
-        field = "type" if type is not None else "event_type"
-        raise ValidationError(
-            field,
-            f"unknown event type {kind!r}; known types: {', '.join(event_type_names())} "
-            "(a Python caller can add its own with ctxbase.register_event_type())",
-        )
+    check_event_type(kind, "type" if type is not None else "event_type")
     text, data = event_body(text, data, content)
     # Errors name the field as the caller spelt it.
     text_field = "content" if content is not None and text is content else "text"
