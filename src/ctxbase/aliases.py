@@ -78,7 +78,7 @@ def entity_args(
     """
     kind = either("type", type, "entity_type", entity_type)
     eid = either("id", id, "entity_id", entity_id)
-    props = dict(properties or {})
+    props = _properties(properties)
     if not kind or not isinstance(kind, str):
         raise ValidationError("type", "an entity needs a type (type= or entity_type=)")
     body = text
@@ -134,7 +134,7 @@ def edge_args(
     for field, value in (("from_id", from_id), ("to_id", to_id), ("type", kind)):
         if not value or not isinstance(value, str):
             raise ValidationError(field, "an edge needs from_id, to_id and a type (edge_type)")
-    props = dict(properties or {})
+    props = _properties(properties)
     conf_prop = props.pop("confidence", None)
     src_prop = props.pop("source", None)
     conf: Any = confidence if confidence is not None else conf_prop
@@ -147,3 +147,13 @@ def edge_args(
         raise ValidationError("source", 'is required: "human", a model name, or "auto:<rule>"')
     assert from_id is not None and to_id is not None and kind is not None  # checked above
     return EdgeArgs(from_id, kind, to_id, src, None if conf is None else float(conf), props)
+
+
+def _properties(properties: object) -> dict[str, Any]:
+    """A copy of the properties given (None: none); anything but a mapping is refused."""
+    if properties is None:
+        return {}
+    if not isinstance(properties, Mapping):
+        kind = properties.__class__.__name__
+        raise ValidationError("properties", f"must be a mapping of names to values (got {kind})")
+    return dict(properties)

@@ -160,7 +160,7 @@ class UnknownProjectError(NotFoundError):
     """A read of a project the database holds no data of: a typo must not pass for an
     empty answer (nor create the project). The message names the projects `known` (those
     the caller may see; `seen_only`: other projects may hold data), `where` the database
-    (a file) when it helps, `choose` how to pick one."""
+    (a file) when it helps, `choose` how to pick one, `start` how to use a new one."""
 
     def __init__(
         self,
@@ -170,6 +170,7 @@ class UnknownProjectError(NotFoundError):
         where: str = "",
         choose: str = "",
         seen_only: bool = False,
+        start: str = "",
     ) -> None:
         listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "")
         if where:  # the database, named
@@ -180,6 +181,8 @@ class UnknownProjectError(NotFoundError):
                 hint = "no project this key sees has data yet"
         if known and choose:
             hint += f"; {choose}"
+        if start:  # how to read a project before its first write, when there is a way
+            hint += f"; {start}"
         place = f" in {where}" if where else ""
         message = f"project {project!r} not found{place} ({hint})"
         super().__init__("project", project, message=message)

@@ -174,6 +174,31 @@ def test_a_user_message_is_by_the_sessions_user(cb: ContextBase, cm: ContextMana
     assert by[other] == "agent"
 
 
+def test_a_task_just_switched_to_is_prompted_with_its_goal(cm: ContextManager) -> None:
+    sid = cm.create_session("u1")
+    cm.switch_task(sid, "写活动方案")
+    cm.add_message(sid, "user", "把预算控制在5万以内")
+    cm.add_message(sid, "assistant", "好的")
+    cm.switch_task(sid, "查日志")  # the new task has no user message yet
+    messages = cm.get_prompt_messages(sid, max_tokens=3000)
+    assert messages[-1] == {"role": "user", "content": "查日志"}
+    assert "goal: 查日志" in _text(messages)
+    # a new session has neither a message nor a task: the error says what to pass
+    with pytest.raises(ValidationError) as err:
+        cm.get_prompt_messages(cm.create_session("u2"))
+    assert err.value.field == "user_input"
+    assert "the session has no user message yet; pass user_input" in str(err.value)
+
+
+def test_a_message_that_is_no_text_is_refused_by_name(cm: ContextManager) -> None:
+    sid = cm.create_session("u1")
+    for bad, why in ((5, "must be a string (got int)"), (None, "is missing")):
+        with pytest.raises(ValidationError) as err:
+            cm.add_message(sid, "user", bad)  # type: ignore[arg-type]
+        assert err.value.field == "content" and why in str(err.value)
+    assert cm.cb.store.list_events(cm.project, sid) == []  # nothing stored
+
+
 def test_a_prompt_of_a_session_whose_user_messages_are_retracted_says_so(
     cb: ContextBase,
 ) -> None:

@@ -84,6 +84,21 @@ def test_parent_still_in_the_capture_queue_is_accepted(cb: ContextBase) -> None:
     assert cb.get_event(second).parent_event_ids == [first]
 
 
+def test_properties_that_are_no_mapping(db_path: Path, cb: ContextBase) -> None:
+    a = cb.upsert_entity("doc", "a").id
+    for bad in ([1, 2], "k=v"):
+        err = _refused(
+            db_path,
+            cb,
+            "properties",
+            lambda bad=bad: cb.upsert_entity(entity_type="code", entity_id="x3", properties=bad),
+        )
+        assert f"must be a mapping of names to values (got {type(bad).__name__})" in str(err)
+        _refused(
+            db_path, cb, "properties", lambda bad=bad: cb.create_edge(a, a, "USES", properties=bad)
+        )
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [

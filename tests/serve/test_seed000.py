@@ -269,6 +269,46 @@ def test_seed_000_rest_call_without_version_prefix(any_server: Live) -> None:
     assert r.status_code == 422 and r.json()["error"]["field"] == "user_intent"
 
 
+def test_seed_000_entity_and_edge_names_over_rest(any_server: Live) -> None:
+    """Section 3.2's upsert_entity / create_edge bodies, sent over REST as the article
+    names their fields (entity_type, entity_id, properties.content, edge_type)."""
+    live = any_server
+    project = "rest_names"
+    key = live.key(project, role="write")
+    c = live.client(key)
+    base = f"/v1/projects/{project}"
+    doc = {"entity_type": "document", "entity_id": "doc_101", "properties": {"content": "缓存规范"}}
+    r = c.post(f"{base}/entities", json=doc)
+    assert r.status_code == 200, r.text
+    assert (r.json()["id"], r.json()["type"], r.json()["text"]) == (
+        "doc_101",
+        "document",
+        "缓存规范",
+    )
+    code = {
+        "entity_type": "code",
+        "entity_id": "code_1",
+        "properties": {"content": "cache(expire=300)", "language": "python"},
+    }
+    assert c.post(f"{base}/entities", json=code).status_code == 200
+    edge = {
+        "from_id": "doc_101",
+        "to_id": "code_1",
+        "edge_type": "MUST_CACHE",
+        "properties": {"confidence": 0.95},
+    }
+    r = c.post(f"{base}/relations", json=edge)
+    assert r.status_code == 200, r.text
+    rel = r.json()
+    assert (rel["type"], rel["confidence"]) == ("MUST_CACHE", 0.95)
+    assert rel["source"].startswith("key:")  # no source given: the key's identity
+    # both spellings at once, or neither, is refused naming the field
+    r = c.post(f"{base}/entities", json={**doc, "type": "code"})
+    assert r.status_code == 422 and r.json()["error"]["field"] in ("type", "entity_type")
+    r = c.post(f"{base}/relations", json={"from_id": "doc_101", "to_id": "code_1"})
+    assert r.status_code == 422 and "type" in r.json()["error"]["message"]
+
+
 def test_article_spelling_errors_name_the_field(cb: ctxbase.ContextBase) -> None:
     doc = cb.upsert_entity("document", "spec", "text")
     with pytest.raises(ctxbase.ValidationError) as err:

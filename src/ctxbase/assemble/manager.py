@@ -19,6 +19,7 @@ from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import SessionInfo, StateFact, TaskInfo, check_id, keyed_event_id
 from ..store.base import StateChange
+from ..validation import check_text
 from .budget import compress_extractive
 from .echoes import echo_ids
 from .facts import FactExtractor, asks_to_remember
@@ -438,6 +439,10 @@ class ContextManager:
         event_type = ROLE_EVENT_TYPES.get(role)
         if event_type is None:
             raise ValidationError("role", f"must be one of {', '.join(ROLE_EVENT_TYPES)}")
+        checked = check_text("content", content)  # bytes as UTF-8; anything else refused
+        if checked is None:
+            raise ValidationError("content", "is missing")
+        content = checked
         if task_id is None:
             task = self.current_task(session_id)
             task_id = task.task_id if task is not None else None
@@ -538,9 +543,11 @@ class ContextManager:
         """The assembled prompt for the session's current task (see `Assembler.assemble`).
 
         The latest input is `user_input`, or else the newest user message of the task while
-        it is unanswered. The history is in time order: when the task's newest user message
-        was answered, it keeps its place before its answer and the prompt ends with the
-        history (pass `user_input` to ask something new).
+        it is unanswered; a task with no user message yet (just switched to) takes its goal.
+        With none of these (a new session) it is a ValidationError. The history is in time
+        order: when the task's newest user message was answered, it keeps its place before
+        its answer and the prompt ends with the history (pass `user_input` to ask something
+        new).
         """
         info = self.session(session_id)
         if info.status == Status.ARCHIVED:
@@ -556,8 +563,16 @@ class ContextManager:
             )
             hidden = message_statuses(self.cb, session_id, project=self.project)
             live = [u for u in users if u.id not in hidden]
-            if not live:
-                why = "the session has no user message yet"
+            if not live and not users and task is not None and task.title.strip():
+                # a task's first turn (just switched to): its goal is what to work on
+                intent = task.title
+            elif not live:
+                why = (
+                    f"the current task {task.task_id!r} has no user message yet"
+                    if task is not None
+                    else "the session has no user message yet"
+                )
+                why += "; pass user_input"
                 if users:  # there are some, all retracted or hidden: say so
                     st = hidden[users[-1].id]
                     word = "retracted" if st == Status.EXPIRED else str(st)
@@ -566,8 +581,8 @@ class ContextManager:
                         f" {users[-1].id}; pass user_input to ask something new"
                     )
                 raise ValidationError("user_input", why)
-            users = live
-            intent = users[-1].text or ""
+            else:
+                intent = live[-1].text or ""
         ctx = self.assembler.assemble(
             project_id=self.project,
             session_id=session_id,

@@ -125,7 +125,10 @@ def require_project(rt: Runtime, who: Principal, pid: str) -> None:
     known = rt.cb.store.list_projects()
     if pid not in known:
         raise UnknownProjectError(
-            pid, [p for p in known if who.sees(p)], seen_only=who.projects is not None
+            pid,
+            [p for p in known if who.sees(p)],
+            seen_only=who.projects is not None,
+            start="new_project=true answers for a project with no data yet",
         )
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
 
-from ..aliases import identity_source
+from ..aliases import edge_args, identity_source
 from ..errors import ValidationError
 from ..knowledge_graph import MAX_NEIGHBOURHOOD_HOPS
 from ..memory_feedback import Feedback
@@ -52,6 +52,8 @@ def upsert_entity(pid: WriteProject, body: EntityIn, rt: Rt) -> Entity:
         project=pid,
         version=body.version,
         keep_history=body.keep_history,
+        entity_type=body.entity_type,
+        entity_id=body.entity_id,
     )
 
 
@@ -85,17 +87,28 @@ def get_entity(pid: ReadProject, entity_id: str, rt: Rt) -> Entity:
 
 # -- relations -----------------------------------------------------------------------------
 @router.post("/relations", response_model=Relation, tags=["relations"])
-def upsert_relationship(pid: WriteProject, body: RelationIn, rt: Rt) -> Relation:
+def upsert_relationship(pid: WriteProject, body: RelationIn, rt: Rt, who: Caller) -> Relation:
     """Create or update the edge (from, type, to); never a duplicate open edge (seed 000's
     create_edge / upsert_relationship). Another confidence, source or properties keeps the
-    earlier assertion as a closed copy `<relation id>@<n>`."""
-    return rt.cb.upsert_relationship(
+    earlier assertion as a closed copy `<relation id>@<n>`. Without a source (nor one in
+    `properties`) the API key's identity is the source."""
+    args = edge_args(
         body.from_id,
         body.type,
         body.to_id,
+        edge_type=body.edge_type,
         source=body.source,
         confidence=body.confidence,
         properties=body.properties,
+        identity=identity_source(None, None if who.key_id is None else f"key:{who.key_id}"),
+    )
+    return rt.cb.upsert_relationship(
+        args.from_id,
+        args.type,
+        args.to_id,
+        source=args.source,
+        confidence=args.confidence,
+        properties=args.properties,
         project=pid,
         check_nodes=body.check_nodes,
     )

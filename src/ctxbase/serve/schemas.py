@@ -272,10 +272,15 @@ class ProjectsOut(_Out):
 
 # -- entities and relations ------------------------------------------------------------------
 class EntityIn(_In):
-    type: str
-    name: str
+    """An entity. Seed 000's names are accepted too: `entity_type` (type), `entity_id`
+    (id; it names an entity given no name) and the text as `properties.content`."""
+
+    type: str | None = None
+    name: str | None = None
     text: str = ""
     id: str | None = None
+    entity_type: str | None = None
+    entity_id: str | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
     # given: a conditional write (409 when older than the stored version)
     version: int | None = Field(default=None, ge=1, le=INT64_MAX)
@@ -284,10 +289,14 @@ class EntityIn(_In):
 
 
 class RelationIn(_In):
+    """An edge. Seed 000's names are accepted too: `edge_type` (type), and the confidence
+    and source as `properties`; with no source the API key's identity is the source."""
+
     from_id: str
-    type: str
+    type: str | None = None
     to_id: str
-    source: str
+    source: str | None = None
+    edge_type: str | None = None
     # null: 1.0 for a new edge; an existing edge keeps its confidence
     confidence: float | None = None
     properties: dict[str, Any] = Field(default_factory=dict)
