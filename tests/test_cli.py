@@ -614,6 +614,7 @@ def test_search_set_changes_one_setting_of_the_preset(tmp_path: Path, capsys: An
         ("nope=1", "error: --set nope: is not a search setting (settings: keyword, "),
         ("term_brige=1", "error: --set term_brige: is not a search setting (did you mean "),
         ("top_k=3", "error: --set top_k: has its own option: use -k/--top-k"),
+        ("top_kk=3", "error: --set top_kk: is not a search setting (did you mean top_k? it has"),
         ('session_ids=["s"]', "error: --set session_ids: is a filter, not a setting"),
         ("bare", "error: --set: expects FIELD=VALUE, got 'bare'"),
     ):

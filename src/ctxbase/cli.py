@@ -409,6 +409,9 @@ def _search_settings(given: list[str]) -> dict[str, object]:
             ]
             near = difflib.get_close_matches(field, known, n=3, cutoff=0.6)
             hint = f"did you mean {', '.join(near)}?" if near else "settings: " + ", ".join(known)
+            mine = difflib.get_close_matches(field, list(_SEARCH_OPTIONS), n=1, cutoff=0.75)
+            if mine and not near:  # a setting with its own option, misspelt: name the option
+                hint = f"did you mean {mine[0]}? it has its own option: {_SEARCH_OPTIONS[mine[0]]}"
             raise ValidationError(f"--set {field}", f"is not a search setting ({hint})")
         try:
             settings[field] = json.loads(raw)

@@ -104,12 +104,18 @@ _event_types_lock = threading.Lock()
 EVENT_GRAPH_RELATIONS = ("NEXT", "CAUSED_BY", "REFERS_TO")
 
 
-def register_event_type(name: str, priority: Priority = Priority.NORMAL) -> None:
-    """Allow a new event type (e.g. "plan_step") with its capture priority."""
+def register_event_type(name: str, priority: Priority | str = Priority.NORMAL) -> None:
+    """Allow a new event type (e.g. "plan_step") with its capture priority (a Priority, or
+    its name: "low", "normal", "high")."""
     if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]{0,63}", name):
         raise ValidationError("type", f"event type names are lower_snake_case (got {name!r})")
+    try:  # a Priority, its number, or its name ("high")
+        level = Priority[priority.upper()] if isinstance(priority, str) else Priority(priority)
+    except (KeyError, ValueError, TypeError):
+        valid = ", ".join(f"{p.name.lower()} ({p.value})" for p in Priority)
+        raise ValidationError("priority", f"must be one of {valid} (got {priority!r})") from None
     with _event_types_lock:
-        _event_types[name] = Priority(priority)
+        _event_types[name] = level
 
 
 def is_event_type(name: str) -> bool:

@@ -114,6 +114,10 @@ def test_state_rollback_through_the_manager(cm: ContextManager) -> None:
     cm.rollback_state(sid, "color", 1)
     assert cm.get_state(sid, "color") == "blue"
     assert [c.new_value for c in cm.state_history(sid, "color")] == ["blue", "red", "blue"]
+    with pytest.raises(NotFoundError) as err:  # the id stays the id; the versions follow it
+        cm.rollback_state(sid, "color", 99)
+    assert err.value.item_id == "color@v99"
+    assert "state version 'color@v99' not found (its versions: 1, 2, 3)" in str(err.value)
 
 
 def test_expired_message_never_appears_again(cb: ContextBase, cm: ContextManager) -> None:
@@ -197,6 +201,25 @@ def test_a_message_that_is_no_text_is_refused_by_name(cm: ContextManager) -> Non
             cm.add_message(sid, "user", bad)  # type: ignore[arg-type]
         assert err.value.field == "content" and why in str(err.value)
     assert cm.cb.store.list_events(cm.project, sid) == []  # nothing stored
+
+
+def test_manager_inputs_are_checked_as_their_writes_are(cm: ContextManager) -> None:
+    for user in ("", "  ", None, 42):
+        with pytest.raises(ValidationError) as err:
+            cm.create_session(user)  # type: ignore[arg-type]
+        assert err.value.field == "user_id" and "must be a non-empty string" in str(err.value)
+    sid = cm.create_session("u1")
+    with pytest.raises(ValidationError) as err:
+        cm.get_state(sid, "")  # as set_state refuses it, not an unset fact
+    assert err.value.field == "key"
+    task = cm.switch_task(sid, "a")
+    other = cm.create_session("u2")
+    with pytest.raises(NotFoundError):
+        cm.add_message(sid, "user", "x", task_id="t_nope")
+    with pytest.raises(ValidationError) as err:
+        cm.add_message(other, "user", "x", task_id=task)
+    assert err.value.field == "task_id" and "is not of session" in str(err.value)
+    assert cm.add_message(sid, "user", "x", task_id=task).startswith("ev_")
 
 
 def test_a_prompt_of_a_session_whose_user_messages_are_retracted_says_so(

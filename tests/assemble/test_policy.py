@@ -272,6 +272,19 @@ def test_unknown_strategy_lists_valid_ones_and_suggests() -> None:
     assert "multi_agent_consensus" in problem
 
 
+def test_the_short_form_is_named_as_the_file_writes_it() -> None:
+    # `strategy:` + `parameters:` (seed 000's form) is a one-item `strategies` list inside;
+    # its problems are named at the keys the file holds
+    (name,) = _problems("policies:\n  - name: a\n    strategy: referenced_code_frist\n")
+    assert name.startswith("policies[0].strategy: unknown strategy 'referenced_code_frist'")
+    assert "did you mean 'referenced_code_first'" in name
+    short = "policies:\n  - name: a\n    strategy: project_scope_fallback\n"
+    (param,) = _problems(short + "    parameters: {fallback_depth: -5}\n")
+    assert param.startswith("policies[0].parameters.fallback_depth: ") and "-5" in param
+    (beside,) = _problems(short + "    fallback_depth: -5\n")
+    assert beside.startswith("policies[0].fallback_depth: ") and "-5" in beside
+
+
 def test_typo_in_key_suggests_the_closest() -> None:
     problems = _problems(
         """

@@ -116,6 +116,16 @@ def test_register_event_type_refuses_bad_names(name: str) -> None:
     assert not is_event_type(name)
 
 
+def test_register_event_type_takes_a_priority_by_name_and_refuses_others() -> None:
+    ctxbase.register_event_type("plan_step_named", "high")
+    assert event_priority("plan_step_named") == Priority.HIGH
+    with pytest.raises(ValidationError) as exc:
+        ctxbase.register_event_type("plan_step_urgent", "urgent")
+    assert exc.value.field == "priority"
+    assert "must be one of low (0), normal (1), high (2) (got 'urgent')" in str(exc.value)
+    assert not is_event_type("plan_step_urgent")
+
+
 def test_every_event_field_round_trips_through_the_file(cb: ContextBase) -> None:
     parent = cb.record(
         "user_message", session_id="s1", text="find the bug", agent_id="u1", agent_role="user"

@@ -194,6 +194,13 @@ def test_presets_and_bad_queries() -> None:
         get_preset("nope")
     with pytest.raises(ValueError):
         SearchConfig(keyword=False, semantic=False)
+    # a misspelt setting is named with what it could have meant
+    with pytest.raises(ValidationError) as err:
+        get_preset("hybrid", top_kk=3)
+    assert err.value.field == "top_kk"
+    assert "is not a search setting (did you mean top_k?)" in str(err.value)
+    with pytest.raises(ValidationError, match=r"is not a search setting$"):
+        get_preset("hybrid", zzzqq=1)
 
 
 def test_empty_query_is_refused(cb: ContextBase) -> None:

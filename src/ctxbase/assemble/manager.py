@@ -19,7 +19,7 @@ from ..components import ComponentsSource, components_of
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..model import SessionInfo, StateFact, TaskInfo, check_id, keyed_event_id
 from ..store.base import StateChange
-from ..validation import check_text
+from ..validation import check_fact_key, check_text
 from .budget import compress_extractive
 from .echoes import echo_ids
 from .facts import FactExtractor, asks_to_remember
@@ -117,6 +117,11 @@ class ContextManager:
         self, user_id: str = "user", *, session_id: str | None = None, title: str | None = None
     ) -> str:
         """Create a session (created -> active) and return its id."""
+        if not isinstance(user_id, str) or not user_id.strip():
+            raise ValidationError(
+                "user_id", f"must be a non-empty string, the session's user (got {user_id!r})"
+            )
+        check_text("user_id", user_id)
         sid = check_id("session_id", session_id or f"s_{uuid.uuid4().hex[:16]}")
         if self.cb.store.get_session(self.project, sid) is not None:
             raise ConflictError(f"session {sid!r} already exists")
@@ -355,6 +360,7 @@ class ContextManager:
         """A fact's value: the task's, else the session's, else the session user's own (the
         preferences extracted from their messages), else the project's (or one scope), as
         the assembled prompt shows them."""
+        check_fact_key(key)  # as set_state checks it: "" is a mistake, not an unset fact
         everywhere: Sequence[Scope] = ("task", "session", "user", "project")
         scopes = everywhere if scope is None else (scope,)
         task = self.current_task(session_id)
@@ -446,6 +452,8 @@ class ContextManager:
         if task_id is None:
             task = self.current_task(session_id)
             task_id = task.task_id if task is not None else None
+        elif self.task(task_id).session_id != session_id:  # NotFoundError when there is none
+            raise ValidationError("task_id", f"task {task_id!r} is not of session {session_id!r}")
         meta = dict(metadata or {})
         if per_turn:
             meta["per_turn"] = True

@@ -9,6 +9,7 @@ given by the caller, so this module needs nothing of the policies themselves.
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -19,7 +20,14 @@ from pydantic import BaseModel
 
 from ..errors import CtxbaseError
 
-__all__ = ["SYNONYMS", "PolicyError", "PolicyIssue", "closest", "issue_from_error"]
+__all__ = [
+    "SYNONYMS",
+    "PolicyError",
+    "PolicyIssue",
+    "as_written",
+    "closest",
+    "issue_from_error",
+]
 
 
 @dataclass(frozen=True)
@@ -228,3 +236,23 @@ def issue_from_error(error: Any, root: Any, strategy_names: Sequence[str]) -> Po
     ):
         message += f" (got {value!r})"
     return PolicyIssue(path, message)
+
+
+_SHORT_FORM = re.compile(r"policies\[(\d+)\]\.strategies\[0\]")
+
+
+def as_written(issue: PolicyIssue, data: Any) -> PolicyIssue:
+    """The issue located as the file has it: a policy written in the short form (`strategy:
+    x` + `parameters:`) is validated as a one-item `strategies` list, so an issue found there
+    is named at `strategy` (the name) or `parameters` (the rest), keys the file holds."""
+    m = _SHORT_FORM.match(issue.path)
+    policies = data.get("policies") if isinstance(data, dict) else None
+    if m is None or not isinstance(policies, list) or int(m.group(1)) >= len(policies):
+        return issue
+    policy = policies[int(m.group(1))]
+    if not isinstance(policy, dict) or "strategy" not in policy or "strategies" in policy:
+        return issue
+    rest = issue.path[m.end() :]
+    key = rest[1:].split(".")[0].split("[")[0]
+    where = ".strategy" if not rest else rest if key in policy else ".parameters" + rest
+    return PolicyIssue(f"policies[{m.group(1)}]{where}", issue.message)

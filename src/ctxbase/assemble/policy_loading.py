@@ -29,7 +29,7 @@ from .policy import (
     PolicySelection,
     PolicySet,
 )
-from .policy_issues import PolicyError, PolicyIssue, issue_from_error
+from .policy_issues import PolicyError, PolicyIssue, as_written, issue_from_error
 from .policy_storage import drop_storage_keys
 
 __all__ = [
@@ -79,7 +79,10 @@ def policies_from_data(
     try:
         document = PolicyDocument.model_validate(data)
     except PydanticValidationError as exc:
-        issues = [issue_from_error(e, PolicyDocument, STRATEGY_NAMES) for e in exc.errors()]
+        issues = [
+            as_written(issue_from_error(e, PolicyDocument, STRATEGY_NAMES), data)
+            for e in exc.errors()
+        ]
         raise PolicyError(source, issues) from None
     own = PolicySet.from_document(document, source=source, origin=origin)
     if not (presets and document.inherit_presets):

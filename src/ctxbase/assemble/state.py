@@ -365,9 +365,9 @@ def rollback_fact(
                 + (f" (did you mean {near[0]!r}?)" if near else "")
                 + (f"; its facts: {', '.join(keys[:20])}" if keys else "; it holds no fact")
             )
-        raise NotFoundError(
-            "state version", f"{key}@v{to_version} (versions: {versions})", message=message
-        )
+        wanted = f"{key}@v{to_version}"
+        message = message or f"state version {wanted!r} not found (its versions: {versions})"
+        raise NotFoundError("state version", wanted, message=message)
     why = cause or f"rollback to v{to_version}"
     if target.deleted:
         cb.store.delete_state(pid, scope, scope_id, key, why)

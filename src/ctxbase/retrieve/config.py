@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from typing import Literal
 
@@ -338,7 +339,13 @@ def get_preset(name: str, **overrides: object) -> SearchConfig:
     except PydanticValidationError as exc:  # a caller's bad override is bad input, by name
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "config"
-        raise ValidationError(field, str(err["msg"]).removeprefix("Value error, ")) from None
+        message = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":  # a misspelt setting: name what it could be
+            near = difflib.get_close_matches(field, list(SearchConfig.model_fields), n=3)
+            message = "is not a search setting" + (
+                f" (did you mean {', '.join(near)}?)" if near else ""
+            )
+        raise ValidationError(field, message) from None
 
 
 # ItemFilter's fields that take a tuple of names (store.base.ItemFilter), then the rest
