@@ -8,13 +8,8 @@ trace says why."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.history_calls import fold_calls
 from ctxbase.assemble.memory_candidate import label_day
@@ -43,15 +38,6 @@ def _turns(text: str | None) -> list[dict[str, Any]]:
         {"role": "tool", "tool_call_id": "c9", "content": "42"},
         {"role": "assistant", "content": "There are 42."},
     ]
-
-
-@pytest.fixture
-def cb(tmp_path: Path) -> Iterator[ContextBase]:
-    base = ctxbase.open(str(tmp_path / "t.db"), project="p", embedder="hash")
-    try:
-        yield base
-    finally:
-        base.close()
 
 
 def _capture(cb: ContextBase, session: str, text: str | None) -> dict[str, Event]:

@@ -8,13 +8,10 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.memory_calls import memory_units
 from ctxbase.assemble.memory_candidate import MemoryCandidate, label_day
@@ -25,15 +22,6 @@ OLD_SQL = "SELECT customer_id, count(*) FROM orders GROUP BY customer_id"
 NEW_SQL = "SELECT r.id, p.amount FROM refunds r JOIN payments p ON p.id = r.payment_id"
 STALE_SQL = "SELECT count(*) FROM orders_archive WHERE status = 'stale'"
 STALE_CALL = f'run_sql(sql="{STALE_SQL}")'
-
-
-@pytest.fixture
-def cb(tmp_path: Path) -> Iterator[ContextBase]:
-    base = ctxbase.open(str(tmp_path / "t.db"), project="p", embedder="hash")
-    try:
-        yield base
-    finally:
-        base.close()
 
 
 def _memory(ctx: Any) -> str:

@@ -6,13 +6,8 @@ statement of memory says merges into it; a typed entity with a definition stays)
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-import ctxbase
 from ctxbase import ContextBase
 from ctxbase.assemble.asked_before import (
     FOLLOWING,
@@ -33,22 +28,13 @@ INTENT = "上次那个SQL是什么?"
 ANSWER = "是 SELECT id, total FROM orders WHERE day = ?"
 
 
-@pytest.fixture
-def cb(tmp_path: Path) -> Iterator[ContextBase]:
-    base = ctxbase.open(str(tmp_path / "n.db"), project="p", embedder="hash")
-    try:
-        yield base
-    finally:
-        base.close()
-
-
 def _gatherer(cb: ContextBase, intent: str, session: str | None = "now") -> Gatherer:
     policy = load_default_policies().default
-    return Gatherer(cb, "p", policy, session_id=session, intent=intent, exclude=set())
+    return Gatherer(cb, cb.project, policy, session_id=session, intent=intent, exclude=set())
 
 
 def _event(cb: ContextBase, event_id: str) -> Event:
-    (found,) = cb.store.get_events("p", [event_id])
+    (found,) = cb.store.get_events(cb.project, [event_id])
     return found
 
 
@@ -251,13 +237,13 @@ def test_assembly_gives_no_slot_to_what_follows_an_unanswered_question(cb: Conte
 
 
 def _mention(cb: ContextBase, name: str) -> str:
-    found = [e.id for e in cb.store.list_entities("p", type="mention") if e.name == name]
-    assert found, cb.store.list_entities("p", type="mention")
+    found = [e.id for e in cb.store.list_entities(cb.project, type="mention") if e.name == name]
+    assert found, cb.store.list_entities(cb.project, type="mention")
     return found[0]
 
 
 def _entity_in(g: Gatherer, cb: ContextBase, entity_id: str, score: float = 0.8) -> None:
-    (e,) = cb.store.get_entities("p", [entity_id])
+    (e,) = cb.store.get_entities(cb.project, [entity_id])
     assert g.add(entity_cand(e, score, "semantic_recall", "semantic_recall: search hit"))
 
 
@@ -265,7 +251,7 @@ def test_a_bare_mention_whose_turn_is_not_in_memory_takes_no_slot(cb: ContextBas
     turn = cb.capture("user_message", session_id="a", text="Ops said the archive table got big.")
     cb.flush()
     archive = _mention(cb, "archive")
-    assert cb.store.get_entities("p", [archive])[0].text == "table archive"
+    assert cb.store.get_entities(cb.project, [archive])[0].text == "table archive"
     g = _gatherer(cb, "how big is the archive?")
     _entity_in(g, cb, archive)
     g.drop_repeats()
@@ -290,12 +276,12 @@ def test_a_statement_saying_the_name_holds_it_and_a_definition_stays(cb: Context
     )
     cb.flush()
     archive = _mention(cb, "archive")
-    (req,) = cb.store.list_entities("p", type="requirement")
+    (req,) = cb.store.list_entities(cb.project, type="requirement")
     defined = cb.upsert_entity(
         "table",
         "orders_archive",
         "CREATE TABLE orders_archive (id INT, total NUMERIC)",
-        project="p",
+        project=cb.project,
     )
     g = _gatherer(cb, "archive table")
     _entity_in(g, cb, archive)
