@@ -137,10 +137,10 @@ def edge_args(
     props = _properties(properties)
     conf_prop = props.pop("confidence", None)
     src_prop = props.pop("source", None)
-    conf: Any = confidence if confidence is not None else conf_prop
+    conf: Any = either("confidence", confidence, "properties.confidence", conf_prop)
     if conf is not None and (isinstance(conf, bool) or not isinstance(conf, int | float)):
         raise ValidationError("confidence", f"must be a number in [0, 1] (got {conf!r})")
-    src = source if source is not None else src_prop
+    src = either("source", source, "properties.source", src_prop)
     if src is None:
         src = identity
     if not isinstance(src, str) or not src.strip():

@@ -97,6 +97,16 @@ def test_properties_that_are_no_mapping(db_path: Path, cb: ContextBase) -> None:
         _refused(
             db_path, cb, "properties", lambda bad=bad: cb.create_edge(a, a, "USES", properties=bad)
         )
+    # a confidence or source given both ways, differing, is refused naming both
+    err = _refused(
+        db_path,
+        cb,
+        "properties.confidence",
+        lambda: cb.create_edge(a, a, "USES", confidence=0.3, properties={"confidence": 0.9}),
+    )
+    assert "give either 'confidence' or 'properties.confidence', not both" in str(err)
+    same = cb.create_edge(a, a, "USES", confidence=0.3, properties={"confidence": 0.3})
+    assert same.confidence == 0.3
 
 
 @pytest.mark.parametrize(
