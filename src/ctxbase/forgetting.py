@@ -33,7 +33,8 @@ from .model import Event, id_arg
 from .repo_forget import plan_repo_forget, repo_names
 from .retrieve.caches import clear_text_caches
 from .same_text import same_text_events, texts_said
-from .store.base import ForgetReport
+from .store.base import ForgetReport, KeptFact
+from .store.forget_steps import COMPACTED, SOFT_DELETED_SCOPE
 from .validation import check_id_list
 
 if TYPE_CHECKING:
@@ -396,6 +397,13 @@ def forget(
     removed = _removal_sources(cb, pid, [*event_ids, *(e.id for e in sources.same)])
     parts = _document_parts(cb.store, pid, entity_ids) if entity_ids else []
     cards = _cards_to_rewrite(cb.store, pid, entity_ids, parts)
+    # facts a forgotten message is named in go whole; those another message still states
+    # (or a caller set) are written back with that value
+    kept = (
+        {}
+        if whole_project
+        else _kept_facts(cb, pid, [*event_ids, *(e.id for e in sources.same)], session_id, before)
+    )
     if only_named and targets.held == 0:
         # nothing named is held: a repeat (or a retry whose first answer was lost) of a
         # forget that was done, which has nothing left to remove
@@ -413,7 +421,7 @@ def forget(
             session_id=session_id,
             whole_project=whole_project,
             soft_deleted_before=before,
-            replace_state=plan.replace_state if plan else None,
+            replace_state={**kept, **(plan.replace_state if plan else {})} or None,
             repos=plan.names if plan else (),
         )
         if plan is not None and plan.repin is not None:
@@ -447,6 +455,35 @@ def forget(
         skip = {*event_ids, *entity_ids, *report.sources_still_visible}
         report.same_text_still_visible = same_text_events(cb.store, pid, said, skip)
     return report
+
+
+def _kept_facts(
+    cb: ForgetMethods,
+    pid: str,
+    event_ids: Sequence[str],
+    session_id: str | None,
+    before: float | None,
+) -> dict[tuple[str, str, str], KeptFact]:
+    """The facts the forgotten messages are named in that keep a value (withheld.py): those
+    named, a forgotten session's (its user's facts only: its own scopes go whole) and those
+    hidden before `before` that a purge forgets."""
+    ids = list(event_ids)
+    if before is not None:
+        hidden = cb.store.get_state(pid, SOFT_DELETED_SCOPE, "")
+        ids += [f.key for f in hidden if f.updated_at < before and f.cause != COMPACTED]
+    wanted = list(dict.fromkeys(ids))
+    events = cb.store.get_events(pid, wanted, include_inactive=True) if wanted else []
+    skip: set[tuple[str, str]] = set()
+    if session_id is not None:
+        own = cb.store.list_events(pid, session_id, types=["user_message"], include_inactive=True)
+        events += own
+        skip = {("session", session_id), *(("task", e.task_id) for e in own if e.task_id)}
+        skip |= {("task", t.task_id) for t in cb.store.list_tasks(pid, session_id)}
+    if not events:
+        return {}
+    from .assemble.withheld import facts_kept_after_forget
+
+    return facts_kept_after_forget(cb.components, events, project=pid, skip_scopes=skip)
 
 
 def _removal_sources(cb: ForgetMethods, pid: str, event_ids: Sequence[str]) -> list[Event]:

@@ -130,3 +130,52 @@ def test_a_hard_delete_leaves_no_value_of_the_fact_in_stored_traces(cb: ContextB
     )
     assert cb.delete_fact("region", scope_id="s9", scope="session") is True
     assert "region eu-west-1" in json.dumps(cb.get_trace(ctx2.context_id), ensure_ascii=False)
+
+
+def _budget_session(cb: ContextBase, first: int, then: int) -> tuple[Any, str, str, str]:
+    cm = cb.context_manager()
+    sid = cm.create_session("u9")
+    cm.switch_task(sid, "trip")
+    m0 = cm.add_message(sid, "user", f"Keep the budget under {first} dollars.")
+    m1 = cm.add_message(sid, "user", f"Actually raise the budget to under {then} dollars.")
+    cb.flush()
+    return cm, sid, m0, m1
+
+
+def _amounts(cb: ContextBase, cm: Any, sid: str) -> list[object]:
+    task = cm.current_task(sid).id
+    return [
+        v["amount"] for h in cb.fact_history(scope_id=task) for v in (h.old_value, h.new_value) if v
+    ]
+
+
+@pytest.mark.parametrize("which", ["earlier", "later", "hidden then purged"])
+def test_a_forgotten_message_takes_only_its_own_value_of_a_fact(
+    cb: ContextBase, which: str
+) -> None:
+    cm, sid, m0, m1 = _budget_session(cb, 48213, 59371)
+    gone, stays, left = (m0, m1, 59371) if which == "earlier" else (m1, m0, 48213)
+    lost = 48213 if which == "earlier" else 59371
+    if which == "hidden then purged":
+        cb.soft_delete([gone])
+        cb.purge_soft_deleted(0)
+    else:
+        cb.forget(event_ids=[gone])
+    # the message still visible still states its value: the fact keeps it
+    assert cm.get_state(sid, "budget")["amount"] == left
+    assert _amounts(cb, cm, sid) == [left]  # and no forgotten value stays in its history
+    assert lost not in _amounts(cb, cm, sid)
+    prompt = json.dumps(cm.get_prompt_messages(sid, max_tokens=2000, user_input="budget?"))
+    assert str(left) in prompt and str(lost) not in prompt
+    # forgetting the message that states it now takes the fact with it
+    cb.forget(event_ids=[stays])
+    assert cm.get_state(sid, "budget") is None
+    assert cb.fact_history(scope_id=cm.current_task(sid).id) == []
+
+
+def test_a_fact_set_by_the_caller_keeps_its_value_when_a_message_goes(cb: ContextBase) -> None:
+    cm, sid, m0, m1 = _budget_session(cb, 48213, 59371)
+    cm.set_state(sid, "budget", {"op": "<=", "amount": 50000, "currency": "USD"})
+    cb.forget(event_ids=[m0, m1])
+    assert cm.get_state(sid, "budget")["amount"] == 50000
+    assert _amounts(cb, cm, sid) == [50000]

@@ -29,11 +29,18 @@ from ..components import ComponentsSource, components_of
 from ..model import Event
 from ..retrieve.config import SearchConfig
 from ..retrieve.signals import feedback_confidence
-from ..store.base import FEEDBACK_SCOPE, MESSAGE_SCOPE, StateChange
+from ..store.base import FEEDBACK_SCOPE, MESSAGE_SCOPE, KeptFact, StateChange
 from .lifecycle import Status
 from .state import Scope, retract_message_facts, set_fact, source_message, statuses_of
 
-__all__ = ["HIDDEN", "RATED_WRONG", "messages_out", "reinstate_facts", "withdraw_facts"]
+__all__ = [
+    "HIDDEN",
+    "RATED_WRONG",
+    "facts_kept_after_forget",
+    "messages_out",
+    "reinstate_facts",
+    "withdraw_facts",
+]
 
 HIDDEN = "hidden (soft_delete)"
 RATED_WRONG = "rated wrong (feedback)"
@@ -162,3 +169,61 @@ def reinstate_facts(
             )  # fmt: skip
             changes += store.state_history(project, last.scope, last.scope_id, last.key)[-1:]
     return changes
+
+
+def facts_kept_after_forget(
+    cb: ComponentsSource,
+    events: Sequence[Event],
+    *,
+    project: str,
+    skip_scopes: Collection[tuple[str, str]] = (),
+) -> dict[tuple[str, str, str], KeptFact]:
+    """The facts `events` (messages about to be hard-forgotten) are named in that keep a
+    value once they are gone, by (scope, scope_id, key). The store removes such a fact
+    whole, history and all (no forgotten value may stay in it); this is what it writes
+    back: the fact's current value when no forgotten message stated it, else its newest
+    value stated by no message withheld or forgotten (a later or earlier message that
+    says it still). A fact deleted, or stated only by what goes, keeps nothing.
+    `skip_scopes` are forgotten whole (a forgotten session's)."""
+    store = components_of(cb).store
+    gone = {e.id for e in events}
+    kept: dict[tuple[str, str, str], KeptFact] = {}
+    seen: set[tuple[str, str]] = set()
+    users: dict[str, str | None] = {}
+    for event in _stating(events):
+        for scope, scope_id in _scopes(cb, event, project, users):
+            if (scope, scope_id) in seen or (scope, scope_id) in skip_scopes:
+                continue
+            seen.add((scope, scope_id))
+            by_key: dict[str, list[StateChange]] = defaultdict(list)
+            for change in store.state_history(project, scope, scope_id):
+                by_key[change.key].append(change)
+            for key, history in by_key.items():
+                if not any(g in (c.cause or "") for c in history for g in gone):
+                    continue  # the forget leaves this fact as it is
+                history.sort(key=lambda c: c.version)
+                last = history[-1]
+                if last.deleted:
+                    continue
+                named = {m for c in history if (m := source_message(c.cause)) is not None}
+                out = messages_out(cb, named - gone, project=project) | gone
+                current = not any(g in (last.cause or "") for g in gone)
+                back = last if current else None
+                if back is None:
+                    back = next(
+                        (
+                            c
+                            for c in reversed(history)
+                            if not c.deleted
+                            and not _withdrawal(c.cause)
+                            and source_message(c.cause) not in out
+                        ),
+                        None,
+                    )
+                if back is None:
+                    continue
+                source = source_message(back.cause)
+                source = source if source not in gone else None
+                cause = "forget: kept" + (f" (from {source})" if source else "")
+                kept[(scope, scope_id, key)] = KeptFact(back.new_value, cause)
+    return kept

@@ -23,6 +23,7 @@ from .records import (
     EventRetext,
     ForgetReport,
     ItemFilter,
+    KeptFact,
     KnowledgeView,
     SearchItem,
     StateChange,
@@ -43,6 +44,7 @@ __all__ = [
     "EventRetext",
     "ForgetReport",
     "ItemFilter",
+    "KeptFact",
     "KeywordDelta",
     "KeywordHit",
     "KeywordRow",
@@ -647,12 +649,13 @@ class Store(ABC):
 
         `replace_state` names state records, (scope, scope_id, key), whose content the
         forget covers too: each is removed with its whole history, and written again (one
-        fresh version, `cause` "forget") when its value here is not None; in the same
-        transaction, so no earlier value is left. `repos` names the ingested repositories
-        the forget covers whole (their entities and records come in the lists above): each
-        leaves a tombstone of kind "repo" (ignored with whole_project, which tombstones every
-        repository of the project). `trace_ids` names assembled contexts whose traces go
-        whole (a copy forgetting what the source forgot with its project: copy_forgets.py)."""
+        fresh version, `cause` "forget", or a KeptFact's own cause) when its value here is
+        not None; in the same transaction, so no earlier value is left. `repos` names the
+        ingested repositories the forget covers whole (their entities and records come in the
+        lists above): each leaves a tombstone of kind "repo" (ignored with whole_project,
+        which tombstones every repository of the project). `trace_ids` names assembled
+        contexts whose traces go whole (a copy forgetting what the source forgot with its
+        project: copy_forgets.py)."""
 
     # -- bulk copy (migrate-data) ----------------------------------------------------------
     @abstractmethod

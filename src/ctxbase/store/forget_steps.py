@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 from .base import FEEDBACK_SCOPE, USES_SCOPE
 from .dialect import Dialect
-from .records import ForgetReport
+from .records import ForgetReport, KeptFact
 from .repo_records import INGEST_WEAVE_SCOPE, KB_TAG_SCOPE, REPOSITORY_SCOPE
 from .trace_redaction import Forgotten
 
@@ -549,7 +549,7 @@ class ForgetSteps:
                 conn, f"SELECT old_value, new_value FROM state_history WHERE {where}", args
             ).fetchall():
                 values += [old, new]
-        kept = {_fact_text(v) for v in scope.replace_state.values() if v is not None}
+        kept = {_fact_text(_kept_value(v)) for v in scope.replace_state.values() if v is not None}
         texts = [t for t in (_fact_text(self._dialect.load(v)) for v in values if v is not None)]
         return Forgotten(
             [*scope.forgotten.ids, *ids],
@@ -559,23 +559,25 @@ class ForgetSteps:
     def _rewrite_state(
         self, conn: Any, project_id: str, records: Mapping[tuple[str, str, str], Any]
     ) -> None:
-        """Write again, as a first version, the records `replace_state` gives a value."""
+        """Write again, as a first version, the records `replace_state` gives a value (a
+        KeptFact's with its own cause, any other with the cause "forget")."""
         now = time.time()
         for key, value in records.items():
             if value is None:
                 continue
-            stored = self._dialect.store_json(value)
+            cause = value.cause if isinstance(value, KeptFact) else "forget"
+            stored = self._dialect.store_json(_kept_value(value))
             self._q(
                 conn,
                 "INSERT INTO state(project_id, scope, scope_id, key, value, version, cause, "
-                "updated_at) VALUES (?,?,?,?,?,1,'forget',?)",
-                (project_id, *key, stored, now),
+                "updated_at) VALUES (?,?,?,?,?,1,?,?)",
+                (project_id, *key, stored, cause, now),
             )
             self._q(
                 conn,
                 "INSERT INTO state_history(project_id, scope, scope_id, key, version, old_value,"
-                " new_value, cause, ts, deleted) VALUES (?,?,?,?,1,NULL,?,'forget',?,0)",
-                (project_id, *key, stored, now),
+                " new_value, cause, ts, deleted) VALUES (?,?,?,?,1,NULL,?,?,?,0)",
+                (project_id, *key, stored, cause, now),
             )
 
     # -- traces --------------------------------------------------------------------------------
@@ -629,3 +631,7 @@ def _fact_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _kept_value(value: Any) -> Any:
+    return value.value if isinstance(value, KeptFact) else value

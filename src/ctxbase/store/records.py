@@ -14,6 +14,7 @@ __all__ = [
     "EventRetext",
     "ForgetReport",
     "ItemFilter",
+    "KeptFact",
     "KnowledgeView",
     "SearchItem",
     "StateChange",
@@ -151,6 +152,16 @@ class StateChange:
     deleted: bool = False
     ttl: float | None = None
     expired: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class KeptFact:
+    """A fact a forget removes whole (a forgotten message is named in its history) that
+    keeps a value another source stated (`Store.forget`'s `replace_state`): written back as
+    its first version with that source's `cause`, so forgetting that source removes it too."""
+
+    value: Any
+    cause: str | None
 
 
 @dataclass(frozen=True, slots=True)
