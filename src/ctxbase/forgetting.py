@@ -597,12 +597,16 @@ class ForgetMethods:
             rewrite_cards(self.components, pid, cards)
         moved = [e for e in [*events, *sources.same] if e.active == hidden]
         if moved:  # the facts the messages stated go out and come back with them
-            from .assemble.withheld import HIDDEN, reinstate_facts, withdraw_facts
+            from .assemble.withheld import HIDDEN, messages_out, reinstate_facts, withdraw_facts
 
             if hidden:
                 withdraw_facts(self.components, moved, HIDDEN, project=pid)
             else:
                 reinstate_facts(self.components, moved, "restored", project=pid)
+                # a message retracted or rated false keeps its words from its neighbour
+                out = messages_out(self.components, [e.id for e in moved], project=pid)
+                if out:
+                    self.store.set_context_hidden(pid, sorted(out), True)
         report.unchanged = [i for i in wanted if i in state and state[i] == (not hidden)]
         if hidden:  # what a message hidden by its own id said leaves its session's summaries
             from .assemble.summary_redaction import after_removal

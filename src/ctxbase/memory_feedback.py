@@ -318,15 +318,21 @@ class FeedbackMethods:
     def _rated_facts(self, pid: str, record: Feedback) -> None:
         """Withdraw the facts of the rated messages when the rating is false, else bring
         back those an earlier false rating withdrew."""
-        from .assemble.withheld import RATED_WRONG, reinstate_facts, withdraw_facts
+        from .assemble.withheld import RATED_WRONG, messages_out, reinstate_facts, withdraw_facts
         from .retrieve.config import SearchConfig
 
         nodes = [record.node_id, *record.same_statement, *record.same_text]
         events = self.store.get_events(pid, nodes, include_inactive=True)
+        ids = [e.id for e in events]
         if record.confidence < SearchConfig.model_fields["min_confidence"].default:
             withdraw_facts(self.components, events, RATED_WRONG, project=pid)
+            if ids:  # its words stop finding the message they were indexed with
+                self.store.set_context_hidden(pid, ids, True)
         else:
             reinstate_facts(self.components, events, f"feedback {record.label}", project=pid)
+            back = set(ids) - messages_out(self.components, ids, project=pid)
+            if back:
+                self.store.set_context_hidden(pid, sorted(back), False)
 
     @settles_captures
     def get_feedback(self, node_id: str, *, project: str | None = None) -> Feedback | None:

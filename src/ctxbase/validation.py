@@ -151,6 +151,8 @@ def check_id_list(field: str, values: Any) -> None:
 
     for i, value in enumerate(values or ()):
         id_arg(f"{field}[{i}]", value)  # an Event where its id goes, a number, None
+        if isinstance(value, str) and not value.strip():  # a mistake, not an unknown id
+            raise ValidationError(f"{field}[{i}]", "is blank: name an id")
 
 
 def is_blank(text: str | None) -> bool:

@@ -56,6 +56,18 @@ def test_a_forget_whose_every_id_is_unknown_is_not_found(cb: ContextBase) -> Non
     assert (again.total, again.already_forgotten, again.not_found) == (0, ["s1"], [])
 
 
+def test_a_blank_id_is_a_mistake_not_an_unknown_id(cb: ContextBase) -> None:
+    event_id, _ = _seed(cb)
+    for call in (
+        lambda: cb.forget(event_ids=[event_id, ""]),
+        lambda: cb.forget(entity_ids=["  "]),
+        lambda: cb.soft_delete([""]),
+    ):
+        with pytest.raises(ValidationError, match=r"\[\d\]: is blank: name an id"):
+            call()
+    assert cb.get_event(event_id).id == event_id  # nothing was touched
+
+
 def test_forgetting_an_event_again_says_it_was_forgotten_already(cb: ContextBase) -> None:
     event_id, doc_id = _seed(cb)
     first = cb.forget(event_ids=[event_id])

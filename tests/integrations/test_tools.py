@@ -98,6 +98,9 @@ def test_bad_calls_come_back_as_errors(cb: ContextBase) -> None:
         ("remember", {"text": "x", "project": "other"}, "project"),
         ("remember", {"text": "x", "session_id": "bad id!"}, "session_id"),
         ("forget", {}, "event_ids"),
+        # a truthy string or number is no yes to deleting for good
+        ("forget", {"session_id": "s1", "hard": "yes"}, "hard"),
+        ("forget", {"session_id": "s1", "hard": 1}, "hard"),
         ("run_shell", {}, "name"),
     ]
     for name, args, field in cases:

@@ -632,4 +632,6 @@ def expire_message_record(
         changed.append(mid)
     if changed:
         cb.store.touch_index(pid)  # searches read message statuses again (retrieve/signals.py)
+        if target == Status.EXPIRED:  # a retracted message's words stop finding its neighbour
+            cb.store.set_context_hidden(pid, changed, True)
     return changed

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
 
@@ -306,7 +306,8 @@ class ForgetArgs(_Args):
         description="Ingested repositories to delete whole, every file and unit of each "
         "(hard=true only).",
     )
-    hard: bool = Field(default=False, description="Delete for good instead of hiding.")
+    # strict: "yes" or 1 must not delete for good (as forget's whole_project refuses them)
+    hard: StrictBool = Field(default=False, description="Delete for good instead of hiding.")
 
 
 class ListSessionsArgs(_Args):

@@ -329,6 +329,12 @@ class Store(ABC):
         summary; only the named rows are hidden (what was anchored from them stays), recorded
         as compacted, which the purge of soft-deleted rows leaves alone."""
 
+    @abstractmethod
+    def set_context_hidden(self, project_id: str, ids: Sequence[str], hidden: bool) -> None:
+        """Hide (or show again) the words of events `ids` where the items that follow them
+        were indexed with them (SearchItem.context_terms), the events themselves staying
+        visible: a message retracted or rated false no longer finds its neighbour."""
+
     # -- entities and relations ----------------------------------------------------------
     @abstractmethod
     def upsert_entity(self, entity: Entity, items: Sequence[SearchItem]) -> Entity: ...

@@ -451,6 +451,18 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             self._keep_keyword_log(conn, project_id)
         return changed
 
+    def set_context_hidden(self, project_id: str, ids: Sequence[str], hidden: bool) -> None:
+        flag = 1 if hidden else 0
+        with self._tx() as conn:
+            self._lock(conn, [project_id], ensure=False, bump=True)
+            self._x(
+                conn,
+                f"UPDATE items SET context_hidden=%s, {q.NEXT_CHANGE_SEQ} WHERE project_id=%s "
+                "AND context_id = ANY(%s) AND context_hidden<>%s",
+                (flag, project_id, list(dict.fromkeys(ids)), flag),
+            )
+            self._keep_keyword_log(conn, project_id)
+
     # -- upgrade steps (base.TOOL_CALL_TEXTS) ---------------------------------------------
     def finish_upgrade(self, name: str) -> None:
         with self._tx() as conn:

@@ -467,6 +467,12 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             self._bump(conn, project_id)
         return changed
 
+    def set_context_hidden(self, project_id: str, ids: Sequence[str], hidden: bool) -> None:
+        with self._write() as conn:
+            self._set_context_state(conn, project_id, list(dict.fromkeys(ids)), int(hidden))
+            self._keep_keyword_log(conn, project_id)
+            self._bump(conn, project_id)
+
     # -- upgrade steps (base.TOOL_CALL_TEXTS) ---------------------------------------------
     def _backlog(self, conn: sqlite3.Connection, keys: Sequence[tuple[str, str]]) -> None:
         conn.executemany(
