@@ -94,6 +94,19 @@ def _scopes(
     return [own] if user is None else [own, ("user", user)]
 
 
+def _newest_stated(history: Sequence[StateChange], out: Collection[str]) -> StateChange | None:
+    """The newest change of a fact's history (by version) that set a value no message of
+    `out` stated: not a deletion, nor a withdrawal."""
+    return next(
+        (
+            c
+            for c in reversed(history)
+            if not c.deleted and not _withdrawal(c.cause) and source_message(c.cause) not in out
+        ),
+        None,
+    )
+
+
 def _stating(events: Sequence[Event]) -> list[Event]:
     return [e for e in events if e.type == _STATING and e.session_id]
 
@@ -146,16 +159,7 @@ def reinstate_facts(
             continue  # withheld still: hidden and rated wrong, say, and only one undone
         for history in withdrawn:
             last = history[-1]
-            back = next(
-                (
-                    c
-                    for c in reversed(history)
-                    if not c.deleted
-                    and not _withdrawal(c.cause)
-                    and source_message(c.cause) not in out
-                ),
-                None,
-            )
+            back = _newest_stated(history, out)
             if back is None or (not last.deleted and back.new_value == last.new_value):
                 continue  # nothing to bring back, or the value it holds already
             source = source_message(back.cause)
@@ -208,18 +212,7 @@ def facts_kept_after_forget(
                 named = {m for c in history if (m := source_message(c.cause)) is not None}
                 out = messages_out(cb, named - gone, project=project) | gone
                 current = not any(g in (last.cause or "") for g in gone)
-                back = last if current else None
-                if back is None:
-                    back = next(
-                        (
-                            c
-                            for c in reversed(history)
-                            if not c.deleted
-                            and not _withdrawal(c.cause)
-                            and source_message(c.cause) not in out
-                        ),
-                        None,
-                    )
+                back = last if current else _newest_stated(history, out)
                 if back is None:
                     continue
                 source = source_message(back.cause)
