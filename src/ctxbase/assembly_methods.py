@@ -12,7 +12,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import UnknownProjectError
+from .errors import NEW_PROJECT_HINT, UnknownProjectError
 from .model import check_id
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ class AssemblyMethods:
         if pid != self.project and not new_project:
             known = self.components.store.list_projects()
             if pid not in known:
-                raise UnknownProjectError(pid, known)
+                raise UnknownProjectError(pid, known, start=NEW_PROJECT_HINT)
         ctx = self.assembler.assemble(
             project_id=pid,
             session_id=session_id,

@@ -47,7 +47,7 @@ from .capture.events import (
 )
 from .components import Components
 from .embedding_methods import EmbeddingMethods
-from .errors import UnknownProjectError, ValidationError
+from .errors import NEW_PROJECT_HINT, UnknownProjectError, ValidationError
 from .event_contexts import preceding_texts
 from .fact_methods import FactMethods
 from .forgetting import ForgetMethods
@@ -631,7 +631,7 @@ class ContextBase(
         if pid != self.project and not new_project:
             known = self.store.list_projects()
             if pid not in known:
-                raise UnknownProjectError(pid, known)
+                raise UnknownProjectError(pid, known, start=NEW_PROJECT_HINT)
         if not require_signature:
             response = self.searcher.search(pid, query, cfg, filters)
         else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "NEW_PROJECT_HINT",
     "AddressInUseError",
     "ConflictError",
     "CtxbaseError",
@@ -154,6 +155,10 @@ class UnknownReposError(NotFoundError):
         message = f"{which} {names} not found in project {project!r} ({hint})"
         super().__init__("repository", unknown[0], ids=list(unknown), message=message)
         self.known = list(known)
+
+
+# How a read of a project with no data goes on, where the call takes `new_project`.
+NEW_PROJECT_HINT = "pass new_project to answer for a project with no data yet"
 
 
 class UnknownProjectError(NotFoundError):

@@ -8,7 +8,7 @@ say it. `new_project=True` allows one on purpose."""
 
 from __future__ import annotations
 
-from .errors import UnknownProjectError
+from .errors import NEW_PROJECT_HINT, UnknownProjectError
 from .store.base import Store
 
 __all__ = ["check_known_project"]
@@ -20,5 +20,5 @@ def check_known_project(store: Store, own: str, pid: str, new_project: bool = Fa
     if pid != own and not new_project:
         known = store.list_projects()
         if pid not in known:
-            raise UnknownProjectError(pid, known)
+            raise UnknownProjectError(pid, known, start=NEW_PROJECT_HINT)
     return pid

@@ -60,7 +60,7 @@ def test_the_404_names_only_the_projects_the_key_sees(live: Live, pid: str, othe
     message = r.json()["error"]["message"]
     assert f"projects with data: {pid}" in message
     assert other_pid not in message
-    assert "; new_project=true answers for a project with no data yet" in message  # the way on
+    assert "; pass new_project to answer for a project with no data yet" in message  # the way on
 
 
 def test_the_sdk_raises_not_found_and_creates_nothing(live: Live, pid: str) -> None:

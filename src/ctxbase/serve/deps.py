@@ -9,7 +9,7 @@ from fastapi import Depends, Path, Query, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import UnknownProjectError
+from ..errors import NEW_PROJECT_HINT, UnknownProjectError
 from .auth import Principal, local_principal, presented_token, principal_of
 from .errors import AuthenticationError
 from .keys import recall_key, verify_key
@@ -128,7 +128,7 @@ def require_project(rt: Runtime, who: Principal, pid: str) -> None:
             pid,
             [p for p in known if who.sees(p)],
             seen_only=who.projects is not None,
-            start="new_project=true answers for a project with no data yet",
+            start=NEW_PROJECT_HINT,
         )
 
 
