@@ -203,6 +203,17 @@ def test_a_message_that_is_no_text_is_refused_by_name(cm: ContextManager) -> Non
     assert cm.cb.store.list_events(cm.project, sid) == []  # nothing stored
 
 
+def test_retracting_one_of_two_messages_stating_a_value_keeps_it(cm: ContextManager) -> None:
+    sid = cm.create_session("u1")
+    cm.switch_task(sid, "t")
+    first = cm.add_message(sid, "user", "把预算控制在5万以内")
+    again = cm.add_message(sid, "user", "预算还是控制在5万以内")  # the same value, restated
+    cm.expire_message(sid, first)
+    assert cm.get_state(sid, "budget") == {"op": "<=", "amount": 50000, "currency": "CNY"}
+    cm.expire_message(sid, again)  # no message states it now
+    assert cm.get_state(sid, "budget") is None
+
+
 def test_manager_inputs_are_checked_as_their_writes_are(cm: ContextManager) -> None:
     for user in ("", "  ", None, 42):
         with pytest.raises(ValidationError) as err:

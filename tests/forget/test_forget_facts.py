@@ -179,3 +179,19 @@ def test_a_fact_set_by_the_caller_keeps_its_value_when_a_message_goes(cb: Contex
     cb.forget(event_ids=[m0, m1])
     assert cm.get_state(sid, "budget")["amount"] == 50000
     assert _amounts(cb, cm, sid) == [50000]
+
+
+def test_a_value_restated_by_another_message_stays_while_that_one_does(cb: ContextBase) -> None:
+    cm = cb.context_manager()
+    first = cm.create_session("alice")
+    cm.add_message(first, "user", "我喜欢简洁的回答。")
+    second = cm.create_session("alice")
+    cm.add_message(second, "user", "我喜欢简洁的回答，用中文。")
+    cb.flush()
+    history = cb.fact_history(scope="user", scope_id="alice")
+    assert [h.cause.split(" ")[0] for h in history if h.cause] == ["extracted", "restated"]
+    cb.forget(session_id=first)  # the second session still states the preference
+    facts = cb.get_facts(scope="user", scope_id="alice")
+    assert facts["preference:简洁的回答"].value == {"polarity": "like", "item": "简洁的回答"}
+    cb.forget(session_id=second)  # and with it, it goes
+    assert cb.get_facts(scope="user", scope_id="alice") == {}

@@ -442,13 +442,17 @@ def extract_into_state(
         where: Scope = "user" if mine else scope
         where_id = user_id if mine and user_id is not None else scope_id
         seen = personal if mine else known
-        if fact.key in seen and seen[fact.key].value == fact.value:
-            continue  # restating a fact is not a change
         # The message's id in the cause: forgetting or retracting the message finds its
         # facts by it.
         source = _from_message(event_id) if event_id else ""
         span = text[fact.span[0] : fact.span[1]]
         why = cause or f"extracted by {fact.rule}{source}: {span!r}"
+        if fact.key in seen and seen[fact.key].value == fact.value:
+            if not source or source in (seen[fact.key].cause or ""):
+                continue  # the same value again, from no other message: no change
+            # restated by another message: recorded, so the value stays while either
+            # message does (retracting or forgetting the first keeps it)
+            why = cause or f"restated by {fact.rule}{source}: {span!r}"
         written.append(
             set_fact(
                 cb, fact.key, fact.value, scope_id=where_id, scope=where, cause=why, project=project
