@@ -437,14 +437,7 @@ class PostgresStore(PgSearch, PgAdmin, Store):
                 "AND owner_id = ANY(%s) AND active<>%s",
                 (flag, project_id, uniq, flag),
             )
-            # Items indexed with the words of a hidden event stop matching on them (numbered
-            # again: what they are indexed by changed).
-            self._x(
-                conn,
-                f"UPDATE items SET context_hidden=%s, {q.NEXT_CHANGE_SEQ} WHERE project_id=%s "
-                "AND context_id = ANY(%s) AND context_hidden<>%s",
-                (1 - flag, project_id, uniq, 1 - flag),
-            )
+            self._hide_context(conn, project_id, uniq, 1 - flag)
             self._record_soft_delete(
                 conn, project_id, uniq, active, named, removed=removed, compacted=compacted
             )
@@ -452,16 +445,20 @@ class PostgresStore(PgSearch, PgAdmin, Store):
         return changed
 
     def set_context_hidden(self, project_id: str, ids: Sequence[str], hidden: bool) -> None:
-        flag = 1 if hidden else 0
         with self._tx() as conn:
             self._lock(conn, [project_id], ensure=False, bump=True)
-            self._x(
-                conn,
-                f"UPDATE items SET context_hidden=%s, {q.NEXT_CHANGE_SEQ} WHERE project_id=%s "
-                "AND context_id = ANY(%s) AND context_hidden<>%s",
-                (flag, project_id, list(dict.fromkeys(ids)), flag),
-            )
+            self._hide_context(conn, project_id, list(dict.fromkeys(ids)), int(hidden))
             self._keep_keyword_log(conn, project_id)
+
+    def _hide_context(self, conn: Conn, project_id: str, ids: list[str], flag: int) -> None:
+        """Items indexed with the words of `ids` stop (1) or start again (0) matching on
+        them, numbered again: what they are indexed by changed."""
+        self._x(
+            conn,
+            f"UPDATE items SET context_hidden=%s, {q.NEXT_CHANGE_SEQ} WHERE project_id=%s "
+            "AND context_id = ANY(%s) AND context_hidden<>%s",
+            (flag, project_id, ids, flag),
+        )
 
     # -- upgrade steps (base.TOOL_CALL_TEXTS) ---------------------------------------------
     def finish_upgrade(self, name: str) -> None:
