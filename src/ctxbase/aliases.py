@@ -73,8 +73,8 @@ def entity_args(
     """Native entity arguments from either spelling.
 
     Without a name the entity is named by its id (or by ``properties["name"|"title"]``);
-    without a text, ``properties["content"]`` is the text (moved out of the properties, so it
-    is stored and indexed once).
+    ``properties["content"]`` is the text (moved out of the properties, so it is stored and
+    indexed once): it must be a string, and one given beside a different `text` is refused.
     """
     kind = either("type", type, "entity_type", entity_type)
     eid = either("id", id, "entity_id", entity_id)
@@ -82,8 +82,13 @@ def entity_args(
     if not kind or not isinstance(kind, str):
         raise ValidationError("type", "an entity needs a type (type= or entity_type=)")
     body = text
-    if not body and isinstance(props.get("content"), str):
-        body = props.pop("content")
+    if "content" in props:  # seed 000's name for the text: stored once, as the text
+        content = props.pop("content")
+        if not isinstance(content, str):
+            kind = content.__class__.__name__
+            message = f"is the entity's text: give a string (got {kind})"
+            raise ValidationError("properties.content", message)
+        body = either("text", text or None, "properties.content", content)
     label = name
     if not label:
         named = props.get("name") or props.get("title")

@@ -29,6 +29,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from .errors import ConflictError, NotFoundError, ValidationError
+from .known_projects import check_known_project
 from .model import Event, id_arg
 from .repo_forget import plan_repo_forget, repo_names
 from .retrieve.caches import clear_text_caches
@@ -389,6 +390,7 @@ def forget(
     sources = _anchored_sources(cb.store, pid, [*event_ids, *entity_ids])
     only_named = not whole_project and before is None and plan is None
     if named and len(unknown) == named and only_named and not repos_forgotten:
+        check_known_project(cb.store, cb.project, pid)  # a mistyped project says so
         raise nothing_matched("forget", unknown, pid)
     # what the named events and entities said, read before they go: the visible events that
     # say the same are named after (the same thing stored twice stays otherwise)
@@ -523,6 +525,7 @@ class ForgetMethods:
     `flush` and `_pid`."""
 
     store: Store
+    project: str
     components: Components
     _searcher: Searcher | None
     _embedding_worker: EmbeddingWorker | None
@@ -582,6 +585,7 @@ class ForgetMethods:
         unknown = [i for i in missing if i not in gone]
         forgotten = [i for i in missing if i in gone]
         if len(unknown) == len(wanted):
+            check_known_project(self.store, self.project, pid)  # a mistyped project says so
             raise nothing_matched("hide" if hidden else "restore", [("", i) for i in unknown], pid)
         report = VisibilityReport(not_found=unknown, already_forgotten=forgotten)
         if len(missing) == len(wanted):

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from ctxbase import ContextBase
-from ctxbase.errors import NotFoundError, ValidationError
+from ctxbase.errors import NotFoundError, UnknownProjectError, ValidationError
 from ctxbase.model import new_event_id
 
 
@@ -255,3 +255,43 @@ def test_an_entity_hidden_or_forgotten_says_so_as_an_event_does(cb: ContextBase)
     with pytest.raises(NotFoundError) as err:
         cb.get_entity("document:never")
     assert str(err.value) == "entity 'document:never' not found"
+
+
+def test_rating_or_retracting_a_forgotten_message_says_it_was_forgotten(cb: ContextBase) -> None:
+    cm = cb.context_manager()
+    sid = cm.create_session("u1")
+    said = cm.add_message(sid, "user", "the staging password is hunter2")
+    kept = cm.add_message(sid, "user", "deploys go out on Tuesdays")
+    cb.flush()
+    cb.forget(event_ids=[said])
+    forgotten = "not found: it was hard-forgotten"
+    with pytest.raises(NotFoundError, match=re.escape(f"node {said!r} {forgotten}")):
+        cb.feedback(said, "wrong")
+    with pytest.raises(NotFoundError, match=re.escape(f"message {said!r} {forgotten}")):
+        cm.expire_message(sid, said)
+    with pytest.raises(NotFoundError, match=re.escape(f"message {said!r} {forgotten}")):
+        cm.message_status(sid, said)
+    # a typo is still only not found, and a live message still takes both
+    with pytest.raises(NotFoundError, match=r"^node 'ev_typo' not found$"):
+        cb.feedback("ev_typo", "wrong")
+    with pytest.raises(NotFoundError, match=r"^message 'ev_typo' not found$"):
+        cm.expire_message(sid, "ev_typo")
+    cb.feedback(kept, "helpful")
+    cm.expire_message(sid, kept)
+
+
+def test_a_forget_in_a_mistyped_project_names_the_projects_held(cb: ContextBase) -> None:
+    event_id, _ = _seed(cb)
+    for call in (
+        lambda: cb.forget(event_ids=[event_id], project="nope"),
+        lambda: cb.soft_delete([event_id], project="nope"),
+        lambda: cb.restore([event_id], project="nope"),
+    ):
+        with pytest.raises(UnknownProjectError) as err:
+            call()
+        assert cb.project in str(err.value) and "new_project" in str(err.value)
+    assert cb.get_event(event_id).id == event_id  # nothing was touched
+    # the project a base was opened for is no typo, even before it holds anything
+    with pytest.raises(NotFoundError) as own:
+        cb.forget(event_ids=["ev_x"])
+    assert not isinstance(own.value, UnknownProjectError)

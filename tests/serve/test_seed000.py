@@ -317,6 +317,15 @@ def test_article_spelling_errors_name_the_field(cb: ctxbase.ContextBase) -> None
     with pytest.raises(ctxbase.ValidationError) as err:
         cb.upsert_entity(entity_type="code", properties={"content": "x"})
     assert err.value.field == "name"
+    # properties.content is the text: a non-string, or a second text that differs, is refused
+    with pytest.raises(ctxbase.ValidationError, match="got int") as err:
+        cb.upsert_entity(entity_type="document", entity_id="d2", properties={"content": 5})
+    assert err.value.field == "properties.content"
+    with pytest.raises(ctxbase.ValidationError, match="not both") as err:
+        cb.upsert_entity("document", "d3", "one text", properties={"content": "another"})
+    assert err.value.field == "properties.content"
+    same = cb.upsert_entity("document", "d4", "one text", properties={"content": "one text"})
+    assert same.text == "one text" and "content" not in same.properties
     with pytest.raises(ctxbase.ValidationError) as err:
         cb.create_edge(from_id=doc.id, to_id=doc.id, edge_type="X", source="")
     assert err.value.field == "source"

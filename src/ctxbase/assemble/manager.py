@@ -507,7 +507,7 @@ class ContextManager:
         self.session(session_id)
         found = self.cb.store.get_events(self.project, [message_id], include_inactive=True)
         if not found or found[0].session_id != session_id:
-            raise NotFoundError("message", message_id)
+            raise self._missing_message(message_id, forgotten=not found)
         expire_message_record(self.cb, session_id, [message_id], cause=cause, project=self.project)
         task_id = found[0].task_id
         own: tuple[Scope, str] = ("task", task_id) if task_id else ("session", session_id)
@@ -537,8 +537,16 @@ class ContextManager:
             return recorded
         found = self.cb.store.get_events(self.project, [message_id], include_inactive=True)
         if not found or found[0].session_id != session_id:
-            raise NotFoundError("message", message_id)
+            raise self._missing_message(message_id, forgotten=not found)
         return Status.ACTIVE
+
+    def _missing_message(self, message_id: str, *, forgotten: bool) -> NotFoundError:
+        """NotFoundError for an id that is no message of the session; one hard-forgotten
+        says so (as `get_event` does), so a retraction of it does not read as a typo."""
+        if forgotten and self.cb.store.forgotten_ids(self.project, [message_id]):
+            message = f"message {message_id!r} not found: it was hard-forgotten"
+            return NotFoundError("message", message_id, message=message)
+        return NotFoundError("message", message_id)
 
     def get_prompt_messages(
         self,
