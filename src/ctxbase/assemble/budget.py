@@ -102,6 +102,7 @@ class BudgetTooSmall(CtxbaseError, ValueError):
     tokens: the system prompt and the input as messages), does not fit in the budget."""
 
     code = "budget_too_small"
+    field = "max_tokens"  # the argument to raise (a tool's answer names it)
 
     def __init__(self, max_tokens: int, input_tokens: int, minimum: int | None = None) -> None:
         self.max_tokens = max_tokens

@@ -4,9 +4,10 @@
     memory = CtxbaseMemory(cb, session_id="support-1", agent_id="planner")
     agent = AssistantAgent("planner", model_client=..., memory=[memory])
 
-`add` records each MemoryContent as an event of the memory's session (text and markdown as
-their text, JSON as its text with the object kept in the event's data, so `query` gives back
-what was added, mime type and metadata included). `query` searches the whole project (other
+`add` records each MemoryContent as an event of the memory's session (text, markdown and
+JSON as its text, stored once; a dict's text parses back to it), so `query` gives back
+what was added, mime type and metadata included (the metadata's own keys as added; the
+hit's id, score and fields beside them). `query` searches the whole project (other
 agents' events, documents and code too), with the same hits as the other adapters
 (integrations/recall.py). `update_context` runs before each model call, as AutoGen's ListMemory
 does: it adds one system message with what ctxbase recalls for the last message, from a
@@ -14,9 +15,8 @@ search (`recall="search"`) or an assembly (`recall="assemble"`: the project's fa
 memory the role's policy recalls, within its token budget; the conversation is in the
 model context already, so the assembly names no session).
 
-`clear` hides (soft deletes) the events this memory's `agent_id` added to its session (among
-the session's last SESSION_LIMIT events; another agent's memory on the same session keeps
-its own): they leave
+`clear` hides (soft deletes) the events this memory's `agent_id` added to its session
+(another agent's memory on the same session keeps its own): they leave
 searches and assemblies, and `cb.restore(ids)` brings them back; nothing else of the store is
 touched, and nothing is deleted for good (`cb.forget(session_id=...)` does that). `close`
 leaves the context base open: whoever opened it closes it.
@@ -46,8 +46,9 @@ from autogen_core.models import LLMMessage, SystemMessage  # noqa: E402
 from ..assemble.quoting import DATA_NOTE, TAG  # noqa: E402
 from ..errors import ValidationError  # noqa: E402
 from ..model import Event, check_id  # noqa: E402
-from .recall import SESSION_LIMIT, assembled, check_recall, searched  # noqa: E402
-from .tools import ToolScope, session_events  # noqa: E402
+from .chat_turns import hide_own  # noqa: E402
+from .recall import assembled, check_recall, searched  # noqa: E402
+from .tools import ToolScope  # noqa: E402
 
 if TYPE_CHECKING:
     from ..contextbase import ContextBase
@@ -81,7 +82,10 @@ def _as_text(content: MemoryContent) -> tuple[str, Any]:
         except UnicodeDecodeError as exc:
             raise ValidationError("content", f"bytes that are not UTF-8 ({exc.reason})") from exc
     if isinstance(value, dict):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True), value
+        try:  # in the caller's key order, so the text parses back to the same dict
+            return json.dumps(value, ensure_ascii=False, allow_nan=False), value
+        except (TypeError, ValueError) as exc:
+            raise ValidationError("content", f"a dict that is not JSON ({exc})") from exc
     if not isinstance(value, str):
         raise ValidationError("content", f"text, bytes or a dict (got {type(value).__name__})")
     if mime == MemoryMimeType.JSON.value:
@@ -149,7 +153,11 @@ class CtxbaseMemory(Memory):
         """Record the content as an event of the memory's session (text, markdown or JSON;
         images and other binary content are refused with a ValidationError)."""
         text, value = _as_text(content)
-        kept: dict[str, Any] = {"mime_type": _mime(content), "content": value}
+        # the content is the event's text; only a dict is kept apart (as "json": its text
+        # parses back to it), so what is added counts once against the size limit
+        kept: dict[str, Any] = {"mime_type": _mime(content)}
+        if isinstance(value, dict):
+            kept["json"] = True
         if content.metadata:
             kept["metadata"] = content.metadata
         data = {_AG_KEY: kept, _BY_KEY: self.agent_id}
@@ -179,7 +187,7 @@ class CtxbaseMemory(Memory):
             return MemoryQueryResult(results=[])
         args: dict[str, Any] = {
             "query": text,
-            "k": int(kwargs.get("k", self.k)),
+            "k": kwargs.get("k", self.k),  # checked as `k` by the search
             "mode": kwargs.get("mode", self.search_mode),
             "session_id": kwargs.get("session_id"),
         }
@@ -233,17 +241,26 @@ class CtxbaseMemory(Memory):
                     MemoryContent(
                         content=stored["content"],
                         mime_type=stored["mime_type"],
-                        metadata={**stored.get("metadata", {}), **hit.metadata},
+                        # the metadata as added; the hit's fields where it has no such key
+                        metadata={**hit.metadata, **stored.get("metadata", {})},
                     )
                 )
         return out
 
     def _stored(self, hit_id: str) -> dict[str, Any] | None:
-        """What `add` kept of an event it recorded (None for anything else)."""
+        """What `add` kept of an event it recorded, its content included (None for
+        anything else)."""
         if not hit_id.startswith("ev_"):
             return None
-        data = self.cb.get_event(hit_id, project=self.project).data
-        return data[_AG_KEY] if isinstance(data, dict) and _AG_KEY in data else None
+        event = self.cb.get_event(hit_id, project=self.project)
+        data = event.data
+        if not isinstance(data, dict) or not isinstance(data.get(_AG_KEY), dict):
+            return None
+        kept = dict(data[_AG_KEY])
+        if "content" not in kept:  # added before the content was kept there as well
+            text = event.text or ""
+            kept["content"] = json.loads(text) if kept.get("json") else text
+        return kept
 
     def _assembled(self, intent: str) -> tuple[str, list[MemoryContent]]:
         ctx, items = assembled(
@@ -269,10 +286,7 @@ class CtxbaseMemory(Memory):
         return "\n\n".join(parts), results
 
     def _hide_own(self) -> None:
-        events = session_events(self.cb, self.session_id, SESSION_LIMIT, self.project)
-        ids = [e.id for e in events if self._added_here(e)]
-        if ids:
-            self.cb.set_hidden(ids, True, project=self.project)
+        hide_own(self.cb, self.session_id, self.project, self._added_here)
 
     def _added_here(self, event: Event) -> bool:
         data = event.data

@@ -42,7 +42,8 @@ with warnings.catch_warnings():  # deprecated in langchain-core 1.6.4, still wha
 
 from ..capture.tool_calls import call_text  # noqa: E402
 from ..model import check_id  # noqa: E402
-from .recall import assembled, searched  # noqa: E402
+from .chat_turns import ChatTurn, hide_own, record_turns  # noqa: E402
+from .recall import assembled, check_k, searched  # noqa: E402
 from .stored_forms import stored_form  # noqa: E402
 from .tools import ToolScope, session_events  # noqa: E402
 
@@ -88,7 +89,8 @@ class CtxbaseRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        k = int(kwargs.get("k", self.k))
+        k = kwargs.get("k", self.k)
+        check_k(k)  # named `k`, as the caller wrote it
         if self.mode == "assemble":
             items = assembled(
                 self._scope(),
@@ -128,6 +130,7 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The session's messages among its last HISTORY_LIMIT events, oldest first."""
         events = session_events(self.cb, self.session_id, HISTORY_LIMIT, self.project)
         out: list[BaseMessage] = []
         for e in events:
@@ -139,39 +142,38 @@ class CtxbaseChatHistory(BaseChatMessageHistory):
         return out
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        last = session_events(self.cb, self.session_id, 1, self.project)
-        parent = last[-1].id if last else None
+        """Record the messages as the session's next events, all or nothing (a message the
+        store refuses leaves none of them written). A message with no text to read (empty,
+        whitespace, tool calls only) is kept as written: read back exactly, never found by
+        a search."""
+        turns = []
         for m in messages:
             metadata: dict[str, Any] = {_LC_KEY: message_to_dict(m), _BY_KEY: self.agent_id}
             if isinstance(m, ToolMessage):
                 metadata["tool_call_id"] = m.tool_call_id
+            human = isinstance(m, HumanMessage)
             # a message made only of tool calls reads as its calls, as capture_messages
-            # stores it (`get_weather(city="Paris")`); one with nothing to read is stored
-            # with empty data: kept, never found by a search
-            text = m.text or _calls_text(m)
-            event = self.cb.record(
-                _EVENT_TYPE.get(m.type, "assistant_message"),
-                session_id=self.session_id,
-                text=text or None,
-                data=None if text else {},
-                project=self.project,
-                agent_id=self.user_id if isinstance(m, HumanMessage) else self.agent_id,
-                agent_role=None if isinstance(m, HumanMessage) else self.agent_role,
-                parent_event_ids=[parent] if parent else [],
-                metadata=metadata,
+            # stores it (`get_weather(city="Paris")`)
+            turns.append(
+                ChatTurn(
+                    type=_EVENT_TYPE.get(m.type, "assistant_message"),
+                    text=m.text or _calls_text(m),
+                    agent_id=self.user_id if human else self.agent_id,
+                    agent_role=None if human else self.agent_role,
+                    metadata=metadata,
+                )
             )
-            parent = event.id
+        record_turns(self.cb, self.session_id, self.project, turns)
 
     def clear(self) -> None:
         """Hide the messages this history's agent recorded in the session (restorable with
         `cb.restore`), as LlamaIndex's `reset` and AutoGen's `clear` do: other agents'
         messages in a shared session stay, and nothing is deleted for good
         (`cb.forget(session_id=...)` does that, with an admin key over the server). A history
-        with nothing of its own stored (never written, or cleared already) is left as it is."""
-        events = session_events(self.cb, self.session_id, HISTORY_LIMIT, self.project)
-        ids = [e.id for e in events if self._recorded_here(e)]
-        if ids:
-            self.cb.set_hidden(ids, True, project=self.project)
+        with nothing of its own stored (never written, or cleared already) is left as it is.
+        However long the session: each read sees its last HISTORY_LIMIT visible events, and
+        what is hidden leaves them, so the next read reaches further back."""
+        hide_own(self.cb, self.session_id, self.project, self._recorded_here)
 
     def _recorded_here(self, event: Event) -> bool:
         form = stored_form(event, _LC_KEY)

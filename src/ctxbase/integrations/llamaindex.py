@@ -31,7 +31,8 @@ from llama_index.core.bridge.pydantic import ConfigDict, Field  # noqa: E402
 from llama_index.core.memory import BaseMemory  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa: E402
 
-from ..model import Event  # noqa: E402
+from ..model import Event, check_id  # noqa: E402
+from .chat_turns import ChatTurn, hide_own, record_turns  # noqa: E402
 from .recall import SESSION_LIMIT, Recalled, assembled, check_recall, searched  # noqa: E402
 from .stored_forms import stored_form  # noqa: E402
 from .tools import ToolScope, session_events  # noqa: E402
@@ -142,6 +143,13 @@ class CtxbaseChatMemory(BaseMemory):
     k: int = Field(default=5, ge=0, le=50, description="recalled hits (0: history only)")
     search_mode: SearchMode = "hybrid"
 
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+        # a bad id is refused here (ctxbase's ValidationError, as the other adapters say
+        # it), not at the first write after reads that answered []
+        for name in ("session_id", "agent_id", "user_id"):
+            check_id(name, getattr(self, name))
+
     @classmethod
     def class_name(cls) -> str:
         return "CtxbaseChatMemory"
@@ -196,38 +204,51 @@ class CtxbaseChatMemory(BaseMemory):
         self.put_messages([message])
 
     def put_messages(self, messages: list[ChatMessage]) -> None:
-        last = session_events(self.cb, self.session_id, 1, self._project)
-        parent = last[-1].id if last else None
-        for m in messages:
-            user = m.role == MessageRole.USER
-            # the LlamaIndex form in metadata, which no search reads: a message with no
-            # text (tool calls only) is kept with empty data, never found by its JSON
-            event = self.cb.record(
-                _EVENT_TYPE.get(m.role, "assistant_message"),
-                session_id=self.session_id,
-                text=m.content or None,
-                data=None if m.content else {},
+        """Record the messages as the session's next events, all or nothing (a message the
+        store refuses leaves none of them written)."""
+        record_turns(self.cb, self.session_id, self._project, self._turns(messages))
+
+    def _turns(self, messages: list[ChatMessage]) -> list[ChatTurn]:
+        # the LlamaIndex form in metadata, which no search reads: a message with no text
+        # (tool calls only, whitespace) is kept with empty data, never found by its JSON
+        return [
+            ChatTurn(
+                type=_EVENT_TYPE.get(m.role, "assistant_message"),
+                text=m.content or "",
+                agent_id=self.user_id if m.role == MessageRole.USER else self.agent_id,
+                agent_role=None if m.role == MessageRole.USER else self.agent_role,
                 metadata={_LI_KEY: m.model_dump(mode="json"), _BY_KEY: self.agent_id},
-                project=self._project,
-                agent_id=self.user_id if user else self.agent_id,
-                agent_role=None if user else self.agent_role,
-                parent_event_ids=[parent] if parent else [],
             )
-            parent = event.id
+            for m in messages
+        ]
 
     def set(self, messages: list[ChatMessage]) -> None:
-        """Replace the conversation: `reset`, then record `messages`."""
-        self.reset()
-        self.put_messages(messages)
+        """Replace the conversation: the new messages are written first (all or nothing),
+        then what `reset` hides is hidden, the new messages left out; a message the store
+        refuses leaves the conversation as it was."""
+        events = session_events(self.cb, self.session_id, SESSION_LIMIT, self._project)
+        # the first new message follows the session's last event that stays
+        stays = [e.id for e in events if not self._recorded_here(e)]
+        turns = self._turns(messages)
+        after = stays[-1] if stays else None
+        new = record_turns(
+            self.cb, self.session_id, self._project, turns, after=after, read_last=False
+        )
+        ids = {e.id for e in new}
+        hide_own(
+            self.cb,
+            self.session_id,
+            self._project,
+            lambda e: e.id not in ids and self._recorded_here(e),
+        )
 
     def reset(self) -> None:
         """Hide the messages this memory's agent recorded in the session, its user turns
         included (restorable with `cb.restore`): other agents' messages in a shared session
-        (another memory's with another `agent_id` too) and the rest of the store stay."""
-        events = session_events(self.cb, self.session_id, SESSION_LIMIT, self._project)
-        ids = [e.id for e in events if self._recorded_here(e)]
-        if ids:
-            self.cb.set_hidden(ids, True, project=self._project)
+        (another memory's with another `agent_id` too) and the rest of the store stay.
+        However long the session (each read sees its last SESSION_LIMIT visible events;
+        what is hidden leaves them, so the next read reaches further back)."""
+        hide_own(self.cb, self.session_id, self._project, self._recorded_here)
 
     def _recorded_here(self, event: Event) -> bool:
         form = stored_form(event, _LI_KEY)

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import NotFoundError, ValidationError
 from .tools import ToolScope, run_tool
 
-__all__ = ["SESSION_LIMIT", "Recalled", "assembled", "check_recall", "searched"]
+__all__ = ["SESSION_LIMIT", "Recalled", "assembled", "check_k", "check_recall", "searched"]
 
 SESSION_LIMIT = 10_000  # events of a session read in one call (the REST API's cap)
 SOURCES = ("documents", "code_snippets", "events")  # the assembled items, by kind
@@ -20,10 +20,16 @@ SOURCES = ("documents", "code_snippets", "events")  # the assembled items, by ki
 def check_recall(k: int, how: str, field: str) -> None:
     """An adapter's recall settings: `k` hits (1-50) and `how` ("search" or "assemble",
     the adapter's argument `field`); ValidationError naming the argument otherwise."""
-    if not 1 <= k <= 50:
-        raise ValidationError("k", f"must be between 1 and 50 (got {k})")
+    check_k(k)
     if how not in ("search", "assemble"):
         raise ValidationError(field, f"search or assemble (got {how!r})")
+
+
+def check_k(k: int) -> None:
+    """`k`, the adapters' name for how many hits, between 1 and 50: refused naming `k`
+    (the tools call it `top_k`, which an adapter's caller never wrote)."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 50:
+        raise ValidationError("k", f"must be an integer between 1 and 50 (got {k!r})")
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,7 @@ def searched(
     scope: ToolScope, query: str, k: int, *, mode: str = "hybrid", session_id: str | None = None
 ) -> list[Recalled]:
     """The `search_memory` hits for `query`, best first, at most k."""
+    check_k(k)
     args: dict[str, Any] = {"query": query, "top_k": k, "mode": mode}
     if session_id:
         args["session_id"] = session_id

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..contextbase import ContextBase
 from ..errors import NotFoundError, ValidationError
 from ..forgetting import nothing_matched
+from ..validation import check_id_list
 from .tool_facts import session_facts
 from .tools import HIDE_PAGE, session_events
 
@@ -42,6 +43,7 @@ def hard_forget_refused(role: str | None) -> Exception:
 
 
 def forget_nodes(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
+    check_id_list("event_ids", a.event_ids)  # named as the tool names them
     if a.repos and not a.hard:
         raise ValidationError(
             "repos", "a repository cannot be hidden (its next ingest brings it back): hard=true"
@@ -108,6 +110,8 @@ def forget_nodes(scope: ToolScope, a: ForgetArgs) -> dict[str, Any]:
     if missing is not None:
         out[missing].append(a.session_id)
     ids = [*a.event_ids, *page()]
+    if a.session_id and missing is None and not ids:
+        out["unchanged"].append(a.session_id)  # held, every event of it hidden already
     try:
         changed = hide(ids) if ids else 0
     except NotFoundError:  # every id is unknown (a held session's pages are not)
