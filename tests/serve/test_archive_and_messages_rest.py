@@ -92,6 +92,12 @@ def test_a_session_archived_by_another_process_is_refused_by_the_writer(
     assert c.post(f"{base}/flush").status_code == 204
     stats = c.get("/v1/capture/stats").json()
     assert stats["refused"] == before + 1 and "'s1' is archived" in stats["last_error"]
+    assert stats["last_error_projects"] == [project]
+    # a key of another project sees the counters, not the error naming this one's session
+    outsider = server.client(server.key(f"other-{uuid.uuid4().hex[:8]}", role="read"))
+    theirs = outsider.get("/v1/capture/stats").json()
+    assert theirs["refused"] == stats["refused"]
+    assert (theirs["last_error"], theirs["last_error_projects"]) == (None, [])
     # now it knows; and a synchronous write reads the session's state anyway
     assert c.post(f"{base}/events/queue", json=_event("s1", "z")).status_code == 409
     assert c.post(f"{base}/events", json=_event("s1", "z")).status_code == 409

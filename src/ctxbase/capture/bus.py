@@ -117,6 +117,9 @@ class BusStats:
     refused: int = 0  # events the writer would not store (archived session, key conflict)
     queue_depth: int = 0
     last_error: str | None = None
+    # the projects of the batch `last_error` came from: a server shows the error only to a
+    # key that sees each of them (it names sessions and event ids)
+    last_error_projects: list[str] = field(default_factory=list)
 
 
 class WriteResult(NamedTuple):
@@ -226,7 +229,7 @@ class CaptureBus:
         result = self._write_batch([event])
         with self._cond:
             self._stats.written_by_caller += 1
-            self._count(result, 1)
+            self._count(result, [event])
         return event.id
 
     def _high_place(self, event: Event) -> int:
@@ -356,7 +359,9 @@ class CaptureBus:
     def stats(self) -> BusStats:
         with self._cond:
             self._stats.queue_depth = len(self._queue)
-            return BusStats(**vars(self._stats))
+            copied = BusStats(**vars(self._stats))
+            copied.last_error_projects = list(copied.last_error_projects)
+            return copied
 
     def close(self, timeout: float | None = 30.0) -> None:
         """Flush, then stop the writer."""
@@ -422,6 +427,7 @@ class CaptureBus:
                 with self._cond:
                     self._stats.write_errors += 1
                     self._stats.last_error = f"{type(exc).__name__}: {exc}"
+                    self._stats.last_error_projects = _projects(events)
                     if self._closed and attempt >= 3:
                         self._forget_unwritten(batch)
                         self._in_flight = []
@@ -430,7 +436,7 @@ class CaptureBus:
         with self._cond:
             self._forget_unwritten(batch)
             self._in_flight = []
-            self._count(result, len(events))
+            self._count(result, events)
             for slot in batch:
                 self._pending_done.add(slot.ticket)
             while self._done + 1 in self._pending_done:
@@ -438,13 +444,14 @@ class CaptureBus:
                 self._pending_done.discard(self._done)
             self._cond.notify_all()
 
-    def _count(self, result: WriteResult, submitted: int) -> None:
+    def _count(self, result: WriteResult, events: Sequence[Event]) -> None:
         # caller holds self._cond
         self._stats.written += result.written
-        self._stats.duplicates += submitted - result.written - result.refused
+        self._stats.duplicates += len(events) - result.written - result.refused
         if result.refused:
             self._stats.refused += result.refused
             self._stats.last_error = result.reason
+            self._stats.last_error_projects = _projects(events)
             log.warning("capture: %d event(s) refused: %s", result.refused, result.reason)
 
     def _forget_unwritten(self, batch: Sequence[_Slot]) -> None:
@@ -491,3 +498,7 @@ def _merge(first: Event, parts: list[dict[str, Any]]) -> Event:
             "importance": max(float(p["importance"]) for p in parts),
         }
     )
+
+
+def _projects(events: Sequence[Event]) -> list[str]:
+    return sorted({e.project_id for e in events})

@@ -57,8 +57,12 @@ def whoami(who: Caller) -> dict[str, object]:
 
 @router.get("/v1/capture/stats", response_model=CaptureStatsOut, tags=["events"])
 def capture_stats(rt: Rt, who: Caller) -> CaptureStatsOut:
-    """Counters of this server process's capture queue (no project data)."""
-    return CaptureStatsOut(**asdict(rt.cb.capture_stats()))
+    """Counters of this server process's capture queue, every project's; the last error
+    (which names sessions and event ids) only to a key that sees each project it came from."""
+    stats = asdict(rt.cb.capture_stats())
+    if not all(who.sees(p) for p in stats["last_error_projects"]):
+        stats["last_error"], stats["last_error_projects"] = None, []
+    return CaptureStatsOut(**stats)
 
 
 @router.post(

@@ -206,6 +206,7 @@ class CaptureStatsOut(_Out):
     refused: int = 0
     queue_depth: int
     last_error: str | None = None
+    last_error_projects: list[str] = []
 
 
 # -- sessions and tasks --------------------------------------------------------------------
