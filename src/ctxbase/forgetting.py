@@ -397,6 +397,9 @@ def forget(
     said = texts_said(cb.store, pid, [*event_ids, *entity_ids]) if targets.held else {}
     # what the messages forgotten said leaves their sessions' summaries (read before they go)
     removed = _removal_sources(cb, pid, [*event_ids, *(e.id for e in sources.same)])
+    # the raw turns a forgotten summary alone still shows go with it
+    behind = [] if whole_project else _compacted_behind(cb.store, pid, event_ids, before)
+    with_sources = [*(e.id for e in sources.same), *behind]
     parts = _document_parts(cb.store, pid, entity_ids) if entity_ids else []
     cards = _cards_to_rewrite(cb.store, pid, entity_ids, parts)
     # facts a forgotten message is named in go whole; those another message still states
@@ -404,7 +407,7 @@ def forget(
     kept = (
         {}
         if whole_project
-        else _kept_facts(cb, pid, [*event_ids, *(e.id for e in sources.same)], session_id, before)
+        else _kept_facts(cb, pid, [*event_ids, *with_sources], session_id, before)
     )
     if only_named and targets.held == 0:
         # nothing named is held: a repeat (or a retry whose first answer was lost) of a
@@ -413,7 +416,7 @@ def forget(
     else:
         report = cb.store.forget(
             pid,
-            event_ids=[*event_ids, *(e.id for e in sources.same)],
+            event_ids=[*event_ids, *with_sources],
             entity_ids=[
                 *entity_ids,
                 *parts,
@@ -451,12 +454,43 @@ def forget(
     report.not_found = [i for _, i in unknown]
     report.already_forgotten = [*targets.already_forgotten, *repos_forgotten]
     if report.total:
-        report.sources_forgotten = [e.id for e in sources.same]
+        report.sources_forgotten = with_sources
     report.sources_still_visible = _visible(cb, pid, sources.more)
     if said:
         skip = {*event_ids, *entity_ids, *report.sources_still_visible}
         report.same_text_still_visible = same_text_events(cb.store, pid, said, skip)
     return report
+
+
+def _compacted_behind(
+    store: Store, pid: str, event_ids: Sequence[str], before: float | None
+) -> list[str]:
+    """The raw turns still compacted into the session summaries a forget removes (named,
+    or hidden before `before` for a purge). Hidden by the compaction, they are shown only
+    by their summary: left stored after it, nothing would show, restore or ever purge them."""
+    ids = list(event_ids)
+    hidden = store.get_state(pid, SOFT_DELETED_SCOPE, "") if before is not None else None
+    if hidden is not None and before is not None:
+        ids += [f.key for f in hidden if f.updated_at < before and f.cause != COMPACTED]
+    if not ids:
+        return []
+    from .assemble.compaction import SUMMARY_TYPE
+
+    found = store.get_events(pid, list(dict.fromkeys(ids)), include_inactive=True)
+    summaries = [e for e in found if e.type == SUMMARY_TYPE]
+    if not summaries:
+        return []
+    if hidden is None:
+        hidden = store.get_state(pid, SOFT_DELETED_SCOPE, "")
+    compacted = {f.key for f in hidden if f.cause == COMPACTED}
+    named = set(ids)
+    out = [
+        i
+        for summary in summaries
+        for i in summary.metadata.get("compacted_ids") or ()
+        if isinstance(i, str) and i in compacted and i not in named
+    ]
+    return list(dict.fromkeys(out))
 
 
 def _kept_facts(

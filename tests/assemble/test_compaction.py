@@ -2,7 +2,8 @@
 session older than the threshold gets one extractive `session_summary` event and its raw
 turns are hidden, reversibly, while what was anchored from them stays; a second run does
 nothing; retracted, hidden and forgotten text never reaches (or stays in) a summary; the
-purge of soft-deleted rows leaves compacted turns alone."""
+purge of soft-deleted rows leaves compacted turns alone, and a forgotten summary takes the
+turns still compacted into it."""
 
 from __future__ import annotations
 
@@ -169,6 +170,31 @@ def test_the_purge_of_soft_deleted_rows_keeps_compacted_turns(cb: ContextBase) -
 
     kept = cb.store.get_events(cb.project, list(ids.values()), include_inactive=True)
     assert len(kept) == 4
+
+
+def test_a_forgotten_summary_takes_the_turns_only_it_shows(cb: ContextBase) -> None:
+    """Forgotten by its id, or hidden and purged, a summary takes the raw turns still
+    compacted into it: left stored, nothing would show, restore or ever purge them. A turn
+    restored before stays: it shows itself."""
+    for purge in (False, True):
+        sid = f"s{int(purge)}"
+        ids = _session(cb, sid)
+        cb.archive_session(sid)
+        cb.compact_archived(0, now=LATER)
+        cb.restore([ids["tool"]])  # shown on its own again
+        summary = cb.store.list_events(cb.project, sid, types=[SUMMARY_TYPE])[0].id
+        if purge:
+            cb.soft_delete([summary])
+            report = cb.purge_soft_deleted(0)
+        else:
+            report = cb.forget(event_ids=[summary])
+        gone = [ids["ask"], ids["answer"], ids["secret"]]
+        assert sorted(report.sources_forgotten) == sorted(gone)
+        left = cb.store.get_events(cb.project, list(ids.values()), include_inactive=True)
+        assert [e.id for e in left] == [ids["tool"]]
+        assert _found(cb, "kiwi77") == [] and _found(cb, "1200 rows") != []
+    # nothing of them stays stored, in any table
+    assert "kiwi77" not in repr(cb.store.list_events(cb.project, "s0", include_inactive=True))
 
 
 def test_a_long_session_gets_a_bounded_summary(cb: ContextBase) -> None:

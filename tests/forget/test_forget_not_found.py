@@ -289,7 +289,7 @@ def test_a_forget_in_a_mistyped_project_names_the_projects_held(cb: ContextBase)
     ):
         with pytest.raises(UnknownProjectError) as err:
             call()
-        assert cb.project in str(err.value) and "new_project" in str(err.value)
+        assert "projects with data" in str(err.value) and "new_project" in str(err.value)
     assert cb.get_event(event_id).id == event_id  # nothing was touched
     # the project a base was opened for is no typo, even before it holds anything
     with pytest.raises(NotFoundError) as own:

@@ -194,7 +194,8 @@ class ForgetReport:
     not_found: list[str] = field(default_factory=list)
     already_forgotten: list[str] = field(default_factory=list)
     # messages a forgotten entity was anchored from: those that said what it said, forgotten
-    # with it, and those that say more, left visible (filled in by `ContextBase.forget`)
+    # with it, and those that say more, left visible (filled in by `ContextBase.forget`);
+    # the raw turns still compacted into a forgotten session summary go with it too
     sources_forgotten: list[str] = field(default_factory=list)
     sources_still_visible: list[str] = field(default_factory=list)
     # visible events whose text is a forgotten event's or entity's, up to whitespace and
