@@ -72,3 +72,23 @@ def test_serve_refuses_a_bad_archive_retention(tmp_path: Path, capsys: Any) -> N
     db = tmp_path / "s.db"
     code, _, err = _run(capsys, "--db", str(db), "serve", "--archive-retention", "monthly")
     assert code == 2 and "--archive-retention" in err
+
+
+def test_a_soft_forget_and_restore_of_a_compacted_session_undo_each_other(
+    tmp_path: Path, capsys: Any
+) -> None:
+    db = tmp_path / "c.db"
+    _archive(db, "shop", 1)
+    base = ("--db", str(db), "--project", "shop")
+    assert _run(capsys, *base, "compact-archived", "--older-than", "0")[0] == 0
+    code, out, _ = _run(capsys, *base, "forget", "--soft", "--session", "s0")
+    assert code == 0 and "hidden 1 item(s)" in out  # the summary: all that showed
+    code, out, _ = _run(capsys, *base, "restore", "--session", "s0")
+    assert code == 0 and "restored 1 item(s)" in out
+    with ctxbase.open(str(db), project="shop", embedder=None) as cb:
+        assert [e.type for e in cb.last_events("s0")] == ["session_summary"]  # as before
+    # asked again, with nothing else hidden: the compacted turns come back beside it
+    code, out, _ = _run(capsys, *base, "restore", "--session", "s0")
+    assert code == 0 and "restored 1 item(s)" in out
+    with ctxbase.open(str(db), project="shop", embedder=None) as cb:
+        assert [e.type for e in cb.last_events("s0")] == ["user_message", "session_summary"]
