@@ -432,9 +432,10 @@ class ContextBase(
         the same `idempotency_key` (or `event_id`, starting "ev_") each time: the event is
         stored once, and a retry of a hard-forgotten one is ignored. Such an event is never
         merged into a burst of low-priority events, so its id always names it. A key or id already
-        used for different content (see `idempotency`) is refused: at once (IdempotencyConflict)
-        while its first capture still waits in the queue, else when written, counted in
-        `capture_stats().refused` with the event named in `last_error`. Returns None only for
+        used for different content (see `idempotency`) is refused at once (IdempotencyConflict)
+        when its first capture waits in the queue or is stored; one that two captures race
+        to write is refused when written, counted in `capture_stats().refused` with the
+        event named in `last_error`. Returns None only for
         a low-priority event dropped under backpressure (counted in
         `capture_stats().dropped_low_priority`). Other fields: data, agent_id, agent_role,
         task_id, parent_event_ids, refers_to, importance, metadata, ts (epoch seconds, an
@@ -458,10 +459,14 @@ class ContextBase(
         return self._bus.submit(event, event_priority(event.type), aggregate=not own_id)
 
     def _check_queued_retry(self, event: Event, key: str | None) -> None:
-        # The id's first capture still waits in the queue: a different request under it is
-        # refused now (IdempotencyConflict), not counted later by the writer out of sight.
-        # One already stored is compared when written (capture_stats().refused).
+        # The id's first capture still waits in the queue, or is stored: a different request
+        # under it is refused now (IdempotencyConflict), not counted later by the writer out
+        # of sight (capture_stats().refused) while the call answered as if it were taken.
+        # One read by id, for a capture that names its id only.
         first = self._bus.queued(event.id)
+        if first is None:
+            stored = self.store.get_events(event.project_id, [event.id], include_inactive=True)
+            first = stored[0] if stored else None
         if first is not None and (field := request_difference(first, event)) is not None:
             raise IdempotencyConflict(event.id, field, key)
 
