@@ -70,6 +70,15 @@ def test_the_sdk_compacts_as_the_library_does(server: Live, project: str) -> Non
             client.compact_archived("a while")
         with pytest.raises(ValidationError, match="clock"):
             client.compact_archived(0, now=1.0)
+        # every project at once is refused by name, not a TypeError, and touches nothing
+        for call in (
+            lambda: client.compact_archived(0, all_projects=True),
+            lambda: client.purge_soft_deleted(0, all_projects=True),
+        ):
+            with pytest.raises(ValidationError, match=r"ctxbase .*--all-projects") as err:
+                call()
+            assert err.value.field == "all_projects"
+        assert [e.type for e in client.last_events("s1")] == ["user_message", "user_message"]
         report = client.compact_archived(0)
         assert isinstance(report, CompactionReport)
         assert report.compacted == ["s1"] and report.events_hidden == 2

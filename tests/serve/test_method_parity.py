@@ -55,11 +55,9 @@ PARAMETER_DIFFERENCES: dict[str, tuple[set[str], set[str]]] = {
     ),
     # a server flushes per project; a local bus holds every project's events
     "flush": (set(), {"project"}),
-    # purging every project at once is an operator's job on the server (`ctxbase forget`)
-    "purge_soft_deleted": ({"all_projects"}, set()),
-    # so is compacting every project's archive (`ctxbase compact-archived`, `serve
-    # --archive-retention`); a request has no callback to report progress to
-    "compact_archived": ({"all_projects", "progress"}, set()),
+    # a request has no callback to report progress to (`all_projects` is taken remotely
+    # and refused by name: every project at once is an operator's command on the server)
+    "compact_archived": ({"progress"}, set()),
     # the embedded loop takes the ContextManager's options; the remote one the REST body's
     "record_outcome": (
         {"options"},

@@ -867,7 +867,18 @@ class Calls(KnowledgeCalls, FeedbackCalls, FactCalls, RetentionCalls):
         return Call("POST", self._path(project, "forget"), _forget_report, body=body)
 
     def purge_soft_deleted(
-        self, older_than: float | timedelta | str, *, project: str | None = None
+        self,
+        older_than: float | timedelta | str,
+        *,
+        project: str | None = None,
+        all_projects: bool = False,
     ) -> Call[ForgetReport]:
-        """Hard forget what was soft-deleted more than `older_than` ago, in one project."""
+        """Hard forget what was soft-deleted more than `older_than` ago, in one project
+        (`all_projects` is refused by name: a request names one project)."""
+        if all_projects:
+            from .sdk_retention import every_project_refused
+
+            raise every_project_refused(
+                "forget --soft-deleted-older-than 30d --all-projects", "--soft-delete-retention 30d"
+            )
         return self.forget(soft_deleted_older_than=older_than, project=project)
