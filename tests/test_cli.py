@@ -582,9 +582,13 @@ def test_search_min_similarity_floors_each_hit_as_the_library_does(
         library = cb.search("orders cache TTL", preset="keyword", min_similarity=0.5)
         assert [h["id"] for h in floored] == [c.item_id for c in library.results]
     # the library's limits, named as the option
-    for bad in ("1.5", "-2", "nan"):
+    for bad, said in (
+        ("1.5", "must be <= 1.0 (got 1.5)"),
+        ("-2", "must be >= -1.0 (got -2.0)"),
+        ("nan", "must be a finite number (got nan)"),
+    ):
         code, _, err = _run(capsys, *query, "--min-similarity", bad)
-        assert code == 2 and "error: --min-similarity: Input should be" in err, err
+        assert code == 2 and f"error: --min-similarity: {said}" in err, err
     plain = ["--db", db, "--project", "p", "--embedder", "none"]
     code, _, err = _run(capsys, *plain, "search", "orders", "--min-similarity", "0.5")
     assert code == 2 and "--min-similarity: needs an embedder" in err, err
@@ -610,7 +614,7 @@ def test_search_set_changes_one_setting_of_the_preset(tmp_path: Path, capsys: An
     )
     assert code == 0 and [h["id"] for h in json.loads(out)] == [h["id"] for h in hits]
     for bad, said in (
-        ("term_bridge=2", "error: --set term_bridge: Input should be less than or equal to 1"),
+        ("term_bridge=2", "error: --set term_bridge: must be <= 1.0 (got 2)"),
         ("nope=1", "error: --set nope: is not a search setting (settings: keyword, "),
         ("term_brige=1", "error: --set term_brige: is not a search setting (did you mean "),
         ("top_k=3", "error: --set top_k: has its own option: use -k/--top-k"),

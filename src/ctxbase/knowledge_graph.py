@@ -29,6 +29,7 @@ from .validation import (
     check_name,
     check_names,
     check_text,
+    constraint_words,
     is_blank,
 )
 
@@ -536,5 +537,6 @@ def _as_validation(exc: Exception) -> ValidationError:
         ctx_error = err.get("ctx", {}).get("error")
         if isinstance(ctx_error, ValidationError):
             return ctx_error
-        return ValidationError(".".join(str(p) for p in err["loc"]), str(err["msg"]))
+        words = constraint_words(err) or str(err["msg"])
+        return ValidationError(".".join(str(p) for p in err["loc"]), words)
     return ValidationError("input", str(exc))

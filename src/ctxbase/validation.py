@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from .errors import ValidationError
@@ -60,6 +61,7 @@ __all__ = [
     "check_role",
     "check_text",
     "check_timeout",
+    "constraint_words",
     "either",
     "first_line_break",
     "is_blank",
@@ -446,3 +448,30 @@ def either(field: str, native: Any, alias_field: str, alias: Any) -> Any:
     if native is not None and alias is not None and native != alias:
         raise ValidationError(alias_field, f"give either {field!r} or {alias_field!r}, not both")
     return native if native is not None else alias
+
+
+# pydantic's bound checks, said as the library's own checks say them
+_BOUNDS = {
+    "greater_than_equal": (">=", "ge"),
+    "greater_than": (">", "gt"),
+    "less_than_equal": ("<=", "le"),
+    "less_than": ("<", "lt"),
+}
+
+
+def constraint_words(err: Mapping[str, Any]) -> str | None:
+    """One pydantic error of a bound, a choice or an empty string in the words the
+    library's checks use ("must be >= 0 (got -1)", "must be one of 'task', 'session' or
+    'user' (got 'galaxy')", "is blank"), so the REST service and the tools answer a mistake
+    as the embedded library does; None for any other error (its own message stands)."""
+    kind, ctx, value = err.get("type"), err.get("ctx") or {}, err.get("input")
+    if kind in _BOUNDS and _BOUNDS[kind][1] in ctx:
+        if isinstance(value, float) and math.isnan(value):  # no bound holds it
+            return "must be a finite number (got nan)"
+        sign, name = _BOUNDS[kind]
+        return f"must be {sign} {ctx[name]} (got {value!r})"
+    if kind in ("literal_error", "enum") and "expected" in ctx:
+        return f"must be one of {ctx['expected']} (got {value!r})"
+    if kind == "string_too_short" and isinstance(value, str) and not value.strip():
+        return "is blank"
+    return None

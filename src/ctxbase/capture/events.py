@@ -32,6 +32,7 @@ from ..validation import (
     check_json,
     check_name,
     check_text,
+    constraint_words,
     either,
     is_blank,
 )
@@ -237,7 +238,7 @@ def build_event(
     except PydanticValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "event"
-        raise ValidationError(field, err["msg"]) from exc
+        raise ValidationError(field, constraint_words(err) or err["msg"]) from exc
 
 
 def _id_list(field: str, ids: list[str] | tuple[str, ...] | str | None) -> list[str]:

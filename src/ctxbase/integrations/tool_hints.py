@@ -11,6 +11,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ..errors import ValidationError
+from ..validation import constraint_words
 
 __all__ = ["ArgumentsError", "argument_problem", "likely_argument"]
 
@@ -69,9 +70,8 @@ def argument_problem(
     """(argument, message) for one pydantic error of a tool whose arguments are `fields`,
     also accepted under `aliases`."""
     field = ".".join(str(p) for p in err["loc"]) or "arguments"
-    value = err.get("input")
-    if err["type"] == "string_too_short" and isinstance(value, str) and not value.strip():
-        return field, "is blank"  # as the library says it
+    if (words := constraint_words(err)) is not None:
+        return field, words  # a bound, a choice, a blank string: as the library says them
     if err["type"] == "missing":
         return field, "is missing"  # as REST says it
     if err["type"] == "extra_forbidden":

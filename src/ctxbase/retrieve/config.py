@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ValidationError
+from ..validation import constraint_words
 
 __all__ = [
     "DEFAULT_RELATION_THRESHOLDS",
@@ -339,7 +340,7 @@ def get_preset(name: str, **overrides: object) -> SearchConfig:
     except PydanticValidationError as exc:  # a caller's bad override is bad input, by name
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "config"
-        message = str(err["msg"]).removeprefix("Value error, ")
+        message = constraint_words(err) or str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":  # a misspelt setting: name what it could be
             near = difflib.get_close_matches(field, list(SearchConfig.model_fields), n=3)
             message = "is not a search setting" + (

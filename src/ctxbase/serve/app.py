@@ -37,7 +37,7 @@ from ..errors import CtxbaseError, ValidationError
 from ..integrations.tool_hints import likely_argument
 from ..retrieve.term_bridge import load_term_bridge
 from ..retrieve.tokenize import load_segmenter
-from ..validation import MAX_JSON_DEPTH
+from ..validation import MAX_JSON_DEPTH, constraint_words
 from .archive_retention import ArchiveCompactor
 from .assembly import AssembleShortcut
 from .auth import RateLimiter
@@ -124,6 +124,8 @@ def _validation_response(
             field = ctx["error"].field
     elif first.get("type") == "missing":
         msg = "is missing"  # the library's words for a required input left out
+    elif (words := constraint_words(first)) is not None:
+        msg = words  # a bound, a choice, a blank string: as the library says them
     elif first.get("type") == "extra_forbidden" and loc and isinstance(loc[-1], str):
         # the fields of this route's body when known (`ids` on /forget: `event_ids`), by
         # the names other tools use for them first; never the name refused
