@@ -27,6 +27,7 @@ SHARED = frozenset(
         "ctxbase.errors",
         "ctxbase.lazy_names",
         "ctxbase.model",
+        "ctxbase.process_owner",
         "ctxbase.sql_cues",
         "ctxbase.validation",
     }

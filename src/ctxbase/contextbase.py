@@ -63,6 +63,7 @@ from .memory_feedback import FeedbackMethods
 from .message_capture import MessageListMethods
 from .model import Event, SessionInfo, check_id, event_priority
 from .own_names import own_names
+from .process_owner import OpenedIn
 from .retrieve.config import SearchConfig, get_preset
 from .retrieve.embedder_health import EmbedderHealth
 from .retrieve.indexing import chunker_for, event_items, event_search_text
@@ -130,6 +131,7 @@ class ContextBase(
         query_rewrite: QueryRewriteConfig | Mapping[str, Any] | bool | None = None,
     ) -> None:
         self.project = check_id("project", project)
+        self._opened_in = OpenedIn()  # a fork of this process opens its own (process_owner)
         # An LLM's alternative wordings of each query, searched too (query_rewrite.py): off
         # unless configured here or by CTXBASE_REWRITE_BASE_URL / _MODEL; False: off.
         self._rewrite_config = _resolve_rewrite(query_rewrite)
@@ -221,6 +223,11 @@ class ContextBase(
         if self._closed:
             return
         self._closed = True
+        if self._opened_in.forked():  # its threads and connections are the parent's
+            self._bus.close()
+            self.store.close()
+            exit_hooks.unregister(self)
+            return
         try:
             self._bus.close()
         finally:

@@ -45,6 +45,7 @@ from pydantic import ValidationError as PydanticValidationError
 from ..background import background_thread
 from ..errors import CtxbaseError, ValidationError
 from ..model import Event, Priority
+from ..process_owner import OpenedIn
 from ..validation import is_blank
 
 __all__ = [
@@ -158,6 +159,7 @@ class CaptureBus:
         self.config = config or BusConfig()
         self._queue: deque[_Slot] = deque()
         self._cond = threading.Condition()
+        self._opened_in = OpenedIn()
         self._tickets = 0  # last ticket handed out
         self._done = 0  # every ticket <= this is written (or deliberately discarded)
         self._flush_upto = 0  # a flush waits for the tickets up to this: no lingering
@@ -183,6 +185,8 @@ class CaptureBus:
         queued one keeps its id, which names that event once stored (see the module).
         `aggregate=False` keeps a LOW event out of bursts (neither merged into the queued
         one nor taking later ones): its id names it alone, as a retry expects."""
+        if self._opened_in.forked():  # before the lock: a parent thread may have held it
+            raise CaptureError(self._opened_in.refusal("context base"))
         now = time.monotonic()
         caller_writes = False
         with self._cond:
@@ -330,6 +334,8 @@ class CaptureBus:
         """Block until every event submitted before this call is written; with `project`,
         only until that project's are (and those queued before them: order is kept), so a
         project with nothing queued returns at once."""
+        if self._opened_in.forked():
+            raise CaptureError(self._opened_in.refusal("context base"))
         with self._cond:
             if project is None:
                 target = self._tickets
@@ -364,8 +370,12 @@ class CaptureBus:
             return copied
 
     def close(self, timeout: float | None = 30.0) -> None:
-        """Flush, then stop the writer."""
+        """Flush, then stop the writer (in a forked process: nothing to stop; what was
+        queued at the fork is the parent's to write)."""
         if self._closed:
+            return
+        if self._opened_in.forked():
+            self._closed = True
             return
         try:
             self.flush(timeout)

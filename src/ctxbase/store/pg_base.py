@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from ..cjk_terms import CJK_CHARS, with_characters_joined
 from ..errors import StorageError, ValidationError
+from ..process_owner import OpenedIn
 from ..validation import loads_tolerant
 from . import pg_sql as q
 from .dialect import Dialect
@@ -131,6 +132,7 @@ class PgBase(SharedReads):
         # project -> (gen, n, mean indexed terms, mean own terms)
         self._stats: dict[str, tuple[int, int, float, float]] = {}
         self._closed = False
+        self._opened_in = OpenedIn()
         self._local = threading.local()  # the thread's open transaction() connection
         _check_url(url)
         try:
@@ -169,8 +171,7 @@ class PgBase(SharedReads):
         """One transaction on a pooled connection (committed on success). `pipelined`: its
         statements are sent without waiting for each result (BEGIN to COMMIT in about one
         round trip), for writes that read nothing back."""
-        if self._closed:
-            raise StorageError("the store is closed")
+        self._check_open()
         joined: Conn | None = getattr(self._local, "tx", None)
         try:
             if joined is not None:  # inside transaction(): the outer block commits
@@ -190,8 +191,7 @@ class PgBase(SharedReads):
         """A pooled connection for one statement, outside a transaction block (its own
         snapshot and transaction): no BEGIN and COMMIT round trips, which under load cost as
         much as the statement. Reads of several statements that must agree use _tx()."""
-        if self._closed:
-            raise StorageError("the store is closed")
+        self._check_open()
         joined: Conn | None = getattr(self._local, "tx", None)
         try:
             if joined is not None:
@@ -267,10 +267,17 @@ class PgBase(SharedReads):
         with self._read() as conn:
             return self._x(conn, sql, args).fetchone()
 
+    def _check_open(self) -> None:
+        if self._opened_in.forked():  # the pool's connections and threads are the parent's
+            raise StorageError(self._opened_in.refusal("PostgreSQL store"))
+        if self._closed:
+            raise StorageError("the store is closed")
+
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._pool.close()
+            if not self._opened_in.forked():  # in a fork: the parent's pool, left alone
+                self._pool.close()
 
     # -- schema --------------------------------------------------------------------------
     def _migrate(self, conn: Conn) -> None:

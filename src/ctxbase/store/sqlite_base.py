@@ -15,6 +15,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ..cjk_terms import with_characters_joined
 from ..errors import StorageError
+from ..process_owner import OpenedIn
 from ..validation import loads_tolerant
 from .dialect import Dialect
 from .records import ForgetReport, SearchItem
@@ -331,6 +332,7 @@ class SQLiteBase(SharedReads):
         # another thread is using crashes the process inside sqlite3 (not an exception).
         self._in_flight = 0
         self._in_flight_cond = threading.Condition()
+        self._opened_in = OpenedIn()
         if path != ":memory:":
             parent = os.path.dirname(self.url)
             if parent and not os.path.isdir(parent):
@@ -374,7 +376,10 @@ class SQLiteBase(SharedReads):
 
     @contextmanager
     def _in_use(self) -> Iterator[None]:
-        """Count an operation in flight for close(); refuse new ones once closed."""
+        """Count an operation in flight for close(); refuse new ones once closed, and in
+        a forked process (before its lock, which a parent thread may have held)."""
+        if self._opened_in.forked():
+            raise StorageError(self._opened_in.refusal("SQLite store"))
         with self._in_flight_cond:
             if self._closed:
                 raise StorageError("the store is closed")
@@ -504,7 +509,11 @@ class SQLiteBase(SharedReads):
     def close(self, timeout: float = 30.0) -> None:
         """Close every connection once the operations in flight have finished (new ones
         are refused). A connection still in use after `timeout` is left open, never
-        closed under its user."""
+        closed under its user. In a forked process it only refuses what follows: the
+        connections are the parent's, still in use there."""
+        if self._opened_in.forked():
+            self._closed = True
+            return
         with self._in_flight_cond:
             self._closed = True
             idle = self._in_flight_cond.wait_for(lambda: not self._in_flight, timeout)
