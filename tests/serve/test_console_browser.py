@@ -444,6 +444,8 @@ def test_an_unknown_item_is_named_not_a_blank_page(
         expect(tab.locator("#page-error")).to_contain_text("ctx_missing")
         tab.goto(ui(server, "#/p/shop/s/nope"))
         expect(tab.locator("#page-error")).to_contain_text("session 'nope' not found")
+        tab.goto(ui(server, "#/p/nope"))  # the API's advice (new_project) is not the console's
+        expect(tab.locator("#page-error")).to_contain_text("pick one from the Projects page")
     finally:
         context.close()
 
@@ -649,3 +651,60 @@ def test_causal_chain_shows_a_hidden_cause_by_id(page: Page, server: BackgroundS
     expect(causes.nth(1)).to_contain_text("why is checkout slow")
     expect(page.locator("#chain-graph")).to_contain_text("[hidden]")
     assert "zqxsecret" not in page.content()
+
+
+def test_a_revoked_key_a_stopped_server_and_a_wrong_link_are_said_plainly(
+    browser: Browser, world: tuple[Path, Seeded]
+) -> None:
+    from ctxbase.serve.keys import parse_key, revoke_key
+    from ctxbase.store import open_store
+
+    srv = start(world[0])  # API keys on, the same database
+    stopped = False
+    try:
+        live = Live(srv.url, srv.settings.db, srv)
+        context = browser.new_context(viewport={"width": 1200, "height": 800})
+        tab = context.new_page()
+        # a key of a project with no data sees no project: it says whose projects it read
+        empty = live.key("other", role="read")
+        tab.goto(f"{srv.url}/ui/#/")
+        tab.locator("#api-key").fill(empty)
+        tab.locator("#login-form button").click()
+        expect(tab.locator("#view")).to_contain_text("its projects: other")
+        tab.locator("#sign-out").click()
+        key = live.key("shop", role="read")
+        tab.locator("#api-key").fill(key)
+        tab.locator("#login-form button").click()
+        expect(tab.locator("#projects .project-card")).to_have_text(["shop"])
+        # a page that does not exist says so, not the projects list
+        tab.goto(f"{srv.url}/ui/#/p/shop/zzz")
+        expect(tab.locator("#page-error")).to_have_text("No such page: #/p/shop/zzz")
+        # an unknown project: the API's advice to pass new_project is not for the console
+        tab.goto(f"{srv.url}/ui/#/p/nope")
+        expect(tab.locator("#page-error")).to_contain_text("the Projects page lists")
+        expect(tab.locator("#page-error")).not_to_contain_text("whoami")
+        # revoked meanwhile: the next page asks for a key and the header names none
+        parsed = parse_key(key)
+        assert parsed is not None
+        store = open_store(srv.settings.db)
+        try:
+            revoke_key(store, parsed[0])
+        finally:
+            store.close()
+        tab.goto(f"{srv.url}/ui/#/p/shop/graph")
+        expect(tab.locator("#login")).to_be_visible()
+        expect(tab.locator("#who")).to_have_text("")
+        expect(tab.locator("#tabs")).to_have_text("")
+        # signed in again, then the server stops: the next page says it did not answer
+        tab.locator("#api-key").fill(live.key("shop", role="read"))
+        tab.locator("#login-form button").click()
+        expect(tab.locator("#who")).to_contain_text("(read)")
+        srv.stop()
+        stopped = True
+        tab.goto(f"{srv.url}/ui/#/p/shop/contexts")
+        expect(tab.locator("#page-error")).to_contain_text("the server did not answer")
+        expect(tab.locator("#page-error")).not_to_contain_text("Failed to fetch")
+        context.close()
+    finally:
+        if not stopped:
+            srv.stop()

@@ -11,6 +11,14 @@ export class ApiError extends Error {
   }
 }
 
+export class ServerDown extends Error {
+  constructor(cause) {
+    super("the server did not answer (is ctxbase serve still running?); "
+      + "reload the page once it is back");
+    this.cause = cause;
+  }
+}
+
 export const auth = {
   get key() { return sessionStorage.getItem(KEY); },
   set key(v) { if (v) sessionStorage.setItem(KEY, v); else sessionStorage.removeItem(KEY); },
@@ -30,9 +38,16 @@ export async function api(path, { method = "GET", query, body } = {}) {
   const headers = { Accept: "application/json" };
   if (auth.key) headers.Authorization = `Bearer ${auth.key}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const res = await fetch(url, {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-  });
+  let res;
+  try {
+    res = await fetch(url, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch (err) {
+    // no answer at all (the server stopped, the network is down): say so, not the
+    // browser's "TypeError: Failed to fetch"
+    throw new ServerDown(err);
+  }
   const data = res.status === 204 ? null : await res.json().catch(() => null);
   if (!res.ok) throw new ApiError(res.status, data);
   return data;

@@ -1,6 +1,6 @@
 // The console's entry: key entry when the server wants one, the header, and hash routing.
 
-import { api, ApiError, auth } from "./api.js";
+import { api, ApiError, auth, ServerDown } from "./api.js";
 import { clear, h, link, parseHash } from "./dom.js";
 import { projectsPage, sessionsPage } from "./pages/projects.js";
 import { timelinePage } from "./pages/timeline.js";
@@ -52,16 +52,38 @@ async function route() {
   else if (kind === "c") { active = "contexts"; page = () => tracePage(view, pid, a); }
   else if (kind === "diff") { active = "contexts"; page = () => diffPage(view, pid, a, b); }
   else if (kind === "search") { active = "search"; page = () => searchPage(view, pid, query); }
-  else page = () => projectsPage(view);
+  else page = async () => {  // a link to a page that does not exist says so
+    clear(view).append(h("p", { class: "error", role: "alert", id: "page-error" },
+      `No such page: #/${parts.join("/")}`), h("p", {}, h("a", { href: link(["p", pid]) },
+      `Sessions of ${pid}`)));
+  };
   header(first === "p" ? pid : null, active);
   clear(view).append(h("p", { class: "muted" }, "Loading…"));
   try {
     await page();
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) { showLogin(err.message); return; }
+    if (err instanceof ApiError && err.status === 401) {
+      // the key was revoked meanwhile: the header must not go on naming it
+      auth.key = null;
+      me = null;
+      header(null);
+      showLogin(err.message);
+      return;
+    }
     clear(view).append(h("p", { class: "error", role: "alert", id: "page-error" },
-      err instanceof ApiError ? `${err.status}: ${err.message}` : String(err)));
+      err instanceof ApiError ? `${err.status}: ${consoleWords(err.message)}`
+        : err instanceof ServerDown ? err.message : String(err)));
   }
+}
+
+// The API's advice (pass new_project, GET /v1/whoami) is for callers of the API; here an
+// unknown project is a typo in a link, and the Projects page lists the ones there are
+function consoleWords(message) {
+  return message
+    .replace(/; pass new_project to answer for a project with no data yet/,
+      "; pick one from the Projects page")
+    .replace(/GET \/v1\/whoami lists the projects it may use/,
+      "the Projects page lists the ones it may use");
 }
 
 function showLogin(message) {
@@ -89,7 +111,7 @@ async function start() {
       return;
     }
     clear(view).append(h("p", { class: "error", role: "alert", id: "page-error" },
-      `The server did not answer: ${err.message || err}`));
+      err instanceof ServerDown ? err.message : `The server did not answer: ${err.message || err}`));
     return;
   }
   loginBox.hidden = true;

@@ -7,7 +7,12 @@ export async function projectsPage(view) {
   const { projects } = await api("/v1/projects");
   clear(view).append(h("h1", {}, "Projects"));
   if (!projects.length) {
-    view.append(h("p", { class: "muted" }, "No project holds data yet."));
+    // a key of some projects sees only those: the database may hold others
+    const me = await api("/v1/whoami");
+    const scoped = me && Array.isArray(me.projects);
+    view.append(h("p", { class: "muted" }, scoped
+      ? `No project this key may read holds data yet (its projects: ${me.projects.join(", ")}).`
+      : "No project holds data yet."));
     return;
   }
   view.append(h("div", { class: "grid", id: "projects" }, projects.map((pid) =>
