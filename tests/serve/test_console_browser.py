@@ -610,7 +610,7 @@ def test_the_timeline_marks_retracted_and_wrong_rated_messages(
         rated = cb.record("assistant_message", session_id="m1", text="billing runs hourly")
         cb.record("user_message", session_id="m1", text="thanks")
         cb.expire_message("m1", said.id)
-        cb.feedback(rated.id, "wrong")
+        cb.feedback(rated.id, "wrong", note="billing runs daily")
     srv = start(tmp_path, no_auth=True)
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
@@ -624,6 +624,13 @@ def test_the_timeline_marks_retracted_and_wrong_rated_messages(
         expect(rows.nth(1).locator(".badge.mark")).to_have_text("wrong")
         expect(rows.nth(2).locator(".badge.mark")).to_have_count(0)
         expect(rows.nth(0)).to_contain_text("we will use MongoDB")  # the text is still shown
+        # a search whose ranks skip them says what was left out and why, with the correction
+        tab.goto(ui(srv, "#/p/marks/search?q=billing%20hourly%20MongoDB&preset=keyword"))
+        out = tab.locator("#search-left-out li")
+        expect(out).to_have_count(2)
+        expect(tab.locator("#search-left-out")).to_contain_text("left out: retracted")
+        expect(tab.locator("#search-left-out")).to_contain_text("left out: rated wrong")
+        expect(tab.locator("#search-left-out")).to_contain_text("correction: billing runs daily")
         assert errors == []
     finally:
         context.close()

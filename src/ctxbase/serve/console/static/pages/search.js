@@ -22,11 +22,20 @@ export async function searchPage(view, pid, query) {
   input.focus();
   if (!q.trim()) return;
   const res = await api(`${p(pid)}/search`, { method: "POST",
-    body: { query: q, preset, options: { top_k: 20 } } });
+    body: { query: q, preset, options: { top_k: TOP_K }, include_considered: true } });
   view.append(h("p", { class: "muted", id: "search-status" },
     `${res.results.length} hits · ${fmtNum(res.timings_ms.total ?? 0, 1)} ms` +
     (res.pending_vectors ? ` · ${res.pending_vectors} items without a vector yet` : "") +
     (res.embedder_error ? ` · embedder: ${res.embedder_error}` : "")));
+  const out = leftOut(res);
+  if (out.length) {
+    // what the ranks skip (keyword #1 missing): rated wrong, retracted or expired, as the
+    // command line's notes say it, with a rating's correction in the memory's place
+    view.append(h("ul", { class: "muted", id: "search-left-out" }, out.map((c) =>
+      h("li", {}, h("span", { class: "badge drop" }, leftOutWhy(c)), " ",
+        h("span", { class: "mono" }, short(c.item.owner_id, 48)),
+        c.correction ? h("span", {}, ` · correction: ${c.correction}`) : ""))));
+  }
   view.append(h("ol", { id: "search-results" }, res.results.map((hit) => {
     const it = hit.item;
     const origin = [];
@@ -59,4 +68,28 @@ export async function searchPage(view, pid, query) {
           h("span", { class: "mono" }, hit.duplicates.join(", ")))
         : "");
   })));
+}
+
+const TOP_K = 20;
+
+// The matches left out for their rating, a retraction or an expiry that could have ranked
+// among the hits shown (scoring at least the last one when the page is full).
+function leftOut(res) {
+  const scores = res.results.map((r) => r.score);
+  const floor = res.results.length >= TOP_K ? Math.min(...scores) : -Infinity;
+  const seen = new Set();
+  return (res.considered || []).filter((c) => {
+    const why = c.dropped || "";
+    const counted = c.retracted || c.expired || why.includes("below min_confidence");
+    if (!counted || c.score < floor || seen.has(c.item.owner_id)) return false;
+    seen.add(c.item.owner_id);
+    return true;
+  });
+}
+
+function leftOutWhy(c) {
+  if (c.retracted) return "left out: retracted";
+  if (c.expired) return "left out: expired";
+  const label = (c.confidence_source || "").replace(/^feedback:/, "");
+  return `left out: rated ${label || "low"}`;
 }
