@@ -144,7 +144,9 @@ export async function tracePage(view, pid, cid) {
       { label: "items", cls: "num" }, "kept"], layers, { id: "layers" }),
     h("p", { class: "muted", id: "layers-note" }, "A layer first fills its own quota (its " +
       "share of the budget); what the layers leave unused goes to a pool handed out again, " +
-      "the state's facts first, then memory, then history. Used = used of quota + from pool."),
+      "the state's facts first, then memory, then history. Used = used of quota + from pool. " +
+      "The bar counts each layer as it sits in the prompt, with its messages' frame (role, " +
+      "heading, labels), so it reads more than the table's tokens of the items alone."),
     h("h2", {}, `Candidates (${cands.length})`),
     cands.length ? table(["id", "kind", { label: "score", cls: "num" }, "found by", "strategies",
       "outcome", "why"], cands, { id: "candidates" }) : h("p", { class: "muted" }, "none"),
