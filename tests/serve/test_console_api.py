@@ -150,7 +150,9 @@ def test_graph_focus_is_a_neighbourhood(http: httpx.Client, seeded: Seeded) -> N
     assert {n["id"] for n in one["nodes"]} == {ent["test"], ent["code"]}
     two = http.get("/v1/projects/shop/graph", params={"focus": ent["test"], "hops": 2}).json()
     assert {n["id"] for n in two["nodes"]} == {ent["test"], ent["code"], ent["spec"], ent["req"]}
-    assert http.get("/v1/projects/shop/graph", params={"focus": "nope"}).status_code == 404
+    nope = http.get("/v1/projects/shop/graph", params={"focus": "nope"})
+    assert nope.status_code == 404  # a node is an event or an entity: named as both
+    assert nope.json()["error"]["message"] == "no event or entity 'nope' in project 'shop'"
     # an entity's id is not found as an entity, not as an event
     missing = http.get("/v1/projects/shop/graph", params={"focus": "code:nonexistent"})
     assert missing.status_code == 404

@@ -298,7 +298,18 @@ def _focus_node(cb: ContextBase, pid: str, focus: str) -> GraphNodeOut:
                 except NotFoundError:
                     pass
             raise exc from None
-    return _event_node(cb.get_event(focus, project=pid))
+    try:
+        return _event_node(cb.get_event(focus, project=pid))
+    except NotFoundError as exc:
+        if str(exc) != f"event {focus!r} not found":  # hidden or forgotten: as it says
+            raise
+        try:  # an entity named by an id of its own making
+            return _entity_node(cb.get_entity(focus, project=pid))
+        except NotFoundError:
+            pass
+        # a graph node is an event or an entity: the error names both
+        message = f"no event or entity {focus!r} in project {pid!r}"
+        raise NotFoundError("node", focus, message=message) from None
 
 
 # -- assembled contexts --------------------------------------------------------------------
