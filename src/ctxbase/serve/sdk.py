@@ -24,6 +24,7 @@ from ..assemble.trace import AssembledContext, print_assembly_log
 from ..errors import CtxbaseError, StorageError, ValidationError
 from ..open_options import check_remote_options
 from ..own_names import named_as
+from ..process_owner import OpenedIn
 from ..validation import check_positive_seconds
 from .errors import RemoteError, exception_from_body
 from .sdk_calls import Call, Calls
@@ -223,10 +224,26 @@ class Client:
             identity=_identity(agent_id, api_key),
             agent_id=_event_agent(agent_id),
         )
-        self._http = httpx.Client(base_url=self.url, headers=_headers(api_key), timeout=timeout)
+        self._headers = _headers(api_key)
+        self._http = httpx.Client(base_url=self.url, headers=self._headers, timeout=timeout)
+        self._opened_in = OpenedIn()
         self._transport_errors: tuple[type[Exception], ...] = (httpx.TransportError,)
 
+    def _own_http(self) -> None:
+        """In a process forked after the client was made, a connection pool of its own:
+        the parent's kept-alive sockets are shared with the fork, and two processes reading
+        one socket take each other's answers."""
+        if self._opened_in.forked():
+            closed = self._http.is_closed
+            self._http = _httpx().Client(
+                base_url=self.url, headers=self._headers, timeout=self.timeout
+            )
+            self._opened_in = OpenedIn()
+            if closed:  # closed before the fork: closed here too
+                self._http.close()
+
     def _run(self, call: Call[T]) -> T:
+        self._own_http()
         if self._http.is_closed:
             raise _closed(call)
         deadline = _Deadline(call, self.timeout, self.capture_timeout)
@@ -264,10 +281,13 @@ class Client:
 
     def health(self) -> dict[str, Any]:
         """The server's /readyz answer."""
+        self._own_http()
         response = self._http.get("/readyz")
         return dict(response.json())
 
     def close(self) -> None:
+        if self._opened_in.forked():  # the parent's pool: its sockets are the parent's
+            self._own_http()
         self._http.close()
 
     def __enter__(self) -> Client:
