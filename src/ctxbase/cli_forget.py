@@ -106,8 +106,13 @@ def set_hidden(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
                 raise
             forgotten.append(args.session)  # hard-forgotten: no events left to change
         every = cb.store.list_events(cb.project, args.session, include_inactive=True)
-        # hiding: the visible ones (a hidden one keeps when it was hidden); restoring: all
-        events = [e for e in every if e.active] if hidden else _to_restore(cb, every)
+        # hiding: the visible ones (a hidden one keeps when it was hidden); restoring: what
+        # a soft forget hid (forgetting.restorable)
+        from .forgetting import restorable
+
+        events = (
+            [e for e in every if e.active] if hidden else restorable(cb.store, cb.project, every)
+        )
         session_same = bool(every) and all(e.active != hidden for e in every)
         ids += [e.id for e in events]
     try:
@@ -130,19 +135,6 @@ def set_hidden(cb: Any, args: argparse.Namespace, hidden: bool = True) -> int:
         )
     _note_unknown(cb, _named_in(args, report.not_found))
     return 0
-
-
-def _to_restore(cb: Any, events: list[Any]) -> list[Any]:
-    """The events `restore --session` names: those hidden other than by compaction (a
-    `forget --soft` of the session hid only what showed, its summary among them, so the
-    two undo each other); with none of those, the turns compacted into its summary. The
-    visible ones too (told unchanged)."""
-    from .store.forget_steps import COMPACTED, SOFT_DELETED_SCOPE
-
-    out = [e for e in events if not e.active]
-    causes = cb.store.get_state_keys(cb.project, SOFT_DELETED_SCOPE, "", [e.id for e in out])
-    own = [e for e in out if e.id not in causes or causes[e.id].cause != COMPACTED]
-    return [*(e for e in events if e.active), *(own or out)]  # shown ones: unchanged
 
 
 def run_forget(cb: Any, args: argparse.Namespace, db: str) -> int:

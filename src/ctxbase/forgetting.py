@@ -53,6 +53,7 @@ __all__ = [
     "nothing_matched",
     "parse_duration",
     "purge_soft_deleted",
+    "restorable",
     "retention_seconds",
 ]
 
@@ -397,8 +398,10 @@ def forget(
     said = texts_said(cb.store, pid, [*event_ids, *entity_ids]) if targets.held else {}
     # what the messages forgotten said leaves their sessions' summaries (read before they go)
     removed = _removal_sources(cb, pid, [*event_ids, *(e.id for e in sources.same)])
+    # what a purge forgets, read once for the facts and the summaries among it
+    purged = _purged_ids(cb.store, pid, before) if before is not None else []
     # the raw turns a forgotten summary alone still shows go with it
-    behind = [] if whole_project else _compacted_behind(cb.store, pid, event_ids, before)
+    behind = [] if whole_project else _compacted_behind(cb.store, pid, [*event_ids, *purged])
     with_sources = [*(e.id for e in sources.same), *behind]
     parts = _document_parts(cb.store, pid, entity_ids) if entity_ids else []
     cards = _cards_to_rewrite(cb.store, pid, entity_ids, parts)
@@ -407,7 +410,7 @@ def forget(
     kept = (
         {}
         if whole_project
-        else _kept_facts(cb, pid, [*event_ids, *with_sources], session_id, before)
+        else _kept_facts(cb, pid, [*event_ids, *with_sources, *purged], session_id)
     )
     if only_named and targets.held == 0:
         # nothing named is held: a repeat (or a retry whose first answer was lost) of a
@@ -462,35 +465,45 @@ def forget(
     return report
 
 
-def _compacted_behind(
-    store: Store, pid: str, event_ids: Sequence[str], before: float | None
-) -> list[str]:
-    """The raw turns still compacted into the session summaries a forget removes (named,
-    or hidden before `before` for a purge). Hidden by the compaction, they are shown only
+def restorable(store: Store, pid: str, events: Sequence[Event]) -> list[Event]:
+    """What a restore of a session names, of its `events`: those hidden other than by
+    compaction (a soft forget of the session hid only what showed, its summary among them,
+    so the two undo each other); with none of those, the turns compacted into its summary.
+    The visible ones too (told unchanged)."""
+    out = [e for e in events if not e.active]
+    causes = store.get_state_keys(pid, SOFT_DELETED_SCOPE, "", [e.id for e in out])
+    own = [e for e in out if e.id not in causes or causes[e.id].cause != COMPACTED]
+    return [*(e for e in events if e.active), *(own or out)]
+
+
+def _purged_ids(store: Store, pid: str, before: float) -> list[str]:
+    """The ids a purge forgets: hidden before `before`, other than by compaction (the
+    store's purge reads the same records)."""
+    hidden = store.get_state(pid, SOFT_DELETED_SCOPE, "")
+    return [f.key for f in hidden if f.updated_at < before and f.cause != COMPACTED]
+
+
+def _compacted_behind(store: Store, pid: str, ids: Sequence[str]) -> list[str]:
+    """The raw turns still compacted into the session summaries among `ids` (a forget's
+    named events and what its purge forgets). Hidden by the compaction, they are shown only
     by their summary: left stored after it, nothing would show, restore or ever purge them."""
-    ids = list(event_ids)
-    hidden = store.get_state(pid, SOFT_DELETED_SCOPE, "") if before is not None else None
-    if hidden is not None and before is not None:
-        ids += [f.key for f in hidden if f.updated_at < before and f.cause != COMPACTED]
     if not ids:
         return []
     from .assemble.compaction import SUMMARY_TYPE
 
-    found = store.get_events(pid, list(dict.fromkeys(ids)), include_inactive=True)
-    summaries = [e for e in found if e.type == SUMMARY_TYPE]
-    if not summaries:
-        return []
-    if hidden is None:
-        hidden = store.get_state(pid, SOFT_DELETED_SCOPE, "")
-    compacted = {f.key for f in hidden if f.cause == COMPACTED}
     named = set(ids)
-    out = [
+    found = store.get_events(pid, list(named), include_inactive=True)
+    listed = [
         i
-        for summary in summaries
-        for i in summary.metadata.get("compacted_ids") or ()
-        if isinstance(i, str) and i in compacted and i not in named
+        for e in found
+        if e.type == SUMMARY_TYPE
+        for i in e.metadata.get("compacted_ids") or ()
+        if isinstance(i, str) and i not in named
     ]
-    return list(dict.fromkeys(out))
+    if not listed:
+        return []
+    states = store.get_state_keys(pid, SOFT_DELETED_SCOPE, "", listed)
+    return [i for i in dict.fromkeys(listed) if i in states and states[i].cause == COMPACTED]
 
 
 def _kept_facts(
@@ -498,16 +511,11 @@ def _kept_facts(
     pid: str,
     event_ids: Sequence[str],
     session_id: str | None,
-    before: float | None,
 ) -> dict[tuple[str, str, str], KeptFact]:
     """The facts the forgotten messages are named in that keep a value (withheld.py): those
-    named, a forgotten session's (its user's facts only: its own scopes go whole) and those
-    hidden before `before` that a purge forgets."""
-    ids = list(event_ids)
-    if before is not None:
-        hidden = cb.store.get_state(pid, SOFT_DELETED_SCOPE, "")
-        ids += [f.key for f in hidden if f.updated_at < before and f.cause != COMPACTED]
-    wanted = list(dict.fromkeys(ids))
+    named (a purge's among them) and a forgotten session's (its user's facts only: its own
+    scopes go whole)."""
+    wanted = list(dict.fromkeys(event_ids))
     events = cb.store.get_events(pid, wanted, include_inactive=True) if wanted else []
     skip: set[tuple[str, str]] = set()
     if session_id is not None:
