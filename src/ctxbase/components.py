@@ -157,7 +157,7 @@ class Components:
             if self.store.get_entities(pid, [entity_id], include_inactive=True):
                 message = f"entity {entity_id!r} is hidden (restore brings it back)"
             elif self.store.forgotten_ids(pid, [entity_id], ("entity",)):
-                message = f"entity {entity_id!r} not found: it was hard-forgotten"
+                raise NotFoundError.forgotten("entity", entity_id)
             raise NotFoundError("entity", entity_id, message=message)
         return found[0]
 

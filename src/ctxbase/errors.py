@@ -142,6 +142,12 @@ class NotFoundError(CtxbaseError, LookupError):
         self.ids = tuple(ids) or (item_id,)
         super().__init__(message or f"{kind} {item_id!r} not found")
 
+    @classmethod
+    def forgotten(cls, kind: str, item_id: str) -> NotFoundError:
+        """The error for an id the project hard-forgot: said so, so it is not read as a
+        typo (one wording for every read, rating and retraction)."""
+        return cls(kind, item_id, message=f"{kind} {item_id!r} not found: it was hard-forgotten")
+
 
 class UnknownReposError(NotFoundError):
     """Repository names the project holds no repository of; the message names those it

@@ -118,8 +118,7 @@ def _owner(store: Store, pid: str, node_id: str) -> tuple[str, str | None]:
         return into, None
     if store.forgotten_ids(pid, [node_id], ("event", "entity")):
         # as reads of it say: a rating of a forgotten memory must not read as a typo
-        message = f"node {node_id!r} not found: it was hard-forgotten"
-        raise NotFoundError("node", node_id, message=message)
+        raise NotFoundError.forgotten("node", node_id)
     raise NotFoundError("node", node_id)
 
 

@@ -544,8 +544,7 @@ class ContextManager:
         """NotFoundError for an id that is no message of the session; one hard-forgotten
         says so (as `get_event` does), so a retraction of it does not read as a typo."""
         if forgotten and self.cb.store.forgotten_ids(self.project, [message_id]):
-            message = f"message {message_id!r} not found: it was hard-forgotten"
-            return NotFoundError("message", message_id, message=message)
+            return NotFoundError.forgotten("message", message_id)
         return NotFoundError("message", message_id)
 
     def get_prompt_messages(

@@ -93,7 +93,7 @@ def missing_event(
     elif found is not None or hidden:
         message = f"event {event_id!r} is hidden (restore brings it back)"
     elif store.forgotten_ids(project_id, [event_id]):
-        message = f"event {event_id!r} not found: it was hard-forgotten"
+        return NotFoundError.forgotten("event", event_id)
     else:
         message = None
     return NotFoundError("event", event_id, message=message)
