@@ -22,6 +22,7 @@ from .records import ForgetReport, SearchItem
 from .rows import EVENT_COLS, ITEM_COLS, tombstone_hash
 from .schema import MIGRATIONS, note_upgrade, pending_migrations, render
 from .shared import SharedReads
+from .sqlite_write_lock import FileWriteLock, file_write_lock, release_file_write_lock
 
 __all__ = [
     "EVENT_COLS",
@@ -333,6 +334,7 @@ class SQLiteBase(SharedReads):
         self._in_flight = 0
         self._in_flight_cond = threading.Condition()
         self._opened_in = OpenedIn()
+        self._write_lock: FileWriteLock | None = None
         if path != ":memory:":
             parent = os.path.dirname(self.url)
             if parent and not os.path.isdir(parent):
@@ -342,7 +344,12 @@ class SQLiteBase(SharedReads):
                     f"{self.url!r} is a directory, not a database file: give a file's path "
                     f"(e.g. {os.path.join(self.url, 'ctxbase.db')!r})"
                 )
-        self._migrate()
+        self._write_lock = None if path == ":memory:" else file_write_lock(self.url)
+        try:
+            self._migrate()
+        except BaseException:
+            self._let_go_of_write_lock()
+            raise
 
     # -- connections ---------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -419,12 +426,9 @@ class SQLiteBase(SharedReads):
         if joined is not None:  # inside transaction(): the outer block commits
             yield joined
             return
-        lock = self._memory_lock if self.path == ":memory:" else _file_write_lock(self.url)
-        if not lock.acquire(timeout=self._busy_timeout_s):
-            raise StorageError(
-                f"database is locked: another writer of {self.path!r} in this process held it "
-                f"for over {self._busy_timeout_s:g} s"
-            )
+        if self._opened_in.forked():  # before the lock, which a parent thread may hold
+            raise StorageError(self._opened_in.refusal("SQLite store"))
+        release = self._take_write_lock()
         try:
             with self._in_use():
                 conn = self._conn()
@@ -443,7 +447,20 @@ class SQLiteBase(SharedReads):
                     if not durable:
                         conn.execute("PRAGMA synchronous = FULL")
         finally:
-            lock.release()
+            release()
+
+    def _take_write_lock(self) -> Callable[[], None]:
+        """Queue for the write lock (sqlite_write_lock): threads of this process and other
+        processes in turn, each woken when the one before lets go; its release."""
+        if self._write_lock is not None:
+            self._write_lock.acquire(self._busy_timeout_s, database=self.path)
+            return self._write_lock.release
+        if not self._memory_lock.acquire(timeout=self._busy_timeout_s):
+            raise StorageError(
+                f"database is locked: another writer of {self.path!r} in this process held it "
+                f"for over {self._busy_timeout_s:g} s"
+            )
+        return self._memory_lock.release
 
     def _begin_immediate(self, conn: sqlite3.Connection) -> None:
         """Take the file's write lock (waiting up to the busy timeout): a lock another
@@ -525,6 +542,14 @@ class SQLiteBase(SharedReads):
                 with suppress(sqlite3.Error):
                     conn.close()
             self._all_conns.clear()
+        self._let_go_of_write_lock()
+
+    def _let_go_of_write_lock(self) -> None:
+        """This store no longer writes: the last one of the process on the file closes
+        the lock, removing its file when no other process has it open."""
+        lock, self._write_lock = self._write_lock, None
+        if lock is not None:
+            release_file_write_lock(lock)
 
     # -- schema --------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -769,10 +794,6 @@ class SQLiteBase(SharedReads):
                 report.add("item_vectors", n)
 
 
-_file_write_locks: dict[str, threading.RLock] = {}
-_file_write_locks_guard = threading.Lock()
-
-
 def enable_wal(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
     """Switch a file to WAL mode, waiting out another connection switching it too.
 
@@ -793,15 +814,6 @@ def enable_wal(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.25)
-
-
-def _file_write_lock(url: str) -> threading.RLock:
-    """One lock per database file in this process, shared by every store opened on it."""
-    with _file_write_locks_guard:
-        lock = _file_write_locks.get(url)
-        if lock is None:
-            lock = _file_write_locks[url] = threading.RLock()
-        return lock
 
 
 class _nullcontext:
