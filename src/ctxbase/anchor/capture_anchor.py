@@ -59,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..background import background_thread
 from ..components import ComponentsSource, components_of
 from .llm_extract import LLMExtractConfig, LLMExtractor, LLMExtractStats
+from .weave import SymbolIndexCache
 
 if TYPE_CHECKING:
     from ..model import Event
@@ -137,6 +138,7 @@ class AnchorWorker:
         self._stats = AnchorStats()
         self._thread: threading.Thread | None = None
         self._extractor = LLMExtractor(config.llm) if config.llm is not None else None
+        self._indexes = SymbolIndexCache()  # the thread's own: read again when entities change
 
     def submit(self, events: Sequence[Event]) -> None:
         todo = [e for e in events if wanted(e)]
@@ -290,7 +292,9 @@ class AnchorWorker:
                 batch = [found[i] for i in ids if i in found]
             from .capture_rules import anchor_events
 
-            anchor_events(self._cb, batch, self.config, extractor=self._extractor)
+            anchor_events(
+                self._cb, batch, self.config, extractor=self._extractor, indexes=self._indexes
+            )
             return len(batch), None, done
         except Exception as exc:  # anchoring is best effort; capture is already stored
             log.warning("anchoring %d events failed: %s", len(done), exc)

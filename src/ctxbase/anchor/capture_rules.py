@@ -21,6 +21,7 @@ from .llm_extract import LLMExtractor, llm_links
 from .weave import (
     Link,
     SymbolIndex,
+    SymbolIndexCache,
     find_mentions,
     is_distinctive,
     weave_requirement,
@@ -42,12 +43,6 @@ _TEST_FN = re.compile(r"^test_?(.+)$")
 
 def _link(from_id: str, rel: str, to_id: str, conf: float, rule: str, **props: object) -> Link:
     return Link(from_id, rel, to_id, conf, rule, dict(props), origin="ctxbase")
-
-
-def _titles(index: SymbolIndex, cb: Components, pid: str) -> dict[str, str]:
-    """Known documents: id -> title (name when it has no title property)."""
-    ids = [eid for eid, t in index.types.items() if t == "document"]
-    return {e.id: str(e.properties.get("title") or e.name) for e in cb.store.get_entities(pid, ids)}
 
 
 def _statement_entities(
@@ -201,16 +196,18 @@ def anchor_events(
     *,
     index: SymbolIndex | None = None,
     extractor: LLMExtractor | None = None,
+    indexes: SymbolIndexCache | None = None,
 ) -> int:
     """Anchor stored events (see module doc); returns how many edges were written.
-    `extractor` is the LLM client to use (else one for this call when `config.llm` is set)."""
+    `extractor` is the LLM client to use (else one for this call when `config.llm` is set);
+    `indexes` keeps the projects' symbol indexes between calls (else read for this one)."""
     cb = components_of(cb)
     cfg = config or AnchorConfig()
     own = extractor is None and cfg.llm is not None
     if own and cfg.llm is not None:
         extractor = LLMExtractor(cfg.llm)
     try:
-        return _anchor_events(cb, events, cfg, index, extractor)
+        return _anchor_events(cb, events, cfg, index, extractor, indexes)
     finally:
         if own and extractor is not None:
             extractor.close()
@@ -222,11 +219,11 @@ def _anchor_events(
     cfg: AnchorConfig,
     index: SymbolIndex | None,
     extractor: LLMExtractor | None,
+    kept: SymbolIndexCache | None,
 ) -> int:
     written = 0
     indexes: dict[str, SymbolIndex] = {}
     known: dict[str, dict[str, str]] = {}  # project -> mention names
-    document_titles: dict[str, dict[str, str]] = {}  # project -> its documents' titles
     todo = [ev for ev in events if (ev.text or "").strip() and ev.type not in SKIP_TYPES]
     start = 0
     while start < len(todo):
@@ -242,20 +239,29 @@ def _anchor_events(
         # by this base or another process, makes nothing, and a forget that comes after the
         # commit takes what it made (store/forget_steps.py). One commit for a run of events
         # (not one each), cut short after _CHUNK_S so a capture writer waits little.
-        with cb.store.transaction():
-            began = time.monotonic()
-            stored = _still_stored(cb, pid, [ev.id for ev in chunk])
-            idx = index if index is not None else indexes.get(pid)
-            if idx is None:
-                idx = indexes[pid] = SymbolIndex.from_store(cb.store, pid)
-            for ev in chunk:
-                start += 1
-                if ev.id in stored:
-                    made, links, prose = _anchor_one(cb, ev, cfg, idx, known, document_titles)
-                    written += made
-                    for_llm.append((ev, links, prose, idx))
-                if time.monotonic() - began > _CHUNK_S:
-                    break
+        try:
+            with cb.store.transaction():
+                began = time.monotonic()
+                stored = _still_stored(cb, pid, [ev.id for ev in chunk])
+                idx = index if index is not None else indexes.get(pid)
+                if idx is None:
+                    idx = indexes[pid] = (
+                        kept.get(cb.store, pid)
+                        if kept is not None
+                        else SymbolIndex.from_store(cb.store, pid)
+                    )
+                for ev in chunk:
+                    start += 1
+                    if ev.id in stored:
+                        made, links, prose = _anchor_one(cb, ev, cfg, idx, known)
+                        written += made
+                        for_llm.append((ev, links, prose, idx))
+                    if time.monotonic() - began > _CHUNK_S:
+                        break
+        except BaseException:
+            if kept is not None:  # it may hold entities this rolled back
+                kept.drop(pid)
+            raise
         cb.notify_embedder()  # their entities' units are committed now
         for ev, links, prose, idx in for_llm:
             if extractor is not None and extractor.wants(ev.type, prose):
@@ -281,7 +287,6 @@ def _anchor_one(
     cfg: AnchorConfig,
     idx: SymbolIndex,
     known: dict[str, dict[str, str]],
-    document_titles: dict[str, dict[str, str]],
 ) -> tuple[int, list[Link], str]:
     """The rules' entities and edges of one stored event, inside the caller's transaction:
     how many edges were written, the links, and its prose (the text without code blocks)."""
@@ -311,10 +316,7 @@ def _anchor_one(
         links.extend(_known_names(ev, prose, idx, cfg))
     requirements: list[str] = []
     if ev.type in _STATEMENT_TYPES and (cfg.statements or cfg.spec_references):
-        # once per batch: a batch adds code and statements, not documents
-        if pid not in document_titles:
-            document_titles[pid] = _titles(idx, cb, pid)
-        titles = document_titles[pid]
+        titles = idx.document_titles
         found, requirements = _statement_entities(cb, ev, cfg, titles)
         links.extend(found)
         covered = {s.text for s in extract.statements(prose)} if cfg.statements else set()

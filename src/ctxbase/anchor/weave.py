@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -45,6 +46,7 @@ __all__ = [
     "Mention",
     "StoredRef",
     "SymbolIndex",
+    "SymbolIndexCache",
     "find_mentions",
     "is_distinctive",
     "links_for_refs",
@@ -155,6 +157,7 @@ class SymbolIndex:
     paths: dict[str, list[str]] = field(default_factory=dict)
     basenames: dict[str, list[str]] = field(default_factory=dict)
     titles: dict[str, list[str]] = field(default_factory=dict)
+    document_titles: dict[str, str] = field(default_factory=dict)  # id -> title (or name)
     types: dict[str, str] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
     places: dict[str, tuple[str | None, int | None]] = field(default_factory=dict)
@@ -210,6 +213,7 @@ class SymbolIndex:
             _push(self.basenames, posixpath.basename(path), eid)
         elif entity.type == "document":
             title = props.get("title")
+            self.document_titles[eid] = str(title or entity.name)
             if isinstance(title, str) and len(title.strip()) >= 4:
                 _push(self.titles, title.strip().lower(), eid)
 
@@ -251,6 +255,54 @@ class SymbolIndex:
 
     def table(self, name: str) -> list[str]:
         return self.tables.get(name.lower(), [])
+
+
+class SymbolIndexCache:
+    """Projects' symbol indexes kept between anchoring batches. Reading one costs time in
+    the project's size (half a second at 9,000 entities), and anchoring reads it inside
+    its write transaction: every captured message, and every other writer of the
+    database waiting on it, paid that. Kept, an index is read again only in part: the
+    entities updated since, when none it holds changed (an ingest adds entities between
+    two messages), else whole.
+
+    Use it under the project's write lock (a transaction after `hold_project`): nothing
+    commits between its reads."""
+
+    def __init__(self, size: int = 4) -> None:
+        self._size = size
+        # project -> (entities_fingerprint when the index was read, the index)
+        self._kept: dict[str, tuple[tuple[float, ...], SymbolIndex]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, store: Store, project_id: str) -> SymbolIndex:
+        """The project's index as `SymbolIndex.from_store` reads it now (a caller that adds
+        to it and does not commit what it added calls `drop`)."""
+        now = store.entities_fingerprint(project_id, _UNMATCHED_TYPES)
+        with self._lock:
+            kept = self._kept.pop(project_id, None)
+        index: SymbolIndex | None = None
+        if kept is not None:
+            key, index = kept
+            if key != now:
+                since = key[1]  # the newest update the index holds
+                if store.entities_fingerprint(project_id, _UNMATCHED_TYPES, since) == key:
+                    for entity in store.list_entities(
+                        project_id, exclude_types=_UNMATCHED_TYPES, updated_after=since
+                    ):
+                        index.add(entity)
+                else:  # one it holds changed: hidden, forgotten or a newer version
+                    index = None
+        if index is None:
+            index = SymbolIndex.from_store(store, project_id)
+        with self._lock:
+            self._kept[project_id] = (now, index)  # the most recently used last
+            while len(self._kept) > self._size:
+                del self._kept[next(iter(self._kept))]
+        return index
+
+    def drop(self, project_id: str) -> None:
+        with self._lock:
+            self._kept.pop(project_id, None)
 
 
 def _push(mapping: dict[str, list[str]], key: str, value: str) -> None:
@@ -567,8 +619,7 @@ def _session_code(cb: Components, project_id: str, session_id: str) -> list[Enti
     return [
         e
         for etype in ("code", "sql", "table", "test_case")
-        for e in cb.store.list_entities(project_id, type=etype)
-        if e.properties.get("session_id") == session_id
+        for e in cb.store.list_entities(project_id, type=etype, session_id=session_id)
     ]
 
 

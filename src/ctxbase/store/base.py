@@ -356,12 +356,26 @@ class Store(ABC):
         newest_first: bool = False,
         exclude_types: Sequence[str] = (),
         repos: Sequence[str] = (),
+        updated_after: float | None = None,
+        session_id: str | None = None,
     ) -> list[Entity]:
         """Entities by type and name; `newest_first` orders by last update (newest first,
         then id) instead of type, name and version, so `limit` keeps the newest.
+        `updated_after`: only those last updated after that time; `session_id`: only
+        those anchored from that session (their `session_id` property).
         `exclude_types` leaves those types out (in the query, before any row is read);
         `repos` keeps only the entities of those ingested repositories (their `repo`
         property)."""
+
+    @abstractmethod
+    def entities_fingerprint(
+        self, project_id: str, exclude_types: Sequence[str] = (), until: float | None = None
+    ) -> tuple[float, ...]:
+        """A value that changes whenever what `list_entities(project_id,
+        exclude_types=...)` returns changes (an entity written, hidden, restored or
+        forgotten): the key of what is built from them, read in one aggregate query.
+        `until`: of the entities last updated then or before only. Its second value is
+        the newest update time."""
 
     @abstractmethod
     def repo_entity_ids(self, project_id: str, repos: Sequence[str]) -> dict[str, list[str]]:

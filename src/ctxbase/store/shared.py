@@ -311,9 +311,17 @@ class SharedReads:
         newest_first: bool = False,
         exclude_types: Sequence[str] = (),
         repos: Sequence[str] = (),
+        updated_after: float | None = None,
+        session_id: str | None = None,
     ) -> list[Entity]:
         sql = self._ENTITY_SELECT + "WHERE project_id=? AND active=1"
         args: list[Any] = [project_id]
+        if session_id is not None:  # read in the query: not every entity's properties
+            sql += f" AND {self._dialect.json_text('properties', 'session_id')}=?"
+            args.append(session_id)
+        if updated_after is not None:
+            sql += " AND updated_at > ?"
+            args.append(updated_after)
         if repos:
             cond, cond_args = self._dialect.any_of(
                 self._dialect.json_text("properties", "repo"), list(dict.fromkeys(repos))
@@ -341,6 +349,26 @@ class SharedReads:
             sql += " LIMIT ?"
             args.append(int(limit))
         return [rows.entity_row(r, self._dialect.load) for r in self._all(sql, args)]
+
+    def entities_fingerprint(
+        self, project_id: str, exclude_types: Sequence[str] = (), until: float | None = None
+    ) -> tuple[float, ...]:
+        # A write stamps updated_at and a new version (a rewrite in place keeping both
+        # still moves the names' length when it renames); hiding or restoring moves the
+        # sums over the visible rows; a forget moves the count.
+        sql = (
+            "SELECT count(*), max(updated_at), sum(updated_at), sum(version), "
+            "sum(length(name)) FROM entities WHERE project_id=? AND active=1 AND latest=1"
+        )
+        args: list[Any] = [project_id]
+        if exclude_types:
+            sql += f" AND type NOT IN ({','.join('?' * len(exclude_types))})"
+            args.extend(exclude_types)
+        if until is not None:
+            sql += " AND updated_at <= ?"
+            args.append(until)
+        row = self._one(sql, args)
+        return tuple(float(v or 0) for v in row)
 
     def entity_type_counts(self, project_id: str) -> dict[str, int]:
         found = self._all(
