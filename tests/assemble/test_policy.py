@@ -433,6 +433,27 @@ def test_load_from_path_and_text(tmp_path: Path) -> None:
     assert load_policies(SMALL).source == "inline YAML (over the shipped presets)"
     with pytest.raises(PolicyError, match=r"missing\.yaml"):
         load_policies(str(tmp_path / "missing.yaml"))
+    # one line that is not YAML policies is a path: one with a typo, no suffix or a
+    # stray space is not found, not read as YAML text
+    for given in (str(tmp_path / "policies"), f"{path} ", ""):
+        with pytest.raises(PolicyError) as info:
+            load_policies(given)
+        assert str(info.value) == f"{given!r}: no such policy file (nor YAML policies text)"
+
+
+def test_a_key_written_twice_is_refused_with_its_line() -> None:
+    """YAML alone keeps the last of two equal keys without a word; a policy file says
+    where the second is."""
+    twice = (
+        "policies:\n  - name: a\n    match: {agent_roles: [other]}\n"
+        "    max_tokens: 400\n    match: {default: true}\n"
+    )
+    (problem,) = _problems(twice)
+    assert problem == (
+        "line 5, column 5: invalid YAML: found the key 'match' twice"
+        " (the second would replace the first)"
+    )
+    assert load_policies(twice.replace("    match: {default: true}\n", "")).policies
 
 
 def _bump(path: Path, text: str, step: int) -> None:

@@ -54,7 +54,7 @@ def parse_policies(
     (`layer_over_presets`) unless the text says `inherit_presets: false` or `presets` is
     False."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_PolicyLoader)  # a SafeLoader: builds no objects
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -64,6 +64,33 @@ def parse_policies(
     if data is None:
         raise PolicyError(source, [PolicyIssue("", "the policy file is empty")])
     return policies_from_data(data, source=source, presets=presets, origin=origin)
+
+
+class _PolicyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key written twice in one mapping: YAML would keep the
+    last one without a word, and a second `max_tokens:` or `match:` changed a policy."""
+
+
+def _unique_keys(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            again = key in seen
+        except TypeError:  # an unhashable key: the constructor below says so
+            break
+        if again:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping",
+                node.start_mark,
+                f"found the key {key!r} twice (the second would replace the first)",
+                key_node.start_mark,
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=True)
+
+
+_PolicyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_keys)
 
 
 def policies_from_data(
@@ -129,6 +156,10 @@ def load_policies(path_or_text: str | os.PathLike[str]) -> PolicySet:
             or os.path.isdir(path_or_text)  # a folder is no YAML text: say what it is
         )
         if not is_path:
+            if one_line and not isinstance(_one_line_yaml(path_or_text), (dict, list)):
+                # no mapping, so no policies: a path with a typo, or a file not made yet
+                issue = PolicyIssue("", "no such policy file (nor YAML policies text)")
+                raise PolicyError(repr(path_or_text), [issue])
             return parse_policies(path_or_text)
     path = Path(path_or_text)
     if path.is_dir():
@@ -141,6 +172,13 @@ def load_policies(path_or_text: str | os.PathLike[str]) -> PolicySet:
         issue = PolicyIssue("", f"is not UTF-8 text (byte {exc.start}): not a YAML policy file")
         raise PolicyError(str(path), [issue]) from exc
     return parse_policies(text, source=str(path), origin="file")
+
+
+def _one_line_yaml(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return {}  # broken YAML text: parse_policies says where
 
 
 @lru_cache(maxsize=1)
