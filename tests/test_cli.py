@@ -288,6 +288,8 @@ def test_forget_repo_is_the_way_out_of_an_overlap(tmp_path: Path, capsys: Any) -
     assert report["removed"]["entities"] == len(held)
     code, out, _ = _run(capsys, *base, "entities", "--json")
     assert json.loads(out) == []
+    code, out, _ = _run(capsys, *base, "entities", "--repo", "repos", "--json")
+    assert (code, json.loads(out)) == (0, [])  # forgotten whole: no typo
     # again: forgotten before, no error (as a session), and nothing removed
     code, out, err = _run(capsys, *base, "forget", "--repo", "repos")
     report = json.loads(out)

@@ -28,7 +28,6 @@ from .errors import (
     RepositoryOverlapError,
     StorageError,
     UnknownProjectError,
-    UnknownReposError,
     ValidationError,
 )
 
@@ -106,14 +105,6 @@ def _open_existing(args: argparse.Namespace, *, forgotten: bool = False, **optio
         cb.close()
         raise
     return cb
-
-
-def _check_repos(cb: Any, repos: Sequence[str]) -> None:
-    """A --repo naming no ingested repository is a typo, not an empty answer."""
-    known = cb.store.list_repos(cb.project)
-    unknown = [r for r in repos if r not in known]
-    if unknown:
-        raise UnknownReposError(unknown, cb.project, known)
 
 
 def _existing_file(kind: str, path: str) -> str:
@@ -499,8 +490,10 @@ def cmd_entities(args: argparse.Namespace) -> int:
         if limit == 0:  # an empty listing that exits 0 reads as "no entities"
             raise ValidationError("--limit", "must be >= 1 (got 0)")
         repos = args.repo or []
-        if repos:
-            _check_repos(cb, repos)
+        if repos:  # a typo is not an empty answer; a repository forgotten whole is
+            from .search_filters import check_repos_held
+
+            check_repos_held(cb.store, cb.project, repos)
         # one more: was it cut?
         found = cb.list_entities(type=args.type, limit=limit + 1, repos=repos)
         cut = len(found) > limit

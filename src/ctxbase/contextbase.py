@@ -519,6 +519,13 @@ class ContextBase(
         """`record_events`, with the ids of the events it did not write because the project
         forgot them (`forgotten`): the truthful answer to a stale retry. An event built
         without an id (`Event.id` ""), gets a fresh one (see `with_ids`)."""
+        for i, event in enumerate(events):
+            if not isinstance(event, Event):
+                raise ValidationError(
+                    f"events[{i}]",
+                    f"must be a ctxbase.Event (got {type(event).__name__}); "
+                    "record(type, session_id=..., text=...) takes one event's fields",
+                )
         events = with_ids(events)
         for i, event in enumerate(events):  # built by hand, not by build_event: check here
             check_event_ts(f"events[{i}].ts", event.ts)

@@ -289,6 +289,13 @@ def test_record_events_is_all_or_nothing(db_path: Path, cb: ContextBase) -> None
     _refused(db_path, cb, "parent_event_ids[0]", lambda: cb.record_events([good, bad]))
 
 
+def test_record_events_takes_events_not_their_fields(db_path: Path, cb: ContextBase) -> None:
+    good = Event(id="ev_good1", project_id="p", session_id="s", type="user_message", text="a")
+    fields = {"type": "user_message", "session_id": "s", "text": "b"}
+    err = _refused(db_path, cb, "events[1]", lambda: cb.record_events([good, fields]))  # type: ignore[list-item]
+    assert "must be a ctxbase.Event (got dict)" in err.message and "record(" in err.message
+
+
 @pytest.mark.parametrize("props", [{"k": object()}, {"k": "\ud800"}])
 def test_bad_relation_properties(db_path: Path, cb: ContextBase, props: dict[str, Any]) -> None:
     a = cb.upsert_entity("doc", "a").id
