@@ -115,6 +115,10 @@ _OPTIONAL_ORDER = (
 )
 
 
+# The session events an assembly reads: the window and the important older turns it
+# compresses come from these (a longer session's earlier turns reach it through memory).
+HISTORY_READ = 500
+
 class Assembler:
     """Assembles prompts for one context base under a set of policies.
 
@@ -244,7 +248,9 @@ class Assembler:
         task = self.cb.store.get_task(pid, task_id) if task_id else None
         if task_id and task is None:
             raise NotFoundError("task", task_id)
-        events = self.cb.store.list_events(pid, session_id, last_n=500) if session_id else []
+        events = (
+            self.cb.store.list_events(pid, session_id, last_n=HISTORY_READ) if session_id else []
+        )
         failing = next((e for e in reversed(events) if e.type == "tool_result"), None)
         failing = failing if failing is not None and event_failed(failing) else None
         selection = self.policies.select(
@@ -604,9 +610,16 @@ class Assembler:
             if (q := view.quote(e)) is not None:
                 quotes[e.id] = q
         if said_before := [e for e in before if e.type != THOUGHT_TYPE]:
+            older, read = len(said_before), ""
+            if len(events) >= HISTORY_READ:  # the session holds more than was read
+                first = events[0]
+                held = self.cb.store.event_counts(first.project_id, first.session_id)
+                in_session = sum(c.count for c in held if c.type != THOUGHT_TYPE)
+                older += max(0, in_session - sum(1 for e in events if e.type != THOUGHT_TYPE))
+                read = f" among the last {HISTORY_READ} events read"
             notes.append(
-                f"recent_window: {len(said_before)} older messages "
-                f"outside the window ({len(outside)} important, compressed)"
+                f"recent_window: {older} older messages "
+                f"outside the window ({len(outside)} important{read}, compressed)"
             )
         if beyond:
             notes.append(
