@@ -50,7 +50,8 @@ def test_unknown_versions_and_bad_names(tmp_path: Path, capsys: Any) -> None:
     code, _, err = _run(capsys, db, "kb", "pin", "v9")
     assert code == 3 and "'v9' not found" in err
     assert _run(capsys, db, "kb", "tag", "latest")[0] == 2
-    assert _run(capsys, db, "kb", "tag", "v1", "--repo", "nope")[0] == 3
+    code, _, err = _run(capsys, db, "kb", "tag", "v1", "--repo", "nope")
+    assert code == 3 and "repository 'nope' not found" in err and "its repositories: shop" in err
     assert _run(capsys, db, "search", "alpha", "--kb-version", "v9")[0] == 3
     assert _run(capsys, db, "kb", "tag", "v1")[0] == 0
     code, _, err = _run(capsys, db, "kb", "tag", "v1")
@@ -113,3 +114,19 @@ def test_a_pinned_search_that_finds_nothing_says_the_project_is_pinned(
     code, out, err = _loud(capsys, db, "search", "nothingmatcheshere", "--preset", "keyword")
     # not pinned: no note of the pin, only the empty answer's line
     assert (code, out, err) == (0, "", "no match for 'nothingmatcheshere' in project 'default'\n")
+
+
+def test_a_pin_says_which_tagged_units_are_hidden_and_how_to_bring_them_back(
+    tmp_path: Path, capsys: Any
+) -> None:
+    db, doc = tmp_path / "kb.db", tmp_path / "shop" / "refunds.md"
+    doc.parent.mkdir(parents=True)
+    doc.write_text("# Refunds\n\nThe refund window is fourteen days.\n", encoding="utf-8")
+    assert _run(capsys, db, "ingest", str(tmp_path / "shop"))[0] == 0
+    assert _run(capsys, db, "kb", "tag", "v1")[0] == 0
+    units = json.loads(_run(capsys, db, "entities", "--json")[1])
+    (section,) = [e["id"] for e in units if e["type"] == "section"]
+    assert _run(capsys, db, "forget", "--soft", "--entity", section)[0] == 0
+    code, out, _ = _run(capsys, db, "kb", "pin", "v1")
+    assert code == 0 and "1 units of v1 are hidden (forget --soft)" in out
+    assert "no longer stored" not in out

@@ -104,6 +104,11 @@ def _pinned(report: Any, as_json: bool, print_json: Any) -> None:
         f"pinned {report.tag}: {report.hidden} units written since are hidden, "
         f"{report.shown} earlier versions shown{replaced}"
     )
+    if report.soft_deleted:
+        print(
+            f"note: {report.soft_deleted} units of {report.tag} are hidden (forget --soft): "
+            "shown once restored (ctxbase restore)"
+        )
     if report.missing:
         print(
             f"warning: {report.missing} units of {report.tag} are no longer stored "

@@ -189,6 +189,24 @@ def test_versions_not_kept_are_reported_missing(opener: Opener, tmp_path: Path) 
     assert "thirty" not in pinned and "fourteen" not in pinned
 
 
+def test_tagged_units_hidden_since_are_reported_hidden_not_missing(
+    opener: Opener, tmp_path: Path
+) -> None:
+    root = _repo(tmp_path)
+    cb = opener()
+    cb.ingest(str(root))
+    cb.tag_knowledge("v1")
+    (section,) = [e for e in cb.list_entities() if OLD in (e.text or "")]
+    cb.soft_delete([section.id])
+    report = cb.pin_knowledge("v1")
+    assert (report.soft_deleted, report.missing) == (1, 0)
+    assert report.to_dict()["soft_deleted"] == 1
+    cb.restore([section.id])
+    assert (cb.pin_knowledge("v1").soft_deleted, cb.pin_knowledge("v1").missing) == (0, 0)
+    cb.forget(entity_ids=[section.id])
+    assert (cb.pin_knowledge("v1").soft_deleted, cb.pin_knowledge("v1").missing) == (0, 1)
+
+
 def test_touch_index_changes_the_generation_and_nothing_else(store: Store, project_id: str) -> None:
     write(store, make_event(project_id, "s1", "hello there"))
     before = store.index_generation(project_id)

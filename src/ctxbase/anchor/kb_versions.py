@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..components import Components, ComponentsSource, components_of
-from ..errors import NotFoundError, ValidationError
+from ..errors import UnknownReposError, ValidationError
 from ..model import Entity, StateFact
 from ..retrieve.kb_view import (
     KB_PIN_KEY,
@@ -79,8 +79,9 @@ class KnowledgeTag:
 @dataclass(frozen=True)
 class PinReport:
     """A pinned tag as searches see it: units hidden (written since), earlier versions
-    shown instead of the latest, and tagged versions no longer stored. `replaced`: the
-    other version that was pinned before (a project pins one version at a time)."""
+    shown instead of the latest, tagged versions no longer stored, and tagged versions
+    soft-deleted (not shown until restored). `replaced`: the other version that was pinned
+    before (a project pins one version at a time)."""
 
     tag: str
     repos: tuple[str, ...]
@@ -88,6 +89,7 @@ class PinReport:
     shown: int
     missing: int
     replaced: str | None = None
+    soft_deleted: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +99,7 @@ class PinReport:
             "shown": self.shown,
             "missing": self.missing,
             "replaced": self.replaced,
+            "soft_deleted": self.soft_deleted,
         }
 
 
@@ -126,9 +129,9 @@ def tag_knowledge(
         raise ValidationError("name", f"version {name!r} is already recorded")
     known = cb.store.list_repos(pid)
     chosen = tuple(dict.fromkeys(repos)) if repos else tuple(known)
-    for repo in chosen:
-        if repo not in known:
-            raise NotFoundError("repository", repo)
+    unknown = [repo for repo in chosen if repo not in known]
+    if unknown:  # a typo: named with the repositories there are
+        raise UnknownReposError(unknown, pid, sorted(known))
     if not chosen:
         raise ValidationError("repo", "nothing is ingested in this project: nothing to tag")
     entities = {
@@ -203,6 +206,7 @@ def _write_pin(cb: Components, pid: str, name: str, cause: str) -> PinReport:
         len(view.shown_owner_ids),
         resolved.missing,
         replaced,
+        resolved.soft_deleted,
     )
 
 

@@ -119,6 +119,7 @@ _OPTIONAL_ORDER = (
 # compresses come from these (a longer session's earlier turns reach it through memory).
 HISTORY_READ = 500
 
+
 class Assembler:
     """Assembles prompts for one context base under a set of policies.
 

@@ -55,11 +55,13 @@ def kept_id(entity_id: str, version: int) -> str:
 
 @dataclass(frozen=True)
 class ResolvedTag:
-    """A tag seen from now: the view, and how many of its versions are gone (forgotten,
-    or changed while history was not kept)."""
+    """A tag seen from now: the view, how many of its versions are gone (forgotten, or
+    changed while history was not kept), and how many are hidden (soft-deleted: shown
+    again once restored)."""
 
     view: KnowledgeView
     missing: int
+    soft_deleted: int = 0
 
     def to_json(self, tag: str) -> dict[str, Any]:
         return {
@@ -68,6 +70,7 @@ class ResolvedTag:
             "hidden": list(self.view.hidden_owner_ids),
             "shown": list(self.view.shown_owner_ids),
             "missing": self.missing,
+            "soft_deleted": self.soft_deleted,
         }
 
 
@@ -94,7 +97,7 @@ def resolve_view(store: Store, project_id: str, tag: Mapping[str, Any]) -> Resol
         if e.latest and "archived_from" not in e.properties and tagged.get(i) != e.version
     )
     shown: list[str] = []
-    missing = 0
+    absent: dict[str, int] = {}  # tagged, not visible now: hidden, or gone
     for entity_id, version in tagged.items():
         now = current.get(entity_id)
         if now is not None and now.version == version:
@@ -105,8 +108,20 @@ def resolve_view(store: Store, project_id: str, tag: Mapping[str, Any]) -> Resol
         if kept is not None:
             shown.append(kept.id)
         elif not entity_id.startswith("file:"):  # (a file's summary is not versioned)
-            missing += 1
-    return ResolvedTag(KnowledgeView(repos, tuple(hidden), tuple(sorted(shown))), missing)
+            absent[entity_id] = version
+    soft_deleted = 0
+    if absent:  # one read by id: which of them are still stored, hidden
+        ids = [i for e, v in absent.items() for i in (e, kept_id(e, v))]
+        hidden_now = {
+            (e.id, e.version)
+            for e in store.get_entities(project_id, ids, include_inactive=True)
+            if not e.active
+        }
+        soft_deleted = sum(
+            1 for e, v in absent.items() if (e, v) in hidden_now or (kept_id(e, v), v) in hidden_now
+        )
+    view = KnowledgeView(repos, tuple(hidden), tuple(sorted(shown)))
+    return ResolvedTag(view, len(absent) - soft_deleted, soft_deleted)
 
 
 def pinned_view(store: Store, project_id: str) -> KnowledgeView | None:

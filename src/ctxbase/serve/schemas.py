@@ -819,6 +819,7 @@ class KbPinOut(_Out):
     shown: int  # earlier versions shown instead of the latest
     missing: int  # tagged versions no longer stored
     replaced: str | None = None  # the other version pinned before (one per project)
+    soft_deleted: int = 0  # tagged versions hidden (forget --soft): shown once restored
 
 
 class KbUnpinOut(_Out):

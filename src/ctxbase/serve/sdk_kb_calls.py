@@ -27,7 +27,7 @@ def _tag(raw: Mapping[str, Any]) -> KnowledgeTag:
 def _pin(raw: Mapping[str, Any]) -> PinReport:
     return PinReport(
         str(raw["tag"]), tuple(raw["repos"]), int(raw["hidden"]), int(raw["shown"]),
-        int(raw["missing"]), raw.get("replaced"),
+        int(raw["missing"]), raw.get("replaced"), int(raw.get("soft_deleted", 0)),
     )  # fmt: skip
 
 
