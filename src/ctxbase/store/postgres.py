@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from ..model import (
@@ -52,6 +53,7 @@ from .rows import (
     relation_row,
     tombstone_hash,
     types_at_node_sql,
+    without_forgotten_links,
 )
 from .schema import UPGRADE_PREFIX
 
@@ -152,7 +154,10 @@ class PostgresStore(PgSearch, PgAdmin, Store):
             self._lock(conn, list(by_project), ensure=True, bump=True)
             for pid in sorted(by_project):
                 fresh = self._fresh_events(conn, pid, by_project[pid], events)
-                stored = self._insert_events(conn, pid, [(events[n], items[n]) for n in fresh])
+                pairs = [(events[n], items[n]) for n in fresh]
+                tombstoned = partial(self._tombstoned, conn)
+                pairs = without_forgotten_links(pairs, tombstoned)
+                stored = self._insert_events(conn, pid, pairs)
                 done.update(zip(fresh, stored, strict=True))
                 if backlog is not None:
                     self._backlog(conn, pid, [e.id for e in stored if backlog(e)])

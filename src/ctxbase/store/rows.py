@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ValidationError
@@ -51,6 +51,7 @@ __all__ = [
     "tombstone_hash",
     "trace_keys",
     "types_at_node_sql",
+    "without_forgotten_links",
 ]
 
 EVENT_COLS = (
@@ -220,6 +221,37 @@ def merged_ids(event_id: str, data: Any, metadata: Any) -> list[str]:
         return []  # a burst is two events or more, all counted
     ids = (p.get("id") for p in parts if isinstance(p, dict))
     return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i and i != event_id))
+
+
+def without_forgotten_links(
+    pairs: Sequence[tuple[Event, Sequence[SearchItem]]],
+    tombstoned: Callable[[str, list[str]], set[str]],
+) -> list[tuple[Event, Sequence[SearchItem]]]:
+    """The events (with their units) without the parents and references their project
+    forgot after the caller checked them and before the write (`tombstoned(project, ids)`,
+    read under the write lock). A forget takes those edges from the events stored before
+    it; one written after it must not bring them back."""
+    gone: set[str] = set()
+    for pid in dict.fromkeys(e.project_id for e, _ in pairs):
+        named = (i for e, _ in pairs if e.project_id == pid for i in _links_of(e))
+        if wanted := list(dict.fromkeys(named)):
+            gone |= tombstoned(pid, wanted)
+    return [(_without(e, gone), units) for e, units in pairs]
+
+
+def _links_of(event: Event) -> tuple[str, ...]:
+    return (*event.parent_event_ids, *event.refers_to)
+
+
+def _without(event: Event, gone: Collection[str]) -> Event:
+    if not gone or not set(_links_of(event)) & set(gone):
+        return event
+    return event.model_copy(
+        update={
+            "parent_event_ids": [p for p in event.parent_event_ids if p not in gone],
+            "refers_to": [r for r in event.refers_to if r not in gone],
+        }
+    )
 
 
 def event_edges(event: Event, prev_id: str | None) -> list[Relation]:

@@ -18,6 +18,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from ..model import (
@@ -44,6 +45,7 @@ from .rows import (
     merged_ids,
     relation_row,
     types_at_node_sql,
+    without_forgotten_links,
 )
 from .schema import UPGRADE_PREFIX
 from .sqlite_admin import SQLiteAdmin, secure_delete
@@ -151,7 +153,9 @@ class SQLiteStore(SQLiteSearch, SQLiteAdmin, Store):
             for project_id in projects:
                 self._ensure_project(conn, project_id)
             fresh = self._fresh_events(conn, events)
-            inserted = self._insert_events(conn, [(events[n], items[n]) for n in fresh])
+            pairs = [(events[n], items[n]) for n in fresh]
+            tombstoned = partial(_tombstoned, conn)
+            inserted = self._insert_events(conn, without_forgotten_links(pairs, tombstoned))
             if backlog is not None:
                 self._backlog(conn, [(e.project_id, e.id) for e in inserted if backlog(e)])
             if anchored:
