@@ -181,3 +181,58 @@ def test_a_backup_does_not_bring_back_a_project_forgotten_whole(
     assert _run(capsys, *base, "events", "s1")[0] == 3
     code, out, _ = _run(capsys, *base, "events", "s2")
     assert code == 0 and "a fresh start" in out
+
+
+def test_a_re_run_carries_rows_the_source_changed_in_place(tmp_path: Path, capsys: Any) -> None:
+    """A document ingested again with new text (its entity and search units rewritten under
+    their ids) and a `kb unpin`: the re-run replaces the destination's rows, says so, and
+    the destination answers as the source does."""
+    src, dst = str(tmp_path / "src.db"), str(tmp_path / "dst.db")
+    repo = tmp_path / "r"
+    repo.mkdir()
+    (repo / "doc.md").write_text("# Ops\n\nThe zqxskua runbook.\n")
+    base = ("--db", src, "--project", "m", "--embedder", "hash", "-q")
+    assert _run(capsys, *base, "ingest", str(repo))[0] == 0
+    assert _run(capsys, *base, "kb", "tag", "v1")[0] == 0
+    assert _run(capsys, *base, "kb", "pin", "v1")[0] == 0
+    assert _migrate(capsys, "m", src, dst)[0] == 0
+    (repo / "doc.md").write_text("# Ops\n\nThe zqxtern runbook.\n")
+    assert _run(capsys, *base, "ingest", str(repo))[0] == 0
+    assert _run(capsys, *base, "kb", "unpin")[0] == 0
+
+    code, out, err = _migrate(capsys, "m", src, dst)
+
+    assert code == 0 and err == "" and "differs" not in out, (out, err)
+    assert "replaced " in out and "row(s) the source changed since" in out
+    there = ("--db", dst, "--project", "m", "--embedder", "hash", "-q")
+    for word, found in (("zqxtern", True), ("zqxskua", False)):
+        code, out, _ = _run(capsys, *there, "search", word, "--preset", "keyword")
+        assert code == 0 and ("doc.md" in out) == found, (word, out)
+    here, there_ = (_run(capsys, *b, "kb", "list")[1] for b in (base, there))
+    assert here == there_
+
+
+def test_a_re_run_reports_rows_that_differ_and_takes_them_with_source_wins(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A change with no time to tell which side is newer (events hidden in the source) is
+    kept, counted per table and named on stderr with exit 1; --source-wins takes it."""
+    src, dst = str(tmp_path / "src.db"), str(tmp_path / "dst.db")
+    _capture(capsys, src, "p", "s", "the walrus code is 42")
+    assert _migrate(capsys, "p", src, dst)[0] == 0
+    base = ("--db", src, "--project", "p", "--embedder", "none", "-q")
+    assert _run(capsys, *base, "forget", "--soft", "--session", "s")[0] == 0
+
+    code, out, err = _migrate(capsys, "p", src, dst)
+
+    assert code == 1, (out, err)
+    assert (
+        "error: 2 row(s) differ from the source; kept the destination's (events 1, items 1)" in err
+    )
+    assert "--source-wins" in err
+    assert "<-- differs" in next(ln for ln in out.splitlines() if ln.startswith("events"))
+    code, out, err = _run(capsys, "--project", "p", "-q", "migrate-data", "--from", src,
+                          "--to", dst, "--source-wins")  # fmt: skip
+    assert code == 0 and err == "", (out, err)
+    assert "replaced 2 row(s)" in out
+    assert _migrate(capsys, "p", src, dst)[0] == 0

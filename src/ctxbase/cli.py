@@ -775,7 +775,14 @@ def cmd_migrate_data(args: argparse.Namespace) -> int:
         dst = open_store(args.target)
         try:
             check_target(src, dst, args.target)
-            counts = copy_project(src, dst, args.project, progress=on_batch, bulk=args.bulk)
+            counts = copy_project(
+                src,
+                dst,
+                args.project,
+                progress=on_batch,
+                bulk=args.bulk,
+                source_wins=getattr(args, "source_wins", False),
+            )
             if bars:
                 bars[-1].close()
         finally:

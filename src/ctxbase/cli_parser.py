@@ -369,6 +369,12 @@ def build_parser(h: Any) -> argparse.ArgumentParser:
         help="PostgreSQL destination: build its vector indexes once after the copy, not row "
         "by row (much faster for large loads; its vector searches scan until the copy ends)",
     )
+    p.add_argument(
+        "--source-wins",
+        action="store_true",
+        help="replace every row the destination holds with other content than the source's "
+        "(by default only those the source changed later; the others are kept and reported)",
+    )
     p.set_defaults(func=h.cmd_migrate_data)
 
     from .serve.cli_commands import add_subcommands

@@ -691,6 +691,21 @@ class Store(ABC):
         index in step for items); returns the rows inserted."""
 
     @abstractmethod
+    def held_rows(
+        self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The project's rows of one table of schema.TABLES with the keys (schema.KEYS) of
+        `rows`, exported as `export_rows` does; those it does not hold are not there."""
+
+    @abstractmethod
+    def delete_rows(
+        self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
+    ) -> dict[str, int]:
+        """Delete the project's rows of one table with the keys of `rows` (a copy replacing
+        them with the source's: `import_rows` writes those next), keeping the keyword index
+        in step; an item's vectors go with it. Returns the rows deleted per table."""
+
+    @abstractmethod
     def count_rows(self, project_id: str, table: str) -> int:
         """How many rows of one table belong to the project (active or not)."""
 

@@ -21,7 +21,7 @@ from .pg_base import INDEX_LOCK, Conn, InsufficientResources, PgBase, as_array, 
 from .records import ApiKeyRecord, ForgetReport
 from .rows import ALIAS_INSERT, import_aliases, next_version, tombstone_hash, trace_keys
 from .schema import FORGET_TABLES, TABLES
-from .shared import table_columns
+from .shared import key_batches, table_columns
 
 __all__ = ["PgAdmin"]
 
@@ -397,6 +397,43 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
             if table == "events":  # the aliases are not copied: each event brings its own
                 self._many(conn, self._dialect.sql(ALIAS_INSERT), import_aliases(rows))
         return max(inserted, 0)
+
+    def held_rows(
+        self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        cols = table_columns(table)
+        out: list[dict[str, Any]] = []
+        with self._read() as conn:
+            for cond, args in key_batches(table, rows):
+                sql = f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=? AND {cond}"
+                found = self._x(conn, self._dialect.sql(sql), (project_id, *args)).fetchall()
+                out.extend(_export_row(cols, r) for r in found)
+        return out
+
+    def delete_rows(
+        self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
+    ) -> dict[str, int]:
+        table_columns(table)  # a known table
+        deleted: dict[str, int] = {}
+        with self._tx() as conn:
+            if table != "projects":
+                self._lock(conn, [project_id], ensure=False, bump=True)
+            for cond, args in key_batches(table, rows):
+                where, bound = f"project_id=? AND {cond}", (project_id, *args)
+                if table == "items":  # their vectors go with them (the index by trigger)
+                    n = self._x(
+                        conn,
+                        self._dialect.sql(
+                            "DELETE FROM item_vectors WHERE project_id=? AND item_id IN "
+                            f"(SELECT item_id FROM items WHERE {where})"
+                        ),
+                        (project_id, *bound),
+                    ).rowcount
+                    deleted["item_vectors"] = deleted.get("item_vectors", 0) + max(n, 0)
+                sql = self._dialect.sql(f"DELETE FROM {table} WHERE {where}")
+                n = self._x(conn, sql, bound).rowcount
+                deleted[table] = deleted.get(table, 0) + max(n, 0)
+        return deleted
 
     @contextmanager
     def bulk_load(self) -> Iterator[None]:

@@ -19,6 +19,7 @@ __all__ = [
     "FORGET_TABLES",
     "GLOBAL_TABLES",
     "JSON_COLUMNS",
+    "KEYS",
     "MIGRATIONS",
     "TABLES",
     "UPGRADE_PREFIX",
@@ -283,6 +284,23 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     ),
     "tombstones": ("project_id", "hashed_id", "forgotten_at"),
 }  # fmt: skip
+
+# The primary key of each project-keyed table, after project_id: what names one row (a copy
+# finds the destination's row of a source row by it).
+KEYS: dict[str, tuple[str, ...]] = {
+    "projects": (),
+    "sessions": ("session_id",),
+    "tasks": ("task_id",),
+    "events": ("event_id",),
+    "entities": ("entity_id",),
+    "relations": ("relation_id",),
+    "items": ("item_id",),
+    "item_vectors": ("item_id", "model"),
+    "state": ("scope", "scope_id", "key"),
+    "state_history": ("scope", "scope_id", "key", "version"),
+    "traces": ("context_id",),
+    "tombstones": ("hashed_id",),
+}
 
 # Columns holding JSON: exported as Python values, stored as each backend's JSON type.
 JSON_COLUMNS = frozenset(

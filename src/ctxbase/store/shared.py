@@ -7,7 +7,7 @@ by the shared row converters (rows.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..model import Entity, Event, SessionInfo, StateFact, TaskInfo
@@ -15,9 +15,9 @@ from . import rows
 from .base import TombstoneKind
 from .dialect import Dialect, filter_sql
 from .records import ApiKeyRecord, EventCount, ItemFilter, StateChange, TraceSummary
-from .schema import COLUMNS, UPGRADE_PREFIX
+from .schema import COLUMNS, KEYS, UPGRADE_PREFIX
 
-__all__ = ["SharedReads", "table_columns"]
+__all__ = ["SharedReads", "key_batches", "table_columns"]
 
 # (scope, scope_id) pairs per get_states statement: two bound parameters each
 _STATE_PAIRS = 400
@@ -29,6 +29,28 @@ def table_columns(table: str) -> tuple[str, ...]:
         return COLUMNS[table]
     except KeyError:
         raise ValueError(f"unknown table {table!r} (one of {', '.join(COLUMNS)})") from None
+
+
+def key_batches(
+    table: str, rows: Sequence[Mapping[str, Any]], size: int = 150
+) -> Iterator[tuple[str, list[Any]]]:
+    """The rows' keys (schema.KEYS) as conditions on `table`'s key columns, with `?`
+    placeholders, at most `size` keys each (after `project_id=?`, which the caller binds
+    first): `(k1, k2) IN (VALUES (?, ?), ...)`, a form SQLite and PostgreSQL both take.
+    Nothing for no rows; for the projects table (keyed by project_id alone) one empty
+    condition ("1=1")."""
+    keys = KEYS[table]
+    if not rows:
+        return
+    if not keys:
+        yield "1=1", []
+        return
+    unique = list(dict.fromkeys(tuple(r[k] for k in keys) for r in rows))
+    one = "(" + ", ".join("?" for _ in keys) + ")"
+    for start in range(0, len(unique), size):
+        part = unique[start : start + size]
+        cond = f"({', '.join(keys)}) IN (VALUES {', '.join(one for _ in part)})"
+        yield cond, [v for key in part for v in key]
 
 
 class SharedReads:

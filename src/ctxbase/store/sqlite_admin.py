@@ -17,7 +17,7 @@ from .keyword_log import KeywordLog
 from .records import ApiKeyRecord, ForgetReport
 from .rows import ALIAS_INSERT, import_aliases, next_version, trace_keys
 from .schema import FORGET_TABLES, JSON_COLUMNS
-from .shared import table_columns
+from .shared import key_batches, table_columns
 from .sqlite_base import (
     ITEM_SEQ,
     SQLiteBase,
@@ -410,6 +410,47 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             if table != "projects":
                 self._bump(conn, project_id)
         return inserted
+
+    def held_rows(
+        self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        cols = table_columns(table)
+        out: list[dict[str, Any]] = []
+        with self._read() as conn:
+            for cond, args in key_batches(table, rows):
+                found = conn.execute(
+                    f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=? AND {cond}",
+                    (project_id, *args),
+                ).fetchall()
+                out.extend(_export_row(cols, r) for r in found)
+        return out
+
+    def delete_rows(
+        self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
+    ) -> dict[str, int]:
+        table_columns(table)  # a known table
+        deleted: dict[str, int] = {}
+        with self._write() as conn:
+            for cond, args in key_batches(table, rows):
+                where, bound = f"project_id=? AND {cond}", (project_id, *args)
+                if table == "items":  # their keyword-index rows and vectors go with them
+                    found = conn.execute(
+                        f"SELECT rowid, item_id FROM items WHERE {where}", bound
+                    ).fetchall()
+                    conn.executemany("DELETE FROM item_fts WHERE rowid=?", [(r[0],) for r in found])
+                    ids = [r[1] for r in found]
+                    if ids:
+                        n = conn.execute(
+                            "DELETE FROM item_vectors WHERE project_id=? AND item_id IN "
+                            f"({placeholders(len(ids))})",
+                            (project_id, *ids),
+                        ).rowcount
+                        deleted["item_vectors"] = deleted.get("item_vectors", 0) + n
+                n = conn.execute(f"DELETE FROM {table} WHERE {where}", bound).rowcount
+                deleted[table] = deleted.get(table, 0) + n
+            if deleted and table != "projects":
+                self._bump(conn, project_id)
+        return deleted
 
     def _purge_fts(self, conn: sqlite3.Connection, report: ForgetReport) -> None:
         # FTS5 only marks deleted rows in its index; their terms stay in the index segments

@@ -19,6 +19,11 @@ refuses those too. A store is never copied into itself (ValidationError).
 The source is read in one snapshot (`Store.read_snapshot`) while bases may go on writing
 it, and the destination written in one transaction: a copy interrupted half way leaves
 the destination as it was.
+
+A row the destination holds under the key of a source row with other content (the source
+changed it in place since an earlier copy, or the destination did) is replaced by the
+source's when the source changed it later, and otherwise kept and counted
+(`TableCopy.differ`; copy_refresh).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from ..errors import ValidationError
 from .base import Store
 from .copy_filter import ForgottenThere
 from .copy_forgets import forget_what_the_source_forgot
+from .copy_refresh import Refresh
 from .schema import TABLES
 
 __all__ = ["TableCopy", "copy_project", "project_forgotten", "project_reborn"]
@@ -52,7 +58,11 @@ class TableCopy:
     rows the destination holds that the source does not (written there since an earlier
     copy); `redacted`: rows written with forgotten content taken out. The copy is whole
     (`matches`) when the destination holds what it held plus what was written less what
-    was removed, and held the rows skipped as already there."""
+    was removed, and held the rows skipped as already there. `replaced`: rows the
+    destination held under a source row's key with other content, replaced by the source's
+    (it changed them later); `dropped`: destination rows deleted for the source's later
+    change (a state record it deleted, the vectors of items replaced); `differ`: rows held
+    under a source row's key with other content, kept as they are (copy_refresh)."""
 
     source: int
     destination: int
@@ -62,6 +72,9 @@ class TableCopy:
     forgotten: int = 0
     own: int = 0
     redacted: int = 0
+    replaced: int = 0
+    dropped: int = 0
+    differ: int = 0
 
     @property
     def already(self) -> int:
@@ -73,7 +86,7 @@ class TableCopy:
 
     @property
     def matches(self) -> bool:
-        whole = self.destination == self.held + self.written - self.removed
+        whole = self.destination == self.held + self.written - self.removed - self.dropped
         return whole and self.already <= self.held
 
 
@@ -85,6 +98,7 @@ def copy_project(
     batch: int = 1000,
     progress: Callable[[str, int], None] | None = None,
     bulk: bool = False,
+    source_wins: bool = False,
 ) -> dict[str, TableCopy]:
     """Copy every row of `project_id` from `src` to `dst`; rows already in `dst` are kept,
     and rows `dst` has hard-forgotten are left out (see copy_filter).
@@ -94,6 +108,8 @@ def copy_project(
     (holding the project's write lock): all or nothing. `progress(table, rows)` is
     called after each batch with the source rows read so far. `bulk`: the copy runs in
     `dst.bulk_load()` (PostgreSQL builds its vector indexes once, after the copy).
+    `source_wins`: every row the destination holds with other content than the source's is
+    replaced by the source's (by default only those the source changed later: copy_refresh).
     ValidationError when `dst` is the database of `src` (however it was named).
     """
     if src.same_database(dst):
@@ -113,13 +129,16 @@ def copy_project(
         if held["projects"]:  # no other writer of the project meanwhile (the counts agree)
             dst.hold_project(project_id)
         there = ForgottenThere(src, dst, project_id)
+        refresh = Refresh(src, dst, project_id, there.lives, source_wins=source_wins)
         own = 0
         written: dict[str, int] = {}
         for table in TABLES:  # parents first (projects, sessions, ...)
             there.prepare(table)
             copied = inserted = 0
             for rows in src.export_rows(project_id, table, batch):
-                inserted += dst.import_rows(project_id, table, there.rows(table, rows))
+                kept = there.rows(table, rows)
+                inserted += dst.import_rows(project_id, table, kept)
+                refresh.batch(table, rows, kept, held=bool(held[table]))
                 copied += len(rows)
                 if progress is not None:
                     progress(table, copied)
@@ -147,6 +166,7 @@ def copy_project(
             if written["tombstones"]
             else Counter[str]()
         )
+        refresh.finish(held_state=bool(held["state"]))  # as the forgets left the rows
         return {
             table: TableCopy(
                 source=src.count_rows(project_id, table),
@@ -157,6 +177,9 @@ def copy_project(
                 forgotten=there.skipped[table],
                 own=own if table == "tombstones" else lives[table],
                 redacted=there.redacted[table],
+                replaced=refresh.replaced[table],
+                dropped=refresh.dropped[table],
+                differ=refresh.differ[table],
             )
             for table in TABLES
         }
