@@ -295,6 +295,32 @@ def test_git_repository_listing_and_commit(tmp_path: Path) -> None:
     assert core.properties["git_commit"] == head
 
 
+def test_files_git_tracks_in_tool_folders_are_named_as_skipped(tmp_path: Path) -> None:
+    """A committed .vscode/settings.json or a virtual environment is never ingested, and
+    the report says so, file by file, rather than counting nothing."""
+    root = tmp_path / "repo"
+    for rel, text in {
+        "app.py": "def main():\n    return 1\n",
+        ".vscode/settings.json": '{"editor.tabSize": 4}\n',
+        "venv/lib/site.py": "x = 1\n",
+        "src/pkg.egg-info/PKG-INFO": "Name: pkg\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    for args in (["init", "-q"], ["add", "-f", "-A"], ["commit", "-q", "-m", "init"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root,
+                       check=True, capture_output=True)  # fmt: skip
+    report = ingest_path(_open(tmp_path), root)
+    assert (report.files_total, report.files_skipped) == (4, 3)
+    assert report.skipped == [
+        (".vscode/settings.json", "in a tool or dependency folder (.vscode/), never ingested"),
+        ("src/pkg.egg-info/PKG-INFO",
+         "in a tool or dependency folder (pkg.egg-info/), never ingested"),
+        ("venv/lib/site.py", "in a tool or dependency folder (venv/), never ingested"),
+    ]  # fmt: skip
+    assert [f.path for f in report.files if f.status == "new"] == ["app.py"]
+
+
 def test_the_gitignore_walk_lists_what_git_lists(tmp_path: Path) -> None:
     import shutil
     import subprocess

@@ -158,21 +158,31 @@ def git_info(folder: Path) -> GitInfo | None:
     )
 
 
-def list_files(root: Path) -> tuple[list[str], GitInfo | None]:
-    """Files to ingest under `root`, relative to it, and the repository info if any."""
+def list_files(root: Path) -> tuple[list[str], GitInfo | None, dict[str, str]]:
+    """Files to ingest under `root`, relative to it, the repository info if any, and the
+    files git lists that are left out all the same: those in a tool or dependency folder
+    (path -> the folder). A walk outside a repository does not enter such folders."""
     info = git_info(root)
     if info is not None:
         listed = _git(["ls-files", "-co", "--exclude-standard", "-z"], root)
         if listed is not None:
             files: set[str] = set()
+            held_back: dict[str, str] = {}
             for rel in listed.split("\0"):
                 if not rel:
                     continue
                 parts = rel.split("/")
-                if any(p in ALWAYS_SKIPPED_DIRS or p.endswith(".egg-info") for p in parts[:-1]):
+                tool = next(
+                    (p for p in parts[:-1] if p in ALWAYS_SKIPPED_DIRS or p.endswith(".egg-info")),
+                    None,
+                )
+                present = (root / rel).is_file() or (root / rel).is_symlink()
+                if tool is not None:
+                    if present:  # committed on purpose, maybe: named, not dropped unsaid
+                        held_back[rel] = tool
                     continue
                 # Tracked but deleted files are listed too; links are kept, to be reported.
-                if (root / rel).is_file() or (root / rel).is_symlink():
+                if present:
                     files.add(rel)
-            return sorted(files), info
-    return walk_files(root), info
+            return sorted(files), info, dict(sorted(held_back.items()))
+    return walk_files(root), info, {}

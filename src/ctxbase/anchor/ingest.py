@@ -286,8 +286,9 @@ def ingest_path(
     if max_file_bytes < 1:
         raise ValidationError("max_file_bytes", f"must be at least 1 (got {max_file_bytes})")
     root = Path(path).resolve()
+    held_back: dict[str, str] = {}  # listed by git, in a tool or dependency folder
     if root.is_dir():
-        listed, git = list_files(root)
+        listed, git, held_back = list_files(root)
     else:
         listed, git = [root.name], None
         from .gitignore import git_info
@@ -408,6 +409,13 @@ def ingest_path(
     report.relations_written, report.relations_closed, report.units_rewoven = weave(
         cb, pid, repo, woven, full=resume, sign_key=sign_key, writing=watch.writing, done=marked
     )
+    for rel, folder in held_back.items():
+        path = posixpath.join(prefix, rel) if prefix else rel
+        why = f"in a tool or dependency folder ({folder}/), never ingested"
+        report.files_total += 1
+        report.files_skipped += 1
+        report.skipped.append((path, why))
+        report.files.append(FileOutcome(path, "skipped", why))
     refresh_pin(cb, pid)  # a pinned version hides what this ingest wrote
     cb.notify_embedder()
     watch.check()  # forgotten since its last write: what it wrote went with it
