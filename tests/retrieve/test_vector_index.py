@@ -298,3 +298,18 @@ def test_vectors_of_reads_memory_or_the_store_alike(tmp_path: Path, ann: str) ->
             assert index.vectors_of("p", model, []) == {}
     finally:
         cb.close()
+
+
+def test_a_query_with_nothing_to_embed_finds_nothing_on_every_store(cb: ContextBase) -> None:
+    """A zero vector (an emoji alone for the hashing embedder) has no direction: nothing is
+    near it. SQLite's search answered every vector at similarity 0, pgvector none."""
+    for text in ("订单已发货", "the cache ttl is 300 seconds", "午饭吃了牛肉面"):
+        cb.record("user_message", session_id="s", text=text)
+    cb.wait_for_embeddings(timeout=60)
+    embedder = cb.searcher.embedder
+    assert embedder is not None
+    zero = np.zeros(embedder.dim, dtype=np.float32)
+    assert cb.searcher.vectors.search(cb.project, embedder.name, zero, 5) == []
+    assert not np.any(embedder.embed_query("🚀"))  # what the hashing embedder makes of it
+    assert cb.search("🚀", preset="hybrid", top_k=5).results == []
+    assert cb.search("cache ttl", preset="semantic", top_k=5).results  # a real query does

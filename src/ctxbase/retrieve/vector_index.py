@@ -238,6 +238,8 @@ class VectorIndex:
         limit: int,
         allowed_ids: set[str] | None = None,
     ) -> list[tuple[str, float]]:
+        if not np.any(query):  # a text with nothing to embed: no direction, nothing near
+            return []  # (pgvector's cosine answers no row for it; the same on every store)
         native = self.store.vector_search(project_id, model, query, limit, allowed_ids)
         if native is not None:
             return native
