@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,7 +40,13 @@ def test_trace_is_stored_with_policy_candidates_and_tokens(cb: ContextBase) -> N
     assert "similarity" in doc["explain"]
     assert trace["tokens_by_layer"] == ctx.tokens_by_layer
     assert trace["total_tokens"] == ctx.total_tokens
-    assert "policy 'coder'" in explain_trace(trace)
+    text = explain_trace(trace)
+    assert "policy 'coder'" in text
+    # what the text names in the prompt adds up to the header's total: the layers'
+    # framed tokens and the reply's priming
+    framed = re.findall(r"^layer \w+: \d+ tokens of items \((\d+) in the prompt", text, re.M)
+    (primed,) = re.findall(r"^overhead: (\d+) tokens", text, re.M)
+    assert sum(map(int, framed)) + int(primed) == trace["total_tokens"]
     with pytest.raises(NotFoundError):
         get_trace(cb, "ctx_missing")
 

@@ -347,6 +347,8 @@ def explain_trace(trace: Mapping[str, Any]) -> str:
                 lines.extend(f"      {how}" for how in found.get(str(item.get("id")), ()))
                 if item.get("said_at") is not None:  # the age a time decay counts
                     lines.append(f"      said {_when(float(item['said_at']))}")
+    if primed := in_prompt.get("overhead"):  # the layers' prompt tokens add up to the total
+        lines.append(f"overhead: {primed} tokens (priming the model's reply)")
     for dropped in trace.get("dropped", ()):
         lines.append(
             f"  - {dropped.get('id')} ({dropped.get('layer', '?')}): {dropped.get('reason')}"
