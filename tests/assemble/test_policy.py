@@ -441,6 +441,19 @@ def test_load_from_path_and_text(tmp_path: Path) -> None:
         assert str(info.value) == f"{given!r}: no such policy file (nor YAML policies text)"
 
 
+def test_a_yes_or_no_where_a_number_belongs_is_refused() -> None:
+    """YAML reads `on` and `yes` as true, which pydantic alone takes as 1: `top_k: on` was
+    a top 1 without a word."""
+    head = "policies:\n  - name: a\n    match: {default: true}\n"
+    assert _problems(head + "    max_tokens: yes\n") == [
+        "policies[0].max_tokens: must be a number (got true: YAML reads yes, on and true,"
+        " no, off and false as a yes/no value)"
+    ]
+    (problem,) = _problems(head + "    strategies:\n      - {name: semantic_recall, top_k: on}\n")
+    assert problem.startswith("policies[0].strategies[0].top_k: must be a number (got true")
+    assert parse_policies(head + "    max_tokens: 500\n").default.name == "a"  # default: true
+
+
 def test_a_key_written_twice_is_refused_with_its_line() -> None:
     """YAML alone keeps the last of two equal keys without a word; a policy file says
     where the second is."""

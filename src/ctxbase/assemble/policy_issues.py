@@ -214,6 +214,9 @@ def issue_from_error(error: Any, root: Any, strategy_names: Sequence[str]) -> Po
         return PolicyIssue(path, f"unknown strategy {tag!r}{hint}; valid strategies: {names}")
     if kind == "union_tag_not_found":
         return PolicyIssue(path, f"strategy needs a 'name'; valid strategies: {names}")
+    if kind == "yes_or_no_for_a_number":  # raised for its model: the key is in ctx
+        key = str(error.get("ctx", {}).get("field", ""))
+        return PolicyIssue(f"{path}.{key}" if path else key, str(error.get("msg")))
     message = str(error.get("msg", "invalid value"))
     message = message.removeprefix("Value error, ")
     _, expected = _walk_loc(root, loc)

@@ -11,9 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from ..errors import ValidationError
 from .policy_issues import closest
@@ -95,10 +103,38 @@ DEFAULT_ERROR_TRIGGERS: tuple[str, ...] = (
 )
 
 
+# the pydantic error type of a yes/no given for a number (policy_issues names its key)
+YES_OR_NO_FOR_A_NUMBER = "yes_or_no_for_a_number"
+
+
 class Frozen(BaseModel):
-    """A policy file's model: immutable, and an unknown key is an error."""
+    """A policy file's model: immutable, and an unknown key is an error; so is a yes/no
+    where a number belongs (YAML reads `on`, `yes` and `true` as True, which pydantic would
+    take as 1)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_yes_or_no_for_a_number(cls, data: Any) -> Any:
+        for name, value in data.items() if isinstance(data, dict) else ():
+            field = cls.model_fields.get(name) if isinstance(name, str) else None
+            if isinstance(value, bool) and field is not None and not _takes_bool(field.annotation):
+                raise PydanticCustomError(
+                    YES_OR_NO_FOR_A_NUMBER,
+                    f"must be a number (got {str(value).lower()}: YAML reads yes, on and true,"
+                    " no, off and false as a yes/no value)",
+                    {"field": name},
+                )
+        return data
+
+
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field's type admits a bool as written (bool itself, Any, or a union or
+    container holding one)."""
+    if annotation is bool or annotation is Any:
+        return True
+    return any(_takes_bool(arg) for arg in get_args(annotation))
 
 
 @dataclass(frozen=True)
