@@ -143,10 +143,14 @@ def test_a_user_file_is_layered_over_the_shipped_presets() -> None:
     )
     assert own.select("shop", "code_gen", "x").policy.name == "mine"
     assert own.select("shop", "tester", "x").policy.name == "tester"
-    # inherit_presets: false replaces them, as before
+    # inherit_presets: false replaces the presets; a file without a default policy of its
+    # own falls to the shipped default (as the README says), named as the presets'
     alone = parse_policies(ONE_ROLE.replace("version: 1", "version: 1\ninherit_presets: false"))
     chosen = alone.select("shop", "code_gen", "x")
-    assert chosen.policy.name == "builtin_default" and "no policy matched" in chosen.reasons[0]
+    assert chosen.policy.name == "default" and "no policy matched" in chosen.reasons[0]
+    assert (chosen.source, chosen.origin) == (shipped, "preset")
+    assert chosen.policy.strategies == load_default_policies().default.strategies
+    assert alone.select("shop", "sql_writer", "x").source == "inline YAML"
 
 
 def test_reasons_explain_the_match() -> None:

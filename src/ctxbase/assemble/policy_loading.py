@@ -10,6 +10,7 @@ notes (`stale_note`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -112,9 +113,16 @@ def policies_from_data(
         ]
         raise PolicyError(source, issues) from None
     own = PolicySet.from_document(document, source=source, origin=origin)
-    if not (presets and document.inherit_presets):
-        return own
     has_default = any(p.match.default for p in document.policies)
+    if not presets:  # (the shipped presets themselves)
+        return own
+    if not document.inherit_presets:  # the file replaces the presets, not their default
+        if has_default:
+            return own
+        shipped = load_default_policies()
+        return dataclasses.replace(
+            own, default=shipped.default, presets_source=shipped.source, default_is_preset=True
+        )
     return layer_over_presets(own, load_default_policies(), keep_default=has_default)
 
 
