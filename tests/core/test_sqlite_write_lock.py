@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,9 +22,10 @@ from ctxbase.store.sqlite_write_lock import FileWriteLock
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-def _holder(url: str, seconds: float) -> subprocess.Popen[str]:
+@contextmanager
+def _holder(url: str, seconds: float) -> Iterator[subprocess.Popen[str]]:
     """Another process holding the file's write lock for `seconds`: it prints "held" when
-    it has it and "let go <time.time()>" when it lets go."""
+    it has it and "let go <time.time()>" when it lets go; killed when the block ends."""
     code = textwrap.dedent(
         f"""
         import sys, time
@@ -42,62 +45,56 @@ def _holder(url: str, seconds: float) -> subprocess.Popen[str]:
         text=True,
         env={**os.environ, "PYTHONPATH": SRC},
     )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
-    return proc
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _let_go(holder: subprocess.Popen[str]) -> str:
+    """The holder's next line: "let go <time>" once it has let go."""
+    assert holder.stdout is not None
+    return holder.stdout.readline()
 
 
 def test_a_waiter_gets_the_lock_once_the_other_process_lets_go(tmp_path: Path) -> None:
     url = str(tmp_path / "a.db")
-    holder = _holder(url, 1.0)
-    try:
+    with _holder(url, 1.0) as holder:
         lock = FileWriteLock(url)
         lock.acquire(20, database="a.db")
         got = time.time()
-        assert holder.stdout is not None
-        line = holder.stdout.readline().split()
+        line = _let_go(holder).split()
         assert line[:2] == ["let", "go"] and float(line[2]) <= got
         lock.release()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_waiter_gives_up_at_its_timeout_and_does_not_keep_the_lock(tmp_path: Path) -> None:
     url = str(tmp_path / "a.db")
-    holder = _holder(url, 1.5)
-    try:
+    with _holder(url, 1.5) as holder:
         lock = FileWriteLock(url)
         with pytest.raises(StorageError, match="another process held the write lock"):
             lock.acquire(0.2, database="a.db")
-        assert holder.stdout is not None
-        assert holder.stdout.readline().startswith("let go")
+        assert _let_go(holder).startswith("let go")
         # the wait given up took the lock when the holder let go, and let go of it at once:
         # a third process gets it
-        third = _holder(url, 0.0)
-        third.kill()
-        third.wait()
+        with _holder(url, 0.0):
+            pass
         # and the process that gave up takes it again when it asks
         lock.acquire(5, database="a.db")
         lock.release()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_later_writer_of_the_process_takes_over_a_wait_given_up(tmp_path: Path) -> None:
     url = str(tmp_path / "a.db")
-    holder = _holder(url, 1.0)
-    try:
+    with _holder(url, 1.0) as holder:
         lock = FileWriteLock(url)
         with pytest.raises(StorageError):
             lock.acquire(0.1, database="a.db")
         lock.acquire(20, database="a.db")  # the same wait goes on, now for this writer
-        assert holder.stdout is not None
-        assert holder.stdout.readline().startswith("let go")
+        assert _let_go(holder).startswith("let go")
         lock.release()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_the_lock_file_goes_when_no_process_holds_or_awaits_it(tmp_path: Path) -> None:
@@ -106,13 +103,9 @@ def test_the_lock_file_goes_when_no_process_holds_or_awaits_it(tmp_path: Path) -
     store = SQLiteStore(str(path))
     store.touch_index("p")  # a write
     assert lock_file.exists()
-    holder = _holder(str(path), 1.0)  # another process holding the lock
-    try:
+    with _holder(str(path), 1.0):  # another process holding the lock
         store.close()
         assert lock_file.exists()  # in use there: left for it
-    finally:
-        holder.kill()
-        holder.wait()
     again = SQLiteStore(str(path))
     again.touch_index("p")
     again.close()
@@ -127,15 +120,10 @@ def test_a_writer_waiting_on_a_removed_lock_file_queues_on_the_new_one(tmp_path:
     lock.acquire(5, database="a.db")
     lock.release()
     os.remove(f"{url}-lock")  # what a last user's close does
-    holder = _holder(url, 1.0)  # makes and locks a new file
-    try:
+    with _holder(url, 1.0) as holder:  # makes and locks a new file
         lock.acquire(20, database="a.db")  # the old descriptor's lock would be free at once
-        assert holder.stdout is not None
-        assert holder.stdout.readline().startswith("let go")
+        assert _let_go(holder).startswith("let go")
         lock.release()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_store_writes_of_two_processes_queue_and_both_land(tmp_path: Path) -> None:
