@@ -19,12 +19,16 @@ process does not use it, writes stay correct and only lose the queue.
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
 import threading
 import time
 
 from ..errors import StorageError
+
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): SQLite's own lock alone
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["FileWriteLock", "file_write_lock", "release_file_write_lock"]
 
@@ -151,6 +155,8 @@ class FileWriteLock:
             self._drop_fd()
 
     def _open(self) -> int | None:
+        if fcntl is None:
+            return None
         if self._fd is None and not self._unusable:
             try:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
