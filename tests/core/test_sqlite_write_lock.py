@@ -25,7 +25,8 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 @contextmanager
 def _holder(url: str, seconds: float) -> Iterator[subprocess.Popen[str]]:
     """Another process holding the file's write lock for `seconds`: it prints "held" when
-    it has it and "let go <time.time()>" when it lets go; killed when the block ends."""
+    it has it and "let go <time>" when it has let go (the time read just before); killed
+    when the block ends."""
     code = textwrap.dedent(
         f"""
         import sys, time
@@ -34,8 +35,9 @@ def _holder(url: str, seconds: float) -> Iterator[subprocess.Popen[str]]:
         lock.acquire(10, database="db")
         print("held", flush=True)
         time.sleep({seconds})
+        before = time.time()  # read before the release: a waiter gets in at once after it
         lock.release()
-        print("let go", time.time(), flush=True)
+        print("let go", before, flush=True)
         time.sleep(30)  # keeps its descriptor open until killed
         """
     )
@@ -103,7 +105,7 @@ def test_the_lock_file_goes_when_no_process_holds_or_awaits_it(tmp_path: Path) -
     store = SQLiteStore(str(path))
     store.touch_index("p")  # a write
     assert lock_file.exists()
-    with _holder(str(path), 1.0):  # another process holding the lock
+    with _holder(str(path), 30.0):  # another process holding the lock (killed after)
         store.close()
         assert lock_file.exists()  # in use there: left for it
     again = SQLiteStore(str(path))
