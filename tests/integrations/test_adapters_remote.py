@@ -85,6 +85,27 @@ def test_llamaindex_over_the_sdk(client: Client, tmp_path: Path) -> None:
     assert memory.get_all() == []
 
 
+def test_a_read_key_reads_items_with_a_ttl(served: Served) -> None:
+    """Reading refreshes an item's expiry, which writes: a key that may only read gets the
+    item all the same (its expiry stays), over get and search."""
+    project = f"ro-{uuid.uuid4().hex[:8]}"
+    with (
+        ctxbase.connect(served.url, api_key=served.key(project, "write"), project=project) as w,
+        ctxbase.connect(served.url, api_key=served.key(project, "read"), project=project) as r,
+    ):
+        CtxbaseStore(w).put(("roles",), "t", {"v": 1}, ttl=10)
+        before = CtxbaseStore(w)._load(("roles",), "t")
+        reader = CtxbaseStore(r)
+        got = reader.get(("roles",), "t")
+        assert got is not None and got.value == {"v": 1}
+        assert [i.key for i in reader.search(("roles",))] == ["t"]
+        after = CtxbaseStore(w)._load(("roles",), "t")
+        assert before is not None and after is not None
+        assert after.expires_at == before.expires_at  # not refreshed by the read key
+        with pytest.raises(PermissionDeniedError):
+            reader.put(("roles",), "u", {"v": 2})
+
+
 def test_a_write_key_deletes_what_it_put(served: Served) -> None:
     project = f"wr-{uuid.uuid4().hex[:8]}"
     write = served.key(project, "write")

@@ -169,6 +169,54 @@ def test_ttl_expires_and_reading_refreshes(cb: ContextBase) -> None:
             CtxbaseStore.supports_ttl = True
 
 
+def test_a_read_refreshing_the_expiry_keeps_a_put_made_since(cb: ContextBase) -> None:
+    """Two agents on one project: A's get reads an item with a TTL, B puts a new value,
+    then A's get pushes the expiry out (what `get` does, split so B's put lands between
+    its two steps, as it does between processes). B's value stays; it wrote its own
+    expiry. The refresh wrote the whole item back before: B's update was undone."""
+    a, b = CtxbaseStore(cb), CtxbaseStore(cb)
+    ns = ("users", "alice")
+    b.put(ns, "prefs", {"food": "pizza"}, ttl=60)
+    read = a._load(ns, "prefs")
+    assert read is not None
+    b.put(ns, "prefs", {"food": "sushi"}, ttl=60)
+    a._refresh(read, True)
+    got = b.get(ns, "prefs", refresh_ttl=False)
+    assert got is not None and got.value == {"food": "sushi"}
+    # with nothing written between, the refresh moves the expiry, and a put after it wins
+    again = a._load(ns, "prefs")
+    assert again is not None and again.expires_at is not None
+    a._refresh(again, True)
+    moved = a._load(ns, "prefs")
+    assert moved is not None and moved.expires_at is not None
+    assert moved.expires_at > again.expires_at and moved.value == {"food": "sushi"}
+    b.put(ns, "prefs", {"food": "ramen"}, ttl=60)
+    last = a.get(ns, "prefs")
+    assert last is not None and last.value == {"food": "ramen"}
+
+
+def test_an_explicit_refresh_wins_over_the_stores_default(cb: ContextBase) -> None:
+    """BaseStore reads `refresh_on_read` only when the call says nothing."""
+    store = CtxbaseStore(cb, ttl={"default_ttl": 1.0 / 60, "refresh_on_read": False})  # 1 s
+    store.put(("t",), "a", {"x": 1})
+    for _ in range(3):
+        time.sleep(0.45)
+        assert store.get(("t",), "a", refresh_ttl=True) is not None
+    time.sleep(1.1)
+    assert store.get(("t",), "a") is None  # the default: reading does not refresh
+
+
+def test_an_item_put_again_after_it_expired_is_created_anew(cb: ContextBase) -> None:
+    store = CtxbaseStore(cb)
+    store.put(("t",), "a", {"x": 1}, ttl=1.0 / 60 / 4)  # 0.25 s
+    first = store.get(("t",), "a", refresh_ttl=False)
+    assert first is not None
+    time.sleep(0.4)
+    store.put(("t",), "a", {"x": 2})
+    again = store.get(("t",), "a")
+    assert again is not None and again.created_at > first.created_at  # as after a delete
+
+
 def test_query_ranks_within_a_namespace_crowded_by_others(cb: ContextBase) -> None:
     store = CtxbaseStore(cb)
     for i in range(12):

@@ -53,7 +53,7 @@ from langgraph.store.base import (  # noqa: E402  # after the install hint
     tokenize_path,
 )
 
-from ..errors import NotFoundError, ValidationError  # noqa: E402
+from ..errors import ConflictError, NotFoundError, ValidationError  # noqa: E402
 from ..model import Entity, make_entity_id  # noqa: E402
 from ..store.base import ItemFilter  # noqa: E402
 
@@ -69,6 +69,11 @@ MAX_RANKED = 1000  # search's own cap; further matches follow unranked, newest f
 
 def _when(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=UTC)
+
+
+# A put reads the item's version and writes the next one; written meanwhile by another
+# put or a read's refresh, it reads again (the last put wins, as BaseStore says)
+_PUT_TRIES = 8
 
 
 class _Stored:
@@ -244,6 +249,7 @@ class CtxbaseStore(BaseStore):
         text: str,
         created_at: float,
         ttl: float | None,
+        version: int | None,
     ) -> None:
         now = time.time()
         self.cb.upsert_entity(
@@ -262,6 +268,7 @@ class CtxbaseStore(BaseStore):
             },
             project=self.project,
             keep_history=False,  # a put overwrites, as BaseStore says
+            version=version,  # one past the version read: a write since is a ConflictError
         )
 
     def _delete(self, entity_ids: list[str]) -> None:
@@ -275,22 +282,29 @@ class CtxbaseStore(BaseStore):
                 self.cb.set_hidden(entity_ids, True, project=self.project)
 
     def _refresh(self, stored: _Stored, refresh: bool) -> None:
-        """Push the expiry of an item with a TTL out again, as reading it counts as use."""
+        """Push the expiry of an item with a TTL out again, as reading it counts as use.
+        `refresh` is the op's, in which BaseStore already read `refresh_on_read`.
+
+        The item is written back as it was read, one version on, on condition: a put (or
+        another read's refresh) since then keeps its value, and its own expiry. A key that
+        may only read leaves the expiry as it is: the read itself still answers."""
         if not refresh or stored.ttl is None:
-            return
-        if self.ttl_config is not None and not self.ttl_config.get("refresh_on_read", True):
             return
         entity = stored.entity
         props = {**entity.properties, "expires_at": time.time() + stored.ttl * 60.0}
-        self.cb.upsert_entity(
-            ITEM_TYPE,
-            entity.name,
-            entity.text,
-            id=entity.id,
-            properties=props,
-            project=self.project,
-            keep_history=False,  # only the expiry moved
-        )
+        from ..serve.errors import PermissionDeniedError
+
+        with suppress(ConflictError, PermissionDeniedError):
+            self.cb.upsert_entity(
+                ITEM_TYPE,
+                entity.name,
+                entity.text,
+                id=entity.id,
+                properties=props,
+                project=self.project,
+                keep_history=False,  # only the expiry moved
+                version=entity.version + 1,
+            )
 
     def sweep_ttl(self) -> int:
         """Delete (hide, or with `hard_delete` forget) every expired item now; returns how
@@ -364,15 +378,25 @@ class CtxbaseStore(BaseStore):
             isinstance(ttl, bool) or not isinstance(ttl, int | float) or not 0 < ttl < math.inf
         ):  # a ttl of -1 would write an item that has expired already
             raise ValidationError("ttl", f"must be a positive number of minutes (got {ttl!r})")
-        old = self._load(op.namespace, op.key)
-        self._write(
-            op.namespace,
-            op.key,
-            dict(op.value),
-            text=self._text(dict(op.value), op.index),
-            created_at=old.created_at if old is not None else time.time(),
-            ttl=ttl,
-        )
+        value = dict(op.value)
+        text = self._text(value, op.index)
+        for attempt in range(_PUT_TRIES):
+            old = self._load(op.namespace, op.key)
+            fresh = old is None or old.expired(time.time())  # an expired item is put afresh
+            try:
+                self._write(
+                    op.namespace,
+                    op.key,
+                    value,
+                    text=text,
+                    created_at=time.time() if fresh or old is None else old.created_at,
+                    ttl=ttl,
+                    version=None if old is None else old.entity.version + 1,
+                )
+                return
+            except ConflictError:  # written since it was read (a put, a read's refresh)
+                if attempt == _PUT_TRIES - 1:
+                    raise
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Reads see the state before the batch's writes; of several puts to one key the
