@@ -17,6 +17,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
 import ctxbase
+from ctxbase.errors import NotFoundError
 from ctxbase.integrations.autogen_memory import CtxbaseMemory
 from ctxbase.integrations.langchain import CtxbaseChatHistory
 from ctxbase.integrations.langgraph_store import CtxbaseStore
@@ -104,6 +105,17 @@ def test_a_read_key_reads_items_with_a_ttl(served: Served) -> None:
         assert after.expires_at == before.expires_at  # not refreshed by the read key
         with pytest.raises(PermissionDeniedError):
             reader.put(("roles",), "u", {"v": 2})
+        # a project the key may not see is an error for every operation, not an empty
+        # store (get answered None and delete passed, while search and put raised)
+        elsewhere = CtxbaseStore(w, project=f"{project}-other")
+        for call in (
+            lambda: elsewhere.get(("roles",), "t"),
+            lambda: elsewhere.delete(("roles",), "t"),
+            lambda: elsewhere.search(("roles",)),
+            lambda: elsewhere.put(("roles",), "t", {"v": 1}),
+        ):
+            with pytest.raises(NotFoundError, match="not visible to this key"):
+                call()
 
 
 def test_a_write_key_deletes_what_it_put(served: Served) -> None:

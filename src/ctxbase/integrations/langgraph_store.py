@@ -220,7 +220,9 @@ class CtxbaseStore(BaseStore):
     def _load(self, namespace: tuple[str, ...], key: str) -> _Stored | None:
         try:
             entity = self.cb.get_entity(self._entity_id(namespace, key), project=self.project)
-        except NotFoundError:
+        except NotFoundError as exc:
+            if exc.kind == "project":  # a project the key may not see is no empty store
+                raise
             return None
         return _Stored(entity)
 
@@ -274,12 +276,16 @@ class CtxbaseStore(BaseStore):
     def _delete(self, entity_ids: list[str]) -> None:
         if not entity_ids:
             return
-        # deleting a key that is not there (or deleted already) is no error for a BaseStore
-        with suppress(NotFoundError):
+        # deleting a key that is not there (or deleted already) is no error for a BaseStore;
+        # a project the key may not see is
+        try:
             if self.hard_delete:
                 self.cb.forget(entity_ids=entity_ids, project=self.project)
             else:
                 self.cb.set_hidden(entity_ids, True, project=self.project)
+        except NotFoundError as exc:
+            if exc.kind == "project":
+                raise
 
     def _refresh(self, stored: _Stored, refresh: bool) -> None:
         """Push the expiry of an item with a TTL out again, as reading it counts as use.
