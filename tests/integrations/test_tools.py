@@ -33,6 +33,17 @@ def test_openai_export_is_valid_function_calling_json() -> None:
     assert [t["function"]["name"] for t in openai_tools(["search_memory"])] == ["search_memory"]
 
 
+def test_remember_stores_the_text_as_written(cb: ContextBase) -> None:
+    """A code snippet keeps its first line's indentation and its last newline, as record()
+    keeps them; the names around it are trimmed."""
+    scope = ToolScope(cb, agent_id="coder")
+    snippet = "    return cache.get(key)\n  # end\n"
+    stored = call(scope, "remember", {"text": snippet, "session_id": " s1 "})
+    assert "error" not in stored, stored
+    (event,) = cb.last_events("s1", 1)
+    assert event.text == snippet
+
+
 def test_dispatcher_runs_model_calls(cb: ContextBase) -> None:
     writes: list[str] = []
     scope = ToolScope(cb, agent_id="coder", agent_role="coder", on_write=writes.append)

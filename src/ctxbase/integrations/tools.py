@@ -248,6 +248,23 @@ class RememberArgs(_Args):
         "(e.g. 1800 for a code valid 30 minutes); default: no expiry.",
     )
 
+    # the text is stored as written: a code snippet keeps its indentation and its last
+    # newline, as record() keeps them; the names around it are trimmed as elsewhere
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+    @field_validator("session_id", "event_type", "parent_event_ids", "fact_key", mode="before")
+    @classmethod
+    def _trimmed(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [v.strip() if isinstance(v, str) else v for v in value]
+        return value.strip() if isinstance(value, str) else value
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _blank_is_empty(cls, value: object) -> object:
+        # whitespace alone is nothing to remember: said blank, as for the other arguments
+        return "" if isinstance(value, str) and not value.strip() else value
+
     @field_validator("text")
     @classmethod
     def _within_bytes(cls, value: str) -> str:
