@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -215,6 +216,26 @@ def test_an_item_put_again_after_it_expired_is_created_anew(cb: ContextBase) -> 
     store.put(("t",), "a", {"x": 2})
     again = store.get(("t",), "a")
     assert again is not None and again.created_at > first.created_at  # as after a delete
+
+
+def test_a_blank_query_and_values_that_are_no_json(cb: ContextBase) -> None:
+    stores = (CtxbaseStore(cb), InMemoryStore())
+    for s in stores:
+        s.put(("a",), "k", {"text": "hello"})
+    both(stores, "search", ("a",), query="   ")  # a blank query is no query, as LangGraph's
+    ours = stores[0]
+    for bad, why in (
+        ({"when": datetime(2026, 1, 1)}, "Object of type datetime is not JSON serializable"),
+        ({"raw": b"x"}, "Object of type bytes is not JSON serializable"),
+        ({"n": float("nan")}, "Out of range float values are not JSON compliant"),
+    ):
+        with pytest.raises(ValidationError) as err:
+            ours.put(("a",), "bad", bad)
+        assert (err.value.field, err.value.message) == ("value", f"must be JSON data: {why}")
+    with pytest.raises(ValidationError) as err:  # the limits name the value, not properties
+        ours.put(("a",), "huge", {"v": "word " * 300_000})
+    assert err.value.field == "value" and "over the limit of 1000000" in err.value.message
+    assert ours.get(("a",), "bad") is None and ours.get(("a",), "huge") is None
 
 
 def test_query_ranks_within_a_namespace_crowded_by_others(cb: ContextBase) -> None:

@@ -340,7 +340,7 @@ class CtxbaseStore(BaseStore):
             and all(_matches(s.value.get(k), v) for k, v in (op.filter or {}).items())
         }
         ranked: list[tuple[_Stored, float | None]] = []
-        if op.query and candidates:
+        if op.query and op.query.strip() and candidates:  # blank: no query, as LangGraph
             response = self.cb.search(
                 op.query,
                 project=self.project,
@@ -385,6 +385,10 @@ class CtxbaseStore(BaseStore):
         ):  # a ttl of -1 would write an item that has expired already
             raise ValidationError("ttl", f"must be a positive number of minutes (got {ttl!r})")
         value = dict(op.value)
+        try:  # stored as JSON: a date, bytes or NaN is named here, not by a TypeError
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError("value", f"must be JSON data: {exc}") from None
         text = self._text(value, op.index)
         for attempt in range(_PUT_TRIES):
             old = self._load(op.namespace, op.key)
@@ -403,6 +407,8 @@ class CtxbaseStore(BaseStore):
             except ConflictError:  # written since it was read (a put, a read's refresh)
                 if attempt == _PUT_TRIES - 1:
                     raise
+            except ValidationError as exc:  # the item's limits are its value's
+                raise _as_value_error(exc) from None
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Reads see the state before the batch's writes; of several puts to one key the
@@ -429,3 +435,14 @@ class CtxbaseStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         return await asyncio.to_thread(self.batch, list(ops))
+
+
+def _as_value_error(exc: ValidationError) -> ValidationError:
+    """An entity's `properties` error as the store's caller wrote it: `value` (the
+    properties hold the value under "value", and the sizes count it)."""
+    field = exc.field
+    if field.startswith("properties.value"):
+        field = "value" + field[len("properties.value") :]
+    elif field == "properties":
+        field = "value"
+    return exc if field == exc.field else ValidationError(field, exc.message)
