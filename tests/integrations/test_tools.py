@@ -44,6 +44,20 @@ def test_remember_stores_the_text_as_written(cb: ContextBase) -> None:
     assert event.text == snippet
 
 
+def test_errors_name_the_arguments_the_model_wrote(cb: ContextBase) -> None:
+    """Not the library's own names (filters.types, key), and list items as the library
+    writes them (parent_event_ids[0], not parent_event_ids.0)."""
+    scope = ToolScope(cb, agent_id="coder")
+    for name, arguments, field in (
+        ("search_memory", {"query": "x", "types": ["nope"]}, "types"),
+        ("remember", {"text": "v", "fact_key": "k\nk"}, "fact_key"),
+        ("remember", {"text": "x", "parent_event_ids": [None]}, "parent_event_ids[0]"),
+        ("remember", {"text": "x", "parent_event_ids": ["ev_nope"]}, "parent_event_ids[0]"),
+    ):
+        error = call(scope, name, arguments)["error"]
+        assert error["field"] == field and error["message"].startswith(f"{field}: "), error
+
+
 def test_dispatcher_runs_model_calls(cb: ContextBase) -> None:
     writes: list[str] = []
     scope = ToolScope(cb, agent_id="coder", agent_role="coder", on_write=writes.append)

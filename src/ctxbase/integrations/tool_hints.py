@@ -69,7 +69,7 @@ def argument_problem(
 ) -> tuple[str, str]:
     """(argument, message) for one pydantic error of a tool whose arguments are `fields`,
     also accepted under `aliases`."""
-    field = ".".join(str(p) for p in err["loc"]) or "arguments"
+    field = _path(err["loc"]) or "arguments"
     if (words := constraint_words(err)) is not None:
         return field, words  # a bound, a choice, a blank string: as the library says them
     if err["type"] == "missing":
@@ -80,3 +80,12 @@ def argument_problem(
         guess = f"; did you mean {hint!r}?" if hint else f" (arguments: {', '.join(known)})"
         return field, f"unknown argument{guess}"
     return field, str(err["msg"])
+
+
+def _path(loc: Sequence[Any]) -> str:
+    """A pydantic location as the library writes a field: `parent_event_ids[0]`, not
+    `parent_event_ids.0`."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out

@@ -35,6 +35,7 @@ from .tool_facts import delete_facts, facts_not_found, matching_facts, session_f
 from .tool_hints import ArgumentsError, argument_problem
 
 if TYPE_CHECKING:
+    from ..model import StateFact
     from ..serve.sdk import Client
 
 __all__ = [
@@ -409,16 +410,17 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             repos=tuple(a.repos) if a.repos else None,
         )
     # assembly's relevance gate: an off-topic query gets no nearest-but-unrelated text
-    response = scope.cb.search(
-        a.query,
-        project=scope.project_id,
-        preset=a.mode,
-        filters=flt,
-        top_k=a.top_k,
-        relevance_gate=True,
-        new_project=True,  # the scope's own project: empty before anything is remembered
-        min_similarity=a.min_similarity,
-    )
+    with _named_as_the_tool({"filters.types": "types", "filters.repos": "repos"}):
+        response = scope.cb.search(
+            a.query,
+            project=scope.project_id,
+            preset=a.mode,
+            filters=flt,
+            top_k=a.top_k,
+            relevance_gate=True,
+            new_project=True,  # the scope's own project: empty before anything is remembered
+            min_similarity=a.min_similarity,
+        )
     hits = []
     for c in [] if only_facts else response.results:
         it = c.item
@@ -511,28 +513,9 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
         scope_id = a.session_id if a.fact_scope == "session" else pid
         if a.fact_scope == "session":  # listed by list_sessions, forgotten with it
             _ensure_session(scope, a.session_id)
-        if not isinstance(scope.cb, ContextBase):  # the remote client
-            fact = scope.cb.set_fact(
-                a.fact_key,
-                a.text,
-                scope_id=scope_id,
-                scope=a.fact_scope,
-                project=pid,
-                ttl=a.fact_ttl,
-            )
-        else:
-            from ..assemble.state import set_fact
-
-            fact = set_fact(
-                scope.cb,
-                a.fact_key,
-                a.text,
-                scope_id=scope_id,
-                scope=a.fact_scope,
-                cause=f"remembered by {scope.agent_id}",
-                project=pid,
-                ttl=a.fact_ttl,
-            )
+        names = {"key": "fact_key", "value": "text", "ttl": "fact_ttl", "scope_id": "session_id"}
+        with _named_as_the_tool(names):
+            fact = _set_fact(scope, a, scope_id, pid)
         return {"kind": "fact", "key": fact.key, "scope": fact.scope, "version": fact.version}
     with _named_as_the_tool({"type": "event_type"}):
         event = scope.cb.record(
@@ -545,6 +528,27 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
             parent_event_ids=list(a.parent_event_ids),
         )
     return {"kind": "event", "event_id": event.id, "session_id": event.session_id}
+
+
+def _set_fact(scope: ToolScope, a: RememberArgs, scope_id: str, pid: str) -> StateFact:
+    """remember's fact, written by the library here or by the server."""
+    assert a.fact_key is not None
+    if not isinstance(scope.cb, ContextBase):  # the remote client
+        return scope.cb.set_fact(
+            a.fact_key, a.text, scope_id=scope_id, scope=a.fact_scope, project=pid, ttl=a.fact_ttl
+        )
+    from ..assemble.state import set_fact
+
+    return set_fact(
+        scope.cb,
+        a.fact_key,
+        a.text,
+        scope_id=scope_id,
+        scope=a.fact_scope,
+        cause=f"remembered by {scope.agent_id}",
+        project=pid,
+        ttl=a.fact_ttl,
+    )
 
 
 def _fits_as_a_value(text: str) -> None:
