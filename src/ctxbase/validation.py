@@ -67,6 +67,7 @@ __all__ = [
     "is_blank",
     "json_refusal",
     "loads_tolerant",
+    "yes_or_no_for_a_number",
 ]
 
 MAX_TEXT_BYTES = 1_000_000
@@ -475,3 +476,24 @@ def constraint_words(err: Mapping[str, Any]) -> str | None:
     if kind == "string_too_short" and isinstance(value, str) and not value.strip():
         return "is blank"
     return None
+
+
+def yes_or_no_for_a_number(annotations: Mapping[str, Any], data: Any) -> str | None:
+    """The first key of `data` (a mapping about to be validated) holding a bool where its
+    field (`annotations`: name -> type) takes none: JSON's `true` and YAML's `on` are no
+    count or score, though pydantic's lax mode reads them as 1."""
+    if not isinstance(data, Mapping):
+        return None
+    for name, value in data.items():
+        if isinstance(value, bool) and name in annotations and not _takes_bool(annotations[name]):
+            return str(name)
+    return None
+
+
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a type admits a bool as written (bool, Any, or a union or container of it)."""
+    if annotation is bool or annotation is Any:
+        return True
+    from typing import get_args
+
+    return any(_takes_bool(arg) for arg in get_args(annotation))

@@ -53,6 +53,10 @@ def test_errors_name_the_arguments_the_model_wrote(cb: ContextBase) -> None:
         ("remember", {"text": "v", "fact_key": "k\nk"}, "fact_key"),
         ("remember", {"text": "x", "parent_event_ids": [None]}, "parent_event_ids[0]"),
         ("remember", {"text": "x", "parent_event_ids": ["ev_nope"]}, "parent_event_ids[0]"),
+        # a yes/no is no number, whichever number argument it is given for
+        ("assemble_context", {"intent": "x", "max_tokens": True}, "max_tokens"),
+        ("search_memory", {"query": "x", "min_similarity": True}, "min_similarity"),
+        ("search_memory", {"query": "x", "top_k": False}, "top_k"),
     ):
         error = call(scope, name, arguments)["error"]
         assert error["field"] == field and error["message"].startswith(f"{field}: "), error

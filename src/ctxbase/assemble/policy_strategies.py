@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from ..errors import ValidationError
+from ..validation import yes_or_no_for_a_number
 from .policy_issues import closest
 
 __all__ = [
@@ -117,24 +118,15 @@ class Frozen(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_yes_or_no_for_a_number(cls, data: Any) -> Any:
-        for name, value in data.items() if isinstance(data, dict) else ():
-            field = cls.model_fields.get(name) if isinstance(name, str) else None
-            if isinstance(value, bool) and field is not None and not _takes_bool(field.annotation):
-                raise PydanticCustomError(
-                    YES_OR_NO_FOR_A_NUMBER,
-                    f"must be a number (got {str(value).lower()}: YAML reads yes, on and true,"
-                    " no, off and false as a yes/no value)",
-                    {"field": name},
-                )
+        annotations = {n: f.annotation for n, f in cls.model_fields.items()}
+        if (name := yes_or_no_for_a_number(annotations, data)) is not None:
+            raise PydanticCustomError(
+                YES_OR_NO_FOR_A_NUMBER,
+                f"must be a number (got {str(data[name]).lower()}: YAML reads yes, on and "
+                "true, no, off and false as a yes/no value)",
+                {"field": name},
+            )
         return data
-
-
-def _takes_bool(annotation: Any) -> bool:
-    """Whether a field's type admits a bool as written (bool itself, Any, or a union or
-    container holding one)."""
-    if annotation is bool or annotation is Any:
-        return True
-    return any(_takes_bool(arg) for arg in get_args(annotation))
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ def argument_problem(
     """(argument, message) for one pydantic error of a tool whose arguments are `fields`,
     also accepted under `aliases`."""
     field = _path(err["loc"]) or "arguments"
+    if err["type"] == "yes_or_no_for_a_number":  # raised for the model: the key is in ctx
+        field = _path([*err["loc"], err["ctx"]["field"]])
     if (words := constraint_words(err)) is not None:
         return field, words  # a bound, a choice, a blank string: as the library says them
     if err["type"] == "missing":

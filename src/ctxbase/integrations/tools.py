@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticCustomError
 
@@ -30,7 +30,12 @@ from ..contextbase import ContextBase
 from ..errors import CtxbaseError, NotFoundError, ValidationError
 from ..model import Event, check_id
 from ..serve.keys import ROLES, role_allows
-from ..validation import MAX_JSON_BYTES, MAX_QUERY_CHARS, MAX_TEXT_BYTES
+from ..validation import (
+    MAX_JSON_BYTES,
+    MAX_QUERY_CHARS,
+    MAX_TEXT_BYTES,
+    yes_or_no_for_a_number,
+)
 from .tool_facts import delete_facts, facts_not_found, matching_facts, session_facts
 from .tool_hints import ArgumentsError, argument_problem
 
@@ -106,6 +111,19 @@ class ToolScope:
 
 class _Args(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_yes_or_no_for_a_number(cls, data: Any) -> Any:
+        # a model's `true` is no count, budget or score (pydantic alone reads it as 1)
+        annotations = {n: f.annotation for n, f in cls.model_fields.items()}
+        if (name := yes_or_no_for_a_number(annotations, data)) is not None:
+            raise PydanticCustomError(
+                "yes_or_no_for_a_number",
+                "must be a number (got {value})",
+                {"field": name, "value": str(data[name]).lower()},
+            )
+        return data
 
     # other names an argument is accepted under: the library's keyword -> the tool's
     aliases: ClassVar[dict[str, str]] = {}
