@@ -156,6 +156,13 @@ def test_serve_and_mcp_check_the_options_before_they_start(tmp_path: Path) -> No
     one_error_line(serve, 2, "--chunk-tokens: must be at least 16 tokens", "(got 8)")
     mcp = run("mcp", "--url", "http://127.0.0.1:9", "--chunking", "fine", cwd=tmp_path)
     one_error_line(mcp, 2, "--chunking: a server cuts what it stores", "ctxbase serve")
+    # the server's database and model are its own: given with --url, said so, not ignored
+    db = tmp_path / "other.db"
+    mcp = run("--db", str(db), "mcp", "--url", "http://127.0.0.1:9", cwd=tmp_path)
+    one_error_line(mcp, 2, "--db: a server reads its own database", "ctxbase serve")
+    assert not db.exists()
+    mcp = run("--embedder", "hash", "mcp", "--url", "http://127.0.0.1:9", cwd=tmp_path)
+    one_error_line(mcp, 2, "--embedder: a server embeds with its own model", "ctxbase serve")
 
 
 def test_the_help_names_the_presets_as_they_are() -> None:

