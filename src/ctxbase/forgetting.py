@@ -431,6 +431,7 @@ def forget(
             soft_deleted_before=before,
             replace_state={**kept, **(plan.replace_state if plan else {})} or None,
             repos=plan.names if plan else (),
+            redact_ids=cards,  # their cards, rewritten below, listed the section's words
         )
         if plan is not None and plan.repin is not None:
             # the pinned view held forgotten ids: its tag, rewritten, is pinned again

@@ -88,6 +88,31 @@ def test_a_section_forgotten_alone_leaves_the_document_card_without_its_words(
     assert all("quokkasecret" not in h.item.text for h in hits)
 
 
+def test_a_section_forgotten_alone_leaves_no_earlier_trace_with_its_words(
+    cb: ContextBase,
+) -> None:
+    """A trace recorded before the forget showed the document's card, whose key terms
+    came from the section: the card is written again without them, and the trace's copy
+    of it is redacted as a forgotten entity's entries are."""
+    import json
+
+    text = (
+        "# Vault guide\n\nThe guide covers storage.\n\n## Storage\n\nKeep backups offsite.\n\n"
+        "## Secrets\n\nThe quokkasecret rotates weekly; quokkasecret lives in the vault.\n"
+    )
+    doc = cb.anchor_document(text, path="docs/vault.md").entity_ids[0]
+    cb.wait_for_embeddings()
+    ctx = cb.assemble_context(agent_role="coder", user_intent="vault guide storage backups")
+    before = json.dumps(cb.get_trace(ctx.context_id))
+    assert "quokkasecret" in before and doc in before
+    secrets = next(e.id for e in cb.list_entities() if "Secrets" in e.name)
+    cb.forget(entity_ids=[secrets])
+    after = json.dumps(cb.get_trace(ctx.context_id))
+    assert "quokkasecret" not in after
+    card = cb.get_entity(doc)
+    assert card is not None and "Storage" in card.text  # the document stays
+
+
 def test_a_section_forgotten_alone_leaves_no_kept_card_version_with_its_words(
     cb: ContextBase,
 ) -> None:

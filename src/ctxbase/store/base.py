@@ -653,6 +653,7 @@ class Store(ABC):
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
         trace_ids: Sequence[str] = (),
+        redact_ids: Sequence[str] = (),
     ) -> ForgetReport:
         """Hard forget events and entities (named, a session's, or those soft-deleted before
         `soft_deleted_before`, a unix time) or the whole project: their rows, search units,
@@ -675,7 +676,9 @@ class Store(ABC):
         lists above): each leaves a tombstone of kind "repo" (ignored with whole_project,
         which tombstones every repository of the project). `trace_ids` names assembled
         contexts whose traces go whole (a copy forgetting what the source forgot with its
-        project: copy_forgets.py)."""
+        project: copy_forgets.py). `redact_ids` names entities that stay but whose stored
+        text said what is forgotten (a document's card listing a forgotten section's
+        words): their entries in other traces are redacted as a forgotten id's are."""
 
     # -- bulk copy (migrate-data) ----------------------------------------------------------
     @abstractmethod

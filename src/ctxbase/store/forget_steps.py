@@ -133,6 +133,7 @@ class ForgetSteps:
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
         trace_ids: Sequence[str] = (),
+        redact_ids: Sequence[str] = (),
     ) -> ForgetScope:
         scope = ForgetScope(
             event_ids=list(dict.fromkeys(event_ids)),
@@ -206,7 +207,8 @@ class ForgetSteps:
             scope.stored_entity_ids.append(entity_id)
             texts.append(text)
         scope.fact_scope_ids.add(project_id)
-        scope.forgotten = Forgotten(scope.node_ids, texts)
+        # entities kept whose text said what goes (Store.forget's `redact_ids`)
+        scope.forgotten = Forgotten([*scope.node_ids, *redact_ids], texts)
         return scope
 
     def _forget_aliases(

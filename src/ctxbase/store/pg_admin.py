@@ -169,6 +169,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
         trace_ids: Sequence[str] = (),
+        redact_ids: Sequence[str] = (),
     ) -> ForgetReport:
         report = ForgetReport()
         with self._tx() as conn:
@@ -186,6 +187,7 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                 replace_state=replace_state,
                 repos=repos,
                 trace_ids=trace_ids,
+                redact_ids=redact_ids,
             )
             nodes = scope.node_ids
             self._delete_items_of(conn, project_id, nodes, report)

@@ -159,6 +159,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
         trace_ids: Sequence[str] = (),
+        redact_ids: Sequence[str] = (),
     ) -> ForgetReport:
         report = ForgetReport()
         with self._write() as conn, secure_delete(conn):
@@ -176,6 +177,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                     replace_state=replace_state,
                     repos=repos,
                     trace_ids=trace_ids,
+                    redact_ids=redact_ids,
                 )
         self._truncate_wal()
         return report
@@ -193,6 +195,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
         replace_state: Mapping[tuple[str, str, str], Any] | None = None,
         repos: Sequence[str] = (),
         trace_ids: Sequence[str] = (),
+        redact_ids: Sequence[str] = (),
     ) -> None:
         scope = self._forget_scope(
             conn,
@@ -204,6 +207,7 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
             replace_state=replace_state,
             repos=repos,
             trace_ids=trace_ids,
+            redact_ids=redact_ids,
         )
         node_ids = scope.node_ids
         self._delete_items_of(conn, project_id, node_ids, report)
