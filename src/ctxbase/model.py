@@ -306,6 +306,9 @@ class SessionInfo(_Record):
     created_at: float = Field(default_factory=time.time)
     updated_at: float = Field(default_factory=time.time)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # how many of its events are hidden (forget --soft): read by list_sessions and
+    # get_session (a session hidden whole keeps its status), 0 from the store itself
+    hidden_events: int = 0
 
     @property
     def id(self) -> str:

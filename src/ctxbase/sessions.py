@@ -146,7 +146,7 @@ class SessionMethods:
         info = self.store.get_session(self._pid(project), check_id("session_id", session_id))
         if info is None:
             raise NotFoundError("session", session_id)
-        return self._fresh([info])[0]
+        return self._with_hidden(info.project_id, self._fresh([info]), [session_id])[0]
 
     def list_sessions(
         self, *, project: str | None = None, new_project: bool = False
@@ -154,7 +154,20 @@ class SessionMethods:
         """The project's sessions. Another project than the base's own that holds no data
         is a typo: UnknownProjectError (known_projects), unless `new_project`."""
         pid = check_known_project(self.store, self.project, self._pid(project), new_project)
-        return self._fresh(self.store.list_sessions(pid))
+        return self._with_hidden(pid, self._fresh(self.store.list_sessions(pid)))
+
+    def _with_hidden(
+        self, pid: str, sessions: list[SessionInfo], ids: Sequence[str] | None = None
+    ) -> list[SessionInfo]:
+        """The sessions with how many of their events are hidden: a session `forget --soft`
+        hid whole still reads as active by its status, and an agent must tell it apart."""
+        hidden = self.store.hidden_event_counts(pid, ids) if sessions else {}
+        return [
+            s.model_copy(update={"hidden_events": hidden[s.session_id]})
+            if s.session_id in hidden
+            else s
+            for s in sessions
+        ]
 
     def upsert_task(self, task: TaskInfo) -> TaskInfo:
         """Create or update a task. A status not given keeps the task's own (a new task

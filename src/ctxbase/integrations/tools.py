@@ -637,6 +637,7 @@ def _list_sessions(scope: ToolScope, a: ListSessionsArgs) -> dict[str, Any]:
                 "session_id": s.session_id,
                 "title": s.title,
                 "status": s.status,
+                "hidden_events": s.hidden_events,  # a session hidden whole is still active
                 "created_at": s.created_at,
                 "updated_at": s.updated_at,
             }
