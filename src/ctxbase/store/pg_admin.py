@@ -400,17 +400,8 @@ class PgAdmin(ForgetSteps, KeywordLog, PgBase):
                 self._many(conn, self._dialect.sql(ALIAS_INSERT), import_aliases(rows))
         return max(inserted, 0)
 
-    def held_rows(
-        self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        cols = table_columns(table)
-        out: list[dict[str, Any]] = []
-        with self._read() as conn:
-            for cond, args in key_batches(table, rows):
-                sql = f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=? AND {cond}"
-                found = self._x(conn, self._dialect.sql(sql), (project_id, *args)).fetchall()
-                out.extend(_export_row(cols, r) for r in found)
-        return out
+    def _exported_row(self, cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+        return _export_row(cols, row)
 
     def delete_rows(
         self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]

@@ -372,6 +372,20 @@ class SharedReads:
             args.append(int(limit))
         return [rows.entity_row(r, self._dialect.load) for r in self._all(sql, args)]
 
+    def held_rows(
+        self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        cols = table_columns(table)
+        out: list[dict[str, Any]] = []
+        for cond, args in key_batches(table, rows):
+            sql = f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=? AND {cond}"
+            out.extend(self._exported_row(cols, r) for r in self._all(sql, (project_id, *args)))
+        return out
+
+    def _exported_row(self, cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+        """A row as `export_rows` gives it (JSON decoded, vectors as arrays): the backend's."""
+        raise NotImplementedError
+
     def entities_fingerprint(
         self, project_id: str, exclude_types: Sequence[str] = (), until: float | None = None
     ) -> tuple[float, ...]:

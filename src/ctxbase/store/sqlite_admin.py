@@ -415,19 +415,8 @@ class SQLiteAdmin(ForgetSteps, KeywordLog, SQLiteBase):
                 self._bump(conn, project_id)
         return inserted
 
-    def held_rows(
-        self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        cols = table_columns(table)
-        out: list[dict[str, Any]] = []
-        with self._read() as conn:
-            for cond, args in key_batches(table, rows):
-                found = conn.execute(
-                    f"SELECT {', '.join(cols)} FROM {table} WHERE project_id=? AND {cond}",
-                    (project_id, *args),
-                ).fetchall()
-                out.extend(_export_row(cols, r) for r in found)
-        return out
+    def _exported_row(self, cols: Sequence[str], row: Sequence[Any]) -> dict[str, Any]:
+        return _export_row(cols, row)
 
     def delete_rows(
         self, project_id: str, table: str, rows: Sequence[Mapping[str, Any]]
