@@ -82,6 +82,22 @@ def test_unsigned_entities_fail_a_required_signature(tmp_path: Path) -> None:
     assert [c.item.owner_id for c in kept] == [plain.id] and tampered == []
 
 
+def test_a_required_signature_returns_top_k_verified_hits(tmp_path: Path) -> None:
+    """Unsigned entities ranked above the events must not take their places: the search
+    goes deeper until `top_k` verified hits (or everything) are found."""
+    cb = ctxbase.open(str(tmp_path / "x.db"), project="p", embedder="hash")
+    for n in range(8):
+        cb.upsert_entity("requirement", f"cache_{n}", f"cache cache cache rule {n}")
+    events = [
+        cb.record("user_message", session_id="s", text=f"the cache is cold {n}") for n in range(2)
+    ]
+    response = cb.search(
+        "cache", preset="keyword", top_k=2, require_signature=True, signing_key=KEY
+    )
+    assert {c.item.owner_id for c in response.results} == {e.id for e in events}
+    assert response.unsigned >= 1
+
+
 def test_project_keys_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert key_env_var("shop-v2") == "CTXBASE_HMAC_KEY_SHOP_V2"
     monkeypatch.delenv("CTXBASE_HMAC_KEY", raising=False)

@@ -444,6 +444,9 @@ class SignatureCheck:
         return kept
 
 
+# the deepest a checked search goes for `top_k` verified hits (SearchConfig.top_k's bound)
+_DEEPEST = 1000
+
 def checked_search(
     cb: ComponentsSource,
     project_id: str,
@@ -455,10 +458,20 @@ def checked_search(
     """A search that follows only verified relations and returns only units that may be
     served (require_signature); `tampered` names what failed."""
     cb = components_of(cb)
-    response = cb.searcher.search(
-        project_id, query, config, filters, relation_filter=check.relations
-    )
-    response.results = check.candidates(response.results)
+    # The ranking cuts at top_k before what it returns is checked: searched deeper while
+    # the verified ones are fewer than asked and deeper holds more (else an unsigned or
+    # tampered entity ranked above them took a verified hit's place).
+    deeper = config
+    while True:
+        response = cb.searcher.search(
+            project_id, query, deeper, filters, relation_filter=check.relations
+        )
+        kept = check.candidates(response.results)
+        exhausted = len(response.results) < deeper.top_k or deeper.top_k >= _DEEPEST
+        if len(kept) >= config.top_k or exhausted:
+            break
+        deeper = deeper.model_copy(update={"top_k": min(deeper.top_k * 4, _DEEPEST)})
+    response.results = kept[: config.top_k]
     response.considered = check.candidates(response.considered)
     response.tampered = check.tampered
     response.unsigned = len(check.unsigned)
