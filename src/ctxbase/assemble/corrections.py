@@ -102,6 +102,9 @@ def add_corrections(g: Gatherer, history: Sequence[tuple[Event, Confidence]] = (
         conf = known or read.get(node_id)
         if conf is None or not conf.note or node_id in g.cands:
             continue  # rated again since the search read it, or brought in after all
+        if _unverified(g, node_id):  # require_signature: neither its text nor the note
+            g.drop(f"{node_id}#{CORRECTION}", "signature", "the memory it corrects is not verified")
+            continue
         held = by_note.get(conf.note)
         if held is not None:  # the same rating: a message and a statement cut from it
             held.answers += f", {node_id}"
@@ -134,3 +137,13 @@ def add_corrections(g: Gatherer, history: Sequence[tuple[Event, Confidence]] = (
         cand.explain = {"replaces": replaced[note], **(cand.explain or {})}
         g.cands[cand.owner_id] = cand
     return len(by_note)
+
+
+def _unverified(g: Gatherer, node_id: str) -> bool:
+    """With a signature check (require_signature): the rated memory is no verified entity
+    or event, so a correction quoting it would serve its text after all."""
+    if g.check is None:
+        return False
+    if g.check.entity(node_id) != "not_entity":
+        return g.check.entity(node_id) != "valid"
+    return g.check.event(node_id) != "valid"
