@@ -245,6 +245,17 @@ def test_a_bad_search_override_is_bad_input_by_name(cb: ContextBase) -> None:
     with pytest.raises(ValidationError) as err:
         get_preset("hybrid", keyword=False, semantic=False)
     assert "at least one of keyword and semantic" in err.value.message
+    # a yes/no is no count (pydantic alone reads true as 1), an overflow no number
+    for overrides, field, message in (
+        ({"rrf_k": True}, "rrf_k", "must be a number (got true)"),
+        ({"graph_hops": False}, "graph_hops", "must be a number (got false)"),
+        ({"time_decay_half_life_days": float("inf")}, "time_decay_half_life_days",
+         "must be a finite number"),
+    ):  # fmt: skip
+        with pytest.raises(ValidationError) as err:
+            get_preset("hybrid", **overrides)
+        assert (err.value.field, err.value.message) == (field, message)
+    assert get_preset("hybrid", keyword=False).semantic  # a yes/no setting still takes one
 
 
 def test_a_turn_that_only_asks_ranks_below_the_turn_that_answers(cb: ContextBase) -> None:

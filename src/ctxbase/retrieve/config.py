@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from typing import Literal
 
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from pydantic import ValidationError as PydanticValidationError
 
 from ..errors import ValidationError
-from ..validation import constraint_words
+from ..validation import constraint_words, yes_or_no_for_a_number
 
 __all__ = [
     "DEFAULT_RELATION_THRESHOLDS",
@@ -335,6 +336,12 @@ def get_preset(name: str, **overrides: object) -> SearchConfig:
     if not overrides:
         return base
     check_not_filters(overrides)
+    annotations = {n: f.annotation for n, f in SearchConfig.model_fields.items()}
+    if (bad := yes_or_no_for_a_number(annotations, overrides)) is not None:
+        raise ValidationError(bad, f"must be a number (got {str(overrides[bad]).lower()})")
+    for field, value in overrides.items():  # pydantic takes an overflowing 1e400 as inf
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValidationError(field, "must be a finite number")
     try:
         return SearchConfig.model_validate({**base.model_dump(), **overrides})
     except PydanticValidationError as exc:  # a caller's bad override is bad input, by name
