@@ -66,6 +66,21 @@ def test_compact_archived_in_every_project(tmp_path: Path, capsys: Any) -> None:
         capsys, "--db", str(db), "compact-archived", "--older-than", "0", "--all-projects"
     )
     assert code == 0 and "compacted 3 archived session(s) in every project" in out
+    # session ids repeat between projects: each is named with its project
+    assert "  compacted s0 (project 'a')\n" in out and "  compacted s0 (project 'b')\n" in out
+    code, out, _ = _run(
+        capsys, "--db", str(db), "compact-archived", "--older-than", "0", "--all-projects",
+        "--json",
+    )  # fmt: skip
+    report = json.loads(out)
+    assert code == 0 and set(report["projects"]) == {"a", "b"}
+    assert report["projects"]["a"]["already_compacted"] == ["s0"]  # run again: done before
+    assert report["projects"]["b"]["already_compacted"] == ["s0", "s1"]
+    code, _, err = _run(
+        capsys, "--db", str(db), "--project", "a", "compact-archived", "--older-than", "0",
+        "--all-projects",
+    )  # fmt: skip
+    assert code == 2 and "--project: does not apply with --all-projects" in err
 
 
 def test_serve_refuses_a_bad_archive_retention(tmp_path: Path, capsys: Any) -> None:

@@ -17,6 +17,10 @@ _LISTED = 20  # sessions named one a line; more are counted
 def run_compact_archived(cb: Any, args: argparse.Namespace, progress: Progress) -> int:
     """Compact in `cb`'s project (or every project with --all-projects); prints the report
     (one line each, or JSON with --json)."""
+    if args.all_projects and getattr(args, "project_given", False):
+        from .errors import ValidationError
+
+        raise ValidationError("--project", "does not apply with --all-projects (every project)")
     bars: list[Bar] = []
 
     def on_session(done: int, total: int, session_id: str) -> None:
@@ -42,7 +46,13 @@ def run_compact_archived(cb: Any, args: argparse.Namespace, progress: Progress) 
         f"compacted {len(report.compacted)} archived session(s) in {where}: "
         f"{report.events_hidden} turn(s) hidden, one summary each"
     )
-    for sid in report.compacted[:_LISTED]:
+    # over every project a session is named with its project: ids repeat between them
+    named = [
+        f"{sid} (project {pid!r})"
+        for pid, part in report.by_project.items()
+        for sid in part.compacted
+    ] or report.compacted
+    for sid in named[:_LISTED]:
         print(f"  compacted {sid}")
     if len(report.compacted) > _LISTED:  # --json names them all
         print(f"  and {len(report.compacted) - _LISTED} more")

@@ -328,6 +328,7 @@ class SessionMethods:
         total = CompactionReport()
         for pid in pids:
             total.add(
-                compact_archived(self.components, seconds, project=pid, now=now, progress=progress)
+                compact_archived(self.components, seconds, project=pid, now=now, progress=progress),
+                project=pid if all_projects else None,
             )
         return total

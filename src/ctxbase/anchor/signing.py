@@ -447,6 +447,7 @@ class SignatureCheck:
 # the deepest a checked search goes for `top_k` verified hits (SearchConfig.top_k's bound)
 _DEEPEST = 1000
 
+
 def checked_search(
     cb: ComponentsSource,
     project_id: str,
