@@ -92,6 +92,19 @@ def test_running_again_does_nothing_more(cb: ContextBase) -> None:
     assert len(_summary(cb)) == 1
 
 
+def test_a_captured_session_summary_is_a_turn_not_a_compaction(cb: ContextBase) -> None:
+    """Only compaction's own summary says a session was compacted: one captured by a user
+    (the type is open to capture) made compaction skip the session for good."""
+    _session(cb)
+    said = cb.record("session_summary", session_id="s1", text="my own notes on s1")
+    cb.archive_session("s1")
+    report = cb.compact_archived("30d", now=LATER)
+    assert report.compacted == ["s1"] and report.events_hidden == 5
+    (text,) = [t for t in _summary(cb) if t.startswith("Summary of archived session s1")]
+    assert DECISION in text
+    assert not cb.store.get_events(cb.project, [said.id])  # hidden with the other turns
+
+
 def test_only_sessions_archived_longer_ago_than_the_threshold(cb: ContextBase) -> None:
     _session(cb, "old")
     _session(cb, "open")

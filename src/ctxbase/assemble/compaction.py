@@ -105,9 +105,10 @@ def _compact_one(cb: Components, pid: str, info: SessionInfo) -> int | None:
     """Compact one session: the turns hidden (0: none to hide), None when compacted before."""
     sid = info.session_id
     store = cb.store
-    if store.list_events(pid, sid, types=[SUMMARY_TYPE], include_inactive=True):
+    own = summary_id(pid, sid)  # compaction's own summary: a captured session_summary is a turn
+    if store.get_events(pid, [own], include_inactive=True):
         return None
-    raw = [e for e in store.list_events(pid, sid) if e.type != SUMMARY_TYPE]
+    raw = [e for e in store.list_events(pid, sid) if e.id != own]
     if not raw:
         return 0
     statuses = message_statuses(cb, sid, project=pid)
