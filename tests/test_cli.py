@@ -456,6 +456,10 @@ def test_projects_sessions_entities_and_status(tmp_path: Path, capsys: Any) -> N
     assert code == 0 and json.loads(out) == ["shop"]
     code, out, _ = _run(capsys, *base, "sessions", "--json")
     assert code == 0 and [s["session_id"] for s in json.loads(out)] == ["s1"]
+    docs_only = ["--db", str(tmp_path / "d.db"), "--embedder", "hash", "--project", "docs"]
+    _run(capsys, *docs_only, "ingest", str(tmp_path / "repo"))
+    code, out, err = _run(capsys, *docs_only, "sessions")  # none: said, not nothing
+    assert (code, out) == (0, "") and "no sessions in project 'docs'" in err
     code, out, _ = _run(capsys, *base, "entities", "--json")
     assert code == 0 and any(e["type"] == "document" for e in json.loads(out))
     code, out, _ = _run(capsys, *base, "entities", "--type", "document")

@@ -471,16 +471,16 @@ def cmd_projects(args: argparse.Namespace) -> int:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     with _open_existing(args, embedder=None) as cb:
+        # each with how many of its events are hidden: a session forget --soft hid whole
+        # is still there, and still active
         sessions = cb.list_sessions()
-        # a session whose events forget --soft hid is still there: say how many are hidden
-        hidden = cb.store.hidden_event_counts(cb.project) if sessions else {}
         if args.json:
-            hides = [{"hidden_events": hidden.get(x.session_id, 0)} for x in sessions]
-            _print_json([x.model_dump() | h for x, h in zip(sessions, hides, strict=True)])
+            _print_json([x.model_dump() for x in sessions])
         for x in [] if args.json else sessions:
-            n = hidden.get(x.session_id, 0)
-            mark = f"{n} hidden" if n else ""
+            mark = f"{x.hidden_events} hidden" if x.hidden_events else ""
             print(f"{x.session_id:<30} {x.status:<9} {mark:<10} {x.title or ''}".rstrip())
+        if not sessions:  # a line, not nothing: an empty listing reads as a failed command
+            print(f"no sessions in project {cb.project!r} (a capture makes one)", file=sys.stderr)
     return 0
 
 
