@@ -75,6 +75,9 @@ def test_capture_events_chain_search_forget(tmp_path: Path, capsys: Any) -> None
     assert code == 0 and "订单查询要加缓存" in out
     code, out, _ = _run(capsys, *base, "search", "缓存", "--preset", "keyword", "--json")
     assert {r["owner_id"] for r in json.loads(out)} == {first_id, second_id}
+    # what the text lines show is in the JSON too: the type, and where it was said
+    by_id = {r["owner_id"]: r for r in json.loads(out)}
+    assert (by_id[second_id]["type"], by_id[second_id]["session_id"]) == ("tool_result", "s1")
     code, out, _ = _run(capsys, *base, "forget", "--session", "s1")
     assert code == 0 and json.loads(out)["removed"]["events"] == 2
     code, _, err = _run(capsys, *base, "chain", second_id)

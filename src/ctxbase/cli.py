@@ -334,7 +334,17 @@ def cmd_search(args: argparse.Namespace) -> int:
         if args.json:
             _print_json(
                 [
-                    c.explain() | {"text": c.item.text, "repo": c.item.repo, "path": c.item.path}
+                    c.explain()
+                    | {
+                        # what the text lines show, and where it was said
+                        "type": c.item.type,
+                        "kind": c.item.kind,
+                        "session_id": c.item.session_id,
+                        "agent_id": c.item.agent_id,
+                        "text": c.item.text,
+                        "repo": c.item.repo,
+                        "path": c.item.path,
+                    }
                     for c in response.results
                 ]
             )
