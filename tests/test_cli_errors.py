@@ -548,10 +548,12 @@ def test_a_postgresql_url_without_the_postgres_extra_is_bad_input(tmp_path: Path
 
 def test_negative_counts_name_the_option(tmp_path: Path, db: str) -> None:
     proc = run("--db", db, "events", "s1", "--last", "-1", cwd=tmp_path)
-    line = one_error_line(proc, 2, "--last", ">= 0")
+    line = one_error_line(proc, 2, "--last", ">= 1 (got -1)")
     assert "n:" not in line
+    proc = run("--db", db, "events", "s1", "--last", "0", cwd=tmp_path)  # not an empty list
+    one_error_line(proc, 2, "--last: must be >= 1 (got 0)")
     proc = run("--db", db, "entities", "--limit", "-1", cwd=tmp_path)
-    one_error_line(proc, 2, "--limit", ">= 0")
+    one_error_line(proc, 2, "--limit", ">= 1 (got -1)")  # one bound, whatever is given
     assert proc.stdout == ""
     proc = run("--db", db, "search", "cache", "--wait-embeddings", "-1", cwd=tmp_path)
     one_error_line(proc, 2, "--wait-embeddings: must be 0 or more seconds (got -1)")

@@ -193,10 +193,16 @@ def cmd_capture(args: argparse.Namespace) -> int:
 
 
 def _count(option: str, value: int) -> int:
-    # Checked here so the message names the option typed, not the library's parameter.
-    if value < 0:
-        raise ValidationError(option, f"must be >= 0 (got {value})")
+    # Checked here so the message names the option typed, not the library's parameter;
+    # at least 1: an empty listing that exits 0 reads as "nothing there"
+    if value < 1:
+        raise ValidationError(option, f"must be >= 1 (got {value})")
+    if value > _MAX_COUNT:
+        raise ValidationError(option, f"must be <= {_MAX_COUNT} (got {value})")
     return value
+
+
+_MAX_COUNT = 2**63 - 1  # what the stores take as a row count
 
 
 def cmd_events(args: argparse.Namespace) -> int:
@@ -497,8 +503,6 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def cmd_entities(args: argparse.Namespace) -> int:
     with _open_existing(args, embedder=None) as cb:
         limit = _count("--limit", args.limit)
-        if limit == 0:  # an empty listing that exits 0 reads as "no entities"
-            raise ValidationError("--limit", "must be >= 1 (got 0)")
         repos = args.repo or []
         if repos:  # a typo is not an empty answer; a repository forgotten whole is
             from .search_filters import check_repos_held

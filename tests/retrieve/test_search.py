@@ -250,7 +250,7 @@ def test_a_bad_search_override_is_bad_input_by_name(cb: ContextBase) -> None:
         ({"rrf_k": True}, "rrf_k", "must be a number (got true)"),
         ({"graph_hops": False}, "graph_hops", "must be a number (got false)"),
         ({"time_decay_half_life_days": float("inf")}, "time_decay_half_life_days",
-         "must be a finite number"),
+         "must be a finite number (got inf)"),
     ):  # fmt: skip
         with pytest.raises(ValidationError) as err:
             get_preset("hybrid", **overrides)

@@ -341,7 +341,7 @@ def get_preset(name: str, **overrides: object) -> SearchConfig:
         raise ValidationError(bad, f"must be a number (got {str(overrides[bad]).lower()})")
     for field, value in overrides.items():  # pydantic takes an overflowing 1e400 as inf
         if isinstance(value, float) and not math.isfinite(value):
-            raise ValidationError(field, "must be a finite number")
+            raise ValidationError(field, f"must be a finite number (got {value})")
     try:
         return SearchConfig.model_validate({**base.model_dump(), **overrides})
     except PydanticValidationError as exc:  # a caller's bad override is bad input, by name
