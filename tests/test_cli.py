@@ -602,6 +602,30 @@ def test_search_min_similarity_floors_each_hit_as_the_library_does(
     plain = ["--db", db, "--project", "p", "--embedder", "none"]
     code, _, err = _run(capsys, *plain, "search", "orders", "--min-similarity", "0.5")
     assert code == 2 and "--min-similarity: needs an embedder" in err, err
+    # nothing that close: the empty answer names the floor as what may have left it empty
+    code, out, err = _run(
+        capsys, *base, "search", "orders cache TTL", "--preset", "keyword", "--min-similarity",
+        "0.999",
+    )  # fmt: skip
+    assert (code, out) == (0, "") and "no match for 'orders cache TTL'" in err
+    assert "note: hits less similar to the query than --min-similarity 0.999 are left out" in err
+
+
+def test_assemble_names_its_options_in_errors(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the library's fields (session_id, role, signing_key)."""
+    monkeypatch.delenv("CTXBASE_HMAC_KEY", raising=False)
+    base = ["--db", str(tmp_path / "o.db"), "--project", "p", "--embedder", "hash"]
+    assert _run(capsys, *base, "capture", "--session", "s", "--text", "hello")[0] == 0
+    for extra, said in (
+        (["--session", "bad id"], "error: --session: must be 1-200 ASCII characters"),
+        (["--require-signature"], "error: --require-signature: require_signature needs a key"),
+    ):
+        code, _, err = _run(capsys, *base, "assemble", "hi", "--role", "coder", *extra)
+        assert code == 2 and err.startswith(said), err
+    code, _, err = _run(capsys, *base, "assemble", "hi", "--role", " ")
+    assert code == 2 and err.startswith("error: --role: "), err
 
 
 def test_search_set_changes_one_setting_of_the_preset(tmp_path: Path, capsys: Any) -> None:

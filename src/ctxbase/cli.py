@@ -324,6 +324,12 @@ def cmd_search(args: argparse.Namespace) -> int:
             if not quiet:
                 narrowed = any(getattr(args, f) for f in _SEARCH_FILTERS)
                 note_no_match(args.query, cb.project, narrowed)
+                if cfg.min_similarity is not None:  # the floor may be why
+                    print(
+                        f"note: hits less similar to the query than --min-similarity "
+                        f"{cfg.min_similarity:g} are left out",
+                        file=sys.stderr,
+                    )
             if flt.session_ids:  # hidden by forget --soft: say so
                 hidden_of = cb.store.hidden_event_counts(cb.project, flt.session_ids)
                 note_hidden(hidden_of, "not searched")
@@ -435,6 +441,13 @@ _SEARCH_OPTIONS = {
     "preset": "--preset",
     "min_similarity": "--min-similarity",
     "filters.types": "--type",
+    "signing_key": "--require-signature",
+}
+_ASSEMBLE_OPTIONS = {
+    "session_id": "--session",
+    "max_tokens": "--max-tokens",
+    "agent_role": "--role",
+    "signing_key": "--require-signature",
 }
 # as the library says it (retrieve/search.py), with the options named
 _NO_EMBEDDER = (
@@ -447,17 +460,23 @@ def cmd_assemble(args: argparse.Namespace) -> int:
     from .validation import check_query, check_role
 
     check_query(args.intent, field="intent")  # before the database is opened
-    check_role(args.role, field="role")
+    check_role(args.role, field="--role")
     policies = None if args.policies is None else _existing_file("policies", args.policies)
     with _open_existing(args, policies=policies) as cb:
-        ctx = cb.assemble_context(
-            agent_role=args.role,
-            user_intent=args.intent,
-            session_id=args.session,
-            max_tokens=args.max_tokens,
-            repos=args.repo,
-            require_signature=args.require_signature,
-        )
+        try:
+            ctx = cb.assemble_context(
+                agent_role=args.role,
+                user_intent=args.intent,
+                session_id=args.session,
+                max_tokens=args.max_tokens,
+                repos=args.repo,
+                require_signature=args.require_signature,
+            )
+        except ValidationError as exc:  # named as the option typed, not the library's field
+            field = _ASSEMBLE_OPTIONS.get(exc.field, exc.field)
+            if type(exc) is not ValidationError or field == exc.field:
+                raise
+            raise ValidationError(field, exc.message) from None
         note_signatures(ctx.tampered, ctx.unsigned, events=True)
         # a mistyped --role, --session or --repo, and strategies the time limit skipped,
         # show here
