@@ -93,7 +93,7 @@ def test_bad_input_exits_2_with_the_field(tmp_path: Path, capsys: Any) -> None:
     code, _, err = _run(
         capsys, *base, "capture", "--session", "s1", "--text", "x", "--parent", "ev_missing"
     )
-    assert code == 2 and "parent_event_ids[0]" in err
+    assert code == 2 and "error: --parent: 'ev_missing' does not exist" in err  # the option
 
 
 def test_assemble_and_trace(tmp_path: Path, capsys: Any) -> None:
@@ -609,6 +609,13 @@ def test_search_min_similarity_floors_each_hit_as_the_library_does(
     )  # fmt: skip
     assert (code, out) == (0, "") and "no match for 'orders cache TTL'" in err
     assert "note: hits less similar to the query than --min-similarity 0.999 are left out" in err
+
+
+def test_capture_refuses_a_blank_role_as_a_blank_agent(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "r.db"), "--embedder", "none"]
+    for option, said in (("--role", "is blank"), ("--agent", "must be 1-200 ASCII characters")):
+        code, _, err = _run(capsys, *base, "capture", "--session", "s", "--text", "x", option, "")
+        assert code == 2 and f"error: {option}: {said}" in err, (option, err)
 
 
 def test_assemble_names_its_options_in_errors(

@@ -178,18 +178,34 @@ def cmd_capture(args: argparse.Namespace) -> int:
     from .cli_chunking import chunking_option
 
     check_event_type(args.type)  # before the store is opened, and before any note it prints
+    if args.role is not None and not args.role.strip():  # as --agent "" is refused
+        raise ValidationError("--role", "is blank")
     text = _capture_text(args)
     with _open(args, chunking=chunking_option(args)) as cb:
-        event = cb.record(
-            args.type,
-            session_id=args.session,
-            text=text,
-            agent_id=args.agent,
-            agent_role=args.role,
-            parent_event_ids=args.parent or [],
-        )
+        try:
+            event = cb.record(
+                args.type,
+                session_id=args.session,
+                text=text,
+                agent_id=args.agent,
+                agent_role=args.role,
+                parent_event_ids=args.parent or [],
+            )
+        except ValidationError as exc:  # named as the option typed
+            field = _CAPTURE_OPTIONS.get(exc.field.split("[")[0], exc.field)
+            if type(exc) is not ValidationError or field == exc.field:
+                raise
+            raise ValidationError(field, exc.message) from None
         print(event.id)
     return 0
+
+
+_CAPTURE_OPTIONS = {
+    "session_id": "--session",
+    "agent_id": "--agent",
+    "agent_role": "--role",
+    "parent_event_ids": "--parent",
+}
 
 
 def _count(option: str, value: int) -> int:
