@@ -84,6 +84,25 @@ def test_capture_events_chain_search_forget(tmp_path: Path, capsys: Any) -> None
     assert code == 3 and "not found" in err
 
 
+def test_a_chain_shows_how_many_links_each_event_is_away(tmp_path: Path, capsys: Any) -> None:
+    base = ["--db", str(tmp_path / "k.db"), "--embedder", "none"]
+
+    def capture(kind: str, text: str, *parents: str) -> str:
+        extra = [a for p in parents for a in ("--parent", p)]
+        args = ["capture", "--session", "s", "--type", kind, "--text", text, *extra]
+        return _run(capsys, *base, *args)[1].strip()
+
+    ask = capture("user_message", "the cache is cold")
+    plan = capture("assistant_message", "check the TTL", ask)
+    call = capture("tool_invocation", "redis-cli TTL key", plan)
+    code, out, _ = _run(capsys, *base, "chain", ask, "--down")
+    lines = out.splitlines()[1:]
+    assert code == 0 and lines[0].startswith("  -> assistant_message")
+    assert lines[1].startswith("    -> tool_invocation")  # an effect of an effect
+    code, out, _ = _run(capsys, *base, "chain", call, "--json")
+    assert [(e["id"], e["depth"]) for e in json.loads(out)] == [(call, 0), (plan, 1), (ask, 2)]
+
+
 def test_bad_input_exits_2_with_the_field(tmp_path: Path, capsys: Any) -> None:
     base = ["--db", str(tmp_path / "c.db"), "--embedder", "none"]
     code, _, err = _run(

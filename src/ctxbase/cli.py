@@ -249,18 +249,20 @@ def cmd_chain(args: argparse.Namespace) -> int:
         # the chain first: for a hidden or forgotten event its error says which it is
         chain = cb.effects(args.event_id) if args.down else cb.causal_chain(args.event_id)
         root = cb.get_event(args.event_id)
+        depth = _chain_depths(root, chain, down=args.down)
         if args.json:
-            _print_json([_event_json(e) for e in [root, *chain]])
+            _print_json([_event_json(e) | {"depth": depth[e.id]} for e in [root, *chain]])
             return 0
         merged = f" (holds {root.merged_id}, merged into it)" if root.merged_id else ""
         print(f"{root.type} {root.id}{merged}: {_line(root.text, 100)}")
         arrow = "->" if args.down else "<-"
         hidden = [e.id for e in chain if "hidden" in e.marks]
-        for e in chain:
+        for e in chain:  # indented by how many links from the event asked about
+            lead = "  " * depth[e.id]
             if e.id in hidden:  # a placeholder: no text to show
-                print(f"  {arrow} {e.type:<18} {e.agent_id:<12} [hidden] {e.id}")
+                print(f"{lead}{arrow} {e.type:<18} {e.agent_id:<12} [hidden] {e.id}")
             else:
-                print(f"  {arrow} {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
+                print(f"{lead}{arrow} {e.type:<18} {e.agent_id:<12} {_line(e.text, 80)}")
         if hidden:
             sys.stdout.flush()
             events = " ".join(f"--event {i}" for i in hidden)
@@ -270,6 +272,24 @@ def cmd_chain(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     return 0
+
+
+def _chain_depths(root: Event, chain: Sequence[Event], *, down: bool) -> dict[str, int]:
+    """Each event's number of links from `root` along the chain (its causes, or with
+    `down` its effects): 0 for the root, 1 for a direct one; the fewest when several."""
+    parents = {e.id: set(e.parent_event_ids) for e in (root, *chain)}
+    depth = {root.id: 0}
+    frontier = [root.id]
+    while frontier:
+        step: list[str] = []
+        for done in frontier:
+            for e in chain:
+                linked = e.id in parents[done] if not down else done in parents[e.id]
+                if linked and e.id not in depth:
+                    depth[e.id] = depth[done] + 1
+                    step.append(e.id)
+        frontier = step
+    return {e.id: depth.get(e.id, 1) for e in (root, *chain)}
 
 
 def cmd_search(args: argparse.Namespace) -> int:
