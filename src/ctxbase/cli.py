@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import cli_parser
@@ -182,7 +182,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
         raise ValidationError("--role", "is blank")
     text = _capture_text(args)
     with _open(args, chunking=chunking_option(args)) as cb:
-        try:
+        with _options_named(_CAPTURE_OPTIONS):
             event = cb.record(
                 args.type,
                 session_id=args.session,
@@ -191,13 +191,21 @@ def cmd_capture(args: argparse.Namespace) -> int:
                 agent_role=args.role,
                 parent_event_ids=args.parent or [],
             )
-        except ValidationError as exc:  # named as the option typed
-            field = _CAPTURE_OPTIONS.get(exc.field.split("[")[0], exc.field)
-            if type(exc) is not ValidationError or field == exc.field:
-                raise
-            raise ValidationError(field, exc.message) from None
         print(event.id)
     return 0
+
+
+@contextlib.contextmanager
+def _options_named(names: Mapping[str, str]) -> Iterator[None]:
+    """A library ValidationError raised again with its field named as the option typed
+    (`names`: the library's field, a list's without its index, -> the option)."""
+    try:
+        yield
+    except ValidationError as exc:
+        option = names.get(exc.field.split("[")[0])
+        if option is None or type(exc) is not ValidationError:
+            raise
+        raise ValidationError(option, exc.message) from None
 
 
 _CAPTURE_OPTIONS = {
@@ -342,7 +350,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                     why=f"before searching, up to {args.wait_embeddings:g} s;"
                     " --wait-embeddings 0 searches at once",
                 )
-        try:
+        with _options_named(_SEARCH_OPTIONS):  # an unknown --type, named as typed
             response = cb.search(
                 args.query,
                 preset=args.preset,
@@ -353,8 +361,6 @@ def cmd_search(args: argparse.Namespace) -> int:
                 require_signature=args.require_signature,
                 **settings,
             )
-        except ValidationError as exc:  # an unknown --type, named as typed
-            raise ValidationError(_SEARCH_OPTIONS.get(exc.field, exc.field), exc.message) from None
         quiet = getattr(args, "quiet", False)
         if not response.results:  # an empty answer says so, and what may have answered
             if not quiet:
@@ -499,7 +505,7 @@ def cmd_assemble(args: argparse.Namespace) -> int:
     check_role(args.role, field="--role")
     policies = None if args.policies is None else _existing_file("policies", args.policies)
     with _open_existing(args, policies=policies) as cb:
-        try:
+        with _options_named(_ASSEMBLE_OPTIONS):
             ctx = cb.assemble_context(
                 agent_role=args.role,
                 user_intent=args.intent,
@@ -508,11 +514,6 @@ def cmd_assemble(args: argparse.Namespace) -> int:
                 repos=args.repo,
                 require_signature=args.require_signature,
             )
-        except ValidationError as exc:  # named as the option typed, not the library's field
-            field = _ASSEMBLE_OPTIONS.get(exc.field, exc.field)
-            if type(exc) is not ValidationError or field == exc.field:
-                raise
-            raise ValidationError(field, exc.message) from None
         note_signatures(ctx.tampered, ctx.unsigned, events=True)
         # a mistyped --role, --session or --repo, and strategies the time limit skipped,
         # show here
