@@ -5,7 +5,8 @@ Run: PYTHONPATH=src python bench/concurrent_writes.py [--files 600] [--seconds 2
 Two parts, each side by side in one run (the machine's noise hits both alike):
 
 - anchoring at scale: `record()` on a project that holds an ingested repository
-  (`--files` generated Python and Markdown files), one call after another. Capture
+  (`--files` generated Python modules and as many Markdown documents), one call after
+  another. Capture
   anchoring matches each message against the project's symbol index inside its write
   transaction. "kept": the index kept between messages (read again only in part, shipped);
   "read each time": read whole for every batch, as before.
@@ -165,7 +166,9 @@ def neighbour(tmp: Path, seconds: float) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", type=int, default=600, help="Python files in the repository")
+    parser.add_argument(
+        "--files", type=int, default=600, help="Python modules (and Markdown documents) to ingest"
+    )
     parser.add_argument("--calls", type=int, default=60, help="timed record() calls (anchoring)")
     parser.add_argument("--seconds", type=float, default=20.0, help="timed span (neighbour)")
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON here")
