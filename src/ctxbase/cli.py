@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import cli_parser
@@ -176,13 +176,14 @@ def _without_final_newline(text: str) -> str:
 def cmd_capture(args: argparse.Namespace) -> int:
     from .capture.events import check_event_type
     from .cli_chunking import chunking_option
+    from .validation import fields_renamed
 
     check_event_type(args.type)  # before the store is opened, and before any note it prints
     if args.role is not None and not args.role.strip():  # as --agent "" is refused
         raise ValidationError("--role", "is blank")
     text = _capture_text(args)
     with _open(args, chunking=chunking_option(args)) as cb:
-        with _options_named(_CAPTURE_OPTIONS):
+        with fields_renamed(_CAPTURE_OPTIONS, by_list=True):
             event = cb.record(
                 args.type,
                 session_id=args.session,
@@ -193,19 +194,6 @@ def cmd_capture(args: argparse.Namespace) -> int:
             )
         print(event.id)
     return 0
-
-
-@contextlib.contextmanager
-def _options_named(names: Mapping[str, str]) -> Iterator[None]:
-    """A library ValidationError raised again with its field named as the option typed
-    (`names`: the library's field, a list's without its index, -> the option)."""
-    try:
-        yield
-    except ValidationError as exc:
-        option = names.get(exc.field.split("[")[0])
-        if option is None or type(exc) is not ValidationError:
-            raise
-        raise ValidationError(option, exc.message) from None
 
 
 _CAPTURE_OPTIONS = {
@@ -308,7 +296,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     from .retrieve.config import get_preset
     from .retrieve.fusion import confidence_factor
     from .store.base import ItemFilter
-    from .validation import check_query
+    from .validation import check_query, fields_renamed
 
     check_query(args.query)  # before the database and the model are opened
     for flag in _SEARCH_FILTERS:
@@ -350,7 +338,7 @@ def cmd_search(args: argparse.Namespace) -> int:
                     why=f"before searching, up to {args.wait_embeddings:g} s;"
                     " --wait-embeddings 0 searches at once",
                 )
-        with _options_named(_SEARCH_OPTIONS):  # an unknown --type, named as typed
+        with fields_renamed(_SEARCH_OPTIONS, by_list=True):  # an unknown --type, named as typed
             response = cb.search(
                 args.query,
                 preset=args.preset,
@@ -499,13 +487,13 @@ _NO_EMBEDDER = (
 
 
 def cmd_assemble(args: argparse.Namespace) -> int:
-    from .validation import check_query, check_role
+    from .validation import check_query, check_role, fields_renamed
 
     check_query(args.intent, field="intent")  # before the database is opened
     check_role(args.role, field="--role")
     policies = None if args.policies is None else _existing_file("policies", args.policies)
     with _open_existing(args, policies=policies) as cb:
-        with _options_named(_ASSEMBLE_OPTIONS):
+        with fields_renamed(_ASSEMBLE_OPTIONS, by_list=True):
             ctx = cb.assemble_context(
                 agent_role=args.role,
                 user_intent=args.intent,

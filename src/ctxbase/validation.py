@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 import math
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Literal
 
 from .errors import ValidationError
@@ -63,6 +64,7 @@ __all__ = [
     "check_timeout",
     "constraint_words",
     "either",
+    "fields_renamed",
     "first_line_break",
     "is_blank",
     "json_refusal",
@@ -478,16 +480,32 @@ def constraint_words(err: Mapping[str, Any]) -> str | None:
     return None
 
 
-def yes_or_no_for_a_number(annotations: Mapping[str, Any], data: Any) -> str | None:
+def yes_or_no_for_a_number(fields: Mapping[str, Any], data: Any) -> str | None:
     """The first key of `data` (a mapping about to be validated) holding a bool where its
-    field (`annotations`: name -> type) takes none: JSON's `true` and YAML's `on` are no
-    count or score, though pydantic's lax mode reads them as 1."""
+    field (`fields`: a pydantic model's `model_fields`) takes none: JSON's `true` and YAML's
+    `on` are no count or score, though pydantic's lax mode reads them as 1."""
     if not isinstance(data, Mapping):
         return None
     for name, value in data.items():
-        if isinstance(value, bool) and name in annotations and not _takes_bool(annotations[name]):
+        field = fields.get(name)
+        if isinstance(value, bool) and field is not None and not _takes_bool(field.annotation):
             return str(name)
     return None
+
+
+@contextmanager
+def fields_renamed(names: Mapping[str, str], *, by_list: bool = False) -> Iterator[None]:
+    """A ValidationError raised inside (not a subclass: those carry more than a field)
+    raised again with its field named as the caller wrote it (`names`: the library's
+    field -> the caller's: a tool's argument, a command's option); `by_list`: a list
+    item's field (`ids[2]`) is looked up by its list's name, the index dropped."""
+    try:
+        yield
+    except ValidationError as exc:
+        named = names.get(exc.field.split("[")[0] if by_list else exc.field)
+        if named is None or type(exc) is not ValidationError:
+            raise
+        raise ValidationError(named, exc.message) from exc
 
 
 def _takes_bool(annotation: Any) -> bool:

@@ -118,8 +118,7 @@ class Frozen(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _no_yes_or_no_for_a_number(cls, data: Any) -> Any:
-        annotations = {n: f.annotation for n, f in cls.model_fields.items()}
-        if (name := yes_or_no_for_a_number(annotations, data)) is not None:
+        if (name := yes_or_no_for_a_number(cls.model_fields, data)) is not None:
             raise PydanticCustomError(
                 YES_OR_NO_FOR_A_NUMBER,
                 f"must be a number (got {str(data[name]).lower()}: YAML reads yes, on and "

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -34,6 +33,7 @@ from ..validation import (
     MAX_JSON_BYTES,
     MAX_QUERY_CHARS,
     MAX_TEXT_BYTES,
+    fields_renamed,
     yes_or_no_for_a_number,
 )
 from .tool_facts import delete_facts, facts_not_found, matching_facts, session_facts
@@ -116,8 +116,7 @@ class _Args(BaseModel):
     @classmethod
     def _no_yes_or_no_for_a_number(cls, data: Any) -> Any:
         # a model's `true` is no count, budget or score (pydantic alone reads it as 1)
-        annotations = {n: f.annotation for n, f in cls.model_fields.items()}
-        if (name := yes_or_no_for_a_number(annotations, data)) is not None:
+        if (name := yes_or_no_for_a_number(cls.model_fields, data)) is not None:
             raise PydanticCustomError(
                 "yes_or_no_for_a_number",
                 "must be a number (got {value})",
@@ -428,7 +427,7 @@ def _search(scope: ToolScope, a: SearchMemoryArgs) -> dict[str, Any]:
             repos=tuple(a.repos) if a.repos else None,
         )
     # assembly's relevance gate: an off-topic query gets no nearest-but-unrelated text
-    with _named_as_the_tool({"filters.types": "types", "filters.repos": "repos"}):
+    with fields_renamed({"filters.types": "types", "filters.repos": "repos"}):
         response = scope.cb.search(
             a.query,
             project=scope.project_id,
@@ -532,10 +531,10 @@ def _remember(scope: ToolScope, a: RememberArgs) -> dict[str, Any]:
         if a.fact_scope == "session":  # listed by list_sessions, forgotten with it
             _ensure_session(scope, a.session_id)
         names = {"key": "fact_key", "value": "text", "ttl": "fact_ttl", "scope_id": "session_id"}
-        with _named_as_the_tool(names):
+        with fields_renamed(names):
             fact = _set_fact(scope, a, scope_id, pid)
         return {"kind": "fact", "key": fact.key, "scope": fact.scope, "version": fact.version}
-    with _named_as_the_tool({"type": "event_type"}):
+    with fields_renamed({"type": "event_type"}):
         event = scope.cb.record(
             a.event_type,
             session_id=a.session_id,
@@ -578,17 +577,6 @@ def _fits_as_a_value(text: str) -> None:
             f"is {size} bytes as a JSON string, over the limit of {MAX_JSON_BYTES} bytes "
             "for a fact value",
         )
-
-
-@contextmanager
-def _named_as_the_tool(names: Mapping[str, str]) -> Iterator[None]:
-    """A library ValidationError re-raised with the field named as the tool's argument."""
-    try:
-        yield
-    except ValidationError as error:
-        if type(error) is not ValidationError or error.field not in names:
-            raise
-        raise ValidationError(names[error.field], error.message) from error
 
 
 def _ensure_session(scope: ToolScope, session_id: str) -> None:
@@ -652,7 +640,7 @@ def _get_trace(scope: ToolScope, a: GetTraceArgs) -> dict[str, Any]:
 
 def _rate_memory(scope: ToolScope, a: RateMemoryArgs) -> dict[str, Any]:
     try:
-        with _named_as_the_tool({"node_id": "id"}):
+        with fields_renamed({"node_id": "id"}):
             given = scope.cb.feedback(
                 a.id,
                 a.label,

@@ -336,8 +336,7 @@ def get_preset(name: str, **overrides: object) -> SearchConfig:
     if not overrides:
         return base
     check_not_filters(overrides)
-    annotations = {n: f.annotation for n, f in SearchConfig.model_fields.items()}
-    if (bad := yes_or_no_for_a_number(annotations, overrides)) is not None:
+    if (bad := yes_or_no_for_a_number(SearchConfig.model_fields, overrides)) is not None:
         raise ValidationError(bad, f"must be a number (got {str(overrides[bad]).lower()})")
     for field, value in overrides.items():  # pydantic takes an overflowing 1e400 as inf
         if isinstance(value, float) and not math.isfinite(value):
