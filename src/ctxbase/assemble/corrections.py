@@ -144,6 +144,7 @@ def _unverified(g: Gatherer, node_id: str) -> bool:
     or event, so a correction quoting it would serve its text after all."""
     if g.check is None:
         return False
-    if g.check.entity(node_id) != "not_entity":
-        return g.check.entity(node_id) != "valid"
+    verdict = g.check.entity(node_id)
+    if verdict != "not_entity":
+        return verdict != "valid"
     return g.check.event(node_id) != "valid"
